@@ -1,0 +1,82 @@
+"""planner: capacity and cost planning for LLM inference.
+
+Public API (imported lazily, so ``import planner`` stays cheap)::
+
+    from planner import load_catalog, plan_memory, step_model, decode_step, prefill, estimate
+
+    cat = load_catalog()
+    plan = plan_memory("llama-3.1-70b", "nvidia-h100-sxm", "fp8", tp=2, context_len=8192)
+    sm = step_model("llama-3.1-8b", "nvidia-h100-sxm", "bf16")
+    decode_step(sm, batch=16, context_len=2048).time_s   # seconds
+
+Units follow the names: ``_bytes`` bytes, ``_s`` seconds, ``_gb`` decimal GB,
+``_tflops`` dense TFLOPS. See ``docs/formulas.md`` for every formula.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+#: public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # errors
+    "PlannerError": "errors",
+    "UnknownIdError": "errors",
+    "MissingDataError": "errors",
+    # catalogs
+    "Catalog": "catalog",
+    "Accelerator": "catalog",
+    "ModelArch": "catalog",
+    "Precision": "catalog",
+    "KvPrecision": "catalog",
+    "Framework": "catalog",
+    "RentalPrice": "catalog",
+    "PurchasePrice": "catalog",
+    "load_catalog": "catalog",
+    "model_from_hf_config": "catalog",
+    # memory
+    "ParamCounts": "memory",
+    "WeightMemory": "memory",
+    "MemoryPlan": "memory",
+    "param_counts": "memory",
+    "weight_memory": "memory",
+    "kv_bytes_per_token": "memory",
+    "kv_bytes_per_sequence": "memory",
+    "activation_workspace_bytes": "memory",
+    "plan_memory": "memory",
+    # performance
+    "EfficiencyParams": "perf",
+    "PRIOR": "perf",
+    "StepModel": "perf",
+    "StepBreakdown": "perf",
+    "Estimate": "perf",
+    "step_model": "perf",
+    "prefill": "perf",
+    "decode_step": "perf",
+    "estimate": "perf",
+    "compute_dtype_for": "perf",
+    # prediction of benchmark rows
+    "Predictor": "predict",
+    "predict_file": "predict",
+    "resolve_efficiency": "predict",
+    # output
+    "emit": "report",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    mod = _EXPORTS.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'planner' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{mod}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

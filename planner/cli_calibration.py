@@ -1,0 +1,139 @@
+"""`planner calibrate` and `planner validate`: thin shells over planner.calibration."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+CALIBRATE_EPILOG = """\
+examples:
+  planner calibrate data/benchmarks/public.csv data/benchmarks/pytorch_h200.csv -o my_profile.yaml
+  planner calibrate my_runs.csv -o profile.yaml && planner estimate ... --calibration profile.yaml
+  planner calibrate result.json --gpu nvidia-h100-sxm --model llama-3.1-8b --precision bf16 -o p.yaml
+
+A CSV follows the benchmark schema (shared/reference/benchmarks/README.md); a .json is the
+file `vllm bench serve --save-result` writes (GPU, model, precision and TP are not in it, so
+pass them). Without files, refits the bundled data/benchmarks/*.csv.
+"""
+
+VALIDATE_EPILOG = """\
+examples:
+  planner validate                      # LOSO on public data + 5-fold on own H200 data
+  planner validate --output docs/accuracy.md
+  planner validate --no-serving --format json
+"""
+
+
+def register(sub) -> None:
+    from .cli import add_common_args
+
+    p = sub.add_parser(
+        "calibrate",
+        help="fit efficiency parameters to measurements",
+        description="Fit the engine's efficiencies and overheads to measured rows "
+        "(scipy least squares on log error, hierarchical shrinkage) and write a profile.",
+        epilog=CALIBRATE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("files", nargs="*", help="measurement CSVs (benchmark schema) or vllm bench JSONs")
+    p.add_argument("-o", "--output", help="profile YAML to write (default: print a summary only)")
+    p.add_argument("--gpu", help="GPU id for vllm bench JSON files")
+    p.add_argument("--model", help="model id for vllm bench JSON files (default: model_id in the JSON)")
+    p.add_argument("--precision", default=None, help="precision for vllm bench JSON files (default bf16)")
+    p.add_argument("--tp", type=int, default=None, help="TP size for vllm bench JSON files")
+    p.add_argument("--prior-scale", type=float, default=1.0, help="prior width multiplier (smaller = more shrinkage)")
+    add_common_args(p)
+    p.set_defaults(func=cmd_calibrate)
+
+    v = sub.add_parser(
+        "validate",
+        help="out-of-sample accuracy report (leave-one-source-out and 5-fold)",
+        description="Refit without each source (LOSO) and without each fold (5-fold on the own "
+        "measurements), predict what was left out, and report MdAPE, P90 APE and bias.",
+        epilog=VALIDATE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    v.add_argument("--public", nargs="*", default=None, help="public measurement CSVs (default data/benchmarks/public.csv)")
+    v.add_argument("--own", nargs="*", default=None, help="own measurement CSVs (default data/benchmarks/pytorch_h200.csv)")
+    v.add_argument("--output", default=None, help="write the Markdown report here (e.g. docs/accuracy.md)")
+    v.add_argument("--no-serving", action="store_true", help="skip the simulator-predicted serving rows")
+    v.add_argument("--details", default=None, help="write every out-of-sample prediction to this CSV")
+    add_common_args(v)
+    v.set_defaults(func=cmd_validate)
+
+
+def cmd_calibrate(args) -> int:
+    from .calibration import calibrate, save_profile
+    from .catalog import load_catalog
+    from .report import emit
+
+    cat = load_catalog(getattr(args, "data_dir", None))
+    prof, rows = calibrate(
+        args.files or None,
+        catalog=cat,
+        gpu=args.gpu,
+        model=args.model,
+        precision=args.precision,
+        tp=args.tp,
+        prior_scale=args.prior_scale,
+    )
+    if args.output:
+        save_profile(prof, args.output)
+    summary = [
+        {
+            "node": n.label,
+            "level": n.level,
+            "rows": n.n_rows,
+            "in_sample_mdape_pct": None if n.in_sample_mdape is None else round(100 * n.in_sample_mdape, 1),
+            "mem_eff": n.params.mem_eff,
+            "compute_eff": n.params.compute_eff,
+            "compute_half_tokens": n.params.compute_half_tokens,
+            "attn_eff": n.params.attn_eff,
+            "step_overhead_s": n.params.step_overhead_s,
+            "layer_overhead_s": n.params.layer_overhead_s,
+            "comm_eff": n.params.comm_eff,
+            "sched_overhead_s": n.params.sched_overhead_s,
+        }
+        for n in prof.nodes
+    ]
+    emit(summary, args.format)
+    skipped = sum(1 for r in rows if not r.ok)
+    print(
+        f"fitted {prof.n_rows_fitted} rows ({skipped} not usable for the fit), data hash {prof.data_hash}"
+        + (f"; wrote {args.output}" if args.output else ""),
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from .catalog import DATA_DIR, load_catalog
+    from .calibration import error_table
+    from .report import emit
+    from .validation import run_validation, write_report
+
+    cat = load_catalog(getattr(args, "data_dir", None))
+    public = args.public if args.public is not None else [DATA_DIR / "benchmarks" / "public.csv"]
+    own = args.own if args.own is not None else [
+        p for p in [DATA_DIR / "benchmarks" / "pytorch_h200.csv"] if Path(p).exists()
+    ]
+    res = run_validation(public, own, catalog=cat, serving=not args.no_serving)
+    cmd = "planner validate" + (f" --output {args.output}" if args.output else "")
+    if args.output:
+        write_report(res, args.output, cmd)
+    rows = []
+    if res.get("kfold_own") is not None and len(res["kfold_own"]):
+        t = error_table(res["kfold_own"].assign(scheme="5-fold own"), ["scheme", "metric"])
+        rows += t.to_dict("records")
+    if res.get("loso") is not None and len(res["loso"]):
+        t = error_table(res["loso"].assign(scheme="LOSO public"), ["scheme", "metric_class", "kind"])
+        rows += t.to_dict("records")
+    if args.details:
+        import pandas as pd
+
+        frames = [res[k].assign(scheme=k) for k in ("loso", "kfold_own") if res.get(k) is not None and len(res[k])]
+        if frames:
+            pd.concat(frames).to_csv(args.details, index=False)
+    emit(rows, args.format)
+    return 0

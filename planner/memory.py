@@ -1,0 +1,441 @@
+"""Parameter counts, weight memory, KV-cache memory and "does it fit".
+
+All sizes are bytes (decimal GB = 1e9 bytes in reports). Formulas are in
+``docs/formulas.md``; the short version:
+
+* Weights: each parameter group at its own precision (quantized linear layers at
+  the format's bits per weight including scales; embeddings, norms, biases and
+  routers at 16 bit), split across TP (vocabulary-parallel embedding and lm head,
+  head-parallel attention, column/row-parallel MLP and experts) and PP (layers).
+* KV cache per token and layer: ``2 * n_kv * head_dim * b_kv`` (MHA/GQA),
+  ``(kv_lora_rank + qk_rope_head_dim) * b_kv`` (MLA); sliding-window layers
+  hold at most ``window`` tokens. Under TP the KV heads split, never below one
+  head per GPU; the MLA latent is replicated on every TP rank.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .catalog import Accelerator, Catalog, Framework, ModelArch, Precision, load_catalog
+from .errors import PlannerError, require_positive
+
+BITS_16 = 16.0
+
+
+# --------------------------------------------------------------------------- parameters
+@dataclass(frozen=True)
+class ParamCounts:
+    """Parameter counts of a model, by group [parameters].
+
+    ``experts`` counts every routed expert of every MoE layer; ``expert_one`` is one
+    expert of one layer. ``active`` follows the published convention: everything
+    except the routed experts a token does not use (embeddings included).
+    """
+
+    embedding: int
+    lm_head: int
+    attention: int  # all layers, linear weights + biases
+    attention_kv: int  # the K and V projections (replicated when TP > n_kv heads)
+    mlp_dense: int  # dense-FFN layers
+    experts: int  # routed experts, all layers
+    expert_one: int
+    shared_experts: int
+    router: int
+    norms: int
+    total: int
+    active: int
+    num_moe_layers: int
+
+    @property
+    def matmul_active(self) -> int:
+        """Parameters multiplied per token (excludes the embedding lookup and norms)."""
+        return self.active - self.embedding - self.norms
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def _attention_params(m: ModelArch) -> tuple[int, int]:
+    """(all attention params per layer, K/V projection params per layer)."""
+    h, nh, nkv, d = m.hidden_size, m.num_attention_heads, m.num_key_value_heads, m.head_dim
+    if m.is_mla:
+        rope, nope, v = m.qk_rope_head_dim, m.qk_nope_head_dim, m.v_head_dim or m.head_dim
+        kvl = m.kv_lora_rank
+        qk = nope + rope
+        q = (h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * nh * qk) if m.q_lora_rank else h * nh * qk
+        kv = h * (kvl + rope) + kvl + kvl * nh * (nope + v)
+        o = nh * v * h
+        return q + kv + o, kv
+    q = h * nh * d
+    kv = 2 * h * nkv * d
+    o = nh * d * h
+    bias = (nh * d + 2 * nkv * d) if m.attention_bias else 0
+    bias += h if m.attention_out_bias else 0
+    qkn = 2 * d if m.qk_norm else 0
+    kv_bias = 2 * nkv * d if m.attention_bias else 0
+    return q + kv + o + bias + qkn, kv + kv_bias
+
+
+def _mlp_params(h: int, inter: int, gated: bool, bias: bool) -> int:
+    w = (3 if gated else 2) * h * inter
+    b = ((2 * inter if gated else inter) + h) if bias else 0
+    return w + b
+
+
+def param_counts(m: ModelArch) -> ParamCounts:
+    """Count parameters from the architecture (not from the published total).
+
+    Examples
+    --------
+    Llama-3.1-8B: 32 layers x (attention 4096*(4096+2*1024+4096) = 41,943,040 + MLP
+    3*4096*14336 = 176,160,768 + norms 8,192) + embedding and lm head 2*128256*4096
+    + final norm 4096 = 8,030,261,248.
+    """
+    h, L = m.hidden_size, m.num_hidden_layers
+    attn_layer, kv_layer = _attention_params(m)
+    norm_w = 2 if m.norm == "layernorm" else 1
+    norms = (m.norms_per_layer * L + 1) * h * norm_w
+    if m.is_mla:  # q_a / kv_a layernorms are counted inside attention
+        pass
+    embedding = m.vocab_size * h
+    lm_head = 0 if m.tie_word_embeddings else m.vocab_size * h + (m.vocab_size if m.lm_head_bias else 0)
+    n_moe = m.num_moe_layers
+    n_dense = L - n_moe
+    mlp_dense = n_dense * _mlp_params(h, m.intermediate_size or 0, m.mlp_gated, m.mlp_bias) if n_dense else 0
+    experts = expert_one = shared = router = 0
+    if m.is_moe:
+        inter = m.moe_intermediate_size or m.intermediate_size or 0
+        expert_one = _mlp_params(h, inter, m.mlp_gated, m.mlp_bias)
+        experts = n_moe * m.num_experts * expert_one
+        shared = n_moe * m.num_shared_experts * _mlp_params(h, inter, m.mlp_gated, False)
+        router = n_moe * (h * m.num_experts + (m.num_experts if m.router_bias else 0))
+    attention = L * attn_layer
+    total = embedding + lm_head + attention + mlp_dense + experts + shared + router + norms
+    inactive = n_moe * ((m.num_experts or 0) - (m.num_experts_per_tok or 0)) * expert_one
+    return ParamCounts(
+        embedding=embedding,
+        lm_head=lm_head,
+        attention=attention,
+        attention_kv=L * kv_layer,
+        mlp_dense=mlp_dense,
+        experts=experts,
+        expert_one=expert_one,
+        shared_experts=shared,
+        router=router,
+        norms=norms,
+        total=total,
+        active=total - inactive,
+        num_moe_layers=n_moe,
+    )
+
+
+# --------------------------------------------------------------------------- weights
+def _bits(precision: Precision | None, part: str, m: ModelArch) -> float:
+    """Bits per weight of one parameter group under a precision."""
+    if precision is None:
+        return BITS_16
+    if part in ("embedding", "lm_head", "norms", "router"):
+        return BITS_16 if precision.weight_bits >= BITS_16 else BITS_16
+    if precision.quantized_parts == "experts_only" and part != "experts":
+        return BITS_16
+    return precision.weight_bits
+
+
+@dataclass(frozen=True)
+class WeightMemory:
+    """Weight bytes for the whole model and for the most loaded GPU [bytes]."""
+
+    total_bytes: float
+    per_gpu_bytes: float
+    by_part_bytes: dict[str, float]
+    tp: int
+    pp: int
+
+
+def weight_memory(m: ModelArch, precision: Precision | None, tp: int = 1, pp: int = 1) -> WeightMemory:
+    """Weight bytes, total and on the most loaded GPU of a TP x PP group.
+
+    TP splits attention heads (K/V projections replicate once TP exceeds the
+    number of KV heads), MLP columns, experts and the vocabulary; PP splits layers
+    (``ceil(L/pp)`` on the busiest stage, which also holds the larger of the
+    embedding and the lm head; with ``pp == 1`` the one stage holds both).
+    """
+    require_positive("tp", tp)
+    require_positive("pp", pp)
+    if pp > m.num_hidden_layers:
+        raise PlannerError(f"pp={pp} exceeds the model's {m.num_hidden_layers} layers")
+    pc = param_counts(m)
+    b = {part: _bits(precision, part, m) / 8 for part in ("embedding", "lm_head", "norms", "router", "experts", "linear")}
+    parts = {
+        "embedding": pc.embedding * b["embedding"],
+        "lm_head": pc.lm_head * b["lm_head"],
+        "attention": pc.attention * b["linear"],
+        "mlp": (pc.mlp_dense + pc.shared_experts) * b["linear"],
+        "experts": pc.experts * b["experts"],
+        "router": pc.router * b["router"],
+        "norms": pc.norms * b["norms"],
+    }
+    total = sum(parts.values())
+    # per GPU
+    L = m.num_hidden_layers
+    kv_rep = max(1.0, tp / m.num_key_value_heads) if not m.is_mla else 1.0
+    attn_per_gpu = (pc.attention - pc.attention_kv) / tp + pc.attention_kv * kv_rep / tp
+    per_layer = (
+        attn_per_gpu * b["linear"]
+        + (pc.mlp_dense + pc.shared_experts) * b["linear"] / tp
+        + pc.experts * b["experts"] / tp
+        + pc.router * b["router"]
+        + pc.norms * b["norms"]
+    ) / L
+    layers_busiest = math.ceil(L / pp)
+    if pp == 1:
+        ends = parts["embedding"] / tp + parts["lm_head"] / tp
+    else:
+        ends = max(parts["embedding"], parts["lm_head"]) / tp
+    per_gpu = per_layer * layers_busiest + ends
+    return WeightMemory(total_bytes=total, per_gpu_bytes=per_gpu, by_part_bytes=parts, tp=tp, pp=pp)
+
+
+# --------------------------------------------------------------------------- KV cache
+def kv_layer_bytes_per_token(m: ModelArch, kv_bits: float = 16, tp: int = 1) -> float:
+    """KV bytes one token occupies in ONE layer on one GPU [bytes]."""
+    if m.is_mla:
+        return (m.kv_lora_rank + m.qk_rope_head_dim) * kv_bits / 8
+    heads = max(1, math.ceil(m.num_key_value_heads / tp))
+    return 2 * heads * m.head_dim * kv_bits / 8
+
+
+def kv_bytes_per_token(m: ModelArch, kv_bits: float = 16, tp: int = 1) -> float:
+    """KV bytes per token over all layers on one GPU, sliding windows ignored [bytes].
+
+    This is the marginal cost of a token while the context is shorter than every
+    window. Llama-3.1-70B at fp16: 80*2*8*128*2 = 327,680 B/token.
+    """
+    return m.num_hidden_layers * kv_layer_bytes_per_token(m, kv_bits, tp)
+
+
+def kv_bytes_per_sequence(m: ModelArch, context, kv_bits: float = 16, tp: int = 1, block_size: int = 1):
+    """KV bytes one sequence of ``context`` tokens holds on one GPU [bytes] (vectorized).
+
+    Sliding-window layers hold ``min(context, window)`` tokens. With ``block_size``
+    > 1 each layer's tokens round up to whole blocks, as a paged KV cache allocates.
+    """
+    c = np.asarray(context, dtype=float)
+    per = kv_layer_bytes_per_token(m, kv_bits, tp)
+    n_sw = m.num_sliding_layers
+    n_full = m.num_hidden_layers - n_sw
+    full_tok = np.ceil(c / block_size) * block_size
+    sw_tok = np.ceil(np.minimum(c, m.sliding_window or 0) / block_size) * block_size if n_sw else 0.0
+    out = per * (n_full * full_tok + n_sw * sw_tok)
+    return out if out.ndim else float(out)
+
+
+# --------------------------------------------------------------------------- workspace
+def activation_workspace_bytes(m: ModelArch, max_batched_tokens: int, max_num_seqs: int, tp: int = 1) -> float:
+    """Peak activation memory of one forward [bytes]; an estimate, documented in docs/formulas.md.
+
+    The largest live tensors of a forward over ``max_batched_tokens`` tokens: the
+    residual stream and the layer input (2 x h), the fused QKV output, and the MLP
+    gate+up output (2 x I / TP), all in 16 bit; plus fp32 logits for
+    ``max_num_seqs`` sequences (V / TP columns each). Serving engines size their KV
+    pool after a profiling forward of exactly this shape.
+    """
+    h = m.hidden_size
+    inter = max(m.intermediate_size or 0, (m.moe_intermediate_size or 0) * (m.num_experts_per_tok or 1))
+    qkv = (m.num_attention_heads + 2 * m.num_key_value_heads) * m.head_dim / tp
+    per_tok = 2 * (2 * h + qkv + 2 * inter / tp)
+    logits = max_num_seqs * m.vocab_size / tp * 4
+    return max_batched_tokens * per_tok + logits
+
+
+# --------------------------------------------------------------------------- fit
+@dataclass(frozen=True)
+class MemoryPlan:
+    """What one GPU of a TP x PP replica holds, and how many sequences fit [bytes]."""
+
+    model: str
+    gpu: str
+    precision: str
+    kv_precision: str
+    tp: int
+    pp: int
+    context_len: int
+    memory_utilization: float
+    gpu_memory_bytes: float
+    weight_bytes_total: float
+    weight_bytes_per_gpu: float
+    activation_bytes_per_gpu: float
+    runtime_overhead_bytes_per_gpu: float
+    kv_cache_bytes_per_token: float  # per GPU, no sliding-window cap
+    kv_bytes_per_sequence: float  # per GPU at context_len, block-rounded
+    kv_budget_bytes_per_gpu: float
+    max_kv_tokens: int
+    max_concurrent_sequences: int
+    fits: bool
+    reason: str
+    suggestions: tuple[str, ...] = ()
+    assumptions: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["suggestions"] = list(self.suggestions)
+        d["assumptions"] = list(self.assumptions)
+        return d
+
+
+def plan_memory(
+    model: ModelArch | str,
+    gpu: Accelerator | str,
+    precision: Precision | str = "bf16",
+    kv_precision: str | None = None,
+    tp: int = 1,
+    pp: int = 1,
+    context_len: int = 4096,
+    memory_utilization: float | None = None,
+    framework: Framework | str | None = None,
+    max_num_seqs: int | None = None,
+    max_batched_tokens: int | None = None,
+    catalog: Catalog | None = None,
+    suggest: bool = True,
+) -> MemoryPlan:
+    """Memory plan of one GPU in a TP x PP replica and the largest concurrency it allows.
+
+    Parameters
+    ----------
+    model, gpu, precision : catalog ids (or objects; ``model`` may be a config.json path)
+    kv_precision : KV-cache precision id; default: the precision's ``kv_default``
+    tp, pp : tensor- and pipeline-parallel sizes
+    context_len : tokens each sequence holds (prompt + output) [tokens]
+    memory_utilization : fraction of GPU memory the engine may use; default from the framework
+    framework : framework id, for block size, memory utilization and batching defaults
+
+    Returns
+    -------
+    MemoryPlan
+        ``fits`` is False (with ``reason`` and ``suggestions``) when not even one
+        sequence of ``context_len`` tokens fits next to the weights.
+    """
+    cat = catalog or load_catalog()
+    m = cat.model(model)
+    g = gpu if isinstance(gpu, Accelerator) else cat.gpu(gpu)
+    p = precision if isinstance(precision, Precision) else cat.precision(precision)
+    fw = framework if isinstance(framework, Framework) or framework is None else cat.framework(framework)
+    kv_id = kv_precision or p.kv_default
+    if kv_id not in p.kv_options and kv_id != p.kv_default:
+        raise PlannerError(
+            f"kv precision '{kv_id}' is not an option with {p.id} (options: {', '.join(p.kv_options)})"
+        )
+    kvp = cat.kv_precision(kv_id)
+    require_positive("context_len", context_len)
+    require_positive("tp", tp)
+    require_positive("pp", pp)
+    util = memory_utilization if memory_utilization is not None else (fw.default_memory_utilization if fw else 0.9)
+    if not 0 < util <= 1:
+        raise PlannerError(f"memory_utilization must be in (0, 1], got {util}")
+    assumptions: list[str] = []
+    if m.max_position_embeddings and context_len > m.max_position_embeddings:
+        assumptions.append(
+            f"context_len {context_len} exceeds the model's max_position_embeddings {m.max_position_embeddings}"
+        )
+    block = fw.kv_block_size if fw else 16
+    seqs = max_num_seqs or (fw.default_max_num_seqs if fw else 256)
+    btok = max_batched_tokens or (fw.default_max_num_batched_tokens if fw and fw.default_max_num_batched_tokens else 8192)
+    w = weight_memory(m, p, tp, pp)
+    act = activation_workspace_bytes(m, btok, seqs, tp)
+    overhead = (fw.runtime_overhead_gb * 1e9) if fw and fw.runtime_overhead_gb is not None else 0.0
+    if fw and fw.runtime_overhead_gb is None:
+        assumptions.append(f"runtime overhead of {fw.id} unknown (no source): not counted")
+    cap = g.memory_bytes
+    layers_frac = math.ceil(m.num_hidden_layers / pp) / m.num_hidden_layers
+    kv_tok = kv_bytes_per_token(m, kvp.bits, tp) * layers_frac
+    kv_seq = float(kv_bytes_per_sequence(m, context_len, kvp.bits, tp, block)) * layers_frac
+    if fw is not None and fw.memory_utilization_of == "free":
+        budget = (cap - w.per_gpu_bytes - act - overhead) * util
+    else:
+        budget = cap * util - w.per_gpu_bytes - act - overhead
+    max_tokens = int(max(0.0, budget) // kv_tok) if kv_tok > 0 else 0
+    max_seqs = int(max(0.0, budget) // kv_seq) if kv_seq > 0 else 0
+    fits = max_seqs >= 1
+    gb = 1e9
+    if fits:
+        reason = (
+            f"fits: {w.per_gpu_bytes / gb:.1f} GB weights + {act / gb:.1f} GB activations per GPU; "
+            f"{budget / gb:.1f} GB left for KV = {max_seqs} sequences of {context_len} tokens"
+        )
+    elif cap * util < w.per_gpu_bytes:
+        reason = (
+            f"does not fit: weights need {w.per_gpu_bytes / gb:.1f} GB per GPU but {g.id} offers "
+            f"{cap * util / gb:.1f} GB at memory utilization {util:g}"
+        )
+    else:
+        reason = (
+            f"does not fit: after {w.per_gpu_bytes / gb:.1f} GB weights and {act / gb:.1f} GB activations, "
+            f"{max(budget, 0) / gb:.2f} GB remain but one sequence of {context_len} tokens needs "
+            f"{kv_seq / gb:.2f} GB of KV cache"
+        )
+    suggestions: tuple[str, ...] = ()
+    if not fits and suggest:
+        suggestions = _suggest(cat, m, g, p, kvp.id, tp, pp, context_len, util, fw, seqs, btok)
+    return MemoryPlan(
+        model=m.id,
+        gpu=g.id,
+        precision=p.id,
+        kv_precision=kvp.id,
+        tp=tp,
+        pp=pp,
+        context_len=int(context_len),
+        memory_utilization=util,
+        gpu_memory_bytes=cap,
+        weight_bytes_total=w.total_bytes,
+        weight_bytes_per_gpu=w.per_gpu_bytes,
+        activation_bytes_per_gpu=act,
+        runtime_overhead_bytes_per_gpu=overhead,
+        kv_cache_bytes_per_token=kv_tok,
+        kv_bytes_per_sequence=kv_seq,
+        kv_budget_bytes_per_gpu=budget,
+        max_kv_tokens=max_tokens,
+        max_concurrent_sequences=max_seqs,
+        fits=fits,
+        reason=reason,
+        suggestions=suggestions,
+        assumptions=tuple(assumptions),
+    )
+
+
+def _suggest(cat, m, g, p, kv_id, tp, pp, ctx, util, fw, seqs, btok) -> tuple[str, ...]:
+    out: list[str] = []
+
+    def ok(prec=p, kv=kv_id, t=tp, c=ctx) -> bool:
+        try:
+            return plan_memory(m, g, prec, kv if kv in prec.kv_options else prec.kv_default, t, pp, c,
+                               util, fw, seqs, btok, cat, suggest=False).fits
+        except PlannerError:
+            return False
+
+    for t in (2, 4, 8, 16, 32, 64):
+        if t > tp and ok(t=t):
+            out.append(f"tp={t} ({t * pp} GPUs)")
+            break
+    lower = sorted((q for q in cat.precisions if q.weight_bits < p.weight_bits), key=lambda q: -q.weight_bits)
+    for q in lower:
+        if g.arch in q.native_archs or g.arch in q.fallback_archs:
+            if ok(prec=q):
+                out.append(f"precision {q.id} at tp={tp}")
+                break
+    for kv in ("fp8", "int8"):
+        if kv in p.kv_options and kv != kv_id and ok(kv=kv):
+            out.append(f"kv precision {kv}")
+            break
+    lo, hi = 0, ctx
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if ok(c=mid) else (lo, mid)
+    if lo >= 1:
+        out.append(f"context <= {lo} tokens")
+    if not out:
+        out.append("no single change fits: combine more GPUs with a lower precision")
+    return tuple(out)

@@ -1,0 +1,465 @@
+"""Per-step time of one replica: roofline x efficiency, with a full breakdown.
+
+One forward step ("iteration") processes ``new_tokens`` tokens of ``num_seqs``
+sequences (prefill chunks and/or one token per decoding sequence). Its time is
+
+``t = max(t_gemm_mem, t_gemm_comp) + max(t_attn_mem, t_attn_comp) + t_comm + t_overhead``
+
+* GEMMs (all linear layers): bytes = weights touched (MoE: expected distinct
+  experts hit by ``new_tokens * top_k`` uniform picks) + GEMM activations in and
+  out; FLOPs = 2 x active matmul parameters x tokens (+ lm head on the tokens that
+  need logits only).
+* Attention: bytes = KV read (each sequence's context, once per layer) + KV write
+  (new tokens); FLOPs = 4 x heads x head_dim x query-key pairs (QK^T and PV).
+* Memory time uses the peak bandwidth x ``mem_eff``; compute time uses the dense
+  peak of the precision's compute dtype x ``compute_eff * T / (T + compute_half_tokens)``
+  (a GEMM with few rows cannot fill the tensor cores).
+* TP: two all-reduces per layer of ``new_tokens * hidden * 2`` bytes, ring cost
+  ``2 (tp-1)/tp * bytes / (link_bw * comm_eff) + comm_latency_s``.
+* Overheads: ``step_overhead_s + layer_overhead_s * layers + seq_overhead_s * num_seqs``.
+
+All efficiencies and overheads live in :class:`EfficiencyParams`; their defaults are
+priors and :mod:`planner.calibration` replaces them with fitted values. Functions are
+numpy-vectorized: every count may be an array and the result broadcasts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+import numpy as np
+from pydantic import Field
+
+from .catalog import Accelerator, Catalog, Frozen, ModelArch, Precision, load_catalog
+from .errors import MissingDataError, PlannerError, require_positive
+from .memory import _bits, kv_layer_bytes_per_token, param_counts
+
+
+class EfficiencyParams(Frozen):
+    """Efficiencies and overheads of one (hardware family, framework, precision).
+
+    Defaults are priors used before calibration (provenance ``prior``).
+    """
+
+    mem_eff: float = Field(0.80, gt=0, le=1, description="achieved / peak HBM bandwidth")
+    compute_eff: float = Field(0.70, gt=0, le=1, description="achieved / peak dense FLOPS, large GEMMs")
+    compute_half_tokens: float = Field(64.0, ge=0, description="GEMM rows at which efficiency halves [tokens]")
+    attn_eff: float = Field(0.50, gt=0, le=1, description="achieved / peak FLOPS in attention kernels")
+    comm_eff: float = Field(0.70, gt=0, le=1, description="achieved / link bandwidth in all-reduce")
+    comm_latency_s: float = Field(10e-6, ge=0, description="fixed cost per all-reduce [s]")
+    step_overhead_s: float = Field(0.0, ge=0, description="fixed cost per forward step [s]")
+    layer_overhead_s: float = Field(0.0, ge=0, description="fixed cost per layer per step [s]")
+    seq_overhead_s: float = Field(0.0, ge=0, description="cost per sequence per step [s]")
+    sched_overhead_s: float = Field(0.0, ge=0, description="serving scheduler cost per iteration [s]")
+
+    def with_(self, **kw: float) -> EfficiencyParams:
+        return self.model_copy(update=kw)
+
+
+PRIOR = EfficiencyParams()
+
+
+@dataclass(frozen=True)
+class StepBreakdown:
+    """Time and traffic of one step; fields broadcast like the inputs.
+
+    Bytes and FLOPs are per GPU (the busiest pipeline stage counts whole).
+    """
+
+    time_s: np.ndarray | float
+    t_gemm_s: np.ndarray | float
+    t_attn_s: np.ndarray | float
+    t_comm_s: np.ndarray | float
+    t_overhead_s: np.ndarray | float
+    weight_bytes: np.ndarray | float
+    kv_read_bytes: np.ndarray | float
+    kv_write_bytes: np.ndarray | float
+    activation_bytes: np.ndarray | float
+    matmul_flops: np.ndarray | float
+    attention_flops: np.ndarray | float
+    comm_bytes: np.ndarray | float
+    gemm_memory_bound: np.ndarray | bool
+    attn_memory_bound: np.ndarray | bool
+
+    @property
+    def bound(self):
+        """Dominant term: 'memory', 'compute', 'communication' or 'overhead' (scalar steps)."""
+        gemm_mem = np.where(self.gemm_memory_bound, self.t_gemm_s, 0.0) + np.where(
+            self.attn_memory_bound, self.t_attn_s, 0.0
+        )
+        gemm_comp = (self.t_gemm_s + self.t_attn_s) - gemm_mem
+        terms = np.stack(np.broadcast_arrays(gemm_mem, gemm_comp, self.t_comm_s, self.t_overhead_s))
+        names = np.array(["memory", "compute", "communication", "overhead"])
+        out = names[np.argmax(terms, axis=0)]
+        return str(out) if out.ndim == 0 else out
+
+    def as_dict(self) -> dict:
+        def conv(v):
+            a = np.asarray(v)
+            return a.item() if a.ndim == 0 else a.tolist()
+
+        d = {f.name: conv(getattr(self, f.name)) for f in fields(self)}
+        d["bound"] = self.bound if isinstance(self.bound, str) else self.bound.tolist()
+        return d
+
+
+@dataclass(frozen=True)
+class StepModel:
+    """Precomputed per-step coefficients of one (model, gpu, precision, kv, tp, pp).
+
+    Build it once with :func:`step_model`, then call :meth:`step` many times (the
+    serving simulator does, once per iteration).
+    """
+
+    model: ModelArch
+    gpu: Accelerator
+    precision: Precision
+    kv_bits: float
+    tp: int
+    pp: int
+    params: EfficiencyParams
+    # coefficients
+    bw_bytes_s: float
+    peak_flops: float
+    layers: int  # layers on the busiest stage
+    layers_full: float
+    layers_sw: float
+    window: float
+    dense_weight_bytes: float  # weights always read per step, per GPU
+    expert_bytes: float  # one expert, all MoE layers of the stage, per GPU
+    num_experts: int
+    top_k: int
+    lm_head_bytes: float
+    matmul_flops_per_token: float  # excluding lm head, per GPU
+    lm_head_flops_per_logit: float
+    act_bytes_per_token: float
+    kv_bytes_per_token_layer: float
+    attn_flops_per_pair_layer: float
+    comm_bytes_per_token: float
+    link_bytes_s: float
+
+    def expected_experts(self, tokens):
+        """Expected distinct experts hit per MoE layer by ``tokens`` tokens choosing top_k each."""
+        if self.num_experts == 0:
+            return 0.0
+        t = np.asarray(tokens, dtype=float)
+        return self.num_experts * (1.0 - (1.0 - self.top_k / self.num_experts) ** t)
+
+    def step(
+        self,
+        new_tokens,
+        num_seqs,
+        num_logits,
+        kv_read_tokens_full,
+        attn_pairs_full,
+        kv_read_tokens_sw=0.0,
+        attn_pairs_sw=0.0,
+    ) -> StepBreakdown:
+        """Breakdown of one step (inputs broadcast as numpy arrays).
+
+        Parameters
+        ----------
+        new_tokens : tokens processed this step [tokens]
+        num_seqs : sequences in the step
+        num_logits : tokens whose logits are computed (decode tokens + last prompt tokens)
+        kv_read_tokens_full : sum over sequences of tokens attended in a full-attention layer
+        attn_pairs_full : sum over sequences of query-key pairs in a full-attention layer
+        kv_read_tokens_sw, attn_pairs_sw : the same for sliding-window layers (window-capped)
+        """
+        p = self.params
+        T = np.asarray(new_tokens, dtype=float)
+        # GEMMs
+        experts = self.expected_experts(T) * self.expert_bytes
+        w_bytes = self.dense_weight_bytes + experts + self.lm_head_bytes
+        act = self.act_bytes_per_token * T
+        mm_flops = self.matmul_flops_per_token * T + self.lm_head_flops_per_logit * np.asarray(num_logits, float)
+        t_gm = (w_bytes + act) / (self.bw_bytes_s * p.mem_eff)
+        eff_c = p.compute_eff * T / (T + p.compute_half_tokens) if p.compute_half_tokens else p.compute_eff
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_gc = np.where(T > 0, mm_flops / (self.peak_flops * np.maximum(eff_c, 1e-12)), 0.0)
+        t_gemm = np.maximum(t_gm, t_gc)
+        # attention
+        kv_tok = self.layers_full * np.asarray(kv_read_tokens_full, float) + self.layers_sw * np.asarray(
+            kv_read_tokens_sw, float
+        )
+        kv_read = self.kv_bytes_per_token_layer * kv_tok
+        kv_write = self.kv_bytes_per_token_layer * (self.layers_full + self.layers_sw) * T
+        pairs = self.layers_full * np.asarray(attn_pairs_full, float) + self.layers_sw * np.asarray(
+            attn_pairs_sw, float
+        )
+        a_flops = self.attn_flops_per_pair_layer * pairs
+        t_am = (kv_read + kv_write) / (self.bw_bytes_s * p.mem_eff)
+        t_ac = a_flops / (self.peak_flops * p.attn_eff)
+        t_attn = np.maximum(t_am, t_ac)
+        # communication
+        if self.tp > 1:
+            comm_bytes = self.comm_bytes_per_token * T
+            n_ar = 2 * self.layers
+            t_comm = (2 * (self.tp - 1) / self.tp) * comm_bytes / (self.link_bytes_s * p.comm_eff) + n_ar * p.comm_latency_s
+        else:
+            comm_bytes = 0.0 * T
+            t_comm = 0.0 * T
+        t_over = p.step_overhead_s + p.layer_overhead_s * self.layers + p.seq_overhead_s * np.asarray(num_seqs, float)
+        t_over = t_over + 0.0 * T
+        time = t_gemm + t_attn + t_comm + t_over
+        if self.pp > 1:  # latency of one step traverses every stage
+            time = time * self.pp
+        return StepBreakdown(
+            time_s=_s(time),
+            t_gemm_s=_s(t_gemm),
+            t_attn_s=_s(t_attn),
+            t_comm_s=_s(t_comm),
+            t_overhead_s=_s(t_over),
+            weight_bytes=_s(w_bytes + 0.0 * T),
+            kv_read_bytes=_s(kv_read + 0.0 * T),
+            kv_write_bytes=_s(kv_write),
+            activation_bytes=_s(act),
+            matmul_flops=_s(mm_flops),
+            attention_flops=_s(a_flops + 0.0 * T),
+            comm_bytes=_s(comm_bytes),
+            gemm_memory_bound=_s(t_gm >= t_gc),
+            attn_memory_bound=_s(t_am >= t_ac),
+        )
+
+    # ---- scalar fast path used by the simulator ------------------------------------
+    def step_time(self, new_tokens: float, num_seqs: float, num_logits: float, kv_full: float, pairs_full: float,
+                  kv_sw: float = 0.0, pairs_sw: float = 0.0) -> float:
+        """Step time [s] with plain floats (no numpy), identical to ``step(...).time_s``."""
+        p = self.params
+        T = float(new_tokens)
+        if self.num_experts:
+            ex = self.num_experts * (1.0 - (1.0 - self.top_k / self.num_experts) ** T)
+        else:
+            ex = 0.0
+        w = self.dense_weight_bytes + ex * self.expert_bytes + self.lm_head_bytes
+        bw = self.bw_bytes_s * p.mem_eff
+        t_gm = (w + self.act_bytes_per_token * T) / bw
+        if T > 0:
+            eff = p.compute_eff * T / (T + p.compute_half_tokens) if p.compute_half_tokens else p.compute_eff
+            t_gc = (self.matmul_flops_per_token * T + self.lm_head_flops_per_logit * num_logits) / (self.peak_flops * eff)
+        else:
+            t_gc = 0.0
+        kvb = self.kv_bytes_per_token_layer
+        t_am = kvb * (self.layers_full * kv_full + self.layers_sw * kv_sw + (self.layers_full + self.layers_sw) * T) / bw
+        t_ac = self.attn_flops_per_pair_layer * (self.layers_full * pairs_full + self.layers_sw * pairs_sw) / (
+            self.peak_flops * p.attn_eff
+        )
+        t = (t_gm if t_gm > t_gc else t_gc) + (t_am if t_am > t_ac else t_ac)
+        if self.tp > 1:
+            t += (2 * (self.tp - 1) / self.tp) * self.comm_bytes_per_token * T / (self.link_bytes_s * p.comm_eff)
+            t += 2 * self.layers * p.comm_latency_s
+        t += p.step_overhead_s + p.layer_overhead_s * self.layers + p.seq_overhead_s * num_seqs
+        return t * self.pp
+
+
+def _s(x):
+    a = np.asarray(x)
+    return a.item() if a.ndim == 0 else a
+
+
+def compute_dtype_for(precision: Precision, gpu: Accelerator) -> str:
+    """Compute dtype a precision runs in on a GPU: native, a fallback, or an error."""
+    if gpu.arch in precision.native_archs:
+        return precision.compute_dtype
+    if gpu.arch in precision.fallback_archs and precision.fallback_compute_dtype:
+        return precision.fallback_compute_dtype
+    raise PlannerError(
+        f"precision {precision.id} is not supported on {gpu.id} ({gpu.arch}); "
+        f"native on: {', '.join(precision.native_archs) or '-'}"
+        + (f"; weight-only fallback on: {', '.join(precision.fallback_archs)}" if precision.fallback_archs else "")
+    )
+
+
+def step_model(
+    model: ModelArch | str,
+    gpu: Accelerator | str,
+    precision: Precision | str = "bf16",
+    kv_precision: str | None = None,
+    tp: int = 1,
+    pp: int = 1,
+    params: EfficiencyParams | None = None,
+    catalog: Catalog | None = None,
+) -> StepModel:
+    """Precompute the per-step coefficients of a replica (see module docstring)."""
+    cat = catalog or load_catalog()
+    m = cat.model(model)
+    g = gpu if isinstance(gpu, Accelerator) else cat.gpu(gpu)
+    prec = precision if isinstance(precision, Precision) else cat.precision(precision)
+    kv = cat.kv_precision(kv_precision or prec.kv_default)
+    require_positive("tp", tp)
+    require_positive("pp", pp)
+    if int(tp) != tp or int(pp) != pp:
+        raise PlannerError("tp and pp must be whole numbers")
+    tp, pp = int(tp), int(pp)
+    if tp > 1 and m.num_attention_heads % tp and not m.is_mla:
+        raise PlannerError(
+            f"tp={tp} does not divide the {m.num_attention_heads} attention heads of {m.id}"
+        )
+    dtype = compute_dtype_for(prec, g)
+    peak = g.peak_tflops(dtype) * 1e12
+    bw = g.mem_bw_bytes_s
+    params = params or PRIOR
+    pc = param_counts(m)
+    L = m.num_hidden_layers
+    Ls = math.ceil(L / pp)
+    frac = Ls / L
+    b_lin = _bits(prec, "linear", m) / 8
+    b_exp = _bits(prec, "experts", m) / 8
+    b16 = 2.0
+    kv_rep = max(1.0, tp / m.num_key_value_heads) if not m.is_mla else 1.0
+    attn_w = ((pc.attention - pc.attention_kv) + pc.attention_kv * kv_rep) / tp
+    dense_w = (
+        attn_w * b_lin + (pc.mlp_dense + pc.shared_experts) / tp * b_lin + (pc.router + pc.norms) * b16
+    ) * frac
+    expert_bytes = pc.expert_one / tp * b_exp * (pc.num_moe_layers * frac)
+    lm_head_params = pc.lm_head if pc.lm_head else pc.embedding  # tied: the embedding matrix is the head
+    lm_bytes = lm_head_params / tp * b16 if pp == 1 else lm_head_params / tp * b16
+    k = m.num_experts_per_tok or 0
+    active_layer_mm = (pc.attention + pc.mlp_dense + pc.shared_experts + pc.router) + (
+        pc.num_moe_layers * k * pc.expert_one
+    )
+    mm_per_token = 2.0 * active_layer_mm / tp * frac
+    lm_flops = 2.0 * lm_head_params / tp
+    h = m.hidden_size
+    qkv = (m.num_attention_heads + 2 * m.num_key_value_heads) * m.head_dim
+    inter = m.intermediate_size or 0
+    if m.is_moe:
+        inter = (m.moe_intermediate_size or inter) * (k + m.num_shared_experts)
+    # GEMM inputs + outputs per layer per token (16-bit activations)
+    act_layer = (h + qkv) + (m.num_attention_heads * m.head_dim + h) + (h + (2 if m.mlp_gated else 1) * inter) + (
+        inter + h
+    )
+    act_bytes = act_layer / tp * b16 * Ls
+    kv_layer = kv_layer_bytes_per_token(m, kv.bits, tp)
+    n_sw = m.num_sliding_layers
+    qk_dim = m.head_dim
+    v_dim = m.v_head_dim or m.head_dim
+    heads_per_gpu = m.num_attention_heads / tp
+    attn_flops_pair = 2.0 * heads_per_gpu * (qk_dim + v_dim)
+    comm_per_token = h * b16 * 2 * Ls  # two all-reduces per layer
+    link = (g.interconnect_gbs_unidir or 0) * 1e9
+    if tp > 1 and link <= 0:
+        raise MissingDataError(f"{g.id}: interconnect bandwidth unknown, so TP={tp} cannot be estimated")
+    return StepModel(
+        model=m,
+        gpu=g,
+        precision=prec,
+        kv_bits=kv.bits,
+        tp=tp,
+        pp=pp,
+        params=params,
+        bw_bytes_s=bw,
+        peak_flops=peak,
+        layers=Ls,
+        layers_full=(L - n_sw) * frac,
+        layers_sw=n_sw * frac,
+        window=float(m.sliding_window or 0),
+        dense_weight_bytes=dense_w,
+        expert_bytes=expert_bytes,
+        num_experts=m.num_experts if m.is_moe else 0,
+        top_k=k,
+        lm_head_bytes=lm_bytes,
+        matmul_flops_per_token=mm_per_token,
+        lm_head_flops_per_logit=lm_flops,
+        act_bytes_per_token=act_bytes,
+        kv_bytes_per_token_layer=kv_layer,
+        attn_flops_per_pair_layer=attn_flops_pair,
+        comm_bytes_per_token=comm_per_token,
+        link_bytes_s=link if link > 0 else 1.0,
+    )
+
+
+# --------------------------------------------------------------------------- convenience
+def _window_sums(ctx, new, window):
+    """(kv tokens attended, query-key pairs) in a window-capped layer for a chunk of
+    ``new`` tokens appended to ``ctx - new`` cached tokens (vectorized)."""
+    ctx = np.asarray(ctx, float)
+    new = np.asarray(new, float)
+    if window <= 0:
+        return np.zeros_like(ctx), np.zeros_like(ctx)
+    kv = np.minimum(ctx, window)
+    start = ctx - new  # tokens before the chunk
+    # pairs = sum_{i=1..new} min(start+i, window)
+    i_cap = np.clip(window - start, 0, new)  # queries below the cap
+    pairs = i_cap * start + i_cap * (i_cap + 1) / 2 + (new - i_cap) * window
+    return kv, pairs
+
+
+def prefill(sm: StepModel, batch, isl, cached=0) -> StepBreakdown:
+    """One prefill forward over ``batch`` prompts of ``isl`` new tokens each.
+
+    ``cached`` tokens per prompt are already in the KV cache (prefix hits, earlier
+    chunks). Logits are computed for the last token of each prompt only.
+    """
+    b = np.asarray(batch, float)
+    n = np.asarray(isl, float)
+    c0 = np.asarray(cached, float)
+    ctx = c0 + n
+    pairs_full = n * c0 + n * (n + 1) / 2
+    kv_sw, pairs_sw = _window_sums(ctx, n, sm.window)
+    return sm.step(b * n, b, b, b * ctx, b * pairs_full, b * kv_sw, b * pairs_sw)
+
+
+def decode_step(sm: StepModel, batch, context_len) -> StepBreakdown:
+    """One decode step of ``batch`` sequences each holding ``context_len`` tokens.
+
+    ``context_len`` may also be a 1-D array of per-sequence contexts (then ``batch``
+    must equal its length, and the result is for that one mixed batch).
+    """
+    c = np.asarray(context_len, float)
+    if c.ndim == 1 and np.ndim(batch) == 0 and c.size == int(batch) and c.size > 1:
+        kv_sw, _ = _window_sums(c + 1, 1.0, sm.window)
+        s_full = float(np.sum(c + 1))
+        s_sw = float(np.sum(kv_sw))
+        return sm.step(float(batch), float(batch), float(batch), s_full, s_full, s_sw, s_sw)
+    b = np.asarray(batch, float)
+    kv_sw, _ = _window_sums(c + 1, 1.0, sm.window)
+    return sm.step(b, b, b, b * (c + 1), b * (c + 1), b * kv_sw, b * kv_sw)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Static-batch estimate of one request shape (``planner estimate``)."""
+
+    prefill_s: float
+    tpot_s: float
+    ttft_s: float
+    e2e_s: float
+    output_tok_s: float
+    total_tok_s: float
+    prefill: StepBreakdown
+    decode_mid: StepBreakdown
+
+
+def estimate(
+    sm: StepModel, batch: int, input_len: int, output_len: int, decode_samples: int = 16
+) -> Estimate:
+    """Static batch: prefill of ``batch`` prompts, then ``output_len - 1`` decode steps.
+
+    TPOT is the mean decode-step time over the context growing from ``input_len``
+    to ``input_len + output_len - 1`` (integrated on ``decode_samples`` points).
+    """
+    require_positive("batch", batch)
+    require_positive("input_len", input_len)
+    require_positive("output_len", output_len)
+    pf = prefill(sm, batch, input_len)
+    steps = max(output_len - 1, 0)
+    if steps:
+        ctxs = np.linspace(input_len, input_len + steps - 1, min(decode_samples, steps))
+        dec = decode_step(sm, batch, ctxs)
+        tpot = float(np.mean(dec.time_s))
+    else:
+        tpot = 0.0
+    mid = decode_step(sm, batch, input_len + steps // 2)
+    e2e = pf.time_s + tpot * steps
+    return Estimate(
+        prefill_s=float(pf.time_s),
+        tpot_s=tpot,
+        ttft_s=float(pf.time_s),
+        e2e_s=float(e2e),
+        output_tok_s=batch * output_len / e2e,
+        total_tok_s=batch * (input_len + output_len) / e2e,
+        prefill=pf,
+        decode_mid=mid,
+    )

@@ -1,0 +1,415 @@
+"""Predict measurement rows of the benchmark schema (``planner predict``).
+
+A row (one published or measured number, see ``data/benchmarks/README.md``) names
+hardware, model, precision, framework, shape and a ``metric``. :func:`predict_rows`
+returns every input column plus
+
+* ``predicted`` — the model's value in the row's ``unit`` (empty when it cannot answer),
+* ``provenance`` — which efficiency parameters were used (``prior`` or a calibration fit),
+* ``reason`` — why a row could not be predicted (empty when it was).
+
+Metrics are answered through the dispatch table :data:`METRICS` (metric -> function of
+a :class:`RowContext` returning SI units). Step-level metrics live here:
+
+* ``prefill_s`` — one prefill forward over ``batch`` prompts of ``isl`` tokens,
+  logits for the last token of each prompt only;
+* ``decode_step_s`` — one decode step of ``batch`` sequences, each holding
+  ``context_len`` tokens in its KV cache.
+
+Any other metric is passed to ``planner.simulate.predict_serving_row(row, catalog,
+params)`` when that module exists (it returns ``(value_or_None, reason)`` in the row's
+unit); otherwise the reason is ``metric X not supported yet``. A row never raises:
+unknown ids, empty fields and unsupported combinations become a ``reason``.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .catalog import Accelerator, Catalog, ModelArch, Precision, load_catalog
+from .errors import PlannerError, UnknownIdError
+from .perf import PRIOR, EfficiencyParams, StepModel, compute_dtype_for, decode_step, prefill
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+OUTPUT_COLUMNS = ("predicted", "provenance", "reason")
+
+#: units a step-level metric may be stated in, as seconds per unit
+TIME_UNITS_S = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}
+
+
+# --------------------------------------------------------------------------- parameters
+def resolve_efficiency(
+    gpu: str,
+    framework: str | None,
+    precision: str,
+    profile_path: str | os.PathLike[str] | None = None,
+    catalog: Catalog | None = None,
+) -> tuple[EfficiencyParams, str]:
+    """Efficiency parameters for (gpu, framework, precision) and where they come from.
+
+    Uses ``planner.calibration.resolve_params`` when that module is installed;
+    otherwise the priors :data:`planner.perf.PRIOR` with provenance ``"prior"``.
+
+    Parameters
+    ----------
+    gpu, framework, precision : catalog ids (``framework`` may be empty)
+    profile_path : a calibration profile (YAML) to use instead of the bundled fits
+    catalog : the catalogs the ids refer to (default: the bundled ones)
+
+    Returns
+    -------
+    (EfficiencyParams, str)
+        the parameters and their provenance
+    """
+    try:
+        from . import calibration  # arrives later; optional
+    except ModuleNotFoundError as e:
+        if e.name not in ("planner.calibration", f"{__package__}.calibration"):
+            raise
+        if profile_path:
+            raise PlannerError(
+                f"--calibration {profile_path}: planner.calibration is not available in this "
+                "version, so a calibration profile cannot be used"
+            ) from None
+        return PRIOR, "prior"
+    if catalog is None:
+        return calibration.resolve_params(gpu, framework or None, precision, profile_path)
+    return calibration.resolve_params(
+        gpu, framework or None, precision, profile_path, catalog=catalog
+    )
+
+
+# --------------------------------------------------------------------------- row context
+def _reason(err: BaseException) -> str:
+    """One-line reason text for an error (short form for unknown ids)."""
+    if isinstance(err, UnknownIdError):
+        hint = f" (closest: {', '.join(err.suggestions)})" if err.suggestions else ""
+        return f"unknown {err.kind} '{err.value}'{hint}"
+    return " ".join(str(err).split())
+
+
+def _int_field(row: Mapping[str, Any], name: str, *, default: int | None = None) -> int:
+    raw = str(row.get(name) or "").strip()
+    if not raw:
+        if default is not None:
+            return default
+        raise PlannerError(f"{name} is empty")
+    try:
+        v = float(raw)
+    except ValueError:
+        raise PlannerError(f"{name} must be a number, got {raw!r}") from None
+    if v != v or not v.is_integer() or v <= 0:
+        raise PlannerError(f"{name} must be a positive whole number, got {raw!r}")
+    return int(v)
+
+
+@dataclass
+class RowContext:
+    """Everything resolved for one row; metric functions read from it.
+
+    Attributes are catalog objects (model, gpu, precision) and parsed numbers; the
+    step model is built on first use and shared between rows with the same setup.
+    """
+
+    row: Mapping[str, str]
+    catalog: Catalog
+    model: ModelArch
+    gpu: Accelerator
+    precision: Precision
+    kv_precision: str
+    tp: int
+    pp: int
+    params: EfficiencyParams
+    provenance: str
+    _cache: dict[tuple, StepModel] = field(default_factory=dict, repr=False)
+
+    def int_field(self, name: str) -> int:
+        """A positive whole-number column of the row (raises PlannerError when absent)."""
+        return _int_field(self.row, name)
+
+    def step_model(self) -> StepModel:
+        """The (cached) :class:`~planner.perf.StepModel` of this row's setup."""
+        from .perf import step_model
+
+        key = (
+            id(self.model),
+            self.gpu.id,
+            self.precision.id,
+            self.kv_precision,
+            self.tp,
+            self.pp,
+            self.params,
+        )
+        sm = self._cache.get(key)
+        if sm is None:
+            sm = step_model(
+                self.model,
+                self.gpu,
+                self.precision,
+                self.kv_precision,
+                self.tp,
+                self.pp,
+                self.params,
+                self.catalog,
+            )
+            self._cache[key] = sm
+        return sm
+
+
+# --------------------------------------------------------------------------- metrics
+def predict_prefill_s(ctx: RowContext) -> float:
+    """``prefill_s``: one prefill of ``batch`` prompts of ``isl`` tokens [s]."""
+    batch, isl = ctx.int_field("batch"), ctx.int_field("isl")
+    return float(prefill(ctx.step_model(), batch, isl).time_s)
+
+
+def predict_decode_step_s(ctx: RowContext) -> float:
+    """``decode_step_s``: one decode step, ``batch`` sequences of ``context_len`` tokens [s]."""
+    batch, ctx_len = ctx.int_field("batch"), ctx.int_field("context_len")
+    return float(decode_step(ctx.step_model(), batch, ctx_len).time_s)
+
+
+#: metric -> (function of a RowContext returning SI units, SI unit of that value)
+METRICS: dict[str, tuple[Callable[[RowContext], float], str]] = {
+    "prefill_s": (predict_prefill_s, "s"),
+    "decode_step_s": (predict_decode_step_s, "s"),
+}
+
+
+def register_metric(name: str, fn: Callable[[RowContext], float], si_unit: str = "s") -> None:
+    """Add (or replace) a metric in the dispatch table."""
+    METRICS[name] = (fn, si_unit)
+
+
+def _convert(value_si: float, si_unit: str, row_unit: str) -> float:
+    unit = (row_unit or "").strip()
+    if si_unit == "s":
+        if unit not in TIME_UNITS_S:
+            raise PlannerError(f"unit '{row_unit}' is not a time unit ({', '.join(TIME_UNITS_S)})")
+        return value_si / TIME_UNITS_S[unit]
+    if unit and unit != si_unit:
+        raise PlannerError(f"unit '{row_unit}' cannot be converted from {si_unit}")
+    return value_si
+
+
+def _serving_predictor() -> Callable[..., tuple[float | None, str]] | None:
+    try:
+        from .simulate import predict_serving_row  # optional module
+    except ModuleNotFoundError as e:
+        if e.name not in ("planner.simulate", f"{__package__}.simulate"):
+            raise
+        return None
+    except ImportError:  # module exists but has no predict_serving_row (yet)
+        return None
+    return predict_serving_row
+
+
+# --------------------------------------------------------------------------- resolution
+class Predictor:
+    """Predicts rows, caching catalog lookups, efficiency parameters and step models.
+
+    Parameters
+    ----------
+    catalog : the catalogs (default: :func:`~planner.catalog.load_catalog`)
+    csv_dir : folder of the input CSV; relative ``model`` paths are tried against the
+        current directory, then this folder, then the repository root
+    profile_path : calibration profile passed to :func:`resolve_efficiency`
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog | None = None,
+        csv_dir: str | os.PathLike[str] | None = None,
+        profile_path: str | os.PathLike[str] | None = None,
+    ):
+        self.catalog = catalog or load_catalog()
+        self.csv_dir = Path(csv_dir) if csv_dir else None
+        self.profile_path = profile_path
+        self._models: dict[str, ModelArch] = {}
+        self._params: dict[tuple[str, str, str], tuple[EfficiencyParams, str]] = {}
+        self._steps: dict[tuple, StepModel] = {}
+        self._serving = _serving_predictor()
+
+    # ---- model: catalog id or a config.json path
+    def model(self, key: str) -> ModelArch:
+        """Resolve a ``model`` cell: a catalog id/alias or a path to a config.json."""
+        key = key.strip()
+        if key in self._models:
+            return self._models[key]
+        looks_like_path = key.endswith(".json") or "/" in key or os.sep in key
+        m: ModelArch | None = None
+        if looks_like_path:
+            p = Path(key)
+            cands = [p] if p.is_absolute() else [Path.cwd() / p]
+            if not p.is_absolute():
+                if self.csv_dir is not None:
+                    cands.append(self.csv_dir / p)
+                cands.append(REPO_ROOT / p)
+            for c in cands:
+                if c.is_file() or (c.is_dir() and (c / "config.json").is_file()):
+                    m = self.catalog.model(str(c if c.suffix == ".json" else c / "config.json"))
+                    break
+            if m is None:
+                try:  # an HF-style id such as "org/name" may be a catalog alias
+                    m = self.catalog.model(key) if not key.endswith(".json") else None
+                except UnknownIdError:
+                    m = None
+                if m is None:
+                    where = ", ".join(str(c.parent) for c in cands)
+                    raise PlannerError(f"model config not found: {key} (looked in {where})")
+        else:
+            m = self.catalog.model(key)
+        self._models[key] = m
+        return m
+
+    def params(self, gpu: str, framework: str, precision: str) -> tuple[EfficiencyParams, str]:
+        """Cached :func:`resolve_efficiency` for one (gpu, framework, precision)."""
+        k = (gpu, framework, precision)
+        if k not in self._params:
+            self._params[k] = resolve_efficiency(
+                gpu, framework, precision, self.profile_path, self.catalog
+            )
+        return self._params[k]
+
+    def context(self, row: Mapping[str, str]) -> RowContext:
+        """Resolve a row's ids and parallelism; raises PlannerError with the reason."""
+        cat = self.catalog
+        hw = str(row.get("hardware") or "").strip()
+        if not hw:
+            raise PlannerError("hardware is empty")
+        gpu = cat.gpu(hw)
+        model_key = str(row.get("model") or "").strip()
+        if not model_key:
+            raise PlannerError("model is empty")
+        model = self.model(model_key)
+        prec_id = str(row.get("precision") or "").strip()
+        if not prec_id:
+            raise PlannerError(
+                "precision is empty (the source does not say), so it cannot be modelled"
+            )
+        prec = cat.precision(prec_id)
+        compute_dtype_for(prec, gpu)  # raises when the GPU cannot run this precision
+        kv_id = str(row.get("kv_precision") or "").strip() or prec.kv_default
+        kv = cat.kv_precision(kv_id).id
+        n_gpus = str(row.get("n_gpus") or "").strip()
+        tp_default = 1 if n_gpus in ("", "1", "1.0") else None
+        if not str(row.get("tp") or "").strip() and tp_default is None:
+            raise PlannerError(
+                f"tp is empty and n_gpus={n_gpus}, so the parallel layout is unknown"
+            )
+        tp = _int_field(row, "tp", default=1)
+        pp = _int_field(row, "pp", default=1)
+        framework = str(row.get("framework") or "").strip()
+        params, prov = self.params(gpu.id, framework, prec.id)
+        return RowContext(row, cat, model, gpu, prec, kv, tp, pp, params, prov, self._steps)
+
+    # ---- one row
+    def predict_row(self, row: Mapping[str, str]) -> dict[str, Any]:
+        """Return the row with ``predicted``, ``provenance`` and ``reason`` filled in."""
+        out: dict[str, Any] = dict(row)
+        out.update(predicted="", provenance="", reason="")
+        metric = str(row.get("metric") or "").strip()
+        entry = METRICS.get(metric)
+        if entry is None and self._serving is None:
+            out["reason"] = f"metric {metric or '(empty)'} not supported yet"
+            return out
+        try:
+            ctx = self.context(row)
+            out["provenance"] = ctx.provenance
+            if entry is not None:
+                fn, si_unit = entry
+                value = _convert(fn(ctx), si_unit, str(row.get("unit") or ""))
+                reason = ""
+            else:
+                value, reason = self._serving(dict(row), self.catalog, ctx.params)
+        except PlannerError as e:
+            out["reason"] = _reason(e)
+            return out
+        if value is None:
+            out["reason"] = reason or f"metric {metric} could not be predicted"
+        else:
+            out["predicted"] = float(value)
+            out["reason"] = reason or ""
+        return out
+
+    def predict_rows(self, rows: Iterable[Mapping[str, str]]) -> list[dict[str, Any]]:
+        """:meth:`predict_row` for every row, in order."""
+        return [self.predict_row(r) for r in rows]
+
+
+# --------------------------------------------------------------------------- files
+def read_rows(path: str | os.PathLike[str]) -> tuple[list[dict[str, str]], list[str]]:
+    """Read a benchmark CSV into (rows as dicts of strings, column names)."""
+    p = Path(path)
+    try:
+        with open(p, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            cols = list(reader.fieldnames or [])
+            rows = [dict(r) for r in reader]
+    except FileNotFoundError:
+        raise PlannerError(f"input file not found: {p}") from None
+    except UnicodeDecodeError:
+        raise PlannerError(f"{p}: not a UTF-8 text file") from None
+    except csv.Error as e:
+        raise PlannerError(f"{p}: not a valid CSV file ({e})") from None
+    if not cols:
+        raise PlannerError(f"{p}: empty file (expected a header row in the benchmark schema)")
+    if "metric" not in cols:
+        raise PlannerError(f"{p}: no 'metric' column; is this a file in the benchmark schema?")
+    for r in rows:  # DictReader stores surplus cells under None
+        r.pop(None, None)  # type: ignore[call-overload]
+    return rows, cols
+
+
+def predict_file(
+    path: str | os.PathLike[str],
+    catalog: Catalog | None = None,
+    profile_path: str | os.PathLike[str] | None = None,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Predict every row of a benchmark CSV.
+
+    Returns
+    -------
+    (rows, columns)
+        rows with every input column plus ``predicted``, ``provenance``, ``reason``;
+        columns in output order (input columns first).
+    """
+    rows, cols = read_rows(path)
+    pred = Predictor(catalog, Path(path).resolve().parent, profile_path)
+    out = pred.predict_rows(rows)
+    columns = [c for c in cols if c not in OUTPUT_COLUMNS] + list(OUTPUT_COLUMNS)
+    return out, columns
+
+
+def format_value(v: Any) -> str:
+    """CSV text of a predicted value: 6 significant digits, empty for missing."""
+    if v is None or v == "":
+        return ""
+    return f"{float(v):.6g}"
+
+
+def write_rows(rows: list[dict[str, Any]], columns: list[str], stream) -> None:
+    """Write predicted rows as CSV (``predicted`` with 6 significant digits)."""
+    w = csv.DictWriter(stream, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow({**r, "predicted": format_value(r.get("predicted"))})
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Counts of predicted rows and of each reason a row was not predicted."""
+    reasons: dict[str, int] = {}
+    for r in rows:
+        if r.get("predicted") in ("", None):
+            reasons[r.get("reason") or "?"] = reasons.get(r.get("reason") or "?", 0) + 1
+    return {
+        "rows": len(rows),
+        "predicted": sum(1 for r in rows if r.get("predicted") not in ("", None)),
+        "not_predicted": sum(reasons.values()),
+        "reasons": dict(sorted(reasons.items(), key=lambda kv: -kv[1])),
+    }

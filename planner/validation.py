@@ -1,0 +1,261 @@
+"""Out-of-sample accuracy of the calibrated engine (``planner validate``).
+
+Two schemes, both refitting the whole hierarchy without the held-out rows:
+
+* leave-one-source-out (LOSO): every public source in turn is held out, so a row is
+  predicted by parameters fitted on other documents, other software versions and,
+  often, other GPUs. Serving rows (request-rate, MLPerf server) are never fitted;
+  they are predicted by the serving simulator with the parameters of the fold.
+* 5-fold: random folds over all fitted rows (used for the project's own H200
+  measurements, where a source is one harness).
+
+The report (``docs/accuracy.md``) gives median and P90 absolute percentage error
+(MdAPE, P90 APE) and the signed bias (median of predicted/measured - 1) per
+framework, hardware, metric and mode.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .calibration import (
+    PreparedRow,
+    Profile,
+    calibrate,
+    cross_validate,
+    error_table,
+    fit_profile,
+    load_measurements,
+    predict_rows,
+    prepare_rows,
+    resolve_params,
+)
+from .catalog import Catalog, load_catalog
+from .errors import PlannerError
+
+THROUGHPUT = ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "req_s")
+TPOT = ("tpot_ms_mean", "tpot_ms_median", "itl_ms_mean", "itl_ms_median")
+TTFT = ("ttft_ms_mean", "ttft_ms_median", "ttft_ms_p99")
+
+
+def metric_class(metric: str) -> str:
+    if metric in THROUGHPUT or metric.startswith("decode_tok_s") or metric == "prefill_tok_s":
+        return "throughput"
+    if metric in TPOT:
+        return "tpot/itl"
+    if metric in TTFT:
+        return "ttft"
+    if metric.startswith("e2e"):
+        return "e2e"
+    return metric
+
+
+def _serving_predictor():
+    try:
+        from .simulate import predict_serving_row  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - the serving model is part of the package
+        return None
+    return predict_serving_row
+
+
+def serving_predictions(
+    df, rows: Sequence[PreparedRow], profile_for, catalog: Catalog, fold_of
+) -> list[dict[str, Any]]:
+    """Predict serving rows with the simulator, using the fold's profile."""
+    fn = _serving_predictor()
+    out: list[dict[str, Any]] = []
+    if fn is None:
+        return out
+    records = {str(r["id"]): r for r in df.to_dict("records")}
+    for r in rows:
+        if r.fit_kind != "serving":
+            continue
+        fold = fold_of(r)
+        prof = profile_for(fold)
+        try:
+            params, prov = (
+                resolve_params(r.gpu, r.framework, r.precision if r.precision != "nan" else None,
+                               catalog=catalog, profile=prof)
+                if prof is not None
+                else resolve_params(r.gpu, r.framework, None, catalog=catalog, profile=None)
+            )
+        except PlannerError:
+            continue
+        try:
+            value, reason = fn(records[r.id], catalog, params)
+        except PlannerError as e:
+            value, reason = None, str(e)
+        if value is None or not (value > 0) or not math.isfinite(value):
+            continue
+        out.append(
+            {
+                "id": r.id,
+                "source": r.source,
+                "framework": r.framework,
+                "gpu": r.gpu,
+                "precision": r.precision,
+                "metric": r.metric,
+                "mode": r.mode,
+                "kind": "serving",
+                "measured": r.value,
+                "predicted": float(value),
+                "provenance": prov,
+                "fold": fold,
+            }
+        )
+    return out
+
+
+def run_validation(
+    public_files: Sequence[str | Path],
+    own_files: Sequence[str | Path] = (),
+    catalog: Catalog | None = None,
+    k: int = 5,
+    serving: bool = True,
+    **fit_kw: Any,
+) -> dict[str, Any]:
+    """LOSO over the public files (+ the serving rows) and k-fold over the own files."""
+    import pandas as pd
+
+    cat = catalog or load_catalog()
+    result: dict[str, Any] = {}
+    if public_files:
+        df = load_measurements(public_files, cat)
+        rows = prepare_rows(df, cat)
+        own_rows: list[PreparedRow] = []
+        if own_files:
+            own_df = load_measurements(own_files, cat)
+            own_rows = prepare_rows(own_df, cat)
+        # LOSO: own rows always stay in training (they are not a public source)
+        sources = sorted({r.source for r in rows})
+        recs = []
+        profiles: dict[str, Profile | None] = {}
+        for s in sources:
+            train = [r for r in rows if r.source != s and r.ok] + [r for r in own_rows if r.ok]
+            try:
+                prof = fit_profile(train, **fit_kw)
+            except PlannerError:
+                prof = None
+            profiles[s] = prof
+            test = [r for r in rows if r.source == s and r.ok]
+            for r, v, prov in predict_rows(test, prof, cat):
+                if v is None:
+                    continue
+                recs.append(
+                    {
+                        "id": r.id, "source": r.source, "framework": r.framework, "gpu": r.gpu,
+                        "precision": r.precision, "metric": r.metric, "mode": r.mode,
+                        "kind": r.fit_kind, "measured": r.value, "predicted": v,
+                        "provenance": prov, "fold": s,
+                    }
+                )
+        if serving:
+            recs += serving_predictions(df, rows, lambda f: profiles.get(f), cat, lambda r: r.source)
+        loso = pd.DataFrame(recs)
+        if len(loso):
+            loso["log_err"] = np.log(loso["predicted"] / loso["measured"])
+            loso["ape"] = np.abs(loso["predicted"] / loso["measured"] - 1)
+            loso["metric_class"] = [metric_class(m) for m in loso["metric"]]
+        result["loso"] = loso
+        result["n_public_rows"] = len(rows)
+        result["unpredicted"] = pd.DataFrame(
+            [{"id": r.id, "source": r.source, "metric": r.metric, "reason": r.reason}
+             for r in rows if not r.ok and r.fit_kind != "serving"]
+        )
+    if own_files:
+        own_df = load_measurements(own_files, cat)
+        own_rows = prepare_rows(own_df, cat)
+        kf = cross_validate(own_rows, scheme="kfold", k=k, catalog=cat, **fit_kw)
+        if len(kf):
+            kf["metric_class"] = [metric_class(m) for m in kf["metric"]]
+        result["kfold_own"] = kf
+    return result
+
+
+def _md_table(df) -> str:
+    if df is None or not len(df):
+        return "_no rows_\n"
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for rec in df.itertuples(index=False):
+        lines.append("| " + " | ".join("" if (isinstance(v, float) and math.isnan(v)) else str(v) for v in rec) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(result: dict[str, Any], path: str | Path, command: str) -> str:
+    """Write the accuracy report as Markdown; returns the text."""
+    loso = result.get("loso")
+    kf = result.get("kfold_own")
+    out = [
+        "# Accuracy of planner's predictions (generated)",
+        "",
+        f"Generated {_dt.date.today().isoformat()} by `{command}`. Do not edit by hand: rerun the command.",
+        "",
+        "APE = |predicted / measured - 1|. MdAPE = median APE, P90 = 90th percentile APE, bias = "
+        "median(predicted / measured) - 1 (positive = planner predicts more than measured). Every "
+        "number below is out of sample: the rows were not in the data the parameters were fitted on.",
+        "",
+    ]
+    if kf is not None and len(kf):
+        out += [
+            "## Own H200 measurements (`framework = pytorch`), 5-fold cross-validation",
+            "",
+            "Target: MdAPE <= 7%.",
+            "",
+            _md_table(error_table(kf, ["metric"])),
+            "By model shape:",
+            "",
+        ]
+        import pandas as pd  # noqa: F401
+
+        kf2 = kf.copy()
+        out += [_md_table(error_table(kf2, ["metric", "kind"])), ""]
+        tot = error_table(kf.assign(all="all"), ["all"])
+        out += [f"Overall: n = {int(tot['n'].iloc[0])}, MdAPE {tot['mdape_pct'].iloc[0]}%, "
+                f"P90 {tot['p90_ape_pct'].iloc[0]}%, bias {tot['bias_pct'].iloc[0]}%.", ""]
+    if loso is not None and len(loso):
+        out += [
+            "## Public measurements, leave-one-source-out",
+            "",
+            "Targets: throughput MdAPE <= 20%, TPOT/ITL <= 25%, TTFT <= 35% (serving rows).",
+            "",
+            "### By metric class and row kind",
+            "",
+            "`kind`: offline = max-throughput rows (fast path, fitted kinds); static / single = static "
+            "batches and batch-1 runs; serving = request-rate and MLPerf server rows, predicted by the "
+            "serving simulator and never fitted.",
+            "",
+            _md_table(error_table(loso, ["metric_class", "kind"])),
+            "### By source (the held-out fold)",
+            "",
+            _md_table(error_table(loso, ["source"])),
+            "### By framework and hardware",
+            "",
+            _md_table(error_table(loso, ["framework", "gpu"])),
+            "### By metric and mode",
+            "",
+            _md_table(error_table(loso, ["metric", "mode"])),
+            "### Provenance of the parameters used",
+            "",
+            _md_table(loso.groupby("provenance").size().reset_index(name="n").sort_values("n", ascending=False).head(25)),
+        ]
+    un = result.get("unpredicted")
+    if un is not None and len(un):
+        out += [
+            "## Rows that cannot be predicted",
+            "",
+            _md_table(un.groupby("reason").size().reset_index(name="rows").sort_values("rows", ascending=False)),
+        ]
+    text = "\n".join(out) + "\n"
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(text, encoding="utf-8")
+    return text
+
+
+__all__ = ["run_validation", "write_report", "metric_class", "calibrate"]

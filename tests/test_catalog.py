@@ -1,0 +1,265 @@
+"""Catalog validation: ids, sources, benchmark links, typo errors, HF config.json parsing."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import DATA_DIR, FIXTURES
+
+from planner.catalog import load_catalog, model_from_hf_config
+from planner.errors import MissingDataError, PlannerError, UnknownIdError
+from planner.memory import kv_bytes_per_token, param_counts
+from planner.predict import Predictor
+
+KINDS = ("accelerators", "models", "precisions", "kv_precisions", "frameworks")
+
+
+# --------------------------------------------------------------------------- the bundled data
+@pytest.mark.parametrize("kind", KINDS)
+def test_ids_and_aliases_unique(catalog, kind):
+    keys = []
+    for item in getattr(catalog, kind):
+        keys += [item.id.lower(), *(a.lower() for a in getattr(item, "aliases", ()))]
+    dupes = sorted({k for k in keys if keys.count(k) > 1})
+    assert not dupes, f"{kind}: duplicate ids/aliases {dupes}"
+
+
+@pytest.mark.parametrize("kind", [*KINDS, "rental_prices", "purchase_prices"])
+def test_every_entry_has_source_and_as_of(catalog, kind):
+    for item in getattr(catalog, kind):
+        label = getattr(item, "id", None) or getattr(item, "gpu", "?")
+        assert item.source and len(item.source.strip()) >= 3, f"{kind} {label}: no source"
+        assert isinstance(item.as_of, dt.date), f"{kind} {label}: no as_of"
+        assert item.as_of <= dt.date.today(), f"{kind} {label}: as_of in the future"
+
+
+def test_catalog_is_not_empty(catalog):
+    assert len(catalog.accelerators) >= 10
+    assert len(catalog.models) >= 10
+    assert {"bf16", "fp8", "int4-awq"} <= {p.id for p in catalog.precisions}
+    assert {"vllm", "trtllm", "sglang"} <= {f.id for f in catalog.frameworks}
+
+
+def _benchmark_csvs() -> list[Path]:
+    return sorted((DATA_DIR / "benchmarks").glob("*.csv"))
+
+
+def test_benchmark_files_present():
+    assert _benchmark_csvs(), "data/benchmarks/*.csv missing"
+
+
+@pytest.mark.parametrize("path", _benchmark_csvs(), ids=lambda p: p.name)
+def test_benchmark_ids_resolve(catalog, path):
+    pred = Predictor(catalog, csv_dir=path.parent)
+    bad: dict[str, list[str]] = {}
+    with open(path, newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            for col, lookup in (("hardware", catalog.gpu), ("model", pred.model)):
+                try:
+                    lookup(row[col])
+                except PlannerError as e:
+                    bad.setdefault(f"{col}={row[col]}: {e}", []).append(row["id"])
+            if row.get("precision"):
+                try:
+                    catalog.precision(row["precision"])
+                except PlannerError as e:
+                    bad.setdefault(f"precision={row['precision']}: {e}", []).append(row["id"])
+    assert not bad, "\n".join(f"{k} (rows {v[:3]}...)" for k, v in bad.items())
+
+
+def test_lookup_by_alias_and_case(catalog):
+    g = catalog.gpu("nvidia-h100-sxm")
+    assert catalog.gpu("NVIDIA-H100-SXM") is g
+    for alias in g.aliases:
+        assert catalog.gpu(alias) is g
+
+
+def test_unknown_id_lists_close_matches(catalog):
+    with pytest.raises(UnknownIdError) as ei:
+        catalog.gpu("nvidia-h100-sx")
+    assert "nvidia-h100-sxm" in ei.value.suggestions
+    assert "Did you mean" in str(ei.value)
+    with pytest.raises(UnknownIdError) as ei:
+        catalog.model("llama-3.1-7b")
+    assert "llama-3.1-8b" in ei.value.suggestions or "llama-3.1-70b" in ei.value.suggestions
+
+
+def test_peak_fallback_and_missing(catalog):
+    a100 = catalog.gpu("nvidia-a100-80gb-sxm")
+    assert a100.peak_tflops("bf16") == 312
+    assert a100.peak_tflops("fp16") == 312  # one rate for both on Ampere
+    with pytest.raises(MissingDataError, match="fp8"):
+        a100.peak_tflops("fp8")
+
+
+# --------------------------------------------------------------------------- typo -> error
+def _copy_data(tmp_path: Path) -> Path:
+    dst = tmp_path / "data"
+    shutil.copytree(DATA_DIR, dst, ignore=shutil.ignore_patterns("benchmarks", "calibration"))
+    return dst
+
+
+def _edit_yaml(path: Path, key: str, index: int, edit) -> str:
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    entry = raw[key][index]
+    edit(entry)
+    path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    return entry.get("id", entry.get("gpu"))
+
+
+def test_yaml_field_typo_names_file_entry_and_field(tmp_path):
+    data = _copy_data(tmp_path)
+
+    def typo(e):
+        e["hiden_size"] = e.pop("hidden_size")
+
+    ident = _edit_yaml(data / "models.yaml", "models", 2, typo)
+    with pytest.raises(PlannerError) as ei:
+        load_catalog(data)
+    msg = str(ei.value)
+    assert "models.yaml" in msg and ident in msg and "hiden_size" in msg
+    assert "\n" not in msg
+
+
+def test_yaml_wrong_type_names_field(tmp_path):
+    data = _copy_data(tmp_path)
+    ident = _edit_yaml(
+        data / "hardware.yaml", "accelerators", 1, lambda e: e.update(memory_gb="eighty")
+    )
+    with pytest.raises(PlannerError) as ei:
+        load_catalog(data)
+    msg = str(ei.value)
+    assert "hardware.yaml" in msg and ident in msg and "memory_gb" in msg and "eighty" in msg
+
+
+def test_yaml_missing_source_is_an_error(tmp_path):
+    data = _copy_data(tmp_path)
+    ident = _edit_yaml(data / "frameworks.yaml", "frameworks", 0, lambda e: e.pop("source"))
+    with pytest.raises(PlannerError) as ei:
+        load_catalog(data)
+    assert "frameworks.yaml" in str(ei.value) and ident in str(ei.value)
+    assert "source" in str(ei.value)
+
+
+def test_yaml_syntax_error(tmp_path):
+    data = _copy_data(tmp_path)
+    (data / "precisions.yaml").write_text("precisions: [\n  - id: bf16\n", encoding="utf-8")
+    with pytest.raises(PlannerError, match="precisions.yaml.*not valid YAML"):
+        load_catalog(data)
+
+
+def test_missing_catalog_file(tmp_path):
+    data = _copy_data(tmp_path)
+    (data / "frameworks.yaml").unlink()
+    with pytest.raises(PlannerError, match="frameworks.yaml"):
+        load_catalog(data)
+
+
+def test_price_for_unknown_gpu_is_an_error(tmp_path):
+    data = _copy_data(tmp_path)
+    if not (data / "prices.yaml").exists():
+        pytest.skip("no prices.yaml")
+    _edit_yaml(data / "prices.yaml", "rental", 0, lambda e: e.update(gpu="nvidia-h1000"))
+    with pytest.raises(PlannerError, match="nvidia-h1000"):
+        load_catalog(data)
+
+
+# --------------------------------------------------------------------------- HF config.json
+def _fx(name: str):
+    return model_from_hf_config(FIXTURES / f"{name}.json")
+
+
+def test_hf_llama():
+    m = _fx("llama")
+    assert (m.architecture, m.num_hidden_layers, m.num_key_value_heads, m.head_dim) == (
+        "llama", 32, 8, 4096 // 32,
+    )  # fmt: skip
+    assert not m.tie_word_embeddings and not m.is_moe and m.num_sliding_layers == 0
+    assert param_counts(m).total == 8_030_261_248  # the hand count of test_memory
+
+
+def test_hf_qwen2_has_qkv_bias_and_no_window_when_disabled():
+    m = _fx("qwen2")
+    assert m.attention_bias and not m.attention_out_bias
+    assert m.num_sliding_layers == 0  # use_sliding_window: false
+    pc = param_counts(m)
+    # 28 layers x (q 3584x3584 + k,v 2 x 3584x512 + o 3584x3584 + qkv bias 3584+2x512
+    # + MLP 3 x 3584 x 18944 + 2 norms) + embedding + lm head (152064 x 3584) + final norm
+    layer = 2 * 3584 * 3584 + 2 * 3584 * 512 + (3584 + 1024) + 3 * 3584 * 18944 + 2 * 3584
+    assert pc.total == 28 * layer + 2 * 152_064 * 3584 + 3584 == 7_615_616_512
+
+
+def test_hf_mixtral_moe():
+    m = _fx("mixtral")
+    assert (m.num_experts, m.num_experts_per_tok, m.moe_intermediate_size) == (8, 2, 14336)
+    pc = param_counts(m)
+    assert pc.total / 1e9 == pytest.approx(46.70, abs=0.01)
+    assert pc.active / 1e9 == pytest.approx(12.88, abs=0.01)
+
+
+def test_hf_deepseek_v3_mla():
+    m = _fx("deepseek_v3")
+    assert m.is_mla and m.is_moe
+    assert (m.kv_lora_rank, m.qk_rope_head_dim, m.num_dense_layers) == (512, 64, 3)
+    assert (m.num_experts, m.num_shared_experts, m.num_experts_per_tok) == (256, 1, 8)
+    assert kv_bytes_per_token(m, 16) == 61 * (512 + 64) * 2
+    assert round(param_counts(m).total / 1e9, 1) == 671.0
+
+
+def test_hf_gpt_oss_sliding_layers_and_native_fp4():
+    m = _fx("gpt_oss")
+    assert (m.sliding_window, m.num_sliding_layers) == (128, 12)  # layer_types alternate
+    assert (m.num_experts, m.num_experts_per_tok) == (32, 4)
+    assert m.native_precision == "fp4" and m.attention_bias and m.router_bias
+    assert param_counts(m).total / 1e9 == pytest.approx(21, rel=0.03)  # "21B parameters"
+
+
+def test_hf_gemma2_alternating_window_and_tied():
+    m = _fx("gemma2")
+    assert (m.sliding_window, m.num_sliding_layers) == (4096, 21)  # every other of 42
+    assert m.tie_word_embeddings and m.head_dim == 256 and m.norms_per_layer == 4
+    assert param_counts(m).lm_head == 0
+
+
+def test_hf_gptj_field_names():
+    m = _fx("gptj")  # n_embd / n_layer / n_head naming
+    assert (m.hidden_size, m.num_hidden_layers, m.num_attention_heads) == (4096, 28, 16)
+    assert (m.intermediate_size, m.mlp_gated, m.norm) == (4 * 4096, False, "layernorm")
+    # model card: 6,053,381,344 parameters
+    assert param_counts(m).total == pytest.approx(6_053_381_344, rel=0.001)
+
+
+def test_hf_falcon_new_decoder_architecture():
+    m = _fx("falcon")
+    assert (m.num_key_value_heads, m.head_dim) == (8, 14848 // 232)
+    assert m.intermediate_size == 4 * 14848 and not m.mlp_gated
+    assert param_counts(m).total / 1e9 == pytest.approx(180, rel=0.03)
+
+
+def test_hf_unknown_architecture_is_an_error():
+    with pytest.raises(PlannerError, match="unsupported model_type 'mamba'") as ei:
+        _fx("unknown_arch")
+    assert "llama" in str(ei.value)  # lists what is supported
+
+
+def test_hf_errors(tmp_path):
+    with pytest.raises(PlannerError, match="not found"):
+        model_from_hf_config(tmp_path / "nope.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    with pytest.raises(PlannerError, match="not valid JSON"):
+        model_from_hf_config(bad)
+    lacking = tmp_path / "config.json"
+    lacking.write_text('{"model_type": "llama", "hidden_size": 64}', encoding="utf-8")
+    with pytest.raises(PlannerError, match="lacks"):
+        model_from_hf_config(tmp_path)  # a folder holding config.json
+
+
+def test_catalog_model_accepts_config_path(catalog):
+    m = catalog.model(str(FIXTURES / "mixtral.json"))
+    assert m.num_experts == 8

@@ -1,0 +1,243 @@
+"""Memory goldens, each derived by hand from the architecture (arithmetic in the test)."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.catalog import load_catalog
+from planner.errors import PlannerError
+from planner.memory import (
+    activation_workspace_bytes,
+    kv_bytes_per_sequence,
+    kv_bytes_per_token,
+    param_counts,
+    plan_memory,
+    weight_memory,
+)
+
+from conftest import DATA_DIR
+
+_CAT = load_catalog(DATA_DIR)
+_PUBLISHED = [m.id for m in _CAT.models if m.published_total_params_b is not None]
+
+
+# --------------------------------------------------------------------------- KV cache
+def test_kv_llama31_70b_fp16(catalog):
+    # layers 80 x (K and V) 2 x kv heads 8 x head_dim 128 x 2 bytes
+    assert kv_bytes_per_token(catalog.model("llama-3.1-70b"), kv_bits=16) == 80 * 2 * 8 * 128 * 2
+    assert 80 * 2 * 8 * 128 * 2 == 327_680
+
+
+def test_kv_llama31_8b_fp16_and_fp8(catalog):
+    m = catalog.model("llama-3.1-8b")
+    assert kv_bytes_per_token(m, 16) == 32 * 2 * 8 * 128 * 2 == 131_072
+    assert kv_bytes_per_token(m, 8) == 32 * 2 * 8 * 128 * 1 == 65_536
+
+
+def test_kv_deepseek_v3_mla(catalog):
+    # MLA caches the compressed latent (kv_lora_rank 512) + the decoupled RoPE key (64) per layer
+    m = catalog.model("deepseek-v3")
+    assert m.is_mla
+    assert kv_bytes_per_token(m, 16) == 61 * (512 + 64) * 2 == 70_272
+    # the latent is replicated on every TP rank: no split
+    assert kv_bytes_per_token(m, 16, tp=8) == 70_272
+
+
+def test_kv_mistral_sliding_window_caps_at_4096(catalog):
+    m = catalog.model("mistral-7b-v0.1")
+    assert (m.sliding_window, m.num_sliding_layers) == (4096, 32)
+    per_token_layer = 2 * 8 * 128 * 2  # 4,096 B
+    # at 8k context every layer holds only its window of 4096 tokens
+    assert kv_bytes_per_sequence(m, 8192, 16) == 32 * 4096 * per_token_layer == 536_870_912
+    # below the window nothing is capped: 2048 tokens x 131,072 B/token
+    assert kv_bytes_per_sequence(m, 2048, 16) == 2048 * 32 * per_token_layer == 268_435_456
+    # the uncapped marginal cost per token is unchanged
+    assert kv_bytes_per_token(m, 16) == 32 * per_token_layer == 131_072
+
+
+def test_kv_gemma2_half_the_layers_capped(catalog):
+    m = catalog.model("gemma-2-9b")
+    assert (m.num_hidden_layers, m.num_sliding_layers, m.sliding_window) == (42, 21, 4096)
+    per_token_layer = 2 * 8 * 256 * 2  # 8,192 B
+    # 21 global layers hold all 8192 tokens, 21 local layers hold 4096
+    expected = per_token_layer * (21 * 8192 + 21 * 4096)
+    assert expected == 2_113_929_216
+    assert kv_bytes_per_sequence(m, 8192, 16) == expected
+
+
+def test_kv_block_rounding():
+    m = load_catalog(DATA_DIR).model("llama-3.1-8b")
+    # 100 tokens in 16-token blocks occupy 7 blocks = 112 token slots
+    assert kv_bytes_per_sequence(m, 100, 16, block_size=16) == 112 * 131_072
+
+
+@pytest.mark.parametrize(
+    ("tp", "heads_per_gpu"),
+    [(1, 8), (2, 4), (4, 2), (8, 1), (16, 1)],  # never below one KV head per GPU
+)
+def test_gqa_kv_heads_split_under_tp(catalog, tp, heads_per_gpu):
+    m = catalog.model("llama-3.1-70b")
+    assert kv_bytes_per_token(m, 16, tp=tp) == 80 * 2 * heads_per_gpu * 128 * 2
+
+
+# --------------------------------------------------------------------------- parameters
+def test_param_count_llama31_8b_by_hand(catalog):
+    pc = param_counts(catalog.model("llama-3.1-8b"))
+    h, inter, v, layers = 4096, 14336, 128_256, 32
+    attn = h * (32 * 128) + 2 * h * (8 * 128) + (32 * 128) * h  # q + k,v + o = 41,943,040
+    mlp = 3 * h * inter  # gate, up, down = 176,160,768
+    norms = 2 * h  # input + post-attention RMSNorm = 8,192
+    assert (attn, mlp) == (41_943_040, 176_160_768)
+    total = layers * (attn + mlp + norms) + 2 * v * h + h  # + embedding, lm head, final norm
+    assert total == 8_030_261_248
+    assert pc.total == total
+    assert pc.active == total  # dense: every parameter is active
+    assert pc.embedding == pc.lm_head == 525_336_576
+
+
+def test_param_count_deepseek_v3_by_hand(catalog):
+    pc = param_counts(catalog.model("deepseek-v3"))
+    h, v = 7168, 129_280
+    # MLA attention per layer
+    q = h * 1536 + 1536 + 1536 * 128 * (128 + 64)  # q_a, q_a_norm, q_b = 48,760,320
+    kv = h * (512 + 64) + 512 + 512 * 128 * (128 + 128)  # kv_a (+rope key), kv_a_norm, kv_b
+    o = 128 * 128 * h
+    attn = q + kv + o
+    assert (q, kv, o) == (48_760_320, 20_906_496, 117_440_512)
+    dense_mlp = 3 * h * 18432  # first 3 layers
+    expert = 3 * h * 2048  # 44,040,192 per expert
+    moe_layers = 61 - 3
+    total = (
+        61 * attn
+        + 3 * dense_mlp
+        + moe_layers * (256 + 1) * expert  # 256 routed + 1 shared expert
+        + moe_layers * h * 256  # router
+        + (2 * 61 + 1) * h  # norms
+        + 2 * v * h  # embedding + lm head (the MTP module is not counted)
+    )
+    active = total - moe_layers * (256 - 8) * expert  # a token uses 8 of 256 routed experts
+    assert pc.total == total
+    assert pc.active == active
+    assert round(total / 1e9, 1) == 671.0
+    assert round(active / 1e9, 1) == 37.6
+
+
+@pytest.mark.parametrize("model_id", _PUBLISHED)
+def test_param_count_matches_published_total(catalog, model_id):
+    m = catalog.model(model_id)
+    computed_b = param_counts(m).total / 1e9
+    assert computed_b == pytest.approx(m.published_total_params_b, rel=0.03), (
+        f"{model_id}: computed {computed_b:.3f} B vs published {m.published_total_params_b} B"
+    )
+
+
+def test_catalog_has_published_totals_to_check():
+    assert len(_PUBLISHED) >= 5
+
+
+# --------------------------------------------------------------------------- weights
+def test_weight_bytes_llama31_70b_bf16_tp4(catalog):
+    w = weight_memory(catalog.model("llama-3.1-70b"), catalog.precision("bf16"), tp=4)
+    h, inter, v, layers = 8192, 28672, 128_256, 80
+    attn = 2 * h * (64 * 128) + 2 * h * (8 * 128)  # q + o, k + v = 150,994,944 per layer
+    mlp = 3 * h * inter
+    norms = (2 * layers + 1) * h  # replicated on every GPU
+    total_params = layers * (attn + mlp) + norms + 2 * v * h
+    assert total_params == 70_553_706_496
+    assert w.total_bytes == 2 * total_params
+    # tp=4: 8 KV heads -> 2 per GPU, nothing replicated except the norms
+    per_gpu = 2 * (layers * (attn + mlp) / 4 + norms + 2 * v * h / 4)
+    assert per_gpu == 35_278_831_616
+    assert w.per_gpu_bytes == pytest.approx(per_gpu, rel=1e-12)
+
+
+def test_weight_bytes_pipeline_parallel(catalog):
+    m, bf16 = catalog.model("llama-3.1-70b"), catalog.precision("bf16")
+    w1 = weight_memory(m, bf16, tp=1, pp=1)
+    w2 = weight_memory(m, bf16, tp=1, pp=2)
+    # the busiest stage: 40 of 80 layers + the larger of embedding / lm head (equal here)
+    ends = 2 * 128_256 * 8192
+    assert w2.per_gpu_bytes == pytest.approx((w1.per_gpu_bytes - 2 * ends) / 2 + ends, rel=1e-12)
+
+
+def test_int4_awq_weight_bits(catalog):
+    p = catalog.precision("int4-awq")
+    # 4-bit weights + fp16 scale (and zero point) per group of 128 weights
+    assert 4 + 16 / 128 <= p.weight_bits <= 4.5
+    m = catalog.model("llama-3.1-8b")
+    pc = param_counts(m)
+    w = weight_memory(m, p)
+    linear = pc.attention + pc.mlp_dense  # quantized
+    unquantized = pc.embedding + pc.lm_head + pc.norms  # kept at 16 bit
+    assert w.total_bytes == pytest.approx(linear * p.weight_bits / 8 + unquantized * 2, rel=1e-12)
+    # a quarter-ish of bf16: (6.98e9 x 4.25/8 + 1.05e9 x 2) / 16.06e9
+    assert 0.3 < w.total_bytes / weight_memory(m, catalog.precision("bf16")).total_bytes < 0.35
+
+
+# --------------------------------------------------------------------------- plan
+def test_max_concurrent_sequences_by_hand(catalog):
+    # Llama-3.1-8B bf16 on one 80 GB H100, 90 % utilization, no framework (no runtime
+    # overhead, 16-token blocks, workspace for 8192 batched tokens and 256 sequences)
+    plan = plan_memory(
+        "llama-3.1-8b", "nvidia-h100-sxm", "bf16", tp=1, context_len=4096,
+        memory_utilization=0.9, catalog=catalog,
+    )  # fmt: skip
+    weights = 2 * 8_030_261_248  # 16,060,522,496 B
+    act = 8192 * 2 * (2 * 4096 + (32 + 2 * 8) * 128 + 2 * 14336) + 256 * 128_256 * 4
+    assert act == 835_977_216
+    assert plan.activation_bytes_per_gpu == act
+    budget = 80e9 * 0.9 - weights - act  # 55,103,500,288 B
+    kv_seq = 4096 * 131_072  # 536,870,912 B
+    assert plan.kv_bytes_per_sequence == kv_seq
+    assert plan.max_concurrent_sequences == int(budget // kv_seq) == 102
+    assert plan.max_kv_tokens == int(budget // 131_072)
+    assert plan.fits and "102 sequences" in plan.reason
+
+
+def test_405b_bf16_does_not_fit_one_80gb_gpu(catalog):
+    plan = plan_memory("llama-3.1-405b", "nvidia-h100-sxm", "bf16", catalog=catalog)
+    assert not plan.fits
+    assert plan.max_concurrent_sequences == 0
+    assert plan.weight_bytes_per_gpu > 800e9  # ~405.9 B params x 2 bytes
+    assert "does not fit" in plan.reason and "weights" in plan.reason
+    assert plan.suggestions, "a plan that does not fit must say what would"
+    # 811 GB / 16 = 51 GB per GPU is the first power-of-two TP that fits in 72 GB
+    assert plan.suggestions[0] == "tp=16 (16 GPUs)"
+
+
+def test_fits_false_when_only_kv_is_short(catalog):
+    # 8B bf16 leaves ~55 GB for KV; one sequence of 1M tokens needs 131 GB
+    plan = plan_memory(
+        "llama-3.1-8b", "nvidia-h100-sxm", "bf16", context_len=1_000_000, catalog=catalog
+    )
+    assert not plan.fits
+    assert "KV cache" in plan.reason
+    assert any(s.startswith("context <=") for s in plan.suggestions)
+    assert any("max_position_embeddings" in a for a in plan.assumptions)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"context_len": 0},
+        {"context_len": -5},
+        {"tp": 0},
+        {"pp": 0},
+        {"memory_utilization": 1.5},
+        {"memory_utilization": 0.0},
+        {"pp": 1000},
+        {"kv_precision": "int3"},
+    ],
+)
+def test_impossible_numbers_rejected(catalog, kwargs):
+    with pytest.raises(PlannerError):
+        plan_memory("llama-3.1-8b", "nvidia-h100-sxm", "bf16", catalog=catalog, **kwargs)
+
+
+def test_activation_workspace_scales_with_tp(catalog):
+    m = catalog.model("llama-3.1-70b")
+    a1 = activation_workspace_bytes(m, 8192, 256, tp=1)
+    a8 = activation_workspace_bytes(m, 8192, 256, tp=8)
+    # the residual stream (2 x h per token) is not split, everything else is
+    resid = 8192 * 2 * 2 * 8192
+    assert a8 == pytest.approx(resid + (a1 - resid) / 8, rel=1e-12)

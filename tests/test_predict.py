@@ -1,0 +1,223 @@
+"""Batch prediction of benchmark rows: values, unit conversion, path resolution, reasons."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+
+import pytest
+from conftest import DATA_DIR, REPO_ROOT
+
+import planner
+import planner.predict as predict_mod
+from planner.perf import PRIOR, decode_step, prefill, step_model
+from planner.predict import (
+    METRICS,
+    OUTPUT_COLUMNS,
+    Predictor,
+    predict_file,
+    read_rows,
+    register_metric,
+    summarize,
+    write_rows,
+)
+
+SCHEMA = (
+    "id,source,source_detail,as_of,hardware,n_gpus,tp,pp,model,precision,kv_precision,framework,"
+    "framework_version,mode,isl,osl,batch,concurrency,request_rate,context_len,metric,value,unit,"
+    "notes"
+).split(",")
+
+
+def _row(**kw) -> dict[str, str]:
+    base = dict.fromkeys(SCHEMA, "")
+    base.update(
+        id="t-0001", source="test", hardware="nvidia-h100-sxm", n_gpus="1", tp="1", pp="1",
+        model="llama-3.1-8b", precision="bf16", framework="pytorch", mode="static_batch",
+        batch="4", isl="512", context_len="512", metric="prefill_s", value="0.05", unit="s",
+    )  # fmt: skip
+    base.update({k: str(v) for k, v in kw.items()})
+    return base
+
+
+def _write(path, rows):
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
+@pytest.fixture
+def prior_only(monkeypatch):
+    """Pretend planner.calibration is not installed: parameters are the priors."""
+    monkeypatch.delattr(planner, "calibration", raising=False)
+    monkeypatch.setitem(sys.modules, "planner.calibration", None)
+
+
+@pytest.fixture
+def no_simulator(monkeypatch):
+    monkeypatch.setattr(predict_mod, "_serving_predictor", lambda: None)
+
+
+def test_prefill_and_decode_values(catalog, prior_only):
+    sm = step_model("llama-3.1-8b", "nvidia-h100-sxm", "bf16", params=PRIOR, catalog=catalog)
+    pred = Predictor(catalog)
+    r = pred.predict_row(_row(metric="prefill_s", batch=4, isl=512))
+    assert r["reason"] == "" and r["provenance"] == "prior"
+    assert r["predicted"] == pytest.approx(float(prefill(sm, 4, 512).time_s), rel=1e-12)
+    r = pred.predict_row(_row(metric="decode_step_s", batch=16, context_len=2048, isl=""))
+    assert r["predicted"] == pytest.approx(float(decode_step(sm, 16, 2048).time_s), rel=1e-12)
+
+
+def test_unit_conversion_to_row_unit(catalog, prior_only):
+    pred = Predictor(catalog)
+    s = pred.predict_row(_row(metric="decode_step_s", unit="s"))["predicted"]
+    ms = pred.predict_row(_row(metric="decode_step_s", unit="ms"))["predicted"]
+    assert ms == pytest.approx(1000 * s, rel=1e-12)
+    r = pred.predict_row(_row(metric="decode_step_s", unit="tok/s"))
+    assert r["predicted"] == "" and "unit 'tok/s'" in r["reason"]
+
+
+def test_kv_precision_and_tp_of_the_row_are_used(catalog, prior_only):
+    pred = Predictor(catalog)
+    base = pred.predict_row(_row(model="llama-3.1-70b", metric="decode_step_s", tp=4,
+                                 batch=64, context_len=8192))["predicted"]  # fmt: skip
+    fp8kv = pred.predict_row(_row(model="llama-3.1-70b", metric="decode_step_s", tp=4, batch=64,
+                                  context_len=8192, kv_precision="fp8"))["predicted"]  # fmt: skip
+    tp8 = pred.predict_row(_row(model="llama-3.1-70b", metric="decode_step_s", tp=8, batch=64,
+                                context_len=8192))["predicted"]  # fmt: skip
+    assert fp8kv < base  # half the KV bytes to read
+    assert tp8 < base
+
+
+def test_model_path_resolution(tmp_path, monkeypatch, catalog, fixtures_dir, prior_only):
+    # relative to the CSV's folder
+    sub = tmp_path / "runs"
+    (sub / "cfg").mkdir(parents=True)
+    (sub / "cfg" / "config.json").write_text((fixtures_dir / "llama.json").read_text())
+    csv_path = _write(sub / "m.csv", [_row(model="cfg/config.json")])
+    monkeypatch.chdir(tmp_path)  # CWD does not contain cfg/
+    rows, _ = predict_file(csv_path, catalog)
+    by_id = rows[0]
+    assert by_id["reason"] == ""
+    same = Predictor(catalog).predict_row(_row(model="llama-3.1-8b"))["predicted"]
+    assert by_id["predicted"] == pytest.approx(same, rel=1e-12)  # identical architecture
+    # relative to the repository root (as bench rows write data/benchmarks/configs/...)
+    cfg = DATA_DIR / "benchmarks" / "configs" / "llama-3.1-70b-20l" / "config.json"
+    rel = cfg.relative_to(REPO_ROOT).as_posix()
+    r = Predictor(catalog, csv_dir=tmp_path).predict_row(_row(model=rel, metric="decode_step_s"))
+    assert r["reason"] == "" and r["predicted"] > 0
+    # relative to the CWD first
+    monkeypatch.chdir(sub)
+    r = Predictor(catalog).predict_row(_row(model="cfg/config.json"))
+    assert r["reason"] == ""
+    # not found anywhere
+    r = Predictor(catalog, csv_dir=sub).predict_row(_row(model="nowhere/config.json"))
+    assert r["predicted"] == "" and "model config not found" in r["reason"]
+
+
+@pytest.mark.parametrize(
+    ("change", "reason_part"),
+    [
+        ({"hardware": "nvidia-h100-sx"}, "unknown gpu 'nvidia-h100-sx' (closest: nvidia-h100-sxm"),
+        ({"hardware": ""}, "hardware is empty"),
+        ({"model": "llama-3.1-7b"}, "unknown model 'llama-3.1-7b'"),
+        ({"precision": ""}, "precision is empty"),
+        ({"precision": "int3"}, "unknown precision 'int3'"),
+        ({"hardware": "amd-mi250x", "precision": "fp8"}, "not supported on amd-mi250x"),
+        ({"kv_precision": "fp5"}, "unknown kv precision 'fp5'"),
+        ({"batch": "0"}, "batch must be a positive whole number"),
+        ({"batch": "-2"}, "batch must be a positive whole number"),
+        ({"isl": ""}, "isl is empty"),
+        ({"isl": "abc"}, "isl must be a number"),
+        ({"tp": "", "n_gpus": "8"}, "tp is empty and n_gpus=8"),
+        ({"tp": "3"}, "does not divide"),
+        ({"metric": "decode_step_s", "context_len": ""}, "context_len is empty"),
+    ],
+)
+def test_rows_that_cannot_be_predicted_get_a_reason(catalog, prior_only, change, reason_part):
+    r = Predictor(catalog).predict_row(_row(**change))
+    assert r["predicted"] == ""
+    assert reason_part in r["reason"]
+    assert "\n" not in r["reason"]
+
+
+def test_unsupported_metric_without_simulator(catalog, no_simulator):
+    r = Predictor(catalog).predict_row(_row(metric="ttft_ms_mean", unit="ms"))
+    assert (r["predicted"], r["reason"]) == ("", "metric ttft_ms_mean not supported yet")
+
+
+def test_serving_metrics_dispatch_to_simulator(catalog, monkeypatch, prior_only):
+    calls = []
+
+    def fake(row, cat, params):
+        calls.append((row["metric"], cat is catalog, params == PRIOR))
+        return (123.0, "") if row["metric"] == "req_s" else (None, "no SLO given")
+
+    monkeypatch.setattr(predict_mod, "_serving_predictor", lambda: fake)
+    pred = Predictor(catalog)
+    ok = pred.predict_row(_row(metric="req_s", unit="req/s"))
+    no = pred.predict_row(_row(metric="ttft_ms_p99", unit="ms"))
+    assert (ok["predicted"], ok["reason"], ok["provenance"]) == (123.0, "", "prior")
+    assert (no["predicted"], no["reason"]) == ("", "no SLO given")
+    assert calls == [("req_s", True, True), ("ttft_ms_p99", True, True)]
+
+
+def test_dispatch_table_is_extensible(catalog, prior_only):
+    register_metric("two_s", lambda ctx: 2.0 * ctx.int_field("batch"), "s")
+    try:
+        r = Predictor(catalog).predict_row(_row(metric="two_s", unit="ms", batch=3))
+    finally:
+        METRICS.pop("two_s")
+    assert r["predicted"] == pytest.approx(6000.0)  # 2 s x batch 3, stated in ms
+
+
+def test_output_keeps_every_input_column(tmp_path, catalog, prior_only, no_simulator):
+    rows = [_row(id="a"), _row(id="b", metric="decode_step_s"), _row(id="c", metric="req_s")]
+    path = _write(tmp_path / "in.csv", rows)
+    out, cols = predict_file(path, catalog)
+    assert cols == SCHEMA + list(OUTPUT_COLUMNS)
+    for src, dst in zip(rows, out, strict=True):
+        assert {k: dst[k] for k in SCHEMA} == src
+    buf = io.StringIO()
+    write_rows(out, cols, buf)
+    back = list(csv.DictReader(io.StringIO(buf.getvalue())))
+    assert [r["id"] for r in back] == ["a", "b", "c"]
+    assert float(back[0]["predicted"]) > 0 and back[2]["predicted"] == ""
+    assert back[2]["reason"] == "metric req_s not supported yet"
+    s = summarize(out)
+    assert (s["rows"], s["predicted"], s["not_predicted"]) == (3, 2, 1)
+
+
+def test_existing_output_columns_are_replaced(tmp_path, catalog, prior_only):
+    row = {**_row(), "predicted": "999", "reason": "old"}
+    out, cols = predict_file(_write(tmp_path / "in.csv", [row]), catalog)
+    assert cols.count("predicted") == 1 and out[0]["reason"] == "" and out[0]["predicted"] != "999"
+
+
+def test_read_rows_errors(tmp_path):
+    with pytest.raises(planner.PlannerError, match="not found"):
+        read_rows(tmp_path / "missing.csv")
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(planner.PlannerError, match="empty"):
+        read_rows(tmp_path / "empty.csv")
+    (tmp_path / "other.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(planner.PlannerError, match="no 'metric' column"):
+        read_rows(tmp_path / "other.csv")
+    (tmp_path / "bin.csv").write_bytes(b"\xff\xfe\x00metric\n")
+    with pytest.raises(planner.PlannerError, match="UTF-8"):
+        read_rows(tmp_path / "bin.csv")
+
+
+def test_whole_public_dataset_never_crashes(catalog):
+    path = DATA_DIR / "benchmarks" / "public.csv"
+    out, cols = predict_file(path, catalog)
+    assert len(out) > 1000
+    for r in out:
+        assert (r["predicted"] != "") or r["reason"], f"row {r['id']}: no value and no reason"
+        if r["predicted"] != "":
+            assert r["predicted"] > 0
+    json.dumps(out)  # plain values only
