@@ -262,7 +262,7 @@ class Precision(Sourced):
 
 class KvPrecision(Sourced):
     id: str
-    bits: int = Field(gt=0, le=32)
+    bits: float = Field(gt=0, le=32)
 
 
 # --------------------------------------------------------------------------- frameworks

@@ -197,7 +197,8 @@ def test_predict_to_file_prints_summary(capsys, tmp_path):
     assert code == 0
     s = json.loads(out)
     assert s["rows"] == 6 and s["predicted"] + s["not_predicted"] == 6
-    assert len(list(csv.DictReader(open(out_csv, encoding="utf-8")))) == 6
+    with open(out_csv, encoding="utf-8") as fh:
+        assert len(list(csv.DictReader(fh))) == 6
 
 
 def test_predict_table_and_json(capsys, tmp_path):

@@ -24,11 +24,11 @@ from planner.predict import (
     write_rows,
 )
 
-SCHEMA = (
-    "id,source,source_detail,as_of,hardware,n_gpus,tp,pp,model,precision,kv_precision,framework,"
-    "framework_version,mode,isl,osl,batch,concurrency,request_rate,context_len,metric,value,unit,"
-    "notes"
-).split(",")
+SCHEMA = [
+    "id", "source", "source_detail", "as_of", "hardware", "n_gpus", "tp", "pp", "model",
+    "precision", "kv_precision", "framework", "framework_version", "mode", "isl", "osl", "batch",
+    "concurrency", "request_rate", "context_len", "metric", "value", "unit", "notes",
+]  # fmt: skip
 
 
 def _row(**kw) -> dict[str, str]:
