@@ -47,12 +47,14 @@ DEFAULT_PROFILE = DATA_DIR / "calibration" / "profile.yaml"
 #: parameters the fit may move, their bounds and the prior width (std-dev of log value)
 FIT_BOUNDS: dict[str, tuple[float, float, float]] = {
     "mem_eff": (0.15, 1.0, 0.35),
+    "kv_mem_eff": (0.1, 1.0, 0.5),
     "compute_eff": (0.1, 1.0, 0.35),
     "compute_half_tokens": (1.0, 8192.0, 1.5),
     "attn_eff": (0.03, 1.0, 0.6),
     "step_overhead_s": (1e-6, 0.2, 2.5),
     "layer_overhead_s": (1e-8, 2e-3, 2.5),
     "seq_overhead_s": (1e-9, 2e-3, 2.5),
+    "eager_layer_s": (1e-7, 5e-3, 3.0),
     "comm_eff": (0.05, 1.0, 0.6),
     "sched_overhead_s": (1e-7, 0.2, 2.5),
 }
@@ -61,6 +63,7 @@ _START = {
     "step_overhead_s": 2e-4,
     "layer_overhead_s": 5e-6,
     "seq_overhead_s": 1e-6,
+    "eager_layer_s": 1e-4,
     "sched_overhead_s": 1e-4,
 }
 FIT_FIELDS = tuple(FIT_BOUNDS)
@@ -915,6 +918,13 @@ def data_files_default() -> list[Path]:
     return sorted(p for p in d.glob("*.csv") if not p.name.endswith("_micro.csv"))
 
 
+def _rel(p: Path) -> str:
+    try:
+        return p.resolve().relative_to(DATA_DIR.parent.resolve()).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
 def calibrate(
     paths: Sequence[str | os.PathLike[str]] | None = None,
     catalog: Catalog | None = None,
@@ -926,5 +936,5 @@ def calibrate(
     vllm_kw = {k: kw.pop(k) for k in ("gpu", "model", "precision", "tp", "framework") if k in kw and kw[k] is not None}
     df = load_measurements(files, cat, **vllm_kw)
     rows = prepare_rows(df, cat)
-    prof = fit_profile(rows, data_files=[f.as_posix() for f in files], data_hash=_hash_files(files), **kw)
+    prof = fit_profile(rows, data_files=[_rel(f) for f in files], data_hash=_hash_files(files), **kw)
     return prof, rows

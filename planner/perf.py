@@ -42,7 +42,8 @@ class EfficiencyParams(Frozen):
     Defaults are priors used before calibration (provenance ``prior``).
     """
 
-    mem_eff: float = Field(0.80, gt=0, le=1, description="achieved / peak HBM bandwidth")
+    mem_eff: float = Field(0.80, gt=0, le=1, description="achieved / peak HBM bandwidth, GEMMs")
+    kv_mem_eff: float = Field(0.80, gt=0, le=1, description="achieved / peak HBM bandwidth, KV reads")
     compute_eff: float = Field(0.70, gt=0, le=1, description="achieved / peak dense FLOPS, large GEMMs")
     compute_half_tokens: float = Field(64.0, ge=0, description="GEMM rows at which efficiency halves [tokens]")
     attn_eff: float = Field(0.50, gt=0, le=1, description="achieved / peak FLOPS in attention kernels")
@@ -51,6 +52,13 @@ class EfficiencyParams(Frozen):
     step_overhead_s: float = Field(0.0, ge=0, description="fixed cost per forward step [s]")
     layer_overhead_s: float = Field(0.0, ge=0, description="fixed cost per layer per step [s]")
     seq_overhead_s: float = Field(0.0, ge=0, description="cost per sequence per step [s]")
+    eager_layer_s: float = Field(
+        0.0,
+        ge=0,
+        description="CPU dispatch time per layer of a step that runs eagerly (any step with "
+        "prefill tokens; decode-only steps replay a CUDA graph); the GPU time is hidden "
+        "behind it when shorter [s]",
+    )
     sched_overhead_s: float = Field(0.0, ge=0, description="serving scheduler cost per iteration [s]")
 
     def with_(self, **kw: float) -> EfficiencyParams:
@@ -189,7 +197,7 @@ class StepModel:
             attn_pairs_sw, float
         )
         a_flops = self.attn_flops_per_pair_layer * pairs
-        t_am = (kv_read + kv_write) / (self.bw_bytes_s * p.mem_eff)
+        t_am = (kv_read + kv_write) / (self.bw_bytes_s * p.kv_mem_eff)
         t_ac = a_flops / (self.peak_flops * p.attn_eff)
         t_attn = np.maximum(t_am, t_ac)
         # communication
@@ -202,6 +210,11 @@ class StepModel:
             t_comm = 0.0 * T
         t_over = p.step_overhead_s + p.layer_overhead_s * self.layers + p.seq_overhead_s * np.asarray(num_seqs, float)
         t_over = t_over + 0.0 * T
+        gpu = t_gemm + t_attn + t_comm
+        if p.eager_layer_s:
+            eager = np.asarray(T > np.asarray(num_seqs, float))
+            gpu = np.where(eager, _soft_max(gpu, p.eager_layer_s * self.layers), gpu)
+            t_over = t_over + (gpu - (t_gemm + t_attn + t_comm))
         time = t_gemm + t_attn + t_comm + t_over
         if self.pp > 1:  # latency of one step traverses every stage
             time = time * self.pp
@@ -241,7 +254,9 @@ class StepModel:
         else:
             t_gc = 0.0
         kvb = self.kv_bytes_per_token_layer
-        t_am = kvb * (self.layers_full * kv_full + self.layers_sw * kv_sw + (self.layers_full + self.layers_sw) * T) / bw
+        t_am = kvb * (self.layers_full * kv_full + self.layers_sw * kv_sw + (self.layers_full + self.layers_sw) * T) / (
+            self.bw_bytes_s * p.kv_mem_eff
+        )
         t_ac = self.attn_flops_per_pair_layer * (self.layers_full * pairs_full + self.layers_sw * pairs_sw) / (
             self.peak_flops * p.attn_eff
         )
@@ -249,8 +264,20 @@ class StepModel:
         if self.tp > 1:
             t += (2 * (self.tp - 1) / self.tp) * self.comm_bytes_per_token * T / (self.link_bytes_s * p.comm_eff)
             t += 2 * self.layers * p.comm_latency_s
+        if p.eager_layer_s and T > num_seqs:
+            e = p.eager_layer_s * self.layers
+            t = (t**EAGER_K + e**EAGER_K) ** (1.0 / EAGER_K)
         t += p.step_overhead_s + p.layer_overhead_s * self.layers + p.seq_overhead_s * num_seqs
         return t * self.pp
+
+
+#: exponent of the smooth maximum between GPU time and eager CPU dispatch time: kernels
+#: overlap with dispatch, but not perfectly near the crossover
+EAGER_K = 4.0
+
+
+def _soft_max(a, b):
+    return (np.asarray(a) ** EAGER_K + np.asarray(b) ** EAGER_K) ** (1.0 / EAGER_K)
 
 
 def _s(x):
