@@ -53,7 +53,7 @@ with st.sidebar:
     fw_ids = [f.id for f in cat.frameworks]
     model_id = st.selectbox("Model", model_ids, index=_index(model_ids, "llama-3.1-70b"))
     gpu_id = st.selectbox("GPU", gpu_ids, index=_index(gpu_ids, "nvidia-h100-sxm"))
-    prec_id = st.selectbox("Precision (weights)", prec_ids, index=_index(prec_ids, "bf16"))
+    prec_id = st.selectbox("Precision (weights)", prec_ids, index=_index(prec_ids, "fp8"))
     prec = cat.precision(prec_id)
     kv_opts = list(dict.fromkeys([prec.kv_default, *prec.kv_options]))
     kv_id = st.selectbox("KV-cache precision", kv_opts, index=0)
@@ -61,7 +61,7 @@ with st.sidebar:
         "Framework", [NO_FRAMEWORK, *fw_ids], index=_index(fw_ids, "vllm", -1) + 1
     )
     fw = None if fw_choice == NO_FRAMEWORK else cat.framework(fw_choice)
-    tp = st.select_slider("TP (GPUs per stage)", options=[1, 2, 4, 8, 16, 32], value=1)
+    tp = st.select_slider("TP (GPUs per stage)", options=[1, 2, 4, 8, 16, 32], value=2)
     pp = st.select_slider("PP (pipeline stages)", options=[1, 2, 4, 8], value=1)
     model = cat.model(model_id)
     max_ctx = model.max_position_embeddings or 131072

@@ -196,7 +196,15 @@ def read_vllm_bench_json(
     for i, (metric, (key, unit)) in enumerate(metric_keys.items()):
         if d.get(key) is None:
             continue
-        rows.append({**base, "id": f"{p.stem}-{i:02d}", "metric": metric, "value": float(d[key]), "unit": unit})
+        rows.append(
+            {
+                **base,
+                "id": f"{p.stem}-{i:02d}",
+                "metric": metric,
+                "value": float(d[key]),
+                "unit": unit,
+            }
+        )
     return pd.DataFrame(rows, columns=list(SCHEMA_COLUMNS))
 
 
@@ -226,7 +234,9 @@ def load_measurements(
             raise PlannerError(f"measurement file not found: {p}")
         if p.suffix.lower() == ".json":
             if "gpu" not in vllm_kw:
-                raise PlannerError(f"{p}: a vllm bench JSON needs --gpu (the JSON does not record it)")
+                raise PlannerError(
+                    f"{p}: a vllm bench JSON needs --gpu (the JSON does not record it)"
+                )
             df = read_vllm_bench_json(p, **vllm_kw)
         else:
             try:
@@ -235,7 +245,9 @@ def load_measurements(
                 raise PlannerError(f"{p}: not a readable CSV ({str(e).splitlines()[0]})") from None
         missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
         if missing:
-            raise PlannerError(f"{p}: missing columns {', '.join(missing)} (schema: {', '.join(SCHEMA_COLUMNS)})")
+            raise PlannerError(
+                f"{p}: missing columns {', '.join(missing)} (schema: {', '.join(SCHEMA_COLUMNS)})"
+            )
         for c in SCHEMA_COLUMNS:
             if c not in df.columns:
                 df[c] = np.nan
@@ -266,7 +278,9 @@ def load_measurements(
             try:
                 finder(str(v))
             except UnknownIdError as e:
-                unknown.setdefault(f"{v}" + (f" (did you mean {e.suggestions[0]}?)" if e.suggestions else ""), []).append(rid)
+                unknown.setdefault(
+                    f"{v}" + (f" (did you mean {e.suggestions[0]}?)" if e.suggestions else ""), []
+                ).append(rid)
         for v, rids in unknown.items():
             problems.append(f"unknown {col} '{v}' in rows {_few(rids)}")
     unknown_models: dict[str, list[str]] = {}
@@ -276,7 +290,9 @@ def load_measurements(
         except PlannerError:
             unknown_models.setdefault(str(v), []).append(rid)
     for v, rids in unknown_models.items():
-        problems.append(f"unknown model '{v}' (not a catalog id nor a config.json) in rows {_few(rids)}")
+        problems.append(
+            f"unknown model '{v}' (not a catalog id nor a config.json) in rows {_few(rids)}"
+        )
     if problems:
         raise PlannerError("invalid measurements: " + "; ".join(problems))
     df["value"] = vals
@@ -354,7 +370,9 @@ def prefill_time(sm: StepModel, batch: float, isl: float) -> float:
         kv_sw, pairs_sw = (float(x) for x in _window_sums(isl, isl, sm.window))
     else:
         kv_sw = pairs_sw = 0.0
-    return sm.step_time(batch * isl, batch, batch, batch * isl, batch * pairs, batch * kv_sw, batch * pairs_sw)
+    return sm.step_time(
+        batch * isl, batch, batch, batch * isl, batch * pairs, batch * kv_sw, batch * pairs_sw
+    )
 
 
 def decode_time(sm: StepModel, batch: float, context: float) -> float:
@@ -364,7 +382,9 @@ def decode_time(sm: StepModel, batch: float, context: float) -> float:
     return sm.step_time(batch, batch, batch, batch * c, batch * c, batch * sw, batch * sw)
 
 
-def mean_decode_time(sm: StepModel, batch: float, isl: float, osl: float, samples: int = 4) -> float:
+def mean_decode_time(
+    sm: StepModel, batch: float, isl: float, osl: float, samples: int = 4
+) -> float:
     """Mean decode-step time while contexts grow from isl to isl+osl-1 [s]."""
     steps = max(osl - 1, 1)
     if samples <= 1 or steps <= 1:
@@ -431,7 +451,11 @@ def _make_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]
         else:
             return None, "tp not stated by the source", ""
     kv = row.get("kv_precision")
-    kv = str(kv) if kv is not None and not (isinstance(kv, float) and math.isnan(kv)) and str(kv).strip() else None
+    kv = (
+        str(kv)
+        if kv is not None and not (isinstance(kv, float) and math.isnan(kv)) and str(kv).strip()
+        else None
+    )
     if kv is not None and kv not in {k.id for k in cat.kv_precisions}:
         kv = None
     try:
@@ -456,7 +480,11 @@ def _make_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]
             return None, "decode_step_s needs batch and context_len", ""
         return (lambda q: decode_time(with_p(q), batch, ctx)), "", "step"
     if metric == "other":
-        return None, "metric 'other' is ambiguous in the source (per GPU or per group not stated)", ""
+        return (
+            None,
+            "metric 'other' is ambiguous in the source (per GPU or per group not stated)",
+            "",
+        )
     if mode in ("static_batch", "single_stream"):
         b = batch if batch is not None else (1.0 if mode == "single_stream" else None)
         if b is None:
@@ -468,7 +496,11 @@ def _make_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]
                 isl_eff = isl or 0.0
             else:
                 osl_eff, isl_eff = osl, isl or 0.0
-            return (lambda q: 1.0 / mean_decode_time(with_p(q), 1.0, isl_eff, osl_eff)), "", "single"
+            return (
+                (lambda q: 1.0 / mean_decode_time(with_p(q), 1.0, isl_eff, osl_eff)),
+                "",
+                "single",
+            )
         if metric == "prefill_tok_s":
             if isl is None:
                 return None, "prefill_tok_s needs isl", ""
@@ -491,14 +523,30 @@ def _make_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]
             }[metric]
             return (lambda q: per / _static_parts(with_p(q), b, isl, osl)[2]), "", kind
         return None, f"metric {metric} not supported in mode {mode}", ""
-    if mode == "offline" and metric in ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "req_s"):
+    if mode == "offline" and metric in (
+        "output_tok_s_total",
+        "output_tok_s_per_gpu",
+        "total_tok_s",
+        "req_s",
+    ):
         if isl is None or osl is None:
             return None, "offline row without isl/osl (variable-length dataset)", ""
         from .memory import plan_memory
 
         try:
-            mp = plan_memory(m, g, p, sm0.precision.kv_default if kv is None else kv, int(tp), int(pp),
-                             int(isl + osl), None, fw, catalog=cat, suggest=False)
+            mp = plan_memory(
+                m,
+                g,
+                p,
+                sm0.precision.kv_default if kv is None else kv,
+                int(tp),
+                int(pp),
+                int(isl + osl),
+                None,
+                fw,
+                catalog=cat,
+                suggest=False,
+            )
         except PlannerError as e:
             return None, str(e), ""
         if not mp.fits:
@@ -512,7 +560,11 @@ def _make_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]
             mult *= (isl + osl) / osl
         if metric == "req_s":
             mult /= osl
-        return (lambda q: mult * offline_throughput(with_p(q), isl, osl, B, budget)[0]), "", "offline"
+        return (
+            (lambda q: mult * offline_throughput(with_p(q), isl, osl, B, budget)[0]),
+            "",
+            "offline",
+        )
     if mode in SERVING_MODES or mode == "offline":
         return None, "serving row: predicted by the simulator, not used in the fit", "serving"
     return None, f"metric {metric} in mode {mode} not supported", ""
@@ -585,7 +637,9 @@ class Profile(Frozen):
     method: str
     nodes: tuple[ProfileNode, ...]
 
-    def find(self, framework: str | None, arch: str | None, gpu: str | None, precision: str | None) -> ProfileNode | None:
+    def find(
+        self, framework: str | None, arch: str | None, gpu: str | None, precision: str | None
+    ) -> ProfileNode | None:
         keys = _node_keys(framework, arch, gpu, precision)
         by_key = {_key_of(n): n for n in self.nodes}
         for k in reversed(keys):
@@ -614,7 +668,9 @@ def save_profile(profile: Profile, path: str | os.PathLike[str]) -> None:
     d = profile.model_dump(mode="json")
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write("# planner calibration profile (generated by `planner calibrate`; do not edit by hand)\n")
+        fh.write(
+            "# planner calibration profile (generated by `planner calibrate`; do not edit by hand)\n"
+        )
         yaml.safe_dump(d, fh, sort_keys=False, width=100)
 
 
@@ -672,7 +728,10 @@ def resolve_params(
     if node is None:
         return PRIOR, "prior"
     if node.level == 4:
-        return node.params, f"fit ({node.framework}/{node.gpu}/{node.precision}, {node.n_rows} rows)"
+        return (
+            node.params,
+            f"fit ({node.framework}/{node.gpu}/{node.precision}, {node.n_rows} rows)",
+        )
     return node.params, f"transferred from {_describe(node)}"
 
 
@@ -723,8 +782,17 @@ def _fit_node(
                 out[i] = 10.0
         return np.concatenate([(out - meas), (x - x0) / sig])
 
-    res = least_squares(resid, x0, bounds=(lo, hi), method="trf", loss="soft_l1", f_scale=0.2,
-                        max_nfev=max_nfev, x_scale=1.0, diff_step=1e-3)
+    res = least_squares(
+        resid,
+        x0,
+        bounds=(lo, hi),
+        method="trf",
+        loss="soft_l1",
+        f_scale=0.2,
+        max_nfev=max_nfev,
+        x_scale=1.0,
+        diff_step=1e-3,
+    )
     fitted = _from_x(res.x, parent)
     err = resid(res.x)[: len(rows)]
     mdape = float(np.median(np.abs(np.expm1(err)))) if len(rows) else float("nan")
@@ -754,7 +822,9 @@ def fit_profile(
     kinds = set(include_kinds)
     use = [r for r in rows if r.ok and r.fit_kind in kinds]
     if not use:
-        raise PlannerError("no measurement row can be used for the fit (see `planner predict` reasons)")
+        raise PlannerError(
+            "no measurement row can be used for the fit (see `planner predict` reasons)"
+        )
     base = base or PRIOR.with_(**_START)
     nodes: list[ProfileNode] = []
     fitted: dict[tuple, EfficiencyParams] = {}
@@ -789,7 +859,7 @@ def fit_profile(
             parent_key = _node_keys(*k)[lvl - 1]
             # the closest fitted ancestor
             pk = parent_key
-            anc = _node_keys(*k)[: lvl]
+            anc = _node_keys(*k)[:lvl]
             for a in reversed(anc):
                 if a in fitted:
                     pk = a
@@ -818,7 +888,9 @@ def _rounded(p: EfficiencyParams) -> EfficiencyParams:
     return p.model_copy(update={f: float(f"{getattr(p, f):.5g}") for f in type(p).model_fields})
 
 
-def predict_rows(rows: Sequence[PreparedRow], profile: Profile | None, catalog: Catalog | None = None):
+def predict_rows(
+    rows: Sequence[PreparedRow], profile: Profile | None, catalog: Catalog | None = None
+):
     """Predictions of the rows a profile can predict: list of (row, value, provenance)."""
     cat = catalog or load_catalog()
     out = []
@@ -826,7 +898,11 @@ def predict_rows(rows: Sequence[PreparedRow], profile: Profile | None, catalog: 
         if not r.ok:
             out.append((r, None, r.reason))
             continue
-        params, prov = resolve_params(r.gpu, r.framework, r.precision, catalog=cat, profile=profile) if profile else (PRIOR, "prior")
+        params, prov = (
+            resolve_params(r.gpu, r.framework, r.precision, catalog=cat, profile=profile)
+            if profile
+            else (PRIOR, "prior")
+        )
         try:
             out.append((r, float(r.predict(params)), prov))
         except (ValueError, ZeroDivisionError, OverflowError) as e:
@@ -933,8 +1009,14 @@ def calibrate(
     """Load measurements, prepare rows and fit a profile (``planner calibrate``)."""
     cat = catalog or load_catalog()
     files = [Path(p) for p in (paths or data_files_default())]
-    vllm_kw = {k: kw.pop(k) for k in ("gpu", "model", "precision", "tp", "framework") if k in kw and kw[k] is not None}
+    vllm_kw = {
+        k: kw.pop(k)
+        for k in ("gpu", "model", "precision", "tp", "framework")
+        if k in kw and kw[k] is not None
+    }
     df = load_measurements(files, cat, **vllm_kw)
     rows = prepare_rows(df, cat)
-    prof = fit_profile(rows, data_files=[_rel(f) for f in files], data_hash=_hash_files(files), **kw)
+    prof = fit_profile(
+        rows, data_files=[_rel(f) for f in files], data_hash=_hash_files(files), **kw
+    )
     return prof, rows

@@ -193,7 +193,9 @@ class ModelArch(Sourced):
     num_experts_per_tok: int | None = Field(None, gt=0)
     num_shared_experts: int = Field(0, ge=0)
     moe_intermediate_size: int | None = Field(None, gt=0)
-    num_dense_layers: int = Field(0, ge=0, description="leading dense layers (first_k_dense_replace)")
+    num_dense_layers: int = Field(
+        0, ge=0, description="leading dense layers (first_k_dense_replace)"
+    )
     router_bias: bool = False
     # multi-head latent attention (DeepSeek)
     q_lora_rank: int | None = Field(None, gt=0)
@@ -624,4 +626,3 @@ def _arch_from_config(cfg: dict[str, Any], model_id: str, where: str) -> ModelAr
     except ValidationError as e:
         err = e.errors()[0]
         raise PlannerError(f"{where}: {_fmt_loc(tuple(err['loc']))}: {err['msg']}") from None
-

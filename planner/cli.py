@@ -62,15 +62,23 @@ positive_int = _number(int, minimum=0)
 utilization = _number(float, minimum=0, maximum=1.0)
 
 
-def add_common_args(parser: argparse.ArgumentParser, default_format: str = "table") -> None:
-    """Add ``--format``, ``--data-dir`` and ``--calibration`` to a (sub)command parser."""
+def add_common_args(
+    parser: argparse.ArgumentParser,
+    default_format: str | None = "table",
+    default_format_help: str | None = None,
+) -> None:
+    """Add ``--format``, ``--data-dir`` and ``--calibration`` to a (sub)command parser.
+
+    ``default_format=None`` leaves ``args.format`` None when not given, for commands
+    whose default depends on other options (describe it in ``default_format_help``).
+    """
     g = parser.add_argument_group("common options")
     g.add_argument(
         "--format",
         choices=("table", "json", "csv"),
         default=default_format,
-        help=f"output format: table (human units), json or csv (raw SI numbers); "
-        f"default {default_format}",
+        help="output format: table (human units), json or csv (raw SI numbers); default "
+        + (default_format_help or str(default_format)),
     )
     g.add_argument(
         "--data-dir",
@@ -87,7 +95,15 @@ def add_common_args(parser: argparse.ArgumentParser, default_format: str = "tabl
     )
 
 
-def _sub(sub, name: str, help_: str, example: str, func, default_format: str = "table"):
+def _sub(
+    sub,
+    name: str,
+    help_: str,
+    example: str,
+    func,
+    default_format: str | None = "table",
+    default_format_help: str | None = None,
+):
     p = sub.add_parser(
         name,
         help=help_,
@@ -95,7 +111,7 @@ def _sub(sub, name: str, help_: str, example: str, func, default_format: str = "
         epilog=f"example:\n  {example}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_common_args(p, default_format)
+    add_common_args(p, default_format, default_format_help)
     p.set_defaults(func=func)
     return p
 
@@ -346,8 +362,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.output:
         with open(args.output, "w", newline="", encoding="utf-8") as fh:
             write_rows(rows, cols, fh)
+        args.format = args.format or "table"
         _emit({"output": args.output, **summarize(rows)}, args)
-    elif args.format == "csv":
+    elif args.format in (None, "csv"):
         write_rows(rows, cols, sys.stdout)
     elif args.format == "json":
         _emit([{c: r.get(c) for c in cols} for r in rows], args)
@@ -427,9 +444,10 @@ def build_parser() -> argparse.ArgumentParser:
         sub,
         "predict",
         "Predict measurement rows of a benchmark CSV (adds predicted, provenance, reason).",
-        "planner predict data/benchmarks/calibration.csv -o predicted.csv",
+        "planner predict data/benchmarks/pytorch_h200.csv -o predicted.csv",
         cmd_predict,
-        default_format="csv",
+        default_format=None,
+        default_format_help="csv on stdout; with -o a table summary",
     )
     p.add_argument("input", metavar="INPUT.csv", help="CSV in the benchmark schema")
     p.add_argument("-o", "--output", metavar="OUT.csv", default=None,
@@ -469,6 +487,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # --help, --version, argparse errors (already printed)
         return int(e.code or 0) if not isinstance(e.code, str) else 2
     try:
+        profile = getattr(args, "calibration", None)
+        if profile and not os.path.isfile(profile):
+            raise PlannerError(f"--calibration {profile}: calibration profile not found")
         return int(args.func(args) or 0)
     except PlannerError as e:
         return _fail(str(e))

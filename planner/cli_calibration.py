@@ -36,13 +36,24 @@ def register(sub) -> None:
         epilog=CALIBRATE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("files", nargs="*", help="measurement CSVs (benchmark schema) or vllm bench JSONs")
+    p.add_argument(
+        "files", nargs="*", help="measurement CSVs (benchmark schema) or vllm bench JSONs"
+    )
     p.add_argument("-o", "--output", help="profile YAML to write (default: print a summary only)")
     p.add_argument("--gpu", help="GPU id for vllm bench JSON files")
-    p.add_argument("--model", help="model id for vllm bench JSON files (default: model_id in the JSON)")
-    p.add_argument("--precision", default=None, help="precision for vllm bench JSON files (default bf16)")
+    p.add_argument(
+        "--model", help="model id for vllm bench JSON files (default: model_id in the JSON)"
+    )
+    p.add_argument(
+        "--precision", default=None, help="precision for vllm bench JSON files (default bf16)"
+    )
     p.add_argument("--tp", type=int, default=None, help="TP size for vllm bench JSON files")
-    p.add_argument("--prior-scale", type=float, default=1.0, help="prior width multiplier (smaller = more shrinkage)")
+    p.add_argument(
+        "--prior-scale",
+        type=float,
+        default=1.0,
+        help="prior width multiplier (smaller = more shrinkage)",
+    )
     add_common_args(p)
     p.set_defaults(func=cmd_calibrate)
 
@@ -54,11 +65,27 @@ def register(sub) -> None:
         epilog=VALIDATE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    v.add_argument("--public", nargs="*", default=None, help="public measurement CSVs (default data/benchmarks/public.csv)")
-    v.add_argument("--own", nargs="*", default=None, help="own measurement CSVs (default data/benchmarks/pytorch_h200.csv)")
-    v.add_argument("--output", default=None, help="write the Markdown report here (e.g. docs/accuracy.md)")
-    v.add_argument("--no-serving", action="store_true", help="skip the simulator-predicted serving rows")
-    v.add_argument("--details", default=None, help="write every out-of-sample prediction to this CSV")
+    v.add_argument(
+        "--public",
+        nargs="*",
+        default=None,
+        help="public measurement CSVs (default data/benchmarks/public.csv)",
+    )
+    v.add_argument(
+        "--own",
+        nargs="*",
+        default=None,
+        help="own measurement CSVs (default data/benchmarks/pytorch_h200.csv)",
+    )
+    v.add_argument(
+        "--output", default=None, help="write the Markdown report here (e.g. docs/accuracy.md)"
+    )
+    v.add_argument(
+        "--no-serving", action="store_true", help="skip the simulator-predicted serving rows"
+    )
+    v.add_argument(
+        "--details", default=None, help="write every out-of-sample prediction to this CSV"
+    )
     add_common_args(v)
     v.set_defaults(func=cmd_validate)
 
@@ -85,7 +112,9 @@ def cmd_calibrate(args) -> int:
             "node": n.label,
             "level": n.level,
             "rows": n.n_rows,
-            "in_sample_mdape_pct": None if n.in_sample_mdape is None else round(100 * n.in_sample_mdape, 1),
+            "in_sample_mdape_pct": None
+            if n.in_sample_mdape is None
+            else round(100 * n.in_sample_mdape, 1),
             "mem_eff": n.params.mem_eff,
             "compute_eff": n.params.compute_eff,
             "compute_half_tokens": n.params.compute_half_tokens,
@@ -108,16 +137,18 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from .catalog import DATA_DIR, load_catalog
     from .calibration import error_table
+    from .catalog import DATA_DIR, load_catalog
     from .report import emit
     from .validation import run_validation, write_report
 
     cat = load_catalog(getattr(args, "data_dir", None))
     public = args.public if args.public is not None else [DATA_DIR / "benchmarks" / "public.csv"]
-    own = args.own if args.own is not None else [
-        p for p in [DATA_DIR / "benchmarks" / "pytorch_h200.csv"] if Path(p).exists()
-    ]
+    own = (
+        args.own
+        if args.own is not None
+        else [p for p in [DATA_DIR / "benchmarks" / "pytorch_h200.csv"] if Path(p).exists()]
+    )
     res = run_validation(public, own, catalog=cat, serving=not args.no_serving)
     cmd = "planner validate" + (f" --output {args.output}" if args.output else "")
     if args.output:
@@ -127,12 +158,18 @@ def cmd_validate(args) -> int:
         t = error_table(res["kfold_own"].assign(scheme="5-fold own"), ["scheme", "metric"])
         rows += t.to_dict("records")
     if res.get("loso") is not None and len(res["loso"]):
-        t = error_table(res["loso"].assign(scheme="LOSO public"), ["scheme", "metric_class", "kind"])
+        t = error_table(
+            res["loso"].assign(scheme="LOSO public"), ["scheme", "metric_class", "kind"]
+        )
         rows += t.to_dict("records")
     if args.details:
         import pandas as pd
 
-        frames = [res[k].assign(scheme=k) for k in ("loso", "kfold_own") if res.get(k) is not None and len(res[k])]
+        frames = [
+            res[k].assign(scheme=k)
+            for k in ("loso", "kfold_own")
+            if res.get(k) is not None and len(res[k])
+        ]
         if frames:
             pd.concat(frames).to_csv(args.details, index=False)
     emit(rows, args.format)

@@ -66,7 +66,11 @@ def _attention_params(m: ModelArch) -> tuple[int, int]:
         rope, nope, v = m.qk_rope_head_dim, m.qk_nope_head_dim, m.v_head_dim or m.head_dim
         kvl = m.kv_lora_rank
         qk = nope + rope
-        q = (h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * nh * qk) if m.q_lora_rank else h * nh * qk
+        q = (
+            (h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * nh * qk)
+            if m.q_lora_rank
+            else h * nh * qk
+        )
         kv = h * (kvl + rope) + kvl + kvl * nh * (nope + v)
         o = nh * v * h
         return q + kv + o, kv
@@ -102,10 +106,16 @@ def param_counts(m: ModelArch) -> ParamCounts:
     if m.is_mla:  # q_a / kv_a layernorms are counted inside attention
         pass
     embedding = m.vocab_size * h
-    lm_head = 0 if m.tie_word_embeddings else m.vocab_size * h + (m.vocab_size if m.lm_head_bias else 0)
+    lm_head = (
+        0 if m.tie_word_embeddings else m.vocab_size * h + (m.vocab_size if m.lm_head_bias else 0)
+    )
     n_moe = m.num_moe_layers
     n_dense = L - n_moe
-    mlp_dense = n_dense * _mlp_params(h, m.intermediate_size or 0, m.mlp_gated, m.mlp_bias) if n_dense else 0
+    mlp_dense = (
+        n_dense * _mlp_params(h, m.intermediate_size or 0, m.mlp_gated, m.mlp_bias)
+        if n_dense
+        else 0
+    )
     experts = expert_one = shared = router = 0
     if m.is_moe:
         inter = m.moe_intermediate_size or m.intermediate_size or 0
@@ -139,7 +149,7 @@ def _bits(precision: Precision | None, part: str, m: ModelArch) -> float:
     if precision is None:
         return BITS_16
     if part in ("embedding", "lm_head", "norms", "router"):
-        return BITS_16 if precision.weight_bits >= BITS_16 else BITS_16
+        return BITS_16  # kept at 16 bit by every quantized format in the catalog
     if precision.quantized_parts == "experts_only" and part != "experts":
         return BITS_16
     return precision.weight_bits
@@ -156,7 +166,9 @@ class WeightMemory:
     pp: int
 
 
-def weight_memory(m: ModelArch, precision: Precision | None, tp: int = 1, pp: int = 1) -> WeightMemory:
+def weight_memory(
+    m: ModelArch, precision: Precision | None, tp: int = 1, pp: int = 1
+) -> WeightMemory:
     """Weight bytes, total and on the most loaded GPU of a TP x PP group.
 
     TP splits attention heads (K/V projections replicate once TP exceeds the
@@ -169,7 +181,10 @@ def weight_memory(m: ModelArch, precision: Precision | None, tp: int = 1, pp: in
     if pp > m.num_hidden_layers:
         raise PlannerError(f"pp={pp} exceeds the model's {m.num_hidden_layers} layers")
     pc = param_counts(m)
-    b = {part: _bits(precision, part, m) / 8 for part in ("embedding", "lm_head", "norms", "router", "experts", "linear")}
+    b = {
+        part: _bits(precision, part, m) / 8
+        for part in ("embedding", "lm_head", "norms", "router", "experts", "linear")
+    }
     parts = {
         "embedding": pc.embedding * b["embedding"],
         "lm_head": pc.lm_head * b["lm_head"],
@@ -218,7 +233,9 @@ def kv_bytes_per_token(m: ModelArch, kv_bits: float = 16, tp: int = 1) -> float:
     return m.num_hidden_layers * kv_layer_bytes_per_token(m, kv_bits, tp)
 
 
-def kv_bytes_per_sequence(m: ModelArch, context, kv_bits: float = 16, tp: int = 1, block_size: int = 1):
+def kv_bytes_per_sequence(
+    m: ModelArch, context, kv_bits: float = 16, tp: int = 1, block_size: int = 1
+):
     """KV bytes one sequence of ``context`` tokens holds on one GPU [bytes] (vectorized).
 
     Sliding-window layers hold ``min(context, window)`` tokens. With ``block_size``
@@ -229,13 +246,17 @@ def kv_bytes_per_sequence(m: ModelArch, context, kv_bits: float = 16, tp: int = 
     n_sw = m.num_sliding_layers
     n_full = m.num_hidden_layers - n_sw
     full_tok = np.ceil(c / block_size) * block_size
-    sw_tok = np.ceil(np.minimum(c, m.sliding_window or 0) / block_size) * block_size if n_sw else 0.0
+    sw_tok = (
+        np.ceil(np.minimum(c, m.sliding_window or 0) / block_size) * block_size if n_sw else 0.0
+    )
     out = per * (n_full * full_tok + n_sw * sw_tok)
     return out if out.ndim else float(out)
 
 
 # --------------------------------------------------------------------------- workspace
-def activation_workspace_bytes(m: ModelArch, max_batched_tokens: int, max_num_seqs: int, tp: int = 1) -> float:
+def activation_workspace_bytes(
+    m: ModelArch, max_batched_tokens: int, max_num_seqs: int, tp: int = 1
+) -> float:
     """Peak activation memory of one forward [bytes]; an estimate, documented in docs/formulas.md.
 
     The largest live tensors of a forward over ``max_batched_tokens`` tokens: the
@@ -245,7 +266,9 @@ def activation_workspace_bytes(m: ModelArch, max_batched_tokens: int, max_num_se
     pool after a profiling forward of exactly this shape.
     """
     h = m.hidden_size
-    inter = max(m.intermediate_size or 0, (m.moe_intermediate_size or 0) * (m.num_experts_per_tok or 1))
+    inter = max(
+        m.intermediate_size or 0, (m.moe_intermediate_size or 0) * (m.num_experts_per_tok or 1)
+    )
     qkv = (m.num_attention_heads + 2 * m.num_key_value_heads) * m.head_dim / tp
     per_tok = 2 * (2 * h + qkv + 2 * inter / tp)
     logits = max_num_seqs * m.vocab_size / tp * 4
@@ -323,7 +346,11 @@ def plan_memory(
     m = cat.model(model)
     g = gpu if isinstance(gpu, Accelerator) else cat.gpu(gpu)
     p = precision if isinstance(precision, Precision) else cat.precision(precision)
-    fw = framework if isinstance(framework, Framework) or framework is None else cat.framework(framework)
+    fw = (
+        framework
+        if isinstance(framework, Framework) or framework is None
+        else cat.framework(framework)
+    )
     kv_id = kv_precision or p.kv_default
     if kv_id not in p.kv_options and kv_id != p.kv_default:
         raise PlannerError(
@@ -333,7 +360,11 @@ def plan_memory(
     require_positive("context_len", context_len)
     require_positive("tp", tp)
     require_positive("pp", pp)
-    util = memory_utilization if memory_utilization is not None else (fw.default_memory_utilization if fw else 0.9)
+    util = (
+        memory_utilization
+        if memory_utilization is not None
+        else (fw.default_memory_utilization if fw else 0.9)
+    )
     if not 0 < util <= 1:
         raise PlannerError(f"memory_utilization must be in (0, 1], got {util}")
     assumptions: list[str] = []
@@ -343,7 +374,9 @@ def plan_memory(
         )
     block = fw.kv_block_size if fw else 16
     seqs = max_num_seqs or (fw.default_max_num_seqs if fw else 256)
-    btok = max_batched_tokens or (fw.default_max_num_batched_tokens if fw and fw.default_max_num_batched_tokens else 8192)
+    btok = max_batched_tokens or (
+        fw.default_max_num_batched_tokens if fw and fw.default_max_num_batched_tokens else 8192
+    )
     w = weight_memory(m, p, tp, pp)
     act = activation_workspace_bytes(m, btok, seqs, tp)
     overhead = (fw.runtime_overhead_gb * 1e9) if fw and fw.runtime_overhead_gb is not None else 0.0
@@ -366,10 +399,13 @@ def plan_memory(
             f"fits: {w.per_gpu_bytes / gb:.1f} GB weights + {act / gb:.1f} GB activations per GPU; "
             f"{budget / gb:.1f} GB left for KV = {max_seqs} sequences of {context_len} tokens"
         )
-    elif cap * util < w.per_gpu_bytes:
+    elif (
+        cap if fw is not None and fw.memory_utilization_of == "free" else cap * util
+    ) < w.per_gpu_bytes:
+        offer = cap if fw is not None and fw.memory_utilization_of == "free" else cap * util
         reason = (
             f"does not fit: weights need {w.per_gpu_bytes / gb:.1f} GB per GPU but {g.id} offers "
-            f"{cap * util / gb:.1f} GB at memory utilization {util:g}"
+            f"{offer / gb:.1f} GB" + ("" if offer == cap else f" at memory utilization {util:g}")
         )
     else:
         reason = (
@@ -411,8 +447,21 @@ def _suggest(cat, m, g, p, kv_id, tp, pp, ctx, util, fw, seqs, btok) -> tuple[st
 
     def ok(prec=p, kv=kv_id, t=tp, c=ctx) -> bool:
         try:
-            return plan_memory(m, g, prec, kv if kv in prec.kv_options else prec.kv_default, t, pp, c,
-                               util, fw, seqs, btok, cat, suggest=False).fits
+            return plan_memory(
+                m,
+                g,
+                prec,
+                kv if kv in prec.kv_options else prec.kv_default,
+                t,
+                pp,
+                c,
+                util,
+                fw,
+                seqs,
+                btok,
+                cat,
+                suggest=False,
+            ).fits
         except PlannerError:
             return False
 
@@ -420,12 +469,13 @@ def _suggest(cat, m, g, p, kv_id, tp, pp, ctx, util, fw, seqs, btok) -> tuple[st
         if t > tp and ok(t=t):
             out.append(f"tp={t} ({t * pp} GPUs)")
             break
-    lower = sorted((q for q in cat.precisions if q.weight_bits < p.weight_bits), key=lambda q: -q.weight_bits)
+    lower = sorted(
+        (q for q in cat.precisions if q.weight_bits < p.weight_bits), key=lambda q: -q.weight_bits
+    )
     for q in lower:
-        if g.arch in q.native_archs or g.arch in q.fallback_archs:
-            if ok(prec=q):
-                out.append(f"precision {q.id} at tp={tp}")
-                break
+        if (g.arch in q.native_archs or g.arch in q.fallback_archs) and ok(prec=q):
+            out.append(f"precision {q.id} at tp={tp}")
+            break
     for kv in ("fp8", "int8"):
         if kv in p.kv_options and kv != kv_id and ok(kv=kv):
             out.append(f"kv precision {kv}")

@@ -43,10 +43,18 @@ class EfficiencyParams(Frozen):
     """
 
     mem_eff: float = Field(0.80, gt=0, le=1, description="achieved / peak HBM bandwidth, GEMMs")
-    kv_mem_eff: float = Field(0.80, gt=0, le=1, description="achieved / peak HBM bandwidth, KV reads")
-    compute_eff: float = Field(0.70, gt=0, le=1, description="achieved / peak dense FLOPS, large GEMMs")
-    compute_half_tokens: float = Field(64.0, ge=0, description="GEMM rows at which efficiency halves [tokens]")
-    attn_eff: float = Field(0.50, gt=0, le=1, description="achieved / peak FLOPS in attention kernels")
+    kv_mem_eff: float = Field(
+        0.80, gt=0, le=1, description="achieved / peak HBM bandwidth, KV reads"
+    )
+    compute_eff: float = Field(
+        0.70, gt=0, le=1, description="achieved / peak dense FLOPS, large GEMMs"
+    )
+    compute_half_tokens: float = Field(
+        64.0, ge=0, description="GEMM rows at which efficiency halves [tokens]"
+    )
+    attn_eff: float = Field(
+        0.50, gt=0, le=1, description="achieved / peak FLOPS in attention kernels"
+    )
     comm_eff: float = Field(0.70, gt=0, le=1, description="achieved / link bandwidth in all-reduce")
     comm_latency_s: float = Field(10e-6, ge=0, description="fixed cost per all-reduce [s]")
     step_overhead_s: float = Field(0.0, ge=0, description="fixed cost per forward step [s]")
@@ -59,7 +67,9 @@ class EfficiencyParams(Frozen):
         "prefill tokens; decode-only steps replay a CUDA graph); the GPU time is hidden "
         "behind it when shorter [s]",
     )
-    sched_overhead_s: float = Field(0.0, ge=0, description="serving scheduler cost per iteration [s]")
+    sched_overhead_s: float = Field(
+        0.0, ge=0, description="serving scheduler cost per iteration [s]"
+    )
 
     def with_(self, **kw: float) -> EfficiencyParams:
         return self.model_copy(update=kw)
@@ -181,16 +191,22 @@ class StepModel:
         experts = self.expected_experts(T) * self.expert_bytes
         w_bytes = self.dense_weight_bytes + experts + self.lm_head_bytes
         act = self.act_bytes_per_token * T
-        mm_flops = self.matmul_flops_per_token * T + self.lm_head_flops_per_logit * np.asarray(num_logits, float)
+        mm_flops = self.matmul_flops_per_token * T + self.lm_head_flops_per_logit * np.asarray(
+            num_logits, float
+        )
         t_gm = (w_bytes + act) / (self.bw_bytes_s * p.mem_eff)
-        eff_c = p.compute_eff * T / (T + p.compute_half_tokens) if p.compute_half_tokens else p.compute_eff
+        eff_c = (
+            p.compute_eff * T / (T + p.compute_half_tokens)
+            if p.compute_half_tokens
+            else p.compute_eff
+        )
         with np.errstate(divide="ignore", invalid="ignore"):
             t_gc = np.where(T > 0, mm_flops / (self.peak_flops * np.maximum(eff_c, 1e-12)), 0.0)
         t_gemm = np.maximum(t_gm, t_gc)
         # attention
-        kv_tok = self.layers_full * np.asarray(kv_read_tokens_full, float) + self.layers_sw * np.asarray(
-            kv_read_tokens_sw, float
-        )
+        kv_tok = self.layers_full * np.asarray(
+            kv_read_tokens_full, float
+        ) + self.layers_sw * np.asarray(kv_read_tokens_sw, float)
         kv_read = self.kv_bytes_per_token_layer * kv_tok
         kv_write = self.kv_bytes_per_token_layer * (self.layers_full + self.layers_sw) * T
         pairs = self.layers_full * np.asarray(attn_pairs_full, float) + self.layers_sw * np.asarray(
@@ -204,20 +220,26 @@ class StepModel:
         if self.tp > 1:
             comm_bytes = self.comm_bytes_per_token * T
             n_ar = 2 * self.layers
-            t_comm = (2 * (self.tp - 1) / self.tp) * comm_bytes / (self.link_bytes_s * p.comm_eff) + n_ar * p.comm_latency_s
+            t_comm = (2 * (self.tp - 1) / self.tp) * comm_bytes / (
+                self.link_bytes_s * p.comm_eff
+            ) + n_ar * p.comm_latency_s
         else:
             comm_bytes = 0.0 * T
             t_comm = 0.0 * T
-        t_over = p.step_overhead_s + p.layer_overhead_s * self.layers + p.seq_overhead_s * np.asarray(num_seqs, float)
+        t_over = (
+            p.step_overhead_s
+            + p.layer_overhead_s * self.layers
+            + p.seq_overhead_s * np.asarray(num_seqs, float)
+        )
         t_over = t_over + 0.0 * T
         gpu = t_gemm + t_attn + t_comm
         if p.eager_layer_s:
-            eager = np.asarray(T > np.asarray(num_seqs, float))
+            eager = np.asarray(np.asarray(num_seqs, float) < T)
             gpu = np.where(eager, _soft_max(gpu, p.eager_layer_s * self.layers), gpu)
             t_over = t_over + (gpu - (t_gemm + t_attn + t_comm))
+        if self.pp > 1:  # one step traverses every stage in turn: each term counts pp times
+            t_gemm, t_attn, t_comm, t_over = (x * self.pp for x in (t_gemm, t_attn, t_comm, t_over))
         time = t_gemm + t_attn + t_comm + t_over
-        if self.pp > 1:  # latency of one step traverses every stage
-            time = time * self.pp
         return StepBreakdown(
             time_s=_s(time),
             t_gemm_s=_s(t_gemm),
@@ -236,8 +258,16 @@ class StepModel:
         )
 
     # ---- scalar fast path used by the simulator ------------------------------------
-    def step_time(self, new_tokens: float, num_seqs: float, num_logits: float, kv_full: float, pairs_full: float,
-                  kv_sw: float = 0.0, pairs_sw: float = 0.0) -> float:
+    def step_time(
+        self,
+        new_tokens: float,
+        num_seqs: float,
+        num_logits: float,
+        kv_full: float,
+        pairs_full: float,
+        kv_sw: float = 0.0,
+        pairs_sw: float = 0.0,
+    ) -> float:
         """Step time [s] with plain floats (no numpy), identical to ``step(...).time_s``."""
         p = self.params
         T = float(new_tokens)
@@ -249,22 +279,41 @@ class StepModel:
         bw = self.bw_bytes_s * p.mem_eff
         t_gm = (w + self.act_bytes_per_token * T) / bw
         if T > 0:
-            eff = p.compute_eff * T / (T + p.compute_half_tokens) if p.compute_half_tokens else p.compute_eff
-            t_gc = (self.matmul_flops_per_token * T + self.lm_head_flops_per_logit * num_logits) / (self.peak_flops * eff)
+            eff = (
+                p.compute_eff * T / (T + p.compute_half_tokens)
+                if p.compute_half_tokens
+                else p.compute_eff
+            )
+            t_gc = (self.matmul_flops_per_token * T + self.lm_head_flops_per_logit * num_logits) / (
+                self.peak_flops * eff
+            )
         else:
             t_gc = 0.0
         kvb = self.kv_bytes_per_token_layer
-        t_am = kvb * (self.layers_full * kv_full + self.layers_sw * kv_sw + (self.layers_full + self.layers_sw) * T) / (
-            self.bw_bytes_s * p.kv_mem_eff
+        t_am = (
+            kvb
+            * (
+                self.layers_full * kv_full
+                + self.layers_sw * kv_sw
+                + (self.layers_full + self.layers_sw) * T
+            )
+            / (self.bw_bytes_s * p.kv_mem_eff)
         )
-        t_ac = self.attn_flops_per_pair_layer * (self.layers_full * pairs_full + self.layers_sw * pairs_sw) / (
-            self.peak_flops * p.attn_eff
+        t_ac = (
+            self.attn_flops_per_pair_layer
+            * (self.layers_full * pairs_full + self.layers_sw * pairs_sw)
+            / (self.peak_flops * p.attn_eff)
         )
         t = (t_gm if t_gm > t_gc else t_gc) + (t_am if t_am > t_ac else t_ac)
         if self.tp > 1:
-            t += (2 * (self.tp - 1) / self.tp) * self.comm_bytes_per_token * T / (self.link_bytes_s * p.comm_eff)
+            t += (
+                (2 * (self.tp - 1) / self.tp)
+                * self.comm_bytes_per_token
+                * T
+                / (self.link_bytes_s * p.comm_eff)
+            )
             t += 2 * self.layers * p.comm_latency_s
-        if p.eager_layer_s and T > num_seqs:
+        if p.eager_layer_s and num_seqs < T:
             e = p.eager_layer_s * self.layers
             t = (t**EAGER_K + e**EAGER_K) ** (1.0 / EAGER_K)
         t += p.step_overhead_s + p.layer_overhead_s * self.layers + p.seq_overhead_s * num_seqs
@@ -294,7 +343,11 @@ def compute_dtype_for(precision: Precision, gpu: Accelerator) -> str:
     raise PlannerError(
         f"precision {precision.id} is not supported on {gpu.id} ({gpu.arch}); "
         f"native on: {', '.join(precision.native_archs) or '-'}"
-        + (f"; weight-only fallback on: {', '.join(precision.fallback_archs)}" if precision.fallback_archs else "")
+        + (
+            f"; weight-only fallback on: {', '.join(precision.fallback_archs)}"
+            if precision.fallback_archs
+            else ""
+        )
     )
 
 
@@ -314,6 +367,11 @@ def step_model(
     g = gpu if isinstance(gpu, Accelerator) else cat.gpu(gpu)
     prec = precision if isinstance(precision, Precision) else cat.precision(precision)
     kv = cat.kv_precision(kv_precision or prec.kv_default)
+    if kv.id not in prec.kv_options and kv.id != prec.kv_default:
+        raise PlannerError(
+            f"kv precision '{kv.id}' is not an option with {prec.id} "
+            f"(options: {', '.join(prec.kv_options)})"
+        )
     require_positive("tp", tp)
     require_positive("pp", pp)
     if int(tp) != tp or int(pp) != pp:
@@ -337,11 +395,15 @@ def step_model(
     kv_rep = max(1.0, tp / m.num_key_value_heads) if not m.is_mla else 1.0
     attn_w = ((pc.attention - pc.attention_kv) + pc.attention_kv * kv_rep) / tp
     dense_w = (
-        attn_w * b_lin + (pc.mlp_dense + pc.shared_experts) / tp * b_lin + (pc.router + pc.norms) * b16
+        attn_w * b_lin
+        + (pc.mlp_dense + pc.shared_experts) / tp * b_lin
+        + (pc.router + pc.norms) * b16
     ) * frac
     expert_bytes = pc.expert_one / tp * b_exp * (pc.num_moe_layers * frac)
-    lm_head_params = pc.lm_head if pc.lm_head else pc.embedding  # tied: the embedding matrix is the head
-    lm_bytes = lm_head_params / tp * b16 if pp == 1 else lm_head_params / tp * b16
+    lm_head_params = (
+        pc.lm_head if pc.lm_head else pc.embedding
+    )  # tied: the embedding matrix is the head
+    lm_bytes = lm_head_params / tp * b16  # the lm head stays 16-bit under every format
     k = m.num_experts_per_tok or 0
     active_layer_mm = (pc.attention + pc.mlp_dense + pc.shared_experts + pc.router) + (
         pc.num_moe_layers * k * pc.expert_one
@@ -354,8 +416,11 @@ def step_model(
     if m.is_moe:
         inter = (m.moe_intermediate_size or inter) * (k + m.num_shared_experts)
     # GEMM inputs + outputs per layer per token (16-bit activations)
-    act_layer = (h + qkv) + (m.num_attention_heads * m.head_dim + h) + (h + (2 if m.mlp_gated else 1) * inter) + (
-        inter + h
+    act_layer = (
+        (h + qkv)
+        + (m.num_attention_heads * m.head_dim + h)
+        + (h + (2 if m.mlp_gated else 1) * inter)
+        + (inter + h)
     )
     act_bytes = act_layer / tp * b16 * Ls
     kv_layer = kv_layer_bytes_per_token(m, kv.bits, tp)
@@ -367,7 +432,9 @@ def step_model(
     comm_per_token = h * b16 * 2 * Ls  # two all-reduces per layer
     link = (g.interconnect_gbs_unidir or 0) * 1e9
     if tp > 1 and link <= 0:
-        raise MissingDataError(f"{g.id}: interconnect bandwidth unknown, so TP={tp} cannot be estimated")
+        raise MissingDataError(
+            f"{g.id}: interconnect bandwidth unknown, so TP={tp} cannot be estimated"
+        )
     return StepModel(
         model=m,
         gpu=g,
@@ -431,18 +498,25 @@ def prefill(sm: StepModel, batch, isl, cached=0) -> StepBreakdown:
 def decode_step(sm: StepModel, batch, context_len) -> StepBreakdown:
     """One decode step of ``batch`` sequences each holding ``context_len`` tokens.
 
-    ``context_len`` may also be a 1-D array of per-sequence contexts (then ``batch``
-    must equal its length, and the result is for that one mixed batch).
+    ``batch`` and ``context_len`` broadcast like numpy arrays (a sweep). For one
+    batch of sequences with different contexts use :func:`decode_step_mixed`.
     """
     c = np.asarray(context_len, float)
-    if c.ndim == 1 and np.ndim(batch) == 0 and c.size == int(batch) and c.size > 1:
-        kv_sw, _ = _window_sums(c + 1, 1.0, sm.window)
-        s_full = float(np.sum(c + 1))
-        s_sw = float(np.sum(kv_sw))
-        return sm.step(float(batch), float(batch), float(batch), s_full, s_full, s_sw, s_sw)
     b = np.asarray(batch, float)
     kv_sw, _ = _window_sums(c + 1, 1.0, sm.window)
     return sm.step(b, b, b, b * (c + 1), b * (c + 1), b * kv_sw, b * kv_sw)
+
+
+def decode_step_mixed(sm: StepModel, contexts) -> StepBreakdown:
+    """One decode step of a batch whose sequences hold ``contexts`` tokens (1-D array)."""
+    c = np.asarray(contexts, float).ravel()
+    if c.size == 0:
+        raise PlannerError("decode_step_mixed needs at least one sequence")
+    kv_sw, _ = _window_sums(c + 1, 1.0, sm.window)
+    n = float(c.size)
+    s_full = float(np.sum(c + 1))
+    s_sw = float(np.sum(kv_sw))
+    return sm.step(n, n, n, s_full, s_full, s_sw, s_sw)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@
 DataFrame. Table mode is for people: byte counts in kB/MB/GB (decimal), times in
 ms or s, FLOPs in GFLOP/TFLOP, large integers with thousands separators. JSON and
 CSV are for programs: raw SI numbers (bytes, seconds, FLOPs), exactly as computed.
+Cells of multi-row tables are cut at :data:`MAX_CELL` characters (use JSON or CSV for
+the full text of sources and notes).
 
 The unit of a value is read from its key, following the naming rule of the
 package (``_bytes``, ``_s``, ``_flops``, ...). pandas is never imported here; a
@@ -21,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
 FORMATS = ("table", "json", "csv")
+#: widest cell of a multi-row table [characters]; longer text (sources, notes) is cut with "…"
+MAX_CELL = 48
 
 
 # --------------------------------------------------------------------------- plain values
@@ -77,13 +81,14 @@ def human(key: str, value: Any) -> str:
     Parameters
     ----------
     key : the field name; its suffix gives the unit (``_bytes``, ``_bytes_per_token``,
-        ``_bytes_s``, ``_s``, ``_flops``, ``_tok_s``, ``_gb``)
+        ``_bytes_s``, ``_s``, ``_flops``, ``_tflops``, ``_tops``, ``_gbs``, ``_gb``, ``_w``,
+        ``_pct``, ``_tok_s``)
     value : the raw value (SI units for numbers)
 
     Returns
     -------
     str
-        e.g. ``"35.28 GB"``, ``"12.3 ms"``, ``"1,234"``, ``"yes"``, ``"-"``.
+        e.g. ``"35.28 GB"``, ``"12.3 ms"``, ``"989 TFLOPS"``, ``"1,234"``, ``"yes"``, ``"-"``.
     """
     v = _plain(value)
     if v is None or v == "":
@@ -103,6 +108,16 @@ def human(key: str, value: Any) -> str:
         if k.endswith("per_token"):
             return _si(v, "B/token", _BYTES)
         return _si(v, "B", _BYTES)
+    if k.endswith("_tflops"):
+        return f"{v:,.4g} TFLOPS"
+    if k.endswith("_tops"):
+        return f"{v:,.4g} TOPS"
+    if k.endswith("_gbs"):
+        return f"{v:,.4g} GB/s"
+    if k.endswith("_w"):
+        return f"{v:,.4g} W"
+    if k.endswith("_pct"):
+        return f"{v:+.2f} %"
     if k.endswith("flops"):
         return _si(v, "FLOP", _FLOPS)
     if k.endswith("_tok_s") or k.endswith("tok_s_per_gpu"):
@@ -192,8 +207,13 @@ def render(obj: Any, fmt: str = "table") -> str:
     if single:
         r = flat[0]
         return _table([[k, human(k, r[k])] for k in cols], header=False)
-    lines = [cols] + [[human(k, r.get(k)) for k in cols] for r in flat]
+    lines = [cols] + [[_cut(human(k, r.get(k))) for k in cols] for r in flat]
     return _table(lines, header=True)
+
+
+def _cut(text: str, width: int = MAX_CELL) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def emit(obj: Any, fmt: str = "table", stream: TextIO | None = None) -> None:

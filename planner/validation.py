@@ -80,17 +80,22 @@ def serving_predictions(
         prof = profile_for(fold)
         try:
             params, prov = (
-                resolve_params(r.gpu, r.framework, r.precision if r.precision != "nan" else None,
-                               catalog=catalog, profile=prof)
+                resolve_params(
+                    r.gpu,
+                    r.framework,
+                    r.precision if r.precision != "nan" else None,
+                    catalog=catalog,
+                    profile=prof,
+                )
                 if prof is not None
                 else resolve_params(r.gpu, r.framework, None, catalog=catalog, profile=None)
             )
         except PlannerError:
             continue
         try:
-            value, reason = fn(records[r.id], catalog, params)
-        except PlannerError as e:
-            value, reason = None, str(e)
+            value, _ = fn(records[r.id], catalog, params)
+        except PlannerError:
+            value = None
         if value is None or not (value > 0) or not math.isfinite(value):
             continue
         out.append(
@@ -149,14 +154,24 @@ def run_validation(
                     continue
                 recs.append(
                     {
-                        "id": r.id, "source": r.source, "framework": r.framework, "gpu": r.gpu,
-                        "precision": r.precision, "metric": r.metric, "mode": r.mode,
-                        "kind": r.fit_kind, "measured": r.value, "predicted": v,
-                        "provenance": prov, "fold": s,
+                        "id": r.id,
+                        "source": r.source,
+                        "framework": r.framework,
+                        "gpu": r.gpu,
+                        "precision": r.precision,
+                        "metric": r.metric,
+                        "mode": r.mode,
+                        "kind": r.fit_kind,
+                        "measured": r.value,
+                        "predicted": v,
+                        "provenance": prov,
+                        "fold": s,
                     }
                 )
         if serving:
-            recs += serving_predictions(df, rows, lambda f: profiles.get(f), cat, lambda r: r.source)
+            recs += serving_predictions(
+                df, rows, lambda f: profiles.get(f), cat, lambda r: r.source
+            )
         loso = pd.DataFrame(recs)
         if len(loso):
             loso["log_err"] = np.log(loso["predicted"] / loso["measured"])
@@ -165,8 +180,11 @@ def run_validation(
         result["loso"] = loso
         result["n_public_rows"] = len(rows)
         result["unpredicted"] = pd.DataFrame(
-            [{"id": r.id, "source": r.source, "metric": r.metric, "reason": r.reason}
-             for r in rows if not r.ok and r.fit_kind != "serving"]
+            [
+                {"id": r.id, "source": r.source, "metric": r.metric, "reason": r.reason}
+                for r in rows
+                if not r.ok and r.fit_kind != "serving"
+            ]
         )
     if own_files:
         own_df = load_measurements(own_files, cat)
@@ -184,7 +202,11 @@ def _md_table(df) -> str:
     cols = list(df.columns)
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for rec in df.itertuples(index=False):
-        lines.append("| " + " | ".join("" if (isinstance(v, float) and math.isnan(v)) else str(v) for v in rec) + " |")
+        lines.append(
+            "| "
+            + " | ".join("" if (isinstance(v, float) and math.isnan(v)) else str(v) for v in rec)
+            + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -217,8 +239,11 @@ def write_report(result: dict[str, Any], path: str | Path, command: str) -> str:
         kf2 = kf.copy()
         out += [_md_table(error_table(kf2, ["metric", "kind"])), ""]
         tot = error_table(kf.assign(all="all"), ["all"])
-        out += [f"Overall: n = {int(tot['n'].iloc[0])}, MdAPE {tot['mdape_pct'].iloc[0]}%, "
-                f"P90 {tot['p90_ape_pct'].iloc[0]}%, bias {tot['bias_pct'].iloc[0]}%.", ""]
+        out += [
+            f"Overall: n = {int(tot['n'].iloc[0])}, MdAPE {tot['mdape_pct'].iloc[0]}%, "
+            f"P90 {tot['p90_ape_pct'].iloc[0]}%, bias {tot['bias_pct'].iloc[0]}%.",
+            "",
+        ]
     if loso is not None and len(loso):
         out += [
             "## Public measurements, leave-one-source-out",
@@ -243,14 +268,25 @@ def write_report(result: dict[str, Any], path: str | Path, command: str) -> str:
             _md_table(error_table(loso, ["metric", "mode"])),
             "### Provenance of the parameters used",
             "",
-            _md_table(loso.groupby("provenance").size().reset_index(name="n").sort_values("n", ascending=False).head(25)),
+            _md_table(
+                loso.groupby("provenance")
+                .size()
+                .reset_index(name="n")
+                .sort_values("n", ascending=False)
+                .head(25)
+            ),
         ]
     un = result.get("unpredicted")
     if un is not None and len(un):
         out += [
             "## Rows that cannot be predicted",
             "",
-            _md_table(un.groupby("reason").size().reset_index(name="rows").sort_values("rows", ascending=False)),
+            _md_table(
+                un.groupby("reason")
+                .size()
+                .reset_index(name="rows")
+                .sort_values("rows", ascending=False)
+            ),
         ]
     text = "\n".join(out) + "\n"
     Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -79,7 +79,10 @@ class NormalLength(_Frozen):
     def quantile_tokens(self, q: float) -> float:
         from statistics import NormalDist
 
-        v = max(self.min_tokens, self.mean + self.std * NormalDist().inv_cdf(min(max(q, 1e-9), 1 - 1e-9)))
+        v = max(
+            self.min_tokens,
+            self.mean + self.std * NormalDist().inv_cdf(min(max(q, 1e-9), 1 - 1e-9)),
+        )
         return float(min(v, self.max_tokens) if self.max_tokens else v)
 
 
@@ -125,7 +128,9 @@ class LognormalLength(_Frozen):
             return math.log(self.median), s
         r = math.log(xp / self.mean)
         if r <= 0:
-            raise ValueError(f"{name} ({xp:g}) must exceed the mean ({self.mean:g}) for a lognormal")
+            raise ValueError(
+                f"{name} ({xp:g}) must exceed the mean ({self.mean:g}) for a lognormal"
+            )
         disc = z * z - 2 * r
         if disc < 0:
             raise ValueError(
@@ -369,14 +374,18 @@ class Traffic(_Frozen):
     mean_rps: float | None = Field(None, gt=0, description="mean arrival rate [req/s]")
     peak_rps: float | None = Field(None, gt=0, description="peak arrival rate to plan for [req/s]")
     arrival: Literal["poisson", "gamma", "uniform", "trace"] = "poisson"
-    cv: float | None = Field(None, gt=0, description="coefficient of variation of inter-arrival times (gamma)")
+    cv: float | None = Field(
+        None, gt=0, description="coefficient of variation of inter-arrival times (gamma)"
+    )
     trace_path: str | None = None
     daily_profile: tuple[float, ...] | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Traffic:
         if self.arrival == "gamma" and self.cv is None:
-            raise ValueError("arrival 'gamma' needs cv (coefficient of variation, e.g. 2 for bursty)")
+            raise ValueError(
+                "arrival 'gamma' needs cv (coefficient of variation, e.g. 2 for bursty)"
+            )
         if self.arrival == "trace" and not self.trace_path:
             raise ValueError("arrival 'trace' needs trace_path")
         if self.arrival != "trace" and self.mean_rps is None and self.peak_rps is None:
@@ -385,7 +394,9 @@ class Traffic(_Frozen):
             raise ValueError(f"peak_rps ({self.peak_rps:g}) is below mean_rps ({self.mean_rps:g})")
         if self.daily_profile is not None:
             if len(self.daily_profile) != 24:
-                raise ValueError(f"daily_profile needs 24 hourly multipliers, got {len(self.daily_profile)}")
+                raise ValueError(
+                    f"daily_profile needs 24 hourly multipliers, got {len(self.daily_profile)}"
+                )
             if any(m < 0 for m in self.daily_profile) or sum(self.daily_profile) <= 0:
                 raise ValueError("daily_profile multipliers must be >= 0 and not all zero")
             if self.mean_rps is None:
@@ -507,11 +518,17 @@ class SLO(_Frozen):
     attainment: float = Field(0.99, gt=0, le=1)
 
     def targets(self) -> dict[str, SloTarget]:
-        return {k: v for k, v in (("ttft", self.ttft), ("tpot", self.tpot), ("e2e", self.e2e)) if v is not None}
+        return {
+            k: v
+            for k, v in (("ttft", self.ttft), ("tpot", self.tpot), ("e2e", self.e2e))
+            if v is not None
+        }
 
     def scaled(self, factor: float) -> SLO:
         """The same SLO with every threshold multiplied by ``factor``."""
-        upd = {k: t.model_copy(update={"max_s": t.max_s * factor}) for k, t in self.targets().items()}
+        upd = {
+            k: t.model_copy(update={"max_s": t.max_s * factor}) for k, t in self.targets().items()
+        }
         return self.model_copy(update=upd)
 
     def evaluate(self, ttft_s: np.ndarray, tpot_s: np.ndarray, e2e_s: np.ndarray) -> dict[str, Any]:
@@ -548,7 +565,9 @@ class SLO(_Frozen):
 
     def describe(self) -> str:
         parts = [f"{k.upper()} {t.label} <= {t.max_s:g} s" for k, t in self.targets().items()]
-        return (", ".join(parts) or "no latency targets") + f"; {self.attainment:.3g} of requests meet all"
+        return (
+            ", ".join(parts) or "no latency targets"
+        ) + f"; {self.attainment:.3g} of requests meet all"
 
 
 # --------------------------------------------------------------------------- workload
@@ -662,7 +681,9 @@ class Workload(_Frozen):
         if isinstance(data, dict) and data.get("preset") is not None:
             name = str(data["preset"]).strip().lower()
             if name not in PRESETS:
-                raise ValueError(f"unknown preset '{data['preset']}' (presets: {', '.join(PRESETS)})")
+                raise ValueError(
+                    f"unknown preset '{data['preset']}' (presets: {', '.join(PRESETS)})"
+                )
             merged = _deep_merge(PRESETS[name], {k: v for k, v in data.items() if v is not None})
             merged["preset"] = name
             return merged
@@ -670,7 +691,9 @@ class Workload(_Frozen):
 
     @model_validator(mode="after")
     def _trace_lengths(self) -> Workload:
-        uses_trace = isinstance(self.input_tokens, TraceLength) or isinstance(self.output_tokens, TraceLength)
+        uses_trace = isinstance(self.input_tokens, TraceLength) or isinstance(
+            self.output_tokens, TraceLength
+        )
         if uses_trace and self.traffic.arrival != "trace":
             raise ValueError("length kind 'trace' needs traffic.arrival: trace")
         return self
@@ -704,8 +727,16 @@ class Workload(_Frozen):
             raise PlannerError(f"number of requests must be > 0, got {n}")
         tr = self.traffic._trace() if self.traffic.arrival == "trace" else None
         idx = np.arange(n) % len(tr.arrival_s) if tr is not None else None
-        i = tr.input_tokens[idx] if isinstance(self.input_tokens, TraceLength) else self.input_tokens.sample(n, rng)
-        o = tr.output_tokens[idx] if isinstance(self.output_tokens, TraceLength) else self.output_tokens.sample(n, rng)
+        i = (
+            tr.input_tokens[idx]
+            if isinstance(self.input_tokens, TraceLength)
+            else self.input_tokens.sample(n, rng)
+        )
+        o = (
+            tr.output_tokens[idx]
+            if isinstance(self.output_tokens, TraceLength)
+            else self.output_tokens.sample(n, rng)
+        )
         return np.asarray(i, np.int64), np.asarray(o, np.int64)
 
     def sample_requests(
@@ -770,10 +801,50 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 # github:openshift-psap/performance-dashboard mlperf-data/summaries/llama2-70b-99.csv
 # @7cd1065 (input mean 119.1, p90 153, p99 275; reference output mean 184.5).
 OPENORCA_INPUT_QUANTILES = (
-    48, 72, 80, 87, 92, 96, 101, 105, 108, 112, 115, 118, 122, 125, 129, 133, 138, 143, 153, 174, 953,
+    48,
+    72,
+    80,
+    87,
+    92,
+    96,
+    101,
+    105,
+    108,
+    112,
+    115,
+    118,
+    122,
+    125,
+    129,
+    133,
+    138,
+    143,
+    153,
+    174,
+    953,
 )
 OPENORCA_REF_OUTPUT_QUANTILES = (
-    3, 23, 49, 65, 77, 88, 99, 113, 129, 146, 164, 183, 202, 218, 237, 259, 284, 313, 351, 403, 707,
+    3,
+    23,
+    49,
+    65,
+    77,
+    88,
+    99,
+    113,
+    129,
+    146,
+    164,
+    183,
+    202,
+    218,
+    237,
+    259,
+    284,
+    313,
+    351,
+    403,
+    707,
 )
 # Llama-2-70B-chat answers are longer than the GPT-4 references: MLPerf v4.1 Server logs give
 # ~290 completed tokens per completed sample (e.g. 29,715.28 tok/s / 101.87 samples/s =
@@ -795,7 +866,8 @@ def openorca_lengths() -> tuple[QuantileLength, QuantileLength]:
         values=OPENORCA_REF_OUTPUT_QUANTILES,
         scale=scale,
         max_tokens=1024,
-        source=src + "; answers scaled to the ~290 generated tokens/sample of MLPerf v4.1 Server logs",
+        source=src
+        + "; answers scaled to the ~290 generated tokens/sample of MLPerf v4.1 Server logs",
     )
     return inp, out
 

@@ -13,18 +13,15 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = REPO_ROOT / "data"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
-#: roofline with no losses: peak bandwidth and FLOPS, no fixed costs. Hand-derived
-#: goldens use it so that every time is bytes / bandwidth or FLOPs / peak.
+#: roofline with no losses: every efficiency 1, no fixed costs, no small-GEMM penalty.
+#: Hand-derived goldens use it so that every time is bytes / bandwidth or FLOPs / peak.
+#: Built from the field names so that new efficiencies or overheads are covered too.
 IDEAL = EfficiencyParams(
-    mem_eff=1.0,
-    compute_eff=1.0,
-    compute_half_tokens=0.0,
-    attn_eff=1.0,
-    comm_eff=1.0,
-    comm_latency_s=0.0,
-    step_overhead_s=0.0,
-    layer_overhead_s=0.0,
-    seq_overhead_s=0.0,
+    **{
+        name: (1.0 if name.endswith("_eff") else 0.0)
+        for name in EfficiencyParams.model_fields
+        if name.endswith(("_eff", "_s")) or name == "compute_half_tokens"
+    }
 )
 
 

@@ -149,6 +149,15 @@ def test_estimate_json(capsys):
     assert d["decode"]["bound"] == "memory" and d["fits_in_memory"] is True
 
 
+def test_estimate_with_calibration_profile(capsys):
+    profile = DATA_DIR / "calibration" / "profile.yaml"
+    if not profile.exists():
+        pytest.skip("no bundled calibration profile")
+    code, out, _ = run(capsys, *EST_ARGS, "--calibration", str(profile), "--format", "json")
+    assert code == 0
+    assert json.loads(out)["params_provenance"].startswith(("fit", "transferred"))
+
+
 def test_estimate_table_in_ms(capsys):
     code, out, _ = run(capsys, *EST_ARGS, "--tp", "2")
     assert code == 0
@@ -237,6 +246,7 @@ def test_predict_table_and_json(capsys, tmp_path):
         ([*EST_ARGS[:-2], "--output-len", "0"], ["--output-len", "must be > 0"]),
         ([*EST_ARGS, "--tp", "3"], ["does not divide"]),
         ([*EST_ARGS, "--calibration", "no-such-profile.yaml"], ["no-such-profile.yaml"]),
+        ([*MEM_ARGS, "--calibration", "no-such-profile.yaml"], ["profile not found"]),
         (["predict", "no-such-file.csv"], ["no-such-file.csv"]),
         (["gpus", "--data-dir", "/no/such/dir"], ["/no/such/dir"]),
         (["gpus", "--format", "xml"], ["invalid choice"]),
@@ -305,7 +315,46 @@ def test_app_memory_page_renders():
     at.run()
     assert not at.exception, at.exception
     labels = {m.label: m.value for m in at.metric}
-    assert labels["KV cache per token"] == "327.7 kB"  # llama-3.1-70b bf16: 327,680 B
-    assert "Max concurrent sequences" in labels
-    at.sidebar.selectbox[0].select("llama-3.1-405b").run()  # does not fit on one H100
+    # default: llama-3.1-70b, fp8 weights, bf16 KV, TP 2 -> 4 of 8 KV heads per GPU
+    assert labels["KV cache per token"] == "163.8 kB"  # 80 x 2 x 4 x 128 x 2 = 163,840 B
+    assert int(labels["Max concurrent sequences"].replace(",", "")) > 0
+    assert at.success and not at.error
+    at.sidebar.selectbox[0].select("llama-3.1-405b").run()  # 405B does not fit on two H100s
     assert not at.exception and at.error and "does not fit" in at.error[0].value
+    assert "would fit" in " ".join(m.value for m in at.markdown)
+
+
+# --------------------------------------------------------------------------- report
+def test_report_units_and_formats():
+    import numpy as np
+    import pandas as pd
+
+    from planner.report import emit, human, render
+
+    assert human("weight_bytes_per_gpu", 35_278_831_616) == "35.28 GB"
+    assert human("kv_cache_bytes_per_token", 327_680) == "327.7 kB/token"
+    assert human("tpot_s", 0.006065) == "6.065 ms"
+    assert human("e2e_s", 12.5) == "12.5 s"
+    assert human("bf16_dense_tflops", 989.0) == "989 TFLOPS"
+    assert human("matmul_flops", 1.144e14) == "114.4 TFLOP"
+    assert human("output_tok_s", 1192.44) == "1,192.4 tok/s"
+    assert human("fits", True) == "yes" and human("reason", None) == "-"
+    assert human("max_concurrent_sequences", np.int64(1234)) == "1,234"
+
+    rec = {"time_s": np.float64(0.0125), "parts": {"kv_read_bytes": 2e9}, "tags": ("a", "b")}
+    assert json.loads(render(rec, "json")) == {
+        "time_s": 0.0125, "parts": {"kv_read_bytes": 2e9}, "tags": ["a", "b"]
+    }  # fmt: skip
+    table = render(rec, "table")
+    assert "12.5 ms" in table and "parts.kv_read_bytes  2 GB" in table and "a; b" in table
+    rows = [{"id": "x", "time_s": 0.5}, {"id": "y", "time_s": 1.5, "extra": 1}]
+    back = list(csv.DictReader(io.StringIO(render(rows, "csv"))))
+    assert back == [{"id": "x", "time_s": "0.5", "extra": ""},
+                    {"id": "y", "time_s": "1.5", "extra": "1"}]  # fmt: skip
+    df = pd.DataFrame(rows)
+    assert json.loads(render(df, "json"))[0]["time_s"] == 0.5
+    buf = io.StringIO()
+    emit(df, "table", stream=buf)
+    assert buf.getvalue().splitlines()[0].split() == ["id", "time_s", "extra"]
+    with pytest.raises(ValueError):
+        render(rows, "xml")

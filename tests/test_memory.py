@@ -199,6 +199,21 @@ def test_max_concurrent_sequences_by_hand(catalog):
     assert plan.fits and "102 sequences" in plan.reason
 
 
+def test_free_memory_fraction_semantics_trtllm(catalog):
+    # TensorRT-LLM gives the KV cache a fraction (0.9) of the memory left after weights and
+    # workspace, not of the total
+    fw = catalog.framework("trtllm")
+    assert (fw.memory_utilization_of, fw.default_memory_utilization) == ("free", 0.9)
+    assert (fw.default_max_num_seqs, fw.default_max_num_batched_tokens) == (2048, 8192)
+    plan = plan_memory("llama-3.1-8b", "nvidia-h100-sxm", "bf16", framework=fw, catalog=catalog)
+    act = 8192 * 2 * (2 * 4096 + 6144 + 2 * 14336) + 2048 * 128_256 * 4  # 8192 tokens, 2048 seqs
+    assert plan.activation_bytes_per_gpu == act == 1_755_316_224
+    budget = (80e9 - 2 * 8_030_261_248 - act) * 0.9
+    assert plan.kv_budget_bytes_per_gpu == pytest.approx(budget, rel=1e-12)
+    # 4096 tokens fill 128 blocks of 32 exactly: 4096 x 131,072 B per sequence
+    assert plan.max_concurrent_sequences == int(budget // (4096 * 131_072)) == 104
+
+
 def test_405b_bf16_does_not_fit_one_80gb_gpu(catalog):
     plan = plan_memory("llama-3.1-405b", "nvidia-h100-sxm", "bf16", catalog=catalog)
     assert not plan.fits

@@ -135,6 +135,21 @@ def test_vectorized_matches_scalar_and_fast_path(catalog):
             assert fast == pytest.approx(one.time_s, rel=1e-12)
 
 
+def test_eager_prefill_dispatch_floor(catalog):
+    # a prefill step runs eagerly: with GPU work far below the CPU dispatch time of
+    # 32 layers x 100 µs = 3.2 ms, the step takes about the dispatch time
+    p = IDEAL.with_(eager_layer_s=1e-4)
+    sm = step_model("llama-3.1-8b", H100, "bf16", params=p, catalog=catalog)
+    ideal = step_model("llama-3.1-8b", H100, "bf16", params=IDEAL, catalog=catalog)
+    g = prefill(ideal, 1, 16).time_s  # GPU time of a 16-token prefill, ~4.5 ms
+    br = prefill(sm, 1, 16)
+    assert br.time_s == pytest.approx((g**4 + 3.2e-3**4) ** 0.25, rel=1e-12)
+    assert br.t_overhead_s == pytest.approx(br.time_s - g, rel=1e-9)
+    # the scalar fast path agrees; decode steps replay a CUDA graph and pay nothing
+    assert sm.step_time(16, 1, 1, 16, 16 * 17 / 2) == pytest.approx(br.time_s, rel=1e-12)
+    assert decode_step(sm, 1, 16).time_s == decode_step(ideal, 1, 16).time_s
+
+
 # --------------------------------------------------------------------------- errors
 def test_precision_unsupported_on_gpu(catalog):
     # CDNA2 has no fp8 tensor cores and no weight-only fp8 path in the catalog
@@ -208,7 +223,9 @@ def test_more_bandwidth_never_slows_decode(model_id, bw, factor, batch, ctx):
 def test_breakdown_terms_sum_to_time(model_id, tp, batch, ctx, phase):
     m = _CAT.model(model_id)
     assume(m.is_mla or m.num_attention_heads % tp == 0)
-    params = PRIOR.with_(step_overhead_s=1e-3, layer_overhead_s=1e-5, seq_overhead_s=1e-6)
+    params = PRIOR.with_(
+        step_overhead_s=1e-3, layer_overhead_s=1e-5, seq_overhead_s=1e-6, eager_layer_s=2e-5
+    )
     sm = step_model(m, H100, "bf16", tp=tp, params=params, catalog=_CAT)
     br = prefill(sm, batch, min(ctx, 8192)) if phase == "prefill" else decode_step(sm, batch, ctx)
     parts = br.t_gemm_s + br.t_attn_s + br.t_comm_s + br.t_overhead_s

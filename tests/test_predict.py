@@ -212,12 +212,37 @@ def test_read_rows_errors(tmp_path):
         read_rows(tmp_path / "bin.csv")
 
 
-def test_whole_public_dataset_never_crashes(catalog):
-    path = DATA_DIR / "benchmarks" / "public.csv"
-    out, cols = predict_file(path, catalog)
+def test_whole_public_dataset_never_crashes(catalog, no_simulator):
+    out, _ = predict_file(DATA_DIR / "benchmarks" / "public.csv", catalog)
     assert len(out) > 1000
     for r in out:
         assert (r["predicted"] != "") or r["reason"], f"row {r['id']}: no value and no reason"
         if r["predicted"] != "":
             assert r["predicted"] > 0
     json.dumps(out)  # plain values only
+
+
+def test_own_step_measurements_are_all_predicted(catalog):
+    path = DATA_DIR / "benchmarks" / "pytorch_h200.csv"
+    if not path.exists():
+        pytest.skip("no own step measurements")
+    out, _ = predict_file(path, catalog)
+    step_rows = [r for r in out if r["metric"] in ("prefill_s", "decode_step_s")]
+    assert step_rows
+    bad = [(r["id"], r["reason"]) for r in step_rows if r["predicted"] == ""]
+    assert not bad, bad[:5]
+    assert all(r["predicted"] > 0 and r["provenance"] for r in step_rows)
+
+
+def test_serving_rows_with_the_real_simulator_never_crash(catalog):
+    if predict_mod._serving_predictor() is None:
+        pytest.skip("planner.simulate.predict_serving_row not available yet")
+    rows, _ = read_rows(DATA_DIR / "benchmarks" / "public.csv")
+    sample, seen = [], set()
+    for r in rows:  # one row per (metric, mode), at most 8
+        key = (r["metric"], r["mode"])
+        if key not in seen and len(sample) < 8:
+            seen.add(key)
+            sample.append(r)
+    for r in Predictor(catalog).predict_rows(sample):
+        assert (r["predicted"] != "") or r["reason"], r["id"]
