@@ -261,9 +261,12 @@ def load_measurements(
     df = pd.concat(frames, ignore_index=True)
     problems: list[str] = []
     vals = pd.to_numeric(df["value"], errors="coerce")
-    bad = df.loc[~(vals > 0), "id"].tolist()
+    bad = df.loc[~((vals > 0) & np.isfinite(vals)), "id"].tolist()
     if bad:
-        problems.append(f"non-positive or missing value in rows {_few(bad)}")
+        problems.append(f"non-positive, infinite or missing value in rows {_few(bad)}")
+    dup = df.loc[df["id"].duplicated(keep=False), "id"].unique().tolist()
+    if dup:
+        problems.append(f"duplicate row ids {_few(dup)} (ids must be unique across files)")
     for col in ("n_gpus", "tp", "pp", "isl", "osl", "batch", "concurrency", "context_len"):
         v = pd.to_numeric(df[col], errors="coerce")
         badc = df.loc[v.notna() & (v <= 0), "id"].tolist()
@@ -570,6 +573,16 @@ def _make_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]
     return None, f"metric {metric} in mode {mode} not supported", ""
 
 
+def _canonical_precision(cat: Catalog, value: Any) -> str:
+    """Catalog id of a precision label (aliases such as BF16 map to bf16); '' if empty."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or not str(value).strip():
+        return ""
+    try:
+        return cat.precision(str(value)).id
+    except PlannerError:
+        return str(value)
+
+
 def prepare_rows(df, catalog: Catalog | None = None) -> list[PreparedRow]:
     """One :class:`PreparedRow` per measurement (unpredictable rows carry a reason)."""
     cat = catalog or load_catalog()
@@ -592,7 +605,7 @@ def prepare_rows(df, catalog: Catalog | None = None) -> list[PreparedRow]:
                 framework=fwid,
                 gpu=gid,
                 arch=arch,
-                precision=str(row.get("precision")),
+                precision=_canonical_precision(cat, row.get("precision")),
                 metric=str(row.get("metric")),
                 mode=str(row.get("mode")),
                 value=float(row["value"]),
@@ -930,18 +943,20 @@ def cross_validate(
     usable = [r for r in rows if r.ok]
     if scheme == "loso":
         folds = sorted({r.source for r in usable})
-        assign = {r.id: r.source for r in usable}
+        assign = [r.source for r in usable]
     elif scheme == "kfold":
         rng = np.random.default_rng(seed)
         perm = rng.permutation(len(usable))
-        assign = {usable[i].id: int(j % k) for j, i in enumerate(perm)}
+        assign = [0] * len(usable)
+        for j, i in enumerate(perm):
+            assign[i] = int(j % k)
         folds = list(range(k))
     else:
         raise PlannerError(f"unknown validation scheme '{scheme}' (use loso or kfold)")
     recs = []
     for f in folds:
-        train = [r for r in usable if assign[r.id] != f]
-        test = [r for r in usable if assign[r.id] == f]
+        train = [r for r, a in zip(usable, assign, strict=True) if a != f]
+        test = [r for r, a in zip(usable, assign, strict=True) if a == f]
         try:
             prof = fit_profile(train, **fit_kw)
         except PlannerError:

@@ -134,7 +134,6 @@ def build_replica(
     max_num_seqs: int | None = None,
     max_num_batched_tokens: int | None = None,
     memory_utilization: float | None = None,
-    kv_free_fraction: float | None = None,
     context_len: int | None = None,
     block_size: int | None = None,
     chunked_prefill: bool | None = None,
@@ -150,10 +149,9 @@ def build_replica(
     kv_precision : KV-cache precision id (default: the precision's default)
     params : efficiency parameters (default :data:`planner.perf.PRIOR`)
     max_num_seqs, max_num_batched_tokens, memory_utilization, block_size, chunked_prefill,
-    prefix_caching, continuous_batching : engine overrides (default: the framework record)
-    kv_free_fraction : TensorRT-LLM style KV sizing, a fraction of the memory left after
-        weights and workspace (``kv_cache_free_gpu_mem_fraction``); overrides
-        ``memory_utilization``
+    prefix_caching, continuous_batching : engine overrides (default: the framework record);
+        ``memory_utilization`` means what the framework's record says (a fraction of total
+        memory, or of the memory left after weights for TensorRT-LLM)
     context_len : longest sequence the engine accepts (``max_model_len``) [tokens];
         default the model's limit, reduced to what the KV cache holds if needed
 
@@ -218,17 +216,6 @@ def build_replica(
         suggest=False,
     )
     probe = plan_memory(m, g, p, context_len=min(ctx, 2048), memory_utilization=util, **plan_kw)
-    if kv_free_fraction is not None:
-        if not 0 < kv_free_fraction <= 1:
-            raise PlannerError(f"kv_free_fraction must be in (0, 1], got {kv_free_fraction}")
-        fixed = (
-            probe.weight_bytes_per_gpu
-            + probe.activation_bytes_per_gpu
-            + probe.runtime_overhead_bytes_per_gpu
-        )
-        cap = probe.gpu_memory_bytes
-        util = min(1.0, (kv_free_fraction * cap + (1 - kv_free_fraction) * fixed) / cap)
-        probe = plan_memory(m, g, p, context_len=min(ctx, 2048), memory_utilization=util, **plan_kw)
     if probe.max_kv_tokens < bs:
         full = plan_memory(
             m,

@@ -895,12 +895,13 @@ PRESETS: dict[str, dict[str, Any]] = {
         "description": "online assistant: short-to-medium prompts, answers of a few hundred tokens",
         "source": (
             "means from ShareGPT as used in the vLLM paper (Kwon et al., SOSP 2023, sec. 6.1: "
-            "mean input 161.31, mean output 337.99 tokens); lognormal spread with p90 = 2.2 x mean "
-            "is an assumption (ShareGPT lengths are heavy-tailed); 200-token shared system prompt assumed"
+            "mean input 161.31, mean output 337.99 tokens) plus a 200-token shared system prompt (assumed); "
+            "lognormal spread (p90 ~2.1 x mean) and the caps (prompt 4,096, answer 2,048 tokens, "
+            "like the max_tokens of a chat API) are assumptions"
         ),
         "traffic": {"mean_rps": 5.0, "arrival": "poisson"},
-        "input_tokens": {"kind": "lognormal", "mean": 361.0, "p90": 800.0},
-        "output_tokens": {"kind": "lognormal", "mean": 338.0, "p90": 750.0},
+        "input_tokens": {"kind": "lognormal", "mean": 361.0, "p90": 750.0, "max_tokens": 4096},
+        "output_tokens": {"kind": "lognormal", "mean": 338.0, "p90": 700.0, "max_tokens": 2048},
         "prefix": {"shared_prefix_tokens": 200},
     },
     "rag": {

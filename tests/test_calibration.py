@@ -126,8 +126,8 @@ def _synth_row(
     }
 
 
-def _step_design(model):
-    """(metric, batch, tokens) of one model, chosen so every IDENTIFIABLE param matters.
+def _step_design():
+    """(metric, batch, tokens) rows for each model, chosen so every IDENTIFIABLE param matters.
 
     * batch-1/2 decodes at short context: weights / (bw * mem_eff) + fixed overheads;
     * long contexts and big batches: KV reads -> kv_mem_eff;
@@ -170,9 +170,9 @@ def synth_csv(tmp_path_factory) -> Path:
     """bf16 rows of three dense models plus a few fp8 rows of llama-3.1-8b (same params)."""
     specs = []
     for m in MODELS:
-        for i, (metric, b, n) in enumerate(_step_design(m)):
+        for i, (metric, b, n) in enumerate(_step_design()):
             specs.append((f"syn-{m}-{i:02d}", "synthetic", m, metric, b, n))
-    for i, (metric, b, n) in enumerate(_step_design("llama-3.1-8b")[::3]):
+    for i, (metric, b, n) in enumerate(_step_design()[::3]):
         specs.append((f"syn-fp8-{i:02d}", "synthetic", "llama-3.1-8b", metric, b, n, "fp8"))
     path = tmp_path_factory.mktemp("synth") / "synthetic_steps.csv"
     _rows_frame(specs).to_csv(path, index=False)
@@ -200,8 +200,8 @@ def test_true_params_differ_from_start():
 
 
 def test_synthetic_rows_all_usable(synth_rows):
-    n_bf16 = len(MODELS) * len(_step_design("x"))
-    assert len(synth_rows) == n_bf16 + len(_step_design("x")[::3])
+    n_bf16 = len(MODELS) * len(_step_design())
+    assert len(synth_rows) == n_bf16 + len(_step_design()[::3])
     assert all(r.ok and r.fit_kind == "step" and r.reason == "" for r in synth_rows)
     assert {r.precision for r in synth_rows} == {"bf16", "fp8"}
 
@@ -214,7 +214,7 @@ def test_fast_path_predictor_matches_engine_at_true_params(synth_rows):
 
 def test_round_trip_recovers_identifiable_params(synth_profile):
     params, prov = resolve_params(H200, "pytorch", "bf16", catalog=CAT, profile=synth_profile)
-    assert prov == f"fit (pytorch/{H200}/bf16, {len(MODELS) * len(_step_design('x'))} rows)"
+    assert prov == f"fit (pytorch/{H200}/bf16, {len(MODELS) * len(_step_design())} rows)"
     for f in IDENTIFIABLE:
         assert getattr(params, f) == pytest.approx(getattr(TRUE, f), rel=0.05), f
     for f in NOT_IDENTIFIABLE:
@@ -311,12 +311,6 @@ def test_explicit_missing_profile_path_is_an_error(tmp_path):
         resolve_params(H200, "pytorch", "bf16", profile_path=tmp_path / "nope.yaml", catalog=CAT)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: prepare_rows keeps the precision as written (an alias such as 'BF16' or "
-    "'bfloat16'), so the fitted node is keyed by the alias and resolve_params with the "
-    "catalog id ('bf16', what predict/cli pass) never finds it: 'transferred' instead of 'fit'",
-)
 @pytest.mark.parametrize("alias", ["BF16", "bfloat16"])
 def test_precision_alias_in_measurements_fits_the_canonical_node(tmp_path, alias):
     p = _write_mutated(tmp_path, 0, precision=alias)
@@ -346,11 +340,11 @@ def cv_rows(tmp_path_factory):
     mem_eff are not separable and the held-out 16-layer model is off by ~10%.)
     """
     specs = []
-    design = [(m, *d) for m in MODELS for d in _step_design(m)]
+    design = [(m, *d) for m in MODELS for d in _step_design()]
     for j, (m, *d) in enumerate(design):
         s = "abc"[j % 3]
         specs.append((f"{s}-{j:03d}", f"source {s}", m, *d))
-    v = _step_design("llama-3.1-8b")[::3]
+    v = _step_design()[::3]
     specs += [
         (f"v-{i:02d}", "source v", "llama-3.1-8b", *d, "bf16", "vllm") for i, d in enumerate(v)
     ]
@@ -395,11 +389,6 @@ def test_cross_validate_unknown_scheme(cv_rows):
         cross_validate(cv_rows, "holdout")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: cross_validate keys folds by row id and load_measurements accepts duplicate "
-    "ids, so rows of different sources sharing an id are put in the wrong LOSO fold",
-)
 def test_loso_with_duplicate_ids_across_sources(tmp_path):
     specs = [("decode_step_s", 1, 512), ("decode_step_s", 64, 2048), ("prefill_s", 1, 1024)]
     for s in "ab":
@@ -510,15 +499,10 @@ def test_model_as_config_json_path(tmp_path):
 @pytest.mark.parametrize("value", ["0", "-1.5", "", "abc"])
 def test_non_positive_or_missing_value(tmp_path, value):
     p = _write_mutated(tmp_path, 1, value=value)
-    with pytest.raises(PlannerError, match=r"non-positive or missing value in rows fx-0002$"):
+    with pytest.raises(PlannerError, match=r"non-positive, infinite or missing value in rows fx-0002$"):
         load_measurements(p, CAT)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: load_measurements accepts an infinite value; the fit then fails with scipy's "
-    "'Residuals are not finite in the initial point' instead of a PlannerError naming the row",
-)
 def test_infinite_value_rejected(tmp_path):
     p = _write_mutated(tmp_path, 1, value="inf")
     with pytest.raises(PlannerError, match="fx-0002"):

@@ -1,0 +1,278 @@
+"""Scenario files: model, workload, SLOs, constraints and engine settings in one YAML.
+
+The same format serves the CLI (``planner simulate|capacity SCENARIO.yaml``), the app and
+the Python API (:func:`load_scenario`, :func:`scenario_from_dict`). Unknown keys are
+errors that name the field path (``workload.traffic.peak_rsp: unknown field; did you mean
+peak_rps?``). Example::
+
+    name: chat-8b
+    model: llama-3.1-8b
+    workload:
+      preset: chat                 # chat | rag | code | summarization | batch
+      traffic: {mean_rps: 20, peak_rps: 60, arrival: poisson}
+      output_tokens: {kind: lognormal, mean: 250, p90: 600}   # overrides the preset
+    slo:
+      ttft: {max_s: 1.0, percentile: p99}
+      tpot: {max_s: 0.05, percentile: p99}
+      attainment: 0.99
+    constraints: {headroom: 0.2}
+    deployment: {gpu: nvidia-h100-sxm, framework: vllm, precision: bf16, tp: 1}
+
+Relative paths (``traffic.trace_path``, histogram ``path``) resolve against the folder of
+the scenario file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import PlannerError
+from .workload import SLO, Workload, resolve_path
+
+__all__ = [
+    "Constraints",
+    "Deployment",
+    "EngineOverrides",
+    "Scenario",
+    "load_scenario",
+    "scenario_from_dict",
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Deployment(_Frozen):
+    """Default hardware / software combination (the CLI's --gpu etc. override it)."""
+
+    gpu: str | None = None
+    framework: str | None = None
+    precision: str | None = None
+    kv_precision: str | None = None
+    tp: int = Field(1, gt=0)
+    pp: int = Field(1, gt=0)
+
+
+class EngineOverrides(_Frozen):
+    """Serving-engine settings that replace the framework's defaults."""
+
+    max_num_seqs: int | None = Field(None, gt=0)
+    max_num_batched_tokens: int | None = Field(None, gt=0)
+    memory_utilization: float | None = Field(None, gt=0, le=1)
+    context_len: int | None = Field(None, gt=1, description="max_model_len [tokens]")
+    block_size: int | None = Field(None, gt=0)
+    chunked_prefill: bool | None = None
+    prefix_caching: bool | None = None
+    continuous_batching: bool | None = None
+
+    def kwargs(self) -> dict[str, Any]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+class Constraints(_Frozen):
+    """What a recommendation must respect; ``headroom`` also sizes the fleet."""
+
+    headroom: float = Field(0.2, ge=0, description="spare capacity above the peak (0.2 = 20 %)")
+    max_gpus_per_replica: int | None = Field(None, gt=0)
+    max_total_gpus: int | None = Field(None, gt=0)
+    gpus: tuple[str, ...] = ()
+    frameworks: tuple[str, ...] = ()
+    precisions: tuple[str, ...] = ()
+    min_weight_bits: float | None = Field(
+        None, gt=0, description="quality floor, e.g. 8 excludes 4-bit"
+    )
+    max_usd_per_hour: float | None = Field(None, gt=0)
+
+
+class Scenario(_Frozen):
+    """Everything that defines a capacity question except the hardware choice."""
+
+    name: str | None = None
+    description: str | None = None
+    model: str = Field(min_length=1)
+    workload: Workload
+    slo: SLO = SLO()
+    constraints: Constraints = Constraints()
+    serving: EngineOverrides = EngineOverrides()
+    deployment: Deployment = Deployment()
+
+    def resolve_deployment(
+        self,
+        gpu: str | None = None,
+        framework: str | None = None,
+        precision: str | None = None,
+        tp: int | None = None,
+        pp: int | None = None,
+        kv_precision: str | None = None,
+    ) -> Deployment:
+        """The deployment with explicit arguments taking precedence over the file's."""
+        d = self.deployment
+        out = Deployment(
+            gpu=gpu or d.gpu,
+            framework=framework or d.framework,
+            precision=precision or d.precision,
+            kv_precision=kv_precision or d.kv_precision,
+            tp=int(tp) if tp else d.tp,
+            pp=int(pp) if pp else d.pp,
+        )
+        missing = [k for k in ("gpu", "framework", "precision") if getattr(out, k) is None]
+        if missing:
+            raise PlannerError(
+                f"scenario {self.name or ''}: no {', '.join(missing)} given; pass "
+                + " ".join(f"--{k} ..." for k in missing)
+                + " or add them under 'deployment:' in the scenario file"
+            )
+        return out
+
+    def build_replica(
+        self,
+        gpu: str | None = None,
+        framework: str | None = None,
+        precision: str | None = None,
+        tp: int | None = None,
+        pp: int | None = None,
+        kv_precision: str | None = None,
+        *,
+        catalog=None,
+        params=None,
+        params_source: str = "prior",
+        **engine: Any,
+    ):
+        """A :class:`planner.simulate.Replica` for this scenario's model and engine settings."""
+        from .simulate import build_replica
+
+        d = self.resolve_deployment(gpu, framework, precision, tp, pp, kv_precision)
+        kw = {**self.serving.kwargs(), **{k: v for k, v in engine.items() if v is not None}}
+        return build_replica(
+            self.model,
+            d.gpu,
+            d.precision,
+            d.framework,
+            tp=d.tp,
+            pp=d.pp,
+            kv_precision=d.kv_precision,
+            params=params,
+            params_source=params_source,
+            catalog=catalog,
+            **kw,
+        )
+
+
+# --------------------------------------------------------------------------- loading
+def _known_fields() -> set[str]:
+    from . import workload as wl
+
+    names: set[str] = set()
+    for cls in (
+        Scenario,
+        Deployment,
+        EngineOverrides,
+        Constraints,
+        SLO,
+        wl.SloTarget,
+        Workload,
+        wl.Traffic,
+        wl.PrefixReuse,
+        wl.FixedLength,
+        wl.NormalLength,
+        wl.LognormalLength,
+        wl.UniformLength,
+        wl.HistogramLength,
+        wl.QuantileLength,
+        wl.TraceLength,
+    ):
+        names.update(cls.model_fields)
+    return names
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for p in loc:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        elif str(p).startswith("function-") or str(p) in ("", "__root__"):
+            continue
+        else:
+            out += f".{p}" if out else str(p)
+    return out
+
+
+def _format_error(e: ValidationError, where: str) -> PlannerError:
+    err = e.errors()[0]
+    loc = _loc(tuple(err["loc"]))
+    if err["type"] == "extra_forbidden":
+        field = str(err["loc"][-1])
+        close = difflib.get_close_matches(field, sorted(_known_fields()), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        return PlannerError(f"{where}: {loc}: unknown field{hint}")
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "missing":
+        return PlannerError(f"{where}: {loc}: required field missing")
+    if err["type"] == "union_tag_invalid":
+        ctx = err.get("ctx") or {}
+        return PlannerError(
+            f"{where}: {loc}: unknown kind {ctx.get('tag')!r} (kinds: {ctx.get('expected_tags')})"
+        )
+    if err["type"] == "union_tag_not_found":
+        return PlannerError(
+            f"{where}: {loc}: needs 'kind' (fixed, normal, lognormal, uniform, "
+            "histogram, quantiles, trace)"
+        )
+    got = err.get("input")
+    shown = f" (got {got!r})" if got is not None and not isinstance(got, dict) else ""
+    return PlannerError(f"{where}: {loc or '<scenario>'}: {msg}{shown}")
+
+
+def _resolve_paths(d: dict[str, Any], base_dir: str | None) -> dict[str, Any]:
+    wl = d.get("workload")
+    if not isinstance(wl, dict) or base_dir is None:
+        return d
+    wl = dict(wl)
+    tr = wl.get("traffic")
+    if isinstance(tr, dict) and tr.get("trace_path"):
+        wl["traffic"] = {**tr, "trace_path": resolve_path(str(tr["trace_path"]), base_dir)}
+    for key in ("input_tokens", "output_tokens"):
+        dist = wl.get(key)
+        if isinstance(dist, dict) and dist.get("path"):
+            wl[key] = {**dist, "path": resolve_path(str(dist["path"]), base_dir)}
+    return {**d, "workload": wl}
+
+
+def scenario_from_dict(
+    data: dict[str, Any], where: str = "scenario", base_dir: str | os.PathLike[str] | None = None
+) -> Scenario:
+    """Validate a scenario given as a dict; errors are one-line :class:`PlannerError`."""
+    if not isinstance(data, dict):
+        raise PlannerError(
+            f"{where}: expected a mapping at the top level, got {type(data).__name__}"
+        )
+    data = _resolve_paths(data, str(base_dir) if base_dir is not None else None)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as e:
+        raise _format_error(e, where) from None
+
+
+def load_scenario(path: str | os.PathLike[str]) -> Scenario:
+    """Read and validate a scenario YAML file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlannerError(f"scenario file not found: {p}") from None
+    except IsADirectoryError:
+        raise PlannerError(f"{p}: is a folder, not a scenario file") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise PlannerError(f"{p}: not valid YAML: {str(e).splitlines()[0]}") from None
+    if data is None:
+        raise PlannerError(f"{p}: empty scenario file")
+    return scenario_from_dict(data, where=p.name, base_dir=p.parent)
