@@ -499,7 +499,9 @@ def test_model_as_config_json_path(tmp_path):
 @pytest.mark.parametrize("value", ["0", "-1.5", "", "abc"])
 def test_non_positive_or_missing_value(tmp_path, value):
     p = _write_mutated(tmp_path, 1, value=value)
-    with pytest.raises(PlannerError, match=r"non-positive, infinite or missing value in rows fx-0002$"):
+    with pytest.raises(
+        PlannerError, match=r"non-positive, infinite or missing value in rows fx-0002$"
+    ):
         load_measurements(p, CAT)
 
 
