@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import PlannerError, require_positive
-from .workload import SLO, Requests, Workload
+from .workload import SLO, Requests, Workload, make_requests
 
 if TYPE_CHECKING:  # pragma: no cover
     from .catalog import Accelerator, Catalog, Framework, ModelArch, Precision
@@ -65,6 +65,8 @@ __all__ = [
     "throughput_latency_curve",
     "compare_tp",
     "check_fits",
+    "predict_serving_row",
+    "serving_row_details",
 ]
 
 
@@ -506,7 +508,7 @@ def simulate(
     )
     check_fits(replica, reqs)
     if static:
-        return _run_static(replica, reqs)
+        return _run_static(replica, reqs.all_at_once() if concurrency else reqs)
     return _run_continuous(replica, reqs, concurrency)
 
 
@@ -603,10 +605,10 @@ def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -
     kv_max = 0
     busy = 0.0
     pf_tokens = 0
-    itl_v: list[float] = []
-    itl_w: list[float] = []
-    bat_v: list[int] = []
-    bat_w: list[int] = []
+    events: list[
+        tuple[int, int, int, float, float]
+    ] = []  # (decoders, seqs, iterations, t_first, t_last)
+    ev_append = events.append
     hpush, hpop = heapq.heappush, heapq.heappop
     ceil = math.ceil
 
@@ -758,8 +760,13 @@ def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -
                 # blocks allocated by the decoders over the k iterations
                 full, remk = divmod(k, bs)
                 alloc = full * B
-                for j in range(remk):
-                    alloc += cnt[(-(cur + j)) % bs]
+                if remk:  # phases hit by iterations cur .. cur+remk-1: p0, p0-1, ... (mod bs)
+                    p0 = (-cur) % bs
+                    lo_p = p0 - remk + 1
+                    if lo_p >= 0:
+                        alloc += sum(cnt[lo_p : p0 + 1])
+                    else:
+                        alloc += sum(cnt[: p0 + 1]) + sum(cnt[bs + lo_p :])
                 used0 = nblocks - free
                 free -= alloc
                 kv_area += (used0 + alloc / 2) * dur
@@ -767,16 +774,7 @@ def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -
                     kv_max = used0 + alloc
                 area += (arrived - done) * dur
                 busy += dur
-                if k > 1:
-                    itl_v.append(t0)
-                    itl_w.append(B * k / 2)
-                    itl_v.append(t1)
-                    itl_w.append(B * k / 2)
-                else:
-                    itl_v.append(t0)
-                    itl_w.append(B)
-                bat_v.append(B)
-                bat_w.append(k)
+                ev_append((B, B, k, t0, t1))
                 now += dur
                 S += B * k
                 if has_sw:
@@ -864,11 +862,7 @@ def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -
         area += (arrived - done) * dt
         busy += dt
         now += dt
-        if B:
-            itl_v.append(dt)
-            itl_w.append(B)
-        bat_v.append(nseq)
-        bat_w.append(1)
+        ev_append((B, nseq, 1, dt, dt))
         # decoders advance one token
         S += B
         if has_sw:
@@ -922,6 +916,7 @@ def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -
         cur += 1
 
     horizon = max(busy, 1e-12)
+    itl_v, itl_w, bat_v, bat_w = _event_stats(events)
     return SimResult(
         arrival_s=np.asarray(arr[:n], float),
         first_token_s=np.asarray(first, float),
@@ -933,10 +928,10 @@ def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -
         num_gpus=replica.num_gpus,
         iterations=cur,
         busy_s=busy,
-        itl_values_s=np.asarray(itl_v, float),
-        itl_weights=np.asarray(itl_w, float),
-        batch_values=np.asarray(bat_v, float),
-        batch_weights=np.asarray(bat_w, float),
+        itl_values_s=itl_v,
+        itl_weights=itl_w,
+        batch_values=bat_v,
+        batch_weights=bat_w,
         kv_util_mean=kv_area / horizon / eng.num_blocks,
         kv_util_max=kv_max / eng.num_blocks,
         in_system_area_s=area,
@@ -945,6 +940,24 @@ def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -
         label=replica.label(),
         truncated=reqs.truncated,
     )
+
+
+def _event_stats(events: list[tuple[int, int, int, float, float]]):
+    """Per-token ITL samples and the batch-size distribution from the iteration records.
+
+    A stride of k decode iterations with B decoders and step times growing linearly from
+    t_first to t_last contributes its two end points with weight B*k/2 each.
+    """
+    if not events:
+        z = np.zeros(0)
+        return z, z, z, z
+    e = np.asarray(events, dtype=float)
+    b, nseq, k, t0, t1 = e.T
+    multi = k > 1
+    itl_v = np.concatenate([t0, t1[multi]])
+    itl_w = np.concatenate([np.where(multi, b * k / 2, b), (b * k / 2)[multi]])
+    keep = itl_w > 0
+    return itl_v[keep], itl_w[keep], nseq, k
 
 
 def _run_static(replica: Replica, reqs: Requests) -> SimResult:
@@ -1283,6 +1296,15 @@ def check_reachable(replica: Replica, workload: Workload, slo: SLO) -> dict[str,
     """
     z = unloaded_latency(replica, workload)
     out: dict[str, float] = {}
+    if slo.attainment is not None and slo.targets():
+        ev = slo.evaluate(z["ttft_s"], z["tpot_s"], z["e2e_s"])
+        out["attainment"] = ev["attainment"]
+        if not ev["attainment_ok"]:
+            raise PlannerError(
+                f"SLO unreachable even at zero load: served alone, only {ev['attainment']:.1%} of the "
+                f"requests meet every threshold (target {slo.attainment:.1%}) on {replica.label()}; "
+                "long prompts or answers in the tail miss it - loosen a threshold or the attainment"
+            )
     for name, tgt in slo.targets().items():
         x = z[f"{name}_s"]
         x = x[~np.isnan(x)]
@@ -1324,7 +1346,7 @@ def _binding(summary: dict[str, Any], slo: SLO) -> str:
         v = summary.get(f"{k}_{t.label}_s", float("nan"))
         if v == v and v / t.max_s > worst:
             worst, name = v / t.max_s, f"{k.upper()} {t.label}"
-    if summary.get("slo_attainment", 1.0) < slo.attainment:
+    if slo.attainment is not None and summary.get("slo_attainment", 1.0) < slo.attainment:
         name += " (attainment)"
     return name
 
@@ -1427,7 +1449,10 @@ def max_rate(
                 break
             r /= 2
     summary = cache.get(lo) if lo > 0 else cache.get(min(cache))
-    binding = _binding(cache.get(hi, summary or {}), slo)
+    if lo >= cap_rps * (1 - 1e-9):
+        binding = f"throughput ({max_utilization:.0%} of the saturation rate, {fp.limited_by})"
+    else:
+        binding = _binding(cache.get(hi, summary or {}), slo)
     return CapacityResult(
         max_rate_rps=float(lo),
         summary=summary or {},
@@ -1489,12 +1514,18 @@ def throughput_latency_curve(
     *,
     concurrencies: list[int] | None = None,
     slo: SLO | None = None,
-    requests_per_client: int = 4,
-    min_requests: int = 200,
-    max_requests: int = 3000,
+    requests_per_client: int = 8,
+    min_requests: int = 400,
+    max_requests: int = 4000,
     rng: np.random.Generator | None = None,
 ) -> list[dict[str, Any]]:
     """Throughput and latency against the number of concurrent clients (closed loop).
+
+    Each point runs ``requests_per_client`` x concurrency requests (within the given
+    bounds) with the clients all busy; throughput counts completions between the first
+    client's second request and the last request's dispatch (no ramp-up, no drain), and the
+    latencies are those of the requests dispatched in that window, minus the last
+    ``concurrency`` (they finish while the load drains).
 
     The knee is the point of maximum power, output tokens/s divided by mean E2E latency
     (Kleinrock's optimal operating point of a queue: beyond it latency grows faster than
@@ -1512,6 +1543,7 @@ def throughput_latency_curve(
     rows: list[dict[str, Any]] = []
     for c in concurrencies:
         require_positive("concurrency", c)
+        c = int(c)
         n = int(min(max(requests_per_client * c, min_requests), max_requests))
         reqs = workload.sample_requests(
             n,
@@ -1520,36 +1552,61 @@ def throughput_latency_curve(
             context_limit=eng.context_limit_tokens,
             prefix_caching=eng.prefix_caching,
         )
-        res = (
-            _run_continuous(replica, reqs, int(c))
-            if eng.continuous_batching
-            else _run_static(replica, reqs.all_at_once())
-        )
-        warm = min(0.5, c / n)
-        s = res.summary(slo, warmup_frac=warm, cooldown_frac=min(0.3, c / n))
-        row = {
-            "concurrency": int(c),
-            "output_tok_s": s["output_tok_s"],
-            "output_tok_s_per_gpu": s["output_tok_s_per_gpu"],
-            "total_tok_s": s["total_tok_s"],
-            "throughput_rps": s["throughput_rps"],
-            "ttft_p50_s": s["ttft_p50_s"],
-            "ttft_p99_s": s["ttft_p99_s"],
-            "tpot_p50_s": s["tpot_p50_s"],
-            "tpot_p99_s": s["tpot_p99_s"],
-            "e2e_mean_s": s["e2e_mean_s"],
-            "e2e_p99_s": s["e2e_p99_s"],
-            "kv_util_mean": s["kv_util_mean"],
-            "preemptions": s["preemptions"],
-        }
-        if slo is not None:
-            row["slo_ok"] = s["slo_ok"]
+        if eng.continuous_batching:
+            res = _run_continuous(replica, reqs, c)
+        else:
+            res = _run_static(replica, _closed_arrivals_static(reqs, c))
+        row = _closed_loop_point(res, c, slo)
         rows.append(row)
     power = [r["output_tok_s"] / r["e2e_mean_s"] if r["e2e_mean_s"] > 0 else 0.0 for r in rows]
     k = int(np.argmax(power)) if rows else 0
     for i, r in enumerate(rows):
         r["is_knee"] = i == k
     return rows
+
+
+def _closed_arrivals_static(reqs: Requests, c: int) -> Requests:
+    """Static batching has no per-request feedback loop: with c clients the engine sees
+    batches of c requests queued together (all at t = 0 is equivalent for throughput)."""
+    return reqs.all_at_once()
+
+
+def _closed_loop_point(res: SimResult, c: int, slo: SLO | None) -> dict[str, Any]:
+    a = res.arrival_s
+    f = res.finish_s
+    n = len(a)
+    order = np.argsort(a, kind="stable")
+    t_a = float(a[order[min(c, n - 1)]]) if n > c else float(a[order[0]])
+    t_b = float(a[order[-1]])
+    if t_b <= t_a:  # too few requests for a window: whole run
+        t_a, t_b = float(a.min()), float(f.max())
+    done = (f >= t_a) & (f <= t_b)
+    span = t_b - t_a
+    out_tok = float(res.output_tokens[done].sum())
+    in_tok = float(res.input_tokens[done].sum())
+    lat = np.zeros(n, dtype=bool)
+    lat[order[min(c, n - 1) : max(n - c, min(c, n - 1) + 1)]] = True
+    if lat.sum() < 20:
+        lat[:] = True
+    s = res.summary(slo, mask=lat)
+    row = {
+        "concurrency": int(c),
+        "output_tok_s": out_tok / span,
+        "output_tok_s_per_gpu": out_tok / span / res.num_gpus,
+        "total_tok_s": (out_tok + in_tok) / span,
+        "throughput_rps": float(done.sum()) / span,
+        "ttft_p50_s": s["ttft_p50_s"],
+        "ttft_p99_s": s["ttft_p99_s"],
+        "tpot_p50_s": s["tpot_p50_s"],
+        "tpot_p99_s": s["tpot_p99_s"],
+        "e2e_mean_s": s["e2e_mean_s"],
+        "e2e_p99_s": s["e2e_p99_s"],
+        "kv_util_mean": s["kv_util_mean"],
+        "preemptions": s["preemptions"],
+    }
+    if slo is not None:
+        row["slo_ok"] = s["slo_ok"]
+    return row
 
 
 # =========================================================================== TP comparison
@@ -1618,3 +1675,400 @@ def compare_tp(
         for r in rows:
             r["best"] = r is best
     return rows
+
+
+# =========================================================================== serving rows
+#: metrics of the benchmark schema this module predicts, with their unit
+SERVING_METRICS = {
+    "output_tok_s_total": "tok/s",
+    "output_tok_s_per_gpu": "tok/s/gpu",
+    "total_tok_s": "tok/s",
+    "req_s": "req/s",
+    "ttft_ms_mean": "ms",
+    "ttft_ms_median": "ms",
+    "ttft_ms_p99": "ms",
+    "tpot_ms_mean": "ms",
+    "tpot_ms_median": "ms",
+    "itl_ms_mean": "ms",
+    "itl_ms_median": "ms",
+    "e2e_ms_mean": "ms",
+    "e2e_ms_median": "ms",
+    "decode_tok_s_single_stream": "tok/s",
+    "prefill_tok_s": "tok/s",
+}
+SERVING_ROW_MODES = (
+    "offline",
+    "rate",
+    "server",
+    "interactive",
+    "concurrency",
+    "static_batch",
+    "single_stream",
+)
+
+#: simulated requests: offline rows (extrapolated to the row's request count), MLPerf Server
+OFFLINE_MIN_REQUESTS = 2000
+OFFLINE_WAVES = 6
+SERVER_REQUESTS = 3000
+RATE_SEEDS = 3
+
+_ROW_CACHE: dict[tuple, dict[str, Any] | str] = {}
+
+
+def _cell(row: dict[str, Any], key: str) -> str:
+    v = row.get(key)
+    if v is None:
+        return ""
+    if isinstance(v, float) and math.isnan(v):
+        return ""
+    return str(v).strip()
+
+
+def _num_cell(row: dict[str, Any], key: str) -> float | None:
+    s = _cell(row, key)
+    if not s:
+        return None
+    try:
+        return float(s)
+    except ValueError:
+        return None
+
+
+def _request_count(notes: str) -> int | None:
+    import re
+
+    m = re.search(r"(\d[\d,]*)\s+requests", notes) or re.search(r"(\d[\d,]*)-sample", notes)
+    return int(m.group(1).replace(",", "")) if m else None
+
+
+def steady_throughput(res: SimResult, t_lo: float, t_hi: float) -> tuple[float, float, float]:
+    """(requests/s, output tok/s, total tok/s) completed between ``t_lo`` and ``t_hi`` [s].
+
+    Counting completions inside a window of a long open-loop run measures what the
+    replica delivers in steady state, without the ramp-up or the drain after the last
+    arrival (which a first-arrival-to-last-completion span includes).
+    """
+    f = res.finish_s
+    m = (f >= t_lo) & (f <= t_hi)
+    span = max(t_hi - t_lo, 1e-12)
+    o = float(res.output_tokens[m].sum())
+    return float(m.sum()) / span, o / span, (o + float(res.input_tokens[m].sum())) / span
+
+
+def _dataset_lengths(row: dict[str, Any], model_id: str) -> tuple[Any, Any, str] | str:
+    """(input dist, output dist, note) for a variable-length row, or a reason string."""
+    from .workload import openorca_lengths
+
+    notes = _cell(row, "notes").lower()
+    if "openorca" in notes and "mix" not in notes.split("dataset", 1)[-1][:20]:
+        if not model_id.startswith("llama-2-70b"):
+            return (
+                f"OpenOrca lengths are known in Llama-2 tokens only (MLPerf llama2-70b set); model "
+                f"{model_id} tokenizes differently"
+            )
+        i, o = openorca_lengths()
+        return (
+            i,
+            o,
+            "MLPerf OpenOrca length distribution (2,162-sample quantiles; answers ~290 tokens)",
+        )
+    if "mix" in notes or "mixtral" in model_id:
+        return (
+            "the MLPerf Mixtral-8x7B dataset (OpenOrca + GSM8K + MBXP, 15,000 samples) has no "
+            "transcribed length distribution; isl/osl are empty"
+        )
+    if "sharegpt" in notes:
+        return "ShareGPT rows need their filtered length distribution, which no source here gives"
+    return "isl/osl are empty and the notes name no dataset with a known length distribution"
+
+
+def predict_serving_row(
+    row: dict[str, Any], catalog: Catalog, params: EfficiencyParams
+) -> tuple[float | None, str]:
+    """Predict one serving row of the benchmark schema with the simulator.
+
+    Modes: ``offline`` (all requests queued at t = 0), ``rate`` / ``server`` /
+    ``interactive`` (open-loop Poisson at ``request_rate``), ``concurrency`` (closed loop),
+    ``static_batch`` / ``single_stream`` (one static batch). Metrics: see
+    :data:`SERVING_METRICS`. A multi-GPU row is split into ``n_gpus / (tp * pp)``
+    replicas sharing the load evenly; system totals add them up.
+
+    Returns
+    -------
+    (value, reason)
+        ``value`` in the row's unit and an empty reason, or None with the reason saying
+        what is missing. :func:`serving_row_details` gives every metric of the row's
+        simulation and a note on how it was run (request count, length distribution).
+    """
+    metric = _cell(row, "metric")
+    mode = _cell(row, "mode")
+    if metric not in SERVING_METRICS:
+        if metric == "other":
+            return (
+                None,
+                "metric 'other' is ambiguous in the source (per GPU or per group not stated)",
+            )
+        return None, f"metric {metric or '(empty)'} is not a serving metric"
+    if mode not in SERVING_ROW_MODES:
+        return None, f"mode {mode or '(empty)'} not supported by the serving simulator"
+    try:
+        out = _serving_row_result(row, catalog, params)
+    except PlannerError as e:
+        return None, str(e)
+    if isinstance(out, str):
+        return None, out
+    val = out.get(metric)
+    if val is None or not (isinstance(val, float) and math.isfinite(val)):
+        return (
+            None,
+            f"metric {metric} is not defined for this row (e.g. TPOT with one output token)",
+        )
+    return float(val), ""
+
+
+def serving_row_details(
+    row: dict[str, Any], catalog: Catalog, params: EfficiencyParams
+) -> dict[str, Any]:
+    """Every metric of the simulation behind a serving row, plus ``note`` (how it was run)
+    or ``reason`` (why it cannot be)."""
+    try:
+        out = _serving_row_result(row, catalog, params)
+    except PlannerError as e:
+        return {"reason": str(e)}
+    if isinstance(out, str):
+        return {"reason": out}
+    d = {k: v for k, v in out.items() if not k.startswith("_")}
+    d["note"] = out["_note"]
+    return d
+
+
+def _serving_row_result(
+    row: dict[str, Any], cat: Catalog, params: EfficiencyParams
+) -> dict[str, Any] | str:
+    mode = _cell(row, "mode")
+    hw = _cell(row, "hardware")
+    model_key = _cell(row, "model")
+    prec = _cell(row, "precision")
+    fw_id = _cell(row, "framework")
+    if not hw or not model_key:
+        return "hardware or model is empty"
+    if not prec:
+        return "precision is empty (the source does not say), so it cannot be modelled"
+    if not fw_id:
+        return "framework is empty, so the scheduler cannot be modelled"
+    n_gpus = _num_cell(row, "n_gpus") or 1.0
+    tp = _num_cell(row, "tp")
+    pp = _num_cell(row, "pp") or 1.0
+    if tp is None:
+        if n_gpus == 1:
+            tp = 1.0
+        else:
+            return f"tp is empty and n_gpus={n_gpus:g}, so the number of replicas is unknown"
+    if n_gpus % (tp * pp):
+        return f"n_gpus={n_gpus:g} is not a multiple of tp x pp = {tp * pp:g}"
+    replicas = int(n_gpus // (tp * pp))
+    kv = _cell(row, "kv_precision") or None
+    isl, osl = _num_cell(row, "isl"), _num_cell(row, "osl")
+    batch = _num_cell(row, "batch")
+    conc = _num_cell(row, "concurrency")
+    rate = _num_cell(row, "request_rate")
+    notes = _cell(row, "notes")
+    count = _request_count(notes)
+    util = 0.95 if "fraction 0.95" in notes else None
+    key = (
+        hw,
+        model_key,
+        prec,
+        kv,
+        fw_id,
+        int(tp),
+        int(pp),
+        replicas,
+        mode,
+        isl,
+        osl,
+        batch,
+        conc,
+        rate,
+        count,
+        util,
+        notes if isl is None else "",
+        params,
+    )
+    if key in _ROW_CACHE:
+        return _ROW_CACHE[key]
+    m = cat.model(model_key)
+    if kv is not None and kv not in {k.id for k in cat.kv_precisions}:
+        kv = None
+    rep = build_replica(
+        m,
+        hw,
+        prec,
+        fw_id,
+        tp=int(tp),
+        pp=int(pp),
+        kv_precision=kv,
+        params=params,
+        catalog=cat,
+        memory_utilization=util,
+    )
+    if (isl is not None and osl is not None) or mode in ("static_batch", "single_stream"):
+        ilen: Any = None
+        note_len = (
+            f"fixed lengths {int(isl)}/{int(osl)}"
+            if isl and osl
+            else f"prompt {int(isl or 1)}, {int(osl or 128)} generated tokens (unstated ones assumed)"
+        )
+    else:
+        ds = _dataset_lengths(row, m.id)
+        if isinstance(ds, str):
+            _ROW_CACHE[key] = ds
+            return ds
+        ilen, olen, note_len = ds
+    rng = np.random.default_rng(20240601)
+
+    def requests(n: int, r: float | None) -> Requests:
+        if ilen is None:
+            i = np.full(n, int(isl))
+            o = np.full(n, int(osl))
+        else:
+            i, o = ilen.sample(n, rng), olen.sample(n, rng)
+        a = np.zeros(n) if r is None else np.cumsum(rng.exponential(1.0 / r, n))
+        return make_requests(a, i, o, context_limit=rep.engine.context_limit_tokens)
+
+    out: dict[str, Any]
+    if mode in ("static_batch", "single_stream"):
+        b = int(batch) if batch else (1 if mode == "single_stream" else 0)
+        if b <= 0:
+            return "static batch without a batch size"
+        i_ = int(isl) if isl else 1
+        o_ = int(osl) if osl else 128
+        reqs = make_requests(np.zeros(b), np.full(b, i_), np.full(b, o_))
+        res = _run_static(rep.with_engine(max_num_seqs=max(b, 1)), reqs)
+        s = res.summary()
+        e2e = float(res.finish_s.max())
+        t_pf = float(res.first_token_s.max())
+        out = _row_metrics(s, replicas, rep.num_gpus)
+        out.update(
+            output_tok_s_total=b * o_ * replicas / e2e,
+            output_tok_s_per_gpu=b * o_ / e2e / rep.num_gpus,
+            total_tok_s=b * (i_ + o_) * replicas / e2e,
+            req_s=b * replicas / e2e,
+            decode_tok_s_single_stream=1.0 / s["tpot_mean_s"] if o_ > 1 else float("nan"),
+            prefill_tok_s=b * i_ / t_pf,
+        )
+        out["_note"] = f"one static batch of {b}; {note_len}"
+    elif mode == "offline":
+        total = count or OFFLINE_MIN_REQUESTS
+        eng = rep.engine
+        ctx_mean = (isl + osl) if ilen is None else (ilen.mean_tokens() + olen.mean_tokens())
+        b_max = min(eng.max_num_seqs, eng.kv_capacity_tokens / max(ctx_mean, 1.0))
+        per_rep = math.ceil(total / replicas)
+        n = int(min(per_rep, max(OFFLINE_MIN_REQUESTS, OFFLINE_WAVES * b_max)))
+        res = (
+            _run_continuous(rep, requests(n, None), None)
+            if eng.continuous_batching
+            else _run_static(rep, requests(n, None))
+        )
+        s = res.summary()
+        span = res.duration_s
+        if per_rep > n:  # extrapolate the steady middle of the run to the row's request count
+            f = np.sort(res.finish_s)
+            lo, hi = int(0.3 * n), int(0.8 * n)
+            ss_rate = (hi - lo) / max(f[hi] - f[lo], 1e-12)
+            span = span + (per_rep - n) / ss_rate
+        o_tok = float(res.output_tokens.mean()) * per_rep
+        i_tok = float(res.input_tokens.mean()) * per_rep
+        out = _row_metrics(s, replicas, rep.num_gpus)
+        out.update(
+            output_tok_s_total=o_tok / span * replicas,
+            output_tok_s_per_gpu=o_tok / span / rep.num_gpus,
+            total_tok_s=(o_tok + i_tok) / span * replicas,
+            req_s=per_rep / span * replicas,
+        )
+        out["_note"] = (
+            f"offline: {n} of {per_rep} requests per replica simulated"
+            + (", steady rate extrapolated" if per_rep > n else "")
+            + f"; {note_len}"
+        )
+    elif mode in ("rate", "server", "interactive"):
+        if rate is None or not math.isfinite(rate) or rate <= 0:
+            return f"mode {mode} without a finite request_rate"
+        r = rate / replicas
+        if mode == "rate" and count:
+            n = math.ceil(count / replicas)
+            seeds = RATE_SEEDS
+            mask_fn = None
+        else:
+            n = SERVER_REQUESTS
+            seeds = 1
+            mask_fn = "steady"
+        acc: list[dict[str, Any]] = []
+        for _ in range(seeds):
+            reqs = requests(n, r)
+            res = (
+                _run_continuous(rep, reqs, None)
+                if rep.engine.continuous_batching
+                else _run_static(rep, reqs)
+            )
+            if mask_fn:
+                s = res.summary(warmup_frac=0.2, cooldown_frac=0.1)
+                a = np.sort(res.arrival_s)
+                lo_t, hi_t = float(a[int(0.2 * (n - 1))]), float(a[-1])
+                s["throughput_rps"], s["output_tok_s"], s["total_tok_s"] = steady_throughput(
+                    res, lo_t, hi_t
+                )
+            else:
+                s = res.summary()
+            acc.append(s)
+        s = {
+            k: float(np.mean([a[k] for a in acc]))
+            for k in acc[0]
+            if isinstance(acc[0][k], (int, float))
+        }
+        out = _row_metrics(s, replicas, rep.num_gpus)
+        out["_note"] = (
+            f"Poisson at {r:.4g} req/s per replica x {replicas}, {n} requests"
+            + (f" x {seeds} seeds" if seeds > 1 else ", scored after warm-up")
+            + f"; {note_len}"
+        )
+    elif mode == "concurrency":
+        if not conc:
+            return "concurrency row without a concurrency"
+        c = max(1, int(round(conc / replicas)))
+        n = int(count / replicas) if count else max(8 * c, 500)
+        res = _run_continuous(rep, requests(n, None), c)
+        s = res.summary()
+        out = _row_metrics(s, replicas, rep.num_gpus)
+        out["_note"] = (
+            f"closed loop, {c} clients per replica x {replicas}, {n} requests; {note_len}"
+        )
+    else:  # pragma: no cover
+        return f"mode {mode} not supported"
+    if rep.params_source != "prior":
+        out["_note"] += f"; params {rep.params_source}"
+    _ROW_CACHE[key] = out
+    return out
+
+
+def _row_metrics(s: dict[str, Any], replicas: int, gpus_per_replica: int) -> dict[str, Any]:
+    ms = 1000.0
+    return {
+        "output_tok_s_total": s["output_tok_s"] * replicas,
+        "output_tok_s_per_gpu": s["output_tok_s"] / gpus_per_replica,
+        "total_tok_s": s["total_tok_s"] * replicas,
+        "req_s": s["throughput_rps"] * replicas,
+        "ttft_ms_mean": s["ttft_mean_s"] * ms,
+        "ttft_ms_median": s["ttft_p50_s"] * ms,
+        "ttft_ms_p99": s["ttft_p99_s"] * ms,
+        "tpot_ms_mean": s["tpot_mean_s"] * ms,
+        "tpot_ms_median": s["tpot_p50_s"] * ms,
+        "itl_ms_mean": s["itl_mean_s"] * ms,
+        "itl_ms_median": s["itl_p50_s"] * ms,
+        "e2e_ms_mean": s["e2e_mean_s"] * ms,
+        "e2e_ms_median": s["e2e_p50_s"] * ms,
+        "decode_tok_s_single_stream": 1.0 / s["tpot_mean_s"]
+        if s.get("tpot_mean_s")
+        else float("nan"),
+        "prefill_tok_s": float("nan"),
+    }

@@ -146,8 +146,16 @@ class LognormalLength(_Frozen):
         return np.minimum(x, self.max_tokens) if self.max_tokens else x
 
     def mean_tokens(self) -> float:
+        """Mean length [tokens], with the cap at ``max_tokens`` taken into account."""
+        from statistics import NormalDist
+
         mu, s = self.params()
-        return float(math.exp(mu + s * s / 2))
+        m = math.exp(mu + s * s / 2)
+        if self.max_tokens:
+            cdf = NormalDist().cdf
+            lm = math.log(self.max_tokens)
+            m = m * cdf((lm - mu - s * s) / s) + self.max_tokens * (1 - cdf((lm - mu) / s))
+        return float(m)
 
     def quantile_tokens(self, q: float) -> float:
         from statistics import NormalDist
@@ -223,15 +231,16 @@ class HistogramLength(_Frozen):
 
 
 class QuantileLength(_Frozen):
-    """An empirical quantile table: ``values[i]`` is the quantile at ``i/(len-1)`` [tokens].
+    """An empirical quantile table: ``values[i]`` is the quantile at ``probs[i]`` [tokens].
 
-    Sampling draws u ~ U(0,1) and interpolates linearly (inverse-CDF), so a published
-    dataset's shape is reproduced to the table's resolution. ``scale`` multiplies every
-    value (e.g. to move the mean to a measured one).
+    ``probs`` defaults to evenly spaced 0..1. Sampling draws u ~ U(0,1) and interpolates
+    linearly (inverse-CDF), so a published dataset's shape is reproduced to the table's
+    resolution. ``scale`` multiplies every value (e.g. to move the mean to a measured one).
     """
 
     kind: Literal["quantiles"] = "quantiles"
     values: tuple[float, ...] = Field(min_length=2)
+    probs: tuple[float, ...] | None = None
     scale: float = Field(1.0, gt=0)
     max_tokens: int | None = Field(None, gt=0)
     source: str | None = None
@@ -243,11 +252,26 @@ class QuantileLength(_Frozen):
             raise ValueError("quantile values must be positive and non-decreasing")
         return v
 
+    @model_validator(mode="after")
+    def _probs(self) -> QuantileLength:
+        if self.probs is not None:
+            p = self.probs
+            if len(p) != len(self.values):
+                raise ValueError("probs and values must have the same length")
+            if p[0] != 0 or p[-1] != 1 or any(b <= a for a, b in zip(p, p[1:], strict=False)):
+                raise ValueError("probs must rise strictly from 0 to 1")
+        return self
+
     def _grid(self) -> tuple[np.ndarray, np.ndarray]:
         v = np.asarray(self.values, float) * self.scale
         if self.max_tokens:
             v = np.minimum(v, self.max_tokens)
-        return np.linspace(0.0, 1.0, len(v)), v
+        q = (
+            np.asarray(self.probs, float)
+            if self.probs is not None
+            else np.linspace(0.0, 1.0, len(v))
+        )
+        return q, v
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         q, v = self._grid()
@@ -505,17 +529,19 @@ class SloTarget(_Frozen):
 
 
 class SLO(_Frozen):
-    """Latency targets and the share of requests that must meet every one of them.
+    """Latency targets and, optionally, the share of requests that must meet all of them.
 
     A scenario meets its SLO when each given metric's percentile is within its threshold
-    and at least ``attainment`` of the requests meet every threshold at once. Goodput
-    counts the requests that met every threshold.
+    and, when ``attainment`` is set, at least that fraction of the requests meet every
+    threshold at once (a joint condition: with ``attainment: 0.99`` a p90 target behaves
+    like a p99 one for the requests that also carry other targets). Goodput counts the
+    requests that met every threshold.
     """
 
     ttft: SloTarget | None = None
     tpot: SloTarget | None = None
     e2e: SloTarget | None = None
-    attainment: float = Field(0.99, gt=0, le=1)
+    attainment: float | None = Field(None, gt=0, le=1)
 
     def targets(self) -> dict[str, SloTarget]:
         return {
@@ -558,16 +584,17 @@ class SLO(_Frozen):
             ok &= pv <= tgt.max_s
         att = float(met.mean()) if n else 0.0
         out["attainment"] = att
-        out["attainment_ok"] = att >= self.attainment - 1e-12
+        out["attainment_ok"] = self.attainment is None or att >= self.attainment - 1e-12
         out["ok"] = bool(ok and out["attainment_ok"] and n > 0)
         out["met"] = met
         return out
 
     def describe(self) -> str:
         parts = [f"{k.upper()} {t.label} <= {t.max_s:g} s" for k, t in self.targets().items()]
-        return (
-            ", ".join(parts) or "no latency targets"
-        ) + f"; {self.attainment:.3g} of requests meet all"
+        tail = (
+            f"; {self.attainment:.3g} of requests meet all" if self.attainment is not None else ""
+        )
+        return (", ".join(parts) or "no latency targets") + tail
 
 
 # --------------------------------------------------------------------------- workload
@@ -795,11 +822,38 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- datasets
 # MLPerf Inference Llama-2-70B dataset: OpenOrca, 24,576-sample performance set
-# (open_orca_gpt4_tokenized_llama.sampled_24576.pkl, Llama-2 tokenizer). Quantiles at
-# 0, 5, ..., 100 % of ``tok_input_length`` and of the GPT-4 reference ``tok_output_length``
-# over the first 2,162 samples of the per-sample length table in
+# (open_orca_gpt4_tokenized_llama.sampled_24576.pkl, Llama-2 tokenizer). Quantiles of
+# ``tok_input_length`` and of the GPT-4 reference ``tok_output_length`` at OPENORCA_PROBS over
+# the first 2,162 samples of the per-sample length table in
 # github:openshift-psap/performance-dashboard mlperf-data/summaries/llama2-70b-99.csv
-# @7cd1065 (input mean 119.1, p90 153, p99 275; reference output mean 184.5).
+# @7cd1065 (input mean 119.1, p90 153, p99 275, max 953; reference output mean 184.5).
+OPENORCA_PROBS = (
+    0.0,
+    0.05,
+    0.1,
+    0.15,
+    0.2,
+    0.25,
+    0.3,
+    0.35,
+    0.4,
+    0.45,
+    0.5,
+    0.55,
+    0.6,
+    0.65,
+    0.7,
+    0.75,
+    0.8,
+    0.85,
+    0.9,
+    0.95,
+    0.97,
+    0.98,
+    0.99,
+    0.995,
+    1.0,
+)
 OPENORCA_INPUT_QUANTILES = (
     48,
     72,
@@ -821,6 +875,10 @@ OPENORCA_INPUT_QUANTILES = (
     143,
     153,
     174,
+    209,
+    231,
+    275,
+    331,
     953,
 )
 OPENORCA_REF_OUTPUT_QUANTILES = (
@@ -844,6 +902,10 @@ OPENORCA_REF_OUTPUT_QUANTILES = (
     313,
     351,
     403,
+    450,
+    488,
+    544,
+    575,
     707,
 )
 # Llama-2-70B-chat answers are longer than the GPT-4 references: MLPerf v4.1 Server logs give
@@ -859,11 +921,14 @@ def openorca_lengths() -> tuple[QuantileLength, QuantileLength]:
         "MLPerf Inference llama2-70b OpenOrca 24,576-sample set; quantiles of 2,162 samples from "
         "github:openshift-psap/performance-dashboard mlperf-data/summaries/llama2-70b-99.csv @7cd1065"
     )
-    inp = QuantileLength(values=OPENORCA_INPUT_QUANTILES, max_tokens=1024, source=src)
-    ref = QuantileLength(values=OPENORCA_REF_OUTPUT_QUANTILES, source=src)
+    inp = QuantileLength(
+        values=OPENORCA_INPUT_QUANTILES, probs=OPENORCA_PROBS, max_tokens=1024, source=src
+    )
+    ref = QuantileLength(values=OPENORCA_REF_OUTPUT_QUANTILES, probs=OPENORCA_PROBS, source=src)
     scale = OPENORCA_GENERATED_MEAN_TOKENS / ref.mean_tokens()
     out = QuantileLength(
         values=OPENORCA_REF_OUTPUT_QUANTILES,
+        probs=OPENORCA_PROBS,
         scale=scale,
         max_tokens=1024,
         source=src
@@ -923,12 +988,13 @@ PRESETS: dict[str, dict[str, Any]] = {
         "description": "IDE completion: long file context, very short completions, bursty",
         "source": (
             "medians of the Azure LLM inference 'coding' trace in Splitwise (Patel et al., ISCA 2024): "
-            "prompt ~1,500 tokens, output ~13 tokens; lognormal spread (p90 = 2.5 x / 3 x median) and "
-            "Gamma arrivals with cv 2 are assumptions; 30% prefix-cache hits for repeated file context assumed"
+            "prompt ~1,500 tokens, output ~13 tokens; lognormal spread (p90 = 2.5 x / 3 x median), the caps "
+            "(8,192-token context window, 256-token completions) and Gamma arrivals with cv 2 are "
+            "assumptions; 30% prefix-cache hits for repeated file context assumed"
         ),
         "traffic": {"mean_rps": 10.0, "arrival": "gamma", "cv": 2.0},
-        "input_tokens": {"kind": "lognormal", "median": 1500.0, "p90": 3750.0},
-        "output_tokens": {"kind": "lognormal", "median": 13.0, "p90": 40.0},
+        "input_tokens": {"kind": "lognormal", "median": 1500.0, "p90": 3750.0, "max_tokens": 8192},
+        "output_tokens": {"kind": "lognormal", "median": 13.0, "p90": 40.0, "max_tokens": 256},
         "prefix": {"cache_hit_rate": 0.3},
     },
     "summarization": {

@@ -1,0 +1,464 @@
+"""``planner simulate`` and ``planner capacity``: the serving model on the command line.
+
+:func:`register` adds both subcommands to the main parser (``planner.cli``). Heavy
+modules (numpy, the simulator) are imported inside the command functions so that
+``planner --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .errors import PlannerError
+
+SIMULATE_EXAMPLE = (
+    "planner simulate chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm --precision bf16 "
+    "--rate 20 --requests 5000\n  planner simulate batch-offline.yaml --offline --format json"
+)
+CAPACITY_EXAMPLE = (
+    "planner capacity rag-70b.yaml --gpu nvidia-h100-sxm --framework vllm --precision fp8 "
+    "--tp 4 --compare-tp 2,4,8\n  planner capacity chat-8b.yaml --format csv > curve.csv"
+)
+SCENARIOS_NOTE = (
+    " Scenario files: see the examples/ folder (chat-8b.yaml, rag-70b.yaml, batch-offline.yaml, "
+    "code-completion.yaml)."
+)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not v > 0 or v != v or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return v
+
+
+def _nonneg_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return v
+
+
+def _tp_list(text: str) -> tuple[int, ...]:
+    try:
+        out = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected TP sizes like 1,2,4,8, got {text!r}") from None
+    if not out or any(t <= 0 for t in out):
+        raise argparse.ArgumentTypeError(f"expected positive TP sizes like 1,2,4,8, got {text!r}")
+    return out
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    try:
+        from .cli import add_common_args
+
+        add_common_args(p)
+    except ImportError:  # pragma: no cover - planner.cli is part of the package
+        g = p.add_argument_group("common options")
+        g.add_argument("--format", choices=("table", "json", "csv"), default="table")
+        g.add_argument("--data-dir", metavar="DIR", default=None)
+        g.add_argument("--calibration", metavar="PROFILE.yaml", default=None)
+    p.add_argument("scenario", metavar="SCENARIO.yaml", help="scenario file (see examples/)")
+    d = p.add_argument_group("deployment (default: the scenario's 'deployment:' section)")
+    d.add_argument("--gpu", default=None, help="accelerator id (see 'planner gpus')")
+    d.add_argument(
+        "--framework", default=None, help="serving framework id (see 'planner frameworks')"
+    )
+    d.add_argument("--precision", default=None, help="weight format id (see 'planner precisions')")
+    d.add_argument(
+        "--kv-precision", default=None, help="KV-cache precision (default: per precision)"
+    )
+    d.add_argument(
+        "--tp", type=_positive_int, default=None, help="tensor-parallel GPUs per replica"
+    )
+    d.add_argument("--pp", type=_positive_int, default=None, help="pipeline stages per replica")
+    d.add_argument(
+        "--max-num-seqs", type=_positive_int, default=None, help="engine: max running sequences"
+    )
+    d.add_argument(
+        "--max-num-batched-tokens",
+        type=_positive_int,
+        default=None,
+        help="engine: token budget per iteration (chunked-prefill size)",
+    )
+    d.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``simulate`` and ``capacity`` subcommands to ``planner``'s subparsers."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = subparsers.add_parser(
+        "simulate",
+        help="Simulate one replica serving a scenario: TTFT/TPOT/ITL/E2E percentiles, throughput, goodput.",
+        description=(
+            "Simulate one replica (TP x PP GPUs) of a serving engine with continuous batching "
+            "(or static batching) on the scenario's traffic. TTFT includes queueing; TPOT = "
+            "(E2E - TTFT) / (output - 1); goodput counts only requests that met every SLO."
+            + SCENARIOS_NOTE
+        ),
+        epilog=f"example:\n  {SIMULATE_EXAMPLE}",
+        formatter_class=fmt,
+    )
+    _common(p)
+    p.add_argument(
+        "--requests", type=_positive_int, default=2000, help="requests to simulate (default 2000)"
+    )
+    p.add_argument(
+        "--rate",
+        type=_positive_float,
+        default=None,
+        help="arrival rate at this replica [req/s] (default: the scenario's peak / --replicas)",
+    )
+    p.add_argument(
+        "--replicas",
+        type=_positive_int,
+        default=1,
+        help="split the scenario's peak evenly over this many replicas (default 1)",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        default=None,
+        help="closed loop: this many clients, each sending its next request when one completes",
+    )
+    p.add_argument("--offline", action="store_true", help="queue every request at t=0 (batch job)")
+    p.add_argument("--static", action="store_true", help="force static batching")
+    p.add_argument(
+        "--warmup",
+        type=_nonneg_float,
+        default=0.0,
+        help="fraction of the first requests not scored (default 0)",
+    )
+    p.set_defaults(func=cmd_simulate)
+
+    c = subparsers.add_parser(
+        "capacity",
+        help="Max request rate per replica within the SLOs, replicas and GPUs for the peak, "
+        "and the throughput-latency curve.",
+        description=(
+            "Find the largest arrival rate one replica sustains while meeting the scenario's "
+            "SLOs (bisection over simulations), size the fleet as ceil(peak x (1 + headroom) / "
+            "capacity) replicas, and trace throughput against concurrency with the knee marked. "
+            "--format csv prints the curve's points." + SCENARIOS_NOTE
+        ),
+        epilog=f"example:\n  {CAPACITY_EXAMPLE}",
+        formatter_class=fmt,
+    )
+    _common(c)
+    c.add_argument(
+        "--headroom",
+        type=_nonneg_float,
+        default=None,
+        help="spare capacity above the peak (default: the scenario's constraints, 0.2)",
+    )
+    c.add_argument(
+        "--requests",
+        type=_positive_int,
+        default=1200,
+        help="scored requests per simulated rate in the search (default 1200)",
+    )
+    c.add_argument(
+        "--compare-tp",
+        type=_tp_list,
+        default=None,
+        metavar="1,2,4,8",
+        help="also compare replicas of these TP sizes (one big vs several small)",
+    )
+    c.add_argument("--no-curve", action="store_true", help="skip the throughput-latency curve")
+    c.set_defaults(func=cmd_capacity)
+
+
+# --------------------------------------------------------------------------- helpers
+def _context(args: argparse.Namespace):
+    """(scenario, replica, catalog, params provenance) from the arguments."""
+    import os
+
+    from .catalog import load_catalog
+    from .scenario import load_scenario
+
+    if args.data_dir and not os.path.isdir(args.data_dir):
+        raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
+    cat = load_catalog(args.data_dir)
+    sc = load_scenario(args.scenario)
+    dep = sc.resolve_deployment(
+        args.gpu, args.framework, args.precision, args.tp, args.pp, args.kv_precision
+    )
+    params, prov = _resolve_params(dep.gpu, dep.framework, dep.precision, args.calibration, cat)
+    rep = sc.build_replica(
+        dep.gpu,
+        dep.framework,
+        dep.precision,
+        dep.tp,
+        dep.pp,
+        dep.kv_precision,
+        catalog=cat,
+        params=params,
+        params_source=prov,
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+    )
+    return sc, rep, cat, prov
+
+
+def _resolve_params(
+    gpu: str, framework: str | None, precision: str | None, profile: str | None, cat
+):
+    """(EfficiencyParams, provenance): calibration fits when available, else the priors."""
+    from .perf import PRIOR
+
+    try:
+        from .calibration import resolve_params
+    except ImportError:
+        if profile:
+            raise PlannerError(
+                f"--calibration {profile}: planner.calibration is not available"
+            ) from None
+        return PRIOR, "prior"
+    try:
+        return resolve_params(cat.gpu(gpu).id, framework, precision, profile, catalog=cat)
+    except TypeError:  # an older signature without catalog=
+        return resolve_params(cat.gpu(gpu).id, framework, precision, profile)
+
+
+def _emit(obj: Any, fmt: str, stream=None) -> None:
+    try:
+        from .report import emit
+    except ImportError:  # pragma: no cover - planner.report is part of the package
+        import json
+
+        (stream or sys.stdout).write(json.dumps(obj, indent=2, default=str) + "\n")
+        return
+    emit(obj, fmt, stream)
+
+
+def _clean(d: dict[str, Any]) -> dict[str, Any]:
+    import math
+
+    out = {}
+    for k, v in d.items():
+        if hasattr(v, "item"):
+            v = v.item()
+        if isinstance(v, float) and not math.isfinite(v):
+            v = None
+        out[k] = v
+    return out
+
+
+def _print_blocks(blocks: list[tuple[str, Any]], fmt: str) -> None:
+    out = sys.stdout
+    for i, (title, obj) in enumerate(blocks):
+        if obj is None or obj == []:
+            continue
+        if i:
+            out.write("\n")
+        if title:
+            out.write(f"{title}\n")
+        _emit(obj, fmt, out)
+
+
+# --------------------------------------------------------------------------- commands
+def cmd_simulate(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .simulate import fast_path, simulate
+
+    sc, rep, _cat, prov = _context(args)
+    wl = sc.workload
+    rate = args.rate if args.rate is not None else wl.traffic.peak() / args.replicas
+    offline = args.offline or wl.offline
+    rng = np.random.default_rng(args.seed)
+    res = simulate(
+        rep,
+        wl,
+        rng=rng,
+        n_requests=args.requests,
+        rate_rps=rate,
+        concurrency=args.concurrency,
+        static_batching=True if args.static else None,
+        offline=offline,
+    )
+    s = res.summary(sc.slo, warmup_frac=args.warmup)
+    fp = fast_path(rep, wl, rate)
+    mode = (
+        "offline"
+        if offline
+        else (f"closed loop, {args.concurrency} clients" if args.concurrency else "open loop")
+    )
+    head = {
+        "scenario": sc.name or args.scenario,
+        "replica": rep.label(),
+        "params": prov,
+        "mode": mode + (", static batching" if res.mode == "static" else ""),
+        "rate_rps": None if (offline or args.concurrency) else rate,
+        "requests": s["requests"],
+        "slo": sc.slo.describe(),
+        "slo_ok": s.get("slo_ok"),
+        "slo_attainment": s.get("slo_attainment"),
+        "goodput_rps": s.get("goodput_rps"),
+        "throughput_rps": s["throughput_rps"],
+        "output_tok_s": s["output_tok_s"],
+        "output_tok_s_per_gpu": s["output_tok_s_per_gpu"],
+        "total_tok_s": s["total_tok_s"],
+        "total_tok_s_per_gpu": s["total_tok_s_per_gpu"],
+        "saturation_rps": fp.saturation_rps,
+        "overloaded": bool(not offline and not args.concurrency and rate >= fp.saturation_rps),
+        "batch_size_mean": s["batch_size_mean"],
+        "batch_size_p99": s["batch_size_p99"],
+        "kv_util_mean": s["kv_util_mean"],
+        "kv_util_max": s["kv_util_max"],
+        "preemptions": s["preemptions"],
+        "duration_s": s["duration_s"],
+    }
+    if s.get("truncated_requests"):
+        head["truncated_requests"] = s["truncated_requests"]
+    table = res.percentile_table(warmup_frac=args.warmup)
+    if args.format == "json":
+        _emit(
+            {
+                **_clean(head),
+                "percentiles": [_clean(r) for r in table],
+                "assumptions": list(rep.assumptions),
+            },
+            "json",
+        )
+    elif args.format == "csv":
+        _emit([_clean(r) for r in table], "csv")
+    else:
+        _print_blocks(
+            [("", _clean(head)), ("latency percentiles", [_clean(r) for r in table])], "table"
+        )
+    return 0
+
+
+def cmd_capacity(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .simulate import compare_tp, max_rate, size_fleet, throughput_latency_curve
+
+    sc, rep, cat, prov = _context(args)
+    wl = sc.workload
+    headroom = args.headroom if args.headroom is not None else sc.constraints.headroom
+    cap = max_rate(rep, wl, sc.slo, n_requests=args.requests, rng=np.random.default_rng(args.seed))
+    if not cap.max_rate_rps > 0:
+        ev = ", ".join(f"{r:.3g} req/s: {a:.1%}" for r, _, a in cap.evaluations[-3:])
+        raise PlannerError(
+            f"no arrival rate meets the SLO ({sc.slo.describe()}) on {rep.label()}; attainment at the "
+            f"lowest rates tried: {ev}"
+        )
+    peak = wl.traffic.peak()
+    fleet = size_fleet(
+        cap.max_rate_rps,
+        peak,
+        headroom=headroom,
+        gpus_per_replica=rep.num_gpus,
+        hourly_rps=wl.traffic.hourly_rps(),
+    )
+    s = cap.summary
+    out: dict[str, Any] = {
+        "scenario": sc.name or args.scenario,
+        "replica": rep.label(),
+        "params": prov,
+        "slo": sc.slo.describe(),
+        "max_rate_per_replica": cap.max_rate_rps,
+        "max_rate_per_gpu": cap.max_rate_per_gpu_rps,
+        "limited_by": cap.limited_by,
+        "saturation_rps": cap.saturation_rps,
+        "peak_rps": peak,
+        "headroom": headroom,
+        "replicas": fleet["replicas"],
+        "gpus_per_replica": rep.num_gpus,
+        "num_gpus": fleet["num_gpus"],
+        "utilization_at_peak": fleet["utilization_at_peak"],
+        "gpu_hours_per_day": fleet["gpu_hours_per_day"],
+        "gpu_hours_per_day_autoscaled": fleet.get("gpu_hours_per_day_autoscaled"),
+        "ttft_p50_s": s.get("ttft_p50_s"),
+        "ttft_p99_s": s.get("ttft_p99_s"),
+        "tpot_p50_s": s.get("tpot_p50_s"),
+        "tpot_p99_s": s.get("tpot_p99_s"),
+        "e2e_p99_s": s.get("e2e_p99_s"),
+        "slo_attainment": s.get("slo_attainment"),
+        "output_tok_s_per_gpu": cap.max_rate_rps * s.get("mean_output_tokens", 0.0) / rep.num_gpus,
+        "batch_size_mean": s.get("batch_size_mean"),
+        "kv_util_mean": s.get("kv_util_mean"),
+        "zero_load": cap.zero_load,
+    }
+    curve: list[dict[str, Any]] = []
+    if not args.no_curve or args.format == "csv":
+        curve = throughput_latency_curve(rep, wl, slo=sc.slo, rng=np.random.default_rng(args.seed))
+        knee = next((r for r in curve if r["is_knee"]), None)
+        if knee:
+            out["knee_concurrency"] = knee["concurrency"]
+            out["knee_output_tok_s"] = knee["output_tok_s"]
+            out["knee_e2e_mean_s"] = knee["e2e_mean_s"]
+    tp_rows = None
+    if args.compare_tp:
+        dep = sc.resolve_deployment(
+            args.gpu, args.framework, args.precision, args.tp, args.pp, args.kv_precision
+        )
+        from .scenario import EngineOverrides
+
+        eng = {
+            **sc.serving.kwargs(),
+            **EngineOverrides(
+                max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens
+            ).kwargs(),
+        }
+        tp_rows = compare_tp(
+            sc.model,
+            dep.gpu,
+            dep.precision,
+            dep.framework,
+            wl,
+            sc.slo,
+            tps=args.compare_tp,
+            peak_rps=peak,
+            headroom=headroom,
+            catalog=cat,
+            params=rep.sm.params,
+            n_requests=min(args.requests, 800),
+            engine=eng,
+        )
+    if args.format == "csv":
+        _emit([_clean(r) for r in curve], "csv")
+        return 0
+    if args.format == "json":
+        out["curve"] = [_clean(r) for r in curve]
+        if tp_rows is not None:
+            out["compare_tp"] = [_clean(r) for r in tp_rows]
+        out["assumptions"] = list(rep.assumptions)
+        _emit(_clean(out), "json")
+        return 0
+    zl = out.pop("zero_load")
+    for k, v in zl.items():
+        out[f"zero_load_{k}"] = v
+    blocks: list[tuple[str, Any]] = [("", _clean(out))]
+    if curve:
+        blocks.append(
+            (
+                "throughput-latency curve (closed loop; * = knee, max tokens/s per second of E2E)",
+                [{**_clean(r), "is_knee": "*" if r["is_knee"] else ""} for r in curve],
+            )
+        )
+    if tp_rows is not None:
+        blocks.append(("one big-TP replica vs several small ones", [_clean(r) for r in tp_rows]))
+    _print_blocks(blocks, "table")
+    return 0
