@@ -350,6 +350,7 @@ class PreparedRow:
     predict: Callable[[EfficiencyParams], float] | None
     reason: str = ""
     fit_kind: str = ""  # step, static, single, offline, serving
+    model: str = ""
 
     @property
     def ok(self) -> bool:
@@ -612,6 +613,9 @@ def prepare_rows(df, catalog: Catalog | None = None) -> list[PreparedRow]:
                 predict=fn,
                 reason=reason,
                 fit_kind=kind,
+                model=Path(str(row.get("model"))).parent.name
+                if str(row.get("model", "")).endswith(".json")
+                else str(row.get("model")),
             )
         )
     return out
@@ -972,6 +976,7 @@ def cross_validate(
                     "gpu": r.gpu,
                     "precision": r.precision,
                     "metric": r.metric,
+                    "model": r.model,
                     "mode": r.mode,
                     "kind": r.fit_kind,
                     "measured": r.value,
@@ -1025,9 +1030,9 @@ def calibrate(
     cat = catalog or load_catalog()
     files = [Path(p) for p in (paths or data_files_default())]
     vllm_kw = {
-        k: kw.pop(k)
+        k: v
         for k in ("gpu", "model", "precision", "tp", "framework")
-        if k in kw and kw[k] is not None
+        if (v := kw.pop(k, None)) is not None
     }
     df = load_measurements(files, cat, **vllm_kw)
     rows = prepare_rows(df, cat)

@@ -116,8 +116,9 @@ def human(key: str, value: Any) -> str:
         return f"{v:,.4g} GB/s"
     if k.endswith("_w"):
         return f"{v:,.4g} W"
-    if k.endswith("_pct"):
-        return f"{v:+.2f} %"
+    if k.endswith("_pct"):  # signed for differences and biases, plain for error sizes
+        signed = "diff" in k or "bias" in k
+        return f"{v:+.2f} %" if signed else f"{v:.2f} %"
     if k.endswith("flops"):
         return _si(v, "FLOP", _FLOPS)
     if k.endswith("_tok_s") or k.endswith("tok_s_per_gpu"):

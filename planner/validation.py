@@ -106,6 +106,7 @@ def serving_predictions(
                 "gpu": r.gpu,
                 "precision": r.precision,
                 "metric": r.metric,
+                "model": r.model,
                 "mode": r.mode,
                 "kind": "serving",
                 "measured": r.value,
@@ -160,6 +161,7 @@ def run_validation(
                         "gpu": r.gpu,
                         "precision": r.precision,
                         "metric": r.metric,
+                        "model": r.model,
                         "mode": r.mode,
                         "kind": r.fit_kind,
                         "measured": r.value,
@@ -222,6 +224,7 @@ def write_report(result: dict[str, Any], path: str | Path, command: str) -> str:
         "APE = |predicted / measured - 1|. MdAPE = median APE, P90 = 90th percentile APE, bias = "
         "median(predicted / measured) - 1 (positive = planner predicts more than measured). Every "
         "number below is out of sample: the rows were not in the data the parameters were fitted on.",
+        "Where and why the model misses is explained in [calibration.md](calibration.md#where-the-model-misses-and-why).",
         "",
     ]
     if kf is not None and len(kf):
@@ -234,10 +237,7 @@ def write_report(result: dict[str, Any], path: str | Path, command: str) -> str:
             "By model shape:",
             "",
         ]
-        import pandas as pd  # noqa: F401
-
-        kf2 = kf.copy()
-        out += [_md_table(error_table(kf2, ["metric", "kind"])), ""]
+        out += [_md_table(error_table(kf, ["metric", "model"])), ""]
         tot = error_table(kf.assign(all="all"), ["all"])
         out += [
             f"Overall: n = {int(tot['n'].iloc[0])}, MdAPE {tot['mdape_pct'].iloc[0]}%, "
