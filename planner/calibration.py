@@ -928,6 +928,25 @@ def predict_rows(
 
 
 # =========================================================================== validation
+def oos_record(r: PreparedRow, predicted: float, provenance: str, fold: Any) -> dict[str, Any]:
+    """One out-of-sample prediction as a flat record (for the accuracy tables)."""
+    return {
+        "id": r.id,
+        "source": r.source,
+        "framework": r.framework,
+        "gpu": r.gpu,
+        "precision": r.precision,
+        "metric": r.metric,
+        "model": r.model,
+        "mode": r.mode,
+        "kind": r.fit_kind,
+        "measured": r.value,
+        "predicted": float(predicted),
+        "provenance": provenance,
+        "fold": fold,
+    }
+
+
 def cross_validate(
     rows: Sequence[PreparedRow],
     scheme: str = "loso",
@@ -968,23 +987,7 @@ def cross_validate(
         for r, v, prov in predict_rows(test, prof, cat):
             if v is None:
                 continue
-            recs.append(
-                {
-                    "id": r.id,
-                    "source": r.source,
-                    "framework": r.framework,
-                    "gpu": r.gpu,
-                    "precision": r.precision,
-                    "metric": r.metric,
-                    "model": r.model,
-                    "mode": r.mode,
-                    "kind": r.fit_kind,
-                    "measured": r.value,
-                    "predicted": v,
-                    "provenance": prov,
-                    "fold": f,
-                }
-            )
+            recs.append(oos_record(r, v, prov, f))
     df = pd.DataFrame(recs)
     if len(df):
         df["log_err"] = np.log(df["predicted"] / df["measured"])

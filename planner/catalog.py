@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -409,8 +409,46 @@ class Catalog(Frozen):
             return model_from_hf_config(s)
         return self._find("model", self.models, s)
 
+    def resolve(
+        self,
+        model: str | os.PathLike[str] | ModelArch,
+        gpu: str | Accelerator,
+        precision: str | Precision,
+        framework: str | Framework | None = None,
+        kv_precision: str | None = None,
+    ) -> Resolved:
+        """Look up the records of one deployment and check the KV precision against the format.
+
+        Objects pass through unchanged; ``kv_precision`` defaults to the format's ``kv_default``.
+        """
+        m = self.model(model)
+        g = gpu if isinstance(gpu, Accelerator) else self.gpu(gpu)
+        p = precision if isinstance(precision, Precision) else self.precision(precision)
+        fw = (
+            framework
+            if isinstance(framework, Framework) or framework is None
+            else self.framework(framework)
+        )
+        kv = self.kv_precision(kv_precision or p.kv_default)
+        if kv.id not in p.kv_options and kv.id != p.kv_default:
+            raise PlannerError(
+                f"kv precision '{kv.id}' is not an option with {p.id} "
+                f"(options: {', '.join(p.kv_options)})"
+            )
+        return Resolved(m, g, p, kv, fw)
+
     def prices_for(self, gpu_id: str) -> tuple[RentalPrice, ...]:
         return tuple(p for p in self.rental_prices if p.gpu == gpu_id)
+
+
+class Resolved(NamedTuple):
+    """The catalog records of one deployment (see :meth:`Catalog.resolve`)."""
+
+    model: ModelArch
+    gpu: Accelerator
+    precision: Precision
+    kv: KvPrecision
+    framework: Framework | None
 
 
 def _load_dir(data_dir: Path) -> Catalog:

@@ -343,20 +343,7 @@ def plan_memory(
         sequence of ``context_len`` tokens fits next to the weights.
     """
     cat = catalog or load_catalog()
-    m = cat.model(model)
-    g = gpu if isinstance(gpu, Accelerator) else cat.gpu(gpu)
-    p = precision if isinstance(precision, Precision) else cat.precision(precision)
-    fw = (
-        framework
-        if isinstance(framework, Framework) or framework is None
-        else cat.framework(framework)
-    )
-    kv_id = kv_precision or p.kv_default
-    if kv_id not in p.kv_options and kv_id != p.kv_default:
-        raise PlannerError(
-            f"kv precision '{kv_id}' is not an option with {p.id} (options: {', '.join(p.kv_options)})"
-        )
-    kvp = cat.kv_precision(kv_id)
+    m, g, p, kvp, fw = cat.resolve(model, gpu, precision, framework, kv_precision)
     require_positive("context_len", context_len)
     require_positive("tp", tp)
     require_positive("pp", pp)

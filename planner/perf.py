@@ -363,15 +363,7 @@ def step_model(
 ) -> StepModel:
     """Precompute the per-step coefficients of a replica (see module docstring)."""
     cat = catalog or load_catalog()
-    m = cat.model(model)
-    g = gpu if isinstance(gpu, Accelerator) else cat.gpu(gpu)
-    prec = precision if isinstance(precision, Precision) else cat.precision(precision)
-    kv = cat.kv_precision(kv_precision or prec.kv_default)
-    if kv.id not in prec.kv_options and kv.id != prec.kv_default:
-        raise PlannerError(
-            f"kv precision '{kv.id}' is not an option with {prec.id} "
-            f"(options: {', '.join(prec.kv_options)})"
-        )
+    m, g, prec, kv, _ = cat.resolve(model, gpu, precision, None, kv_precision)
     require_positive("tp", tp)
     require_positive("pp", pp)
     if int(tp) != tp or int(pp) != pp:

@@ -162,19 +162,12 @@ def build_replica(
     PlannerError
         when the weights do not fit, or the precision does not run on the GPU.
     """
-    from .catalog import Accelerator, Framework, Precision, load_catalog
+    from .catalog import load_catalog
     from .memory import plan_memory
     from .perf import PRIOR, step_model
 
     cat = catalog or load_catalog()
-    m = cat.model(model)
-    g = gpu if isinstance(gpu, Accelerator) else cat.gpu(gpu)
-    p = precision if isinstance(precision, Precision) else cat.precision(precision)
-    fw = (
-        framework
-        if isinstance(framework, Framework) or framework is None
-        else cat.framework(framework)
-    )
+    m, g, p, _, fw = cat.resolve(model, gpu, precision, framework, kv_precision)
     params = params or PRIOR
     require_positive("tp", tp)
     require_positive("pp", pp)

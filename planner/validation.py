@@ -32,6 +32,7 @@ from .calibration import (
     error_table,
     fit_profile,
     load_measurements,
+    oos_record,
     predict_rows,
     prepare_rows,
     resolve_params,
@@ -98,23 +99,7 @@ def serving_predictions(
             value = None
         if value is None or not (value > 0) or not math.isfinite(value):
             continue
-        out.append(
-            {
-                "id": r.id,
-                "source": r.source,
-                "framework": r.framework,
-                "gpu": r.gpu,
-                "precision": r.precision,
-                "metric": r.metric,
-                "model": r.model,
-                "mode": r.mode,
-                "kind": "serving",
-                "measured": r.value,
-                "predicted": float(value),
-                "provenance": prov,
-                "fold": fold,
-            }
-        )
+        out.append(oos_record(r, float(value), prov, fold))
     return out
 
 
@@ -153,23 +138,7 @@ def run_validation(
             for r, v, prov in predict_rows(test, prof, cat):
                 if v is None:
                     continue
-                recs.append(
-                    {
-                        "id": r.id,
-                        "source": r.source,
-                        "framework": r.framework,
-                        "gpu": r.gpu,
-                        "precision": r.precision,
-                        "metric": r.metric,
-                        "model": r.model,
-                        "mode": r.mode,
-                        "kind": r.fit_kind,
-                        "measured": r.value,
-                        "predicted": v,
-                        "provenance": prov,
-                        "fold": s,
-                    }
-                )
+                recs.append(oos_record(r, v, prov, s))
         if serving:
             recs += serving_predictions(
                 df, rows, lambda f: profiles.get(f), cat, lambda r: r.source
