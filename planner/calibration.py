@@ -534,7 +534,11 @@ def _make_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]
         "req_s",
     ):
         if isl is None or osl is None:
-            return None, "offline row without isl/osl (variable-length dataset)", ""
+            return (
+                None,
+                "offline row without isl/osl: predicted by the simulator with the dataset's length distribution",
+                "serving",
+            )
         from .memory import plan_memory
 
         try:
