@@ -55,8 +55,10 @@ class EfficiencyParams(Frozen):
     attn_eff: float = Field(
         0.50, gt=0, le=1, description="achieved / peak FLOPS in attention kernels"
     )
-    comm_eff: float = Field(0.70, gt=0, le=1, description="achieved / link bandwidth in all-reduce")
-    comm_latency_s: float = Field(10e-6, ge=0, description="fixed cost per all-reduce [s]")
+    # comm priors: NCCL all-reduce on 2 x H200 NVLink (data/benchmarks/nccl_h200_x2_micro.csv,
+    # bench/nccl_allreduce.py): t = 20 us + S / (450 GB/s x 0.68) within 5% from 4 MiB up
+    comm_eff: float = Field(0.68, gt=0, le=1, description="achieved / link bandwidth in all-reduce")
+    comm_latency_s: float = Field(20e-6, ge=0, description="fixed cost per all-reduce [s]")
     step_overhead_s: float = Field(0.0, ge=0, description="fixed cost per forward step [s]")
     layer_overhead_s: float = Field(0.0, ge=0, description="fixed cost per layer per step [s]")
     seq_overhead_s: float = Field(0.0, ge=0, description="cost per sequence per step [s]")
