@@ -431,7 +431,7 @@ def _static_parts(sm, batch, isl, osl):
     return pf, dec, pf + dec * max(osl - 1, 0)
 
 
-def _make_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
+def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
     """(predict(params) -> value, reason, fit_kind) for one benchmark-schema row."""
     metric = str(row.get("metric", ""))
     mode = str(row.get("mode", ""))
@@ -593,7 +593,7 @@ def prepare_rows(df, catalog: Catalog | None = None) -> list[PreparedRow]:
     cat = catalog or load_catalog()
     out = []
     for row in df.to_dict("records"):
-        fn, reason, kind = _make_predictor(row, cat)
+        fn, reason, kind = row_predictor(row, cat)
         try:
             g = cat.gpu(str(row["hardware"]))
             gid, arch = g.id, g.arch

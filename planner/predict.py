@@ -308,6 +308,21 @@ class Predictor:
         params, prov = self.params(gpu.id, framework, prec.id)
         return RowContext(row, cat, model, gpu, prec, kv, tp, pp, params, prov, self._steps)
 
+    def _calibrated(self, row: Mapping[str, str], ctx: RowContext) -> tuple[float | None, str]:
+        """Static-batch, single-stream and offline-throughput rows: the same predictors the
+        calibration fits (:func:`planner.calibration.row_predictor`), so `planner predict`
+        and `planner validate` report the same numbers. (None, reason) for serving rows."""
+        try:
+            from .calibration import row_predictor
+        except ImportError:  # calibration module absent: the simulator answers alone
+            return None, ""
+        r = dict(row)
+        r["_dir"] = str(self.csv_dir or ".")
+        fn, reason, kind = row_predictor(r, self.catalog)
+        if fn is None or kind in ("", "serving", "step"):
+            return None, reason
+        return float(fn(ctx.params)), ""
+
     # ---- one row
     def predict_row(self, row: Mapping[str, str]) -> dict[str, Any]:
         """Return the row with ``predicted``, ``provenance`` and ``reason`` filled in."""
@@ -326,7 +341,9 @@ class Predictor:
                 value = _convert(fn(ctx), si_unit, str(row.get("unit") or ""))
                 reason = ""
             else:
-                value, reason = self._serving(dict(row), self.catalog, ctx.params)
+                value, reason = self._calibrated(row, ctx)
+                if value is None and self._serving is not None:
+                    value, reason = self._serving(dict(row), self.catalog, ctx.params)
         except PlannerError as e:
             out["reason"] = _reason(e)
             return out

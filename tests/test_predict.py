@@ -246,3 +246,24 @@ def test_serving_rows_with_the_real_simulator_never_crash(catalog):
             sample.append(r)
     for r in Predictor(catalog).predict_rows(sample):
         assert (r["predicted"] != "") or r["reason"], r["id"]
+
+
+def test_predict_matches_the_fitted_predictors_on_public_rows():
+    """`planner predict` and `planner validate` must report the same numbers: static,
+    single-stream and offline rows go through the calibration's own predictors."""
+    from planner.calibration import load_measurements, load_profile, predict_rows, prepare_rows
+    from planner.catalog import DATA_DIR, load_catalog
+    from planner.predict import Predictor, read_rows
+
+    cat = load_catalog()
+    path = DATA_DIR / "benchmarks" / "public.csv"
+    raw, _ = read_rows(path)
+    wanted = {"trt012-0001", "trt017-0001", "lmd-0001", "lmd-0002", "trtperf-0001"}
+    rows = [r for r in raw if r["id"] in wanted]
+    assert len(rows) >= 3
+    prepared = [r for r in prepare_rows(load_measurements(path, cat), cat) if r.id in wanted]
+    expected = {r.id: v for r, v, _ in predict_rows(prepared, load_profile(), cat) if v}
+    got = {r["id"]: r["predicted"] for r in Predictor(cat).predict_rows(rows)}
+    assert expected, "no row of the sample is predictable"
+    for rid, v in expected.items():
+        assert got[rid] == pytest.approx(v, rel=1e-12), rid
