@@ -550,7 +550,9 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
                 int(tp),
                 int(pp),
                 int(isl + osl),
-                None,
+                # the TensorRT-LLM v0.17 table states kv_cache_free_gpu_mem_fraction 0.95
+                # (the simulator reads the same note)
+                0.95 if "fraction 0.95" in str(row.get("notes") or "") else None,
                 fw,
                 catalog=cat,
                 suggest=False,
