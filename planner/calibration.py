@@ -104,6 +104,8 @@ SCHEMA_COLUMNS = (
     "notes",
 )
 SERVING_MODES = ("rate", "server", "concurrency", "interactive")
+#: time units accepted for step metrics, in seconds
+TIME_UNITS_S = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}
 
 
 # =========================================================================== measurements
@@ -134,13 +136,22 @@ def read_vllm_bench_json(
     or the precision, so they are arguments. Prompt and answer lengths become their
     means (``total_*_tokens / completed``), i.e. the replay uses fixed lengths.
     """
-    import pandas as pd
-
     p = Path(path)
     try:
         d = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
         raise PlannerError(f"{p}: cannot read vllm bench JSON ({e})") from None
+    try:
+        return _vllm_rows(p, d, gpu, model, precision, tp, framework)
+    except (TypeError, ValueError, OverflowError, ZeroDivisionError) as e:
+        if isinstance(e, PlannerError):
+            raise
+        raise PlannerError(f"{p}: a number in the vllm bench JSON is not usable ({e})") from None
+
+
+def _vllm_rows(p: Path, d: Any, gpu, model, precision, tp, framework):
+    import pandas as pd
+
     if not isinstance(d, dict):
         raise PlannerError(f"{p}: expected a JSON object from `vllm bench serve`")
     need = ("completed", "total_input_tokens", "total_output_tokens", "output_throughput")
@@ -148,7 +159,7 @@ def read_vllm_bench_json(
     if miss:
         raise PlannerError(f"{p}: not a `vllm bench serve` result: missing keys {', '.join(miss)}")
     n = float(d["completed"])
-    if n <= 0:
+    if not (math.isfinite(n) and n > 0):
         raise PlannerError(f"{p}: completed must be > 0")
     rate = d.get("request_rate", "inf")
     rate_f = float("inf") if str(rate).lower() in ("inf", "none") else float(rate)
@@ -268,10 +279,54 @@ def load_measurements(
     if dup:
         problems.append(f"duplicate row ids {_few(dup)} (ids must be unique across files)")
     for col in ("n_gpus", "tp", "pp", "isl", "osl", "batch", "concurrency", "context_len"):
-        v = pd.to_numeric(df[col], errors="coerce")
+        raw = df[col]
+        v = pd.to_numeric(raw, errors="coerce")
         badc = df.loc[v.notna() & (v <= 0), "id"].tolist()
         if badc:
             problems.append(f"non-positive {col} in rows {_few(badc)}")
+        text = raw.notna() & raw.astype(str).str.strip().ne("") & v.isna()
+        if text.any():
+            problems.append(f"{col} is not a number in rows {_few(df.loc[text, 'id'].tolist())}")
+        frac = v.notna() & np.isfinite(v) & (v != np.floor(v))
+        if frac.any():
+            problems.append(
+                f"{col} must be a whole number in rows {_few(df.loc[frac, 'id'].tolist())}"
+            )
+    tp_ = pd.to_numeric(df["tp"], errors="coerce")
+    pp_ = pd.to_numeric(df["pp"], errors="coerce").fillna(1)
+    ng_ = pd.to_numeric(df["n_gpus"], errors="coerce")
+    uneven = ng_.notna() & tp_.notna() & (tp_ > 0) & (pp_ > 0) & ((ng_ % (tp_ * pp_)) != 0)
+    if uneven.any():
+        problems.append(
+            f"n_gpus is not a multiple of tp x pp in rows {_few(df.loc[uneven, 'id'].tolist())}"
+        )
+    for col, finder in (("precision", cat.precision), ("kv_precision", cat.kv_precision)):
+        unknown_p: dict[str, list[str]] = {}
+        for rid, v in zip(df["id"], df[col], strict=True):
+            if pd.isna(v) or not str(v).strip():
+                continue  # empty = not stated by the source: a reason at prediction time
+            try:
+                finder(str(v))
+            except UnknownIdError:
+                unknown_p.setdefault(str(v), []).append(rid)
+        for v, rids in unknown_p.items():
+            problems.append(f"unknown {col} '{v}' in rows {_few(rids)}")
+    # units: step metrics in a time unit (converted to seconds), *_ms_* metrics in ms
+    units = df["unit"].astype(str).str.strip()
+    metric = df["metric"].astype(str)
+    is_step = metric.isin(["prefill_s", "decode_step_s"])
+    scale = units.map(TIME_UNITS_S)
+    bad_step = is_step & scale.isna()
+    if bad_step.any():
+        problems.append(
+            f"step metrics need a time unit ({', '.join(TIME_UNITS_S)}) in rows "
+            f"{_few(df.loc[bad_step, 'id'].tolist())}"
+        )
+    bad_ms = metric.str.contains("_ms_") & units.ne("ms")
+    if bad_ms.any():
+        problems.append(
+            f"*_ms_* metrics need unit ms in rows {_few(df.loc[bad_ms, 'id'].tolist())}"
+        )
     for col, finder in (("hardware", cat.gpu), ("framework", cat.framework)):
         unknown: dict[str, list[str]] = {}
         for rid, v in zip(df["id"], df[col], strict=True):
@@ -299,6 +354,12 @@ def load_measurements(
     if problems:
         raise PlannerError("invalid measurements: " + "; ".join(problems))
     df["value"] = vals
+    step = df["metric"].isin(["prefill_s", "decode_step_s"])
+    if step.any():  # step values in seconds from here on
+        df.loc[step, "value"] = df.loc[step, "value"] * df.loc[step, "unit"].astype(
+            str
+        ).str.strip().map(TIME_UNITS_S)
+        df.loc[step, "unit"] = "s"
     return df
 
 
@@ -418,7 +479,10 @@ def offline_throughput(
     pairs = B * (isl * isl / 2 + osl * ctx) / n_iter
     if sm.window:
         sw = min(ctx, sm.window)
-        pairs_sw = B * (min(isl, sm.window) * isl / 2 + osl * sw) / n_iter
+        from .perf import _window_sums
+
+        _, prefill_pairs_sw = _window_sums(isl, isl, sm.window)
+        pairs_sw = B * (float(prefill_pairs_sw) + osl * sw) / n_iter
     else:
         sw = pairs_sw = 0.0
     t = sm.step_time(new, B, B, B * ctx, pairs, B * sw, pairs_sw) + sm.params.sched_overhead_s
@@ -460,15 +524,19 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
         if kv is not None and not (isinstance(kv, float) and math.isnan(kv)) and str(kv).strip()
         else None
     )
-    if kv is not None and kv not in {k.id for k in cat.kv_precisions}:
-        kv = None
     try:
-        sm0 = step_model(m, g, p, kv, int(tp), int(pp), PRIOR, cat)
+        kv = cat.kv_precision(kv).id if kv is not None else None
+        sm0 = step_model(m, g, p, kv, tp, pp, PRIOR, cat)
     except PlannerError as e:
         return None, str(e), ""
     isl, osl = _num(row.get("isl")), _num(row.get("osl"))
     batch = _num(row.get("batch"))
     ctx = _num(row.get("context_len"))
+    for name, v in (("isl", isl), ("osl", osl), ("batch", batch), ("context_len", ctx)):
+        if v is not None and v <= 0:
+            return None, f"{name} must be > 0, got {v:g}", ""
+    if n_gpus is not None and n_gpus % (tp * pp):
+        return None, f"n_gpus={n_gpus:g} is not a multiple of tp x pp = {tp * pp:g}", ""
     replicas = (n_gpus / (tp * pp)) if n_gpus else 1.0
     scale = 1000.0 if metric.startswith(("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")) else 1.0
 
@@ -705,7 +773,7 @@ def _load_profile_cached(path: str, mtime: float) -> Profile:
         with open(path, encoding="utf-8") as fh:
             raw = yaml.safe_load(fh)
         return Profile.model_validate(raw)
-    except (OSError, yaml.YAMLError) as e:
+    except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
         raise PlannerError(f"cannot read calibration profile {path}: {e}") from None
     except ValidationError as e:
         err = e.errors()[0]
@@ -747,7 +815,8 @@ def resolve_params(
         return PRIOR, "prior"
     g = cat.gpu(gpu)
     fw = cat.framework(framework).id if framework else None
-    node = prof.find(fw, g.arch, g.id, precision)
+    prec = cat.precision(precision).id if precision else None
+    node = prof.find(fw, g.arch, g.id, prec)
     if node is None:
         return PRIOR, "prior"
     if node.level == 4:

@@ -38,7 +38,7 @@ ComputeDtype = Literal["bf16", "fp16", "fp8", "int8", "fp4"]
 class Frozen(BaseModel):
     """Base for every catalog record: immutable, no unknown keys."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Sourced(Frozen):
@@ -192,6 +192,9 @@ class ModelArch(Sourced):
     num_experts: int | None = Field(None, gt=0)
     num_experts_per_tok: int | None = Field(None, gt=0)
     num_shared_experts: int = Field(0, ge=0)
+    shared_expert_intermediate_size: int | None = Field(
+        None, gt=0, description="FFN width of the shared expert(s) when it differs (Qwen2-MoE)"
+    )
     moe_intermediate_size: int | None = Field(None, gt=0)
     num_dense_layers: int = Field(
         0, ge=0, description="leading dense layers (first_k_dense_replace)"
@@ -337,6 +340,8 @@ def _read_yaml(path: Path) -> Any:
             return yaml.load(fh, Loader=_Loader)
     except FileNotFoundError:
         raise PlannerError(f"catalog file not found: {path}") from None
+    except UnicodeDecodeError:
+        raise PlannerError(f"{path}: not a UTF-8 text file") from None
     except yaml.YAMLError as e:
         raise PlannerError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from None
 
@@ -441,6 +446,46 @@ class Catalog(Frozen):
         return tuple(p for p in self.rental_prices if p.gpu == gpu_id)
 
 
+def compute_dtype_for(precision: Precision, gpu: Accelerator) -> str:
+    """Compute dtype a precision runs in on a GPU: native, a fallback, or an error."""
+    if gpu.arch in precision.native_archs:
+        return precision.compute_dtype
+    if gpu.arch in precision.fallback_archs and precision.fallback_compute_dtype:
+        return precision.fallback_compute_dtype
+    raise PlannerError(
+        f"precision {precision.id} is not supported on {gpu.id} ({gpu.arch}); "
+        f"native on: {', '.join(precision.native_archs) or '-'}"
+        + (
+            f"; weight-only fallback on: {', '.join(precision.fallback_archs)}"
+            if precision.fallback_archs
+            else ""
+        )
+    )
+
+
+def check_layout(m: ModelArch, tp: Any, pp: Any) -> tuple[int, int]:
+    """Validate a TP x PP layout for a model; returns (tp, pp) as ints.
+
+    TP must divide the query heads (MLA models too: their heads split the same way), and
+    PP cannot exceed the number of layers.
+    """
+    for name, v in (("tp", tp), ("pp", pp)):
+        try:
+            ok = float(v) == int(v) and int(v) >= 1
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise PlannerError(f"{name} must be a whole number >= 1, got {v!r}")
+    tp, pp = int(tp), int(pp)
+    if tp > 1 and m.num_attention_heads % tp:
+        raise PlannerError(
+            f"tp={tp} does not divide the {m.num_attention_heads} attention heads of {m.id}"
+        )
+    if pp > m.num_hidden_layers:
+        raise PlannerError(f"pp={pp} exceeds the {m.num_hidden_layers} layers of {m.id}")
+    return tp, pp
+
+
 class Resolved(NamedTuple):
     """The catalog records of one deployment (see :meth:`Catalog.resolve`)."""
 
@@ -533,11 +578,18 @@ def model_from_hf_config(path: str | os.PathLike[str], model_id: str | None = No
         cfg = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise PlannerError(f"model config not found: {p}") from None
+    except UnicodeDecodeError:
+        raise PlannerError(f"{p}: not a UTF-8 text file") from None
     except json.JSONDecodeError as e:
         raise PlannerError(f"{p}: not valid JSON ({e.msg} at line {e.lineno})") from None
     if not isinstance(cfg, dict):
         raise PlannerError(f"{p}: expected a JSON object")
-    return _arch_from_config(cfg, model_id or str(p), str(p))
+    try:
+        return _arch_from_config(cfg, model_id or str(p), str(p))
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError) as e:
+        if isinstance(e, PlannerError):
+            raise
+        raise PlannerError(f"{p}: a size field is not a usable number ({e})") from None
 
 
 def _need(cfg: dict[str, Any], where: str, *keys: str) -> Any:
@@ -645,6 +697,9 @@ def _arch_from_config(cfg: dict[str, Any], model_id: str, where: str) -> ModelAr
             d["native_precision"] = "fp4"
         if mt == "qwen2_moe" and g("shared_expert_intermediate_size"):
             d["num_shared_experts"] = 1
+            d["shared_expert_intermediate_size"] = int(g("shared_expert_intermediate_size"))
+        if mt == "qwen2_moe":
+            d["attention_bias"] = True  # q, k, v biases as in Qwen2
         if mt in {"qwen3_moe"}:
             mlp_only = g("mlp_only_layers") or []
             d["num_dense_layers"] = len(mlp_only)

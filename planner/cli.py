@@ -58,7 +58,7 @@ def _number(kind: type, *, minimum: float | None = None, strict: bool = True, ma
     return parse
 
 
-positive_int = _number(int, minimum=0)
+positive_int = _number(int, minimum=0, maximum=2**53)
 utilization = _number(float, minimum=0, maximum=1.0)
 
 

@@ -26,7 +26,7 @@ examples:
 
 
 def register(sub) -> None:
-    from .cli import add_common_args
+    from .cli import _number, add_common_args
 
     p = sub.add_parser(
         "calibrate",
@@ -50,7 +50,7 @@ def register(sub) -> None:
     p.add_argument("--tp", type=int, default=None, help="TP size for vllm bench JSON files")
     p.add_argument(
         "--prior-scale",
-        type=float,
+        type=_number(float, minimum=0, maximum=1e6),
         default=1.0,
         help="prior width multiplier (smaller = more shrinkage)",
     )

@@ -20,7 +20,16 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .catalog import Accelerator, Catalog, Framework, ModelArch, Precision, load_catalog
+from .catalog import (
+    Accelerator,
+    Catalog,
+    Framework,
+    ModelArch,
+    Precision,
+    check_layout,
+    compute_dtype_for,
+    load_catalog,
+)
 from .errors import PlannerError, require_positive
 
 BITS_16 = 16.0
@@ -121,7 +130,8 @@ def param_counts(m: ModelArch) -> ParamCounts:
         inter = m.moe_intermediate_size or m.intermediate_size or 0
         expert_one = _mlp_params(h, inter, m.mlp_gated, m.mlp_bias)
         experts = n_moe * m.num_experts * expert_one
-        shared = n_moe * m.num_shared_experts * _mlp_params(h, inter, m.mlp_gated, False)
+        shared_inter = m.shared_expert_intermediate_size or inter
+        shared = n_moe * m.num_shared_experts * _mlp_params(h, shared_inter, m.mlp_gated, False)
         router = n_moe * (h * m.num_experts + (m.num_experts if m.router_bias else 0))
     attention = L * attn_layer
     total = embedding + lm_head + attention + mlp_dense + experts + shared + router + norms
@@ -345,8 +355,10 @@ def plan_memory(
     cat = catalog or load_catalog()
     m, g, p, kvp, fw = cat.resolve(model, gpu, precision, framework, kv_precision)
     require_positive("context_len", context_len)
-    require_positive("tp", tp)
-    require_positive("pp", pp)
+    if not math.isfinite(float(context_len)) or context_len > 2**40:
+        raise PlannerError(f"context_len must be a finite number of tokens, got {context_len}")
+    tp, pp = check_layout(m, tp, pp)
+    compute_dtype_for(p, g)  # the GPU must run this precision (natively or weight-only)
     util = (
         memory_utilization
         if memory_utilization is not None
@@ -452,7 +464,8 @@ def _suggest(cat, m, g, p, kv_id, tp, pp, ctx, util, fw, seqs, btok) -> tuple[st
         except PlannerError:
             return False
 
-    for t in (2, 4, 8, 16, 32, 64):
+    heads = m.num_attention_heads
+    for t in sorted({t for t in (2, 3, 4, 6, 8, 12, 16, 24, 32, 64) if heads % t == 0}):
         if t > tp and ok(t=t):
             out.append(f"tp={t} ({t * pp} GPUs)")
             break

@@ -31,7 +31,16 @@ from dataclasses import dataclass, fields
 import numpy as np
 from pydantic import Field
 
-from .catalog import Accelerator, Catalog, Frozen, ModelArch, Precision, load_catalog
+from .catalog import (
+    Accelerator,
+    Catalog,
+    Frozen,
+    ModelArch,
+    Precision,
+    check_layout,
+    compute_dtype_for,
+    load_catalog,
+)
 from .errors import MissingDataError, PlannerError, require_positive
 from .memory import _bits, kv_layer_bytes_per_token, param_counts
 
@@ -336,23 +345,6 @@ def _s(x):
     return a.item() if a.ndim == 0 else a
 
 
-def compute_dtype_for(precision: Precision, gpu: Accelerator) -> str:
-    """Compute dtype a precision runs in on a GPU: native, a fallback, or an error."""
-    if gpu.arch in precision.native_archs:
-        return precision.compute_dtype
-    if gpu.arch in precision.fallback_archs and precision.fallback_compute_dtype:
-        return precision.fallback_compute_dtype
-    raise PlannerError(
-        f"precision {precision.id} is not supported on {gpu.id} ({gpu.arch}); "
-        f"native on: {', '.join(precision.native_archs) or '-'}"
-        + (
-            f"; weight-only fallback on: {', '.join(precision.fallback_archs)}"
-            if precision.fallback_archs
-            else ""
-        )
-    )
-
-
 def step_model(
     model: ModelArch | str,
     gpu: Accelerator | str,
@@ -366,15 +358,7 @@ def step_model(
     """Precompute the per-step coefficients of a replica (see module docstring)."""
     cat = catalog or load_catalog()
     m, g, prec, kv, _ = cat.resolve(model, gpu, precision, None, kv_precision)
-    require_positive("tp", tp)
-    require_positive("pp", pp)
-    if int(tp) != tp or int(pp) != pp:
-        raise PlannerError("tp and pp must be whole numbers")
-    tp, pp = int(tp), int(pp)
-    if tp > 1 and m.num_attention_heads % tp and not m.is_mla:
-        raise PlannerError(
-            f"tp={tp} does not divide the {m.num_attention_heads} attention heads of {m.id}"
-        )
+    tp, pp = check_layout(m, tp, pp)
     dtype = compute_dtype_for(prec, g)
     peak = g.peak_tflops(dtype) * 1e12
     bw = g.mem_bw_bytes_s

@@ -347,6 +347,9 @@ class Predictor:
         except PlannerError as e:
             out["reason"] = _reason(e)
             return out
+        except (ArithmeticError, ValueError) as e:  # a row never raises
+            out["reason"] = f"cannot be predicted from these numbers ({type(e).__name__}: {e})"
+            return out
         if value is None:
             out["reason"] = reason or f"metric {metric} could not be predicted"
         else:

@@ -39,6 +39,7 @@ from .calibration import (
 )
 from .catalog import Catalog, load_catalog
 from .errors import PlannerError
+from .perf import PRIOR
 
 THROUGHPUT = ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "req_s")
 TPOT = ("tpot_ms_mean", "tpot_ms_median", "itl_ms_mean", "itl_ms_median")
@@ -84,12 +85,12 @@ def serving_predictions(
                 resolve_params(
                     r.gpu,
                     r.framework,
-                    r.precision if r.precision != "nan" else None,
+                    r.precision or None,
                     catalog=catalog,
                     profile=prof,
                 )
                 if prof is not None
-                else resolve_params(r.gpu, r.framework, None, catalog=catalog, profile=None)
+                else (PRIOR, "prior")  # the fold could not be fitted: never the bundled fit
             )
         except PlannerError:
             continue

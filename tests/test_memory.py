@@ -261,3 +261,33 @@ def test_activation_workspace_scales_with_tp(catalog):
     # the residual stream (2 x h per token) is not split, everything else is
     resid = 8192 * 2 * 2 * 8192
     assert a8 == pytest.approx(resid + (a1 - resid) / 8, rel=1e-12)
+
+
+def test_qwen2_moe_shared_expert_width_from_config(tmp_path):
+    """Qwen1.5-MoE-A2.7B: the shared expert has its own width (5632 vs 1408 per routed
+    expert) and q/k/v carry biases. Published: 14.3B total, 2.7B activated (model card)."""
+    import json
+
+    from planner.catalog import model_from_hf_config
+    from planner.memory import param_counts
+
+    cfg = {
+        "model_type": "qwen2_moe",
+        "hidden_size": 2048,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 16,
+        "intermediate_size": 5632,
+        "moe_intermediate_size": 1408,
+        "shared_expert_intermediate_size": 5632,
+        "num_experts": 60,
+        "num_experts_per_tok": 4,
+        "vocab_size": 151936,
+        "tie_word_embeddings": False,
+    }
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    pc = param_counts(model_from_hf_config(tmp_path / "config.json"))
+    # shared expert per layer: 3 * 2048 * 5632 = 34,603,008 (not 3 * 2048 * 1408)
+    assert pc.shared_experts == 24 * 3 * 2048 * 5632
+    assert pc.total / 1e9 == pytest.approx(14.3, rel=0.03)
+    assert pc.active / 1e9 == pytest.approx(2.7, rel=0.03)

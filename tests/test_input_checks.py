@@ -1,0 +1,187 @@
+"""Regression tests for input checks found in review: every command agrees on what a valid
+deployment is, bad measurement rows never reach a fit, and a bad row never stops `predict`."""
+
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+import pytest
+from conftest import DATA_DIR, FIXTURES
+
+from planner.calibration import load_measurements, prepare_rows, resolve_params
+from planner.catalog import load_catalog
+from planner.cli import main
+from planner.errors import PlannerError
+from planner.memory import plan_memory
+from planner.perf import decode_step, step_model
+from planner.predict import Predictor
+
+CAT = load_catalog()
+ROWS = FIXTURES / "calibration" / "two_step_rows.csv"
+
+
+def _mutated(tmp_path, **cells) -> str:
+    df = pd.read_csv(ROWS, dtype=str)
+    for k, v in cells.items():
+        df.loc[1, k] = v
+    p = tmp_path / "rows.csv"
+    df.to_csv(p, index=False)
+    return str(p)
+
+
+# ---------------------------------------------------------------- one notion of a valid layout
+def test_memory_rejects_a_precision_the_gpu_cannot_run():
+    # MI250X (CDNA2) has no FP8 path in the catalog; estimate and simulate already refuse it
+    with pytest.raises(PlannerError, match="not supported on amd-mi250x"):
+        plan_memory("llama-3.1-8b", "amd-mi250x", "fp8", catalog=CAT)
+
+
+@pytest.mark.parametrize("tp", [3, 64])
+def test_memory_rejects_tp_that_does_not_divide_heads(tp):
+    # Llama-3.1-8B has 32 query heads: 32 % 3 != 0, 32 % 64 != 0
+    with pytest.raises(PlannerError, match="does not divide the 32 attention heads"):
+        plan_memory("llama-3.1-8b", "nvidia-h100-sxm", "bf16", tp=tp, catalog=CAT)
+
+
+def test_suggestions_name_only_valid_tp():
+    # Falcon-180B has 232 = 8 x 29 heads: tp 16 is not a valid layout, so never suggested
+    plan = plan_memory("falcon-180b", "nvidia-l40s", "bf16", context_len=2048, catalog=CAT)
+    assert not plan.fits
+    for s in plan.suggestions:
+        if s.startswith("tp="):
+            tp = int(s.split()[0][3:])
+            assert 232 % tp == 0, s
+
+
+def test_step_model_rejects_pp_beyond_layers():
+    with pytest.raises(PlannerError, match="pp=999 exceeds the 32 layers"):
+        step_model("llama-3.1-8b", "nvidia-h100-sxm", "bf16", pp=999, catalog=CAT)
+
+
+def test_cli_memory_unsupported_precision_is_exit_2(capsys):
+    assert (
+        main(["memory", "--model", "llama-3.1-8b", "--gpu", "amd-mi250x", "--precision", "fp8"])
+        == 2
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not supported" in err[0]
+
+
+def test_cli_huge_integer_is_exit_2(capsys):
+    assert (
+        main(
+            ["memory", "--model", "llama-3.1-8b", "--gpu", "nvidia-h100-sxm", "--context", "9" * 60]
+        )
+        == 2
+    )
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------- measurements
+def test_step_values_in_ms_are_converted_to_seconds(tmp_path):
+    df = pd.read_csv(ROWS, dtype=str)
+    df["value"] = [str(float(v) * 1000) for v in df["value"]]
+    df["unit"] = "ms"
+    p = tmp_path / "ms.csv"
+    df.to_csv(p, index=False)
+    loaded = load_measurements(p, CAT)
+    assert loaded["value"].tolist() == pytest.approx([0.0155586, 0.00610654], rel=1e-12)
+    assert set(loaded["unit"]) == {"s"}
+
+
+@pytest.mark.parametrize(
+    ("cells", "message"),
+    [
+        ({"precision": "bf61"}, "unknown precision 'bf61' in rows fx-0002"),
+        ({"kv_precision": "fp9"}, "unknown kv_precision 'fp9' in rows fx-0002"),
+        ({"tp": "1.5"}, "tp must be a whole number in rows fx-0002"),
+        ({"batch": "0.5"}, "batch must be a whole number in rows fx-0002"),
+        ({"tp": "one"}, "tp is not a number in rows fx-0002"),
+        ({"n_gpus": "3", "tp": "2"}, "n_gpus is not a multiple of tp x pp in rows fx-0002"),
+        ({"unit": "tok/s"}, "step metrics need a time unit"),
+    ],
+)
+def test_bad_rows_are_rejected_before_any_fit(tmp_path, cells, message):
+    with pytest.raises(PlannerError, match=message):
+        load_measurements(_mutated(tmp_path, **cells), CAT)
+
+
+def test_resolve_params_accepts_precision_aliases():
+    exact = resolve_params("nvidia-h100-sxm", "trtllm", "fp8", catalog=CAT)
+    upper = resolve_params("nvidia-h100-sxm", "trtllm", "FP8", catalog=CAT)
+    assert upper == exact
+    assert exact[1].startswith("fit (trtllm/nvidia-h100-sxm/fp8")
+
+
+# ---------------------------------------------------------------- predict never raises on a row
+def test_predict_row_with_zero_output_length_gets_a_reason():
+    row = {
+        "id": "x1",
+        "hardware": "nvidia-h100-sxm",
+        "n_gpus": "1",
+        "tp": "1",
+        "pp": "1",
+        "model": "llama-3.1-8b",
+        "precision": "fp8",
+        "framework": "trtllm",
+        "mode": "offline",
+        "isl": "128",
+        "osl": "0",
+        "metric": "total_tok_s",
+        "value": "1000",
+        "unit": "tok/s",
+    }
+    out = Predictor(CAT).predict_row(row)
+    assert out["predicted"] == ""
+    assert "osl must be > 0" in out["reason"] or "one output token" in out["reason"]
+
+
+def test_prepare_rows_reason_for_uneven_gpu_count():
+    df = pd.DataFrame(
+        [
+            {
+                "id": "u1",
+                "source": "t",
+                "hardware": "nvidia-h100-sxm",
+                "n_gpus": 3,
+                "tp": 2,
+                "pp": 1,
+                "model": "llama-3.1-8b",
+                "precision": "fp8",
+                "framework": "trtllm",
+                "mode": "offline",
+                "isl": 128,
+                "osl": 128,
+                "metric": "output_tok_s_total",
+                "value": 1000.0,
+                "unit": "tok/s",
+            }
+        ]
+    )
+    (row,) = prepare_rows(df, CAT)
+    assert not row.ok and "not a multiple of tp x pp" in row.reason
+
+
+# ---------------------------------------------------------------- catalogs and files
+def test_infinite_catalog_number_is_rejected(tmp_path):
+    d = tmp_path / "data"
+    shutil.copytree(DATA_DIR, d, ignore=shutil.ignore_patterns("benchmarks", "calibration"))
+    hw = (d / "hardware.yaml").read_text()
+    (d / "hardware.yaml").write_text(hw.replace("mem_bw_gbs: 3350", "mem_bw_gbs: .inf", 1))
+    with pytest.raises(PlannerError, match="mem_bw_gbs"):
+        load_catalog(d)
+
+
+def test_non_utf8_config_json_is_a_one_line_error(tmp_path, capsys):
+    p = tmp_path / "config.json"
+    p.write_bytes(b"\xff\xfe\x00bad")
+    code = main(["memory", "--model", str(p), "--gpu", "nvidia-h100-sxm"])
+    assert code == 2
+    assert "not a UTF-8 text file" in capsys.readouterr().err
+
+
+def test_decode_step_unchanged_by_checks():
+    # the layout check must not change the numbers of a valid layout (8B, tp=2)
+    sm = step_model("llama-3.1-8b", "nvidia-h100-sxm", "bf16", tp=2, catalog=CAT)
+    assert float(decode_step(sm, 8, 1024).time_s) > 0
