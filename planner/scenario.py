@@ -46,7 +46,8 @@ __all__ = [
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # .inf / .nan in a scenario file are validation errors (e.g. constraints.headroom: .inf)
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Deployment(_Frozen):
@@ -125,7 +126,7 @@ class Scenario(_Frozen):
         missing = [k for k in ("gpu", "framework", "precision") if getattr(out, k) is None]
         if missing:
             raise PlannerError(
-                f"scenario {self.name or ''}: no {', '.join(missing)} given; pass "
+                f"scenario{f' {self.name}' if self.name else ''}: no {', '.join(missing)} given; pass "
                 + " ".join(f"--{k} ..." for k in missing)
                 + " or add them under 'deployment:' in the scenario file"
             )
@@ -269,6 +270,12 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
         raise PlannerError(f"scenario file not found: {p}") from None
     except IsADirectoryError:
         raise PlannerError(f"{p}: is a folder, not a scenario file") from None
+    except UnicodeDecodeError as e:
+        raise PlannerError(
+            f"{p}: not a UTF-8 text file ({e.reason} at byte {e.start}); a scenario is YAML text"
+        ) from None
+    except OSError as e:
+        raise PlannerError(f"{p}: cannot read the scenario file: {e.strerror or e}") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:

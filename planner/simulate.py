@@ -211,6 +211,11 @@ def build_replica(
         suggest=False,
     )
     probe = plan_memory(m, g, p, context_len=min(ctx, 2048), memory_utilization=util, **plan_kw)
+    if probe.fits and bs > probe.max_kv_tokens > 0:
+        raise PlannerError(
+            f"KV block size {bs} tokens is larger than the whole KV cache of {m.id} on "
+            f"{tp * pp}x {g.id} ({p.id}, {probe.max_kv_tokens} tokens); use a smaller block_size"
+        )
     if probe.max_kv_tokens < bs:
         full = plan_memory(
             m,
@@ -501,7 +506,7 @@ def simulate(
     )
     check_fits(replica, reqs)
     if static:
-        return _run_static(replica, reqs.all_at_once() if concurrency else reqs)
+        return _run_static(replica, reqs, concurrency)
     return _run_continuous(replica, reqs, concurrency)
 
 
@@ -517,6 +522,20 @@ def check_fits(replica: Replica, reqs: Requests) -> None:
             "tokens; truncate the workload (make_requests(context_limit=...)) or raise context_len"
         )
     need = math.ceil(worst / bs)
+    shared_blk = (reqs.shared_prefix_tokens // bs) if eng.prefix_caching else 0
+    if shared_blk and need <= eng.num_blocks:
+        # continuous batching holds the shared prefix's blocks once, for everybody, and each
+        # request's own blocks beside them
+        own = np.ceil(ctx / bs).astype(np.int64) - np.minimum(shared_blk, reqs.cached_tokens // bs)
+        if shared_blk + int(own.max()) > eng.num_blocks:
+            kvb = replica.memory.kv_cache_bytes_per_token if replica.memory else float("nan")
+            raise PlannerError(
+                f"scenario overflows memory: the shared prefix ({reqs.shared_prefix_tokens} "
+                f"tokens) plus the longest request's own KV blocks need "
+                f"{(shared_blk + int(own.max())) * bs * kvb / 1e9:.2f} GB of KV cache per GPU "
+                f"but {replica.label()} has {eng.kv_capacity_tokens * kvb / 1e9:.2f} GB "
+                f"({eng.kv_capacity_tokens} tokens) free"
+            )
     if need > eng.num_blocks:
         kvb = replica.memory.kv_cache_bytes_per_token if replica.memory else float("nan")
         raise PlannerError(
@@ -742,7 +761,8 @@ def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -
                     if d > 1e-18:
                         a2 = d / 2
                         b2 = t0 - d / 2
-                        j = math.ceil((-b2 + math.sqrt(b2 * b2 + 4 * a2 * gap)) / (2 * a2) - 1e-9)
+                        # root of a2*j**2 + b2*j = gap in the form without cancellation
+                        j = math.ceil(2 * gap / (b2 + math.sqrt(b2 * b2 + 4 * a2 * gap)) - 1e-9)
                     else:
                         j = math.ceil(gap / t0 - 1e-9)
                     j = max(1, j)
@@ -925,8 +945,9 @@ def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -
         itl_weights=itl_w,
         batch_values=bat_v,
         batch_weights=bat_w,
-        kv_util_mean=kv_area / horizon / eng.num_blocks,
-        kv_util_max=kv_max / eng.num_blocks,
+        # the shared prefix's blocks are in use too (held once, outside ``nblocks``)
+        kv_util_mean=(kv_area / horizon + shared_blk) / eng.num_blocks,
+        kv_util_max=(kv_max + shared_blk) / eng.num_blocks,
         in_system_area_s=area,
         prefill_tokens_computed=pf_tokens,
         mode="closed" if closed else "open",
@@ -953,12 +974,17 @@ def _event_stats(events: list[tuple[int, int, int, float, float]]):
     return itl_v[keep], itl_w[keep], nseq, k
 
 
-def _run_static(replica: Replica, reqs: Requests) -> SimResult:
+def _run_static(replica: Replica, reqs: Requests, concurrency: int | None = None) -> SimResult:
     """Static batching: a batch is formed from the queue, prefilled in one forward, and
     decoded until its longest answer ends (finished sequences keep their slot, as in a
     padded static batch); the next batch starts after that.
 
     Every request reserves KV for its whole context (prompt + answer) up front.
+
+    ``concurrency`` c: closed loop with c clients. The first c requests arrive at t = 0;
+    each client sends its next request when its previous one finishes (its last token, which
+    may be before the padded batch ends), so a batch holds at most min(c, max_num_seqs)
+    requests and one client alone sees a TTFT of one prefill.
     """
     eng = replica.engine
     sm = replica.sm
@@ -967,7 +993,15 @@ def _run_static(replica: Replica, reqs: Requests) -> SimResult:
     bs = eng.block_size_tokens
     W = int(sm.window) if sm.layers_sw > 0 and sm.window > 0 else 0
     n = len(reqs)
-    arr = reqs.arrival_s
+    closed = concurrency is not None
+    if closed:
+        require_positive("concurrency", concurrency)
+        arr = np.full(n, np.inf)
+        next_arr = min(int(concurrency), n)
+        arr[:next_arr] = 0.0
+    else:
+        arr = np.asarray(reqs.arrival_s, float)
+        next_arr = n
     inp = reqs.input_tokens.astype(float)
     out = reqs.output_tokens
     cch = reqs.cached_tokens.astype(float)
@@ -988,6 +1022,8 @@ def _run_static(replica: Replica, reqs: Requests) -> SimResult:
     blocks_need = np.ceil((reqs.input_tokens + reqs.output_tokens) / bs).astype(np.int64)
     while i < n:
         if arr[i] > now:
+            if arr[i] == np.inf:  # pragma: no cover - a closed loop always has one queued
+                raise PlannerError("simulation stalled with requests outstanding")
             now = float(arr[i])
         j = i
         blocks = 0
@@ -1051,6 +1087,10 @@ def _run_static(replica: Replica, reqs: Requests) -> SimResult:
         else:
             fin[idx] = now
             dur = 0.0
+        if next_arr < n:  # closed loop: each finished client sends its next request
+            done_t = np.sort(fin[idx])[: n - next_arr]
+            arr[next_arr : next_arr + len(done_t)] = done_t
+            next_arr += len(done_t)
         now += dur
         busy += dur
         area += float((fin[idx] - start).sum())
@@ -1060,7 +1100,7 @@ def _run_static(replica: Replica, reqs: Requests) -> SimResult:
         i = j
     horizon = max(busy, 1e-12)
     return SimResult(
-        arrival_s=np.asarray(arr, float).copy(),
+        arrival_s=arr.copy(),
         first_token_s=first,
         finish_s=fin,
         input_tokens=reqs.input_tokens.copy(),
@@ -1344,6 +1384,25 @@ def _binding(summary: dict[str, Any], slo: SLO) -> str:
     return name
 
 
+def _scored_requests(
+    workload: Workload, slo: SLO, n_requests: int, min_exceedances: float, max_factor: float
+) -> int:
+    """Requests to score per rate so that about ``min_exceedances`` of them are expected to
+    miss the tightest tail the SLO looks at (1 - percentile, or 1 - attainment), scaled by
+    the arrivals' burstiness (squared cv of the gaps: exceedances come in clusters, so a
+    bursty stream carries fewer independent ones); between ``n_requests`` and
+    ``max_factor * n_requests``."""
+    tails = [1.0 - t.percentile / 100.0 for t in slo.targets().values()]
+    if slo.attainment is not None and slo.targets():
+        tails.append(1.0 - slo.attainment)
+    tails = [f for f in tails if f > 1e-12]
+    if not tails or min_exceedances <= 0:
+        return int(n_requests)
+    burst = max(1.0, workload.traffic.burstiness())
+    need = math.ceil(min_exceedances * burst / min(tails) - 1e-9)
+    return int(max(n_requests, min(need, max_factor * n_requests)))
+
+
 def max_rate(
     replica: Replica,
     workload: Workload,
@@ -1354,19 +1413,27 @@ def max_rate(
     rel_tol: float = 0.02,
     max_evals: int = 16,
     max_utilization: float = 0.95,
+    min_exceedances: float = 50.0,
+    max_scored_factor: float = 10.0,
 ) -> CapacityResult:
     """Largest arrival rate per replica whose SLO attainment meets the target (bisection).
 
     Every evaluation replays the same requests (lengths and unit-rate arrival gaps are drawn
     once and rescaled to each rate: common random numbers), so attainment is a
     near-monotone function of the rate and a looser SLO can never get a lower answer. The
-    bracket comes from :func:`fast_path`'s saturation rate. ``n_requests`` requests are
-    scored per rate; before them the run warms up for the E2E latency of a p99-long answer
-    at saturation (the batch reaches steady state only once its longest requests have
-    cycled), and after them arrivals continue as long again, so the scored requests never
-    see a ramp-up or a draining engine and an overload shows as a growing queue. Rates above
-    ``max_utilization`` x the fast path's saturation rate count as failing: a queue that
-    close to saturation has no stable percentiles, whatever a finite run shows.
+    bracket is ``[0, max_utilization x`` :func:`fast_path`'s saturation rate``]``: a queue
+    closer to saturation has no stable percentiles, whatever a finite run shows.
+
+    At least ``n_requests`` requests are scored per rate, more when the SLO looks far into
+    the tail or the arrivals are bursty: enough that ``min_exceedances`` of them are expected
+    beyond the tightest percentile (or attainment) even after dividing by the squared cv of
+    the arrival gaps, at most ``max_scored_factor x n_requests``. (Too few scored requests
+    overestimate the capacity: exceedances come in bursts, so a short window usually holds
+    fewer of them than the long run.) Before the scored requests the run warms up for twice
+    the E2E latency of a p99-long answer at saturation (the batch reaches steady state only
+    once its longest requests have cycled), and after them arrivals continue as long again,
+    so the scored requests never see a ramp-up or a draining engine and an overload shows
+    as a growing queue.
 
     Raises
     ------
@@ -1379,27 +1446,28 @@ def max_rate(
     require_positive("n_requests", n_requests)
     fp = fast_path(replica, workload, 1.0)
     # The batch reaches steady state only after its longest requests have cycled through:
-    # warm up for the E2E of a p99-long answer at saturation, score n_requests arrivals,
-    # and keep arrivals flowing as long again so the scored ones never see a draining engine.
+    # warm up for the E2E of a p99-long answer at saturation, score the requests, and keep
+    # arrivals flowing as long again so the scored ones never see a draining engine.
     t_sat = fp.saturation_iteration_s
     tail_s = max(fp.saturation_e2e_s, workload.output_quantile_tokens(0.99) * t_sat)
     warm_s = 2.0 * tail_s
     cap_rps = max_utilization * fp.saturation_rps
-    n_cap = 12 * n_requests
+    n_scored = _scored_requests(workload, slo, n_requests, min_exceedances, max_scored_factor)
+    n_cap = n_scored + 11 * int(n_requests)
     wl = workload.model_copy(update={"offline": False}) if workload.offline else workload
+
     base = wl.sample_requests(
         n_cap, rng, 1.0, context_limit=eng.context_limit_tokens, prefix_caching=eng.prefix_caching
     )
-    base_unit = base.arrival_s
     check_fits(replica, base)
     zero = check_reachable(replica, workload, slo)
     evals: list[tuple[float, bool, float]] = []
     cache: dict[float, dict[str, Any]] = {}
 
     def ok(rate: float) -> bool:
-        k = int(min(n_cap, n_requests + math.ceil(rate * (warm_s + tail_s)) + 1))
+        k = int(min(n_cap, n_scored + math.ceil(rate * (warm_s + tail_s)) + 1))
         reqs = Requests(
-            base_unit[:k] / rate,
+            base.arrival_s[:k] / rate,
             base.input_tokens[:k],
             base.output_tokens[:k],
             base.cached_tokens[:k],
@@ -1413,13 +1481,10 @@ def max_rate(
         )
         a = res.arrival_s
         lo_t = min(warm_s, float(a[int(0.5 * (k - 1))]))
-        mask = (a >= lo_t) & (np.arange(k) < np.searchsorted(a, lo_t) + n_requests)
+        mask = (a >= lo_t) & (np.arange(k) < np.searchsorted(a, lo_t) + n_scored)
         s = res.summary(slo, mask=mask)
         s["warmup_s"] = lo_t
         s["rate_rps"] = rate
-        if rate > cap_rps:
-            s["slo_ok"] = False
-            s["unstable"] = True
         cache[rate] = s
         evals.append((rate, bool(s["slo_ok"]), float(s["slo_attainment"])))
         return bool(s["slo_ok"])
@@ -1427,8 +1492,8 @@ def max_rate(
     lo, hi = 0.0, cap_rps
     if ok(hi):
         lo = hi
-    while len(evals) < max_evals and hi - lo > rel_tol * max(hi, 1e-12):
-        mid = (lo + hi) / 2 if lo > 0 else (hi / 2 if len(evals) > 1 else 0.7 * hi)
+    while len(evals) < max_evals and hi - lo > rel_tol * hi:
+        mid = (lo + hi) / 2 if lo > 0 else (0.7 * hi if len(evals) == 1 else hi / 2)
         if ok(mid):
             lo = mid
         else:
@@ -1440,15 +1505,16 @@ def max_rate(
             if ok(r):
                 lo = r
                 break
+            hi = r
             r /= 2
     summary = cache.get(lo) if lo > 0 else cache.get(min(cache))
     if lo >= cap_rps * (1 - 1e-9):
         binding = f"throughput ({max_utilization:.0%} of the saturation rate, {fp.limited_by})"
     else:
-        binding = _binding(cache.get(hi, summary or {}), slo)
+        binding = _binding(cache.get(hi) or summary, slo)
     return CapacityResult(
         max_rate_rps=float(lo),
-        summary=summary or {},
+        summary=summary,
         slo=slo,
         saturation_rps=fp.saturation_rps,
         zero_load=zero,
@@ -1478,6 +1544,11 @@ def size_fleet(
     if not max_rate_rps > 0:
         raise PlannerError("no capacity: the replica cannot serve any rate within the SLO")
     need = peak_rps * (1 + headroom) / max_rate_rps
+    if not math.isfinite(need):
+        raise PlannerError(
+            f"cannot size a fleet for peak {peak_rps:g} req/s with headroom {headroom:g} at "
+            f"{max_rate_rps:g} req/s per replica: the replica count is not a finite number"
+        )
     replicas = max(1, math.ceil(need - 1e-9))
     gpus = replicas * int(gpus_per_replica)
     out: dict[str, Any] = {
@@ -1492,6 +1563,8 @@ def size_fleet(
     }
     if hourly_rps is not None:
         h = np.asarray(hourly_rps, float)
+        if not np.isfinite(h).all():
+            raise PlannerError("hourly arrival rates must be finite numbers")
         per_hour = (
             np.maximum(1, np.ceil(h * (1 + headroom) / max_rate_rps - 1e-9)) * gpus_per_replica
         )
@@ -1548,7 +1621,7 @@ def throughput_latency_curve(
         if eng.continuous_batching:
             res = _run_continuous(replica, reqs, c)
         else:
-            res = _run_static(replica, _closed_arrivals_static(reqs, c))
+            res = _run_static(replica, reqs, c)
         row = _closed_loop_point(res, c, slo)
         rows.append(row)
     power = [r["output_tok_s"] / r["e2e_mean_s"] if r["e2e_mean_s"] > 0 else 0.0 for r in rows]
@@ -1556,12 +1629,6 @@ def throughput_latency_curve(
     for i, r in enumerate(rows):
         r["is_knee"] = i == k
     return rows
-
-
-def _closed_arrivals_static(reqs: Requests, c: int) -> Requests:
-    """Static batching has no per-request feedback loop: with c clients the engine sees
-    batches of c requests queued together (all at t = 0 is equivalent for throughput)."""
-    return reqs.all_at_once()
 
 
 def _closed_loop_point(res: SimResult, c: int, slo: SLO | None) -> dict[str, Any]:
@@ -1612,15 +1679,22 @@ def compare_tp(
     slo: SLO,
     *,
     tps: tuple[int, ...] = (1, 2, 4, 8),
+    pp: int = 1,
+    kv_precision: str | None = None,
     peak_rps: float | None = None,
     headroom: float = 0.2,
     catalog: Catalog | None = None,
     params: EfficiencyParams | None = None,
     n_requests: int = 800,
     engine: dict[str, Any] | None = None,
+    seed: int = 0,
 ) -> list[dict[str, Any]]:
     """One big-TP replica against several small ones: capacity per replica and per GPU,
-    replicas and GPUs for the peak, and the P99 latencies, for each TP size."""
+    replicas and GPUs for the peak, and the P99 latencies, for each TP size.
+
+    Every TP size keeps the deployment's ``pp`` and ``kv_precision``, and its capacity
+    search draws its requests from ``np.random.default_rng(seed)``, so the row of the
+    deployment's own TP equals :func:`max_rate` of that replica with the same seed."""
     peak = peak_rps if peak_rps is not None else workload.traffic.peak()
     rows: list[dict[str, Any]] = []
     for tp in tps:
@@ -1632,11 +1706,15 @@ def compare_tp(
                 precision,
                 framework,
                 tp=tp,
+                pp=pp,
+                kv_precision=kv_precision,
                 params=params,
                 catalog=catalog,
                 **(engine or {}),
             )
-            cap = max_rate(rep, workload, slo, n_requests=n_requests)
+            cap = max_rate(
+                rep, workload, slo, n_requests=n_requests, rng=np.random.default_rng(seed)
+            )
             fl = size_fleet(
                 cap.max_rate_rps, peak, headroom=headroom, gpus_per_replica=rep.num_gpus
             )

@@ -36,7 +36,9 @@ _Z99 = 2.3263478740408408
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # allow_inf_nan=False: ``.inf`` / ``.nan`` in a scenario file are validation errors, not
+    # numbers that crash the capacity search later
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 def _as_int_tokens(x: np.ndarray, min_tokens: int = 1) -> np.ndarray:
@@ -60,8 +62,16 @@ class FixedLength(_Frozen):
         return float(self.tokens)
 
 
+def _norm_cdf(z: float) -> float:
+    return 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
+
+
+def _norm_pdf(z: float) -> float:
+    return math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+
+
 class NormalLength(_Frozen):
-    """Normal lengths (rounded, clipped below at ``min_tokens``) [tokens]."""
+    """Normal lengths (rounded, clipped at ``min_tokens`` and ``max_tokens``) [tokens]."""
 
     kind: Literal["normal"] = "normal"
     mean: float = Field(gt=0)
@@ -74,7 +84,41 @@ class NormalLength(_Frozen):
         return np.minimum(x, self.max_tokens) if self.max_tokens else x
 
     def mean_tokens(self) -> float:
-        return float(self.mean)
+        """Mean of the rounded, clipped samples [tokens].
+
+        Clipping puts the tails' mass AT the bounds: with bounds lo, hi, alpha = (lo - mu) /
+        sigma and beta = (hi - mu) / sigma, ``E = lo*Phi(alpha) + hi*(1 - Phi(beta)) +
+        mu*(Phi(beta) - Phi(alpha)) + sigma*(phi(alpha) - phi(beta))``. Samples are rounded
+        before clipping, so a sample becomes ``min_tokens`` when it is below ``min_tokens +
+        0.5`` (and ``max_tokens`` above ``max_tokens - 0.5``): the cut points carry that
+        half-token continuity correction.
+        """
+        lo_v = float(self.min_tokens)
+        hi_v = float(self.max_tokens) if self.max_tokens else math.inf
+        if hi_v <= lo_v:  # max applied after min: everything ends at max_tokens
+            return hi_v
+        mu, sd = float(self.mean), float(self.std)
+        if sd == 0:
+            return float(min(max(float(np.rint(mu)), lo_v), hi_v))
+        if sd < 8.0:  # few distinct values: the exact sum over the integers in reach
+            k0 = int(max(lo_v, math.floor(mu - 10 * sd)))
+            k1 = int(min(hi_v, math.ceil(mu + 10 * sd)))
+            tot = lo_v * _norm_cdf((lo_v + 0.5 - mu) / sd)
+            if not math.isinf(hi_v):
+                tot += hi_v * (1.0 - _norm_cdf((hi_v - 0.5 - mu) / sd))
+            k1 = k1 if math.isinf(hi_v) else min(k1, int(hi_v) - 1)
+            for k in range(max(k0, int(lo_v) + 1), k1 + 1):
+                tot += k * (_norm_cdf((k + 0.5 - mu) / sd) - _norm_cdf((k - 0.5 - mu) / sd))
+            return float(tot)
+        a = (lo_v + 0.5 - mu) / sd
+        fa, pa = _norm_cdf(a), _norm_pdf(a)
+        if math.isinf(hi_v):
+            fb, pb, upper = 1.0, 0.0, 0.0
+        else:
+            b = (hi_v - 0.5 - mu) / sd
+            fb, pb = _norm_cdf(b), _norm_pdf(b)
+            upper = hi_v * (1.0 - fb)
+        return float(lo_v * fa + upper + mu * (fb - fa) + sd * (pa - pb))
 
     def quantile_tokens(self, q: float) -> float:
         from statistics import NormalDist
@@ -322,22 +366,52 @@ def _check_hist(tokens, weights, where: str) -> None:
         raise ValueError(f"{where}: weights must be >= 0 and not all zero")
 
 
-@lru_cache(maxsize=32)
-def _read_hist_csv(path: str) -> tuple[np.ndarray, np.ndarray]:
+def _read_csv_rows(path: str, what: str) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, row) of every data row of a CSV file; a one-line error otherwise."""
     try:
         with open(path, encoding="utf-8", newline="") as fh:
-            rows = list(csv.DictReader(fh))
+            reader = csv.DictReader(fh)
+            rows = [(reader.line_num, r) for r in reader]
     except FileNotFoundError:
-        raise PlannerError(f"histogram file not found: {path}") from None
+        raise PlannerError(f"{what} file not found: {path}") from None
+    except IsADirectoryError:
+        raise PlannerError(f"{what} file {path} is a folder, not a CSV file") from None
+    except UnicodeDecodeError as e:
+        raise PlannerError(
+            f"{what} file {path} is not UTF-8 text ({e.reason} at byte {e.start})"
+        ) from None
+    except csv.Error as e:
+        raise PlannerError(f"{what} file {path}: not a valid CSV file ({e})") from None
+    except OSError as e:
+        raise PlannerError(f"{what} file {path} cannot be read: {e.strerror or e}") from None
+    return rows
+
+
+def _finite_cell(row: dict[str, Any], col: str, path: str, line: int) -> float:
+    """One numeric cell; a missing, non-numeric or non-finite value names the row."""
+    v = row.get(col)
+    try:
+        x = float(v)  # None (a short row) raises TypeError
+    except (TypeError, ValueError, OverflowError):
+        shown = "missing" if v is None else repr(v)
+        raise PlannerError(f"{path}: line {line}: {col} is not a number ({shown})") from None
+    if not math.isfinite(x):
+        raise PlannerError(f"{path}: line {line}: {col} must be a finite number, got {v!r}")
+    return x
+
+
+@lru_cache(maxsize=32)
+def _read_hist_csv(path: str) -> tuple[np.ndarray, np.ndarray]:
+    rows = _read_csv_rows(path, "histogram")
     if not rows:
         raise PlannerError(f"{path}: empty histogram")
-    cols = {c.strip().lower(): c for c in rows[0]}
+    cols = {str(c).strip().lower(): c for c in rows[0][1] if c is not None}
     wcol = next((cols[c] for c in ("weight", "count", "probability") if c in cols), None)
     if "tokens" not in cols or wcol is None:
         raise PlannerError(f"{path}: needs columns 'tokens' and one of weight/count/probability")
+    t = [_finite_cell(r, cols["tokens"], path, ln) for ln, r in rows]
+    w = [_finite_cell(r, wcol, path, ln) for ln, r in rows]
     try:
-        t = [float(r[cols["tokens"]]) for r in rows]
-        w = [float(r[wcol]) for r in rows]
         _check_hist(t, w, str(path))
     except ValueError as e:
         raise PlannerError(f"{path}: {e}") from None
@@ -365,22 +439,30 @@ def load_trace(path: str) -> Trace:
 
     Timestamps are seconds (any origin; sorted and shifted to start at 0).
     """
-    try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            rows = list(csv.DictReader(fh))
-    except FileNotFoundError:
-        raise PlannerError(f"trace file not found: {path}") from None
+    rows = _read_csv_rows(path, "trace")
     need = ("timestamp", "input_tokens", "output_tokens")
-    if not rows or any(c not in rows[0] for c in need):
+    if not rows or any(c not in rows[0][1] for c in need):
         raise PlannerError(f"{path}: a trace needs a header with columns {', '.join(need)}")
-    try:
-        t = np.array([float(r["timestamp"]) for r in rows])
-        i = np.array([int(float(r["input_tokens"])) for r in rows], dtype=np.int64)
-        o = np.array([int(float(r["output_tokens"])) for r in rows], dtype=np.int64)
-    except ValueError as e:
-        raise PlannerError(f"{path}: not a number in the trace ({e})") from None
+    t = np.array([_finite_cell(r, "timestamp", path, ln) for ln, r in rows])
+    ilen, olen = [], []
+    for ln, r in rows:
+        for col, dst in (("input_tokens", ilen), ("output_tokens", olen)):
+            x = _finite_cell(r, col, path, ln)
+            if x <= 0 or x >= 2**62:
+                raise PlannerError(
+                    f"{path}: line {ln}: {col} must be > 0 (a token count), got {r[col]!r}"
+                )
+            dst.append(int(x))
+    i = np.array(ilen, dtype=np.int64)
+    o = np.array(olen, dtype=np.int64)
     if (i <= 0).any() or (o <= 0).any():
         raise PlannerError(f"{path}: input_tokens and output_tokens must be > 0 in every row")
+    if len(np.unique(t)) < 2:
+        raise PlannerError(
+            f"{path}: a trace needs at least two distinct timestamps to define an arrival rate "
+            f"(got {len(t)} row{'s' if len(t) != 1 else ''}"
+            + (f", all at {t[0]:g} s)" if len(t) else ")")
+        )
     order = np.argsort(t, kind="stable")
     t = t[order] - t[order][0]
     return Trace(t, i[order], o[order])
@@ -410,6 +492,12 @@ class Traffic(_Frozen):
             raise ValueError(
                 "arrival 'gamma' needs cv (coefficient of variation, e.g. 2 for bursty)"
             )
+        if self.cv is not None:
+            c2 = self.cv * self.cv
+            if not (math.isfinite(c2) and c2 > 0 and math.isfinite(1.0 / c2)):
+                raise ValueError(
+                    f"cv ({self.cv:g}) is out of range: cv squared must be a finite number > 0"
+                )
         if self.arrival == "trace" and not self.trace_path:
             raise ValueError("arrival 'trace' needs trace_path")
         if self.arrival != "trace" and self.mean_rps is None and self.peak_rps is None:
@@ -425,6 +513,9 @@ class Traffic(_Frozen):
                 raise ValueError("daily_profile multipliers must be >= 0 and not all zero")
             if self.mean_rps is None:
                 raise ValueError("daily_profile needs mean_rps")
+            busiest = self.mean_rps * (max(self.daily_profile) / (sum(self.daily_profile) / 24))
+            if not (math.isfinite(busiest) and math.isfinite(sum(self.daily_profile))):
+                raise ValueError("daily_profile: the busiest hour's rate is not a finite number")
         return self
 
     def _trace(self) -> Trace:
@@ -451,6 +542,21 @@ class Traffic(_Frozen):
         if self.peak_rps is not None:
             cands.append(float(self.peak_rps))
         return max(cands)
+
+    def burstiness(self) -> float:
+        """Squared coefficient of variation of the inter-arrival gaps (1 for Poisson).
+
+        Gamma arrivals: ``cv**2``; constant spacing: 0; a trace: measured on its gaps.
+        """
+        if self.arrival == "poisson":
+            return 1.0
+        if self.arrival == "gamma":
+            return float(self.cv * self.cv)
+        if self.arrival == "uniform":
+            return 0.0
+        gaps = np.diff(self._trace().arrival_s)
+        m = float(gaps.mean()) if len(gaps) else 0.0
+        return float(gaps.var() / (m * m)) if m > 0 else 1.0
 
     def unit_arrivals(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Arrival times of ``n`` requests at 1 req/s [s]; divide by a rate to rescale.
@@ -652,8 +758,10 @@ def make_requests(
     """Build a :class:`Requests` list, truncating to the model's context.
 
     Prompts are cut to ``context_limit - 1`` tokens and answers to what remains, as a
-    server with ``max_model_len`` does. Cached tokens: the shared prefix plus
-    ``cache_hit_rate`` of the rest, never the whole prompt, zero without prefix caching.
+    server with ``max_model_len`` does. Cached tokens: the shared prefix (at most the
+    prompt minus one token) plus ``cache_hit_rate`` of the rest, never the whole prompt,
+    zero without prefix caching. ``Requests.shared_prefix_tokens`` is the longest part of
+    the shared prefix any prompt holds.
     """
     a = np.asarray(arrival_s, float)
     i = np.asarray(input_tokens, dtype=np.int64).copy()
@@ -676,6 +784,9 @@ def make_requests(
     a, i, o = a[order], i[order], o[order]
     shared = int(shared_prefix_tokens) if prefix_caching else 0
     if prefix_caching:
+        # a prompt shorter than the shared prefix holds only its first prompt - 1 tokens of it
+        # (one token is always computed); the pool keeps the longest part any prompt uses
+        shared = min(shared, int(i.max()) - 1)
         sh = np.minimum(shared, i - 1)
         rest = i - sh
         cached = sh + np.floor(cache_hit_rate * rest).astype(np.int64)
@@ -788,8 +899,8 @@ class Workload(_Frozen):
             arr = _tile_trace_times(self.traffic._trace().arrival_s, int(n))
         else:
             rate = float(rate_rps) if rate_rps is not None else self.traffic.peak()
-            if not rate > 0:
-                raise PlannerError(f"arrival rate must be > 0, got {rate}")
+            if not (rate > 0 and math.isfinite(rate)):
+                raise PlannerError(f"arrival rate must be a finite number > 0, got {rate}")
             arr = unit / rate
         return make_requests(
             arr,

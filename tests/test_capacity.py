@@ -224,3 +224,57 @@ def test_one_big_replica_vs_several_small(catalog):
         n_requests=200,
     )
     assert none_fit[0]["fits"] is False and "does not fit" in none_fit[0]["reason"]
+
+
+# --------------------------------------------------------------------------- review fixes
+def test_fleet_for_a_non_finite_need_is_an_error():
+    with pytest.raises(PlannerError, match="not a finite number"):
+        size_fleet(1e-300, 1e300, headroom=1.0)
+    with pytest.raises(PlannerError, match="not a finite number"):
+        size_fleet(1.0, math.inf)
+
+
+def test_compare_tp_uses_the_deployments_kv_precision_pp_and_seed(catalog):
+    """The row of the deployment's own TP is the main capacity answer (same KV precision,
+    pipeline stages and seed)."""
+    wl = preset("chat", traffic={"mean_rps": 5, "peak_rps": 10})
+    slo = slo_of(2.0, 0.1)
+    kw = dict(tp=1, pp=2, kv_precision="fp8", catalog=catalog)
+    rep = build_replica("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "vllm", **kw)
+    cap = max_rate(rep, wl, slo, n_requests=200, rng=np.random.default_rng(7))
+    rows = compare_tp(
+        "llama-3.1-8b",
+        "nvidia-h100-sxm",
+        "bf16",
+        "vllm",
+        wl,
+        slo,
+        tps=(1,),
+        pp=2,
+        kv_precision="fp8",
+        catalog=catalog,
+        n_requests=200,
+        seed=7,
+    )
+    assert rows[0]["fits"], rows[0]["reason"]
+    assert rows[0]["max_rate_per_replica"] == cap.max_rate_rps
+    assert rows[0]["max_rate_per_gpu"] == pytest.approx(cap.max_rate_rps / 2)
+
+
+def test_capacity_scores_more_requests_for_bursty_traffic_and_far_tails(rep8):
+    """About 50 exceedances of the tightest tail are scored, after dividing by the squared
+    cv of the arrival gaps: 50 x 4 / 0.1 = 2,000 requests for gamma cv 2 at p90; 50 / 0.01 =
+    5,000 for Poisson with 99 % attainment (at most 10 x n_requests)."""
+    bursty = Workload(
+        traffic=Traffic(mean_rps=10, arrival="gamma", cv=2.0),
+        input_tokens=FixedLength(tokens=512),
+        output_tokens=FixedLength(tokens=16),
+    )
+    cap = max_rate(rep8, bursty, slo_of(0.5, 0.05, "p90"), n_requests=300, max_evals=3)
+    assert cap.summary["requests"] == 2000
+    poisson = bursty.model_copy(update={"traffic": Traffic(mean_rps=10)})
+    slo = SLO.model_validate({"ttft": {"max_s": 0.5, "percentile": "p50"}, "attainment": 0.99})
+    cap = max_rate(rep8, poisson, slo, n_requests=300, max_evals=3)
+    assert cap.summary["requests"] == 3000  # 5,000 needed, capped at 10 x 300
+    cap = max_rate(rep8, poisson, slo_of(0.5, 0.05, "p50"), n_requests=300, max_evals=3)
+    assert cap.summary["requests"] == 300  # a median needs no more than asked for

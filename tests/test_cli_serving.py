@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,97 @@ def test_scenario_errors_and_unreachable_slo(capsys, tmp_path):
         "bf16",
     )
     assert code == 2 and "does not fit" in err and err.count("\n") == 1
+
+
+# --------------------------------------------------------------------------- review fixes
+def _deployed(tmp_path, workload: str, name: str = "s.yaml") -> str:
+    f = tmp_path / name
+    f.write_text(
+        "model: llama-3.1-8b\n"
+        "deployment: {gpu: nvidia-h100-sxm, framework: vllm, precision: bf16}\n"
+        f"workload: {workload}\n"
+    )
+    return str(f)
+
+
+@pytest.mark.parametrize(
+    "workload,files,msg",
+    [
+        ("{preset: chat, traffic: {peak_rps: .inf}}", {}, "peak_rps: Input should be a finite"),
+        (
+            "{preset: chat, traffic: {mean_rps: 5, daily_profile: [.nan" + ", 1" * 23 + "]}}",
+            {},
+            r"daily_profile\[0\]",
+        ),
+        (
+            "{traffic: {arrival: trace, trace_path: t.csv}, input_tokens: {kind: trace}, "
+            "output_tokens: {kind: trace}}",
+            {"t.csv": "timestamp,input_tokens,output_tokens\n0,100,50\n1,200\n"},
+            "line 3: output_tokens is not a number",
+        ),
+        (
+            "{traffic: {arrival: trace, trace_path: t.csv}, input_tokens: {kind: trace}, "
+            "output_tokens: {kind: trace}}",
+            {"t.csv": "timestamp,input_tokens,output_tokens\n0,100,50\n"},
+            "two distinct timestamps",
+        ),
+        (  # two timestamps 1e-320 s apart: a finite span but an infinite arrival rate
+            "{traffic: {arrival: trace, trace_path: t.csv}, input_tokens: {kind: trace}, "
+            "output_tokens: {kind: trace}}",
+            {"t.csv": "timestamp,input_tokens,output_tokens\n0,100,50\n1e-320,100,50\n"},
+            "not a finite number",
+        ),
+        (
+            "{traffic: {mean_rps: 2}, input_tokens: {kind: histogram, path: sub}, "
+            "output_tokens: {kind: fixed, tokens: 10}}",
+            {"sub/": ""},
+            "is a folder",
+        ),
+    ],
+)
+def test_bad_inputs_are_one_line_errors_not_crashes(capsys, tmp_path, workload, files, msg):
+    for name, text in files.items():
+        if name.endswith("/"):
+            (tmp_path / name).mkdir()
+        else:
+            (tmp_path / name).write_text(text)
+    path = _deployed(tmp_path, workload)
+    for argv in (("simulate", path), ("capacity", path, "--no-curve")):
+        code, out, err = run(capsys, *argv, "--requests", "50")
+        assert code == 2, (argv, out)
+        assert re.search(msg, err), err
+        assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_non_utf8_scenario_is_a_one_line_error(capsys, tmp_path):
+    f = tmp_path / "binary.yaml"
+    f.write_bytes(b"\xff\xfe\x00bad")
+    code, _, err = run(capsys, "simulate", str(f))
+    assert code == 2 and "not a UTF-8 text file" in err and err.count("\n") == 1
+
+
+def test_compare_tp_row_of_the_own_tp_is_the_main_answer(capsys):
+    code, out, err = run(
+        capsys,
+        "capacity",
+        CHAT,
+        "--kv-precision",
+        "fp8",
+        "--pp",
+        "2",
+        "--seed",
+        "3",
+        "--requests",
+        "150",
+        "--no-curve",
+        "--compare-tp",
+        "1",
+        "--format",
+        "json",
+    )
+    assert code == 0, err
+    d = json.loads(out)
+    (row,) = d["compare_tp"]
+    assert row["tp"] == 1 and row["fits"]
+    assert row["max_rate_per_replica"] == d["max_rate_per_replica"]
+    assert "pp=2" in d["replica"]

@@ -460,3 +460,57 @@ def test_predict_mlperf_openorca_row_uses_the_dataset(catalog):
     assert "OpenOrca" in serving_row_details(row, catalog, PRIOR)["note"]
     # a stable server delivers target_qps x ~290 tokens per answer
     assert v == pytest.approx(12 * 290, rel=0.1)
+
+
+# --------------------------------------------------------------------------- review fixes
+def test_static_batching_closed_loop_follows_the_clients(catalog):
+    """PyTorch (static batches, max_num_seqs 1): one client's request arrives when its
+    previous one finishes, so its TTFT is one prefill; 16 clients queue behind each other."""
+    from planner.perf import prefill
+    from planner.simulate import throughput_latency_curve
+
+    rep = build_replica("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "pytorch", catalog=catalog)
+    assert not rep.engine.continuous_batching and rep.engine.max_num_seqs == 1
+    isl, osl = 512, 32
+    wl = fixed_workload(isl, osl)
+    one = simulate(rep, wl, n_requests=20, concurrency=1)
+    t_pf = float(prefill(rep.sm, 1, isl).time_s) + rep.engine.sched_overhead_s
+    assert np.median(one.ttft_s) == pytest.approx(t_pf, rel=1e-9)
+    # back to back: each request arrives exactly when the previous one finished
+    assert np.allclose(one.arrival_s[1:], one.finish_s[:-1])
+    many = simulate(rep, wl, n_requests=64, concurrency=16)
+    assert np.median(many.ttft_s) > 10 * np.median(one.ttft_s)
+    assert many.summary()["batch_size_max"] == 1
+    rows = throughput_latency_curve(rep, wl, concurrencies=[1, 16], min_requests=64)
+    assert rows[0]["ttft_p50_s"] == pytest.approx(t_pf, rel=1e-9)
+    assert rows[1]["ttft_p50_s"] > 10 * rows[0]["ttft_p50_s"]
+
+
+def test_static_batch_holds_at_most_the_clients(rep8):
+    """A static engine with 64 slots and 4 clients runs batches of at most 4."""
+    rep = rep8.with_engine(continuous_batching=False, max_num_seqs=64)
+    res = simulate(rep, fixed_workload(256, 16), n_requests=40, concurrency=4)
+    s = res.summary()
+    assert s["batch_size_max"] == 4
+    assert np.all(res.first_token_s >= res.arrival_s)
+    assert res.in_system_area_s == pytest.approx(float(res.e2e_s.sum()), rel=1e-9)
+
+
+def test_shared_prefix_counts_in_the_fit_check_and_the_kv_utilisation(rep8):
+    bs = rep8.engine.block_size_tokens
+    rep = rep8.with_engine(num_blocks=100, prefix_caching=True)
+    # 60 shared blocks + a request needing 30 own blocks beyond the prefix: fits
+    reqs = make_requests([0.0], [60 * bs + 10 * bs], [20 * bs], shared_prefix_tokens=60 * bs)
+    res = simulate(rep, reqs)
+    assert res.kv_util_max >= 0.6  # the prefix's blocks are in use too
+    assert res.kv_util_max <= 1.0
+    # the pool holds the 60 prefix blocks once; a short prompt (10 blocks, so only 9 of them
+    # shared) with an 85-block answer needs 86 own blocks beside them: 146 > 100 cannot run,
+    # although its own context (95 blocks) alone would fit. A clear error, not a stall.
+    big = make_requests([0.0, 0.0], [61 * bs, 10 * bs], [1, 85 * bs], shared_prefix_tokens=60 * bs)
+    with pytest.raises(PlannerError, match="shared prefix"):
+        check_fits(rep, big)
+    # a prefix longer than every prompt holds no more than the prompts
+    short = make_requests([0.0, 0.0], [100, 60], [10, 10], shared_prefix_tokens=10**6)
+    res = simulate(rep, short)
+    assert np.isfinite(res.finish_s).all() and res.kv_util_max <= 1.0

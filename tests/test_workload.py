@@ -338,3 +338,149 @@ def test_missing_deployment_is_a_clear_error():
         s.resolve_deployment()
     d = s.resolve_deployment(gpu="nvidia-h100-sxm", framework="vllm", precision="bf16", tp=2)
     assert d.tp == 2
+
+
+# --------------------------------------------------------------------------- review fixes
+def _scenario_file(tmp_path, workload: str, name: str = "s.yaml") -> Path:
+    f = tmp_path / name
+    f.write_text(
+        "model: llama-3.1-8b\n"
+        "deployment: {gpu: nvidia-h100-sxm, framework: vllm, precision: bf16}\n"
+        f"workload: {workload}\n"
+    )
+    return f
+
+
+def test_unreadable_scenario_trace_and_histogram_files_are_one_line_errors(tmp_path):
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"\xff\xfe\x00bad")
+    with pytest.raises(PlannerError, match="not a UTF-8 text file"):
+        load_scenario(binary)
+    with pytest.raises(PlannerError, match="is a folder"):
+        load_scenario(tmp_path)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "bin.csv").write_bytes(b"\xff\xfe,\n")
+    for path in ("sub", "bin.csv"):
+        sc = load_scenario(
+            _scenario_file(
+                tmp_path,
+                f"{{traffic: {{arrival: trace, trace_path: {path}}}, "
+                "input_tokens: {kind: trace}, output_tokens: {kind: trace}}",
+            )
+        )
+        with pytest.raises(PlannerError, match="folder, not a CSV file|not UTF-8 text"):
+            sc.workload.sample_requests(10, RNG(0))
+        hist = HistogramLength(path=str(tmp_path / path))
+        with pytest.raises(PlannerError, match="folder, not a CSV file|not UTF-8 text"):
+            hist.mean_tokens()
+
+
+@pytest.mark.parametrize(
+    "text,msg",
+    [
+        (
+            "timestamp,input_tokens,output_tokens\n0,100,50\n1,200\n",
+            r"line 3: output_tokens .*missing",
+        ),
+        (
+            "timestamp,input_tokens,output_tokens\n0,100,50\n1,inf,50\n",
+            r"line 3: input_tokens .*finite",
+        ),
+        (
+            "timestamp,input_tokens,output_tokens\n0,100,50\nnan,10,50\n",
+            r"line 3: timestamp .*finite",
+        ),
+        ("timestamp,input_tokens,output_tokens\n0,1e400,50\n1,10,5\n", r"line 2: input_tokens"),
+        ("timestamp,input_tokens,output_tokens\n0,100,50\n", "two distinct timestamps"),
+        (
+            "timestamp,input_tokens,output_tokens\n5,100,50\n5,10,5\n5,1,1\n",
+            "two distinct timestamps",
+        ),
+    ],
+)
+def test_bad_trace_rows_name_the_line(tmp_path, text, msg):
+    f = tmp_path / "t.csv"
+    f.write_text(text)
+    with pytest.raises(PlannerError, match=msg):
+        load_trace(str(f))
+
+
+@pytest.mark.parametrize(
+    "text,msg",
+    [
+        ("tokens,weight\n100,1\n200\n", r"line 3: weight .*missing"),
+        ("tokens,weight\n100,1\n200,nan\n", r"line 3: weight .*finite"),
+        ("tokens,weight\n100,1\ninf,2\n", r"line 3: tokens .*finite"),
+    ],
+)
+def test_bad_histogram_rows_name_the_line(tmp_path, text, msg):
+    f = tmp_path / "h.csv"
+    f.write_text(text)
+    with pytest.raises(PlannerError, match=msg):
+        HistogramLength(path=str(f)).table()
+
+
+@pytest.mark.parametrize(
+    "path,value,msg",
+    [
+        ("workload.traffic.peak_rps", math.inf, r"workload\.traffic\.peak_rps: .*finite"),
+        ("workload.traffic.mean_rps", math.nan, r"workload\.traffic\.mean_rps: .*finite"),
+        ("workload.traffic.daily_profile", [math.nan] + [1.0] * 23, r"daily_profile\[0\]"),
+        ("workload.traffic.daily_profile", [1e308] * 24, "daily_profile"),
+        ("constraints.headroom", math.inf, r"constraints\.headroom: .*finite"),
+        ("slo.ttft", {"max_s": math.inf}, r"slo\.ttft\.max_s: .*finite"),
+        ("workload.traffic", {"mean_rps": 5, "arrival": "gamma", "cv": 1e200}, "cv"),
+        ("workload.traffic", {"mean_rps": 5, "arrival": "gamma", "cv": 1e-200}, "cv"),
+        ("workload.traffic", {"mean_rps": 5, "arrival": "gamma", "cv": math.inf}, "cv"),
+    ],
+)
+def test_infinite_or_nan_inputs_are_rejected(path, value, msg):
+    with pytest.raises(PlannerError, match=msg):
+        scenario_from_dict(_with(path, value))
+
+
+def test_trace_without_a_time_span_is_an_error_not_an_infinite_rate(tmp_path):
+    (tmp_path / "one.csv").write_text("timestamp,input_tokens,output_tokens\n0,100,50\n")
+    sc = load_scenario(
+        _scenario_file(
+            tmp_path,
+            "{traffic: {arrival: trace, trace_path: one.csv}, "
+            "input_tokens: {kind: trace}, output_tokens: {kind: trace}}",
+        )
+    )
+    with pytest.raises(PlannerError, match="two distinct timestamps"):
+        sc.workload.traffic.peak()
+
+
+def test_burstiness_is_the_squared_cv_of_the_gaps(tmp_path):
+    assert Traffic(mean_rps=1).burstiness() == 1.0
+    assert Traffic(mean_rps=1, arrival="gamma", cv=2.0).burstiness() == 4.0
+    assert Traffic(mean_rps=1, arrival="uniform").burstiness() == 0.0
+    f = tmp_path / "t.csv"
+    f.write_text("timestamp,input_tokens,output_tokens\n0,1,1\n1,1,1\n2,1,1\n3,1,1\n")
+    assert Traffic(arrival="trace", trace_path=str(f)).burstiness() == 0.0
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"mean": 100, "std": 100, "max_tokens": 100},
+        {"mean": 10, "std": 50},
+        {"mean": 128, "std": 32, "min_tokens": 8},
+        {"mean": 5, "std": 3, "min_tokens": 4, "max_tokens": 7},
+        {"mean": 3, "std": 0.4, "max_tokens": 4},
+        {"mean": 2048, "std": 1500, "min_tokens": 64, "max_tokens": 3000},
+    ],
+)
+def test_normal_mean_accounts_for_clipping_at_both_bounds(kw):
+    """Clipping puts the tails' mass AT min_tokens and max_tokens, which moves the mean."""
+    d = NormalLength(**kw)
+    x = d.sample(400_000, RNG(1))
+    se = x.std() / math.sqrt(len(x))
+    assert abs(d.mean_tokens() - x.mean()) <= 5 * se + 1e-3
+
+
+def test_shared_prefix_longer_than_the_prompts_is_clipped():
+    r = make_requests([0, 0], [100, 50], [10, 10], shared_prefix_tokens=5000)
+    assert r.cached_tokens.tolist() == [99, 49]
+    assert r.shared_prefix_tokens == 99  # the longest part of the prefix any prompt holds
