@@ -39,7 +39,7 @@ import numpy as np
 from pydantic import Field, ValidationError
 
 from .catalog import DATA_DIR, Catalog, Frozen, load_catalog
-from .errors import PlannerError, UnknownIdError
+from .errors import PlannerError, UnknownIdError, read_text
 from .perf import PRIOR, EfficiencyParams, StepModel, step_model
 
 DEFAULT_PROFILE = DATA_DIR / "calibration" / "profile.yaml"
@@ -137,9 +137,10 @@ def read_vllm_bench_json(
     means (``total_*_tokens / completed``), i.e. the replay uses fixed lengths.
     """
     p = Path(path)
+    text = read_text(p, "vllm bench JSON", "JSON file")
     try:
-        d = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        d = json.loads(text)
+    except json.JSONDecodeError as e:
         raise PlannerError(f"{p}: cannot read vllm bench JSON ({e})") from None
     try:
         return _vllm_rows(p, d, gpu, model, precision, tp, framework)
@@ -769,11 +770,10 @@ def save_profile(profile: Profile, path: str | os.PathLike[str]) -> None:
 def _load_profile_cached(path: str, mtime: float) -> Profile:
     import yaml
 
+    text = read_text(path, "calibration profile", "YAML file")
     try:
-        with open(path, encoding="utf-8") as fh:
-            raw = yaml.safe_load(fh)
-        return Profile.model_validate(raw)
-    except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
+        return Profile.model_validate(yaml.safe_load(text))
+    except yaml.YAMLError as e:
         raise PlannerError(f"cannot read calibration profile {path}: {e}") from None
     except ValidationError as e:
         err = e.errors()[0]

@@ -23,7 +23,7 @@ from typing import Any, Literal, NamedTuple
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .errors import MissingDataError, PlannerError, UnknownIdError
+from .errors import MissingDataError, PlannerError, UnknownIdError, read_text
 
 try:  # the C loader is ~10x faster; fall back where libyaml is absent
     _Loader = yaml.CSafeLoader
@@ -335,13 +335,9 @@ def _validate_list(path: Path, key: str, cls: type[Frozen], raw: Any) -> list[An
 
 
 def _read_yaml(path: Path) -> Any:
+    text = read_text(path, "catalog file", "YAML file")
     try:
-        with open(path, encoding="utf-8") as fh:
-            return yaml.load(fh, Loader=_Loader)
-    except FileNotFoundError:
-        raise PlannerError(f"catalog file not found: {path}") from None
-    except UnicodeDecodeError:
-        raise PlannerError(f"{path}: not a UTF-8 text file") from None
+        return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as e:
         raise PlannerError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from None
 
@@ -574,12 +570,9 @@ def model_from_hf_config(path: str | os.PathLike[str], model_id: str | None = No
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
+    text = read_text(p, "model config", "config.json file")
     try:
-        cfg = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PlannerError(f"model config not found: {p}") from None
-    except UnicodeDecodeError:
-        raise PlannerError(f"{p}: not a UTF-8 text file") from None
+        cfg = json.loads(text)
     except json.JSONDecodeError as e:
         raise PlannerError(f"{p}: not valid JSON ({e.msg} at line {e.lineno})") from None
     if not isinstance(cfg, dict):

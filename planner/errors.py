@@ -9,7 +9,9 @@ user types should ever surface as a traceback.
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Iterable
+from pathlib import Path
 
 
 class PlannerError(ValueError):
@@ -35,6 +37,31 @@ class UnknownIdError(PlannerError):
 
 class MissingDataError(PlannerError):
     """A catalog number that no source gives, so the requested quantity cannot be computed."""
+
+
+def read_text(path: str | os.PathLike[str], what: str, kind: str = "text file") -> str:
+    """Read a UTF-8 text file the user named; every failure is one :class:`PlannerError`.
+
+    Parameters
+    ----------
+    path : the file
+    what : how the message names it when missing ("scenario file", "model config", ...)
+    kind : what it should have been when ``path`` is a folder ("CSV file", ...)
+    """
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlannerError(f"{what} not found: {p}") from None
+    except IsADirectoryError:
+        raise PlannerError(f"{p}: is a folder, not a {kind}") from None
+    except UnicodeDecodeError as e:
+        raise PlannerError(
+            f"{p}: not a UTF-8 text file (byte {e.start} is not UTF-8 text: {e.reason}); "
+            f"a {kind} must be UTF-8"
+        ) from None
+    except OSError as e:
+        raise PlannerError(f"{p}: cannot read the {what}: {e.strerror or e}") from None
 
 
 def require_positive(name: str, value: float | int | None, *, allow_zero: bool = False) -> None:

@@ -25,6 +25,7 @@ unknown ids, empty fields and unsupported combinations become a ``reason``.
 from __future__ import annotations
 
 import csv
+import io
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalog import Accelerator, Catalog, ModelArch, Precision, load_catalog
-from .errors import PlannerError, UnknownIdError
+from .errors import PlannerError, UnknownIdError, read_text
 from .perf import PRIOR, EfficiencyParams, StepModel, compute_dtype_for, decode_step, prefill
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -366,15 +367,11 @@ class Predictor:
 def read_rows(path: str | os.PathLike[str]) -> tuple[list[dict[str, str]], list[str]]:
     """Read a benchmark CSV into (rows as dicts of strings, column names)."""
     p = Path(path)
+    text = read_text(p, "input file", "CSV file")
     try:
-        with open(p, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            cols = list(reader.fieldnames or [])
-            rows = [dict(r) for r in reader]
-    except FileNotFoundError:
-        raise PlannerError(f"input file not found: {p}") from None
-    except UnicodeDecodeError:
-        raise PlannerError(f"{p}: not a UTF-8 text file") from None
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        cols = list(reader.fieldnames or [])
+        rows = [dict(r) for r in reader]
     except csv.Error as e:
         raise PlannerError(f"{p}: not a valid CSV file ({e})") from None
     if not cols:

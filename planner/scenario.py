@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import PlannerError
+from .errors import PlannerError, read_text
 from .workload import SLO, Workload, resolve_path
 
 __all__ = [
@@ -264,18 +264,7 @@ def scenario_from_dict(
 def load_scenario(path: str | os.PathLike[str]) -> Scenario:
     """Read and validate a scenario YAML file."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PlannerError(f"scenario file not found: {p}") from None
-    except IsADirectoryError:
-        raise PlannerError(f"{p}: is a folder, not a scenario file") from None
-    except UnicodeDecodeError as e:
-        raise PlannerError(
-            f"{p}: not a UTF-8 text file ({e.reason} at byte {e.start}); a scenario is YAML text"
-        ) from None
-    except OSError as e:
-        raise PlannerError(f"{p}: cannot read the scenario file: {e.strerror or e}") from None
+    text = read_text(p, "scenario file", "scenario file")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:

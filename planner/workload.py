@@ -19,6 +19,7 @@ seconds (``_s``).
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .errors import PlannerError
+from .errors import PlannerError, read_text
 
 _Z90 = 1.2815515655446004  # standard normal quantiles
 _Z99 = 2.3263478740408408
@@ -368,23 +369,12 @@ def _check_hist(tokens, weights, where: str) -> None:
 
 def _read_csv_rows(path: str, what: str) -> list[tuple[int, dict[str, Any]]]:
     """(line number, row) of every data row of a CSV file; a one-line error otherwise."""
+    text = read_text(path, f"{what} file", "CSV file")
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            reader = csv.DictReader(fh)
-            rows = [(reader.line_num, r) for r in reader]
-    except FileNotFoundError:
-        raise PlannerError(f"{what} file not found: {path}") from None
-    except IsADirectoryError:
-        raise PlannerError(f"{what} file {path} is a folder, not a CSV file") from None
-    except UnicodeDecodeError as e:
-        raise PlannerError(
-            f"{what} file {path} is not UTF-8 text ({e.reason} at byte {e.start})"
-        ) from None
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        return [(reader.line_num, r) for r in reader]
     except csv.Error as e:
         raise PlannerError(f"{what} file {path}: not a valid CSV file ({e})") from None
-    except OSError as e:
-        raise PlannerError(f"{what} file {path} cannot be read: {e.strerror or e}") from None
-    return rows
 
 
 def _finite_cell(row: dict[str, Any], col: str, path: str, line: int) -> float:
