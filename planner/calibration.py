@@ -345,7 +345,7 @@ def load_measurements(
     unknown_models: dict[str, list[str]] = {}
     for rid, v, d in zip(df["id"], df["model"], df["_dir"], strict=True):
         try:
-            _resolve_model(cat, str(v), d)
+            cat.model_ref(str(v), d)
         except PlannerError:
             unknown_models.setdefault(str(v), []).append(rid)
     for v, rids in unknown_models.items():
@@ -367,32 +367,6 @@ def load_measurements(
 def _few(ids: list[Any], n: int = 5) -> str:
     ids = [str(i) for i in ids]
     return ", ".join(ids[:n]) + (f" and {len(ids) - n} more" if len(ids) > n else "")
-
-
-@lru_cache(maxsize=512)
-def _resolve_model_cached(cat_id: int, key: str, base: str):
-    cat = _CATS[cat_id]
-    if key.endswith(".json") or "/" in key and not _is_catalog_model(cat, key):
-        for cand in (Path(key), Path(base) / key, DATA_DIR.parent / key):
-            if cand.exists():
-                return cat.model(str(cand))
-    return cat.model(key)
-
-
-_CATS: dict[int, Catalog] = {}
-
-
-def _is_catalog_model(cat: Catalog, key: str) -> bool:
-    try:
-        cat._find("model", cat.models, key)
-        return True
-    except UnknownIdError:
-        return False
-
-
-def _resolve_model(cat: Catalog, key: str, base: str = "."):
-    _CATS[id(cat)] = cat
-    return _resolve_model_cached(id(cat), key, base)
 
 
 # =========================================================================== predictors
@@ -505,7 +479,7 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
         return None, "precision not stated by the source", ""
     prec = str(prec)
     try:
-        m = _resolve_model(cat, str(row["model"]), str(row.get("_dir", ".")))
+        m = cat.model_ref(str(row["model"]), str(row.get("_dir", ".")))
         g = cat.gpu(str(row["hardware"]))
         p = cat.precision(prec)
         fw = cat.framework(str(row["framework"]))

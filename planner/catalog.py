@@ -410,6 +410,39 @@ class Catalog(Frozen):
             return model_from_hf_config(s)
         return self._find("model", self.models, s)
 
+    def model_ref(
+        self, key: str | ModelArch, base_dir: str | os.PathLike[str] | None = None
+    ) -> ModelArch:
+        """Resolve a ``model`` cell of a measurement row or scenario.
+
+        A catalog id or alias, else a path to a ``config.json`` (or a folder holding one),
+        tried relative to the working directory, then ``base_dir`` (the CSV's folder), then
+        the repository root (rows written by ``bench/`` name ``data/benchmarks/configs/...``).
+        """
+        if isinstance(key, ModelArch):
+            return key
+        s = str(key).strip()
+        looks_like_path = s.endswith(".json") or "/" in s or os.sep in s
+        if not looks_like_path:
+            return self._find("model", self.models, s)
+        p = Path(s)
+        cands = [p] if p.is_absolute() else [Path.cwd() / p]
+        if not p.is_absolute():
+            if base_dir is not None:
+                cands.append(Path(base_dir) / p)
+            cands.append(DATA_DIR.parent / p)
+        for c in cands:
+            f = c if c.suffix == ".json" else c / "config.json"
+            if f.is_file():
+                return _hf_config_cached(str(f.resolve()), f.stat().st_mtime)
+        if not s.endswith(".json"):  # an HF-style id such as "org/name" may be an alias
+            try:
+                return self._find("model", self.models, s)
+            except UnknownIdError:
+                pass
+        where = ", ".join(str(c.parent) for c in cands)
+        raise PlannerError(f"model config not found: {s} (looked in {where})")
+
     def resolve(
         self,
         model: str | os.PathLike[str] | ModelArch,
@@ -583,6 +616,11 @@ def model_from_hf_config(path: str | os.PathLike[str], model_id: str | None = No
         if isinstance(e, PlannerError):
             raise
         raise PlannerError(f"{p}: a size field is not a usable number ({e})") from None
+
+
+@lru_cache(maxsize=256)
+def _hf_config_cached(path: str, mtime: float) -> ModelArch:
+    return model_from_hf_config(path)
 
 
 def _need(cfg: dict[str, Any], where: str, *keys: str) -> Any:

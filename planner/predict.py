@@ -36,7 +36,6 @@ from .catalog import Accelerator, Catalog, ModelArch, Precision, load_catalog
 from .errors import PlannerError, UnknownIdError, read_text
 from .perf import PRIOR, EfficiencyParams, StepModel, compute_dtype_for, decode_step, prefill
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 OUTPUT_COLUMNS = ("predicted", "provenance", "reason")
 
 #: units a step-level metric may be stated in, as seconds per unit
@@ -242,29 +241,7 @@ class Predictor:
         key = key.strip()
         if key in self._models:
             return self._models[key]
-        looks_like_path = key.endswith(".json") or "/" in key or os.sep in key
-        m: ModelArch | None = None
-        if looks_like_path:
-            p = Path(key)
-            cands = [p] if p.is_absolute() else [Path.cwd() / p]
-            if not p.is_absolute():
-                if self.csv_dir is not None:
-                    cands.append(self.csv_dir / p)
-                cands.append(REPO_ROOT / p)
-            for c in cands:
-                if c.is_file() or (c.is_dir() and (c / "config.json").is_file()):
-                    m = self.catalog.model(str(c if c.suffix == ".json" else c / "config.json"))
-                    break
-            if m is None:
-                try:  # an HF-style id such as "org/name" may be a catalog alias
-                    m = self.catalog.model(key) if not key.endswith(".json") else None
-                except UnknownIdError:
-                    m = None
-                if m is None:
-                    where = ", ".join(str(c.parent) for c in cands)
-                    raise PlannerError(f"model config not found: {key} (looked in {where})")
-        else:
-            m = self.catalog.model(key)
+        m = self.catalog.model_ref(key, self.csv_dir)
         self._models[key] = m
         return m
 

@@ -1968,7 +1968,7 @@ def _serving_row_result(
     )
     if key in _ROW_CACHE:
         return _ROW_CACHE[key]
-    m = cat.model(model_key)
+    m = cat.model_ref(model_key, _cell(row, "_dir") or None)
     if kv is not None and kv not in {k.id for k in cat.kv_precisions}:
         kv = None
     rep = build_replica(
