@@ -10,11 +10,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from planner.catalog import load_catalog
+from planner.catalog import load_catalog, resolve_efficiency
+from planner.engine import decode_step, param_counts, plan_memory, step_model
 from planner.errors import PlannerError
-from planner.memory import param_counts, plan_memory
-from planner.perf import decode_step, step_model
-from planner.predict import resolve_efficiency
 
 GB = 1e9
 NO_FRAMEWORK = "(none: 0.9 utilization, 16-token blocks)"

@@ -9,6 +9,14 @@ Public API (imported lazily, so ``import planner`` stays cheap)::
     sm = step_model("llama-3.1-8b", "nvidia-h100-sxm", "bf16")
     decode_step(sm, batch=16, context_len=2048).time_s   # seconds
 
+    from planner import build_replica, max_rate, preset, SLO
+    rep = build_replica("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "vllm")
+
+Packages, imported in one direction only (``docs/architecture.md``)::
+
+    errors, report < catalog < engine < workload < serving < scenario < benchmarks
+        < calibration < cli
+
 Units follow the names: ``_bytes`` bytes, ``_s`` seconds, ``_gb`` decimal GB,
 ``_tflops`` dense TFLOPS. See ``docs/formulas.md`` for every formula.
 """
@@ -38,30 +46,40 @@ _EXPORTS: dict[str, str] = {
     "load_catalog": "catalog",
     "model_from_hf_config": "catalog",
     # memory
-    "ParamCounts": "memory",
-    "WeightMemory": "memory",
-    "MemoryPlan": "memory",
-    "param_counts": "memory",
-    "weight_memory": "memory",
-    "kv_bytes_per_token": "memory",
-    "kv_bytes_per_sequence": "memory",
-    "activation_workspace_bytes": "memory",
-    "plan_memory": "memory",
+    "ParamCounts": "engine.memory",
+    "WeightMemory": "engine.memory",
+    "MemoryPlan": "engine.memory",
+    "param_counts": "engine.memory",
+    "weight_memory": "engine.memory",
+    "kv_bytes_per_token": "engine.memory",
+    "kv_bytes_per_sequence": "engine.memory",
+    "activation_workspace_bytes": "engine.memory",
+    "plan_memory": "engine.memory",
     # performance
-    "EfficiencyParams": "perf",
-    "PRIOR": "perf",
-    "StepModel": "perf",
-    "StepBreakdown": "perf",
-    "Estimate": "perf",
-    "step_model": "perf",
-    "prefill": "perf",
-    "decode_step": "perf",
-    "estimate": "perf",
-    "compute_dtype_for": "perf",
+    "EfficiencyParams": "catalog.efficiency",
+    "PRIOR": "catalog.efficiency",
+    "StepModel": "engine.step",
+    "StepBreakdown": "engine.step",
+    "Estimate": "engine.phases",
+    "step_model": "engine.step",
+    "prefill": "engine.phases",
+    "decode_step": "engine.phases",
+    "estimate": "engine.phases",
+    "compute_dtype_for": "catalog",
     # prediction of benchmark rows
-    "Predictor": "predict",
-    "predict_file": "predict",
-    "resolve_efficiency": "predict",
+    "Predictor": "benchmarks.predict",
+    "predict_file": "benchmarks.predict",
+    "resolve_efficiency": "catalog.profile",
+    # workload and serving
+    "Workload": "workload",
+    "SLO": "workload",
+    "preset": "workload",
+    "build_replica": "serving",
+    "simulate": "serving",
+    "max_rate": "serving",
+    "size_fleet": "serving",
+    "steady_state": "serving",
+    "load_scenario": "scenario",
     # output
     "emit": "report",
 }

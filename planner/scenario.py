@@ -30,10 +30,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
-from .errors import PlannerError, read_text
-from .workload import SLO, Workload, resolve_path
+from planner.catalog.records import Frozen
+from planner.errors import PlannerError, read_text
+from planner.serving.replica import build_replica
+from planner.workload.slo import SLO
+from planner.workload.workload import Workload, resolve_path
 
 __all__ = [
     "Constraints",
@@ -45,12 +48,7 @@ __all__ = [
 ]
 
 
-class _Frozen(BaseModel):
-    # .inf / .nan in a scenario file are validation errors (e.g. constraints.headroom: .inf)
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-
-class Deployment(_Frozen):
+class Deployment(Frozen):
     """Default hardware / software combination (the CLI's --gpu etc. override it)."""
 
     gpu: str | None = None
@@ -61,7 +59,7 @@ class Deployment(_Frozen):
     pp: int = Field(1, gt=0)
 
 
-class EngineOverrides(_Frozen):
+class EngineOverrides(Frozen):
     """Serving-engine settings that replace the framework's defaults."""
 
     max_num_seqs: int | None = Field(None, gt=0)
@@ -77,7 +75,7 @@ class EngineOverrides(_Frozen):
         return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
-class Constraints(_Frozen):
+class Constraints(Frozen):
     """What a recommendation must respect; ``headroom`` also sizes the fleet."""
 
     headroom: float = Field(0.2, ge=0, description="spare capacity above the peak (0.2 = 20 %)")
@@ -92,7 +90,7 @@ class Constraints(_Frozen):
     max_usd_per_hour: float | None = Field(None, gt=0)
 
 
-class Scenario(_Frozen):
+class Scenario(Frozen):
     """Everything that defines a capacity question except the hardware choice."""
 
     name: str | None = None
@@ -147,8 +145,6 @@ class Scenario(_Frozen):
         **engine: Any,
     ):
         """A :class:`planner.simulate.Replica` for this scenario's model and engine settings."""
-        from .simulate import build_replica
-
         d = self.resolve_deployment(gpu, framework, precision, tp, pp, kv_precision)
         kw = {**self.serving.kwargs(), **{k: v for k, v in engine.items() if v is not None}}
         return build_replica(
@@ -168,7 +164,7 @@ class Scenario(_Frozen):
 
 # --------------------------------------------------------------------------- loading
 def _known_fields() -> set[str]:
-    from . import workload as wl
+    import planner.workload as wl
 
     names: set[str] = set()
     for cls in (

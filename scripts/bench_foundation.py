@@ -63,7 +63,7 @@ def bench_sweep(runs: int, points: int = 100_000) -> tuple[list[float], float]:
     import numpy as np
 
     sys.path.insert(0, str(REPO))
-    from planner.perf import decode_step, step_model
+    from planner.engine import decode_step, step_model
 
     sm = step_model("llama-3.1-70b", "nvidia-h100-sxm", "fp8", tp=2)
     n_batch = 400

@@ -56,18 +56,18 @@ def bench_speed(repeats: int) -> dict:
     import numpy as np
 
     from planner.scenario import load_scenario
-    from planner.simulate import (
+    from planner.serving import (
         build_replica,
-        fast_path,
         max_rate,
         simulate,
+        steady_state,
         throughput_latency_curve,
     )
     from planner.workload import SLO, preset
 
     rep = build_replica("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "vllm")
     wl = preset("chat", traffic={"mean_rps": 10})
-    sat = fast_path(rep, wl, 1.0).saturation_rps
+    sat = steady_state(rep, wl, 1.0).saturation_rps
     rate = 0.6 * sat
     reqs = wl.sample_requests(
         100_000, np.random.default_rng(1), rate, context_limit=rep.engine.context_limit_tokens
@@ -117,16 +117,15 @@ def validate(csv_path: str, params_kind: str, out: str | None) -> list[dict]:
     import numpy as np
     import pandas as pd
 
-    from planner.catalog import load_catalog
-    from planner.perf import PRIOR
-    from planner.simulate import predict_serving_row, serving_row_details
+    from planner.benchmarks import predict_serving_row, serving_row_details
+    from planner.catalog import PRIOR, load_catalog
 
     cat = load_catalog()
     df = pd.read_csv(csv_path)
     df = df[df["mode"].isin(SERVING_MODES)]
     resolve = None
     if params_kind == "calibrated":
-        from planner.calibration import resolve_params
+        from planner.catalog import resolve_params
 
         resolve = resolve_params
     recs = []

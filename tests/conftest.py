@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.catalog import load_catalog
-from planner.perf import EfficiencyParams
+from planner.catalog import EfficiencyParams, load_catalog
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = REPO_ROOT / "data"

@@ -18,27 +18,32 @@ import pytest
 import yaml
 from conftest import DATA_DIR, FIXTURES, REPO_ROOT
 
-import planner.calibration as calib
+import planner.calibration.fit as calib
+import planner.catalog.profile as profile_mod
+from planner.benchmarks import load_measurements, read_vllm_bench_json
+from planner.benchmarks.io import _hash_files
+from planner.benchmarks.schema import SCHEMA_COLUMNS
 from planner.calibration import (
     FIT_FIELDS,
-    Profile,
-    _hash_files,
     calibrate,
     cross_validate,
     data_files_default,
     error_table,
     fit_profile,
-    load_measurements,
-    load_profile,
     predict_rows,
     prepare_rows,
-    read_vllm_bench_json,
+)
+from planner.catalog import (
+    PRIOR,
+    EfficiencyParams,
+    Profile,
+    load_catalog,
+    load_profile,
     resolve_params,
     save_profile,
 )
-from planner.catalog import load_catalog
+from planner.engine import decode_step, prefill, step_model
 from planner.errors import PlannerError
-from planner.perf import PRIOR, EfficiencyParams, decode_step, prefill, step_model
 
 CAL_FIXTURES = FIXTURES / "calibration"
 CAT = load_catalog(DATA_DIR)
@@ -162,7 +167,7 @@ MODELS = ("llama-3.2-1b", "llama-3.1-8b", "qwen3-32b")
 
 
 def _rows_frame(specs):
-    return pd.DataFrame([_synth_row(*s) for s in specs], columns=list(calib.SCHEMA_COLUMNS))
+    return pd.DataFrame([_synth_row(*s) for s in specs], columns=list(SCHEMA_COLUMNS))
 
 
 @pytest.fixture(scope="module")
@@ -300,7 +305,7 @@ def test_provenance_framework_without_data_is_global(synth_profile, framework):
 
 
 def test_provenance_prior_without_profile(monkeypatch, tmp_path):
-    monkeypatch.setattr(calib, "DEFAULT_PROFILE", tmp_path / "no_such_profile.yaml")
+    monkeypatch.setattr(profile_mod, "DEFAULT_PROFILE", tmp_path / "no_such_profile.yaml")
     assert load_profile() is None
     params, prov = resolve_params(H200, "pytorch", "bf16", catalog=CAT, profile=None)
     assert (params, prov) == (PRIOR, "prior")
@@ -683,7 +688,7 @@ def test_profile_bad_value_names_field(tmp_path, synth_profile):
 # =========================================================================== 6. bundled profile
 @pytest.fixture(scope="module")
 def bundled():
-    prof = load_profile(calib.DEFAULT_PROFILE)
+    prof = load_profile(profile_mod.DEFAULT_PROFILE)
     assert prof is not None
     return prof
 
@@ -696,7 +701,7 @@ def test_bundled_profile_hash_matches_data(bundled):
 
 def test_bundled_profile_h200_pytorch_node(bundled):
     params, prov = resolve_params(
-        H200, "pytorch", "bf16", profile_path=calib.DEFAULT_PROFILE, catalog=CAT
+        H200, "pytorch", "bf16", profile_path=profile_mod.DEFAULT_PROFILE, catalog=CAT
     )
     n_csv = len(pd.read_csv(DATA_DIR / "benchmarks" / "pytorch_h200.csv"))
     assert prov == f"fit (pytorch/{H200}/bf16, {n_csv} rows)"

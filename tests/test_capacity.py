@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.errors import PlannerError
-from planner.simulate import (
+from planner.serving import (
     build_replica,
     compare_tp,
     max_rate,

@@ -11,10 +11,10 @@ import pytest
 import yaml
 from conftest import DATA_DIR, FIXTURES
 
+from planner.benchmarks import Predictor
 from planner.catalog import load_catalog, model_from_hf_config
+from planner.engine import kv_bytes_per_token, param_counts
 from planner.errors import MissingDataError, PlannerError, UnknownIdError
-from planner.memory import kv_bytes_per_token, param_counts
-from planner.predict import Predictor
 
 KINDS = ("accelerators", "models", "precisions", "kv_precisions", "frameworks")
 

@@ -14,7 +14,8 @@ import pytest
 from conftest import DATA_DIR, REPO_ROOT
 
 from planner import cli
-from planner.memory import plan_memory
+from planner.cli import catalogs as cli_catalogs
+from planner.engine import plan_memory
 
 MEM_ARGS = ["memory", "--model", "llama-3.1-70b", "--gpu", "nvidia-h100-sxm", "--precision",
             "fp8", "--tp", "2", "--context", "8192"]  # fmt: skip
@@ -272,7 +273,7 @@ def test_internal_error_is_one_line_exit_1(capsys, monkeypatch):
     def boom(args):
         raise RuntimeError("kaboom\nsecond line")
 
-    monkeypatch.setattr(cli, "cmd_gpus", boom)
+    monkeypatch.setattr(cli_catalogs, "cmd_gpus", boom)
     monkeypatch.delenv("PLANNER_DEBUG", raising=False)
     code, out, err = run(capsys, "gpus")
     assert code == 1 and err.count("\n") == 1 and "kaboom second line" in err

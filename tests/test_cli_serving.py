@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.cli import main
+from planner.cli.main import main
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CHAT = str(EXAMPLES / "chat-8b.yaml")

@@ -9,13 +9,12 @@ import pandas as pd
 import pytest
 from conftest import DATA_DIR, FIXTURES
 
-from planner.calibration import load_measurements, prepare_rows, resolve_params
-from planner.catalog import load_catalog
-from planner.cli import main
+from planner.benchmarks import Predictor, load_measurements
+from planner.calibration import prepare_rows
+from planner.catalog import load_catalog, resolve_params
+from planner.cli.main import main
+from planner.engine import decode_step, plan_memory, step_model
 from planner.errors import PlannerError
-from planner.memory import plan_memory
-from planner.perf import decode_step, step_model
-from planner.predict import Predictor
 
 CAT = load_catalog()
 ROWS = FIXTURES / "calibration" / "two_step_rows.csv"

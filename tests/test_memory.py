@@ -6,8 +6,7 @@ import pytest
 from conftest import DATA_DIR
 
 from planner.catalog import load_catalog
-from planner.errors import PlannerError
-from planner.memory import (
+from planner.engine import (
     activation_workspace_bytes,
     kv_bytes_per_sequence,
     kv_bytes_per_token,
@@ -15,6 +14,7 @@ from planner.memory import (
     plan_memory,
     weight_memory,
 )
+from planner.errors import PlannerError
 
 _CAT = load_catalog(DATA_DIR)
 _PUBLISHED = [m.id for m in _CAT.models if m.published_total_params_b is not None]
@@ -269,7 +269,7 @@ def test_qwen2_moe_shared_expert_width_from_config(tmp_path):
     import json
 
     from planner.catalog import model_from_hf_config
-    from planner.memory import param_counts
+    from planner.engine import param_counts
 
     cfg = {
         "model_type": "qwen2_moe",

@@ -8,10 +8,9 @@ from conftest import DATA_DIR, IDEAL
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from planner.catalog import load_catalog
+from planner.catalog import PRIOR, load_catalog
+from planner.engine import decode_step, estimate, kv_bytes_per_sequence, prefill, step_model
 from planner.errors import MissingDataError, PlannerError
-from planner.memory import kv_bytes_per_sequence
-from planner.perf import PRIOR, decode_step, estimate, prefill, step_model
 
 _CAT = load_catalog(DATA_DIR)
 _MODELS = [m.id for m in _CAT.models]

@@ -5,17 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sys
 
 import pytest
 from conftest import DATA_DIR, REPO_ROOT
 
 import planner
-import planner.predict as predict_mod
-from planner.perf import PRIOR, decode_step, prefill, step_model
-from planner.predict import (
-    METRICS,
-    OUTPUT_COLUMNS,
+import planner.benchmarks.predict as predict_mod
+import planner.catalog.profile as profile_mod
+from planner.benchmarks import (
     Predictor,
     predict_file,
     read_rows,
@@ -23,6 +20,9 @@ from planner.predict import (
     summarize,
     write_rows,
 )
+from planner.benchmarks.predict import METRICS, OUTPUT_COLUMNS
+from planner.catalog import PRIOR
+from planner.engine import decode_step, prefill, step_model
 
 SCHEMA = [
     "id", "source", "source_detail", "as_of", "hardware", "n_gpus", "tp", "pp", "model",
@@ -51,15 +51,19 @@ def _write(path, rows):
 
 
 @pytest.fixture
-def prior_only(monkeypatch):
-    """Pretend planner.calibration is not installed: parameters are the priors."""
-    monkeypatch.delattr(planner, "calibration", raising=False)
-    monkeypatch.setitem(sys.modules, "planner.calibration", None)
+def prior_only(monkeypatch, tmp_path):
+    """No calibration profile: parameters are the priors."""
+    monkeypatch.setattr(profile_mod, "DEFAULT_PROFILE", tmp_path / "no_profile.yaml")
 
 
 @pytest.fixture
 def no_simulator(monkeypatch):
-    monkeypatch.setattr(predict_mod, "_serving_predictor", lambda: None)
+    """A serving predictor that declines every row (keeps whole-file tests fast)."""
+
+    def decline(row, cat, params):
+        return None, f"metric {row['metric']} not supported yet"
+
+    monkeypatch.setattr(predict_mod, "predict_serving_row", decline)
 
 
 def test_prefill_and_decode_values(catalog, prior_only):
@@ -145,11 +149,6 @@ def test_rows_that_cannot_be_predicted_get_a_reason(catalog, prior_only, change,
     assert "\n" not in r["reason"]
 
 
-def test_unsupported_metric_without_simulator(catalog, no_simulator):
-    r = Predictor(catalog).predict_row(_row(metric="ttft_ms_mean", unit="ms"))
-    assert (r["predicted"], r["reason"]) == ("", "metric ttft_ms_mean not supported yet")
-
-
 def test_serving_metrics_dispatch_to_simulator(catalog, monkeypatch, prior_only):
     calls = []
 
@@ -157,7 +156,7 @@ def test_serving_metrics_dispatch_to_simulator(catalog, monkeypatch, prior_only)
         calls.append((row["metric"], cat is catalog, params == PRIOR))
         return (123.0, "") if row["metric"] == "req_s" else (None, "no SLO given")
 
-    monkeypatch.setattr(predict_mod, "_serving_predictor", lambda: fake)
+    monkeypatch.setattr(predict_mod, "predict_serving_row", fake)
     pred = Predictor(catalog)
     ok = pred.predict_row(_row(metric="req_s", unit="req/s"))
     no = pred.predict_row(_row(metric="ttft_ms_p99", unit="ms"))
@@ -235,8 +234,6 @@ def test_own_step_measurements_are_all_predicted(catalog):
 
 
 def test_serving_rows_with_the_real_simulator_never_crash(catalog):
-    if predict_mod._serving_predictor() is None:
-        pytest.skip("planner.simulate.predict_serving_row not available yet")
     rows, _ = read_rows(DATA_DIR / "benchmarks" / "public.csv")
     sample, seen = [], set()
     for r in rows:  # one row per (metric, mode), at most 8
@@ -251,9 +248,9 @@ def test_serving_rows_with_the_real_simulator_never_crash(catalog):
 def test_predict_matches_the_fitted_predictors_on_public_rows():
     """`planner predict` and `planner validate` must report the same numbers: static,
     single-stream and offline rows go through the calibration's own predictors."""
-    from planner.calibration import load_measurements, load_profile, predict_rows, prepare_rows
-    from planner.catalog import DATA_DIR, load_catalog
-    from planner.predict import Predictor, read_rows
+    from planner.benchmarks import Predictor, load_measurements, read_rows
+    from planner.calibration import predict_rows, prepare_rows
+    from planner.catalog import DATA_DIR, load_catalog, load_profile
 
     cat = load_catalog()
     path = DATA_DIR / "benchmarks" / "public.csv"

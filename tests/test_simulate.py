@@ -8,16 +8,10 @@ import math
 import numpy as np
 import pytest
 
+from planner.benchmarks import predict_serving_row, serving_row_details
 from planner.errors import PlannerError
-from planner.simulate import (
-    _run_continuous,
-    build_replica,
-    check_fits,
-    fast_path,
-    predict_serving_row,
-    serving_row_details,
-    simulate,
-)
+from planner.serving import build_replica, check_fits, simulate, steady_state
+from planner.serving._engine import _run_continuous
 from planner.workload import FixedLength, Traffic, Workload, make_requests, preset
 
 
@@ -270,7 +264,7 @@ def test_preemption_by_recompute_completes_every_request(rep8):
 
 
 def test_static_batching_matches_the_static_estimate(rep8):
-    from planner.perf import estimate
+    from planner.engine import estimate
 
     b, isl, osl = 8, 1024, 128
     reqs = make_requests(np.zeros(b), np.full(b, isl), np.full(b, osl))
@@ -337,11 +331,11 @@ def test_empty_request_list_is_an_error():
 # --------------------------------------------------------------------------- fast path
 def test_fast_path_agrees_with_the_simulation_at_moderate_load(rep8):
     wl = fixed_workload(512, 256)
-    fp1 = fast_path(rep8, wl, 1.0)
+    fp1 = steady_state(rep8, wl, 1.0)
     rate = 0.5 * fp1.saturation_rps
     res = simulate(rep8, wl, rng=np.random.default_rng(4), n_requests=6000, rate_rps=rate)
     s = res.summary(warmup_frac=0.2, cooldown_frac=0.2)
-    fp = fast_path(rep8, wl, rate)
+    fp = steady_state(rep8, wl, rate)
     assert fp.stable
     # mean throughput within 10 %
     assert s["output_tok_s"] == pytest.approx(fp.output_tok_s, rel=0.10)
@@ -351,7 +345,7 @@ def test_fast_path_agrees_with_the_simulation_at_moderate_load(rep8):
 
 def test_fast_path_saturation_matches_an_offline_run(rep8):
     wl = fixed_workload(512, 256)
-    fp = fast_path(rep8, wl, 1.0)
+    fp = steady_state(rep8, wl, 1.0)
     res = simulate(rep8, wl, n_requests=3000, offline=True)
     f = np.sort(res.finish_s)
     mid = (
@@ -387,7 +381,7 @@ def _row(**kw):
 
 
 def test_predict_serving_rate_row(catalog):
-    from planner.perf import PRIOR
+    from planner.catalog import PRIOR
 
     v, reason = predict_serving_row(_row(), catalog, PRIOR)
     # an unsaturated replica delivers the offered rate: ~4 req/s x 256 tokens (less the drain)
@@ -411,14 +405,14 @@ def test_predict_serving_rate_row(catalog):
     ],
 )
 def test_predict_serving_row_modes(catalog, mode, extra):
-    from planner.perf import PRIOR
+    from planner.catalog import PRIOR
 
     v, note = predict_serving_row(_row(mode=mode, **extra), catalog, PRIOR)
     assert v is not None and v > 0, note
 
 
 def test_predict_serving_row_says_what_is_missing(catalog):
-    from planner.perf import PRIOR
+    from planner.catalog import PRIOR
 
     v, why = predict_serving_row(_row(n_gpus="8", tp=""), catalog, PRIOR)
     assert v is None and "tp is empty" in why
@@ -442,7 +436,7 @@ def test_predict_serving_row_says_what_is_missing(catalog):
 
 
 def test_predict_mlperf_openorca_row_uses_the_dataset(catalog):
-    from planner.perf import PRIOR
+    from planner.catalog import PRIOR
 
     row = _row(
         hardware="nvidia-h200-sxm",
@@ -466,8 +460,8 @@ def test_predict_mlperf_openorca_row_uses_the_dataset(catalog):
 def test_static_batching_closed_loop_follows_the_clients(catalog):
     """PyTorch (static batches, max_num_seqs 1): one client's request arrives when its
     previous one finishes, so its TTFT is one prefill; 16 clients queue behind each other."""
-    from planner.perf import prefill
-    from planner.simulate import throughput_latency_curve
+    from planner.engine import prefill
+    from planner.serving import throughput_latency_curve
 
     rep = build_replica("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "pytorch", catalog=catalog)
     assert not rep.engine.continuous_batching and rep.engine.max_num_seqs == 1

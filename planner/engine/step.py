@@ -29,64 +29,12 @@ import math
 from dataclasses import dataclass, fields
 
 import numpy as np
-from pydantic import Field
 
-from .catalog import (
-    Accelerator,
-    Catalog,
-    Frozen,
-    ModelArch,
-    Precision,
-    check_layout,
-    compute_dtype_for,
-    load_catalog,
-)
-from .errors import MissingDataError, PlannerError, require_positive
-from .memory import _bits, kv_layer_bytes_per_token, param_counts
-
-
-class EfficiencyParams(Frozen):
-    """Efficiencies and overheads of one (hardware family, framework, precision).
-
-    Defaults are priors used before calibration (provenance ``prior``).
-    """
-
-    mem_eff: float = Field(0.80, gt=0, le=1, description="achieved / peak HBM bandwidth, GEMMs")
-    kv_mem_eff: float = Field(
-        0.80, gt=0, le=1, description="achieved / peak HBM bandwidth, KV reads"
-    )
-    compute_eff: float = Field(
-        0.70, gt=0, le=1, description="achieved / peak dense FLOPS, large GEMMs"
-    )
-    compute_half_tokens: float = Field(
-        64.0, ge=0, description="GEMM rows at which efficiency halves [tokens]"
-    )
-    attn_eff: float = Field(
-        0.50, gt=0, le=1, description="achieved / peak FLOPS in attention kernels"
-    )
-    # comm priors: NCCL all-reduce on 2 x H200 NVLink (data/benchmarks/nccl_h200_x2_micro.csv,
-    # bench/nccl_allreduce.py): t = 20 us + S / (450 GB/s x 0.68) within 5% from 4 MiB up
-    comm_eff: float = Field(0.68, gt=0, le=1, description="achieved / link bandwidth in all-reduce")
-    comm_latency_s: float = Field(20e-6, ge=0, description="fixed cost per all-reduce [s]")
-    step_overhead_s: float = Field(0.0, ge=0, description="fixed cost per forward step [s]")
-    layer_overhead_s: float = Field(0.0, ge=0, description="fixed cost per layer per step [s]")
-    seq_overhead_s: float = Field(0.0, ge=0, description="cost per sequence per step [s]")
-    eager_layer_s: float = Field(
-        0.0,
-        ge=0,
-        description="CPU dispatch time per layer of a step that runs eagerly (any step with "
-        "prefill tokens; decode-only steps replay a CUDA graph); the GPU time is hidden "
-        "behind it when shorter [s]",
-    )
-    sched_overhead_s: float = Field(
-        0.0, ge=0, description="serving scheduler cost per iteration [s]"
-    )
-
-    def with_(self, **kw: float) -> EfficiencyParams:
-        return self.model_copy(update=kw)
-
-
-PRIOR = EfficiencyParams()
+from planner.catalog.catalog import Catalog, check_layout, compute_dtype_for, load_catalog
+from planner.catalog.efficiency import PRIOR, EfficiencyParams
+from planner.catalog.records import Accelerator, ModelArch, Precision
+from planner.engine.memory import _bits, kv_layer_bytes_per_token, param_counts
+from planner.errors import MissingDataError
 
 
 @dataclass(frozen=True)
@@ -439,106 +387,4 @@ def step_model(
         attn_flops_per_pair_layer=attn_flops_pair,
         comm_bytes_per_token=comm_per_token,
         link_bytes_s=link if link > 0 else 1.0,
-    )
-
-
-# --------------------------------------------------------------------------- convenience
-def _window_sums(ctx, new, window):
-    """(kv tokens attended, query-key pairs) in a window-capped layer for a chunk of
-    ``new`` tokens appended to ``ctx - new`` cached tokens (vectorized)."""
-    ctx = np.asarray(ctx, float)
-    new = np.asarray(new, float)
-    if window <= 0:
-        return np.zeros_like(ctx), np.zeros_like(ctx)
-    kv = np.minimum(ctx, window)
-    start = ctx - new  # tokens before the chunk
-    # pairs = sum_{i=1..new} min(start+i, window)
-    i_cap = np.clip(window - start, 0, new)  # queries below the cap
-    pairs = i_cap * start + i_cap * (i_cap + 1) / 2 + (new - i_cap) * window
-    return kv, pairs
-
-
-def prefill(sm: StepModel, batch, isl, cached=0) -> StepBreakdown:
-    """One prefill forward over ``batch`` prompts of ``isl`` new tokens each.
-
-    ``cached`` tokens per prompt are already in the KV cache (prefix hits, earlier
-    chunks). Logits are computed for the last token of each prompt only.
-    """
-    b = np.asarray(batch, float)
-    n = np.asarray(isl, float)
-    c0 = np.asarray(cached, float)
-    ctx = c0 + n
-    pairs_full = n * c0 + n * (n + 1) / 2
-    kv_sw, pairs_sw = _window_sums(ctx, n, sm.window)
-    return sm.step(b * n, b, b, b * ctx, b * pairs_full, b * kv_sw, b * pairs_sw)
-
-
-def decode_step(sm: StepModel, batch, context_len) -> StepBreakdown:
-    """One decode step of ``batch`` sequences each holding ``context_len`` tokens.
-
-    ``batch`` and ``context_len`` broadcast like numpy arrays (a sweep). For one
-    batch of sequences with different contexts use :func:`decode_step_mixed`.
-    """
-    c = np.asarray(context_len, float)
-    b = np.asarray(batch, float)
-    kv_sw, _ = _window_sums(c + 1, 1.0, sm.window)
-    return sm.step(b, b, b, b * (c + 1), b * (c + 1), b * kv_sw, b * kv_sw)
-
-
-def decode_step_mixed(sm: StepModel, contexts) -> StepBreakdown:
-    """One decode step of a batch whose sequences hold ``contexts`` tokens (1-D array)."""
-    c = np.asarray(contexts, float).ravel()
-    if c.size == 0:
-        raise PlannerError("decode_step_mixed needs at least one sequence")
-    kv_sw, _ = _window_sums(c + 1, 1.0, sm.window)
-    n = float(c.size)
-    s_full = float(np.sum(c + 1))
-    s_sw = float(np.sum(kv_sw))
-    return sm.step(n, n, n, s_full, s_full, s_sw, s_sw)
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """Static-batch estimate of one request shape (``planner estimate``)."""
-
-    prefill_s: float
-    tpot_s: float
-    ttft_s: float
-    e2e_s: float
-    output_tok_s: float
-    total_tok_s: float
-    prefill: StepBreakdown
-    decode_mid: StepBreakdown
-
-
-def estimate(
-    sm: StepModel, batch: int, input_len: int, output_len: int, decode_samples: int = 16
-) -> Estimate:
-    """Static batch: prefill of ``batch`` prompts, then ``output_len - 1`` decode steps.
-
-    TPOT is the mean decode-step time over the context growing from ``input_len``
-    to ``input_len + output_len - 1`` (integrated on ``decode_samples`` points).
-    """
-    require_positive("batch", batch)
-    require_positive("input_len", input_len)
-    require_positive("output_len", output_len)
-    pf = prefill(sm, batch, input_len)
-    steps = max(output_len - 1, 0)
-    if steps:
-        ctxs = np.linspace(input_len, input_len + steps - 1, min(decode_samples, steps))
-        dec = decode_step(sm, batch, ctxs)
-        tpot = float(np.mean(dec.time_s))
-    else:
-        tpot = 0.0
-    mid = decode_step(sm, batch, input_len + steps // 2)
-    e2e = pf.time_s + tpot * steps
-    return Estimate(
-        prefill_s=float(pf.time_s),
-        tpot_s=tpot,
-        ttft_s=float(pf.time_s),
-        e2e_s=float(e2e),
-        output_tok_s=batch * output_len / e2e,
-        total_tok_s=batch * (input_len + output_len) / e2e,
-        prefill=pf,
-        decode_mid=mid,
     )

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from planner.cli._common import _number, add_common_args
+
 CALIBRATE_EPILOG = """\
 examples:
   planner calibrate data/benchmarks/public.csv data/benchmarks/pytorch_h200.csv -o my_profile.yaml
@@ -26,8 +28,6 @@ examples:
 
 
 def register(sub) -> None:
-    from .cli import _number, add_common_args
-
     p = sub.add_parser(
         "calibrate",
         help="fit efficiency parameters to measurements",
@@ -91,9 +91,9 @@ def register(sub) -> None:
 
 
 def cmd_calibrate(args) -> int:
-    from .calibration import calibrate, save_profile
-    from .catalog import load_catalog
-    from .report import emit
+    from planner.calibration import calibrate, save_profile
+    from planner.catalog import load_catalog
+    from planner.report import emit
 
     cat = load_catalog(getattr(args, "data_dir", None))
     prof, rows = calibrate(
@@ -137,10 +137,10 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from .calibration import error_table
-    from .catalog import DATA_DIR, load_catalog
-    from .report import emit
-    from .validation import run_validation, write_report
+    from planner.calibration import error_table
+    from planner.calibration.accuracy import run_validation, write_report
+    from planner.catalog import DATA_DIR, load_catalog
+    from planner.report import emit
 
     cat = load_catalog(getattr(args, "data_dir", None))
     public = args.public if args.public is not None else [DATA_DIR / "benchmarks" / "public.csv"]

@@ -24,64 +24,27 @@ unknown ids, empty fields and unsupported combinations become a ``reason``.
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .catalog import Accelerator, Catalog, ModelArch, Precision, load_catalog
-from .errors import PlannerError, UnknownIdError, read_text
-from .perf import PRIOR, EfficiencyParams, StepModel, compute_dtype_for, decode_step, prefill
+from planner.benchmarks.io import read_rows
+from planner.benchmarks.serving_rows import predict_serving_row
+from planner.benchmarks.step_rows import row_predictor
+from planner.catalog.catalog import Catalog, compute_dtype_for, load_catalog
+from planner.catalog.efficiency import EfficiencyParams
+from planner.catalog.profile import resolve_efficiency
+from planner.catalog.records import Accelerator, ModelArch, Precision
+from planner.engine.phases import decode_step, prefill
+from planner.engine.step import StepModel, step_model
+from planner.errors import PlannerError, UnknownIdError
 
 OUTPUT_COLUMNS = ("predicted", "provenance", "reason")
 
 #: units a step-level metric may be stated in, as seconds per unit
 TIME_UNITS_S = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}
-
-
-# --------------------------------------------------------------------------- parameters
-def resolve_efficiency(
-    gpu: str,
-    framework: str | None,
-    precision: str,
-    profile_path: str | os.PathLike[str] | None = None,
-    catalog: Catalog | None = None,
-) -> tuple[EfficiencyParams, str]:
-    """Efficiency parameters for (gpu, framework, precision) and where they come from.
-
-    Uses ``planner.calibration.resolve_params`` when that module is installed;
-    otherwise the priors :data:`planner.perf.PRIOR` with provenance ``"prior"``.
-
-    Parameters
-    ----------
-    gpu, framework, precision : catalog ids (``framework`` may be empty)
-    profile_path : a calibration profile (YAML) to use instead of the bundled fits
-    catalog : the catalogs the ids refer to (default: the bundled ones)
-
-    Returns
-    -------
-    (EfficiencyParams, str)
-        the parameters and their provenance
-    """
-    try:
-        from . import calibration  # arrives later; optional
-    except ModuleNotFoundError as e:
-        if e.name not in ("planner.calibration", f"{__package__}.calibration"):
-            raise
-        if profile_path:
-            raise PlannerError(
-                f"--calibration {profile_path}: planner.calibration is not available in this "
-                "version, so a calibration profile cannot be used"
-            ) from None
-        return PRIOR, "prior"
-    if catalog is None:
-        return calibration.resolve_params(gpu, framework or None, precision, profile_path)
-    return calibration.resolve_params(
-        gpu, framework or None, precision, profile_path, catalog=catalog
-    )
 
 
 # --------------------------------------------------------------------------- row context
@@ -134,7 +97,6 @@ class RowContext:
 
     def step_model(self) -> StepModel:
         """The (cached) :class:`~planner.perf.StepModel` of this row's setup."""
-        from .perf import step_model
 
         key = (
             id(self.model),
@@ -197,18 +159,6 @@ def _convert(value_si: float, si_unit: str, row_unit: str) -> float:
     return value_si
 
 
-def _serving_predictor() -> Callable[..., tuple[float | None, str]] | None:
-    try:
-        from .simulate import predict_serving_row  # optional module
-    except ModuleNotFoundError as e:
-        if e.name not in ("planner.simulate", f"{__package__}.simulate"):
-            raise
-        return None
-    except ImportError:  # module exists but has no predict_serving_row (yet)
-        return None
-    return predict_serving_row
-
-
 # --------------------------------------------------------------------------- resolution
 class Predictor:
     """Predicts rows, caching catalog lookups, efficiency parameters and step models.
@@ -233,7 +183,7 @@ class Predictor:
         self._models: dict[str, ModelArch] = {}
         self._params: dict[tuple[str, str, str], tuple[EfficiencyParams, str]] = {}
         self._steps: dict[tuple, StepModel] = {}
-        self._serving = _serving_predictor()
+        self._serving = predict_serving_row
 
     # ---- model: catalog id or a config.json path
     def model(self, key: str) -> ModelArch:
@@ -288,12 +238,8 @@ class Predictor:
 
     def _calibrated(self, row: Mapping[str, str], ctx: RowContext) -> tuple[float | None, str]:
         """Static-batch, single-stream and offline-throughput rows: the same predictors the
-        calibration fits (:func:`planner.calibration.row_predictor`), so `planner predict`
+        calibration fits (:func:`planner.benchmarks.step_rows.row_predictor`), so `planner predict`
         and `planner validate` report the same numbers. (None, reason) for serving rows."""
-        try:
-            from .calibration import row_predictor
-        except ImportError:  # calibration module absent: the simulator answers alone
-            return None, ""
         r = dict(row)
         r["_dir"] = str(self.csv_dir or ".")
         fn, reason, kind = row_predictor(r, self.catalog)
@@ -308,9 +254,6 @@ class Predictor:
         out.update(predicted="", provenance="", reason="")
         metric = str(row.get("metric") or "").strip()
         entry = METRICS.get(metric)
-        if entry is None and self._serving is None:
-            out["reason"] = f"metric {metric or '(empty)'} not supported yet"
-            return out
         try:
             ctx = self.context(row)
             out["provenance"] = ctx.provenance
@@ -320,7 +263,7 @@ class Predictor:
                 reason = ""
             else:
                 value, reason = self._calibrated(row, ctx)
-                if value is None and self._serving is not None:
+                if value is None:
                     value, reason = self._serving(dict(row), self.catalog, ctx.params)
         except PlannerError as e:
             out["reason"] = _reason(e)
@@ -341,25 +284,6 @@ class Predictor:
 
 
 # --------------------------------------------------------------------------- files
-def read_rows(path: str | os.PathLike[str]) -> tuple[list[dict[str, str]], list[str]]:
-    """Read a benchmark CSV into (rows as dicts of strings, column names)."""
-    p = Path(path)
-    text = read_text(p, "input file", "CSV file")
-    try:
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        cols = list(reader.fieldnames or [])
-        rows = [dict(r) for r in reader]
-    except csv.Error as e:
-        raise PlannerError(f"{p}: not a valid CSV file ({e})") from None
-    if not cols:
-        raise PlannerError(f"{p}: empty file (expected a header row in the benchmark schema)")
-    if "metric" not in cols:
-        raise PlannerError(f"{p}: no 'metric' column; is this a file in the benchmark schema?")
-    for r in rows:  # DictReader stores surplus cells under None
-        r.pop(None, None)  # type: ignore[call-overload]
-    return rows, cols
-
-
 def predict_file(
     path: str | os.PathLike[str],
     catalog: Catalog | None = None,
@@ -378,21 +302,6 @@ def predict_file(
     out = pred.predict_rows(rows)
     columns = [c for c in cols if c not in OUTPUT_COLUMNS] + list(OUTPUT_COLUMNS)
     return out, columns
-
-
-def format_value(v: Any) -> str:
-    """CSV text of a predicted value: 6 significant digits, empty for missing."""
-    if v is None or v == "":
-        return ""
-    return f"{float(v):.6g}"
-
-
-def write_rows(rows: list[dict[str, Any]], columns: list[str], stream) -> None:
-    """Write predicted rows as CSV (``predicted`` with 6 significant digits)."""
-    w = csv.DictWriter(stream, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
-    w.writeheader()
-    for r in rows:
-        w.writerow({**r, "predicted": format_value(r.get("predicted"))})
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:

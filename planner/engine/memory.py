@@ -20,17 +20,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .catalog import (
-    Accelerator,
-    Catalog,
-    Framework,
-    ModelArch,
-    Precision,
-    check_layout,
-    compute_dtype_for,
-    load_catalog,
-)
-from .errors import PlannerError, require_positive
+from planner.catalog.catalog import Catalog, check_layout, compute_dtype_for, load_catalog
+from planner.catalog.records import Accelerator, Framework, ModelArch, Precision
+from planner.errors import PlannerError, require_positive
 
 BITS_16 = 16.0
 

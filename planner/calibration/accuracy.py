@@ -24,22 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from .calibration import (
-    PreparedRow,
-    Profile,
-    calibrate,
-    cross_validate,
-    error_table,
-    fit_profile,
-    load_measurements,
-    oos_record,
-    predict_rows,
-    prepare_rows,
-    resolve_params,
-)
-from .catalog import Catalog, load_catalog
-from .errors import PlannerError
-from .perf import PRIOR
+from planner.benchmarks.io import load_measurements
+from planner.benchmarks.serving_rows import predict_serving_row
+from planner.calibration.fit import PreparedRow, fit_profile, predict_rows, prepare_rows
+from planner.catalog.catalog import Catalog, load_catalog
+from planner.catalog.efficiency import PRIOR
+from planner.catalog.profile import Profile, resolve_params
+from planner.errors import PlannerError
 
 THROUGHPUT = ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "req_s")
 TPOT = ("tpot_ms_mean", "tpot_ms_median", "itl_ms_mean", "itl_ms_median")
@@ -58,22 +49,12 @@ def metric_class(metric: str) -> str:
     return metric
 
 
-def _serving_predictor():
-    try:
-        from .simulate import predict_serving_row  # noqa: PLC0415
-    except ImportError:  # pragma: no cover - the serving model is part of the package
-        return None
-    return predict_serving_row
-
-
 def serving_predictions(
     df, rows: Sequence[PreparedRow], profile_for, catalog: Catalog, fold_of
 ) -> list[dict[str, Any]]:
     """Predict serving rows with the simulator, using the fold's profile."""
-    fn = _serving_predictor()
+    fn = predict_serving_row
     out: list[dict[str, Any]] = []
-    if fn is None:
-        return out
     records = {str(r["id"]): r for r in df.to_dict("records")}
     for r in rows:
         if r.fit_kind != "serving":
@@ -264,4 +245,85 @@ def write_report(result: dict[str, Any], path: str | Path, command: str) -> str:
     return text
 
 
-__all__ = ["run_validation", "write_report", "metric_class", "calibrate"]
+# =========================================================================== validation
+def oos_record(r: PreparedRow, predicted: float, provenance: str, fold: Any) -> dict[str, Any]:
+    """One out-of-sample prediction as a flat record (for the accuracy tables)."""
+    return {
+        "id": r.id,
+        "source": r.source,
+        "framework": r.framework,
+        "gpu": r.gpu,
+        "precision": r.precision,
+        "metric": r.metric,
+        "model": r.model,
+        "mode": r.mode,
+        "kind": r.fit_kind,
+        "measured": r.value,
+        "predicted": float(predicted),
+        "provenance": provenance,
+        "fold": fold,
+    }
+
+
+def cross_validate(
+    rows: Sequence[PreparedRow],
+    scheme: str = "loso",
+    k: int = 5,
+    seed: int = 0,
+    catalog: Catalog | None = None,
+    **fit_kw: Any,
+):
+    """Out-of-sample predictions: leave-one-source-out (``loso``) or ``kfold``.
+
+    Returns a DataFrame with one row per predicted measurement: id, source, framework,
+    gpu, precision, metric, mode, measured, predicted, provenance, fold, ape, log_err.
+    """
+    import pandas as pd
+
+    cat = catalog or load_catalog()
+    usable = [r for r in rows if r.ok]
+    if scheme == "loso":
+        folds = sorted({r.source for r in usable})
+        assign = [r.source for r in usable]
+    elif scheme == "kfold":
+        rng = np.random.default_rng(seed)
+        perm = rng.permutation(len(usable))
+        assign = [0] * len(usable)
+        for j, i in enumerate(perm):
+            assign[i] = int(j % k)
+        folds = list(range(k))
+    else:
+        raise PlannerError(f"unknown validation scheme '{scheme}' (use loso or kfold)")
+    recs = []
+    for f in folds:
+        train = [r for r, a in zip(usable, assign, strict=True) if a != f]
+        test = [r for r, a in zip(usable, assign, strict=True) if a == f]
+        try:
+            prof = fit_profile(train, **fit_kw)
+        except PlannerError:
+            prof = None
+        for r, v, prov in predict_rows(test, prof, cat):
+            if v is None:
+                continue
+            recs.append(oos_record(r, v, prov, f))
+    df = pd.DataFrame(recs)
+    if len(df):
+        df["log_err"] = np.log(df["predicted"] / df["measured"])
+        df["ape"] = np.abs(df["predicted"] / df["measured"] - 1)
+    return df
+
+
+def error_table(df, by: Sequence[str]):
+    """Median and P90 absolute percentage error and signed bias per group [%]."""
+    import pandas as pd
+
+    if df is None or not len(df):
+        return pd.DataFrame(columns=[*by, "n", "mdape_pct", "p90_ape_pct", "bias_pct"])
+    g = df.groupby(list(by), dropna=False)
+    out = g.agg(
+        n=("ape", "size"),
+        mdape_pct=("ape", lambda s: 100 * float(np.median(s))),
+        p90_ape_pct=("ape", lambda s: 100 * float(np.quantile(s, 0.9))),
+        bias_pct=("log_err", lambda s: 100 * float(np.expm1(np.median(s)))),
+    ).reset_index()
+    return out.round({"mdape_pct": 1, "p90_ape_pct": 1, "bias_pct": 1})

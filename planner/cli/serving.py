@@ -11,7 +11,8 @@ import argparse
 import sys
 from typing import Any
 
-from .errors import PlannerError
+from planner.cli._common import add_common_args
+from planner.errors import PlannerError
 
 SIMULATE_EXAMPLE = (
     "planner simulate chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm --precision bf16 "
@@ -68,15 +69,7 @@ def _tp_list(text: str) -> tuple[int, ...]:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    try:
-        from .cli import add_common_args
-
-        add_common_args(p)
-    except ImportError:  # pragma: no cover - planner.cli is part of the package
-        g = p.add_argument_group("common options")
-        g.add_argument("--format", choices=("table", "json", "csv"), default="table")
-        g.add_argument("--data-dir", metavar="DIR", default=None)
-        g.add_argument("--calibration", metavar="PROFILE.yaml", default=None)
+    add_common_args(p)
     p.add_argument("scenario", metavar="SCENARIO.yaml", help="scenario file (see examples/)")
     d = p.add_argument_group("deployment (default: the scenario's 'deployment:' section)")
     d.add_argument("--gpu", default=None, help="accelerator id (see 'planner gpus')")
@@ -193,8 +186,8 @@ def _context(args: argparse.Namespace):
     """(scenario, replica, catalog, params provenance) from the arguments."""
     import os
 
-    from .catalog import load_catalog
-    from .scenario import load_scenario
+    from planner.catalog import load_catalog
+    from planner.scenario import load_scenario
 
     if args.data_dir and not os.path.isdir(args.data_dir):
         raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
@@ -223,26 +216,15 @@ def _context(args: argparse.Namespace):
 def _resolve_params(
     gpu: str, framework: str | None, precision: str | None, profile: str | None, cat
 ):
-    """(EfficiencyParams, provenance): calibration fits when available, else the priors."""
-    from .perf import PRIOR
+    """(EfficiencyParams, provenance) from the calibration profile (priors without one)."""
+    from planner.catalog import resolve_params
 
-    try:
-        from .calibration import resolve_params
-    except ImportError:
-        if profile:
-            raise PlannerError(
-                f"--calibration {profile}: planner.calibration is not available"
-            ) from None
-        return PRIOR, "prior"
-    try:
-        return resolve_params(cat.gpu(gpu).id, framework, precision, profile, catalog=cat)
-    except TypeError:  # an older signature without catalog=
-        return resolve_params(cat.gpu(gpu).id, framework, precision, profile)
+    return resolve_params(cat.gpu(gpu).id, framework, precision, profile, catalog=cat)
 
 
 def _emit(obj: Any, fmt: str, stream=None) -> None:
     try:
-        from .report import emit
+        from planner.report import emit
     except ImportError:  # pragma: no cover - planner.report is part of the package
         import json
 
@@ -282,7 +264,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from .simulate import fast_path, simulate
+    from planner.serving import simulate, steady_state
 
     sc, rep, _cat, prov = _context(args)
     wl = sc.workload
@@ -305,7 +287,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         offline=offline,
     )
     s = res.summary(sc.slo, warmup_frac=args.warmup)
-    fp = fast_path(rep, wl, rate)
+    fp = steady_state(rep, wl, rate)
     mode = (
         "offline"
         if offline
@@ -360,7 +342,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def cmd_capacity(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from .simulate import compare_tp, max_rate, size_fleet, throughput_latency_curve
+    from planner.serving import compare_tp, max_rate, size_fleet, throughput_latency_curve
 
     sc, rep, cat, prov = _context(args)
     wl = sc.workload
@@ -422,7 +404,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         dep = sc.resolve_deployment(
             args.gpu, args.framework, args.precision, args.tp, args.pp, args.kv_precision
         )
-        from .scenario import EngineOverrides
+        from planner.scenario import EngineOverrides
 
         eng = {
             **sc.serving.kwargs(),

@@ -1,0 +1,317 @@
+"""Reading and writing benchmark rows: CSV (dict rows or a validated DataFrame), the JSON
+that ``vllm bench serve`` writes, CSV out.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from planner.benchmarks.schema import REQUIRED_COLUMNS, SCHEMA_COLUMNS, TIME_UNITS_S
+from planner.catalog.catalog import Catalog, load_catalog
+from planner.errors import PlannerError, UnknownIdError, read_text
+
+
+# =========================================================================== measurements
+def _hash_files(paths: Iterable[Path]) -> str:
+    h = hashlib.sha256()
+    for p in sorted(Path(x) for x in paths):
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def read_vllm_bench_json(
+    path: str | os.PathLike[str],
+    *,
+    gpu: str,
+    model: str | None = None,
+    precision: str = "bf16",
+    tp: int = 1,
+    framework: str = "vllm",
+):
+    """Rows in the benchmark schema from one ``vllm bench serve --save-result`` JSON.
+
+    Keys read: ``model_id``, ``num_prompts``, ``request_rate``, ``max_concurrency``,
+    ``completed``, ``total_input_tokens``, ``total_output_tokens``,
+    ``request_throughput``, ``output_throughput``, ``total_token_throughput``,
+    ``mean/median/p99_ttft_ms``, ``mean/median_tpot_ms``, ``mean/median_itl_ms``,
+    ``mean/median_e2el_ms``, ``date``. The JSON does not record the GPU, the TP size
+    or the precision, so they are arguments. Prompt and answer lengths become their
+    means (``total_*_tokens / completed``), i.e. the replay uses fixed lengths.
+    """
+    p = Path(path)
+    text = read_text(p, "vllm bench JSON", "JSON file")
+    try:
+        d = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise PlannerError(f"{p}: cannot read vllm bench JSON ({e})") from None
+    try:
+        return _vllm_rows(p, d, gpu, model, precision, tp, framework)
+    except (TypeError, ValueError, OverflowError, ZeroDivisionError) as e:
+        if isinstance(e, PlannerError):
+            raise
+        raise PlannerError(f"{p}: a number in the vllm bench JSON is not usable ({e})") from None
+
+
+def _vllm_rows(p: Path, d: Any, gpu, model, precision, tp, framework):
+    import pandas as pd
+
+    if not isinstance(d, dict):
+        raise PlannerError(f"{p}: expected a JSON object from `vllm bench serve`")
+    need = ("completed", "total_input_tokens", "total_output_tokens", "output_throughput")
+    miss = [k for k in need if k not in d]
+    if miss:
+        raise PlannerError(f"{p}: not a `vllm bench serve` result: missing keys {', '.join(miss)}")
+    n = float(d["completed"])
+    if not (math.isfinite(n) and n > 0):
+        raise PlannerError(f"{p}: completed must be > 0")
+    rate = d.get("request_rate", "inf")
+    rate_f = float("inf") if str(rate).lower() in ("inf", "none") else float(rate)
+    conc = d.get("max_concurrency")
+    mode = "rate" if math.isfinite(rate_f) else ("concurrency" if conc else "offline")
+    isl = round(float(d["total_input_tokens"]) / n)
+    osl = round(float(d["total_output_tokens"]) / n)
+    base = {
+        "source": f"vllm bench serve result {p.name}",
+        "source_detail": str(p),
+        "as_of": str(d.get("date", ""))[:8],
+        "hardware": gpu,
+        "n_gpus": tp,
+        "tp": tp,
+        "pp": 1,
+        "model": model or d.get("model_id", ""),
+        "precision": precision,
+        "kv_precision": "",
+        "framework": framework,
+        "framework_version": str(d.get("backend", "")),
+        "mode": mode,
+        "isl": isl,
+        "osl": osl,
+        "batch": np.nan,
+        "concurrency": conc if conc else np.nan,
+        "request_rate": rate_f,
+        "context_len": isl + osl,
+        "notes": f"{int(n)} requests; lengths are means of the run",
+    }
+    metric_keys = {
+        "output_tok_s_total": ("output_throughput", "tok/s"),
+        "total_tok_s": ("total_token_throughput", "tok/s"),
+        "req_s": ("request_throughput", "req/s"),
+        "ttft_ms_mean": ("mean_ttft_ms", "ms"),
+        "ttft_ms_median": ("median_ttft_ms", "ms"),
+        "ttft_ms_p99": ("p99_ttft_ms", "ms"),
+        "tpot_ms_mean": ("mean_tpot_ms", "ms"),
+        "tpot_ms_median": ("median_tpot_ms", "ms"),
+        "itl_ms_mean": ("mean_itl_ms", "ms"),
+        "itl_ms_median": ("median_itl_ms", "ms"),
+        "e2e_ms_mean": ("mean_e2el_ms", "ms"),
+        "e2e_ms_median": ("median_e2el_ms", "ms"),
+    }
+    rows = []
+    for i, (metric, (key, unit)) in enumerate(metric_keys.items()):
+        if d.get(key) is None:
+            continue
+        rows.append(
+            {
+                **base,
+                "id": f"{p.stem}-{i:02d}",
+                "metric": metric,
+                "value": float(d[key]),
+                "unit": unit,
+            }
+        )
+    return pd.DataFrame(rows, columns=list(SCHEMA_COLUMNS))
+
+
+def load_measurements(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    catalog: Catalog | None = None,
+    **vllm_kw: Any,
+):
+    """Load and validate measurement files (benchmark-schema CSV or vLLM bench JSON).
+
+    Raises
+    ------
+    PlannerError
+        On a missing file or column, an unknown hardware/framework id, a model that is
+        neither a catalog id nor a readable config.json, or a non-positive value. The
+        message names the rows (by ``id``) so nothing is fitted from a partly valid file.
+    """
+    import pandas as pd
+
+    cat = catalog or load_catalog()
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    frames = []
+    for path in paths:
+        p = Path(path)
+        if not p.exists():
+            raise PlannerError(f"measurement file not found: {p}")
+        if p.suffix.lower() == ".json":
+            if "gpu" not in vllm_kw:
+                raise PlannerError(
+                    f"{p}: a vllm bench JSON needs --gpu (the JSON does not record it)"
+                )
+            df = read_vllm_bench_json(p, **vllm_kw)
+        else:
+            try:
+                df = pd.read_csv(p, dtype={"id": str, "precision": str, "kv_precision": str})
+            except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as e:
+                raise PlannerError(f"{p}: not a readable CSV ({str(e).splitlines()[0]})") from None
+        missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
+        if missing:
+            raise PlannerError(
+                f"{p}: missing columns {', '.join(missing)} (schema: {', '.join(SCHEMA_COLUMNS)})"
+            )
+        for c in SCHEMA_COLUMNS:
+            if c not in df.columns:
+                df[c] = np.nan
+        if df["id"].isna().any():
+            df["id"] = [f"{p.stem}-{i:04d}" if pd.isna(v) else v for i, v in enumerate(df["id"])]
+        if df["source"].isna().any():
+            df["source"] = df["source"].fillna(p.name)
+        df["_file"] = str(p)
+        df["_dir"] = str(p.parent)
+        frames.append(df)
+    df = pd.concat(frames, ignore_index=True)
+    problems: list[str] = []
+    vals = pd.to_numeric(df["value"], errors="coerce")
+    bad = df.loc[~((vals > 0) & np.isfinite(vals)), "id"].tolist()
+    if bad:
+        problems.append(f"non-positive, infinite or missing value in rows {_few(bad)}")
+    dup = df.loc[df["id"].duplicated(keep=False), "id"].unique().tolist()
+    if dup:
+        problems.append(f"duplicate row ids {_few(dup)} (ids must be unique across files)")
+    for col in ("n_gpus", "tp", "pp", "isl", "osl", "batch", "concurrency", "context_len"):
+        raw = df[col]
+        v = pd.to_numeric(raw, errors="coerce")
+        badc = df.loc[v.notna() & (v <= 0), "id"].tolist()
+        if badc:
+            problems.append(f"non-positive {col} in rows {_few(badc)}")
+        text = raw.notna() & raw.astype(str).str.strip().ne("") & v.isna()
+        if text.any():
+            problems.append(f"{col} is not a number in rows {_few(df.loc[text, 'id'].tolist())}")
+        frac = v.notna() & np.isfinite(v) & (v != np.floor(v))
+        if frac.any():
+            problems.append(
+                f"{col} must be a whole number in rows {_few(df.loc[frac, 'id'].tolist())}"
+            )
+    tp_ = pd.to_numeric(df["tp"], errors="coerce")
+    pp_ = pd.to_numeric(df["pp"], errors="coerce").fillna(1)
+    ng_ = pd.to_numeric(df["n_gpus"], errors="coerce")
+    uneven = ng_.notna() & tp_.notna() & (tp_ > 0) & (pp_ > 0) & ((ng_ % (tp_ * pp_)) != 0)
+    if uneven.any():
+        problems.append(
+            f"n_gpus is not a multiple of tp x pp in rows {_few(df.loc[uneven, 'id'].tolist())}"
+        )
+    for col, finder in (("precision", cat.precision), ("kv_precision", cat.kv_precision)):
+        unknown_p: dict[str, list[str]] = {}
+        for rid, v in zip(df["id"], df[col], strict=True):
+            if pd.isna(v) or not str(v).strip():
+                continue  # empty = not stated by the source: a reason at prediction time
+            try:
+                finder(str(v))
+            except UnknownIdError:
+                unknown_p.setdefault(str(v), []).append(rid)
+        for v, rids in unknown_p.items():
+            problems.append(f"unknown {col} '{v}' in rows {_few(rids)}")
+    # units: step metrics in a time unit (converted to seconds), *_ms_* metrics in ms
+    units = df["unit"].astype(str).str.strip()
+    metric = df["metric"].astype(str)
+    is_step = metric.isin(["prefill_s", "decode_step_s"])
+    scale = units.map(TIME_UNITS_S)
+    bad_step = is_step & scale.isna()
+    if bad_step.any():
+        problems.append(
+            f"step metrics need a time unit ({', '.join(TIME_UNITS_S)}) in rows "
+            f"{_few(df.loc[bad_step, 'id'].tolist())}"
+        )
+    bad_ms = metric.str.contains("_ms_") & units.ne("ms")
+    if bad_ms.any():
+        problems.append(
+            f"*_ms_* metrics need unit ms in rows {_few(df.loc[bad_ms, 'id'].tolist())}"
+        )
+    for col, finder in (("hardware", cat.gpu), ("framework", cat.framework)):
+        unknown: dict[str, list[str]] = {}
+        for rid, v in zip(df["id"], df[col], strict=True):
+            if pd.isna(v) or not str(v).strip():
+                unknown.setdefault("(empty)", []).append(rid)
+                continue
+            try:
+                finder(str(v))
+            except UnknownIdError as e:
+                unknown.setdefault(
+                    f"{v}" + (f" (did you mean {e.suggestions[0]}?)" if e.suggestions else ""), []
+                ).append(rid)
+        for v, rids in unknown.items():
+            problems.append(f"unknown {col} '{v}' in rows {_few(rids)}")
+    unknown_models: dict[str, list[str]] = {}
+    for rid, v, d in zip(df["id"], df["model"], df["_dir"], strict=True):
+        try:
+            cat.model_ref(str(v), d)
+        except PlannerError:
+            unknown_models.setdefault(str(v), []).append(rid)
+    for v, rids in unknown_models.items():
+        problems.append(
+            f"unknown model '{v}' (not a catalog id nor a config.json) in rows {_few(rids)}"
+        )
+    if problems:
+        raise PlannerError("invalid measurements: " + "; ".join(problems))
+    df["value"] = vals
+    step = df["metric"].isin(["prefill_s", "decode_step_s"])
+    if step.any():  # step values in seconds from here on
+        df.loc[step, "value"] = df.loc[step, "value"] * df.loc[step, "unit"].astype(
+            str
+        ).str.strip().map(TIME_UNITS_S)
+        df.loc[step, "unit"] = "s"
+    return df
+
+
+def _few(ids: list[Any], n: int = 5) -> str:
+    ids = [str(i) for i in ids]
+    return ", ".join(ids[:n]) + (f" and {len(ids) - n} more" if len(ids) > n else "")
+
+
+# --------------------------------------------------------------------------- files
+def read_rows(path: str | os.PathLike[str]) -> tuple[list[dict[str, str]], list[str]]:
+    """Read a benchmark CSV into (rows as dicts of strings, column names)."""
+    p = Path(path)
+    text = read_text(p, "input file", "CSV file")
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        cols = list(reader.fieldnames or [])
+        rows = [dict(r) for r in reader]
+    except csv.Error as e:
+        raise PlannerError(f"{p}: not a valid CSV file ({e})") from None
+    if not cols:
+        raise PlannerError(f"{p}: empty file (expected a header row in the benchmark schema)")
+    if "metric" not in cols:
+        raise PlannerError(f"{p}: no 'metric' column; is this a file in the benchmark schema?")
+    for r in rows:  # DictReader stores surplus cells under None
+        r.pop(None, None)  # type: ignore[call-overload]
+    return rows, cols
+
+
+def format_value(v: Any) -> str:
+    """CSV text of a predicted value: 6 significant digits, empty for missing."""
+    if v is None or v == "":
+        return ""
+    return f"{float(v):.6g}"
+
+
+def write_rows(rows: list[dict[str, Any]], columns: list[str], stream) -> None:
+    """Write predicted rows as CSV (``predicted`` with 6 significant digits)."""
+    w = csv.DictWriter(stream, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow({**r, "predicted": format_value(r.get("predicted"))})

@@ -1,0 +1,414 @@
+"""Serving rows of the benchmark schema (modes offline, rate, server, concurrency,
+static_batch, single_stream) predicted with the simulator; see ``planner/benchmarks/README.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from planner.catalog.catalog import Catalog
+from planner.catalog.efficiency import EfficiencyParams
+from planner.errors import PlannerError
+from planner.serving._engine import _run_continuous, _run_static
+from planner.serving.replica import build_replica
+from planner.serving.result import SimResult
+from planner.workload.presets import openorca_lengths
+from planner.workload.workload import Requests, make_requests
+
+# =========================================================================== serving rows
+#: metrics of the benchmark schema this module predicts, with their unit
+SERVING_METRICS = {
+    "output_tok_s_total": "tok/s",
+    "output_tok_s_per_gpu": "tok/s/gpu",
+    "total_tok_s": "tok/s",
+    "req_s": "req/s",
+    "ttft_ms_mean": "ms",
+    "ttft_ms_median": "ms",
+    "ttft_ms_p99": "ms",
+    "tpot_ms_mean": "ms",
+    "tpot_ms_median": "ms",
+    "itl_ms_mean": "ms",
+    "itl_ms_median": "ms",
+    "e2e_ms_mean": "ms",
+    "e2e_ms_median": "ms",
+    "decode_tok_s_single_stream": "tok/s",
+    "prefill_tok_s": "tok/s",
+}
+SERVING_ROW_MODES = (
+    "offline",
+    "rate",
+    "server",
+    "interactive",
+    "concurrency",
+    "static_batch",
+    "single_stream",
+)
+
+#: simulated requests: offline rows (extrapolated to the row's request count), MLPerf Server
+OFFLINE_MIN_REQUESTS = 2000
+OFFLINE_WAVES = 6
+SERVER_REQUESTS = 3000
+RATE_SEEDS = 3
+
+_ROW_CACHE: dict[tuple, dict[str, Any] | str] = {}
+
+
+def _cell(row: dict[str, Any], key: str) -> str:
+    v = row.get(key)
+    if v is None:
+        return ""
+    if isinstance(v, float) and math.isnan(v):
+        return ""
+    return str(v).strip()
+
+
+def _num_cell(row: dict[str, Any], key: str) -> float | None:
+    s = _cell(row, key)
+    if not s:
+        return None
+    try:
+        return float(s)
+    except ValueError:
+        return None
+
+
+def _request_count(notes: str) -> int | None:
+    import re
+
+    m = re.search(r"(\d[\d,]*)\s+requests", notes) or re.search(r"(\d[\d,]*)-sample", notes)
+    return int(m.group(1).replace(",", "")) if m else None
+
+
+def steady_throughput(res: SimResult, t_lo: float, t_hi: float) -> tuple[float, float, float]:
+    """(requests/s, output tok/s, total tok/s) completed between ``t_lo`` and ``t_hi`` [s].
+
+    Counting completions inside a window of a long open-loop run measures what the
+    replica delivers in steady state, without the ramp-up or the drain after the last
+    arrival (which a first-arrival-to-last-completion span includes).
+    """
+    f = res.finish_s
+    m = (f >= t_lo) & (f <= t_hi)
+    span = max(t_hi - t_lo, 1e-12)
+    o = float(res.output_tokens[m].sum())
+    return float(m.sum()) / span, o / span, (o + float(res.input_tokens[m].sum())) / span
+
+
+def _dataset_lengths(row: dict[str, Any], model_id: str) -> tuple[Any, Any, str] | str:
+    """(input dist, output dist, note) for a variable-length row, or a reason string."""
+
+    notes = _cell(row, "notes").lower()
+    if "openorca" in notes and "mix" not in notes.split("dataset", 1)[-1][:20]:
+        if not model_id.startswith("llama-2-70b"):
+            return (
+                f"OpenOrca lengths are known in Llama-2 tokens only (MLPerf llama2-70b set); model "
+                f"{model_id} tokenizes differently"
+            )
+        i, o = openorca_lengths()
+        return (
+            i,
+            o,
+            "MLPerf OpenOrca length distribution (2,162-sample quantiles; answers ~290 tokens)",
+        )
+    if "mix" in notes or "mixtral" in model_id:
+        return (
+            "the MLPerf Mixtral-8x7B dataset (OpenOrca + GSM8K + MBXP, 15,000 samples) has no "
+            "transcribed length distribution; isl/osl are empty"
+        )
+    if "sharegpt" in notes:
+        return "ShareGPT rows need their filtered length distribution, which no source here gives"
+    return "isl/osl are empty and the notes name no dataset with a known length distribution"
+
+
+def predict_serving_row(
+    row: dict[str, Any], catalog: Catalog, params: EfficiencyParams
+) -> tuple[float | None, str]:
+    """Predict one serving row of the benchmark schema with the simulator.
+
+    Modes: ``offline`` (all requests queued at t = 0), ``rate`` / ``server`` /
+    ``interactive`` (open-loop Poisson at ``request_rate``), ``concurrency`` (closed loop),
+    ``static_batch`` / ``single_stream`` (one static batch). Metrics: see
+    :data:`SERVING_METRICS`. A multi-GPU row is split into ``n_gpus / (tp * pp)``
+    replicas sharing the load evenly; system totals add them up.
+
+    Returns
+    -------
+    (value, reason)
+        ``value`` in the row's unit and an empty reason, or None with the reason saying
+        what is missing. :func:`serving_row_details` gives every metric of the row's
+        simulation and a note on how it was run (request count, length distribution).
+    """
+    metric = _cell(row, "metric")
+    mode = _cell(row, "mode")
+    if metric not in SERVING_METRICS:
+        if metric == "other":
+            return (
+                None,
+                "metric 'other' is ambiguous in the source (per GPU or per group not stated)",
+            )
+        return None, f"metric {metric or '(empty)'} is not a serving metric"
+    if mode not in SERVING_ROW_MODES:
+        return None, f"mode {mode or '(empty)'} not supported by the serving simulator"
+    try:
+        out = _serving_row_result(row, catalog, params)
+    except PlannerError as e:
+        return None, str(e)
+    if isinstance(out, str):
+        return None, out
+    val = out.get(metric)
+    if val is None or not (isinstance(val, float) and math.isfinite(val)):
+        return (
+            None,
+            f"metric {metric} is not defined for this row (e.g. TPOT with one output token)",
+        )
+    return float(val), ""
+
+
+def serving_row_details(
+    row: dict[str, Any], catalog: Catalog, params: EfficiencyParams
+) -> dict[str, Any]:
+    """Every metric of the simulation behind a serving row, plus ``note`` (how it was run)
+    or ``reason`` (why it cannot be)."""
+    try:
+        out = _serving_row_result(row, catalog, params)
+    except PlannerError as e:
+        return {"reason": str(e)}
+    if isinstance(out, str):
+        return {"reason": out}
+    d = {k: v for k, v in out.items() if not k.startswith("_")}
+    d["note"] = out["_note"]
+    return d
+
+
+def _serving_row_result(
+    row: dict[str, Any], cat: Catalog, params: EfficiencyParams
+) -> dict[str, Any] | str:
+    mode = _cell(row, "mode")
+    hw = _cell(row, "hardware")
+    model_key = _cell(row, "model")
+    prec = _cell(row, "precision")
+    fw_id = _cell(row, "framework")
+    if not hw or not model_key:
+        return "hardware or model is empty"
+    if not prec:
+        return "precision is empty (the source does not say), so it cannot be modelled"
+    if not fw_id:
+        return "framework is empty, so the scheduler cannot be modelled"
+    n_gpus = _num_cell(row, "n_gpus") or 1.0
+    tp = _num_cell(row, "tp")
+    pp = _num_cell(row, "pp") or 1.0
+    if tp is None:
+        if n_gpus == 1:
+            tp = 1.0
+        else:
+            return f"tp is empty and n_gpus={n_gpus:g}, so the number of replicas is unknown"
+    if n_gpus % (tp * pp):
+        return f"n_gpus={n_gpus:g} is not a multiple of tp x pp = {tp * pp:g}"
+    replicas = int(n_gpus // (tp * pp))
+    kv = _cell(row, "kv_precision") or None
+    isl, osl = _num_cell(row, "isl"), _num_cell(row, "osl")
+    batch = _num_cell(row, "batch")
+    conc = _num_cell(row, "concurrency")
+    rate = _num_cell(row, "request_rate")
+    notes = _cell(row, "notes")
+    count = _request_count(notes)
+    util = 0.95 if "fraction 0.95" in notes else None
+    key = (
+        hw,
+        model_key,
+        prec,
+        kv,
+        fw_id,
+        int(tp),
+        int(pp),
+        replicas,
+        mode,
+        isl,
+        osl,
+        batch,
+        conc,
+        rate,
+        count,
+        util,
+        notes if isl is None else "",
+        params,
+    )
+    if key in _ROW_CACHE:
+        return _ROW_CACHE[key]
+    m = cat.model_ref(model_key, _cell(row, "_dir") or None)
+    if kv is not None and kv not in {k.id for k in cat.kv_precisions}:
+        kv = None
+    rep = build_replica(
+        m,
+        hw,
+        prec,
+        fw_id,
+        tp=int(tp),
+        pp=int(pp),
+        kv_precision=kv,
+        params=params,
+        catalog=cat,
+        memory_utilization=util,
+    )
+    if (isl is not None and osl is not None) or mode in ("static_batch", "single_stream"):
+        ilen: Any = None
+        note_len = (
+            f"fixed lengths {int(isl)}/{int(osl)}"
+            if isl and osl
+            else f"prompt {int(isl or 1)}, {int(osl or 128)} generated tokens (unstated ones assumed)"
+        )
+    else:
+        ds = _dataset_lengths(row, m.id)
+        if isinstance(ds, str):
+            _ROW_CACHE[key] = ds
+            return ds
+        ilen, olen, note_len = ds
+    rng = np.random.default_rng(20240601)
+
+    def requests(n: int, r: float | None) -> Requests:
+        if ilen is None:
+            i = np.full(n, int(isl))
+            o = np.full(n, int(osl))
+        else:
+            i, o = ilen.sample(n, rng), olen.sample(n, rng)
+        a = np.zeros(n) if r is None else np.cumsum(rng.exponential(1.0 / r, n))
+        return make_requests(a, i, o, context_limit=rep.engine.context_limit_tokens)
+
+    out: dict[str, Any]
+    if mode in ("static_batch", "single_stream"):
+        b = int(batch) if batch else (1 if mode == "single_stream" else 0)
+        if b <= 0:
+            return "static batch without a batch size"
+        i_ = int(isl) if isl else 1
+        o_ = int(osl) if osl else 128
+        reqs = make_requests(np.zeros(b), np.full(b, i_), np.full(b, o_))
+        res = _run_static(rep.with_engine(max_num_seqs=max(b, 1)), reqs)
+        s = res.summary()
+        e2e = float(res.finish_s.max())
+        t_pf = float(res.first_token_s.max())
+        out = _row_metrics(s, replicas, rep.num_gpus)
+        out.update(
+            output_tok_s_total=b * o_ * replicas / e2e,
+            output_tok_s_per_gpu=b * o_ / e2e / rep.num_gpus,
+            total_tok_s=b * (i_ + o_) * replicas / e2e,
+            req_s=b * replicas / e2e,
+            decode_tok_s_single_stream=1.0 / s["tpot_mean_s"] if o_ > 1 else float("nan"),
+            prefill_tok_s=b * i_ / t_pf,
+        )
+        out["_note"] = f"one static batch of {b}; {note_len}"
+    elif mode == "offline":
+        total = count or OFFLINE_MIN_REQUESTS
+        eng = rep.engine
+        ctx_mean = (isl + osl) if ilen is None else (ilen.mean_tokens() + olen.mean_tokens())
+        b_max = min(eng.max_num_seqs, eng.kv_capacity_tokens / max(ctx_mean, 1.0))
+        per_rep = math.ceil(total / replicas)
+        n = int(min(per_rep, max(OFFLINE_MIN_REQUESTS, OFFLINE_WAVES * b_max)))
+        res = (
+            _run_continuous(rep, requests(n, None), None)
+            if eng.continuous_batching
+            else _run_static(rep, requests(n, None))
+        )
+        s = res.summary()
+        span = res.duration_s
+        if per_rep > n:  # extrapolate the steady middle of the run to the row's request count
+            f = np.sort(res.finish_s)
+            lo, hi = int(0.3 * n), int(0.8 * n)
+            ss_rate = (hi - lo) / max(f[hi] - f[lo], 1e-12)
+            span = span + (per_rep - n) / ss_rate
+        o_tok = float(res.output_tokens.mean()) * per_rep
+        i_tok = float(res.input_tokens.mean()) * per_rep
+        out = _row_metrics(s, replicas, rep.num_gpus)
+        out.update(
+            output_tok_s_total=o_tok / span * replicas,
+            output_tok_s_per_gpu=o_tok / span / rep.num_gpus,
+            total_tok_s=(o_tok + i_tok) / span * replicas,
+            req_s=per_rep / span * replicas,
+        )
+        out["_note"] = (
+            f"offline: {n} of {per_rep} requests per replica simulated"
+            + (", steady rate extrapolated" if per_rep > n else "")
+            + f"; {note_len}"
+        )
+    elif mode in ("rate", "server", "interactive"):
+        if rate is None or not math.isfinite(rate) or rate <= 0:
+            return f"mode {mode} without a finite request_rate"
+        r = rate / replicas
+        if mode == "rate" and count:
+            n = math.ceil(count / replicas)
+            seeds = RATE_SEEDS
+            mask_fn = None
+        else:
+            n = SERVER_REQUESTS
+            seeds = 1
+            mask_fn = "steady"
+        acc: list[dict[str, Any]] = []
+        for _ in range(seeds):
+            reqs = requests(n, r)
+            res = (
+                _run_continuous(rep, reqs, None)
+                if rep.engine.continuous_batching
+                else _run_static(rep, reqs)
+            )
+            if mask_fn:
+                s = res.summary(warmup_frac=0.2, cooldown_frac=0.1)
+                a = np.sort(res.arrival_s)
+                lo_t, hi_t = float(a[int(0.2 * (n - 1))]), float(a[-1])
+                s["throughput_rps"], s["output_tok_s"], s["total_tok_s"] = steady_throughput(
+                    res, lo_t, hi_t
+                )
+            else:
+                s = res.summary()
+            acc.append(s)
+        s = {
+            k: float(np.mean([a[k] for a in acc]))
+            for k in acc[0]
+            if isinstance(acc[0][k], (int, float))
+        }
+        out = _row_metrics(s, replicas, rep.num_gpus)
+        out["_note"] = (
+            f"Poisson at {r:.4g} req/s per replica x {replicas}, {n} requests"
+            + (f" x {seeds} seeds" if seeds > 1 else ", scored after warm-up")
+            + f"; {note_len}"
+        )
+    elif mode == "concurrency":
+        if not conc:
+            return "concurrency row without a concurrency"
+        c = max(1, int(round(conc / replicas)))
+        n = int(count / replicas) if count else max(8 * c, 500)
+        res = _run_continuous(rep, requests(n, None), c)
+        s = res.summary()
+        out = _row_metrics(s, replicas, rep.num_gpus)
+        out["_note"] = (
+            f"closed loop, {c} clients per replica x {replicas}, {n} requests; {note_len}"
+        )
+    else:  # pragma: no cover
+        return f"mode {mode} not supported"
+    if rep.params_source != "prior":
+        out["_note"] += f"; params {rep.params_source}"
+    _ROW_CACHE[key] = out
+    return out
+
+
+def _row_metrics(s: dict[str, Any], replicas: int, gpus_per_replica: int) -> dict[str, Any]:
+    ms = 1000.0
+    return {
+        "output_tok_s_total": s["output_tok_s"] * replicas,
+        "output_tok_s_per_gpu": s["output_tok_s"] / gpus_per_replica,
+        "total_tok_s": s["total_tok_s"] * replicas,
+        "req_s": s["throughput_rps"] * replicas,
+        "ttft_ms_mean": s["ttft_mean_s"] * ms,
+        "ttft_ms_median": s["ttft_p50_s"] * ms,
+        "ttft_ms_p99": s["ttft_p99_s"] * ms,
+        "tpot_ms_mean": s["tpot_mean_s"] * ms,
+        "tpot_ms_median": s["tpot_p50_s"] * ms,
+        "itl_ms_mean": s["itl_mean_s"] * ms,
+        "itl_ms_median": s["itl_p50_s"] * ms,
+        "e2e_ms_mean": s["e2e_mean_s"] * ms,
+        "e2e_ms_median": s["e2e_p50_s"] * ms,
+        "decode_tok_s_single_stream": 1.0 / s["tpot_mean_s"]
+        if s.get("tpot_mean_s")
+        else float("nan"),
+        "prefill_tok_s": float("nan"),
+    }

@@ -1,0 +1,185 @@
+"""Step-level and static rows of the benchmark schema as predictors ``params -> value``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from planner.benchmarks.schema import SERVING_MODES, _num
+from planner.catalog.catalog import Catalog
+from planner.catalog.efficiency import PRIOR, EfficiencyParams
+from planner.engine.memory import plan_memory
+from planner.engine.phases import decode_time, mean_decode_time, prefill_time
+from planner.engine.step import StepModel, step_model
+from planner.errors import PlannerError
+from planner.serving.steady_state import offline_throughput
+
+
+def _static_parts(sm, batch, isl, osl):
+    pf = prefill_time(sm, batch, isl)
+    dec = mean_decode_time(sm, batch, isl, osl) if osl > 1 else 0.0
+    return pf, dec, pf + dec * max(osl - 1, 0)
+
+
+def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
+    """(predict(params) -> value, reason, fit_kind) for one benchmark-schema row."""
+    metric = str(row.get("metric", ""))
+    mode = str(row.get("mode", ""))
+    prec = row.get("precision")
+    if prec is None or (isinstance(prec, float) and math.isnan(prec)) or not str(prec).strip():
+        return None, "precision not stated by the source", ""
+    prec = str(prec)
+    try:
+        m = cat.model_ref(str(row["model"]), str(row.get("_dir", ".")))
+        g = cat.gpu(str(row["hardware"]))
+        p = cat.precision(prec)
+        fw = cat.framework(str(row["framework"]))
+    except PlannerError as e:
+        return None, str(e), ""
+    tp = _num(row.get("tp"))
+    pp = _num(row.get("pp")) or 1.0
+    n_gpus = _num(row.get("n_gpus"))
+    if tp is None:
+        if n_gpus == 1:
+            tp = 1.0
+        else:
+            return None, "tp not stated by the source", ""
+    kv = row.get("kv_precision")
+    kv = (
+        str(kv)
+        if kv is not None and not (isinstance(kv, float) and math.isnan(kv)) and str(kv).strip()
+        else None
+    )
+    try:
+        kv = cat.kv_precision(kv).id if kv is not None else None
+        sm0 = step_model(m, g, p, kv, tp, pp, PRIOR, cat)
+    except PlannerError as e:
+        return None, str(e), ""
+    isl, osl = _num(row.get("isl")), _num(row.get("osl"))
+    batch = _num(row.get("batch"))
+    ctx = _num(row.get("context_len"))
+    for name, v in (("isl", isl), ("osl", osl), ("batch", batch), ("context_len", ctx)):
+        if v is not None and v <= 0:
+            return None, f"{name} must be > 0, got {v:g}", ""
+    if n_gpus is not None and n_gpus % (tp * pp):
+        return None, f"n_gpus={n_gpus:g} is not a multiple of tp x pp = {tp * pp:g}", ""
+    replicas = (n_gpus / (tp * pp)) if n_gpus else 1.0
+    scale = 1000.0 if metric.startswith(("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")) else 1.0
+
+    def with_p(params: EfficiencyParams) -> StepModel:
+        return replace(sm0, params=params)
+
+    if metric == "prefill_s":
+        if batch is None or isl is None:
+            return None, "prefill_s needs batch and isl", ""
+        return (lambda q: prefill_time(with_p(q), batch, isl)), "", "step"
+    if metric == "decode_step_s":
+        if batch is None or ctx is None:
+            return None, "decode_step_s needs batch and context_len", ""
+        return (lambda q: decode_time(with_p(q), batch, ctx)), "", "step"
+    if metric == "other":
+        return (
+            None,
+            "metric 'other' is ambiguous in the source (per GPU or per group not stated)",
+            "",
+        )
+    if mode in ("static_batch", "single_stream"):
+        b = batch if batch is not None else (1.0 if mode == "single_stream" else None)
+        if b is None:
+            return None, "static batch without a batch size", ""
+        if metric == "decode_tok_s_single_stream":
+            if osl is None:
+                # llama-bench tg / mlc 256-token decode from a near-empty context
+                osl_eff = 128.0
+                isl_eff = isl or 0.0
+            else:
+                osl_eff, isl_eff = osl, isl or 0.0
+            return (
+                (lambda q: 1.0 / mean_decode_time(with_p(q), 1.0, isl_eff, osl_eff)),
+                "",
+                "single",
+            )
+        if metric == "prefill_tok_s":
+            if isl is None:
+                return None, "prefill_tok_s needs isl", ""
+            return (lambda q: b * isl / prefill_time(with_p(q), b, isl)), "", "single"
+        if isl is None or osl is None:
+            return None, "static batch without isl/osl", ""
+        kind = "single" if mode == "single_stream" else "static"
+        if metric == "ttft_ms_mean":
+            return (lambda q: scale * prefill_time(with_p(q), b, isl)), "", kind
+        if metric in ("tpot_ms_median", "tpot_ms_mean", "itl_ms_mean", "itl_ms_median"):
+            if osl <= 1:
+                return None, "TPOT undefined for one output token", ""
+            return (lambda q: scale * mean_decode_time(with_p(q), b, isl, osl)), "", kind
+        if metric in ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "req_s"):
+            per = {
+                "output_tok_s_total": b * osl * replicas,
+                "output_tok_s_per_gpu": b * osl / (tp * pp),
+                "total_tok_s": b * (isl + osl) * replicas,
+                "req_s": b * replicas,
+            }[metric]
+            return (lambda q: per / _static_parts(with_p(q), b, isl, osl)[2]), "", kind
+        return None, f"metric {metric} not supported in mode {mode}", ""
+    if mode == "offline" and metric in (
+        "output_tok_s_total",
+        "output_tok_s_per_gpu",
+        "total_tok_s",
+        "req_s",
+    ):
+        if isl is None or osl is None:
+            return (
+                None,
+                "offline row without isl/osl: predicted by the simulator with the dataset's length distribution",
+                "serving",
+            )
+
+        try:
+            mp = plan_memory(
+                m,
+                g,
+                p,
+                sm0.precision.kv_default if kv is None else kv,
+                int(tp),
+                int(pp),
+                int(isl + osl),
+                # the TensorRT-LLM v0.17 table states kv_cache_free_gpu_mem_fraction 0.95
+                # (the simulator reads the same note)
+                0.95 if "fraction 0.95" in str(row.get("notes") or "") else None,
+                fw,
+                catalog=cat,
+                suggest=False,
+            )
+        except PlannerError as e:
+            return None, str(e), ""
+        if not mp.fits:
+            return None, mp.reason, ""
+        max_seqs = fw.default_max_num_seqs
+        B = float(min(mp.max_concurrent_sequences, max_seqs))
+        budget = float(fw.default_max_num_batched_tokens or 8192)
+        per_gpu = metric == "output_tok_s_per_gpu"
+        mult = (1.0 / (tp * pp)) if per_gpu else replicas
+        if metric == "total_tok_s":
+            mult *= (isl + osl) / osl
+        if metric == "req_s":
+            mult /= osl
+        return (
+            (lambda q: mult * offline_throughput(with_p(q), isl, osl, B, budget)[0]),
+            "",
+            "offline",
+        )
+    if mode in SERVING_MODES or mode == "offline":
+        return None, "serving row: predicted by the simulator, not used in the fit", "serving"
+    return None, f"metric {metric} in mode {mode} not supported", ""
+
+
+def _canonical_precision(cat: Catalog, value: Any) -> str:
+    """Catalog id of a precision label (aliases such as BF16 map to bf16); '' if empty."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or not str(value).strip():
+        return ""
+    try:
+        return cat.precision(str(value)).id
+    except PlannerError:
+        return str(value)

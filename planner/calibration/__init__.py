@@ -1,0 +1,65 @@
+"""Calibration: fit the engine's efficiencies and overheads to measured data.
+
+Pipeline (pvlib style: every model has its ``fit_*``):
+
+1. :func:`~planner.benchmarks.io.load_measurements` reads rows in the benchmark schema
+   (``planner/benchmarks/README.md``) or the JSON that ``vllm bench serve`` writes.
+2. :func:`prepare_rows` turns each row into a predictor ``params -> value`` or a reason.
+3. :func:`fit_profile` fits :class:`~planner.catalog.efficiency.EfficiencyParams` top-down
+   over ``global -> framework -> framework x arch -> framework x gpu -> x precision``.
+4. :func:`resolve_params` (in :mod:`planner.catalog.profile`, below every predictor) picks the
+   deepest node for a deployment.
+5. :func:`cross_validate` / :func:`run_validation` (:mod:`planner.calibration.accuracy`) refit
+   without each source or fold and write ``docs/accuracy.md``.
+"""
+
+from planner.benchmarks.io import load_measurements, read_vllm_bench_json
+from planner.calibration.accuracy import (
+    cross_validate,
+    error_table,
+    oos_record,
+    run_validation,
+    write_report,
+)
+from planner.calibration.fit import (
+    FIT_BOUNDS,
+    FIT_FIELDS,
+    PreparedRow,
+    calibrate,
+    data_files_default,
+    fit_profile,
+    predict_rows,
+    prepare_rows,
+)
+from planner.catalog.profile import (
+    DEFAULT_PROFILE,
+    Profile,
+    ProfileNode,
+    load_profile,
+    resolve_params,
+    save_profile,
+)
+
+__all__ = [
+    "DEFAULT_PROFILE",
+    "FIT_BOUNDS",
+    "FIT_FIELDS",
+    "PreparedRow",
+    "Profile",
+    "ProfileNode",
+    "calibrate",
+    "cross_validate",
+    "data_files_default",
+    "error_table",
+    "fit_profile",
+    "load_measurements",
+    "load_profile",
+    "oos_record",
+    "predict_rows",
+    "prepare_rows",
+    "read_vllm_bench_json",
+    "resolve_params",
+    "run_validation",
+    "save_profile",
+    "write_report",
+]

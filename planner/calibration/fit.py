@@ -1,0 +1,326 @@
+"""Calibration: fit the engine's efficiencies and overheads to measured data.
+
+Pipeline (pvlib style: every model has its ``fit_*``):
+
+1. :func:`load_measurements` reads rows in the benchmark schema
+   (``shared/reference/benchmarks/README.md``) or the JSON that ``vllm bench serve``
+   writes, and validates them (missing columns, unknown ids, non-positive values
+   are errors that name the rows; nothing is fitted from a partly valid file).
+2. :func:`prepare_rows` turns each row into a predictor ``params -> value``
+   (step rows, static batches, single stream, offline throughput) or a reason why
+   it cannot be predicted.
+3. :func:`fit_profile` fits :class:`~planner.perf.EfficiencyParams` with
+   ``scipy.optimize.least_squares`` on log error, top-down over a hierarchy
+   ``global -> framework -> framework x arch -> framework x gpu -> framework x gpu x
+   precision``. Each node is pulled toward its parent by a Gaussian prior in log
+   space, so sparse nodes shrink toward the family value.
+4. :func:`resolve_params` picks the deepest node that exists for a (gpu,
+   framework, precision) and labels the prediction ``fit``, ``transferred from
+   ...`` or ``prior``.
+5. :func:`cross_validate` refits without each source (leave-one-source-out) or
+   fold (k-fold) and predicts the held-out rows; :func:`accuracy_report` writes
+   ``docs/accuracy.md``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from planner.benchmarks.io import _hash_files, load_measurements
+from planner.benchmarks.step_rows import _canonical_precision, row_predictor
+from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
+from planner.catalog.efficiency import PRIOR, EfficiencyParams
+from planner.catalog.profile import Profile, ProfileNode, _node_keys, resolve_params
+from planner.errors import PlannerError
+
+#: parameters the fit may move, their bounds and the prior width (std-dev of log value)
+FIT_BOUNDS: dict[str, tuple[float, float, float]] = {
+    "mem_eff": (0.15, 1.0, 0.35),
+    "kv_mem_eff": (0.1, 1.0, 0.5),
+    "compute_eff": (0.1, 1.0, 0.35),
+    "compute_half_tokens": (1.0, 8192.0, 1.5),
+    "attn_eff": (0.03, 1.0, 0.6),
+    "step_overhead_s": (1e-6, 0.2, 2.5),
+    "layer_overhead_s": (1e-8, 2e-3, 2.5),
+    "seq_overhead_s": (1e-9, 2e-3, 2.5),
+    "eager_layer_s": (1e-7, 5e-3, 3.0),
+    "comm_eff": (0.05, 1.0, 0.6),
+    "sched_overhead_s": (1e-7, 0.2, 2.5),
+}
+#: priors of the overheads are not zero in log space: start values for the global node
+_START = {
+    "step_overhead_s": 2e-4,
+    "layer_overhead_s": 5e-6,
+    "seq_overhead_s": 1e-6,
+    "eager_layer_s": 1e-4,
+    "sched_overhead_s": 1e-4,
+}
+FIT_FIELDS = tuple(FIT_BOUNDS)
+
+
+# =========================================================================== predictors
+@dataclass(frozen=True)
+class PreparedRow:
+    """A measurement row ready for fitting: a predictor of ``value`` given params."""
+
+    id: str
+    source: str
+    framework: str
+    gpu: str
+    arch: str
+    precision: str
+    metric: str
+    mode: str
+    value: float
+    predict: Callable[[EfficiencyParams], float] | None
+    reason: str = ""
+    fit_kind: str = ""  # step, static, single, offline, serving
+    model: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.predict is not None
+
+
+def prepare_rows(df, catalog: Catalog | None = None) -> list[PreparedRow]:
+    """One :class:`PreparedRow` per measurement (unpredictable rows carry a reason)."""
+    cat = catalog or load_catalog()
+    out = []
+    for row in df.to_dict("records"):
+        fn, reason, kind = row_predictor(row, cat)
+        try:
+            g = cat.gpu(str(row["hardware"]))
+            gid, arch = g.id, g.arch
+        except PlannerError:
+            gid, arch = str(row["hardware"]), "?"
+        try:
+            fwid = cat.framework(str(row["framework"])).id
+        except PlannerError:
+            fwid = str(row["framework"])
+        out.append(
+            PreparedRow(
+                id=str(row.get("id")),
+                source=str(row.get("source")),
+                framework=fwid,
+                gpu=gid,
+                arch=arch,
+                precision=_canonical_precision(cat, row.get("precision")),
+                metric=str(row.get("metric")),
+                mode=str(row.get("mode")),
+                value=float(row["value"]),
+                predict=fn,
+                reason=reason,
+                fit_kind=kind,
+                model=Path(str(row.get("model"))).parent.name
+                if str(row.get("model", "")).endswith(".json")
+                else str(row.get("model")),
+            )
+        )
+    return out
+
+
+# =========================================================================== fitting
+def _to_x(p: EfficiencyParams) -> np.ndarray:
+    return np.array([math.log(max(getattr(p, f), FIT_BOUNDS[f][0])) for f in FIT_FIELDS])
+
+
+def _from_x(x: np.ndarray, base: EfficiencyParams) -> EfficiencyParams:
+    upd = {}
+    for f, v in zip(FIT_FIELDS, x, strict=True):
+        lo, hi, _ = FIT_BOUNDS[f]
+        upd[f] = float(min(max(math.exp(v), lo), hi))
+    return base.model_copy(update=upd)
+
+
+def _fit_node(
+    rows: list[PreparedRow], parent: EfficiencyParams, prior_scale: float, max_nfev: int
+) -> tuple[EfficiencyParams, float]:
+    from scipy.optimize import least_squares
+
+    x0 = _to_x(parent)
+    lo = np.array([math.log(FIT_BOUNDS[f][0]) for f in FIT_FIELDS])
+    hi = np.array([math.log(FIT_BOUNDS[f][1]) for f in FIT_FIELDS])
+    x0 = np.clip(x0, lo + 1e-9, hi - 1e-9)
+    sig = np.array([FIT_BOUNDS[f][2] for f in FIT_FIELDS]) * prior_scale
+    meas = np.log(np.array([r.value for r in rows]))
+    preds = [r.predict for r in rows]
+
+    def resid(x):
+        q = _from_x(x, parent)
+        out = np.empty(len(preds))
+        for i, fn in enumerate(preds):
+            try:
+                v = fn(q)
+                out[i] = math.log(v) if v > 0 and math.isfinite(v) else 10.0
+            except (ValueError, ZeroDivisionError, OverflowError):
+                out[i] = 10.0
+        return np.concatenate([(out - meas), (x - x0) / sig])
+
+    res = least_squares(
+        resid,
+        x0,
+        bounds=(lo, hi),
+        method="trf",
+        loss="soft_l1",
+        f_scale=0.2,
+        max_nfev=max_nfev,
+        x_scale=1.0,
+        diff_step=1e-3,
+    )
+    fitted = _from_x(res.x, parent)
+    err = resid(res.x)[: len(rows)]
+    mdape = float(np.median(np.abs(np.expm1(err)))) if len(rows) else float("nan")
+    return fitted, mdape
+
+
+def fit_profile(
+    rows: Sequence[PreparedRow],
+    *,
+    data_files: Sequence[str] = (),
+    data_hash: str = "",
+    min_rows: int = 1,
+    prior_scale: float = 1.0,
+    max_nfev: int = 60,
+    include_kinds: Iterable[str] = ("step", "static", "single", "offline"),
+    base: EfficiencyParams | None = None,
+) -> Profile:
+    """Fit the hierarchy of nodes top-down (see module docstring).
+
+    Parameters
+    ----------
+    rows : prepared measurement rows; rows without a predictor are ignored
+    min_rows : a node is fitted only if it has at least this many rows
+    prior_scale : multiplies every prior width (smaller = stronger shrinkage)
+    include_kinds : which row kinds the fit uses (serving rows are validated, not fitted)
+    """
+    kinds = set(include_kinds)
+    use = [r for r in rows if r.ok and r.fit_kind in kinds]
+    if not use:
+        raise PlannerError(
+            "no measurement row can be used for the fit (see `planner predict` reasons)"
+        )
+    base = base or PRIOR.with_(**_START)
+    nodes: list[ProfileNode] = []
+    fitted: dict[tuple, EfficiencyParams] = {}
+
+    def add(level, key, subset, parent):
+        if len(subset) < min_rows:
+            return
+        params, mdape = _fit_node(subset, parent, prior_scale, max_nfev)
+        fitted[key] = params
+        nodes.append(
+            ProfileNode(
+                framework=key[0],
+                arch=key[1],
+                gpu=key[2],
+                precision=key[3],
+                level=level,
+                n_rows=len(subset),
+                sources=tuple(sorted({r.source for r in subset})),
+                in_sample_mdape=round(mdape, 4),
+                params=_rounded(params),
+            )
+        )
+
+    add(0, (None, None, None, None), use, base)
+    groups: dict[tuple, list[PreparedRow]] = {}
+    for r in use:
+        for lvl, k in enumerate(_node_keys(r.framework, r.arch, r.gpu, r.precision)):
+            if lvl:
+                groups.setdefault(k, []).append(r)
+    for lvl in (1, 2, 3, 4):
+        for k in sorted((k for k in groups if _level(k) == lvl), key=str):
+            parent_key = _node_keys(*k)[lvl - 1]
+            # the closest fitted ancestor
+            pk = parent_key
+            anc = _node_keys(*k)[:lvl]
+            for a in reversed(anc):
+                if a in fitted:
+                    pk = a
+                    break
+            add(lvl, k, groups[k], fitted.get(pk, base))
+    return Profile(
+        created=_dt.date.today(),
+        data_hash=data_hash,
+        data_files=tuple(data_files),
+        n_rows_fitted=len(use),
+        method=(
+            "scipy.optimize.least_squares (trf, soft_l1 loss, f_scale 0.2) on log(predicted/measured), "
+            "parameters in log space with bounds; each node regularised toward its parent by a "
+            "Gaussian prior in log space (widths FIT_BOUNDS x prior_scale); hierarchy global -> "
+            "framework -> framework x arch -> framework x gpu -> framework x gpu x precision"
+        ),
+        nodes=tuple(nodes),
+    )
+
+
+def _level(k: tuple) -> int:
+    return sum(1 for x in k if x is not None)
+
+
+def _rounded(p: EfficiencyParams) -> EfficiencyParams:
+    return p.model_copy(update={f: float(f"{getattr(p, f):.5g}") for f in type(p).model_fields})
+
+
+def predict_rows(
+    rows: Sequence[PreparedRow], profile: Profile | None, catalog: Catalog | None = None
+):
+    """Predictions of the rows a profile can predict: list of (row, value, provenance)."""
+    cat = catalog or load_catalog()
+    out = []
+    for r in rows:
+        if not r.ok:
+            out.append((r, None, r.reason))
+            continue
+        params, prov = (
+            resolve_params(r.gpu, r.framework, r.precision, catalog=cat, profile=profile)
+            if profile
+            else (PRIOR, "prior")
+        )
+        try:
+            out.append((r, float(r.predict(params)), prov))
+        except (ValueError, ZeroDivisionError, OverflowError) as e:
+            out.append((r, None, f"prediction failed: {e}"))
+    return out
+
+
+def data_files_default() -> list[Path]:
+    """Measurement files the bundled profile is fitted on (``data/benchmarks/*.csv``)."""
+    d = DATA_DIR / "benchmarks"
+    return sorted(p for p in d.glob("*.csv") if not p.name.endswith("_micro.csv"))
+
+
+def _rel(p: Path) -> str:
+    try:
+        return p.resolve().relative_to(DATA_DIR.parent.resolve()).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+def calibrate(
+    paths: Sequence[str | os.PathLike[str]] | None = None,
+    catalog: Catalog | None = None,
+    **kw: Any,
+) -> tuple[Profile, list[PreparedRow]]:
+    """Load measurements, prepare rows and fit a profile (``planner calibrate``)."""
+    cat = catalog or load_catalog()
+    files = [Path(p) for p in (paths or data_files_default())]
+    vllm_kw = {
+        k: v
+        for k in ("gpu", "model", "precision", "tp", "framework")
+        if (v := kw.pop(k, None)) is not None
+    }
+    df = load_measurements(files, cat, **vllm_kw)
+    rows = prepare_rows(df, cat)
+    prof = fit_profile(
+        rows, data_files=[_rel(f) for f in files], data_hash=_hash_files(files), **kw
+    )
+    return prof, rows

@@ -1,0 +1,67 @@
+"""Catalogs and records: accelerators, prices, models, precisions, frameworks, efficiency
+parameters and calibration profiles.
+
+The bottom of the package stack (only :mod:`planner.errors` is below it). Ids become
+records here, once (:meth:`Catalog.resolve`); everything above receives records.
+"""
+
+from planner.catalog.catalog import (
+    DATA_DIR,
+    Catalog,
+    Resolved,
+    check_layout,
+    compute_dtype_for,
+    load_catalog,
+)
+from planner.catalog.efficiency import PRIOR, EfficiencyParams
+from planner.catalog.hf_config import model_from_hf_config
+from planner.catalog.profile import (
+    DEFAULT_PROFILE,
+    Profile,
+    ProfileNode,
+    load_profile,
+    resolve_efficiency,
+    resolve_params,
+    save_profile,
+)
+from planner.catalog.records import (
+    Accelerator,
+    ComputeDtype,
+    Framework,
+    Frozen,
+    KvPrecision,
+    ModelArch,
+    Precision,
+    PurchasePrice,
+    RentalPrice,
+    Sourced,
+)
+
+__all__ = [
+    "DATA_DIR",
+    "DEFAULT_PROFILE",
+    "PRIOR",
+    "Accelerator",
+    "Catalog",
+    "ComputeDtype",
+    "EfficiencyParams",
+    "Framework",
+    "Frozen",
+    "KvPrecision",
+    "ModelArch",
+    "Precision",
+    "Profile",
+    "ProfileNode",
+    "PurchasePrice",
+    "RentalPrice",
+    "Resolved",
+    "Sourced",
+    "check_layout",
+    "compute_dtype_for",
+    "load_catalog",
+    "load_profile",
+    "model_from_hf_config",
+    "resolve_efficiency",
+    "resolve_params",
+    "save_profile",
+]

@@ -1,0 +1,314 @@
+"""Catalogs: accelerators, prices, models, precisions and serving frameworks.
+
+The YAML files under ``data/`` are loaded into frozen pydantic models with
+``extra="forbid"``, so a typo in a field name is an error that names the file,
+the entry and the field path. Every entry carries ``source`` and ``as_of``.
+
+Units follow the names: ``_gb`` is decimal gigabytes (1e9 bytes), ``_gbs`` GB/s,
+``_tflops`` dense TFLOPS (no structured sparsity), ``_tops`` dense TOPS, ``_w`` watts.
+A number that no source gives is ``None``; the engine then raises
+:class:`~planner.errors.MissingDataError` saying what it cannot compute.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import yaml
+from pydantic import ValidationError, model_validator
+
+from planner.catalog.hf_config import _hf_config_cached, model_from_hf_config
+from planner.catalog.records import (
+    Accelerator,
+    Framework,
+    Frozen,
+    KvPrecision,
+    ModelArch,
+    Precision,
+    PurchasePrice,
+    RentalPrice,
+    _fmt_loc,
+)
+from planner.errors import PlannerError, UnknownIdError, read_text
+
+try:  # the C loader is ~10x faster; fall back where libyaml is absent
+    _Loader = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover
+    _Loader = yaml.SafeLoader
+
+DATA_DIR = Path(
+    os.environ.get("PLANNER_DATA_DIR", Path(__file__).resolve().parent.parent.parent / "data")
+)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _validate_list(path: Path, key: str, cls: type[Frozen], raw: Any) -> list[Any]:
+    if not isinstance(raw, dict) or key not in raw:
+        raise PlannerError(f"{path}: expected a top-level mapping with key '{key}'")
+    items = raw[key]
+    if not isinstance(items, list):
+        raise PlannerError(f"{path}: '{key}' must be a list")
+    out = []
+    for i, item in enumerate(items):
+        ident = item.get("id", item.get("gpu", "?")) if isinstance(item, dict) else "?"
+        try:
+            out.append(cls.model_validate(item))
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = _fmt_loc(tuple(err["loc"]))
+            msg = err["msg"]
+            if err["type"] == "extra_forbidden":
+                allowed = ", ".join(sorted(cls.model_fields))
+                msg = f"unknown field (allowed: {allowed})"
+            raise PlannerError(
+                f"{path.name}: {key}[{i}] (id {ident}): field '{where or '<entry>'}': {msg}"
+                + (f" (got {err.get('input')!r})" if err["type"] != "extra_forbidden" else "")
+            ) from None
+    return out
+
+
+def _read_yaml(path: Path) -> Any:
+    text = read_text(path, "catalog file", "YAML file")
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as e:
+        raise PlannerError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from None
+
+
+class Catalog(Frozen):
+    """All catalogs together, with lookups that accept ids and aliases."""
+
+    accelerators: tuple[Accelerator, ...]
+    models: tuple[ModelArch, ...]
+    precisions: tuple[Precision, ...]
+    kv_precisions: tuple[KvPrecision, ...]
+    frameworks: tuple[Framework, ...]
+    rental_prices: tuple[RentalPrice, ...] = ()
+    purchase_prices: tuple[PurchasePrice, ...] = ()
+
+    @model_validator(mode="after")
+    def _unique_and_linked(self) -> Catalog:
+        for name in ("accelerators", "models", "precisions", "kv_precisions", "frameworks"):
+            seen: set[str] = set()
+            for item in getattr(self, name):
+                keys = [item.id.lower(), *(a.lower() for a in getattr(item, "aliases", ()))]
+                for k in keys:
+                    if k in seen:
+                        raise ValueError(f"{name}: duplicate id or alias '{k}'")
+                    seen.add(k)
+        gpu_ids = {a.id for a in self.accelerators}
+        for p in (*self.rental_prices, *self.purchase_prices):
+            if p.gpu not in gpu_ids:
+                raise ValueError(f"price entry for unknown gpu '{p.gpu}'")
+        prec_ids = {p.id for p in self.precisions}
+        kv_ids = {k.id for k in self.kv_precisions}
+        for p in self.precisions:
+            bad = set(p.kv_options) - kv_ids
+            if bad or p.kv_default not in kv_ids:
+                raise ValueError(f"precision {p.id}: unknown kv precision {sorted(bad)}")
+        for f in self.frameworks:
+            bad = set(f.precisions) - prec_ids
+            if bad:
+                raise ValueError(f"framework {f.id}: unknown precisions {sorted(bad)}")
+        return self
+
+    # ---- lookups
+    @staticmethod
+    def _find(kind: str, items: Iterable[Any], key: str) -> Any:
+        k = str(key).strip().lower()
+        items = tuple(items)
+        for it in items:
+            if it.id.lower() == k or k in (a.lower() for a in getattr(it, "aliases", ())):
+                return it
+        raise UnknownIdError(kind, str(key), [it.id for it in items])
+
+    def gpu(self, key: str) -> Accelerator:
+        return self._find("gpu", self.accelerators, key)
+
+    def precision(self, key: str) -> Precision:
+        return self._find("precision", self.precisions, key)
+
+    def kv_precision(self, key: str) -> KvPrecision:
+        return self._find("kv precision", self.kv_precisions, key)
+
+    def framework(self, key: str) -> Framework:
+        return self._find("framework", self.frameworks, key)
+
+    def model(self, key: str | os.PathLike[str] | ModelArch) -> ModelArch:
+        """Look a model up by id or alias, or read a HuggingFace ``config.json`` path."""
+        if isinstance(key, ModelArch):
+            return key
+        s = str(key)
+        if s.endswith(".json") or os.path.sep in s and os.path.exists(s) or os.path.isdir(s):
+            return model_from_hf_config(s)
+        return self._find("model", self.models, s)
+
+    def model_ref(
+        self, key: str | ModelArch, base_dir: str | os.PathLike[str] | None = None
+    ) -> ModelArch:
+        """Resolve a ``model`` cell of a measurement row or scenario.
+
+        A catalog id or alias, else a path to a ``config.json`` (or a folder holding one),
+        tried relative to the working directory, then ``base_dir`` (the CSV's folder), then
+        the repository root (rows written by ``bench/`` name ``data/benchmarks/configs/...``).
+        """
+        if isinstance(key, ModelArch):
+            return key
+        s = str(key).strip()
+        looks_like_path = s.endswith(".json") or "/" in s or os.sep in s
+        if not looks_like_path:
+            return self._find("model", self.models, s)
+        p = Path(s)
+        cands = [p] if p.is_absolute() else [Path.cwd() / p]
+        if not p.is_absolute():
+            if base_dir is not None:
+                cands.append(Path(base_dir) / p)
+            cands.append(DATA_DIR.parent / p)
+        for c in cands:
+            f = c if c.suffix == ".json" else c / "config.json"
+            if f.is_file():
+                return _hf_config_cached(str(f.resolve()), f.stat().st_mtime)
+        if not s.endswith(".json"):  # an HF-style id such as "org/name" may be an alias
+            try:
+                return self._find("model", self.models, s)
+            except UnknownIdError:
+                pass
+        where = ", ".join(str(c.parent) for c in cands)
+        raise PlannerError(f"model config not found: {s} (looked in {where})")
+
+    def resolve(
+        self,
+        model: str | os.PathLike[str] | ModelArch,
+        gpu: str | Accelerator,
+        precision: str | Precision,
+        framework: str | Framework | None = None,
+        kv_precision: str | None = None,
+    ) -> Resolved:
+        """Look up the records of one deployment and check the KV precision against the format.
+
+        Objects pass through unchanged; ``kv_precision`` defaults to the format's ``kv_default``.
+        """
+        m = self.model(model)
+        g = gpu if isinstance(gpu, Accelerator) else self.gpu(gpu)
+        p = precision if isinstance(precision, Precision) else self.precision(precision)
+        fw = (
+            framework
+            if isinstance(framework, Framework) or framework is None
+            else self.framework(framework)
+        )
+        kv = self.kv_precision(kv_precision or p.kv_default)
+        if kv.id not in p.kv_options and kv.id != p.kv_default:
+            raise PlannerError(
+                f"kv precision '{kv.id}' is not an option with {p.id} "
+                f"(options: {', '.join(p.kv_options)})"
+            )
+        return Resolved(m, g, p, kv, fw)
+
+    def prices_for(self, gpu_id: str) -> tuple[RentalPrice, ...]:
+        return tuple(p for p in self.rental_prices if p.gpu == gpu_id)
+
+
+def compute_dtype_for(precision: Precision, gpu: Accelerator) -> str:
+    """Compute dtype a precision runs in on a GPU: native, a fallback, or an error."""
+    if gpu.arch in precision.native_archs:
+        return precision.compute_dtype
+    if gpu.arch in precision.fallback_archs and precision.fallback_compute_dtype:
+        return precision.fallback_compute_dtype
+    raise PlannerError(
+        f"precision {precision.id} is not supported on {gpu.id} ({gpu.arch}); "
+        f"native on: {', '.join(precision.native_archs) or '-'}"
+        + (
+            f"; weight-only fallback on: {', '.join(precision.fallback_archs)}"
+            if precision.fallback_archs
+            else ""
+        )
+    )
+
+
+def check_layout(m: ModelArch, tp: Any, pp: Any) -> tuple[int, int]:
+    """Validate a TP x PP layout for a model; returns (tp, pp) as ints.
+
+    TP must divide the query heads (MLA models too: their heads split the same way), and
+    PP cannot exceed the number of layers.
+    """
+    for name, v in (("tp", tp), ("pp", pp)):
+        try:
+            ok = float(v) == int(v) and int(v) >= 1
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise PlannerError(f"{name} must be a whole number >= 1, got {v!r}")
+    tp, pp = int(tp), int(pp)
+    if tp > 1 and m.num_attention_heads % tp:
+        raise PlannerError(
+            f"tp={tp} does not divide the {m.num_attention_heads} attention heads of {m.id}"
+        )
+    if pp > m.num_hidden_layers:
+        raise PlannerError(f"pp={pp} exceeds the {m.num_hidden_layers} layers of {m.id}")
+    return tp, pp
+
+
+class Resolved(NamedTuple):
+    """The catalog records of one deployment (see :meth:`Catalog.resolve`)."""
+
+    model: ModelArch
+    gpu: Accelerator
+    precision: Precision
+    kv: KvPrecision
+    framework: Framework | None
+
+
+def _load_dir(data_dir: Path) -> Catalog:
+    hw = _read_yaml(data_dir / "hardware.yaml")
+    accelerators = _validate_list(data_dir / "hardware.yaml", "accelerators", Accelerator, hw)
+    models = _validate_list(
+        data_dir / "models.yaml", "models", ModelArch, _read_yaml(data_dir / "models.yaml")
+    )
+    prec_raw = _read_yaml(data_dir / "precisions.yaml")
+    precisions = _validate_list(data_dir / "precisions.yaml", "precisions", Precision, prec_raw)
+    kv = _validate_list(data_dir / "precisions.yaml", "kv_precisions", KvPrecision, prec_raw)
+    frameworks = _validate_list(
+        data_dir / "frameworks.yaml",
+        "frameworks",
+        Framework,
+        _read_yaml(data_dir / "frameworks.yaml"),
+    )
+    rental: list[RentalPrice] = []
+    purchase: list[PurchasePrice] = []
+    prices_path = data_dir / "prices.yaml"
+    if prices_path.exists():
+        pr = _read_yaml(prices_path)
+        rental = _validate_list(prices_path, "rental", RentalPrice, pr)
+        if isinstance(pr, dict) and "purchase" in pr:
+            purchase = _validate_list(prices_path, "purchase", PurchasePrice, pr)
+    try:
+        return Catalog(
+            accelerators=tuple(accelerators),
+            models=tuple(models),
+            precisions=tuple(precisions),
+            kv_precisions=tuple(kv),
+            frameworks=tuple(frameworks),
+            rental_prices=tuple(rental),
+            purchase_prices=tuple(purchase),
+        )
+    except ValidationError as e:
+        raise PlannerError(f"{data_dir}: {e.errors()[0]['msg']}") from None
+
+
+@lru_cache(maxsize=8)
+def _load_cached(data_dir: str) -> Catalog:
+    return _load_dir(Path(data_dir))
+
+
+def load_catalog(data_dir: str | os.PathLike[str] | None = None) -> Catalog:
+    """Load and validate every catalog under ``data_dir`` (default: the bundled ``data/``).
+
+    Results are cached per directory; the returned object is immutable.
+    """
+    return _load_cached(str(Path(data_dir) if data_dir else DATA_DIR))

@@ -1,0 +1,294 @@
+"""Catalog records: accelerators, prices, models, precisions, frameworks.
+
+Every record is a frozen pydantic model (:class:`Frozen`: immutable, no unknown keys, no inf/nan);
+catalog entries also carry ``source`` and ``as_of`` (:class:`Sourced`).
+
+Units follow the names: ``_gb`` is decimal gigabytes (1e9 bytes), ``_gbs`` GB/s,
+``_tflops`` dense TFLOPS (no structured sparsity), ``_tops`` dense TOPS, ``_w`` watts.
+A number that no source gives is ``None``; the engine then raises
+:class:`~planner.errors.MissingDataError` saying what it cannot compute.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from planner.errors import MissingDataError, PlannerError
+
+ComputeDtype = Literal["bf16", "fp16", "fp8", "int8", "fp4"]
+
+
+class Frozen(BaseModel):
+    """Base for every catalog record: immutable, no unknown keys."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class Sourced(Frozen):
+    source: str = Field(min_length=3, description="where the numbers were read (URL or document)")
+    as_of: _dt.date = Field(description="date of the source or of the reading")
+    unverified: tuple[str, ...] = ()
+    notes: str | None = None
+
+
+# --------------------------------------------------------------------------- hardware
+class Accelerator(Sourced):
+    """One accelerator SKU; every figure is per GPU (per package for multi-die parts)."""
+
+    id: str
+    name: str
+    vendor: Literal["nvidia", "amd", "intel", "google", "apple"]
+    arch: str = Field(description="architecture family: ampere, ada, hopper, blackwell, cdna2, ...")
+    aliases: tuple[str, ...] = ()
+    sku_of: str | None = None
+    memory_gb: float | None = Field(None, gt=0)
+    memory_type: str | None = None
+    mem_bw_gbs: float | None = Field(None, gt=0)
+    bf16_dense_tflops: float | None = Field(None, gt=0)
+    fp16_dense_tflops: float | None = Field(None, gt=0)
+    tf32_dense_tflops: float | None = Field(None, gt=0)
+    fp8_dense_tflops: float | None = Field(None, gt=0)
+    int8_dense_tops: float | None = Field(None, gt=0)
+    fp6_dense_tflops: float | None = Field(None, gt=0)
+    fp4_dense_tflops: float | None = Field(None, gt=0)
+    sparsity_halved: bool = False
+    tdp_w: float | None = Field(None, gt=0)
+    interconnect: str | None = None
+    interconnect_gbs_unidir: float | None = Field(None, gt=0)
+    pcie_gen: int | None = Field(None, ge=3, le=6)
+    form_factor: str | None = None
+    launch_year: int | None = None
+
+    def peak_tflops(self, dtype: str) -> float:
+        """Dense peak [TFLOPS] for a compute dtype; raises if no source gives it.
+
+        fp16 falls back to bf16 (and vice versa) where the datasheet gives one rate
+        for both, which is the case on every chip in the catalog.
+        """
+        field = {
+            "bf16": ("bf16_dense_tflops", "fp16_dense_tflops"),
+            "fp16": ("fp16_dense_tflops", "bf16_dense_tflops"),
+            "fp8": ("fp8_dense_tflops",),
+            "int8": ("int8_dense_tops",),
+            "fp4": ("fp4_dense_tflops",),
+        }.get(dtype)
+        if field is None:
+            raise PlannerError(f"unknown compute dtype '{dtype}'")
+        for f in field:
+            v = getattr(self, f)
+            if v is not None:
+                return float(v)
+        raise MissingDataError(
+            f"{self.id}: no dense {dtype} tensor throughput in the catalog (no source gives it), "
+            f"so compute-bound times in {dtype} cannot be estimated on this GPU"
+        )
+
+    def has_peak(self, dtype: str) -> bool:
+        try:
+            self.peak_tflops(dtype)
+        except PlannerError:
+            return False
+        return True
+
+    @property
+    def memory_bytes(self) -> float:
+        if self.memory_gb is None:
+            raise MissingDataError(f"{self.id}: memory size unknown (no source gives it)")
+        return self.memory_gb * 1e9
+
+    @property
+    def mem_bw_bytes_s(self) -> float:
+        if self.mem_bw_gbs is None:
+            raise MissingDataError(
+                f"{self.id}: memory bandwidth unknown (no source gives it), so decode time "
+                "cannot be estimated"
+            )
+        return self.mem_bw_gbs * 1e9
+
+
+class RentalPrice(Sourced):
+    """A dated rental price for one GPU of a provider's offering [USD per GPU-hour]."""
+
+    gpu: str
+    provider: str
+    offering: str | None = None
+    kind: Literal["on_demand", "spot", "reserved", "serverless", "community"]
+    usd_per_gpu_hour: float | None = Field(None, gt=0)
+    usd_per_gpu_hour_range: tuple[float, float] | None = None
+
+    @model_validator(mode="after")
+    def _one_value(self) -> RentalPrice:
+        if (self.usd_per_gpu_hour is None) == (self.usd_per_gpu_hour_range is None):
+            raise ValueError("give exactly one of usd_per_gpu_hour or usd_per_gpu_hour_range")
+        if self.usd_per_gpu_hour_range is not None:
+            lo, hi = self.usd_per_gpu_hour_range
+            if not 0 < lo <= hi:
+                raise ValueError("usd_per_gpu_hour_range must be [low, high] with 0 < low <= high")
+        return self
+
+
+class PurchasePrice(Sourced):
+    gpu: str
+    kind: Literal["msrp", "estimate", "quote"]
+    usd: float | None = Field(None, gt=0)
+    usd_range: tuple[float, float] | None = None
+
+    @model_validator(mode="after")
+    def _one_value(self) -> PurchasePrice:
+        if (self.usd is None) == (self.usd_range is None):
+            raise ValueError("give exactly one of usd or usd_range")
+        return self
+
+
+# --------------------------------------------------------------------------- models
+class ModelArch(Sourced):
+    """A transformer's shape, with Hugging Face ``config.json`` field names where they exist."""
+
+    id: str
+    name: str | None = None
+    hf_repo: str | None = None
+    architecture: str = Field(description="HF model_type: llama, qwen2, mixtral, deepseek_v3, ...")
+    aliases: tuple[str, ...] = ()
+    architecture_family: str | None = None
+    num_hidden_layers: int = Field(gt=0)
+    hidden_size: int = Field(gt=0)
+    intermediate_size: int | None = Field(None, gt=0)
+    num_attention_heads: int = Field(gt=0)
+    num_key_value_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    vocab_size: int = Field(gt=0)
+    max_position_embeddings: int | None = Field(None, gt=0)
+    tie_word_embeddings: bool = False
+    # layer details that change parameter counts
+    mlp_gated: bool = True
+    attention_bias: bool = False
+    attention_out_bias: bool = False
+    mlp_bias: bool = False
+    norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    norms_per_layer: int = Field(2, ge=0)
+    qk_norm: bool = False
+    lm_head_bias: bool = False
+    # sliding-window / hybrid attention
+    sliding_window: int | None = Field(None, gt=0)
+    num_sliding_layers: int = Field(0, ge=0)
+    # mixture of experts
+    num_experts: int | None = Field(None, gt=0)
+    num_experts_per_tok: int | None = Field(None, gt=0)
+    num_shared_experts: int = Field(0, ge=0)
+    shared_expert_intermediate_size: int | None = Field(
+        None, gt=0, description="FFN width of the shared expert(s) when it differs (Qwen2-MoE)"
+    )
+    moe_intermediate_size: int | None = Field(None, gt=0)
+    num_dense_layers: int = Field(
+        0, ge=0, description="leading dense layers (first_k_dense_replace)"
+    )
+    router_bias: bool = False
+    # multi-head latent attention (DeepSeek)
+    q_lora_rank: int | None = Field(None, gt=0)
+    kv_lora_rank: int | None = Field(None, gt=0)
+    qk_nope_head_dim: int | None = Field(None, gt=0)
+    qk_rope_head_dim: int | None = Field(None, gt=0)
+    v_head_dim: int | None = Field(None, gt=0)
+    num_nextn_predict_layers: int = Field(0, ge=0)
+    # native weight format of the released checkpoint (e.g. gpt-oss experts in mxfp4)
+    native_precision: str | None = None
+    published_total_params_b: float | None = Field(None, gt=0)
+    published_active_params_b: float | None = Field(None, gt=0)
+    params_source: str | None = None
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts is not None and self.num_experts > 1
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @property
+    def num_moe_layers(self) -> int:
+        return self.num_hidden_layers - self.num_dense_layers if self.is_moe else 0
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelArch:
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError(
+                f"num_attention_heads ({self.num_attention_heads}) must be a multiple of "
+                f"num_key_value_heads ({self.num_key_value_heads})"
+            )
+        if self.num_sliding_layers > self.num_hidden_layers:
+            raise ValueError("num_sliding_layers exceeds num_hidden_layers")
+        if self.num_sliding_layers and self.sliding_window is None:
+            raise ValueError("num_sliding_layers > 0 needs sliding_window")
+        if self.is_moe and not self.num_experts_per_tok:
+            raise ValueError("a MoE model needs num_experts_per_tok")
+        if self.is_mla and (self.qk_rope_head_dim is None or self.qk_nope_head_dim is None):
+            raise ValueError("MLA needs qk_rope_head_dim and qk_nope_head_dim")
+        if self.intermediate_size is None and (not self.is_moe or self.num_dense_layers):
+            raise ValueError("intermediate_size is required for dense MLP layers")
+        return self
+
+
+# --------------------------------------------------------------------------- precisions
+class Precision(Sourced):
+    """A weight format: bits per weight including scale overhead, and how it computes."""
+
+    id: str
+    name: str
+    aliases: tuple[str, ...] = ()
+    weight_bits: float = Field(gt=0, le=32, description="bits per weight incl. scales/zeros")
+    compute_dtype: ComputeDtype = Field(description="dtype of the tensor-core math")
+    activation_bits: int = Field(gt=0, le=32)
+    kv_default: str
+    kv_options: tuple[str, ...]
+    native_archs: tuple[str, ...] = Field(description="architectures with hardware support")
+    fallback_archs: tuple[str, ...] = Field(
+        (), description="architectures that run it through a slower path (weight-only dequant)"
+    )
+    fallback_compute_dtype: ComputeDtype | None = None
+    quantized_parts: Literal["all_linear", "experts_only"] = "all_linear"
+
+
+class KvPrecision(Sourced):
+    id: str
+    bits: float = Field(gt=0, le=32)
+
+
+# --------------------------------------------------------------------------- frameworks
+class Framework(Sourced):
+    """A serving engine and the scheduler settings that matter for capacity."""
+
+    id: str
+    name: str
+    aliases: tuple[str, ...] = ()
+    continuous_batching: bool
+    chunked_prefill: bool
+    prefix_caching: bool
+    cuda_graphs: bool
+    vendors: tuple[str, ...]
+    precisions: tuple[str, ...]
+    kv_block_size: int = Field(gt=0)
+    default_max_num_seqs: int = Field(gt=0)
+    default_max_num_batched_tokens: int | None = Field(None, gt=0)
+    default_memory_utilization: float = Field(gt=0, le=1)
+    memory_utilization_of: Literal["total", "free"] = Field(
+        "total",
+        description="'total': the fraction caps all memory (vLLM gpu_memory_utilization); "
+        "'free': the fraction of memory left after weights goes to KV (TRT-LLM "
+        "kv_cache_free_gpu_mem_fraction)",
+    )
+    runtime_overhead_gb: float | None = Field(
+        None,
+        ge=0,
+        description="memory the engine reserves beyond weights and KV (CUDA context, graphs)",
+    )
+    runtime_overhead_source: str | None = None
+
+
+def _fmt_loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for p in loc:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out

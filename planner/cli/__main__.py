@@ -1,0 +1,7 @@
+"""``python -m planner.cli``."""
+
+import sys
+
+from planner.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,114 @@
+"""Shared argparse helpers of the command modules."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from planner.errors import PlannerError
+
+PROG = "planner"
+
+
+# --------------------------------------------------------------------------- argparse
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser whose errors are one line on stderr (exit code 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        msg = " ".join(message.split())
+        self.exit(2, f"{PROG}: error: {msg} (see '{self.prog} --help')\n")
+
+
+def _number(kind: type, *, minimum: float | None = None, strict: bool = True, maximum=None):
+    def parse(text: str):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {'a whole number' if kind is int else 'a number'}, got {text!r}"
+            ) from None
+        if v != v:
+            raise argparse.ArgumentTypeError("NaN is not a valid value")
+        if minimum is not None and (v <= minimum if strict else v < minimum):
+            raise argparse.ArgumentTypeError(
+                f"must be {'>' if strict else '>='} {minimum}, got {text}"
+            )
+        if maximum is not None and v > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum}, got {text}")
+        return v
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+positive_int = _number(int, minimum=0, maximum=2**53)
+utilization = _number(float, minimum=0, maximum=1.0)
+
+
+def add_common_args(
+    parser: argparse.ArgumentParser,
+    default_format: str | None = "table",
+    default_format_help: str | None = None,
+) -> None:
+    """Add ``--format``, ``--data-dir`` and ``--calibration`` to a (sub)command parser.
+
+    ``default_format=None`` leaves ``args.format`` None when not given, for commands
+    whose default depends on other options (describe it in ``default_format_help``).
+    """
+    g = parser.add_argument_group("common options")
+    g.add_argument(
+        "--format",
+        choices=("table", "json", "csv"),
+        default=default_format,
+        help="output format: table (human units), json or csv (raw SI numbers); default "
+        + (default_format_help or str(default_format)),
+    )
+    g.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        default=None,
+        help="folder with hardware.yaml, models.yaml, ... (default: the bundled data/, "
+        "or $PLANNER_DATA_DIR)",
+    )
+    g.add_argument(
+        "--calibration",
+        metavar="PROFILE.yaml",
+        default=None,
+        help="calibration profile with fitted efficiencies (default: bundled fits or priors)",
+    )
+
+
+def _sub(
+    sub,
+    name: str,
+    help_: str,
+    example: str,
+    func,
+    default_format: str | None = "table",
+    default_format_help: str | None = None,
+):
+    p = sub.add_parser(
+        name,
+        help=help_,
+        description=help_,
+        epilog=f"example:\n  {example}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_common_args(p, default_format, default_format_help)
+    p.set_defaults(func=func)
+    return p
+
+
+def _catalog(args: argparse.Namespace):
+    from planner.catalog import load_catalog
+
+    if args.data_dir and not os.path.isdir(args.data_dir):
+        raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
+    return load_catalog(args.data_dir)
+
+
+def _emit(obj: Any, args: argparse.Namespace) -> None:
+    from planner.report import emit
+
+    emit(obj, args.format)

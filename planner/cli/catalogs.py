@@ -1,0 +1,133 @@
+"""Catalog commands: ``planner gpus``, ``models``, ``precisions``, ``frameworks``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from planner.cli._common import _catalog, _emit, _sub
+
+
+# --------------------------------------------------------------------------- catalogs
+def cmd_gpus(args: argparse.Namespace) -> int:
+    cat = _catalog(args)
+    if args.format == "json":
+        _emit([a.model_dump(mode="json", exclude_none=True) for a in cat.accelerators], args)
+        return 0
+    rows = [
+        {
+            "id": a.id,
+            "memory_gb": a.memory_gb,
+            "mem_bw_gbs": a.mem_bw_gbs,
+            "bf16_dense_tflops": a.bf16_dense_tflops or a.fp16_dense_tflops,
+            "fp8_dense_tflops": a.fp8_dense_tflops,
+            "fp4_dense_tflops": a.fp4_dense_tflops,
+            "int8_dense_tops": a.int8_dense_tops,
+            "interconnect_gbs_unidir": a.interconnect_gbs_unidir,
+            "tdp_w": a.tdp_w,
+            "arch": a.arch,
+            "as_of": a.as_of.isoformat(),
+            "source": a.source,
+        }
+        for a in cat.accelerators
+    ]
+    _emit(rows, args)
+    return 0
+
+
+def model_row(m) -> dict[str, Any]:
+    """One catalog model as a flat record, with computed next to published parameter counts."""
+    from planner.engine.memory import kv_bytes_per_token, param_counts
+
+    pc = param_counts(m)
+    total_b, active_b = pc.total / 1e9, pc.active / 1e9
+
+    def diff_pct(computed_b: float, published_b: float | None) -> float | None:
+        return None if published_b is None else round(100 * (computed_b / published_b - 1), 2)
+
+    return {
+        "id": m.id,
+        "architecture": m.architecture,
+        "layers": m.num_hidden_layers,
+        "hidden": m.hidden_size,
+        "heads": m.num_attention_heads,
+        "kv_heads": m.num_key_value_heads,
+        "head_dim": m.head_dim,
+        "experts": f"{m.num_experts_per_tok}/{m.num_experts}" if m.is_moe else None,
+        "params_total_b": round(total_b, 3),
+        "published_total_b": m.published_total_params_b,
+        "total_diff_pct": diff_pct(total_b, m.published_total_params_b),
+        "params_active_b": round(active_b, 3),
+        "published_active_b": m.published_active_params_b,
+        "active_diff_pct": diff_pct(active_b, m.published_active_params_b),
+        "kv_bf16_bytes_per_token": kv_bytes_per_token(m, 16),
+        "max_context": m.max_position_embeddings,
+        "as_of": m.as_of.isoformat(),
+        "source": m.source,
+    }
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    cat = _catalog(args)
+    _emit([model_row(m) for m in cat.models], args)
+    return 0
+
+
+def cmd_precisions(args: argparse.Namespace) -> int:
+    cat = _catalog(args)
+    rows = [
+        {
+            "id": p.id,
+            "name": p.name,
+            "weight_bits": p.weight_bits,
+            "compute_dtype": p.compute_dtype,
+            "kv_default": p.kv_default,
+            "kv_options": list(p.kv_options),
+            "native_archs": list(p.native_archs),
+            "fallback_archs": list(p.fallback_archs),
+            "quantized_parts": p.quantized_parts,
+            "as_of": p.as_of.isoformat(),
+            "source": p.source,
+        }
+        for p in cat.precisions
+    ]
+    _emit(rows, args)
+    return 0
+
+
+def cmd_frameworks(args: argparse.Namespace) -> int:
+    cat = _catalog(args)
+    rows = [
+        {
+            "id": f.id,
+            "name": f.name,
+            "continuous_batching": f.continuous_batching,
+            "chunked_prefill": f.chunked_prefill,
+            "prefix_caching": f.prefix_caching,
+            "cuda_graphs": f.cuda_graphs,
+            "kv_block_size": f.kv_block_size,
+            "default_max_num_seqs": f.default_max_num_seqs,
+            "default_max_num_batched_tokens": f.default_max_num_batched_tokens,
+            "default_memory_utilization": f.default_memory_utilization,
+            "runtime_overhead_gb": f.runtime_overhead_gb,
+            "vendors": list(f.vendors),
+            "precisions": list(f.precisions),
+            "as_of": f.as_of.isoformat(),
+            "source": f.source,
+        }
+        for f in cat.frameworks
+    ]
+    _emit(rows, args)
+    return 0
+
+
+# --------------------------------------------------------------------------- parser
+def register(sub) -> None:
+    _sub(sub, "gpus", "List the accelerator catalog with sources.",
+         "planner gpus --format csv", cmd_gpus)  # fmt: skip
+    _sub(sub, "models", "List the model catalog: computed vs published parameter counts.",
+         "planner models --format json", cmd_models)  # fmt: skip
+    _sub(sub, "precisions", "List weight formats (bits per weight, compute dtype, support).",
+         "planner precisions", cmd_precisions)  # fmt: skip
+    _sub(sub, "frameworks", "List serving frameworks and their scheduler defaults.",
+         "planner frameworks", cmd_frameworks)  # fmt: skip

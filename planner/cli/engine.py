@@ -1,0 +1,157 @@
+"""Engine commands: ``planner memory`` and ``planner estimate``."""
+
+from __future__ import annotations
+
+import argparse
+
+from planner.cli._common import _catalog, _emit, _sub, positive_int, utilization
+
+
+# --------------------------------------------------------------------------- memory
+def cmd_memory(args: argparse.Namespace) -> int:
+    from planner.engine.memory import param_counts, plan_memory
+
+    cat = _catalog(args)
+    plan = plan_memory(
+        args.model,
+        args.gpu,
+        args.precision,
+        kv_precision=args.kv_precision,
+        tp=args.tp,
+        pp=args.pp,
+        context_len=args.context,
+        memory_utilization=args.memory_utilization,
+        framework=args.framework,
+        catalog=cat,
+    )
+    out = plan.as_dict()
+    pc = param_counts(cat.model(args.model))
+    out["params_total"] = pc.total
+    out["params_active"] = pc.active
+    _emit(out, args)
+    return 0
+
+
+# --------------------------------------------------------------------------- estimate
+def _framework_warnings(fw, gpu, prec) -> list[str]:
+    out = []
+    if fw is None:
+        return out
+    if prec.id not in fw.precisions:
+        out.append(
+            f"{fw.id} does not list precision {prec.id} (supports {', '.join(fw.precisions)})"
+        )
+    if gpu.vendor not in fw.vendors:
+        out.append(f"{fw.id} does not list {gpu.vendor} GPUs (supports {', '.join(fw.vendors)})")
+    return out
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from planner.catalog.profile import resolve_efficiency
+    from planner.engine import estimate, step_model
+    from planner.engine.memory import plan_memory
+
+    cat = _catalog(args)
+    m = cat.model(args.model)
+    gpu = cat.gpu(args.gpu)
+    prec = cat.precision(args.precision)
+    fw = cat.framework(args.framework)
+    params, provenance = resolve_efficiency(gpu.id, fw.id, prec.id, args.calibration, cat)
+    sm = step_model(m, gpu, prec, args.kv_precision, args.tp, args.pp, params, cat)
+    est = estimate(sm, args.batch, args.input_len, args.output_len)
+    plan = plan_memory(
+        m,
+        gpu,
+        prec,
+        kv_precision=args.kv_precision,
+        tp=args.tp,
+        pp=args.pp,
+        context_len=args.input_len + args.output_len,
+        framework=fw,
+        catalog=cat,
+        suggest=False,
+    )
+    warnings = _framework_warnings(fw, gpu, prec)
+    if not plan.fits:
+        warnings.append(plan.reason)
+    elif args.batch > plan.max_concurrent_sequences:
+        warnings.append(
+            f"batch {args.batch} exceeds the {plan.max_concurrent_sequences} sequences of "
+            f"{args.input_len + args.output_len} tokens that fit in KV memory"
+        )
+    n_gpus = args.tp * args.pp
+    decode = est.decode_mid.as_dict()
+    out = {
+        "model": m.id,
+        "gpu": gpu.id,
+        "precision": prec.id,
+        "kv_precision": sm.precision.kv_default if args.kv_precision is None else args.kv_precision,
+        "framework": fw.id,
+        "tp": args.tp,
+        "pp": args.pp,
+        "batch": args.batch,
+        "input_len": args.input_len,
+        "output_len": args.output_len,
+        "prefill_s": est.prefill_s,
+        "ttft_s": est.ttft_s,
+        "tpot_s": est.tpot_s,
+        "e2e_s": est.e2e_s,
+        "output_tok_s": est.output_tok_s,
+        "total_tok_s": est.total_tok_s,
+        "output_tok_s_per_gpu": est.output_tok_s / n_gpus,
+        "fits_in_memory": bool(plan.fits and args.batch <= plan.max_concurrent_sequences),
+        "max_concurrent_sequences": plan.max_concurrent_sequences,
+        "params_provenance": provenance,
+        "params": params.model_dump(),
+        "prefill": est.prefill.as_dict(),
+        "decode": {"context_len": args.input_len + (args.output_len - 1) // 2, **decode},
+        "warnings": warnings,
+    }
+    _emit(out, args)
+    return 0
+
+
+# --------------------------------------------------------------------------- parser
+def register(sub) -> None:
+    p = _sub(
+        sub,
+        "memory",
+        "Memory plan of one GPU in a TP x PP replica: weights, KV cache, max concurrency.",
+        "planner memory --model llama-3.1-70b --gpu nvidia-h100-sxm --precision fp8 "
+        "--tp 2 --context 8192",
+        cmd_memory,
+    )
+    p.add_argument("--model", required=True, help="catalog id or path to a HF config.json")
+    p.add_argument("--gpu", required=True, help="accelerator id (see 'planner gpus')")
+    p.add_argument("--precision", default="bf16", help="weight format id (default bf16)")
+    p.add_argument(
+        "--kv-precision", default=None, help="KV-cache precision (default: per precision)"
+    )
+    p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel GPUs (default 1)")
+    p.add_argument("--pp", type=positive_int, default=1, help="pipeline stages (default 1)")
+    p.add_argument("--context", type=positive_int, default=4096,
+                   help="tokens per sequence, prompt + output [tokens] (default 4096)")  # fmt: skip
+    p.add_argument("--framework", default=None, help="serving framework id (block size, defaults)")
+    p.add_argument("--memory-utilization", type=utilization, default=None,
+                   help="fraction of GPU memory the engine may use (default: framework's, or 0.9)")  # fmt: skip
+
+    p = _sub(
+        sub,
+        "estimate",
+        "Static-batch latency and throughput: prefill, TPOT, tokens/s with a full breakdown.",
+        "planner estimate --model llama-3.1-8b --gpu nvidia-h100-sxm --precision bf16 "
+        "--framework vllm --batch 8 --input-len 1024 --output-len 256",
+        cmd_estimate,
+    )
+    p.add_argument("--model", required=True, help="catalog id or path to a HF config.json")
+    p.add_argument("--gpu", required=True, help="accelerator id")
+    p.add_argument("--precision", required=True, help="weight format id")
+    p.add_argument("--framework", required=True, help="serving framework id (selects efficiencies)")
+    p.add_argument("--batch", type=positive_int, required=True, help="sequences in the batch")
+    p.add_argument("--input-len", type=positive_int, required=True, help="prompt tokens")
+    p.add_argument("--output-len", type=positive_int, required=True, help="generated tokens")
+    p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel GPUs (default 1)")
+    p.add_argument("--pp", type=positive_int, default=1, help="pipeline stages (default 1)")
+    p.add_argument(
+        "--kv-precision", default=None, help="KV-cache precision (default: per precision)"
+    )

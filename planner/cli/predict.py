@@ -1,0 +1,50 @@
+"""``planner predict``: predictions for the rows of a benchmark CSV."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from planner.cli._common import _catalog, _emit, _sub
+
+# --------------------------------------------------------------------------- predict
+_PREDICT_TABLE_COLS = (
+    "id", "hardware", "model", "precision", "framework", "tp", "batch", "isl", "context_len",
+    "metric", "value", "unit", "predicted", "provenance", "reason",
+)  # fmt: skip
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from planner.benchmarks.io import write_rows
+    from planner.benchmarks.predict import predict_file, summarize
+
+    cat = _catalog(args)
+    rows, cols = predict_file(args.input, cat, args.calibration)
+    if args.output:
+        with open(args.output, "w", newline="", encoding="utf-8") as fh:
+            write_rows(rows, cols, fh)
+        args.format = args.format or "table"
+        _emit({"output": args.output, **summarize(rows)}, args)
+    elif args.format in (None, "csv"):
+        write_rows(rows, cols, sys.stdout)
+    elif args.format == "json":
+        _emit([{c: r.get(c) for c in cols} for r in rows], args)
+    else:
+        _emit([{c: r.get(c) for c in _PREDICT_TABLE_COLS if c in cols} for r in rows], args)
+    return 0
+
+
+# --------------------------------------------------------------------------- parser
+def register(sub) -> None:
+    p = _sub(
+        sub,
+        "predict",
+        "Predict measurement rows of a benchmark CSV (adds predicted, provenance, reason).",
+        "planner predict data/benchmarks/pytorch_h200.csv -o predicted.csv",
+        cmd_predict,
+        default_format=None,
+        default_format_help="csv on stdout; with -o a table summary",
+    )
+    p.add_argument("input", metavar="INPUT.csv", help="CSV in the benchmark schema")
+    p.add_argument("-o", "--output", metavar="OUT.csv", default=None,
+                   help="write the predicted CSV here and print a summary (default: stdout)")  # fmt: skip

@@ -1,0 +1,42 @@
+"""Serving simulation of one replica and the capacity questions built on it.
+
+* :mod:`~planner.serving.replica` -- :class:`EngineConfig`, :class:`Replica`, :func:`build_replica`
+* :mod:`~planner.serving.simulate` -- :func:`simulate` (event loop in ``_engine``)
+* :mod:`~planner.serving.result` -- :class:`SimResult`
+* :mod:`~planner.serving.steady_state` -- :func:`steady_state` (analytic, no event loop)
+* :mod:`~planner.serving.capacity` -- :func:`max_rate`, :func:`throughput_latency_curve`,
+  :func:`compare_tp`, :func:`unloaded_latency`, :func:`check_reachable`
+* :mod:`~planner.serving.fleet` -- :func:`size_fleet`
+"""
+
+from planner.serving.capacity import (
+    CapacityResult,
+    check_reachable,
+    compare_tp,
+    max_rate,
+    throughput_latency_curve,
+    unloaded_latency,
+)
+from planner.serving.fleet import size_fleet
+from planner.serving.replica import EngineConfig, Replica, build_replica, check_fits
+from planner.serving.result import SimResult
+from planner.serving.simulate import simulate
+from planner.serving.steady_state import SteadyStateResult, steady_state
+
+__all__ = [
+    "CapacityResult",
+    "EngineConfig",
+    "SteadyStateResult",
+    "Replica",
+    "SimResult",
+    "build_replica",
+    "check_fits",
+    "check_reachable",
+    "compare_tp",
+    "steady_state",
+    "max_rate",
+    "simulate",
+    "size_fleet",
+    "throughput_latency_curve",
+    "unloaded_latency",
+]

@@ -1,0 +1,441 @@
+"""Capacity questions on one replica: zero-load latency, SLO reachability, the max-rate
+search, the throughput-latency curve and the TP comparison.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from planner.catalog.catalog import Catalog
+from planner.catalog.efficiency import EfficiencyParams
+from planner.errors import PlannerError, require_positive
+from planner.serving._engine import _run_continuous, _run_static, _window_pairs
+from planner.serving.fleet import size_fleet
+from planner.serving.replica import Replica, build_replica, check_fits
+from planner.serving.result import SimResult
+from planner.serving.steady_state import steady_state
+from planner.workload.slo import SLO
+from planner.workload.workload import Requests, Workload
+
+
+# =========================================================================== zero load
+def unloaded_latency(
+    replica: Replica, workload: Workload, n: int = 400, rng: np.random.Generator | None = None
+) -> dict[str, np.ndarray]:
+    """Per-request TTFT, TPOT and E2E of requests served alone (no queueing, batch 1) [s]."""
+    rng = rng if rng is not None else np.random.default_rng(12345)
+    eng, sm = replica.engine, replica.sm
+    st = sm.step_time
+    sched = eng.sched_overhead_s
+    W = int(sm.window) if sm.layers_sw > 0 and sm.window > 0 else 0
+    reqs = workload.sample_requests(
+        n, rng, 1.0, context_limit=eng.context_limit_tokens, prefix_caching=eng.prefix_caching
+    )
+    budget = eng.max_num_batched_tokens if eng.chunked_prefill else 1 << 60
+    ttft = np.empty(len(reqs))
+    tpot = np.full(len(reqs), np.nan)
+    for k, (P, Oq, c) in enumerate(
+        zip(
+            reqs.input_tokens.tolist(),
+            reqs.output_tokens.tolist(),
+            reqs.cached_tokens.tolist(),
+            strict=True,
+        )
+    ):
+        pos, t = c, 0.0
+        while pos < P:
+            m = min(P - pos, budget)
+            end = pos + m
+            kvs = min(end, W) if W else 0
+            prs = _window_pairs(pos, m, W) if W else 0.0
+            t += st(m, 1, 1 if end == P else 0, end, m * pos + m * (m + 1) / 2, kvs, prs) + sched
+            pos = end
+        ttft[k] = t
+        if Oq > 1:
+            t0 = st(1, 1, 1, P + 1, P + 1, min(P + 1, W), min(P + 1, W)) + sched
+            t1 = st(1, 1, 1, P + Oq - 1, P + Oq - 1, min(P + Oq - 1, W), min(P + Oq - 1, W)) + sched
+            tpot[k] = (t0 + t1) / 2
+    e2e = ttft + np.nan_to_num(tpot) * (reqs.output_tokens - 1)
+    return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}
+
+
+def check_reachable(replica: Replica, workload: Workload, slo: SLO) -> dict[str, float]:
+    """Raise when a single unloaded request already misses an SLO threshold.
+
+    Returns the zero-load percentile of each metric with a target [s].
+    """
+    z = unloaded_latency(replica, workload)
+    out: dict[str, float] = {}
+    if slo.attainment is not None and slo.targets():
+        ev = slo.evaluate(z["ttft_s"], z["tpot_s"], z["e2e_s"])
+        out["attainment"] = ev["attainment"]
+        if not ev["attainment_ok"]:
+            raise PlannerError(
+                f"SLO unreachable even at zero load: served alone, only {ev['attainment']:.1%} of the "
+                f"requests meet every threshold (target {slo.attainment:.1%}) on {replica.label()}; "
+                "long prompts or answers in the tail miss it - loosen a threshold or the attainment"
+            )
+    for name, tgt in slo.targets().items():
+        x = z[f"{name}_s"]
+        x = x[~np.isnan(x)]
+        v = float(np.percentile(x, tgt.percentile)) if len(x) else 0.0
+        out[f"{name}_{tgt.label}_s"] = v
+        if v > tgt.max_s:
+            what = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "E2E"}[name]
+            raise PlannerError(
+                f"SLO unreachable even at zero load: {what} alone is {v:.3g} s at {tgt.label} "
+                f"(target {tgt.max_s:g} s) for {replica.label()}; use a faster GPU, more TP, "
+                f"a lower precision or a looser {what} target"
+            )
+    return out
+
+
+# =========================================================================== capacity
+@dataclass(frozen=True)
+class CapacityResult:
+    """The largest arrival rate one replica sustains within the SLO, and the run at that rate."""
+
+    max_rate_rps: float
+    summary: dict[str, Any]
+    slo: SLO
+    saturation_rps: float
+    zero_load: dict[str, float]
+    evaluations: tuple[tuple[float, bool, float], ...]
+    num_gpus: int
+    label: str
+    limited_by: str
+
+    @property
+    def max_rate_per_gpu_rps(self) -> float:
+        return self.max_rate_rps / self.num_gpus
+
+
+def _binding(summary: dict[str, Any], slo: SLO) -> str:
+    worst, name = -1.0, "throughput"
+    for k, t in slo.targets().items():
+        v = summary.get(f"{k}_{t.label}_s", float("nan"))
+        if v == v and v / t.max_s > worst:
+            worst, name = v / t.max_s, f"{k.upper()} {t.label}"
+    if slo.attainment is not None and summary.get("slo_attainment", 1.0) < slo.attainment:
+        name += " (attainment)"
+    return name
+
+
+def _scored_requests(
+    workload: Workload, slo: SLO, n_requests: int, min_exceedances: float, max_factor: float
+) -> int:
+    """Requests to score per rate so that about ``min_exceedances`` of them are expected to
+    miss the tightest tail the SLO looks at (1 - percentile, or 1 - attainment), scaled by
+    the arrivals' burstiness (squared cv of the gaps: exceedances come in clusters, so a
+    bursty stream carries fewer independent ones); between ``n_requests`` and
+    ``max_factor * n_requests``."""
+    tails = [1.0 - t.percentile / 100.0 for t in slo.targets().values()]
+    if slo.attainment is not None and slo.targets():
+        tails.append(1.0 - slo.attainment)
+    tails = [f for f in tails if f > 1e-12]
+    if not tails or min_exceedances <= 0:
+        return int(n_requests)
+    burst = max(1.0, workload.traffic.burstiness())
+    need = math.ceil(min_exceedances * burst / min(tails) - 1e-9)
+    return int(max(n_requests, min(need, max_factor * n_requests)))
+
+
+def max_rate(
+    replica: Replica,
+    workload: Workload,
+    slo: SLO,
+    *,
+    n_requests: int = 1200,
+    rng: np.random.Generator | None = None,
+    rel_tol: float = 0.02,
+    max_evals: int = 16,
+    max_utilization: float = 0.95,
+    min_exceedances: float = 50.0,
+    max_scored_factor: float = 10.0,
+) -> CapacityResult:
+    """Largest arrival rate per replica whose SLO attainment meets the target (bisection).
+
+    Every evaluation replays the same requests (lengths and unit-rate arrival gaps are drawn
+    once and rescaled to each rate: common random numbers), so attainment is a
+    near-monotone function of the rate and a looser SLO can never get a lower answer. The
+    bracket is ``[0, max_utilization x`` :func:`steady_state`'s saturation rate``]``: a queue
+    closer to saturation has no stable percentiles, whatever a finite run shows.
+
+    At least ``n_requests`` requests are scored per rate, more when the SLO looks far into
+    the tail or the arrivals are bursty: enough that ``min_exceedances`` of them are expected
+    beyond the tightest percentile (or attainment) even after dividing by the squared cv of
+    the arrival gaps, at most ``max_scored_factor x n_requests``. (Too few scored requests
+    overestimate the capacity: exceedances come in bursts, so a short window usually holds
+    fewer of them than the long run.) Before the scored requests the run warms up for twice
+    the E2E latency of a p99-long answer at saturation (the batch reaches steady state only
+    once its longest requests have cycled), and after them arrivals continue as long again,
+    so the scored requests never see a ramp-up or a draining engine and an overload shows
+    as a growing queue.
+
+    Raises
+    ------
+    PlannerError
+        when a request alone already misses the SLO ("unreachable even at zero load"),
+        or a request does not fit in memory.
+    """
+    rng = rng if rng is not None else np.random.default_rng(0)
+    eng = replica.engine
+    require_positive("n_requests", n_requests)
+    fp = steady_state(replica, workload, 1.0)
+    # The batch reaches steady state only after its longest requests have cycled through:
+    # warm up for the E2E of a p99-long answer at saturation, score the requests, and keep
+    # arrivals flowing as long again so the scored ones never see a draining engine.
+    t_sat = fp.saturation_iteration_s
+    tail_s = max(fp.saturation_e2e_s, workload.output_quantile_tokens(0.99) * t_sat)
+    warm_s = 2.0 * tail_s
+    cap_rps = max_utilization * fp.saturation_rps
+    n_scored = _scored_requests(workload, slo, n_requests, min_exceedances, max_scored_factor)
+    n_cap = n_scored + 11 * int(n_requests)
+    wl = workload.model_copy(update={"offline": False}) if workload.offline else workload
+
+    base = wl.sample_requests(
+        n_cap, rng, 1.0, context_limit=eng.context_limit_tokens, prefix_caching=eng.prefix_caching
+    )
+    check_fits(replica, base)
+    zero = check_reachable(replica, workload, slo)
+    evals: list[tuple[float, bool, float]] = []
+    cache: dict[float, dict[str, Any]] = {}
+
+    def ok(rate: float) -> bool:
+        k = int(min(n_cap, n_scored + math.ceil(rate * (warm_s + tail_s)) + 1))
+        reqs = Requests(
+            base.arrival_s[:k] / rate,
+            base.input_tokens[:k],
+            base.output_tokens[:k],
+            base.cached_tokens[:k],
+            base.shared_prefix_tokens,
+            0,
+        )
+        res = (
+            _run_continuous(replica, reqs, None)
+            if eng.continuous_batching
+            else _run_static(replica, reqs)
+        )
+        a = res.arrival_s
+        lo_t = min(warm_s, float(a[int(0.5 * (k - 1))]))
+        mask = (a >= lo_t) & (np.arange(k) < np.searchsorted(a, lo_t) + n_scored)
+        s = res.summary(slo, mask=mask)
+        s["warmup_s"] = lo_t
+        s["rate_rps"] = rate
+        cache[rate] = s
+        evals.append((rate, bool(s["slo_ok"]), float(s["slo_attainment"])))
+        return bool(s["slo_ok"])
+
+    lo, hi = 0.0, cap_rps
+    if ok(hi):
+        lo = hi
+    while len(evals) < max_evals and hi - lo > rel_tol * hi:
+        mid = (lo + hi) / 2 if lo > 0 else (0.7 * hi if len(evals) == 1 else hi / 2)
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    if lo <= 0:
+        # nothing passed: look for a tiny positive rate that passes (SLO tight but reachable)
+        r = hi / 2
+        while len(evals) < max_evals + 6 and r > 1e-6 * fp.saturation_rps:
+            if ok(r):
+                lo = r
+                break
+            hi = r
+            r /= 2
+    summary = cache.get(lo) if lo > 0 else cache.get(min(cache))
+    if lo >= cap_rps * (1 - 1e-9):
+        binding = f"throughput ({max_utilization:.0%} of the saturation rate, {fp.limited_by})"
+    else:
+        binding = _binding(cache.get(hi) or summary, slo)
+    return CapacityResult(
+        max_rate_rps=float(lo),
+        summary=summary,
+        slo=slo,
+        saturation_rps=fp.saturation_rps,
+        zero_load=zero,
+        evaluations=tuple(evals),
+        num_gpus=replica.num_gpus,
+        label=replica.label(),
+        limited_by=binding,
+    )
+
+
+# =========================================================================== curve
+def throughput_latency_curve(
+    replica: Replica,
+    workload: Workload,
+    *,
+    concurrencies: list[int] | None = None,
+    slo: SLO | None = None,
+    requests_per_client: int = 8,
+    min_requests: int = 400,
+    max_requests: int = 4000,
+    rng: np.random.Generator | None = None,
+) -> list[dict[str, Any]]:
+    """Throughput and latency against the number of concurrent clients (closed loop).
+
+    Each point runs ``requests_per_client`` x concurrency requests (within the given
+    bounds) with the clients all busy; throughput counts completions between the first
+    client's second request and the last request's dispatch (no ramp-up, no drain), and the
+    latencies are those of the requests dispatched in that window, minus the last
+    ``concurrency`` (they finish while the load drains).
+
+    The knee is the point of maximum power, output tokens/s divided by mean E2E latency
+    (Kleinrock's optimal operating point of a queue: beyond it latency grows faster than
+    throughput). Rows carry ``is_knee``.
+    """
+    rng = rng if rng is not None else np.random.default_rng(0)
+    eng = replica.engine
+    if concurrencies is None:
+        fp = steady_state(replica, workload, 1.0)
+        top = max(2, int(min(eng.max_num_seqs, fp.max_concurrency) * 1.5))
+        concurrencies = [1]
+        while concurrencies[-1] < top:
+            concurrencies.append(concurrencies[-1] * 2)
+    seed = int(rng.integers(1 << 31))
+    rows: list[dict[str, Any]] = []
+    for c in concurrencies:
+        require_positive("concurrency", c)
+        c = int(c)
+        n = int(min(max(requests_per_client * c, min_requests), max_requests))
+        reqs = workload.sample_requests(
+            n,
+            np.random.default_rng(seed),
+            1.0,
+            context_limit=eng.context_limit_tokens,
+            prefix_caching=eng.prefix_caching,
+        )
+        if eng.continuous_batching:
+            res = _run_continuous(replica, reqs, c)
+        else:
+            res = _run_static(replica, reqs, c)
+        row = _closed_loop_point(res, c, slo)
+        rows.append(row)
+    power = [r["output_tok_s"] / r["e2e_mean_s"] if r["e2e_mean_s"] > 0 else 0.0 for r in rows]
+    k = int(np.argmax(power)) if rows else 0
+    for i, r in enumerate(rows):
+        r["is_knee"] = i == k
+    return rows
+
+
+def _closed_loop_point(res: SimResult, c: int, slo: SLO | None) -> dict[str, Any]:
+    a = res.arrival_s
+    f = res.finish_s
+    n = len(a)
+    order = np.argsort(a, kind="stable")
+    t_a = float(a[order[min(c, n - 1)]]) if n > c else float(a[order[0]])
+    t_b = float(a[order[-1]])
+    if t_b <= t_a:  # too few requests for a window: whole run
+        t_a, t_b = float(a.min()), float(f.max())
+    done = (f >= t_a) & (f <= t_b)
+    span = t_b - t_a
+    out_tok = float(res.output_tokens[done].sum())
+    in_tok = float(res.input_tokens[done].sum())
+    lat = np.zeros(n, dtype=bool)
+    lat[order[min(c, n - 1) : max(n - c, min(c, n - 1) + 1)]] = True
+    if lat.sum() < 20:
+        lat[:] = True
+    s = res.summary(slo, mask=lat)
+    row = {
+        "concurrency": int(c),
+        "output_tok_s": out_tok / span,
+        "output_tok_s_per_gpu": out_tok / span / res.num_gpus,
+        "total_tok_s": (out_tok + in_tok) / span,
+        "throughput_rps": float(done.sum()) / span,
+        "ttft_p50_s": s["ttft_p50_s"],
+        "ttft_p99_s": s["ttft_p99_s"],
+        "tpot_p50_s": s["tpot_p50_s"],
+        "tpot_p99_s": s["tpot_p99_s"],
+        "e2e_mean_s": s["e2e_mean_s"],
+        "e2e_p99_s": s["e2e_p99_s"],
+        "kv_util_mean": s["kv_util_mean"],
+        "preemptions": s["preemptions"],
+    }
+    if slo is not None:
+        row["slo_ok"] = s["slo_ok"]
+    return row
+
+
+# =========================================================================== TP comparison
+def compare_tp(
+    model: Any,
+    gpu: Any,
+    precision: Any,
+    framework: Any,
+    workload: Workload,
+    slo: SLO,
+    *,
+    tps: tuple[int, ...] = (1, 2, 4, 8),
+    pp: int = 1,
+    kv_precision: str | None = None,
+    peak_rps: float | None = None,
+    headroom: float = 0.2,
+    catalog: Catalog | None = None,
+    params: EfficiencyParams | None = None,
+    n_requests: int = 800,
+    engine: dict[str, Any] | None = None,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """One big-TP replica against several small ones: capacity per replica and per GPU,
+    replicas and GPUs for the peak, and the P99 latencies, for each TP size.
+
+    Every TP size keeps the deployment's ``pp`` and ``kv_precision``, and its capacity
+    search draws its requests from ``np.random.default_rng(seed)``, so the row of the
+    deployment's own TP equals :func:`max_rate` of that replica with the same seed."""
+    peak = peak_rps if peak_rps is not None else workload.traffic.peak()
+    rows: list[dict[str, Any]] = []
+    for tp in tps:
+        row: dict[str, Any] = {"tp": int(tp)}
+        try:
+            rep = build_replica(
+                model,
+                gpu,
+                precision,
+                framework,
+                tp=tp,
+                pp=pp,
+                kv_precision=kv_precision,
+                params=params,
+                catalog=catalog,
+                **(engine or {}),
+            )
+            cap = max_rate(
+                rep, workload, slo, n_requests=n_requests, rng=np.random.default_rng(seed)
+            )
+            fl = size_fleet(
+                cap.max_rate_rps, peak, headroom=headroom, gpus_per_replica=rep.num_gpus
+            )
+            row.update(
+                fits=True,
+                max_rate_per_replica=cap.max_rate_rps,
+                max_rate_per_gpu=cap.max_rate_per_gpu_rps,
+                replicas=fl["replicas"],
+                num_gpus=fl["num_gpus"],
+                ttft_p99_s=cap.summary.get("ttft_p99_s"),
+                tpot_p99_s=cap.summary.get("tpot_p99_s"),
+                reason="",
+            )
+        except PlannerError as e:
+            row.update(
+                fits=False,
+                max_rate_per_replica=None,
+                max_rate_per_gpu=None,
+                replicas=None,
+                num_gpus=None,
+                ttft_p99_s=None,
+                tpot_p99_s=None,
+                reason=str(e),
+            )
+        rows.append(row)
+    ok = [r for r in rows if r.get("num_gpus")]
+    if ok:
+        best = min(ok, key=lambda r: (r["num_gpus"], -r["max_rate_per_gpu"]))
+        for r in rows:
+            r["best"] = r is best
+    return rows

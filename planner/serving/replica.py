@@ -1,0 +1,240 @@
+"""One serving replica: engine settings (:class:`EngineConfig`), the resolved records and
+step model (:class:`Replica`), :func:`build_replica` and the KV fit check :func:`check_fits`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from planner.catalog.catalog import Catalog, load_catalog
+from planner.catalog.efficiency import PRIOR, EfficiencyParams
+from planner.catalog.records import Accelerator, Framework, ModelArch, Precision
+from planner.engine.memory import MemoryPlan, plan_memory
+from planner.engine.step import StepModel, step_model
+from planner.errors import PlannerError, require_positive
+from planner.workload.workload import Requests
+
+
+# =========================================================================== replica
+@dataclass(frozen=True)
+class EngineConfig:
+    """Scheduler settings of one serving engine instance (one replica)."""
+
+    framework: str | None
+    continuous_batching: bool
+    chunked_prefill: bool
+    prefix_caching: bool
+    block_size_tokens: int
+    num_blocks: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    context_limit_tokens: int
+    memory_utilization: float
+    sched_overhead_s: float
+
+    @property
+    def kv_capacity_tokens(self) -> int:
+        return self.num_blocks * self.block_size_tokens
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One model instance on ``tp * pp`` GPUs: its step model, engine settings and memory plan."""
+
+    sm: StepModel
+    engine: EngineConfig
+    memory: MemoryPlan | None
+    tp: int = 1
+    pp: int = 1
+    params_source: str = "prior"
+    assumptions: tuple[str, ...] = ()
+
+    @property
+    def num_gpus(self) -> int:
+        return self.tp * self.pp
+
+    def label(self) -> str:
+        fw = self.engine.framework or "engine"
+        return (
+            f"{self.sm.model.id} on {self.num_gpus}x {self.sm.gpu.id} ({self.sm.precision.id}, "
+            f"tp={self.tp}{f' pp={self.pp}' if self.pp > 1 else ''}, {fw})"
+        )
+
+    def with_engine(self, **kw: Any) -> Replica:
+        from dataclasses import replace
+
+        return replace(self, engine=replace(self.engine, **kw))
+
+
+def build_replica(
+    model: ModelArch | str,
+    gpu: Accelerator | str,
+    precision: Precision | str = "bf16",
+    framework: Framework | str | None = None,
+    *,
+    tp: int = 1,
+    pp: int = 1,
+    kv_precision: str | None = None,
+    params: EfficiencyParams | None = None,
+    params_source: str = "prior",
+    catalog: Catalog | None = None,
+    max_num_seqs: int | None = None,
+    max_num_batched_tokens: int | None = None,
+    memory_utilization: float | None = None,
+    context_len: int | None = None,
+    block_size: int | None = None,
+    chunked_prefill: bool | None = None,
+    prefix_caching: bool | None = None,
+    continuous_batching: bool | None = None,
+) -> Replica:
+    """Resolve a (model, GPU, precision, framework, TP) combination into a :class:`Replica`.
+
+    Parameters
+    ----------
+    model, gpu, precision, framework : catalog ids or objects
+    tp, pp : tensor- / pipeline-parallel sizes (GPUs per replica = tp * pp)
+    kv_precision : KV-cache precision id (default: the precision's default)
+    params : efficiency parameters (default :data:`planner.perf.PRIOR`)
+    max_num_seqs, max_num_batched_tokens, memory_utilization, block_size, chunked_prefill,
+    prefix_caching, continuous_batching : engine overrides (default: the framework record);
+        ``memory_utilization`` means what the framework's record says (a fraction of total
+        memory, or of the memory left after weights for TensorRT-LLM)
+    context_len : longest sequence the engine accepts (``max_model_len``) [tokens];
+        default the model's limit, reduced to what the KV cache holds if needed
+
+    Raises
+    ------
+    PlannerError
+        when the weights do not fit, or the precision does not run on the GPU.
+    """
+
+    cat = catalog or load_catalog()
+    m, g, p, _, fw = cat.resolve(model, gpu, precision, framework, kv_precision)
+    params = params or PRIOR
+    require_positive("tp", tp)
+    require_positive("pp", pp)
+    assumptions: list[str] = []
+    sm = step_model(m, g, p, kv_precision, tp, pp, params, cat)
+    cb = (
+        continuous_batching
+        if continuous_batching is not None
+        else (fw.continuous_batching if fw else True)
+    )
+    chunked = (
+        chunked_prefill if chunked_prefill is not None else (fw.chunked_prefill if fw else True)
+    )
+    pcache = prefix_caching if prefix_caching is not None else (fw.prefix_caching if fw else False)
+    bs = int(block_size or (fw.kv_block_size if fw else 16))
+    seqs = int(max_num_seqs or (fw.default_max_num_seqs if fw else 256))
+    model_max = int(m.max_position_embeddings or 4096)
+    ctx = int(min(context_len or model_max, model_max))
+    if context_len and context_len > model_max:
+        assumptions.append(f"context {context_len} capped at the model's {model_max} tokens")
+    if max_num_batched_tokens:
+        btok = int(max_num_batched_tokens)
+    elif fw and fw.default_max_num_batched_tokens:
+        btok = int(fw.default_max_num_batched_tokens)
+    else:
+        btok = 8192 if chunked else max(ctx, 8192)
+    for name, v in (("max_num_seqs", seqs), ("max_num_batched_tokens", btok), ("block_size", bs)):
+        require_positive(name, v)
+    if seqs > btok:
+        assumptions.append(f"max_num_seqs {seqs} limited to the token budget {btok}")
+        seqs = btok
+    util = memory_utilization
+    plan_kw = dict(
+        kv_precision=kv_precision,
+        tp=tp,
+        pp=pp,
+        framework=fw,
+        max_num_seqs=seqs,
+        max_batched_tokens=btok,
+        catalog=cat,
+        suggest=False,
+    )
+    probe = plan_memory(m, g, p, context_len=min(ctx, 2048), memory_utilization=util, **plan_kw)
+    if probe.fits and bs > probe.max_kv_tokens > 0:
+        raise PlannerError(
+            f"KV block size {bs} tokens is larger than the whole KV cache of {m.id} on "
+            f"{tp * pp}x {g.id} ({p.id}, {probe.max_kv_tokens} tokens); use a smaller block_size"
+        )
+    if probe.max_kv_tokens < bs:
+        full = plan_memory(
+            m,
+            g,
+            p,
+            context_len=min(ctx, 2048),
+            memory_utilization=util,
+            **{**plan_kw, "suggest": True},
+        )
+        hint = f" Try: {'; '.join(full.suggestions)}." if full.suggestions else ""
+        raise PlannerError(f"{m.id} on {tp * pp}x {g.id} ({p.id}): {full.reason}.{hint}")
+    num_blocks = int(probe.max_kv_tokens // bs)
+    if num_blocks * bs < ctx:
+        assumptions.append(
+            f"max_model_len reduced from {ctx} to {num_blocks * bs} tokens: the KV cache holds no more"
+        )
+        ctx = num_blocks * bs
+    plan = plan_memory(m, g, p, context_len=ctx, memory_utilization=util, **plan_kw)
+    assumptions.extend(plan.assumptions)
+    eng = EngineConfig(
+        framework=fw.id if fw else None,
+        continuous_batching=bool(cb),
+        chunked_prefill=bool(chunked),
+        prefix_caching=bool(pcache),
+        block_size_tokens=bs,
+        num_blocks=num_blocks,
+        max_num_seqs=seqs,
+        max_num_batched_tokens=btok,
+        context_limit_tokens=ctx,
+        memory_utilization=float(plan.memory_utilization),
+        sched_overhead_s=float(params.sched_overhead_s),
+    )
+    return Replica(
+        sm=sm,
+        engine=eng,
+        memory=plan,
+        tp=int(tp),
+        pp=int(pp),
+        params_source=params_source,
+        assumptions=tuple(assumptions),
+    )
+
+
+def check_fits(replica: Replica, reqs: Requests) -> None:
+    """Raise a one-line error when the longest request cannot fit in the KV cache."""
+    eng = replica.engine
+    bs = eng.block_size_tokens
+    ctx = reqs.input_tokens + reqs.output_tokens
+    worst = int(ctx.max())
+    if worst > eng.context_limit_tokens:
+        raise PlannerError(
+            f"a request of {worst} tokens exceeds the engine's context limit of {eng.context_limit_tokens} "
+            "tokens; truncate the workload (make_requests(context_limit=...)) or raise context_len"
+        )
+    need = math.ceil(worst / bs)
+    shared_blk = (reqs.shared_prefix_tokens // bs) if eng.prefix_caching else 0
+    if shared_blk and need <= eng.num_blocks:
+        # continuous batching holds the shared prefix's blocks once, for everybody, and each
+        # request's own blocks beside them
+        own = np.ceil(ctx / bs).astype(np.int64) - np.minimum(shared_blk, reqs.cached_tokens // bs)
+        if shared_blk + int(own.max()) > eng.num_blocks:
+            kvb = replica.memory.kv_cache_bytes_per_token if replica.memory else float("nan")
+            raise PlannerError(
+                f"scenario overflows memory: the shared prefix ({reqs.shared_prefix_tokens} "
+                f"tokens) plus the longest request's own KV blocks need "
+                f"{(shared_blk + int(own.max())) * bs * kvb / 1e9:.2f} GB of KV cache per GPU "
+                f"but {replica.label()} has {eng.kv_capacity_tokens * kvb / 1e9:.2f} GB "
+                f"({eng.kv_capacity_tokens} tokens) free"
+            )
+    if need > eng.num_blocks:
+        kvb = replica.memory.kv_cache_bytes_per_token if replica.memory else float("nan")
+        raise PlannerError(
+            f"scenario overflows memory: a request of {worst} tokens needs {worst * kvb / 1e9:.2f} GB of KV "
+            f"cache per GPU but {replica.label()} has {eng.kv_capacity_tokens * kvb / 1e9:.2f} GB "
+            f"({eng.kv_capacity_tokens} tokens) free"
+        )

@@ -1,0 +1,277 @@
+"""Workload: traffic, prompt and answer length distributions, prefix reuse, SLOs, presets.
+
+Everything a planner says about the requests a replica must serve, as frozen pydantic
+models (``extra="forbid"``), so a scenario file with a misspelt key is an error that names
+the field. Lengths are tokens (``_tokens``), rates requests per second (``_rps``), times
+seconds (``_s``).
+
+* :class:`Traffic` -- mean and peak request rate, arrivals (Poisson, bursty Gamma with a
+  coefficient of variation, constant spacing, or a trace file), and a 24-hour profile.
+* Length distributions -- ``fixed``, ``normal``, ``lognormal`` (from mean or median and a
+  p90/p99), ``uniform``, ``histogram`` (inline or CSV), ``quantiles`` (an empirical
+  quantile table), ``trace`` (lengths from the trace file); see :data:`LengthDist`.
+* :class:`PrefixReuse` -- a shared system prompt, or a prefix-cache hit rate.
+* :class:`SLO` -- TTFT / TPOT / E2E thresholds at chosen percentiles plus an attainment
+  target; :meth:`SLO.evaluate` computes attainment and pass/fail.
+* :data:`PRESETS` -- chat, rag, code, summarization, batch, each with its source.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from planner.catalog.records import Frozen
+from planner.errors import PlannerError
+from planner.workload.lengths import LengthDist, TraceLength
+from planner.workload.presets import PRESETS
+from planner.workload.traffic import PrefixReuse, Traffic, _tile_trace_times
+
+_Z90 = 1.2815515655446004  # standard normal quantiles
+
+
+# --------------------------------------------------------------------------- workload
+@dataclass(frozen=True)
+class Requests:
+    """A concrete request list: arrival [s], prompt / answer / cached-prefix lengths [tokens].
+
+    ``shared_prefix_tokens`` of every prompt are one prefix whose KV blocks all requests
+    share (prefix caching); ``cached_tokens`` (>= the shared part when caching is on) skip
+    prefill compute.
+    """
+
+    arrival_s: np.ndarray
+    input_tokens: np.ndarray
+    output_tokens: np.ndarray
+    cached_tokens: np.ndarray
+    shared_prefix_tokens: int = 0
+    truncated: int = 0
+
+    def __len__(self) -> int:
+        return len(self.arrival_s)
+
+    def at_rate(self, rate_rps: float) -> Requests:
+        """The same requests with arrival times divided by ``rate_rps`` (unit-rate input)."""
+        return Requests(
+            self.arrival_s / rate_rps,
+            self.input_tokens,
+            self.output_tokens,
+            self.cached_tokens,
+            self.shared_prefix_tokens,
+            self.truncated,
+        )
+
+    def all_at_once(self) -> Requests:
+        return Requests(
+            np.zeros(len(self)),
+            self.input_tokens,
+            self.output_tokens,
+            self.cached_tokens,
+            self.shared_prefix_tokens,
+            self.truncated,
+        )
+
+
+def make_requests(
+    arrival_s,
+    input_tokens,
+    output_tokens,
+    *,
+    context_limit: int | None = None,
+    shared_prefix_tokens: int = 0,
+    cache_hit_rate: float = 0.0,
+    prefix_caching: bool = True,
+) -> Requests:
+    """Build a :class:`Requests` list, truncating to the model's context.
+
+    Prompts are cut to ``context_limit - 1`` tokens and answers to what remains, as a
+    server with ``max_model_len`` does. Cached tokens: the shared prefix (at most the
+    prompt minus one token) plus ``cache_hit_rate`` of the rest, never the whole prompt,
+    zero without prefix caching. ``Requests.shared_prefix_tokens`` is the longest part of
+    the shared prefix any prompt holds.
+    """
+    a = np.asarray(arrival_s, float)
+    i = np.asarray(input_tokens, dtype=np.int64).copy()
+    o = np.asarray(output_tokens, dtype=np.int64).copy()
+    if not (len(a) == len(i) == len(o)):
+        raise PlannerError("arrival, input and output arrays must have the same length")
+    if len(a) == 0:
+        raise PlannerError("no requests to simulate")
+    if (i <= 0).any() or (o <= 0).any():
+        raise PlannerError("every request needs at least one prompt token and one output token")
+    trunc = 0
+    if context_limit:
+        if context_limit < 2:
+            raise PlannerError(f"context limit {context_limit} is too small for any request")
+        over = (i + o) > context_limit
+        trunc = int(over.sum())
+        i = np.minimum(i, context_limit - 1)
+        o = np.minimum(o, context_limit - i)
+    order = np.argsort(a, kind="stable")
+    a, i, o = a[order], i[order], o[order]
+    shared = int(shared_prefix_tokens) if prefix_caching else 0
+    if prefix_caching:
+        # a prompt shorter than the shared prefix holds only its first prompt - 1 tokens of it
+        # (one token is always computed); the pool keeps the longest part any prompt uses
+        shared = min(shared, int(i.max()) - 1)
+        sh = np.minimum(shared, i - 1)
+        rest = i - sh
+        cached = sh + np.floor(cache_hit_rate * rest).astype(np.int64)
+        cached = np.minimum(cached, i - 1)
+    else:
+        cached = np.zeros_like(i)
+    return Requests(a, i, o, cached.astype(np.int64), shared, trunc)
+
+
+class Workload(Frozen):
+    """Traffic, prompt and answer lengths and prefix reuse of one service.
+
+    ``preset`` fills every field from :data:`PRESETS` first; fields given next to it
+    override the preset's.
+    """
+
+    preset: str | None = None
+    name: str | None = None
+    description: str | None = None
+    source: str | None = None
+    traffic: Traffic
+    input_tokens: LengthDist
+    output_tokens: LengthDist
+    prefix: PrefixReuse = PrefixReuse()
+    offline: bool = Field(False, description="all requests are queued at once (batch job)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_preset(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("preset") is not None:
+            name = str(data["preset"]).strip().lower()
+            if name not in PRESETS:
+                raise ValueError(
+                    f"unknown preset '{data['preset']}' (presets: {', '.join(PRESETS)})"
+                )
+            merged = _deep_merge(PRESETS[name], {k: v for k, v in data.items() if v is not None})
+            merged["preset"] = name
+            return merged
+        return data
+
+    @model_validator(mode="after")
+    def _trace_lengths(self) -> Workload:
+        uses_trace = isinstance(self.input_tokens, TraceLength) or isinstance(
+            self.output_tokens, TraceLength
+        )
+        if uses_trace and self.traffic.arrival != "trace":
+            raise ValueError("length kind 'trace' needs traffic.arrival: trace")
+        return self
+
+    # ---- statistics
+    def mean_input_tokens(self) -> float:
+        if isinstance(self.input_tokens, TraceLength):
+            return float(self.traffic._trace().input_tokens.mean())
+        return self.input_tokens.mean_tokens()
+
+    def mean_output_tokens(self) -> float:
+        if isinstance(self.output_tokens, TraceLength):
+            return float(self.traffic._trace().output_tokens.mean())
+        return self.output_tokens.mean_tokens()
+
+    def input_quantile_tokens(self, q: float) -> float:
+        if isinstance(self.input_tokens, TraceLength):
+            return float(np.quantile(self.traffic._trace().input_tokens, q))
+        return self.input_tokens.quantile_tokens(q)
+
+    def output_quantile_tokens(self, q: float) -> float:
+        if isinstance(self.output_tokens, TraceLength):
+            return float(np.quantile(self.traffic._trace().output_tokens, q))
+        return self.output_tokens.quantile_tokens(q)
+
+    # ---- sampling
+    def sample_lengths(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """Prompt and answer lengths of ``n`` requests [tokens] (trace rows tile if fewer)."""
+        n = int(n)
+        if n <= 0:
+            raise PlannerError(f"number of requests must be > 0, got {n}")
+        tr = self.traffic._trace() if self.traffic.arrival == "trace" else None
+        idx = np.arange(n) % len(tr.arrival_s) if tr is not None else None
+        i = (
+            tr.input_tokens[idx]
+            if isinstance(self.input_tokens, TraceLength)
+            else self.input_tokens.sample(n, rng)
+        )
+        o = (
+            tr.output_tokens[idx]
+            if isinstance(self.output_tokens, TraceLength)
+            else self.output_tokens.sample(n, rng)
+        )
+        return np.asarray(i, np.int64), np.asarray(o, np.int64)
+
+    def sample_requests(
+        self,
+        n: int,
+        rng: np.random.Generator,
+        rate_rps: float | None = None,
+        *,
+        context_limit: int | None = None,
+        prefix_caching: bool = True,
+    ) -> Requests:
+        """``n`` requests arriving at ``rate_rps`` (default: the planning peak).
+
+        ``rate_rps=None`` with a trace keeps the trace's own timestamps. Offline workloads
+        (``offline: true``) queue everything at t = 0.
+        """
+        i, o = self.sample_lengths(n, rng)
+        unit = self.traffic.unit_arrivals(n, rng)
+        if self.offline:
+            arr = np.zeros(int(n))
+        elif rate_rps is None and self.traffic.arrival == "trace":
+            arr = _tile_trace_times(self.traffic._trace().arrival_s, int(n))
+        else:
+            rate = float(rate_rps) if rate_rps is not None else self.traffic.peak()
+            if not (rate > 0 and math.isfinite(rate)):
+                raise PlannerError(f"arrival rate must be a finite number > 0, got {rate}")
+            arr = unit / rate
+        return make_requests(
+            arr,
+            i,
+            o,
+            context_limit=context_limit,
+            shared_prefix_tokens=self.prefix.shared_prefix_tokens,
+            cache_hit_rate=self.prefix.cache_hit_rate,
+            prefix_caching=prefix_caching,
+        )
+
+    def describe(self) -> str:
+        return (
+            f"{self.name or self.preset or 'workload'}: prompt ~{self.mean_input_tokens():.0f} tok, "
+            f"answer ~{self.mean_output_tokens():.0f} tok, peak {self.traffic.peak():.3g} req/s"
+        )
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if k in ("input_tokens", "output_tokens") and isinstance(v, dict):
+            out[k] = v  # a new distribution replaces the preset's wholesale
+        elif isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def preset(name: str, **overrides: Any) -> Workload:
+    """A :class:`Workload` from a preset, with field overrides (e.g. ``traffic={...}``)."""
+    return Workload.model_validate({"preset": name, **overrides})
+
+
+def resolve_path(path: str | None, base_dir: str | os.PathLike[str] | None) -> str | None:
+    """A path relative to a scenario file's folder (absolute paths unchanged)."""
+    if path is None or base_dir is None:
+        return path
+    p = Path(path)
+    return str(p if p.is_absolute() else Path(base_dir) / p)
