@@ -1,0 +1,130 @@
+"""The package graph: no import cycle between planner's modules, no upward import between its
+subpackages. Lazy imports inside functions count too (except the lazy export table of
+``planner/__init__.py``). See docs/architecture.md."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parent.parent / "planner"
+
+#: layers, lowest first; a module may import its own layer and the layers before it
+ORDER = (
+    ("errors", "report"),
+    ("catalog",),
+    ("engine",),
+    ("workload",),
+    ("serving",),
+    ("scenario",),
+    ("benchmarks",),
+    ("calibration",),
+    ("cli",),
+)
+LAYER = {name: i for i, names in enumerate(ORDER) for name in names}
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for p in PKG.rglob("*.py"):
+        rel = p.relative_to(PKG.parent).with_suffix("")
+        name = ".".join(rel.parts)
+        mods[name.removesuffix(".__init__")] = p
+    return mods
+
+
+def _edges() -> dict[str, set[str]]:
+    mods = _modules()
+    edges: dict[str, set[str]] = {m: set() for m in mods}
+    for m, p in mods.items():
+        if m == "planner":
+            continue  # the lazy export table: `planner.X` names resolved on first access
+        is_pkg = p.name == "__init__.py"
+        base = m if is_pkg else m.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    parts = base.split(".")
+                    parts = parts[: len(parts) - (node.level - 1)]
+                    mod = ".".join(parts + ([node.module] if node.module else []))
+                else:
+                    mod = node.module or ""
+                targets = [mod] + [f"{mod}.{a.name}" for a in node.names]
+            else:
+                continue
+            for t in targets:
+                while t and t not in mods:
+                    t = t.rsplit(".", 1)[0] if "." in t else ""
+                if t and t != m and not m.startswith(t + "."):
+                    edges[m].add(t)
+    return edges
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYER.get(parts[1]) if len(parts) > 1 else None
+
+
+def test_every_subpackage_and_top_level_module_has_a_layer():
+    tops = {p.stem if p.is_file() else p.name for p in PKG.iterdir()}
+    tops = {t for t in tops if not t.startswith(("_", ".")) and t != "py"}
+    assert tops - {"cost"} <= set(LAYER), f"add {sorted(tops - set(LAYER))} to ORDER"
+
+
+def test_no_upward_import_between_subpackages():
+    bad = []
+    for m, targets in _edges().items():
+        lm = _layer(m)
+        for t in targets:
+            lt = _layer(t)
+            if lm is not None and lt is not None and lt > lm:
+                bad.append(f"{m} -> {t}")
+    assert not bad, "upward imports (see docs/architecture.md):\n" + "\n".join(sorted(bad))
+
+
+def test_no_import_cycle_between_modules():
+    edges = _edges()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in edges:
+        if v not in index:
+            visit(v)
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_no_module_over_700_lines():
+    big = {
+        str(p.relative_to(PKG.parent)): n
+        for p in PKG.rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 750
+    }
+    assert not big, big
