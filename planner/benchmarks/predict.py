@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.benchmarks.io import read_rows
+from planner.benchmarks.schema import TIME_UNITS_S, cell, parallelism, whole
 from planner.benchmarks.serving_rows import predict_serving_row
 from planner.benchmarks.step_rows import row_predictor
 from planner.catalog.catalog import Catalog, compute_dtype_for, load_catalog
@@ -43,9 +44,6 @@ from planner.errors import PlannerError, UnknownIdError
 
 OUTPUT_COLUMNS = ("predicted", "provenance", "reason")
 
-#: units a step-level metric may be stated in, as seconds per unit
-TIME_UNITS_S = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}
-
 
 # --------------------------------------------------------------------------- row context
 def _reason(err: BaseException) -> str:
@@ -54,21 +52,6 @@ def _reason(err: BaseException) -> str:
         hint = f" (closest: {', '.join(err.suggestions)})" if err.suggestions else ""
         return f"unknown {err.kind} '{err.value}'{hint}"
     return " ".join(str(err).split())
-
-
-def _int_field(row: Mapping[str, Any], name: str, *, default: int | None = None) -> int:
-    raw = str(row.get(name) or "").strip()
-    if not raw:
-        if default is not None:
-            return default
-        raise PlannerError(f"{name} is empty")
-    try:
-        v = float(raw)
-    except ValueError:
-        raise PlannerError(f"{name} must be a number, got {raw!r}") from None
-    if v != v or not v.is_integer() or v <= 0:
-        raise PlannerError(f"{name} must be a positive whole number, got {raw!r}")
-    return int(v)
 
 
 @dataclass
@@ -93,7 +76,7 @@ class RowContext:
 
     def int_field(self, name: str) -> int:
         """A positive whole-number column of the row (raises PlannerError when absent)."""
-        return _int_field(self.row, name)
+        return whole(self.row, name)
 
     def step_model(self) -> StepModel:
         """The (cached) :class:`~planner.perf.StepModel` of this row's setup."""
@@ -207,32 +190,25 @@ class Predictor:
     def context(self, row: Mapping[str, str]) -> RowContext:
         """Resolve a row's ids and parallelism; raises PlannerError with the reason."""
         cat = self.catalog
-        hw = str(row.get("hardware") or "").strip()
+        hw = cell(row, "hardware")
         if not hw:
             raise PlannerError("hardware is empty")
         gpu = cat.gpu(hw)
-        model_key = str(row.get("model") or "").strip()
+        model_key = cell(row, "model")
         if not model_key:
             raise PlannerError("model is empty")
         model = self.model(model_key)
-        prec_id = str(row.get("precision") or "").strip()
+        prec_id = cell(row, "precision")
         if not prec_id:
             raise PlannerError(
                 "precision is empty (the source does not say), so it cannot be modelled"
             )
         prec = cat.precision(prec_id)
         compute_dtype_for(prec, gpu)  # raises when the GPU cannot run this precision
-        kv_id = str(row.get("kv_precision") or "").strip() or prec.kv_default
+        kv_id = cell(row, "kv_precision") or prec.kv_default
         kv = cat.kv_precision(kv_id).id
-        n_gpus = str(row.get("n_gpus") or "").strip()
-        tp_default = 1 if n_gpus in ("", "1", "1.0") else None
-        if not str(row.get("tp") or "").strip() and tp_default is None:
-            raise PlannerError(
-                f"tp is empty and n_gpus={n_gpus}, so the parallel layout is unknown"
-            )
-        tp = _int_field(row, "tp", default=1)
-        pp = _int_field(row, "pp", default=1)
-        framework = str(row.get("framework") or "").strip()
+        tp, pp = parallelism(row)
+        framework = cell(row, "framework")
         params, prov = self.params(gpu.id, framework, prec.id)
         return RowContext(row, cat, model, gpu, prec, kv, tp, pp, params, prov, self._steps)
 
@@ -252,7 +228,7 @@ class Predictor:
         """Return the row with ``predicted``, ``provenance`` and ``reason`` filled in."""
         out: dict[str, Any] = dict(row)
         out.update(predicted="", provenance="", reason="")
-        metric = str(row.get("metric") or "").strip()
+        metric = cell(row, "metric")
         entry = METRICS.get(metric)
         try:
             ctx = self.context(row)

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from planner.errors import PlannerError
 
 REQUIRED_COLUMNS = (
     "hardware",
@@ -44,9 +50,97 @@ SERVING_MODES = ("rate", "server", "concurrency", "interactive")
 TIME_UNITS_S = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}
 
 
-def _num(v) -> float | None:
+# --------------------------------------------------------------------------- cells
+def cell(row: Mapping[str, Any], key: str) -> str:
+    """The text of one cell, stripped; ``""`` when absent, None or NaN (pandas' empty)."""
+    v = row.get(key)
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    return str(v).strip()
+
+
+def number(row: Mapping[str, Any], key: str) -> float | None:
+    """A numeric cell as a finite float; None when empty or not a finite number."""
+    return _num(cell(row, key))
+
+
+def whole(row: Mapping[str, Any], key: str, *, default: int | None = None) -> int:
+    """A positive whole-number cell; ``default`` when empty (PlannerError without one)."""
+    raw = cell(row, key)
+    if not raw:
+        if default is not None:
+            return default
+        raise PlannerError(f"{key} is empty")
+    try:
+        v = float(raw)
+    except ValueError:
+        raise PlannerError(f"{key} must be a number, got {raw!r}") from None
+    if v != v or not v.is_integer() or v <= 0:
+        raise PlannerError(f"{key} must be a positive whole number, got {raw!r}")
+    return int(v)
+
+
+def _num(v: Any) -> float | None:
     try:
         f = float(v)
     except (TypeError, ValueError):
         return None
     return f if math.isfinite(f) else None
+
+
+# --------------------------------------------------------------------------- layout
+class UnknownLayoutError(PlannerError):
+    """``tp`` is empty on a multi-GPU row: the parallel layout cannot be known."""
+
+    def __init__(self, n_gpus: float) -> None:
+        self.n_gpus = n_gpus
+        super().__init__(f"tp is empty and n_gpus={n_gpus:g}, so the parallel layout is unknown")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Parallel layout of a row: ``n_gpus = replicas x tp x pp``."""
+
+    tp: int
+    pp: int
+    n_gpus: int
+    replicas: int
+
+
+def parallelism(row: Mapping[str, Any]) -> tuple[int, int]:
+    """(tp, pp) of a row: empty ``pp`` is 1; empty ``tp`` is 1 when the row runs on one GPU
+    (``n_gpus`` empty or 1) and :class:`UnknownLayoutError` otherwise."""
+    if not cell(row, "tp"):
+        n = number(row, "n_gpus")
+        if n is not None and n != 1:
+            raise UnknownLayoutError(int(n) if n.is_integer() else n)
+    return whole(row, "tp", default=1), whole(row, "pp", default=1)
+
+
+def layout(row: Mapping[str, Any]) -> Layout:
+    """THE tp / pp / n_gpus / replicas rule of a row: :func:`parallelism`, then ``n_gpus``
+    (empty: one replica) must be a multiple of ``tp x pp``; ``n_gpus / (tp x pp)`` independent
+    replicas share the load."""
+    tp, pp = parallelism(row)
+    if not cell(row, "n_gpus"):
+        return Layout(tp, pp, tp * pp, 1)
+    n_gpus = whole(row, "n_gpus")
+    if n_gpus % (tp * pp):
+        raise PlannerError(f"n_gpus={n_gpus} is not a multiple of tp x pp = {tp * pp}")
+    return Layout(tp, pp, n_gpus, n_gpus // (tp * pp))
+
+
+# --------------------------------------------------------------------------- notes
+#: the note of the TensorRT-LLM v0.17 table: ``kv_cache_free_gpu_mem_fraction 0.95``
+_KV_FRACTION_NOTE = "fraction 0.95"
+
+
+def memory_fraction_from_notes(notes: str) -> float | None:
+    """GPU memory fraction a row's notes state for the engine (None: the framework's)."""
+    return 0.95 if _KV_FRACTION_NOTE in notes else None
+
+
+def request_count(notes: str) -> int | None:
+    """Requests per run stated in a row's notes (``"1,000 requests"``, ``"500-sample"``)."""
+    m = re.search(r"(\d[\d,]*)\s+requests", notes) or re.search(r"(\d[\d,]*)-sample", notes)
+    return int(m.group(1).replace(",", "")) if m else None

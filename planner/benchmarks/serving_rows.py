@@ -9,6 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from planner.benchmarks.schema import (
+    cell,
+    layout,
+    memory_fraction_from_notes,
+    number,
+    request_count,
+)
 from planner.catalog.catalog import Catalog
 from planner.catalog.efficiency import EfficiencyParams
 from planner.errors import PlannerError
@@ -56,32 +63,6 @@ RATE_SEEDS = 3
 _ROW_CACHE: dict[tuple, dict[str, Any] | str] = {}
 
 
-def _cell(row: dict[str, Any], key: str) -> str:
-    v = row.get(key)
-    if v is None:
-        return ""
-    if isinstance(v, float) and math.isnan(v):
-        return ""
-    return str(v).strip()
-
-
-def _num_cell(row: dict[str, Any], key: str) -> float | None:
-    s = _cell(row, key)
-    if not s:
-        return None
-    try:
-        return float(s)
-    except ValueError:
-        return None
-
-
-def _request_count(notes: str) -> int | None:
-    import re
-
-    m = re.search(r"(\d[\d,]*)\s+requests", notes) or re.search(r"(\d[\d,]*)-sample", notes)
-    return int(m.group(1).replace(",", "")) if m else None
-
-
 def steady_throughput(res: SimResult, t_lo: float, t_hi: float) -> tuple[float, float, float]:
     """(requests/s, output tok/s, total tok/s) completed between ``t_lo`` and ``t_hi`` [s].
 
@@ -99,7 +80,7 @@ def steady_throughput(res: SimResult, t_lo: float, t_hi: float) -> tuple[float, 
 def _dataset_lengths(row: dict[str, Any], model_id: str) -> tuple[Any, Any, str] | str:
     """(input dist, output dist, note) for a variable-length row, or a reason string."""
 
-    notes = _cell(row, "notes").lower()
+    notes = cell(row, "notes").lower()
     if "openorca" in notes and "mix" not in notes.split("dataset", 1)[-1][:20]:
         if not model_id.startswith("llama-2-70b"):
             return (
@@ -140,8 +121,8 @@ def predict_serving_row(
         what is missing. :func:`serving_row_details` gives every metric of the row's
         simulation and a note on how it was run (request count, length distribution).
     """
-    metric = _cell(row, "metric")
-    mode = _cell(row, "mode")
+    metric = cell(row, "metric")
+    mode = cell(row, "mode")
     if metric not in SERVING_METRICS:
         if metric == "other":
             return (
@@ -185,36 +166,30 @@ def serving_row_details(
 def _serving_row_result(
     row: dict[str, Any], cat: Catalog, params: EfficiencyParams
 ) -> dict[str, Any] | str:
-    mode = _cell(row, "mode")
-    hw = _cell(row, "hardware")
-    model_key = _cell(row, "model")
-    prec = _cell(row, "precision")
-    fw_id = _cell(row, "framework")
+    mode = cell(row, "mode")
+    hw = cell(row, "hardware")
+    model_key = cell(row, "model")
+    prec = cell(row, "precision")
+    fw_id = cell(row, "framework")
     if not hw or not model_key:
         return "hardware or model is empty"
     if not prec:
         return "precision is empty (the source does not say), so it cannot be modelled"
     if not fw_id:
         return "framework is empty, so the scheduler cannot be modelled"
-    n_gpus = _num_cell(row, "n_gpus") or 1.0
-    tp = _num_cell(row, "tp")
-    pp = _num_cell(row, "pp") or 1.0
-    if tp is None:
-        if n_gpus == 1:
-            tp = 1.0
-        else:
-            return f"tp is empty and n_gpus={n_gpus:g}, so the number of replicas is unknown"
-    if n_gpus % (tp * pp):
-        return f"n_gpus={n_gpus:g} is not a multiple of tp x pp = {tp * pp:g}"
-    replicas = int(n_gpus // (tp * pp))
-    kv = _cell(row, "kv_precision") or None
-    isl, osl = _num_cell(row, "isl"), _num_cell(row, "osl")
-    batch = _num_cell(row, "batch")
-    conc = _num_cell(row, "concurrency")
-    rate = _num_cell(row, "request_rate")
-    notes = _cell(row, "notes")
-    count = _request_count(notes)
-    util = 0.95 if "fraction 0.95" in notes else None
+    try:
+        lay = layout(row)
+    except PlannerError as e:
+        return str(e)
+    tp, pp, replicas = lay.tp, lay.pp, lay.replicas
+    kv = cell(row, "kv_precision") or None
+    isl, osl = number(row, "isl"), number(row, "osl")
+    batch = number(row, "batch")
+    conc = number(row, "concurrency")
+    rate = number(row, "request_rate")
+    notes = cell(row, "notes")
+    count = request_count(notes)
+    util = memory_fraction_from_notes(notes)
     key = (
         hw,
         model_key,
@@ -237,7 +212,7 @@ def _serving_row_result(
     )
     if key in _ROW_CACHE:
         return _ROW_CACHE[key]
-    m = cat.model_ref(model_key, _cell(row, "_dir") or None)
+    m = cat.model_ref(model_key, cell(row, "_dir") or None)
     if kv is not None and kv not in {k.id for k in cat.kv_precisions}:
         kv = None
     rep = build_replica(

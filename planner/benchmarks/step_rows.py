@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from planner.benchmarks.schema import SERVING_MODES, _num
+from planner.benchmarks.schema import (
+    SERVING_MODES,
+    UnknownLayoutError,
+    cell,
+    layout,
+    memory_fraction_from_notes,
+    number,
+)
 from planner.catalog.catalog import Catalog
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.engine.memory import plan_memory
@@ -27,10 +33,9 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
     """(predict(params) -> value, reason, fit_kind) for one benchmark-schema row."""
     metric = str(row.get("metric", ""))
     mode = str(row.get("mode", ""))
-    prec = row.get("precision")
-    if prec is None or (isinstance(prec, float) and math.isnan(prec)) or not str(prec).strip():
+    prec = cell(row, "precision")
+    if not prec:
         return None, "precision not stated by the source", ""
-    prec = str(prec)
     try:
         m = cat.model_ref(str(row["model"]), str(row.get("_dir", ".")))
         g = cat.gpu(str(row["hardware"]))
@@ -38,34 +43,25 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
         fw = cat.framework(str(row["framework"]))
     except PlannerError as e:
         return None, str(e), ""
-    tp = _num(row.get("tp"))
-    pp = _num(row.get("pp")) or 1.0
-    n_gpus = _num(row.get("n_gpus"))
-    if tp is None:
-        if n_gpus == 1:
-            tp = 1.0
-        else:
-            return None, "tp not stated by the source", ""
-    kv = row.get("kv_precision")
-    kv = (
-        str(kv)
-        if kv is not None and not (isinstance(kv, float) and math.isnan(kv)) and str(kv).strip()
-        else None
-    )
+    try:
+        lay = layout(row)
+    except UnknownLayoutError:
+        return None, "tp not stated by the source", ""
+    except PlannerError as e:
+        return None, str(e), ""
+    tp, pp, replicas = lay.tp, lay.pp, lay.replicas
+    kv = cell(row, "kv_precision") or None
     try:
         kv = cat.kv_precision(kv).id if kv is not None else None
         sm0 = step_model(m, g, p, kv, tp, pp, PRIOR, cat)
     except PlannerError as e:
         return None, str(e), ""
-    isl, osl = _num(row.get("isl")), _num(row.get("osl"))
-    batch = _num(row.get("batch"))
-    ctx = _num(row.get("context_len"))
+    isl, osl = number(row, "isl"), number(row, "osl")
+    batch = number(row, "batch")
+    ctx = number(row, "context_len")
     for name, v in (("isl", isl), ("osl", osl), ("batch", batch), ("context_len", ctx)):
         if v is not None and v <= 0:
             return None, f"{name} must be > 0, got {v:g}", ""
-    if n_gpus is not None and n_gpus % (tp * pp):
-        return None, f"n_gpus={n_gpus:g} is not a multiple of tp x pp = {tp * pp:g}", ""
-    replicas = (n_gpus / (tp * pp)) if n_gpus else 1.0
     scale = 1000.0 if metric.startswith(("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")) else 1.0
 
     def with_p(params: EfficiencyParams) -> StepModel:
@@ -145,9 +141,7 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
                 int(tp),
                 int(pp),
                 int(isl + osl),
-                # the TensorRT-LLM v0.17 table states kv_cache_free_gpu_mem_fraction 0.95
-                # (the simulator reads the same note)
-                0.95 if "fraction 0.95" in str(row.get("notes") or "") else None,
+                memory_fraction_from_notes(cell(row, "notes")),
                 fw,
                 catalog=cat,
                 suggest=False,
@@ -177,9 +171,10 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
 
 def _canonical_precision(cat: Catalog, value: Any) -> str:
     """Catalog id of a precision label (aliases such as BF16 map to bf16); '' if empty."""
-    if value is None or (isinstance(value, float) and math.isnan(value)) or not str(value).strip():
+    text = cell({"v": value}, "v")
+    if not text:
         return ""
     try:
-        return cat.precision(str(value)).id
+        return cat.precision(text).id
     except PlannerError:
         return str(value)
