@@ -210,9 +210,6 @@ class Catalog(Frozen):
             )
         return Resolved(m, g, p, kv, fw)
 
-    def prices_for(self, gpu_id: str) -> tuple[RentalPrice, ...]:
-        return tuple(p for p in self.rental_prices if p.gpu == gpu_id)
-
 
 def compute_dtype_for(precision: Precision, gpu: Accelerator) -> str:
     """Compute dtype a precision runs in on a GPU: native, a fallback, or an error."""

@@ -100,7 +100,7 @@ def _arch_from_config(cfg: dict[str, Any], model_id: str, where: str) -> ModelAr
         "head_dim": head_dim,
         "vocab_size": int(need("vocab_size")),
         "max_position_embeddings": g("max_position_embeddings") or g("n_positions"),
-        "tie_word_embeddings": bool(g("tie_word_embeddings", mt in {"gemma2", "gptj"} and False)),
+        "tie_word_embeddings": bool(g("tie_word_embeddings", False)),
         "source": f"HuggingFace config.json at {where}",
         "as_of": _dt.date.today(),
     }

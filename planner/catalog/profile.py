@@ -37,8 +37,6 @@ class ProfileNode(Frozen):
     @property
     def label(self) -> str:
         parts = [x for x in (self.framework, self.gpu or self.arch, self.precision) if x]
-        if self.gpu and self.arch is None:
-            pass
         return "/".join(parts) if parts else "global (all frameworks)"
 
 

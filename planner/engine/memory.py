@@ -104,8 +104,7 @@ def param_counts(m: ModelArch) -> ParamCounts:
     attn_layer, kv_layer = _attention_params(m)
     norm_w = 2 if m.norm == "layernorm" else 1
     norms = (m.norms_per_layer * L + 1) * h * norm_w
-    if m.is_mla:  # q_a / kv_a layernorms are counted inside attention
-        pass
+    # (MLA: the q_a / kv_a layernorms are counted inside attention)
     embedding = m.vocab_size * h
     lm_head = (
         0 if m.tie_word_embeddings else m.vocab_size * h + (m.vocab_size if m.lm_head_bias else 0)

@@ -17,7 +17,7 @@ _MODELS = [m.id for m in _CAT.models]
 _MOE = [m.id for m in _CAT.models if m.is_moe]
 H100 = "nvidia-h100-sxm"
 
-# Llama-3.1-8B, by hand (see test_memory.test_param_count_llama31_8b_by_hand)
+# Llama-3.1-8B, by hand (see test_engine_memory.test_param_count_llama31_8b_by_hand)
 ATTN_8B = 32 * 41_943_040  # q, k, v, o of 32 layers
 MLP_8B = 32 * 176_160_768  # gate, up, down of 32 layers
 NORMS_8B = (2 * 32 + 1) * 4096
