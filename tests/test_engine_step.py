@@ -268,3 +268,39 @@ def test_moe_expected_experts_single_token(catalog):
     assert float(sm.expected_experts(1)) == pytest.approx(2.0)
     # 4 tokens: 8 x (1 - 0.75^4) = 5.46875
     assert float(sm.expected_experts(4)) == pytest.approx(8 * (1 - 0.75**4))
+
+
+# --------------------------------------------------------------------------- scalar == vector
+@pytest.mark.parametrize(
+    ("model", "pp", "eager_layer_s"),
+    [
+        ("gemma-2-9b", 1, 0.0),  # sliding-window layers
+        ("mistral-7b-v0.1", 2, 0.0),  # every layer windowed, pp > 1
+        ("gpt-oss-20b", 2, 2e-4),  # MoE + windows, pp > 1, eager dispatch floor
+        ("gemma-2-9b", 2, 2e-4),  # all three at once
+    ],
+)
+def test_scalar_path_equals_vector_path(catalog, model, pp, eager_layer_s):
+    """ONE equivalence test of the kernel's two forms (planner.engine._scalar): the step
+    time, the window sums, and the scalar phase forms the fit and the simulator use."""
+    from planner.engine._scalar import window_pairs
+    from planner.engine.phases import _window_sums, decode_time, prefill_time
+
+    params = PRIOR.with_(eager_layer_s=eager_layer_s)
+    sm = step_model(model, H100, "bf16", tp=2, pp=pp, params=params, catalog=catalog)
+    assert sm.pp == pp and (sm.window > 0) and (not eager_layer_s or sm.params.eager_layer_s)
+    for pos, n in [(0, 1), (0, 300), (1000, 1), (3000, 2000), (5000, 512), (9000, 7)]:
+        _, pairs = _window_sums(pos + n, n, sm.window)
+        assert window_pairs(pos, n, sm.window) == pytest.approx(float(pairs), rel=1e-15)
+        kv_sw = min(pos + n, sm.window)
+        args = (n * 3, 3, 3, 3 * (pos + n), 3 * (n * pos + n * (n + 1) / 2), 3 * kv_sw,
+                3 * window_pairs(pos, n, sm.window))  # fmt: skip
+        assert sm.step_time(*args) == pytest.approx(sm.step(*args).time_s, rel=1e-12)
+    for batch, isl in [(1, 128), (4, 2048), (2, 8192)]:
+        assert prefill_time(sm, batch, isl) == pytest.approx(
+            prefill(sm, batch, isl).time_s, rel=1e-12
+        )
+    for batch, ctx in [(1, 100), (64, 4095), (16, 9000)]:
+        assert decode_time(sm, batch, ctx) == pytest.approx(
+            decode_step(sm, batch, ctx).time_s, rel=1e-12
+        )

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.engine._scalar import window_pairs
 from planner.engine.step import StepBreakdown, StepModel
 from planner.errors import PlannerError, require_positive
 
@@ -19,7 +20,8 @@ from planner.errors import PlannerError, require_positive
 # --------------------------------------------------------------------------- convenience
 def _window_sums(ctx, new, window):
     """(kv tokens attended, query-key pairs) in a window-capped layer for a chunk of
-    ``new`` tokens appended to ``ctx - new`` cached tokens (vectorized)."""
+    ``new`` tokens appended to ``ctx - new`` cached tokens (vectorized; the scalar form of the
+    pairs is :func:`planner.engine._scalar.window_pairs`)."""
     ctx = np.asarray(ctx, float)
     new = np.asarray(new, float)
     if window <= 0:
@@ -119,10 +121,10 @@ def estimate(
 
 
 def prefill_time(sm: StepModel, batch: float, isl: float) -> float:
-    """One prefill of ``batch`` prompts of ``isl`` tokens [s] (scalar fast path)."""
+    """``prefill(sm, batch, isl).time_s`` on the scalar path [s]."""
     pairs = isl * (isl + 1) / 2
     if sm.window:
-        kv_sw, pairs_sw = (float(x) for x in _window_sums(isl, isl, sm.window))
+        kv_sw, pairs_sw = min(isl, sm.window), window_pairs(0, isl, sm.window)
     else:
         kv_sw = pairs_sw = 0.0
     return sm.step_time(
@@ -131,7 +133,7 @@ def prefill_time(sm: StepModel, batch: float, isl: float) -> float:
 
 
 def decode_time(sm: StepModel, batch: float, context: float) -> float:
-    """One decode step of ``batch`` sequences holding ``context`` tokens [s]."""
+    """``decode_step(sm, batch, context).time_s`` on the scalar path [s]."""
     c = context + 1
     sw = min(c, sm.window) if sm.window else 0.0
     return sm.step_time(batch, batch, batch, batch * c, batch * c, batch * sw, batch * sw)

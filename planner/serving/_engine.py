@@ -10,20 +10,11 @@ from collections import deque
 
 import numpy as np
 
+from planner.engine._scalar import window_pairs
 from planner.errors import PlannerError, require_positive
 from planner.serving.replica import Replica
 from planner.serving.result import SimResult
 from planner.workload.workload import Requests
-
-
-def _window_pairs(pos: int, n: int, w: float) -> float:
-    """Query-key pairs of a chunk of n tokens after pos cached ones in a layer of window w."""
-    i_cap = w - pos
-    if i_cap < 0:
-        i_cap = 0
-    elif i_cap > n:
-        i_cap = n
-    return i_cap * pos + i_cap * (i_cap + 1) / 2 + (n - i_cap) * w
 
 
 def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -> SimResult:  # noqa: C901
@@ -333,7 +324,7 @@ def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -
             prf += c * pos + c * (c + 1) / 2
             if has_sw:
                 kvs += end if end < W else W
-                prs += _window_pairs(pos, c, W)
+                prs += window_pairs(pos, c, W)
             if end == it[1]:
                 nlog += 1
         if T == 0:  # pragma: no cover - guarded by check_fits
@@ -510,7 +501,7 @@ def _run_static(replica: Replica, reqs: Requests, concurrency: int | None = None
         end = inp[idx]
         kv_sw = float(np.minimum(end, W).sum()) if W else 0.0
         pr_sw = (
-            float(sum(_window_pairs(int(pp_), int(cc_), W) for pp_, cc_ in zip(p, c, strict=True)))
+            float(sum(window_pairs(int(pp_), int(cc_), W) for pp_, cc_ in zip(p, c, strict=True)))
             if W
             else 0.0
         )

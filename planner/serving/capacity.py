@@ -12,8 +12,9 @@ import numpy as np
 
 from planner.catalog.catalog import Catalog
 from planner.catalog.efficiency import EfficiencyParams
+from planner.engine._scalar import window_pairs
 from planner.errors import PlannerError, require_positive
-from planner.serving._engine import _run_continuous, _run_static, _window_pairs
+from planner.serving._engine import _run_continuous, _run_static
 from planner.serving.fleet import size_fleet
 from planner.serving.replica import Replica, build_replica, check_fits
 from planner.serving.result import SimResult
@@ -51,7 +52,7 @@ def unloaded_latency(
             m = min(P - pos, budget)
             end = pos + m
             kvs = min(end, W) if W else 0
-            prs = _window_pairs(pos, m, W) if W else 0.0
+            prs = window_pairs(pos, m, W) if W else 0.0
             t += st(m, 1, 1 if end == P else 0, end, m * pos + m * (m + 1) / 2, kvs, prs) + sched
             pos = end
         ttft[k] = t

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from planner.engine._scalar import window_pairs
 from planner.engine.phases import _window_sums
 from planner.engine.step import StepModel
 from planner.errors import PlannerError, require_positive
-from planner.serving._engine import _window_pairs
 from planner.serving.replica import EngineConfig, Replica
 from planner.workload.workload import Workload
 
@@ -115,7 +115,7 @@ def steady_state(
     n_max = min(float(eng.max_num_seqs), n_max_kv)
     limit = "max_num_seqs" if eng.max_num_seqs <= n_max_kv else "kv_cache"
     pf_pairs = n_pf * c_ + n_pf * (n_pf + 1) / 2
-    pf_pairs_sw = _window_pairs(int(c_), int(n_pf), W) if W else 0.0
+    pf_pairs_sw = window_pairs(int(c_), int(n_pf), W) if W else 0.0
     dec = O_ - 1.0
 
     def t_of(a: float, b: float) -> float:
