@@ -76,7 +76,9 @@ class EngineOverrides(Frozen):
 
 
 class Constraints(Frozen):
-    """What a recommendation must respect; ``headroom`` also sizes the fleet."""
+    """What a recommendation must respect. ``headroom`` also sizes the fleet of
+    ``planner capacity``; the other fields are used by ``planner recommend`` (the search over
+    deployments; see docs/serving.md), not by ``simulate`` / ``capacity``."""
 
     headroom: float = Field(0.2, ge=0, description="spare capacity above the peak (0.2 = 20 %)")
     max_gpus_per_replica: int | None = Field(None, gt=0)
@@ -144,7 +146,7 @@ class Scenario(Frozen):
         params_source: str = "prior",
         **engine: Any,
     ):
-        """A :class:`planner.simulate.Replica` for this scenario's model and engine settings."""
+        """A :class:`planner.serving.replica.Replica` for this scenario's model and engine settings."""
         d = self.resolve_deployment(gpu, framework, precision, tp, pp, kv_precision)
         kw = {**self.serving.kwargs(), **{k: v for k, v in engine.items() if v is not None}}
         return build_replica(

@@ -6,7 +6,7 @@ Speed (single process, one core; medians over ``--repeats`` runs):
 * ``simulate_100k_s`` -- 100,000 requests of the ``chat`` preset (ShareGPT-shaped, heavy
   tailed) on Llama-3.1-8B / H100 SXM / vLLM / bf16, Poisson at 60 % of the replica's
   saturation rate. Target: <= 2 s.
-* ``capacity_search_s`` -- one :func:`planner.simulate.max_rate` for ``examples/chat-8b.yaml``
+* ``capacity_search_s`` -- one :func:`planner.serving.capacity.max_rate` for ``examples/chat-8b.yaml``
   with default settings and a binding SLO (TTFT p99 <= 1 s, TPOT p90 <= 15 ms, 99 %
   attainment), so the bisection runs its full course. Target: <= 1 s.
 * ``capacity_cli_s`` -- the whole ``planner capacity`` computation (search + curve).
@@ -14,7 +14,7 @@ Speed (single process, one core; medians over ``--repeats`` runs):
 Validation (``--validate``): predicts every serving row (modes offline, rate, server,
 concurrency, static_batch, single_stream) of a benchmark CSV with the simulator and prints
 the error per (mode, metric): number of rows, median absolute percentage error (MdAPE)
-and median signed error. ``--params prior`` (default) uses :data:`planner.perf.PRIOR`;
+and median signed error. ``--params prior`` (default) uses :data:`planner.catalog.efficiency.PRIOR`;
 ``--params calibrated`` the bundled calibration profile.
 
 Usage::

@@ -1,6 +1,6 @@
 """Predict measurement rows of the benchmark schema (``planner predict``).
 
-A row (one published or measured number, see ``data/benchmarks/README.md``) names
+A row (one published or measured number, see ``planner/benchmarks/README.md``) names
 hardware, model, precision, framework, shape and a ``metric``. :func:`predict_rows`
 returns every input column plus
 
@@ -16,7 +16,7 @@ a :class:`RowContext` returning SI units). Step-level metrics live here:
 * ``decode_step_s`` — one decode step of ``batch`` sequences, each holding
   ``context_len`` tokens in its KV cache.
 
-Any other metric is passed to ``planner.simulate.predict_serving_row(row, catalog,
+Any other metric is passed to ``planner.benchmarks.serving_rows.predict_serving_row(row, catalog,
 params)`` when that module exists (it returns ``(value_or_None, reason)`` in the row's
 unit); otherwise the reason is ``metric X not supported yet``. A row never raises:
 unknown ids, empty fields and unsupported combinations become a ``reason``.
@@ -79,7 +79,7 @@ class RowContext:
         return whole(self.row, name)
 
     def step_model(self) -> StepModel:
-        """The (cached) :class:`~planner.perf.StepModel` of this row's setup."""
+        """The (cached) :class:`~planner.engine.step.StepModel` of this row's setup."""
 
         key = (
             id(self.model),

@@ -3,13 +3,13 @@
 Pipeline (pvlib style: every model has its ``fit_*``):
 
 1. :func:`load_measurements` reads rows in the benchmark schema
-   (``shared/reference/benchmarks/README.md``) or the JSON that ``vllm bench serve``
+   (``planner/benchmarks/README.md``) or the JSON that ``vllm bench serve``
    writes, and validates them (missing columns, unknown ids, non-positive values
    are errors that name the rows; nothing is fitted from a partly valid file).
 2. :func:`prepare_rows` turns each row into a predictor ``params -> value``
    (step rows, static batches, single stream, offline throughput) or a reason why
    it cannot be predicted.
-3. :func:`fit_profile` fits :class:`~planner.perf.EfficiencyParams` with
+3. :func:`fit_profile` fits :class:`~planner.catalog.efficiency.EfficiencyParams` with
    ``scipy.optimize.least_squares`` on log error, top-down over a hierarchy
    ``global -> framework -> framework x arch -> framework x gpu -> framework x gpu x
    precision``. Each node is pulled toward its parent by a Gaussian prior in log

@@ -14,7 +14,7 @@ examples:
   planner calibrate my_runs.csv -o profile.yaml && planner estimate ... --calibration profile.yaml
   planner calibrate result.json --gpu nvidia-h100-sxm --model llama-3.1-8b --precision bf16 -o p.yaml
 
-A CSV follows the benchmark schema (shared/reference/benchmarks/README.md); a .json is the
+A CSV follows the benchmark schema (planner/benchmarks/README.md); a .json is the
 file `vllm bench serve --save-result` writes (GPU, model, precision and TP are not in it, so
 pass them). Without files, refits the bundled data/benchmarks/*.csv.
 """

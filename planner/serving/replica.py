@@ -98,7 +98,7 @@ def build_replica(
     model, gpu, precision, framework : catalog ids or objects
     tp, pp : tensor- / pipeline-parallel sizes (GPUs per replica = tp * pp)
     kv_precision : KV-cache precision id (default: the precision's default)
-    params : efficiency parameters (default :data:`planner.perf.PRIOR`)
+    params : efficiency parameters (default :data:`planner.catalog.efficiency.PRIOR`)
     max_num_seqs, max_num_batched_tokens, memory_utilization, block_size, chunked_prefill,
     prefix_caching, continuous_batching : engine overrides (default: the framework record);
         ``memory_utilization`` means what the framework's record says (a fraction of total

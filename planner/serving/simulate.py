@@ -1,5 +1,5 @@
-"""Serving simulation of one replica: iteration-level continuous batching, static batching,
-an analytical fast path, capacity search and fleet sizing.
+"""Serving simulation of one replica: iteration-level continuous batching and static batching
+(:func:`simulate`; the event loop itself is in :mod:`planner.serving._engine`).
 
 The simulator replays the scheduler of a vLLM / SGLang / TensorRT-LLM style engine one
 iteration (forward step) at a time:
@@ -16,7 +16,7 @@ iteration (forward step) at a time:
   context crosses a block boundary; when the cache is full the most recently admitted
   running request is preempted *by recompute* (its blocks are freed and it re-queues at
   the front; on re-admission it prefills its prompt plus the tokens it had produced).
-* **Duration** of each iteration: :meth:`planner.perf.StepModel.step_time` for exactly the
+* **Duration** of each iteration: :meth:`planner.engine.step.StepModel.step_time` for exactly the
   prefill chunks and decode tokens it holds (attention pairs ``n*p + n(n+1)/2`` for a chunk
   of n tokens after p cached ones, window-capped on sliding-window layers), plus the
   serving scheduler's ``sched_overhead_s``.
