@@ -113,19 +113,8 @@ split = {
     "runtime overhead": plan.runtime_overhead_bytes_per_gpu,
     "KV cache": kv_budget,
     # vLLM-style fractions cap all memory; TRT-LLM / LMDeploy fractions apply to the memory
-    # left after weights and activations (framework record `memory_utilization_of`)
-    "reserved (1 - utilization)": (
-        max(
-            cap
-            - plan.weight_bytes_per_gpu
-            - plan.activation_bytes_per_gpu
-            - plan.runtime_overhead_bytes_per_gpu,
-            0.0,
-        )
-        * (1 - util)
-        if fw is not None and fw.memory_utilization_of == "free"
-        else cap * (1 - util)
-    ),
+    # left after weights and activations (computed by planner.engine.memory)
+    "reserved (1 - utilization)": plan.reserved_bytes_per_gpu,
 }
 split_df = pd.DataFrame({k: [v / GB] for k, v in split.items()}, index=[f"one {gpu_id}"])
 st.subheader("Memory split of one GPU [GB]")

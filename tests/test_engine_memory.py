@@ -291,3 +291,18 @@ def test_qwen2_moe_shared_expert_width_from_config(tmp_path):
     assert pc.shared_experts == 24 * 3 * 2048 * 5632
     assert pc.total / 1e9 == pytest.approx(14.3, rel=0.03)
     assert pc.active / 1e9 == pytest.approx(2.7, rel=0.03)
+
+
+@pytest.mark.parametrize("framework", [None, "vllm", "trtllm"])
+def test_reserved_memory_is_the_rest_of_the_card(catalog, framework):
+    plan = plan_memory("llama-3.1-8b", "nvidia-h100-sxm", "bf16", context_len=4096,
+                       memory_utilization=0.8, framework=framework, catalog=catalog)  # fmt: skip
+    fw = catalog.framework(framework) if framework else None
+    free = plan.gpu_memory_bytes - (
+        plan.weight_bytes_per_gpu + plan.activation_bytes_per_gpu
+        + plan.runtime_overhead_bytes_per_gpu
+    )  # fmt: skip
+    expected = free * 0.2 if fw is not None and fw.memory_utilization_of == "free" else (
+        plan.gpu_memory_bytes * 0.2
+    )  # fmt: skip
+    assert plan.reserved_bytes_per_gpu == pytest.approx(expected, rel=1e-9)

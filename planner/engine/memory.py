@@ -304,6 +304,19 @@ class MemoryPlan:
     suggestions: tuple[str, ...] = ()
     assumptions: tuple[str, ...] = ()
 
+    @property
+    def reserved_bytes_per_gpu(self) -> float:
+        """Memory the engine leaves unused, ``1 - memory_utilization`` of the card (vLLM-style
+        fractions) or of what weights, activations and overhead leave (``free`` fractions, e.g.
+        TensorRT-LLM): the rest of the card after the KV budget [bytes]."""
+        used = (
+            self.weight_bytes_per_gpu
+            + self.activation_bytes_per_gpu
+            + self.runtime_overhead_bytes_per_gpu
+            + self.kv_budget_bytes_per_gpu
+        )
+        return max(self.gpu_memory_bytes - used, 0.0)
+
     def as_dict(self) -> dict:
         d = asdict(self)
         d["suggestions"] = list(self.suggestions)
