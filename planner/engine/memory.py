@@ -156,6 +156,26 @@ def _bits(precision: Precision | None, part: str, m: ModelArch) -> float:
     return precision.weight_bits
 
 
+def dense_layer_bytes_per_gpu(
+    m: ModelArch, precision: Precision | None, tp: int, pc: ParamCounts | None = None
+) -> float:
+    """Weight bytes of the non-expert layer parameters of ALL layers on one GPU of a TP group
+    (before any PP split): attention (heads split by TP; K/V projections replicate once TP
+    exceeds the KV heads), dense MLP and shared experts (columns split by TP), router and
+    norms (replicated, 16 bit). The one per-GPU split of :func:`weight_memory` and
+    :func:`planner.engine.step.step_model`; routed experts are added by each (whole vs one)."""
+    pc = pc or param_counts(m)
+    b_lin = _bits(precision, "linear", m) / 8
+    kv_rep = max(1.0, tp / m.num_key_value_heads) if not m.is_mla else 1.0
+    attn_per_gpu = (pc.attention - pc.attention_kv) / tp + pc.attention_kv * kv_rep / tp
+    return (
+        attn_per_gpu * b_lin
+        + (pc.mlp_dense + pc.shared_experts) * b_lin / tp
+        + pc.router * _bits(precision, "router", m) / 8
+        + pc.norms * _bits(precision, "norms", m) / 8
+    )
+
+
 @dataclass(frozen=True)
 class WeightMemory:
     """Weight bytes for the whole model and for the most loaded GPU [bytes]."""
@@ -198,14 +218,8 @@ def weight_memory(
     total = sum(parts.values())
     # per GPU
     L = m.num_hidden_layers
-    kv_rep = max(1.0, tp / m.num_key_value_heads) if not m.is_mla else 1.0
-    attn_per_gpu = (pc.attention - pc.attention_kv) / tp + pc.attention_kv * kv_rep / tp
     per_layer = (
-        attn_per_gpu * b["linear"]
-        + (pc.mlp_dense + pc.shared_experts) * b["linear"] / tp
-        + pc.experts * b["experts"] / tp
-        + pc.router * b["router"]
-        + pc.norms * b["norms"]
+        dense_layer_bytes_per_gpu(m, precision, tp, pc) + pc.experts * b["experts"] / tp
     ) / L
     layers_busiest = math.ceil(L / pp)
     if pp == 1:

@@ -34,7 +34,12 @@ from planner.catalog.catalog import Catalog, check_layout, compute_dtype_for, lo
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.records import Accelerator, ModelArch, Precision
 from planner.engine import _scalar
-from planner.engine.memory import _bits, kv_layer_bytes_per_token, param_counts
+from planner.engine.memory import (
+    _bits,
+    dense_layer_bytes_per_gpu,
+    kv_layer_bytes_per_token,
+    param_counts,
+)
 from planner.errors import MissingDataError
 
 
@@ -256,16 +261,9 @@ def step_model(
     L = m.num_hidden_layers
     Ls = math.ceil(L / pp)
     frac = Ls / L
-    b_lin = _bits(prec, "linear", m) / 8
     b_exp = _bits(prec, "experts", m) / 8
     b16 = 2.0
-    kv_rep = max(1.0, tp / m.num_key_value_heads) if not m.is_mla else 1.0
-    attn_w = ((pc.attention - pc.attention_kv) + pc.attention_kv * kv_rep) / tp
-    dense_w = (
-        attn_w * b_lin
-        + (pc.mlp_dense + pc.shared_experts) / tp * b_lin
-        + (pc.router + pc.norms) * b16
-    ) * frac
+    dense_w = dense_layer_bytes_per_gpu(m, prec, tp, pc) * frac
     expert_bytes = pc.expert_one / tp * b_exp * (pc.num_moe_layers * frac)
     lm_head_params = (
         pc.lm_head if pc.lm_head else pc.embedding
