@@ -223,13 +223,8 @@ def _resolve_params(
 
 
 def _emit(obj: Any, fmt: str, stream=None) -> None:
-    try:
-        from planner.report import emit
-    except ImportError:  # pragma: no cover - planner.report is part of the package
-        import json
+    from planner.report import emit
 
-        (stream or sys.stdout).write(json.dumps(obj, indent=2, default=str) + "\n")
-        return
     emit(obj, fmt, stream)
 
 
