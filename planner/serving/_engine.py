@@ -18,6 +18,40 @@ from planner.workload.workload import Requests
 
 
 def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -> SimResult:  # noqa: C901
+    """Continuous batching, one iteration at a time (strides of pure-decode iterations).
+
+    State (short names: this is the hot loop; ``r`` is a request index, ``cur`` the index of
+    the current iteration, token counts are per sequence unless said otherwise):
+
+    Per request (lists of length n)
+        ``arr`` arrival [s] (closed loop: set when a client sends it); ``first`` / ``fin``
+        time of the first / last token [s] (NaN until then); ``status`` 0 waiting or not
+        arrived, 1 prefilling, 2 decoding, 3 done; ``g`` tokens generated so far (for a
+        decoder: at its decode start); ``npre`` times preempted; ``epoch`` bumped whenever the
+        request leaves the running set, so stale heap entries are recognised and skipped;
+        ``adm`` admission counter (matches entries of ``running_order``); ``dI0`` / ``dP``
+        iteration and KV tokens at decode start (KV tokens now = ``dP + cur - dI0``);
+        ``sb`` shared-prefix blocks it uses (held once for everybody).
+    Queues and heaps
+        ``waiting`` FCFS queue (preempted requests re-enter at the front); ``pf`` running
+        prefills ``[r, prompt tokens to reach, tokens in KV so far]``; ``running_order``
+        (r, adm) in admission order, the last one is preempted first; ``fin_heap`` (iteration
+        of the last token, r, epoch) of decoders; ``sw_heap`` (iteration at which the context
+        reaches the window ``W``, r, epoch).
+    Decode aggregates (what a stride of pure-decode iterations needs)
+        ``B`` decoders; ``S`` sum of their KV tokens before the iteration; ``Tsw`` sum of
+        ``min(kv + 1, W)``; ``nbelow`` decoders still below the window; ``cnt[k]`` decoders
+        whose KV length is ``k`` mod ``block_size`` at ``cur = 0`` (who needs a new block when).
+    KV cache and clocks
+        ``free`` free blocks (``nblocks`` after the shared prefix, ``watermark`` kept free on
+        admission); ``n_running`` admitted requests; ``now`` simulated time [s]; ``done``,
+        ``arrived``, ``next_arr`` request counters.
+    Accumulators for :class:`SimResult`
+        ``area`` integral of requests in the system [req*s]; ``kv_area`` of used blocks;
+        ``kv_max`` peak used blocks; ``busy`` time with work [s]; ``pf_tokens`` prefilled
+        tokens; ``events`` (decoders, seqs, iterations, first and last iteration time) per
+        iteration or stride, for the ITL and batch-size distributions.
+    """
     eng = replica.engine
     sm = replica.sm
     st = sm.step_time
