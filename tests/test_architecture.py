@@ -128,3 +128,23 @@ def test_no_module_over_700_lines():
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > 750
     }
     assert not big, big
+
+
+def test_every_lazy_export_resolves_and_import_planner_stays_light():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, planner; assert 'numpy' not in sys.modules, 'import planner pulled numpy'; "
+        "[getattr(planner, n) for n in planner.__all__]; "
+        "from planner import build_replica, simulate, max_rate, size_fleet, steady_state, "
+        "load_scenario, Workload, SLO, preset; "
+        "from planner.catalog import Catalog, Accelerator, ModelArch, RentalPrice, PurchasePrice, "
+        "load_catalog, DATA_DIR, Frozen; "
+        "from planner.calibration import resolve_params, load_profile; "
+        "from planner.errors import PlannerError, read_text"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=PKG.parent, timeout=120
+    )
+    assert p.returncode == 0, p.stderr
