@@ -34,15 +34,15 @@ def _window_sums(ctx, new, window):
     return kv, pairs
 
 
-def prefill(sm: StepModel, batch, isl, cached=0) -> StepBreakdown:
-    """One prefill forward over ``batch`` prompts of ``isl`` new tokens each.
+def prefill(sm: StepModel, batch, input_tokens, cached_tokens=0) -> StepBreakdown:
+    """One prefill forward over ``batch`` prompts of ``input_tokens`` new tokens each.
 
-    ``cached`` tokens per prompt are already in the KV cache (prefix hits, earlier
+    ``cached_tokens`` per prompt are already in the KV cache (prefix hits, earlier
     chunks). Logits are computed for the last token of each prompt only.
     """
     b = np.asarray(batch, float)
-    n = np.asarray(isl, float)
-    c0 = np.asarray(cached, float)
+    n = np.asarray(input_tokens, float)
+    c0 = np.asarray(cached_tokens, float)
     ctx = c0 + n
     pairs_full = n * c0 + n * (n + 1) / 2
     kv_sw, pairs_sw = _window_sums(ctx, n, sm.window)
@@ -120,34 +120,41 @@ def estimate(
     )
 
 
-def prefill_time(sm: StepModel, batch: float, isl: float) -> float:
-    """``prefill(sm, batch, isl).time_s`` on the scalar path [s]."""
-    pairs = isl * (isl + 1) / 2
+def prefill_time(sm: StepModel, batch: float, input_tokens: float) -> float:
+    """``prefill(sm, batch, input_tokens).time_s`` on the scalar path [s]."""
+    pairs = input_tokens * (input_tokens + 1) / 2
     if sm.window:
-        kv_sw, pairs_sw = min(isl, sm.window), window_pairs(0, isl, sm.window)
+        kv_sw, pairs_sw = min(input_tokens, sm.window), window_pairs(0, input_tokens, sm.window)
     else:
         kv_sw = pairs_sw = 0.0
     return sm.step_time(
-        batch * isl, batch, batch, batch * isl, batch * pairs, batch * kv_sw, batch * pairs_sw
+        batch * input_tokens,
+        batch,
+        batch,
+        batch * input_tokens,
+        batch * pairs,
+        batch * kv_sw,
+        batch * pairs_sw,
     )
 
 
-def decode_time(sm: StepModel, batch: float, context: float) -> float:
-    """``decode_step(sm, batch, context).time_s`` on the scalar path [s]."""
-    c = context + 1
+def decode_time(sm: StepModel, batch: float, context_len: float) -> float:
+    """``decode_step(sm, batch, context_len).time_s`` on the scalar path [s]."""
+    c = context_len + 1
     sw = min(c, sm.window) if sm.window else 0.0
     return sm.step_time(batch, batch, batch, batch * c, batch * c, batch * sw, batch * sw)
 
 
 def mean_decode_time(
-    sm: StepModel, batch: float, isl: float, osl: float, samples: int = 4
+    sm: StepModel, batch: float, input_tokens: float, output_tokens: float, samples: int = 4
 ) -> float:
-    """Mean decode-step time while contexts grow from isl to isl+osl-1 [s]."""
-    steps = max(osl - 1, 1)
+    """Mean decode-step time while contexts grow from ``input_tokens`` to
+    ``input_tokens + output_tokens - 1`` [s]."""
+    steps = max(output_tokens - 1, 1)
     if samples <= 1 or steps <= 1:
-        return decode_time(sm, batch, isl + steps / 2)
+        return decode_time(sm, batch, input_tokens + steps / 2)
     # decode time is piecewise linear in context; Gauss-like midpoint samples
     tot = 0.0
     for i in range(samples):
-        tot += decode_time(sm, batch, isl + (i + 0.5) * steps / samples)
+        tot += decode_time(sm, batch, input_tokens + (i + 0.5) * steps / samples)
     return tot / samples

@@ -176,16 +176,18 @@ def steady_state(
 
 
 def offline_throughput(
-    sm: StepModel, isl: float, osl: float, max_batch: float, token_budget: float
+    sm: StepModel, input_tokens: float, output_tokens: float, max_batch: float, token_budget: float
 ) -> tuple[float, float]:
     """Steady-state offline throughput of one replica [output tok/s] and its batch.
 
-    Little's-law fast path: ``B = max_batch`` sequences run at once; per cycle of
+    Little's-law steady state: ``B = max_batch`` sequences run at once; per cycle of
     ``n_iter = max(osl, B (isl + osl) / token_budget)`` iterations B requests finish
     and B prompts are prefilled in chunks spread evenly over the iterations. One
     iteration holds ``B (isl + osl) / n_iter`` new tokens, B sequences, contexts of
     ``isl + osl / 2`` on average. Throughput = ``B osl / (n_iter t_iter)``.
+    Lengths are the means of a fixed-length row, ``isl = input_tokens``, ``osl = output_tokens``.
     """
+    isl, osl = input_tokens, output_tokens  # the benchmark schema's names, as in the formula
     B = max(1.0, float(max_batch))
     n_iter = max(osl, B * (isl + osl) / token_budget)
     new = B * (isl + osl) / n_iter
