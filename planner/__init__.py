@@ -80,6 +80,11 @@ _EXPORTS: dict[str, str] = {
     "size_fleet": "serving",
     "steady_state": "serving",
     "load_scenario": "scenario",
+    # recommendation, cost
+    "recommend": "recommend",
+    "Recommendation": "recommend",
+    "quote_price": "cost",
+    "fleet_cost": "cost",
     # output
     "emit": "report",
 }

@@ -19,7 +19,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from planner.cli import calibration, catalogs, engine, predict, serving
+from planner.cli import calibration, catalogs, engine, predict, recommend, serving
 from planner.cli._common import PROG, _Parser
 from planner.errors import PlannerError
 
@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     predict.register(sub)
     serving.register(sub)
     calibration.register(sub)
+    recommend.register(sub)
     return parser
 
 

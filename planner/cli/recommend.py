@@ -1,0 +1,545 @@
+"""``planner recommend`` and ``planner prices``: the recommender and the price catalog.
+
+A thin shell: arguments become a scenario (file or flags), :func:`planner.recommend.recommend`
+does the work, and the result is printed as a table, JSON, CSV or Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Any
+
+from planner.errors import PlannerError
+
+RECOMMEND_EXAMPLE = """\
+  planner recommend examples/chat-8b.yaml
+  planner recommend examples/rag-70b.yaml --objective latency --top 3 --format md
+  planner recommend --model llama-3.1-70b --peak-rps 50 --input-tokens 1500 \\
+      --output-tokens 300 --ttft-p99 2 --tpot-p99 0.05 --gpus h100,h200,mi300x
+  planner recommend --model llama-3.1-8b --preset chat --peak-rps 20 \\
+      --input-tokens lognormal:mean=800,p90=2000 --tpot-p99 0.04 --price-basis spot
+
+length syntax (--input-tokens, --output-tokens, and in scenario files):
+  300                          every request has 300 tokens (fixed)
+  lognormal:mean=800,p90=2000  lognormal from the mean (or median=) and p90 (or p99=, sigma=)
+  normal:mean=2048,std=400     normal, clipped at min_tokens (default 1)
+  uniform:min_tokens=100,max_tokens=900
+  any kind also takes max_tokens=N (cap) and min_tokens=N; scenario files write the same
+  as a mapping, e.g. output_tokens: {kind: lognormal, mean: 250, p90: 600}"""
+
+PRICES_EXAMPLE = """\
+  planner prices
+  planner prices --gpu h100 --kind on_demand
+  planner prices --format csv > prices.csv"""
+
+OBJECTIVE_CHOICES = ("cost", "latency", "tokens-per-dollar", "gpus", "energy")
+BASES = ("on_demand", "reserved", "spot", "serverless", "community", "own")
+
+
+# --------------------------------------------------------------------------- parsing
+def _pos_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (v > 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return v
+
+
+def _nonneg_float(text: str) -> float:
+    v = _pos_float(text) if text.strip() not in ("0", "0.0") else 0.0
+    return v
+
+
+def _pos_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return v
+
+
+def _ids(text: str) -> tuple[str, ...]:
+    out = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not out:
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list of ids, got {text!r}")
+    return out
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        out = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected sizes like 1,2,4,8, got {text!r}") from None
+    if not out or any(t <= 0 for t in out):
+        raise argparse.ArgumentTypeError(f"expected positive sizes like 1,2,4,8, got {text!r}")
+    return out
+
+
+def _price_override(text: str) -> tuple[str, float]:
+    """``GPU=USD`` or a bare ``USD`` (then for every GPU)."""
+    gpu, _, value = text.rpartition("=")
+    return gpu.strip() or "*", _pos_float(value)
+
+
+def parse_length(text: str, flag: str) -> dict[str, Any]:
+    """A length distribution from the CLI syntax (see ``planner recommend --help``)."""
+    t = text.strip()
+    try:
+        n = float(t)
+    except ValueError:
+        n = None
+    if n is not None:
+        if not (n >= 1 and n == int(n)):
+            raise PlannerError(f"{flag} {text}: a fixed length must be a whole number >= 1")
+        return {"kind": "fixed", "tokens": int(n)}
+    kind, _, rest = t.partition(":")
+    if not rest:
+        raise PlannerError(
+            f"{flag} {text!r}: expected a number of tokens or KIND:key=value,... "
+            "(e.g. lognormal:mean=800,p90=2000; see 'planner recommend --help')"
+        )
+    out: dict[str, Any] = {"kind": kind.strip().lower()}
+    for part in rest.split(","):
+        key, eq, val = part.partition("=")
+        if not eq:
+            raise PlannerError(f"{flag} {text!r}: '{part}' is not key=value")
+        try:
+            out[key.strip()] = float(val)
+        except ValueError:
+            raise PlannerError(f"{flag} {text!r}: {key.strip()}={val!r} is not a number") from None
+    return out
+
+
+# --------------------------------------------------------------------------- register
+def register(subparsers: Any) -> None:
+    """Add ``recommend`` and ``prices`` to ``planner``'s subparsers."""
+    from planner.cli._common import add_common_args
+
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = subparsers.add_parser(
+        "recommend",
+        help="Rank GPU x framework x precision x layout for a workload and SLO: GPUs, $/M tokens, why.",
+        description=(
+            "Rank every deployment of a model that serves the traffic within the SLOs: GPU x "
+            "serving framework x weight/KV precision x TP (PP across nodes where needed). "
+            "Options are screened analytically and simulated only while they can still win "
+            "(branch and bound); the output says which numbers are simulated and which "
+            "analytic, names the price row used (provider, date, spread), the binding "
+            "constraint and the provenance of the performance numbers, and lists every "
+            "rejected option with its reason. Give a scenario file or --model with traffic "
+            "and SLO flags."
+        ),
+        epilog=f"examples:\n{RECOMMEND_EXAMPLE}",
+        formatter_class=fmt,
+    )
+    add_common_args(p)
+    p._option_string_actions["--format"].choices = ("table", "json", "csv", "md")
+    p.add_argument("scenario", nargs="?", metavar="SCENARIO.yaml", help="scenario file (examples/)")
+    w = p.add_argument_group("workload without a scenario file")
+    w.add_argument("--model", help="model id (see 'planner models') or config.json")
+    w.add_argument("--preset", help="length/traffic preset: chat, rag, code, summarization, batch")
+    w.add_argument("--peak-rps", type=_pos_float, help="peak arrival rate to plan for [req/s]")
+    w.add_argument("--mean-rps", type=_pos_float, help="mean arrival rate [req/s]")
+    w.add_argument("--input-tokens", help="prompt length (number or KIND:key=value,...)")
+    w.add_argument("--output-tokens", help="answer length (number or KIND:key=value,...)")
+    w.add_argument("--ttft-p99", type=_pos_float, help="TTFT p99 target [s] (queueing included)")
+    w.add_argument("--tpot-p99", type=_pos_float, help="TPOT p99 target [s]")
+    w.add_argument("--e2e-p99", type=_pos_float, help="end-to-end p99 target [s]")
+    w.add_argument(
+        "--attainment", type=_pos_float, help="fraction of requests that must meet every target"
+    )
+    c = p.add_argument_group("options and constraints (override the scenario's)")
+    c.add_argument("--objective", choices=OBJECTIVE_CHOICES, default="cost",
+                   help="what to minimise (default cost: the cheapest fleet meeting the SLOs)")  # fmt: skip
+    c.add_argument("--top", type=_pos_int, default=5, help="recommendations to show (default 5)")
+    c.add_argument("--gpus", type=_ids, help="allowed GPU ids or aliases, e.g. h100,h200,mi300x")
+    c.add_argument("--frameworks", type=_ids, help="allowed frameworks, e.g. vllm,sglang")
+    c.add_argument("--precisions", type=_ids, help="allowed weight precisions, e.g. bf16,fp8")
+    c.add_argument("--kv-precisions", type=_ids, help="allowed KV-cache precisions")
+    c.add_argument("--tp", type=_ints, help="TP sizes to try (default 1,2,4,8)")
+    c.add_argument("--max-gpus", type=_pos_int, help="most GPUs in the fleet")
+    c.add_argument("--max-gpus-per-replica", type=_pos_int, help="most GPUs in one replica")
+    c.add_argument("--min-weight-bits", type=_pos_float,
+                   help="quality floor [bits per weight], e.g. 8 excludes 4-bit formats")  # fmt: skip
+    c.add_argument("--budget-usd-per-hour", type=_pos_float, help="fleet budget [USD/h]")
+    c.add_argument("--budget-usd-per-month", type=_pos_float, help="fleet budget [USD/month]")
+    c.add_argument("--headroom", type=float, help="spare capacity above the peak (default 0.2)")
+    c.add_argument("--price-basis", choices=BASES,
+                   help="on_demand (default), reserved, spot, serverless, community, or own (purchase amortised)")  # fmt: skip
+    c.add_argument("--providers", type=_ids, help="rental providers to price with")
+    c.add_argument("--usd-per-gpu-hour", type=_price_override, action="append", metavar="[GPU=]USD",
+                   help="price override [USD per GPU-hour], repeatable; without GPU= for every GPU")  # fmt: skip
+    c.add_argument("--fit-percentile", type=_pos_float, default=None,
+                   help="percentile of prompt + answer that must fit in memory (default 99)")  # fmt: skip
+    c.add_argument("--exact", action="store_true",
+                   help="bisect each recommendation's max rate per replica to 3%% (slower)")  # fmt: skip
+    c.add_argument("--exhaustive", action="store_true",
+                   help="simulate every feasible option (no pruning; slow, for validation)")  # fmt: skip
+    c.add_argument("--show-rejected", type=int, default=3, metavar="N",
+                   help="rejected options shown per reason in the table (default 3; JSON has all)")  # fmt: skip
+    c.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.set_defaults(func=cmd_recommend)
+
+    q = subparsers.add_parser(
+        "prices",
+        help="List the price catalog (rental and purchase) with providers, sources and dates.",
+        description="Rental prices [USD per GPU-hour] and purchase prices [USD per GPU] of "
+        "data/prices.yaml, with provider, kind, source and date; --gpu adds the spread "
+        "(min / median / max) per kind.",
+        epilog=f"examples:\n{PRICES_EXAMPLE}",
+        formatter_class=fmt,
+    )
+    add_common_args(q)
+    q.add_argument("--gpu", help="only this GPU (id or alias)")
+    q.add_argument("--kind", choices=BASES[:-1], help="only this kind of rental price")
+    q.set_defaults(func=cmd_prices)
+
+
+# --------------------------------------------------------------------------- scenario
+def _scenario(args: argparse.Namespace):
+    from planner.scenario import load_scenario, scenario_from_dict
+
+    flags = [
+        args.model, args.preset, args.peak_rps, args.mean_rps, args.input_tokens,
+        args.output_tokens, args.ttft_p99, args.tpot_p99, args.e2e_p99, args.attainment,
+    ]  # fmt: skip
+    if args.scenario:
+        sc = load_scenario(args.scenario)
+        if any(v is not None for v in flags):
+            d = sc.model_dump(exclude_none=True)
+            wl = d["workload"]
+            if args.model:
+                d["model"] = args.model
+            _apply_workload_flags(args, wl)
+            _apply_slo_flags(args, d.setdefault("slo", {}))
+            sc = scenario_from_dict(d, where=args.scenario)
+        return sc
+    if not args.model:
+        raise PlannerError(
+            "give a scenario file (see examples/) or --model with --peak-rps and the lengths "
+            "(see 'planner recommend --help')"
+        )
+    wl: dict[str, Any] = {}
+    if args.preset:
+        wl["preset"] = args.preset
+    elif args.input_tokens is None or args.output_tokens is None:
+        raise PlannerError(
+            "without a scenario file give --input-tokens and --output-tokens, or a --preset "
+            "(chat, rag, code, summarization, batch)"
+        )
+    if args.peak_rps is None and args.mean_rps is None:
+        raise PlannerError("give the traffic: --peak-rps (and optionally --mean-rps)")
+    _apply_workload_flags(args, wl)
+    slo: dict[str, Any] = {}
+    _apply_slo_flags(args, slo)
+    if not slo:
+        raise PlannerError("give at least one SLO target: --ttft-p99, --tpot-p99 or --e2e-p99")
+    return scenario_from_dict(
+        {"name": "command line", "model": args.model, "workload": wl, "slo": slo}
+    )
+
+
+def _apply_workload_flags(args: argparse.Namespace, wl: dict[str, Any]) -> None:
+    if args.preset:
+        wl["preset"] = args.preset
+    tr = wl.setdefault("traffic", {})
+    if args.peak_rps is not None:
+        tr["peak_rps"] = args.peak_rps
+        if args.mean_rps is None and not (tr.get("mean_rps") or 0) <= args.peak_rps:
+            # only a peak given: the day is planned flat at the peak (stated in the output)
+            tr["mean_rps"] = args.peak_rps
+            tr.pop("daily_profile", None)
+        if "mean_rps" not in tr and args.mean_rps is None:
+            tr["mean_rps"] = args.peak_rps
+    if args.mean_rps is not None:
+        tr["mean_rps"] = args.mean_rps
+    if args.input_tokens is not None:
+        wl["input_tokens"] = parse_length(args.input_tokens, "--input-tokens")
+    if args.output_tokens is not None:
+        wl["output_tokens"] = parse_length(args.output_tokens, "--output-tokens")
+
+
+def _apply_slo_flags(args: argparse.Namespace, slo: dict[str, Any]) -> None:
+    for name, v in (("ttft", args.ttft_p99), ("tpot", args.tpot_p99), ("e2e", args.e2e_p99)):
+        if v is not None:
+            slo[name] = {"max_s": v, "percentile": "p99"}
+    if args.attainment is not None:
+        if not 0 < args.attainment <= 1:
+            raise PlannerError(f"--attainment must be in (0, 1], got {args.attainment}")
+        slo["attainment"] = args.attainment
+
+
+# --------------------------------------------------------------------------- commands
+def cmd_recommend(args: argparse.Namespace) -> int:
+    import os
+
+    from planner.catalog import load_catalog
+    from planner.catalog.profile import load_profile
+    from planner.recommend import recommend
+
+    if args.data_dir and not os.path.isdir(args.data_dir):
+        raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
+    cat = load_catalog(args.data_dir)
+    sc = _scenario(args)
+    c = sc.constraints
+    prices = dict(c.usd_per_gpu_hour)
+    for gpu, usd in args.usd_per_gpu_hour or ():
+        if gpu == "*":
+            prices.update({g.id: usd for g in cat.accelerators})
+        else:
+            prices[cat.gpu(gpu).id] = usd
+    headroom = args.headroom if args.headroom is not None else c.headroom
+    if not (math.isfinite(headroom) and headroom >= 0):
+        raise PlannerError(f"--headroom must be a finite number >= 0, got {headroom}")
+    profile = load_profile(args.calibration) if args.calibration else None
+    res = recommend(
+        sc.model,
+        sc.workload,
+        sc.slo,
+        catalog=cat,
+        objective=args.objective,
+        top_n=args.top,
+        headroom=headroom,
+        gpus=args.gpus or c.gpus,
+        frameworks=args.frameworks or c.frameworks,
+        precisions=args.precisions or c.precisions,
+        kv_precisions=args.kv_precisions or c.kv_precisions,
+        tps=args.tp or c.tps,
+        max_gpus_per_replica=args.max_gpus_per_replica or c.max_gpus_per_replica,
+        max_total_gpus=args.max_gpus or c.max_total_gpus,
+        min_weight_bits=args.min_weight_bits or c.min_weight_bits,
+        max_usd_per_hour=args.budget_usd_per_hour or c.max_usd_per_hour,
+        max_usd_per_month=args.budget_usd_per_month or c.max_usd_per_month,
+        price_basis=args.price_basis or c.price_basis,
+        providers=args.providers or c.providers,
+        usd_per_gpu_hour=prices,
+        fit_percentile=args.fit_percentile or c.fit_percentile,
+        engine=sc.serving.kwargs(),
+        profile=profile,
+        seed=args.seed,
+        exhaustive=args.exhaustive,
+        refine=args.exact,
+    )
+    _print_recommendation(res, args.format, args.show_rejected, sc.name or args.scenario)
+    return 0
+
+
+TABLE_COLS = (
+    ("rank", "rank"),
+    ("gpu", "gpu"),
+    ("framework", "framework"),
+    ("precision", "precision"),
+    ("kv_precision", "kv"),
+    ("tp", "tp"),
+    ("pp", "pp"),
+    ("replicas", "replicas"),
+    ("num_gpus", "gpus"),
+    ("max_rate_per_replica", "rps_per_replica"),
+    ("usd_per_hour", "usd_per_hour"),
+    ("usd_per_month", "usd_per_month"),
+    ("usd_per_mtok_output", "usd_per_mtok_out"),
+    ("ttft_p99_s", "ttft_p99_s"),
+    ("tpot_p99_s", "tpot_p99_s"),
+    ("joules_per_token", "j_per_tok"),
+    ("binding_constraint", "binding"),
+    ("provenance", "provenance"),
+)
+
+
+def _rows(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{short: r.get(k) for k, short in TABLE_COLS} for r in recs]
+
+
+def _print_recommendation(res, fmt: str, per_reason: int, name: str | None) -> None:
+    from planner.report import emit
+
+    out = sys.stdout
+    if fmt == "json":
+        emit(res.as_dict(), "json")
+        return
+    if fmt == "csv":
+        emit(res.recommendations, "csv")
+        return
+    if fmt == "md":
+        out.write(_markdown(res, name))
+        return
+    s = res.summary
+    head = {
+        "model": s["model"],
+        "objective": s["objective_text"],
+        "peak_rps": s["peak_rps"],
+        "headroom": s["headroom"],
+        "slo": s["slo"],
+        "search": (
+            f"{s['options_enumerated']:,} options: {s['options_screened']:,} screened analytically, "
+            f"{s['options_simulated']} simulated ({s['simulations']} runs), "
+            f"{s['options_pruned']:,} pruned by bound, in {s['elapsed_s']:.1f} s"
+        ),
+    }
+    emit(head, "table", out)
+    out.write("\nwhy: " + res.why + "\n\n")
+    emit(_rows(res.recommendations), "table", out)
+    w = res.recommendations[0]
+    out.write("\nwinner details\n")
+    detail = {
+        k: w.get(k)
+        for k in (
+            "price_source", "price_provider", "price_as_of", "price_rule", "price_spread",
+            "usd_per_month_autoscaled", "usd_per_mtok_total", "usd_per_mtok_output_full_load",
+            "gpu_hours_per_day", "gpu_hours_per_day_autoscaled", "max_rate_bracket_rps",
+            "max_rate_basis", "latency_at_rps", "saturation_rps_per_replica", "utilization_at_peak",
+            "weights_gb_per_gpu", "kv_cache_gb_per_gpu", "memory_headroom", "decode_bound",
+            "kwh_per_day", "energy_basis", "quality", "truncated_requests", "numbers",
+        )
+    }  # fmt: skip
+    detail["assumptions"] = "; ".join(w.get("assumptions") or []) or "-"
+    emit(detail, "table", out)
+    if res.pareto:
+        out.write("\npareto front ($/M output tokens vs P99 E2E latency, among the shown)\n")
+        emit(res.pareto, "table", out)
+    if res.rejected:
+        out.write("\nrejected (by reason; --format json lists all)\n")
+        by: dict[str, list[dict[str, Any]]] = {}
+        for r in res.rejected:
+            by.setdefault(r["stage"], []).append(r)
+        rows = []
+        for stage, items in sorted(by.items(), key=lambda kv: -len(kv[1])):
+            for r in items[: max(per_reason, 0)]:
+                rows.append(
+                    {
+                        "stage": f"{stage} ({len(items)})",
+                        "option": " ".join(
+                            str(x) for x in (r["gpu"], r["framework"], r["precision"]) if x
+                        )
+                        + (f" kv={r['kv_precision']}" if r.get("kv_precision") else "")
+                        + (f" tp={r['tp']}" if r["tp"] else ""),
+                        "reason": r["reason"],
+                    }
+                )
+        if rows:
+            from planner.report import render
+
+            text = render(rows, "table")
+            out.write(text)
+    out.write("\nassumptions: " + "; ".join(res.assumptions) + "\n")
+
+
+def _markdown(res, name: str | None) -> str:
+    s = res.summary
+    lines = [
+        f"# Recommendation: {s['model']}" + (f" ({name})" if name else ""),
+        "",
+        f"* Objective: {s['objective_text']}",
+        f"* Traffic: peak {s['peak_rps']:g} req/s, headroom {s['headroom']:g}",
+        f"* SLO: {s['slo']}",
+        f"* Search: {s['options_enumerated']:,} options, {s['options_simulated']} simulated, "
+        f"{s['options_pruned']:,} pruned by bound ({s['elapsed_s']:.1f} s)",
+        "",
+        "## Conclusion",
+        "",
+        res.why,
+        "",
+        "## Ranked options",
+        "",
+    ]
+    rows = _rows(res.recommendations)
+    cols = list(rows[0])
+    lines.append("| " + " | ".join(cols) + " |")
+    lines.append("|" + "---|" * len(cols))
+    for r in rows:
+        lines.append("| " + " | ".join(_md(r[c]) for c in cols) + " |")
+    lines += [
+        "",
+        "## Rejected options (first 20)",
+        "",
+        "| option | stage | reason |",
+        "|---|---|---|",
+    ]
+    for r in res.rejected[:20]:
+        opt = " ".join(str(x) for x in (r["gpu"], r["framework"], r["precision"]) if x)
+        lines.append(f"| {opt} tp={r['tp']} | {r['stage']} | {r['reason']} |")
+    lines += ["", "## Assumptions", ""] + [f"* {a}" for a in res.assumptions] + [""]
+    return "\n".join(lines)
+
+
+def _md(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v).replace("|", "/")
+
+
+def cmd_prices(args: argparse.Namespace) -> int:
+    import os
+
+    from planner.catalog import load_catalog
+    from planner.cost import price_options
+    from planner.report import emit
+
+    if args.data_dir and not os.path.isdir(args.data_dir):
+        raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
+    cat = load_catalog(args.data_dir)
+    gpu = cat.gpu(args.gpu).id if args.gpu else None
+    rows = []
+    for r in cat.rental_prices:
+        if (gpu and r.gpu != gpu) or (args.kind and r.kind != args.kind):
+            continue
+        rows.append(
+            {
+                "gpu": r.gpu,
+                "provider": r.provider,
+                "kind": r.kind,
+                "usd_per_gpu_hour": r.usd_per_gpu_hour,
+                "usd_per_gpu_hour_range": list(r.usd_per_gpu_hour_range)
+                if r.usd_per_gpu_hour_range
+                else None,
+                "offering": r.offering,
+                "as_of": str(r.as_of),
+                "source": r.source,
+            }
+        )
+    for r in cat.purchase_prices:
+        if (gpu and r.gpu != gpu) or args.kind:
+            continue
+        rows.append(
+            {
+                "gpu": r.gpu,
+                "provider": "(purchase)",
+                "kind": f"purchase {r.kind}",
+                "usd": r.usd,
+                "usd_range": list(r.usd_range) if r.usd_range else None,
+                "as_of": str(r.as_of),
+                "source": r.source,
+            }
+        )
+    if not rows:
+        raise PlannerError(
+            f"no prices{f' for {gpu}' if gpu else ''}{f' of kind {args.kind}' if args.kind else ''} "
+            "in data/prices.yaml"
+        )
+    emit(rows, args.format)
+    if gpu and args.format == "table":
+        spread = []
+        for kind in BASES[:-1]:
+            opts = (
+                price_options(cat, gpu, kind)
+                if any(r.gpu == gpu and r.kind == kind for r in cat.rental_prices)
+                else ()
+            )
+            if opts:
+                v = sorted(o.usd_per_gpu_hour for o in opts)
+                spread.append(
+                    {"kind": kind, "rows": len(v), "min": v[0], "median": v[(len(v) - 1) // 2],
+                     "max": v[-1]}
+                )  # fmt: skip
+        if spread:
+            sys.stdout.write("\nspread [USD per GPU-hour]\n")
+            emit(spread, "table")
+    return 0

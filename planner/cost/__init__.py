@@ -1,0 +1,121 @@
+"""Cost, energy and quantization quality: pure functions over dated, sourced data.
+
+Prices
+------
+``price_options(cat, gpu_id, basis="on_demand", provider=None) -> tuple[PriceOption, ...]``
+    Rental rows of one kind (on_demand, reserved, spot, serverless, community) for a GPU,
+    cheapest first; a ``usd_per_gpu_hour_range`` row is priced at its midpoint, range kept.
+``quote_price(cat, gpu_id, basis="on_demand", provider=None, usd_per_gpu_hour=None, *,
+ownership=None, purchase_usd=None, **own_overrides) -> PriceQuote``
+    The $/GPU-hour to plan with: the median-priced row of that kind (even count: the
+    cheaper middle row), or the named provider's row, or the user's override
+    (source "user override"), or ``basis="own"`` (purchase amortised + power + ops).
+    Carries provider, offering, source, as_of, notes, the rule used and the spread
+    (min / median / max / n_rows) across that kind's rows. No price → PlannerError
+    naming the kinds that exist and ``--usd-per-gpu-hour``.
+
+Owning
+------
+``own_cost_per_gpu_hour(gpu, purchase, ownership=None, *, tdp_w=None, amortisation_years=None,
+server_overhead_fraction=None, host_power_factor=None, pue=None, electricity_usd_per_kwh=None,
+ops_fraction_of_capex_per_year=None, utilisation=None, idle_power_fraction=None) -> OwnCost``
+    ``capital = purchase × (1 + overhead) / (years × 8760 h)``,
+    ``power = TDP/1000 × (idle + (1 − idle) × util) × host_power_factor × PUE × $/kWh``,
+    ``ops = purchase × (1 + overhead) × ops_fraction / 8760 h``; every parameter with its
+    provenance (sourced / derived / assumption / user override / catalog); defaults in
+    ``data/ownership.yaml`` (``load_ownership()``).
+
+Fleet money
+-----------
+``fleet_cost(num_gpus, price, gpu_hours_per_day=None) -> FleetCost``
+    $/h = GPUs × $/GPU-h; $/month = $/h × 730 h; autoscaled: GPU-h/day × $/GPU-h × 730/24.
+``usd_per_mtok(usd_per_hour, tokens_per_s, utilisation=1.0) -> float``
+    $/h ÷ (tokens/s × utilisation × 3600) × 1e6.
+``token_costs(fleet, *, output_tokens_per_s_full_load=None, total_tokens_per_s_full_load=None,
+output_tokens_per_day=None, total_tokens_per_day=None) -> TokenCosts``
+    $/M output and total tokens at full load and at the planned traffic.
+
+Energy
+------
+``energy_per_token(tdp_w, utilisation, tokens_per_s_per_gpu, *, pue=1.0, idle_power_fraction=0.0,
+host_power_factor=1.0, num_gpus=1) -> EnergyEstimate``
+    J/token and kWh/day from P = TDP × (idle + (1 − idle) × utilisation), labelled
+    "estimate from TDP × utilisation". ``gpu_power_w(tdp_w, utilisation, idle_power_fraction=0)``.
+
+Quality
+-------
+``quality_delta(model, precision, *, quality=None, cat=None) -> QualityResult``
+    Rows of ``data/quality.yaml`` whose explicit ``models:`` list holds the model id and
+    whose precision matches: delta in points and %, benchmark, source, as_of; status
+    ``baseline`` for bf16/fp16, ``not_measured`` ("quality not measured") otherwise.
+
+Data
+----
+``load_ownership(data_dir=None) -> OwnershipDefaults``, ``load_quality(data_dir=None) -> QualityData``.
+"""
+
+from __future__ import annotations
+
+from .data import (
+    OwnershipDefaults,
+    OwnershipParam,
+    QualityData,
+    QualityRow,
+    load_ownership,
+    load_quality,
+)
+from .energy import ENERGY_LABEL, EnergyEstimate, energy_per_token, gpu_power_w
+from .pricing import (
+    HOURS_PER_MONTH,
+    HOURS_PER_YEAR,
+    RENTAL_BASES,
+    CostTerm,
+    FleetCost,
+    OwnCost,
+    PriceOption,
+    PriceQuote,
+    PriceSpread,
+    TokenCosts,
+    UsedParam,
+    fleet_cost,
+    own_cost_per_gpu_hour,
+    price_options,
+    quote_price,
+    token_costs,
+    usd_per_mtok,
+)
+from .quality import BASELINE_PRECISIONS, NOT_MEASURED, QualityResult, quality_delta
+
+__all__ = [
+    "BASELINE_PRECISIONS",
+    "ENERGY_LABEL",
+    "HOURS_PER_MONTH",
+    "HOURS_PER_YEAR",
+    "NOT_MEASURED",
+    "RENTAL_BASES",
+    "CostTerm",
+    "EnergyEstimate",
+    "FleetCost",
+    "OwnCost",
+    "OwnershipDefaults",
+    "OwnershipParam",
+    "PriceOption",
+    "PriceQuote",
+    "PriceSpread",
+    "QualityData",
+    "QualityResult",
+    "QualityRow",
+    "TokenCosts",
+    "UsedParam",
+    "energy_per_token",
+    "fleet_cost",
+    "gpu_power_w",
+    "load_ownership",
+    "load_quality",
+    "own_cost_per_gpu_hour",
+    "price_options",
+    "quality_delta",
+    "quote_price",
+    "token_costs",
+    "usd_per_mtok",
+]

@@ -1,0 +1,272 @@
+"""Loaders for ``data/ownership.yaml`` and ``data/quality.yaml``.
+
+Both files are validated into frozen pydantic models with ``extra="forbid"``; a bad
+entry is a :class:`~planner.errors.PlannerError` that names the file, the entry and
+the field path (``quality.yaml: quality[3] (llama-3.1-70b fp8): field 'recovery_pct':
+...``). Results are cached per directory and immutable.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from ..catalog import DATA_DIR, Frozen
+from ..errors import PlannerError
+
+__all__ = [
+    "OWNERSHIP_FILE",
+    "QUALITY_FILE",
+    "OwnershipDefaults",
+    "OwnershipParam",
+    "QualityData",
+    "QualityRow",
+    "load_ownership",
+    "load_quality",
+]
+
+OWNERSHIP_FILE = "ownership.yaml"
+QUALITY_FILE = "quality.yaml"
+
+ParamKind = Literal["sourced", "derived", "assumption"]
+
+
+# --------------------------------------------------------------------------- ownership
+class OwnershipParam(Frozen):
+    """One default of owning hardware, with its provenance.
+
+    ``kind`` is ``sourced`` (read in ``source``), ``derived`` (arithmetic on sourced
+    numbers, shown in ``notes``) or ``assumption`` (no source; ``notes`` says why the
+    value was chosen). Every parameter can be overridden by the caller.
+    """
+
+    value: float
+    unit: str = Field(min_length=1)
+    kind: ParamKind
+    source: str | None = None
+    as_of: _dt.date
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _provenance(self) -> OwnershipParam:
+        if self.kind in ("sourced", "derived") and not (self.source and len(self.source) >= 3):
+            raise ValueError(f"a {self.kind} value needs a source")
+        if self.kind == "assumption" and not self.notes:
+            raise ValueError("an assumption needs notes that justify its value")
+        return self
+
+
+class OwnershipDefaults(Frozen):
+    """Defaults for :func:`planner.cost.own_cost_per_gpu_hour` (see ``data/ownership.yaml``)."""
+
+    amortisation_years: OwnershipParam
+    server_overhead_fraction: OwnershipParam
+    host_power_factor: OwnershipParam
+    pue: OwnershipParam
+    electricity_usd_per_kwh: OwnershipParam
+    ops_fraction_of_capex_per_year: OwnershipParam
+    utilisation: OwnershipParam
+    idle_power_fraction: OwnershipParam
+
+    @model_validator(mode="after")
+    def _ranges(self) -> OwnershipDefaults:
+        for name, ok, rule in _OWNERSHIP_RANGES:
+            if not ok(getattr(self, name).value):
+                raise ValueError(f"{name}.value must be {rule}")
+        return self
+
+
+_OWNERSHIP_RANGES: tuple[tuple[str, Any, str], ...] = (
+    ("amortisation_years", lambda v: v > 0, "> 0"),
+    ("server_overhead_fraction", lambda v: v >= 0, ">= 0"),
+    ("host_power_factor", lambda v: v >= 1, ">= 1"),
+    ("pue", lambda v: v >= 1, ">= 1"),
+    ("electricity_usd_per_kwh", lambda v: v >= 0, ">= 0"),
+    ("ops_fraction_of_capex_per_year", lambda v: v >= 0, ">= 0"),
+    ("utilisation", lambda v: 0 <= v <= 1, "in [0, 1]"),
+    ("idle_power_fraction", lambda v: 0 <= v <= 1, "in [0, 1]"),
+)
+
+
+# --------------------------------------------------------------------------- quality
+class QualityRow(Frozen):
+    """Published accuracy of one quantized checkpoint on one benchmark.
+
+    Scores are in the benchmark's points (percent). A row gives both scores, or the
+    recovery the source states, or both.
+    """
+
+    models: tuple[str, ...] = Field(min_length=1, description="catalog model ids it applies to")
+    precision: str = Field(min_length=1)
+    baseline_precision: str = "bf16"
+    variant: Literal["instruct", "base", "reasoning"] | None = None
+    checkpoint: str | None = None
+    method: str | None = None
+    benchmark: str = Field(min_length=1)
+    baseline_score: float | None = Field(None, gt=0)
+    quantized_score: float | None = Field(None, ge=0)
+    recovery_pct: float | None = Field(None, gt=0)
+    source: str = Field(min_length=3)
+    as_of: _dt.date
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _scores(self) -> QualityRow:
+        both = self.baseline_score is not None and self.quantized_score is not None
+        if not both and self.recovery_pct is None:
+            raise ValueError(
+                "give baseline_score and quantized_score, or recovery_pct (as the source states it)"
+            )
+        if both and self.recovery_pct is not None:
+            implied = self.quantized_score / self.baseline_score * 100  # type: ignore[operator]
+            if abs(implied - self.recovery_pct) > 0.15:
+                raise ValueError(
+                    f"recovery_pct {self.recovery_pct} disagrees with the scores "
+                    f"({self.quantized_score} / {self.baseline_score} = {implied:.2f}%)"
+                )
+        return self
+
+    @property
+    def delta_points(self) -> float | None:
+        """quantized − baseline [benchmark points]; None when the source gives only a recovery."""
+        if self.baseline_score is None or self.quantized_score is None:
+            return None
+        return self.quantized_score - self.baseline_score
+
+    @property
+    def recovery(self) -> float:
+        """quantized / baseline × 100 [%] (the stated recovery where the source gives one)."""
+        if self.recovery_pct is not None:
+            return self.recovery_pct
+        return self.quantized_score / self.baseline_score * 100  # type: ignore[operator]
+
+    @property
+    def delta_pct(self) -> float:
+        """Relative change of the score [%]: recovery − 100 (negative = worse)."""
+        return self.recovery - 100.0
+
+
+class QualityData(Frozen):
+    rows: tuple[QualityRow, ...] = ()
+
+
+# --------------------------------------------------------------------------- loading
+def _fmt_loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for p in loc:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _error(path: Path, where: str, e: ValidationError, cls: type[BaseModel]) -> PlannerError:
+    err = e.errors()[0]
+    loc = _fmt_loc(tuple(err["loc"]))
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        msg = f"unknown field (allowed: {', '.join(sorted(cls.model_fields))})"
+        got = ""
+    else:
+        got = f" (got {err.get('input')!r})" if loc else ""
+    return PlannerError(f"{path.name}: {where}: field '{loc or '<entry>'}': {msg}{got}")
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlannerError(f"catalog file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise PlannerError(f"{path}: cannot read the catalog file: {e}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise PlannerError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from None
+
+
+def _key(data_dir: str | os.PathLike[str] | None, name: str) -> tuple[str, int, int]:
+    """Cache key: the file's path, modification time and size (an edited file is re-read)."""
+    path = (Path(data_dir) if data_dir else DATA_DIR) / name
+    try:
+        st = path.stat()
+        return str(path), st.st_mtime_ns, st.st_size
+    except OSError:
+        return str(path), -1, -1
+
+
+@lru_cache(maxsize=8)
+def _ownership_cached(file: str, _mtime_ns: int, _size: int) -> OwnershipDefaults:
+    path = Path(file)
+    raw = _read_yaml(path)
+    if not isinstance(raw, dict) or not isinstance(raw.get("ownership"), dict):
+        raise PlannerError(f"{path}: expected a top-level mapping 'ownership: {{name: {{...}}}}'")
+    items = raw["ownership"]
+    params: dict[str, OwnershipParam] = {}
+    for name, item in items.items():
+        if name not in OwnershipDefaults.model_fields:
+            allowed = ", ".join(OwnershipDefaults.model_fields)
+            raise PlannerError(
+                f"{path.name}: ownership.{name}: unknown parameter (allowed: {allowed})"
+            )
+        try:
+            params[name] = OwnershipParam.model_validate(item)
+        except ValidationError as e:
+            raise _error(path, f"ownership.{name}", e, OwnershipParam) from None
+    missing = [n for n in OwnershipDefaults.model_fields if n not in params]
+    if missing:
+        raise PlannerError(f"{path.name}: ownership: missing parameters: {', '.join(missing)}")
+    try:
+        return OwnershipDefaults(**params)
+    except ValidationError as e:
+        raise PlannerError(f"{path.name}: ownership: {e.errors()[0]['msg']}") from None
+
+
+def load_ownership(data_dir: str | os.PathLike[str] | None = None) -> OwnershipDefaults:
+    """Load ``ownership.yaml`` from ``data_dir`` (default: the bundled ``data/``).
+
+    Raises
+    ------
+    PlannerError
+        missing file, bad YAML, an unknown or missing parameter, a bad field (with its
+        path), a sourced value without a source, an assumption without notes.
+    """
+    return _ownership_cached(*_key(data_dir, OWNERSHIP_FILE))
+
+
+@lru_cache(maxsize=8)
+def _quality_cached(file: str, _mtime_ns: int, _size: int) -> QualityData:
+    path = Path(file)
+    raw = _read_yaml(path)
+    if not isinstance(raw, dict) or "quality" not in raw:
+        raise PlannerError(f"{path}: expected a top-level mapping with key 'quality'")
+    items = raw["quality"]
+    if not isinstance(items, list):
+        raise PlannerError(f"{path}: 'quality' must be a list")
+    rows = []
+    for i, item in enumerate(items):
+        ident = "?"
+        if isinstance(item, dict):
+            ident = (
+                f"{','.join(map(str, item.get('models') or ['?']))} {item.get('precision', '?')}"
+            )
+        try:
+            rows.append(QualityRow.model_validate(item))
+        except ValidationError as e:
+            raise _error(path, f"quality[{i}] ({ident})", e, QualityRow) from None
+    return QualityData(rows=tuple(rows))
+
+
+def load_quality(data_dir: str | os.PathLike[str] | None = None) -> QualityData:
+    """Load ``quality.yaml`` from ``data_dir`` (default: the bundled ``data/``).
+
+    Raises
+    ------
+    PlannerError
+        missing file, bad YAML, a bad row (file, row index, model/precision, field path).
+    """
+    return _quality_cached(*_key(data_dir, QUALITY_FILE))

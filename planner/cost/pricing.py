@@ -1,0 +1,720 @@
+"""Money: which $/GPU-hour, what a fleet costs per hour and month, and $/M tokens.
+
+Conventions (stated in every result that uses them):
+
+- A month is ``HOURS_PER_MONTH`` = 730 h (8,760 h per year / 12).
+- A rental price is per GPU-hour; a row with ``usd_per_gpu_hour_range`` is priced at
+  the midpoint of the range and the range is kept on the quote.
+- Default choice among several rows of one kind: the **median-priced row** (for an even
+  number of rows, the cheaper of the two middle rows, so that the quote is always a
+  real row with a source). ``provider=`` restricts the choice to that provider's rows.
+- $/M tokens = $/h ÷ (tokens/s × 3600 s/h) × 1e6.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import statistics
+from typing import Literal
+
+from pydantic import Field
+
+from ..catalog import Accelerator, Catalog, Frozen, PurchasePrice, RentalPrice
+from ..errors import PlannerError
+from .data import OwnershipDefaults, load_ownership
+
+__all__ = [
+    "HOURS_PER_MONTH",
+    "HOURS_PER_YEAR",
+    "RENTAL_BASES",
+    "CostTerm",
+    "FleetCost",
+    "OwnCost",
+    "PriceOption",
+    "PriceQuote",
+    "PriceSpread",
+    "TokenCosts",
+    "UsedParam",
+    "fleet_cost",
+    "own_cost_per_gpu_hour",
+    "price_options",
+    "quote_price",
+    "token_costs",
+    "usd_per_mtok",
+]
+
+HOURS_PER_YEAR = 8760.0
+HOURS_PER_MONTH = 730.0  # 8760 / 12
+
+Basis = Literal["on_demand", "reserved", "spot", "serverless", "community", "own"]
+RENTAL_BASES: tuple[str, ...] = ("on_demand", "reserved", "spot", "serverless", "community")
+_PRICES_FILE = "data/prices.yaml"
+
+
+def _positive(name: str, value: float | int | None, *, allow_zero: bool = False) -> float:
+    if value is None or isinstance(value, bool):
+        raise PlannerError(f"{name} must be a number, got {value!r}")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise PlannerError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(v):
+        raise PlannerError(f"{name} must be a finite number, got {value!r}")
+    if allow_zero and v < 0:
+        raise PlannerError(f"{name} must be >= 0, got {value}")
+    if not allow_zero and v <= 0:
+        raise PlannerError(f"{name} must be > 0, got {value}")
+    return v
+
+
+def _kind_label(kind: str) -> str:
+    return kind.replace("_", "-")
+
+
+# --------------------------------------------------------------------------- price rows
+class PriceOption(Frozen):
+    """One rental row of ``data/prices.yaml`` as a single price [USD per GPU-hour]."""
+
+    gpu: str
+    provider: str
+    offering: str | None = None
+    kind: str
+    usd_per_gpu_hour: float = Field(
+        gt=0, description="the row's price, or the midpoint of its range"
+    )
+    usd_per_gpu_hour_range: tuple[float, float] | None = None
+    source: str
+    as_of: _dt.date
+    notes: str | None = None
+
+    @classmethod
+    def from_row(cls, row: RentalPrice) -> PriceOption:
+        if row.usd_per_gpu_hour is not None:
+            price = float(row.usd_per_gpu_hour)
+        else:
+            lo, hi = row.usd_per_gpu_hour_range  # type: ignore[misc]
+            price = (lo + hi) / 2
+        return cls(
+            gpu=row.gpu,
+            provider=row.provider,
+            offering=row.offering,
+            kind=row.kind,
+            usd_per_gpu_hour=price,
+            usd_per_gpu_hour_range=row.usd_per_gpu_hour_range,
+            source=row.source,
+            as_of=row.as_of,
+            notes=row.notes,
+        )
+
+
+class PriceSpread(Frozen):
+    """Spread of the rows of one kind for one GPU [USD per GPU-hour] (ranges at their midpoint)."""
+
+    kind: str
+    n_rows: int = Field(ge=1)
+    min_usd_per_gpu_hour: float
+    median_usd_per_gpu_hour: float
+    max_usd_per_gpu_hour: float
+    providers: tuple[str, ...]
+
+
+class PriceQuote(Frozen):
+    """The $/GPU-hour a plan uses, where it came from, and the market around it.
+
+    ``rule`` says how the price was chosen ("median of 7 on-demand rows", "provider
+    Lambda", "user override", "owned: ..."). ``spread`` covers every row of this kind
+    for this GPU (None when the catalog has none, e.g. a user override on an unpriced GPU).
+    """
+
+    gpu: str
+    basis: str
+    usd_per_gpu_hour: float = Field(gt=0)
+    provider: str | None = None
+    offering: str | None = None
+    source: str
+    as_of: _dt.date | None = None
+    notes: str | None = None
+    usd_per_gpu_hour_range: tuple[float, float] | None = None
+    rule: str
+    spread: PriceSpread | None = None
+
+
+def _rows(cat: Catalog, gpu_id: str) -> tuple[Accelerator, tuple[RentalPrice, ...]]:
+    gpu = cat.gpu(gpu_id)  # UnknownIdError lists the valid ids
+    return gpu, tuple(p for p in cat.rental_prices if p.gpu == gpu.id)
+
+
+def _check_basis(basis: str) -> None:
+    if basis not in (*RENTAL_BASES, "own"):
+        raise PlannerError(
+            f"unknown price basis '{basis}' (valid: {', '.join((*RENTAL_BASES, 'own'))})"
+        )
+
+
+def _available(rows: tuple[RentalPrice, ...]) -> str:
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.kind] = counts.get(r.kind, 0) + 1
+    if not counts:
+        return "none"
+    return ", ".join(
+        f"{_kind_label(k)} ({n} row{'s' if n != 1 else ''})" for k, n in sorted(counts.items())
+    )
+
+
+def price_options(
+    cat: Catalog, gpu_id: str, basis: str = "on_demand", provider: str | None = None
+) -> tuple[PriceOption, ...]:
+    """Rental rows of one kind for one GPU, cheapest first.
+
+    Parameters
+    ----------
+    cat : the catalog (``load_catalog()``)
+    gpu_id : GPU id or alias
+    basis : on_demand, reserved, spot, serverless or community
+    provider : keep only this provider's rows (case-insensitive exact name)
+
+    Returns
+    -------
+    tuple of PriceOption, sorted by [USD per GPU-hour] then provider; may be empty
+    when the GPU has no row of that kind (``quote_price`` turns that into an error).
+
+    Raises
+    ------
+    UnknownIdError (a PlannerError) for an unknown GPU, listing the valid ids;
+    PlannerError for an unknown basis, for ``basis="own"`` (see ``own_cost_per_gpu_hour``)
+    and for a provider with no row of that kind, listing the providers that have one.
+    """
+    _check_basis(basis)
+    if basis == "own":
+        raise PlannerError(
+            "basis 'own' has no rental rows: use own_cost_per_gpu_hour or quote_price(basis='own')"
+        )
+    gpu, rows = _rows(cat, gpu_id)
+    kind_rows = [r for r in rows if r.kind == basis]
+    if provider is not None:
+        want = provider.strip().lower()
+        sel = [r for r in kind_rows if r.provider.lower() == want]
+        if not sel:
+            valid = sorted({r.provider for r in kind_rows})
+            listing = ", ".join(valid) if valid else "none"
+            raise PlannerError(
+                f"no {_kind_label(basis)} price for {gpu.id} from provider '{provider}' in "
+                f"{_PRICES_FILE}; providers with {_kind_label(basis)} prices for {gpu.id}: {listing}"
+            )
+        kind_rows = sel
+    opts = [PriceOption.from_row(r) for r in kind_rows]
+    return tuple(sorted(opts, key=lambda o: (o.usd_per_gpu_hour, o.provider, o.offering or "")))
+
+
+def _spread(opts: tuple[PriceOption, ...], kind: str) -> PriceSpread | None:
+    if not opts:
+        return None
+    prices = [o.usd_per_gpu_hour for o in opts]
+    return PriceSpread(
+        kind=kind,
+        n_rows=len(prices),
+        min_usd_per_gpu_hour=min(prices),
+        median_usd_per_gpu_hour=float(statistics.median(prices)),
+        max_usd_per_gpu_hour=max(prices),
+        providers=tuple(sorted({o.provider for o in opts})),
+    )
+
+
+def quote_price(
+    cat: Catalog,
+    gpu_id: str,
+    basis: str = "on_demand",
+    provider: str | None = None,
+    usd_per_gpu_hour: float | None = None,
+    *,
+    ownership: OwnershipDefaults | None = None,
+    purchase_usd: float | None = None,
+    **own_overrides: float,
+) -> PriceQuote:
+    """The $/GPU-hour to plan with, its provenance, and the spread across providers.
+
+    Parameters
+    ----------
+    cat : the catalog
+    gpu_id : GPU id or alias
+    basis : on_demand (default), reserved, spot, serverless, community, or own
+    provider : use this provider's row (the median of its rows if it has several)
+    usd_per_gpu_hour : user override [USD per GPU-hour]; the quote says "user override"
+        and still carries the catalog spread for comparison
+    ownership, purchase_usd, **own_overrides : for ``basis="own"``, passed to
+        :func:`own_cost_per_gpu_hour` (purchase price from the catalog unless given)
+
+    Returns
+    -------
+    PriceQuote
+
+    Raises
+    ------
+    PlannerError
+        no price of that kind ("no on-demand price for X in data/prices.yaml; kinds
+        available: spot (1 row); pass --usd-per-gpu-hour"), a price <= 0, an unknown
+        GPU / provider / basis.
+    """
+    _check_basis(basis)
+    gpu, rows = _rows(cat, gpu_id)
+    if basis == "own" and usd_per_gpu_hour is None:
+        return _own_quote(cat, gpu, ownership, purchase_usd, own_overrides)
+    if own_overrides:
+        raise PlannerError(
+            f"unexpected arguments for basis '{basis}': {', '.join(sorted(own_overrides))}"
+        )
+    all_opts = () if basis == "own" else price_options(cat, gpu.id, basis)
+    spread = _spread(all_opts, basis)
+    if usd_per_gpu_hour is not None:
+        price = _positive("usd_per_gpu_hour", usd_per_gpu_hour)
+        return PriceQuote(
+            gpu=gpu.id,
+            basis=basis,
+            usd_per_gpu_hour=price,
+            provider=provider,
+            source="user override",
+            rule="user override",
+            spread=spread,
+        )
+    if not all_opts:
+        raise PlannerError(
+            f"no {_kind_label(basis)} price for {gpu.id} in {_PRICES_FILE}; kinds available: "
+            f"{_available(rows)}; pass --usd-per-gpu-hour"
+        )
+    opts = price_options(cat, gpu.id, basis, provider) if provider is not None else all_opts
+    pick = opts[(len(opts) - 1) // 2]
+    n = len(opts)
+    label = _kind_label(basis)
+    if provider is not None:
+        rule = f"provider {pick.provider}" + (f" (median of its {n} {label} rows)" if n > 1 else "")
+    elif n == 1:
+        rule = f"only {label} row"
+    elif n % 2:
+        rule = f"median of {n} {label} rows"
+    else:
+        rule = f"lower of the two middle rows of {n} {label} rows (median ${spread.median_usd_per_gpu_hour:.3f}/h)"  # type: ignore[union-attr]
+    return PriceQuote(
+        gpu=gpu.id,
+        basis=basis,
+        usd_per_gpu_hour=pick.usd_per_gpu_hour,
+        provider=pick.provider,
+        offering=pick.offering,
+        source=pick.source,
+        as_of=pick.as_of,
+        notes=pick.notes,
+        usd_per_gpu_hour_range=pick.usd_per_gpu_hour_range,
+        rule=rule,
+        spread=spread,
+    )
+
+
+# --------------------------------------------------------------------------- owning
+class UsedParam(Frozen):
+    """A parameter value used in an ownership cost, with where it came from."""
+
+    name: str
+    value: float
+    unit: str
+    kind: Literal["sourced", "derived", "assumption", "user override", "catalog"]
+    source: str | None = None
+    as_of: _dt.date | None = None
+
+
+class CostTerm(Frozen):
+    """One additive term of a cost [USD per GPU-hour] with its formula and provenance."""
+
+    name: str
+    usd_per_gpu_hour: float = Field(ge=0)
+    formula: str
+    inputs: tuple[str, ...] = Field(description="names of the UsedParam values it uses")
+
+
+class OwnCost(Frozen):
+    """Cost of owning one GPU [USD per GPU-hour] = capital + power + ops.
+
+    ``capital = purchase × (1 + server_overhead) / (years × 8760 h)``;
+    ``power = TDP/1000 × (idle + (1 − idle) × util) × host_power_factor × PUE × $/kWh``;
+    ``ops = purchase × (1 + server_overhead) × ops_fraction / 8760 h``.
+    """
+
+    gpu: str
+    usd_per_gpu_hour: float = Field(gt=0)
+    terms: tuple[CostTerm, ...]
+    params: tuple[UsedParam, ...]
+    purchase_usd_range: tuple[float, float] | None = None
+
+    @property
+    def assumptions(self) -> tuple[str, ...]:
+        """Names of the parameters that no source gives (labelled ``assumption``)."""
+        return tuple(p.name for p in self.params if p.kind == "assumption")
+
+    def param(self, name: str) -> UsedParam:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+
+def _purchase(cat_gpu: Accelerator, purchase: PurchasePrice | float) -> UsedParam:
+    if isinstance(purchase, PurchasePrice):
+        if purchase.gpu != cat_gpu.id:
+            raise PlannerError(
+                f"purchase row is for {purchase.gpu}, not {cat_gpu.id}; pass the matching row"
+            )
+        if purchase.usd is not None:
+            value = float(purchase.usd)
+        else:
+            lo, hi = purchase.usd_range  # type: ignore[misc]
+            value = (lo + hi) / 2
+        return UsedParam(
+            name="purchase_usd",
+            value=value,
+            unit="USD per GPU" + (" (midpoint of range)" if purchase.usd_range else ""),
+            kind="catalog",
+            source=f"{purchase.source} [{purchase.kind}]",
+            as_of=purchase.as_of,
+        )
+    return UsedParam(
+        name="purchase_usd",
+        value=_positive("purchase_usd", purchase),
+        unit="USD per GPU",
+        kind="user override",
+        source="user override",
+    )
+
+
+def own_cost_per_gpu_hour(
+    gpu: Accelerator,
+    purchase: PurchasePrice | float,
+    ownership: OwnershipDefaults | None = None,
+    *,
+    tdp_w: float | None = None,
+    amortisation_years: float | None = None,
+    server_overhead_fraction: float | None = None,
+    host_power_factor: float | None = None,
+    pue: float | None = None,
+    electricity_usd_per_kwh: float | None = None,
+    ops_fraction_of_capex_per_year: float | None = None,
+    utilisation: float | None = None,
+    idle_power_fraction: float | None = None,
+) -> OwnCost:
+    """Cost of owning one GPU, per hour of the year, as a sum of labelled terms.
+
+    Parameters
+    ----------
+    gpu : the catalog record (``cat.gpu(id)``); its ``tdp_w`` [W] drives the power term
+    purchase : a ``PurchasePrice`` row (``usd``, or the midpoint of ``usd_range``) or a
+        user price [USD per GPU]
+    ownership : defaults (``load_ownership()`` when None)
+    tdp_w : board power [W] when the catalog has none, or to override it
+    amortisation_years : [years], straight line, zero salvage
+    server_overhead_fraction : server/host/network cost as a fraction of the GPU price [-]
+    host_power_factor : server power / GPU board power [-] (1 = GPU board only)
+    pue : facility power / IT power [-]
+    electricity_usd_per_kwh : [USD per kWh]
+    ops_fraction_of_capex_per_year : operations cost per year as a fraction of capex [-]
+    utilisation : busy fraction of the hour for the power term [0, 1]
+    idle_power_fraction : fraction of TDP drawn when idle [0, 1]
+
+    Returns
+    -------
+    OwnCost : ``usd_per_gpu_hour`` [USD per GPU-hour], the terms, and every parameter
+    with its provenance (sourced / derived / assumption / user override / catalog).
+
+    Raises
+    ------
+    PlannerError
+        no TDP for the GPU and none given, a value out of range.
+    """
+    d = ownership or load_ownership()
+    overrides = {
+        "amortisation_years": amortisation_years,
+        "server_overhead_fraction": server_overhead_fraction,
+        "host_power_factor": host_power_factor,
+        "pue": pue,
+        "electricity_usd_per_kwh": electricity_usd_per_kwh,
+        "ops_fraction_of_capex_per_year": ops_fraction_of_capex_per_year,
+        "utilisation": utilisation,
+        "idle_power_fraction": idle_power_fraction,
+    }
+    used: dict[str, UsedParam] = {"purchase_usd": _purchase(gpu, purchase)}
+    for name, override in overrides.items():
+        default = getattr(d, name)
+        if override is None:
+            used[name] = UsedParam(
+                name=name,
+                value=default.value,
+                unit=default.unit,
+                kind=default.kind,
+                source=default.source or default.notes,
+                as_of=default.as_of,
+            )
+        else:
+            used[name] = UsedParam(
+                name=name,
+                value=_positive(name, override, allow_zero=True),
+                unit=default.unit,
+                kind="user override",
+                source="user override",
+            )
+    for name, ok, rule in (
+        ("amortisation_years", lambda v: v > 0, "> 0"),
+        ("host_power_factor", lambda v: v >= 1, ">= 1"),
+        ("pue", lambda v: v >= 1, ">= 1"),
+        ("utilisation", lambda v: v <= 1, "in [0, 1]"),
+        ("idle_power_fraction", lambda v: v <= 1, "in [0, 1]"),
+    ):
+        if not ok(used[name].value):
+            raise PlannerError(f"{name} must be {rule}, got {used[name].value}")
+    if tdp_w is not None:
+        used["tdp_w"] = UsedParam(
+            name="tdp_w", value=_positive("tdp_w", tdp_w), unit="W", kind="user override"
+        )
+    elif gpu.tdp_w is not None:
+        used["tdp_w"] = UsedParam(
+            name="tdp_w",
+            value=float(gpu.tdp_w),
+            unit="W",
+            kind="catalog",
+            source=gpu.source,
+            as_of=gpu.as_of,
+        )
+    else:
+        raise PlannerError(
+            f"{gpu.id}: no TDP (tdp_w) in data/hardware.yaml (no source gives it), so the power "
+            "term of owning it cannot be computed; pass tdp_w= (--tdp-w) or rent instead"
+        )
+    v = {k: p.value for k, p in used.items()}
+    capex = v["purchase_usd"] * (1 + v["server_overhead_fraction"])
+    capital = capex / (v["amortisation_years"] * HOURS_PER_YEAR)
+    power_kw = (
+        v["tdp_w"]
+        / 1000
+        * (v["idle_power_fraction"] + (1 - v["idle_power_fraction"]) * v["utilisation"])
+        * v["host_power_factor"]
+    )
+    energy = power_kw * v["pue"] * v["electricity_usd_per_kwh"]
+    ops = capex * v["ops_fraction_of_capex_per_year"] / HOURS_PER_YEAR
+    terms = (
+        CostTerm(
+            name="capital",
+            usd_per_gpu_hour=capital,
+            formula="purchase_usd × (1 + server_overhead_fraction) / (amortisation_years × 8760 h)",
+            inputs=("purchase_usd", "server_overhead_fraction", "amortisation_years"),
+        ),
+        CostTerm(
+            name="power",
+            usd_per_gpu_hour=energy,
+            formula=(
+                "tdp_w/1000 × (idle_power_fraction + (1 − idle_power_fraction) × utilisation)"
+                " × host_power_factor × pue × electricity_usd_per_kwh"
+            ),
+            inputs=(
+                "tdp_w",
+                "idle_power_fraction",
+                "utilisation",
+                "host_power_factor",
+                "pue",
+                "electricity_usd_per_kwh",
+            ),
+        ),
+        CostTerm(
+            name="ops",
+            usd_per_gpu_hour=ops,
+            formula="purchase_usd × (1 + server_overhead_fraction) × ops_fraction_of_capex_per_year / 8760 h",
+            inputs=("purchase_usd", "server_overhead_fraction", "ops_fraction_of_capex_per_year"),
+        ),
+    )
+    total = capital + energy + ops
+    if total <= 0:
+        raise PlannerError(f"{gpu.id}: owning cost came out as {total} $/h; check the inputs")
+    return OwnCost(
+        gpu=gpu.id,
+        usd_per_gpu_hour=total,
+        terms=terms,
+        params=tuple(used.values()),
+        purchase_usd_range=purchase.usd_range if isinstance(purchase, PurchasePrice) else None,
+    )
+
+
+def _own_quote(
+    cat: Catalog,
+    gpu: Accelerator,
+    ownership: OwnershipDefaults | None,
+    purchase_usd: float | None,
+    overrides: dict[str, float],
+) -> PriceQuote:
+    allowed = set(own_cost_per_gpu_hour.__kwdefaults__ or {})
+    bad = set(overrides) - allowed
+    if bad:
+        raise PlannerError(
+            f"unknown ownership parameters: {', '.join(sorted(bad))} "
+            f"(valid: {', '.join(sorted(allowed))})"
+        )
+    if purchase_usd is not None:
+        purchase: PurchasePrice | float = purchase_usd
+    else:
+        rows = [p for p in cat.purchase_prices if p.gpu == gpu.id]
+        if not rows:
+            have = sorted({p.gpu for p in cat.purchase_prices})
+            raise PlannerError(
+                f"no purchase price for {gpu.id} in {_PRICES_FILE} (GPUs with one: "
+                f"{', '.join(have) or 'none'}); pass --purchase-usd"
+            )
+        purchase = max(rows, key=lambda p: p.as_of)  # the newest row
+    own = own_cost_per_gpu_hour(gpu, purchase, ownership, **overrides)
+    src = own.param("purchase_usd")
+    assumptions = own.assumptions
+    return PriceQuote(
+        gpu=gpu.id,
+        basis="own",
+        usd_per_gpu_hour=own.usd_per_gpu_hour,
+        source=f"owned: purchase {src.source}; defaults data/ownership.yaml",
+        as_of=src.as_of,
+        notes=(
+            "terms: "
+            + ", ".join(f"{t.name} ${t.usd_per_gpu_hour:.3f}/h" for t in own.terms)
+            + (f"; assumptions: {', '.join(assumptions)}" if assumptions else "")
+        ),
+        rule="owned: capital + power + ops",
+    )
+
+
+# --------------------------------------------------------------------------- fleet money
+class FleetCost(Frozen):
+    """What a fleet costs [USD]; a month is 730 h.
+
+    ``usd_per_hour`` / ``usd_per_month`` are for ``num_gpus`` provisioned around the clock.
+    With ``gpu_hours_per_day`` (an autoscaled fleet following a daily profile) the
+    ``*_autoscaled`` fields charge only those GPU-hours: per day = GPU-h/day × $/GPU-h,
+    per month = per day × 730/24.
+    """
+
+    num_gpus: int = Field(ge=1)
+    usd_per_gpu_hour: float = Field(gt=0)
+    usd_per_hour: float
+    usd_per_day: float
+    usd_per_month: float
+    hours_per_month: float = HOURS_PER_MONTH
+    gpu_hours_per_day: float | None = None
+    usd_per_day_autoscaled: float | None = None
+    usd_per_month_autoscaled: float | None = None
+    price_source: str | None = None
+
+
+def fleet_cost(
+    num_gpus: int,
+    price: PriceQuote | float,
+    gpu_hours_per_day: float | None = None,
+) -> FleetCost:
+    """Hourly, daily and monthly cost of ``num_gpus`` GPUs.
+
+    Parameters
+    ----------
+    num_gpus : GPUs provisioned at peak [-], a whole number >= 1
+    price : a ``PriceQuote`` or a price [USD per GPU-hour]
+    gpu_hours_per_day : GPU-hours actually run per day by an autoscaled fleet [GPU-h/day],
+        at most ``num_gpus × 24``
+
+    Returns
+    -------
+    FleetCost : usd_per_hour = num_gpus × $/GPU-h; usd_per_month = usd_per_hour × 730 h.
+    """
+    if isinstance(num_gpus, bool) or not isinstance(num_gpus, int) or num_gpus < 1:
+        raise PlannerError(f"num_gpus must be a whole number >= 1, got {num_gpus!r}")
+    if isinstance(price, PriceQuote):
+        p, src = price.usd_per_gpu_hour, f"{price.source} ({price.rule})"
+    else:
+        p, src = _positive("usd_per_gpu_hour", price), None
+    per_hour = num_gpus * p
+    auto_day = auto_month = None
+    if gpu_hours_per_day is not None:
+        gh = _positive("gpu_hours_per_day", gpu_hours_per_day, allow_zero=True)
+        if gh > num_gpus * 24 * (1 + 1e-9):
+            raise PlannerError(
+                f"gpu_hours_per_day {gh} exceeds {num_gpus} GPUs × 24 h = {num_gpus * 24}"
+            )
+        auto_day = gh * p
+        auto_month = auto_day * HOURS_PER_MONTH / 24
+    return FleetCost(
+        num_gpus=num_gpus,
+        usd_per_gpu_hour=p,
+        usd_per_hour=per_hour,
+        usd_per_day=per_hour * 24,
+        usd_per_month=per_hour * HOURS_PER_MONTH,
+        gpu_hours_per_day=gpu_hours_per_day,
+        usd_per_day_autoscaled=auto_day,
+        usd_per_month_autoscaled=auto_month,
+        price_source=src,
+    )
+
+
+def usd_per_mtok(usd_per_hour: float, tokens_per_s: float, utilisation: float = 1.0) -> float:
+    """Cost per million tokens [USD per 1e6 tokens].
+
+    ``$/h ÷ (tokens/s × utilisation × 3600 s/h) × 1e6``: ``tokens_per_s`` is the rate
+    while busy, ``utilisation`` the busy fraction of the paid hours (0, 1].
+    """
+    cost = _positive("usd_per_hour", usd_per_hour, allow_zero=True)
+    tps = _positive("tokens_per_s", tokens_per_s)
+    u = _positive("utilisation", utilisation)
+    if u > 1:
+        raise PlannerError(f"utilisation must be in (0, 1], got {utilisation}")
+    return cost / (tps * u * 3600.0) * 1e6
+
+
+class TokenCosts(Frozen):
+    """$/M tokens [USD per 1e6 tokens], output-only and total (input + output).
+
+    ``*_full_load``: the fleet's hourly cost over its saturated token rate.
+    ``*_planned``: the day's cost (autoscaled when the fleet has GPU-hours per day, else
+    fixed) over the tokens served per day at the planned traffic. None where not given.
+    """
+
+    usd_per_mtok_output_full_load: float | None = None
+    usd_per_mtok_total_full_load: float | None = None
+    usd_per_mtok_output_planned: float | None = None
+    usd_per_mtok_total_planned: float | None = None
+    planned_cost_basis: Literal["fixed", "autoscaled"] | None = None
+
+
+def token_costs(
+    fleet: FleetCost,
+    *,
+    output_tokens_per_s_full_load: float | None = None,
+    total_tokens_per_s_full_load: float | None = None,
+    output_tokens_per_day: float | None = None,
+    total_tokens_per_day: float | None = None,
+) -> TokenCosts:
+    """$/M output and total tokens at full load and at the planned traffic.
+
+    Parameters
+    ----------
+    fleet : ``fleet_cost(...)``
+    output_tokens_per_s_full_load, total_tokens_per_s_full_load : the fleet's saturated
+        rate [tokens/s] (all replicas)
+    output_tokens_per_day, total_tokens_per_day : tokens served per day at the planned
+        traffic [tokens/day] (from the daily profile)
+    """
+    out = {}
+    for key, tps in (
+        ("usd_per_mtok_output_full_load", output_tokens_per_s_full_load),
+        ("usd_per_mtok_total_full_load", total_tokens_per_s_full_load),
+    ):
+        if tps is not None:
+            out[key] = usd_per_mtok(fleet.usd_per_hour, tps)
+    per_day = fleet.usd_per_day_autoscaled
+    basis = "autoscaled" if per_day is not None else "fixed"
+    if per_day is None:
+        per_day = fleet.usd_per_day
+    planned = False
+    for key, name, tpd in (
+        ("usd_per_mtok_output_planned", "output_tokens_per_day", output_tokens_per_day),
+        ("usd_per_mtok_total_planned", "total_tokens_per_day", total_tokens_per_day),
+    ):
+        if tpd is not None:
+            out[key] = per_day / _positive(name, tpd) * 1e6
+            planned = True
+    return TokenCosts(**out, planned_cost_basis=basis if planned else None)

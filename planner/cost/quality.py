@@ -1,0 +1,118 @@
+"""Published accuracy of quantized models: lookup by (model id, precision id).
+
+A row of ``data/quality.yaml`` lists the catalog model ids it applies to (``models:``)
+and one precision id. ``quality_delta(model, precision)`` returns every row whose
+``models`` contains the model id and whose ``precision`` equals the precision id —
+exact ids, never a guess from a neighbouring size or generation. With a catalog,
+aliases are resolved to ids first (``llama-3.1-70b-instruct`` → ``llama-3.1-70b``,
+``awq`` → ``int4-awq``). Unquantized precisions (bf16, fp16) are the baseline;
+any other combination without a row is "quality not measured".
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ..catalog import Catalog
+from ..errors import PlannerError
+from .data import QualityData, QualityRow, load_quality
+
+__all__ = ["BASELINE_PRECISIONS", "NOT_MEASURED", "QualityResult", "quality_delta"]
+
+BASELINE_PRECISIONS: tuple[str, ...] = ("bf16", "fp16")
+NOT_MEASURED = "quality not measured"
+
+
+class QualityResult(BaseModel):
+    """Outcome of a quality lookup.
+
+    ``status``: ``measured`` (``rows`` holds one row per checkpoint × benchmark),
+    ``baseline`` (an unquantized precision: no quantization loss to report) or
+    ``not_measured`` (no published number in ``data/quality.yaml``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    precision: str
+    status: Literal["measured", "baseline", "not_measured"]
+    rows: tuple[QualityRow, ...] = ()
+    message: str
+
+    @property
+    def measured(self) -> bool:
+        return self.status == "measured"
+
+    @property
+    def worst_delta_pct(self) -> float | None:
+        """Most negative relative change over the rows [%]; None unless measured."""
+        return min((r.delta_pct for r in self.rows), default=None)
+
+
+def quality_delta(
+    model: str,
+    precision: str,
+    *,
+    quality: QualityData | None = None,
+    cat: Catalog | None = None,
+) -> QualityResult:
+    """Published accuracy delta of ``model`` quantized to ``precision``.
+
+    Parameters
+    ----------
+    model : model id (or alias when ``cat`` is given)
+    precision : precision id (or alias when ``cat`` is given)
+    quality : rows (``load_quality()`` when None)
+    cat : resolve aliases and reject unknown ids (UnknownIdError lists the valid ones)
+
+    Returns
+    -------
+    QualityResult : rows with ``delta_points`` [benchmark points], ``delta_pct`` [%],
+    benchmark, source and as_of; or status ``baseline`` / ``not_measured``.
+    """
+    if not isinstance(model, str) or not model.strip():
+        raise PlannerError(f"model must be a model id, got {model!r}")
+    if not isinstance(precision, str) or not precision.strip():
+        raise PlannerError(f"precision must be a precision id, got {precision!r}")
+    if cat is not None:
+        model_id = cat.model(model).id
+        precision_id = cat.precision(precision).id
+    else:
+        model_id, precision_id = model.strip().lower(), precision.strip().lower()
+    if precision_id in BASELINE_PRECISIONS:
+        return QualityResult(
+            model=model_id,
+            precision=precision_id,
+            status="baseline",
+            message=f"{precision_id} is unquantized: the baseline, no quantization loss",
+        )
+    data = quality if quality is not None else load_quality()
+    rows = tuple(
+        r
+        for r in data.rows
+        if r.precision.lower() == precision_id and model_id in (m.lower() for m in r.models)
+    )
+    if not rows:
+        return QualityResult(
+            model=model_id,
+            precision=precision_id,
+            status="not_measured",
+            message=f"{NOT_MEASURED} for {model_id} at {precision_id} (no published row in data/quality.yaml)",
+        )
+    parts = []
+    for r in rows:
+        d = (
+            f"{r.delta_points:+.2f} points"
+            if r.delta_points is not None
+            else f"{r.delta_pct:+.1f}%"
+        )
+        parts.append(f"{r.benchmark} {d} vs {r.baseline_precision} ({r.checkpoint or r.source})")
+    return QualityResult(
+        model=model_id,
+        precision=precision_id,
+        status="measured",
+        rows=rows,
+        message="; ".join(parts),
+    )

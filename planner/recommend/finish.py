@@ -1,0 +1,286 @@
+"""Everything a recommendation reports: rates, latencies, money, energy, quality, the Pareto
+front and the reason the winner wins."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..cost import (
+    ENERGY_LABEL,
+    energy_per_token,
+    fleet_cost,
+    load_ownership,
+    quality_delta,
+    token_costs,
+)
+from ..errors import PlannerError
+from ..serving import size_fleet
+from ..workload import SLO
+from .objective import Screened, _bracket, _max_rate, _value_text
+from .options import Rejection
+from .probe import WorkloadCache, binding_metric
+
+# ---------------------------------------------------------------------- the full result
+_LIMIT_TEXT = {
+    "kv_cache": "memory (KV cache full)",
+    "max_num_seqs": "max_num_seqs (engine's sequence cap)",
+    "token_budget": "compute (token budget per step)",
+}
+
+
+def _binding(s: Screened, need: float) -> str:
+    k, probe = s.replicas, s.probe
+    if k == 1:
+        limit = _LIMIT_TEXT.get(probe.saturation_limit, probe.saturation_limit)
+        return (
+            f"none at this traffic: one replica carries the whole planned load "
+            f"({need:.3g} req/s); it would saturate at {s.saturation_rps:.3g} req/s on {limit}"
+        )
+    if k > 1 and need / (k - 1) <= probe.cap_rps * (1 + 1e-9):
+        fail = probe.summaries.get(need / (k - 1))
+        if fail is not None:
+            name = binding_metric(fail, probe.slo)
+            ok_metrics = all(
+                fail.get(f"{m}_{t.label}_s", 0) <= t.max_s for m, t in probe.slo.targets().items()
+            )
+            return name + (" (attainment)" if ok_metrics else "")
+    return f"throughput: {_LIMIT_TEXT.get(probe.saturation_limit, probe.saturation_limit)}"
+
+
+def finish(
+    s: Screened,
+    cache: WorkloadCache,
+    slo: SLO,
+    need: float,
+    peak: float,
+    hourly: np.ndarray,
+    mean_in: float,
+    mean_out: float,
+    headroom: float,
+    ownership: Any,
+    refine: bool,
+) -> None:
+    """Everything a recommendation reports: rates, latencies, money, energy, quality."""
+    from ..engine.phases import decode_step
+
+    opt, rep, probe = s.opt, s.replica, s.probe
+    gpr = opt.gpus_per_replica
+    mr = _max_rate(s, need, refine)
+    lo, hi = _bracket(s, need)
+    fl = size_fleet(mr, peak, headroom=headroom, gpus_per_replica=gpr, hourly_rps=hourly)
+    replicas = fl["replicas"]
+    num_gpus = fl["num_gpus"]
+    # latencies at the load the fleet is sized for: peak x (1 + headroom) per replica
+    planned = probe.run(need / s.replicas)
+    mem = rep.memory
+    batch = max(1.0, float(planned.get("batch_size_mean", 1.0)))
+    ctx = cache.shape(rep)[3]
+    bound = decode_step(rep.sm, batch=batch, context_len=ctx).bound
+    r: dict[str, Any] = {
+        "rank": 0,
+        **opt.ids(),
+        "gpus_per_replica": gpr,
+        "replicas": replicas,
+        "num_gpus": num_gpus,
+        "max_rate_per_replica": mr,
+        "max_rate_bracket_rps": [lo, hi],
+        "max_rate_basis": "bisected to 3 %"
+        if refine
+        else "tested rate (peak x headroom / replicas)",
+        "saturation_rps_per_replica": s.saturation_rps,
+        "utilization_at_peak": fl["utilization_at_peak"],
+        "latency_at_rps": need / s.replicas,
+        "ttft_p99_s": planned.get("ttft_p99_s"),
+        "tpot_p99_s": planned.get("tpot_p99_s"),
+        "e2e_p99_s": planned.get("e2e_p99_s"),
+        "ttft_p50_s": planned.get("ttft_p50_s"),
+        "tpot_p50_s": planned.get("tpot_p50_s"),
+        "output_tok_s_per_gpu_at_peak": planned.get("output_tok_s_per_gpu"),
+        "binding_constraint": _binding(s, need),
+        "decode_bound": bound,
+        "weights_gb_per_gpu": mem.weight_bytes_per_gpu / 1e9 if mem else None,
+        "kv_cache_gb_per_gpu": rep.engine.kv_capacity_tokens * mem.kv_cache_bytes_per_token / 1e9
+        if mem
+        else None,
+        "kv_util_at_peak": planned.get("kv_util_mean"),
+        "memory_headroom": 1.0 - float(planned.get("kv_util_max", 0.0)),
+        "max_concurrent_sequences": rep.engine.max_num_seqs,
+        "gpu_hours_per_day": fl["gpu_hours_per_day"],
+        "gpu_hours_per_day_autoscaled": fl.get("gpu_hours_per_day_autoscaled"),
+        "provenance": s.provenance,
+        "truncated_requests": probe.truncated_requests,
+        "simulations": probe.simulations,
+    }
+    req_day = float(fl.get("requests_per_day", float(np.mean(hourly)) * 86400))
+    if s.price is not None:
+        pq = s.price
+        fc = fleet_cost(num_gpus, pq, gpu_hours_per_day=fl.get("gpu_hours_per_day_autoscaled"))
+        tc = token_costs(
+            fc,
+            output_tokens_per_s_full_load=replicas * mr * mean_out,
+            total_tokens_per_s_full_load=replicas * mr * (mean_in + mean_out),
+            output_tokens_per_day=req_day * mean_out,
+            total_tokens_per_day=req_day * (mean_in + mean_out),
+        )
+        fixed_day = fc.usd_per_day
+        r.update(
+            usd_per_gpu_hour=pq.usd_per_gpu_hour,
+            usd_per_hour=fc.usd_per_hour,
+            usd_per_month=fc.usd_per_month,
+            usd_per_month_autoscaled=fc.usd_per_month_autoscaled,
+            usd_per_mtok_output=fixed_day / (req_day * mean_out) * 1e6,
+            usd_per_mtok_total=fixed_day / (req_day * (mean_in + mean_out)) * 1e6,
+            usd_per_mtok_output_autoscaled=tc.usd_per_mtok_output_planned,
+            usd_per_mtok_output_full_load=tc.usd_per_mtok_output_full_load,
+            usd_per_mtok_total_full_load=tc.usd_per_mtok_total_full_load,
+            price_source=pq.source,
+            price_provider=pq.provider,
+            price_as_of=str(pq.as_of) if pq.as_of else None,
+            price_rule=pq.rule,
+            price_spread=(
+                {
+                    "kind": pq.spread.kind,
+                    "n_rows": pq.spread.n_rows,
+                    "min": pq.spread.min_usd_per_gpu_hour,
+                    "median": pq.spread.median_usd_per_gpu_hour,
+                    "max": pq.spread.max_usd_per_gpu_hour,
+                }
+                if pq.spread is not None
+                else None
+            ),
+        )
+    else:
+        r.update(
+            usd_per_gpu_hour=None,
+            usd_per_hour=None,
+            usd_per_month=None,
+            usd_per_mtok_output=None,
+            usd_per_mtok_total=None,
+            price_source="no price in data/prices.yaml",
+        )
+    # energy at the day's average load (estimate from TDP x utilisation)
+    util = min(1.0, float(np.mean(hourly)) / (replicas * mr))
+    tps_gpu = float(np.mean(hourly)) * mean_out / num_gpus
+    try:
+        own = ownership or load_ownership()
+        en = energy_per_token(
+            opt.gpu.tdp_w,
+            util,
+            tps_gpu,
+            pue=own.pue.value,
+            idle_power_fraction=own.idle_power_fraction.value,
+            host_power_factor=own.host_power_factor.value,
+            num_gpus=num_gpus,
+        )
+        r.update(
+            joules_per_token=en.joules_per_token,
+            kwh_per_day=en.kwh_per_day,
+            energy_basis=f"{ENERGY_LABEL}, utilisation {util:.2f} (daily average)",
+        )
+    except PlannerError as e:
+        r.update(joules_per_token=None, kwh_per_day=None, energy_basis=str(e))
+    r["quality"] = _quality_text(rep.sm.model.id, opt.precision.id, opt.kv_precision)
+    r["numbers"] = (
+        "simulated: max_rate_per_replica, replicas, P99/P50 latencies, kv util; "
+        "analytic: saturation_rps_per_replica; estimate: joules_per_token, kwh_per_day"
+    )
+    r["assumptions"] = list(rep.assumptions)
+    s.result.update(r)
+    s.result.pop("max_rate_rps", None)
+
+
+def _quality_text(model_id: str, precision_id: str, kv: str) -> str:
+    try:
+        q = quality_delta(model_id, precision_id)
+    except PlannerError as e:
+        return str(e)
+    return q.message
+
+
+def pareto_front(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Options no other option beats on both $/M output tokens and P99 E2E latency."""
+    pts = [
+        r
+        for r in results
+        if r.get("usd_per_mtok_output") is not None and r.get("e2e_p99_s") is not None
+    ]
+    front = []
+    for r in pts:
+        dominated = any(
+            o is not r
+            and o["usd_per_mtok_output"] <= r["usd_per_mtok_output"]
+            and o["e2e_p99_s"] <= r["e2e_p99_s"]
+            and (
+                o["usd_per_mtok_output"] < r["usd_per_mtok_output"]
+                or o["e2e_p99_s"] < r["e2e_p99_s"]
+            )
+            for o in pts
+        )
+        if not dominated:
+            front.append(
+                {
+                    k: r[k]
+                    for k in (
+                        "rank",
+                        "gpu",
+                        "framework",
+                        "precision",
+                        "tp",
+                        "pp",
+                        "usd_per_mtok_output",
+                        "e2e_p99_s",
+                    )
+                }
+            )
+    return sorted(front, key=lambda x: x["usd_per_mtok_output"])
+
+
+def why_winner(top: list[Screened], objective: str, rejected: list[Rejection]) -> str:
+    w = top[0].result
+    lead = (
+        f"{w['gpu']} / {w['framework']} / {w['precision']} (kv {w['kv_precision']}) tp={w['tp']}"
+        + (f" pp={w['pp']}" if w["pp"] > 1 else "")
+        + f": {w['num_gpus']} GPUs ({w['replicas']} x {w['gpus_per_replica']})"
+    )
+    if w.get("usd_per_hour") is not None:
+        lead += f", ${w['usd_per_hour']:,.2f}/h, ${w['usd_per_mtok_output']:.3g}/M output tokens"
+    lead += (
+        f"; one replica sustains {w['max_rate_per_replica']:.3g} req/s within the SLO, "
+        f"bound by {w['binding_constraint']}"
+    )
+    if len(top) > 1:
+        r2 = top[1].result
+        v1, v2 = top[0].value, top[1].value
+        diff = (v2 - v1) / abs(v1) * 100 if v1 else float("nan")
+        lead += (
+            f". Next best: {r2['gpu']} / {r2['framework']} / {r2['precision']} tp={r2['tp']} with "
+            f"{_value_text(v2, objective)} ({diff:+.0f}% on {objective})"
+        )
+    counts: dict[str, int] = {}
+    for r in rejected:
+        counts[r.stage] = counts.get(r.stage, 0) + 1
+    if counts:
+        lead += ". Rejected: " + ", ".join(
+            f"{n} {k.replace('_', ' ')}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])
+        )
+    return lead
+
+
+def nothing_meets(rejected: list[Rejection], slo: SLO) -> str:
+    counts: dict[str, int] = {}
+    for r in rejected:
+        counts[r.stage] = counts.get(r.stage, 0) + 1
+    head = (
+        "no option meets the scenario ("
+        + ", ".join(
+            f"{n} {k.replace('_', ' ')}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])
+        )
+        + ")"
+    )
+    near = [r for r in rejected if r.stage in ("slo", "slo_zero_load", "budget", "constraint")]
+    if near:
+        r = near[0]
+        head += f"; e.g. {r.gpu} {r.framework} {r.precision} tp={r.tp}: {r.reason}"
+    return head

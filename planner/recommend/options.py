@@ -1,0 +1,281 @@
+"""The option space of a recommendation and the rules that remove options before any physics.
+
+An *option* is one way to serve a model: GPU x serving framework x weight precision x KV-cache
+precision x tensor-parallel (TP) x pipeline-parallel (PP) size. :func:`enumerate_options`
+walks the catalog, keeps what the scenario's constraints allow, and turns every combination
+that cannot run into a :class:`Rejection` that names the rule it broke. Nothing here computes
+memory or time; :mod:`planner.recommend.search` does that for the survivors.
+
+Rules (each rejection's ``stage`` is the rule's name):
+
+``framework_vendor``
+    the framework does not run on the GPU's vendor (``Framework.vendors``; TensorRT-LLM is
+    NVIDIA-only).
+``framework_precision``
+    the framework does not serve the weight format (``Framework.precisions``).
+``precision_gpu``
+    the GPU's architecture has neither a native nor a weight-only fallback path for the
+    precision (``Precision.native_archs`` / ``fallback_archs``).
+``tp_heads``
+    TP does not divide the model's attention heads.
+``tp_node``
+    the layout needs more GPUs in one tensor-parallel group than one node holds
+    (:data:`MAX_TP_PER_NODE`; an Apple SoC is one device, TP 1 only).
+``quality_floor``
+    the precision stores fewer bits per weight than ``constraints.min_weight_bits``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..catalog import Accelerator, Catalog, Framework, ModelArch, Precision, compute_dtype_for
+from ..errors import PlannerError
+
+#: TP sizes tried within one node
+DEFAULT_TPS: tuple[int, ...] = (1, 2, 4, 8)
+#: GPUs in one tensor-parallel group within a node. HGX / OAM baseboards hold 8 GPUs
+#: (NVIDIA HGX H100/H200/B200, AMD MI300X platform); larger TP crosses nodes, where PP is
+#: used instead. An assumption of the planner, not a catalog number.
+MAX_TP_PER_NODE = 8
+#: PP sizes tried (with TP = 8) when no single-node layout holds the model
+PP_WHEN_NEEDED: tuple[int, ...] = (2, 4)
+#: frameworks that are measurement harnesses, not serving engines (never recommended
+#: unless a scenario names them explicitly)
+NOT_SERVING_ENGINES = frozenset({"pytorch"})
+
+
+@dataclass(frozen=True)
+class Option:
+    """One deployment to evaluate: records resolved once, ids for output."""
+
+    gpu: Accelerator
+    framework: Framework
+    precision: Precision
+    kv_precision: str
+    tp: int
+    pp: int = 1
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tp * self.pp
+
+    def ids(self) -> dict[str, Any]:
+        return {
+            "gpu": self.gpu.id,
+            "framework": self.framework.id,
+            "precision": self.precision.id,
+            "kv_precision": self.kv_precision,
+            "tp": self.tp,
+            "pp": self.pp,
+        }
+
+    def label(self) -> str:
+        pp = f" pp={self.pp}" if self.pp > 1 else ""
+        kv = "" if self.kv_precision == self.precision.kv_default else f" kv={self.kv_precision}"
+        return f"{self.gpu.id} {self.framework.id} {self.precision.id}{kv} tp={self.tp}{pp}"
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """An option (or a group of options) that cannot be recommended, and why."""
+
+    stage: str
+    reason: str
+    gpu: str | None = None
+    framework: str | None = None
+    precision: str | None = None
+    kv_precision: str | None = None
+    tp: int | None = None
+    pp: int | None = None
+
+    @classmethod
+    def of(cls, opt: Option, stage: str, reason: str) -> Rejection:
+        return cls(stage=stage, reason=reason, **opt.ids())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "gpu": self.gpu,
+            "framework": self.framework,
+            "precision": self.precision,
+            "kv_precision": self.kv_precision,
+            "tp": self.tp,
+            "pp": self.pp,
+            "stage": self.stage,
+            "reason": self.reason,
+        }
+
+
+def _pick(cat: Catalog, kind: str, wanted: tuple[str, ...], all_items: tuple[Any, ...]):
+    """Catalog records for the ids a constraint allows (all when it allows everything)."""
+    if not wanted:
+        return list(all_items)
+    get = getattr(cat, kind)
+    out, seen = [], set()
+    for w in wanted:
+        rec = get(w)  # unknown ids raise UnknownIdError with the valid list
+        if rec.id not in seen:
+            seen.add(rec.id)
+            out.append(rec)
+    return out
+
+
+def kv_choices(precision: Precision, allowed: tuple[str, ...] = ()) -> list[str]:
+    """KV precisions tried with a weight precision: its default, plus fp8 KV where offered.
+
+    A constraint list narrows it (and may name any KV option of the precision)."""
+    opts = list(dict.fromkeys([precision.kv_default, *precision.kv_options]))
+    if allowed:
+        return [k for k in opts if k in allowed]
+    return [k for k in opts if k in (precision.kv_default, "fp8")]
+
+
+def enumerate_options(
+    cat: Catalog,
+    model: ModelArch,
+    *,
+    gpus: tuple[str, ...] = (),
+    frameworks: tuple[str, ...] = (),
+    precisions: tuple[str, ...] = (),
+    kv_precisions: tuple[str, ...] = (),
+    tps: tuple[int, ...] = DEFAULT_TPS,
+    max_gpus_per_replica: int | None = None,
+    min_weight_bits: float | None = None,
+) -> tuple[list[Option], list[Rejection]]:
+    """Every (GPU, framework, precision, KV precision, TP) the catalog and constraints allow.
+
+    Parameters
+    ----------
+    cat : catalog
+    model : the model (resolved)
+    gpus, frameworks, precisions, kv_precisions : allowed ids (empty: all); ids are
+        resolved through the catalog, so an unknown id is an error listing the valid ones
+    tps : TP sizes to try [GPUs]
+    max_gpus_per_replica : largest TP x PP allowed
+    min_weight_bits : quality floor [bits per weight], e.g. 8 excludes 4-bit formats
+
+    Returns
+    -------
+    (options, rejections)
+        options that pass every rule of the module docstring, and one rejection per
+        option (or per group, e.g. a whole framework on a vendor) that does not.
+    """
+    g_list = _pick(cat, "gpu", gpus, cat.accelerators)
+    f_list = _pick(cat, "framework", frameworks, cat.frameworks)
+    if not frameworks:
+        f_list = [f for f in f_list if f.id not in NOT_SERVING_ENGINES]
+    p_list = _pick(cat, "precision", precisions, cat.precisions)
+    for k in kv_precisions:
+        cat.kv_precision(k)
+    tps = tuple(sorted({int(t) for t in tps}))
+    if not tps or tps[0] < 1:
+        raise PlannerError(f"TP sizes must be whole numbers >= 1, got {tps}")
+
+    options: list[Option] = []
+    rejected: list[Rejection] = []
+    for g in g_list:
+        for fw in f_list:
+            if g.vendor not in fw.vendors:
+                rejected.append(
+                    Rejection(
+                        "framework_vendor",
+                        f"{fw.name} runs on {', '.join(fw.vendors)} GPUs; {g.id} is {g.vendor}",
+                        gpu=g.id,
+                        framework=fw.id,
+                    )
+                )
+                continue
+            ids = {p.id for p in p_list}
+            for p in p_list:
+                base = {"gpu": g.id, "framework": fw.id, "precision": p.id}
+                if p.id == "fp16" and "bf16" in ids and _same_as_bf16(g, fw, cat):
+                    continue  # identical to bf16 here: evaluated once, as bf16
+                if p.id not in fw.precisions:
+                    rejected.append(
+                        Rejection(
+                            "framework_precision",
+                            f"{fw.name} does not serve {p.id} weights "
+                            f"(it serves {', '.join(fw.precisions)})",
+                            **base,
+                        )
+                    )
+                    continue
+                try:
+                    compute_dtype_for(p, g)
+                except PlannerError as e:
+                    rejected.append(Rejection("precision_gpu", str(e), **base))
+                    continue
+                if min_weight_bits is not None and p.weight_bits < min_weight_bits - 1e-9:
+                    rejected.append(
+                        Rejection(
+                            "quality_floor",
+                            f"{p.id} stores {p.weight_bits:g} bits per weight, below the "
+                            f"quality floor of {min_weight_bits:g} (constraints.min_weight_bits)",
+                            **base,
+                        )
+                    )
+                    continue
+                kvs = kv_choices(p, kv_precisions)
+                for tp in tps:
+                    for kv in kvs:
+                        opt = Option(g, fw, p, kv, tp, 1)
+                        why = _layout_problem(model, g, tp, 1, max_gpus_per_replica)
+                        if why:
+                            rejected.append(Rejection.of(opt, why[0], why[1]))
+                        else:
+                            options.append(opt)
+    return options, rejected
+
+
+def _same_as_bf16(g: Accelerator, fw: Framework, cat: Catalog) -> bool:
+    """fp16 weights behave exactly like bf16 (same bits, same tensor rate) on this GPU and
+    framework, so the option is a duplicate."""
+    if "bf16" not in fw.precisions:
+        return False
+    try:
+        return compute_dtype_for(cat.precision("bf16"), g) == "bf16" and g.peak_tflops(
+            "fp16"
+        ) == g.peak_tflops("bf16")
+    except PlannerError:
+        return False
+
+
+def _layout_problem(
+    model: ModelArch, gpu: Accelerator, tp: int, pp: int, max_gpus: int | None
+) -> tuple[str, str] | None:
+    if tp > 1 and model.num_attention_heads % tp:
+        return (
+            "tp_heads",
+            f"tp={tp} does not divide the {model.num_attention_heads} attention heads of {model.id}",
+        )
+    if gpu.vendor == "apple" and tp * pp > 1:
+        return ("tp_node", f"{gpu.id} is one system-on-chip: no tensor or pipeline parallelism")
+    if tp > MAX_TP_PER_NODE:
+        return (
+            "tp_node",
+            f"tp={tp} exceeds the {MAX_TP_PER_NODE} GPUs of one node (planner assumption: "
+            "8-GPU baseboards); use pp across nodes",
+        )
+    if pp > model.num_hidden_layers:
+        return ("tp_node", f"pp={pp} exceeds the {model.num_hidden_layers} layers of {model.id}")
+    if max_gpus is not None and tp * pp > max_gpus:
+        return (
+            "constraint",
+            f"{tp * pp} GPUs per replica exceed constraints.max_gpus_per_replica={max_gpus}",
+        )
+    return None
+
+
+def pp_options(
+    model: ModelArch, opt: Option, max_gpus_per_replica: int | None = None
+) -> list[Option]:
+    """Multi-node layouts (TP = 8 within a node, PP across nodes) for an option whose
+    single-node layouts do not hold the model."""
+    out = []
+    for pp in PP_WHEN_NEEDED:
+        if _layout_problem(model, opt.gpu, MAX_TP_PER_NODE, pp, max_gpus_per_replica) is None:
+            out.append(
+                Option(opt.gpu, opt.framework, opt.precision, opt.kv_precision, MAX_TP_PER_NODE, pp)
+            )
+    return out

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Speed and agreement benchmark of ``planner recommend`` (whole catalog).
+
+Speed: wall time of :func:`planner.recommend.recommend` over every GPU x framework x precision x
+KV precision x TP of the catalog for the bundled chat and RAG examples (median of
+``--repeats`` runs in one process, after one warm-up run that loads the catalogs and profile).
+Targets: <= 2 s each on the CI machine (2 cores), never more than 5 s.
+
+Agreement (``--agreement``): the branch-and-bound answer against an exhaustive sweep that runs
+today's capacity search (:func:`planner.simulate.max_rate`, bisection to 2 %) on EVERY option
+that passes the analytic screen and sizes each as ``ceil(peak x (1 + headroom) / max_rate)``
+replicas. Reported: top-1 the same, top-5 overlap, and the winner's $/h and $/M output tokens
+against the exhaustive winner's (target within 2 %). Slow: minutes.
+
+Usage::
+
+    python scripts/bench_recommend.py                 # speed
+    python scripts/bench_recommend.py --agreement     # + exhaustive comparison
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from planner.catalog import load_catalog  # noqa: E402
+from planner.recommend import recommend  # noqa: E402
+from planner.scenario import load_scenario  # noqa: E402
+
+SCENARIOS = ("examples/chat-8b.yaml", "examples/rag-70b.yaml")
+
+
+def _run(sc, cat, **kw):
+    return recommend(
+        sc.model,
+        sc.workload,
+        sc.slo,
+        catalog=cat,
+        headroom=sc.constraints.headroom,
+        engine=sc.serving.kwargs(),
+        **kw,
+    )
+
+
+def _key(r) -> tuple:
+    return (r["gpu"], r["framework"], r["precision"], r["kv_precision"], r["tp"], r["pp"])
+
+
+def speed(repeats: int) -> None:
+    cat = load_catalog()
+    for path in SCENARIOS:
+        sc = load_scenario(ROOT / path)
+        _run(sc, cat)  # warm-up: catalogs, profile, imports
+        times, res = [], None
+        for _ in range(repeats):
+            t = time.perf_counter()
+            res = _run(sc, cat)
+            times.append(time.perf_counter() - t)
+        s = res.summary
+        w = res.recommendations[0]
+        print(
+            f"{path}: median {statistics.median(times):.2f} s (min {min(times):.2f}, max "
+            f"{max(times):.2f}; {repeats} runs) | {s['options_enumerated']} options, "
+            f"{s['options_screened']} screened, {s['options_simulated']} simulated "
+            f"({s['simulations']} runs), {s['options_pruned']} pruned | winner {_key(w)} "
+            f"{w['num_gpus']} GPUs ${w['usd_per_hour']:.2f}/h"
+        )
+
+
+def agreement(top: int) -> None:
+    from planner.simulate import max_rate
+
+    cat = load_catalog()
+    for path in SCENARIOS:
+        sc = load_scenario(ROOT / path)
+        t = time.perf_counter()
+        bb = _run(sc, cat, top_n=top)
+        t_bb = time.perf_counter() - t
+        t = time.perf_counter()
+        ex = _run(sc, cat, top_n=10**6, exhaustive=True)  # every screened option simulated
+        t_ex = time.perf_counter() - t
+        need = sc.workload.traffic.peak() * (1 + sc.constraints.headroom)
+        # independent reference: the classic bisection on every feasible option
+        from planner.simulate import build_replica
+
+        from planner.calibration import resolve_params
+
+        ref = []
+        t = time.perf_counter()
+        for r in ex.recommendations:
+            params, prov = resolve_params(r["gpu"], r["framework"], r["precision"], catalog=cat)
+            rep = build_replica(
+                sc.model, r["gpu"], r["precision"], r["framework"], tp=r["tp"], pp=r["pp"],
+                kv_precision=r["kv_precision"], params=params, catalog=cat, **sc.serving.kwargs(),
+            )  # fmt: skip
+            cap = max_rate(rep, sc.workload, sc.slo, rng=np.random.default_rng(0))
+            k = math.ceil(need / cap.max_rate_rps - 1e-9) if cap.max_rate_rps > 0 else None
+            if k is None:
+                continue
+            usd = k * r["gpus_per_replica"] * r["usd_per_gpu_hour"]
+            ref.append((usd, k * r["gpus_per_replica"], _key(r), r))
+        t_ref = time.perf_counter() - t
+        ref.sort(key=lambda x: (x[0], x[1]))
+        ref_top = [x[2] for x in ref[:top]]
+        bb_top = [_key(r) for r in bb.recommendations[:top]]
+        ex_top = [_key(r) for r in ex.recommendations[:top]]
+        w_bb = bb.recommendations[0]
+        usd_ref = ref[0][0]
+        print(f"\n{path}")
+        print(
+            f"  branch and bound {t_bb:.1f} s; exhaustive k-search {t_ex:.1f} s over "
+            f"{len(ex.recommendations)} feasible options; max_rate bisection sweep {t_ref:.1f} s"
+        )
+        print(f"  top-1 same as exhaustive k-search: {bb_top[0] == ex_top[0]}")
+        print(f"  top-1 same as bisection sweep: {bb_top[0] == ref_top[0]} ({ref_top[0]})")
+        same_cost = [x[2] for x in ref if abs(x[0] - usd_ref) < 1e-9]
+        print(f"  top-1 among the bisection sweep's cheapest (ties): {bb_top[0] in same_cost}")
+        print(
+            f"  top-{top} overlap with the bisection sweep: {len(set(bb_top) & set(ref_top))}/{top}"
+        )
+        print(
+            f"  winner $/h {w_bb['usd_per_hour']:.2f} vs sweep {usd_ref:.2f} "
+            f"({(w_bb['usd_per_hour'] / usd_ref - 1) * 100:+.2f}%)"
+        )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--agreement", action="store_true")
+    ap.add_argument("--top", type=int, default=5)
+    a = ap.parse_args()
+    speed(a.repeats)
+    if a.agreement:
+        agreement(a.top)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
