@@ -110,6 +110,7 @@ gpu = cat.gpu(s.gpu)
 
 # a GPU whose memory no source gives: say so instead of an empty page
 if gpu.memory_gb is None:
+    st.sidebar.error(f"{gpu.id}: memory size not in the catalog")
     st.error(
         f"**{gpu.name}** (`{gpu.id}`): memory size not in the catalog, so the memory plan "
         "cannot be computed."
@@ -125,7 +126,8 @@ if gpu.memory_gb is None:
 
 plan = w.memory_plan(key, s)
 if "error" in plan:
-    st.error(plan["error"])
+    st.sidebar.error(plan["error"])  # next to the widgets that caused it
+    st.error(f"Cannot plan this deployment: {plan['error']}")
     w.definitions_expander()
     st.stop()
 

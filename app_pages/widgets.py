@@ -176,6 +176,7 @@ def setup_sidebar(cat: Catalog) -> Setup:
             kv_opts,
             index=0,
             key=f"kv_{prec_id}",  # options depend on the precision
+            bind="query-params",
             help=f"options with {prec_id}: {', '.join(kv_opts)}",
         )
         fw_choice = st.selectbox(
@@ -221,6 +222,7 @@ def setup_sidebar(cat: Catalog) -> Setup:
             util_default,
             0.01,
             key=f"util_{fw_choice}",  # the default follows the framework
+            bind="query-params",
             help="fraction of GPU memory the engine may use"
             + (
                 f" ({fw.id}: of the memory left after weights and activations)"

@@ -196,12 +196,13 @@ def test_memory_gpu_without_memory_size_says_so():
     assert not at.metric
 
 
-def test_memory_bad_layout_is_an_inline_error():
-    # 64 query heads / 8 KV heads: tp=32 does not divide the KV heads of llama-3.1-70b? planner
-    # decides; whatever it says is shown as a message, never a traceback
-    at = _app(tp="32", pp="8")
+def test_memory_unsupported_precision_is_an_inline_error():
+    at = _app(model="llama-3.1-8b", gpu="amd-mi300x", precision="int4-awq", tp="1")
     _no_exception(at)
-    assert at.error or at.metric
+    msg = "precision int4-awq is not supported on amd-mi300x"
+    assert any(msg in e.value for e in at.sidebar.error)  # next to the widgets
+    assert any(msg in e.value for e in at.main.error)
+    assert not at.metric and not _charts(at)
 
 
 # --------------------------------------------------------------------------- catalog page
