@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Responsiveness of the Streamlit app (issue 9 targets: first load <= 3 s, re-render after a
+widget change <= 200 ms on the Memory page).
+
+Measures
+* browser (Playwright + Debian's chromium, ``streamlit run app.py`` on 127.0.0.1):
+  - cold first load: a freshly started server, first page load until the first chart is drawn;
+  - warm first load: a new browser session each time, same server (median);
+  - re-render: change the context number input, until the page shows the new value's
+    results (median over distinct, uncached values);
+* ``streamlit.testing`` AppTest (no browser): script re-run after a widget change, uncached
+  and cached (median).
+
+Usage::
+
+    python scripts/bench_app.py [--runs 7] [--no-browser]
+
+Prints one line per number (seconds / milliseconds as labelled).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+CHART = ".vega-embed canvas, .vega-embed svg"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(port: int) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
+                return proc
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("streamlit did not become healthy within 60 s")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def bench_browser(runs: int) -> None:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        print("browser: skipped (pip install playwright)")
+        return
+    exe = "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium")
+    if not exe:
+        print("browser: skipped (chromium not installed)")
+        return
+    port = _free_port()
+    proc = _start(port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
+
+            cached_ctx = browser.new_context(viewport={"width": 1400, "height": 1200})
+
+            def load(fresh: bool) -> tuple[float, object]:
+                """Open the app in a new session; fresh: a new browser profile (empty cache)."""
+                page = (
+                    browser.new_page(viewport={"width": 1400, "height": 1200})
+                    if fresh
+                    else cached_ctx.new_page()
+                )
+                t0 = time.perf_counter()
+                page.goto(url, wait_until="commit")
+                page.wait_for_selector(CHART, timeout=30_000)
+                return time.perf_counter() - t0, page
+
+            cold, page = load(fresh=True)
+            page.close()
+            warm_fresh, warm_cached = [], []
+            for _ in range(runs):
+                t, page = load(fresh=True)
+                warm_fresh.append(t)
+                page.close()
+            for _ in range(runs + 1):  # the first fills the browser cache
+                t, page = load(fresh=False)
+                warm_cached.append(t)
+                if _ < runs:
+                    page.close()
+            warm_cached = warm_cached[1:]
+            page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached")
+            ctx = page.locator('input[aria-label="Context per sequence [tokens]"]')
+            rerender = []
+            for i in range(runs):
+                value = 8192 + 16 * (i + 1)  # distinct: no cache hit
+                ctx.fill(str(value))
+                t0 = time.perf_counter()
+                ctx.press("Enter")
+                page.wait_for_function(
+                    "v => document.body.innerText.includes(v + ' tokens each')",
+                    arg=f"{value:,}",
+                    timeout=30_000,
+                )
+                rerender.append(time.perf_counter() - t0)
+            browser.close()
+    finally:
+        _stop(proc)
+    print(f"browser first load, new server + empty browser cache  {cold:.2f} s")
+    print(
+        f"browser first load, running server, empty browser cache, median of {runs}  "
+        f"{statistics.median(warm_fresh):.2f} s"
+    )
+    print(
+        f"browser first load, running server, cached static files, median of {runs}  "
+        f"{statistics.median(warm_cached):.2f} s"
+    )
+    print(
+        f"browser re-render after a context change, median of {runs}  "
+        f"{statistics.median(rerender) * 1e3:.0f} ms"
+    )
+
+
+def bench_apptest(runs: int) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    t0 = time.perf_counter()
+    at.run()
+    first = time.perf_counter() - t0
+    uncached, cached = [], []
+    for i in range(runs):
+        t0 = time.perf_counter()
+        at.number_input(key="context").set_value(4096 + 32 * (i + 1)).run()
+        uncached.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        at.number_input(key="context").set_value(8192).run()
+        cached.append(time.perf_counter() - t0)
+    assert not at.exception, at.exception
+    print(f"AppTest first run (catalog load, in-process)      {first * 1e3:.0f} ms")
+    print(
+        f"AppTest re-run after a change, uncached, median   {statistics.median(uncached) * 1e3:.0f} ms"
+    )
+    print(
+        f"AppTest re-run after a change, cached, median     {statistics.median(cached) * 1e3:.0f} ms"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--no-browser", action="store_true")
+    args = ap.parse_args()
+    bench_apptest(args.runs)
+    if not args.no_browser:
+        bench_browser(args.runs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,328 @@
+"""Every app page through ``streamlit.testing`` (no browser): values shown equal planner's.
+
+Expected numbers are computed through ``planner`` in the test; one is also checked by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+pytest.importorskip("streamlit.testing.v1")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from planner import (  # noqa: E402
+    decode_step,
+    load_catalog,
+    plan_memory,
+    predict_file,
+    resolve_efficiency,
+    step_model,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "app.py")
+TIMEOUT = 60
+
+
+def _app(**query: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    for k, v in query.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def _metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def _num(text: str) -> float:
+    return float(re.sub(r"[^0-9.\-]", "", text))
+
+
+def _charts(at: AppTest) -> list[tuple[dict, list[pd.DataFrame]]]:
+    """(spec, datasets) of every altair chart on the page."""
+    out = []
+    for el in at.get("vega_lite_chart"):
+        frames = [pa.ipc.open_stream(d.data.data).read_pandas() for d in el.proto.datasets]
+        out.append((json.loads(el.proto.spec), frames))
+    return out
+
+
+def _no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+# --------------------------------------------------------------------------- memory page
+def test_memory_default_view_matches_planner():
+    at = _app()
+    _no_exception(at)
+    s = {sb.key: sb.value for sb in at.selectbox}
+    assert (s["model"], s["gpu"], s["precision"], s["framework"], s["tp"]) == (
+        "llama-3.1-70b",
+        "nvidia-h100-sxm",
+        "fp8",
+        "vllm",
+        2,
+    )
+    util = at.slider[0].value
+    plan = plan_memory(
+        "llama-3.1-70b",
+        "nvidia-h100-sxm",
+        "fp8",
+        tp=2,
+        context_len=8192,
+        framework="vllm",
+        memory_utilization=util,
+    )
+    m = _metrics(at)
+    assert int(_num(m["Max concurrent sequences"])) == plan.max_concurrent_sequences
+    assert m["Weights per GPU"] == f"{plan.weight_bytes_per_gpu / 1e9:.1f} GB"
+    assert any(plan.reason in x.value and "fits:" in x.value for x in at.success)
+
+
+def test_memory_readme_example_25_sequences_and_hand_checked_kv():
+    """README: llama-3.1-70b fp8 on 2 x H100 SXM, 8k context, no framework (0.9) -> 25."""
+    at = _app()
+    at.selectbox(key="framework").select("(none)").run()
+    _no_exception(at)
+    assert at.slider[0].value == pytest.approx(0.9)
+    plan = plan_memory("llama-3.1-70b", "nvidia-h100-sxm", "fp8", tp=2, context_len=8192)
+    m = _metrics(at)
+    assert plan.max_concurrent_sequences == 25
+    assert m["Max concurrent sequences"] == "25"
+    # by hand: 80 layers x 2 (K, V) x 8 KV heads / TP 2 x 128 head_dim x 2 bytes (bf16 KV)
+    assert 80 * 2 * (8 // 2) * 128 * 2 == 163_840
+    assert m["KV cache per token"] == "163.8 kB"
+
+
+def test_memory_curve_stops_at_the_memory_limit():
+    at = _app()
+    _no_exception(at)
+    limit = int(_num(_metrics(at)["Max concurrent sequences"]))
+    charts = _charts(at)
+    assert len(charts) == 3  # memory bar, decode time, tokens/s
+    for spec, frames in charts[1:]:
+        curve = max(frames, key=len)
+        assert int(curve["batch"].max()) == limit
+        assert f"memory limit: {limit:,} sequences" in json.dumps(spec) or any(
+            f"memory limit: {limit:,} sequences" in str(f.get("label", "")) for f in frames
+        )
+        enc = spec["layer"][0]["encoding"]
+        for axis in ("x", "y"):
+            assert re.search(r"\[.+\]", enc[axis]["title"]), f"{axis} axis title needs a unit"
+    # the value at the limit is planner's decode step
+    util = at.slider[0].value
+    cat = load_catalog()
+    params, _ = resolve_efficiency("nvidia-h100-sxm", "vllm", "fp8", None, cat)
+    sm = step_model("llama-3.1-70b", "nvidia-h100-sxm", "fp8", None, 2, 1, params, cat)
+    t_ms = float(np.asarray(decode_step(sm, limit, 8192).time_s)) * 1e3
+    shown = _metrics(at)[f"Decode step at batch {limit}"]
+    assert shown == f"{t_ms:.1f} ms"
+    assert util > 0
+
+
+def test_memory_context_change_updates_the_limit_and_the_url():
+    at = _app()
+    at.number_input(key="context").set_value(32768).run()
+    _no_exception(at)
+    plan = plan_memory(
+        "llama-3.1-70b",
+        "nvidia-h100-sxm",
+        "fp8",
+        tp=2,
+        context_len=32768,
+        framework="vllm",
+        memory_utilization=at.slider[0].value,
+    )
+    assert int(_num(_metrics(at)["Max concurrent sequences"])) == plan.max_concurrent_sequences
+    assert plan.max_concurrent_sequences < 27
+
+
+def test_memory_query_params_reproduce_the_view():
+    at = _app(model="llama-3.1-8b", gpu="nvidia-h200-sxm", precision="bf16", tp="1", context="4096")
+    _no_exception(at)
+    assert at.selectbox(key="model").value == "llama-3.1-8b"
+    assert at.selectbox(key="gpu").value == "nvidia-h200-sxm"
+    assert at.selectbox(key="tp").value == 1
+    assert at.number_input(key="context").value == 4096
+    plan = plan_memory(
+        "llama-3.1-8b",
+        "nvidia-h200-sxm",
+        "bf16",
+        tp=1,
+        context_len=4096,
+        framework="vllm",
+        memory_utilization=at.slider[0].value,
+    )
+    assert int(_num(_metrics(at)["Max concurrent sequences"])) == plan.max_concurrent_sequences
+
+
+def test_memory_does_not_fit_shows_reason_and_suggestions_and_no_curve():
+    at = _app(model="llama-3.1-405b", tp="1")
+    _no_exception(at)
+    plan = plan_memory(
+        "llama-3.1-405b",
+        "nvidia-h100-sxm",
+        "fp8",
+        tp=1,
+        context_len=8192,
+        framework="vllm",
+        memory_utilization=at.slider[0].value,
+    )
+    assert not plan.fits
+    assert any(plan.reason in e.value and "does not fit:" in e.value for e in at.error)
+    text = " ".join(md.value for md in at.markdown)
+    for sug in plan.suggestions:
+        assert sug in text
+    assert len(_charts(at)) == 1  # the memory bar only: no decode curve
+    assert not any(label.startswith("Decode step at batch") for label in _metrics(at))
+    assert any("No curve" in i.value for i in at.info)
+
+
+def test_memory_gpu_without_memory_size_says_so():
+    at = _app(gpu="nvidia-h200-nvl")
+    _no_exception(at)
+    gpu = load_catalog().gpu("nvidia-h200-nvl")
+    assert gpu.memory_gb is None
+    assert any("memory size not in the catalog" in e.value for e in at.error)
+    assert any(gpu.source in md.value for md in at.markdown)
+    assert not at.metric
+
+
+def test_memory_unsupported_precision_is_an_inline_error():
+    at = _app(model="llama-3.1-8b", gpu="amd-mi300x", precision="int4-awq", tp="1")
+    _no_exception(at)
+    msg = "precision int4-awq is not supported on amd-mi300x"
+    assert any(msg in e.value for e in at.sidebar.error)  # next to the widgets
+    assert any(msg in e.value for e in at.main.error)
+    assert not at.metric and not _charts(at)
+
+
+# --------------------------------------------------------------------------- catalog page
+def test_catalog_tables_list_every_entry_with_sources():
+    at = _app()
+    at.switch_page("app_pages/catalog.py").run()
+    _no_exception(at)
+    cat = load_catalog()
+    gpus = at.dataframe[0].value
+    assert list(gpus["id"]) == [g.id for g in cat.accelerators]
+    assert {"source", "as_of", "memory_gb"} <= set(gpus.columns)
+    h100 = gpus.set_index("id").loc["nvidia-h100-sxm"]
+    assert h100["memory_gb"] == 80
+    frames = [d.value for d in at.dataframe]
+    assert any(len(f) == len(cat.rental_prices) and "usd_h" in f.columns for f in frames)
+    assert any(len(f) == len(cat.purchase_prices) and "usd" in f.columns for f in frames)
+    assert any(len(f) == len(cat.models) and "params_total_b" in f.columns for f in frames)
+
+
+def test_catalog_custom_gpu_is_validated_and_used_by_memory_page():
+    at = _app()
+    at.switch_page("app_pages/catalog.py").run()
+    # invalid: negative memory -> inline error naming the field, nothing added
+    at.text_input(key="cg_id").input("my-gpu")
+    at.text_input(key="cg_src").input("vendor quote 2026")
+    at.number_input(key="cg_mem").set_value(-5.0)
+    at.button[0].click().run()  # first button: the GPU form's submit
+    _no_exception(at)
+    assert any("memory_gb" in e.value and "greater than 0" in e.value for e in at.error)
+    assert "my-gpu" not in list(at.dataframe[0].value["id"])
+    # valid
+    at.number_input(key="cg_mem").set_value(141.0)
+    at.number_input(key="cg_bw").set_value(4800.0)
+    at.number_input(key="cg_bf16").set_value(989.0)
+    at.number_input(key="cg_fp8").set_value(1979.0)
+    at.button[0].click().run()
+    _no_exception(at)
+    assert "my-gpu" in list(at.dataframe[0].value["id"])
+    assert any("Added GPU `my-gpu`" in s.value for s in at.success)
+    # duplicate id -> inline error
+    at.button[0].click().run()
+    _no_exception(at)
+    assert any("duplicate" in e.value for e in at.error)
+    # the Memory page plans on it, with the same numbers planner gives on a 141 GB card
+    at.switch_page("app_pages/memory.py").run()
+    at.selectbox(key="gpu").select("my-gpu").run()
+    _no_exception(at)
+    ref = plan_memory(
+        "llama-3.1-70b",
+        "nvidia-h200-sxm",  # same memory size and arch as the custom entry
+        "fp8",
+        tp=2,
+        context_len=8192,
+        framework="vllm",
+        memory_utilization=at.slider[0].value,
+    )
+    assert int(_num(_metrics(at)["Max concurrent sequences"])) == ref.max_concurrent_sequences
+
+
+def test_catalog_custom_price_validated():
+    at = _app()
+    at.switch_page("app_pages/catalog.py").run()
+    n_before = len(load_catalog().rental_prices)
+    at.selectbox(key="cp_gpu").select("nvidia-h100-sxm")
+    at.text_input(key="cp_provider").input("my cloud")
+    at.text_input(key="cp_src").input("x")  # too short: source needs >= 3 characters
+    at.number_input(key="cp_usd").set_value(2.5)
+    at.button[1].click().run()
+    _no_exception(at)
+    assert any("source" in e.value for e in at.error)
+    at.text_input(key="cp_src").input("quote from my cloud, 2026-11")
+    at.button[1].click().run()
+    _no_exception(at)
+    rental = next(d.value for d in at.dataframe if "usd_h" in d.value.columns)
+    assert len(rental) == n_before + 1
+    assert rental.iloc[-1]["provider"] == "my cloud"
+    assert rental.iloc[-1]["usd_h"] == pytest.approx(2.5)
+
+
+# --------------------------------------------------------------------------- accuracy page
+def test_accuracy_tables_from_the_report():
+    at = _app()
+    at.switch_page("app_pages/accuracy.py").run()
+    _no_exception(at)
+    frames = [d.value for d in at.dataframe]
+    by_source = next(f for f in frames if "source" in f.columns)
+    text = (ROOT / "docs/accuracy.md").read_text(encoding="utf-8")
+    row = by_source.iloc[0]
+    assert f"| {row['source']} | {int(row['n'])} | {row['mdape_pct']}" in text
+    assert any({"framework", "gpu"} <= set(f.columns) for f in frames)
+
+
+def test_accuracy_scatter_on_demand():
+    at = _app()
+    at.switch_page("app_pages/accuracy.py").run()
+    assert not _charts(at)
+    at.button(key="acc_go").click().run()
+    _no_exception(at)
+    at.selectbox(key="acc_metric").select("decode_step_s [s]").run()
+    _no_exception(at)
+    rows, _ = predict_file(ROOT / "data/benchmarks/pytorch_h200.csv")
+    n_decode = sum(
+        1
+        for r in rows
+        if r["metric"] == "decode_step_s" and r["predicted"] not in ("", None) and r["unit"] == "s"
+    )
+    assert any(f"{n_decode:,} rows" in c.value for c in at.caption)
+    spec, frames = _charts(at)[0]
+    pts = max(frames, key=len)
+    assert len(pts) == n_decode
+    s = json.dumps(spec)
+    assert '"type": "log"' in s and "measured [s]" in s and "predicted [s]" in s
+
+
+# --------------------------------------------------------------------------- definitions
+def test_definitions_page():
+    at = _app()
+    at.switch_page("app_pages/definitions.py").run()
+    _no_exception(at)
+    text = " ".join(md.value for md in at.markdown)
+    assert "TTFT" in text and "includes queueing" in text
+    assert "TPOT" in text and "excludes the first token" in text
+    assert "Goodput" in text and "ITL" in text and "E2E" in text

@@ -1,0 +1,252 @@
+"""The app in a real browser: ``streamlit run app.py`` on 127.0.0.1, driven by Playwright
+with Debian's chromium (``/usr/bin/chromium``; Playwright's own browser download is never used).
+
+Skips (with the reason) only when chromium or the playwright package is missing; ``.ci/run``
+installs chromium. Screenshots go to a temporary folder, or to ``$APP_SHOTS_DIR`` if set.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from planner import plan_memory
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+WAIT_MS = 20_000
+
+
+def _chromium() -> str:
+    path = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
+    if not path:
+        pytest.skip(
+            "chromium not installed (apt-get install chromium; .ci/run does this): "
+            "browser test skipped"
+        )
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int, timeout_s: float = 60.0) -> subprocess.Popen:
+    """``streamlit run app.py`` headless on 127.0.0.1:port; returns once /_stcore/health is ok."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+            raise RuntimeError(f"streamlit exited with {proc.returncode}:\n{out[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc
+        except OSError:
+            time.sleep(0.2)
+    stop_server(proc)
+    raise RuntimeError(f"streamlit did not become healthy within {timeout_s:.0f} s")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    if proc.stdout:
+        proc.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def server():
+    pytest.importorskip(
+        "playwright.sync_api", reason="playwright not installed: pip install playwright"
+    )
+    _chromium()
+    port = _free_port()
+    proc = start_server(port)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_server(proc)
+
+
+@pytest.fixture()
+def shots(tmp_path) -> Path:
+    d = Path(os.environ.get("APP_SHOTS_DIR") or tmp_path / "shots")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
+    exe = _chromium()
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+# --------------------------------------------------------------------------- helpers
+def metric_value(page, label: str) -> str:
+    m = page.locator('[data-testid="stMetric"]').filter(has_text=label).first
+    return m.locator('[data-testid="stMetricValue"]').inner_text().strip()
+
+
+def wait_metric(page, label: str, expected: str) -> None:
+    deadline = time.monotonic() + WAIT_MS / 1000
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = metric_value(page, label)
+        except Exception:  # element re-rendering
+            last = None
+        if last == expected:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"metric {label!r}: expected {expected!r}, last seen {last!r}")
+
+
+def wait_idle(page) -> None:
+    """Until Streamlit's 'running' indicator is gone and charts are drawn."""
+    page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=WAIT_MS)
+    page.wait_for_selector(".vega-embed canvas, .vega-embed svg", timeout=WAIT_MS)
+
+
+def pick(page, label: str, option: str) -> None:
+    box = page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first
+    box.locator("input").click()
+    box.locator("input").fill(option)
+    page.locator('[role="option"]').filter(has_text=option).first.click()
+
+
+def expected_max_seqs(**kw) -> str:
+    plan = plan_memory(
+        kw.get("model", "llama-3.1-70b"),
+        kw.get("gpu", "nvidia-h100-sxm"),
+        kw.get("precision", "fp8"),
+        tp=kw.get("tp", 2),
+        context_len=kw.get("context", 8192),
+        framework="vllm",
+        memory_utilization=0.92,  # vllm's default, the slider's initial value
+    )
+    return f"{plan.max_concurrent_sequences:,}"
+
+
+# --------------------------------------------------------------------------- tests
+def test_memory_page_in_a_browser(server, browser, shots):
+    page = browser.new_page(viewport={"width": 1500, "height": 1700})
+    try:
+        page.goto(server, wait_until="domcontentloaded", timeout=WAIT_MS)
+        page.wait_for_selector('[data-testid="stMetric"]', timeout=WAIT_MS)
+        wait_idle(page)
+        wait_metric(page, "Max concurrent sequences", expected_max_seqs())
+        page.screenshot(path=str(shots / "memory_default.png"), full_page=True)
+        charts = page.locator(".vega-embed")
+        assert charts.count() == 3
+        before = charts.nth(1).screenshot()
+
+        # number input: context 8192 -> 32768
+        ctx = page.locator('input[aria-label="Context per sequence [tokens]"]')
+        ctx.fill("32768")
+        ctx.press("Enter")
+        wait_metric(page, "Max concurrent sequences", expected_max_seqs(context=32768))
+        wait_idle(page)
+        time.sleep(0.5)  # let vega finish drawing the new data
+        after = page.locator(".vega-embed").nth(1).screenshot()
+        assert after != before, "the decode chart did not change with the context"
+        assert "context=32768" in page.url
+        page.screenshot(path=str(shots / "memory_context_32k.png"), full_page=True)
+
+        # selectbox: GPU -> H200 SXM
+        pick(page, "GPU", "nvidia-h200-sxm")
+        wait_metric(
+            page,
+            "Max concurrent sequences",
+            expected_max_seqs(gpu="nvidia-h200-sxm", context=32768),
+        )
+        assert "gpu=nvidia-h200-sxm" in page.url
+        wait_idle(page)
+        page.screenshot(path=str(shots / "memory_h200.png"), full_page=True)
+
+        # does not fit: the reason and suggestions, no decode curve
+        pick(page, "Model", "llama-3.1-405b")
+        page.get_by_text("does not fit:", exact=False).first.wait_for(timeout=WAIT_MS)
+        page.get_by_text("What would fit", exact=False).first.wait_for(timeout=WAIT_MS)
+        page.get_by_text("No curve", exact=False).first.wait_for(timeout=WAIT_MS)
+        page.screenshot(path=str(shots / "memory_does_not_fit.png"), full_page=True)
+
+        # unknown memory size: a message, not an empty page
+        pick(page, "GPU", "nvidia-h200-nvl")
+        page.get_by_text("memory size not in the catalog", exact=False).first.wait_for(
+            timeout=WAIT_MS
+        )
+        page.screenshot(path=str(shots / "memory_unknown_gpu.png"), full_page=True)
+        assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        page.close()
+
+
+def test_other_pages_in_a_browser(server, browser, shots):
+    page = browser.new_page(viewport={"width": 1500, "height": 1700})
+    try:
+        page.goto(f"{server}/catalog", wait_until="domcontentloaded", timeout=WAIT_MS)
+        page.wait_for_selector('[data-testid="stDataFrame"]', timeout=WAIT_MS)
+        page.screenshot(path=str(shots / "catalog.png"), full_page=True)
+        page.goto(f"{server}/accuracy", wait_until="domcontentloaded", timeout=WAIT_MS)
+        page.wait_for_selector('[data-testid="stDataFrame"]', timeout=WAIT_MS)
+        page.get_by_role("tab", name="Predicted vs measured (chart)").click()
+        page.get_by_role("button", name="Compute predictions").click()
+        page.wait_for_selector(".vega-embed canvas, .vega-embed svg", timeout=60_000)
+        page.get_by_text("grey band", exact=False).first.wait_for(timeout=WAIT_MS)
+        page.screenshot(path=str(shots / "accuracy_scatter.png"), full_page=True)
+        page.goto(f"{server}/definitions", wait_until="domcontentloaded", timeout=WAIT_MS)
+        page.get_by_text("includes queueing", exact=False).first.wait_for(timeout=WAIT_MS)
+        assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        page.close()
