@@ -243,3 +243,29 @@ def test_cli_prices(capsys):
     assert main(["prices", "--gpu", "h100", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows and all(r["gpu"] == "nvidia-h100-sxm" and r["source"] for r in rows)
+
+
+def test_compare_gpus_gives_the_best_of_each_gpu_and_why_others_fail():
+    from planner.recommend import compare_gpus
+
+    out = compare_gpus(
+        "llama-3.1-8b",
+        CHAT,
+        SLO_CHAT,
+        catalog=CAT,
+        gpus=("nvidia-h100-sxm", "nvidia-a100-80gb-sxm", "nvidia-a10g"),
+        frameworks=("vllm",),
+        precisions=("bf16",),
+        tps=(1,),
+        n_requests=400,
+    )
+    assert {r["gpu"] for r in out["rows"]} == {"nvidia-h100-sxm", "nvidia-a100-80gb-sxm"}
+    for r in out["rows"]:
+        # tokens/s per GPU from the bisected capacity: rate x mean answer / GPUs per replica
+        assert r["output_tok_s_per_gpu"] == pytest.approx(
+            r["max_rate_per_replica"] * CHAT.mean_output_tokens() / r["gpus_per_replica"]
+        )
+        lo, hi = r["max_rate_bracket_rps"]
+        assert lo <= r["max_rate_per_replica"] <= hi
+    (u,) = out["unanswered"]
+    assert u["gpu"] == "nvidia-a10g" and u["stage"] == "price"

@@ -9,6 +9,7 @@ vs P99 latency, and every rejected option with its reason.
 
 from __future__ import annotations
 
+from .compare import compare_gpus
 from .options import DEFAULT_TPS, MAX_TP_PER_NODE, Option, Rejection, enumerate_options
 from .search import OBJECTIVES, Recommendation, recommend
 
@@ -19,6 +20,7 @@ __all__ = [
     "Option",
     "Recommendation",
     "Rejection",
+    "compare_gpus",
     "enumerate_options",
     "recommend",
 ]

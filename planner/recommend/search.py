@@ -156,6 +156,7 @@ def recommend(
     seed: int = 0,
     exhaustive: bool = False,
     refine: bool = False,
+    per_gpu: bool = False,
 ) -> Recommendation:
     """Rank every deployment of ``model`` that serves ``workload`` within ``slo``.
 
@@ -182,6 +183,8 @@ def recommend(
     exhaustive : simulate every feasible option (no pruning; for validation)
     refine : bisect each recommendation's maximum rate per replica to 3 % (more
         simulations); otherwise it is bracketed by the replica count
+    per_gpu : rank within each GPU: the best ``top_n`` options of every GPU (the
+        procurement comparison; pruning only within a GPU)
 
     Returns
     -------
@@ -392,24 +395,35 @@ def recommend(
     pruned = 0
     learned = RatioBook()
 
-    def nth_best() -> float:
-        vals = sorted(s.value for s in done if s.value is not None)
+    def group(opt: Option) -> str | None:
+        return opt.gpu.id if per_gpu else None
+
+    def nth_best(g: str | None = None) -> float:
+        vals = sorted(s.value for s in done if s.value is not None and group(s.opt) == g)
         return vals[top_n - 1] if len(vals) >= top_n else math.inf
+
+    def prune(key2: float, stage2: int, it2: Any, best: float) -> None:
+        opt2 = it2 if stage2 == 0 else it2.opt
+        why = (
+            _prune_reason(it2, objective, best, top_n)
+            if stage2 >= 1
+            else f"cannot beat the top {top_n} (not simulated): one replica alone "
+            f"({opt2.gpus_per_replica} GPUs) already has {_value_text(key2, objective)}; "
+            f"#{top_n} has {_value_text(best, objective)}"
+        )
+        rejected.append(Rejection.of(opt2, "pruned", why))
 
     while heap:
         key, stage, _, item = heapq.heappop(heap)
-        best = nth_best()
+        g = group(item if stage == 0 else item.opt)
+        best = nth_best(g)
         if not exhaustive and key >= best * (1 - 1e-9):
-            for key2, stage2, _, it2 in [(key, stage, 0, item), *heap]:
-                opt2 = it2 if stage2 == 0 else it2.opt
-                why = (
-                    _prune_reason(it2, objective, best, top_n)
-                    if stage2 >= 1
-                    else f"cannot beat the top {top_n} (not simulated): one replica alone "
-                    f"({opt2.gpus_per_replica} GPUs) already has {_value_text(key2, objective)}; "
-                    f"#{top_n} has {_value_text(best, objective)}"
-                )
-                rejected.append(Rejection.of(opt2, "pruned", why))
+            pruned += 1
+            prune(key, stage, item, best)
+            if per_gpu:
+                continue  # other GPUs' options may still be open
+            for key2, stage2, _, it2 in heap:  # the heap is ordered: nothing left can win
+                prune(key2, stage2, it2, best)
                 pruned += 1
             break
         if stage == 0:
@@ -437,8 +451,9 @@ def recommend(
         # an option that needs more replicas than the N-th best's cost allows cannot win
         p = _price(s)
         k_cap = None
-        if objective == "cost" and p and math.isfinite(nth_best()) and not exhaustive:
-            k_cap = max(s.k_lb, int(nth_best() / (s.opt.gpus_per_replica * p) + 1e-9))
+        best = nth_best(group(s.opt))
+        if objective == "cost" and p and math.isfinite(best) and not exhaustive:
+            k_cap = max(s.k_lb, int(best / (s.opt.gpus_per_replica * p) + 1e-9))
         r = evaluate(s, cache, slo, need, n_requests, max_total_gpus, k_start, k_cap)
         if isinstance(r, Rejection):
             rejected.append(r)
@@ -454,7 +469,15 @@ def recommend(
             continue
         done.append(s)
     done.sort(key=lambda s: (s.value, s.replicas * s.opt.gpus_per_replica, -_bracket(s, need)[1]))
-    top = done[:top_n]
+    if per_gpu:  # the best top_n of every GPU, GPUs in order of their best
+        seen: dict[str, int] = {}
+        top = []
+        for s in done:
+            if seen.get(s.opt.gpu.id, 0) < top_n:
+                seen[s.opt.gpu.id] = seen.get(s.opt.gpu.id, 0) + 1
+                top.append(s)
+    else:
+        top = done[:top_n]
     for s in top:
         finish(s, cache, slo, need, peak, hourly, mean_in, mean_out, headroom, ownership, refine)
     recs = [s.result for s in top]
@@ -480,6 +503,11 @@ def recommend(
     }
     if not recs:
         raise PlannerError(nothing_meets(rejected, slo))
+    if per_gpu:
+        why = f"best option of each of {len({r['gpu'] for r in recs})} GPUs that meet the SLOs"
+        return Recommendation(
+            objective, recs, [r.as_dict() for r in rejected], front, why, summary, assumptions
+        )
     why = why_winner(top, objective, rejected)
     rejected_d = [r.as_dict() for r in rejected]
     return Recommendation(objective, recs, rejected_d, front, why, summary, assumptions)
