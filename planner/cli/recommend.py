@@ -11,6 +11,7 @@ import math
 import sys
 from typing import Any
 
+from planner.cli._common import parse_length
 from planner.errors import PlannerError
 
 RECOMMEND_EXAMPLE = """\
@@ -85,35 +86,6 @@ def _price_override(text: str) -> tuple[str, float]:
     """``GPU=USD`` or a bare ``USD`` (then for every GPU)."""
     gpu, _, value = text.rpartition("=")
     return gpu.strip() or "*", _pos_float(value)
-
-
-def parse_length(text: str, flag: str) -> dict[str, Any]:
-    """A length distribution from the CLI syntax (see ``planner recommend --help``)."""
-    t = text.strip()
-    try:
-        n = float(t)
-    except ValueError:
-        n = None
-    if n is not None:
-        if not (n >= 1 and n == int(n)):
-            raise PlannerError(f"{flag} {text}: a fixed length must be a whole number >= 1")
-        return {"kind": "fixed", "tokens": int(n)}
-    kind, _, rest = t.partition(":")
-    if not rest:
-        raise PlannerError(
-            f"{flag} {text!r}: expected a number of tokens or KIND:key=value,... "
-            "(e.g. lognormal:mean=800,p90=2000; see 'planner recommend --help')"
-        )
-    out: dict[str, Any] = {"kind": kind.strip().lower()}
-    for part in rest.split(","):
-        key, eq, val = part.partition("=")
-        if not eq:
-            raise PlannerError(f"{flag} {text!r}: '{part}' is not key=value")
-        try:
-            out[key.strip()] = float(val)
-        except ValueError:
-            raise PlannerError(f"{flag} {text!r}: {key.strip()}={val!r} is not a number") from None
-    return out
 
 
 # --------------------------------------------------------------------------- register

@@ -94,6 +94,29 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="engine: token budget per iteration (chunked-prefill size)",
     )
     d.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    w = p.add_argument_group("workload overrides (default: the scenario's)")
+    w.add_argument(
+        "--peak-rps", type=_positive_float, default=None, help="peak arrival rate [req/s]"
+    )
+    w.add_argument(
+        "--input-tokens", default=None, help="prompt length: N or KIND:key=value,... (see README)"
+    )
+    w.add_argument(
+        "--output-tokens", default=None, help="answer length: N or KIND:key=value,... (see README)"
+    )
+    w.add_argument(
+        "--fit-percentile",
+        type=_positive_float,
+        default=None,
+        help="percentile of prompt + answer that must fit one replica (default: the scenario's "
+        "constraints.fit_percentile, 99); longer requests are truncated and counted",
+    )
+    w.add_argument(
+        "--allow-truncation",
+        action="store_true",
+        help="simulate even when requests at that percentile exceed the context limit "
+        "(they are cut to it; the count is shown as truncated_requests)",
+    )
 
 
 def register(subparsers: Any) -> None:
@@ -124,8 +147,9 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--replicas",
         type=_positive_int,
-        default=1,
-        help="split the scenario's peak evenly over this many replicas (default 1)",
+        default=None,
+        help="split the scenario's peak evenly over this many replicas (default: the count "
+        "'planner capacity' finds for the peak, its SLO and headroom)",
     )
     p.add_argument(
         "--concurrency",
@@ -192,7 +216,7 @@ def _context(args: argparse.Namespace):
     if args.data_dir and not os.path.isdir(args.data_dir):
         raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
     cat = load_catalog(args.data_dir)
-    sc = load_scenario(args.scenario)
+    sc = _with_overrides(load_scenario(args.scenario), args)
     dep = sc.resolve_deployment(
         args.gpu, args.framework, args.precision, args.tp, args.pp, args.kv_precision
     )
@@ -211,6 +235,34 @@ def _context(args: argparse.Namespace):
         max_num_batched_tokens=args.max_num_batched_tokens,
     )
     return sc, rep, cat, prov
+
+
+def _with_overrides(sc, args: argparse.Namespace):
+    """The scenario with the command line's traffic and length flags applied."""
+    if args.peak_rps is None and args.input_tokens is None and args.output_tokens is None:
+        return sc
+    from planner.cli._common import parse_length
+    from planner.scenario import scenario_from_dict
+
+    d = sc.model_dump(exclude_none=True)
+    wl = d["workload"]
+    if args.peak_rps is not None:
+        tr = wl.setdefault("traffic", {})
+        tr["peak_rps"] = args.peak_rps
+        if (tr.get("mean_rps") or 0) > args.peak_rps:
+            tr["mean_rps"] = args.peak_rps
+            tr.pop("daily_profile", None)
+    if args.input_tokens is not None:
+        wl["input_tokens"] = parse_length(args.input_tokens, "--input-tokens")
+    if args.output_tokens is not None:
+        wl["output_tokens"] = parse_length(args.output_tokens, "--output-tokens")
+    return scenario_from_dict(d, where=args.scenario)
+
+
+def _fit_percentile(sc, args: argparse.Namespace) -> float | None:
+    if args.allow_truncation:
+        return None
+    return args.fit_percentile if args.fit_percentile is not None else sc.constraints.fit_percentile
 
 
 def _resolve_params(
@@ -259,12 +311,28 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from planner.serving import simulate, steady_state
+    from planner.serving import check_workload_fits, max_rate, simulate, size_fleet, steady_state
 
     sc, rep, _cat, prov = _context(args)
     wl = sc.workload
-    rate = args.rate if args.rate is not None else wl.traffic.peak() / args.replicas
+    check_workload_fits(rep, wl, _fit_percentile(sc, args))
     offline = args.offline or wl.offline
+    replicas, replicas_from = args.replicas, "--replicas"
+    if replicas is None and args.rate is None and not offline and not args.concurrency:
+        # as many replicas as 'planner capacity' sizes for the peak (with headroom)
+        cap = max_rate(rep, wl, sc.slo, rng=np.random.default_rng(args.seed), fit_percentile=None)
+        if cap.max_rate_rps > 0:
+            replicas = size_fleet(
+                cap.max_rate_rps, wl.traffic.peak(), headroom=sc.constraints.headroom
+            )["replicas"]
+            replicas_from = (
+                f"capacity search: {cap.max_rate_rps:.3g} req/s per replica within the SLO, "
+                f"headroom {sc.constraints.headroom:g}"
+            )
+        else:
+            replicas_from = "1 (no rate meets the SLO on this replica; see planner capacity)"
+    replicas = replicas or 1
+    rate = args.rate if args.rate is not None else wl.traffic.peak() / replicas
     if not offline and not args.concurrency and not (math.isfinite(rate) and rate > 0):
         raise PlannerError(
             f"arrival rate {rate:g} req/s is not a finite number > 0; set the scenario's "
@@ -294,6 +362,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         "params": prov,
         "mode": mode + (", static batching" if res.mode == "static" else ""),
         "rate_rps": None if (offline or args.concurrency) else rate,
+        "replicas": None if args.rate is not None else replicas,
+        "replicas_from": None if args.rate is not None else replicas_from,
         "requests": s["requests"],
         "slo": sc.slo.describe(),
         "slo_ok": s.get("slo_ok"),
@@ -313,8 +383,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         "preemptions": s["preemptions"],
         "duration_s": s["duration_s"],
     }
-    if s.get("truncated_requests"):
-        head["truncated_requests"] = s["truncated_requests"]
+    head["truncated_requests"] = int(s.get("truncated_requests", 0))
     table = res.percentile_table(warmup_frac=args.warmup)
     if args.format == "json":
         _emit(
@@ -326,7 +395,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             "json",
         )
     elif args.format == "csv":
-        _emit([_clean(r) for r in table], "csv")
+        trunc = head["truncated_requests"]
+        _emit([{**_clean(r), "truncated_requests": trunc} for r in table], "csv")
     else:
         _print_blocks(
             [("", _clean(head)), ("latency percentiles", [_clean(r) for r in table])], "table"
@@ -342,7 +412,15 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     sc, rep, cat, prov = _context(args)
     wl = sc.workload
     headroom = args.headroom if args.headroom is not None else sc.constraints.headroom
-    cap = max_rate(rep, wl, sc.slo, n_requests=args.requests, rng=np.random.default_rng(args.seed))
+    fit = _fit_percentile(sc, args)
+    cap = max_rate(
+        rep,
+        wl,
+        sc.slo,
+        n_requests=args.requests,
+        rng=np.random.default_rng(args.seed),
+        fit_percentile=fit,
+    )
     if not cap.max_rate_rps > 0:
         ev = ", ".join(f"{r:.3g} req/s: {a:.1%}" for r, _, a in cap.evaluations[-3:])
         raise PlannerError(
@@ -384,6 +462,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         "output_tok_s_per_gpu": cap.max_rate_rps * s.get("mean_output_tokens", 0.0) / rep.num_gpus,
         "batch_size_mean": s.get("batch_size_mean"),
         "kv_util_mean": s.get("kv_util_mean"),
+        "truncated_requests": int(s.get("truncated_requests", 0)),
         "zero_load": cap.zero_load,
     }
     curve: list[dict[str, Any]] = []
@@ -424,9 +503,11 @@ def cmd_capacity(args: argparse.Namespace) -> int:
             n_requests=args.requests,
             engine=eng,
             seed=args.seed,
+            fit_percentile=fit,
         )
     if args.format == "csv":
-        _emit([_clean(r) for r in curve], "csv")
+        trunc = out["truncated_requests"]
+        _emit([{**_clean(r), "truncated_requests": trunc} for r in curve], "csv")
         return 0
     if args.format == "json":
         out["curve"] = [_clean(r) for r in curve]

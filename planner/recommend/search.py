@@ -28,7 +28,7 @@ from ..catalog import Catalog, resolve_params
 from ..cost import load_ownership, quote_price
 from ..engine.memory import weight_memory
 from ..errors import MissingDataError, PlannerError
-from ..serving import Replica, build_replica
+from ..serving import Replica, build_replica, check_workload_fits
 from ..workload import SLO, Workload
 from .finish import finish, nothing_meets, pareto_front, why_winner
 from .objective import (
@@ -81,30 +81,6 @@ class Recommendation:
             "rejected": self.rejected,
             "assumptions": self.assumptions,
         }
-
-
-def _fits_workload(rep: Replica, need_tokens: int, pct: float) -> str | None:
-    """Why the p-th percentile request does not fit this replica, or None."""
-    eng = rep.engine
-    if need_tokens <= eng.context_limit_tokens:
-        return None
-    mem = rep.memory
-    kvb = mem.kv_cache_bytes_per_token if mem else float("nan")
-    model_max = rep.sm.model.max_position_embeddings
-    if model_max is not None and need_tokens > model_max:
-        return (
-            f"does not fit: the p{pct:g} request (prompt + answer = {need_tokens:,} tokens) is longer "
-            f"than {rep.sm.model.id}'s context window of {model_max:,} tokens"
-        )
-    return (
-        f"does not fit: the p{pct:g} request (prompt + answer = {need_tokens:,} tokens) needs "
-        f"{need_tokens * kvb / 1e9:.2f} GB of KV cache per GPU but only "
-        f"{eng.kv_capacity_tokens * kvb / 1e9:.2f} GB ({eng.kv_capacity_tokens:,} tokens) is left "
-        f"after {mem.weight_bytes_per_gpu / 1e9:.1f} GB of weights per GPU; more TP, a lower "
-        "precision or fp8 KV would fit"
-        if mem
-        else f"does not fit: the p{pct:g} request needs {need_tokens:,} tokens of KV cache"
-    )
 
 
 def _tpot_floor(rep: Replica, ctx_tokens: float) -> float:
@@ -302,9 +278,10 @@ def recommend(
             return Rejection.of(opt, "missing_data", str(e))
         except PlannerError as e:
             return Rejection.of(opt, "memory", str(e))
-        why = _fits_workload(rep, need_tokens, fit_percentile)
-        if why:
-            return Rejection.of(opt, "memory", why)
+        try:
+            check_workload_fits(rep, workload, fit_percentile)
+        except PlannerError as e:
+            return Rejection.of(opt, "memory", str(e))
         if slo.tpot is not None:
             floor = _tpot_floor(rep, mean_in)
             if floor > slo.tpot.max_s:

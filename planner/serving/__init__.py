@@ -18,7 +18,13 @@ from planner.serving.capacity import (
     unloaded_latency,
 )
 from planner.serving.fleet import size_fleet
-from planner.serving.replica import EngineConfig, Replica, build_replica, check_fits
+from planner.serving.replica import (
+    EngineConfig,
+    Replica,
+    build_replica,
+    check_fits,
+    check_workload_fits,
+)
 from planner.serving.result import SimResult
 from planner.serving.simulate import simulate
 from planner.serving.steady_state import SteadyStateResult, steady_state
@@ -31,6 +37,7 @@ __all__ = [
     "SimResult",
     "build_replica",
     "check_fits",
+    "check_workload_fits",
     "check_reachable",
     "compare_tp",
     "steady_state",

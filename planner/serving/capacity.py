@@ -16,7 +16,7 @@ from planner.engine._scalar import window_pairs
 from planner.errors import PlannerError, require_positive
 from planner.serving._engine import _run_continuous, _run_static
 from planner.serving.fleet import size_fleet
-from planner.serving.replica import Replica, build_replica, check_fits
+from planner.serving.replica import Replica, build_replica, check_fits, check_workload_fits
 from planner.serving.result import SimResult
 from planner.serving.steady_state import steady_state
 from planner.workload.slo import SLO
@@ -157,6 +157,7 @@ def max_rate(
     max_utilization: float = 0.95,
     min_exceedances: float = 50.0,
     max_scored_factor: float = 10.0,
+    fit_percentile: float | None = 99.0,
 ) -> CapacityResult:
     """Largest arrival rate per replica whose SLO attainment meets the target (bisection).
 
@@ -177,15 +178,21 @@ def max_rate(
     so the scored requests never see a ramp-up or a draining engine and an overload shows
     as a growing queue.
 
+    ``fit_percentile``: the prompt + answer length at this percentile must fit the replica
+    (:func:`~planner.serving.replica.check_workload_fits`); longer requests are truncated
+    to the context limit and counted in the summary's ``truncated_requests``. ``None``
+    allows any truncation.
+
     Raises
     ------
     PlannerError
         when a request alone already misses the SLO ("unreachable even at zero load"),
-        or a request does not fit in memory.
+        or the ``fit_percentile`` request does not fit in memory.
     """
     rng = rng if rng is not None else np.random.default_rng(0)
     eng = replica.engine
     require_positive("n_requests", n_requests)
+    check_workload_fits(replica, workload, fit_percentile)
     fp = steady_state(replica, workload, 1.0)
     # The batch reaches steady state only after its longest requests have cycled through:
     # warm up for the E2E of a p99-long answer at saturation, score the requests, and keep
@@ -382,6 +389,7 @@ def compare_tp(
     n_requests: int = 800,
     engine: dict[str, Any] | None = None,
     seed: int = 0,
+    fit_percentile: float | None = 99.0,
 ) -> list[dict[str, Any]]:
     """One big-TP replica against several small ones: capacity per replica and per GPU,
     replicas and GPUs for the peak, and the P99 latencies, for each TP size.
@@ -407,7 +415,12 @@ def compare_tp(
                 **(engine or {}),
             )
             cap = max_rate(
-                rep, workload, slo, n_requests=n_requests, rng=np.random.default_rng(seed)
+                rep,
+                workload,
+                slo,
+                n_requests=n_requests,
+                rng=np.random.default_rng(seed),
+                fit_percentile=fit_percentile,
             )
             fl = size_fleet(
                 cap.max_rate_rps, peak, headroom=headroom, gpus_per_replica=rep.num_gpus

@@ -16,7 +16,7 @@ from planner.catalog.records import Accelerator, Framework, ModelArch, Precision
 from planner.engine.memory import MemoryPlan, plan_memory
 from planner.engine.step import StepModel, step_model
 from planner.errors import PlannerError, require_positive
-from planner.workload.workload import Requests
+from planner.workload.workload import Requests, Workload
 
 
 # =========================================================================== replica
@@ -202,6 +202,52 @@ def build_replica(
         pp=int(pp),
         params_source=params_source,
         assumptions=tuple(assumptions),
+    )
+
+
+def check_workload_fits(
+    replica: Replica, workload: Workload, percentile: float | None = 99.0
+) -> int:
+    """Raise when the ``percentile``-th request (prompt + answer) does not fit one replica.
+
+    A request longer than the engine's context limit (the model's window, cut to what the
+    KV cache holds) would be truncated by the simulation: a deployment that cannot hold the
+    user's requests at the stated percentile is infeasible, never a result. Requests beyond
+    the percentile that do not fit are truncated and counted (``truncated_requests``).
+    ``percentile=None`` skips the check (truncation explicitly allowed).
+
+    Returns
+    -------
+    int
+        the prompt + answer length at that percentile [tokens] (0 when skipped)
+    """
+    if percentile is None:
+        return 0
+    if not 0 < percentile <= 100:
+        raise PlannerError(f"fit percentile must be in (0, 100], got {percentile!r}")
+    q = percentile / 100.0
+    need = int(math.ceil(workload.input_quantile_tokens(q) + workload.output_quantile_tokens(q)))
+    eng = replica.engine
+    if need <= eng.context_limit_tokens:
+        return need
+    mem = replica.memory
+    model_max = replica.sm.model.max_position_embeddings
+    what = f"the p{percentile:g} request (prompt + answer = {need:,} tokens)"
+    if model_max is not None and need > model_max:
+        raise PlannerError(
+            f"does not fit: {what} is longer than {replica.sm.model.id}'s context window of "
+            f"{model_max:,} tokens"
+        )
+    if mem is None:
+        raise PlannerError(
+            f"does not fit: {what} needs more than the {eng.kv_capacity_tokens:,} KV tokens"
+        )
+    kvb = mem.kv_cache_bytes_per_token
+    raise PlannerError(
+        f"does not fit: {what} needs {need * kvb / 1e9:.2f} GB of KV cache per GPU on "
+        f"{replica.label()} but only {eng.kv_capacity_tokens * kvb / 1e9:.2f} GB "
+        f"({eng.kv_capacity_tokens:,} tokens) is left after {mem.weight_bytes_per_gpu / 1e9:.1f} GB "
+        "of weights per GPU; more TP, a lower precision or fp8 KV would fit"
     )
 
 
