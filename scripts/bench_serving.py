@@ -5,11 +5,19 @@ Speed (single process, one core; medians over ``--repeats`` runs):
 
 * ``simulate_100k_s`` -- 100,000 requests of the ``chat`` preset (ShareGPT-shaped, heavy
   tailed) on Llama-3.1-8B / H100 SXM / vLLM / bf16, Poisson at 60 % of the replica's
-  saturation rate. Target: <= 2 s.
+  saturation rate. Target: <= 1 s.
 * ``capacity_search_s`` -- one :func:`planner.serving.capacity.max_rate` for ``examples/chat-8b.yaml``
   with default settings and a binding SLO (TTFT p99 <= 1 s, TPOT p90 <= 15 ms, 99 %
-  attainment), so the bisection runs its full course. Target: <= 1 s.
+  attainment), so the bisection runs its full course. Target: <= 0.3 s.
 * ``capacity_cli_s`` -- the whole ``planner capacity`` computation (search + curve).
+* ``simulate_large_batch_s`` -- 10,000 ``chat`` requests on Llama-3.1-8B / MI300X / SGLang /
+  fp8 (fp8 KV, block size 1, up to 4,096 sequences), Poisson at 90 req/s: the kind of run a
+  recommender repeats many times. ``simulate_overload_s``: the same at 200 req/s (above
+  saturation, ~2,000 sequences in the system).
+* ``kernel_first_call_s`` -- the first simulation of this process (loads the compiled event
+  loop from numba's cache, or compiles it when there is none); ``kernel_first_call_cold_s`` /
+  ``kernel_first_call_warm_s``: the same in a fresh process with an empty / a filled
+  ``NUMBA_CACHE_DIR`` (compile vs. load).
 
 Validation (``--validate``): predicts every serving row (modes offline, rate, server,
 concurrency, static_batch, single_stream) of a benchmark CSV with the simulator and prints
@@ -72,6 +80,9 @@ def bench_speed(repeats: int) -> dict:
     reqs = wl.sample_requests(
         100_000, np.random.default_rng(1), rate, context_limit=rep.engine.context_limit_tokens
     )
+    t = time.perf_counter()
+    simulate(rep, wl, n_requests=200, rate_rps=rate)
+    first_call = time.perf_counter() - t
     sim_t = []
     for _ in range(repeats):
         t = time.perf_counter()
@@ -95,6 +106,17 @@ def bench_speed(repeats: int) -> dict:
         cap_t.append(time.perf_counter() - t)
         throughput_latency_curve(rep_sc, sc.workload, slo=slo)
         cli_t.append(time.perf_counter() - t)
+    rep_l = build_replica("llama-3.1-8b", "amd-mi300x", "fp8", "sglang", kv_precision="fp8")
+    chat = preset("chat")
+    large = {}
+    for key, r_l in (("large_batch", 90.0), ("overload", 200.0)):
+        ts = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            res_l = simulate(rep_l, chat, n_requests=10_000, rate_rps=r_l)
+            ts.append(time.perf_counter() - t)
+        large[f"simulate_{key}_s"] = statistics.median(ts)
+        large[f"simulate_{key}_in_system_mean"] = res_l.in_system_area_s / res_l.duration_s
     return {
         "python": sys.version.split()[0],
         "machine": os.uname().machine,
@@ -110,7 +132,33 @@ def bench_speed(repeats: int) -> dict:
         "capacity_max_rate_rps": cap.max_rate_rps,
         "capacity_limited_by": cap.limited_by,
         "capacity_cli_s": statistics.median(cli_t),
+        **large,
+        "kernel_first_call_s": first_call,
+        **_first_call_cold_warm(),
     }
+
+
+def _first_call_cold_warm() -> dict:
+    """First-simulation time of a fresh process with an empty, then a filled numba cache."""
+    import subprocess
+    import tempfile
+
+    code = (
+        "import time; from planner.serving import build_replica, simulate; "
+        "from planner.workload import preset; "
+        "rep = build_replica('llama-3.1-8b', 'nvidia-h100-sxm', 'bf16', 'vllm'); "
+        "t = time.perf_counter(); simulate(rep, preset('chat'), n_requests=200, rate_rps=5.0); "
+        "print(time.perf_counter() - t)"
+    )
+    out = {}
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, NUMBA_CACHE_DIR=d)
+        for key in ("cold", "warm"):
+            p = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+            )
+            out[f"kernel_first_call_{key}_s"] = float(p.stdout.split()[-1])
+    return out
 
 
 def validate(csv_path: str, params_kind: str, out: str | None) -> list[dict]:

@@ -74,6 +74,16 @@ def test_fleet_needs_capacity():
         size_fleet(0.0, 10.0)
 
 
+def test_fleet_tolerance_never_swallows_a_real_excess():
+    # 1 + 1e-9 replicas' worth of traffic needs 2 (an absolute 1e-9 slack made it 1) ...
+    assert size_fleet(1.0, 1.0, headroom=1e-9)["replicas"] == 2
+    out = size_fleet(1.0, 1.0, headroom=1e-9, hourly_rps=[1.0, 0.5])
+    assert out["gpu_hours_per_day_autoscaled"] == 3.0
+    # ... while rounding noise in an exact multiple does not add one
+    assert size_fleet(0.1, 0.3, headroom=0.0)["replicas"] == 3  # 0.3 / 0.1 = 2.9999999999999996
+    assert size_fleet(0.3, 2.1, headroom=0.0)["replicas"] == 7  # 2.1 / 0.3 = 7.000000000000001
+
+
 @given(
     cap=st.floats(0.05, 500),
     peak=st.floats(0.01, 10_000),

@@ -6,12 +6,19 @@ one step with plain floats, because the simulator's event loop, the analytic ste
 and the calibration fit call them millions of times and numpy's per-call overhead would
 dominate. ``tests/test_engine_step.py::test_scalar_path_equals_vector_path`` checks that
 both forms agree (sliding windows, eager dispatch, pp > 1). Change both or neither.
+
+:func:`step_time_scalar` is the one scalar step-time formula: ``StepModel.step_time`` calls
+it from Python and the compiled event loop (:mod:`planner.serving._kernel`) calls its numba
+twin, so both give bit-identical times. Keep it numba-compilable (plain float arithmetic,
+no attribute access); the loop's cache is invalidated when this file changes (see
+:func:`planner.serving._kernel.kernel`).
 """
 
 from __future__ import annotations
 
 #: exponent of the smooth maximum between GPU time and eager CPU dispatch time: kernels
-#: overlap with dispatch, but not perfectly near the crossover
+#: overlap with dispatch, but not perfectly near the crossover (a coefficient of
+#: :func:`step_time_scalar`, so that compiled code calls pow() exactly as the interpreter)
 EAGER_K = 4.0
 
 
@@ -25,64 +32,66 @@ def window_pairs(pos: int, n: int, w: float) -> float:
     return i_cap * pos + i_cap * (i_cap + 1) / 2 + (n - i_cap) * w
 
 
-def step_time(
-    self,
-    new_tokens: float,
-    num_seqs: float,
-    num_logits: float,
-    kv_full: float,
-    pairs_full: float,
-    kv_sw: float = 0.0,
-    pairs_sw: float = 0.0,
-) -> float:
-    """Step time [s] of ``StepModel`` ``self`` with plain floats (no numpy): the scalar form
-    of :meth:`StepModel.step` ``(...).time_s``, same arguments."""
-    p = self.params
-    T = float(new_tokens)
-    if self.num_experts:
-        ex = self.num_experts * (1.0 - (1.0 - self.top_k / self.num_experts) ** T)
+def step_time_scalar(c, T, num_seqs, num_logits, kv_full, pairs_full, kv_sw, pairs_sw):
+    """Step time [s] from the coefficient tuple ``c`` of ``StepModel._coeffs`` (all
+    arguments floats): the scalar form of :meth:`StepModel.step` ``(...).time_s``.
+
+    Every operation happens in the order of the formula in :meth:`StepModel.step`; products
+    that do not depend on the step's counts are precomputed in ``c``.
+    """
+    (
+        n_exp,
+        q_exp,
+        dense_w,
+        exp_b,
+        lm_b,
+        bw_gemm,
+        act_b,
+        ceff,
+        chalf,
+        mm_f,
+        lm_f,
+        peak,
+        kvb,
+        lf,
+        lsw,
+        lall,
+        bw_kv,
+        attn_f,
+        peak_attn,
+        tp_gt1,
+        ring,
+        comm_b,
+        link,
+        comm_lat2,
+        eager,
+        eager_k,
+        eager_e_k,
+        over0,
+        seq_o,
+        pp,
+    ) = c
+    if n_exp > 0.0:
+        ex = n_exp * (1.0 - q_exp**T)
     else:
         ex = 0.0
-    w = self.dense_weight_bytes + ex * self.expert_bytes + self.lm_head_bytes
-    bw = self.bw_bytes_s * p.mem_eff
-    t_gm = (w + self.act_bytes_per_token * T) / bw
+    w = dense_w + ex * exp_b + lm_b
+    t_gm = (w + act_b * T) / bw_gemm
     if T > 0:
-        eff = (
-            p.compute_eff * T / (T + p.compute_half_tokens)
-            if p.compute_half_tokens
-            else p.compute_eff
-        )
-        t_gc = (self.matmul_flops_per_token * T + self.lm_head_flops_per_logit * num_logits) / (
-            self.peak_flops * eff
-        )
+        if chalf != 0.0:
+            eff = ceff * T / (T + chalf)
+        else:
+            eff = ceff
+        t_gc = (mm_f * T + lm_f * num_logits) / (peak * eff)
     else:
         t_gc = 0.0
-    kvb = self.kv_bytes_per_token_layer
-    t_am = (
-        kvb
-        * (
-            self.layers_full * kv_full
-            + self.layers_sw * kv_sw
-            + (self.layers_full + self.layers_sw) * T
-        )
-        / (self.bw_bytes_s * p.kv_mem_eff)
-    )
-    t_ac = (
-        self.attn_flops_per_pair_layer
-        * (self.layers_full * pairs_full + self.layers_sw * pairs_sw)
-        / (self.peak_flops * p.attn_eff)
-    )
+    t_am = kvb * (lf * kv_full + lsw * kv_sw + lall * T) / bw_kv
+    t_ac = attn_f * (lf * pairs_full + lsw * pairs_sw) / peak_attn
     t = (t_gm if t_gm > t_gc else t_gc) + (t_am if t_am > t_ac else t_ac)
-    if self.tp > 1:
-        t += (
-            (2 * (self.tp - 1) / self.tp)
-            * self.comm_bytes_per_token
-            * T
-            / (self.link_bytes_s * p.comm_eff)
-        )
-        t += 2 * self.layers * p.comm_latency_s
-    if p.eager_layer_s and num_seqs < T:
-        e = p.eager_layer_s * self.layers
-        t = (t**EAGER_K + e**EAGER_K) ** (1.0 / EAGER_K)
-    t += p.step_overhead_s + p.layer_overhead_s * self.layers + p.seq_overhead_s * num_seqs
-    return t * self.pp
+    if tp_gt1 != 0.0:
+        t += ring * comm_b * T / link
+        t += comm_lat2
+    if eager != 0.0 and num_seqs < T:
+        t = (t**eager_k + eager_e_k) ** (1.0 / eager_k)
+    t += over0 + seq_o * num_seqs
+    return t * pp

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from functools import cached_property
 
 import numpy as np
 
@@ -222,10 +223,74 @@ class StepModel:
             attn_memory_bound=_s(t_am >= t_ac),
         )
 
-    #: the hot scalar path of :meth:`step` (plain floats, no numpy): the simulator's event
-    #: loop, the steady state and the calibration fit call it millions of times. It lives in
-    #: :mod:`planner.engine._scalar`; ``tests/test_engine_step.py`` checks the two agree.
-    step_time = _scalar.step_time
+    # ---- the hot scalar path of :meth:`step` (plain floats, no numpy) ------------------
+    @cached_property
+    def _coeffs(self) -> tuple[float, ...]:
+        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (30 floats): the
+        step's constants, with the products that do not depend on its counts done once."""
+        p = self.params
+        ne = self.num_experts
+        return tuple(
+            float(x)
+            for x in (
+                ne,
+                (1.0 - self.top_k / ne) if ne else 0.0,
+                self.dense_weight_bytes,
+                self.expert_bytes,
+                self.lm_head_bytes,
+                self.bw_bytes_s * p.mem_eff,
+                self.act_bytes_per_token,
+                p.compute_eff,
+                p.compute_half_tokens,
+                self.matmul_flops_per_token,
+                self.lm_head_flops_per_logit,
+                self.peak_flops,
+                self.kv_bytes_per_token_layer,
+                self.layers_full,
+                self.layers_sw,
+                self.layers_full + self.layers_sw,
+                self.bw_bytes_s * p.kv_mem_eff,
+                self.attn_flops_per_pair_layer,
+                self.peak_flops * p.attn_eff,
+                self.tp > 1,
+                2 * (self.tp - 1) / self.tp,
+                self.comm_bytes_per_token,
+                self.link_bytes_s * p.comm_eff,
+                2 * self.layers * p.comm_latency_s,
+                p.eager_layer_s,
+                _scalar.EAGER_K,
+                (p.eager_layer_s * self.layers) ** _scalar.EAGER_K,
+                p.step_overhead_s + p.layer_overhead_s * self.layers,
+                p.seq_overhead_s,
+                self.pp,
+            )
+        )
+
+    def step_time(
+        self,
+        new_tokens: float,
+        num_seqs: float,
+        num_logits: float,
+        kv_full: float,
+        pairs_full: float,
+        kv_sw: float = 0.0,
+        pairs_sw: float = 0.0,
+    ) -> float:
+        """Step time [s] with plain floats (no numpy), equal to ``step(...).time_s``.
+
+        The simulator's event loop (compiled), the steady state and the calibration fit call
+        it millions of times; the formula is :func:`planner.engine._scalar.step_time_scalar`
+        (``tests/test_engine_step.py`` checks the two forms agree)."""
+        return _scalar.step_time_scalar(
+            self._coeffs,
+            float(new_tokens),
+            float(num_seqs),
+            float(num_logits),
+            float(kv_full),
+            float(pairs_full),
+            float(kv_sw),
+            float(pairs_sw),
+        )
 
 
 def _soft_max(a, b):

@@ -1,7 +1,8 @@
 """Serving simulation of one replica and the capacity questions built on it.
 
 * :mod:`~planner.serving.replica` -- :class:`EngineConfig`, :class:`Replica`, :func:`build_replica`
-* :mod:`~planner.serving.simulate` -- :func:`simulate` (event loop in ``_engine``)
+* :mod:`~planner.serving.simulate` -- :func:`simulate` (event loop in ``_engine``, compiled
+  with numba in ``_kernel``)
 * :mod:`~planner.serving.result` -- :class:`SimResult`
 * :mod:`~planner.serving.steady_state` -- :func:`steady_state` (analytic, no event loop)
 * :mod:`~planner.serving.capacity` -- :func:`max_rate`, :func:`throughput_latency_curve`,

@@ -4,10 +4,6 @@
 
 from __future__ import annotations
 
-import heapq
-import math
-from collections import deque
-
 import numpy as np
 
 from planner.engine._scalar import window_pairs
@@ -17,435 +13,91 @@ from planner.serving.result import SimResult
 from planner.workload.workload import Requests
 
 
-def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -> SimResult:  # noqa: C901
+def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -> SimResult:
     """Continuous batching, one iteration at a time (strides of pure-decode iterations).
 
-    State (short names: this is the hot loop; ``r`` is a request index, ``cur`` the index of
-    the current iteration, token counts are per sequence unless said otherwise):
-
-    Per request (lists of length n)
-        ``arr`` arrival [s] (closed loop: set when a client sends it); ``first`` / ``fin``
-        time of the first / last token [s] (NaN until then); ``status`` 0 waiting or not
-        arrived, 1 prefilling, 2 decoding, 3 done; ``g`` tokens generated so far (for a
-        decoder: at its decode start); ``npre`` times preempted; ``epoch`` bumped whenever the
-        request leaves the running set, so stale heap entries are recognised and skipped;
-        ``adm`` admission counter (matches entries of ``running_order``); ``dI0`` / ``dP``
-        iteration and KV tokens at decode start (KV tokens now = ``dP + cur - dI0``);
-        ``sb`` shared-prefix blocks it uses (held once for everybody).
-    Queues and heaps
-        ``waiting`` FCFS queue (preempted requests re-enter at the front); ``pf`` running
-        prefills ``[r, prompt tokens to reach, tokens in KV so far]``; ``running_order``
-        (r, adm) in admission order, the last one is preempted first; ``fin_heap`` (iteration
-        of the last token, r, epoch) of decoders; ``sw_heap`` (iteration at which the context
-        reaches the window ``W``, r, epoch).
-    Decode aggregates (what a stride of pure-decode iterations needs)
-        ``B`` decoders; ``S`` sum of their KV tokens before the iteration; ``Tsw`` sum of
-        ``min(kv + 1, W)``; ``nbelow`` decoders still below the window; ``cnt[k]`` decoders
-        whose KV length is ``k`` mod ``block_size`` at ``cur = 0`` (who needs a new block when).
-    KV cache and clocks
-        ``free`` free blocks (``nblocks`` after the shared prefix, ``watermark`` kept free on
-        admission); ``n_running`` admitted requests; ``now`` simulated time [s]; ``done``,
-        ``arrived``, ``next_arr`` request counters.
-    Accumulators for :class:`SimResult`
-        ``area`` integral of requests in the system [req*s]; ``kv_area`` of used blocks;
-        ``kv_max`` peak used blocks; ``busy`` time with work [s]; ``pf_tokens`` prefilled
-        tokens; ``events`` (decoders, seqs, iterations, first and last iteration time) per
-        iteration or stride, for the ITL and batch-size distributions.
+    Prepares the per-request arrays and runs the compiled event loop
+    (:func:`planner.serving._kernel._loop`; numba is imported on the first call).
     """
+    from planner.serving._kernel import ERR_KV_RUNNING, ERR_STALLED, kernel
+
     eng = replica.engine
     sm = replica.sm
-    st = sm.step_time
-    sched = eng.sched_overhead_s
     bs = eng.block_size_tokens
-    maxseq = eng.max_num_seqs
-    budget0 = eng.max_num_batched_tokens
-    chunked = eng.chunked_prefill
     n = len(reqs)
-    inp = reqs.input_tokens.tolist()
-    out = reqs.output_tokens.tolist()
-    cch = reqs.cached_tokens.tolist()
-    shared_blk = (reqs.shared_prefix_tokens // bs) if eng.prefix_caching else 0
-    sb = [min(shared_blk, c // bs) for c in cch] if shared_blk else [0] * n
+    inp = np.ascontiguousarray(reqs.input_tokens, dtype=np.int64)
+    out = np.ascontiguousarray(reqs.output_tokens, dtype=np.int64)
+    cch = np.ascontiguousarray(reqs.cached_tokens, dtype=np.int64)
+    shared_blk = int(reqs.shared_prefix_tokens // bs) if eng.prefix_caching else 0
+    sb = np.minimum(shared_blk, cch // bs) if shared_blk else np.zeros(n, np.int64)
     nblocks = eng.num_blocks - shared_blk
     if nblocks <= 0:
         raise PlannerError("the shared prefix alone fills the KV cache")
     watermark = max(1, int(0.01 * eng.num_blocks))
     W = int(sm.window) if sm.layers_sw > 0 and sm.window > 0 else 0
-    has_sw = W > 0
     closed = concurrency is not None
+    arr = np.full(n + 1, np.inf)  # + a sentinel: the arrival loop needs no bounds check
     if closed:
         require_positive("concurrency", concurrency)
         n_initial = min(int(concurrency), n)
-        arr = [0.0] * n_initial + [float("inf")] * (n - n_initial)
+        arr[:n_initial] = 0.0
     else:
-        arr = reqs.arrival_s.tolist()
+        arr[:n] = reqs.arrival_s
         n_initial = 0
-
-    nan = float("nan")
-    first = [nan] * n
-    fin = [nan] * n
-    npre = [0] * n
-    g = [0] * n  # tokens emitted so far (at decode start for decoders)
-    epoch = [0] * n
-    adm = [0] * n
-    status = [0] * n  # 0 waiting/not arrived, 1 prefill, 2 decode, 3 done
-    dI0 = [0] * n
-    dP = [0] * n
-    waiting: deque[int] = deque()
-    pf: list[list[int]] = []
-    running_order: list[tuple[int, int]] = []
-    fin_heap: list[tuple[int, int, int]] = []
-    sw_heap: list[tuple[int, int, int]] = []
-    cnt = [0] * bs
-    B = 0
-    S = 0  # sum of decoders' KV tokens before the current iteration
-    Tsw = 0  # sum over decoders of min(kv_before + 1, W)
-    nbelow = 0
-    free = nblocks
-    n_running = 0
-    cur = 0  # iteration index
-    now = 0.0
-    done = 0
-    next_arr = 0
-    arrived = 0
-    area = 0.0
-    kv_area = 0.0
-    kv_max = 0
-    busy = 0.0
-    pf_tokens = 0
-    events: list[
-        tuple[int, int, int, float, float]
-    ] = []  # (decoders, seqs, iterations, t_first, t_last)
-    ev_append = events.append
-    hpush, hpop = heapq.heappush, heapq.heappop
-    ceil = math.ceil
-
-    if closed:
-        for r in range(n_initial):
-            waiting.append(r)
-        next_arr = n_initial
-        arrived = n_initial
-
-    def spawn() -> None:
-        nonlocal next_arr, arrived
-        if closed and next_arr < n:
-            arr[next_arr] = now
-            waiting.append(next_arr)
-            next_arr += 1
-            arrived += 1
-
-    def preempt_one() -> bool:
-        nonlocal B, S, Tsw, nbelow, free, n_running, running_order
-        while running_order:
-            r, a = running_order.pop()
-            if adm[r] != a or status[r] not in (1, 2):
-                continue
-            if status[r] == 2:
-                kvb = dP[r] + (cur - dI0[r])
-                S -= kvb
-                cnt[(dP[r] - dI0[r]) % bs] -= 1
-                if has_sw:
-                    Tsw -= min(kvb + 1, W)
-                    if dI0[r] + W - dP[r] - 1 > cur:
-                        nbelow -= 1
-                free += ceil(kvb / bs) - sb[r]
-                g[r] += cur - dI0[r]
-                B -= 1
-            else:
-                for j, it in enumerate(pf):
-                    if it[0] == r:
-                        free += ceil(it[1] / bs) - sb[r]
-                        del pf[j]
-                        break
-            epoch[r] += 1
-            status[r] = 0
-            n_running -= 1
-            npre[r] += 1
-            waiting.appendleft(r)
-            return True
-        return False
-
-    def finish_decoders(i_last: int) -> None:
-        nonlocal B, S, Tsw, nbelow, free, n_running, done
-        while fin_heap and fin_heap[0][0] <= i_last:
-            _, r, ep = hpop(fin_heap)
-            if ep != epoch[r]:
-                continue
-            kva = dP[r] + (i_last - dI0[r]) + 1
-            S -= kva
-            cnt[(dP[r] - dI0[r]) % bs] -= 1
-            if has_sw:
-                Tsw -= min(kva + 1, W)
-                if dI0[r] + W - dP[r] - 1 > i_last + 1:
-                    nbelow -= 1
-            free += ceil(kva / bs) - sb[r]
-            epoch[r] += 1
-            status[r] = 3
-            fin[r] = now
-            B -= 1
-            n_running -= 1
-            done += 1
-            spawn()
-
-    inf = float("inf")
-    arr.append(inf)  # sentinel: the arrival loop needs no bounds check
-    while done < n:
-        # ---- arrivals up to now join the queue
-        while arr[next_arr] <= now:
-            waiting.append(next_arr)
-            area += now - arr[next_arr]
-            next_arr += 1
-            arrived += 1
-        if n_running == 0 and not waiting:
-            if not closed and next_arr < n:
-                now = arr[next_arr]
-                continue
-            raise PlannerError("simulation stalled with requests outstanding")  # pragma: no cover
-
-        # ---- can the next iterations run as one stride of pure decode?
-        blocked = True
-        if waiting and not pf:
-            h = waiting[0]
-            if n_running < maxseq and budget0 - B > 0:
-                P = inp[h] + g[h]
-                need_dec = cnt[(-cur) % bs] if B else 0
-                if ceil(P / bs) - sb[h] <= free - need_dec - watermark and (
-                    chunked or P - cch[h] <= budget0 - B
-                ):
-                    blocked = False
-        if not pf and B > 0 and (not waiting or blocked):
-            # completion limit
-            while fin_heap and fin_heap[0][2] != epoch[fin_heap[0][1]]:
-                hpop(fin_heap)
-            k = fin_heap[0][0] - cur + 1
-            # KV limit: iterations whose decode block allocations fit in the free blocks
-            if free >= B * (k // bs + 1):
-                k_kv = k
-            else:
-                full = free // B
-                rem = free - full * B
-                kk = full * bs
-                j = 0
-                while j < bs:
-                    c = cnt[(-(cur + kk + j)) % bs]
-                    if c > rem:
-                        break
-                    rem -= c
-                    j += 1
-                k_kv = kk + j
-            if k_kv < k:
-                k = k_kv
-            if has_sw:
-                while sw_heap and sw_heap[0][2] != epoch[sw_heap[0][1]]:
-                    hpop(sw_heap)
-                if sw_heap:
-                    ksw = sw_heap[0][0] - cur + 1
-                    if ksw < k:
-                        k = ksw
-            if k >= 1:
-                t0 = st(B, B, B, S + B, S + B, Tsw, Tsw) + sched
-                if k > 1:
-                    S1 = S + B * (k - 1)
-                    T1 = Tsw + nbelow * (k - 1)
-                    t1 = st(B, B, B, S1 + B, S1 + B, T1, T1) + sched
-                    d = (t1 - t0) / (k - 1)
-                else:
-                    t1, d = t0, 0.0
-                if not waiting and not closed and next_arr < n:
-                    gap = arr[next_arr] - now
-                    # smallest j >= 1 with j*t0 + d*j*(j-1)/2 >= gap
-                    if d > 1e-18:
-                        a2 = d / 2
-                        b2 = t0 - d / 2
-                        # root of a2*j**2 + b2*j = gap in the form without cancellation
-                        j = math.ceil(2 * gap / (b2 + math.sqrt(b2 * b2 + 4 * a2 * gap)) - 1e-9)
-                    else:
-                        j = math.ceil(gap / t0 - 1e-9)
-                    j = max(1, j)
-                    if j < k:
-                        k = j
-                        t1 = t0 + d * (k - 1)
-                dur = k * t0 + d * k * (k - 1) / 2
-                # blocks allocated by the decoders over the k iterations
-                full, remk = divmod(k, bs)
-                alloc = full * B
-                if remk:  # phases hit by iterations cur .. cur+remk-1: p0, p0-1, ... (mod bs)
-                    p0 = (-cur) % bs
-                    lo_p = p0 - remk + 1
-                    if lo_p >= 0:
-                        alloc += sum(cnt[lo_p : p0 + 1])
-                    else:
-                        alloc += sum(cnt[: p0 + 1]) + sum(cnt[bs + lo_p :])
-                used0 = nblocks - free
-                free -= alloc
-                kv_area += (used0 + alloc / 2) * dur
-                if used0 + alloc > kv_max:
-                    kv_max = used0 + alloc
-                area += (arrived - done) * dur
-                busy += dur
-                ev_append((B, B, k, t0, t1))
-                now += dur
-                S += B * k
-                if has_sw:
-                    Tsw += nbelow * k
-                    lim = cur + k
-                    while sw_heap and sw_heap[0][0] <= lim:
-                        e, r, ep = hpop(sw_heap)
-                        if ep == epoch[r]:
-                            nbelow -= 1
-                            Tsw -= lim - e
-                cur += k
-                if fin_heap[0][0] < cur:
-                    finish_decoders(cur - 1)
-                continue
-
-        # ---- one full iteration: preemption, prefill chunks, admissions
-        need = cnt[(-cur) % bs] if B else 0
-        while need > free:
-            if not preempt_one():
-                raise PlannerError(
-                    "KV cache too small for the running sequences"
-                )  # pragma: no cover
-            need = cnt[(-cur) % bs] if B else 0
-        free -= need
-        budget = budget0 - B
-        T = B
-        nseq = B
-        nlog = B
-        kvf = S + B
-        prf = float(S + B)
-        kvs = Tsw
-        prs = float(Tsw)
-        chunks: list[tuple[list[int], int]] = []
-        for it in pf:
-            if budget <= 0:
-                break
-            c = it[1] - it[2]
-            if chunked and c > budget:
-                c = budget
-            budget -= c
-            chunks.append((it, c))
-        while waiting and budget > 0 and n_running < maxseq:
-            h = waiting[0]
-            P = inp[h] + g[h]
-            nb = ceil(P / bs) - sb[h]
-            if nb > free - watermark and (n_running > 0 or nb > free):
-                break
-            todo = P - cch[h]
-            if not chunked and todo > budget and (T > 0 or chunks):
-                break
-            waiting.popleft()
-            free -= nb
-            status[h] = 1
-            n_running += 1
-            adm[h] += 1
-            running_order.append((h, adm[h]))
-            if len(running_order) > 4 * n_running + 256:
-                running_order = [
-                    (r, a) for (r, a) in running_order if adm[r] == a and status[r] in (1, 2)
-                ]
-            it = [h, P, cch[h]]
-            pf.append(it)
-            c = todo if (not chunked or todo <= budget) else budget
-            budget -= c
-            chunks.append((it, c))
-        for it, c in chunks:
-            pos = it[2]
-            end = pos + c
-            T += c
-            nseq += 1
-            kvf += end
-            prf += c * pos + c * (c + 1) / 2
-            if has_sw:
-                kvs += end if end < W else W
-                prs += window_pairs(pos, c, W)
-            if end == it[1]:
-                nlog += 1
-        if T == 0:  # pragma: no cover - guarded by check_fits
-            raise PlannerError("no request can be scheduled: the KV cache is too small")
-        dt = st(T, nseq, nlog, kvf, prf, kvs, prs) + sched
-        used = nblocks - free
-        kv_area += used * dt
-        if used > kv_max:
-            kv_max = used
-        area += (arrived - done) * dt
-        busy += dt
-        now += dt
-        ev_append((B, nseq, 1, dt, dt))
-        # decoders advance one token
-        S += B
-        if has_sw:
-            Tsw += nbelow
-            lim = cur + 1
-            while sw_heap and sw_heap[0][0] <= lim:
-                e, r, ep = hpop(sw_heap)
-                if ep == epoch[r]:
-                    nbelow -= 1
-                    Tsw -= lim - e
-        if fin_heap and fin_heap[0][0] <= cur:
-            finish_decoders(cur)
-        # prefill progress
-        any_done = False
-        for it, c in chunks:
-            it[2] += c
-            pf_tokens += c
-            if it[2] < it[1]:
-                continue
-            any_done = True
-            r = it[0]
-            P = it[1]
-            g[r] += 1
-            if first[r] != first[r]:
-                first[r] = now
-            if g[r] >= out[r]:
-                free += ceil(P / bs) - sb[r]
-                epoch[r] += 1
-                status[r] = 3
-                fin[r] = now
-                n_running -= 1
-                done += 1
-                spawn()
-                continue
-            I0 = cur + 1
-            dI0[r] = I0
-            dP[r] = P
-            status[r] = 2
-            B += 1
-            S += P
-            cnt[(P - I0) % bs] += 1
-            hpush(fin_heap, (I0 + out[r] - g[r] - 1, r, epoch[r]))
-            if has_sw:
-                Tsw += P + 1 if P + 1 < W else W
-                e = I0 + W - P - 1
-                if e > I0:
-                    nbelow += 1
-                    hpush(sw_heap, (e, r, epoch[r]))
-        if any_done:
-            pf = [it for it in pf if it[2] < it[1]]
-        cur += 1
-
+    first = np.full(n, np.nan)
+    fin = np.full(n, np.nan)
+    npre = np.zeros(n, np.int64)
+    err, cur, busy, area, kv_area, kv_max, pf_tokens, ev_i, ev_t, nev = kernel()(
+        inp,
+        out,
+        cch,
+        np.ascontiguousarray(sb, dtype=np.int64),
+        arr,
+        first,
+        fin,
+        npre,
+        sm._coeffs,
+        float(eng.sched_overhead_s),
+        int(bs),
+        int(eng.max_num_seqs),
+        int(eng.max_num_batched_tokens),
+        bool(eng.chunked_prefill),
+        int(nblocks),
+        int(watermark),
+        W,
+        closed,
+        int(n_initial),
+    )
+    if err == ERR_STALLED:  # pragma: no cover
+        raise PlannerError("simulation stalled with requests outstanding")
+    if err == ERR_KV_RUNNING:  # pragma: no cover
+        raise PlannerError("KV cache too small for the running sequences")
+    if err:  # pragma: no cover - guarded by check_fits
+        raise PlannerError("no request can be scheduled: the KV cache is too small")
     horizon = max(busy, 1e-12)
-    itl_v, itl_w, bat_v, bat_w = _event_stats(events)
+    itl_v, itl_w, bat_v, bat_w = _event_stats(
+        np.concatenate([ev_i[:nev].astype(float), ev_t[:nev]], axis=1)
+    )
     return SimResult(
-        arrival_s=np.asarray(arr[:n], float),
-        first_token_s=np.asarray(first, float),
-        finish_s=np.asarray(fin, float),
+        arrival_s=arr[:n].copy(),
+        first_token_s=first,
+        finish_s=fin,
         input_tokens=reqs.input_tokens.copy(),
         output_tokens=reqs.output_tokens.copy(),
         cached_tokens=reqs.cached_tokens.copy(),
-        preemptions=np.asarray(npre, dtype=np.int64),
+        preemptions=npre,
         num_gpus=replica.num_gpus,
-        iterations=cur,
-        busy_s=busy,
+        iterations=int(cur),
+        busy_s=float(busy),
         itl_values_s=itl_v,
         itl_weights=itl_w,
         batch_values=bat_v,
         batch_weights=bat_w,
         # the shared prefix's blocks are in use too (held once, outside ``nblocks``)
         kv_util_mean=(kv_area / horizon + shared_blk) / eng.num_blocks,
-        kv_util_max=(kv_max + shared_blk) / eng.num_blocks,
-        in_system_area_s=area,
-        prefill_tokens_computed=pf_tokens,
+        kv_util_max=(int(kv_max) + shared_blk) / eng.num_blocks,
+        in_system_area_s=float(area),
+        prefill_tokens_computed=int(pf_tokens),
         mode="closed" if closed else "open",
         label=replica.label(),
         truncated=reqs.truncated,
@@ -458,7 +110,7 @@ def _event_stats(events: list[tuple[int, int, int, float, float]]):
     A stride of k decode iterations with B decoders and step times growing linearly from
     t_first to t_last contributes its two end points with weight B*k/2 each.
     """
-    if not events:
+    if len(events) == 0:
         z = np.zeros(0)
         return z, z, z, z
     e = np.asarray(events, dtype=float)

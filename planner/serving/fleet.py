@@ -9,6 +9,9 @@ import numpy as np
 
 from planner.errors import PlannerError, require_positive
 
+#: relative rounding tolerance of the replica count
+_REL_TOL = 1e-12
+
 
 def size_fleet(
     max_rate_rps: float,
@@ -34,7 +37,9 @@ def size_fleet(
             f"cannot size a fleet for peak {peak_rps:g} req/s with headroom {headroom:g} at "
             f"{max_rate_rps:g} req/s per replica: the replica count is not a finite number"
         )
-    replicas = max(1, math.ceil(need - 1e-9))
+    # a relative tolerance absorbs rounding in ``need`` (5.000000000000001 -> 5) but never a
+    # real excess (an absolute one made 1 + 1e-9 replicas round down to 1)
+    replicas = max(1, math.ceil(need * (1 - _REL_TOL)))
     gpus = replicas * int(gpus_per_replica)
     out: dict[str, Any] = {
         "peak_rps": float(peak_rps),
@@ -51,7 +56,8 @@ def size_fleet(
         if not np.isfinite(h).all():
             raise PlannerError("hourly arrival rates must be finite numbers")
         per_hour = (
-            np.maximum(1, np.ceil(h * (1 + headroom) / max_rate_rps - 1e-9)) * gpus_per_replica
+            np.maximum(1, np.ceil(h * (1 + headroom) / max_rate_rps * (1 - _REL_TOL)))
+            * gpus_per_replica
         )
         out["gpu_hours_per_day_autoscaled"] = float(per_hour.sum())
         out["requests_per_day"] = float(h.sum() * 3600)

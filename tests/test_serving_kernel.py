@@ -1,0 +1,168 @@
+"""The compiled event loop (planner.serving._kernel): one step-time formula shared by the
+interpreter and the compiled code, numba imported only when a simulation runs, and a loop
+cache that follows changes of the step-time formula's file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from planner.catalog import EfficiencyParams
+from planner.serving import _kernel
+from planner.serving.replica import build_replica
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+CASES = [
+    ("llama-3.1-8b", "nvidia-h100-sxm", "bf16", 1),
+    ("llama-3.1-70b", "nvidia-h100-sxm", "fp8", 4),  # TP all-reduces
+    ("mistral-7b-v0.1", "nvidia-h100-sxm", "bf16", 1),  # sliding window
+    ("mixtral-8x7b", "nvidia-h100-sxm", "bf16", 2),  # MoE
+]
+
+
+def _run(code: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    full = dict(os.environ, **(env or {}))
+    full["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + full.get("PYTHONPATH", "")
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=full, cwd=REPO_ROOT,
+        timeout=300,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("model,gpu,prec,tp", CASES)
+@pytest.mark.parametrize("eager", [False, True])
+def test_compiled_step_time_is_bit_identical(catalog, model, gpu, prec, tp, eager):
+    params = EfficiencyParams(eager_layer_s=2e-5, compute_half_tokens=0.0) if eager else None
+    sm = build_replica(model, gpu, prec, "vllm", tp=tp, params=params, catalog=catalog).sm
+    _kernel.kernel()
+    st_c = _kernel._st  # the compiled twin, as the event loop calls it
+    assert st_c is not _kernel.step_time_scalar
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        T = int(rng.choice([rng.integers(0, 20), rng.integers(1, 9000)]))
+        ns = int(rng.integers(1, max(2, min(T, 2000)))) if T else 0
+        args = (
+            T,
+            ns,
+            int(rng.integers(0, ns + 1)),
+            int(rng.integers(0, 10**7)),
+            float(rng.random() * 1e10),
+            int(rng.integers(0, 10**6)),
+            float(rng.random() * 1e9),
+        )
+        assert st_c(sm._coeffs, *map(float, args)) == sm.step_time(*args)
+
+
+def test_imports_and_cli_start_do_not_load_numba():
+    code = (
+        "import sys, planner, planner.cli, planner.serving, planner.serving.simulate, "
+        "planner.serving._engine, planner.serving._kernel, planner.engine.step; "
+        "from planner.cli.main import build_parser, main; build_parser(); "
+        "rc = main(['--version']); "
+        "sys.exit(10 if 'numba' in sys.modules else rc)"
+    )
+    p = _run(code)
+    assert p.returncode == 0, p.stderr + p.stdout
+    assert "planner" in p.stdout
+
+
+def test_sources_digest_covers_both_files(tmp_path):
+    a, b = tmp_path / "_kernel.py", tmp_path / "_scalar.py"
+    a.write_text("loop\n")
+    b.write_text("formula\n")
+    d0 = _kernel.sources_digest((a, b))
+    b.write_text("formula changed\n")
+    d1 = _kernel.sources_digest((a, b))
+    a.write_text("loop changed\n")
+    assert len({d0, d1, _kernel.sources_digest((a, b))}) == 3
+    assert {p.name for p in _kernel.SOURCES} == {"_kernel.py", "_scalar.py"}
+    assert _kernel.sources_digest() == _kernel.sources_digest(_kernel.SOURCES)
+
+
+def test_a_changed_stamp_drops_the_loops_cache_files(tmp_path):
+    mine = ["_kernel._loop-172.py311.nbi", "_kernel._loop-172.py311.1.nbc"]
+    others = ["_scalar.step_time_scalar-35.py311.nbi", "other._loop-1.py311.nbi"]
+    for name in mine + others:
+        (tmp_path / name).write_bytes(b"x")
+    # no stamp yet: unknown provenance, dropped
+    assert _kernel.refresh_cache(tmp_path, "aaa") is True
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(others + [_kernel.STAMP_NAME])
+    assert (tmp_path / _kernel.STAMP_NAME).read_text().strip() == "aaa"
+    # same sources: the cache is kept
+    for name in mine:
+        (tmp_path / name).write_bytes(b"x")
+    assert _kernel.refresh_cache(tmp_path, "aaa") is False
+    assert all((tmp_path / name).exists() for name in mine)
+    # the step-time formula changed: dropped, new stamp
+    assert _kernel.refresh_cache(tmp_path, "bbb") is True
+    assert not any((tmp_path / name).exists() for name in mine)
+    assert all((tmp_path / name).exists() for name in others)
+    assert (tmp_path / _kernel.STAMP_NAME).read_text().strip() == "bbb"
+
+
+_PROBE = (
+    "import json, numpy as np; from planner.serving import _kernel; "
+    "from planner.serving.replica import build_replica; from planner.serving.simulate import "
+    "simulate; from planner.workload.workload import preset; "
+    "rep = build_replica('llama-3.1-8b', 'nvidia-h100-sxm', 'bf16', 'vllm'); "
+    "r = simulate(rep, preset('chat'), n_requests=50, rate_rps=5.0, "
+    "rng=np.random.default_rng(0)); loop = _kernel.kernel(); s = loop.stats; "
+    "print(json.dumps({'hits': sum(s.cache_hits.values()), "
+    "'misses': sum(s.cache_misses.values()), 'dir': s.cache_path, "
+    "'e2e': float(np.nansum(r.finish_s))}))"
+)
+
+
+def test_stale_stamp_forces_a_recompile_of_the_loop(tmp_path):
+    env = {"NUMBA_CACHE_DIR": str(tmp_path)}
+    runs = []
+    for i in range(3):
+        if i == 2:  # as if planner/engine/_scalar.py had changed since the loop was cached
+            stamps = list(tmp_path.rglob(_kernel.STAMP_NAME))
+            assert len(stamps) == 1
+            stamps[0].write_text("stale\n")
+        p = _run(_PROBE, env)
+        assert p.returncode == 0, p.stderr
+        runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    cold, warm, stale = runs
+    assert cold["misses"] >= 1 and cold["hits"] == 0
+    assert warm["hits"] >= 1 and warm["misses"] == 0  # loaded from the cache
+    assert stale["misses"] >= 1 and stale["hits"] == 0  # recompiled, not loaded
+    assert cold["e2e"] == warm["e2e"] == stale["e2e"]
+    assert list(tmp_path.rglob(_kernel.STAMP_NAME))[0].read_text().strip() == (
+        _kernel.sources_digest()
+    )
+
+
+def test_compiles_without_a_writable_cache(tmp_path):
+    """numba raises RuntimeError when no cache location is writable; kernel() then compiles
+    without a cache."""
+    code = (
+        "import numba, numpy as np; from planner.serving import _kernel\n"
+        "real = numba.njit\n"
+        "def njit(*a, **k):\n"
+        "    if k.get('cache'):\n"
+        "        def deco(f):\n"
+        "            raise RuntimeError('cannot cache function: no locator available')\n"
+        "        return deco\n"
+        "    return real(*a, **k)\n"
+        "numba.njit = njit\n"
+        "from planner.serving.replica import build_replica\n"
+        "from planner.serving.simulate import simulate\n"
+        "from planner.workload.workload import preset\n"
+        "rep = build_replica('llama-3.1-8b', 'nvidia-h100-sxm', 'bf16', 'vllm')\n"
+        "r = simulate(rep, preset('chat'), n_requests=20, rate_rps=5.0, "
+        "rng=np.random.default_rng(0))\n"
+        "assert _kernel._cache_dir(_kernel.kernel()) is None\n"
+        "print(r.iterations)"
+    )
+    p = _run(code, {"NUMBA_CACHE_DIR": str(tmp_path)})
+    assert p.returncode == 0, p.stderr
+    assert int(p.stdout.split()[-1]) > 0
