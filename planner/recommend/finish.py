@@ -73,7 +73,7 @@ def finish(
     replicas = fl["replicas"]
     num_gpus = fl["num_gpus"]
     # latencies at the load the fleet is sized for: peak x (1 + headroom) per replica
-    planned = probe.run(need / s.replicas)
+    planned = probe.full(need / s.replicas)
     mem = rep.memory
     batch = max(1.0, float(planned.get("batch_size_mean", 1.0)))
     ctx = cache.shape(rep)[3]

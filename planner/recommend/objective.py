@@ -145,8 +145,10 @@ def evaluate(
                 "and more replicas cost more than the options already found",
             )
         s.replicas = k
+        probe.keep_only(need / k)
         return None
     k = probe.min_replicas(need, s.k_lb, k_max, k_start)
+    probe.keep_only(need / k if k else None)
     if k is None:
         lowest = min(probe.summaries) if probe.summaries else need / k_max
         sm = probe.summaries.get(lowest, {})
@@ -209,7 +211,7 @@ def _value(
     if objective == "energy":
         tdp = s.opt.gpu.tdp_w
         return gpr * tdp / (_max_rate(s, need, True) * mean_out) if tdp else None
-    return float(s.probe.run(peak / s.replicas)["e2e_p99_s"])
+    return float(s.probe.full(peak / s.replicas)["e2e_p99_s"])
 
 
 def _over_budget(

@@ -132,6 +132,7 @@ class CapacityProbe:
         #: requests cut to the engine's context limit in the base sample
         self.truncated_requests = int(self.base.truncated)
         self.summaries: dict[float, dict[str, Any]] = {}
+        self._results: dict[float, tuple[Any, np.ndarray]] = {}
         self.simulations = 0
         self._checked = False
         self.zero_load: dict[str, float] = {}
@@ -168,9 +169,26 @@ class CapacityProbe:
         a = res.arrival_s
         lo_t = min(self.warm_s, float(a[int(0.5 * (k - 1))]))
         mask = (a >= lo_t) & (np.arange(k) < np.searchsorted(a, lo_t) + self.n_scored)
+        # the verdict needs only the per-request latencies of the scored requests; the full
+        # summary (ITL and batch percentiles, throughput) is computed for reported runs only
+        ev = self.slo.evaluate(res.ttft_s[mask], res.tpot_s[mask], res.e2e_s[mask])
+        s = {k2: v for k2, v in ev.items() if k2.endswith("_s")}
+        s.update(slo_ok=ev["ok"], slo_attainment=ev["attainment"], rate_rps=rate)
+        self.summaries[rate] = s
+        self._results[rate] = (res, mask)
+        return s
+
+    def keep_only(self, rate: float | None) -> None:
+        """Free the per-request arrays of every run but the one at ``rate`` (memory)."""
+        self._results = {r: v for r, v in self._results.items() if r == rate}
+
+    def full(self, rate: float) -> dict[str, Any]:
+        """The complete summary (:meth:`planner.serving.SimResult.summary`) of the run at
+        ``rate`` (simulated first if needed)."""
+        self.run(rate)
+        res, mask = self._results[rate]
         s = res.summary(self.slo, mask=mask)
         s["rate_rps"] = rate
-        self.summaries[rate] = s
         return s
 
     def ok(self, rate: float) -> bool:

@@ -12,22 +12,25 @@ from planner.workload.slo import SLO
 
 
 # =========================================================================== results
-def _wpct(values: np.ndarray, weights: np.ndarray, q: float) -> float:
-    """Weighted percentile (q in 0..100) of ``values``."""
+def _wpcts(values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]) -> list[float]:
+    """Weighted percentiles (each q in 0..100) of ``values``, from one sort.
+
+    The value at a cumulative weight does not depend on how ties are ordered, so the sort
+    need not be stable."""
     if len(values) == 0:
-        return float("nan")
-    order = np.argsort(values, kind="stable")
+        return [float("nan")] * len(qs)
+    order = np.argsort(values)
     v, w = values[order], weights[order]
     c = np.cumsum(w)
     if c[-1] <= 0:
-        return float("nan")
-    i = int(np.searchsorted(c, q / 100.0 * c[-1], side="left"))
-    return float(v[min(i, len(v) - 1)])
+        return [float("nan")] * len(qs)
+    i = np.searchsorted(c, np.asarray(qs, float) / 100.0 * c[-1], side="left")
+    return [float(v[min(int(j), len(v) - 1)]) for j in i]
 
 
-def _pct(x: np.ndarray, q: float) -> float:
-    x = x[~np.isnan(x)]
-    return float(np.percentile(x, q)) if len(x) else float("nan")
+def _wpct(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    """Weighted percentile (q in 0..100) of ``values``."""
+    return _wpcts(values, weights, (q,))[0]
 
 
 @dataclass
@@ -137,14 +140,16 @@ class SimResult:
         s: dict[str, Any] = {"requests": int(m.sum())}
         for name, x in (("ttft", ttft), ("tpot", tpot), ("e2e", e2e)):
             s[f"{name}_mean_s"] = float(np.nanmean(x)) if np.isfinite(x).any() else float("nan")
-            for q in (50, 90, 99):
-                s[f"{name}_p{q}_s"] = _pct(x, q)
+            xs = x[~np.isnan(x)]
+            ps = np.percentile(xs, (50, 90, 99)) if len(xs) else [float("nan")] * 3
+            for q, v in zip((50, 90, 99), ps, strict=True):
+                s[f"{name}_p{q}_s"] = float(v)
         w = self.itl_weights
         s["itl_mean_s"] = (
             float(np.dot(self.itl_values_s, w) / w.sum()) if w.sum() > 0 else float("nan")
         )
-        for q in (50, 90, 99):
-            s[f"itl_p{q}_s"] = _wpct(self.itl_values_s, w, q)
+        for q, v in zip((50, 90, 99), _wpcts(self.itl_values_s, w, (50, 90, 99)), strict=True):
+            s[f"itl_p{q}_s"] = v
         s["throughput_rps"] = float(m.sum()) / dur
         s["output_tok_s"] = float(out_t.sum()) / dur
         s["total_tok_s"] = float(out_t.sum() + in_t.sum()) / dur
@@ -157,8 +162,7 @@ class SimResult:
         s["batch_size_mean"] = (
             float(np.dot(self.batch_values, bw) / bw.sum()) if bw.sum() > 0 else 0.0
         )
-        s["batch_size_p50"] = _wpct(self.batch_values, bw, 50)
-        s["batch_size_p99"] = _wpct(self.batch_values, bw, 99)
+        s["batch_size_p50"], s["batch_size_p99"] = _wpcts(self.batch_values, bw, (50, 99))
         s["batch_size_max"] = float(self.batch_values.max()) if len(self.batch_values) else 0.0
         s["kv_util_mean"] = self.kv_util_mean
         s["kv_util_max"] = self.kv_util_max
