@@ -398,6 +398,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         trunc = head["truncated_requests"]
         _emit([{**_clean(r), "truncated_requests": trunc} for r in table], "csv")
     else:
+        head["assumptions"] = "; ".join(rep.assumptions) or "-"
         _print_blocks(
             [("", _clean(head)), ("latency percentiles", [_clean(r) for r in table])], "table"
         )
@@ -519,6 +520,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     zl = out.pop("zero_load")
     for k, v in zl.items():
         out[f"zero_load_{k}"] = v
+    out["assumptions"] = "; ".join(rep.assumptions) or "-"
     blocks: list[tuple[str, Any]] = [("", _clean(out))]
     if curve:
         blocks.append(

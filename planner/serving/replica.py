@@ -130,6 +130,13 @@ def build_replica(
     pcache = prefix_caching if prefix_caching is not None else (fw.prefix_caching if fw else False)
     bs = int(block_size or (fw.kv_block_size if fw else 16))
     seqs = int(max_num_seqs or (fw.default_max_num_seqs if fw else 256))
+    if not max_num_seqs and fw and fw.default_max_num_seqs <= 8:
+        assumptions.append(
+            f"{fw.name} runs at most {fw.default_max_num_seqs} sequence"
+            f"{'s' if fw.default_max_num_seqs > 1 else ''} at once by default, which caps "
+            "throughput per replica; set max_num_seqs (scenario serving.max_num_seqs, "
+            "--max-num-seqs) to plan with more"
+        )
     model_max = int(m.max_position_embeddings or 4096)
     ctx = int(min(context_len or model_max, model_max))
     if context_len and context_len > model_max:
