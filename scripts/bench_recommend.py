@@ -77,7 +77,7 @@ def speed(repeats: int) -> None:
 
 
 def agreement(top: int) -> None:
-    from planner.simulate import max_rate
+    from planner.serving import build_replica, max_rate
 
     cat = load_catalog()
     for path in SCENARIOS:
@@ -90,9 +90,8 @@ def agreement(top: int) -> None:
         t_ex = time.perf_counter() - t
         need = sc.workload.traffic.peak() * (1 + sc.constraints.headroom)
         # independent reference: the classic bisection on every feasible option
-        from planner.simulate import build_replica
 
-        from planner.calibration import resolve_params
+        from planner.catalog import resolve_params
 
         ref = []
         t = time.perf_counter()
