@@ -137,7 +137,7 @@ def test_model_path_resolution(tmp_path, monkeypatch, catalog, fixtures_dir, pri
         ({"batch": "-2"}, "batch must be a positive whole number"),
         ({"isl": ""}, "isl is empty"),
         ({"isl": "abc"}, "isl must be a number"),
-        ({"tp": "", "n_gpus": "8"}, "tp is empty and n_gpus=8"),
+        ({"tp": "", "n_gpus": "3", "model": "llama-3.1-405b"}, "no TP size in (1, 2, 4, 8) works"),
         ({"tp": "3"}, "does not divide"),
         ({"metric": "decode_step_s", "context_len": ""}, "context_len is empty"),
     ],
@@ -264,3 +264,39 @@ def test_predict_matches_the_fitted_predictors_on_public_rows():
     assert expected, "no row of the sample is predictable"
     for rid, v in expected.items():
         assert got[rid] == pytest.approx(v, rel=1e-12), rid
+
+
+def test_rows_with_n_gpus_but_no_tp_get_the_layout_a_submitter_would_tune():
+    from planner.benchmarks import Predictor
+    from planner.benchmarks.layouts import assumed_layout
+    from planner.catalog import PRIOR, load_catalog
+    from planner.serving import build_replica, steady_state
+
+    cat = load_catalog()
+    row = {
+        "id": "t1", "source": "test", "hardware": "nvidia-h200-sxm", "n_gpus": "8", "tp": "",
+        "pp": "", "model": "llama-2-70b", "precision": "fp8", "kv_precision": "",
+        "framework": "trtllm", "mode": "offline", "isl": "128", "osl": "128", "batch": "",
+        "concurrency": "", "request_rate": "", "context_len": "", "metric": "output_tok_s_total",
+        "value": "1000", "unit": "tok/s", "notes": "",
+    }  # fmt: skip
+    filled, note = assumed_layout(row, cat, PRIOR)
+    # the choice: most analytic saturation throughput of (8 / tp) replicas of tp GPUs
+    best = max(
+        (1, 2, 4, 8),
+        key=lambda tp: (
+            steady_state(
+                build_replica(
+                    "llama-2-70b", "nvidia-h200-sxm", "fp8", "trtllm", tp=tp, catalog=cat
+                ),
+                (128.0, 128.0),
+                1e18,
+            ).saturation_output_tok_s
+            * (8 // tp)
+        ),
+    )
+    assert filled["tp"] == str(best) and filled["pp"] == "1"
+    assert note.startswith(f"assumed layout tp={best} dp={8 // best}")
+    out = Predictor(cat).predict_row(row)
+    assert out["predicted"] and "assumed layout tp=" in out["provenance"]
+    assert out["tp"] == ""  # the input row is returned unchanged

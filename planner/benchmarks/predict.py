@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.benchmarks.io import read_rows
+from planner.benchmarks.layouts import assumed_layout, needs_layout
 from planner.benchmarks.schema import TIME_UNITS_S, cell, parallelism, whole
 from planner.benchmarks.serving_rows import predict_serving_row
 from planner.benchmarks.step_rows import row_predictor
@@ -230,9 +231,18 @@ class Predictor:
         out.update(predicted="", provenance="", reason="")
         metric = cell(row, "metric")
         entry = METRICS.get(metric)
+        note = ""
         try:
+            if needs_layout(row) and cell(row, "precision"):
+                # n_gpus without tp: the layout a submitter would tune (benchmarks.layouts)
+                gpu = self.catalog.gpu(cell(row, "hardware")).id
+                prec = self.catalog.precision(cell(row, "precision") or "bf16").id
+                params, _ = self.params(gpu, cell(row, "framework"), prec)
+                row, note = assumed_layout(
+                    {**row, "_dir": str(self.csv_dir or ".")}, self.catalog, params
+                )
             ctx = self.context(row)
-            out["provenance"] = ctx.provenance
+            out["provenance"] = ctx.provenance + (f"; {note}" if note else "")
             if entry is not None:
                 fn, si_unit = entry
                 value = _convert(fn(ctx), si_unit, str(row.get("unit") or ""))

@@ -85,6 +85,54 @@ def serving_predictions(
     return out
 
 
+def assumed_layout_predictions(df, profile_for, catalog: Catalog) -> list[dict[str, Any]]:
+    """Rows that state ``n_gpus`` but no ``tp`` (MLPerf multi-GPU systems), predicted by the
+    serving simulator with the layout a submitter would tune
+    (:func:`planner.benchmarks.layouts.assumed_layout`) and the held-out fold's profile."""
+    from planner.benchmarks.layouts import assumed_layout, needs_layout
+    from planner.benchmarks.schema import cell
+
+    out: list[dict[str, Any]] = []
+    for rec in df.to_dict("records"):
+        row = {k: ("" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
+               for k, v in rec.items()}  # fmt: skip
+        if not needs_layout(row) or not cell(row, "precision") or not cell(row, "framework"):
+            continue
+        prof = profile_for(str(rec["source"]))
+        try:
+            gpu = catalog.gpu(cell(row, "hardware")).id
+            params, prov = (
+                resolve_params(gpu, cell(row, "framework"), cell(row, "precision"),
+                               catalog=catalog, profile=prof)
+                if prof is not None
+                else (PRIOR, "prior")
+            )  # fmt: skip
+            filled, note = assumed_layout(row, catalog, params)
+            value, _ = predict_serving_row(filled, catalog, params)
+        except PlannerError:
+            continue
+        if value is None or not (value > 0) or not math.isfinite(value):
+            continue
+        out.append(
+            {
+                "id": str(rec["id"]),
+                "source": str(rec["source"]),
+                "framework": cell(row, "framework"),
+                "gpu": gpu,
+                "precision": cell(row, "precision"),
+                "metric": cell(row, "metric"),
+                "model": cell(row, "model"),
+                "mode": cell(row, "mode"),
+                "kind": "assumed layout",
+                "measured": float(rec["value"]),
+                "predicted": float(value),
+                "provenance": f"{prov}; {note.split(' (')[0]}",
+                "fold": str(rec["source"]),
+            }
+        )
+    return out
+
+
 def run_validation(
     public_files: Sequence[str | Path],
     own_files: Sequence[str | Path] = (),
@@ -125,6 +173,7 @@ def run_validation(
             recs += serving_predictions(
                 df, rows, lambda f: profiles.get(f), cat, lambda r: r.source
             )
+            recs += assumed_layout_predictions(df, lambda f: profiles.get(f), cat)
         loso = pd.DataFrame(recs)
         if len(loso):
             loso["log_err"] = np.log(loso["predicted"] / loso["measured"])
@@ -205,7 +254,9 @@ def write_report(result: dict[str, Any], path: str | Path, command: str) -> str:
             "",
             "`kind`: offline = max-throughput rows (fast path, fitted kinds); static / single = static "
             "batches and batch-1 runs; serving = request-rate and MLPerf server rows, predicted by the "
-            "serving simulator and never fitted.",
+            "serving simulator and never fitted; assumed layout = rows that state n_gpus but no TP "
+            "(MLPerf multi-GPU systems), simulated with the TP size that gives the most analytic "
+            "throughput on that many GPUs (planner/benchmarks/layouts.py), never fitted.",
             "",
             _md_table(error_table(loso, ["metric_class", "kind"])),
             "### By source (the held-out fold)",
