@@ -82,7 +82,7 @@ def human(key: str, value: Any) -> str:
     ----------
     key : the field name; its suffix gives the unit (``_bytes``, ``_bytes_per_token``,
         ``_bytes_s``, ``_s``, ``_flops``, ``_tflops``, ``_tops``, ``_gbs``, ``_gb``, ``_w``,
-        ``_pct``, ``_tok_s``)
+        ``_pct``, ``_tok_s``, ``usd_*`` money)
     value : the raw value (SI units for numbers)
 
     Returns
@@ -125,6 +125,8 @@ def human(key: str, value: Any) -> str:
         return f"{v:,.1f} tok/s"
     if k.endswith("_gb"):
         return f"{v:,.4g} GB"
+    if k.startswith("usd") and isinstance(v, (int, float)):  # money: $, cents below $100
+        return f"${v:,.2f}" if abs(v) < 100 else f"${v:,.0f}"
     if k.endswith("_s") and isinstance(v, (int, float)):
         if abs(v) < 10:
             return f"{v * 1e3:.4g} ms"

@@ -129,7 +129,12 @@ def register(subparsers: Any) -> None:
     c = p.add_argument_group("options and constraints (override the scenario's)")
     c.add_argument("--objective", choices=OBJECTIVE_CHOICES, default="cost",
                    help="what to minimise (default cost: the cheapest fleet meeting the SLOs)")  # fmt: skip
-    c.add_argument("--top", type=_pos_int, default=5, help="recommendations to show (default 5)")
+    c.add_argument(
+        "--top",
+        type=_pos_int,
+        default=None,
+        help="recommendations to show (default 5; with --per-gpu: per GPU, default 1)",
+    )
     c.add_argument("--gpus", type=_ids, help="allowed GPU ids or aliases, e.g. h100,h200,mi300x")
     c.add_argument("--frameworks", type=_ids, help="allowed frameworks, e.g. vllm,sglang")
     c.add_argument("--precisions", type=_ids, help="allowed weight precisions, e.g. bf16,fp8")
@@ -155,6 +160,12 @@ def register(subparsers: Any) -> None:
                    help="simulate every feasible option (no pruning; slow, for validation)")  # fmt: skip
     c.add_argument("--show-rejected", type=int, default=3, metavar="N",
                    help="rejected options shown per reason in the table (default 3; JSON has all)")  # fmt: skip
+    c.add_argument(
+        "--per-gpu",
+        action="store_true",
+        help="the best option of EACH allowed GPU side by side (procurement view), "
+        "with tokens/s per GPU from the bisected capacity",
+    )
     c.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.set_defaults(func=cmd_recommend)
 
@@ -276,7 +287,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         sc.slo,
         catalog=cat,
         objective=args.objective,
-        top_n=args.top,
+        top_n=args.top or (1 if args.per_gpu else 5),
         headroom=headroom,
         gpus=args.gpus or c.gpus,
         frameworks=args.frameworks or c.frameworks,
@@ -296,7 +307,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         profile=profile,
         seed=args.seed,
         exhaustive=args.exhaustive,
-        refine=args.exact,
+        refine=args.exact or args.per_gpu,
+        per_gpu=args.per_gpu,
     )
     _print_recommendation(res, args.format, args.show_rejected, sc.name or args.scenario)
     return 0

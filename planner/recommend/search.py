@@ -481,7 +481,14 @@ def recommend(
     if not recs:
         raise PlannerError(nothing_meets(rejected, slo))
     if per_gpu:
-        why = f"best option of each of {len({r['gpu'] for r in recs})} GPUs that meet the SLOs"
+        firsts = {}
+        for r in recs:
+            firsts.setdefault(r["gpu"], r)
+        why = "best option of each GPU that meets the SLOs: " + "; ".join(
+            f"{g} {r['framework']} {r['precision']} tp={r['tp']}: {r['num_gpus']} GPUs"
+            + (f", ${r['usd_per_hour']:,.2f}/h" if r.get("usd_per_hour") is not None else "")
+            for g, r in firsts.items()
+        )
         return Recommendation(
             objective, recs, [r.as_dict() for r in rejected], front, why, summary, assumptions
         )
