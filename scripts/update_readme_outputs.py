@@ -1,6 +1,6 @@
 """Re-run the README examples whose output depends on the calibration profile.
 
-`planner estimate`, `planner capacity` and `planner simulate` blocks of README.md are run
+`planner estimate`, `planner capacity`, `planner simulate` and `planner recommend` blocks of README.md are run
 again and their output pasted, so the tour stays real output after a refit.
 Usage: ``PATH=.venv/bin:$PATH python scripts/update_readme_outputs.py``.
 """
@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 README = Path(__file__).resolve().parent.parent / "README.md"
-REFRESH = ("$ planner estimate", "$ planner capacity", "$ planner simulate")
+REFRESH = ("$ planner estimate", "$ planner capacity", "$ planner simulate", "$ planner recommend")
 
 
 def main() -> None:
