@@ -383,7 +383,7 @@ def worker(rank, world, args, command):
         return body
 
     rows_written = 0
-    out_path = os.path.join(args.out_dir, args.csv_name)
+    out_path = os.path.join(args.out_dir, args.csv_name or f"nccl_h200_x{world}_micro.csv")
     f = None
     wr = None
     if rank == 0:
@@ -555,11 +555,13 @@ def _spawn_entry(rank, world, args, command):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--out-dir", default="bench_out")
-    ap.add_argument("--csv-name", default="nccl_h200_x2_micro.csv")
+    ap.add_argument(
+        "--csv-name", default=None, help="default nccl_h200_x<N>_micro.csv for N processes"
+    )
     ap.add_argument("--env-name", default="nccl_env.txt")
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
     ap.add_argument("--min-bytes", type=int, default=8 * KIB)
-    ap.add_argument("--max-bytes", type=int, default=512 * MIB)
+    ap.add_argument("--max-bytes", type=int, default=1024 * MIB)
     ap.add_argument(
         "--hiddens",
         type=parse_int_list,
