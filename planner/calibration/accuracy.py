@@ -33,7 +33,7 @@ from planner.catalog.profile import Profile, resolve_params
 from planner.errors import PlannerError
 
 THROUGHPUT = ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "req_s")
-TPOT = ("tpot_ms_mean", "tpot_ms_median", "itl_ms_mean", "itl_ms_median")
+TPOT = ("tpot_ms_mean", "tpot_ms_median", "tpot_ms_p99", "itl_ms_mean", "itl_ms_median")
 TTFT = ("ttft_ms_mean", "ttft_ms_median", "ttft_ms_p99")
 
 

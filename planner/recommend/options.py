@@ -43,7 +43,7 @@ MAX_TP_PER_NODE = 8
 PP_WHEN_NEEDED: tuple[int, ...] = (2, 4)
 #: frameworks that are measurement harnesses, not serving engines (never recommended
 #: unless a scenario names them explicitly)
-NOT_SERVING_ENGINES = frozenset({"pytorch"})
+NOT_SERVING_ENGINES = frozenset({"pytorch", "pytorch-naive"})
 
 
 @dataclass(frozen=True)
