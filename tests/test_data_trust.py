@@ -12,7 +12,15 @@ ROOT = Path(__file__).resolve().parent.parent
 # An absolute path on a build or GPU machine: users do not have these files.
 MACHINE_PATH = re.compile(r"(?<![\w.:/-])/(?:work|root|home|tmp|Users)/")
 SCANNED = ("data", "docs", "planner")
-CATALOGS = ("hardware.yaml", "models.yaml", "prices.yaml", "frameworks.yaml", "precisions.yaml")
+CATALOGS = (
+    "hardware.yaml",
+    "models.yaml",
+    "prices.yaml",
+    "frameworks.yaml",
+    "precisions.yaml",
+    "ownership.yaml",
+    "quality.yaml",
+)
 
 
 def _scanned_files():
@@ -50,7 +58,12 @@ def _rows():
         for section, rows in doc.items():
             if isinstance(rows, list):
                 for i, row in enumerate(rows):
-                    yield f"{name}:{section}[{i}] {row.get('id') or row.get('gpu') or ''}", row
+                    label = row.get("id") or row.get("gpu") or row.get("checkpoint") or ""
+                    yield f"{name}:{section}[{i}] {label}", row
+            elif isinstance(rows, dict):  # ownership.yaml: one entry per parameter
+                for key, row in rows.items():
+                    if isinstance(row, dict):
+                        yield f"{name}:{section}.{key}", row
 
 
 @pytest.mark.parametrize("name", CATALOGS)
@@ -58,11 +71,23 @@ def test_catalog_files_exist(name):
     assert (ROOT / "data" / name).is_file()
 
 
+def _cited(row: dict) -> bool:
+    """A source, or (a stated assumption, ownership.yaml) notes that justify the value."""
+    if row.get("kind") == "assumption":
+        return bool(str(row.get("notes") or "").strip())
+    return bool(str(row.get("source") or "").strip())
+
+
+def test_rows_are_found_in_every_catalog():
+    names = {where.split(":", 1)[0] for where, _ in _rows()}
+    assert names == set(CATALOGS)
+
+
 def test_every_catalog_row_has_source_and_as_of():
     bad = [
         where
         for where, row in _rows()
-        if not str(row.get("source") or "").strip() or not str(row.get("as_of") or "").strip()
+        if not _cited(row) or not str(row.get("as_of") or "").strip()
     ]
     assert not bad, "rows without source/as_of: " + ", ".join(bad)
 
