@@ -42,14 +42,31 @@ from typing import Any
 
 import numpy as np
 
-from planner.errors import PlannerError
+from planner.errors import PlannerError, require_positive
 from planner.serving._engine import _run_continuous, _run_static
 from planner.serving.replica import Replica, check_fits
 from planner.serving.result import SimResult
 from planner.workload.workload import Requests, Workload
 
-
 # =========================================================================== the simulator
+# Request-count caps, set from measurements on a 16-core CI-class machine (chat-8b example):
+# simulate 10^5 requests 6 s / 0.11 GB peak RSS, 10^6 requests 41 s / 0.58 GB (10^7 took
+# 196 s / 5.3 GB); capacity --requests 10^5 took 16 s / 0.21 GB (each rate of the search
+# simulates up to ~12x the scored count). Above the caps a run takes minutes and gigabytes,
+# and percentiles are already converged far below them.
+MAX_SIM_REQUESTS = 1_000_000
+MAX_CAPACITY_REQUESTS = 200_000
+
+
+def _check_request_count(n: Any, cap: int, what: str) -> None:
+    require_positive(what, n)
+    if n > cap:
+        raise PlannerError(
+            f"{what} {n:,} is above the supported {cap:,} (about a minute and under a GB of "
+            f"memory at the cap on a CI-class machine); percentiles are converged well below it"
+        )
+
+
 def simulate(
     target: Replica | Any,
     requests: Requests | Workload | None = None,
@@ -81,6 +98,8 @@ def simulate(
     offline : queue every request at t = 0 (default: the workload's ``offline`` flag)
     """
     rng = rng if rng is not None else np.random.default_rng(0)
+    if requests is None or isinstance(requests, Workload):
+        _check_request_count(n_requests, MAX_SIM_REQUESTS, "requests")
     if not isinstance(target, Replica):
         # a Scenario (duck-typed: planner.scenario sits above planner.serving)
         if not callable(getattr(target, "build_replica", None)):
