@@ -21,8 +21,8 @@ SCENARIO = str(ROOT / "examples" / "chat-8b.yaml")
 @pytest.mark.parametrize(
     "argv, match",
     [
-        (["simulate", SCENARIO, "--requests", "1000000000"], "above the supported 1,000,000"),
-        (["capacity", SCENARIO, "--requests", "100000000"], "above the supported 200,000"),
+        (["simulate", SCENARIO, "--requests", "1000000000"], "above the supported 3,000,000"),
+        (["capacity", SCENARIO, "--requests", "100000000"], "above the supported 1,000,000"),
         (["simulate", SCENARIO, "--seed", "-1"], "--seed"),
         (["simulate", SCENARIO, "--rate", "1e308"], "--rate"),
         (["simulate", SCENARIO, "--offline", "--concurrency", "4"], "conflict"),
