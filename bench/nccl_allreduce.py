@@ -21,7 +21,7 @@ NVSHMEM_DISABLE_NVLS=1.
 
 Launch (GPU):  torchrun --standalone --nproc_per_node=2 bench/nccl_allreduce.py --out-dir OUT
   or, without torchrun:  python3 bench/nccl_allreduce.py --nproc 2 --out-dir OUT  (mp.spawn)
-CPU smoke test (gloo):  python bench/nccl_allreduce.py --nproc 2 --dry-run --out-dir /tmp/x
+CPU smoke test (gloo):  python bench/nccl_allreduce.py --nproc 2 --dry-run --out-dir bench_out/smoke
 Fit a CSV (no torch needed):  python bench/nccl_allreduce.py --fit data/benchmarks/nccl_h200_x2_micro.csv
 """
 

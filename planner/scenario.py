@@ -29,11 +29,11 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError, field_validator
 
 from planner.catalog.records import Frozen
-from planner.errors import PlannerError, read_text
+from planner.errors import PlannerError, read_text, shown
+from planner.files import load_yaml
 from planner.serving.replica import build_replica
 from planner.workload.slo import SLO
 from planner.workload.workload import Workload, resolve_path
@@ -253,8 +253,8 @@ def _format_error(e: ValidationError, where: str) -> PlannerError:
             "histogram, quantiles, trace)"
         )
     got = err.get("input")
-    shown = f" (got {got!r})" if got is not None and not isinstance(got, dict) else ""
-    return PlannerError(f"{where}: {loc or '<scenario>'}: {msg}{shown}")
+    got_text = f" (got {shown(got)})" if got is not None and not isinstance(got, dict) else ""
+    return PlannerError(f"{where}: {loc or '<scenario>'}: {msg}{got_text}")
 
 
 def _resolve_paths(d: dict[str, Any], base_dir: str | None) -> dict[str, Any]:
@@ -291,10 +291,7 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
     """Read and validate a scenario YAML file."""
     p = Path(path)
     text = read_text(p, "scenario file", "scenario file")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise PlannerError(f"{p}: not valid YAML: {str(e).splitlines()[0]}") from None
+    data = load_yaml(text, p)
     if data is None:
         raise PlannerError(f"{p}: empty scenario file")
     return scenario_from_dict(data, where=p.name, base_dir=p.parent)

@@ -28,7 +28,7 @@ and median signed error. ``--params prior`` (default) uses :data:`planner.catalo
 Usage::
 
     python scripts/bench_serving.py                       # speed
-    python scripts/bench_serving.py --validate ../shared/reference/benchmarks/calibration.csv
+    python scripts/bench_serving.py --validate data/benchmarks/public.csv
     python scripts/bench_serving.py --validate data/benchmarks/public.csv --params calibrated -o errors.csv
 """
 

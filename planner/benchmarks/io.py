@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 import math
 import os
 from collections.abc import Iterable, Sequence
@@ -18,7 +17,8 @@ import numpy as np
 
 from planner.benchmarks.schema import REQUIRED_COLUMNS, SCHEMA_COLUMNS, TIME_UNITS_S
 from planner.catalog.catalog import Catalog, load_catalog
-from planner.errors import PlannerError, UnknownIdError, read_text
+from planner.errors import DATA_READ_LIMIT, PlannerError, UnknownIdError, read_text
+from planner.files import iter_lines, load_json
 
 
 # =========================================================================== measurements
@@ -51,10 +51,7 @@ def read_vllm_bench_json(
     """
     p = Path(path)
     text = read_text(p, "vllm bench JSON", "JSON file")
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise PlannerError(f"{p}: cannot read vllm bench JSON ({e})") from None
+    d = load_json(text, p)
     try:
         return _vllm_rows(p, d, gpu, model, precision, tp, framework)
     except (TypeError, ValueError, OverflowError, ZeroDivisionError) as e:
@@ -165,7 +162,13 @@ def load_measurements(
             df = read_vllm_bench_json(p, **vllm_kw)
         else:
             try:
-                df = pd.read_csv(p, dtype={"id": str, "precision": str, "kv_precision": str})
+                text = read_text(p, "measurement file", "CSV file", limit=DATA_READ_LIMIT)
+                # bytes, not io.StringIO: StringIO holds 4 bytes per character
+                df = pd.read_csv(
+                    io.BytesIO(text.encode("utf-8")),
+                    encoding="utf-8",
+                    dtype={"id": str, "precision": str, "kv_precision": str},
+                )
             except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as e:
                 raise PlannerError(f"{p}: not a readable CSV ({str(e).splitlines()[0]})") from None
         missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
@@ -179,7 +182,8 @@ def load_measurements(
         if df["id"].isna().any():
             df["id"] = [f"{p.stem}-{i:04d}" if pd.isna(v) else v for i, v in enumerate(df["id"])]
         if df["source"].isna().any():
-            df["source"] = df["source"].fillna(p.name)
+            # an all-empty column is float64: fill as text (fillna would warn, then fail)
+            df["source"] = df["source"].astype(object).where(df["source"].notna(), p.name)
         df["_file"] = str(p)
         df["_dir"] = str(p.parent)
         frames.append(df)
@@ -286,11 +290,11 @@ def _few(ids: list[Any], n: int = 5) -> str:
 def read_rows(path: str | os.PathLike[str]) -> tuple[list[dict[str, str]], list[str]]:
     """Read a benchmark CSV into (rows as dicts of strings, column names)."""
     p = Path(path)
-    text = read_text(p, "input file", "CSV file")
+    text = read_text(p, "input file", "CSV file", limit=DATA_READ_LIMIT)
     try:
-        reader = csv.DictReader(io.StringIO(text, newline=""))
+        reader = csv.DictReader(iter_lines(text))
         cols = list(reader.fieldnames or [])
-        rows = [dict(r) for r in reader]
+        rows = list(reader)
     except csv.Error as e:
         raise PlannerError(f"{p}: not a valid CSV file ({e})") from None
     if not cols:

@@ -24,11 +24,14 @@ unknown ids, empty fields and unsupported combinations become a ``reason``.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from planner.benchmarks.io import read_rows
 from planner.benchmarks.layouts import assumed_layout, needs_layout
@@ -41,7 +44,8 @@ from planner.catalog.profile import resolve_efficiency
 from planner.catalog.records import Accelerator, ModelArch, Precision
 from planner.engine.phases import decode_step, prefill
 from planner.engine.step import StepModel, step_model
-from planner.errors import PlannerError, UnknownIdError
+from planner.errors import PlannerError, UnknownIdError, printable
+from planner.files import Progress
 
 OUTPUT_COLUMNS = ("predicted", "provenance", "reason")
 
@@ -51,7 +55,7 @@ def _reason(err: BaseException) -> str:
     """One-line reason text for an error (short form for unknown ids)."""
     if isinstance(err, UnknownIdError):
         hint = f" (closest: {', '.join(err.suggestions)})" if err.suggestions else ""
-        return f"unknown {err.kind} '{err.value}'{hint}"
+        return f"unknown {err.kind} '{printable(err.value)}'{hint}"
     return " ".join(str(err).split())
 
 
@@ -164,6 +168,13 @@ class Predictor:
         self.catalog = catalog or load_catalog()
         self.csv_dir = Path(csv_dir) if csv_dir else None
         self.profile_path = profile_path
+        if profile_path:  # a broken profile fails the command, not every row
+            try:
+                from .calibration import load_profile
+            except ImportError:  # pragma: no cover - resolve_efficiency says so per row
+                pass
+            else:
+                load_profile(profile_path)
         self._models: dict[str, ModelArch] = {}
         self._params: dict[tuple[str, str, str], tuple[EfficiencyParams, str]] = {}
         self._steps: dict[tuple, StepModel] = {}
@@ -259,14 +270,38 @@ class Predictor:
             return out
         if value is None:
             out["reason"] = reason or f"metric {metric} could not be predicted"
+        elif not math.isfinite(float(value)) or float(value) < 0:
+            out["reason"] = (
+                f"the prediction is not a finite number >= 0 ({float(value):g}); "
+                "an input is out of range"
+            )
         else:
             out["predicted"] = float(value)
             out["reason"] = reason or ""
         return out
 
-    def predict_rows(self, rows: Iterable[Mapping[str, str]]) -> list[dict[str, Any]]:
-        """:meth:`predict_row` for every row, in order."""
-        return [self.predict_row(r) for r in rows]
+    def predict_rows(
+        self, rows: Iterable[Mapping[str, str]], *, consume: bool = False
+    ) -> list[dict[str, Any]]:
+        """:meth:`predict_row` for every row, in order (numpy warnings silenced: a row's
+        problem is its ``reason``). ``consume=True`` with a list drops each input row once
+        predicted (large files: the input and output rows are not held at once)."""
+        if not (consume and isinstance(rows, list)):
+            rows = list(rows)
+        out = []
+        with (
+            np.errstate(all="ignore"),
+            Progress(
+                "predict", total=len(rows), force=None if len(rows) > 10_000 else False
+            ) as bar,
+        ):
+            for i, r in enumerate(rows):
+                if not i % 2000:
+                    bar.update(i)
+                out.append(self.predict_row(r))
+                if consume:
+                    rows[i] = None  # type: ignore[call-overload]
+        return out
 
 
 # --------------------------------------------------------------------------- files
@@ -285,7 +320,7 @@ def predict_file(
     """
     rows, cols = read_rows(path)
     pred = Predictor(catalog, Path(path).resolve().parent, profile_path)
-    out = pred.predict_rows(rows)
+    out = pred.predict_rows(rows, consume=True)
     columns = [c for c in cols if c not in OUTPUT_COLUMNS] + list(OUTPUT_COLUMNS)
     return out, columns
 

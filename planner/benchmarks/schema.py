@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from planner.errors import PlannerError
+from planner.errors import PlannerError, shown
 
 REQUIRED_COLUMNS = (
     "hardware",
@@ -74,10 +74,17 @@ def whole(row: Mapping[str, Any], key: str, *, default: int | None = None) -> in
     try:
         v = float(raw)
     except ValueError:
-        raise PlannerError(f"{key} must be a number, got {raw!r}") from None
+        raise PlannerError(f"{key} must be a number, got {shown(raw)}") from None
     if v != v or not v.is_integer() or v <= 0:
-        raise PlannerError(f"{key} must be a positive whole number, got {raw!r}")
+        raise PlannerError(f"{key} must be a positive whole number, got {shown(raw)}")
+    if v > MAX_ROW_INT:
+        raise PlannerError(f"{key} must be at most {MAX_ROW_INT:,}, got {shown(raw)}")
     return int(v)
+
+
+# A token count, batch or GPU count above this is not a plausible measurement (and would
+# overflow the step model's arithmetic into inf/NaN).
+MAX_ROW_INT = 10**9
 
 
 def _num(v: Any) -> float | None:

@@ -28,6 +28,7 @@ from planner.calibration.fit import (
     calibrate,
     data_files_default,
     fit_profile,
+    poor_fits,
     predict_rows,
     prepare_rows,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "read_vllm_bench_json",
     "resolve_params",
     "run_validation",
+    "poor_fits",
     "save_profile",
     "write_report",
 ]

@@ -31,6 +31,7 @@ from planner.catalog.catalog import Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR
 from planner.catalog.profile import Profile, resolve_params
 from planner.errors import PlannerError
+from planner.files import Progress, atomic_write_text
 
 THROUGHPUT = ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "req_s")
 TPOT = ("tpot_ms_mean", "tpot_ms_median", "tpot_ms_p99", "itl_ms_mean", "itl_ms_median")
@@ -157,7 +158,9 @@ def run_validation(
         sources = sorted({r.source for r in rows})
         recs = []
         profiles: dict[str, Profile | None] = {}
-        for s in sources:
+        bar = Progress("validate: leave-one-source-out", total=len(sources))
+        for i, s in enumerate(sources):
+            bar.update(i, s)
             train = [r for r in rows if r.source != s and r.ok] + [r for r in own_rows if r.ok]
             try:
                 prof = fit_profile(train, **fit_kw)
@@ -169,6 +172,7 @@ def run_validation(
                 if v is None:
                     continue
                 recs.append(oos_record(r, v, prov, s))
+        bar.close()
         if serving:
             recs += serving_predictions(
                 df, rows, lambda f: profiles.get(f), cat, lambda r: r.source
@@ -191,7 +195,9 @@ def run_validation(
     if own_files:
         own_df = load_measurements(own_files, cat)
         own_rows = prepare_rows(own_df, cat)
-        kf = cross_validate(own_rows, scheme="kfold", k=k, catalog=cat, **fit_kw)
+        with Progress("validate") as bar:
+            bar.update(0, f"{k}-fold cross-validation of {len(own_rows):,} own rows")
+            kf = cross_validate(own_rows, scheme="kfold", k=k, catalog=cat, **fit_kw)
         if len(kf):
             kf["metric_class"] = [metric_class(m) for m in kf["metric"]]
         result["kfold_own"] = kf
@@ -212,8 +218,14 @@ def _md_table(df) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(result: dict[str, Any], path: str | Path, command: str) -> str:
-    """Write the accuracy report as Markdown; returns the text."""
+def write_report(
+    result: dict[str, Any],
+    path: str | Path,
+    command: str,
+    inputs: Sequence[str | Path] = (),
+) -> str:
+    """Write the accuracy report as Markdown (atomically, never over one of ``inputs``);
+    returns the text."""
     loso = result.get("loso")
     kf = result.get("kfold_own")
     out = [
@@ -291,8 +303,9 @@ def write_report(result: dict[str, Any], path: str | Path, command: str) -> str:
             ),
         ]
     text = "\n".join(out) + "\n"
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(text, encoding="utf-8")
+    if not any(x is not None and len(x) for x in (loso, kf)):
+        raise PlannerError(f"refusing to write {path}: the accuracy report has no rows")
+    atomic_write_text(path, text, inputs=inputs, what="accuracy report")
     return text
 
 

@@ -40,6 +40,7 @@ from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.profile import Profile, ProfileNode, _node_keys, resolve_params
 from planner.errors import PlannerError
+from planner.files import Progress
 
 #: parameters the fit may move, their bounds and the prior width (std-dev of log value)
 FIT_BOUNDS: dict[str, tuple[float, float, float]] = {
@@ -191,8 +192,11 @@ def fit_profile(
     max_nfev: int = 60,
     include_kinds: Iterable[str] = ("step", "static", "single", "offline"),
     base: EfficiencyParams | None = None,
+    progress: str | None = None,
 ) -> Profile:
     """Fit the hierarchy of nodes top-down (see module docstring).
+
+    ``progress``: a label to show a progress line on stderr (when it is a terminal).
 
     Parameters
     ----------
@@ -212,6 +216,7 @@ def fit_profile(
     fitted: dict[tuple, EfficiencyParams] = {}
 
     def add(level, key, subset, parent):
+        bar.update(len(nodes), f"node {'/'.join(str(x) for x in key if x) or 'global'}")
         if len(subset) < min_rows:
             return
         params, mdape = _fit_node(subset, parent, prior_scale, max_nfev)
@@ -230,12 +235,13 @@ def fit_profile(
             )
         )
 
-    add(0, (None, None, None, None), use, base)
     groups: dict[tuple, list[PreparedRow]] = {}
     for r in use:
         for lvl, k in enumerate(_node_keys(r.framework, r.arch, r.gpu, r.precision)):
             if lvl:
                 groups.setdefault(k, []).append(r)
+    bar = Progress(progress or "", total=1 + len(groups), force=None if progress else False)
+    add(0, (None, None, None, None), use, base)
     for lvl in (1, 2, 3, 4):
         for k in sorted((k for k in groups if _level(k) == lvl), key=str):
             parent_key = _node_keys(*k)[lvl - 1]
@@ -247,6 +253,7 @@ def fit_profile(
                     pk = a
                     break
             add(lvl, k, groups[k], fitted.get(pk, base))
+    bar.close()
     return Profile(
         created=_dt.date.today(),
         data_hash=data_hash,
@@ -305,6 +312,52 @@ def _rel(p: Path) -> str:
         return p.as_posix()
 
 
+def poor_fits(
+    profile: Profile,
+    rows: Sequence[PreparedRow],
+    threshold: float = 0.25,
+    max_rows: int = 2000,
+) -> list[tuple[str, str, int, float]]:
+    """Groups of fitted rows (node x metric) whose in-sample MdAPE exceeds ``threshold``.
+
+    A node's own MdAPE can hide one metric given in the wrong unit (prefill times 1000x
+    too large among many decode rows), so the error is taken per metric under the most
+    specific node that applies. At most ``max_rows`` rows per group are evaluated.
+    Returns (node label, metric, rows evaluated, MdAPE) tuples.
+    """
+    groups: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        if not r.ok:
+            continue
+        node = profile.find(r.framework or None, r.arch or None, r.gpu or None, r.precision)
+        if node is None:
+            continue
+        apes = groups.setdefault((node.label, r.metric), [])
+        if len(apes) >= max_rows:
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                pred = float(r.predict(node.params))
+        except (PlannerError, ArithmeticError, ValueError):
+            continue
+        if math.isfinite(pred) and r.value > 0:
+            apes.append(abs(pred / r.value - 1))
+    out = []
+    for (label, metric), apes in groups.items():
+        if apes:
+            mdape = float(np.median(apes))
+            if mdape > threshold:
+                out.append((label, metric, len(apes), mdape))
+    return out
+
+
+# Largest measurement file calibrate accepts. Measured (scripts/bench_reliability.py) on a
+# loaded 2-core machine: 5,000 step rows 24 s CPU / 90 s wall, 20,000 rows 287 s wall; the
+# fit grows linearly with the rows, so 10,000 rows is ~50 s CPU (about two minutes of wall
+# time here). A few hundred rows per node already pin its parameters.
+MAX_CALIBRATE_ROWS = 10_000
+
+
 def calibrate(
     paths: Sequence[str | os.PathLike[str]] | None = None,
     catalog: Catalog | None = None,
@@ -319,6 +372,12 @@ def calibrate(
         if (v := kw.pop(k, None)) is not None
     }
     df = load_measurements(files, cat, **vllm_kw)
+    if len(df) > MAX_CALIBRATE_ROWS:
+        raise PlannerError(
+            f"{len(df):,} measurement rows is above the {MAX_CALIBRATE_ROWS:,} that calibrate "
+            "fits in about two minutes (the least-squares fit evaluates every row many times); "
+            "fit a representative subset (e.g. a few hundred rows per GPU, model and metric)"
+        )
     rows = prepare_rows(df, cat)
     prof = fit_profile(
         rows, data_files=[_rel(f) for f in files], data_hash=_hash_files(files), **kw

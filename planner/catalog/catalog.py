@@ -18,7 +18,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import yaml
 from pydantic import ValidationError, model_validator
 
 from planner.catalog.hf_config import _hf_config_cached, model_from_hf_config
@@ -33,12 +32,8 @@ from planner.catalog.records import (
     RentalPrice,
     _fmt_loc,
 )
-from planner.errors import PlannerError, UnknownIdError, read_text
-
-try:  # the C loader is ~10x faster; fall back where libyaml is absent
-    _Loader = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
+from planner.errors import PlannerError, UnknownIdError, printable, read_text, shown
+from planner.files import load_yaml
 
 DATA_DIR = Path(
     os.environ.get("PLANNER_DATA_DIR", Path(__file__).resolve().parent.parent.parent / "data")
@@ -60,25 +55,48 @@ def _validate_list(path: Path, key: str, cls: type[Frozen], raw: Any) -> list[An
         try:
             out.append(cls.model_validate(item))
         except ValidationError as e:
-            err = e.errors()[0]
+            # a misspelt field is both "unknown" and "missing": name the misspelling first
+            err = sorted(e.errors(), key=lambda x: x["type"] != "extra_forbidden")[0]
             where = _fmt_loc(tuple(err["loc"]))
             msg = err["msg"]
             if err["type"] == "extra_forbidden":
                 allowed = ", ".join(sorted(cls.model_fields))
                 msg = f"unknown field (allowed: {allowed})"
             raise PlannerError(
-                f"{path.name}: {key}[{i}] (id {ident}): field '{where or '<entry>'}': {msg}"
-                + (f" (got {err.get('input')!r})" if err["type"] != "extra_forbidden" else "")
+                f"{path.name}: {key}[{i}] (id {printable(ident)}): field '{where or '<entry>'}': "
+                f"{msg}"
+                + (
+                    f" (got {shown(err.get('input'))})"
+                    if err["type"] not in ("extra_forbidden", "missing")
+                    else ""
+                )
             ) from None
     return out
 
 
 def _read_yaml(path: Path) -> Any:
     text = read_text(path, "catalog file", "YAML file")
-    try:
-        return yaml.load(text, Loader=_Loader)
-    except yaml.YAMLError as e:
-        raise PlannerError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from None
+    return load_yaml(text, path)
+
+
+# id/alias -> record, per tuple of records (catalogs are immutable); the tuple is kept
+# alive with its index so that its id() is never reused. One lookup per predict row made
+# the linear scan a hot spot on large files.
+_INDEXES: dict[int, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+
+
+def _lookup_index(items: tuple[Any, ...]) -> dict[str, Any]:
+    entry = _INDEXES.get(id(items))
+    if entry is not None and entry[0] is items:
+        return entry[1]
+    index: dict[str, Any] = {}
+    for it in reversed(items):  # the first matching record wins, as in a linear scan
+        for a in (it.id, *getattr(it, "aliases", ())):
+            index[a.lower()] = it
+    if len(_INDEXES) > 256:
+        _INDEXES.clear()
+    _INDEXES[id(items)] = (items, index)
+    return index
 
 
 class Catalog(Frozen):
@@ -110,7 +128,12 @@ class Catalog(Frozen):
         kv_ids = {k.id for k in self.kv_precisions}
         for p in self.precisions:
             bad = set(p.kv_options) - kv_ids
-            if bad or p.kv_default not in kv_ids:
+            if p.kv_default not in kv_ids:
+                raise ValueError(
+                    f"precision {p.id}: kv_default '{printable(p.kv_default)}' is not a kv "
+                    f"precision (known: {', '.join(sorted(kv_ids))})"
+                )
+            if bad:
                 raise ValueError(f"precision {p.id}: unknown kv precision {sorted(bad)}")
         for f in self.frameworks:
             bad = set(f.precisions) - prec_ids
@@ -123,9 +146,9 @@ class Catalog(Frozen):
     def _find(kind: str, items: Iterable[Any], key: str) -> Any:
         k = str(key).strip().lower()
         items = tuple(items)
-        for it in items:
-            if it.id.lower() == k or k in (a.lower() for a in getattr(it, "aliases", ())):
-                return it
+        hit = _lookup_index(items).get(k)
+        if hit is not None:
+            return hit
         raise UnknownIdError(kind, str(key), [it.id for it in items])
 
     def gpu(self, key: str) -> Accelerator:
@@ -240,7 +263,7 @@ def check_layout(m: ModelArch, tp: Any, pp: Any) -> tuple[int, int]:
         except (TypeError, ValueError, OverflowError):
             ok = False
         if not ok:
-            raise PlannerError(f"{name} must be a whole number >= 1, got {v!r}")
+            raise PlannerError(f"{name} must be a whole number >= 1, got {shown(v)}")
     tp, pp = int(tp), int(pp)
     if tp > 1 and m.num_attention_heads % tp:
         raise PlannerError(

@@ -44,20 +44,20 @@ class Accelerator(Sourced):
     arch: str = Field(description="architecture family: ampere, ada, hopper, blackwell, cdna2, ...")
     aliases: tuple[str, ...] = ()
     sku_of: str | None = None
-    memory_gb: float | None = Field(None, gt=0)
+    memory_gb: float | None = Field(None, gt=0, le=100_000)
     memory_type: str | None = None
-    mem_bw_gbs: float | None = Field(None, gt=0)
-    bf16_dense_tflops: float | None = Field(None, gt=0)
-    fp16_dense_tflops: float | None = Field(None, gt=0)
-    tf32_dense_tflops: float | None = Field(None, gt=0)
-    fp8_dense_tflops: float | None = Field(None, gt=0)
-    int8_dense_tops: float | None = Field(None, gt=0)
-    fp6_dense_tflops: float | None = Field(None, gt=0)
-    fp4_dense_tflops: float | None = Field(None, gt=0)
+    mem_bw_gbs: float | None = Field(None, gt=0, le=1e6)
+    bf16_dense_tflops: float | None = Field(None, gt=0, le=1e6)
+    fp16_dense_tflops: float | None = Field(None, gt=0, le=1e6)
+    tf32_dense_tflops: float | None = Field(None, gt=0, le=1e6)
+    fp8_dense_tflops: float | None = Field(None, gt=0, le=1e6)
+    int8_dense_tops: float | None = Field(None, gt=0, le=1e6)
+    fp6_dense_tflops: float | None = Field(None, gt=0, le=1e6)
+    fp4_dense_tflops: float | None = Field(None, gt=0, le=1e6)
     sparsity_halved: bool = False
-    tdp_w: float | None = Field(None, gt=0)
+    tdp_w: float | None = Field(None, gt=0, le=1e5)
     interconnect: str | None = None
-    interconnect_gbs_unidir: float | None = Field(None, gt=0)
+    interconnect_gbs_unidir: float | None = Field(None, gt=0, le=1e6)
     pcie_gen: int | None = Field(None, ge=3, le=6)
     form_factor: str | None = None
     launch_year: int | None = None
@@ -224,6 +224,16 @@ class ModelArch(Sourced):
             raise ValueError("num_sliding_layers > 0 needs sliding_window")
         if self.is_moe and not self.num_experts_per_tok:
             raise ValueError("a MoE model needs num_experts_per_tok")
+        if self.is_moe and self.num_experts_per_tok > self.num_experts:
+            raise ValueError(
+                f"num_experts_per_tok ({self.num_experts_per_tok}) exceeds num_experts "
+                f"({self.num_experts})"
+            )
+        if self.num_dense_layers > self.num_hidden_layers:
+            raise ValueError(
+                f"num_dense_layers ({self.num_dense_layers}) exceeds num_hidden_layers "
+                f"({self.num_hidden_layers})"
+            )
         if self.is_mla and (self.qk_rope_head_dim is None or self.qk_nope_head_dim is None):
             raise ValueError("MLA needs qk_rope_head_dim and qk_nope_head_dim")
         if self.intermediate_size is None and (not self.is_moe or self.num_dense_layers):

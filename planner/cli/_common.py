@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from planner.errors import PlannerError
+from planner.errors import PlannerError, shown
 
 PROG = "planner"
 
@@ -26,7 +26,7 @@ def _number(kind: type, *, minimum: float | None = None, strict: bool = True, ma
             v = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"expected {'a whole number' if kind is int else 'a number'}, got {text!r}"
+                f"expected {'a whole number' if kind is int else 'a number'}, got {shown(text)}"
             ) from None
         if v != v:
             raise argparse.ArgumentTypeError("NaN is not a valid value")
@@ -43,6 +43,11 @@ def _number(kind: type, *, minimum: float | None = None, strict: bool = True, ma
 
 
 positive_int = _number(int, minimum=0, maximum=2**53)
+# plausible ranges: no model context or request is longer than 100M tokens, no batch larger
+# than 10M sequences, no replica wider than 100k GPUs
+token_count = _number(int, minimum=0, maximum=100_000_000)
+batch_size = _number(int, minimum=0, maximum=10_000_000)
+gpu_count = _number(int, minimum=0, maximum=100_000)
 utilization = _number(float, minimum=0, maximum=1.0)
 
 

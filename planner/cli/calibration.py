@@ -7,6 +7,14 @@ import sys
 from pathlib import Path
 
 from planner.cli._common import _number, add_common_args
+from planner.errors import PlannerError
+from planner.files import atomic_write_text, check_output
+
+# In-sample median error above which `calibrate` warns that a fit explains its data badly.
+POOR_FIT_MDAPE = 0.25
+
+# In-sample median error above which `calibrate` warns that a fit explains its data badly.
+POOR_FIT_MDAPE = 0.25
 
 CALIBRATE_EPILOG = """\
 examples:
@@ -91,10 +99,11 @@ def register(sub) -> None:
 
 
 def cmd_calibrate(args) -> int:
-    from planner.calibration import calibrate, save_profile
+    from planner.calibration import calibrate, poor_fits, save_profile
     from planner.catalog import load_catalog
     from planner.report import emit
 
+    check_output(args.output, args.files, "calibration profile")
     cat = load_catalog(getattr(args, "data_dir", None))
     prof, rows = calibrate(
         args.files or None,
@@ -104,9 +113,10 @@ def cmd_calibrate(args) -> int:
         precision=args.precision,
         tp=args.tp,
         prior_scale=args.prior_scale,
+        progress="calibrate: fitting",
     )
     if args.output:
-        save_profile(prof, args.output)
+        save_profile(prof, args.output, inputs=args.files)
     summary = [
         {
             "node": n.label,
@@ -127,6 +137,13 @@ def cmd_calibrate(args) -> int:
         for n in prof.nodes
     ]
     emit(summary, args.format)
+    for label, metric, n, mdape in poor_fits(prof, rows, POOR_FIT_MDAPE):
+        print(
+            f"planner: warning: the fit of {label} explains its {metric} data badly (in-sample "
+            f"MdAPE {100 * mdape:.0f}% > {100 * POOR_FIT_MDAPE:.0f}% over {n} rows); check the "
+            "units and values of those measurements",
+            file=sys.stderr,
+        )
     skipped = sum(1 for r in rows if not r.ok)
     print(
         f"fitted {prof.n_rows_fitted} rows ({skipped} not usable for the fit), data hash {prof.data_hash}"
@@ -149,10 +166,25 @@ def cmd_validate(args) -> int:
         if args.own is not None
         else [p for p in [DATA_DIR / "benchmarks" / "pytorch_h200.csv"] if Path(p).exists()]
     )
+    inputs = [*public, *own]
+    check_output(args.output, inputs, "accuracy report")
+    check_output(args.details, inputs, "details CSV")
+    if args.output and args.details and Path(args.output) == Path(args.details):
+        raise PlannerError("--output and --details name the same file; give two paths")
+    if not public and not own:
+        raise PlannerError(
+            "nothing to validate: --public and --own select no files "
+            "(omit them for the bundled data)"
+        )
     res = run_validation(public, own, catalog=cat, serving=not args.no_serving)
+    if not any(res.get(k) is not None and len(res[k]) for k in ("loso", "kfold_own")):
+        raise PlannerError(
+            "nothing to validate: the selected files have no rows that can be predicted out of "
+            "sample" + ("; the report was not written" if args.output else "")
+        )
     cmd = "planner validate" + (f" --output {args.output}" if args.output else "")
     if args.output:
-        write_report(res, args.output, cmd)
+        write_report(res, args.output, cmd, inputs=inputs)
     rows = []
     if res.get("kfold_own") is not None and len(res["kfold_own"]):
         t = error_table(res["kfold_own"].assign(scheme="5-fold own"), ["scheme", "metric"])
@@ -171,6 +203,11 @@ def cmd_validate(args) -> int:
             if res.get(k) is not None and len(res[k])
         ]
         if frames:
-            pd.concat(frames).to_csv(args.details, index=False)
+            atomic_write_text(
+                args.details,
+                pd.concat(frames).to_csv(index=False),
+                inputs=inputs,
+                what="details CSV",
+            )
     emit(rows, args.format)
     return 0

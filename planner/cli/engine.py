@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from planner.cli._common import _catalog, _emit, _sub, positive_int, utilization
+from planner.cli._common import (
+    _catalog,
+    _emit,
+    _sub,
+    batch_size,
+    gpu_count,
+    token_count,
+    utilization,
+)
 
 
 # --------------------------------------------------------------------------- memory
@@ -127,9 +135,9 @@ def register(sub) -> None:
     p.add_argument(
         "--kv-precision", default=None, help="KV-cache precision (default: per precision)"
     )
-    p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel GPUs (default 1)")
-    p.add_argument("--pp", type=positive_int, default=1, help="pipeline stages (default 1)")
-    p.add_argument("--context", type=positive_int, default=4096,
+    p.add_argument("--tp", type=gpu_count, default=1, help="tensor-parallel GPUs (default 1)")
+    p.add_argument("--pp", type=gpu_count, default=1, help="pipeline stages (default 1)")
+    p.add_argument("--context", type=token_count, default=4096,
                    help="tokens per sequence, prompt + output [tokens] (default 4096)")  # fmt: skip
     p.add_argument("--framework", default=None, help="serving framework id (block size, defaults)")
     p.add_argument("--memory-utilization", type=utilization, default=None,
@@ -147,11 +155,11 @@ def register(sub) -> None:
     p.add_argument("--gpu", required=True, help="accelerator id")
     p.add_argument("--precision", required=True, help="weight format id")
     p.add_argument("--framework", required=True, help="serving framework id (selects efficiencies)")
-    p.add_argument("--batch", type=positive_int, required=True, help="sequences in the batch")
-    p.add_argument("--input-len", type=positive_int, required=True, help="prompt tokens")
-    p.add_argument("--output-len", type=positive_int, required=True, help="generated tokens")
-    p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel GPUs (default 1)")
-    p.add_argument("--pp", type=positive_int, default=1, help="pipeline stages (default 1)")
+    p.add_argument("--batch", type=batch_size, required=True, help="sequences in the batch")
+    p.add_argument("--input-len", type=token_count, required=True, help="prompt tokens")
+    p.add_argument("--output-len", type=token_count, required=True, help="generated tokens")
+    p.add_argument("--tp", type=gpu_count, default=1, help="tensor-parallel GPUs (default 1)")
+    p.add_argument("--pp", type=gpu_count, default=1, help="pipeline stages (default 1)")
     p.add_argument(
         "--kv-precision", default=None, help="KV-cache precision (default: per precision)"
     )

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from planner.cli import calibration, catalogs, engine, predict, recommend, serving
 from planner.cli._common import PROG, _Parser
-from planner.errors import PlannerError
+from planner.errors import PlannerError, printable, read_text
 
 
 # --------------------------------------------------------------------------- parser
@@ -55,7 +55,8 @@ def _warn(message: str) -> None:
 
 
 def _fail(message: str, code: int = 2) -> int:
-    msg = " ".join(str(message).split()) or "unknown error"
+    # one line, control characters escaped (a hostile id must not drive the terminal)
+    msg = printable(" ".join(str(message).split()), 4000) or "unknown error"
     print(f"{PROG}: error: {msg}", file=sys.stderr)
     return code
 
@@ -69,8 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(e.code or 0) if not isinstance(e.code, str) else 2
     try:
         profile = getattr(args, "calibration", None)
-        if profile and not os.path.isfile(profile):
+        if profile and not os.path.exists(profile):
             raise PlannerError(f"--calibration {profile}: calibration profile not found")
+        if profile and not os.path.isfile(profile):  # a folder, FIFO, device: say which
+            read_text(profile, "calibration profile", "calibration profile (YAML file)")
         return int(args.func(args) or 0)
     except PlannerError as e:
         return _fail(str(e))
@@ -83,6 +86,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"{e.strerror or e}{where}")
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
+    except MemoryError:
+        return _fail(
+            "out of memory: the request is larger than this machine can hold "
+            "(fewer requests, rows or a smaller input)"
+        )
+    except RecursionError:
+        return _fail("input nested too deeply to process")
     except Exception as e:  # noqa: BLE001 - one line, never a traceback
         mod = type(e).__module__
         if mod.startswith("pydantic"):
@@ -96,8 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("PLANNER_DEBUG"):
             raise
         return _fail(
-            f"internal error {type(e).__name__}: {e} (this is a bug; rerun with PLANNER_DEBUG=1 "
-            "for the traceback)",
+            f"internal error {type(e).__name__}: {str(e)[:300]} (this is a bug; rerun with "
+            "PLANNER_DEBUG=1 for the traceback)",
             code=1,
         )
 

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from planner.cli._common import _catalog, _emit, _sub
+from planner.files import atomic_writer, check_output
 
 # --------------------------------------------------------------------------- predict
 _PREDICT_TABLE_COLS = (
@@ -19,9 +20,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from planner.benchmarks.predict import predict_file, summarize
 
     cat = _catalog(args)
+    inputs = (args.input, args.calibration)
+    check_output(args.output, inputs, "predictions")
     rows, cols = predict_file(args.input, cat, args.calibration)
     if args.output:
-        with open(args.output, "w", newline="", encoding="utf-8") as fh:
+        with atomic_writer(args.output, inputs=inputs, what="predictions") as fh:
             write_rows(rows, cols, fh)
         args.format = args.format or "table"
         _emit({"output": args.output, **summarize(rows)}, args)

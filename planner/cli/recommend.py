@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from planner.cli._common import parse_length
-from planner.errors import PlannerError
+from planner.errors import PlannerError, shown
 
 RECOMMEND_EXAMPLE = """\
   planner recommend examples/chat-8b.yaml
@@ -44,9 +44,34 @@ def _pos_float(text: str) -> float:
     try:
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a number, got {shown(text)}") from None
     if not (v > 0 and math.isfinite(v)):
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return v
+
+
+def _bounded(parse, low: float | None, high: float, unit: str = ""):
+    """``parse`` with a plausible range: a value outside it is a typo, not a workload."""
+
+    def check(text: str):
+        v = parse(text)
+        if low is not None and v < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low:g}{unit}, got {text}")
+        if v > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high:g}{unit}, got {text}")
+        return v
+
+    check.__name__ = parse.__name__
+    return check
+
+
+def _seed(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {shown(text)}") from None
+    if not 0 <= v < 2**63:
+        raise argparse.ArgumentTypeError(f"must be a whole number in [0, 2^63), got {text}")
     return v
 
 
@@ -59,7 +84,7 @@ def _pos_int(text: str) -> int:
     try:
         v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {shown(text)}") from None
     if v <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return v
@@ -68,7 +93,9 @@ def _pos_int(text: str) -> int:
 def _ids(text: str) -> tuple[str, ...]:
     out = tuple(x.strip() for x in text.split(",") if x.strip())
     if not out:
-        raise argparse.ArgumentTypeError(f"expected a comma-separated list of ids, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a comma-separated list of ids, got {shown(text)}"
+        )
     return out
 
 
@@ -76,16 +103,29 @@ def _ints(text: str) -> tuple[int, ...]:
     try:
         out = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected sizes like 1,2,4,8, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected sizes like 1,2,4,8, got {shown(text)}"
+        ) from None
     if not out or any(t <= 0 for t in out):
-        raise argparse.ArgumentTypeError(f"expected positive sizes like 1,2,4,8, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected positive sizes like 1,2,4,8, got {shown(text)}")
+    if any(t > 100_000 for t in out):
+        raise argparse.ArgumentTypeError(f"sizes must be at most 100000 GPUs, got {shown(text)}")
     return out
 
 
 def _price_override(text: str) -> tuple[str, float]:
     """``GPU=USD`` or a bare ``USD`` (then for every GPU)."""
     gpu, _, value = text.rpartition("=")
-    return gpu.strip() or "*", _pos_float(value)
+    return gpu.strip() or "*", _usd_per_gpu_hour(value)
+
+
+# plausible ranges (issue 12): rates as in scenarios and `planner simulate`, latency targets
+# up to a day, fleets up to 100k GPUs, prices up to $10k per GPU-hour
+_rps = _bounded(_pos_float, 1e-6, 1e7, " req/s")
+_seconds = _bounded(_pos_float, None, 86_400.0, " s")
+_gpus = _bounded(_pos_int, None, 100_000, " GPUs")
+_usd_per_gpu_hour = _bounded(_pos_float, None, 10_000.0, " USD/GPU-h")
+_usd_budget = _bounded(_pos_float, None, 1e12, " USD")
 
 
 # --------------------------------------------------------------------------- register
@@ -116,13 +156,13 @@ def register(subparsers: Any) -> None:
     w = p.add_argument_group("workload without a scenario file")
     w.add_argument("--model", help="model id (see 'planner models') or config.json")
     w.add_argument("--preset", help="length/traffic preset: chat, rag, code, summarization, batch")
-    w.add_argument("--peak-rps", type=_pos_float, help="peak arrival rate to plan for [req/s]")
-    w.add_argument("--mean-rps", type=_pos_float, help="mean arrival rate [req/s]")
+    w.add_argument("--peak-rps", type=_rps, help="peak arrival rate to plan for [req/s]")
+    w.add_argument("--mean-rps", type=_rps, help="mean arrival rate [req/s]")
     w.add_argument("--input-tokens", help="prompt length (number or KIND:key=value,...)")
     w.add_argument("--output-tokens", help="answer length (number or KIND:key=value,...)")
-    w.add_argument("--ttft-p99", type=_pos_float, help="TTFT p99 target [s] (queueing included)")
-    w.add_argument("--tpot-p99", type=_pos_float, help="TPOT p99 target [s]")
-    w.add_argument("--e2e-p99", type=_pos_float, help="end-to-end p99 target [s]")
+    w.add_argument("--ttft-p99", type=_seconds, help="TTFT p99 target [s] (queueing included)")
+    w.add_argument("--tpot-p99", type=_seconds, help="TPOT p99 target [s]")
+    w.add_argument("--e2e-p99", type=_seconds, help="end-to-end p99 target [s]")
     w.add_argument(
         "--attainment", type=_pos_float, help="fraction of requests that must meet every target"
     )
@@ -131,7 +171,7 @@ def register(subparsers: Any) -> None:
                    help="what to minimise (default cost: the cheapest fleet meeting the SLOs)")  # fmt: skip
     c.add_argument(
         "--top",
-        type=_pos_int,
+        type=_bounded(_pos_int, None, 10_000),
         default=None,
         help="recommendations to show (default 5; with --per-gpu: per GPU, default 1)",
     )
@@ -140,25 +180,29 @@ def register(subparsers: Any) -> None:
     c.add_argument("--precisions", type=_ids, help="allowed weight precisions, e.g. bf16,fp8")
     c.add_argument("--kv-precisions", type=_ids, help="allowed KV-cache precisions")
     c.add_argument("--tp", type=_ints, help="TP sizes to try (default 1,2,4,8)")
-    c.add_argument("--max-gpus", type=_pos_int, help="most GPUs in the fleet")
-    c.add_argument("--max-gpus-per-replica", type=_pos_int, help="most GPUs in one replica")
-    c.add_argument("--min-weight-bits", type=_pos_float,
+    c.add_argument("--max-gpus", type=_gpus, help="most GPUs in the fleet")
+    c.add_argument("--max-gpus-per-replica", type=_gpus, help="most GPUs in one replica")
+    c.add_argument("--min-weight-bits", type=_bounded(_pos_float, None, 64.0, " bits"),
                    help="quality floor [bits per weight], e.g. 8 excludes 4-bit formats")  # fmt: skip
-    c.add_argument("--budget-usd-per-hour", type=_pos_float, help="fleet budget [USD/h]")
-    c.add_argument("--budget-usd-per-month", type=_pos_float, help="fleet budget [USD/month]")
-    c.add_argument("--headroom", type=float, help="spare capacity above the peak (default 0.2)")
+    c.add_argument("--budget-usd-per-hour", type=_usd_budget, help="fleet budget [USD/h]")
+    c.add_argument("--budget-usd-per-month", type=_usd_budget, help="fleet budget [USD/month]")
+    c.add_argument(
+        "--headroom",
+        type=_bounded(float, None, 100.0),
+        help="spare capacity above the peak (default 0.2)",
+    )
     c.add_argument("--price-basis", choices=BASES,
                    help="on_demand (default), reserved, spot, serverless, community, or own (purchase amortised)")  # fmt: skip
     c.add_argument("--providers", type=_ids, help="rental providers to price with")
     c.add_argument("--usd-per-gpu-hour", type=_price_override, action="append", metavar="[GPU=]USD",
                    help="price override [USD per GPU-hour], repeatable; without GPU= for every GPU")  # fmt: skip
-    c.add_argument("--fit-percentile", type=_pos_float, default=None,
+    c.add_argument("--fit-percentile", type=_bounded(_pos_float, None, 100.0), default=None,
                    help="percentile of prompt + answer that must fit in memory (default 99)")  # fmt: skip
     c.add_argument("--exact", action="store_true",
                    help="bisect each recommendation's max rate per replica to 3%% (slower)")  # fmt: skip
     c.add_argument("--exhaustive", action="store_true",
                    help="simulate every feasible option (no pruning; slow, for validation)")  # fmt: skip
-    c.add_argument("--show-rejected", type=int, default=3, metavar="N",
+    c.add_argument("--show-rejected", type=_bounded(int, 0, 100_000), default=3, metavar="N",
                    help="rejected options shown per reason in the table (default 3; JSON has all)")  # fmt: skip
     c.add_argument(
         "--per-gpu",
@@ -166,7 +210,7 @@ def register(subparsers: Any) -> None:
         help="the best option of EACH allowed GPU side by side (procurement view), "
         "with tokens/s per GPU from the bisected capacity",
     )
-    c.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    c.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
     p.set_defaults(func=cmd_recommend)
 
     q = subparsers.add_parser(

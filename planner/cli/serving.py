@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from planner.cli._common import add_common_args
-from planner.errors import PlannerError
+from planner.errors import PlannerError, shown
 
 SIMULATE_EXAMPLE = (
     "planner simulate chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm --precision bf16 "
@@ -32,9 +32,11 @@ def _positive_int(text: str) -> int:
     try:
         v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {shown(text)}") from None
     if v <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    if v > 10**9:  # no count the planner takes (GPUs, clients, sequences) is plausibly larger
+        raise argparse.ArgumentTypeError(f"must be at most 1,000,000,000, got {shown(text)}")
     return v
 
 
@@ -42,7 +44,7 @@ def _positive_float(text: str) -> float:
     try:
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a number, got {shown(text)}") from None
     if not v > 0 or v != v or v == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
     return v
@@ -52,9 +54,40 @@ def _nonneg_float(text: str) -> float:
     try:
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a number, got {shown(text)}") from None
     if not v >= 0 or v == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return v
+
+
+def _seed(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {shown(text)}") from None
+    if not 0 <= v < 2**63:
+        raise argparse.ArgumentTypeError(f"must be a whole number in [0, 2^63), got {text}")
+    return v
+
+
+MAX_RATE_RPS = 1e7  # no single replica or scenario plausibly sees more requests per second
+
+
+def _rate(text: str) -> float:
+    v = _positive_float(text)
+    if v < 1e-6:
+        raise argparse.ArgumentTypeError(f"must be at least 1e-06 req/s, got {text}")
+    if v > MAX_RATE_RPS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_RATE_RPS:.0e} req/s, got {text}")
+    return v
+
+
+def _warmup_fraction(text: str) -> float:
+    v = _nonneg_float(text)
+    if v >= 1:
+        raise argparse.ArgumentTypeError(
+            f"is the fraction of requests not scored, so it must be < 1, got {text}"
+        )
     return v
 
 
@@ -62,9 +95,13 @@ def _tp_list(text: str) -> tuple[int, ...]:
     try:
         out = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected TP sizes like 1,2,4,8, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected TP sizes like 1,2,4,8, got {shown(text)}"
+        ) from None
     if not out or any(t <= 0 for t in out):
-        raise argparse.ArgumentTypeError(f"expected positive TP sizes like 1,2,4,8, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected positive TP sizes like 1,2,4,8, got {shown(text)}"
+        )
     return out
 
 
@@ -93,11 +130,9 @@ def _common(p: argparse.ArgumentParser) -> None:
         default=None,
         help="engine: token budget per iteration (chunked-prefill size)",
     )
-    d.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    d.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
     w = p.add_argument_group("workload overrides (default: the scenario's)")
-    w.add_argument(
-        "--peak-rps", type=_positive_float, default=None, help="peak arrival rate [req/s]"
-    )
+    w.add_argument("--peak-rps", type=_rate, default=None, help="peak arrival rate [req/s]")
     w.add_argument(
         "--input-tokens", default=None, help="prompt length: N or KIND:key=value,... (see README)"
     )
@@ -136,11 +171,14 @@ def register(subparsers: Any) -> None:
     )
     _common(p)
     p.add_argument(
-        "--requests", type=_positive_int, default=2000, help="requests to simulate (default 2000)"
+        "--requests",
+        type=_positive_int,
+        default=2000,
+        help="requests to simulate (default 2000; at most 3,000,000, ~0.4 KB of memory each)",
     )
     p.add_argument(
         "--rate",
-        type=_positive_float,
+        type=_rate,
         default=None,
         help="arrival rate at this replica [req/s] (default: the scenario's peak / --replicas)",
     )
@@ -161,7 +199,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--static", action="store_true", help="force static batching")
     p.add_argument(
         "--warmup",
-        type=_nonneg_float,
+        type=_warmup_fraction,
         default=0.0,
         help="fraction of the first requests not scored (default 0)",
     )
@@ -192,7 +230,8 @@ def register(subparsers: Any) -> None:
         type=_positive_int,
         default=1200,
         help="scored requests per simulated rate in the search, at least (default 1200; "
-        "scaled up to ~50 expected SLO misses for far-tail targets and bursty arrivals)",
+        "scaled up to ~50 expected SLO misses for far-tail targets and bursty arrivals; at "
+        "most 1,000,000)",
     )
     c.add_argument(
         "--compare-tp",
@@ -313,6 +352,21 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     from planner.serving import check_workload_fits, max_rate, simulate, size_fleet, steady_state
 
+    conflicts = [
+        ("--offline", "--concurrency", args.offline and args.concurrency),
+        ("--rate", "--concurrency", args.rate is not None and args.concurrency),
+        ("--rate", "--offline", args.rate is not None and args.offline),
+    ]
+    for a, b, both in conflicts:
+        if both:
+            raise PlannerError(
+                f"{a} and {b} conflict: choose one traffic mode (open loop at --rate, closed "
+                "loop with --concurrency clients, or --offline)"
+            )
+    if math.floor(args.warmup * args.requests) >= args.requests:
+        raise PlannerError(
+            f"--warmup {args.warmup:g} leaves none of the {args.requests} requests to score"
+        )
     sc, rep, _cat, prov = _context(args)
     wl = sc.workload
     check_workload_fits(rep, wl, _fit_percentile(sc, args))

@@ -14,11 +14,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from ..catalog import DATA_DIR, Frozen
-from ..errors import PlannerError
+from ..errors import PlannerError, read_text, shown
+from ..files import load_yaml
 
 __all__ = [
     "OWNERSHIP_FILE",
@@ -172,21 +172,13 @@ def _error(path: Path, where: str, e: ValidationError, cls: type[BaseModel]) -> 
         msg = f"unknown field (allowed: {', '.join(sorted(cls.model_fields))})"
         got = ""
     else:
-        got = f" (got {err.get('input')!r})" if loc else ""
+        got = f" (got {shown(err.get('input'))})" if loc else ""
     return PlannerError(f"{path.name}: {where}: field '{loc or '<entry>'}': {msg}{got}")
 
 
 def _read_yaml(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PlannerError(f"catalog file not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise PlannerError(f"{path}: cannot read the catalog file: {e}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise PlannerError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from None
+    text = read_text(path, "catalog file", "YAML file")
+    return load_yaml(text, path)
 
 
 def _key(data_dir: str | os.PathLike[str] | None, name: str) -> tuple[str, int, int]:

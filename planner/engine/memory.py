@@ -22,7 +22,7 @@ import numpy as np
 
 from planner.catalog.catalog import Catalog, check_layout, compute_dtype_for, load_catalog
 from planner.catalog.records import Accelerator, Framework, ModelArch, Precision
-from planner.errors import PlannerError, require_positive
+from planner.errors import PlannerError, check_physical, require_positive
 
 BITS_16 = 16.0
 
@@ -127,6 +127,14 @@ def param_counts(m: ModelArch) -> ParamCounts:
     attention = L * attn_layer
     total = embedding + lm_head + attention + mlp_dense + experts + shared + router + norms
     inactive = n_moe * ((m.num_experts or 0) - (m.num_experts_per_tok or 0)) * expert_one
+    # physical invariants: a count is finite and > 0, and a token uses at most every parameter
+    check_physical(f"{m.id}: total parameters", total, minimum=1)
+    check_physical(f"{m.id}: active parameters", total - inactive, minimum=1)
+    if inactive < 0:
+        raise PlannerError(
+            f"impossible result: {m.id} has more active ({total - inactive:,}) than total "
+            f"({total:,}) parameters; check num_experts_per_tok against num_experts"
+        )
     return ParamCounts(
         embedding=embedding,
         lm_head=lm_head,
@@ -227,6 +235,8 @@ def weight_memory(
     else:
         ends = max(parts["embedding"], parts["lm_head"]) / tp
     per_gpu = per_layer * layers_busiest + ends
+    check_physical(f"{m.id}: weight bytes", total)
+    check_physical(f"{m.id}: weight bytes per GPU", per_gpu)
     return WeightMemory(total_bytes=total, per_gpu_bytes=per_gpu, by_part_bytes=parts, tp=tp, pp=pp)
 
 
@@ -234,9 +244,11 @@ def weight_memory(
 def kv_layer_bytes_per_token(m: ModelArch, kv_bits: float = 16, tp: int = 1) -> float:
     """KV bytes one token occupies in ONE layer on one GPU [bytes]."""
     if m.is_mla:
-        return (m.kv_lora_rank + m.qk_rope_head_dim) * kv_bits / 8
-    heads = max(1, math.ceil(m.num_key_value_heads / tp))
-    return 2 * heads * m.head_dim * kv_bits / 8
+        out = (m.kv_lora_rank + m.qk_rope_head_dim) * kv_bits / 8
+    else:
+        heads = max(1, math.ceil(m.num_key_value_heads / tp))
+        out = 2 * heads * m.head_dim * kv_bits / 8
+    return check_physical(f"{m.id}: KV bytes per token per layer", out)
 
 
 def kv_bytes_per_token(m: ModelArch, kv_bits: float = 16, tp: int = 1) -> float:

@@ -18,6 +18,7 @@ from planner.serving._engine import _run_continuous, _run_static
 from planner.serving.fleet import size_fleet
 from planner.serving.replica import Replica, build_replica, check_fits, check_workload_fits
 from planner.serving.result import SimResult
+from planner.serving.simulate import MAX_CAPACITY_REQUESTS, _check_request_count
 from planner.serving.steady_state import steady_state
 from planner.workload.slo import SLO
 from planner.workload.workload import Requests, Workload
@@ -191,7 +192,7 @@ def max_rate(
     """
     rng = rng if rng is not None else np.random.default_rng(0)
     eng = replica.engine
-    require_positive("n_requests", n_requests)
+    _check_request_count(n_requests, MAX_CAPACITY_REQUESTS, "requests per rate")
     check_workload_fits(replica, workload, fit_percentile)
     fp = steady_state(replica, workload, 1.0)
     # The batch reaches steady state only after its longest requests have cycled through:

@@ -42,14 +42,38 @@ from typing import Any
 
 import numpy as np
 
-from planner.errors import PlannerError
+from planner.errors import PlannerError, require_positive
 from planner.serving._engine import _run_continuous, _run_static
 from planner.serving.replica import Replica, check_fits
 from planner.serving.result import SimResult
 from planner.workload.workload import Requests, Workload
 
-
 # =========================================================================== the simulator
+# Request-count caps, set from measurements of the numba-compiled loop (chat-8b example, a
+# shared 2-core machine; CPU time and peak RSS of the whole `planner` process): simulate 10^5
+# requests 1.3 s / 0.22 GB, 10^6 5.8 s / 0.53 GB, 3*10^6 18 s / 1.27 GB, 10^7 75 s / 3.8 GB;
+# capacity --requests 10^5 2.2 s / 0.26 GB, 10^6 16 s / 1.28 GB (each rate of the search
+# simulates up to ~12x the scored count). Time is no longer the limit (~7 us per request):
+# memory is, ~0.4 KB per simulated request, so the caps keep a run near 1.3 GB and under half
+# a minute. Percentiles are converged far below them.
+MAX_SIM_REQUESTS = 3_000_000
+MAX_CAPACITY_REQUESTS = 1_000_000
+_CAP_COST = {
+    MAX_SIM_REQUESTS: "about 1.3 GB of memory and 20 s at the cap",
+    MAX_CAPACITY_REQUESTS: "about 1.3 GB of memory and 25 s at the cap",
+}
+
+
+def _check_request_count(n: Any, cap: int, what: str) -> None:
+    require_positive(what, n)
+    if n > cap:
+        cost = _CAP_COST.get(cap, "memory grows with the count")
+        raise PlannerError(
+            f"{what} {n:,} is above the supported {cap:,} (memory is the limit: ~0.4 KB per "
+            f"simulated request, {cost}); percentiles are converged well below it"
+        )
+
+
 def simulate(
     target: Replica | Any,
     requests: Requests | Workload | None = None,
@@ -81,6 +105,8 @@ def simulate(
     offline : queue every request at t = 0 (default: the workload's ``offline`` flag)
     """
     rng = rng if rng is not None else np.random.default_rng(0)
+    if requests is None or isinstance(requests, Workload):
+        _check_request_count(n_requests, MAX_SIM_REQUESTS, "requests")
     if not isinstance(target, Replica):
         # a Scenario (duck-typed: planner.scenario sits above planner.serving)
         if not callable(getattr(target, "build_replica", None)):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import io
 import math
 from functools import lru_cache
 from typing import Annotated, Any, Literal
@@ -12,7 +11,8 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from planner.catalog.records import Frozen
-from planner.errors import PlannerError, read_text
+from planner.errors import DATA_READ_LIMIT, PlannerError, read_text, shown
+from planner.files import iter_lines
 
 _Z90 = 1.2815515655446004  # standard normal quantiles
 
@@ -24,11 +24,19 @@ def _as_int_tokens(x: np.ndarray, min_tokens: int = 1) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- lengths
+# Plausible arrival rates: from one request in ~12 days (below it a simulated day holds no
+# request and durations reach 1e300 s) to 10M requests per second.
+MIN_RPS = 1e-6
+
+# No request is longer than this (100M tokens): beyond any model context.
+MAX_TOKENS = 100_000_000
+
+
 class FixedLength(Frozen):
     """Every request has the same length [tokens]."""
 
     kind: Literal["fixed"] = "fixed"
-    tokens: int = Field(gt=0)
+    tokens: int = Field(gt=0, le=MAX_TOKENS)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         return np.full(int(n), self.tokens, dtype=np.int64)
@@ -54,8 +62,8 @@ class NormalLength(Frozen):
     kind: Literal["normal"] = "normal"
     mean: float = Field(gt=0)
     std: float = Field(ge=0)
-    min_tokens: int = Field(1, gt=0)
-    max_tokens: int | None = Field(None, gt=0)
+    min_tokens: int = Field(1, gt=0, le=MAX_TOKENS)
+    max_tokens: int | None = Field(None, gt=0, le=MAX_TOKENS)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         x = _as_int_tokens(rng.normal(self.mean, self.std, int(n)), self.min_tokens)
@@ -123,8 +131,8 @@ class LognormalLength(Frozen):
     p90: float | None = Field(None, gt=0)
     p99: float | None = Field(None, gt=0)
     sigma: float | None = Field(None, gt=0)
-    min_tokens: int = Field(1, gt=0)
-    max_tokens: int | None = Field(None, gt=0)
+    min_tokens: int = Field(1, gt=0, le=MAX_TOKENS)
+    max_tokens: int | None = Field(None, gt=0, le=MAX_TOKENS)
 
     @model_validator(mode="after")
     def _check(self) -> LognormalLength:
@@ -191,8 +199,8 @@ class UniformLength(Frozen):
     """Uniform integer lengths in [min_tokens, max_tokens]."""
 
     kind: Literal["uniform"] = "uniform"
-    min_tokens: int = Field(gt=0)
-    max_tokens: int = Field(gt=0)
+    min_tokens: int = Field(gt=0, le=MAX_TOKENS)
+    max_tokens: int = Field(gt=0, le=MAX_TOKENS)
 
     @model_validator(mode="after")
     def _order(self) -> UniformLength:
@@ -264,7 +272,7 @@ class QuantileLength(Frozen):
     values: tuple[float, ...] = Field(min_length=2)
     probs: tuple[float, ...] | None = None
     scale: float = Field(1.0, gt=0)
-    max_tokens: int | None = Field(None, gt=0)
+    max_tokens: int | None = Field(None, gt=0, le=MAX_TOKENS)
     source: str | None = None
 
     @field_validator("values")
@@ -346,9 +354,9 @@ def _check_hist(tokens, weights, where: str) -> None:
 
 def _read_csv_rows(path: str, what: str) -> list[tuple[int, dict[str, Any]]]:
     """(line number, row) of every data row of a CSV file; a one-line error otherwise."""
-    text = read_text(path, f"{what} file", "CSV file")
+    text = read_text(path, f"{what} file", "CSV file", limit=DATA_READ_LIMIT)
     try:
-        reader = csv.DictReader(io.StringIO(text, newline=""))
+        reader = csv.DictReader(iter_lines(text))
         return [(reader.line_num, r) for r in reader]
     except csv.Error as e:
         raise PlannerError(f"{what} file {path}: not a valid CSV file ({e})") from None
@@ -360,10 +368,10 @@ def _finite_cell(row: dict[str, Any], col: str, path: str, line: int) -> float:
     try:
         x = float(v)  # None (a short row) raises TypeError
     except (TypeError, ValueError, OverflowError):
-        shown = "missing" if v is None else repr(v)
-        raise PlannerError(f"{path}: line {line}: {col} is not a number ({shown})") from None
+        got = "missing" if v is None else shown(v)
+        raise PlannerError(f"{path}: line {line}: {col} is not a number ({got})") from None
     if not math.isfinite(x):
-        raise PlannerError(f"{path}: line {line}: {col} must be a finite number, got {v!r}")
+        raise PlannerError(f"{path}: line {line}: {col} must be a finite number, got {shown(v)}")
     return x
 
 

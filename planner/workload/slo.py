@@ -8,6 +8,7 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from planner.catalog.records import Frozen
+from planner.errors import shown
 
 _Z90 = 1.2815515655446004  # standard normal quantiles
 
@@ -33,7 +34,7 @@ class SloTarget(Frozen):
                     return float(key[1:])
                 except ValueError:
                     pass
-            raise ValueError(f"percentile must be p50, p90, p99 or a number, got {v!r}")
+            raise ValueError(f"percentile must be p50, p90, p99 or a number, got {shown(v)}")
         return v
 
     @property

@@ -12,7 +12,7 @@ from pydantic import Field, model_validator
 
 from planner.catalog.records import Frozen
 from planner.errors import PlannerError
-from planner.workload.lengths import _finite_cell, _read_csv_rows
+from planner.workload.lengths import MIN_RPS, _finite_cell, _read_csv_rows
 
 _Z90 = 1.2815515655446004  # standard normal quantiles
 
@@ -76,8 +76,12 @@ class Traffic(Frozen):
     the larger of ``peak_rps`` and the busiest hour.
     """
 
-    mean_rps: float | None = Field(None, gt=0, description="mean arrival rate [req/s]")
-    peak_rps: float | None = Field(None, gt=0, description="peak arrival rate to plan for [req/s]")
+    mean_rps: float | None = Field(
+        None, ge=MIN_RPS, le=1e7, description="mean arrival rate [req/s]"
+    )
+    peak_rps: float | None = Field(
+        None, ge=MIN_RPS, le=1e7, description="peak arrival rate to plan for [req/s]"
+    )
     arrival: Literal["poisson", "gamma", "uniform", "trace"] = "poisson"
     cv: float | None = Field(
         None, gt=0, description="coefficient of variation of inter-arrival times (gamma)"

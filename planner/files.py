@@ -1,0 +1,332 @@
+"""Reading and writing the user's files safely.
+
+One place for the mechanisms every command shares, so each reader and writer gets them the
+same way (this module imports only :mod:`planner.errors`, the standard library and yaml):
+
+- :func:`load_yaml` parses YAML text: duplicate keys are errors naming the key and both lines,
+  alias expansion and nesting are bounded, messages quote at most a short excerpt;
+- :func:`load_json` parses JSON text with the nesting bounded;
+- :func:`atomic_write_text` writes an output so that the old file survives any failure;
+- :class:`Progress` prints a progress line on stderr when it is a terminal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from .errors import PlannerError, printable
+
+try:  # the C parser is ~10x faster; fall back where libyaml is absent
+    _BaseLoader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover
+    _BaseLoader = yaml.SafeLoader
+
+# A YAML document may expand (through aliases) to at most this many nodes. The bundled
+# catalogs have ~20,000; an alias bomb ("billion laughs") has 10^9 and is refused at once.
+YAML_MAX_NODES = 2_000_000
+# Nesting deeper than this in YAML or JSON is refused (Python's recursion would fail anyway).
+MAX_DEPTH = 200
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def iter_lines(text: str) -> Iterator[str]:
+    """The lines of ``text``, each with its "\\n", for ``csv.reader``.
+
+    ``io.StringIO(text)`` copies the text into a 4-byte-per-character buffer (1.7 GB for a
+    400 MB CSV); this yields slices instead, and splits only at "\\n" (unlike
+    ``str.splitlines``, which also splits at characters a quoted CSV field may hold).
+    """
+    start, n = 0, len(text)
+    while start < n:
+        end = text.find("\n", start)
+        if end < 0:
+            yield text[start:]
+            return
+        yield text[start : end + 1]
+        start = end + 1
+
+
+def excerpt(value: Any, limit: int = 80) -> str:
+    """A short, printable quote of user input for an error message."""
+    return printable(value, limit)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """Safe loader that refuses duplicate mapping keys."""
+
+    def construct_mapping(self, node: Node, deep: bool = False):  # type: ignore[override]
+        if isinstance(node, MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == MERGE_TAG or not isinstance(key_node, ScalarNode):
+                    continue
+                key = self.construct_object(key_node)
+                line = key_node.start_mark.line + 1
+                try:
+                    first = seen.get(key)
+                except TypeError:  # unhashable key: the base class reports it
+                    continue
+                if first is not None:
+                    raise PlannerError(
+                        f"duplicate key '{excerpt(key)}' at lines {first} and {line}; "
+                        "a key may appear once per mapping"
+                    )
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _check_size(root: Node) -> None:
+    """Refuse a node graph whose expansion (aliases counted each time) is too large or deep."""
+    size: dict[int, int] = {}
+    stack: list[tuple[Node, int, bool]] = [(root, 1, False)]
+    on_path: set[int] = set()
+    while stack:
+        node, depth, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            kids = _children(node)
+            total = 1 + sum(size.get(id(k), 0) for k in kids)
+            if total > YAML_MAX_NODES:
+                raise PlannerError(
+                    f"expands to more than {YAML_MAX_NODES:,} values through aliases "
+                    "(an alias bomb?); write the values out or use fewer aliases"
+                )
+            size[key] = total
+            continue
+        if key in size:
+            continue
+        if key in on_path:
+            raise PlannerError("a YAML alias refers to itself (recursive structure)")
+        if depth > MAX_DEPTH:
+            raise PlannerError(f"nested more than {MAX_DEPTH} levels deep")
+        on_path.add(key)
+        stack.append((node, depth, True))
+        stack.extend((k, depth + 1, False) for k in _children(node) if id(k) not in size)
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, SequenceNode):
+        return list(node.value)
+    if isinstance(node, MappingNode):
+        return [x for pair in node.value for x in pair]
+    return []
+
+
+def load_yaml(text: str, where: str | os.PathLike[str]) -> Any:
+    """Parse YAML text from ``where`` (a file name for messages); every failure is one line.
+
+    Duplicate keys, an alias bomb, deep nesting and syntax errors are :class:`PlannerError`
+    naming ``where``; a quoted piece of the input is at most ~80 characters.
+    """
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_size(node)
+        return loader.construct_document(node)
+    except PlannerError as e:
+        raise PlannerError(f"{where}: {e}") from None
+    except yaml.YAMLError as e:
+        raise PlannerError(f"{where}: not valid YAML: {_yaml_message(e)}") from None
+    except RecursionError:
+        raise PlannerError(f"{where}: nested too deeply to read") from None
+    finally:
+        loader.dispose()
+
+
+def _yaml_message(e: yaml.YAMLError) -> str:
+    if isinstance(e, yaml.MarkedYAMLError):
+        mark = e.problem_mark or e.context_mark
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        return f"{excerpt(e.problem or e.context or 'syntax error')}{where}"
+    return excerpt(str(e).splitlines()[0] if str(e) else type(e).__name__)
+
+
+def load_json(text: str, where: str | os.PathLike[str]) -> Any:
+    """Parse JSON text from ``where``; invalid or too deeply nested input is one line."""
+    depth = 0
+    deepest = 0
+    in_str = False
+    esc = False
+    for c in text:  # cheap pre-scan: json.loads recursion on deep input is not a clean error
+        if in_str:
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif c in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_DEPTH:
+                    raise PlannerError(
+                        f"{where}: JSON nested more than {MAX_DEPTH} levels deep; "
+                        "not a config or result file"
+                    )
+        elif c in "]}":
+            depth -= 1
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise PlannerError(f"{where}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    except RecursionError:
+        raise PlannerError(f"{where}: JSON nested too deeply to read") from None
+
+
+# --------------------------------------------------------------------------- writing
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return a.resolve() == b.resolve()
+
+
+def check_output(
+    path: str | os.PathLike[str] | None,
+    inputs: Iterable[str | os.PathLike[str] | None] = (),
+    what: str = "output",
+) -> None:
+    """Refuse an output path that is one of the inputs (call before long work, so that the
+    refusal comes at once rather than after it)."""
+    if not path:
+        return
+    p = Path(path)
+    for src in inputs:
+        if src is not None and str(src) != "" and _same_file(p, Path(src)):
+            raise PlannerError(
+                f"refusing to write the {what} to {printable(p)}: it is one of the input files; "
+                "choose another output path"
+            )
+    if p.exists() and not p.is_file():
+        raise PlannerError(f"cannot write {printable(p)}: not a regular file")
+
+
+def atomic_write_text(
+    path: str | os.PathLike[str],
+    text: str,
+    *,
+    inputs: Iterable[str | os.PathLike[str]] = (),
+    what: str = "output",
+) -> None:
+    """Write ``text`` to ``path`` so that nothing is lost if anything fails.
+
+    The text goes to a temporary file in the same folder, which then replaces ``path``
+    (``os.replace``), so a full disk or a size limit leaves the old file intact. An output that
+    is one of ``inputs`` is refused (it would destroy the data being read), and so is an empty
+    result that would replace a non-empty file. Every OS error is a :class:`PlannerError`
+    naming the path.
+    """
+    with atomic_writer(path, inputs=inputs, what=what) as fh:
+        fh.write(text)
+
+
+@contextlib.contextmanager
+def atomic_writer(
+    path: str | os.PathLike[str],
+    *,
+    inputs: Iterable[str | os.PathLike[str]] = (),
+    what: str = "output",
+) -> Iterator[TextIO]:
+    """:func:`atomic_write_text` as a stream, for outputs too large to hold as one string.
+
+    ``with atomic_writer(path, inputs=..., what=...) as fh: fh.write(...)``: ``path`` is
+    replaced only when the block ends without an error, and never by an empty result when
+    it held data.
+    """
+    p = Path(path)
+    name = printable(p)
+    check_output(p, inputs, what)
+    tmp = None
+    try:
+        if p.parent and not p.parent.exists():
+            p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent or ".")
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            yield fh
+            fh.flush()
+            empty = fh.tell() == 0
+            os.fsync(fh.fileno())
+        if empty and p.is_file() and p.stat().st_size > 0:
+            raise PlannerError(
+                f"refusing to replace {name} with an empty {what}; nothing was written"
+            )
+        with contextlib.suppress(OSError):
+            os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, p)
+        tmp = None
+    except OSError as e:
+        raise PlannerError(f"cannot write {name}: {e.strerror or e}") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# --------------------------------------------------------------------------- progress
+class Progress:
+    """A progress line on stderr, only when stderr is a terminal (quiet otherwise).
+
+    ``with Progress("validate", total=n) as bar: ... bar.update(i)``. Updates are throttled to
+    a few per second, so calling ``update`` in a tight loop costs little.
+    """
+
+    def __init__(
+        self, label: str, total: int | None = None, stream=None, force: bool | None = None
+    ):
+        """``force``: True always shows, False never, None (default) when ``stream`` (stderr)
+        is a terminal."""
+        self.label = label
+        self.total = total
+        self.stream = stream if stream is not None else sys.stderr
+        isatty = getattr(self.stream, "isatty", None)
+        self.enabled = bool(isatty and isatty()) if force is None else force
+        self._last = 0.0
+        self._shown = False
+
+    def update(self, done: int, note: str = "") -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self._last < 0.2 and not (self.total and done >= self.total):
+            return
+        self._last = now
+        part = f"{done:,}/{self.total:,}" if self.total else f"{done:,}"
+        pct = f" ({100 * done / self.total:.0f}%)" if self.total else ""
+        line = f"{self.label}: {part}{pct}{(' ' + note) if note else ''}"
+        self.stream.write("\r" + line[:100].ljust(60))
+        self.stream.flush()
+        self._shown = True
+
+    def close(self) -> None:
+        if self.enabled and self._shown:
+            self.stream.write("\r" + " " * 100 + "\r")
+            self.stream.flush()
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
