@@ -703,10 +703,23 @@ def test_bundled_profile_h200_pytorch_node(bundled):
     params, prov = resolve_params(
         H200, "pytorch", "bf16", profile_path=profile_mod.DEFAULT_PROFILE, catalog=CAT
     )
-    n_csv = len(pd.read_csv(DATA_DIR / "benchmarks" / "pytorch_h200.csv"))
+    # the reference engine's bf16 step rows: one GPU and TP=2 (bench/ref_engine.py)
+    ref = pd.concat(
+        [
+            pd.read_csv(DATA_DIR / "benchmarks" / f)
+            for f in ("reference_h200.csv", "reference_h200_tp2.csv")
+        ]
+    )
+    n_csv = int(
+        ((ref["precision"] == "bf16") & ref["metric"].isin(["prefill_s", "decode_step_s"])).sum()
+    )
     assert prov == f"fit (pytorch/{H200}/bf16, {n_csv} rows)"
     node = bundled.find("pytorch", "hopper", H200, "bf16")
     assert node.level == 4 and node.n_rows == n_csv and params == node.params
+    # the first harness keeps its own node (framework pytorch-naive), all 394 rows
+    n_naive = len(pd.read_csv(DATA_DIR / "benchmarks" / "pytorch_h200.csv"))
+    naive = bundled.find("pytorch-naive", "hopper", H200, "bf16")
+    assert naive.level == 4 and naive.n_rows == n_naive == 394
 
 
 # =========================================================================== 7. real public rows

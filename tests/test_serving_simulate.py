@@ -458,12 +458,12 @@ def test_predict_mlperf_openorca_row_uses_the_dataset(catalog):
 
 # --------------------------------------------------------------------------- review fixes
 def test_static_batching_closed_loop_follows_the_clients(catalog):
-    """PyTorch (static batches, max_num_seqs 1): one client's request arrives when its
+    """The first PyTorch harness (static batches, max_num_seqs 1): one client's request arrives when its
     previous one finishes, so its TTFT is one prefill; 16 clients queue behind each other."""
     from planner.engine import prefill
     from planner.serving import throughput_latency_curve
 
-    rep = build_replica("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "pytorch", catalog=catalog)
+    rep = build_replica("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "pytorch-naive", catalog=catalog)
     assert not rep.engine.continuous_batching and rep.engine.max_num_seqs == 1
     isl, osl = 512, 32
     wl = fixed_workload(isl, osl)
