@@ -42,7 +42,7 @@ from planner.catalog.catalog import Catalog, compute_dtype_for, load_catalog
 from planner.catalog.efficiency import EfficiencyParams
 from planner.catalog.profile import resolve_efficiency
 from planner.catalog.records import Accelerator, ModelArch, Precision
-from planner.engine.phases import decode_step, prefill
+from planner.engine.phases import decode_time, prefill_time
 from planner.engine.step import StepModel, step_model
 from planner.errors import PlannerError, UnknownIdError, printable
 from planner.files import Progress
@@ -115,13 +115,13 @@ class RowContext:
 def predict_prefill_s(ctx: RowContext) -> float:
     """``prefill_s``: one prefill of ``batch`` prompts of ``isl`` tokens [s]."""
     batch, isl = ctx.int_field("batch"), ctx.int_field("isl")
-    return float(prefill(ctx.step_model(), batch, isl).time_s)
+    return float(prefill_time(ctx.step_model(), batch, isl))
 
 
 def predict_decode_step_s(ctx: RowContext) -> float:
     """``decode_step_s``: one decode step, ``batch`` sequences of ``context_len`` tokens [s]."""
     batch, ctx_len = ctx.int_field("batch"), ctx.int_field("context_len")
-    return float(decode_step(ctx.step_model(), batch, ctx_len).time_s)
+    return float(decode_time(ctx.step_model(), batch, ctx_len))
 
 
 #: metric -> (function of a RowContext returning SI units, SI unit of that value)
@@ -178,6 +178,7 @@ class Predictor:
         self._models: dict[str, ModelArch] = {}
         self._params: dict[tuple[str, str, str], tuple[EfficiencyParams, str]] = {}
         self._steps: dict[tuple, StepModel] = {}
+        self._contexts: dict[tuple, Any] = {}
         self._serving = predict_serving_row
 
     # ---- model: catalog id or a config.json path
@@ -200,7 +201,35 @@ class Predictor:
         return self._params[k]
 
     def context(self, row: Mapping[str, str]) -> RowContext:
-        """Resolve a row's ids and parallelism; raises PlannerError with the reason."""
+        """Resolve a row's ids and parallelism; raises PlannerError with the reason.
+
+        Rows with the same setup (hardware, model, precision, KV, framework, layout) share
+        one resolution, so a file of a million rows resolves each setup once."""
+        key = tuple(
+            cell(row, c)
+            for c in (
+                "hardware",
+                "model",
+                "precision",
+                "kv_precision",
+                "framework",
+                "tp",
+                "pp",
+                "n_gpus",
+            )
+        )
+        hit = self._contexts.get(key)
+        if hit is None:
+            try:
+                hit = self._resolve(row)
+            except PlannerError as e:
+                hit = e
+            self._contexts[key] = hit
+        if isinstance(hit, PlannerError):
+            raise hit
+        return RowContext(row, self.catalog, *hit, self._steps)
+
+    def _resolve(self, row: Mapping[str, str]) -> tuple:
         cat = self.catalog
         hw = cell(row, "hardware")
         if not hw:
@@ -222,7 +251,7 @@ class Predictor:
         tp, pp = parallelism(row)
         framework = cell(row, "framework")
         params, prov = self.params(gpu.id, framework, prec.id)
-        return RowContext(row, cat, model, gpu, prec, kv, tp, pp, params, prov, self._steps)
+        return (model, gpu, prec, kv, tp, pp, params, prov)
 
     def _calibrated(self, row: Mapping[str, str], ctx: RowContext) -> tuple[float | None, str]:
         """Static-batch, single-stream and offline-throughput rows: the same predictors the
