@@ -9,7 +9,7 @@ import hashlib
 import io
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -287,23 +287,39 @@ def _few(ids: list[Any], n: int = 5) -> str:
 
 
 # --------------------------------------------------------------------------- files
-def read_rows(path: str | os.PathLike[str]) -> tuple[list[dict[str, str]], list[str]]:
-    """Read a benchmark CSV into (rows as dicts of strings, column names)."""
+def iter_rows(path: str | os.PathLike[str]) -> tuple[list[str], int, Iterator[dict[str, str]]]:
+    """A benchmark CSV as (column names, number of data lines, rows one at a time).
+
+    The rows are parsed as they are consumed, so a file of a million rows never holds a
+    million dicts (``planner predict`` streams its output the same way)."""
     p = Path(path)
     text = read_text(p, "input file", "CSV file", limit=DATA_READ_LIMIT)
     try:
         reader = csv.DictReader(iter_lines(text))
         cols = list(reader.fieldnames or [])
-        rows = list(reader)
     except csv.Error as e:
         raise PlannerError(f"{p}: not a valid CSV file ({e})") from None
     if not cols:
         raise PlannerError(f"{p}: empty file (expected a header row in the benchmark schema)")
     if "metric" not in cols:
         raise PlannerError(f"{p}: no 'metric' column; is this a file in the benchmark schema?")
-    for r in rows:  # DictReader stores surplus cells under None
-        r.pop(None, None)  # type: ignore[call-overload]
-    return rows, cols
+    n = max(text.count("\n") - 1, 0)
+
+    def rows() -> Iterator[dict[str, str]]:
+        try:
+            for r in reader:
+                r.pop(None, None)  # type: ignore[call-overload]  # surplus cells
+                yield r
+        except csv.Error as e:
+            raise PlannerError(f"{p}: not a valid CSV file ({e})") from None
+
+    return cols, n, rows()
+
+
+def read_rows(path: str | os.PathLike[str]) -> tuple[list[dict[str, str]], list[str]]:
+    """Read a benchmark CSV into (rows as dicts of strings, column names)."""
+    cols, _, rows = iter_rows(path)
+    return list(rows), cols
 
 
 def format_value(v: Any) -> str:
@@ -313,8 +329,8 @@ def format_value(v: Any) -> str:
     return f"{float(v):.6g}"
 
 
-def write_rows(rows: list[dict[str, Any]], columns: list[str], stream) -> None:
-    """Write predicted rows as CSV (``predicted`` with 6 significant digits)."""
+def write_rows(rows: Iterable[dict[str, Any]], columns: list[str], stream) -> None:
+    """Write predicted rows as CSV (``predicted`` with 6 significant digits), as they come."""
     w = csv.DictWriter(stream, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
     w.writeheader()
     for r in rows:

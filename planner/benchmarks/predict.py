@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from planner.benchmarks.io import read_rows
+from planner.benchmarks.io import iter_rows, read_rows
 from planner.benchmarks.layouts import assumed_layout, needs_layout
 from planner.benchmarks.schema import TIME_UNITS_S, cell, parallelism, whole
 from planner.benchmarks.serving_rows import predict_serving_row
@@ -334,6 +334,33 @@ class Predictor:
 
 
 # --------------------------------------------------------------------------- files
+def predict_stream(
+    path: str | os.PathLike[str],
+    catalog: Catalog | None = None,
+    profile_path: str | os.PathLike[str] | None = None,
+) -> tuple[list[str], Iterator[dict[str, Any]]]:
+    """Predict a benchmark CSV row by row: (output columns, predicted rows as they come).
+
+    Memory stays flat in the number of rows (the input text is read once); a progress line
+    goes to a terminal's stderr for files over 10,000 rows."""
+    cols, n, rows = iter_rows(path)
+    pred = Predictor(catalog, Path(path).resolve().parent, profile_path)
+    columns = [c for c in cols if c not in OUTPUT_COLUMNS] + list(OUTPUT_COLUMNS)
+
+    def gen() -> Iterator[dict[str, Any]]:
+        with (
+            np.errstate(all="ignore"),
+            Progress("predict", total=n, force=None if n > 10_000 else False) as bar,
+        ):
+            for i, r in enumerate(rows):
+                if not i % 2000:
+                    bar.update(i)
+                yield pred.predict_row(r)
+            bar.update(n)
+
+    return columns, gen()
+
+
 def predict_file(
     path: str | os.PathLike[str],
     catalog: Catalog | None = None,
@@ -354,15 +381,37 @@ def predict_file(
     return out, columns
 
 
-def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+class Summary:
+    """Counts of predicted rows and of each reason a row was not predicted, accumulated
+    while rows stream past (:meth:`count` passes each row through)."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.predicted = 0
+        self.reasons: dict[str, int] = {}
+
+    def count(self, rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for r in rows:
+            self.rows += 1
+            if r.get("predicted") in ("", None):
+                why = r.get("reason") or "?"
+                self.reasons[why] = self.reasons.get(why, 0) + 1
+            else:
+                self.predicted += 1
+            yield r
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows,
+            "predicted": self.predicted,
+            "not_predicted": sum(self.reasons.values()),
+            "reasons": dict(sorted(self.reasons.items(), key=lambda kv: -kv[1])),
+        }
+
+
+def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Counts of predicted rows and of each reason a row was not predicted."""
-    reasons: dict[str, int] = {}
-    for r in rows:
-        if r.get("predicted") in ("", None):
-            reasons[r.get("reason") or "?"] = reasons.get(r.get("reason") or "?", 0) + 1
-    return {
-        "rows": len(rows),
-        "predicted": sum(1 for r in rows if r.get("predicted") not in ("", None)),
-        "not_predicted": sum(reasons.values()),
-        "reasons": dict(sorted(reasons.items(), key=lambda kv: -kv[1])),
-    }
+    s = Summary()
+    for _ in s.count(rows):
+        pass
+    return s.as_dict()

@@ -17,17 +17,18 @@ _PREDICT_TABLE_COLS = (
 
 def cmd_predict(args: argparse.Namespace) -> int:
     from planner.benchmarks.io import write_rows
-    from planner.benchmarks.predict import predict_file, summarize
+    from planner.benchmarks.predict import Summary, predict_stream
 
     cat = _catalog(args)
     inputs = (args.input, args.calibration)
     check_output(args.output, inputs, "predictions")
-    rows, cols = predict_file(args.input, cat, args.calibration)
-    if args.output:
+    cols, rows = predict_stream(args.input, cat, args.calibration)
+    if args.output:  # streamed: memory does not grow with the number of rows
+        summary = Summary()
         with atomic_writer(args.output, inputs=inputs, what="predictions") as fh:
-            write_rows(rows, cols, fh)
+            write_rows(summary.count(rows), cols, fh)
         args.format = args.format or "table"
-        _emit({"output": args.output, **summarize(rows)}, args)
+        _emit({"output": args.output, **summary.as_dict()}, args)
     elif args.format in (None, "csv"):
         write_rows(rows, cols, sys.stdout)
     elif args.format == "json":
