@@ -241,15 +241,17 @@ def write_report(
     ]
     if kf is not None and len(kf):
         out += [
-            "## Own H200 measurements (`framework = pytorch`), 5-fold cross-validation",
+            "## Own H200 measurements, 5-fold cross-validation",
             "",
+            "`pytorch` = the reference engine (bench/ref_engine.py: paged KV, Triton attention, CUDA "
+            "graphs; one GPU and TP = 2), `pytorch-naive` = the first harness (bench/pytorch_ref.py). "
             "Target: MdAPE <= 7%.",
             "",
-            _md_table(error_table(kf, ["metric"])),
+            _md_table(error_table(kf, ["framework", "precision", "metric"])),
             "By model shape:",
             "",
         ]
-        out += [_md_table(error_table(kf, ["metric", "model"])), ""]
+        out += [_md_table(error_table(kf, ["framework", "metric", "model"])), ""]
         tot = error_table(kf.assign(all="all"), ["all"])
         out += [
             f"Overall: n = {int(tot['n'].iloc[0])}, MdAPE {tot['mdape_pct'].iloc[0]}%, "

@@ -83,7 +83,7 @@ def register(sub) -> None:
         "--own",
         nargs="*",
         default=None,
-        help="own measurement CSVs (default data/benchmarks/pytorch_h200.csv)",
+        help="own measurement CSVs (default data/benchmarks/reference_h200.csv, reference_h200_tp2.csv and pytorch_h200.csv)",
     )
     v.add_argument(
         "--output", default=None, help="write the Markdown report here (e.g. docs/accuracy.md)"
@@ -164,7 +164,14 @@ def cmd_validate(args) -> int:
     own = (
         args.own
         if args.own is not None
-        else [p for p in [DATA_DIR / "benchmarks" / "pytorch_h200.csv"] if Path(p).exists()]
+        else [
+            p
+            for p in (
+                DATA_DIR / "benchmarks" / f
+                for f in ("reference_h200.csv", "reference_h200_tp2.csv", "pytorch_h200.csv")
+            )
+            if p.exists()
+        ]
     )
     inputs = [*public, *own]
     check_output(args.output, inputs, "accuracy report")
