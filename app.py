@@ -20,7 +20,12 @@ PAGES = {
     "Plan": [
         st.Page("app_pages/plan.py", title="Plan", icon=":material/checklist:", default=True),
         st.Page("app_pages/what_if.py", title="What-if", icon=":material/tune:"),
-        st.Page("app_pages/compare.py", title="Compare GPUs", icon=":material/compare:"),
+        st.Page(
+            "app_pages/compare.py",
+            title="Compare GPUs",
+            icon=":material/compare:",
+            url_path="compare",
+        ),
     ],
     "Inspect": [
         st.Page("app_pages/memory.py", title="Memory", icon=":material/memory:"),

@@ -153,7 +153,7 @@ def bar_spec() -> dict:
             color=alt.Color(
                 "part:N",
                 scale=alt.Scale(domain=list(COLORS), range=list(COLORS.values())),
-                legend=alt.Legend(title=None, orient="bottom", columns=3),
+                legend=alt.Legend(title=None, orient="bottom", columns=2, labelLimit=260),
             ),
             order=alt.Order("order:Q"),
             tooltip=[alt.Tooltip("part:N"), alt.Tooltip("GB:Q", format=".2f", title="GB")],
@@ -178,12 +178,6 @@ def curve_spec(field: str, title: str) -> dict:
         .encode(
             x=x,
             y=y,
-            color=alt.Color(
-                "which:N",
-                title=None,
-                legend=alt.Legend(orient="top-left"),
-                scale=alt.Scale(range=["#4c78a8", "#bab0ac"]),
-            ),
             tooltip=[
                 alt.Tooltip("concurrency:Q", title="concurrent clients"),
                 alt.Tooltip("output_tok_s_per_gpu:Q", format=",.0f", title="tok/s per GPU"),
@@ -306,23 +300,23 @@ vals = {
     "TTFT P50 [ms]": (s.get("ttft_p50_s", np.nan) * 1e3, "{:,.0f}", "inverse"),
     "TPOT P50 [ms]": (s.get("tpot_p50_s", np.nan) * 1e3, "{:,.1f}", "inverse"),
     "Output tok/s per GPU": (res.get("tok_s_per_gpu", np.nan), "{:,.0f}", "normal"),
-    "$/M output tokens (full load)": (res.get("usd_per_mtok_full", np.nan), "${:,.3f}", "inverse"),
+    "$/M output tokens": (res.get("usd_per_mtok_full", np.nan), "${:,.3f}", "inverse"),
     "GPUs needed": (res.get("num_gpus", np.nan), "{:,.0f}", "inverse"),
     "Fleet [$/month]": (res.get("usd_per_month", np.nan), "${:,.0f}", "inverse"),
 }
 base = st.session_state.get(BASELINE)
-head = st.columns([3, 1, 1])
+head = st.columns([1, 1, 4])
 if base:
-    head[0].markdown(f"**Baseline:** {base['label']}")
-if head[1].button("Pin as baseline", type="primary", help="compare every number with this one"):
+    head[2].markdown(f"**Baseline:** {base['label']}")
+if head[0].button("Pin as baseline", type="primary", help="compare every number with this one"):
     st.session_state[BASELINE] = {
         "label": knobs.label(),
         "knobs": asdict(knobs),
         "values": {k: float(v[0]) for k, v in vals.items()},
     }
     base = st.session_state[BASELINE]
-    head[0].markdown(f"**Baseline:** {base['label']}")
-if base and head[2].button("Clear baseline"):
+    head[2].markdown(f"**Baseline:** {base['label']}")
+if base and head[1].button("Clear baseline"):
     st.session_state.pop(BASELINE, None)
     base = None
     st.rerun()
@@ -337,7 +331,12 @@ for i, (label, (v, fmt, color)) in enumerate(vals.items()):
             d = v - b
             sign = "+" if d > 0 else ("-" if d < 0 else "")
             delta = f"{sign}{fmt.format(abs(d))}"
-    cols[i % 5].metric(label, shown, delta=delta, delta_color=color, border=True)
+    tip = {
+        "$/M output tokens": "at full load: price / (output tok/s per GPU x 3600) x 1e6",
+        "Output tok/s per GPU": "the curve's best point meeting the SLO",
+        "Max concurrent sequences": "full-context sequences that fit in the KV cache",
+    }.get(label)
+    cols[i % 5].metric(label, shown, delta=delta, delta_color=color, border=True, help=tip)
 if "error" in res:
     st.error(f"Cannot simulate this deployment: {res['error']}")
 if res.get("fit_warning"):
