@@ -40,7 +40,12 @@ def bar_spec(field: str, title: str, fmt: str) -> dict:
         alt.Chart(data)
         .mark_bar()
         .encode(
-            y=alt.Y("gpu_name:N", sort=alt.EncodingSortField(field, order="ascending"), title=None),
+            y=alt.Y(
+                "gpu_name:N",
+                sort=alt.EncodingSortField(field, order="ascending"),
+                title=None,
+                axis=alt.Axis(labelLimit=240),
+            ),
             x=alt.X(f"{field}:Q", title=title),
             color=alt.Color(
                 "best:N",

@@ -153,7 +153,7 @@ def bar_spec() -> dict:
             color=alt.Color(
                 "part:N",
                 scale=alt.Scale(domain=list(COLORS), range=list(COLORS.values())),
-                legend=alt.Legend(title=None, orient="bottom", columns=2, labelLimit=260),
+                legend=alt.Legend(title=None, orient="right", labelLimit=260),
             ),
             order=alt.Order("order:Q"),
             tooltip=[alt.Tooltip("part:N"), alt.Tooltip("GB:Q", format=".2f", title="GB")],
@@ -164,7 +164,7 @@ def bar_spec() -> dict:
         .mark_rule(color="#d62728", strokeWidth=2.5, strokeDash=[5, 3])
         .encode(x="capacity:Q")
     )
-    return (bar + rule).properties(height=130).to_dict()
+    return (bar + rule).properties(height=120).configure_legend(labelLimit=260).to_dict()
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -294,7 +294,7 @@ res = evaluate(key, form.scenario_json, knobs)
 # ---------------------------------------------------------------- metrics (+ baseline deltas)
 s = res.get("summary", {})
 vals = {
-    "Max concurrent sequences": (plan["max_concurrent_sequences"], "{:,.0f}", "normal"),
+    "Sequences that fit": (plan["max_concurrent_sequences"], "{:,.0f}", "normal"),
     "TTFT P99 [ms]": (s.get("ttft_p99_s", np.nan) * 1e3, "{:,.0f}", "inverse"),
     "TPOT P99 [ms]": (s.get("tpot_p99_s", np.nan) * 1e3, "{:,.1f}", "inverse"),
     "TTFT P50 [ms]": (s.get("ttft_p50_s", np.nan) * 1e3, "{:,.0f}", "inverse"),
@@ -329,12 +329,13 @@ for i, (label, (v, fmt, color)) in enumerate(vals.items()):
         b = base["values"][label]
         if np.isfinite(v) and np.isfinite(b):
             d = v - b
-            sign = "+" if d > 0 else ("-" if d < 0 else "")
-            delta = f"{sign}{fmt.format(abs(d))}"
+            mag = fmt.format(abs(d))
+            same = mag == fmt.format(0)  # a difference smaller than the shown digits
+            delta = mag if same else f"{'+' if d > 0 else '-'}{mag}"
     tip = {
         "$/M output tokens": "at full load: price / (output tok/s per GPU x 3600) x 1e6",
         "Output tok/s per GPU": "the curve's best point meeting the SLO",
-        "Max concurrent sequences": "full-context sequences that fit in the KV cache",
+        "Sequences that fit": "full-context sequences that fit in the KV cache",
     }.get(label)
     cols[i % 5].metric(label, shown, delta=delta, delta_color=color, border=True, help=tip)
 if "error" in res:

@@ -531,16 +531,16 @@ def test_what_if_values_and_baseline_delta_after_tp_change():
     _no_exception(at)
     m2 = _metrics(at)
     p2 = plan_memory("llama-3.1-70b", "nvidia-h100-sxm", "fp8", tp=2, context_len=8192, framework="vllm")  # fmt: skip
-    assert m2["Max concurrent sequences"] == f"{p2.max_concurrent_sequences:,}"
+    assert m2["Sequences that fit"] == f"{p2.max_concurrent_sequences:,}"
     at.button[0].click().run()  # pin as baseline
     _no_exception(at)
     at.select_slider(key="wi_tp").set_value(4).run()
     _no_exception(at)
     p4 = plan_memory("llama-3.1-70b", "nvidia-h100-sxm", "fp8", tp=4, context_len=8192, framework="vllm")  # fmt: skip
     by = {x.label: x for x in at.metric}
-    assert by["Max concurrent sequences"].value == f"{p4.max_concurrent_sequences:,}"
+    assert by["Sequences that fit"].value == f"{p4.max_concurrent_sequences:,}"
     d = p4.max_concurrent_sequences - p2.max_concurrent_sequences
-    assert by["Max concurrent sequences"].proto.delta == f"+{d:,}"
+    assert by["Sequences that fit"].proto.delta == f"+{d:,}"
     # every metric shows its delta; GPUs needed per replica doubles with TP
     assert all(x.proto.delta for x in at.metric if x.value != "-")
     assert by["GPUs needed"].value != m2["GPUs needed"] or by["GPUs needed"].proto.delta
