@@ -297,6 +297,7 @@ m[2].metric("$/M output tokens", w.fmt_money(win["usd_per_mtok_output"], 3), hel
 m[3].metric("TTFT P99", f"{win['ttft_p99_s'] * 1e3:,.0f} ms", help="at the rate the fleet is sized for", border=True)  # fmt: skip
 m[4].metric("TPOT P99", f"{win['tpot_p99_s'] * 1e3:,.1f} ms", help="at the rate the fleet is sized for", border=True)  # fmt: skip
 
+
 st.markdown(f"**Why it wins.** {res['why']}")
 spread = win.get("price_spread") or {}
 st.markdown(
@@ -340,7 +341,21 @@ st.dataframe(
         ),
     },
 )
-c1, c2, c3 = st.columns(3)
+c0, c1, c2, c3 = st.columns(4)
+c0.page_link(
+    "app_pages/what_if.py",
+    label="Open #1 in What-if",
+    icon=":material/tune:",
+    help="tune the recommended deployment knob by knob",
+    query_params={
+        "model": sc.model,
+        "wi_gpu": win["gpu"],
+        "wi_fw": win["framework"],
+        "wi_prec": win["precision"],
+        f"wi_kv_{win['precision']}": win["kv_precision"],
+        "wi_tp": str(win["tp"] if win["tp"] in (1, 2, 4, 8) else 8),
+    },
+)
 c1.download_button(
     "Results (CSV)",
     pd.DataFrame(recs).drop(columns=["assumptions"], errors="ignore").to_csv(index=False),

@@ -234,21 +234,21 @@ prec_ids = [p.id for p in cat.precisions]
 c = st.columns([2, 1.3, 1.2, 1.2])
 gpu = c[0].selectbox(
     "GPU", gpu_ids, key="wi_gpu", bind="query-params",
-    **w._default("wi_gpu", index=w._index(gpu_ids, "nvidia-h100-sxm")),
+    **w._default("wi_gpu", opts=gpu_ids, index=w._index(gpu_ids, "nvidia-h100-sxm")),
 )  # fmt: skip
 fw = c[1].selectbox(
     "Framework", fw_ids, key="wi_fw", bind="query-params",
-    **w._default("wi_fw", index=fw_ids.index("vllm") if "vllm" in fw_ids else 0),
+    **w._default("wi_fw", opts=fw_ids, index=fw_ids.index("vllm") if "vllm" in fw_ids else 0),
 )  # fmt: skip
 prec = c[2].selectbox(
     "Precision", prec_ids, key="wi_prec", bind="query-params",
-    **w._default("wi_prec", index=prec_ids.index("fp8") if "fp8" in prec_ids else 0),
+    **w._default("wi_prec", opts=prec_ids, index=prec_ids.index("fp8") if "fp8" in prec_ids else 0),
 )  # fmt: skip
 p = cat.precision(prec)
 kv_opts = list(dict.fromkeys([p.kv_default, *p.kv_options]))
 kv = c[3].selectbox(
     "KV precision", kv_opts, key=f"wi_kv_{prec}", bind="query-params",
-    **w._default(f"wi_kv_{prec}", index=0),
+    **w._default(f"wi_kv_{prec}", opts=kv_opts, index=0),
 )  # fmt: skip
 c = st.columns(3)
 tp = c[0].select_slider(
@@ -300,9 +300,10 @@ vals = {
     "TTFT P50 [ms]": (s.get("ttft_p50_s", np.nan) * 1e3, "{:,.0f}", "inverse"),
     "TPOT P50 [ms]": (s.get("tpot_p50_s", np.nan) * 1e3, "{:,.1f}", "inverse"),
     "Output tok/s per GPU": (res.get("tok_s_per_gpu", np.nan), "{:,.0f}", "normal"),
-    "$/M output tokens": (res.get("usd_per_mtok_full", np.nan), "${:,.3f}", "inverse"),
+    "$/M output tokens": (res.get("usd_per_mtok_planned", np.nan), "${:,.3f}", "inverse"),
     "GPUs needed": (res.get("num_gpus", np.nan), "{:,.0f}", "inverse"),
     "Fleet [$/month]": (res.get("usd_per_month", np.nan), "${:,.0f}", "inverse"),
+    "$/M tokens, full load": (res.get("usd_per_mtok_full", np.nan), "${:,.3f}", "inverse"),
 }
 base = st.session_state.get(BASELINE)
 head = st.columns([1, 1, 4])
@@ -333,7 +334,10 @@ for i, (label, (v, fmt, color)) in enumerate(vals.items()):
             same = mag == fmt.format(0)  # a difference smaller than the shown digits
             delta = mag if same else f"{'+' if d > 0 else '-'}{mag}"
     tip = {
-        "$/M output tokens": "at full load: price / (output tok/s per GPU x 3600) x 1e6",
+        "$/M output tokens": "at the planned traffic (mean rate), fixed fleet: fleet $/h / "
+        "output tokens per hour, as on the Plan page",
+        "$/M tokens, full load": "output tokens at full load: price / (output tok/s per GPU "
+        "x 3600) x 1e6",
         "Output tok/s per GPU": "the curve's best point meeting the SLO",
         "Sequences that fit": "full-context sequences that fit in the KV cache",
     }.get(label)
@@ -349,8 +353,9 @@ if "replicas" in res:
         f"Latency percentiles simulated at the scenario's rate per replica: planning peak "
         f"{sc.workload.traffic.peak():g} req/s x (1 + {sc.constraints.headroom:g}) over "
         f"{res['replicas']} replica(s) = {res['rate_per_replica']:.2f} req/s each. Output tok/s "
-        "per GPU: the curve's best point meeting the SLO (closed loop); $/M tokens at that full "
-        f"load with ${res['usd_per_gpu_hour'] or float('nan'):.2f}/GPU-h ({res['price_note']}). "
+        "per GPU: the curve's best point meeting the SLO (closed loop); $/M output tokens at the "
+        "planned mean traffic with this fleet, and at that full load, with "
+        f"${res['usd_per_gpu_hour'] or float('nan'):.2f}/GPU-h ({res['price_note']}). "
         f"Performance parameters: {res['provenance']}. The Plan page's numbers come from a "
         "finer capacity search and can differ slightly."
     )

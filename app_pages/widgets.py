@@ -439,11 +439,19 @@ def _keep(key: str, value: Any) -> Any:
     return value
 
 
-def _default(key: str, **kw: Any) -> dict[str, Any]:
-    """``value``/``index``/``default`` keyword only when session_state does not hold the
-    widget's value yet (avoids Streamlit's 'set via Session State and default' warning)."""
+def _default(key: str, opts: list[Any] | None = None, **kw: Any) -> dict[str, Any]:
+    """The widget's ``value`` / ``index`` / ``default`` keyword: the default, or the value it
+    already holds (kept from another page). A URL-bound widget whose parameter is missing from
+    the URL (a page link, a page switch) falls back to its default, so the default must be the
+    value it holds, not the first option."""
     _restore(key)
-    return {} if key in st.session_state else kw
+    if key not in st.session_state:
+        return kw
+    cur = st.session_state[key]
+    if "index" in kw:
+        return {"index": opts.index(cur)} if opts is not None and cur in opts else kw
+    name = next(iter(kw))
+    return {name: cur}
 
 
 @dataclass(frozen=True)
@@ -613,7 +621,7 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
             model_ids,
             key="model",
             bind="query-params",
-            **_default("model", index=_index(model_ids, D["model"])),
+            **_default("model", opts=model_ids, index=_index(model_ids, D["model"])),
         )
         _keep("model", model_id)
         with st.expander("Upload a model (config.json)"):
@@ -649,7 +657,7 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
                 key="daily",
                 bind="query-params",
                 help="24 hourly multipliers of the mean; the autoscaled cost follows it",
-                **_default("daily", index=0),
+                **_default("daily", opts=shapes, index=0),
             )
             traffic = {"mean_rps": float(mean), "peak_rps": float(peak)}
             if DAILY_SHAPES[daily] is not None:
@@ -672,7 +680,7 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
                 bind="query-params",
                 help="presets with their sources: docs/workloads; custom: lognormal from the "
                 "mean and the 90th percentile",
-                **_default("preset", index=0),
+                **_default("preset", opts=opts, index=0),
             )
             _keep("preset", preset)
             wl: dict[str, Any] = {"traffic": traffic}
@@ -784,7 +792,7 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
                 format_func=lambda b: b.replace("_", "-"),
                 help="rental kind from data/prices.yaml (median-priced row), or own: the "
                 "purchase price amortised with data/ownership.yaml",
-                **_default("basis", index=0),
+                **_default("basis", opts=BASES, index=0),
             )
             provs = [ANY_PROVIDER, *_providers(cat)]
             provider = st.selectbox(
@@ -792,7 +800,7 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
                 provs,
                 key="provider",
                 bind="query-params",
-                **_default("provider", index=0),
+                **_default("provider", opts=provs, index=0),
             )
             _keep("basis", basis), _keep("provider", provider)
         constraints: dict[str, Any] = {"price_basis": basis}
@@ -813,7 +821,7 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
                     key="objective",
                     bind="query-params",
                     format_func=lambda o: f"{o}: {OBJECTIVE_TEXT.get(o, '')}",
-                    **_default("objective", index=_index(objs, D["objective"])),
+                    **_default("objective", opts=objs, index=_index(objs, D["objective"])),
                 )
                 all_gpus = st.checkbox(
                     "Whole GPU catalog (slower)",

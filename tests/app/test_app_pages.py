@@ -567,7 +567,12 @@ def test_what_if_tok_s_per_gpu_and_cost_come_from_the_curve():
     m = _metrics(at)
     assert m["Output tok/s per GPU"] == f"{best['output_tok_s_per_gpu']:,.0f}"
     usd = quote_price(cat, "nvidia-h100-sxm", "on_demand").usd_per_gpu_hour
-    assert m["$/M output tokens"] == f"${usd / (best['output_tok_s_per_gpu'] * 3600) * 1e6:,.3f}"
+    full = usd / (best["output_tok_s_per_gpu"] * 3600) * 1e6
+    assert m["$/M tokens, full load"] == f"${full:,.3f}"
+    n_gpus = int(m["GPUs needed"])
+    planned = usd * n_gpus / (wl.mean_output_tokens() * wl.traffic.base_mean_rps() * 3600) * 1e6
+    assert m["$/M output tokens"] == f"${planned:,.3f}"
+    assert m["Fleet [$/month]"] == f"${usd * n_gpus * 730:,.0f}"
     spec, frames = _charts(at)[1]  # memory bar, then the curve
     curve = max(frames, key=len)
     assert curve["is_knee"].sum() == 1
