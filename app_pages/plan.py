@@ -48,21 +48,26 @@ TABLE = {
 
 @st.cache_resource(show_spinner=False)
 def length_hist_spec() -> dict:
+    """Prompt and answer histograms side by side, each binned over its own range."""
     data = alt.Data(name="lengths")
-    return (
-        alt.Chart(data)
-        .mark_bar(opacity=0.85)
-        .encode(
-            x=alt.X("tokens:Q", bin=alt.Bin(maxbins=40), title="length [tokens]"),
-            y=alt.Y("count():Q", title="requests [of 2,000 drawn]"),
-            color=alt.Color("which:N", legend=None, scale=alt.Scale(range=["#4c78a8", "#f58518"])),
-            facet=alt.Facet("which:N", title=None, columns=2, sort=["prompt", "answer"]),
-            tooltip=[alt.Tooltip("count():Q", title="requests")],
+
+    def panel(which: str, color: str) -> alt.Chart:
+        return (
+            alt.Chart(data, title=f"{which} length")
+            .transform_filter(alt.datum.which == which)
+            .mark_bar(color=color, opacity=0.85)
+            .encode(
+                x=alt.X("tokens:Q", bin=alt.Bin(maxbins=40), title=f"{which} [tokens]"),
+                y=alt.Y("count():Q", title="requests [of 2,000 drawn]"),
+                tooltip=[
+                    alt.Tooltip("tokens:Q", bin=True, title="tokens"),
+                    alt.Tooltip("count():Q", title="requests"),
+                ],
+            )
+            .properties(height=130, width=250)
         )
-        .properties(height=120, width=260)
-        .resolve_scale(x="independent", y="independent")
-        .to_dict()
-    )
+
+    return alt.hconcat(panel("prompt", "#4c78a8"), panel("answer", "#f58518")).to_dict()
 
 
 @st.cache_resource(show_spinner=False)
