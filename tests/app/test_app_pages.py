@@ -578,3 +578,42 @@ def test_what_if_tok_s_per_gpu_and_cost_come_from_the_curve():
     assert curve["is_knee"].sum() == 1
     assert "output tokens/s per GPU" in json.dumps(spec) and "TPOT P99 [ms]" in json.dumps(spec)
     assert any("SLO: 50 ms" in str(f.get("label", pd.Series()).tolist()) for f in frames)
+
+
+def _load_example_then_render():
+    """AppTest script: load examples/chat-8b.yaml into the form, then render the form."""
+    import json as _json
+    from pathlib import Path as _Path
+
+    import streamlit as st
+    import yaml as _yaml
+
+    from app_pages import widgets as w
+
+    cat = w.session_catalog()
+    if "_loaded_once" not in st.session_state:
+        st.session_state["_loaded_once"] = True
+        data = _yaml.safe_load(_Path("examples/chat-8b.yaml").read_text())
+        st.session_state["_notes"] = w.apply_scenario(data, cat)
+    form = w.scenario_sidebar(cat)
+    st.code(_json.dumps(form.data), language="json")
+
+
+def test_a_loaded_scenario_fills_the_form_and_saves_the_same_workload(monkeypatch):
+    from planner.scenario import load_scenario
+
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_function(_load_example_then_render, default_timeout=TIMEOUT)
+    at.run()
+    _no_exception(at)
+    data = json.loads(at.code[0].value)
+    from planner.scenario import scenario_from_dict
+
+    got = scenario_from_dict(data)
+    ref = load_scenario(ROOT / "examples" / "chat-8b.yaml")
+    assert got.model == ref.model == "llama-3.1-8b"
+    assert got.workload.traffic.peak() == ref.workload.traffic.peak()
+    assert got.workload.traffic.daily_profile == ref.workload.traffic.daily_profile
+    assert got.workload.mean_input_tokens() == pytest.approx(ref.workload.mean_input_tokens())
+    assert got.slo.tpot.max_s == pytest.approx(ref.slo.tpot.max_s)
+    assert got.constraints.headroom == ref.constraints.headroom
