@@ -73,7 +73,9 @@ def length_hist_spec() -> dict:
 @st.cache_resource(show_spinner=False)
 def pareto_spec() -> dict:
     pts = alt.Data(name="options")
-    x = alt.X("e2e_p99_s:Q", title="P99 end-to-end latency [s]", scale=alt.Scale(zero=False))
+    x = alt.X(
+        "e2e_p99_s:Q", title="P99 end-to-end latency [s]", scale=alt.Scale(zero=False, padding=24)
+    )
     y = alt.Y("usd_per_mtok_output:Q", title="cost [$ per million output tokens]")
     tip = [
         alt.Tooltip("label:N", title="option"),
@@ -401,6 +403,8 @@ pts["short"] = ""
 for _, idx in pts.groupby(pos).groups.items():
     ranks = sorted(pts.loc[idx, "rank"])
     first = pts.loc[idx, "rank"].idxmin()
+    if not any(k == 1 or k in front for k in ranks):
+        continue  # dominated options: tooltip only, so the front's labels stay readable
     text = ", ".join(f"#{k}" for k in ranks)
     if 1 in ranks:
         text += f"  {recs[0]['gpu']} {recs[0]['precision']} TP{recs[0]['tp']} (recommended)"
