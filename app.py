@@ -4,8 +4,8 @@ Run with ``streamlit run app.py``. Pages live in ``app_pages/`` (not ``pages/``,
 Streamlit would auto-discover in its old multipage mode); shared widgets and cached
 computations in ``app_pages/widgets.py``. All physics is in ``planner``.
 
-Navigation sections (issue 9): "Plan" (Plan, What-if, Compare GPUs) slots in above
-"Inspect" once ``planner``'s recommender API exists; the Plan page then becomes the default.
+Navigation sections (issue 9): "Plan" (Plan, the landing page; What-if; Compare GPUs) on
+``planner.recommend``, "Inspect" (Memory), "Data" (Catalog, Accuracy), "Help" (Definitions).
 """
 
 from __future__ import annotations
@@ -17,9 +17,18 @@ st.set_page_config(
 )
 
 PAGES = {
-    # "Plan": [plan, what_if, compare],  # coming with the recommender API (issue 9)
+    "Plan": [
+        st.Page("app_pages/plan.py", title="Plan", icon=":material/checklist:", default=True),
+        st.Page("app_pages/what_if.py", title="What-if", icon=":material/tune:"),
+        st.Page(
+            "app_pages/compare.py",
+            title="Compare GPUs",
+            icon=":material/compare:",
+            url_path="compare",
+        ),
+    ],
     "Inspect": [
-        st.Page("app_pages/memory.py", title="Memory", icon=":material/memory:", default=True),
+        st.Page("app_pages/memory.py", title="Memory", icon=":material/memory:"),
     ],
     "Data": [
         st.Page("app_pages/catalog.py", title="Catalog", icon=":material/table:"),

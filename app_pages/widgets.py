@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from pydantic import ValidationError
 from planner import (
     Accelerator,
     Catalog,
+    ModelArch,
     PlannerError,
     RentalPrice,
     decode_step,
@@ -47,6 +49,7 @@ PP_OPTIONS = [1, 2, 4, 8]
 # session_state keys of the custom catalog entries (lists of JSON strings, so they hash)
 CUSTOM_GPUS = "custom_gpus"
 CUSTOM_PRICES = "custom_prices"
+CUSTOM_MODELS = "custom_models"
 
 
 # --------------------------------------------------------------------------- catalog
@@ -57,13 +60,15 @@ def base_catalog() -> Catalog:
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def _catalog_with(gpus: tuple[str, ...], prices: tuple[str, ...]) -> Catalog:
+def _catalog_with(
+    gpus: tuple[str, ...], prices: tuple[str, ...], models: tuple[str, ...] = ()
+) -> Catalog:
     base = base_catalog()
-    if not gpus and not prices:
+    if not gpus and not prices and not models:
         return base
     return Catalog(
         accelerators=base.accelerators + tuple(Accelerator.model_validate_json(g) for g in gpus),
-        models=base.models,
+        models=base.models + tuple(ModelArch.model_validate_json(m) for m in models),
         precisions=base.precisions,
         kv_precisions=base.kv_precisions,
         frameworks=base.frameworks,
@@ -73,15 +78,17 @@ def _catalog_with(gpus: tuple[str, ...], prices: tuple[str, ...]) -> Catalog:
     )
 
 
-def custom_key() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Hashable identity of this session's custom entries (part of every cache key)."""
+def custom_key() -> tuple[tuple[str, ...], ...]:
+    """Hashable identity of this session's custom entries (part of every cache key):
+    custom GPUs, custom prices and models uploaded as config.json."""
     return (
         tuple(st.session_state.get(CUSTOM_GPUS, ())),
         tuple(st.session_state.get(CUSTOM_PRICES, ())),
+        tuple(st.session_state.get(CUSTOM_MODELS, ())),
     )
 
 
-def catalog_for(key: tuple[tuple[str, ...], tuple[str, ...]]) -> Catalog:
+def catalog_for(key: tuple[tuple[str, ...], ...]) -> Catalog:
     return _catalog_with(*key)
 
 
@@ -104,7 +111,9 @@ def add_custom(kind: str, record: Accelerator | RentalPrice) -> str | None:
     key = CUSTOM_GPUS if kind == "gpu" else CUSTOM_PRICES
     entries = [*st.session_state.get(key, []), record.model_dump_json()]
     trial = custom_key()
-    trial = (tuple(entries), trial[1]) if kind == "gpu" else (trial[0], tuple(entries))
+    trial = (
+        (tuple(entries), *trial[1:]) if kind == "gpu" else (trial[0], tuple(entries), *trial[2:])
+    )
     try:
         catalog_for(trial)
     except ValidationError as e:  # duplicate id, price for an unknown gpu, ...
@@ -351,3 +360,691 @@ DEFINITIONS_MD = """
 def definitions_expander() -> None:
     with st.expander("Metric definitions and units"):
         st.markdown(DEFINITIONS_MD)
+
+
+# =========================================================================== scenario form
+# The Plan, What-if and Compare pages share one scenario (model, traffic, lengths, SLOs,
+# prices, search constraints) in the sidebar; every widget is bound to a URL query parameter
+# and stashed in session_state so that it survives a page switch.
+PLAN_GPUS = [
+    "nvidia-h100-sxm",
+    "nvidia-h200-sxm",
+    "nvidia-b200",
+    "amd-mi300x",
+    "nvidia-a100-80gb-sxm",
+    "nvidia-l40s",
+]
+PRESET_NAMES = ["chat", "rag", "code", "summarization", "batch"]
+CUSTOM_LENGTHS = "custom (lognormal)"
+BASES = ["on_demand", "reserved", "spot", "own", "serverless", "community"]
+ANY_PROVIDER = "(median of all providers)"
+# 24 hourly multipliers of the mean (00:00 ... 23:00); the shapes are inputs, not data
+DAILY_SHAPES: dict[str, tuple[float, ...] | None] = {
+    "flat (no daily profile)": None,
+    "daytime peak (examples/chat-8b.yaml)": (
+        0.3, 0.2, 0.2, 0.2, 0.3, 0.5, 0.8, 1.1, 1.4, 1.6, 1.7, 1.7,
+        1.6, 1.7, 1.8, 1.8, 1.7, 1.5, 1.3, 1.1, 0.9, 0.7, 0.5, 0.4,
+    ),
+    "office hours (09:00-18:00)": (
+        0.2, 0.2, 0.2, 0.2, 0.2, 0.3, 0.5, 0.9, 1.5, 2.0, 2.1, 2.1,
+        1.8, 2.0, 2.1, 2.0, 1.8, 1.3, 0.8, 0.5, 0.4, 0.3, 0.2, 0.2,
+    ),
+    "evening peak (consumer)": (
+        0.6, 0.4, 0.3, 0.2, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0, 1.1,
+        1.1, 1.1, 1.1, 1.2, 1.3, 1.5, 1.8, 2.1, 2.2, 2.0, 1.5, 1.0,
+    ),
+}  # fmt: skip
+SCENARIO_DEFAULTS: dict[str, Any] = {
+    "model": DEFAULTS["model"],
+    "preset": "chat",
+    "peak_rps": 10.0,
+    "mean_rps": 4.0,
+    "daily": "flat (no daily profile)",
+    "in_mean": 1000,
+    "in_p90": 2000,
+    "out_mean": 250,
+    "out_p90": 500,
+    "ttft": 1.0,
+    "tpot_ms": 50,
+    "e2e": 0.0,
+    "attainment": 0.99,
+    "headroom": 0.2,
+    "basis": "on_demand",
+    "provider": ANY_PROVIDER,
+    "objective": "cost",
+    "gpus": PLAN_GPUS,
+    "all_gpus": False,
+    "frameworks": [],
+    "precisions": [],
+    "max_gpus": 0,
+    "budget": 0,
+    "top_n": 5,
+}
+_STASH = "_scenario_stash"
+_LOADED = "_scenario_loaded_id"
+
+
+def _stash() -> dict[str, Any]:
+    return st.session_state.setdefault(_STASH, {})
+
+
+def _restore(key: str) -> None:
+    """Put a value kept from another page back before its widget is created."""
+    if key not in st.session_state and key in _stash() and key not in st.query_params:
+        st.session_state[key] = _stash()[key]
+
+
+def _keep(key: str, value: Any) -> Any:
+    _stash()[key] = value
+    return value
+
+
+def _default(key: str, opts: list[Any] | None = None, **kw: Any) -> dict[str, Any]:
+    """The widget's ``value`` / ``index`` / ``default`` keyword: the default, or the value it
+    already holds (kept from another page). A URL-bound widget whose parameter is missing from
+    the URL (a page link, a page switch) falls back to its default, so the default must be the
+    value it holds, not the first option."""
+    _restore(key)
+    if key not in st.session_state:
+        return kw
+    cur = st.session_state[key]
+    if "index" in kw:
+        return {"index": opts.index(cur)} if opts is not None and cur in opts else kw
+    name = next(iter(kw))
+    return {name: cur}
+
+
+@dataclass(frozen=True)
+class ScenarioForm:
+    """What the sidebar produced: the scenario (as the CLI's YAML dict, JSON text so it
+    hashes), the objective, how many options to rank, and the first error of each section."""
+
+    scenario_json: str
+    objective: str
+    top_n: int
+    errors: tuple[tuple[str, str], ...]
+
+    @property
+    def data(self) -> dict[str, Any]:
+        import json
+
+        return json.loads(self.scenario_json)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def _length_to_form(dist: Any) -> tuple[int, int]:
+    return int(round(dist.mean_tokens())), int(round(dist.quantile_tokens(0.9)))
+
+
+def apply_scenario(data: dict[str, Any], cat: Catalog) -> list[str]:
+    """Copy a validated scenario (a loaded YAML) into the form's widgets; returns notes on
+    what the form cannot show exactly."""
+    from planner.scenario import scenario_from_dict
+
+    sc = scenario_from_dict(data, where="uploaded scenario")
+    notes: list[str] = []
+    ss = st.session_state
+    if sc.model not in [m.id for m in cat.models]:
+        raise PlannerError(f"uploaded scenario: model '{sc.model}' is not in the catalog")
+    vals: dict[str, Any] = {"model": cat.model(sc.model).id}
+    raw_wl = data.get("workload", {}) or {}
+    wl = sc.workload
+    preset = raw_wl.get("preset")
+    if preset in PRESET_NAMES and not (raw_wl.get("input_tokens") or raw_wl.get("output_tokens")):
+        vals["preset"] = preset
+    else:
+        vals["preset"] = CUSTOM_LENGTHS
+        vals["in_mean"], vals["in_p90"] = _length_to_form(wl.input_tokens)
+        vals["out_mean"], vals["out_p90"] = _length_to_form(wl.output_tokens)
+        if not (
+            getattr(wl.input_tokens, "kind", "") == "lognormal"
+            and getattr(wl.output_tokens, "kind", "") == "lognormal"
+        ):
+            notes.append("lengths shown as lognormal with the file's mean and p90")
+    tr = wl.traffic
+    vals["mean_rps"] = float(tr.base_mean_rps())
+    vals["peak_rps"] = float(tr.peak_rps or tr.peak())
+    shape = "flat (no daily profile)"
+    if tr.daily_profile is not None:
+        match = [k for k, v in DAILY_SHAPES.items() if v == tuple(tr.daily_profile)]
+        if match:
+            shape = match[0]
+        else:
+            notes.append("the file's daily profile is not one of the shapes; shown flat")
+    vals["daily"] = shape
+    for k in ("ttft", "tpot", "e2e"):
+        t = getattr(sc.slo, k)
+        if t is not None and t.percentile != 99:
+            notes.append(f"{k.upper()} target at p{t.percentile:g} shown as a P99 target")
+    vals["ttft"] = float(sc.slo.ttft.max_s) if sc.slo.ttft else 0.0
+    vals["tpot_ms"] = int(round(sc.slo.tpot.max_s * 1e3)) if sc.slo.tpot else 0
+    vals["e2e"] = float(sc.slo.e2e.max_s) if sc.slo.e2e else 0.0
+    vals["attainment"] = float(sc.slo.attainment or 0.99)
+    c = sc.constraints
+    vals["headroom"] = float(c.headroom)
+    vals["basis"] = c.price_basis
+    vals["provider"] = c.providers[0] if c.providers else ANY_PROVIDER
+    if c.gpus:
+        vals["gpus"] = [cat.gpu(g).id for g in c.gpus]
+        vals["all_gpus"] = False
+    vals["frameworks"] = [cat.framework(f).id for f in c.frameworks]
+    vals["precisions"] = [cat.precision(p).id for p in c.precisions]
+    vals["max_gpus"] = int(c.max_total_gpus or 0)
+    vals["budget"] = int(c.max_usd_per_month or 0)
+    for k, v in vals.items():
+        ss[k] = v
+        _stash()[k] = v
+    return notes
+
+
+def _providers(cat: Catalog) -> list[str]:
+    return sorted({p.provider for p in cat.rental_prices if p.provider})
+
+
+def model_upload(cat: Catalog) -> None:
+    """A config.json uploader that adds the model to this session's catalog."""
+    import tempfile
+
+    from planner.catalog import model_from_hf_config
+
+    up = st.file_uploader(
+        "Model from a HuggingFace config.json",
+        type=["json"],
+        key="config_json",
+        help="adds the model to this session's catalog (it appears at the end of the list)",
+    )
+    if up is None:
+        return
+    name = Path(up.name).stem
+    model_id = f"uploaded-{name}" if name != "config" else "uploaded-model"
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "config.json"
+        p.write_bytes(up.getvalue())
+        try:
+            arch = model_from_hf_config(p, model_id=model_id)
+        except PlannerError as e:
+            st.error(str(e).replace(str(p), up.name))
+            return
+    js = arch.model_dump_json()
+    have = list(st.session_state.get(CUSTOM_MODELS, []))
+    if js not in have:
+        have = [h for h in have if ModelArch.model_validate_json(h).id != arch.id] + [js]
+        try:
+            catalog_for((custom_key()[0], custom_key()[1], tuple(have)))
+        except (ValidationError, PlannerError) as e:
+            st.error(f"{up.name}: {e}")
+            return
+        st.session_state[CUSTOM_MODELS] = have
+        st.session_state["model"] = arch.id
+        _stash()["model"] = arch.id
+        st.rerun()
+    st.caption(f"uploaded: `{arch.id}`")
+
+
+def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
+    """The scenario form (sidebar). ``search``: show the objective and constraints."""
+    D = SCENARIO_DEFAULTS
+    errors: list[tuple[str, str]] = []
+    model_ids = [m.id for m in cat.models]
+    gpu_ids = [g.id for g in cat.accelerators]
+    with st.sidebar:
+        st.header("Scenario")
+        with st.expander("Load / save scenario (YAML)"):
+            up = st.file_uploader(
+                "Load a scenario file (the CLI's YAML, e.g. examples/chat-8b.yaml)",
+                type=["yaml", "yml"],
+                key="scenario_file",
+            )
+            if up is not None and st.session_state.get(_LOADED) != up.file_id:
+                import yaml
+
+                st.session_state[_LOADED] = up.file_id
+                try:
+                    data = yaml.safe_load(up.getvalue().decode("utf-8"))
+                    if not isinstance(data, dict):
+                        raise PlannerError(f"{up.name}: expected a mapping at the top level")
+                    notes = apply_scenario(data, cat)
+                    st.session_state["_scenario_notes"] = [f"loaded {up.name}", *notes]
+                    st.rerun()
+                except yaml.YAMLError as e:
+                    st.error(f"{up.name}: not valid YAML: {str(e).splitlines()[0]}")
+                except (PlannerError, UnicodeDecodeError) as e:
+                    st.error(str(e))
+            for n in st.session_state.get("_scenario_notes", []):
+                st.caption(n)
+            save_slot = st.empty()
+        model_id = st.selectbox(
+            "Model",
+            model_ids,
+            key="model",
+            bind="query-params",
+            **_default("model", opts=model_ids, index=_index(model_ids, D["model"])),
+        )
+        _keep("model", model_id)
+        with st.expander("Upload a model (config.json)"):
+            model_upload(cat)
+
+        with st.expander("Traffic", expanded=True):
+            c1, c2 = st.columns(2)
+            peak = c1.number_input(
+                "Peak [req/s]",
+                min_value=0.01,
+                max_value=1e6,
+                step=1.0,
+                key="peak_rps",
+                bind="query-params",
+                help="the busiest rate to plan for (the planning peak is the larger of this "
+                "and the busiest hour of the daily profile)",
+                **_default("peak_rps", value=D["peak_rps"]),
+            )
+            mean = c2.number_input(
+                "Mean [req/s]",
+                min_value=0.01,
+                max_value=1e6,
+                step=1.0,
+                key="mean_rps",
+                bind="query-params",
+                help="the day's average (autoscaled cost, kWh per day)",
+                **_default("mean_rps", value=D["mean_rps"]),
+            )
+            shapes = list(DAILY_SHAPES)
+            daily = st.selectbox(
+                "Daily profile",
+                shapes,
+                key="daily",
+                bind="query-params",
+                help="24 hourly multipliers of the mean; the autoscaled cost follows it",
+                **_default("daily", opts=shapes, index=0),
+            )
+            traffic = {"mean_rps": float(mean), "peak_rps": float(peak)}
+            if DAILY_SHAPES[daily] is not None:
+                traffic["daily_profile"] = list(DAILY_SHAPES[daily])
+            try:
+                from planner.workload import Traffic
+
+                Traffic.model_validate(traffic)
+            except ValidationError as e:
+                st.error(validation_message(e))
+                errors.append(("traffic", validation_message(e)))
+            _keep("peak_rps", peak), _keep("mean_rps", mean), _keep("daily", daily)
+
+        with st.expander("Prompt and answer lengths", expanded=True):
+            opts = [*PRESET_NAMES, CUSTOM_LENGTHS]
+            preset = st.selectbox(
+                "Length preset",
+                opts,
+                key="preset",
+                bind="query-params",
+                help="presets with their sources: docs/workloads; custom: lognormal from the "
+                "mean and the 90th percentile",
+                **_default("preset", opts=opts, index=0),
+            )
+            _keep("preset", preset)
+            wl: dict[str, Any] = {"traffic": traffic}
+            if preset == CUSTOM_LENGTHS:
+                c1, c2 = st.columns(2)
+                vals = {}
+                for col, k, label in (
+                    (c1, "in_mean", "Prompt mean [tokens]"),
+                    (c2, "in_p90", "Prompt p90 [tokens]"),
+                    (c1, "out_mean", "Answer mean [tokens]"),
+                    (c2, "out_p90", "Answer p90 [tokens]"),
+                ):
+                    vals[k] = col.number_input(
+                        label,
+                        min_value=1,
+                        max_value=2_000_000,
+                        step=50,
+                        key=k,
+                        bind="query-params",
+                        **_default(k, value=D[k]),
+                    )
+                    _keep(k, vals[k])
+                wl["input_tokens"] = {
+                    "kind": "lognormal",
+                    "mean": float(vals["in_mean"]),
+                    "p90": float(vals["in_p90"]),
+                }
+                wl["output_tokens"] = {
+                    "kind": "lognormal",
+                    "mean": float(vals["out_mean"]),
+                    "p90": float(vals["out_p90"]),
+                }
+                wl["traffic"] = {**traffic, "arrival": "poisson"}
+            else:
+                wl = {"preset": preset, "traffic": traffic}
+            try:
+                from planner.workload import Workload
+
+                Workload.model_validate(wl)
+            except ValidationError as e:
+                msg = validation_message(e)
+                if not any(k == "traffic" for k, _ in errors):
+                    st.error(msg)
+                    errors.append(("lengths", msg))
+
+        with st.expander("Latency targets (SLO)", expanded=True):
+            c1, c2 = st.columns(2)
+            ttft = c1.number_input(
+                "TTFT P99 [s]",
+                min_value=0.0,
+                max_value=3600.0,
+                step=0.1,
+                key="ttft",
+                bind="query-params",
+                help="time to first token, queueing included; 0 = no target",
+                **_default("ttft", value=D["ttft"]),
+            )
+            tpot = c2.number_input(
+                "TPOT P99 [ms]",
+                min_value=0,
+                max_value=100_000,
+                step=5,
+                key="tpot_ms",
+                bind="query-params",
+                help="time per output token after the first; 0 = no target",
+                **_default("tpot_ms", value=D["tpot_ms"]),
+            )
+            e2e = c1.number_input(
+                "E2E P99 [s]",
+                min_value=0.0,
+                max_value=86_400.0,
+                step=1.0,
+                key="e2e",
+                bind="query-params",
+                help="end-to-end latency target; 0 = none",
+                **_default("e2e", value=D["e2e"]),
+            )
+            att = c2.number_input(
+                "Attainment",
+                min_value=0.5,
+                max_value=1.0,
+                step=0.005,
+                format="%.3f",
+                key="attainment",
+                bind="query-params",
+                help="share of requests that must meet every target at once",
+                **_default("attainment", value=D["attainment"]),
+            )
+            for k, v in (("ttft", ttft), ("tpot_ms", tpot), ("e2e", e2e), ("attainment", att)):
+                _keep(k, v)
+            slo: dict[str, Any] = {"attainment": float(att)}
+            if ttft > 0:
+                slo["ttft"] = {"max_s": float(ttft), "percentile": "p99"}
+            if tpot > 0:
+                slo["tpot"] = {"max_s": float(tpot) / 1e3, "percentile": "p99"}
+            if e2e > 0:
+                slo["e2e"] = {"max_s": float(e2e), "percentile": "p99"}
+            if not any(k in slo for k in ("ttft", "tpot", "e2e")):
+                msg = "give at least one latency target (TTFT, TPOT or E2E)"
+                st.error(msg)
+                errors.append(("slo", msg))
+
+        with st.expander("Prices", expanded=search):
+            basis = st.selectbox(
+                "Price basis",
+                BASES,
+                key="basis",
+                bind="query-params",
+                format_func=lambda b: b.replace("_", "-"),
+                help="rental kind from data/prices.yaml (median-priced row), or own: the "
+                "purchase price amortised with data/ownership.yaml",
+                **_default("basis", opts=BASES, index=0),
+            )
+            provs = [ANY_PROVIDER, *_providers(cat)]
+            provider = st.selectbox(
+                "Provider",
+                provs,
+                key="provider",
+                bind="query-params",
+                **_default("provider", opts=provs, index=0),
+            )
+            _keep("basis", basis), _keep("provider", provider)
+        constraints: dict[str, Any] = {"price_basis": basis}
+        if provider != ANY_PROVIDER:
+            constraints["providers"] = [provider]
+
+        objective, top_n = D["objective"], D["top_n"]
+        headroom = st.session_state.get("headroom", _stash().get("headroom", D["headroom"]))
+        if search:
+            from planner.recommend import OBJECTIVES
+            from planner.recommend.search import OBJECTIVE_TEXT
+
+            with st.expander("Search and constraints", expanded=True):
+                objs = list(OBJECTIVES)
+                objective = st.selectbox(
+                    "Objective",
+                    objs,
+                    key="objective",
+                    bind="query-params",
+                    format_func=lambda o: f"{o}: {OBJECTIVE_TEXT.get(o, '')}",
+                    **_default("objective", opts=objs, index=_index(objs, D["objective"])),
+                )
+                all_gpus = st.checkbox(
+                    "Whole GPU catalog (slower)",
+                    key="all_gpus",
+                    bind="query-params",
+                    help=f"all {len(gpu_ids)} GPUs instead of the list below",
+                    **_default("all_gpus", value=False),
+                )
+                gpus = st.multiselect(
+                    "GPUs",
+                    gpu_ids,
+                    key="gpus",
+                    bind="query-params",
+                    disabled=all_gpus,
+                    **_default("gpus", default=[g for g in PLAN_GPUS if g in gpu_ids]),
+                )
+                fws = st.multiselect(
+                    "Frameworks (empty: all)",
+                    [f.id for f in cat.frameworks],
+                    key="frameworks",
+                    bind="query-params",
+                    **_default("frameworks", default=[]),
+                )
+                precs = st.multiselect(
+                    "Weight precisions (empty: all)",
+                    [p.id for p in cat.precisions],
+                    key="precisions",
+                    bind="query-params",
+                    **_default("precisions", default=[]),
+                )
+                c1, c2 = st.columns(2)
+                max_gpus = c1.number_input(
+                    "Max GPUs (0: any)",
+                    min_value=0,
+                    max_value=100_000,
+                    step=1,
+                    key="max_gpus",
+                    bind="query-params",
+                    **_default("max_gpus", value=D["max_gpus"]),
+                )
+                budget = c2.number_input(
+                    "Budget [$/month] (0: any)",
+                    min_value=0,
+                    max_value=10**9,
+                    step=1000,
+                    key="budget",
+                    bind="query-params",
+                    **_default("budget", value=D["budget"]),
+                )
+                headroom = st.slider(
+                    "Headroom above the peak",
+                    0.0,
+                    1.0,
+                    step=0.05,
+                    key="headroom",
+                    bind="query-params",
+                    help="spare capacity: the fleet is sized for peak x (1 + headroom)",
+                    **_default("headroom", value=D["headroom"]),
+                )
+                top_n = st.number_input(
+                    "Options to rank",
+                    min_value=1,
+                    max_value=20,
+                    step=1,
+                    key="top_n",
+                    bind="query-params",
+                    **_default("top_n", value=D["top_n"]),
+                )
+                for k, v in (
+                    ("objective", objective),
+                    ("all_gpus", all_gpus),
+                    ("gpus", gpus),
+                    ("frameworks", fws),
+                    ("precisions", precs),
+                    ("max_gpus", max_gpus),
+                    ("budget", budget),
+                    ("headroom", headroom),
+                    ("top_n", top_n),
+                ):
+                    _keep(k, v)
+                if not all_gpus:
+                    if not gpus:
+                        st.error("choose at least one GPU (or the whole catalog)")
+                        errors.append(("gpus", "no GPU chosen"))
+                    constraints["gpus"] = list(gpus)
+                if fws:
+                    constraints["frameworks"] = list(fws)
+                if precs:
+                    constraints["precisions"] = list(precs)
+                if max_gpus:
+                    constraints["max_total_gpus"] = int(max_gpus)
+                if budget:
+                    constraints["max_usd_per_month"] = float(budget)
+        constraints["headroom"] = float(headroom)
+    import json
+
+    data = {
+        "name": "app-scenario",
+        "description": "saved from the planner app",
+        "model": model_id,
+        "workload": wl,
+        "slo": slo,
+        "constraints": constraints,
+    }
+    form = ScenarioForm(json.dumps(data), str(objective), int(top_n), tuple(errors))
+    with save_slot:
+        st.download_button(
+            "Download this scenario (YAML)",
+            scenario_yaml(form),
+            file_name="scenario.yaml",
+            mime="application/x-yaml",
+            disabled=not form.ok,
+            help="the same format as examples/*.yaml: planner recommend scenario.yaml",
+        )
+    return form
+
+
+def scenario_yaml(form: ScenarioForm) -> str:
+    import yaml
+
+    head = (
+        "# Scenario saved from the planner app; run it with\n"
+        f"#   planner recommend scenario.yaml --objective {form.objective} --top {form.top_n}\n"
+    )
+    return head + yaml.safe_dump(form.data, sort_keys=False)
+
+
+def build_scenario(key: tuple, scenario_json: str):
+    """The validated :class:`planner.scenario.Scenario` (raises PlannerError)."""
+    import json
+
+    from planner.scenario import scenario_from_dict
+
+    return scenario_from_dict(json.loads(scenario_json), where="scenario")
+
+
+def recommend_kwargs(sc: Any) -> dict[str, Any]:
+    """The CLI's mapping of a scenario's constraints onto ``recommend``'s keywords."""
+    c = sc.constraints
+    return {
+        "headroom": c.headroom,
+        "gpus": c.gpus,
+        "frameworks": c.frameworks,
+        "precisions": c.precisions,
+        "kv_precisions": c.kv_precisions,
+        "tps": c.tps,
+        "max_gpus_per_replica": c.max_gpus_per_replica,
+        "max_total_gpus": c.max_total_gpus,
+        "min_weight_bits": c.min_weight_bits,
+        "max_usd_per_hour": c.max_usd_per_hour,
+        "max_usd_per_month": c.max_usd_per_month,
+        "price_basis": c.price_basis,
+        "providers": c.providers,
+        "usd_per_gpu_hour": dict(c.usd_per_gpu_hour),
+        "fit_percentile": c.fit_percentile,
+        "engine": sc.serving.kwargs(),
+    }
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def run_recommend(key: tuple, scenario_json: str, objective: str, top_n: int) -> dict[str, Any]:
+    """``planner.recommend.recommend`` for the form's scenario as a dict, or ``{"error"}``."""
+    from planner.recommend import recommend
+
+    cat = catalog_for(key)
+    try:
+        sc = build_scenario(key, scenario_json)
+        res = recommend(
+            sc.model,
+            sc.workload,
+            sc.slo,
+            catalog=cat,
+            objective=objective,
+            top_n=int(top_n),
+            **recommend_kwargs(sc),
+        )
+    except PlannerError as e:
+        return {"error": str(e)}
+    return res.as_dict()
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def run_compare(key: tuple, scenario_json: str, objective: str) -> dict[str, Any]:
+    """``planner.recommend.compare_gpus`` for the form's scenario, or ``{"error"}``."""
+    from planner.recommend import compare_gpus
+
+    cat = catalog_for(key)
+    try:
+        sc = build_scenario(key, scenario_json)
+        kw = recommend_kwargs(sc)
+        gpus = kw.pop("gpus")
+        return compare_gpus(
+            sc.model, sc.workload, sc.slo, catalog=cat, gpus=gpus, objective=objective, **kw
+        )
+    except PlannerError as e:
+        return {"error": str(e)}
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def length_sample(key: tuple, scenario_json: str, n: int = 2000) -> pd.DataFrame:
+    """Prompt and answer lengths of ``n`` requests drawn from the workload (long format)."""
+    sc = build_scenario(key, scenario_json)
+    i, o = sc.workload.sample_lengths(n, np.random.default_rng(0))
+    return pd.DataFrame(
+        {
+            "which": ["prompt"] * len(i) + ["answer"] * len(o),
+            "tokens": np.concatenate([i, o]).astype(float),
+        }
+    )
+
+
+def fmt_money(v: float | None, digits: int = 2) -> str:
+    if v is None or not np.isfinite(v):
+        return "-"
+    if abs(v) >= 1000:  # half up, like the tables' d3 format
+        return f"{'-' if v < 0 else ''}${int(abs(v) + 0.5):,}"
+    if abs(v) >= 1:
+        return f"${v:,.{digits}f}"
+    return f"${v:.3g}"
+
+
+def gpu_name(cat: Catalog, gpu_id: str) -> str:
+    try:
+        return cat.gpu(gpu_id).name
+    except PlannerError:
+        return gpu_id

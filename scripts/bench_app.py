@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Responsiveness of the Streamlit app (issue 9 targets: first load <= 3 s, re-render after a
-widget change <= 200 ms on the Memory page).
+widget change <= 200 ms on the Memory and What-if pages, Plan recomputation <= 1 s).
 
 Measures
 * browser (Playwright + Debian's chromium, ``streamlit run app.py`` on 127.0.0.1):
@@ -9,7 +9,10 @@ Measures
   - re-render: change the context number input, until the page shows the new value's
     results (median over distinct, uncached values);
 * ``streamlit.testing`` AppTest (no browser): script re-run after a widget change, uncached
-  and cached (median).
+  and cached (median), on the Memory page;
+  - Plan: recomputation after a peak-rate change (a new recommend() search, uncached) with the
+    default GPU set (6 datacenter GPUs, llama-3.1-70b, chat preset) and with one GPU;
+  - What-if: re-render after a knob change (TP / context / max_num_seqs), uncached and cached.
 
 Usage::
 
@@ -120,7 +123,7 @@ def bench_browser(runs: int) -> None:
                     else cached_ctx.new_page()
                 )
                 t0 = time.perf_counter()
-                page.goto(url, wait_until="commit")
+                page.goto(f"{url}/memory", wait_until="commit")
                 page.wait_for_selector(CHART, timeout=30_000)
                 return time.perf_counter() - t0, page
 
@@ -173,6 +176,7 @@ def bench_apptest(runs: int) -> None:
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.switch_page("app_pages/memory.py")
     t0 = time.perf_counter()
     at.run()
     first = time.perf_counter() - t0
@@ -194,12 +198,74 @@ def bench_apptest(runs: int) -> None:
     )
 
 
+def bench_plan(runs: int) -> None:
+    """Plan page: a new search after each peak-rate change (distinct values: no cache hit)."""
+    from streamlit.testing.v1 import AppTest
+
+    for label, state in (
+        ("default 6 GPUs", {}),
+        ("1 GPU (H100 SXM)", {"gpus": ["nvidia-h100-sxm"]}),
+    ):
+        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=600)
+        for k, v in state.items():
+            at.session_state[k] = v
+        t0 = time.perf_counter()
+        at.run()
+        first = time.perf_counter() - t0
+        times, cached = [], []
+        for i in range(runs):
+            t0 = time.perf_counter()
+            at.number_input(key="peak_rps").set_value(10.0 + 0.5 * (i + 1)).run()
+            times.append(time.perf_counter() - t0)
+        for i in range(runs):
+            t0 = time.perf_counter()
+            at.number_input(key="peak_rps").set_value(10.0 + 0.5 * (i + 1)).run()
+            cached.append(time.perf_counter() - t0)
+        assert not at.exception, at.exception
+        print(f"Plan first run, {label}, llama-3.1-70b chat            {first:.2f} s")
+        print(
+            f"Plan recomputation after a peak change, {label}, median of {runs}  "
+            f"{statistics.median(times):.2f} s (cached: {statistics.median(cached) * 1e3:.0f} ms)"
+        )
+
+
+def bench_what_if(runs: int) -> None:
+    """What-if page: re-render after a knob change (uncached: a new curve; cached)."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    at.switch_page("app_pages/what_if.py")
+    at.run()
+    knobs = [("wi_tp", v) for v in (1, 4, 8, 2)] + [("wi_ctx", v) for v in (4096, 16384, 8192)]
+    knobs += [("wi_seqs", v) for v in (64, 128, 512, 256)]
+    uncached, cached = [], []
+    for k, v in knobs:
+        t0 = time.perf_counter()
+        at.select_slider(key=k).set_value(v).run()
+        uncached.append(time.perf_counter() - t0)
+    for k, v in knobs:
+        t0 = time.perf_counter()
+        at.select_slider(key=k).set_value(v).run()
+        cached.append(time.perf_counter() - t0)
+    assert not at.exception, at.exception
+    print(
+        f"What-if re-render after a knob change, uncached, median of {len(knobs)}  "
+        f"{statistics.median(uncached) * 1e3:.0f} ms (max {max(uncached) * 1e3:.0f} ms)"
+    )
+    print(
+        f"What-if re-render after a knob change, cached, median of {len(knobs)}    "
+        f"{statistics.median(cached) * 1e3:.0f} ms"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--no-browser", action="store_true")
     args = ap.parse_args()
     bench_apptest(args.runs)
+    bench_what_if(args.runs)
+    bench_plan(min(args.runs, 5))
     if not args.no_browser:
         bench_browser(args.runs)
 

@@ -313,6 +313,7 @@ def test_subprocess_error_exit_code():
 def test_app_memory_page_renders():
     testing = pytest.importorskip("streamlit.testing.v1")
     at = testing.AppTest.from_file(str(REPO_ROOT / "app.py"), default_timeout=60)
+    at.switch_page("app_pages/memory.py")  # the landing page is Plan
     at.run()
     assert not at.exception, at.exception
     labels = {m.label: m.value for m in at.metric}

@@ -31,10 +31,19 @@ APP = str(ROOT / "app.py")
 TIMEOUT = 60
 
 
-def _app(**query: str) -> AppTest:
+MEMORY = "app_pages/memory.py"
+
+
+def _app(page: str = MEMORY, state: dict | None = None, **query: str) -> AppTest:
+    """The app on ``page`` (Plan is the landing page; most tests start elsewhere), with
+    URL query parameters and session_state values set before the first run."""
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     for k, v in query.items():
         at.query_params[k] = v
+    for k, v in (state or {}).items():
+        at.session_state[k] = v
+    if page:
+        at.switch_page(page)
     return at.run()
 
 
@@ -326,3 +335,285 @@ def test_definitions_page():
     assert "TTFT" in text and "includes queueing" in text
     assert "TPOT" in text and "excludes the first token" in text
     assert "Goodput" in text and "ITL" in text and "E2E" in text
+
+
+# --------------------------------------------------------------------------- plan page
+PLAN = "app_pages/plan.py"
+SMALL = {  # a small search: one framework and precision, two GPUs
+    "gpus": ["nvidia-h100-sxm", "nvidia-l40s"],
+    "frameworks": ["vllm"],
+    "precisions": ["fp8"],
+}
+
+
+def _workload(peak: float = 10.0, mean: float = 4.0, preset: str = "chat"):
+    from planner.workload import SLO, Workload
+
+    wl = Workload.model_validate(
+        {"preset": preset, "traffic": {"mean_rps": mean, "peak_rps": peak}}
+    )
+    slo = SLO.model_validate(
+        {
+            "ttft": {"max_s": 1.0, "percentile": "p99"},
+            "tpot": {"max_s": 0.05, "percentile": "p99"},
+            "attainment": 0.99,
+        }
+    )
+    return wl, slo
+
+
+def _recommend(peak: float = 10.0, **kw):
+    from planner.recommend import recommend
+
+    wl, slo = _workload(peak)
+    args = {"gpus": tuple(SMALL["gpus"]), "frameworks": ("vllm",), "precisions": ("fp8",)}
+    args.update(kw)
+    return recommend("llama-3.1-8b", wl, slo, catalog=load_catalog(), headroom=0.2, **args)
+
+
+def _money(v: float, digits: int = 3) -> str:
+    if v >= 1000:
+        return f"${int(v + 0.5):,}"
+    return f"${v:,.{digits}f}" if v >= 1 else f"${v:.3g}"
+
+
+def test_plan_is_the_landing_page_and_matches_recommend():
+    at = _app(page=None, state=dict(SMALL), model="llama-3.1-8b")
+    _no_exception(at)
+    assert at.title[0].value.startswith("Plan")
+    res = _recommend()
+    win = res.recommendations[0]
+    m = _metrics(at)
+    assert m["GPUs"] == str(win["num_gpus"])
+    assert m["$/M output tokens"] == _money(win["usd_per_mtok_output"])
+    assert m["Fleet [$/month]"] == _money(win["usd_per_month"])
+    head = [s.value for s in at.subheader if s.value.startswith("Recommended")][0]
+    gpu_name = load_catalog().gpu(win["gpu"]).name
+    assert f"{win['num_gpus']} x {gpu_name}" in head
+    table = at.dataframe[0].value
+    assert list(table["GPU"]) == [r["gpu"] for r in res.recommendations]
+    assert list(table["GPUs"]) == [r["num_gpus"] for r in res.recommendations]
+    assert table["$/M output tokens"].tolist() == pytest.approx(
+        [r["usd_per_mtok_output"] for r in res.recommendations]
+    )
+    assert table["TTFT P99 [ms]"].tolist() == pytest.approx(
+        [r["ttft_p99_s"] * 1e3 for r in res.recommendations]
+    )
+    assert "provenance" in table.columns
+    # the why, the binding constraint and the price source of the winner
+    md = " ".join(x.value for x in at.markdown)
+    assert res.why in md and win["binding_constraint"] in md and win["price_provider"] in md
+    # the Pareto chart: units on both axes, the winner highlighted
+    spec, frames = _charts(at)[1]
+    pts = max(frames, key=len)
+    assert (pts["role"] == "winner").sum() == 1
+    assert pts.loc[pts["role"] == "winner", "usd_per_mtok_output"].iloc[0] == pytest.approx(
+        win["usd_per_mtok_output"]
+    )
+    titles = json.dumps(spec)
+    assert "P99 end-to-end latency [s]" in titles and "$ per million output tokens" in titles
+    # rejected options grouped by stage, in a collapsed expander
+    exp = [e for e in at.expander if e.label.startswith("Rejected options")]
+    assert exp and f"({len(res.rejected):,})" in exp[0].label
+
+
+def test_plan_peak_change_resizes_the_fleet_like_recommend():
+    at = _app(page=None, state=dict(SMALL), model="llama-3.1-8b")
+    at.number_input(key="peak_rps").set_value(60.0).run()
+    _no_exception(at)
+    win = _recommend(60.0).recommendations[0]
+    m = _metrics(at)
+    assert m["GPUs"] == str(win["num_gpus"]) and int(m["GPUs"]) > 1
+    assert m["$/M output tokens"] == _money(win["usd_per_mtok_output"])
+
+
+def test_plan_scenario_yaml_is_the_cli_format():
+    from app_pages import widgets as w
+    from planner.scenario import scenario_from_dict
+
+    at = _app(page=None, state=dict(SMALL), model="llama-3.1-8b")
+    _no_exception(at)
+    labels = [b.label for b in at.get("download_button")]
+    assert {"Results (CSV)", "Report (Markdown)", "Scenario (YAML)"} <= set(labels)
+    form = w.ScenarioForm(
+        json.dumps(
+            {
+                "model": "llama-3.1-8b",
+                "workload": {"preset": "chat", "traffic": {"mean_rps": 4.0, "peak_rps": 10.0}},
+                "slo": {"ttft": {"max_s": 1.0}, "attainment": 0.99},
+                "constraints": {"gpus": SMALL["gpus"], "headroom": 0.2},
+            }
+        ),
+        "cost",
+        5,
+        (),
+    )
+    import yaml
+
+    sc = scenario_from_dict(yaml.safe_load(w.scenario_yaml(form)))
+    assert sc.model == "llama-3.1-8b" and sc.constraints.gpus == tuple(SMALL["gpus"])
+    assert sc.workload.traffic.peak() == 10.0
+
+
+def test_plan_without_latency_target_is_an_inline_error():
+    at = _app(page=None, state={**SMALL, "ttft": 0.0, "tpot_ms": 0}, model="llama-3.1-8b")
+    _no_exception(at)
+    assert any("at least one latency target" in e.value for e in at.error)
+    assert not at.dataframe  # no search ran
+
+
+def test_plan_impossible_target_says_why_without_a_traceback():
+    at = _app(page=None, state={**SMALL, "tpot_ms": 1}, model="llama-3.1-8b")
+    _no_exception(at)
+    assert (
+        at.error
+        and "no option meets" in at.error[0].value.lower()
+        or any("TPOT" in e.value for e in at.error)
+    )
+
+
+# --------------------------------------------------------------------------- compare page
+def test_compare_gpus_matches_compare_gpus():
+    from planner.recommend import compare_gpus
+
+    at = _app(page="app_pages/compare.py", state=dict(SMALL), model="llama-3.1-8b")
+    _no_exception(at)
+    wl, slo = _workload()
+    res = compare_gpus(
+        "llama-3.1-8b",
+        wl,
+        slo,
+        catalog=load_catalog(),
+        gpus=tuple(SMALL["gpus"]),
+        frameworks=("vllm",),
+        precisions=("fp8",),
+        headroom=0.2,
+    )
+    df = at.dataframe[0].value
+    assert list(df["GPU"]) == [r["gpu"] for r in res["rows"]]
+    assert df["output tok/s per GPU"].tolist() == pytest.approx(
+        [r["output_tok_s_per_gpu"] for r in res["rows"]]
+    )
+    assert df["$/M output tokens"].tolist() == pytest.approx(
+        [r["usd_per_mtok_output"] for r in res["rows"]]
+    )
+    assert df["GPUs needed"].tolist() == [r["num_gpus"] for r in res["rows"]]
+    for col in (
+        "output tokens per $",
+        "energy [J/output token]",
+        "memory headroom [%]",
+        "provenance",
+    ):
+        assert col in df.columns
+    m = _metrics(at)
+    assert m["$/M output tokens"] == _money(res["rows"][0]["usd_per_mtok_output"])
+    charts = _charts(at)
+    assert len(charts) == 2  # $/M tokens and tok/s per GPU by GPU
+    for spec, _ in charts:
+        assert re.search(r"(per GPU|per million)", json.dumps(spec["encoding"]["x"]))
+
+
+def test_compare_lists_unanswerable_gpus_with_reason():
+    state = {**SMALL, "gpus": ["nvidia-h100-sxm", "nvidia-rtx-3090"], "tpot_ms": 8}
+    at = _app(page="app_pages/compare.py", state=state, model="llama-3.1-8b")
+    _no_exception(at)
+    un = [d.value for d in at.dataframe if "reason" in d.value.columns]
+    assert un and "nvidia-rtx-3090" in set(un[0]["GPU"])
+    assert all(isinstance(r, str) and r for r in un[0]["reason"])
+
+
+# --------------------------------------------------------------------------- what-if page
+WHAT_IF = "app_pages/what_if.py"
+
+
+def test_what_if_values_and_baseline_delta_after_tp_change():
+    at = _app(page=WHAT_IF, model="llama-3.1-70b")
+    _no_exception(at)
+    m2 = _metrics(at)
+    p2 = plan_memory("llama-3.1-70b", "nvidia-h100-sxm", "fp8", tp=2, context_len=8192, framework="vllm")  # fmt: skip
+    assert m2["Sequences that fit"] == f"{p2.max_concurrent_sequences:,}"
+    at.button[0].click().run()  # pin as baseline
+    _no_exception(at)
+    at.select_slider(key="wi_tp").set_value(4).run()
+    _no_exception(at)
+    p4 = plan_memory("llama-3.1-70b", "nvidia-h100-sxm", "fp8", tp=4, context_len=8192, framework="vllm")  # fmt: skip
+    by = {x.label: x for x in at.metric}
+    assert by["Sequences that fit"].value == f"{p4.max_concurrent_sequences:,}"
+    d = p4.max_concurrent_sequences - p2.max_concurrent_sequences
+    assert by["Sequences that fit"].proto.delta == f"+{d:,}"
+    # every metric shows its delta; GPUs needed per replica doubles with TP
+    assert all(x.proto.delta for x in at.metric if x.value != "-")
+    assert by["GPUs needed"].value != m2["GPUs needed"] or by["GPUs needed"].proto.delta
+
+
+def test_what_if_tok_s_per_gpu_and_cost_come_from_the_curve():
+    from planner.catalog import resolve_params
+    from planner.cost import quote_price
+    from planner.serving import build_replica, throughput_latency_curve
+
+    at = _app(page=WHAT_IF, model="llama-3.1-8b")
+    _no_exception(at)
+    cat = load_catalog()
+    wl, slo = _workload()
+    params, prov = resolve_params("nvidia-h100-sxm", "vllm", "fp8", catalog=cat)
+    rep = build_replica(
+        "llama-3.1-8b", "nvidia-h100-sxm", "fp8", "vllm", tp=2, kv_precision="bf16",
+        params=params, params_source=prov, catalog=cat, max_num_seqs=256, context_len=8192,
+    )  # fmt: skip
+    rows = throughput_latency_curve(
+        rep, wl, slo=slo, requests_per_client=4, min_requests=150, max_requests=1000
+    )
+    best = max((r for r in rows if r["slo_ok"]), key=lambda r: r["throughput_rps"])
+    m = _metrics(at)
+    assert m["Output tok/s per GPU"] == f"{best['output_tok_s_per_gpu']:,.0f}"
+    usd = quote_price(cat, "nvidia-h100-sxm", "on_demand").usd_per_gpu_hour
+    full = usd / (best["output_tok_s_per_gpu"] * 3600) * 1e6
+    assert m["$/M tokens, full load"] == f"${full:,.3f}"
+    n_gpus = int(m["GPUs needed"])
+    planned = usd * n_gpus / (wl.mean_output_tokens() * wl.traffic.base_mean_rps() * 3600) * 1e6
+    assert m["$/M output tokens"] == f"${planned:,.3f}"
+    assert m["Fleet [$/month]"] == f"${usd * n_gpus * 730:,.0f}"
+    spec, frames = _charts(at)[1]  # memory bar, then the curve
+    curve = max(frames, key=len)
+    assert curve["is_knee"].sum() == 1
+    assert "output tokens/s per GPU" in json.dumps(spec) and "TPOT P99 [ms]" in json.dumps(spec)
+    assert any("SLO: 50 ms" in str(f.get("label", pd.Series()).tolist()) for f in frames)
+
+
+def _load_example_then_render():
+    """AppTest script: load examples/chat-8b.yaml into the form, then render the form."""
+    import json as _json
+    from pathlib import Path as _Path
+
+    import streamlit as st
+    import yaml as _yaml
+
+    from app_pages import widgets as w
+
+    cat = w.session_catalog()
+    if "_loaded_once" not in st.session_state:
+        st.session_state["_loaded_once"] = True
+        data = _yaml.safe_load(_Path("examples/chat-8b.yaml").read_text())
+        st.session_state["_notes"] = w.apply_scenario(data, cat)
+    form = w.scenario_sidebar(cat)
+    st.code(_json.dumps(form.data), language="json")
+
+
+def test_a_loaded_scenario_fills_the_form_and_saves_the_same_workload(monkeypatch):
+    from planner.scenario import load_scenario
+
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_function(_load_example_then_render, default_timeout=TIMEOUT)
+    at.run()
+    _no_exception(at)
+    data = json.loads(at.code[0].value)
+    from planner.scenario import scenario_from_dict
+
+    got = scenario_from_dict(data)
+    ref = load_scenario(ROOT / "examples" / "chat-8b.yaml")
+    assert got.model == ref.model == "llama-3.1-8b"
+    assert got.workload.traffic.peak() == ref.workload.traffic.peak()
+    assert got.workload.traffic.daily_profile == ref.workload.traffic.daily_profile
+    assert got.workload.mean_input_tokens() == pytest.approx(ref.workload.mean_input_tokens())
+    assert got.slo.tpot.max_s == pytest.approx(ref.slo.tpot.max_s)
+    assert got.constraints.headroom == ref.constraints.headroom

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from planner import plan_memory
+from planner import load_catalog, plan_memory
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -182,7 +182,7 @@ def expected_max_seqs(**kw) -> str:
 def test_memory_page_in_a_browser(server, browser, shots):
     page = browser.new_page(viewport={"width": 1500, "height": 1700})
     try:
-        page.goto(server, wait_until="domcontentloaded", timeout=WAIT_MS)
+        page.goto(f"{server}/memory", wait_until="domcontentloaded", timeout=WAIT_MS)
         page.wait_for_selector('[data-testid="stMetric"]', timeout=WAIT_MS)
         wait_idle(page)
         wait_metric(page, "Max concurrent sequences", expected_max_seqs())
@@ -247,6 +247,122 @@ def test_other_pages_in_a_browser(server, browser, shots):
         page.screenshot(path=str(shots / "accuracy_scatter.png"), full_page=True)
         page.goto(f"{server}/definitions", wait_until="domcontentloaded", timeout=WAIT_MS)
         page.get_by_text("includes queueing", exact=False).first.wait_for(timeout=WAIT_MS)
+        assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        page.close()
+
+
+# --------------------------------------------------------------------------- plan, what-if, compare
+SMALL_QUERY = (
+    "model=llama-3.1-8b&gpus=nvidia-h100-sxm&gpus=nvidia-l40s&frameworks=vllm&precisions=fp8"
+)
+SEARCH_MS = 120_000
+
+
+def expected_plan(peak: float = 10.0, preset: str = "chat") -> dict:
+    from planner.recommend import recommend
+    from planner.workload import SLO, Workload
+
+    wl = Workload.model_validate({"preset": preset, "traffic": {"mean_rps": 4.0, "peak_rps": peak}})
+    slo = SLO.model_validate({"ttft": {"max_s": 1.0}, "tpot": {"max_s": 0.05}, "attainment": 0.99})
+    res = recommend(
+        "llama-3.1-8b",
+        wl,
+        slo,
+        catalog=load_catalog(),
+        gpus=("nvidia-h100-sxm", "nvidia-l40s"),
+        frameworks=("vllm",),
+        precisions=("fp8",),
+        headroom=0.2,
+    )
+    return res.recommendations[0]
+
+
+def wait_plan(page) -> None:
+    """Until the search is done and the table and the Pareto chart are drawn."""
+    page.get_by_text("Ranked options", exact=True).first.wait_for(timeout=SEARCH_MS)
+    page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=SEARCH_MS)
+    page.wait_for_selector('[data-testid="stDataFrame"]', timeout=WAIT_MS)
+    time.sleep(0.8)  # vega and the data grid finish drawing
+
+
+def plan_table(page):
+    return page.locator('[data-testid="stDataFrame"]').first
+
+
+def pareto_chart(page):
+    return page.locator(".vega-embed").nth(1)  # lengths histogram, then the Pareto chart
+
+
+def test_plan_page_in_a_browser(server, browser, shots):
+    page = browser.new_page(viewport={"width": 1500, "height": 2400})
+    try:
+        page.goto(f"{server}/?{SMALL_QUERY}", wait_until="domcontentloaded", timeout=WAIT_MS)
+        wait_plan(page)
+        win = expected_plan()
+        wait_metric(page, "GPUs", str(win["num_gpus"]))
+        assert page.get_by_text("Plan: which GPUs", exact=False).count() >= 1
+        page.screenshot(path=str(shots / "plan_default.png"), full_page=True)
+        table0, chart0 = plan_table(page).screenshot(), pareto_chart(page).screenshot()
+
+        # number input: peak 10 -> 60 req/s: more GPUs, a new table and chart
+        peak = page.locator('input[aria-label="Peak [req/s]"]')
+        peak.fill("60")
+        peak.press("Enter")
+        win60 = expected_plan(60.0)
+        assert win60["num_gpus"] != win["num_gpus"]
+        wait_metric(page, "GPUs", str(win60["num_gpus"]))
+        wait_plan(page)
+        assert "peak_rps=60" in page.url
+        table1, chart1 = plan_table(page).screenshot(), pareto_chart(page).screenshot()
+        assert table1 != table0, "the recommendation table did not change with the peak"
+        assert chart1 != chart0, "the Pareto chart did not change with the peak"
+        page.screenshot(path=str(shots / "plan_peak_60.png"), full_page=True)
+
+        # selectbox: length preset chat -> rag
+        pick(page, "Length preset", "rag")
+        win_rag = expected_plan(60.0, "rag")
+        wait_metric(page, "GPUs", str(win_rag["num_gpus"]))
+        page.get_by_text("prompt: mean 4,000", exact=False).first.wait_for(timeout=WAIT_MS)
+        wait_plan(page)
+        assert "preset=rag" in page.url
+        table2 = plan_table(page).screenshot()
+        assert table2 != table1, "the recommendation table did not change with the preset"
+        page.screenshot(path=str(shots / "plan_rag.png"), full_page=True)
+        assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        page.close()
+
+
+def test_what_if_and_compare_in_a_browser(server, browser, shots):
+    page = browser.new_page(viewport={"width": 1500, "height": 1900})
+    try:
+        page.goto(f"{server}/what_if?model=llama-3.1-70b", wait_until="domcontentloaded")
+        page.wait_for_selector('[data-testid="stMetric"]', timeout=WAIT_MS)
+        wait_idle(page)
+        kw = {"tp": 2, "framework": "vllm", "context_len": 8192, "memory_utilization": 0.92}
+        plan2 = plan_memory("llama-3.1-70b", "nvidia-h100-sxm", "fp8", **kw)
+        wait_metric(page, "Sequences that fit", f"{plan2.max_concurrent_sequences:,}")
+        page.get_by_role("button", name="Pin as baseline").click()
+        page.get_by_text("Baseline:", exact=False).first.wait_for(timeout=WAIT_MS)
+        pick(page, "GPU", "nvidia-h200-sxm")
+        plan_h200 = plan_memory("llama-3.1-70b", "nvidia-h200-sxm", "fp8", **kw)
+        wait_metric(page, "Sequences that fit", f"{plan_h200.max_concurrent_sequences:,}")
+        wait_idle(page)
+        time.sleep(0.8)
+        deltas = page.locator('[data-testid="stMetricDelta"]')
+        assert deltas.count() >= 5
+        page.screenshot(path=str(shots / "what_if_baseline.png"), full_page=True)
+
+        page.goto(f"{server}/compare?{SMALL_QUERY}", wait_until="domcontentloaded")
+        page.get_by_text("Side by side", exact=True).first.wait_for(timeout=SEARCH_MS)
+        page.wait_for_selector(
+            '[data-testid="stStatusWidget"]', state="detached", timeout=SEARCH_MS
+        )
+        page.wait_for_selector(".vega-embed canvas, .vega-embed svg", timeout=WAIT_MS)
+        time.sleep(0.8)
+        assert page.locator(".vega-embed").count() == 2
+        page.screenshot(path=str(shots / "compare.png"), full_page=True)
         assert page.locator('[data-testid="stException"]').count() == 0
     finally:
         page.close()

@@ -1,0 +1,203 @@
+"""Compare GPUs page (procurement): the same workload on every GPU, the best deployment of
+each side by side (planner.recommend.compare_gpus)."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from app_pages import widgets as w
+from planner import PlannerError
+
+COLS = {
+    "gpu": "GPU",
+    "framework": "framework",
+    "precision": "precision",
+    "kv_precision": "KV precision",
+    "tp": "TP",
+    "num_gpus": "GPUs needed",
+    "usd_per_gpu_hour": "price [$/GPU-h]",
+    "usd_per_month": "fleet [$/month]",
+    "usd_per_mtok_output": "$/M output tokens",
+    "output_tok_s_per_gpu": "output tok/s per GPU",
+    "output_tokens_per_usd": "output tokens per $",
+    "joules_per_token": "energy [J/output token]",
+    "memory_headroom": "memory headroom [%]",
+    "ttft_p99_s": "TTFT P99 [ms]",
+    "tpot_p99_s": "TPOT P99 [ms]",
+    "binding_constraint": "binding constraint",
+    "provenance": "provenance",
+    "price_provider": "price from",
+    "price_as_of": "price date",
+}
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def bar_spec(field: str, title: str, fmt: str) -> dict:
+    data = alt.Data(name="rows")
+    return (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            y=alt.Y(
+                "gpu_name:N",
+                sort=alt.EncodingSortField(field, order="ascending"),
+                title=None,
+                axis=alt.Axis(labelLimit=240),
+            ),
+            x=alt.X(f"{field}:Q", title=title),
+            color=alt.Color(
+                "best:N",
+                scale=alt.Scale(domain=[True, False], range=["#d62728", "#4c78a8"]),
+                legend=None,
+            ),
+            tooltip=[
+                alt.Tooltip("gpu_name:N", title="GPU"),
+                alt.Tooltip("option:N", title="deployment"),
+                alt.Tooltip(f"{field}:Q", format=fmt, title=title),
+                alt.Tooltip("provenance:N"),
+            ],
+        )
+        .properties(height=alt.Step(26))
+        .to_dict()
+    )
+
+
+st.title("Compare GPUs: the same workload on each")
+st.caption(
+    "For every GPU the cheapest deployment (framework, precision, TP, replicas) that meets the "
+    "scenario's latency targets; tokens/s per GPU from each option's bisected capacity. "
+    "The scenario (model, traffic, lengths, SLO, prices, GPUs) is in the sidebar."
+)
+try:
+    cat = w.session_catalog()
+except PlannerError as e:
+    st.error(f"Cannot load the catalogs: {e}")
+    st.stop()
+
+form = w.scenario_sidebar(cat)
+key = w.custom_key()
+if not form.ok:
+    st.error("Fix the scenario first: " + "; ".join(m for _, m in form.errors))
+    st.stop()
+sc = w.build_scenario(key, form.scenario_json)
+n = len(sc.constraints.gpus) or len(cat.accelerators)
+st.markdown(
+    f"**{sc.model}** at a planning peak of {sc.workload.traffic.peak():g} req/s "
+    f"(+{sc.constraints.headroom:.0%} headroom); {sc.slo.describe()}; "
+    f"{sc.constraints.price_basis.replace('_', '-')} prices."
+)
+
+with st.status(f"Comparing {n} GPUs ...", expanded=False) as status:
+    res = w.run_compare(key, form.scenario_json, form.objective)
+    if "error" in res:
+        status.update(label="Cannot compare", state="error")
+    else:
+        status.update(
+            label=f"Compared {n} GPUs: {len(res['rows'])} meet the targets, "
+            f"{len(res['unanswered'])} cannot (cached for these inputs)",
+            state="complete",
+        )
+if "error" in res:
+    st.error(res["error"])
+    st.stop()
+
+rows = res["rows"]
+if rows:
+    df = pd.DataFrame([{v: r.get(k) for k, v in COLS.items()} for r in rows])
+    df["memory headroom [%]"] = df["memory headroom [%]"] * 100
+    df["TTFT P99 [ms]"] = df["TTFT P99 [ms]"] * 1e3
+    df["TPOT P99 [ms]"] = df["TPOT P99 [ms]"] * 1e3
+    best = rows[0]
+    c = st.columns(3)
+    c[0].metric(
+        "Cheapest per token",
+        w.gpu_name(cat, best["gpu"]),
+        help=f"{best['framework']}, {best['precision']}, TP {best['tp']}",
+        border=True,
+    )
+    c[1].metric("$/M output tokens", w.fmt_money(best["usd_per_mtok_output"], 3), border=True)
+    fastest = max(rows, key=lambda r: r["output_tok_s_per_gpu"])
+    c[2].metric(
+        "Most output tok/s per GPU",
+        f"{fastest['output_tok_s_per_gpu']:,.0f}",
+        help=w.gpu_name(cat, fastest["gpu"]),
+        border=True,
+    )
+    st.subheader("Side by side")
+    st.dataframe(
+        df,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "price [$/GPU-h]": st.column_config.NumberColumn(format="$%.2f"),
+            "fleet [$/month]": st.column_config.NumberColumn(format="$%,.0f"),
+            "$/M output tokens": st.column_config.NumberColumn(format="$%.4f"),
+            "output tok/s per GPU": st.column_config.NumberColumn(format="%,.0f"),
+            "output tokens per $": st.column_config.NumberColumn(format="%,.0f"),
+            "energy [J/output token]": st.column_config.NumberColumn(format="%.3f"),
+            "memory headroom [%]": st.column_config.NumberColumn(format="%.0f"),
+            "TTFT P99 [ms]": st.column_config.NumberColumn(format="%.0f"),
+            "TPOT P99 [ms]": st.column_config.NumberColumn(format="%.1f"),
+        },
+    )
+    st.caption(
+        "Click a column header to sort. Tokens per $ and tok/s per GPU at full load (the "
+        "bisected maximum rate meeting the SLO); $/M output tokens and the fleet at the planned "
+        "traffic. Provenance: fit = calibrated on this GPU/framework/precision, transferred = "
+        "from a coarser group, prior = no calibration."
+    )
+    st.download_button(
+        "Comparison (CSV)",
+        pd.DataFrame(rows).drop(columns=["assumptions"], errors="ignore").to_csv(index=False),
+        file_name=f"compare-{sc.model}.csv",
+        mime="text/csv",
+    )
+    chart = pd.DataFrame(
+        {
+            "gpu_name": [w.gpu_name(cat, r["gpu"]) for r in rows],
+            "option": [f"{r['framework']} {r['precision']} TP{r['tp']}" for r in rows],
+            "usd_per_mtok_output": [r["usd_per_mtok_output"] for r in rows],
+            "output_tok_s_per_gpu": [r["output_tok_s_per_gpu"] for r in rows],
+            "provenance": [r["provenance"] for r in rows],
+        }
+    )
+    chart["best"] = False
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Cost per million output tokens** (lower is better)")
+        d = chart.assign(best=chart["usd_per_mtok_output"] == chart["usd_per_mtok_output"].min())
+        spec = bar_spec("usd_per_mtok_output", "$ per million output tokens", "$.4f")
+        st.vega_lite_chart(spec=w.with_data(spec, rows=d), width="stretch")
+    with right:
+        st.markdown("**Output tokens/s per GPU** at the SLO (higher is better)")
+        d = chart.assign(best=chart["output_tok_s_per_gpu"] == chart["output_tok_s_per_gpu"].max())
+        spec = bar_spec("output_tok_s_per_gpu", "output tokens/s per GPU", ",.0f")
+        spec = {**spec}
+        spec["encoding"] = {
+            **spec["encoding"],
+            "y": {**spec["encoding"]["y"], "sort": {"field": "output_tok_s_per_gpu", "order": "descending"}},
+        }  # fmt: skip
+        st.vega_lite_chart(spec=w.with_data(spec, rows=d), width="stretch")
+else:
+    st.warning("No GPU meets this scenario; the reasons are below.")
+
+if res["unanswered"]:
+    st.subheader(f"GPUs that cannot serve this scenario ({len(res['unanswered'])})")
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "GPU": u["gpu"],
+                    "name": w.gpu_name(cat, u["gpu"]),
+                    "stage": u["stage"],
+                    "reason": u["reason"],
+                }
+                for u in res["unanswered"]
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+w.definitions_expander()

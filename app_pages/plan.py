@@ -1,0 +1,445 @@
+"""Plan page: scenario in, ranked deployments out (planner.recommend.recommend).
+
+The scenario form lives in the sidebar (app_pages/widgets.py, shared with What-if and Compare
+GPUs); this page shows the chosen lengths, the ranked recommendations, the Pareto chart of
+$/M output tokens vs P99 end-to-end latency, why the winner wins, and every rejected option.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from app_pages import widgets as w
+from planner import PlannerError
+
+# recommendation field -> column title (units in the titles)
+TABLE = {
+    "rank": "rank",
+    "gpu": "GPU",
+    "framework": "framework",
+    "precision": "precision",
+    "kv_precision": "KV precision",
+    "tp": "TP",
+    "pp": "PP",
+    "replicas": "replicas",
+    "num_gpus": "GPUs",
+    "usd_per_hour": "fleet [$/h]",
+    "usd_per_month": "fleet [$/month]",
+    "usd_per_month_autoscaled": "autoscaled [$/month]",
+    "usd_per_mtok_output": "$/M output tokens",
+    "usd_per_mtok_total": "$/M tokens (in + out)",
+    "max_rate_per_replica": "tested rate [req/s per replica]",
+    "ttft_p99_s": "TTFT P99 [ms]",
+    "tpot_p99_s": "TPOT P99 [ms]",
+    "e2e_p99_s": "E2E P99 [s]",
+    "joules_per_token": "energy [J/output token]",
+    "memory_headroom": "memory headroom [%]",
+    "binding_constraint": "binding constraint",
+    "provenance": "provenance",
+    "price_provider": "price from",
+    "price_as_of": "price date",
+}
+
+
+@st.cache_resource(show_spinner=False)
+def length_hist_spec() -> dict:
+    """Prompt and answer histograms side by side, each binned over its own range."""
+    data = alt.Data(name="lengths")
+
+    def panel(which: str, color: str) -> alt.Chart:
+        return (
+            alt.Chart(data, title=f"{which} length")
+            .transform_filter(alt.datum.which == which)
+            .mark_bar(color=color, opacity=0.85)
+            .encode(
+                x=alt.X("tokens:Q", bin=alt.Bin(maxbins=40), title=f"{which} [tokens]"),
+                y=alt.Y("count():Q", title="requests [of 2,000 drawn]"),
+                tooltip=[
+                    alt.Tooltip("tokens:Q", bin=True, title="tokens"),
+                    alt.Tooltip("count():Q", title="requests"),
+                ],
+            )
+            .properties(height=130, width=250)
+        )
+
+    return alt.hconcat(panel("prompt", "#4c78a8"), panel("answer", "#f58518")).to_dict()
+
+
+@st.cache_resource(show_spinner=False)
+def pareto_spec() -> dict:
+    pts = alt.Data(name="options")
+    x = alt.X(
+        "e2e_p99_s:Q", title="P99 end-to-end latency [s]", scale=alt.Scale(zero=False, padding=24)
+    )
+    y = alt.Y("usd_per_mtok_output:Q", title="cost [$ per million output tokens]")
+    tip = [
+        alt.Tooltip("label:N", title="option"),
+        alt.Tooltip("usd_per_mtok_output:Q", format="$.4f", title="$/M output tokens"),
+        alt.Tooltip("e2e_p99_s:Q", format=".2f", title="E2E P99 [s]"),
+        alt.Tooltip("num_gpus:Q", title="GPUs"),
+    ]
+    front = (
+        alt.Chart(pts)
+        .transform_filter("datum.pareto")
+        .mark_line(color="#54a24b", strokeDash=[4, 3], interpolate="step-after")
+        .encode(x=x, y=y, order="e2e_p99_s:Q")
+    )
+    dots = (
+        alt.Chart(pts)
+        .mark_point(filled=True, size=110)
+        .encode(
+            x=x,
+            y=y,
+            shape=alt.Shape(
+                "role:N",
+                scale=alt.Scale(
+                    domain=["winner", "Pareto front", "other"],
+                    range=["diamond", "circle", "circle"],
+                ),
+                legend=alt.Legend(title=None, orient="bottom"),
+            ),
+            color=alt.Color(
+                "role:N",
+                scale=alt.Scale(
+                    domain=["winner", "Pareto front", "other"],
+                    range=["#d62728", "#54a24b", "#9d9d9d"],
+                ),
+                legend=alt.Legend(title=None, orient="bottom"),
+            ),
+            size=alt.Size(
+                "role:N",
+                scale=alt.Scale(domain=["winner", "Pareto front", "other"], range=[320, 110, 80]),
+                legend=None,
+            ),
+            tooltip=tip,
+        )
+    )
+    labels = (
+        alt.Chart(pts)
+        .mark_text(align="left", dx=9, dy=-7, fontSize=11)
+        .encode(x=x, y=y, text="short:N", color=alt.value("#333"))
+    )
+    return (front + dots + labels).properties(height=340).to_dict()
+
+
+def option_label(r: dict) -> str:
+    kv = f" kv {r['kv_precision']}" if r.get("kv_precision") else ""
+    lay = f"TP{r['tp']}" + (f" PP{r['pp']}" if r.get("pp", 1) > 1 else "")
+    return f"{r['gpu']} {r['framework']} {r['precision']}{kv} {lay}"
+
+
+def table(recs: list[dict]) -> pd.DataFrame:
+    df = pd.DataFrame([{TABLE[k]: r.get(k) for k in TABLE} for r in recs])
+    for c in ("TTFT P99 [ms]", "TPOT P99 [ms]"):
+        df[c] = df[c] * 1e3
+    df["memory headroom [%]"] = df["memory headroom [%]"] * 100
+    return df
+
+
+def markdown_report(res: dict, form: w.ScenarioForm, cat) -> str:
+    import planner
+
+    s, win = res["summary"], res["recommendations"][0]
+    sc = w.build_scenario((), form.scenario_json)
+    wl = sc.workload
+    df = table(res["recommendations"])
+    cols = [
+        "rank",
+        "GPU",
+        "framework",
+        "precision",
+        "TP",
+        "GPUs",
+        "fleet [$/month]",
+        "$/M output tokens",
+        "TTFT P99 [ms]",
+        "TPOT P99 [ms]",
+        "E2E P99 [s]",
+        "provenance",
+    ]
+    lines = [
+        f"# Capacity plan: {s['model']}",
+        "",
+        "## Environment",
+        "",
+        f"* planner {getattr(planner, '__version__', '?')}, Python {platform.python_version()}, "
+        f"streamlit {st.__version__}",
+        f"* generated {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC from the planner app",
+        f"* search: {s['options_enumerated']:,} options, {s['options_simulated']} simulated, "
+        f"{s['options_pruned']:,} pruned by bound, {s['elapsed_s']:.1f} s",
+        "",
+        "## Workload",
+        "",
+        f"* traffic: peak {s['peak_rps']:g} req/s, mean {wl.traffic.base_mean_rps():g} req/s, "
+        f"headroom {s['headroom']:g}",
+        f"* lengths: prompt mean {wl.mean_input_tokens():,.0f} tokens "
+        f"(p99 {wl.input_quantile_tokens(0.99):,.0f}), answer mean "
+        f"{wl.mean_output_tokens():,.0f} (p99 {wl.output_quantile_tokens(0.99):,.0f})"
+        + (f", preset {wl.preset}" if wl.preset else ""),
+        f"* SLO: {s['slo']}",
+        f"* objective: {s['objective_text']}; price basis {sc.constraints.price_basis}",
+        "",
+        "## Metrics",
+        "",
+        "| " + " | ".join(cols) + " |",
+        "|" + "---|" * len(cols),
+    ]
+    for _, r in df[cols].iterrows():
+        cells = []
+        for c in cols:
+            v = r[c]
+            cells.append(f"{v:.4g}" if isinstance(v, float) else str(v).replace("|", "/"))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## Conclusion",
+        "",
+        res["why"],
+        "",
+        f"* binding constraint: {win['binding_constraint']}",
+        f"* price: ${win['usd_per_gpu_hour']:.2f}/GPU-h, {win['price_provider']} "
+        f"({win['price_as_of']}), {win['price_rule']}; source {win['price_source']}",
+        f"* quality: {win['quality']}",
+        f"* performance numbers: {win['provenance']}; {win['numbers']}",
+        "",
+        "## Assumptions",
+        "",
+        *[f"* {a}" for a in res["assumptions"]],
+        "",
+        "## Scenario (planner recommend scenario.yaml)",
+        "",
+        "```yaml",
+        w.scenario_yaml(form).rstrip(),
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# =========================================================================== page
+st.title("Plan: which GPUs, how many, at what cost")
+st.caption(
+    "Describe the service in the sidebar; planner ranks every GPU x framework x precision x "
+    "TP that meets the latency targets (simulated, branch and bound; docs/recommend.md)."
+)
+try:
+    cat = w.session_catalog()
+except PlannerError as e:
+    st.error(f"Cannot load the catalogs: {e}")
+    st.stop()
+
+form = w.scenario_sidebar(cat)
+key = w.custom_key()
+if not form.ok:
+    st.error(
+        "Fix the scenario first (the message is next to the widget in the sidebar): "
+        + "; ".join(m for _, m in form.errors)
+    )
+    st.stop()
+sc = w.build_scenario(key, form.scenario_json)
+wl = sc.workload
+
+# ---------------------------------------------------------------- workload summary + lengths
+left, right = st.columns([2, 3])
+with left:
+    st.subheader("Workload")
+    peak = wl.traffic.peak()
+    st.markdown(
+        f"- **{sc.model}**, planning peak **{peak:g} req/s** x (1 + {sc.constraints.headroom:g} "
+        f"headroom) = {peak * (1 + sc.constraints.headroom):g} req/s; mean "
+        f"{wl.traffic.base_mean_rps():g} req/s\n"
+        f"- prompt: mean **{wl.mean_input_tokens():,.0f}** tokens, p99 "
+        f"{wl.input_quantile_tokens(0.99):,.0f}\n"
+        f"- answer: mean **{wl.mean_output_tokens():,.0f}** tokens, p99 "
+        f"{wl.output_quantile_tokens(0.99):,.0f}\n"
+        f"- SLO: {sc.slo.describe()}"
+    )
+    if wl.source:
+        st.caption(f"Preset source: {wl.source}")
+with right:
+    lengths = w.length_sample(key, form.scenario_json)
+    st.vega_lite_chart(spec=w.with_data(length_hist_spec(), lengths=lengths))
+
+# ---------------------------------------------------------------- recommendation
+n_gpus = len(sc.constraints.gpus) or len(cat.accelerators)
+with st.status(f"Searching deployments on {n_gpus} GPU types ...", expanded=False) as status:
+    res = w.run_recommend(key, form.scenario_json, form.objective, form.top_n)
+    if "error" in res:
+        status.update(label="No deployment meets this scenario", state="error")
+    else:
+        s = res["summary"]
+        status.update(
+            label=(
+                f"Searched {s['options_enumerated']:,} options on {n_gpus} GPU types: "
+                f"{s['options_simulated']} simulated, {s['options_pruned']:,} pruned by bound "
+                f"({s['elapsed_s']:.1f} s; cached for these inputs)"
+            ),
+            state="complete",
+        )
+if "error" in res:
+    st.error(res["error"])
+    st.info(
+        "Loosen a target (TTFT / TPOT / E2E), allow more GPUs (sidebar: Search and "
+        "constraints) or a lower precision."
+    )
+    st.stop()
+
+recs = res["recommendations"]
+win = recs[0]
+st.subheader(
+    f"Recommended: {win['num_gpus']} x {w.gpu_name(cat, win['gpu'])} "
+    f"({win['framework']}, {win['precision']}, TP {win['tp']})"
+)
+m = st.columns(5)
+m[0].metric(
+    "GPUs", f"{win['num_gpus']}", help=f"{win['replicas']} replicas x {win['tp']} TP", border=True
+)
+m[1].metric("Fleet [$/month]", w.fmt_money(win["usd_per_month"]), help=f"{w.fmt_money(win['usd_per_hour'])}/h; autoscaled to the daily profile {w.fmt_money(win['usd_per_month_autoscaled'])}/month", border=True)  # fmt: skip
+m[2].metric("$/M output tokens", w.fmt_money(win["usd_per_mtok_output"], 3), help=f"at the planned traffic, fixed fleet; in + out tokens: {w.fmt_money(win['usd_per_mtok_total'], 3)}/M", border=True)  # fmt: skip
+m[3].metric("TTFT P99", f"{win['ttft_p99_s'] * 1e3:,.0f} ms", help="at the rate the fleet is sized for", border=True)  # fmt: skip
+m[4].metric("TPOT P99", f"{win['tpot_p99_s'] * 1e3:,.1f} ms", help="at the rate the fleet is sized for", border=True)  # fmt: skip
+
+
+st.markdown(f"**Why it wins.** {res['why']}")
+spread = win.get("price_spread") or {}
+st.markdown(
+    f"- **Binding constraint:** {win['binding_constraint']}\n"
+    f"- **Price:** ${win['usd_per_gpu_hour']:.2f} per GPU-hour from {win['price_provider']} "
+    f"(as of {win['price_as_of']}; {win['price_rule']}); spread of {spread.get('n_rows', '?')} "
+    f"{str(spread.get('kind', '')).replace('_', '-')} rows: "
+    f"${spread.get('min', float('nan')):.2f} / ${spread.get('median', float('nan')):.2f} / "
+    f"${spread.get('max', float('nan')):.2f} (min / median / max). "
+    f"[source]({win['price_source']})"
+    if str(win.get("price_source", "")).startswith("http")
+    else f"- **Binding constraint:** {win['binding_constraint']}\n"
+    f"- **Price:** ${win['usd_per_gpu_hour']:.2f} per GPU-hour ({win.get('price_source')})"
+)
+st.markdown(
+    f"- **Quality:** {win['quality']}\n"
+    f"- **Performance numbers:** {win['provenance']}; {win['numbers']}"
+)
+
+st.subheader("Ranked options")
+df = table(recs)
+st.dataframe(
+    df,
+    hide_index=True,
+    width="stretch",
+    column_config={
+        "fleet [$/h]": st.column_config.NumberColumn(format="$%.2f"),
+        "fleet [$/month]": st.column_config.NumberColumn(format="$%,.0f"),
+        "autoscaled [$/month]": st.column_config.NumberColumn(format="$%,.0f"),
+        "$/M output tokens": st.column_config.NumberColumn(format="$%.4f"),
+        "$/M tokens (in + out)": st.column_config.NumberColumn(format="$%.4f"),
+        "tested rate [req/s per replica]": st.column_config.NumberColumn(format="%.2f"),
+        "TTFT P99 [ms]": st.column_config.NumberColumn(format="%.0f"),
+        "TPOT P99 [ms]": st.column_config.NumberColumn(format="%.1f"),
+        "E2E P99 [s]": st.column_config.NumberColumn(format="%.1f"),
+        "energy [J/output token]": st.column_config.NumberColumn(format="%.3f"),
+        "memory headroom [%]": st.column_config.NumberColumn(format="%.0f"),
+        "provenance": st.column_config.TextColumn(
+            help="fit: calibrated on measurements of this GPU/framework/precision; "
+            "transferred: from a coarser group; prior: no calibration"
+        ),
+    },
+)
+c0, c1, c2, c3 = st.columns(4)
+c0.page_link(
+    "app_pages/what_if.py",
+    label="Open #1 in What-if",
+    icon=":material/tune:",
+    help="tune the recommended deployment knob by knob",
+    query_params={
+        "model": sc.model,
+        "wi_gpu": win["gpu"],
+        "wi_fw": win["framework"],
+        "wi_prec": win["precision"],
+        f"wi_kv_{win['precision']}": win["kv_precision"],
+        "wi_tp": str(win["tp"] if win["tp"] in (1, 2, 4, 8) else 8),
+    },
+)
+c1.download_button(
+    "Results (CSV)",
+    pd.DataFrame(recs).drop(columns=["assumptions"], errors="ignore").to_csv(index=False),
+    file_name=f"plan-{sc.model}.csv",
+    mime="text/csv",
+)
+c2.download_button(
+    "Report (Markdown)",
+    markdown_report(res, form, cat),
+    file_name=f"plan-{sc.model}.md",
+    mime="text/markdown",
+)
+c3.download_button(
+    "Scenario (YAML)", w.scenario_yaml(form), file_name="scenario.yaml", mime="application/x-yaml"
+)
+
+# ---------------------------------------------------------------- pareto
+st.subheader("Cost vs latency")
+front = {p["rank"] for p in res["pareto"]}
+rows = []
+for r in recs:
+    on_front = r["rank"] in front
+    rows.append(
+        {
+            "label": option_label(r),
+            "rank": r["rank"],
+            "usd_per_mtok_output": r["usd_per_mtok_output"],
+            "e2e_p99_s": r["e2e_p99_s"],
+            "num_gpus": r["num_gpus"],
+            "pareto": on_front,
+            "role": "winner" if r["rank"] == 1 else ("Pareto front" if on_front else "other"),
+        }
+    )
+pts = pd.DataFrame(rows)
+# one text label per position: options at the same point share it ("#3, #4")
+pos = pts[["e2e_p99_s", "usd_per_mtok_output"]].round(6).apply(tuple, axis=1)
+pts["short"] = ""
+for _, idx in pts.groupby(pos).groups.items():
+    ranks = sorted(pts.loc[idx, "rank"])
+    first = pts.loc[idx, "rank"].idxmin()
+    if not any(k == 1 or k in front for k in ranks):
+        continue  # dominated options: tooltip only, so the front's labels stay readable
+    text = ", ".join(f"#{k}" for k in ranks)
+    if 1 in ranks:
+        text += f"  {recs[0]['gpu']} {recs[0]['precision']} TP{recs[0]['tp']} (recommended)"
+    pts.loc[first, "short"] = text
+st.vega_lite_chart(spec=w.with_data(pareto_spec(), options=pts), width="stretch")
+st.caption(
+    "Each point is a ranked option at the traffic the fleet is sized for; the dashed line "
+    "joins the options no other beats on both cost and P99 end-to-end latency (the Pareto "
+    "front); the red diamond is the recommendation. Hover a point for its details."
+)
+
+# ---------------------------------------------------------------- rejected
+rej = res["rejected"]
+by_stage: dict[str, list[dict]] = {}
+for r in rej:
+    by_stage.setdefault(r["stage"], []).append(r)
+with st.expander(f"Rejected options ({len(rej):,}) by reason", expanded=False):
+    st.dataframe(
+        pd.DataFrame(
+            [{"stage": k, "options": len(v), "example": v[0]["reason"]} for k, v in
+             sorted(by_stage.items(), key=lambda kv: -len(kv[1]))]
+        ),
+        hide_index=True,
+        width="stretch",
+    )  # fmt: skip
+    stage = st.selectbox("Show the options rejected at stage", sorted(by_stage), key="rej_stage")
+    if stage:
+        rows = by_stage[stage][:500]
+        st.dataframe(
+            pd.DataFrame(rows)[["gpu", "framework", "precision", "kv_precision", "tp", "pp", "reason"]],
+            hide_index=True,
+            width="stretch",
+        )  # fmt: skip
+        if len(by_stage[stage]) > 500:
+            st.caption(f"first 500 of {len(by_stage[stage]):,}; the CSV of the CLI has all")
+with st.expander("Assumptions"):
+    st.markdown("\n".join(f"- {a}" for a in res["assumptions"]))
+w.definitions_expander()

@@ -1,0 +1,418 @@
+"""What-if page: one deployment of the scenario, every knob a widget -> memory split, the
+throughput-latency curve (SLO lines, knee), latency percentiles at the scenario's rate,
+tokens/s per GPU and $/M tokens; "pin as baseline" shows every number's delta."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from app_pages import widgets as w
+from planner import PlannerError
+
+BASELINE = "wi_baseline"
+TPS = [1, 2, 4, 8]
+CONTEXTS = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
+MAX_SEQS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
+COLORS = {
+    "weights": "#4c78a8",
+    "activations / workspace": "#f58518",
+    "runtime overhead": "#b279a2",
+    "KV cache (max sequences)": "#54a24b",
+    "KV budget not filled (free)": "#b7e4a7",
+    "reserved (1 - utilization)": "#bab0ac",
+}
+
+
+@dataclass(frozen=True)
+class Knobs:
+    gpu: str
+    framework: str
+    precision: str
+    kv_precision: str
+    tp: int
+    context: int
+    max_num_seqs: int
+
+    def label(self) -> str:
+        return (
+            f"{self.gpu} / {self.framework} / {self.precision} (KV {self.kv_precision}) / "
+            f"TP {self.tp} / {self.context:,} ctx / {self.max_num_seqs} seqs"
+        )
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
+    """Everything the page shows for one deployment (planner calls only), or {"error"}.
+
+    The curve is closed-loop (``throughput_latency_curve``, modest request counts); the
+    capacity per replica is its best point meeting the SLO, the fleet the smallest number of
+    replicas whose per-replica rate passes an open-loop simulation at the scenario's rate.
+    """
+    from planner.catalog import resolve_params
+    from planner.cost import quote_price
+    from planner.serving import build_replica, simulate, throughput_latency_curve
+
+    cat = w.catalog_for(key)
+    sc = w.build_scenario(key, scenario_json)
+    wl, slo = sc.workload, sc.slo
+    out: dict = {}
+    try:
+        params, prov = resolve_params(k.gpu, k.framework, k.precision, catalog=cat)
+        rep = build_replica(
+            sc.model,
+            k.gpu,
+            k.precision,
+            k.framework,
+            tp=k.tp,
+            kv_precision=k.kv_precision,
+            params=params,
+            params_source=prov,
+            catalog=cat,
+            max_num_seqs=k.max_num_seqs,
+            context_len=k.context,
+        )
+    except PlannerError as e:
+        return {"error": str(e)}
+    out["provenance"] = prov
+    out["max_num_seqs"] = rep.engine.max_num_seqs
+    out["assumptions"] = list(rep.assumptions)
+    need_tokens = wl.input_quantile_tokens(0.99) + wl.output_quantile_tokens(0.99)
+    if need_tokens > rep.engine.context_limit_tokens:
+        out["fit_warning"] = (
+            f"the p99 request (prompt + answer {need_tokens:,.0f} tokens) is longer than this "
+            f"deployment's context limit of {rep.engine.context_limit_tokens:,} tokens: longer "
+            "requests are cut in the simulation; raise the context length"
+        )
+    try:
+        rows = throughput_latency_curve(
+            rep, wl, slo=slo, requests_per_client=4, min_requests=150, max_requests=1000
+        )
+    except PlannerError as e:
+        return {**out, "error": str(e)}
+    out["curve"] = rows
+    ok = [r for r in rows if r.get("slo_ok")]
+    best = max(ok, key=lambda r: r["throughput_rps"]) if ok else None
+    out["best"] = best
+    gpus_per = rep.num_gpus
+    try:
+        q = quote_price(
+            cat,
+            k.gpu,
+            sc.constraints.price_basis,
+            provider=(sc.constraints.providers or (None,))[0],
+        )
+        out["usd_per_gpu_hour"] = q.usd_per_gpu_hour
+        out["price_note"] = f"{q.provider}, {q.as_of}"
+    except PlannerError as e:
+        out["usd_per_gpu_hour"] = None
+        out["price_note"] = str(e)
+    if best is None:
+        out["no_capacity"] = "no point of the curve meets the SLO (even one client)"
+        return out
+    need = wl.traffic.peak() * (1.0 + sc.constraints.headroom)
+    replicas = max(1, math.ceil(need / best["throughput_rps"]))
+    summ = None
+    for _ in range(8):  # open-loop check at the scenario's rate per replica
+        rate = need / replicas
+        res = simulate(rep, wl, rate_rps=rate, n_requests=600, rng=np.random.default_rng(0))
+        summ = res.summary(slo)
+        if summ.get("slo_ok", True):
+            break
+        replicas += max(1, replicas // 4)
+    out.update(
+        replicas=replicas,
+        rate_per_replica=need / replicas,
+        num_gpus=replicas * gpus_per,
+        summary={k2: summ[k2] for k2 in summ if isinstance(summ[k2], (int, float, bool))},
+        tok_s_per_gpu=best["output_tok_s_per_gpu"],
+    )
+    usd = out["usd_per_gpu_hour"]
+    if usd:
+        out["usd_per_mtok_full"] = usd / (best["output_tok_s_per_gpu"] * 3600.0) * 1e6
+        out["usd_per_month"] = usd * out["num_gpus"] * 730.0
+        mean_out = wl.mean_output_tokens() * wl.traffic.base_mean_rps()
+        out["usd_per_mtok_planned"] = usd * out["num_gpus"] / (mean_out * 3600.0) * 1e6
+    return out
+
+
+@st.cache_resource(show_spinner=False)
+def bar_spec() -> dict:
+    split, cap = alt.Data(name="split"), alt.Data(name="capacity")
+    bar = (
+        alt.Chart(split)
+        .mark_bar(height=36)
+        .encode(
+            x=alt.X("GB:Q", stack="zero", title="memory per GPU [GB]"),
+            y=alt.Y("gpu:N", title=None),
+            color=alt.Color(
+                "part:N",
+                scale=alt.Scale(domain=list(COLORS), range=list(COLORS.values())),
+                legend=alt.Legend(title=None, orient="right", labelLimit=260),
+            ),
+            order=alt.Order("order:Q"),
+            tooltip=[alt.Tooltip("part:N"), alt.Tooltip("GB:Q", format=".2f", title="GB")],
+        )
+    )
+    rule = (
+        alt.Chart(cap)
+        .mark_rule(color="#d62728", strokeWidth=2.5, strokeDash=[5, 3])
+        .encode(x="capacity:Q")
+    )
+    return (bar + rule).properties(height=120).configure_legend(labelLimit=260).to_dict()
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def curve_spec(field: str, title: str) -> dict:
+    curve, slo, knee = alt.Data(name="curve"), alt.Data(name="slo"), alt.Data(name="knee")
+    x = alt.X("output_tok_s_per_gpu:Q", title="output tokens/s per GPU")
+    y = alt.Y(f"{field}:Q", title=title, scale=alt.Scale(type="log"))
+    line = (
+        alt.Chart(curve)
+        .mark_line(point=True, strokeWidth=2.5)
+        .encode(
+            x=x,
+            y=y,
+            tooltip=[
+                alt.Tooltip("concurrency:Q", title="concurrent clients"),
+                alt.Tooltip("output_tok_s_per_gpu:Q", format=",.0f", title="tok/s per GPU"),
+                alt.Tooltip(f"{field}:Q", format=",.1f", title=title),
+                alt.Tooltip("slo_ok:N", title="meets SLO"),
+            ],
+        )
+    )
+    rule = (
+        alt.Chart(slo)
+        .mark_rule(color="#d62728", strokeDash=[6, 3], strokeWidth=2)
+        .encode(y=alt.Y("ms:Q"))
+    )
+    rule_text = (
+        alt.Chart(slo)
+        .mark_text(align="left", dx=4, dy=-7, color="#d62728")
+        .encode(y="ms:Q", x=alt.value(4), text="label:N")
+    )
+    k = (
+        alt.Chart(knee)
+        .mark_point(shape="diamond", size=260, filled=True, color="#f58518")
+        .encode(x=x, y=alt.Y(f"{field}:Q"))
+    )
+    k_text = (
+        alt.Chart(knee)
+        .mark_text(align="right", dx=-10, dy=-10, color="#f58518", fontWeight="bold")
+        .encode(x=x, y=alt.Y(f"{field}:Q"), text="label:N")
+    )
+    return (line + rule + rule_text + k + k_text).properties(height=300).to_dict()
+
+
+# =========================================================================== page
+st.title("What-if: one deployment, every knob")
+st.caption(
+    "The scenario (model, traffic, lengths, SLO, prices) is in the sidebar; change the "
+    "deployment below. Pin a baseline to see every number's difference to it."
+)
+try:
+    cat = w.session_catalog()
+except PlannerError as e:
+    st.error(f"Cannot load the catalogs: {e}")
+    st.stop()
+form = w.scenario_sidebar(cat, search=False)
+key = w.custom_key()
+if not form.ok:
+    st.error("Fix the scenario first: " + "; ".join(m for _, m in form.errors))
+    st.stop()
+sc = w.build_scenario(key, form.scenario_json)
+model = cat.model(sc.model)
+
+gpu_ids = [g.id for g in cat.accelerators]
+fw_ids = [f.id for f in cat.frameworks if f.id != "pytorch"]
+prec_ids = [p.id for p in cat.precisions]
+c = st.columns([2, 1.3, 1.2, 1.2])
+gpu = c[0].selectbox(
+    "GPU", gpu_ids, key="wi_gpu", bind="query-params",
+    **w._default("wi_gpu", opts=gpu_ids, index=w._index(gpu_ids, "nvidia-h100-sxm")),
+)  # fmt: skip
+fw = c[1].selectbox(
+    "Framework", fw_ids, key="wi_fw", bind="query-params",
+    **w._default("wi_fw", opts=fw_ids, index=fw_ids.index("vllm") if "vllm" in fw_ids else 0),
+)  # fmt: skip
+prec = c[2].selectbox(
+    "Precision", prec_ids, key="wi_prec", bind="query-params",
+    **w._default("wi_prec", opts=prec_ids, index=prec_ids.index("fp8") if "fp8" in prec_ids else 0),
+)  # fmt: skip
+p = cat.precision(prec)
+kv_opts = list(dict.fromkeys([p.kv_default, *p.kv_options]))
+kv = c[3].selectbox(
+    "KV precision", kv_opts, key=f"wi_kv_{prec}", bind="query-params",
+    **w._default(f"wi_kv_{prec}", opts=kv_opts, index=0),
+)  # fmt: skip
+c = st.columns(3)
+tp = c[0].select_slider(
+    "TP (GPUs per replica)", TPS, key="wi_tp", bind="query-params", **w._default("wi_tp", value=2)
+)
+ctx_opts = [x for x in CONTEXTS if not model.max_position_embeddings or x <= model.max_position_embeddings]  # fmt: skip
+context = c[1].select_slider(
+    "Context length (max_model_len) [tokens]", ctx_opts, key="wi_ctx", bind="query-params",
+    **w._default("wi_ctx", value=8192 if 8192 in ctx_opts else ctx_opts[-1]),
+)  # fmt: skip
+mns = c[2].select_slider(
+    "Max concurrency (max_num_seqs)", MAX_SEQS, key="wi_seqs", bind="query-params",
+    help="the engine's cap on sequences in a batch", **w._default("wi_seqs", value=256),
+)  # fmt: skip
+for k_, v_ in (("wi_gpu", gpu), ("wi_fw", fw), ("wi_prec", prec), ("wi_tp", tp), ("wi_ctx", context), ("wi_seqs", mns)):  # fmt: skip
+    w._keep(k_, v_)
+knobs = Knobs(gpu, fw, prec, kv, int(tp), int(context), int(mns))
+
+# ---------------------------------------------------------------- memory
+fwrec = cat.framework(fw)
+setup = w.Setup(
+    model=sc.model,
+    gpu=gpu,
+    precision=prec,
+    kv_precision=kv,
+    framework=fw,
+    tp=int(tp),
+    pp=1,
+    context=int(context),
+    utilization=float(fwrec.default_memory_utilization),
+)
+g = cat.gpu(gpu)
+if g.memory_gb is None:
+    st.error(f"{g.name}: memory size not in the catalog; pick another GPU or add it on Catalog.")
+    st.stop()
+plan = w.memory_plan(key, setup)
+if "error" in plan:
+    st.error(f"Cannot plan this deployment: {plan['error']}")
+    st.stop()
+
+res = evaluate(key, form.scenario_json, knobs)
+
+# ---------------------------------------------------------------- metrics (+ baseline deltas)
+s = res.get("summary", {})
+vals = {
+    "Sequences that fit": (plan["max_concurrent_sequences"], "{:,.0f}", "normal"),
+    "TTFT P99 [ms]": (s.get("ttft_p99_s", np.nan) * 1e3, "{:,.0f}", "inverse"),
+    "TPOT P99 [ms]": (s.get("tpot_p99_s", np.nan) * 1e3, "{:,.1f}", "inverse"),
+    "TTFT P50 [ms]": (s.get("ttft_p50_s", np.nan) * 1e3, "{:,.0f}", "inverse"),
+    "TPOT P50 [ms]": (s.get("tpot_p50_s", np.nan) * 1e3, "{:,.1f}", "inverse"),
+    "Output tok/s per GPU": (res.get("tok_s_per_gpu", np.nan), "{:,.0f}", "normal"),
+    "$/M output tokens": (res.get("usd_per_mtok_planned", np.nan), "${:,.3f}", "inverse"),
+    "GPUs needed": (res.get("num_gpus", np.nan), "{:,.0f}", "inverse"),
+    "Fleet [$/month]": (res.get("usd_per_month", np.nan), "${:,.0f}", "inverse"),
+    "$/M tokens, full load": (res.get("usd_per_mtok_full", np.nan), "${:,.3f}", "inverse"),
+}
+base = st.session_state.get(BASELINE)
+head = st.columns([1, 1, 4])
+if base:
+    head[2].markdown(f"**Baseline:** {base['label']}")
+if head[0].button("Pin as baseline", type="primary", help="compare every number with this one"):
+    st.session_state[BASELINE] = {
+        "label": knobs.label(),
+        "knobs": asdict(knobs),
+        "values": {k: float(v[0]) for k, v in vals.items()},
+    }
+    base = st.session_state[BASELINE]
+    head[2].markdown(f"**Baseline:** {base['label']}")
+if base and head[1].button("Clear baseline"):
+    st.session_state.pop(BASELINE, None)
+    base = None
+    st.rerun()
+
+cols = st.columns(5)
+for i, (label, (v, fmt, color)) in enumerate(vals.items()):
+    shown = fmt.format(v) if np.isfinite(v) else "-"
+    delta = None
+    if base and label in base["values"]:
+        b = base["values"][label]
+        if np.isfinite(v) and np.isfinite(b):
+            d = v - b
+            mag = fmt.format(abs(d))
+            same = mag == fmt.format(0)  # a difference smaller than the shown digits
+            delta = mag if same else f"{'+' if d > 0 else '-'}{mag}"
+    tip = {
+        "$/M output tokens": "at the planned traffic (mean rate), fixed fleet: fleet $/h / "
+        "output tokens per hour, as on the Plan page",
+        "$/M tokens, full load": "output tokens at full load: price / (output tok/s per GPU "
+        "x 3600) x 1e6",
+        "Output tok/s per GPU": "the curve's best point meeting the SLO",
+        "Sequences that fit": "full-context sequences that fit in the KV cache",
+    }.get(label)
+    cols[i % 5].metric(label, shown, delta=delta, delta_color=color, border=True, help=tip)
+if "error" in res:
+    st.error(f"Cannot simulate this deployment: {res['error']}")
+if res.get("fit_warning"):
+    st.warning(res["fit_warning"])
+if res.get("no_capacity"):
+    st.warning(f"This deployment cannot meet the SLO: {res['no_capacity']}.")
+if "replicas" in res:
+    st.caption(
+        f"Latency percentiles simulated at the scenario's rate per replica: planning peak "
+        f"{sc.workload.traffic.peak():g} req/s x (1 + {sc.constraints.headroom:g}) over "
+        f"{res['replicas']} replica(s) = {res['rate_per_replica']:.2f} req/s each. Output tok/s "
+        "per GPU: the curve's best point meeting the SLO (closed loop); $/M output tokens at the "
+        "planned mean traffic with this fleet, and at that full load, with "
+        f"${res['usd_per_gpu_hour'] or float('nan'):.2f}/GPU-h ({res['price_note']}). "
+        f"Performance parameters: {res['provenance']}. The Plan page's numbers come from a "
+        "finer capacity search and can differ slightly."
+    )
+
+# ---------------------------------------------------------------- charts
+left, right = st.columns(2)
+with left:
+    st.subheader(f"Memory of one {g.name}")
+    split = w.memory_split(plan)
+    split["gpu"] = f"GPU 1 of {tp}"
+    cap_gb = plan["gpu_memory_bytes"] / w.GB
+    st.vega_lite_chart(
+        spec=w.with_data(bar_spec(), split=split, capacity=pd.DataFrame({"capacity": [cap_gb]})),
+        width="stretch",
+    )
+    st.caption(
+        f"{plan['reason']} Dashed red line: the card's {cap_gb:.0f} GB. "
+        f"{plan['max_concurrent_sequences']:,} sequences of {context:,} tokens fit; the engine "
+        f"runs at most {mns}."
+    )
+with right:
+    st.subheader("Throughput vs latency")
+    curve = res.get("curve")
+    if not curve:
+        st.info("No curve: the deployment cannot be simulated (see the message above).")
+    else:
+        df = pd.DataFrame(curve)
+        metric = st.radio(
+            "Latency on the y axis",
+            ["TPOT P99", "TTFT P99"],
+            horizontal=True,
+            key="wi_axis",
+            bind="query-params",
+        )
+        field = "tpot_p99_ms" if metric == "TPOT P99" else "ttft_p99_ms"
+        df["tpot_p99_ms"] = df["tpot_p99_s"] * 1e3
+        df["ttft_p99_ms"] = df["ttft_p99_s"] * 1e3
+        df["which"] = "closed-loop clients (1, 2, 4, ...)"
+        df["slo_ok"] = df.get("slo_ok", True)
+        target = sc.slo.tpot if metric == "TPOT P99" else sc.slo.ttft
+        slo_df = pd.DataFrame(
+            {"ms": [target.max_s * 1e3], "label": [f"SLO: {target.max_s * 1e3:,.0f} ms"]}
+            if target is not None
+            else {"ms": [], "label": []}
+        )
+        kn = df[df["is_knee"]].copy()
+        kn["label"] = [f"knee: {int(c_)} clients" for c_ in kn["concurrency"]]
+        title = f"{metric} [ms] (log scale)"
+        st.vega_lite_chart(
+            spec=w.with_data(curve_spec(field, title), curve=df, slo=slo_df, knee=kn),
+            width="stretch",
+        )
+        st.caption(
+            "Each point: that many clients sending back to back (closed loop). The knee "
+            "(orange) is the point of best throughput per unit of latency; the red line is the "
+            "SLO target. Beyond the knee latency grows faster than throughput."
+        )
+if base:
+    st.caption(f"Deltas against the baseline: {base['label']}.")
+w.definitions_expander()
