@@ -295,8 +295,8 @@ def iter_rows(path: str | os.PathLike[str]) -> tuple[list[str], int, Iterator[di
     p = Path(path)
     text = read_text(p, "input file", "CSV file", limit=DATA_READ_LIMIT)
     try:
-        reader = csv.DictReader(iter_lines(text))
-        cols = list(reader.fieldnames or [])
+        reader = csv.reader(iter_lines(text))
+        cols = next(reader, [])
     except csv.Error as e:
         raise PlannerError(f"{p}: not a valid CSV file ({e})") from None
     if not cols:
@@ -304,12 +304,20 @@ def iter_rows(path: str | os.PathLike[str]) -> tuple[list[str], int, Iterator[di
     if "metric" not in cols:
         raise PlannerError(f"{p}: no 'metric' column; is this a file in the benchmark schema?")
     n = max(text.count("\n") - 1, 0)
+    ncol = len(cols)
 
     def rows() -> Iterator[dict[str, str]]:
+        # csv.DictReader's rules, without its per-row overhead: blank lines are skipped,
+        # missing cells are None, surplus cells are dropped
         try:
-            for r in reader:
-                r.pop(None, None)  # type: ignore[call-overload]  # surplus cells
-                yield r
+            for cells in reader:
+                if not cells:
+                    continue
+                d = dict(zip(cols, cells, strict=False))
+                if len(cells) < ncol:
+                    for c in cols[len(cells) :]:
+                        d[c] = None  # type: ignore[assignment]
+                yield d
         except csv.Error as e:
             raise PlannerError(f"{p}: not a valid CSV file ({e})") from None
 
@@ -331,7 +339,11 @@ def format_value(v: Any) -> str:
 
 def write_rows(rows: Iterable[dict[str, Any]], columns: list[str], stream) -> None:
     """Write predicted rows as CSV (``predicted`` with 6 significant digits), as they come."""
-    w = csv.DictWriter(stream, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
-    w.writeheader()
+    w = csv.writer(stream, lineterminator="\n")
+    w.writerow(columns)
+    i_pred = columns.index("predicted") if "predicted" in columns else -1
     for r in rows:
-        w.writerow({**r, "predicted": format_value(r.get("predicted"))})
+        out = [r.get(c, "") for c in columns]
+        if i_pred >= 0:
+            out[i_pred] = format_value(out[i_pred])
+        w.writerow(out)

@@ -205,19 +205,11 @@ class Predictor:
 
         Rows with the same setup (hardware, model, precision, KV, framework, layout) share
         one resolution, so a file of a million rows resolves each setup once."""
-        key = tuple(
-            cell(row, c)
-            for c in (
-                "hardware",
-                "model",
-                "precision",
-                "kv_precision",
-                "framework",
-                "tp",
-                "pp",
-                "n_gpus",
-            )
-        )
+        get = row.get  # raw cells as the key: a stray space only costs one more resolution
+        key = (
+            get("hardware"), get("model"), get("precision"), get("kv_precision"),
+            get("framework"), get("tp"), get("pp"), get("n_gpus"),
+        )  # fmt: skip
         hit = self._contexts.get(key)
         if hit is None:
             try:
@@ -265,9 +257,10 @@ class Predictor:
         return float(fn(ctx.params)), ""
 
     # ---- one row
-    def predict_row(self, row: Mapping[str, str]) -> dict[str, Any]:
-        """Return the row with ``predicted``, ``provenance`` and ``reason`` filled in."""
-        out: dict[str, Any] = dict(row)
+    def predict_row(self, row: Mapping[str, str], *, copy: bool = True) -> dict[str, Any]:
+        """Return the row with ``predicted``, ``provenance`` and ``reason`` filled in
+        (``copy=False``: filled into ``row`` itself, for rows read only once)."""
+        out: dict[str, Any] = dict(row) if copy else row  # type: ignore[assignment]
         out.update(predicted="", provenance="", reason="")
         metric = cell(row, "metric")
         entry = METRICS.get(metric)
@@ -355,7 +348,7 @@ def predict_stream(
             for i, r in enumerate(rows):
                 if not i % 2000:
                     bar.update(i)
-                yield pred.predict_row(r)
+                yield pred.predict_row(r, copy=False)
             bar.update(n)
 
     return columns, gen()
