@@ -255,7 +255,8 @@ def why_winner(top: list[Screened], objective: str, rejected: list[Rejection]) -
         v1, v2 = top[0].value, top[1].value
         diff = (v2 - v1) / abs(v1) * 100 if v1 else float("nan")
         lead += (
-            f". Next best: {r2['gpu']} / {r2['framework']} / {r2['precision']} tp={r2['tp']} with "
+            f". Next best: {r2['gpu']} / {r2['framework']} / {r2['precision']} "
+            f"(kv {r2['kv_precision']}) tp={r2['tp']} with "
             f"{_value_text(v2, objective)} ({diff:+.0f}% on {objective})"
         )
     counts: dict[str, int] = {}
