@@ -491,7 +491,7 @@ def apply_scenario(data: dict[str, Any], cat: Catalog) -> list[str]:
         raise PlannerError(f"uploaded scenario: model '{sc.model}' is not in the catalog")
     vals: dict[str, Any] = {"model": cat.model(sc.model).id}
     raw_wl = data.get("workload", {}) or {}
-    wl = sc.workload
+    wl = sc.require_workload()  # a multi-class scenario is a one-line error here
     preset = raw_wl.get("preset")
     if preset in PRESET_NAMES and not (raw_wl.get("input_tokens") or raw_wl.get("output_tokens")):
         vals["preset"] = preset

@@ -29,7 +29,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from planner.catalog.records import Frozen
 from planner.errors import PlannerError, read_text, shown
@@ -120,17 +120,50 @@ class Constraints(Frozen):
         return v
 
 
+class RequestClassSpec(Frozen):
+    """One request class of a multi-class scenario: its traffic and lengths, and its SLO."""
+
+    name: str = Field(min_length=1)
+    workload: Workload
+    slo: SLO = SLO()
+
+
 class Scenario(Frozen):
-    """Everything that defines a capacity question except the hardware choice."""
+    """Everything that defines a capacity question except the hardware choice.
+
+    Either one ``workload`` (and ``slo``), or several ``classes`` (each with its workload and
+    SLO; ``planner recommend`` then compares one shared pool with a pool per class)."""
 
     name: str | None = None
     description: str | None = None
     model: str = Field(min_length=1)
-    workload: Workload
+    workload: Workload | None = None
+    classes: tuple[RequestClassSpec, ...] = ()
     slo: SLO = SLO()
     constraints: Constraints = Constraints()
     serving: EngineOverrides = EngineOverrides()
     deployment: Deployment = Deployment()
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> Scenario:
+        if (self.workload is None) == (not self.classes):
+            raise ValueError(
+                "give either 'workload' (one request class) or 'classes' (several, each with "
+                "name, workload and slo)"
+            )
+        if self.classes and len(self.classes) < 2:
+            raise ValueError("'classes' needs at least two classes (or use 'workload')")
+        return self
+
+    def require_workload(self) -> Workload:
+        """The single workload; a clear error for a multi-class scenario."""
+        if self.workload is None:
+            raise PlannerError(
+                f"scenario{f' {self.name}' if self.name else ''} has request classes "
+                f"({', '.join(c.name for c in self.classes)}); 'planner recommend' compares one "
+                "shared pool with a pool per class, while simulate and capacity take one workload"
+            )
+        return self.workload
 
     def resolve_deployment(
         self,

@@ -269,3 +269,41 @@ def test_compare_gpus_gives_the_best_of_each_gpu_and_why_others_fail():
         assert lo <= r["max_rate_per_replica"] <= hi
     (u,) = out["unanswered"]
     assert u["gpu"] == "nvidia-a10g" and u["stage"] == "price"
+
+
+# --------------------------------------------------------------------------- request classes
+def test_request_classes_shared_pool_against_a_pool_per_class():
+    from planner.recommend.classes import RequestClass, recommend_classes
+
+    chat = RequestClass("chat", _chat(6.0), SLO_CHAT)
+    batch_slo = SLO.model_validate({"e2e": {"max_s": 120.0}})
+    batch = RequestClass(
+        "batch", preset("summarization", traffic={"peak_rps": 2.0, "mean_rps": 2.0}), batch_slo
+    )
+    kw = dict(catalog=CAT, top_n=2, n_requests=400, **SMALL)
+    out = recommend_classes("llama-3.1-8b", [chat, batch], **kw)
+    # a pool per class is exactly the recommendation of each class on its own
+    for c in (chat, batch):
+        alone = recommend("llama-3.1-8b", c.workload, c.slo, **kw).recommendations[0]
+        assert out["per_class"][c.name]["num_gpus"] == alone["num_gpus"]
+    tot = out["per_class_total"]
+    assert tot["num_gpus"] == sum(r["num_gpus"] for r in out["per_class"].values())
+    sh = out["shared"]
+    assert sh is not None and out["shared_candidates"] >= 1
+    # every class meets its own SLO in the merged stream at the rate the fleet is sized for
+    assert all(v["ok"] for v in sh["per_class_p99"].values())
+    assert sh["rate_per_replica"] == pytest.approx((6.0 + 2.0) * 1.2 / sh["replicas"])
+    assert "shared pool" in out["verdict"] and "pool per class" in out["verdict"]
+
+
+def test_scenario_takes_a_workload_or_classes_not_both(tmp_path):
+    from planner.scenario import load_scenario, scenario_from_dict
+
+    sc = load_scenario("examples/mixed-70b.yaml")
+    assert [c.name for c in sc.classes] == ["chat", "rag", "batch"] and sc.workload is None
+    with pytest.raises(PlannerError, match="request classes"):
+        sc.require_workload()
+    with pytest.raises(PlannerError, match="either 'workload'"):
+        scenario_from_dict({"model": "llama-3.1-8b"})
+    assert main(["simulate", "examples/mixed-70b.yaml", "--gpu", "h100", "--framework", "vllm",
+                 "--precision", "fp8", "--tp", "2"]) == 2  # fmt: skip

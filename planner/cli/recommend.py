@@ -239,6 +239,7 @@ def _scenario(args: argparse.Namespace):
     if args.scenario:
         sc = load_scenario(args.scenario)
         if any(v is not None for v in flags):
+            sc.require_workload()  # flags override a single workload, not request classes
             d = sc.model_dump(exclude_none=True)
             wl = d["workload"]
             if args.model:
@@ -325,6 +326,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     if not (math.isfinite(headroom) and headroom >= 0):
         raise PlannerError(f"--headroom must be a finite number >= 0, got {headroom}")
     profile = load_profile(args.calibration) if args.calibration else None
+    if sc.classes:
+        return _classes(args, sc, cat, headroom, prices, profile)
     res = recommend(
         sc.model,
         sc.workload,
@@ -355,6 +358,55 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         per_gpu=args.per_gpu,
     )
     _print_recommendation(res, args.format, args.show_rejected, sc.name or args.scenario)
+    return 0
+
+
+def _classes(args, sc, cat, headroom, prices, profile) -> int:
+    """A scenario with request classes: a pool per class against one shared pool."""
+    from planner.recommend.classes import RequestClass, recommend_classes
+    from planner.report import emit
+
+    c = sc.constraints
+    out = recommend_classes(
+        sc.model,
+        [RequestClass(k.name, k.workload, k.slo) for k in sc.classes],
+        catalog=cat,
+        headroom=headroom,
+        top_n=args.top or 5,
+        fit_percentile=args.fit_percentile or c.fit_percentile,
+        gpus=args.gpus or c.gpus,
+        frameworks=args.frameworks or c.frameworks,
+        precisions=args.precisions or c.precisions,
+        kv_precisions=args.kv_precisions or c.kv_precisions,
+        tps=args.tp or c.tps,
+        price_basis=args.price_basis or c.price_basis,
+        providers=args.providers or c.providers,
+        usd_per_gpu_hour=prices,
+        engine=sc.serving.kwargs(),
+        profile=profile,
+        seed=args.seed,
+    )
+    if args.format == "json":
+        emit(out, "json")
+        return 0
+    rows = [
+        {"class": name, **{short: r.get(k) for k, short in TABLE_COLS if k != "rank"}}
+        for name, r in out["per_class"].items()
+    ]
+    if args.format == "csv":
+        emit(rows, "csv")
+        return 0
+    sys.stdout.write(f"verdict: {out['verdict']}\n\na pool per class\n")
+    emit(rows, "table")
+    sys.stdout.write("\none shared pool\n")
+    sh = out["shared"]
+    if sh:
+        emit({k: v for k, v in sh.items() if k != "per_class_p99"}, "table")
+        sys.stdout.write("\nper class in the shared pool (at the rate the fleet is sized for)\n")
+        emit([{"class": k, **v} for k, v in sh["per_class_p99"].items()], "table")
+    else:
+        sys.stdout.write("none: " + "; ".join(out["shared_not"][:3]) + "\n")
+    sys.stdout.write("\nnotes: " + "; ".join(out["notes"]) + "\n")
     return 0
 
 

@@ -368,7 +368,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             f"--warmup {args.warmup:g} leaves none of the {args.requests} requests to score"
         )
     sc, rep, _cat, prov = _context(args)
-    wl = sc.workload
+    wl = sc.require_workload()
     check_workload_fits(rep, wl, _fit_percentile(sc, args))
     offline = args.offline or wl.offline
     replicas, replicas_from = args.replicas, "--replicas"
@@ -465,7 +465,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     from planner.serving import compare_tp, max_rate, size_fleet, throughput_latency_curve
 
     sc, rep, cat, prov = _context(args)
-    wl = sc.workload
+    wl = sc.require_workload()
     headroom = args.headroom if args.headroom is not None else sc.constraints.headroom
     fit = _fit_percentile(sc, args)
     cap = max_rate(

@@ -15,7 +15,7 @@ from planner.engine.phases import _window_sums
 from planner.engine.step import StepModel
 from planner.errors import PlannerError, require_positive
 from planner.serving.replica import EngineConfig, Replica
-from planner.workload.workload import Workload
+from planner.workload.workload import Requests, Workload
 
 
 # =========================================================================== steady state
@@ -72,17 +72,22 @@ def _shape(
             context_limit=eng.context_limit_tokens,
             prefix_caching=eng.prefix_caching,
         )
-        i = r.input_tokens.astype(float)
-        o = r.output_tokens.astype(float)
-        c = r.cached_tokens.astype(float)
-        dec = np.maximum(o - 1, 0)
-        w = dec.sum()
-        ctx = float((dec * (i + (o - 1) / 2)).sum() / w) if w > 0 else float(i.mean())
-        return float(i.mean()), float(o.mean()), float(c.mean()), ctx
+        return shape_of_requests(r)
     t = tuple(float(x) for x in workload)
     i, o = t[0], t[1]
     c = t[2] if len(t) > 2 else 0.0
-    return i, o, c, i + (o - 1) / 2
+    return i, o, c, (t[3] if len(t) > 3 else i + (o - 1) / 2)
+
+
+def shape_of_requests(r: Requests) -> tuple[float, float, float, float]:
+    """:func:`_shape` of a concrete request list (e.g. several request classes merged)."""
+    i = r.input_tokens.astype(float)
+    o = r.output_tokens.astype(float)
+    c = r.cached_tokens.astype(float)
+    dec = np.maximum(o - 1, 0)
+    w = dec.sum()
+    ctx = float((dec * (i + (o - 1) / 2)).sum() / w) if w > 0 else float(i.mean())
+    return float(i.mean()), float(o.mean()), float(c.mean()), ctx
 
 
 def steady_state(
@@ -92,7 +97,8 @@ def steady_state(
 ) -> SteadyStateResult:
     """Analytical steady state at ``rate_rps`` (default: the workload's peak) [req/s].
 
-    ``workload`` may also be ``(mean_input_tokens, mean_output_tokens[, cached_tokens])``.
+    ``workload`` may also be ``(mean_input_tokens, mean_output_tokens[, cached_tokens[,
+    running_context]])``.
     Used to bracket the capacity search and for quick sweeps; the simulation is the
     reference (they agree within 10 % on mean throughput at moderate load, see tests).
     """
