@@ -153,6 +153,15 @@ def test_latency_objective_ranks_by_p99_e2e():
             dict(max_total_gpus=1, workload=_chat(200.0)),
             "constraint",
         ),
+        (
+            dict(
+                workload=_chat(20.0),
+                slo=SLO.model_validate({"tpot": {"max_s": 0.009}, "attainment": 0.99}),
+                max_total_gpus=2,
+            ),
+            "slo",
+        ),
+        (dict(objective="energy", gpus=("nvidia-gh200",)), "energy"),
     ],
 )
 def test_every_rejection_reason_is_reachable(kw, stage):

@@ -18,7 +18,7 @@ from ..errors import PlannerError
 from ..serving import Replica
 from ..workload import SLO
 from .options import Option, Rejection
-from .probe import CapacityProbe, WorkloadCache, binding_metric
+from .probe import CapacityProbe, WorkloadCache
 
 
 @dataclass
@@ -157,7 +157,7 @@ def evaluate(
             "slo",
             f"SLO not met even at {lowest:.3g} req/s per replica ({k_max} replicas"
             + (", the max_total_gpus limit" if max_total_gpus else "")
-            + f"): {binding_metric(sm, slo)} is {_miss_text(sm, slo)}",
+            + f"): {_miss_text(sm, slo)}",
         )
     s.replicas = k
     return None

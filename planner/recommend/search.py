@@ -394,7 +394,7 @@ def recommend(
         key, stage, _, item = heapq.heappop(heap)
         g = group(item if stage == 0 else item.opt)
         best = nth_best(g)
-        if not exhaustive and key >= best * (1 - 1e-9):
+        if not exhaustive and math.isfinite(best) and key >= best * (1 - 1e-9):
             pruned += 1
             prune(key, stage, item, best)
             if per_gpu:
