@@ -146,3 +146,62 @@ def parse_length(text: str, flag: str) -> dict[str, Any]:
         except ValueError:
             raise PlannerError(f"{flag} {text!r}: {key.strip()}={val!r} is not a number") from None
     return out
+
+
+# --------------------------------------------------------------------------- argument types
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {shown(text)}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    if v > 10**9:  # no count the planner takes (GPUs, clients, sequences) is plausibly larger
+        raise argparse.ArgumentTypeError(f"must be at most 1,000,000,000, got {shown(text)}")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {shown(text)}") from None
+    if not v > 0 or v != v or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return v
+
+
+def _nonneg_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {shown(text)}") from None
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return v
+
+
+def _seed(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {shown(text)}") from None
+    if not 0 <= v < 2**63:
+        raise argparse.ArgumentTypeError(f"must be a whole number in [0, 2^63), got {text}")
+    return v
+
+
+def _tp_list(text: str) -> tuple[int, ...]:
+    try:
+        out = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected TP sizes like 1,2,4,8, got {shown(text)}"
+        ) from None
+    if not out or any(t <= 0 for t in out):
+        raise argparse.ArgumentTypeError(
+            f"expected positive TP sizes like 1,2,4,8, got {shown(text)}"
+        )
+    if any(t > 100_000 for t in out):
+        raise argparse.ArgumentTypeError(f"sizes must be at most 100000 GPUs, got {shown(text)}")
+    return out

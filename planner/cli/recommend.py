@@ -11,7 +11,10 @@ import math
 import sys
 from typing import Any
 
-from planner.cli._common import parse_length
+from planner.cli._common import _positive_float as _pos_float
+from planner.cli._common import _positive_int as _pos_int
+from planner.cli._common import _seed, parse_length
+from planner.cli._common import _tp_list as _ints
 from planner.errors import PlannerError, shown
 
 RECOMMEND_EXAMPLE = """\
@@ -40,14 +43,6 @@ BASES = ("on_demand", "reserved", "spot", "serverless", "community", "own")
 
 
 # --------------------------------------------------------------------------- parsing
-def _pos_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {shown(text)}") from None
-    if not (v > 0 and math.isfinite(v)):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-    return v
 
 
 def _bounded(parse, low: float | None, high: float, unit: str = ""):
@@ -65,51 +60,12 @@ def _bounded(parse, low: float | None, high: float, unit: str = ""):
     return check
 
 
-def _seed(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {shown(text)}") from None
-    if not 0 <= v < 2**63:
-        raise argparse.ArgumentTypeError(f"must be a whole number in [0, 2^63), got {text}")
-    return v
-
-
-def _nonneg_float(text: str) -> float:
-    v = _pos_float(text) if text.strip() not in ("0", "0.0") else 0.0
-    return v
-
-
-def _pos_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {shown(text)}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return v
-
-
 def _ids(text: str) -> tuple[str, ...]:
     out = tuple(x.strip() for x in text.split(",") if x.strip())
     if not out:
         raise argparse.ArgumentTypeError(
             f"expected a comma-separated list of ids, got {shown(text)}"
         )
-    return out
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        out = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected sizes like 1,2,4,8, got {shown(text)}"
-        ) from None
-    if not out or any(t <= 0 for t in out):
-        raise argparse.ArgumentTypeError(f"expected positive sizes like 1,2,4,8, got {shown(text)}")
-    if any(t > 100_000 for t in out):
-        raise argparse.ArgumentTypeError(f"sizes must be at most 100000 GPUs, got {shown(text)}")
     return out
 
 

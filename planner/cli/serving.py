@@ -11,8 +11,15 @@ import argparse
 import sys
 from typing import Any
 
-from planner.cli._common import add_common_args
-from planner.errors import PlannerError, shown
+from planner.cli._common import (
+    _nonneg_float,
+    _positive_float,
+    _positive_int,
+    _seed,
+    _tp_list,
+    add_common_args,
+)
+from planner.errors import PlannerError
 
 SIMULATE_EXAMPLE = (
     "planner simulate chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm --precision bf16 "
@@ -26,48 +33,6 @@ SCENARIOS_NOTE = (
     " Scenario files: see the examples/ folder (chat-8b.yaml, rag-70b.yaml, batch-offline.yaml, "
     "code-completion.yaml)."
 )
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {shown(text)}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    if v > 10**9:  # no count the planner takes (GPUs, clients, sequences) is plausibly larger
-        raise argparse.ArgumentTypeError(f"must be at most 1,000,000,000, got {shown(text)}")
-    return v
-
-
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {shown(text)}") from None
-    if not v > 0 or v != v or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-    return v
-
-
-def _nonneg_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {shown(text)}") from None
-    if not v >= 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return v
-
-
-def _seed(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {shown(text)}") from None
-    if not 0 <= v < 2**63:
-        raise argparse.ArgumentTypeError(f"must be a whole number in [0, 2^63), got {text}")
-    return v
 
 
 MAX_RATE_RPS = 1e7  # no single replica or scenario plausibly sees more requests per second
@@ -89,20 +54,6 @@ def _warmup_fraction(text: str) -> float:
             f"is the fraction of requests not scored, so it must be < 1, got {text}"
         )
     return v
-
-
-def _tp_list(text: str) -> tuple[int, ...]:
-    try:
-        out = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected TP sizes like 1,2,4,8, got {shown(text)}"
-        ) from None
-    if not out or any(t <= 0 for t in out):
-        raise argparse.ArgumentTypeError(
-            f"expected positive TP sizes like 1,2,4,8, got {shown(text)}"
-        )
-    return out
 
 
 def _common(p: argparse.ArgumentParser) -> None:
