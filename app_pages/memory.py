@@ -10,56 +10,9 @@ import streamlit as st
 from app_pages import widgets as w
 from planner import PlannerError, param_counts
 
-COLORS = {
-    "weights": "#4c78a8",
-    "activations / workspace": "#f58518",
-    "runtime overhead": "#b279a2",
-    "KV cache (max sequences)": "#54a24b",
-    "KV budget not filled (free)": "#b7e4a7",
-    "reserved (1 - utilization)": "#bab0ac",
-}
-
 
 # Chart templates: built with altair once per process (its schema validation costs ~60 ms a
 # chart), data attached per run as named datasets (w.with_data).
-@st.cache_resource(show_spinner=False)
-def memory_bar_spec() -> dict:
-    split, capacity = alt.Data(name="split"), alt.Data(name="capacity")
-    bar = (
-        alt.Chart(split)
-        .mark_bar(height=42)
-        .encode(
-            x=alt.X(
-                "GB:Q",
-                stack="zero",
-                title="memory per GPU [GB]",
-                scale=alt.Scale(nice=False, zero=True),
-            ),
-            y=alt.Y("gpu:N", title=None),
-            color=alt.Color(
-                "part:N",
-                scale=alt.Scale(domain=list(COLORS), range=list(COLORS.values())),
-                legend=alt.Legend(title=None, orient="bottom", columns=3),
-            ),
-            order=alt.Order("order:Q"),
-            tooltip=[alt.Tooltip("part:N"), alt.Tooltip("GB:Q", format=".2f", title="GB")],
-        )
-    )
-    rule = (
-        alt.Chart(capacity)
-        .mark_rule(color="#d62728", strokeWidth=2.5, strokeDash=[5, 3])
-        .encode(
-            x="capacity:Q", tooltip=[alt.Tooltip("capacity:Q", format=".0f", title="card [GB]")]
-        )
-    )
-    text = (
-        alt.Chart(capacity)
-        .mark_text(align="right", dx=-4, dy=-30, color="#d62728", fontWeight="bold")
-        .encode(x="capacity:Q", text="label:N")
-    )
-    return (bar + rule + text).properties(height=150).to_dict()
-
-
 @st.cache_resource(show_spinner=False, max_entries=64)
 def curve_spec(field: str, title: str, fmt: str) -> dict:
     curve, limit = alt.Data(name="curve"), alt.Data(name="limit")
@@ -192,7 +145,7 @@ split["gpu"] = f"GPU 1 of {n_gpus}"
 cap_gb = plan["gpu_memory_bytes"] / w.GB
 cap_df = pd.DataFrame({"capacity": [cap_gb], "label": [f"card: {cap_gb:.0f} GB"]})
 st.vega_lite_chart(
-    spec=w.with_data(memory_bar_spec(), split=split, capacity=cap_df), width="stretch"
+    spec=w.with_data(w.memory_bar_spec(), split=split, capacity=cap_df), width="stretch"
 )
 demand = split["GB"].sum()
 if demand > plan["gpu_memory_bytes"] / w.GB * 1.0001:

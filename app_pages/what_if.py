@@ -19,14 +19,6 @@ BASELINE = "wi_baseline"
 TPS = [1, 2, 4, 8]
 CONTEXTS = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
 MAX_SEQS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
-COLORS = {
-    "weights": "#4c78a8",
-    "activations / workspace": "#f58518",
-    "runtime overhead": "#b279a2",
-    "KV cache (max sequences)": "#54a24b",
-    "KV budget not filled (free)": "#b7e4a7",
-    "reserved (1 - utilization)": "#bab0ac",
-}
 
 
 @dataclass(frozen=True)
@@ -139,32 +131,6 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
         mean_out = wl.mean_output_tokens() * wl.traffic.base_mean_rps()
         out["usd_per_mtok_planned"] = usd * out["num_gpus"] / (mean_out * 3600.0) * 1e6
     return out
-
-
-@st.cache_resource(show_spinner=False)
-def bar_spec() -> dict:
-    split, cap = alt.Data(name="split"), alt.Data(name="capacity")
-    bar = (
-        alt.Chart(split)
-        .mark_bar(height=36)
-        .encode(
-            x=alt.X("GB:Q", stack="zero", title="memory per GPU [GB]"),
-            y=alt.Y("gpu:N", title=None),
-            color=alt.Color(
-                "part:N",
-                scale=alt.Scale(domain=list(COLORS), range=list(COLORS.values())),
-                legend=alt.Legend(title=None, orient="right", labelLimit=260),
-            ),
-            order=alt.Order("order:Q"),
-            tooltip=[alt.Tooltip("part:N"), alt.Tooltip("GB:Q", format=".2f", title="GB")],
-        )
-    )
-    rule = (
-        alt.Chart(cap)
-        .mark_rule(color="#d62728", strokeWidth=2.5, strokeDash=[5, 3])
-        .encode(x="capacity:Q")
-    )
-    return (bar + rule).properties(height=120).configure_legend(labelLimit=260).to_dict()
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -368,7 +334,11 @@ with left:
     split["gpu"] = f"GPU 1 of {tp}"
     cap_gb = plan["gpu_memory_bytes"] / w.GB
     st.vega_lite_chart(
-        spec=w.with_data(bar_spec(), split=split, capacity=pd.DataFrame({"capacity": [cap_gb]})),
+        spec=w.with_data(
+            w.memory_bar_spec(legend="right", labelled=False, height=120),
+            split=split,
+            capacity=pd.DataFrame({"capacity": [cap_gb]}),
+        ),
         width="stretch",
     )
     st.caption(
