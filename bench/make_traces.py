@@ -20,8 +20,10 @@ import numpy as np
 from planner.workload import preset
 
 SCENARIOS = {  # scenario: (rates in req/s, seconds of arrivals, minimum requests)
-    "chat": ([5, 15, 25, 35, 50], 20.0, 100),
-    "rag": ([1, 2.5, 4, 5.5, 7], 30.0, 40),
+    # Llama-3.1-8B: 5 ... 50 and 1 ... 7; Qwen2.5-14B: 4, 10, 16, 22 and 1, 2.5, 3.5 (the same
+    # unit-rate list: adding a rate adds a file and leaves the others unchanged)
+    "chat": ([4, 5, 10, 15, 16, 22, 25, 35, 50], 20.0, 100),
+    "rag": ([1, 2.5, 3.5, 4, 5.5, 7], 30.0, 40),
 }
 
 

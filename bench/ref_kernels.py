@@ -377,6 +377,19 @@ class AttnPlan:
         self.tpt, self.num_splits, self.n_tok = tpt, num_splits, n_tok
 
 
+#: Set by bench/serve_ref.py around its eager iterations. Triton compiles a new binary for
+#: every new class (== 1, divisible by 16) of an int argument; eager serving iterations vary the
+#: token count, the block-table stride and the split count from one iteration to the next, so the
+#: first iteration of each new class stalled up to 1.5 s while it compiled (seen in the serving
+#: run of 2026-12-01: TTFT p99 1.5 s at 5 req/s). The unspecialised twins below compile once per
+#: constexpr set, which a warm-up covers (serve_ref.compile_variants). Step rows and CUDA graphs
+#: keep the specialised kernels.
+NO_SPECIALIZE = False
+_UNSPEC = ["stride_bt", "n_tok", "num_splits"]
+_paged_attn_kernel_ns = triton.jit(do_not_specialize=_UNSPEC)(_paged_attn_kernel.fn)
+_combine_kernel_ns = triton.jit(do_not_specialize=["n_tok", "num_splits"])(_combine_kernel.fn)
+
+
 def gqa_pad(g: int) -> int:
     return triton.next_power_of_2(g)
 
@@ -412,7 +425,8 @@ def paged_attn(
         op, lp = ws
     else:
         op = lp = out
-    _paged_attn_kernel[(n_tiles, hkv, plan.num_splits)](
+    attn_k = _paged_attn_kernel_ns if NO_SPECIALIZE else _paged_attn_kernel
+    attn_k[(n_tiles, hkv, plan.num_splits)](
         q,
         kc,
         vc,
@@ -447,7 +461,8 @@ def paged_attn(
     )
     if split:
         # split plans are decode plans: tile i is token i, so the first n_tiles tokens combine
-        _combine_kernel[(n_tiles, hq)](
+        comb_k = _combine_kernel_ns if NO_SPECIALIZE else _combine_kernel
+        comb_k[(n_tiles, hq)](
             op,
             lp,
             out,

@@ -105,6 +105,12 @@ class Server:
         self.free = deque(range(1, model.num_blocks))  # block 0: scratch for padded rows
         self.graphs = {}
         self.stats = {"iters": 0, "graph_iters": 0, "preemptions": 0, "max_running": 0}
+        # per-iteration log (serving_iterations.csv.gz): wall-clock phases, GPU span, batch composition
+        self.iter_log: list[tuple] = []
+        self.cuda = str(dev).startswith("cuda")
+        if self.cuda:
+            self.ev0 = torch.cuda.Event(enable_timing=True)
+            self.ev1 = torch.cuda.Event(enable_timing=True)
 
     # ------------------------------------------------------------ CUDA graphs for decode
     def buckets(self):
@@ -171,6 +177,8 @@ class Server:
             if not waiting and not running:
                 time.sleep(max(0.0, min(pending[0].arrival - now, 0.05)))
                 continue
+            t_a = time.perf_counter()
+            n_wait0 = len(waiting)
             # ---- schedule
             budget = self.budget
             sched: list[tuple[Req, int]] = []
@@ -214,12 +222,17 @@ class Server:
             if not sched:
                 continue
             # ---- build inputs
+            t_b = time.perf_counter()
             dec = [(r, n) for r, n in sched if not r.in_prefill]
             pre = [(r, n) for r, n in sched if r.in_prefill]
             order = dec + pre
             S = len(order)
+            graph_b = 0
+            if self.cuda:
+                self.ev0.record()
             if not pre and self.graphs and self._bucket(S) is not None:
                 B = self._bucket(S)
+                graph_b = B
                 g, st, out = self.graphs[B]
                 pos = np.zeros(B, np.int32)
                 slot = np.zeros(B, np.int64)
@@ -237,6 +250,9 @@ class Server:
                 st["ctx"].copy_(torch.from_numpy(ctx))
                 st["bt"][:, :mb].copy_(torch.from_numpy(bt))  # columns past mb: never read
                 g.replay()
+                if self.cuda:
+                    self.ev1.record()
+                t_c = time.perf_counter()
                 toks = out[:S].tolist()
                 self.stats["graph_iters"] += 1
             else:
@@ -288,13 +304,35 @@ class Server:
                         )
                     )
                 li_t = torch.tensor(li, device=self.dev, dtype=torch.long)
-                logits = m.forward(ids, pos_t, slot_t, bt_t, ctx_t, plans, li_t, ws=ws)
-                toks = logits.argmax(-1).tolist()
+                rk.NO_SPECIALIZE = True  # no mid-run compiles (see ref_kernels.NO_SPECIALIZE)
+                try:
+                    logits = m.forward(ids, pos_t, slot_t, bt_t, ctx_t, plans, li_t, ws=ws)
+                finally:
+                    rk.NO_SPECIALIZE = False
+                am = logits.argmax(-1)
+                if self.cuda:
+                    self.ev1.record()
+                t_c = time.perf_counter()
+                toks = am.tolist()
             if DEBUG:
                 self._debug_check(order, pre)
-            now = time.perf_counter() - t0
+            t_d = time.perf_counter()
+            now = t_d - t0
             self.stats["iters"] += 1
-            # ---- book-keeping: who emitted a token
+            gpu_s = float("nan")
+            if self.cuda:
+                self.ev1.synchronize()  # an iteration of prompt chunks only copies no token ids
+                gpu_s = self.ev0.elapsed_time(self.ev1) * 1e-3
+            pre_tok = sum(n for _, n in pre)
+            # composition in the step model's terms: cached context read by decode tokens,
+            # cached tokens before each prefill chunk, logits produced
+            dec_ctx = sum(r.computed for r, _ in dec)
+            dec_ctx_max = max((r.computed for r, _ in dec), default=0)
+            pre_pos = sum(r.computed for r, _ in pre)
+            pre_pairs = sum(n * r.computed + n * (n + 1) // 2 for r, n in pre)
+            pre_prefix_pairs = sum(n * r.computed for r, n in pre)
+            n_logits = len(dec) + sum(1 for r, n in pre if r.computed + n >= r.prompt)
+
             k = 0
             for r, n in order:
                 was_prefill = r.in_prefill
@@ -317,6 +355,30 @@ class Server:
                     running.remove(r)
                     self.release(r)
                     done.append(r)
+            t_e = time.perf_counter()
+            self.iter_log.append(
+                (
+                    t_a - t0,
+                    t_b - t_a,
+                    t_c - t_b,
+                    t_d - t_c,
+                    t_e - t_d,
+                    gpu_s,
+                    graph_b,
+                    len(dec),
+                    len(pre),
+                    pre_tok,
+                    dec_ctx,
+                    pre_pos,
+                    n_logits,
+                    len(running),
+                    n_wait0,
+                    int(preempted_now),
+                    dec_ctx_max,
+                    pre_pairs,
+                    pre_prefix_pairs,
+                )
+            )
         return done, aborted, time.perf_counter() - t0
 
     def _debug_check(self, order, pre):
@@ -343,6 +405,97 @@ class Server:
             if b >= S:
                 return b
         return None
+
+
+#: provenance of every iteration row (constant within a run: gzip stores them for free)
+ITER_META = ("source", "as_of", "hardware", "framework", "model", "precision", "kv_precision")
+ITER_COLUMNS = ITER_META + (
+    "scenario",
+    "rate",
+    "iter",
+    "t_s",  # iteration start, from the run's start [s]
+    "sched_s",  # scheduling (admission, blocks, preemption) [s]
+    "prep_launch_s",  # inputs built, copied, kernels launched / graph replayed [s]
+    "sync_wait_s",  # waiting for the GPU (token ids back to the host) [s]
+    "book_s",  # book-keeping after the step (tokens, finished requests) [s]
+    "gpu_span_s",  # CUDA events around the step's work on the GPU stream [s]
+    "graph_batch",  # padded batch of the replayed CUDA graph; 0 = eager iteration
+    "n_decode",  # decoding sequences (one token each)
+    "n_prefill_seqs",  # sequences with a prompt chunk
+    "prefill_tokens",  # prompt tokens in this iteration
+    "decode_ctx_tokens",  # cached tokens read by the decode tokens (sum over sequences)
+    "prefill_cached_tokens",  # cached tokens before each prompt chunk (sum)
+    "logits",  # tokens whose logits are computed
+    "running_after",  # running sequences after the iteration
+    "waiting_before",  # queued requests when the iteration started
+    "preempted",  # 1 when the iteration preempted a request
+    "decode_ctx_max",  # longest cached context among the decode tokens
+    "prefill_pairs",  # query-key pairs of the prompt chunks: sum of n*cached + n(n+1)/2
+    "prefill_prefix_pairs",  # the part of them between chunks and cached context: sum n*cached
+)
+
+
+def write_iter_log(path, meta, scen, rate_s, log_rows):
+    """Append one run's per-iteration log (gzip CSV, ITER_COLUMNS; ``meta``: ITER_META values)."""
+    import gzip
+
+    new = not os.path.exists(path)
+    with gzip.open(path, "at", newline="") as f:
+        w = csv.writer(f)
+        if new:
+            w.writerow(ITER_COLUMNS)
+        for i, r in enumerate(log_rows):
+            w.writerow(
+                [meta[k] for k in ITER_META]
+                + [scen, rate_s, i]
+                + [f"{x:.6f}" for x in r[:6]]
+                + [int(x) for x in r[6:]]
+            )
+
+
+def compile_variants(m, dev, log):
+    """Compile every attention-kernel variant an eager iteration can meet (split counts 1-64:
+    each power-of-two class of the combine kernel; the prefill tile plan), so that no measured
+    iteration waits for Triton (see ref_kernels.NO_SPECIALIZE)."""
+    t = time.perf_counter()
+    n = 2
+    q = torch.zeros(n, m.hq, m.d, device=dev, dtype=torch.bfloat16)
+    out = torch.empty_like(q)
+    bt = torch.zeros(n, 4, device=dev, dtype=torch.int32)
+    ctx = torch.full((n,), 3, device=dev, dtype=torch.int32)
+    pos = torch.full((n,), 2, device=dev, dtype=torch.int32)
+    ar = torch.arange(n, device=dev, dtype=torch.int32)
+    gp = rk.gqa_pad(m.hq // m.hkv)
+    plans = [
+        (rk.AttnPlan(ar, ar, torch.ones_like(ar), max(1, 16 // gp), sp, n), sp)
+        for sp in (1, 2, 3, 5, 9, 17, 33)
+    ]
+    plans.append((re_.prefill_plan([0], [n], [0], dev, m.hkv, m.hq, n), 1))
+    rk.NO_SPECIALIZE = True
+    try:
+        for plan, sp in plans:
+            ws = re_.split_ws(m, n, sp, dev) if sp > 1 else None
+            rk.paged_attn(
+                q,
+                m.kc[0],
+                m.vc[0],
+                out,
+                bt,
+                ctx,
+                pos,
+                plan,
+                m.hq,
+                m.hkv,
+                m.d,
+                m.bs,
+                m.k_scale,
+                m.v_scale,
+                ws,
+            )
+    finally:
+        rk.NO_SPECIALIZE = False
+    torch.cuda.synchronize()
+    log(f"compiled {len(plans)} unspecialised attention variants in {time.perf_counter() - t:.1f}s")
 
 
 def pct(v, q):
@@ -454,6 +607,8 @@ def main(argv=None):
             Req(i, 0.0, n_in, 8)
             for i, n_in in enumerate(np.linspace(16, 3000, args.warmup_requests).astype(int))
         ]
+        if str(dev).startswith("cuda"):
+            compile_variants(m, dev, log)
         srv.run(wu, log)
         log(f"warm-up done: {srv.stats}")
         os.makedirs(args.out_dir, exist_ok=True)
@@ -461,6 +616,7 @@ def main(argv=None):
         raw = pr.CsvOut(
             os.path.join(args.out_dir, "serving_raw.csv"),
             [
+                "model",
                 "scenario",
                 "rate",
                 "rid",
@@ -474,6 +630,16 @@ def main(argv=None):
             ],
         )
         as_of = _dt.date.today().isoformat()
+        iters_path = os.path.join(args.out_dir, "serving_iterations.csv.gz")
+        iter_meta = {
+            "source": SOURCE,
+            "as_of": as_of,
+            "hardware": pr.HARDWARE if dev.startswith("cuda") else "cpu",
+            "framework": "pytorch",
+            "model": re_.model_column(args.model),
+            "precision": wprec,
+            "kv_precision": kvprec,
+        }
         nid = 0
         for scen, _rate, rate_s, path, reqs in runs:
             if time.time() - t_start > args.budget_s:
@@ -481,7 +647,9 @@ def main(argv=None):
                 continue
             for k in srv.stats:
                 srv.stats[k] = 0
+            srv.iter_log = []
             done, aborted, wall = srv.run(reqs, log, args.max_wall_s)
+            write_iter_log(iters_path, iter_meta, scen, rate_s, srv.iter_log)
             if aborted or len(done) < len(reqs):
                 log(
                     f"{scen} rate {rate_s}: ABORTED after {wall:.0f}s, {len(done)}/{len(reqs)} "
@@ -548,6 +716,7 @@ def main(argv=None):
             for r in done:
                 raw.row(
                     {
+                        "model": re_.model_column(args.model),
                         "scenario": scen,
                         "rate": rate_s,
                         "rid": r.rid,

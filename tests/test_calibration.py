@@ -30,6 +30,7 @@ from planner.calibration import (
     data_files_default,
     error_table,
     fit_profile,
+    iteration_logs_default,
     predict_rows,
     prepare_rows,
 )
@@ -695,7 +696,8 @@ def bundled():
 
 def test_bundled_profile_hash_matches_data(bundled):
     # fails when a measurement file changes (or one is added) without `planner calibrate`
-    assert list(bundled.data_files) == [calib._rel(p) for p in data_files_default()]
+    files = data_files_default() + iteration_logs_default()
+    assert list(bundled.data_files) == [calib._rel(p) for p in files]
     assert bundled.data_hash == _hash_files([REPO_ROOT / f for f in bundled.data_files])
 
 
@@ -713,7 +715,8 @@ def test_bundled_profile_h200_pytorch_node(bundled):
     n_csv = int(
         ((ref["precision"] == "bf16") & ref["metric"].isin(["prefill_s", "decode_step_s"])).sum()
     )
-    assert prov == f"fit (pytorch/{H200}/bf16, {n_csv} rows)"
+    # + the serving terms fitted on the engine's iteration logs (tests/test_serving_terms.py)
+    assert prov == f"fit (pytorch/{H200}/bf16, {n_csv} rows; serving terms fit on iteration logs)"
     node = bundled.find("pytorch", "hopper", H200, "bf16")
     assert node.level == 4 and node.n_rows == n_csv and params == node.params
     # the first harness keeps its own node (framework pytorch-naive), all 394 rows

@@ -286,7 +286,7 @@ def test_scalar_path_equals_vector_path(catalog, model, pp, eager_layer_s):
     from planner.engine._scalar import window_pairs
     from planner.engine.phases import _window_sums, decode_time, prefill_time
 
-    params = PRIOR.with_(eager_layer_s=eager_layer_s)
+    params = PRIOR.with_(eager_layer_s=eager_layer_s, prefix_attn_eff=0.12)
     sm = step_model(model, H100, "bf16", tp=2, pp=pp, params=params, catalog=catalog)
     assert sm.pp == pp and (sm.window > 0) and (not eager_layer_s or sm.params.eager_layer_s)
     for pos, n in [(0, 1), (0, 300), (1000, 1), (3000, 2000), (5000, 512), (9000, 7)]:
@@ -294,7 +294,7 @@ def test_scalar_path_equals_vector_path(catalog, model, pp, eager_layer_s):
         assert window_pairs(pos, n, sm.window) == pytest.approx(float(pairs), rel=1e-15)
         kv_sw = min(pos + n, sm.window)
         args = (n * 3, 3, 3, 3 * (pos + n), 3 * (n * pos + n * (n + 1) / 2), 3 * kv_sw,
-                3 * window_pairs(pos, n, sm.window))  # fmt: skip
+                3 * window_pairs(pos, n, sm.window), 3 * n * pos)  # fmt: skip
         assert sm.step_time(*args) == pytest.approx(sm.step(*args).time_s, rel=1e-12)
     for batch, isl in [(1, 128), (4, 2048), (2, 8192)]:
         assert prefill_time(sm, batch, isl) == pytest.approx(

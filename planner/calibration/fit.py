@@ -36,6 +36,11 @@ import numpy as np
 
 from planner.benchmarks.io import _hash_files, load_measurements
 from planner.benchmarks.step_rows import _canonical_precision, row_predictor
+from planner.calibration.iterations import (
+    fit_iterations,
+    iteration_logs_default,
+    read_iteration_log,
+)
 from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.profile import Profile, ProfileNode, _node_keys, resolve_params
@@ -361,10 +366,18 @@ MAX_CALIBRATE_ROWS = 10_000
 def calibrate(
     paths: Sequence[str | os.PathLike[str]] | None = None,
     catalog: Catalog | None = None,
+    iteration_logs: Sequence[str | os.PathLike[str]] | None = None,
     **kw: Any,
 ) -> tuple[Profile, list[PreparedRow]]:
-    """Load measurements, prepare rows and fit a profile (``planner calibrate``)."""
+    """Load measurements, prepare rows and fit a profile (``planner calibrate``).
+
+    ``iteration_logs``: serving iteration logs whose framework x GPU nodes get the serving
+    terms of :func:`planner.calibration.iterations.fit_iterations` after the step fit. Default:
+    the bundled logs when ``paths`` is the bundled data too, else none.
+    """
     cat = catalog or load_catalog()
+    if iteration_logs is None:
+        iteration_logs = iteration_logs_default() if not paths else []
     files = [Path(p) for p in (paths or data_files_default())]
     vllm_kw = {
         k: v
@@ -379,7 +392,36 @@ def calibrate(
             "fit a representative subset (e.g. a few hundred rows per GPU, model and metric)"
         )
     rows = prepare_rows(df, cat)
+    logs = [Path(p) for p in iteration_logs]
     prof = fit_profile(
-        rows, data_files=[_rel(f) for f in files], data_hash=_hash_files(files), **kw
+        rows,
+        data_files=[_rel(f) for f in files + logs],
+        data_hash=_hash_files(files + logs),
+        **kw,
     )
+    if logs:
+        prof = fit_serving_terms(prof, [read_iteration_log(p) for p in logs], cat)
     return prof, rows
+
+
+def fit_serving_terms(profile: Profile, logs: Sequence[Any], catalog: Catalog) -> Profile:
+    """The profile with the serving terms fitted on iteration logs, one fit per framework x
+    GPU, written into that framework's nodes (its GPU's and the framework-wide ones)."""
+    import pandas as pd
+
+    df = pd.concat(list(logs), ignore_index=True)
+    nodes = list(profile.nodes)
+    for (fw_raw, hw_raw), g in df.groupby(["framework", "hardware"], sort=True):
+        fw, gpu = catalog.framework(str(fw_raw)).id, catalog.gpu(str(hw_raw))
+        g = g.assign(framework=fw, hardware=gpu.id)
+
+        def params_for(gpu_id, fw_id, prec):
+            return resolve_params(gpu_id, fw_id, prec, catalog=catalog, profile=profile)[0]
+
+        fit = fit_iterations(g, params_for, catalog)
+        for i, n in enumerate(nodes):
+            if n.framework == fw and n.gpu in (None, gpu.id) and n.arch in (None, gpu.arch):
+                nodes[i] = n.model_copy(
+                    update={"params": n.params.with_(**fit.params), "serving_fit": fit.describe()}
+                )
+    return profile.model_copy(update={"nodes": tuple(nodes)})

@@ -30,6 +30,14 @@ class EfficiencyParams(Frozen):
     attn_eff: float = Field(
         0.50, gt=0, le=1, description="achieved / peak FLOPS in attention kernels"
     )
+    prefix_attn_eff: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="achieved / peak FLOPS of the attention between a prompt chunk and the "
+        "context already cached before it (chunked prefill, prefix caching: a paged kernel "
+        "reading the cache, not a fresh prompt's); 0 = attn_eff",
+    )
     # comm priors: NCCL all-reduce on 2 x H200 NVLink (data/benchmarks/nccl_h200_x2_micro.csv,
     # bench/nccl_allreduce.py): t = 20 us + S / (450 GB/s x 0.68) within 5% from 4 MiB up
     comm_eff: float = Field(0.68, gt=0, le=1, description="achieved / link bandwidth in all-reduce")
@@ -46,6 +54,27 @@ class EfficiencyParams(Frozen):
     )
     sched_overhead_s: float = Field(
         0.0, ge=0, description="serving scheduler cost per iteration [s]"
+    )
+    sched_seq_overhead_s: float = Field(
+        0.0,
+        ge=0,
+        description="serving host cost per scheduled sequence per iteration: building the "
+        "step's inputs and book-keeping its tokens, while the GPU waits [s]",
+    )
+    attn_seq_bw_bytes_s: float = Field(
+        0.0,
+        ge=0,
+        description="KV bandwidth of one attention program (one sequence x KV head, or one "
+        "split of it): the longest decoding sequence's excess over the batch mean costs "
+        "layers x excess x bytes / this (a batch of mixed lengths waits for its longest "
+        "sequence); 0 = a kernel that balances the work (no such cost) [B/s]",
+    )
+    attn_split_items: float = Field(
+        528.0,
+        ge=1,
+        description="work items (decoding sequences x KV heads per GPU) below which the "
+        "attention kernel splits each sequence: splits = max(1, this / items); used with "
+        "attn_seq_bw_bytes_s",
     )
 
     def with_(self, **kw: float) -> EfficiencyParams:

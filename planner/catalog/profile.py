@@ -35,6 +35,9 @@ class ProfileNode(Frozen):
     sources: tuple[str, ...] = ()
     in_sample_mdape: float | None = None
     params: EfficiencyParams
+    #: what fitted the serving terms on iteration logs (planner.calibration.iterations),
+    #: None when they are the parent's or priors
+    serving_fit: str | None = None
 
     @property
     def label(self) -> str:
@@ -155,12 +158,13 @@ def resolve_params(
     node = prof.find(fw, g.arch, g.id, prec)
     if node is None:
         return PRIOR, "prior"
+    serving = "; serving terms fit on iteration logs" if node.serving_fit else ""
     if node.level == 4:
         return (
             node.params,
-            f"fit ({node.framework}/{node.gpu}/{node.precision}, {node.n_rows} rows)",
+            f"fit ({node.framework}/{node.gpu}/{node.precision}, {node.n_rows} rows{serving})",
         )
-    return node.params, f"transferred from {_describe(node)}"
+    return node.params, f"transferred from {_describe(node)}{serving}"
 
 
 def _describe(n: ProfileNode) -> str:

@@ -133,6 +133,8 @@ def cmd_calibrate(args) -> int:
             "layer_overhead_s": n.params.layer_overhead_s,
             "comm_eff": n.params.comm_eff,
             "sched_overhead_s": n.params.sched_overhead_s,
+            "sched_seq_overhead_s": n.params.sched_seq_overhead_s,
+            "serving_terms": "fit on iteration logs" if n.serving_fit else "",
         }
         for n in prof.nodes
     ]

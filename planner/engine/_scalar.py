@@ -32,9 +32,13 @@ def window_pairs(pos: int, n: int, w: float) -> float:
     return i_cap * pos + i_cap * (i_cap + 1) / 2 + (n - i_cap) * w
 
 
-def step_time_scalar(c, T, num_seqs, num_logits, kv_full, pairs_full, kv_sw, pairs_sw):
+def step_time_scalar(
+    c, T, num_seqs, num_logits, kv_full, pairs_full, kv_sw, pairs_sw, pairs_prefix
+):
     """Step time [s] from the coefficient tuple ``c`` of ``StepModel._coeffs`` (all
     arguments floats): the scalar form of :meth:`StepModel.step` ``(...).time_s``.
+    ``pairs_prefix`` is the part of ``pairs_full`` between prompt chunks and their cached
+    context.
 
     Every operation happens in the order of the formula in :meth:`StepModel.step`; products
     that do not depend on the step's counts are precomputed in ``c``.
@@ -59,6 +63,7 @@ def step_time_scalar(c, T, num_seqs, num_logits, kv_full, pairs_full, kv_sw, pai
         bw_kv,
         attn_f,
         peak_attn,
+        peak_prefix,
         tp_gt1,
         ring,
         comm_b,
@@ -86,7 +91,9 @@ def step_time_scalar(c, T, num_seqs, num_logits, kv_full, pairs_full, kv_sw, pai
     else:
         t_gc = 0.0
     t_am = kvb * (lf * kv_full + lsw * kv_sw + lall * T) / bw_kv
-    t_ac = attn_f * (lf * pairs_full + lsw * pairs_sw) / peak_attn
+    t_ac = attn_f * (lf * (pairs_full - pairs_prefix) + lsw * pairs_sw) / peak_attn
+    if pairs_prefix > 0.0:
+        t_ac += attn_f * lf * pairs_prefix / peak_prefix
     t = (t_gm if t_gm > t_gc else t_gc) + (t_am if t_am > t_ac else t_ac)
     if tp_gt1 != 0.0:
         t += ring * comm_b * T / link
@@ -95,3 +102,21 @@ def step_time_scalar(c, T, num_seqs, num_logits, kv_full, pairs_full, kv_sw, pai
         t = (t**eager_k + eager_e_k) ** (1.0 / eager_k)
     t += over0 + seq_o * num_seqs
     return t * pp
+
+
+def straggler_time_scalar(c, n_decode, max_ctx, sum_ctx):
+    """Extra attention time [s] of a decode batch of mixed lengths (scalar form of
+    :meth:`planner.engine.step.StepModel.straggler_time`): the longest sequence's excess over
+    the mean, read by one attention program per KV head (split when the batch has few work
+    items). ``c`` = ``StepModel._straggler_coeffs`` (seconds per excess token for one split,
+    split work items per sequence); zero when the kernel balances the work."""
+    per_tok, items = c
+    if per_tok == 0.0 or n_decode <= 0.0:
+        return 0.0
+    excess = max_ctx - sum_ctx / n_decode
+    if excess <= 0.0:
+        return 0.0
+    splits = items / n_decode
+    if splits < 1.0:
+        splits = 1.0
+    return per_tok * excess / splits

@@ -139,6 +139,7 @@ class StepModel:
         attn_pairs_full,
         kv_read_tokens_sw=0.0,
         attn_pairs_sw=0.0,
+        attn_pairs_prefix=0.0,
     ) -> StepBreakdown:
         """Breakdown of one step (inputs broadcast as numpy arrays).
 
@@ -150,6 +151,8 @@ class StepModel:
         kv_read_tokens_full : sum over sequences of tokens attended in a full-attention layer
         attn_pairs_full : sum over sequences of query-key pairs in a full-attention layer
         kv_read_tokens_sw, attn_pairs_sw : the same for sliding-window layers (window-capped)
+        attn_pairs_prefix : the part of ``attn_pairs_full`` between prompt chunks and the
+            context cached before them (at ``prefix_attn_eff``)
         """
         p = self.params
         T = np.asarray(new_tokens, dtype=float)
@@ -179,8 +182,13 @@ class StepModel:
             attn_pairs_sw, float
         )
         a_flops = self.attn_flops_per_pair_layer * pairs
+        pf_flops = (
+            self.attn_flops_per_pair_layer * self.layers_full * np.asarray(attn_pairs_prefix, float)
+        )
         t_am = (kv_read + kv_write) / (self.bw_bytes_s * p.kv_mem_eff)
-        t_ac = a_flops / (self.peak_flops * p.attn_eff)
+        t_ac = (a_flops - pf_flops) / (self.peak_flops * p.attn_eff) + pf_flops / (
+            self.peak_flops * (p.prefix_attn_eff or p.attn_eff)
+        )
         t_attn = np.maximum(t_am, t_ac)
         # communication
         if self.tp > 1:
@@ -226,7 +234,7 @@ class StepModel:
     # ---- the hot scalar path of :meth:`step` (plain floats, no numpy) ------------------
     @cached_property
     def _coeffs(self) -> tuple[float, ...]:
-        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (30 floats): the
+        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (31 floats): the
         step's constants, with the products that do not depend on its counts done once."""
         p = self.params
         ne = self.num_experts
@@ -252,6 +260,7 @@ class StepModel:
                 self.bw_bytes_s * p.kv_mem_eff,
                 self.attn_flops_per_pair_layer,
                 self.peak_flops * p.attn_eff,
+                self.peak_flops * (p.prefix_attn_eff or p.attn_eff),
                 self.tp > 1,
                 2 * (self.tp - 1) / self.tp,
                 self.comm_bytes_per_token,
@@ -266,6 +275,43 @@ class StepModel:
             )
         )
 
+    @cached_property
+    def _straggler_coeffs(self) -> tuple[float, float]:
+        """(seconds per excess context token of one attention program over all layers and
+        stages, split work items per decoding sequence) for
+        :func:`planner.engine._scalar.straggler_time_scalar`."""
+        p = self.params
+        heads = max(1, math.ceil(self.model.num_key_value_heads / self.tp))
+        if not p.attn_seq_bw_bytes_s or self.model.is_mla:
+            return (0.0, 1.0)
+        per_head = self.kv_bytes_per_token_layer / heads
+        per_tok = (self.layers_full + self.layers_sw) * per_head / p.attn_seq_bw_bytes_s
+        return (float(per_tok * self.pp), float(p.attn_split_items / heads))
+
+    def straggler_time(self, n_decode, max_ctx, sum_ctx):
+        """Extra attention time [s] when the decoding sequences differ in length.
+
+        An attention kernel that gives each (sequence, KV head) one program, split only when
+        the batch has few work items, waits for the longest sequence: time grows by
+        ``layers x (max_ctx - sum_ctx / n_decode) x bytes per token and KV head / (splits x
+        attn_seq_bw_bytes_s)`` with ``splits = max(1, attn_split_items / (n_decode x KV
+        heads per GPU))``. Zero for equal lengths, and when ``attn_seq_bw_bytes_s`` is 0
+        (a kernel that balances the work). The scalar form is
+        :func:`planner.engine._scalar.straggler_time_scalar`.
+
+        Parameters
+        ----------
+        n_decode : decoding sequences in the step
+        max_ctx : the longest decoding sequence's context [tokens]
+        sum_ctx : the decoding sequences' contexts, summed [tokens]
+        """
+        per_tok, items = self._straggler_coeffs
+        n = np.asarray(n_decode, float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            excess = np.where(n > 0, np.asarray(max_ctx, float) - np.asarray(sum_ctx, float) / n, 0)
+            splits = np.maximum(1.0, np.where(n > 0, items / n, 1.0))
+        return _s(per_tok * np.maximum(excess, 0.0) / splits)
+
     def step_time(
         self,
         new_tokens: float,
@@ -275,6 +321,7 @@ class StepModel:
         pairs_full: float,
         kv_sw: float = 0.0,
         pairs_sw: float = 0.0,
+        pairs_prefix: float = 0.0,
     ) -> float:
         """Step time [s] with plain floats (no numpy), equal to ``step(...).time_s``.
 
@@ -290,6 +337,7 @@ class StepModel:
             float(pairs_full),
             float(kv_sw),
             float(pairs_sw),
+            float(pairs_prefix),
         )
 
 

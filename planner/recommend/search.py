@@ -88,7 +88,7 @@ def _tpot_floor(rep: Replica, ctx_tokens: float) -> float:
     sm, W = rep.sm, rep.sm.window if rep.sm.layers_sw > 0 else 0
     c = ctx_tokens + 1
     kvs = min(c, W) if W else 0.0
-    return sm.step_time(1, 1, 1, c, c, kvs, kvs) + rep.engine.sched_overhead_s
+    return sm.step_time(1, 1, 1, c, c, kvs, kvs) + rep.engine.host_time_s(1)
 
 
 def _why_tpot(rep: Replica, floor_s: float, target_s: float) -> str:

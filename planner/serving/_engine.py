@@ -57,7 +57,9 @@ def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -
         fin,
         npre,
         sm._coeffs,
-        float(eng.sched_overhead_s),
+        np.array(
+            [eng.sched_overhead_s, eng.sched_seq_overhead_s, *sm._straggler_coeffs], np.float64
+        ),
         int(bs),
         int(eng.max_num_seqs),
         int(eng.max_num_batched_tokens),
@@ -137,7 +139,8 @@ def _run_static(replica: Replica, reqs: Requests, concurrency: int | None = None
     eng = replica.engine
     sm = replica.sm
     st = sm.step_time
-    sched = eng.sched_overhead_s
+    host = eng.host_time_s
+    strag = sm.straggler_time
     bs = eng.block_size_tokens
     W = int(sm.window) if sm.layers_sw > 0 and sm.window > 0 else 0
     n = len(reqs)
@@ -191,18 +194,16 @@ def _run_static(replica: Replica, reqs: Requests, concurrency: int | None = None
             if W
             else 0.0
         )
-        t_pf = (
-            st(
-                float(c.sum()),
-                b,
-                b,
-                float(end.sum()),
-                float((c * p + c * (c + 1) / 2).sum()),
-                kv_sw,
-                pr_sw,
-            )
-            + sched
-        )
+        t_pf = st(
+            float(c.sum()),
+            b,
+            b,
+            float(end.sum()),
+            float((c * p + c * (c + 1) / 2).sum()),
+            kv_sw,
+            pr_sw,
+            float((c * p).sum()),
+        ) + host(b)
         area += float((now - arr[idx]).sum())
         start = now
         now += t_pf
@@ -216,11 +217,14 @@ def _run_static(replica: Replica, reqs: Requests, concurrency: int | None = None
         S = float(end.sum())
         if L > 0:
             sw0 = float(np.minimum(end + 1, W).sum()) if W else 0.0
-            t0 = st(b, b, b, S + b, S + b, sw0, sw0) + sched
+            # padded static batch: every row decodes; the longest context stays ahead by
+            # the same margin, so the straggler time is one constant
+            extra = host(b) + float(strag(b, float(end.max()), S))
+            t0 = st(b, b, b, S + b, S + b, sw0, sw0) + extra
             if L > 1:
                 S1 = S + b * (L - 1)
                 sw1 = float(np.minimum(end + L, W).sum()) if W else 0.0
-                t1 = st(b, b, b, S1 + b, S1 + b, sw1, sw1) + sched
+                t1 = st(b, b, b, S1 + b, S1 + b, sw1, sw1) + extra
                 d = (t1 - t0) / (L - 1)
             else:
                 t1, d = t0, 0.0

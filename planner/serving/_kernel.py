@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from planner.engine import _scalar
-from planner.engine._scalar import step_time_scalar
+from planner.engine._scalar import step_time_scalar, straggler_time_scalar
 
 #: error codes of :func:`_loop`
 ERR_STALLED = 1
@@ -103,6 +103,7 @@ def heap_pop(h, size):
 
 
 _st = step_time_scalar  # replaced by the compiled versions in kernel()
+_sg = straggler_time_scalar
 _hpush = heap_push
 _hpop = heap_pop
 _compiled = None
@@ -148,23 +149,25 @@ def _cache_dir(dispatcher) -> str | None:
 
 def kernel():
     """The compiled :func:`_loop` (numba imported and the cache loaded on first use)."""
-    global _st, _hpush, _hpop, _compiled
+    global _st, _sg, _hpush, _hpop, _compiled
     if _compiled is None:
         import numba
 
         try:
             jit = numba.njit(cache=True)
             st = jit(step_time_scalar)
+            sg = jit(straggler_time_scalar)
             loop = jit(_loop)
         except RuntimeError:  # no writable cache location: compile in every process
             jit = numba.njit
             st = jit(step_time_scalar)
+            sg = jit(straggler_time_scalar)
             loop = jit(_loop)
         cache_dir = _cache_dir(loop)
         if cache_dir is not None:
             # the loop's cache is keyed on this file only; it inlines step_time_scalar
             refresh_cache(cache_dir, sources_digest())
-        _st, _hpush, _hpop = st, jit(heap_push), jit(heap_pop)
+        _st, _sg, _hpush, _hpop = st, sg, jit(heap_push), jit(heap_pop)
         _compiled = loop
     return _compiled
 
@@ -179,7 +182,7 @@ def _loop(  # noqa: C901
     fin,
     npre,
     coef,
-    sched,
+    srv,
     bs,
     maxseq,
     budget0,
@@ -192,7 +195,11 @@ def _loop(  # noqa: C901
 ):
     """Run the event loop; fills ``first``, ``fin``, ``npre`` (and ``arr`` when closed).
 
-    ``arr`` has n + 1 entries, the last +inf (a sentinel). Returns
+    ``arr`` has n + 1 entries, the last +inf (a sentinel). ``srv`` holds the host time per
+    iteration and per sequence [s] and the straggler coefficients
+    (``StepModel._straggler_coeffs``): an iteration of ``nseq`` sequences whose ``B`` decoders
+    hold ``S`` tokens, the longest ``mx``, takes ``step_time + srv[0] + srv[1] * nseq +
+    straggler_time(B, mx, S)``. Returns
     ``(err, iterations, busy, area, kv_area, kv_max, pf_tokens, ev_int, ev_t, n_events)``
     where ``ev_int[:n_events]`` holds (decoders, sequences, iterations) and
     ``ev_t[:n_events]`` (t_first, t_last) of every iteration record; ``err`` is 0 or an
@@ -216,7 +223,8 @@ def _loop(  # noqa: C901
         to reach, tokens in KV so far) in admission order, ``ch_c`` this iteration's chunks;
         ``ro_r`` / ``ro_a`` (r, adm) in admission order, the last one is preempted first;
         ``fh`` min-heap of (iteration of the last token, r, epoch) of decoders; ``swh`` of
-        (iteration at which the context reaches the window ``W``, r, epoch).
+        (iteration at which the context reaches the window ``W``, r, epoch); ``mh`` of
+        (-(dP - dI0), r, epoch): its top is the longest decoder (KV tokens ``cur`` - key).
     Decode aggregates (what a stride of pure-decode iterations needs)
         ``B`` decoders; ``S`` sum of their KV tokens before the iteration; ``Tsw`` sum of
         ``min(kv + 1, W)``; ``nbelow`` decoders still below the window; ``cnt[k]`` decoders
@@ -261,6 +269,12 @@ def _loop(  # noqa: C901
     nfh = 0
     swh = np.zeros((64, 3), np.int64)
     nswh = 0
+    mh = np.zeros((64, 3), np.int64)
+    nmh = 0
+    sched = srv[0]
+    sched_seq = srv[1]
+    sgc = (srv[2], srv[3])
+    use_sg = srv[2] > 0.0
     cnt = np.zeros(bs, np.int64)
     ecap = 1024
     ev_i = np.zeros((ecap, 3), np.int64)
@@ -347,16 +361,34 @@ def _loop(  # noqa: C901
                         k = ksw
             if k >= 1:
                 fB = float(B)
+                # host time and the straggler term stay constant over the stride (every
+                # decoder's context grows by one token per iteration)
+                extra = sched + sched_seq * fB
+                if use_sg:
+                    while nmh > 0 and mh[0, 2] != epoch[mh[0, 1]]:
+                        _, _, _, nmh = _hpop(mh, nmh)
+                    if nmh > 0:
+                        extra += _sg(sgc, fB, float(cur - mh[0, 0]), float(S))
                 t0 = (
-                    _st(coef, fB, fB, fB, float(S + B), float(S + B), float(Tsw), float(Tsw))
-                    + sched
+                    _st(coef, fB, fB, fB, float(S + B), float(S + B), float(Tsw), float(Tsw), 0.0)
+                    + extra
                 )
                 if k > 1:
                     S1 = S + B * (k - 1)
                     T1 = Tsw + nbelow * (k - 1)
                     t1 = (
-                        _st(coef, fB, fB, fB, float(S1 + B), float(S1 + B), float(T1), float(T1))
-                        + sched
+                        _st(
+                            coef,
+                            fB,
+                            fB,
+                            fB,
+                            float(S1 + B),
+                            float(S1 + B),
+                            float(T1),
+                            float(T1),
+                            0.0,
+                        )
+                        + extra
                     )
                     d = (t1 - t0) / (k - 1)
                 else:
@@ -500,6 +532,7 @@ def _loop(  # noqa: C901
         prf = float(S + B)
         kvs = Tsw
         prs = float(Tsw)
+        prp = 0.0  # pairs between the chunks and their cached context (full layers)
         nch = 0  # the chunks are pf[0 .. nch-1]
         for j in range(npf):
             if budget <= 0:
@@ -554,6 +587,7 @@ def _loop(  # noqa: C901
             nseq += 1
             kvf += end
             prf += c * pos + c * (c + 1) / 2
+            prp += c * pos
             if has_sw:
                 kvs += end if end < W else W
                 i_cap = W - pos
@@ -566,6 +600,12 @@ def _loop(  # noqa: C901
                 nlog += 1
         if T == 0:
             return (3, cur, busy, area, kv_area, kv_max, pf_tokens, ev_i, ev_t, nev)
+        extra = sched + sched_seq * nseq
+        if use_sg and B > 0:
+            while nmh > 0 and mh[0, 2] != epoch[mh[0, 1]]:
+                _, _, _, nmh = _hpop(mh, nmh)
+            if nmh > 0:
+                extra += _sg(sgc, float(B), float(cur - mh[0, 0]), float(S))
         dt = (
             _st(
                 coef,
@@ -576,8 +616,9 @@ def _loop(  # noqa: C901
                 prf,
                 float(kvs),
                 prs,
+                prp,
             )
-            + sched
+            + extra
         )
         used = nblocks - free
         kv_area += used * dt
@@ -671,6 +712,8 @@ def _loop(  # noqa: C901
                     S += P
                     cnt[(P - I0) % bs] += 1
                     fh, nfh = _hpush(fh, nfh, I0 + out[r] - g[r] - 1, r, epoch[r])
+                    if use_sg:
+                        mh, nmh = _hpush(mh, nmh, I0 - P, r, epoch[r])
                     if has_sw:
                         Tsw += P + 1 if P + 1 < W else W
                         e = I0 + W - P - 1

@@ -32,7 +32,7 @@ def unloaded_latency(
     rng = rng if rng is not None else np.random.default_rng(12345)
     eng, sm = replica.engine, replica.sm
     st = sm.step_time
-    sched = eng.sched_overhead_s
+    sched = eng.host_time_s(1)
     W = int(sm.window) if sm.layers_sw > 0 and sm.window > 0 else 0
     reqs = workload.sample_requests(
         n, rng, 1.0, context_limit=eng.context_limit_tokens, prefix_caching=eng.prefix_caching
@@ -54,7 +54,10 @@ def unloaded_latency(
             end = pos + m
             kvs = min(end, W) if W else 0
             prs = window_pairs(pos, m, W) if W else 0.0
-            t += st(m, 1, 1 if end == P else 0, end, m * pos + m * (m + 1) / 2, kvs, prs) + sched
+            t += (
+                st(m, 1, 1 if end == P else 0, end, m * pos + m * (m + 1) / 2, kvs, prs, m * pos)
+                + sched
+            )
             pos = end
         ttft[k] = t
         if Oq > 1:

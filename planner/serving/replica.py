@@ -35,10 +35,16 @@ class EngineConfig:
     context_limit_tokens: int
     memory_utilization: float
     sched_overhead_s: float
+    sched_seq_overhead_s: float = 0.0
 
     @property
     def kv_capacity_tokens(self) -> int:
         return self.num_blocks * self.block_size_tokens
+
+    def host_time_s(self, num_seqs: float) -> float:
+        """Scheduler time of one iteration of ``num_seqs`` sequences [s]: ``sched_overhead_s +
+        sched_seq_overhead_s x num_seqs`` (the GPU waits for it)."""
+        return self.sched_overhead_s + self.sched_seq_overhead_s * num_seqs
 
 
 @dataclass(frozen=True)
@@ -200,6 +206,7 @@ def build_replica(
         context_limit_tokens=ctx,
         memory_utilization=float(plan.memory_utilization),
         sched_overhead_s=float(params.sched_overhead_s),
+        sched_seq_overhead_s=float(params.sched_seq_overhead_s),
     )
     return Replica(
         sm=sm,

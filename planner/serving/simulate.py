@@ -19,8 +19,12 @@ iteration (forward step) at a time:
   the front; on re-admission it prefills its prompt plus the tokens it had produced).
 * **Duration** of each iteration: :meth:`planner.engine.step.StepModel.step_time` for exactly the
   prefill chunks and decode tokens it holds (attention pairs ``n*p + n(n+1)/2`` for a chunk
-  of n tokens after p cached ones, window-capped on sliding-window layers), plus the
-  serving scheduler's ``sched_overhead_s``.
+  of n tokens after p cached ones, window-capped on sliding-window layers; the ``n*p`` part
+  at ``prefix_attn_eff``), plus the host time ``sched_overhead_s + sched_seq_overhead_s x
+  sequences`` and the longest decoder's attention
+  (:meth:`~planner.engine.step.StepModel.straggler_time`; the loop keeps a max-heap of the
+  decoders' lengths). The serving terms are fitted on iteration logs
+  (:mod:`planner.calibration.iterations`); without one they are zero.
 
 Between events (an arrival that can be admitted, a completion, a KV-block shortage, a
 sliding-window crossing) the batch is a fixed set of decoders whose step time grows

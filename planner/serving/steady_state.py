@@ -104,7 +104,7 @@ def steady_state(
     """
     eng, sm = replica.engine, replica.sm
     st = sm.step_time
-    sched = eng.sched_overhead_s
+    host = eng.host_time_s
     I_, O_, c_, ctx_run = _shape(workload, eng)
     if rate_rps is None:
         if not isinstance(workload, Workload):
@@ -129,7 +129,7 @@ def steady_state(
         pr = b * (mean_ctx + 1) + a * pf_pairs
         kvs = b * min(mean_ctx + 1, W) + a * min(I_, W) if W else 0.0
         prs = b * min(mean_ctx + 1, W) + a * pf_pairs_sw if W else 0.0
-        return st(b + a * n_pf, b + a, b + a, kv, pr, kvs, prs) + sched
+        return st(b + a * n_pf, b + a, b + a, kv, pr, kvs, prs, a * n_pf * c_) + host(b + a)
 
     # saturation
     if dec > 0:
@@ -205,5 +205,9 @@ def offline_throughput(
         pairs_sw = B * (float(prefill_pairs_sw) + osl * sw) / n_iter
     else:
         sw = pairs_sw = 0.0
-    t = sm.step_time(new, B, B, B * ctx, pairs, B * sw, pairs_sw) + sm.params.sched_overhead_s
+    t = (
+        sm.step_time(new, B, B, B * ctx, pairs, B * sw, pairs_sw)
+        + sm.params.sched_overhead_s
+        + sm.params.sched_seq_overhead_s * B
+    )
     return B * osl / (n_iter * t), B
