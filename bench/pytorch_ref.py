@@ -455,6 +455,7 @@ class KVPool:
 class Timer:
     def __init__(self, device: str):
         self.cuda = device.startswith("cuda")
+        self.agree = None  # reps -> reps agreed by every rank (tensor parallel runs)
 
     def sync(self):
         if self.cuda:
@@ -468,6 +469,8 @@ class Timer:
         self.sync()
         est = self._time_n(fn, 1)[0]
         reps = int(max(min_reps, min(max_reps, target_s / max(est, 1e-7))))
+        if self.agree is not None:  # tensor parallel: every rank times as many calls
+            reps = self.agree(reps)
         ts = sorted(self._time_n(fn, reps))
         return statistics.median(ts), quantile(ts, 0.1), quantile(ts, 0.9), reps
 

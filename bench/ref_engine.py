@@ -327,9 +327,11 @@ class Model:
         if self.tp > 1:
             import torch.distributed as dist
 
-            full = torch.empty(self.tp, *logits.shape, device=x.device, dtype=logits.dtype)
+            n, v = logits.shape
+            # the concatenated form (tp * n rows): NCCL and gloo (the CPU dry run) both take it
+            full = torch.empty(self.tp * n, v, device=x.device, dtype=logits.dtype)
             dist.all_gather_into_tensor(full, logits)
-            logits = full.permute(1, 0, 2).reshape(logits.shape[0], -1)[:, : c["vocab"]]
+            logits = full.view(self.tp, n, v).permute(1, 0, 2).reshape(n, -1)[:, : c["vocab"]]
         return logits
 
 
@@ -601,6 +603,24 @@ def engine_desc(info, bs, kvprec, wprec, tp):
     return ", ".join(parts)
 
 
+def agree(value: float, dev, largest: bool = True) -> float:
+    """The same number on every rank: the largest (or smallest) of the ranks' values.
+
+    Under TP every rank must launch the same collectives in the same order. Decisions made
+    from a rank's own clock or memory (a deadline, the points that fit, the repetitions of a
+    timing) can differ by a hair between ranks; the rank that does one replay more then
+    waits in an all-reduce its peer never joins. This is the likely cause of the TP = 2
+    sweep that hung after 7 points on 2026-12-01 (`measure` chose the repetitions from each
+    rank's own first timing). One rank: the value itself."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return value
+    t = torch.tensor([float(value)], device=dev, dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX if largest else dist.ReduceOp.MIN)
+    return float(t.item())
+
+
 def run_model(
     name,
     wprec,
@@ -642,7 +662,7 @@ def run_model(
         )
     else:
         free = 16e9
-    budget = min(free - 8e9, args.mem_limit_gb * 1e9 - wbytes)
+    budget = agree(min(free - 8e9, args.mem_limit_gb * 1e9 - wbytes), dev, largest=False)
     dec_pts, skipped = [], []
     for c in ctxs:
         for b in batches:
@@ -685,7 +705,7 @@ def run_model(
     # order: decode first (priority shapes), then prefill
     for kind, pts in (("decode", dec_pts), ("prefill", pre_pts)):
         for b, n in pts:
-            if time.time() > deadline:
+            if agree(time.time() > deadline, dev):  # every rank skips, or none
                 log(f"   budget reached: skipping {kind} b={b} n={n}")
                 continue
             try:
@@ -931,9 +951,12 @@ def main(argv=None):
         os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
         rank = int(os.environ["RANK"])
         tp = int(os.environ["WORLD_SIZE"])
-        dev = f"cuda:{int(os.environ.get('LOCAL_RANK', rank))}"
-        torch.cuda.set_device(dev)
-        dist.init_process_group("nccl", device_id=torch.device(dev))
+        if torch.cuda.is_available():
+            dev = f"cuda:{int(os.environ.get('LOCAL_RANK', rank))}"
+            torch.cuda.set_device(dev)
+            dist.init_process_group("nccl", device_id=torch.device(dev))
+        else:  # CPU dry run of the TP path (gloo; Triton's interpreter)
+            dist.init_process_group("gloo")
     t0 = time.time()
     log = pr.Log(t0) if rank == 0 else (lambda *a: None)
     command = shlex.join(
@@ -952,6 +975,7 @@ def main(argv=None):
         log("gpu state:", pr.gpu_state())
         torch.backends.cuda.matmul.allow_tf32 = False
     timer = pr.Timer(dev)
+    timer.agree = lambda reps: int(agree(reps, dev))  # same repetitions on every rank
     gen = torch.Generator().manual_seed(args.seed)
     torch.manual_seed(args.seed)
     if args.profile_old:

@@ -115,7 +115,7 @@ def test_simulated_latency_grows_with_the_straggler_term(catalog):
 TRUE = {
     "sched_overhead_s": 4e-4,
     "sched_seq_overhead_s": 1e-5,
-    "eager_layer_s": 4.5e-4,
+    "serving_eager_layer_s": 4.5e-4,
     "attn_seq_bw_bytes_s": 2.5e10,
     "attn_split_items": 528.0,
     "prefix_attn_eff": 0.1,
@@ -127,7 +127,9 @@ def synthetic_log(catalog, n=3000, seed=0) -> pd.DataFrame:
     (the public functions: StepModel.step, straggler_time, the host terms)."""
     rng = np.random.default_rng(seed)
     base = PRIOR.with_(attn_eff=0.3)
-    sm = step_model(M8B, H200, params=base.with_(**TRUE), catalog=catalog)
+    # the serving loop's eager dispatch is the step model's eager_layer_s in its replica
+    params = base.with_(**TRUE).with_(eager_layer_s=TRUE["serving_eager_layer_s"])
+    sm = step_model(M8B, H200, params=params, catalog=catalog)
     n_dec = rng.integers(0, 257, n)
     eager = rng.random(n) < 0.3
     n_pf = np.where(eager, rng.integers(1, 3, n), 0)
@@ -236,6 +238,11 @@ def test_bundled_profile_has_the_serving_terms_of_the_reference_engine(catalog):
     assert 5e9 < p.attn_seq_bw_bytes_s < 1e11
     assert 350 < p.attn_split_items < 800
     assert 0 < p.prefix_attn_eff < p.attn_eff
+    # step rows keep the dispatch of the step sweep's host; the serving host's is separate and
+    # the replica of a serving simulation uses it
+    assert p.serving_eager_layer_s > p.eager_layer_s > 0
+    rep = build_replica(M8B, H200, "bf16", "pytorch", params=p, catalog=catalog)
+    assert rep.sm.params.eager_layer_s == p.serving_eager_layer_s
     v, _ = resolve_params(H200, "vllm", "bf16", catalog=catalog)
     assert v.sched_seq_overhead_s == 0.0 and v.attn_seq_bw_bytes_s == 0.0
     assert v.prefix_attn_eff == 0.0

@@ -14,7 +14,7 @@ of ``S`` sequences of which ``B`` decode::
     wall = gpu + straggler + sched_overhead_s + sched_seq_overhead_s * S
     gpu  = step time of the step model, its attention between prompt chunks and their cached
            context at prefix_attn_eff (eager iterations: the smooth maximum with the CPU
-           dispatch time eager_layer_s * layers)
+           dispatch time serving_eager_layer_s * layers)
     straggler = StepModel.straggler_time(B, longest context, summed contexts)
               (attn_seq_bw_bytes_s, attn_split_items)
 
@@ -72,7 +72,7 @@ ITERATION_COLUMNS = (
 FIT = {
     "sched_overhead_s": (0.0, 0.05, 2e-4),
     "sched_seq_overhead_s": (0.0, 1e-3, 5e-6),
-    "eager_layer_s": (1e-6, 5e-3, 2e-4),
+    "serving_eager_layer_s": (1e-6, 5e-3, 2e-4),
     "attn_seq_bw_bytes_s": (1e9, 1e12, 3e10),
     "attn_split_items": (1.0, 1e4, 528.0),
     "prefix_attn_eff": (0.02, 1.0, 0.3),
@@ -149,8 +149,9 @@ class IterationFit:
         return (
             f"serving terms fitted on {self.n_iterations:,} iterations of {self.n_runs} serving "
             f"runs ({', '.join(self.models)}): sched_overhead_s {p['sched_overhead_s']:.3g}, "
-            f"sched_seq_overhead_s {p['sched_seq_overhead_s']:.3g}, eager_layer_s "
-            f"{p['eager_layer_s']:.3g}, attn_seq_bw_bytes_s {p['attn_seq_bw_bytes_s']:.3g}, "
+            f"sched_seq_overhead_s {p['sched_seq_overhead_s']:.3g}, serving_eager_layer_s "
+            f"{p['serving_eager_layer_s']:.3g}, attn_seq_bw_bytes_s "
+            f"{p['attn_seq_bw_bytes_s']:.3g}, "
             f"attn_split_items {p['attn_split_items']:.4g}, prefix_attn_eff "
             f"{p['prefix_attn_eff']:.3g}; iteration wall time MdAPE "
             f"{self.mdape:.1%} (step model alone {self.mdape_before:.1%})"
@@ -214,7 +215,7 @@ class _Parts:
         raw, over = self.gpu(p["prefix_attn_eff"])
         gpu = np.where(
             self.eager,
-            (raw**k + (p["eager_layer_s"] * self.layers) ** k) ** (1 / k),
+            (raw**k + (p["serving_eager_layer_s"] * self.layers) ** k) ** (1 / k),
             raw,
         )
         splits = np.maximum(1.0, p["attn_split_items"] / np.maximum(self.items, 1.0))
@@ -280,7 +281,7 @@ def fit_iterations(
     before = as_params(x0)
     before.update(sched_overhead_s=0.0, sched_seq_overhead_s=0.0, attn_seq_bw_bytes_s=np.inf)
     base0 = params_for(hw, fw, str(df.precision.iloc[0]))
-    before["eager_layer_s"] = float(base0.eager_layer_s)
+    before["serving_eager_layer_s"] = float(base0.eager_layer_s)
     before["prefix_attn_eff"] = float(base0.prefix_attn_eff or base0.attn_eff)
     err = np.abs(np.expm1(resid(r.x)))
     err0 = np.abs(np.concatenate([pt.predict(before) for pt in parts]) / wall - 1)

@@ -55,6 +55,14 @@ class EfficiencyParams(Frozen):
     sched_overhead_s: float = Field(
         0.0, ge=0, description="serving scheduler cost per iteration [s]"
     )
+    serving_eager_layer_s: float = Field(
+        0.0,
+        ge=0,
+        description="eager_layer_s of the serving host: CPU dispatch per layer of a mixed "
+        "prefill + decode iteration as the serving loop runs it (its host CPU, its extra "
+        "launches); the serving simulation uses it in place of eager_layer_s, step rows keep "
+        "eager_layer_s; 0 = eager_layer_s [s]",
+    )
     sched_seq_overhead_s: float = Field(
         0.0,
         ge=0,

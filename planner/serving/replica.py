@@ -124,6 +124,9 @@ def build_replica(
     require_positive("tp", tp)
     require_positive("pp", pp)
     assumptions: list[str] = []
+    if params is not None and params.serving_eager_layer_s:
+        # a serving loop dispatches its eager iterations at its own host's pace
+        params = params.with_(eager_layer_s=params.serving_eager_layer_s)
     sm = step_model(m, g, p, kv_precision, tp, pp, params, cat)
     cb = (
         continuous_batching
