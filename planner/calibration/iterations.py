@@ -160,13 +160,15 @@ class IterationFit:
 
 def prefix_pairs(df: pd.DataFrame) -> np.ndarray:
     """Query-key pairs between prompt chunks and their cached context per iteration: the
-    ``prefill_prefix_pairs`` column when the log has it, else ``prefill_tokens x
+    ``prefill_prefix_pairs`` column where the log has it, else ``prefill_tokens x
     prefill_cached_tokens`` (exact with one chunk per iteration) divided by the chunks."""
-    if "prefill_prefix_pairs" in df.columns:
-        return df.prefill_prefix_pairs.to_numpy(float)
     n = np.maximum(df.n_prefill_seqs.to_numpy(float), 1.0)
     est = df.prefill_tokens.to_numpy(float) * df.prefill_cached_tokens.to_numpy(float) / n
-    return np.minimum(est, df.prefill_pairs.to_numpy(float))
+    est = np.minimum(est, df.prefill_pairs.to_numpy(float))
+    if "prefill_prefix_pairs" in df.columns:
+        logged = pd.to_numeric(df.prefill_prefix_pairs, errors="coerce").to_numpy(float)
+        return np.where(np.isfinite(logged), logged, est)
+    return est
 
 
 class _Parts:
