@@ -293,3 +293,27 @@ def test_simulator_matches_the_reference_engine_serving_runs(catalog, model, sce
     assert s["tpot_p50_s"] * 1e3 == pytest.approx(meas["tpot_ms_median"], rel=0.10)
     assert s["ttft_p50_s"] * 1e3 == pytest.approx(meas["ttft_ms_median"], rel=0.15)
     assert s["e2e_p99_s"] * 1e3 == pytest.approx(meas["e2e_ms_p99"], rel=0.15)
+
+
+def test_cli_calibrate_with_an_iteration_log(tmp_path, catalog, capsys):
+    """`planner calibrate STEPS.csv --iterations LOG` writes a profile whose framework x GPU
+    nodes carry the serving terms; a log with missing columns is one clear error."""
+    from planner.calibration import load_profile
+    from planner.cli import main
+
+    log = tmp_path / "it.csv.gz"
+    with gzip.open(log, "wt") as f:
+        synthetic_log(catalog, n=400).to_csv(f, index=False)
+    out = tmp_path / "p.yaml"
+    steps = DATA_DIR / "benchmarks" / "reference_h200.csv"
+    rc = main(["calibrate", str(steps), "--iterations", str(log), "-o", str(out)])
+    assert rc == 0
+    prof = load_profile(out)
+    fitted = [n for n in prof.nodes if n.serving_fit]
+    assert fitted and all(n.framework == "pytorch" for n in fitted)
+    assert "400 iterations of 1 serving runs" in fitted[0].serving_fit
+    assert any(f.endswith("it.csv.gz") for f in prof.data_files)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    assert main(["calibrate", str(steps), "--iterations", str(bad)]) == 2
+    assert "missing columns" in capsys.readouterr().err

@@ -393,14 +393,15 @@ def calibrate(
         )
     rows = prepare_rows(df, cat)
     logs = [Path(p) for p in iteration_logs]
+    frames = [read_iteration_log(p) for p in logs]  # checked before the (long) step fit
     prof = fit_profile(
         rows,
         data_files=[_rel(f) for f in files + logs],
         data_hash=_hash_files(files + logs),
         **kw,
     )
-    if logs:
-        prof = fit_serving_terms(prof, [read_iteration_log(p) for p in logs], cat)
+    if frames:
+        prof = fit_serving_terms(prof, frames, cat)
     return prof, rows
 
 

@@ -13,18 +13,20 @@ from planner.files import atomic_write_text, check_output
 # In-sample median error above which `calibrate` warns that a fit explains its data badly.
 POOR_FIT_MDAPE = 0.25
 
-# In-sample median error above which `calibrate` warns that a fit explains its data badly.
-POOR_FIT_MDAPE = 0.25
-
 CALIBRATE_EPILOG = """\
 examples:
   planner calibrate data/benchmarks/public.csv data/benchmarks/pytorch_h200.csv -o my_profile.yaml
   planner calibrate my_runs.csv -o profile.yaml && planner estimate ... --calibration profile.yaml
   planner calibrate result.json --gpu nvidia-h100-sxm --model llama-3.1-8b --precision bf16 -o p.yaml
+  planner calibrate my_steps.csv --iterations my_server_iterations.csv.gz -o profile.yaml
 
 A CSV follows the benchmark schema (planner/benchmarks/README.md); a .json is the
 file `vllm bench serve --save-result` writes (GPU, model, precision and TP are not in it, so
-pass them). Without files, refits the bundled data/benchmarks/*.csv.
+pass them). An iteration log (--iterations; columns in planner/benchmarks/README.md, as
+bench/serve_ref.py writes them) fits the serving terms of its framework on its GPU: host time
+per iteration and per sequence, the longest-sequence attention term, cached-prefix attention,
+eager dispatch. Without files, refits the bundled data/benchmarks/*.csv and the bundled
+iteration logs (data/benchmarks/serving_raw/*_iterations.csv.gz).
 """
 
 VALIDATE_EPILOG = """\
@@ -48,6 +50,14 @@ def register(sub) -> None:
         "files", nargs="*", help="measurement CSVs (benchmark schema) or vllm bench JSONs"
     )
     p.add_argument("-o", "--output", help="profile YAML to write (default: print a summary only)")
+    p.add_argument(
+        "--iterations",
+        nargs="+",
+        metavar="LOG",
+        default=None,
+        help="serving iteration logs (CSV or .csv.gz) to fit the serving terms on (default: "
+        "the bundled ones when no measurement files are given, else none)",
+    )
     p.add_argument("--gpu", help="GPU id for vllm bench JSON files")
     p.add_argument(
         "--model", help="model id for vllm bench JSON files (default: model_id in the JSON)"
@@ -103,11 +113,12 @@ def cmd_calibrate(args) -> int:
     from planner.catalog import load_catalog
     from planner.report import emit
 
-    check_output(args.output, args.files, "calibration profile")
+    check_output(args.output, [*args.files, *(args.iterations or [])], "calibration profile")
     cat = load_catalog(getattr(args, "data_dir", None))
     prof, rows = calibrate(
         args.files or None,
         catalog=cat,
+        iteration_logs=args.iterations,
         gpu=args.gpu,
         model=args.model,
         precision=args.precision,
@@ -116,7 +127,7 @@ def cmd_calibrate(args) -> int:
         progress="calibrate: fitting",
     )
     if args.output:
-        save_profile(prof, args.output, inputs=args.files)
+        save_profile(prof, args.output, inputs=[*args.files, *(args.iterations or [])])
     summary = [
         {
             "node": n.label,
