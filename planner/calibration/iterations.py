@@ -195,12 +195,11 @@ class _Parts:
         self.eager = T > S
         self.layers = float(sm.layers)
         self.S = S
-        nd = df.n_decode.to_numpy(float)
-        heads = max(1, -(-sm.model.num_key_value_heads // sm.tp))
-        per_tok = (sm.layers_full + sm.layers_sw) * sm.kv_bytes_per_token_layer / heads * sm.pp
-        mean = np.where(nd > 0, df.decode_ctx_tokens.to_numpy(float) / np.maximum(nd, 1), 0.0)
-        self.strag_bytes = per_tok * np.maximum(df.decode_ctx_max.to_numpy(float) - mean, 0.0)
-        self.items = nd * heads
+        self.decoders = (
+            df.n_decode.to_numpy(float),
+            df.decode_ctx_max.to_numpy(float),
+            df.decode_ctx_tokens.to_numpy(float),
+        )
         self.wall = (df.sched_s + df.prep_launch_s + df.sync_wait_s + df.book_s).to_numpy(float)
 
     def gpu(self, prefix_attn_eff: float) -> tuple[np.ndarray, np.ndarray]:
@@ -220,10 +219,10 @@ class _Parts:
             (raw**k + (p["serving_eager_layer_s"] * self.layers) ** k) ** (1 / k),
             raw,
         )
-        splits = np.maximum(1.0, p["attn_split_items"] / np.maximum(self.items, 1.0))
-        strag = np.where(
-            self.items > 0, self.strag_bytes / (splits * p["attn_seq_bw_bytes_s"]), 0.0
+        params = self.sm.params.with_(
+            attn_seq_bw_bytes_s=p["attn_seq_bw_bytes_s"], attn_split_items=p["attn_split_items"]
         )
+        strag = dataclasses.replace(self.sm, params=params).straggler_time(*self.decoders)
         return gpu + over + strag + p["sched_overhead_s"] + p["sched_seq_overhead_s"] * self.S
 
 
@@ -285,7 +284,7 @@ def fit_iterations(
     r = least_squares(resid, x0, bounds=(lo, hi), loss="linear")
     fitted = as_params(r.x)
     before = as_params(x0)
-    before.update(sched_overhead_s=0.0, sched_seq_overhead_s=0.0, attn_seq_bw_bytes_s=np.inf)
+    before.update(sched_overhead_s=0.0, sched_seq_overhead_s=0.0, attn_seq_bw_bytes_s=0.0)
     base0 = params_for(hw, fw, str(df.precision.iloc[0]))
     before["serving_eager_layer_s"] = float(base0.eager_layer_s)
     before["prefix_attn_eff"] = float(base0.prefix_attn_eff or base0.attn_eff)
