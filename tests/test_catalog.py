@@ -314,7 +314,7 @@ def test_every_memory_reading_names_its_source(catalog):
         # declare kv_cache_quant_algo FP8 (vLLM PR #29980; TensorRT-LLM quantization docs)
         ("vllm", "fp8", "llama-3.1-70b", "fp8", "#29980"),
         ("trtllm", "fp8", "llama-3.1-70b", "fp8", "TensorRT-LLM docs"),
-        ("trtllm", "fp4", "llama-3.1-70b", "fp8", "NVFP4"),
+        ("trtllm", "fp4", "llama-3.1-70b", "fp8", "trtllm with an fp4 checkpoint"),
         # SGLang keeps the model dtype unless --kv-cache-dtype is given (SGLang docs)
         ("sglang", "fp8", "llama-3.1-70b", "bf16", "SGLang docs"),
         # gpt-oss's own MXFP4 release and DeepSeek-V3's own fp8 release declare no KV quant

@@ -272,7 +272,7 @@ def default_kv_precision(
         return KvDefault(
             ckpt,
             f"default for {framework.id} with an {precision.id} checkpoint, which declares "
-            f"{ckpt} KV: {framework.kv_default_source}; {precision.checkpoint_kv_source}",
+            f"{ckpt} KV: {framework.kv_default_source}",
         )
     if own_release and framework is not None and ckpt:
         why = f"{model.id}'s own {precision.id} release declares no KV quantization"
