@@ -18,6 +18,10 @@ def cmd_gpus(args: argparse.Namespace) -> int:
         {
             "id": a.id,
             "memory_gb": a.memory_gb,
+            # what the device has (driver reading, else HBM N GiB), in decimal GB
+            "device_memory_gb": None
+            if a.memory_gb is None and a.memory_mib is None
+            else round(a.memory_bytes / 1e9, 2),
             "mem_bw_gbs": a.mem_bw_gbs,
             "bf16_dense_tflops": a.bf16_dense_tflops or a.fp16_dense_tflops,
             "fp8_dense_tflops": a.fp8_dense_tflops,
