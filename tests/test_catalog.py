@@ -286,10 +286,10 @@ def test_gpu_memory_is_the_bytes_the_device_has(catalog):
     assert catalog.gpu("nvidia-h200-sxm").memory_bytes == 150_754_820_096
     assert "143,771 MiB" in catalog.gpu("nvidia-h200-sxm").memory_basis()
     # no driver reading: HBM "N GB" is N GiB (MI300X 192 GiB = 192 x 1,073,741,824 B),
-    # other memory N decimal GB (RTX 3090, 24 GB GDDR6X = 24e9 B)
+    # other memory N decimal GB (A10G, 24 GB GDDR6 with ECC, no reading = 24e9 B)
     assert catalog.gpu("amd-mi300x").memory_mib is None
     assert catalog.gpu("amd-mi300x").memory_bytes == 206_158_430_208
-    assert catalog.gpu("nvidia-rtx-3090").memory_bytes == 24e9
+    assert catalog.gpu("nvidia-a10g").memory_bytes == 24e9
     # ECC GDDR reports about N decimal GB: A10 "24 GB" = 23,028 MiB = 24,146,608,128 B
     assert catalog.gpu("nvidia-a10").memory_bytes == 24_146_608_128
 
