@@ -347,3 +347,43 @@ def test_a_checkpoint_kv_must_be_sourced_and_offered(catalog):
         type(fp8).model_validate(bad)
     for f in ("vllm", "trtllm", "sglang"):  # the three engines whose behaviour was read
         assert catalog.framework(f).kv_default_source, f
+
+
+def test_a_checkpoints_own_kv_declaration_decides_the_default(catalog, tmp_path):
+    import json
+
+    from planner.catalog import default_kv_precision
+
+    base = json.loads((FIXTURES / "llama.json").read_text())
+    vllm, sglang, fp8 = (
+        catalog.framework("vllm"),
+        catalog.framework("sglang"),
+        catalog.precision("fp8"),
+    )
+
+    def model(name, extra=None, modelopt=None):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "config.json").write_text(json.dumps({**base, **(extra or {})}))
+        if modelopt is not None:
+            (d / "hf_quant_config.json").write_text(json.dumps(modelopt))
+        return model_from_hf_config(d)
+
+    # compressed-tensors with an fp8 kv_cache_scheme (an "FP8-KV" checkpoint)
+    ct = model("ct", {"quantization_config": {"quant_method": "compressed-tensors",
+                                              "kv_cache_scheme": {"num_bits": 8, "type": "float"}}})  # fmt: skip
+    assert ct.checkpoint_kv == "fp8"
+    d = default_kv_precision(fp8, vllm, ct)
+    assert d.id == "fp8" and "this checkpoint" in d.basis
+    assert default_kv_precision(fp8, sglang, ct).id == "bf16"  # SGLang does not follow it
+    # weight-only fp8 (FP8-dynamic): a quantization config without a KV entry
+    wo = model("wo", {"quantization_config": {"quant_method": "fp8", "kv_cache_scheme": None}})
+    assert wo.checkpoint_kv == "none"
+    d = default_kv_precision(fp8, vllm, wo)
+    assert d.id == "bf16" and "declares no KV quantization" in d.basis
+    # Model Optimizer: hf_quant_config.json beside config.json
+    mo = model("mo", modelopt={"quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}})
+    assert mo.checkpoint_kv == "fp8"
+    # no quantization config at all: the format's rule applies (fp8 checkpoints carry fp8 KV)
+    plain = model("plain")
+    assert plain.checkpoint_kv is None and default_kv_precision(fp8, vllm, plain).id == "fp8"
