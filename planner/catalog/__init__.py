@@ -12,6 +12,7 @@ from planner.catalog.catalog import (
     check_layout,
     compute_dtype_for,
     load_catalog,
+    price_rows,
 )
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.hf_config import model_from_hf_config
@@ -25,6 +26,10 @@ from planner.catalog.profile import (
     save_profile,
 )
 from planner.catalog.records import (
+    MAX_PURCHASE_USD,
+    MAX_USD_PER_GPU_HOUR,
+    MIN_USD_PER_GPU_HOUR,
+    PRICE_BAND_REASON,
     Accelerator,
     ComputeDtype,
     Framework,
@@ -40,6 +45,10 @@ from planner.catalog.records import (
 __all__ = [
     "DATA_DIR",
     "DEFAULT_PROFILE",
+    "MAX_PURCHASE_USD",
+    "MAX_USD_PER_GPU_HOUR",
+    "MIN_USD_PER_GPU_HOUR",
+    "PRICE_BAND_REASON",
     "PRIOR",
     "Accelerator",
     "Catalog",
@@ -61,6 +70,7 @@ __all__ = [
     "load_catalog",
     "load_profile",
     "model_from_hf_config",
+    "price_rows",
     "resolve_efficiency",
     "resolve_params",
     "save_profile",

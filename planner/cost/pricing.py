@@ -5,9 +5,13 @@ Conventions (stated in every result that uses them):
 - A month is ``HOURS_PER_MONTH`` = 730 h (8,760 h per year / 12).
 - A rental price is per GPU-hour; a row with ``usd_per_gpu_hour_range`` is priced at
   the midpoint of the range and the range is kept on the quote.
-- Default choice among several rows of one kind: the **median-priced row** (for an even
-  number of rows, the cheaper of the two middle rows, so that the quote is always a
-  real row with a source). ``provider=`` restricts the choice to that provider's rows.
+- Default price among several rows of one kind: the **median** of the chosen rows
+  (:func:`median_usd_per_gpu_hour`: the middle row for an odd count, the mean of the two
+  middle rows for an even count). The chosen rows are the *trusted* ones: a row marked
+  ``low_confidence`` or older than 12 months (``STALE_AFTER_DAYS`` before ``today``) is
+  set aside while any trusted row remains; when none does, every row is used and the
+  quote's ``warnings`` say so ("1 price row", "low confidence", "older than 12 months").
+  ``provider=`` restricts the choice to that provider's rows.
 - $/M tokens = $/h ÷ (tokens/s × 3600 s/h) × 1e6.
 """
 
@@ -20,7 +24,16 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..catalog import Accelerator, Catalog, Frozen, PurchasePrice, RentalPrice
+from ..catalog import (
+    MAX_USD_PER_GPU_HOUR,
+    MIN_USD_PER_GPU_HOUR,
+    PRICE_BAND_REASON,
+    Accelerator,
+    Catalog,
+    Frozen,
+    PurchasePrice,
+    RentalPrice,
+)
 from ..errors import PlannerError
 from .data import OwnershipDefaults, load_ownership
 
@@ -36,9 +49,14 @@ __all__ = [
     "PriceSpread",
     "TokenCosts",
     "UsedParam",
+    "check_providers",
+    "check_usd_per_gpu_hour",
+    "STALE_AFTER_DAYS",
     "fleet_cost",
+    "median_usd_per_gpu_hour",
     "own_cost_per_gpu_hour",
     "price_options",
+    "row_warnings",
     "quote_price",
     "token_costs",
     "usd_per_mtok",
@@ -50,6 +68,7 @@ HOURS_PER_MONTH = 730.0  # 8760 / 12
 Basis = Literal["on_demand", "reserved", "spot", "serverless", "community", "own"]
 RENTAL_BASES: tuple[str, ...] = ("on_demand", "reserved", "spot", "serverless", "community")
 _PRICES_FILE = "data/prices.yaml"
+STALE_AFTER_DAYS = 365  # a price row older than this is never the silent default
 
 
 def _positive(name: str, value: float | int | None, *, allow_zero: bool = False) -> float:
@@ -87,6 +106,9 @@ class PriceOption(Frozen):
     source: str
     as_of: _dt.date
     notes: str | None = None
+    region: str | None = None
+    commitment: str | None = None
+    low_confidence: bool = False
 
     @classmethod
     def from_row(cls, row: RentalPrice) -> PriceOption:
@@ -105,7 +127,41 @@ class PriceOption(Frozen):
             source=row.source,
             as_of=row.as_of,
             notes=row.notes,
+            region=row.region,
+            commitment=row.commitment,
+            low_confidence=row.low_confidence,
         )
+
+
+def _today(today: _dt.date | None) -> _dt.date:
+    return today if today is not None else _dt.date.today()
+
+
+def row_warnings(opt: PriceOption, today: _dt.date | None = None) -> tuple[str, ...]:
+    """Why a row should not be a silent default: "low confidence", "older than 12 months".
+
+    ``today`` defaults to the system date (injectable for tests). Empty for a trusted row.
+    """
+    out = []
+    if opt.low_confidence:
+        out.append("low confidence")
+    if (_today(today) - opt.as_of).days > STALE_AFTER_DAYS:
+        out.append("older than 12 months")
+    return tuple(out)
+
+
+def median_usd_per_gpu_hour(prices: tuple[float, ...] | list[float]) -> float:
+    """The median price [USD per GPU-hour]: the middle value for an odd count, the mean of
+    the two middle values for an even count. The one definition every output quotes
+    (``planner prices``, ``recommend``, the app and the docs).
+
+    Raises
+    ------
+    PlannerError for an empty sequence.
+    """
+    if not prices:
+        raise PlannerError("no prices to take the median of")
+    return float(statistics.median(sorted(float(p) for p in prices)))
 
 
 class PriceSpread(Frozen):
@@ -125,6 +181,11 @@ class PriceQuote(Frozen):
     ``rule`` says how the price was chosen ("median of 7 on-demand rows", "provider
     Lambda", "user override", "owned: ..."). ``spread`` covers every row of this kind
     for this GPU (None when the catalog has none, e.g. a user override on an unpriced GPU).
+    ``price_rows`` / ``min_`` / ``median_`` / ``max_usd_per_gpu_hour`` describe the rows
+    the quote was chosen from (``usd_per_gpu_hour`` is their median); ``warnings`` says
+    why the quote is not to be trusted silently ("1 price row", "low confidence",
+    "older than 12 months"). For an even count of rows the median is no single row:
+    ``provider`` names both middle rows and ``source`` cites both.
     """
 
     gpu: str
@@ -138,6 +199,16 @@ class PriceQuote(Frozen):
     usd_per_gpu_hour_range: tuple[float, float] | None = None
     rule: str
     spread: PriceSpread | None = None
+    price_rows: int | None = Field(
+        None, description="rows the quote is the median of (None for an override or 'own')"
+    )
+    min_usd_per_gpu_hour: float | None = None
+    median_usd_per_gpu_hour: float | None = None
+    max_usd_per_gpu_hour: float | None = None
+    rows_set_aside: int = Field(
+        0, description="rows of this kind left out: low confidence or older than 12 months"
+    )
+    warnings: tuple[str, ...] = ()
 
 
 def _rows(cat: Catalog, gpu_id: str) -> tuple[Accelerator, tuple[RentalPrice, ...]]:
@@ -216,7 +287,7 @@ def _spread(opts: tuple[PriceOption, ...], kind: str) -> PriceSpread | None:
         kind=kind,
         n_rows=len(prices),
         min_usd_per_gpu_hour=min(prices),
-        median_usd_per_gpu_hour=float(statistics.median(prices)),
+        median_usd_per_gpu_hour=median_usd_per_gpu_hour(prices),
         max_usd_per_gpu_hour=max(prices),
         providers=tuple(sorted({o.provider for o in opts})),
     )
@@ -231,6 +302,7 @@ def quote_price(
     *,
     ownership: OwnershipDefaults | None = None,
     purchase_usd: float | None = None,
+    today: _dt.date | None = None,
     **own_overrides: float,
 ) -> PriceQuote:
     """The $/GPU-hour to plan with, its provenance, and the spread across providers.
@@ -240,22 +312,26 @@ def quote_price(
     cat : the catalog
     gpu_id : GPU id or alias
     basis : on_demand (default), reserved, spot, serverless, community, or own
-    provider : use this provider's row (the median of its rows if it has several)
+    provider : use this provider's rows (the median of its rows if it has several)
     usd_per_gpu_hour : user override [USD per GPU-hour]; the quote says "user override"
         and still carries the catalog spread for comparison
     ownership, purchase_usd, **own_overrides : for ``basis="own"``, passed to
         :func:`own_cost_per_gpu_hour` (purchase price from the catalog unless given)
+    today : the date rows are aged against (default: the system date); a row older
+        than ``STALE_AFTER_DAYS`` is set aside like a low-confidence one
 
     Returns
     -------
-    PriceQuote
+    PriceQuote : ``usd_per_gpu_hour`` is the median of the trusted rows of that kind
+    (all rows, with ``warnings``, when none is trusted); ``price_rows``, ``min_`` /
+    ``median_`` / ``max_usd_per_gpu_hour`` describe those rows.
 
     Raises
     ------
     PlannerError
         no price of that kind ("no on-demand price for X in data/prices.yaml; kinds
-        available: spot (1 row); pass --usd-per-gpu-hour"), a price <= 0, an unknown
-        GPU / provider / basis.
+        available: spot (1 row); pass --usd-per-gpu-hour"), a price outside the plausible
+        band, an unknown GPU / provider / basis.
     """
     _check_basis(basis)
     gpu, rows = _rows(cat, gpu_id)
@@ -268,7 +344,7 @@ def quote_price(
     all_opts = () if basis == "own" else price_options(cat, gpu.id, basis)
     spread = _spread(all_opts, basis)
     if usd_per_gpu_hour is not None:
-        price = _positive("usd_per_gpu_hour", usd_per_gpu_hour)
+        price = check_usd_per_gpu_hour(usd_per_gpu_hour, "usd_per_gpu_hour")
         return PriceQuote(
             gpu=gpu.id,
             basis=basis,
@@ -284,30 +360,99 @@ def quote_price(
             f"{_available(rows)}; pass --usd-per-gpu-hour"
         )
     opts = price_options(cat, gpu.id, basis, provider) if provider is not None else all_opts
-    pick = opts[(len(opts) - 1) // 2]
-    n = len(opts)
+    return _median_quote(gpu.id, basis, opts, spread, provider, today)
+
+
+def _median_quote(
+    gpu_id: str,
+    basis: str,
+    opts: tuple[PriceOption, ...],
+    spread: PriceSpread | None,
+    provider: str | None,
+    today: _dt.date | None,
+) -> PriceQuote:
+    """The median of the trusted rows among ``opts`` (sorted cheapest first), said plainly."""
+    trusted = tuple(o for o in opts if not row_warnings(o, today))
+    chosen = trusted or opts
+    set_aside = len(opts) - len(chosen)
+    n = len(chosen)
+    prices = [o.usd_per_gpu_hour for o in chosen]
+    median = median_usd_per_gpu_hour(prices)
     label = _kind_label(basis)
+    warnings: list[str] = []
+    if n == 1:
+        warnings.append("1 price row")
+    for w in ("low confidence", "older than 12 months"):
+        k = sum(w in row_warnings(o, today) for o in chosen)
+        if k:
+            warnings.append(w if n == 1 else f"{w} ({k} of {n} rows)")
+    mid = chosen[(n - 1) // 2 : n // 2 + 1]  # one row (odd n) or the two middle rows
     if provider is not None:
-        rule = f"provider {pick.provider}" + (f" (median of its {n} {label} rows)" if n > 1 else "")
+        head = f"provider {mid[0].provider}" + (
+            f", median of its {n} {label} rows" if n > 1 else ""
+        )
     elif n == 1:
-        rule = f"only {label} row"
+        head = f"only {label} row"
     elif n % 2:
-        rule = f"median of {n} {label} rows"
+        head = f"median of {n} {label} rows"
     else:
-        rule = f"lower of the two middle rows of {n} {label} rows (median ${spread.median_usd_per_gpu_hour:.3f}/h)"  # type: ignore[union-attr]
+        head = (
+            f"median of {n} {label} rows (mean of the two middle rows "
+            f"${mid[0].usd_per_gpu_hour:.2f} and ${mid[1].usd_per_gpu_hour:.2f})"
+        )
+    if set_aside:
+        head += (
+            f"; {set_aside} low-confidence or older-than-12-months row"
+            f"{'s' if set_aside != 1 else ''} set aside"
+        )
+    rule = head + (f" [{', '.join(warnings)}]" if warnings else "")
+    one = mid[0]
+    if len(mid) == 1:
+        src = dict(
+            provider=one.provider,
+            offering=one.offering,
+            source=one.source,
+            as_of=one.as_of,
+            notes=one.notes,
+            usd_per_gpu_hour_range=one.usd_per_gpu_hour_range,
+        )
+    else:
+        two = mid[1]
+        src = dict(
+            provider=f"{one.provider} / {two.provider}",
+            offering=None,
+            source=f"{one.source} | {two.source}",
+            as_of=min(one.as_of, two.as_of),
+            notes=f"median of {n} rows: mean of {one.provider} "
+            f"${one.usd_per_gpu_hour:.3f} and {two.provider} ${two.usd_per_gpu_hour:.3f}",
+            usd_per_gpu_hour_range=None,
+        )
     return PriceQuote(
-        gpu=gpu.id,
+        gpu=gpu_id,
         basis=basis,
-        usd_per_gpu_hour=pick.usd_per_gpu_hour,
-        provider=pick.provider,
-        offering=pick.offering,
-        source=pick.source,
-        as_of=pick.as_of,
-        notes=pick.notes,
-        usd_per_gpu_hour_range=pick.usd_per_gpu_hour_range,
+        usd_per_gpu_hour=median,
         rule=rule,
         spread=spread,
+        price_rows=n,
+        min_usd_per_gpu_hour=min(prices),
+        median_usd_per_gpu_hour=median,
+        max_usd_per_gpu_hour=max(prices),
+        rows_set_aside=set_aside,
+        warnings=tuple(warnings),
+        **src,
     )
+
+
+def check_usd_per_gpu_hour(value: float | int | None, name: str = "usd_per_gpu_hour") -> float:
+    """A price [USD per GPU-hour] inside the plausible band, or a PlannerError naming it.
+
+    The band is ``MIN_USD_PER_GPU_HOUR`` .. ``MAX_USD_PER_GPU_HOUR`` (see
+    ``PRICE_BAND_REASON``); bools, strings, NaN and infinities are rejected.
+    """
+    v = _positive(name, value)
+    if not MIN_USD_PER_GPU_HOUR <= v <= MAX_USD_PER_GPU_HOUR:
+        raise PlannerError(f"{name} {value:g} is outside the plausible band: {PRICE_BAND_REASON}")
+    return v
 
 
 # --------------------------------------------------------------------------- owning
@@ -718,3 +863,20 @@ def token_costs(
             out[key] = per_day / _positive(name, tpd) * 1e6
             planned = True
     return TokenCosts(**out, planned_cost_basis=basis if planned else None)
+
+
+# --------------------------------------------------------------------------- providers
+def check_providers(cat: Catalog, providers: tuple[str, ...] | list[str] | None) -> None:
+    """Raise a PlannerError naming every provider no rental row has, and the valid ones.
+
+    Names compare case-insensitively, as in :func:`price_options`. None or empty: no check.
+    """
+    if not providers:
+        return
+    known = {r.provider.lower(): r.provider for r in cat.rental_prices}
+    unknown = [p for p in providers if p.strip().lower() not in known]
+    if unknown:
+        raise PlannerError(
+            f"--providers: unknown provider{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(repr(p) for p in unknown)} (valid: {', '.join(sorted(known.values()))})"
+        )
