@@ -12,6 +12,7 @@ PRICES_EXAMPLE = """\
   planner prices
   planner prices --gpu h100 --kind on_demand
   planner prices --gpu mi300x --prices our-quotes.yaml
+  planner prices --gpu h200 --quote --format json
   planner prices --format csv > prices.csv"""
 RENTAL_KINDS = ("on_demand", "reserved", "spot", "serverless", "community")
 
@@ -206,8 +207,10 @@ def cmd_prices(args: argparse.Namespace) -> int:
                     "rule": q.rule,
                 }
             )
-    if args.format == "json" and gpu:
-        emit({"rows": rows, "quotes": quotes}, "json")
+    if args.quote:
+        if not gpu:
+            raise PlannerError("--quote needs --gpu (the quote is per GPU and kind)")
+        emit(quotes, args.format)
         return 0
     emit(rows, args.format)
     if quotes and args.format == "table":
@@ -245,4 +248,10 @@ def register(sub) -> None:
     )
     q.add_argument("--gpu", help="only this GPU (id or alias)")
     q.add_argument("--kind", choices=RENTAL_KINDS, help="only this kind of rental price")
+    q.add_argument(
+        "--quote",
+        action="store_true",
+        help="with --gpu: print only the quote per kind (median, min, max, price_rows, "
+        "warnings), e.g. --quote --format json",
+    )
     add_price_args(q)

@@ -380,7 +380,7 @@ def _median_quote(
     median = median_usd_per_gpu_hour(prices)
     label = _kind_label(basis)
     warnings: list[str] = []
-    if n == 1:
+    if n == 1 and provider is None:  # a named provider's single row is the buyer's choice
         warnings.append("1 price row")
     for w in ("low confidence", "older than 12 months"):
         k = sum(w in row_warnings(o, today) for o in chosen)
