@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from planner.errors import MissingDataError, PlannerError
 
@@ -125,8 +125,17 @@ PRICE_BAND_REASON = (
     "one a per-second or per-minute price)"
 )
 
+
 # strict numbers: a bool (``true``) or a string (``"2.5"``) is an error, not 1.0 / 2.5
-_UsdHour = Annotated[float, Field(strict=True, ge=MIN_USD_PER_GPU_HOUR, le=MAX_USD_PER_GPU_HOUR)]
+def _in_band(v: float) -> float:
+    if not MIN_USD_PER_GPU_HOUR <= v <= MAX_USD_PER_GPU_HOUR:
+        raise ValueError(
+            f"{v:g} USD per GPU-hour is outside the plausible band: {PRICE_BAND_REASON}"
+        )
+    return v
+
+
+_UsdHour = Annotated[float, Field(strict=True), AfterValidator(_in_band)]
 _UsdPurchase = Annotated[float, Field(strict=True, gt=0, le=MAX_PURCHASE_USD)]
 
 
