@@ -98,7 +98,12 @@ def test_low_confidence_row_is_set_aside_while_others_remain():
     # trusted 4, 5, 6 -> $5.00; with X it would be (5 + 6) / 2 = $5.50
     assert q.usd_per_gpu_hour == 5.0 and q.price_rows == 3 and q.rows_set_aside == 1
     assert "1 low-confidence or older-than-12-months row set aside" in q.rule
-    assert q.spread.n_rows == 4 and q.spread.max_usd_per_gpu_hour == 20.0
+    # the spread covers the rows the quote uses: its median is the quote wherever it is shown
+    assert (q.spread.n_rows, q.spread.median_usd_per_gpu_hour, q.spread.max_usd_per_gpu_hour) == (
+        3,
+        5.0,
+        6.0,
+    )
 
 
 def test_a_single_low_confidence_row_is_never_silent():

@@ -14,7 +14,7 @@ ownership=None, purchase_usd=None, today=None, **own_overrides) -> PriceQuote``
     ``basis="own"`` (purchase amortised + power + ops). Carries provider, offering,
     source, as_of, notes, the rule used, ``price_rows`` / ``min_`` / ``median_`` /
     ``max_usd_per_gpu_hour`` of the rows it was chosen from, ``warnings`` ("1 price row",
-    "low confidence", "older than 12 months") and the spread across that kind's rows.
+    "low confidence", "older than 12 months") and the spread of those rows.
     No price → PlannerError naming the kinds that exist and ``--usd-per-gpu-hour``.
 ``load_price_file(path, cat)`` / ``apply_price_rows(cat, rental, purchase, mode)``
     A buyer's own price rows (YAML or CSV in the catalog's row format), validated like
@@ -96,6 +96,7 @@ from .pricing import (
     quote_price,
     row_warnings,
     token_costs,
+    trusted_rows,
     usd_per_mtok,
 )
 from .quality import BASELINE_PRECISIONS, NOT_MEASURED, QualityResult, quality_delta
@@ -139,5 +140,6 @@ __all__ = [
     "quote_price",
     "row_warnings",
     "token_costs",
+    "trusted_rows",
     "usd_per_mtok",
 ]

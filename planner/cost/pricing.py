@@ -57,6 +57,7 @@ __all__ = [
     "own_cost_per_gpu_hour",
     "price_options",
     "row_warnings",
+    "trusted_rows",
     "quote_price",
     "token_costs",
     "usd_per_mtok",
@@ -150,6 +151,14 @@ def row_warnings(opt: PriceOption, today: _dt.date | None = None) -> tuple[str, 
     return tuple(out)
 
 
+def trusted_rows(
+    opts: tuple[PriceOption, ...], today: _dt.date | None = None
+) -> tuple[PriceOption, ...]:
+    """The rows a default quote uses: those without :func:`row_warnings`, or every row when
+    none is trusted (the quote's ``warnings`` then say why)."""
+    return tuple(o for o in opts if not row_warnings(o, today)) or opts
+
+
 def median_usd_per_gpu_hour(prices: tuple[float, ...] | list[float]) -> float:
     """The median price [USD per GPU-hour]: the middle value for an odd count, the mean of
     the two middle values for an even count. The one definition every output quotes
@@ -165,7 +174,12 @@ def median_usd_per_gpu_hour(prices: tuple[float, ...] | list[float]) -> float:
 
 
 class PriceSpread(Frozen):
-    """Spread of the rows of one kind for one GPU [USD per GPU-hour] (ranges at their midpoint)."""
+    """Spread of the rows of one kind for one GPU [USD per GPU-hour] (ranges at their midpoint).
+
+    It covers the rows a default quote is the median of (:func:`trusted_rows`: low-confidence
+    and older-than-12-months rows set aside while another row remains), so that its median
+    is the quoted price wherever it is shown.
+    """
 
     kind: str
     n_rows: int = Field(ge=1)
@@ -179,8 +193,9 @@ class PriceQuote(Frozen):
     """The $/GPU-hour a plan uses, where it came from, and the market around it.
 
     ``rule`` says how the price was chosen ("median of 7 on-demand rows", "provider
-    Lambda", "user override", "owned: ..."). ``spread`` covers every row of this kind
-    for this GPU (None when the catalog has none, e.g. a user override on an unpriced GPU).
+    Lambda", "user override", "owned: ..."). ``spread`` covers the trusted rows of this kind
+    for this GPU (:func:`trusted_rows`; None when the catalog has none, e.g. a user override
+    on an unpriced GPU).
     ``price_rows`` / ``min_`` / ``median_`` / ``max_usd_per_gpu_hour`` describe the rows
     the quote was chosen from (``usd_per_gpu_hour`` is their median); ``warnings`` says
     why the quote is not to be trusted silently ("1 price row", "low confidence",
@@ -342,7 +357,7 @@ def quote_price(
             f"unexpected arguments for basis '{basis}': {', '.join(sorted(own_overrides))}"
         )
     all_opts = () if basis == "own" else price_options(cat, gpu.id, basis)
-    spread = _spread(all_opts, basis)
+    spread = _spread(trusted_rows(all_opts, today), basis)
     if usd_per_gpu_hour is not None:
         price = check_usd_per_gpu_hour(usd_per_gpu_hour, "usd_per_gpu_hour")
         return PriceQuote(
@@ -372,8 +387,7 @@ def _median_quote(
     today: _dt.date | None,
 ) -> PriceQuote:
     """The median of the trusted rows among ``opts`` (sorted cheapest first), said plainly."""
-    trusted = tuple(o for o in opts if not row_warnings(o, today))
-    chosen = trusted or opts
+    chosen = trusted_rows(opts, today)
     set_aside = len(opts) - len(chosen)
     n = len(chosen)
     prices = [o.usd_per_gpu_hour for o in chosen]
