@@ -97,7 +97,7 @@ def test_low_confidence_row_is_set_aside_while_others_remain():
     q = quote_price(cat, "h200", today=TODAY)
     # trusted 4, 5, 6 -> $5.00; with X it would be (5 + 6) / 2 = $5.50
     assert q.usd_per_gpu_hour == 5.0 and q.price_rows == 3 and q.rows_set_aside == 1
-    assert "1 low-confidence or older-than-12-months row set aside" in q.rule
+    assert "1 row set aside (1 low confidence)" in q.rule
     # the spread covers the rows the quote uses: its median is the quote wherever it is shown
     assert (q.spread.n_rows, q.spread.median_usd_per_gpu_hour, q.spread.max_usd_per_gpu_hour) == (
         3,
@@ -121,6 +121,7 @@ def test_rows_older_than_12_months_age_against_an_injected_today():
     # on 2026-06-01 the 2025-01-01 row is 516 days old: set aside -> $4.00
     q = quote_price(cat, "h200", today=dt.date(2026, 6, 1))
     assert q.usd_per_gpu_hour == 4.0 and q.rows_set_aside == 1
+    assert "1 row set aside (1 older than 12 months)" in q.rule
     only_old = quote_price(_with([old]), "h200", today=dt.date(2026, 6, 1))
     assert only_old.warnings == ("1 price row", "older than 12 months")
 

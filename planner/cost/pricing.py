@@ -406,7 +406,7 @@ def _median_quote(
             f", median of its {n} {label} rows" if n > 1 else ""
         )
     elif n == 1:
-        head = f"only {label} row"
+        head = f"only {label} row" if not set_aside else f"the one trusted {label} row"
     elif n % 2:
         head = f"median of {n} {label} rows"
     else:
@@ -415,10 +415,14 @@ def _median_quote(
             f"${mid[0].usd_per_gpu_hour:.2f} and ${mid[1].usd_per_gpu_hour:.2f})"
         )
     if set_aside:
-        head += (
-            f"; {set_aside} low-confidence or older-than-12-months row"
-            f"{'s' if set_aside != 1 else ''} set aside"
-        )
+        kept = set(chosen)
+        why: dict[str, int] = {}
+        for o in opts:
+            if o not in kept:
+                for w in row_warnings(o, today):
+                    why[w] = why.get(w, 0) + 1
+        reasons = ", ".join(f"{k} {w}" for w, k in why.items())
+        head += f"; {set_aside} row{'s' if set_aside != 1 else ''} set aside ({reasons})"
     rule = head + (f" [{', '.join(warnings)}]" if warnings else "")
     one = mid[0]
     if len(mid) == 1:
