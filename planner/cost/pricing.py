@@ -426,13 +426,8 @@ def _median_quote(
     rule = head + (f" [{', '.join(warnings)}]" if warnings else "")
     one = mid[0]
     if len(mid) == 1:
-        src = dict(
-            provider=one.provider,
-            offering=one.offering,
-            source=one.source,
-            as_of=one.as_of,
-            notes=one.notes,
-            usd_per_gpu_hour_range=one.usd_per_gpu_hour_range,
+        src = one.model_dump(
+            include={"provider", "offering", "source", "as_of", "notes", "usd_per_gpu_hour_range"}
         )
     else:
         two = mid[1]
