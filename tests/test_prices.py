@@ -205,6 +205,23 @@ def test_bad_price_rows_are_one_line_exit_2(tmp_path, capsys, cells, field, expe
     assert hashlib.sha256(Path(f).read_bytes()).hexdigest() == before  # nothing written
 
 
+@pytest.mark.parametrize(
+    "text,expect",
+    [
+        ("rental: 3\n", "'rental' must be a list"),
+        ("purchase: x\n", "'purchase' must be a list"),
+        ("rental: [3]\n", "rental[0]"),
+        ("[1, 2]\n", "expected a mapping with a 'rental' and/or 'purchase' list"),
+        ("rental: []\n", "no price rows"),
+    ],
+)
+def test_malformed_price_files_are_one_line_exit_2(tmp_path, capsys, text, expect):
+    f = _write(tmp_path, "m.yaml", text)
+    assert main(["prices", "--prices", f]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and expect in err and "internal error" not in err
+
+
 def test_future_as_of_and_reversed_purchase_range(tmp_path, capsys):
     f = _write(tmp_path, "p.yaml", "purchase:\n  - {gpu: h100, kind: quote, usd_range: "
                "[30000, 20000], source: vendor quote, as_of: 2026-10-01}\n")  # fmt: skip
@@ -264,3 +281,21 @@ def test_price_override_outside_the_band_refuses(capsys):
         quote_price(CAT, "h100", usd_per_gpu_hour=1e-300)
     assert main(["recommend", "examples/chat-8b.yaml", "--usd-per-gpu-hour", "1e-300"]) == 2
     assert "plausible band" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "text,expect",
+    [
+        ("", "empty CSV file"),
+        ("gpu,provider,price\nh200,P,3\n", "unknown column 'price'"),
+        ("gpu,provider,kind,usd_per_gpu_hour,source,as_of\nh200,P,on_demand,true,src1,2026-11-01\n",
+         "rental[0]: field 'usd_per_gpu_hour': expected a number, got 'true'"),
+        ("gpu,provider,kind,usd_per_gpu_hour,source,as_of\nh200,P,on_demand,nan,src1,2026-11-01\n",
+         "expected a finite number"),
+    ],
+)  # fmt: skip
+def test_malformed_csv_price_files(tmp_path, capsys, text, expect):
+    f = _write(tmp_path, "m.csv", text)
+    assert main(["prices", "--prices", f]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and expect in err

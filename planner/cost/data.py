@@ -362,7 +362,8 @@ def load_price_file(
             "data/prices.yaml) or a CSV file with a header row"
         )
     for key in ("rental", "purchase"):
-        for i, item in enumerate(raw.get(key) or ()):
+        items = raw.get(key)
+        for i, item in enumerate(items if isinstance(items, list) else ()):
             if isinstance(item, dict) and isinstance(item.get("gpu"), str):
                 try:
                     item["gpu"] = cat.gpu(item["gpu"]).id
