@@ -74,6 +74,21 @@ def _validate_list(path: Path, key: str, cls: type[Frozen], raw: Any) -> list[An
     return out
 
 
+def price_rows(
+    path: Path, raw: Any, *, require_rental: bool = True
+) -> tuple[list[RentalPrice], list[PurchasePrice]]:
+    """Validate the ``rental`` and ``purchase`` lists of a prices mapping (``data/prices.yaml``
+    or a buyer's ``--prices`` file); a bad row is a PlannerError naming file, row and field.
+    """
+    rental: list[RentalPrice] = []
+    if require_rental or (isinstance(raw, dict) and "rental" in raw):
+        rental = _validate_list(path, "rental", RentalPrice, raw)
+    purchase: list[PurchasePrice] = []
+    if isinstance(raw, dict) and "purchase" in raw:
+        purchase = _validate_list(path, "purchase", PurchasePrice, raw)
+    return rental, purchase
+
+
 def _read_yaml(path: Path) -> Any:
     text = read_text(path, "catalog file", "YAML file")
     return load_yaml(text, path)
@@ -124,6 +139,15 @@ class Catalog(Frozen):
         for p in (*self.rental_prices, *self.purchase_prices):
             if p.gpu not in gpu_ids:
                 raise ValueError(f"price entry for unknown gpu '{p.gpu}'")
+        for name, rows in (("rental", self.rental_prices), ("purchase", self.purchase_prices)):
+            first: dict[tuple[Any, ...], int] = {}
+            for i, p in enumerate(rows):
+                j = first.setdefault(p.dedup_key(), i)
+                if j != i:  # a second copy of a row shifts the median toward it
+                    raise ValueError(
+                        f"prices: {name}[{i}] ({p.gpu}) duplicates {name}[{j}] (same gpu, "
+                        "provider, offering, kind, region, commitment and as_of); remove one"
+                    )
         prec_ids = {p.id for p in self.precisions}
         kv_ids = {k.id for k in self.kv_precisions}
         for p in self.precisions:
@@ -385,10 +409,7 @@ def _load_dir(data_dir: Path) -> Catalog:
     purchase: list[PurchasePrice] = []
     prices_path = data_dir / "prices.yaml"
     if prices_path.exists():
-        pr = _read_yaml(prices_path)
-        rental = _validate_list(prices_path, "rental", RentalPrice, pr)
-        if isinstance(pr, dict) and "purchase" in pr:
-            purchase = _validate_list(prices_path, "purchase", PurchasePrice, pr)
+        rental, purchase = price_rows(prices_path, _read_yaml(prices_path))
     try:
         return Catalog(
             accelerators=tuple(accelerators),
