@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from planner.benchmarks.schema import cell
 from planner.workload.lengths import UniformLength
@@ -70,15 +70,24 @@ def random_dataset_tags(notes: str) -> dict[str, float] | str | None:
     return found
 
 
-def sglang_random_bounds(full_len: int, range_ratio: float, *, is_input: bool) -> tuple[int, int]:
-    """Inclusive integer range sglang.bench_serving (0.2.15 .. 0.5.6) draws a length from.
+def sglang_random_bounds(
+    full_len: int,
+    range_ratio: float,
+    *,
+    is_input: bool,
+    rule: Literal["sample_random_requests", "compute_random_lens"] = "sample_random_requests",
+) -> tuple[int, int]:
+    """Inclusive integer range sglang.bench_serving draws one length from [tokens].
 
-    ``np.random.randint(lo, hi + 1)`` with ``lo = max(int(full_len * range_ratio), 1)`` for
-    the input and ``int(full_len * range_ratio)`` (0 possible) for the output, ``hi =
-    full_len``. E.g. L = 1000, r = 0: input [1, 1000], output [0, 1000].
+    ``np.random.randint(lo, hi + 1)`` with ``hi = full_len`` and ``lo = int(full_len *
+    range_ratio)``, raised to 1 for the input (rule ``sample_random_requests``, releases
+    0.2.15 .. 0.5.6: the output can draw 0) or for both (rule ``compute_random_lens``, main
+    after 0.5.6). E.g. L = 1000, r = 0: input [1, 1000]; output [0, 1000] or [1, 1000].
     """
     lo = int(full_len * range_ratio)
-    return (max(lo, 1) if is_input else lo), int(full_len)
+    if is_input or rule == "compute_random_lens":
+        lo = max(lo, 1)
+    return lo, int(full_len)
 
 
 def _sglang_version(row: Mapping[str, Any]) -> tuple[int, int, int] | None:
