@@ -161,6 +161,40 @@ def test_measured_means_are_the_clients_draw(rows):
     assert checked["sample_random_requests"] >= 60 and checked["compute_random_lens"] >= 20
 
 
+def test_input_output_throughput_ratio_is_the_clients_draw(rows):
+    """Rows giving both output and total tok/s of one run pin the drawn lengths too.
+
+    Every request of a run is counted in both throughputs over the same duration, so
+    (total - output) / output = sum(input lengths) / sum(output lengths) of the draw. The
+    sglang attention-backend table (200 requests, --seed 1 default): for L = O = 1024 the
+    draw gives 0.9772 and the table 4485.64 / 2268.68 - 1 = 0.9772; outputs drawn from 1
+    instead of 0 would give 1.0391.
+    """
+    runs = collections.defaultdict(dict)
+    for r in _tagged(rows):
+        if r["mode"] == "rate" and r["metric"] in ("output_tok_s_total", "total_tok_s"):
+            conf = re.search(r"configuration '([^']*)'", r["notes"])
+            key = (r["source_detail"], r["model"], conf.group(1) if conf else r["id"])
+            runs[key][r["metric"]] = (r, float(r["value"]))
+    checked = 0
+    for run in runs.values():
+        if len(run) != 2:
+            continue
+        r, out = run["output_tok_s_total"]
+        total = run["total_tok_s"][1]
+        tags = random_dataset_tags(r["notes"])
+        n = int(re.search(r"--num-prompts (\d+)", r["notes"]).group(1))
+        lo_i, hi_i = sglang_random_bounds(int(tags["input"]), tags["ratio"], is_input=True)
+        lo_o, hi_o = sglang_random_bounds(int(tags["output"]), tags["ratio"], is_input=False)
+        state = np.random.RandomState(1)
+        i = state.randint(lo_i, hi_i + 1, size=n)
+        o = state.randint(lo_o, hi_o + 1, size=n)
+        # the table prints 2 decimals of tok/s in the thousands: 0.01 % agreement or better
+        assert (total - out) / out == pytest.approx(i.sum() / o.sum(), rel=2e-4), r["id"]
+        checked += 1
+    assert checked >= 12
+
+
 def test_tagged_rows_are_predicted(catalog, rows):
     by_id = {r["id"]: r for r in rows}
     # B200 x8 Qwen3-235B, closed loop, 1 client, 10 requests, L = O = 1000 (sglang 0.5.6)
