@@ -97,6 +97,9 @@ def test_unknown_clients_and_bad_tags_say_why():
     assert isinstance(r, str) and "vllm bench serve" in r
     assert "different values" in random_dataset_tags("random_input_len=1000 random_input_len=10")
     assert "random_output_len" in random_dataset_tags("random_input_len=1000")
+    assert "between 1 and" in random_dataset_tags("random_input_len=0 random_output_len=5")
+    r = random_dataset_lengths(_row(SGL + "random_input_len=10000000000000 random_output_len=5"))
+    assert isinstance(r, str) and "between 1 and" in r
     assert "outside" in random_dataset_tags(
         "random_input_len=1; random_output_len=1; random_range_ratio=1.5"
     )

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from planner.benchmarks.schema import cell
-from planner.workload.lengths import UniformLength
+from planner.workload.lengths import MAX_TOKENS, UniformLength
 
 #: sglang versions whose ``bench_serving`` default ``--random-range-ratio`` was read from the
 #: released wheel (version -> default); between 0.2.0 and 0.2.15 it is not known here
@@ -64,8 +64,8 @@ def random_dataset_tags(notes: str) -> dict[str, float] | str | None:
         return None
     if "output" not in found:
         return "random_input_len is tagged but random_output_len is not"
-    if found["input"] < 1 or found["output"] < 1:
-        return "random_input_len and random_output_len must be at least 1"
+    if not all(1 <= found[k] <= MAX_TOKENS for k in ("input", "output")):
+        return f"random_input_len and random_output_len must be between 1 and {MAX_TOKENS:,}"
     if "ratio" in found and not 0.0 <= found["ratio"] <= 1.0:
         return f"random_range_ratio={found['ratio']:g} is outside [0, 1]"
     return found
