@@ -16,6 +16,7 @@ from planner.benchmarks.random_lengths import (
 )
 from planner.benchmarks.serving_rows import predict_serving_row, serving_row_details
 from planner.catalog import DATA_DIR, PRIOR
+from planner.workload.lengths import UniformLength
 
 CSV = DATA_DIR / "benchmarks" / "public_nvidia.csv"
 
@@ -106,15 +107,46 @@ def test_unknown_clients_and_bad_tags_say_why():
 
 
 # --------------------------------------------------------------------------- the data
+def _uniform(row):
+    """The row's lengths without its request count: the distribution, not the replay."""
+    return random_dataset_lengths(dict(row, notes=re.sub(r"\d[\d,]* requests", "", row["notes"])))
+
+
 def test_every_tagged_row_has_the_sglang_rule(rows):
     tagged = _tagged(rows)
     assert len(tagged) >= 100
     for r in tagged:
-        out = random_dataset_lengths(r)
-        assert not isinstance(out, str) and out is not None, (r["id"], out)
-        i, o, note = out
         tags = random_dataset_tags(r["notes"])
-        assert (i.max_tokens, o.max_tokens) == (tags["input"], tags["output"])
+        i, o, note = _uniform(r)
+        assert (i.min_tokens, i.max_tokens) == (1, tags["input"]), r["id"]
+        assert (o.min_tokens, o.max_tokens) == (1, tags["output"]), r["id"]
+        # with "N requests" the client's own draw is replayed, inside the same bounds
+        ri, ro, note = random_dataset_lengths(r)
+        n = int(re.search(r"(\d+) requests", r["notes"]).group(1))
+        assert len(ri.tokens) == len(ro.tokens) == n and "replayed" in note, r["id"]
+        assert min(ri.tokens) >= 1 and max(ri.tokens) <= tags["input"]
+        assert min(ro.tokens) >= 1 and max(ro.tokens) <= tags["output"]
+
+
+def test_replay_keeps_pairs_and_follows_seed_and_version():
+    notes = SGL + "random_input_len=1000; random_output_len=1000; random_range_ratio=0.0; "
+    i, o, _ = random_dataset_lengths(_row(notes + "10 requests"))
+    # seed 1, [1, 1000] then [0, 1000]: the cookbook's 10-request means 610.1 / 421.0
+    assert (i.mean_tokens(), o.mean_tokens()) == (pytest.approx(610.1), pytest.approx(421.0))
+    # sampling more than were drawn cycles in order, so input k and output k stay paired
+    rng = np.random.default_rng(0)
+    x, y = i.sample(25, rng), o.sample(25, rng)
+    assert list(x[10:20]) == list(i.tokens) and list(y[20:]) == list(o.tokens[:5])
+    # --seed 7 in the notes: another draw, same bounds
+    i7, _, note = random_dataset_lengths(_row(notes + "--seed 7; 10 requests"))
+    assert i7.tokens != i.tokens and "--seed 7" in note
+    # before 0.2.15 (seed default 0, another input bound) the run is not replayed
+    iu, _, note = random_dataset_lengths(_row(notes + "10 requests", version="0.2.0"))
+    assert isinstance(iu, UniformLength) and "replayed" not in note
+    # stated means the replay does not give: the distribution, and the note says so
+    bad = notes + "10 requests; measured means 500.0 and 500.0 tokens over 10 requests"
+    iu, ou, note = random_dataset_lengths(_row(bad))
+    assert isinstance(iu, UniformLength) and "does not give the stated means" in note
 
 
 MEANS = re.compile(r"measured means ([\d.]+) and ([\d.]+) tokens over (\d+) requests")
@@ -149,9 +181,12 @@ def test_measured_means_are_the_clients_draw(rows):
                 matches.append(rule)
         assert len(matches) == 1, (r["id"], matches)
         checked[matches[0]] += 1
-        # the modelled distribution's mean is within sampling error of the measured one:
+        # the replay the simulator runs gives the stated means within a token
+        ri, ro, _ = random_dataset_lengths(r)
+        assert abs(ri.mean_tokens() - got_i) <= 1.05 and abs(ro.mean_tokens() - got_o) <= 1.05
+        # the distribution's mean is within sampling error of the measured one:
         # sd of U{1..L} ~ L / sqrt(12); 4 standard errors of an n-request mean
-        di, do, _ = random_dataset_lengths(r)
+        di, do, _ = _uniform(r)
         for d, got in ((di, got_i), (do, got_o)):
             se = d.max_tokens / np.sqrt(12) / np.sqrt(n)
             assert abs(d.mean_tokens() - got) < 4 * se, r["id"]
@@ -205,7 +240,7 @@ def test_tagged_rows_are_predicted(catalog, rows):
     v, reason = predict_serving_row(r, catalog, PRIOR)
     assert reason == "" and v is not None and v > 0
     note = serving_row_details(r, catalog, PRIOR)["note"]
-    assert "uniform 1..1000" in note and "sglang 0.5.6" in note
+    assert "uniform 1..1000" in note and "sglang 0.5.6" in note and "replayed" in note
     # before this rule the row gave "isl/osl are empty ..."; a copy without the client says why
     r2 = dict(r, notes=r["notes"].replace("sglang.bench_serving", "a load generator"))
     v2, reason2 = predict_serving_row(r2, catalog, PRIOR)

@@ -30,7 +30,10 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from planner.benchmarks.schema import cell
+import numpy as np
+
+from planner.benchmarks.schema import cell, request_count
+from planner.catalog.records import Frozen
 from planner.workload.lengths import MAX_TOKENS, UniformLength
 
 #: sglang versions whose ``bench_serving`` default ``--random-range-ratio`` was read from the
@@ -39,12 +42,41 @@ SGLANG_DEFAULT_RANGE_RATIO = {(0, 2, 0): 1.0, (0, 2, 15): 0.0}
 #: from this sglang version on the default is 0.0 (checked in 0.2.15, 0.3.0, 0.4.1, 0.5.6)
 SGLANG_DEFAULT_ZERO_FROM = (0, 2, 15)
 
+#: ``--seed`` default of sglang.bench_serving, which seeds numpy before drawing the lengths:
+#: 1 from 0.2.15 (checked in 0.2.15, 0.3.0, 0.4.1, 0.5.6; 0 in 0.2.0, whose input bound also
+#: differs, so older runs are not replayed)
+SGLANG_SEED_ONE_FROM = (0, 2, 15)
+#: a replay must match the means a row states to this many tokens (``compute_random_lens``
+#: draws outputs from 1 instead of 0: the same draws shifted by at most one token)
+REPLAY_MEAN_TOL_TOKENS = 1.05
+#: runs longer than this are simulated from the distribution, not replayed
+MAX_REPLAYED_REQUESTS = 100_000
+
 _TAG = {
     "input": re.compile(r"\brandom_input_len=(\d+)"),
     "output": re.compile(r"\brandom_output_len=(\d+)"),
     "ratio": re.compile(r"\brandom_range_ratio=(\d+(?:\.\d+)?)"),
 }
 _VERSION = re.compile(r"\bv?(\d+)\.(\d+)\.(\d+)")
+_SEED = re.compile(r"--seed[ =](\d+)")
+_MEANS = re.compile(r"measured means ([\d.]+) and ([\d.]+) tokens")
+
+
+class DrawnLengths(Frozen):
+    """The lengths a benchmark client drew, replayed in order (cyclically past the end) [tokens].
+
+    Input and output of request k are ``tokens[k]`` of the two replays, so a pair stays a pair
+    when both are sampled with the same ``n``.
+    """
+
+    tokens: tuple[int, ...]
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        t = np.asarray(self.tokens, dtype=np.int64)
+        return t[np.arange(int(n)) % len(t)]
+
+    def mean_tokens(self) -> float:
+        return float(np.mean(self.tokens))
 
 
 def random_dataset_tags(notes: str) -> dict[str, float] | str | None:
@@ -99,15 +131,76 @@ def _sglang_version(row: Mapping[str, Any]) -> tuple[int, int, int] | None:
     return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
 
 
+def sglang_random_draw(
+    n: int, seed: int, bounds_in: tuple[int, int], bounds_out: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(input, output) lengths sglang.bench_serving draws for ``n`` requests [tokens].
+
+    ``main`` calls ``np.random.seed(args.seed)`` and the random dataset then draws
+    ``np.random.randint(lo, hi + 1, n)`` for the inputs, then for the outputs (0.2.15 ..
+    0.5.6, and ``compute_random_lens`` later, whose outputs from 1 differ by at most a token).
+    """
+    state = np.random.RandomState(seed)
+    i = state.randint(bounds_in[0], bounds_in[1] + 1, size=n)
+    o = state.randint(bounds_out[0], bounds_out[1] + 1, size=n)
+    return i, o
+
+
+def _sglang_seed(notes: str, version: tuple[int, int, int] | None) -> int | None:
+    m = _SEED.search(notes)
+    if m:
+        return int(m.group(1))
+    return 1 if version is None or version >= SGLANG_SEED_ONE_FROM else None
+
+
 def random_dataset_lengths(
     row: Mapping[str, Any],
-) -> tuple[UniformLength, UniformLength, str] | str | None:
-    """(input dist, output dist, note) of a random-dataset row, a reason, or None.
+) -> tuple[UniformLength | DrawnLengths, UniformLength | DrawnLengths, str] | str | None:
+    """(input lengths, output lengths, note) of a random-dataset row, a reason, or None.
 
     None: the row has no random-dataset tags (another rule applies). A reason string: the
     tags are there but the client's rule for them is not known (client not named, vLLM's
-    random dataset, an sglang version whose default ratio is unknown).
+    random dataset, an sglang version whose default ratio is unknown). With the request count
+    known (``"N requests"`` in the notes) and the client's seed (``--seed`` in the notes or
+    the version's default), the very lengths the client drew are replayed
+    (:class:`DrawnLengths`); otherwise the :class:`UniformLength` they were drawn from.
     """
+    rule = _sglang_rule(row)
+    if rule is None or isinstance(rule, str):
+        return rule
+    bounds_in, bounds_out, note = rule
+    i = UniformLength(min_tokens=max(bounds_in[0], 1), max_tokens=bounds_in[1])
+    o = UniformLength(min_tokens=max(bounds_out[0], 1), max_tokens=bounds_out[1])
+    note += (
+        f"input uniform {i.min_tokens}..{i.max_tokens}, output uniform "
+        f"{o.min_tokens}..{o.max_tokens} (means {i.mean_tokens():.1f}/{o.mean_tokens():.1f})"
+    )
+    notes = cell(row, "notes")
+    n = request_count(notes)
+    seed = _sglang_seed(notes, _sglang_version(row))
+    if n is None or seed is None or not 0 < n <= MAX_REPLAYED_REQUESTS:
+        return i, o, note
+    di, do = sglang_random_draw(n, seed, bounds_in, bounds_out)
+    # a zero-token output (probability 1 / (O + 1) at r = 0) still runs its prefill: one token
+    ri = DrawnLengths(tokens=tuple(int(x) for x in np.maximum(di, 1)))
+    ro = DrawnLengths(tokens=tuple(int(x) for x in np.maximum(do, 1)))
+    stated = _MEANS.search(notes)
+    if stated and (
+        abs(ri.mean_tokens() - float(stated.group(1))) > REPLAY_MEAN_TOL_TOKENS
+        or abs(ro.mean_tokens() - float(stated.group(2))) > REPLAY_MEAN_TOL_TOKENS
+    ):
+        return i, o, note + f"; a --seed {seed} replay does not give the stated means"
+    note += (
+        f"; the {n} lengths it drew with --seed {seed} replayed (means "
+        f"{ri.mean_tokens():.1f}/{ro.mean_tokens():.1f})"
+    )
+    return ri, ro, note
+
+
+def _sglang_rule(
+    row: Mapping[str, Any],
+) -> tuple[tuple[int, int], tuple[int, int], str] | str | None:
+    """(input bounds, output bounds, note) sglang.bench_serving drew from, a reason, or None."""
     notes = cell(row, "notes")
     tags = random_dataset_tags(notes)
     if tags is None or isinstance(tags, str):
@@ -143,15 +236,9 @@ def random_dataset_lengths(
                 f"random_range_ratio is not tagged and sglang {vtext}'s default is not known "
                 "(1.0 in 0.2.0, 0.0 from 0.2.15)"
             )
-    dists = []
-    for key, is_input in (("input", True), ("output", False)):
-        full = int(tags[key])
-        lo, hi = sglang_random_bounds(full, ratio, is_input=is_input)
-        dists.append(UniformLength(min_tokens=max(lo, 1), max_tokens=hi))
-    i, o = dists
-    note = (
-        f"sglang.bench_serving random dataset (sglang {vtext}): input uniform "
-        f"{i.min_tokens}..{i.max_tokens}, output uniform {o.min_tokens}..{o.max_tokens} "
-        f"(range ratio {ratio:g}; means {i.mean_tokens():.1f}/{o.mean_tokens():.1f})"
-    )
-    return i, o, note
+    bounds = [
+        sglang_random_bounds(int(tags[key]), ratio, is_input=key == "input")
+        for key in ("input", "output")
+    ]
+    note = f"sglang.bench_serving random dataset (sglang {vtext}, range ratio {ratio:g}): "
+    return bounds[0], bounds[1], note
