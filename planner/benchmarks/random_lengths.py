@@ -8,7 +8,7 @@ client draws each request's input and output length from an integer range set by
 distributions the client drew, following the client named in the notes (see
 ``planner/benchmarks/README.md``, "Random-dataset rows").
 
-``sglang.bench_serving`` (``sample_random_requests``; checked in the released wheels
+``sglang.bench_serving`` (``sample_random_requests``; checked in the PyPI wheels
 sglang 0.2.0, 0.2.15, 0.3.0, 0.4.1 and 0.5.6, file ``sglang/bench_serving.py``)::
 
     input_lens  = np.random.randint(max(int(input_len * range_ratio), 1), input_len + 1, n)
@@ -22,6 +22,9 @@ draws both from U{max(floor(r*len), 1) .. len}. The default ``--random-range-rat
 from 0.2.15 on. With the ratio stated, every version listed gives the same distribution once
 a zero-token draw (probability 1/(len+1) at r = 0) is counted as one token, which the
 simulator needs; without it the default, hence the version, decides.
+
+The client seeds numpy first (``--seed``, default 1 from 0.2.15), so with the request count
+known the very lengths it drew are replayed (:class:`DrawnLengths`), not resampled.
 """
 
 from __future__ import annotations
