@@ -19,9 +19,9 @@ so input ~ U{max(floor(r*L), 1) .. L} and output ~ U{floor(r*O) .. O} (both ends
 Later sglang (``compute_random_lens``, sgl-project/sglang
 ``python/sglang/benchmark/datasets/common.py`` @ 2a47406aa8f1f485ab3e966f2e7bf8b9749f8378)
 draws both from U{max(floor(r*len), 1) .. len}. The default ``--random-range-ratio`` is 1.0
-in 0.2.0 and 0.0 from 0.2.15 on. With the ratio stated, every version listed gives the same distribution once
-a zero-token draw (probability 1/(len+1) at r = 0) is counted as one token, which the
-simulator needs; without it the default, hence the version, decides.
+in 0.2.0 and 0.0 from 0.2.15 on. With the ratio stated, every version listed gives the same
+distribution once a zero-token draw (probability 1/(len+1) at r = 0) is counted as one token,
+which the simulator needs; without it the default, hence the version, decides.
 
 The client seeds numpy first (``--seed``, default 1 from 0.2.15), so with the request count
 known the very lengths it drew are replayed (:class:`DrawnLengths`), not resampled.
