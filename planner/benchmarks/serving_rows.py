@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from planner.benchmarks.random_lengths import random_dataset_lengths
 from planner.benchmarks.schema import (
     cell,
     engine_settings,
@@ -82,7 +83,9 @@ def steady_throughput(res: SimResult, t_lo: float, t_hi: float) -> tuple[float, 
 
 def _dataset_lengths(row: dict[str, Any], model_id: str) -> tuple[Any, Any, str] | str:
     """(input dist, output dist, note) for a variable-length row, or a reason string."""
-
+    rnd = random_dataset_lengths(row)
+    if rnd is not None:
+        return rnd
     notes = cell(row, "notes").lower()
     if "openorca" in notes and "mix" not in notes.split("dataset", 1)[-1][:20]:
         if not model_id.startswith("llama-2-70b"):
