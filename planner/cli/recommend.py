@@ -152,6 +152,9 @@ def register(subparsers: Any) -> None:
     c.add_argument("--providers", type=_ids, help="rental providers to price with")
     c.add_argument("--usd-per-gpu-hour", type=_price_override, action="append", metavar="[GPU=]USD",
                    help="price override [USD per GPU-hour], repeatable; without GPU= for every GPU")  # fmt: skip
+    c.add_argument("--latency-cost-cap", type=_bounded(_pos_float, 1.0, 1e6, "x"),
+                   help="--objective latency: only options costing at most this multiple of the "
+                   "cheapest feasible one (default 2)")  # fmt: skip
     c.add_argument("--fit-percentile", type=_bounded(_pos_float, None, 100.0), default=None,
                    help="percentile of prompt + answer that must fit in memory (default 99)")  # fmt: skip
     c.add_argument("--exact", action="store_true",
@@ -260,17 +263,10 @@ def _apply_slo_flags(args: argparse.Namespace, slo: dict[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------- commands
-def cmd_recommend(args: argparse.Namespace) -> int:
-    import os
+def _constraints(args: argparse.Namespace, sc, cat):
+    """The scenario's constraints with every flag given replacing its value."""
+    from planner.recommend.search import constraints_of
 
-    from planner.catalog import load_catalog
-    from planner.catalog.profile import load_profile
-    from planner.recommend import recommend
-
-    if args.data_dir and not os.path.isdir(args.data_dir):
-        raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
-    cat = load_catalog(args.data_dir)
-    sc = _scenario(args)
     c = sc.constraints
     prices = dict(c.usd_per_gpu_hour)
     for gpu, usd in args.usd_per_gpu_hour or ():
@@ -278,77 +274,90 @@ def cmd_recommend(args: argparse.Namespace) -> int:
             prices.update({g.id: usd for g in cat.accelerators})
         else:
             prices[cat.gpu(gpu).id] = usd
-    headroom = args.headroom if args.headroom is not None else c.headroom
-    if not (math.isfinite(headroom) and headroom >= 0):
-        raise PlannerError(f"--headroom must be a finite number >= 0, got {headroom}")
+    flags = {
+        "headroom": args.headroom,
+        "gpus": args.gpus,
+        "frameworks": args.frameworks,
+        "precisions": args.precisions,
+        "kv_precisions": args.kv_precisions,
+        "tps": args.tp,
+        "max_gpus_per_replica": args.max_gpus_per_replica,
+        "max_total_gpus": args.max_gpus,
+        "min_weight_bits": args.min_weight_bits,
+        "max_usd_per_hour": args.budget_usd_per_hour,
+        "max_usd_per_month": args.budget_usd_per_month,
+        "price_basis": args.price_basis,
+        "providers": args.providers,
+        "fit_percentile": args.fit_percentile,
+        "latency_cost_cap": args.latency_cost_cap,
+    }
+    if args.headroom is not None and not (math.isfinite(args.headroom) and args.headroom >= 0):
+        raise PlannerError(f"--headroom must be a finite number >= 0, got {args.headroom}")
+    fields = {k: v for k, v in flags.items() if v is not None}
+    fields["usd_per_gpu_hour"] = prices
+    return constraints_of(c, fields)
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    import os
+
+    from planner.catalog import load_catalog
+    from planner.catalog.profile import load_profile
+
+    if args.data_dir and not os.path.isdir(args.data_dir):
+        raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
+    cat = load_catalog(args.data_dir)
+    sc = _scenario(args)
+    c = _constraints(args, sc, cat)
     profile = load_profile(args.calibration) if args.calibration else None
+    kw = dict(
+        catalog=cat,
+        constraints=c,
+        objective=args.objective,
+        engine=sc.serving.kwargs(),
+        profile=profile,
+        seed=args.seed,
+        refine=args.exact or args.per_gpu,
+    )
     if sc.classes:
-        return _classes(args, sc, cat, headroom, prices, profile)
+        return _classes(args, sc, kw)
+    from planner.recommend.search import recommend
+
     res = recommend(
         sc.model,
         sc.workload,
         sc.slo,
-        catalog=cat,
-        objective=args.objective,
         top_n=args.top or (1 if args.per_gpu else 5),
-        headroom=headroom,
-        gpus=args.gpus or c.gpus,
-        frameworks=args.frameworks or c.frameworks,
-        precisions=args.precisions or c.precisions,
-        kv_precisions=args.kv_precisions or c.kv_precisions,
-        tps=args.tp or c.tps,
-        max_gpus_per_replica=args.max_gpus_per_replica or c.max_gpus_per_replica,
-        max_total_gpus=args.max_gpus or c.max_total_gpus,
-        min_weight_bits=args.min_weight_bits or c.min_weight_bits,
-        max_usd_per_hour=args.budget_usd_per_hour or c.max_usd_per_hour,
-        max_usd_per_month=args.budget_usd_per_month or c.max_usd_per_month,
-        price_basis=args.price_basis or c.price_basis,
-        providers=args.providers or c.providers,
-        usd_per_gpu_hour=prices,
-        fit_percentile=args.fit_percentile or c.fit_percentile,
-        engine=sc.serving.kwargs(),
-        profile=profile,
-        seed=args.seed,
         exhaustive=args.exhaustive,
-        refine=args.exact or args.per_gpu,
         per_gpu=args.per_gpu,
+        **kw,
     )
     _print_recommendation(res, args.format, args.show_rejected, sc.name or args.scenario)
     return 0
 
 
-def _classes(args, sc, cat, headroom, prices, profile) -> int:
+def _classes(args, sc, kw) -> int:
     """A scenario with request classes: a pool per class against one shared pool."""
-    from planner.recommend.classes import RequestClass, recommend_classes
+    from planner.recommend.classes import recommend_classes
     from planner.report import emit
+    from planner.serving import RequestClass
 
-    c = sc.constraints
+    if args.per_gpu or args.exhaustive:
+        raise PlannerError("--per-gpu and --exhaustive take a single workload, not request classes")
     out = recommend_classes(
         sc.model,
         [RequestClass(k.name, k.workload, k.slo) for k in sc.classes],
-        catalog=cat,
-        headroom=headroom,
         top_n=args.top or 5,
-        fit_percentile=args.fit_percentile or c.fit_percentile,
-        gpus=args.gpus or c.gpus,
-        frameworks=args.frameworks or c.frameworks,
-        precisions=args.precisions or c.precisions,
-        kv_precisions=args.kv_precisions or c.kv_precisions,
-        tps=args.tp or c.tps,
-        price_basis=args.price_basis or c.price_basis,
-        providers=args.providers or c.providers,
-        usd_per_gpu_hour=prices,
-        engine=sc.serving.kwargs(),
-        profile=profile,
-        seed=args.seed,
+        **kw,
     )
     if args.format == "json":
         emit(out, "json")
         return 0
     rows = [
-        {"class": name, **{short: r.get(k) for k, short in TABLE_COLS if k != "rank"}}
+        {"class": name, **({short: r.get(k) for k, short in TABLE_COLS if k != "rank"} if r else
+                           {"gpu": "none: " + out["per_class_not"].get(name, "")})}
         for name, r in out["per_class"].items()
-    ]
+    ]  # fmt: skip
     if args.format == "csv":
         emit(rows, "csv")
         return 0
@@ -357,11 +366,14 @@ def _classes(args, sc, cat, headroom, prices, profile) -> int:
     sys.stdout.write("\none shared pool\n")
     sh = out["shared"]
     if sh:
-        emit({k: v for k, v in sh.items() if k != "per_class_p99"}, "table")
-        sys.stdout.write("\nper class in the shared pool (at the rate the fleet is sized for)\n")
-        emit([{"class": k, **v} for k, v in sh["per_class_p99"].items()], "table")
+        sys.stdout.write(f"why: {sh['why']}\n")
+        emit(_rows(sh["recommendations"]), "table")
+        w = sh["recommendations"][0]
+        if w.get("per_class"):
+            sys.stdout.write("\nper class in the winner's pool (at the rate it is sized for)\n")
+            emit([{"class": k, **v} for k, v in w["per_class"].items()], "table")
     else:
-        sys.stdout.write("none: " + "; ".join(out["shared_not"][:3]) + "\n")
+        sys.stdout.write(f"none: {out['shared_not']}\n")
     sys.stdout.write("\nnotes: " + "; ".join(out["notes"]) + "\n")
     return 0
 

@@ -16,11 +16,9 @@ from ..cost import (
     token_costs,
 )
 from ..errors import PlannerError
-from ..serving import size_fleet
-from ..workload import SLO
-from .objective import Screened, _bracket, _max_rate, _value_text
+from ..serving import WorkloadCache, size_fleet
+from .objective import Load, Objective, Screened, _max_rate, bracket
 from .options import Rejection
-from .probe import WorkloadCache, binding_metric
 
 # ---------------------------------------------------------------------- the full result
 _LIMIT_TEXT = {
@@ -41,23 +39,14 @@ def _binding(s: Screened, need: float) -> str:
     if k > 1 and need / (k - 1) <= probe.cap_rps * (1 + 1e-9):
         fail = probe.summaries.get(need / (k - 1))
         if fail is not None:
-            name = binding_metric(fail, probe.slo)
-            ok_metrics = all(
-                fail.get(f"{m}_{t.label}_s", 0) <= t.max_s for m, t in probe.slo.targets().items()
-            )
-            return name + (" (attainment)" if ok_metrics else "")
+            return probe.binding_metric(fail) + (" (attainment)" if probe.metrics_ok(fail) else "")
     return f"throughput: {_LIMIT_TEXT.get(probe.saturation_limit, probe.saturation_limit)}"
 
 
 def finish(
     s: Screened,
     cache: WorkloadCache,
-    slo: SLO,
-    need: float,
-    peak: float,
-    hourly: np.ndarray,
-    mean_in: float,
-    mean_out: float,
+    load: Load,
     headroom: float,
     ownership: Any,
     refine: bool,
@@ -66,9 +55,11 @@ def finish(
     from ..engine.phases import decode_step
 
     opt, rep, probe = s.opt, s.replica, s.probe
+    need, peak, hourly = load.need_rps, load.peak_rps, load.hourly_rps
+    mean_in, mean_out = load.mean_input_tokens, load.mean_output_tokens
     gpr = opt.gpus_per_replica
-    mr = _max_rate(s, need, refine)
-    lo, hi = _bracket(s, need)
+    mr = _max_rate(s, load, refine)
+    lo, hi = bracket(s, need)
     fl = size_fleet(mr, peak, headroom=headroom, gpus_per_replica=gpr, hourly_rps=hourly)
     replicas = fl["replicas"]
     num_gpus = fl["num_gpus"]
@@ -86,9 +77,9 @@ def finish(
         "num_gpus": num_gpus,
         "max_rate_per_replica": mr,
         "max_rate_bracket_rps": [lo, hi],
-        "max_rate_basis": "bisected to 3 %"
+        "max_rate_basis": "the highest simulated rate that met the SLO (bisected to 3 %)"
         if refine
-        else "tested rate (peak x headroom / replicas)",
+        else "the simulated rate that met the SLO (peak x headroom / replicas)",
         "saturation_rps_per_replica": s.saturation_rps,
         "utilization_at_peak": fl["utilization_at_peak"],
         "latency_at_rps": need / s.replicas,
@@ -181,6 +172,8 @@ def finish(
         )
     except PlannerError as e:
         r.update(joules_per_token=None, kwh_per_day=None, energy_basis=str(e))
+    if "classes" in planned:  # a pool shared by request classes: each class's verdict
+        r["per_class"] = planned["classes"]
     r["quality"] = _quality_text(rep.sm.model.id, opt.precision.id, opt.kv_precision)
     r["numbers"] = (
         "simulated: max_rate_per_replica, replicas, P99/P50 latencies, kv util; "
@@ -237,7 +230,7 @@ def pareto_front(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(front, key=lambda x: x["usd_per_mtok_output"])
 
 
-def why_winner(top: list[Screened], objective: str, rejected: list[Rejection]) -> str:
+def why_winner(top: list[Screened], obj: Objective, rejected: list[Rejection]) -> str:
     w = top[0].result
     lead = (
         f"{w['gpu']} / {w['framework']} / {w['precision']} (kv {w['kv_precision']}) tp={w['tp']}"
@@ -257,7 +250,7 @@ def why_winner(top: list[Screened], objective: str, rejected: list[Rejection]) -
         lead += (
             f". Next best: {r2['gpu']} / {r2['framework']} / {r2['precision']} "
             f"(kv {r2['kv_precision']}) tp={r2['tp']} with "
-            f"{_value_text(v2, objective)} ({diff:+.0f}% on {objective})"
+            f"{obj.show(v2)} ({diff:+.0f}% on {obj.name})"
         )
     counts: dict[str, int] = {}
     for r in rejected:
@@ -269,7 +262,7 @@ def why_winner(top: list[Screened], objective: str, rejected: list[Rejection]) -
     return lead
 
 
-def nothing_meets(rejected: list[Rejection], slo: SLO) -> str:
+def nothing_meets(rejected: list[Rejection]) -> str:
     counts: dict[str, int] = {}
     for r in rejected:
         counts[r.stage] = counts.get(r.stage, 0) + 1
@@ -280,8 +273,17 @@ def nothing_meets(rejected: list[Rejection], slo: SLO) -> str:
         )
         + ")"
     )
-    near = [r for r in rejected if r.stage in ("slo", "slo_zero_load", "budget", "constraint")]
-    if near:
-        r = near[0]
-        head += f"; e.g. {r.gpu} {r.framework} {r.precision} tp={r.tp}: {r.reason}"
+    # the constraint that removed what was left: a budget or a fleet limit before the SLO
+    # (the search meets options best first, so the first of a stage is its closest)
+    for stage, what in (
+        ("budget", "the budget removed every option that meets the SLOs"),
+        ("constraint", "the fleet limit removed every option that meets the SLOs"),
+        ("slo", "no option meets the SLOs"),
+        ("slo_zero_load", "no option meets the SLOs even at zero load"),
+    ):
+        near = [r for r in rejected if r.stage == stage]
+        if near:
+            r = near[0]
+            head += f"; {what}, e.g. {r.gpu} {r.framework} {r.precision} tp={r.tp}: {r.reason}"
+            break
     return head

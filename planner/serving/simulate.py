@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from planner.errors import PlannerError, require_positive
-from planner.serving._engine import _run_continuous, _run_static
+from planner.serving.probe import run
 from planner.serving.replica import Replica, check_fits
 from planner.serving.result import SimResult
 from planner.workload.workload import Requests, Workload
@@ -138,10 +138,5 @@ def simulate(
         reqs = requests
         if offline:
             reqs = reqs.all_at_once()
-    static = (
-        (not replica.engine.continuous_batching) if static_batching is None else static_batching
-    )
     check_fits(replica, reqs)
-    if static:
-        return _run_static(replica, reqs, concurrency)
-    return _run_continuous(replica, reqs, concurrency)
+    return run(replica, reqs, concurrency, static_batching=static_batching)
