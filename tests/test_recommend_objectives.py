@@ -49,8 +49,9 @@ def _value(r: dict, objective: str) -> float:
         "cost": lambda: r["usd_per_hour"],
         "gpus": lambda: r["num_gpus"],
         "latency": lambda: r["e2e_p99_s"],
-        "tokens-per-dollar": lambda: r["usd_per_gpu_hour"] * r["gpus_per_replica"]
-        / r["max_rate_per_replica"],
+        "tokens-per-dollar": lambda: (
+            r["usd_per_gpu_hour"] * r["gpus_per_replica"] / r["max_rate_per_replica"]
+        ),
         "energy": lambda: r["gpus_per_replica"] / r["max_rate_per_replica"],  # x TDP / answer
     }[objective]()
 

@@ -86,13 +86,6 @@ class Accelerator(Sourced):
             f"so compute-bound times in {dtype} cannot be estimated on this GPU"
         )
 
-    def has_peak(self, dtype: str) -> bool:
-        try:
-            self.peak_tflops(dtype)
-        except PlannerError:
-            return False
-        return True
-
     @property
     def memory_bytes(self) -> float:
         if self.memory_gb is None:

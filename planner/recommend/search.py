@@ -260,9 +260,11 @@ class _Search:
         self.ownership = load_ownership() if c.price_basis == "own" else None
         cls = cache.classes
         peak = float(sum(x.workload.traffic.peak() for x in cls))
-        mean = lambda f: float(
-            sum(s * f(x.workload) for x, s in zip(cls, cache.shares, strict=True))
-        )  # noqa: E731
+        shares = cache.shares
+
+        def mean(f: Any) -> float:
+            return float(sum(s * f(x.workload) for x, s in zip(cls, shares, strict=True)))
+
         self.load = Load(
             need_rps=peak * (1.0 + c.headroom),
             peak_rps=peak,
