@@ -195,7 +195,9 @@ def test_predict_to_stdout_csv(capsys, tmp_path):
     code, out, _ = run(capsys, "predict", str(_bench_csv(tmp_path)))
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert len(rows) == 6 and list(rows[0])[-3:] == ["predicted", "provenance", "reason"]
+    assert len(rows) == 6 and list(rows[0])[-5:] == [
+        "predicted", "predicted_low", "predicted_high", "provenance", "reason"
+    ]  # fmt: skip
     assert float(rows[-1]["predicted"]) > 0
     assert all(r["predicted"] or r["reason"] for r in rows)
 

@@ -5,8 +5,13 @@ hardware, model, precision, framework, shape and a ``metric``. :func:`predict_ro
 returns every input column plus
 
 * ``predicted`` — the model's value in the row's ``unit`` (empty when it cannot answer),
+* ``predicted_low``, ``predicted_high`` — its out-of-sample error band, same unit
+  (:func:`planner.catalog.profile.error_band`: p10-p90 of measured/predicted speed for the
+  provenance tier; a time's band is the inverse of a speed's; empty when no band is known),
 * ``provenance`` — which efficiency parameters were used (``prior`` or a calibration fit),
-* ``reason`` — why a row could not be predicted (empty when it was).
+* ``reason`` — why a row could not be predicted (empty when it was): unknown ids, a
+  ``layout_unsupported: <why>`` tag in ``notes``, a framework that does not run on the
+  GPU's vendor, missing fields.
 
 Metrics are answered through the dispatch table :data:`METRICS` (metric -> function of
 a :class:`RowContext` returning SI units). Step-level metrics live here:
@@ -35,19 +40,25 @@ import numpy as np
 
 from planner.benchmarks.io import iter_rows, read_rows
 from planner.benchmarks.layouts import assumed_layout, needs_layout
-from planner.benchmarks.schema import TIME_UNITS_S, cell, parallelism, whole
+from planner.benchmarks.schema import (
+    TIME_UNITS_S,
+    cell,
+    parallelism,
+    unexpressible_reason,
+    whole,
+)
 from planner.benchmarks.serving_rows import predict_serving_row
 from planner.benchmarks.step_rows import row_predictor
 from planner.catalog.catalog import Catalog, compute_dtype_for, load_catalog
 from planner.catalog.efficiency import EfficiencyParams
-from planner.catalog.profile import resolve_efficiency
+from planner.catalog.profile import Profile, error_band, load_profile, resolve_efficiency
 from planner.catalog.records import Accelerator, ModelArch, Precision
 from planner.engine.phases import decode_time, prefill_time
 from planner.engine.step import StepModel, step_model
 from planner.errors import PlannerError, UnknownIdError, printable
 from planner.files import Progress
 
-OUTPUT_COLUMNS = ("predicted", "provenance", "reason")
+OUTPUT_COLUMNS = ("predicted", "predicted_low", "predicted_high", "provenance", "reason")
 
 
 # --------------------------------------------------------------------------- row context
@@ -180,6 +191,25 @@ class Predictor:
         self._steps: dict[tuple, StepModel] = {}
         self._contexts: dict[tuple, Any] = {}
         self._serving = predict_serving_row
+        self._bands: dict[str, Any] = {}
+        self._profile: Profile | None = None
+
+    def band(self, provenance: str, value: float, unit: str) -> tuple[Any, Any]:
+        """(low, high) of a predicted value from :func:`error_band` of its provenance: a
+        speed scales by the band's ratios, a time (``unit`` s/ms/us) by their inverses."""
+        b = self._bands.get(provenance)
+        if b is None:
+            if self._profile is None and self.profile_path:
+                self._profile = load_profile(self.profile_path)
+            try:
+                b = error_band(provenance, self._profile)
+            except PlannerError:
+                b = False
+            self._bands[provenance] = b
+        if not b or not b.known:
+            return "", ""
+        lo, hi = b.time_interval(value) if unit.strip() in TIME_UNITS_S else b.speed_interval(value)
+        return lo, hi
 
     # ---- model: catalog id or a config.json path
     def model(self, key: str) -> ModelArch:
@@ -238,6 +268,11 @@ class Predictor:
             )
         prec = cat.precision(prec_id)
         compute_dtype_for(prec, gpu)  # raises when the GPU cannot run this precision
+        if cell(row, "framework"):  # a framework that does not run on this vendor
+            fw_vendors = cat.framework(cell(row, "framework")).vendors
+            why = unexpressible_reason(row, gpu.vendor, fw_vendors)
+            if why:
+                raise PlannerError(why)
         kv_id = cell(row, "kv_precision") or prec.kv_default
         kv = cat.kv_precision(kv_id).id
         tp, pp = parallelism(row)
@@ -261,10 +296,14 @@ class Predictor:
         """Return the row with ``predicted``, ``provenance`` and ``reason`` filled in
         (``copy=False``: filled into ``row`` itself, for rows read only once)."""
         out: dict[str, Any] = dict(row) if copy else row  # type: ignore[assignment]
-        out.update(predicted="", provenance="", reason="")
+        out.update(predicted="", predicted_low="", predicted_high="", provenance="", reason="")
         metric = cell(row, "metric")
         entry = METRICS.get(metric)
         note = ""
+        why = unexpressible_reason(row, None, None)  # before assumed_layout guesses one
+        if why:
+            out["reason"] = why
+            return out
         try:
             if needs_layout(row) and cell(row, "precision"):
                 # n_gpus without tp: the layout a submitter would tune (benchmarks.layouts)
@@ -299,6 +338,9 @@ class Predictor:
             )
         else:
             out["predicted"] = float(value)
+            out["predicted_low"], out["predicted_high"] = self.band(
+                ctx.provenance, float(value), str(row.get("unit") or "")
+            )
             out["reason"] = reason or ""
         return out
 

@@ -91,13 +91,15 @@ def assumed_layout_predictions(df, profile_for, catalog: Catalog) -> list[dict[s
     serving simulator with the layout a submitter would tune
     (:func:`planner.benchmarks.layouts.assumed_layout`) and the held-out fold's profile."""
     from planner.benchmarks.layouts import assumed_layout, needs_layout
-    from planner.benchmarks.schema import cell
+    from planner.benchmarks.schema import cell, layout_unsupported
 
     out: list[dict[str, Any]] = []
     for rec in df.to_dict("records"):
         row = {k: ("" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
                for k, v in rec.items()}  # fmt: skip
         if not needs_layout(row) or not cell(row, "precision") or not cell(row, "framework"):
+            continue
+        if layout_unsupported(cell(row, "notes")) is not None:
             continue
         prof = profile_for(str(rec["source"]))
         try:
@@ -140,9 +142,11 @@ def run_validation(
     catalog: Catalog | None = None,
     k: int = 5,
     serving: bool = True,
+    kfold: bool = True,
     **fit_kw: Any,
 ) -> dict[str, Any]:
-    """LOSO over the public files (+ the serving rows) and k-fold over the own files."""
+    """LOSO over the public files (+ the serving rows) and k-fold over the own files
+    (``kfold=False``: LOSO only, own rows still in every training set)."""
     import pandas as pd
 
     cat = catalog or load_catalog()
@@ -192,7 +196,7 @@ def run_validation(
                 if not r.ok and r.fit_kind != "serving"
             ]
         )
-    if own_files:
+    if own_files and kfold:
         own_df = load_measurements(own_files, cat)
         own_rows = prepare_rows(own_df, cat)
         with Progress("validate") as bar:
