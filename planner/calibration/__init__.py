@@ -23,9 +23,10 @@ from planner.calibration.accuracy import (
     error_table,
     oos_record,
     run_validation,
+    with_error_bands,
     write_report,
 )
-from planner.calibration.bands import band_coverage, fit_error_bands, with_error_bands
+from planner.calibration.bands import band_coverage, fit_error_bands
 from planner.calibration.fit import (
     FIT_BOUNDS,
     FIT_FIELDS,

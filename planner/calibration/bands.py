@@ -15,20 +15,14 @@ them honestly: each source's rows are tested against bands fitted without that s
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from planner.calibration.accuracy import run_validation
-from planner.calibration.fit import PreparedRow, data_files_default, split_public_own
-from planner.catalog.catalog import Catalog
 from planner.catalog.profile import (
     TIERS,
     ErrorBand,
-    Profile,
     band_for_tier,
     provenance_tier,
 )
@@ -128,27 +122,3 @@ def coverage_table(cov, by: Sequence[str]):
         inside_pct=("inside", lambda s: 100 * float(np.mean(s))),
     ).reset_index()
     return out.round({"inside_pct": 1})
-
-
-def with_error_bands(
-    profile: Profile,
-    rows: Sequence[PreparedRow],
-    paths: Sequence[str | os.PathLike[str]] | None = None,
-    catalog: Catalog | None = None,
-    **fit_kw: Any,
-) -> Profile:
-    """``profile`` with ``error_bands`` from a leave-one-source-out refit of the CSV files
-    it was fitted on (``planner calibrate``; :func:`split_public_own` decides which files
-    are held out source by source). Unchanged when the rows come from fewer than two
-    sources or a file is not a CSV (:func:`planner.catalog.profile.error_band` then uses
-    the bundled profile's bands).
-    """
-    files = [Path(p) for p in (paths or data_files_default())]
-    if not all(f.suffix.lower() == ".csv" for f in files):
-        return profile
-    public, own = split_public_own(files)
-    if not public or len({r.source for r in rows if r.ok}) < 2:
-        return profile
-    kw = {k: v for k, v in fit_kw.items() if k != "progress"}
-    res = run_validation(public, own, catalog=catalog, kfold=False, **kw)
-    return profile.model_copy(update={"error_bands": fit_error_bands(res.get("loso"))})

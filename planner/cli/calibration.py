@@ -134,7 +134,7 @@ def cmd_calibrate(args) -> int:
         progress="calibrate: fitting",
     )
     if not args.no_error_bands and not (args.gpu or args.model or args.precision or args.tp):
-        from planner.calibration.bands import with_error_bands
+        from planner.calibration.accuracy import with_error_bands
 
         prof = with_error_bands(
             prof, rows, args.files or None, catalog=cat, prior_scale=args.prior_scale
@@ -217,6 +217,18 @@ def cmd_validate(args) -> int:
             res["loso"].assign(scheme="LOSO public"), ["scheme", "metric_class", "kind"]
         )
         rows += t.to_dict("records")
+    if res.get("loso") is not None and len(res["loso"]):
+        from planner.calibration.accuracy import group_table
+        from planner.calibration.bands import coverage_table
+
+        g = group_table(res["loso"]).assign(scheme="LOSO throughput")
+        rows += g.to_dict("records")
+        cov = res.get("coverage")
+        if cov is not None and len(cov):
+            c = coverage_table(
+                cov.assign(group="error band coverage", value="all"), ["group", "value"]
+            )
+            rows += c.assign(scheme="LOSO throughput").to_dict("records")
     if args.details:
         import pandas as pd
 
