@@ -106,10 +106,11 @@ BASE_ROW = {
 
 
 def _synth_row(
-    rid, source, model, metric, batch, tokens, precision="bf16", framework="pytorch", gpu=H200
-):
-    """One benchmark-schema row whose value is the engine's time under TRUE params."""
-    sm = step_model(model, gpu, precision, params=TRUE, catalog=CAT)
+    rid, source, model, metric, batch, tokens, precision="bf16", framework="pytorch", gpu=H200,
+    params=TRUE,
+):  # fmt: skip
+    """One benchmark-schema row whose value is the engine's time under ``params`` (TRUE)."""
+    sm = step_model(model, gpu, precision, params=params, catalog=CAT)
     if metric == "prefill_s":
         value = float(prefill(sm, batch, tokens).time_s)
         isl, ctx = tokens, tokens
@@ -356,6 +357,74 @@ def test_precision_alias_in_measurements_fits_the_canonical_node(tmp_path, alias
 def test_provenance_unknown_framework_is_an_error(synth_profile):
     with pytest.raises(PlannerError, match="unknown framework 'vlm'"):
         resolve_params(H200, "vlm", "bf16", catalog=CAT, profile=synth_profile)
+
+
+# ---------------------------------------------------------------- nearest relative by vendor
+#: an AMD stack whose bandwidth and compute efficiencies differ clearly from TRUE's
+AMD_TRUE = TRUE.with_(mem_eff=0.45, kv_mem_eff=0.4, compute_eff=0.35)
+MI300X = "amd-mi300x"
+
+
+@pytest.fixture(scope="module")
+def vendor_rows(tmp_path_factory):
+    """NVIDIA TensorRT-LLM rows generated with TRUE, AMD vLLM rows (MI300X) with AMD_TRUE."""
+    design = _step_design()
+    specs = [
+        (f"nv-{m}-{i:02d}", "nv", m, *d, "bf16", "trtllm", H200, TRUE)
+        for m in MODELS[:2] for i, d in enumerate(design)
+    ] + [
+        (f"amd-{m}-{i:02d}", "amd", m, *d, "bf16", "vllm", MI300X, AMD_TRUE)
+        for m in MODELS[:2] for i, d in enumerate(design)
+    ]  # fmt: skip
+    path = tmp_path_factory.mktemp("vendor") / "vendor.csv"
+    _rows_frame(specs).to_csv(path, index=False)
+    return prepare_rows(load_measurements(path, CAT), CAT)
+
+
+@pytest.fixture(scope="module")
+def vendor_profile(vendor_rows) -> Profile:
+    return fit_profile(vendor_rows, prior_scale=10.0, max_nfev=100)
+
+
+def test_amd_borrows_from_amd_not_from_nvidia_trtllm(vendor_rows, vendor_profile):
+    n_amd = 2 * len(_step_design())
+    # another AMD architecture, same framework: vLLM on AMD (the MI300X rows)
+    p355, prov = resolve_params("amd-mi355x", "vllm", "bf16", catalog=CAT, profile=vendor_profile)
+    assert prov == f"transferred from vllm on amd ({MI300X}, {n_amd} rows)"
+    # another framework on AMD: all frameworks on AMD, still the AMD rows
+    psg, prov = resolve_params(MI300X, "sglang", "bf16", catalog=CAT, profile=vendor_profile)
+    assert prov == f"transferred from all frameworks on amd ({MI300X}, {n_amd} rows)"
+    # the AMD donors reproduce the AMD rows (generated with AMD_TRUE) within 2%; the
+    # TensorRT-LLM node would miss them by more than 20% (bandwidth 0.7 vs 0.45)
+    ptrt, _ = resolve_params(H200, "trtllm", "bf16", catalog=CAT, profile=vendor_profile)
+    amd_rows = [r for r in vendor_rows if r.gpu == MI300X]
+    for p in (p355, psg):
+        errs = [abs(r.predict(p) / r.value - 1) for r in amd_rows]
+        assert np.median(errs) < 0.02
+    errs = [abs(r.predict(ptrt) / r.value - 1) for r in amd_rows]
+    assert np.median(errs) > 0.2
+
+
+def test_framework_across_vendors_before_global(vendor_profile):
+    """vLLM on an NVIDIA GPU: NVIDIA has no vLLM rows, so 'same vendor' (TensorRT-LLM on
+    NVIDIA) comes first; an Intel GPU with vLLM has no vendor rows: vLLM on all GPUs."""
+    _, prov = resolve_params("nvidia-h100-sxm", "vllm", "bf16", catalog=CAT, profile=vendor_profile)
+    assert prov.startswith("transferred from all frameworks on nvidia (nvidia-h200-sxm, ")
+    p, prov = resolve_params("intel-gaudi3", "vllm", "bf16", catalog=CAT, profile=vendor_profile)
+    node = vendor_profile.find("vllm", None, None, None)
+    assert node.vendor is None and p == node.params
+    assert prov == f"transferred from vllm on all GPUs ({node.n_rows} rows)"
+    _, prov = resolve_params("intel-gaudi3", "sglang", "bf16", catalog=CAT, profile=vendor_profile)
+    assert prov.startswith("transferred from global fit over all frameworks")
+
+
+def test_vendor_nodes_shrink_toward_their_parent(vendor_profile):
+    """Partial pooling: the vendor x framework node of AMD is fitted with the AMD vendor node
+    as its prior centre; a node with exactly its parent's rows is that parent (no refit)."""
+    amd = vendor_profile.find(None, None, None, None, vendor="amd")
+    amd_vllm = vendor_profile.find("vllm", None, None, None, vendor="amd")
+    assert amd.n_rows == amd_vllm.n_rows and amd.params == amd_vllm.params
+    assert amd.gpus == (MI300X,) and amd_vllm.level == 2
 
 
 # =========================================================================== 3. cross-validation

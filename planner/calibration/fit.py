@@ -78,6 +78,8 @@ _START = {
     "sched_overhead_s": 1e-4,
 }
 FIT_FIELDS = tuple(FIT_BOUNDS)
+#: row kinds the fit uses by default (serving rows are validated by simulation, not fitted)
+FITTED_KINDS = ("step", "static", "single", "offline")
 
 
 # =========================================================================== predictors
@@ -220,7 +222,7 @@ def fit_profile(
     min_rows: int = 1,
     prior_scale: float = 1.0,
     max_nfev: int = 60,
-    include_kinds: Iterable[str] = ("step", "static", "single", "offline"),
+    include_kinds: Iterable[str] = FITTED_KINDS,
     base: EfficiencyParams | None = None,
     progress: str | None = None,
 ) -> Profile:
