@@ -11,6 +11,7 @@ import numpy as np
 
 from planner.benchmarks.schema import (
     cell,
+    engine_settings,
     layout,
     memory_fraction_from_notes,
     number,
@@ -184,12 +185,16 @@ def _serving_row_result(
     except PlannerError as e:
         return str(e)
     tp, pp, replicas = lay.tp, lay.pp, lay.replicas
-    kv = cell(row, "kv_precision") or None
+    notes = cell(row, "notes")
+    try:
+        settings = engine_settings(notes)
+    except PlannerError as e:
+        return str(e)
+    kv = cell(row, "kv_precision") or settings.kv_cache_dtype
     isl, osl = number(row, "isl"), number(row, "osl")
     batch = number(row, "batch")
     conc = number(row, "concurrency")
     rate = number(row, "request_rate")
-    notes = cell(row, "notes")
     count = request_count(notes)
     util = memory_fraction_from_notes(notes)
     key = (
@@ -209,6 +214,7 @@ def _serving_row_result(
         rate,
         count,
         util,
+        settings,
         notes if isl is None else "",
         params,
     )
@@ -228,6 +234,8 @@ def _serving_row_result(
         params=params,
         catalog=cat,
         memory_utilization=util,
+        max_num_seqs=settings.max_num_seqs,
+        max_num_batched_tokens=settings.max_num_batched_tokens,
     )
     if (isl is not None and osl is not None) or mode in ("static_batch", "single_stream"):
         ilen: Any = None
@@ -354,6 +362,11 @@ def _serving_row_result(
         )
     else:  # pragma: no cover
         return f"mode {mode} not supported"
+    if mode not in ("static_batch", "single_stream"):  # a static batch sets its own size
+        eng = rep.engine
+        out["_note"] += "; " + settings.describe(
+            eng.max_num_seqs, eng.max_num_batched_tokens, eng.framework or "engine"
+        )
     if rep.params_source != "prior":
         out["_note"] += f"; params {rep.params_source}"
     _ROW_CACHE[key] = out
