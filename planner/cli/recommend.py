@@ -161,6 +161,9 @@ def register(subparsers: Any) -> None:
                    help="bisect each recommendation's max rate per replica to 3%% (slower)")  # fmt: skip
     c.add_argument("--exhaustive", action="store_true",
                    help="simulate every feasible option (no pruning; slow, for validation)")  # fmt: skip
+    c.add_argument("--rejected", choices=("summary", "all"), default="summary",
+                   help="rejected options in the output: 'summary' (default: counts per reason "
+                   "and the first --show-rejected of each) or 'all'")  # fmt: skip
     c.add_argument("--show-rejected", type=_bounded(int, 0, 100_000), default=3, metavar="N",
                    help="rejected options shown per reason in the table (default 3; JSON has all)")  # fmt: skip
     c.add_argument(
@@ -332,8 +335,31 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         per_gpu=args.per_gpu,
         **kw,
     )
-    _print_recommendation(res, args.format, args.show_rejected, sc.name or args.scenario)
+    _fill_reproduce(res.recommendations, args)
+    _print_recommendation(res, args.format, args.show_rejected, sc.name or args.scenario, args)
     return 0
+
+
+def _fill_reproduce(recs: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    """The scenario's path (and --calibration / --data-dir) in each ``reproduce`` line.
+    Workload or SLO flags change the scenario: then the line keeps ``SCENARIO.yaml`` (a file
+    with that workload)."""
+    import shlex
+
+    flags = [
+        args.model, args.preset, args.peak_rps, args.mean_rps, args.input_tokens,
+        args.output_tokens, args.ttft_p99, args.tpot_p99, args.e2e_p99, args.attainment,
+    ]  # fmt: skip
+    extra = ""
+    if args.calibration:
+        extra += f" --calibration {shlex.quote(args.calibration)}"
+    if args.data_dir:
+        extra += f" --data-dir {shlex.quote(args.data_dir)}"
+    for r in recs:
+        line = r.get("reproduce") or ""
+        if args.scenario and all(v is None for v in flags):
+            line = line.replace("SCENARIO.yaml", shlex.quote(args.scenario))
+        r["reproduce"] = line + extra
 
 
 def _classes(args, sc, kw) -> int:
@@ -382,38 +408,79 @@ TABLE_COLS = (
     ("rank", "rank"),
     ("gpu", "gpu"),
     ("framework", "framework"),
-    ("precision", "precision"),
+    ("precision_label", "precision"),
     ("kv_precision", "kv"),
     ("tp", "tp"),
     ("pp", "pp"),
     ("replicas", "replicas"),
     ("num_gpus", "gpus"),
     ("max_rate_per_replica", "rps_per_replica"),
+    ("output_tok_s_per_gpu", "tok_s_per_gpu"),
     ("usd_per_hour", "usd_per_hour"),
     ("usd_per_month", "usd_per_month"),
     ("usd_per_mtok_output", "usd_per_mtok_out"),
+    ("break_even_usd_per_gpu_hour", "break_even_usd_gpu_h"),
     ("ttft_p99_s", "ttft_p99_s"),
     ("tpot_p99_s", "tpot_p99_s"),
     ("joules_per_token", "j_per_tok"),
+    ("quality", "quality"),
+    ("robustness", "robustness"),
     ("binding_constraint", "binding"),
     ("provenance", "provenance"),
 )
 
 
+def _range(v: Any, lo: Any, hi: Any, fmt: str) -> Any:
+    """``v (lo-hi)`` when the error band gives an interval that differs from ``v``."""
+    if v is None or lo is None or hi is None or lo == hi == v:
+        return v
+    return f"{format(v, fmt)} ({format(lo, fmt)}-{format(hi, fmt)})"
+
+
 def _rows(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{short: r.get(k) for k, short in TABLE_COLS} for r in recs]
+    rows = []
+    for r in recs:
+        row = {short: r.get(k) for k, short in TABLE_COLS}
+        row["precision"] = r.get("precision_label") or r.get("precision")
+        row["gpus"] = _range(r["num_gpus"], r.get("num_gpus_low"), r.get("num_gpus_high"), "d")
+        row["usd_per_mtok_out"] = _range(
+            r.get("usd_per_mtok_output"),
+            r.get("usd_per_mtok_output_low"),
+            r.get("usd_per_mtok_output_high"),
+            ".3g",
+        )
+        rows.append(row)
+    return rows
 
 
-def _print_recommendation(res, fmt: str, per_reason: int, name: str | None) -> None:
+def _rejected_summary(rejected: list[dict[str, Any]], per_reason: int) -> list[dict[str, Any]]:
+    """The first ``per_reason`` rejected options of each reason, each with its reason's
+    count (``count``); in the search's order (closest first)."""
+    counts: dict[str, int] = {}
+    out = []
+    for r in rejected:
+        counts[r["stage"]] = counts.get(r["stage"], 0) + 1
+        if counts[r["stage"]] <= per_reason:
+            out.append(r)
+    return [{**r, "stage_count": counts[r["stage"]]} for r in out]
+
+
+def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args=None) -> None:
     from planner.report import emit
 
     out = sys.stdout
+    rejected_all = getattr(args, "rejected", "summary") == "all"
     if fmt == "json":
-        emit(res.as_dict(), "json")
+        d = res.as_dict()
+        if not rejected_all:
+            d["rejected"] = _rejected_summary(res.rejected, per_reason)
+        emit(d, "json")
         return
     if fmt == "csv":
         emit(res.recommendations, "csv")
         return
+    if not rejected_all:
+        res.rejected = _rejected_summary(res.rejected, max(per_reason, 1))
     if fmt == "md":
         out.write(_markdown(res, name))
         return
@@ -438,12 +505,14 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None) -> N
     detail = {
         k: w.get(k)
         for k in (
-            "price_source", "price_provider", "price_as_of", "price_rule", "price_spread",
+            "reproduce", "robustness", "winner_at_price_rows", "error_band",
+            "price_source", "price_provider", "price_as_of", "price_rule", "price_rows",
+            "price_spread",
             "usd_per_month_autoscaled", "usd_per_mtok_total", "usd_per_mtok_output_full_load",
             "gpu_hours_per_day", "gpu_hours_per_day_autoscaled", "max_rate_bracket_rps",
             "max_rate_basis", "latency_at_rps", "saturation_rps_per_replica", "utilization_at_peak",
             "weights_gb_per_gpu", "kv_cache_gb_per_gpu", "memory_headroom", "decode_bound",
-            "kwh_per_day", "energy_basis", "quality", "truncated_requests", "numbers",
+            "kwh_per_day", "energy_basis", "quality_detail", "truncated_requests", "numbers",
         )
     }  # fmt: skip
     detail["assumptions"] = "; ".join(w.get("assumptions") or []) or "-"
@@ -452,16 +521,17 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None) -> N
         out.write("\npareto front ($/M output tokens vs P99 E2E latency, among the shown)\n")
         emit(res.pareto, "table", out)
     if res.rejected:
-        out.write("\nrejected (by reason; --format json lists all)\n")
+        out.write("\nrejected (by reason; --rejected all lists every one)\n")
         by: dict[str, list[dict[str, Any]]] = {}
         for r in res.rejected:
             by.setdefault(r["stage"], []).append(r)
         rows = []
         for stage, items in sorted(by.items(), key=lambda kv: -len(kv[1])):
+            n = items[0].get("stage_count", len(items))
             for r in items[: max(per_reason, 0)]:
                 rows.append(
                     {
-                        "stage": f"{stage} ({len(items)})",
+                        "stage": f"{stage} ({n})",
                         "option": " ".join(
                             str(x) for x in (r["gpu"], r["framework"], r["precision"]) if x
                         )

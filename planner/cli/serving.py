@@ -435,6 +435,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         n_requests=args.requests,
         rng=np.random.default_rng(args.seed),
         fit_percentile=fit,
+        need_rps=wl.traffic.peak() * (1 + headroom),
     )
     if not cap.max_rate_rps > 0:
         ev = ", ".join(f"{r:.3g} req/s: {a:.1%}" for r, _, a in cap.evaluations[-3:])

@@ -3,6 +3,7 @@ front and the reason the winner wins."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,7 @@ def finish(
     headroom: float,
     ownership: Any,
     refine: bool,
+    reproduce: str = "",
 ) -> None:
     """Everything a recommendation reports: rates, latencies, money, energy, quality."""
     from ..engine.phases import decode_step
@@ -100,7 +102,9 @@ def finish(
         "max_concurrent_sequences": rep.engine.max_num_seqs,
         "gpu_hours_per_day": fl["gpu_hours_per_day"],
         "gpu_hours_per_day_autoscaled": fl.get("gpu_hours_per_day_autoscaled"),
+        "output_tok_s_per_gpu": mr * mean_out / gpr,
         "provenance": s.provenance,
+        "reproduce": reproduce,
         "truncated_requests": probe.truncated_requests,
         "simulations": probe.simulations,
     }
@@ -130,6 +134,7 @@ def finish(
             price_provider=pq.provider,
             price_as_of=str(pq.as_of) if pq.as_of else None,
             price_rule=pq.rule,
+            price_rows=pq.spread.n_rows if pq.spread is not None else 1,
             price_spread=(
                 {
                     "kind": pq.spread.kind,
@@ -150,6 +155,7 @@ def finish(
             usd_per_mtok_output=None,
             usd_per_mtok_total=None,
             price_source="no price in data/prices.yaml",
+            price_rows=0,
         )
     # energy at the day's average load (estimate from TDP x utilisation)
     util = min(1.0, float(np.mean(hourly)) / (replicas * mr))
@@ -174,7 +180,8 @@ def finish(
         r.update(joules_per_token=None, kwh_per_day=None, energy_basis=str(e))
     if "classes" in planned:  # a pool shared by request classes: each class's verdict
         r["per_class"] = planned["classes"]
-    r["quality"] = _quality_text(rep.sm.model.id, opt.precision.id, opt.kv_precision)
+    r["quality"], r["quality_detail"] = _quality_text(rep.sm.model.id, opt.precision.id)
+    _bands(r, s, need, gpr)
     r["numbers"] = (
         "simulated: max_rate_per_replica, replicas, P99/P50 latencies, kv util; "
         "analytic: saturation_rps_per_replica; estimate: joules_per_token, kwh_per_day"
@@ -184,12 +191,57 @@ def finish(
     s.result.pop("max_rate_rps", None)
 
 
-def _quality_text(model_id: str, precision_id: str, kv: str) -> str:
+def _quality_text(model_id: str, precision_id: str) -> tuple[str, str]:
+    """(short, full) quality of the weights: the published delta, "baseline" for an
+    unquantized format, or "not measured"."""
     try:
         q = quality_delta(model_id, precision_id)
     except PlannerError as e:
-        return str(e)
-    return q.message
+        return "not measured", str(e)
+    if q.status == "baseline":
+        return "baseline", q.message
+    if q.status != "measured":
+        return "not measured", q.message
+    short = "; ".join(
+        f"{r.benchmark} "
+        + (f"{r.delta_points:+.2f} pts" if r.delta_points is not None else f"{r.delta_pct:+.1f}%")
+        for r in q.rows[:2]
+    )
+    return short, q.message
+
+
+def _bands(r: dict[str, Any], s: Screened, need: float, gpr: int) -> None:
+    """GPUs and $/M output tokens as low-high from the performance error band of the
+    option's provenance tier (:func:`planner.catalog.profile.error_band`): the true
+    capacity lies in ``[rate x low_ratio, rate x high_ratio]`` for ~80 % of held-out rows,
+    so the GPUs needed (and $/M, which scales with them) lie in the inverse interval."""
+    from ..catalog.profile import error_band
+
+    try:
+        band = error_band(s.provenance)
+    except PlannerError:
+        band = None
+    mr = r["max_rate_per_replica"]
+    keys = ("num_gpus_low", "num_gpus_high", "usd_per_mtok_output_low", "usd_per_mtok_output_high")
+    if band is None or band.low_ratio is None or band.high_ratio is None or not mr > 0:
+        r.update(dict.fromkeys(keys), error_band=None)
+        return
+    lo_k = max(1, math.ceil(need / (mr * band.high_ratio) * (1 - 1e-12)))
+    hi_k = max(lo_k, math.ceil(need / (mr * band.low_ratio) * (1 - 1e-12)))
+    n, mtok = r["num_gpus"], r.get("usd_per_mtok_output")
+    r.update(
+        num_gpus_low=min(lo_k * gpr, n),
+        num_gpus_high=max(hi_k * gpr, n),
+        usd_per_mtok_output_low=mtok * min(lo_k * gpr, n) / n if mtok is not None else None,
+        usd_per_mtok_output_high=mtok * max(hi_k * gpr, n) / n if mtok is not None else None,
+        error_band={
+            "low_ratio": band.low_ratio,
+            "high_ratio": band.high_ratio,
+            "tier": band.tier,
+            "n_rows": band.n_rows,
+            "note": band.note,
+        },
+    )
 
 
 def pareto_front(results: list[dict[str, Any]]) -> list[dict[str, Any]]:

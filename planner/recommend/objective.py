@@ -22,7 +22,8 @@ latency        P99 E2E at the planned load, among options    P99 E2E served alon
                cheapest feasible one
 ============== ============================================ ==================================
 
-Ties: options whose values agree within :data:`TIE_REL` rank by fleet $/h, then GPUs.
+Ties: options whose values agree within :data:`TIE_REL` rank by fleet $/h, then GPUs, then
+more bits per weight.
 """
 
 from __future__ import annotations
@@ -194,8 +195,9 @@ OBJECTIVE_TABLE: dict[str, Objective] = {
 OBJECTIVES = tuple(OBJECTIVE_TABLE)
 
 
-def sort_key(s: Screened, need: float) -> tuple[float, float, float, float]:
-    """Rank: the objective value to :data:`TIE_REL` (log buckets), then $/h, then GPUs."""
+def sort_key(s: Screened, need: float) -> tuple[float, ...]:
+    """Rank: the objective value to :data:`TIE_REL` (log buckets), then $/h, then GPUs, then
+    more bits per weight (at equal cost, no quantization loss is better), then capacity."""
     v = s.value
     bucket = round(math.log(v) / math.log1p(TIE_REL)) if v and v > 0 and math.isfinite(v) else v
     cost = s.usd_per_hour()
@@ -203,6 +205,7 @@ def sort_key(s: Screened, need: float) -> tuple[float, float, float, float]:
         bucket,
         cost if cost is not None else math.inf,
         s.replicas * s.opt.gpus_per_replica,
+        -s.opt.precision.weight_bits,
         -bracket(s, need)[1],
     )
 

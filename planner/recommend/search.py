@@ -37,6 +37,7 @@ from ..errors import MissingDataError, PlannerError
 from ..serving import Replica, WorkloadCache, build_replica, check_workload_fits
 from ..workload import SLO, Workload
 from .constraints import Constraints
+from .decide import decide, diverse, variant_label
 from .finish import finish, nothing_meets, pareto_front, why_winner
 from .objective import (
     OBJECTIVE_TABLE,
@@ -405,7 +406,13 @@ class _Search:
         return opt.gpu.id if self.per_gpu else None
 
     def nth_best(self, g: str | None = None) -> float:
-        vals = sorted(s.value for s in self.done if self.group(s.opt) == g)
+        """The N-th best value among distinct GPU x framework pairs (the top N is diverse)."""
+        best: dict[tuple[str, str], float] = {}
+        for s in self.done:
+            if self.group(s.opt) == g:
+                k = (s.opt.gpu.id, s.opt.framework.id)
+                best[k] = min(best.get(k, math.inf), s.value)
+        vals = sorted(best.values())
         return vals[self.top_n - 1] if len(vals) >= self.top_n else math.inf
 
     def prune(self, key: float, stage: int, item: Any, best: float) -> None:
@@ -509,26 +516,45 @@ class _Search:
                     seq += 1
         return self.report(t0, n_enumerated)
 
+    def reproduce(self, s: Screened) -> str:
+        """The ``planner capacity`` command giving this option's GPU count: every setting
+        explicit (KV precision, engine limits, headroom, fit percentile, requests, seed), so
+        it does not depend on any command's defaults. ``SCENARIO.yaml``: the scenario file
+        (the CLI fills in its path)."""
+        o, e, c = s.opt, s.replica.engine, self.c
+        seed = self.cache.seed if isinstance(self.cache.seed, int) else 0
+        return (
+            f"planner capacity SCENARIO.yaml --gpu {o.gpu.id} --framework {o.framework.id} "
+            f"--precision {o.precision.id} --kv-precision {o.kv_precision} --tp {o.tp} "
+            f"--pp {o.pp} --max-num-seqs {e.max_num_seqs} --max-num-batched-tokens "
+            f"{e.max_num_batched_tokens} --headroom {c.headroom!r} --fit-percentile "
+            f"{c.fit_percentile!r} --requests {self.n_requests} --seed {seed} --no-curve"
+        )
+
     # ------------------------------------------------------------------ report
     def report(self, t0: float, n_enumerated: int) -> Recommendation:
         c, ld, done = self.c, self.load, self.done
         done.sort(key=lambda s: sort_key(s, ld.need_rps))
         if self.per_gpu:  # the best top_n of every GPU, GPUs in order of their best
-            seen: dict[str, int] = {}
-            top = []
+            by_gpu: dict[str, list[Screened]] = {}
             for s in done:
-                if seen.get(s.opt.gpu.id, 0) < self.top_n:
-                    seen[s.opt.gpu.id] = seen.get(s.opt.gpu.id, 0) + 1
-                    top.append(s)
+                by_gpu.setdefault(s.opt.gpu.id, []).append(s)
+            picked = [x for g in by_gpu.values() for x in diverse(g, self.top_n)]
+            order = {g: i for i, g in enumerate(by_gpu)}
+            picked.sort(key=lambda x: order[x[0].opt.gpu.id])
         else:
-            top = done[: self.top_n]
+            picked = diverse(done, self.top_n)
+        top = [s for s, _ in picked]
         if not top:
             raise PlannerError(nothing_meets(self.rejected))
-        for s in top:
-            finish(s, self.cache, ld, c.headroom, self.ownership, self.refine)
+        for s, variants in picked:
+            finish(s, self.cache, ld, c.headroom, self.ownership, self.refine, self.reproduce(s))
+            s.result["precision_label"] = variant_label(s, variants)
+            s.result["variants"] = [v.opt.ids() for v in variants]
         recs = [s.result for s in top]
         for i, r in enumerate(recs, 1):
             r["rank"] = i
+        decision = decide(recs, self.obj.name) if not self.per_gpu else ""
         sims = sum(s.probe.simulations for s in self.screened if s.probe is not None)
         q = c.fit_percentile / 100.0
         need_tokens = max(
@@ -582,4 +608,6 @@ class _Search:
             )
         else:
             why = why_winner(top, self.obj, self.rejected)
+        if decision:
+            why += f". Decision: {decision}"
         return Recommendation(self.obj.name, recs, rejected, front, why, summary, assumptions)

@@ -4,6 +4,7 @@ search, the throughput-latency curve and the TP comparison.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,8 @@ class CapacityResult:
     num_gpus: int
     label: str
     limited_by: str
+    #: smallest replica count meeting the SLO at ``need_rps`` (when given)
+    replicas: int | None = None
 
     @property
     def max_rate_per_gpu_rps(self) -> float:
@@ -66,6 +69,7 @@ def max_rate(
     min_exceedances: float = 50.0,
     max_scored_factor: float = 10.0,
     fit_percentile: float | None = 99.0,
+    need_rps: float | None = None,
 ) -> CapacityResult:
     """Largest arrival rate per replica whose SLO attainment meets the target (bisection).
 
@@ -90,6 +94,12 @@ def max_rate(
     (:func:`~planner.serving.replica.check_workload_fits`); longer requests are truncated
     to the context limit and counted in the summary's ``truncated_requests``. ``None``
     allows any truncation.
+
+    ``need_rps``: the rate a fleet must carry [req/s] (peak x (1 + headroom)). The answer is
+    then also the rate of the smallest replica count ``k`` whose per-replica rate
+    ``need / k`` meets the SLO (simulated, from ``ceil(need / bisected rate)`` down), when
+    that is higher than the bisection's: the fleet size and rate the recommender reports
+    for the same replica and seed (``replicas`` in the result).
 
     Raises
     ------
@@ -137,6 +147,18 @@ def max_rate(
                 break
             hi = r
             r /= 2
+    replicas = None
+    if need_rps is not None and lo > 0:
+        k0 = max(1, math.ceil(need_rps / lo * (1 - 1e-12)))
+        k_lb = max(1, math.ceil(need_rps / cap_rps - 1e-9))
+        replicas = probe.min_replicas(need_rps, min(k_lb, k0), k0, k0)
+        if replicas is not None:
+            lo = max(lo, need_rps / replicas)
+            evals.extend(
+                (r, bool(v["slo_ok"]), float(v["slo_attainment"]))
+                for r, v in probe.summaries.items()
+                if r not in {e[0] for e in evals}
+            )
     tried = min(probe.summaries) if lo <= 0 else lo
     summary = probe.full(tried)
     if lo >= cap_rps * (1 - 1e-9):
@@ -154,6 +176,7 @@ def max_rate(
         num_gpus=replica.num_gpus,
         label=replica.label(),
         limited_by=binding,
+        replicas=replicas,
     )
 
 
