@@ -119,3 +119,63 @@ def test_tiny_price_does_not_blow_up_tokens_per_dollar():
         usd_per_gpu_hour={"nvidia-h100-sxm": 1e-300, "amd-mi300x": 1e-300},
     )
     assert all(0 < r["usd_per_mtok_output_full_load"] < 1e-290 for r in recs)
+
+
+# --------------------------------------------------------------------------- decision fields
+@pytest.mark.parametrize(
+    "name", [n for n in EXAMPLES if not load_scenario(ROOT / "examples" / n).classes]
+)
+def test_reproduce_line_gives_the_same_gpu_count(name, capsys):
+    import shlex
+
+    recs, _, _ = _run(name, "cost", top_n=2)
+    for r in recs:
+        line = r["reproduce"].replace("SCENARIO.yaml", str(ROOT / "examples" / name))
+        argv = shlex.split(line)
+        assert argv[:2] == ["planner", "capacity"] and "--kv-precision" in argv
+        assert main(argv[1:] + ["--format", "json"]) == 0, capsys.readouterr().err
+        cap = json.loads(capsys.readouterr().out)
+        assert cap["num_gpus"] == r["num_gpus"], (line, cap["num_gpus"], r["num_gpus"])
+        # the rate per replica is one that was simulated and met the SLO, in both
+        assert cap["max_rate_per_replica"] >= r["max_rate_per_replica"] * (1 - 1e-9)
+
+
+def test_decision_fields_on_every_row():
+    recs, _, _ = _run("chat-8b.yaml", "cost", top_n=3)
+    w = recs[0]
+    for r in recs:
+        for key in ("break_even_usd_per_gpu_hour", "reproduce", "quality", "price_rows",
+                    "robustness", "num_gpus_low", "num_gpus_high", "usd_per_mtok_output_low",
+                    "usd_per_mtok_output_high"):  # fmt: skip
+            assert key in r, key
+        # $/M scales with the GPU price at a fixed fleet: at the break-even price this
+        # option's $/M equals the winner's
+        be = r["break_even_usd_per_gpu_hour"]
+        assert r["usd_per_mtok_output"] * be / r["usd_per_gpu_hour"] == pytest.approx(
+            w["usd_per_mtok_output"], rel=1e-9
+        )
+        assert r["num_gpus_low"] <= r["num_gpus"] <= r["num_gpus_high"]
+        assert r["quality"] in ("baseline", "not measured") or "pts" in r["quality"] or "%" in (
+            r["quality"]
+        )
+        assert r["robustness"] == "robust" or r["robustness"].startswith(
+            ("depends on price: ", "within model uncertainty")
+        )
+    assert w["break_even_usd_per_gpu_hour"] == pytest.approx(w["usd_per_gpu_hour"])
+    # distinct GPU x framework in the top N
+    keys = [(r["gpu"], r["framework"]) for r in recs]
+    assert len(set(keys)) == len(keys)
+
+
+def test_price_robustness_names_the_break_even():
+    # two GPUs at override prices: the dearer loses, and says at which price it would win
+    recs, _, _ = _run(
+        "chat-8b.yaml",
+        "cost",
+        top_n=2,
+        gpus=("nvidia-h100-sxm", "nvidia-h200-sxm"),
+        usd_per_gpu_hour={"nvidia-h100-sxm": 2.0, "nvidia-h200-sxm": 9.0},
+    )
+    other = next(r for r in recs[1:] if r["gpu"] != recs[0]["gpu"])
+    be = other["break_even_usd_per_gpu_hour"]
+    assert 0 < be < other["usd_per_gpu_hour"]
