@@ -122,8 +122,11 @@ class WorkloadCache:
         peaks = np.array([c.workload.traffic.peak() for c in self.classes], float)
         self.shares = peaks / peaks.sum()
         self.seed = seed
-        self._shapes: dict[tuple[int, bool], tuple[float, float, float, float]] = {}
-        self._bases: dict[tuple[int, bool, int], tuple[Requests, np.ndarray]] = {}
+        self._shapes: dict[tuple[int | None, bool], tuple[float, float, float, float]] = {}
+        self._bases: dict[tuple[int | None, bool, int], tuple[Requests, np.ndarray]] = {}
+        #: longest prompt + answer of each untruncated sample: a context limit at or above
+        #: it cuts nothing, so every such engine shares the sample (and its shape)
+        self._longest: dict[tuple[str, bool, int], int] = {}
 
     @classmethod
     def of(cls, workload: Workload, slo: SLO, seed: int | np.random.Generator = 0):
@@ -144,14 +147,36 @@ class WorkloadCache:
             return self.seed
         return np.random.default_rng(self.seed)
 
+    def _limit(self, what: str, limit: int, prefix: bool, n: int, sample) -> int | None:
+        """``limit``, or None when it cuts no request of the untruncated sample."""
+        k = (what, prefix, n)
+        if k not in self._longest:
+            r = sample(None)
+            self._longest[k] = int(np.max(r.input_tokens + r.output_tokens)) if len(r) else 0
+        return limit if limit < self._longest[k] else None
+
     def shape(self, replica: Replica) -> tuple[float, float, float, float]:
         eng = replica.engine
-        key = (eng.context_limit_tokens, eng.prefix_caching)
+        if not self.single:
+            return shape_of_requests(self.base_requests(replica, 20_000)[0])
+
+        def sample(limit: int | None) -> Requests:  # as steady_state's own shape sample
+            return self.workload.sample_requests(
+                20_000,
+                np.random.default_rng(2024),
+                1.0,
+                context_limit=limit,
+                prefix_caching=eng.prefix_caching,
+            )
+
+        pc = eng.prefix_caching
+        key = (self._limit("shape", eng.context_limit_tokens, pc, 20_000, sample), pc)
         if key not in self._shapes:
-            if self.single:
-                self._shapes[key] = _shape(self.workload, eng)
-            else:
-                self._shapes[key] = shape_of_requests(self.base_requests(replica, 20_000)[0])
+            self._shapes[key] = (
+                _shape(self.workload, eng)
+                if key[0] is not None
+                else shape_of_requests(sample(None))
+            )
         return self._shapes[key]
 
     def steady_state(self, replica: Replica, rate_rps: float = 1.0) -> SteadyStateResult:
@@ -191,17 +216,24 @@ class WorkloadCache:
     def base_requests(self, replica: Replica, n: int) -> tuple[Requests, np.ndarray]:
         """``n`` requests (at least) at a total rate of 1 req/s and each one's class index."""
         eng = replica.engine
-        key = (eng.context_limit_tokens, eng.prefix_caching, int(n))
+        n = int(n)
+
+        def single(limit: int | None) -> Requests:
+            return self.workload.sample_requests(
+                n, self._rng(), 1.0, context_limit=limit, prefix_caching=eng.prefix_caching
+            )
+
+        limit = eng.context_limit_tokens
+        if self.single and not isinstance(self.seed, np.random.Generator):
+            limit = self._limit("base", limit, eng.prefix_caching, n, single)
+            if limit is None and (None, eng.prefix_caching, n) not in self._bases:
+                r = single(None)
+                self._bases[(None, eng.prefix_caching, n)] = (r, np.zeros(len(r), np.int64))
+        key = (limit, eng.prefix_caching, n)
         if key not in self._bases:
             rng = self._rng()
             if self.single:
-                r = self.workload.sample_requests(
-                    n,
-                    rng,
-                    1.0,
-                    context_limit=eng.context_limit_tokens,
-                    prefix_caching=eng.prefix_caching,
-                )
+                r = single(limit)
                 self._bases[key] = (r, np.zeros(len(r), dtype=np.int64))
             else:
                 # classes have different prefixes: no shared-prefix cache across them
