@@ -155,8 +155,10 @@ def test_decision_fields_on_every_row():
             w["usd_per_mtok_output"], rel=1e-9
         )
         assert r["num_gpus_low"] <= r["num_gpus"] <= r["num_gpus_high"]
-        assert r["quality"] in ("baseline", "not measured") or "pts" in r["quality"] or "%" in (
-            r["quality"]
+        assert (
+            r["quality"] in ("baseline", "not measured")
+            or "pts" in r["quality"]
+            or "%" in (r["quality"])
         )
         assert r["robustness"] == "robust" or r["robustness"].startswith(
             ("depends on price: ", "within model uncertainty")

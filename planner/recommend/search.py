@@ -554,7 +554,7 @@ class _Search:
         recs = [s.result for s in top]
         for i, r in enumerate(recs, 1):
             r["rank"] = i
-        decision = decide(recs, self.obj.name) if not self.per_gpu else ""
+        decision = decide(recs, self.obj.name)
         sims = sum(s.probe.simulations for s in self.screened if s.probe is not None)
         q = c.fit_percentile / 100.0
         need_tokens = max(
