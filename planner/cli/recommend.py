@@ -453,16 +453,16 @@ def _rows(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _rejected_summary(rejected: list[dict[str, Any]], per_reason: int) -> list[dict[str, Any]]:
+def _rejected_summary(rejections: list[Any], per_reason: int) -> list[dict[str, Any]]:
     """The first ``per_reason`` rejected options of each reason, each with its reason's
-    count (``count``); in the search's order (closest first)."""
+    count (``stage_count``); in the search's order (closest first)."""
     counts: dict[str, int] = {}
     out = []
-    for r in rejected:
-        counts[r["stage"]] = counts.get(r["stage"], 0) + 1
-        if counts[r["stage"]] <= per_reason:
+    for r in rejections:
+        counts[r.stage] = counts.get(r.stage, 0) + 1
+        if counts[r.stage] <= per_reason:
             out.append(r)
-    return [{**r, "stage_count": counts[r["stage"]]} for r in out]
+    return [{**r.as_dict(), "stage_count": counts[r.stage]} for r in out]
 
 
 def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args=None) -> None:
@@ -471,16 +471,16 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
     out = sys.stdout
     rejected_all = getattr(args, "rejected", "summary") == "all"
     if fmt == "json":
-        d = res.as_dict()
         if not rejected_all:
-            d["rejected"] = _rejected_summary(res.rejected, per_reason)
+            res.rejected = _rejected_summary(res.rejections, per_reason)
+        d = res.as_dict()
         emit(d, "json")
         return
     if fmt == "csv":
         emit(res.recommendations, "csv")
         return
     if not rejected_all:
-        res.rejected = _rejected_summary(res.rejected, max(per_reason, 1))
+        res.rejected = _rejected_summary(res.rejections, max(per_reason, 1))
     if fmt == "md":
         out.write(_markdown(res, name))
         return

@@ -58,15 +58,29 @@ __all__ = ["OBJECTIVES", "Recommendation", "recommend", "search", "constraints_o
 
 @dataclass
 class Recommendation:
-    """The ranked options, the rejected ones with reasons, and how the search went."""
+    """The ranked options, the rejected ones with reasons, and how the search went.
+
+    ``rejected`` holds one dict per rejected option (``stage``, ``reason`` and the option's
+    ids); they are made on first access (a whole-catalog search rejects ~10,000)."""
 
     objective: str
     recommendations: list[dict[str, Any]]
-    rejected: list[dict[str, Any]]
+    rejections: list[Rejection]
     pareto: list[dict[str, Any]]
     why: str
     summary: dict[str, Any]
     assumptions: list[str]
+    _rejected: list[dict[str, Any]] | None = None
+
+    @property
+    def rejected(self) -> list[dict[str, Any]]:
+        if self._rejected is None:
+            self._rejected = [r.as_dict() for r in self.rejections]
+        return self._rejected
+
+    @rejected.setter
+    def rejected(self, rows: list[dict[str, Any]]) -> None:
+        self._rejected = rows
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -459,8 +473,10 @@ class _Search:
         # memory: only options that can still make the top keep their simulated requests
         if len(self.done) > 2 * self.top_n and not self.per_gpu:
             self.done.sort(key=lambda x: sort_key(x, ld.need_rps))
-            for x in self.done[2 * self.top_n :]:
-                x.probe.keep_only(None)
+            keep = {id(x) for lead, vs in diverse(self.done, self.top_n) for x in (lead, *vs)}
+            for x in self.done:
+                if id(x) not in keep:
+                    x.probe.keep_only(None)
 
     def run(self, t0: float) -> Recommendation:
         c, obj, m = self.c, self.obj, self.m
@@ -595,7 +611,6 @@ class _Search:
             "elsewhere)",
             "KV precisions tried: each precision's default and fp8 where offered",
         ]
-        rejected = [r.as_dict() for r in self.rejected]
         front = pareto_front(recs)
         if self.per_gpu:
             firsts: dict[str, dict[str, Any]] = {}
@@ -610,4 +625,4 @@ class _Search:
             why = why_winner(top, self.obj, self.rejected)
         if decision:
             why += f". Decision: {decision}"
-        return Recommendation(self.obj.name, recs, rejected, front, why, summary, assumptions)
+        return Recommendation(self.obj.name, recs, self.rejected, front, why, summary, assumptions)
