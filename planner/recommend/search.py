@@ -53,7 +53,17 @@ from .objective import (
 )
 from .options import MAX_TP_PER_NODE, Option, Rejection, enumerate_options, pp_options
 
-__all__ = ["OBJECTIVES", "Recommendation", "recommend", "search", "constraints_of"]
+__all__ = [
+    "OBJECTIVES",
+    "OBJECTIVE_TEXT",
+    "Recommendation",
+    "recommend",
+    "search",
+    "constraints_of",
+]
+
+#: what each objective minimises, for the output
+OBJECTIVE_TEXT = {name: o.text for name, o in OBJECTIVE_TABLE.items()}
 
 
 @dataclass
