@@ -40,7 +40,7 @@ def _binding(s: Screened, need: float) -> str:
     if k > 1 and need / (k - 1) <= probe.cap_rps * (1 + 1e-9):
         fail = probe.summaries.get(need / (k - 1))
         if fail is not None:
-            return probe.binding_metric(fail) + (" (attainment)" if probe.metrics_ok(fail) else "")
+            return probe.binding(fail)
     return f"throughput: {_LIMIT_TEXT.get(probe.saturation_limit, probe.saturation_limit)}"
 
 

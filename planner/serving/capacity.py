@@ -45,17 +45,6 @@ class CapacityResult:
         return self.max_rate_rps / self.num_gpus
 
 
-def _binding(summary: dict[str, Any], slo: SLO) -> str:
-    worst, name = -1.0, "throughput"
-    for k, t in slo.targets().items():
-        v = summary.get(f"{k}_{t.label}_s", float("nan"))
-        if v == v and v / t.max_s > worst:
-            worst, name = v / t.max_s, f"{k.upper()} {t.label}"
-    if slo.attainment is not None and summary.get("slo_attainment", 1.0) < slo.attainment:
-        name += " (attainment)"
-    return name
-
-
 def max_rate(
     replica: Replica,
     workload: Workload,
@@ -165,7 +154,7 @@ def max_rate(
         limit = probe.saturation_limit
         binding = f"throughput ({max_utilization:.0%} of the saturation rate, {limit})"
     else:
-        binding = _binding(probe.summaries.get(hi) or summary, slo)
+        binding = probe.binding(probe.summaries.get(hi) or summary)
     return CapacityResult(
         max_rate_rps=float(lo),
         summary=summary,

@@ -537,11 +537,13 @@ class CapacityProbe:
                     worst, name = v / t.max_s, f"{pre}{k.upper()} {t.label}"
         return name
 
-    def metrics_ok(self, summary: dict[str, Any]) -> bool:
-        """Every percentile within its threshold (so a failed run failed on attainment)."""
+    def binding(self, summary: dict[str, Any]) -> str:
+        """:meth:`binding_metric`, with " (attainment)" when a class's attainment also fell
+        below its target in that run."""
+        name = self.binding_metric(summary)
         for c in self.classes:
             s = summary if self.cache.single else summary.get("classes", {}).get(c.name, {})
-            for k, t in c.slo.targets().items():
-                if s.get(f"{k}_{t.label}_s", 0) > t.max_s:
-                    return False
-        return True
+            a = s.get("slo_attainment", s.get("attainment", 1.0))
+            if c.slo.attainment is not None and a < c.slo.attainment:
+                return name + " (attainment)"
+        return name
