@@ -202,6 +202,7 @@ KNOWN_PRIVATE = {
     "planner.calibration.fit -> planner.benchmarks.io._hash_files",
     "planner.calibration.fit -> planner.benchmarks.step_rows._canonical_precision",
     "planner.calibration.fit -> planner.catalog.profile._node_keys",
+    "planner.calibration.fit -> planner.catalog.profile._framework_key",
 }
 
 

@@ -119,8 +119,16 @@ class WorkloadCache:
             else c
             for c in classes
         )
-        peaks = np.array([c.workload.traffic.peak() for c in self.classes], float)
-        self.shares = peaks / peaks.sum()
+        if len(self.classes) == 1:
+            self.shares = np.ones(1)
+        else:
+            peaks = np.array([c.workload.traffic.peak() for c in self.classes], float)
+            if not (np.isfinite(peaks).all() and (peaks > 0).all()):
+                raise PlannerError(
+                    "request classes: every class needs a finite peak rate > 0, got "
+                    + ", ".join(f"{c.name} {p:g}" for c, p in zip(self.classes, peaks, strict=True))
+                )
+            self.shares = peaks / peaks.sum()
         self.seed = seed
         self._shapes: dict[tuple[int | None, bool], tuple[float, float, float, float]] = {}
         self._bases: dict[tuple[int | None, bool, int], tuple[Requests, np.ndarray]] = {}
