@@ -236,3 +236,44 @@ def test_bundled_profile_loads_with_bands():
     prof = Profile.model_validate(load_profile().model_dump())
     assert set(prof.error_bands) <= set(TIERS)
     assert DATA_DIR.exists()
+
+
+# =========================================================================== storing bands
+def _fitted_profile(tmp_path):
+    from planner.benchmarks.io import _hash_files
+
+    csv_path = tmp_path / "runs.csv"
+    csv_path.write_text("x\n1\n")
+    prof = load_profile().model_copy(
+        update={"data_files": (str(csv_path),), "data_hash": _hash_files([csv_path]),
+                "error_bands": {}}
+    )  # fmt: skip
+    p = tmp_path / "profile.yaml"
+    profile_mod.save_profile(prof, p)
+    return p, csv_path
+
+
+def test_store_error_bands_round_trip(tmp_path):
+    from planner.calibration.accuracy import store_error_bands
+
+    p, csv_path = _fitted_profile(tmp_path)
+    bands = {"fit": ErrorBand(ratio_p10=0.8, ratio_p90=1.2, n_rows=30, n_sources=3)}
+    store_error_bands(p, {"bands": bands}, [csv_path])
+    loaded = load_profile(p)
+    assert loaded.error_bands == bands
+    b = error_band("fit (a/b/c, 3 rows)", loaded)
+    assert (b.low_ratio, b.high_ratio, b.n_rows) == (0.8, 1.2, 30)
+
+
+def test_store_error_bands_refuses_a_profile_of_other_data(tmp_path):
+    from planner.calibration.accuracy import store_error_bands
+
+    p, csv_path = _fitted_profile(tmp_path)
+    bands = {"fit": ErrorBand(ratio_p10=0.8, ratio_p90=1.2, n_rows=30, n_sources=3)}
+    other = tmp_path / "other.csv"
+    other.write_text("x\n2\n")
+    with pytest.raises(PlannerError, match="was not fitted on"):
+        store_error_bands(p, {"bands": bands}, [other])
+    csv_path.write_text("x\n3\n")  # changed since the fit
+    with pytest.raises(PlannerError, match="changed since the fit"):
+        store_error_bands(p, {"bands": bands}, [csv_path])

@@ -809,12 +809,12 @@ def test_bundled_profile_h200_pytorch_node(bundled):
     )
     # + the serving terms fitted on the engine's iteration logs (tests/test_serving_terms.py)
     assert prov == f"fit (pytorch/{H200}/bf16, {n_csv} rows; serving terms fit on iteration logs)"
-    node = bundled.find("pytorch", "hopper", H200, "bf16")
-    assert node.level == 4 and node.n_rows == n_csv and params == node.params
+    node = bundled.find("pytorch", "hopper", H200, "bf16", vendor="nvidia")
+    assert node.level == 5 and node.n_rows == n_csv and params == node.params
     # the first harness keeps its own node (framework pytorch-naive), all 394 rows
     n_naive = len(pd.read_csv(DATA_DIR / "benchmarks" / "pytorch_h200.csv"))
-    naive = bundled.find("pytorch-naive", "hopper", H200, "bf16")
-    assert naive.level == 4 and naive.n_rows == n_naive == 394
+    naive = bundled.find("pytorch-naive", "hopper", H200, "bf16", vendor="nvidia")
+    assert naive.level == 5 and naive.n_rows == n_naive == 394
 
 
 # =========================================================================== 7. real public rows

@@ -37,7 +37,7 @@ from planner.calibration.fit import (
     prepare_rows,
     split_public_own,
 )
-from planner.catalog.catalog import Catalog, load_catalog
+from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR
 from planner.catalog.profile import Profile, resolve_params
 from planner.errors import PlannerError
@@ -542,3 +542,35 @@ def with_error_bands(
     kw = {k: v for k, v in fit_kw.items() if k != "progress"}
     res = run_validation(public, own, catalog=catalog, kfold=False, **kw)
     return profile.model_copy(update={"error_bands": fit_error_bands(res.get("loso"))})
+
+
+def store_error_bands(
+    profile_path: str | os.PathLike[str], result: dict[str, Any], files: Sequence[str | Path]
+) -> Profile:
+    """Write the bands of a :func:`run_validation` result into the profile at
+    ``profile_path`` (``planner validate --bands-into``). The profile must have been fitted on
+    every one of ``files`` as they are now (same hash), else PlannerError."""
+    from planner.benchmarks.io import _hash_files
+    from planner.catalog.profile import load_profile, save_profile
+
+    prof = load_profile(profile_path)
+    assert prof is not None  # load_profile raises for an explicit missing path
+    fitted = {(DATA_DIR.parent / f).resolve() for f in prof.data_files}  # relative or absolute
+    missing = [str(f) for f in files if Path(f).resolve() not in fitted]
+    if missing:
+        raise PlannerError(
+            f"{profile_path} was not fitted on {', '.join(missing)}: refit it with `planner "
+            "calibrate` on the same files before storing their error bands"
+        )
+    paths = sorted(fitted)
+    if _hash_files(paths) != prof.data_hash:
+        raise PlannerError(
+            f"{profile_path}: the measurement files changed since the fit (data hash "
+            f"{prof.data_hash}); refit with `planner calibrate` first"
+        )
+    bands = result.get("bands") or {}
+    if not bands:
+        raise PlannerError("no out-of-sample throughput rows: no error bands to store")
+    out = prof.model_copy(update={"error_bands": bands})
+    save_profile(out, profile_path)
+    return out
