@@ -422,11 +422,28 @@ def write_report(
                 .sort_values("rows", ascending=False)
             ),
         ]
-    text = "\n".join(out) + "\n"
+    text = "\n".join(out) + "\n" + _kept_section(path)
     if not any(x is not None and len(x) for x in (loso, kf)):
         raise PlannerError(f"refusing to write {path}: the accuracy report has no rows")
     atomic_write_text(path, text, inputs=inputs, what="accuracy report")
     return text
+
+
+#: a section of the report another generator owns (scripts/serving_comparison.py --write):
+#: kept as it is when validate rewrites the file
+KEPT_SECTION = ("<!-- serving-comparison:begin -->", "<!-- serving-comparison:end -->")
+
+
+def _kept_section(path: str | Path) -> str:
+    try:
+        old = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    begin, end = KEPT_SECTION
+    i, j = old.find(begin), old.find(end)
+    if i < 0 or j < i:
+        return ""
+    return "\n" + old[i : j + len(end)] + "\n"
 
 
 # =========================================================================== validation
