@@ -427,6 +427,20 @@ def test_vendor_nodes_shrink_toward_their_parent(vendor_profile):
     assert amd.gpus == (MI300X,) and amd_vllm.level == 2
 
 
+@pytest.mark.parametrize(
+    ("gpu", "framework"),
+    [(MI300X, "sglang"), ("amd-mi355x", "vllm"), (H200, "trtllm"), ("intel-gaudi3", "vllm")],
+)
+def test_fit_for_targets_gives_the_full_fits_nodes(vendor_rows, vendor_profile, gpu, framework):
+    """LOSO fits only the nodes the held-out rows resolve to: exactly the full fit's."""
+    g = CAT.gpu(gpu)
+    part = fit_profile(vendor_rows, prior_scale=10.0, max_nfev=100,
+                       targets=[(g.vendor, framework, g.arch, g.id, "bf16")])  # fmt: skip
+    assert len(part.nodes) < len(vendor_profile.nodes)
+    full = resolve_params(gpu, framework, "bf16", catalog=CAT, profile=vendor_profile)
+    assert resolve_params(gpu, framework, "bf16", catalog=CAT, profile=part) == full
+
+
 # =========================================================================== 3. cross-validation
 @pytest.fixture(scope="module")
 def cv_rows(tmp_path_factory):

@@ -29,7 +29,6 @@ from planner.benchmarks.io import load_measurements
 from planner.benchmarks.serving_rows import predict_serving_row
 from planner.calibration.bands import band_coverage, coverage_table, fit_error_bands
 from planner.calibration.fit import (
-    FITTED_KINDS,
     PreparedRow,
     data_files_default,
     fit_profile,
@@ -213,20 +212,17 @@ def run_validation(
         recs = []
         profiles: dict[str, Profile | None] = {}
         bar = Progress("validate: leave-one-source-out", total=len(sources))
-        kinds = set(fit_kw.get("include_kinds", FITTED_KINDS))
-        fits: dict[frozenset[int], Profile | None] = {}  # one fit per distinct training set
         for i, s in enumerate(sources):
             bar.update(i, s)
             train = [r for r in rows if r.source != s and r.ok] + [r for r in own_rows if r.ok]
-            # a source with no fitted row (serving rows only) leaves the training set as it
-            # is: the same fit, computed once
-            key = frozenset(id(r) for r in train if r.fit_kind in kinds)
-            if key not in fits:
-                try:
-                    fits[key] = fit_profile(train, **fit_kw)
-                except PlannerError:
-                    fits[key] = None
-            prof = fits[key]
+            # only the nodes the held-out rows resolve to (and their ancestors): the same
+            # parameters as a full refit, at a fraction of its cost
+            targets = [(r.vendor or None, r.framework, r.arch, r.gpu, r.precision or None)
+                       for r in rows if r.source == s and r.vendor != "?"]  # fmt: skip
+            try:
+                prof = fit_profile(train, targets=targets, **fit_kw)
+            except PlannerError:
+                prof = None
             profiles[s] = prof
             test = [r for r in rows if r.source == s and r.ok]
             for r, v, prov in predict_rows(test, prof, cat):
