@@ -236,3 +236,91 @@ def test_bundled_profile_loads_with_bands():
     prof = Profile.model_validate(load_profile().model_dump())
     assert set(prof.error_bands) <= set(TIERS)
     assert DATA_DIR.exists()
+
+
+# =========================================================================== storing bands
+def _fitted_profile(tmp_path):
+    from planner.benchmarks.io import _hash_files
+
+    csv_path = tmp_path / "runs.csv"
+    csv_path.write_text("x\n1\n")
+    prof = load_profile().model_copy(
+        update={"data_files": (str(csv_path),), "data_hash": _hash_files([csv_path]),
+                "error_bands": {}}
+    )  # fmt: skip
+    p = tmp_path / "profile.yaml"
+    profile_mod.save_profile(prof, p)
+    return p, csv_path
+
+
+def test_store_error_bands_round_trip(tmp_path):
+    from planner.calibration.accuracy import store_error_bands
+
+    p, csv_path = _fitted_profile(tmp_path)
+    bands = {"fit": ErrorBand(ratio_p10=0.8, ratio_p90=1.2, n_rows=30, n_sources=3)}
+    store_error_bands(p, {"bands": bands}, [csv_path])
+    loaded = load_profile(p)
+    assert loaded.error_bands == bands
+    b = error_band("fit (a/b/c, 3 rows)", loaded)
+    assert (b.low_ratio, b.high_ratio, b.n_rows) == (0.8, 1.2, 30)
+
+
+def test_store_error_bands_refuses_a_profile_of_other_data(tmp_path):
+    from planner.calibration.accuracy import store_error_bands
+
+    p, csv_path = _fitted_profile(tmp_path)
+    bands = {"fit": ErrorBand(ratio_p10=0.8, ratio_p90=1.2, n_rows=30, n_sources=3)}
+    other = tmp_path / "other.csv"
+    other.write_text("x\n2\n")
+    with pytest.raises(PlannerError, match="was not fitted on"):
+        store_error_bands(p, {"bands": bands}, [other])
+    csv_path.write_text("x\n3\n")  # changed since the fit
+    with pytest.raises(PlannerError, match="changed since the fit"):
+        store_error_bands(p, {"bands": bands}, [csv_path])
+
+
+# =========================================================================== report
+def _loso_frame():
+    import numpy as np
+
+    recs = []
+    for i in range(40):
+        src = "abcd"[i % 4]
+        ratio = 0.8 + 0.01 * i  # predicted / measured
+        recs.append({"id": f"r{i}", "source": src, "framework": "vllm" if i % 2 else "trtllm",
+                     "gpu": "amd-mi300x" if i % 2 else "nvidia-h100-sxm",
+                     "vendor": "amd" if i % 2 else "nvidia", "arch": "cdna3" if i % 2 else "hopper",
+                     "family": "moe" if i % 5 == 0 else "dense", "precision": "fp8",
+                     "metric": "output_tok_s_total", "model": "m", "mode": "offline",
+                     "kind": "offline", "measured": 100.0, "predicted": 100.0 * ratio,
+                     "provenance": "fit (a/b/c, 1 rows)", "fold": src, "metric_class": "throughput"})  # fmt: skip
+    df = pd.DataFrame(recs)
+    df["log_err"] = np.log(df["predicted"] / df["measured"])
+    df["ape"] = np.abs(df["predicted"] / df["measured"] - 1)
+    return df
+
+
+def test_group_table_counts_rows_and_sources():
+    from planner.calibration.accuracy import group_table
+
+    t = group_table(_loso_frame())
+    amd = t[(t["group"] == "vendor") & (t["value"] == "amd")].iloc[0]
+    # odd i are AMD: 20 rows, sources b and d
+    assert (amd["n"], amd["sources"]) == (20, 2)
+    moe = t[t["value"] == "MoE models"].iloc[0]
+    assert (moe["n"], moe["group"]) == (8, "target <= 20%")  # i = 0, 5, ..., 35
+
+
+def test_report_keeps_the_serving_comparison_section(tmp_path):
+    from planner.calibration.accuracy import write_report
+
+    loso = _loso_frame()
+    path = tmp_path / "accuracy.md"
+    path.write_text(
+        "old\n<!-- serving-comparison:begin -->\nKEEP ME\n<!-- serving-comparison:end -->\n"
+    )
+    res = {"loso": loso, "coverage": band_coverage(loso), "bands": fit_error_bands(loso)}
+    text = write_report(res, path, "planner validate --output x")
+    assert "KEEP ME" in path.read_text() and "old" not in text.splitlines()[0]
+    assert "### Throughput by vendor, framework and model family" in text
+    assert "### Error bands and their held-out coverage" in text

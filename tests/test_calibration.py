@@ -427,6 +427,20 @@ def test_vendor_nodes_shrink_toward_their_parent(vendor_profile):
     assert amd.gpus == (MI300X,) and amd_vllm.level == 2
 
 
+@pytest.mark.parametrize(
+    ("gpu", "framework"),
+    [(MI300X, "sglang"), ("amd-mi355x", "vllm"), (H200, "trtllm"), ("intel-gaudi3", "vllm")],
+)
+def test_fit_for_targets_gives_the_full_fits_nodes(vendor_rows, vendor_profile, gpu, framework):
+    """LOSO fits only the nodes the held-out rows resolve to: exactly the full fit's."""
+    g = CAT.gpu(gpu)
+    part = fit_profile(vendor_rows, prior_scale=10.0, max_nfev=100,
+                       targets=[(g.vendor, framework, g.arch, g.id, "bf16")])  # fmt: skip
+    assert len(part.nodes) < len(vendor_profile.nodes)
+    full = resolve_params(gpu, framework, "bf16", catalog=CAT, profile=vendor_profile)
+    assert resolve_params(gpu, framework, "bf16", catalog=CAT, profile=part) == full
+
+
 # =========================================================================== 3. cross-validation
 @pytest.fixture(scope="module")
 def cv_rows(tmp_path_factory):
@@ -809,12 +823,12 @@ def test_bundled_profile_h200_pytorch_node(bundled):
     )
     # + the serving terms fitted on the engine's iteration logs (tests/test_serving_terms.py)
     assert prov == f"fit (pytorch/{H200}/bf16, {n_csv} rows; serving terms fit on iteration logs)"
-    node = bundled.find("pytorch", "hopper", H200, "bf16")
-    assert node.level == 4 and node.n_rows == n_csv and params == node.params
+    node = bundled.find("pytorch", "hopper", H200, "bf16", vendor="nvidia")
+    assert node.level == 5 and node.n_rows == n_csv and params == node.params
     # the first harness keeps its own node (framework pytorch-naive), all 394 rows
     n_naive = len(pd.read_csv(DATA_DIR / "benchmarks" / "pytorch_h200.csv"))
-    naive = bundled.find("pytorch-naive", "hopper", H200, "bf16")
-    assert naive.level == 4 and naive.n_rows == n_naive == 394
+    naive = bundled.find("pytorch-naive", "hopper", H200, "bf16", vendor="nvidia")
+    assert naive.level == 5 and naive.n_rows == n_naive == 394
 
 
 # =========================================================================== 7. real public rows

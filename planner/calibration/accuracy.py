@@ -29,7 +29,6 @@ from planner.benchmarks.io import load_measurements
 from planner.benchmarks.serving_rows import predict_serving_row
 from planner.calibration.bands import band_coverage, coverage_table, fit_error_bands
 from planner.calibration.fit import (
-    FITTED_KINDS,
     PreparedRow,
     data_files_default,
     fit_profile,
@@ -37,7 +36,7 @@ from planner.calibration.fit import (
     prepare_rows,
     split_public_own,
 )
-from planner.catalog.catalog import Catalog, load_catalog
+from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR
 from planner.catalog.profile import Profile, resolve_params
 from planner.errors import PlannerError
@@ -213,20 +212,17 @@ def run_validation(
         recs = []
         profiles: dict[str, Profile | None] = {}
         bar = Progress("validate: leave-one-source-out", total=len(sources))
-        kinds = set(fit_kw.get("include_kinds", FITTED_KINDS))
-        fits: dict[frozenset[int], Profile | None] = {}  # one fit per distinct training set
         for i, s in enumerate(sources):
             bar.update(i, s)
             train = [r for r in rows if r.source != s and r.ok] + [r for r in own_rows if r.ok]
-            # a source with no fitted row (serving rows only) leaves the training set as it
-            # is: the same fit, computed once
-            key = frozenset(id(r) for r in train if r.fit_kind in kinds)
-            if key not in fits:
-                try:
-                    fits[key] = fit_profile(train, **fit_kw)
-                except PlannerError:
-                    fits[key] = None
-            prof = fits[key]
+            # only the nodes the held-out rows resolve to (and their ancestors): the same
+            # parameters as a full refit, at a fraction of its cost
+            targets = [(r.vendor or None, r.framework, r.arch, r.gpu, r.precision or None)
+                       for r in rows if r.source == s and r.vendor != "?"]  # fmt: skip
+            try:
+                prof = fit_profile(train, targets=targets, **fit_kw)
+            except PlannerError:
+                prof = None
             profiles[s] = prof
             test = [r for r in rows if r.source == s and r.ok]
             for r, v, prov in predict_rows(test, prof, cat):
@@ -422,11 +418,28 @@ def write_report(
                 .sort_values("rows", ascending=False)
             ),
         ]
-    text = "\n".join(out) + "\n"
+    text = "\n".join(out) + "\n" + _kept_section(path)
     if not any(x is not None and len(x) for x in (loso, kf)):
         raise PlannerError(f"refusing to write {path}: the accuracy report has no rows")
     atomic_write_text(path, text, inputs=inputs, what="accuracy report")
     return text
+
+
+#: a section of the report another generator owns (scripts/serving_comparison.py --write):
+#: kept as it is when validate rewrites the file
+KEPT_SECTION = ("<!-- serving-comparison:begin -->", "<!-- serving-comparison:end -->")
+
+
+def _kept_section(path: str | Path) -> str:
+    try:
+        old = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    begin, end = KEPT_SECTION
+    i, j = old.find(begin), old.find(end)
+    if i < 0 or j < i:
+        return ""
+    return "\n" + old[i : j + len(end)] + "\n"
 
 
 # =========================================================================== validation
@@ -542,3 +555,35 @@ def with_error_bands(
     kw = {k: v for k, v in fit_kw.items() if k != "progress"}
     res = run_validation(public, own, catalog=catalog, kfold=False, **kw)
     return profile.model_copy(update={"error_bands": fit_error_bands(res.get("loso"))})
+
+
+def store_error_bands(
+    profile_path: str | os.PathLike[str], result: dict[str, Any], files: Sequence[str | Path]
+) -> Profile:
+    """Write the bands of a :func:`run_validation` result into the profile at
+    ``profile_path`` (``planner validate --bands-into``). The profile must have been fitted on
+    every one of ``files`` as they are now (same hash), else PlannerError."""
+    from planner.benchmarks.io import _hash_files
+    from planner.catalog.profile import load_profile, save_profile
+
+    prof = load_profile(profile_path)
+    assert prof is not None  # load_profile raises for an explicit missing path
+    fitted = {(DATA_DIR.parent / f).resolve() for f in prof.data_files}  # relative or absolute
+    missing = [str(f) for f in files if Path(f).resolve() not in fitted]
+    if missing:
+        raise PlannerError(
+            f"{profile_path} was not fitted on {', '.join(missing)}: refit it with `planner "
+            "calibrate` on the same files before storing their error bands"
+        )
+    paths = sorted(fitted)
+    if _hash_files(paths) != prof.data_hash:
+        raise PlannerError(
+            f"{profile_path}: the measurement files changed since the fit (data hash "
+            f"{prof.data_hash}); refit with `planner calibrate` first"
+        )
+    bands = result.get("bands") or {}
+    if not bands:
+        raise PlannerError("no out-of-sample throughput rows: no error bands to store")
+    out = prof.model_copy(update={"error_bands": bands})
+    save_profile(out, profile_path)
+    return out

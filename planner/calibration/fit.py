@@ -49,6 +49,7 @@ from planner.catalog.profile import (
     Profile,
     ProfileNode,
     _framework_key,
+    _lookup_keys,
     _node_keys,
     resolve_params,
 )
@@ -225,10 +226,16 @@ def fit_profile(
     include_kinds: Iterable[str] = FITTED_KINDS,
     base: EfficiencyParams | None = None,
     progress: str | None = None,
+    targets: Iterable[tuple] | None = None,
 ) -> Profile:
     """Fit the hierarchy of nodes top-down (see module docstring).
 
     ``progress``: a label to show a progress line on stderr (when it is a terminal).
+
+    ``targets``: (vendor, framework, arch, gpu, precision) tuples; when given, only the nodes
+    that :func:`resolve_params` would pick for them, and their ancestors, are fitted. A node's
+    parameters depend only on its rows and its ancestors', so those nodes are exactly the
+    ones of the full fit (leave-one-source-out predicts one source's rows this way).
 
     Parameters
     ----------
@@ -278,6 +285,9 @@ def fit_profile(
         chain = _node_keys(r.vendor or None, r.framework, r.arch, r.gpu, r.precision)
         for k in (*chain[1:], _framework_key(r.framework)):
             groups.setdefault(k, []).append(r)
+    groups = {k: g for k, g in groups.items() if len(g) >= min_rows}
+    if targets is not None:
+        groups = {k: groups[k] for k in _needed_keys(groups, targets)}
     fitted: dict[tuple, EfficiencyParams] = {}
     mdapes: dict[tuple, float] = {}
     members: dict[tuple, set[int]] = {}
@@ -308,6 +318,20 @@ def fit_profile(
         ),
         nodes=tuple(nodes),
     )
+
+
+def _needed_keys(groups: dict[tuple, Any], targets: Iterable[tuple]) -> set[tuple]:
+    """Keys of ``groups`` that the lookup of each target lands on, and their ancestors."""
+    need: set[tuple] = set()
+    for t in set(targets):
+        for k in _lookup_keys(*t):
+            if k in groups:
+                if k == _framework_key(k[1]):
+                    need.add(k)
+                else:
+                    need.update(a for a in _node_keys(*k)[1 : _level(k) + 1] if a in groups)
+                break
+    return need
 
 
 def _level(k: tuple) -> int:

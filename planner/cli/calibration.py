@@ -111,6 +111,14 @@ def register(sub) -> None:
     v.add_argument(
         "--details", default=None, help="write every out-of-sample prediction to this CSV"
     )
+    v.add_argument(
+        "--bands-into",
+        metavar="PROFILE.yaml",
+        default=None,
+        help="store the error bands of this leave-one-source-out run in a profile fitted on the "
+        "same files (what `planner calibrate` does; saves a second LOSO after "
+        "`planner calibrate --no-error-bands`)",
+    )
     add_common_args(v)
     v.set_defaults(func=cmd_validate)
 
@@ -170,6 +178,15 @@ def cmd_calibrate(args) -> int:
             "units and values of those measurements",
             file=sys.stderr,
         )
+    if prof.error_bands:
+        print(
+            "error bands (p10-p90 of measured/predicted throughput, held out by source): "
+            + "; ".join(
+                f"{t} {b.ratio_p10:.2f}-{b.ratio_p90:.2f}x ({b.n_rows} rows, {b.n_sources} sources)"
+                for t, b in prof.error_bands.items()
+            ),
+            file=sys.stderr,
+        )
     skipped = sum(1 for r in rows if not r.ok)
     print(
         f"fitted {prof.n_rows_fitted} rows ({skipped} not usable for the fit), data hash {prof.data_hash}"
@@ -205,6 +222,10 @@ def cmd_validate(args) -> int:
             "nothing to validate: the selected files have no rows that can be predicted out of "
             "sample" + ("; the report was not written" if args.output else "")
         )
+    if args.bands_into:
+        from planner.calibration.accuracy import store_error_bands
+
+        store_error_bands(args.bands_into, res, [*public, *own])
     cmd = "planner validate" + (f" --output {args.output}" if args.output else "")
     if args.output:
         write_report(res, args.output, cmd, inputs=inputs)
