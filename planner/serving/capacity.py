@@ -88,7 +88,8 @@ def max_rate(
     then also the rate of the smallest replica count ``k`` whose per-replica rate
     ``need / k`` meets the SLO (simulated, from ``ceil(need / bisected rate)`` down), when
     that is higher than the bisection's: the fleet size and rate the recommender reports
-    for the same replica and seed (``replicas`` in the result).
+    for the same replica and seed (``replicas`` in the result). A need that no finite
+    replica count carries is left to :func:`size_fleet`'s error.
 
     Raises
     ------
@@ -137,7 +138,7 @@ def max_rate(
             hi = r
             r /= 2
     replicas = None
-    if need_rps is not None and lo > 0:
+    if need_rps is not None and lo > 0 and math.isfinite(need_rps / lo):
         k0 = max(1, math.ceil(need_rps / lo * (1 - 1e-12)))
         k_lb = max(1, math.ceil(need_rps / cap_rps - 1e-9))
         replicas = probe.min_replicas(need_rps, min(k_lb, k0), k0, k0)
