@@ -42,6 +42,7 @@ from .finish import finish, nothing_meets, pareto_front, why_winner
 from .objective import (
     OBJECTIVE_TABLE,
     OBJECTIVES,
+    TIE_REL,
     Load,
     RatioBook,
     Screened,
@@ -303,6 +304,8 @@ class _Search:
         self.rejected: list[Rejection] = []
         self.done: list[Screened] = []
         self.screened: list[Screened] = []
+        #: best value of each (group, GPU x framework) pair simulated so far
+        self.best: dict[tuple[str | None, tuple[str, str]], float] = {}
         self.pruned = 0
 
     # ------------------------------------------------------------------ screening
@@ -431,13 +434,17 @@ class _Search:
 
     def nth_best(self, g: str | None = None) -> float:
         """The N-th best value among distinct GPU x framework pairs (the top N is diverse)."""
-        best: dict[tuple[str, str], float] = {}
-        for s in self.done:
-            if self.group(s.opt) == g:
-                k = (s.opt.gpu.id, s.opt.framework.id)
-                best[k] = min(best.get(k, math.inf), s.value)
-        vals = sorted(best.values())
+        vals = sorted(v for (g2, _), v in self.best.items() if g2 == g)
         return vals[self.top_n - 1] if len(vals) >= self.top_n else math.inf
+
+    def threshold(self, opt: Option) -> float:
+        """The value an option must beat to matter: the N-th best distinct pair's, or, when
+        its own GPU x framework pair is already in the top N, that pair's best (a tie within
+        :data:`TIE_REL` still joins its line)."""
+        g = self.group(opt)
+        nth = self.nth_best(g)
+        b = self.best.get((g, (opt.gpu.id, opt.framework.id)))
+        return b * (1 + TIE_REL) if b is not None and b <= nth else nth
 
     def prune(self, key: float, stage: int, item: Any, best: float) -> None:
         opt = item if stage == 0 else item.opt
@@ -460,7 +467,7 @@ class _Search:
         k_start = max(s.k_lb, math.ceil(ld.need_rps / (learned.typical() * s.slo_rate_rps) - 1e-9))
         # an option that needs more replicas than the N-th best's cost allows cannot win
         p, k_cap = s.usd_per_gpu_hour, None
-        best = self.nth_best(self.group(s.opt))
+        best = self.threshold(s.opt)
         if self.obj.name == "cost" and p and math.isfinite(best) and not self.exhaustive:
             k_cap = max(s.k_lb, int(best / (s.opt.gpus_per_replica * p) + 1e-9))
         k_max, why, stage = self.k_max(s)
@@ -480,6 +487,8 @@ class _Search:
             self.rejected.append(over)
             return
         self.done.append(s)
+        k = (self.group(s.opt), (s.opt.gpu.id, s.opt.framework.id))
+        self.best[k] = min(self.best.get(k, math.inf), s.value)
         # memory: only options that can still make the top keep their simulated requests
         if len(self.done) > 2 * self.top_n and not self.per_gpu:
             self.done.sort(key=lambda x: sort_key(x, ld.need_rps))
@@ -515,15 +524,16 @@ class _Search:
         learned = RatioBook()
         while heap:
             key, stage, _, item = heapq.heappop(heap)
-            g = self.group(item if stage == 0 else item.opt)
-            best = self.nth_best(g)
+            best = self.threshold(item if stage == 0 else item.opt)
             if not self.exhaustive and math.isfinite(best) and key >= best * (1 - 1e-9):
                 self.prune(key, stage, item, best)
-                if self.per_gpu:
-                    continue  # other GPUs' options may still be open
-                for key2, stage2, _, it2 in heap:  # the heap is ordered: nothing left can win
-                    self.prune(key2, stage2, it2, best)
-                break
+                # the heap is ordered: once past every pair's threshold, nothing left can win
+                last = self.nth_best(None) * (1 + TIE_REL)
+                if not self.per_gpu and math.isfinite(last) and key >= last * (1 - 1e-9):
+                    for key2, stage2, _, it2 in heap:
+                        self.prune(key2, stage2, it2, best)
+                    break
+                continue
             if stage == 1:
                 self.simulate(item, learned)
                 continue
