@@ -181,3 +181,16 @@ def test_price_robustness_names_the_break_even():
     other = next(r for r in recs[1:] if r["gpu"] != recs[0]["gpu"])
     be = other["break_even_usd_per_gpu_hour"]
     assert 0 < be < other["usd_per_gpu_hour"]
+
+
+def test_a_single_gpu_and_framework_still_prunes():
+    # the top N is diverse (distinct GPU x framework); with one pair, every later option
+    # only has to beat that pair's best: most are pruned, not all simulated
+    sc = load_scenario(ROOT / "examples" / "chat-8b.yaml")
+    res = recommend(
+        sc.model, sc.workload, sc.slo, catalog=CAT, constraints=sc.constraints,
+        gpus=("nvidia-h100-sxm",), frameworks=("vllm",), **FAST,
+    )  # fmt: skip
+    s = res.summary
+    assert s["options_simulated"] < s["options_enumerated"] / 2 and s["options_pruned"] > 0
+    assert len(res.recommendations) == 1  # one GPU x framework pair: one line
