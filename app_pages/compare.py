@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import widgets as w
-from planner import PlannerError
+from planner import PlannerError, fmt
 
 COLS = {
     "gpu": "GPU",
@@ -82,9 +82,15 @@ if not form.ok:
     st.error("Fix the scenario first: " + "; ".join(m for _, m in form.errors))
     st.stop()
 sc = w.build_scenario(key, form.scenario_json)
+if sc.classes:
+    st.error(
+        "This scenario has request classes; Compare GPUs takes one workload. Plan compares a "
+        "shared pool with a pool per class; or forget the loaded file in the sidebar."
+    )
+    st.stop()
 n = len(sc.constraints.gpus) or len(cat.accelerators)
 st.markdown(
-    f"**{sc.model}** at a planning peak of {sc.workload.traffic.peak():g} req/s "
+    f"**{sc.model}** at a planning peak of {fmt.rate(sc.workload.traffic.peak())} "
     f"(+{sc.constraints.headroom:.0%} headroom); {sc.slo.describe()}; "
     f"{sc.constraints.price_basis.replace('_', '-')} prices."
 )
@@ -117,7 +123,7 @@ if rows:
         help=f"{best['framework']}, {best['precision']}, TP {best['tp']}",
         border=True,
     )
-    c[1].metric("$/M output tokens", w.fmt_money(best["usd_per_mtok_output"], 3), border=True)
+    c[1].metric("$/M output tokens", fmt.usd(best["usd_per_mtok_output"]), border=True)
     fastest = max(rows, key=lambda r: r["output_tok_s_per_gpu"])
     c[2].metric(
         "Most output tok/s per GPU",
@@ -148,6 +154,7 @@ if rows:
         "traffic. Provenance: fit = calibrated on this GPU/framework/precision, transferred = "
         "from a coarser group, prior = no calibration."
     )
+    st.code(w.cli_command(form, per_gpu=True), language="bash")
     st.download_button(
         "Comparison (CSV)",
         pd.DataFrame(rows).drop(columns=["assumptions"], errors="ignore").to_csv(index=False),

@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import widgets as w
-from planner import PlannerError
+from planner import PlannerError, fmt
 
 # recommendation field -> column title (units in the titles)
 TABLE = {
@@ -175,7 +175,7 @@ def markdown_report(res: dict, form: w.ScenarioForm, cat) -> str:
         "",
         "## Workload",
         "",
-        f"* traffic: peak {s['peak_rps']:g} req/s, mean {wl.traffic.base_mean_rps():g} req/s, "
+        f"* traffic: peak {fmt.rate(s['peak_rps'])}, mean {fmt.rate(wl.traffic.base_mean_rps())}, "
         f"headroom {s['headroom']:g}",
         f"* lengths: prompt mean {wl.mean_input_tokens():,.0f} tokens "
         f"(p99 {wl.input_quantile_tokens(0.99):,.0f}), answer mean "
@@ -193,7 +193,10 @@ def markdown_report(res: dict, form: w.ScenarioForm, cat) -> str:
         cells = []
         for c in cols:
             v = r[c]
-            cells.append(f"{v:.4g}" if isinstance(v, float) else str(v).replace("|", "/"))
+            if isinstance(v, float):
+                cells.append(fmt.usd(v) if "$" in c else fmt.num(v))
+            else:
+                cells.append(fmt.MISSING if v is None else str(v).replace("|", "/"))
         lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -242,6 +245,81 @@ if not form.ok:
     )
     st.stop()
 sc = w.build_scenario(key, form.scenario_json)
+
+
+def classes_view() -> None:
+    """A request-class scenario: a pool per class against one shared pool (as the CLI)."""
+    n = len(sc.classes)
+    with st.status(f"Sizing {n} request classes, then one shared pool ...") as status:
+        out = w.run_classes(key, form.scenario_json, form.top_n)
+        status.update(
+            label="Cannot plan these classes" if "error" in out else out["verdict"],
+            state="error" if "error" in out else "complete",
+        )
+    if "error" in out:
+        st.error(out["error"])
+        return
+    st.subheader(out["verdict"])
+    tot, sh = out["per_class_total"], out["shared"]
+    m = st.columns(4)
+    m[0].metric("A pool per class: GPUs", fmt.count(tot["num_gpus"]), border=True)
+    m[1].metric("A pool per class: fleet [$/h]", fmt.usd(tot["usd_per_hour"]), border=True)
+    m[2].metric("Shared pool: GPUs", fmt.count(sh["num_gpus"]) if sh else "none", border=True)
+    m[3].metric("Shared pool: fleet [$/h]", fmt.usd(sh["usd_per_hour"]) if sh else "-", border=True)  # fmt: skip
+    st.markdown("#### A pool per class")
+    rows = []
+    for k in sc.classes:
+        r = out["per_class"][k.name]
+        rows.append(
+            {
+                "class": k.name,
+                "peak [req/s]": fmt.num(k.workload.traffic.peak()),
+                "SLO": k.slo.describe(),
+                "deployment": option_label(r),
+                "GPUs": fmt.count(r["num_gpus"]),
+                "fleet [$/h]": fmt.usd(r["usd_per_hour"]),
+                "$/M output tokens": fmt.usd(r["usd_per_mtok_output"]),
+                "TTFT P99": fmt.seconds(r["ttft_p99_s"]),
+                "TPOT P99": fmt.seconds(r["tpot_p99_s"]),
+                "E2E P99": fmt.seconds(r["e2e_p99_s"]),
+                "binding constraint": r["binding_constraint"],
+            }
+        )
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.markdown("#### One shared pool")
+    if sh:
+        st.markdown(
+            f"**{fmt.count(sh['num_gpus'])} x {w.gpu_name(cat, sh['gpu'])}** ({sh['framework']}, "
+            f"{sh['precision']}, KV {sh['kv_precision']}, TP {sh['tp']}, {sh['replicas']} "
+            f"replicas) at {fmt.usd(sh['usd_per_hour'])}/h; {sh['provenance']}"
+        )
+        rows = []
+        for k in sc.classes:
+            p = sh["per_class_p99"].get(k.name, {})
+            rows.append(
+                {
+                    "class": k.name,
+                    "SLO": k.slo.describe(),
+                    "meets it": "yes" if p.get("ok") else "no",
+                    "attainment [%]": fmt.num(100 * p["attainment"], 1) if "attainment" in p else "-",
+                    "TTFT P99": fmt.seconds(p.get("ttft_p99_s")),
+                    "TPOT P99": fmt.seconds(p.get("tpot_p99_s")),
+                    "E2E P99": fmt.seconds(p.get("e2e_p99_s")),
+                }
+            )  # fmt: skip
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        st.caption("each class's latency and attainment on its own requests in the merged stream, at the rate the shared fleet is sized for")  # fmt: skip
+    else:
+        st.warning("No shared deployment serves every class: " + "; ".join(out["shared_not"][:3]))
+    st.markdown("**Notes.** " + "; ".join(out["notes"]))
+    st.markdown("Same answer from the command line:")
+    st.code(w.cli_command(form), language="bash")
+
+
+if sc.classes:
+    classes_view()
+    w.definitions_expander()
+    st.stop()
 wl = sc.workload
 
 # ---------------------------------------------------------------- workload summary + lengths
@@ -250,9 +328,9 @@ with left:
     st.subheader("Workload")
     peak = wl.traffic.peak()
     st.markdown(
-        f"- **{sc.model}**, planning peak **{peak:g} req/s** x (1 + {sc.constraints.headroom:g} "
-        f"headroom) = {peak * (1 + sc.constraints.headroom):g} req/s; mean "
-        f"{wl.traffic.base_mean_rps():g} req/s\n"
+        f"- **{sc.model}**, planning peak **{fmt.rate(peak)}** x (1 + {sc.constraints.headroom:g} "
+        f"headroom) = {fmt.rate(peak * (1 + sc.constraints.headroom))}; mean "
+        f"{fmt.rate(wl.traffic.base_mean_rps())}\n"
         f"- prompt: mean **{wl.mean_input_tokens():,.0f}** tokens, p99 "
         f"{wl.input_quantile_tokens(0.99):,.0f}\n"
         f"- answer: mean **{wl.mean_output_tokens():,.0f}** tokens, p99 "
@@ -292,15 +370,18 @@ if "error" in res:
 recs = res["recommendations"]
 win = recs[0]
 st.subheader(
-    f"Recommended: {win['num_gpus']} x {w.gpu_name(cat, win['gpu'])} "
+    f"Recommended: {fmt.count(win['num_gpus'])} x {w.gpu_name(cat, win['gpu'])} "
     f"({win['framework']}, {win['precision']}, TP {win['tp']})"
 )
 m = st.columns(5)
 m[0].metric(
-    "GPUs", f"{win['num_gpus']}", help=f"{win['replicas']} replicas x {win['tp']} TP", border=True
+    "GPUs",
+    fmt.count(win["num_gpus"]),
+    help=f"{win['replicas']} replicas x {win['tp']} TP",
+    border=True,
 )
-m[1].metric("Fleet [$/month]", w.fmt_money(win["usd_per_month"]), help=f"{w.fmt_money(win['usd_per_hour'])}/h; autoscaled to the daily profile {w.fmt_money(win['usd_per_month_autoscaled'])}/month", border=True)  # fmt: skip
-m[2].metric("$/M output tokens", w.fmt_money(win["usd_per_mtok_output"], 3), help=f"at the planned traffic, fixed fleet; in + out tokens: {w.fmt_money(win['usd_per_mtok_total'], 3)}/M", border=True)  # fmt: skip
+m[1].metric("Fleet [$/month]", fmt.usd(win["usd_per_month"]), help=f"{fmt.usd(win['usd_per_hour'])}/h; autoscaled to the daily profile {fmt.usd(win['usd_per_month_autoscaled'])}/month", border=True)  # fmt: skip
+m[2].metric("$/M output tokens", fmt.usd(win["usd_per_mtok_output"]), help=f"at the planned traffic, fixed fleet; in + out tokens: {fmt.usd(win['usd_per_mtok_total'])}/M", border=True)  # fmt: skip
 m[3].metric("TTFT P99", f"{win['ttft_p99_s'] * 1e3:,.0f} ms", help="at the rate the fleet is sized for", border=True)  # fmt: skip
 m[4].metric("TPOT P99", f"{win['tpot_p99_s'] * 1e3:,.1f} ms", help="at the rate the fleet is sized for", border=True)  # fmt: skip
 
@@ -378,6 +459,9 @@ c2.download_button(
 c3.download_button(
     "Scenario (YAML)", w.scenario_yaml(form), file_name="scenario.yaml", mime="application/x-yaml"
 )
+
+st.caption("Same answer from the command line (download the scenario above):")
+st.code(w.cli_command(form), language="bash")
 
 # ---------------------------------------------------------------- pareto
 st.subheader("Cost vs latency")

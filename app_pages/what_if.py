@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import widgets as w
-from planner import PlannerError
+from planner import PlannerError, fmt
 
 BASELINE = "wi_baseline"
 TPS = [1, 2, 4, 8]
@@ -192,6 +192,12 @@ if not form.ok:
     st.error("Fix the scenario first: " + "; ".join(m for _, m in form.errors))
     st.stop()
 sc = w.build_scenario(key, form.scenario_json)
+if sc.classes:
+    st.error(
+        "This scenario has request classes; What-if takes one workload. Plan compares a "
+        "shared pool with a pool per class; or forget the loaded file in the sidebar."
+    )
+    st.stop()
 model = cat.model(sc.model)
 
 gpu_ids = [g.id for g in cat.accelerators]
@@ -289,15 +295,15 @@ if base and head[1].button("Clear baseline"):
     st.rerun()
 
 cols = st.columns(5)
-for i, (label, (v, fmt, color)) in enumerate(vals.items()):
-    shown = fmt.format(v) if np.isfinite(v) else "-"
+for i, (label, (v, pattern, color)) in enumerate(vals.items()):
+    shown = pattern.format(v) if np.isfinite(v) else "-"
     delta = None
     if base and label in base["values"]:
         b = base["values"][label]
         if np.isfinite(v) and np.isfinite(b):
             d = v - b
-            mag = fmt.format(abs(d))
-            same = mag == fmt.format(0)  # a difference smaller than the shown digits
+            mag = pattern.format(abs(d))
+            same = mag == pattern.format(0)  # a difference smaller than the shown digits
             delta = mag if same else f"{'+' if d > 0 else '-'}{mag}"
     tip = {
         "$/M output tokens": "at the planned traffic (mean rate), fixed fleet: fleet $/h / "
@@ -317,7 +323,7 @@ if res.get("no_capacity"):
 if "replicas" in res:
     st.caption(
         f"Latency percentiles simulated at the scenario's rate per replica: planning peak "
-        f"{sc.workload.traffic.peak():g} req/s x (1 + {sc.constraints.headroom:g}) over "
+        f"{fmt.rate(sc.workload.traffic.peak())} x (1 + {sc.constraints.headroom:g}) over "
         f"{res['replicas']} replica(s) = {res['rate_per_replica']:.2f} req/s each. Output tok/s "
         "per GPU: the curve's best point meeting the SLO (closed loop); $/M output tokens at the "
         "planned mean traffic with this fleet, and at that full load, with "
