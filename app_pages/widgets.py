@@ -52,6 +52,39 @@ CUSTOM_PRICES = "custom_prices"
 CUSTOM_MODELS = "custom_models"
 
 
+# --------------------------------------------------------------------------- warm-up
+def warm_up() -> float:
+    """Load the simulator's compiled kernel (compile it on a fresh install, 20-60 s; load it
+    from numba's cache otherwise, ~0.5-3 s) with one tiny search; returns the seconds taken.
+
+    ``scripts/warm_up.py`` runs it once at install; the app runs it in a background thread
+    when a server process starts (:func:`warm_up_in_background`)."""
+    import time
+
+    from planner.recommend import recommend
+    from planner.workload import SLO, Workload
+
+    t0 = time.perf_counter()
+    wl = Workload.model_validate({"preset": "chat", "traffic": {"mean_rps": 1.0, "peak_rps": 1.0}})
+    slo = SLO.model_validate({"tpot": {"max_s": 0.1}})
+    recommend(
+        "llama-3.1-8b", wl, slo, catalog=base_catalog(), gpus=("nvidia-h100-sxm",),
+        frameworks=("vllm",), precisions=("fp8",), top_n=1,
+    )  # fmt: skip
+    return time.perf_counter() - t0
+
+
+@st.cache_resource(show_spinner=False)
+def warm_up_in_background() -> Any:
+    """Start :func:`warm_up` in a daemon thread, once per server process (the first page
+    a user opens need not wait for the kernel when it asks for no simulation)."""
+    import threading
+
+    t = threading.Thread(target=warm_up, name="planner-warm-up", daemon=True)
+    t.start()
+    return t
+
+
 # --------------------------------------------------------------------------- catalog
 @st.cache_resource(show_spinner=False)
 def base_catalog() -> Catalog:
