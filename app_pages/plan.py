@@ -11,6 +11,7 @@ import datetime as dt
 import platform
 
 import altair as alt
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -119,12 +120,16 @@ def pareto_spec() -> dict:
             tooltip=tip,
         )
     )
-    labels = (
+    # labels right of their point, or left of it in the right half of the chart, so that
+    # none runs past the plot's edge (issue 18: the winner's label was clipped)
+    labels = [
         alt.Chart(pts)
-        .mark_text(align="left", dx=9, dy=-7, fontSize=11)
+        .transform_filter(f"datum.side == '{side}'")
+        .mark_text(align=side, dx=9 if side == "left" else -9, dy=-9, fontSize=11)
         .encode(x=x, y=y, text="short:N", color=alt.value("#333"))
-    )
-    return (front + dots + labels).properties(height=340).to_dict()
+        for side in ("left", "right")
+    ]
+    return alt.layer(front, dots, *labels).properties(height=340).to_dict()
 
 
 def option_label(r: dict) -> str:
@@ -253,7 +258,9 @@ def classes_view() -> None:
     with st.status(f"Sizing {n} request classes, then one shared pool ...") as status:
         out = w.run_classes(key, form.scenario_json, form.top_n)
         status.update(
-            label="Cannot plan these classes" if "error" in out else out["verdict"],
+            label="Cannot plan these classes"
+            if "error" in out
+            else f"Sized {n} request classes, each in its own pool and all in one shared pool",
             state="error" if "error" in out else "complete",
         )
     if "error" in out:
@@ -493,6 +500,8 @@ for _, idx in pts.groupby(pos).groups.items():
     if 1 in ranks:
         text += f"  {recs[0]['gpu']} {recs[0]['precision']} TP{recs[0]['tp']} (recommended)"
     pts.loc[first, "short"] = text
+lo, hi = pts["e2e_p99_s"].min(), pts["e2e_p99_s"].max()
+pts["side"] = np.where(pts["e2e_p99_s"] > (lo + hi) / 2, "right", "left")
 st.vega_lite_chart(spec=w.with_data(pareto_spec(), options=pts), width="stretch")
 st.caption(
     "Each point is a ranked option at the traffic the fleet is sized for; the dashed line "

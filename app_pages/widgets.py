@@ -26,6 +26,7 @@ from planner import (
     PlannerError,
     RentalPrice,
     decode_step,
+    fmt,
     load_catalog,
     plan_memory,
     resolve_efficiency,
@@ -920,10 +921,13 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
                     help="24 hourly multipliers of the mean; the autoscaled cost follows it",
                     **_default("daily", opts=shapes, index=0),
                 )
-                for col, name, v in ((c1, "peak", peak), (c2, "mean", mean)):
+                for name, v in (("Peak", peak), ("Mean", mean)):
                     if not RPS_MIN <= v <= RPS_MAX:  # the CLI's range for --peak-rps/--mean-rps
-                        msg = f"{name} must be {RPS_MIN:g} to {RPS_MAX:,.0f} req/s, got {v:,g}"
-                        col.error(msg)
+                        msg = (
+                            f"{name} [req/s] must be above 0 and at most {RPS_MAX:,.0f}; "
+                            f"got {fmt.num(v)}"
+                        )
+                        st.error(msg)
                         errors.append(("traffic", msg))
                 traffic = {"mean_rps": float(mean), "peak_rps": float(peak)}
                 if DAILY_SHAPES[daily] is not None:

@@ -114,7 +114,7 @@ def human(key: str, value: Any) -> str:
         return f"{fmt.num(v)} TFLOPS"
     if k.endswith("_tops"):
         return f"{fmt.num(v)} TOPS"
-    if k.endswith("_gbs"):
+    if k.endswith("_gbs") or "_gbs_" in k:  # interconnect_gbs_unidir too
         return f"{fmt.num(v)} GB/s"
     if k.endswith("_w"):
         return f"{fmt.num(v)} W"

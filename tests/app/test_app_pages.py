@@ -371,10 +371,11 @@ def _recommend(peak: float = 10.0, **kw):
     return recommend("llama-3.1-8b", wl, slo, catalog=load_catalog(), headroom=0.2, **args)
 
 
-def _money(v: float, digits: int = 3) -> str:
-    if v >= 1000:
-        return f"${int(v + 0.5):,}"
-    return f"${v:,.{digits}f}" if v >= 1 else f"${v:.3g}"
+def _money(v: float) -> str:
+    """Dollars as the app shows them: planner.fmt.usd (its rules: tests/test_fmt.py)."""
+    from planner import fmt
+
+    return fmt.usd(v)
 
 
 def test_plan_is_the_landing_page_and_matches_recommend():

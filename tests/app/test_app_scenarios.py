@@ -130,11 +130,11 @@ def test_a_peak_of_zero_shows_an_error_and_no_result(monkeypatch):
     at.number_input(key="peak_rps").set_value(0.0).run()
     _no_exception(at)
     side = [e.value for e in at.sidebar.error]
-    assert any("peak must be" in m for m in side), side  # beside the widget
+    assert any("Peak [req/s] must be" in m for m in side), side  # beside the widget
     assert any("Fix the scenario first" in e.value for e in at.main.error)
     assert not at.dataframe and not at.metric  # nothing that looks current
     at.number_input(key="peak_rps").set_value(1e9).run()
-    assert any("peak must be" in e.value for e in at.sidebar.error)
+    assert any("Peak [req/s] must be" in e.value for e in at.sidebar.error)
     assert not at.dataframe
 
 
