@@ -34,9 +34,9 @@ COLS = {
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def bar_spec(field: str, title: str, fmt: str) -> dict:
+def bar_spec(field: str, title: str, number_format: str, band: bool = False) -> dict:
     data = alt.Data(name="rows")
-    return (
+    chart = (
         alt.Chart(data)
         .mark_bar()
         .encode(
@@ -55,13 +55,27 @@ def bar_spec(field: str, title: str, fmt: str) -> dict:
             tooltip=[
                 alt.Tooltip("gpu_name:N", title="GPU"),
                 alt.Tooltip("option:N", title="deployment"),
-                alt.Tooltip(f"{field}:Q", format=fmt, title=title),
+                alt.Tooltip(f"{field}:Q", format=number_format, title=title),
                 alt.Tooltip("provenance:N"),
             ],
         )
-        .properties(height=alt.Step(26))
-        .to_dict()
     )
+    if band:  # the error band of the performance numbers: low-high as an error bar
+        y = alt.Y("gpu_name:N", sort=alt.EncodingSortField(field, order="ascending"), title=None)
+        chart = chart + (
+            alt.Chart(data)
+            .mark_rule(color="#222", strokeWidth=1.5)
+            .encode(
+                y=y,
+                x=alt.X(f"{field}_low:Q"),
+                x2=alt.X2(f"{field}_high:Q"),
+                tooltip=[
+                    alt.Tooltip(f"{field}_low:Q", format=number_format, title="band low"),
+                    alt.Tooltip(f"{field}_high:Q", format=number_format, title="band high"),
+                ],
+            )
+        )
+    return chart.properties(height=alt.Step(26)).to_dict()
 
 
 st.title("Compare GPUs: the same workload on each")
@@ -166,6 +180,8 @@ if rows:
             "gpu_name": [w.gpu_name(cat, r["gpu"]) for r in rows],
             "option": [f"{r['framework']} {r['precision']} TP{r['tp']}" for r in rows],
             "usd_per_mtok_output": [r["usd_per_mtok_output"] for r in rows],
+            "usd_per_mtok_output_low": [r.get("usd_per_mtok_output_low") for r in rows],
+            "usd_per_mtok_output_high": [r.get("usd_per_mtok_output_high") for r in rows],
             "output_tok_s_per_gpu": [r["output_tok_s_per_gpu"] for r in rows],
             "provenance": [r["provenance"] for r in rows],
         }
@@ -173,9 +189,13 @@ if rows:
     chart["best"] = False
     left, right = st.columns(2)
     with left:
-        st.markdown("**Cost per million output tokens** (lower is better)")
+        st.markdown(
+            "**Cost per million output tokens** (lower is better; black bars: the error band "
+            "of the performance numbers)"
+        )
         d = chart.assign(best=chart["usd_per_mtok_output"] == chart["usd_per_mtok_output"].min())
-        spec = bar_spec("usd_per_mtok_output", "$ per million output tokens", "$.4f")
+        has_band = chart["usd_per_mtok_output_low"].notna().any()
+        spec = bar_spec("usd_per_mtok_output", "$ per million output tokens", "$.4f", has_band)
         st.vega_lite_chart(spec=w.with_data(spec, rows=d), width="stretch")
     with right:
         st.markdown("**Output tokens/s per GPU** at the SLO (higher is better)")

@@ -29,10 +29,15 @@ TABLE = {
     "pp": "PP",
     "replicas": "replicas",
     "num_gpus": "GPUs",
+    "num_gpus_low": "GPUs, band low",
+    "num_gpus_high": "GPUs, band high",
     "usd_per_hour": "fleet [$/h]",
     "usd_per_month": "fleet [$/month]",
     "usd_per_month_autoscaled": "autoscaled [$/month]",
     "usd_per_mtok_output": "$/M output tokens",
+    "usd_per_mtok_output_low": "$/M output, band low",
+    "usd_per_mtok_output_high": "$/M output, band high",
+    "robustness": "robustness",
     "usd_per_mtok_total": "$/M tokens (in + out)",
     "max_rate_per_replica": "tested rate [req/s per replica]",
     "ttft_p99_s": "TTFT P99 [ms]",
@@ -256,7 +261,7 @@ def classes_view() -> None:
     """A request-class scenario: a pool per class against one shared pool (as the CLI)."""
     n = len(sc.classes)
     with st.status(f"Sizing {n} request classes, then one shared pool ...") as status:
-        out = w.run_classes(key, form.scenario_json, form.top_n)
+        out = w.run_classes(key, form.scenario_json, form.objective, form.top_n)
         status.update(
             label="Cannot plan these classes"
             if "error" in out
@@ -267,48 +272,52 @@ def classes_view() -> None:
         st.error(out["error"])
         return
     st.subheader(out["verdict"])
-    tot, sh = out["per_class_total"], out["shared"]
+    tot = out.get("per_class_total") or {}
+    sh = out["shared"]
+    best = sh["recommendations"][0] if sh else None
     m = st.columns(4)
-    m[0].metric("A pool per class: GPUs", fmt.count(tot["num_gpus"]), border=True)
-    m[1].metric("A pool per class: fleet [$/h]", fmt.usd(tot["usd_per_hour"]), border=True)
-    m[2].metric("Shared pool: GPUs", fmt.count(sh["num_gpus"]) if sh else "none", border=True)
-    m[3].metric("Shared pool: fleet [$/h]", fmt.usd(sh["usd_per_hour"]) if sh else "-", border=True)  # fmt: skip
+    m[0].metric("A pool per class: GPUs", fmt.count(tot.get("num_gpus")), border=True)
+    m[1].metric("A pool per class: fleet [$/h]", fmt.usd(tot.get("usd_per_hour")), border=True)
+    m[2].metric("Shared pool: GPUs", fmt.count(best["num_gpus"]) if best else "none", border=True)
+    m[3].metric("Shared pool: fleet [$/h]", fmt.usd(best["usd_per_hour"]) if best else "-", border=True)  # fmt: skip
     st.markdown("#### A pool per class")
     rows = []
     for k in sc.classes:
-        r = out["per_class"][k.name]
-        rows.append(
-            {
-                "class": k.name,
-                "peak [req/s]": fmt.num(k.workload.traffic.peak()),
-                "SLO": k.slo.describe(),
-                "deployment": option_label(r),
-                "GPUs": fmt.count(r["num_gpus"]),
-                "fleet [$/h]": fmt.usd(r["usd_per_hour"]),
-                "$/M output tokens": fmt.usd(r["usd_per_mtok_output"]),
-                "TTFT P99": fmt.seconds(r["ttft_p99_s"]),
-                "TPOT P99": fmt.seconds(r["tpot_p99_s"]),
-                "E2E P99": fmt.seconds(r["e2e_p99_s"]),
-                "binding constraint": r["binding_constraint"],
-            }
-        )
+        r = out["per_class"].get(k.name)
+        row = {"class": k.name, "peak [req/s]": fmt.num(k.workload.traffic.peak()), "SLO": k.slo.describe()}  # fmt: skip
+        if r:
+            row.update(
+                {
+                    "deployment": option_label(r),
+                    "GPUs": fmt.count(r["num_gpus"]),
+                    "fleet [$/h]": fmt.usd(r["usd_per_hour"]),
+                    "$/M output tokens": fmt.usd(r["usd_per_mtok_output"]),
+                    "TTFT P99": fmt.seconds(r["ttft_p99_s"]),
+                    "TPOT P99": fmt.seconds(r["tpot_p99_s"]),
+                    "E2E P99": fmt.seconds(r["e2e_p99_s"]),
+                    "binding constraint": r["binding_constraint"],
+                }
+            )
+        else:
+            row["deployment"] = "none: " + str((out.get("per_class_not") or {}).get(k.name, ""))
+        rows.append(row)
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     st.markdown("#### One shared pool")
-    if sh:
+    if best:
         st.markdown(
-            f"**{fmt.count(sh['num_gpus'])} x {w.gpu_name(cat, sh['gpu'])}** ({sh['framework']}, "
-            f"{sh['precision']}, KV {sh['kv_precision']}, TP {sh['tp']}, {sh['replicas']} "
-            f"replicas) at {fmt.usd(sh['usd_per_hour'])}/h; {sh['provenance']}"
+            f"**{fmt.count(best['num_gpus'])} x {w.gpu_name(cat, best['gpu'])}** "
+            f"({option_label(best)}, {best['replicas']} replicas) at "
+            f"{fmt.usd(best['usd_per_hour'])}/h; {best['provenance']}"
         )
         rows = []
         for k in sc.classes:
-            p = sh["per_class_p99"].get(k.name, {})
+            p = (best.get("per_class") or {}).get(k.name, {})
             rows.append(
                 {
                     "class": k.name,
                     "SLO": k.slo.describe(),
                     "meets it": "yes" if p.get("ok") else "no",
-                    "attainment [%]": fmt.num(100 * p["attainment"], 1) if "attainment" in p else "-",
+                    "attainment [%]": fmt.num(100 * p["attainment"], 3) if p.get("attainment") is not None else "-",
                     "TTFT P99": fmt.seconds(p.get("ttft_p99_s")),
                     "TPOT P99": fmt.seconds(p.get("tpot_p99_s")),
                     "E2E P99": fmt.seconds(p.get("e2e_p99_s")),
@@ -316,8 +325,10 @@ def classes_view() -> None:
             )  # fmt: skip
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
         st.caption("each class's latency and attainment on its own requests in the merged stream, at the rate the shared fleet is sized for")  # fmt: skip
+        if sh.get("why"):
+            st.markdown(f"**Why this shared pool.** {sh['why']}")
     else:
-        st.warning("No shared deployment serves every class: " + "; ".join(out["shared_not"][:3]))
+        st.warning(f"No shared deployment serves every class: {out.get('shared_not')}")
     st.markdown("**Notes.** " + "; ".join(out["notes"]))
     st.markdown("Same answer from the command line:")
     st.code(w.cli_command(form), language="bash")
@@ -393,6 +404,18 @@ m[3].metric("TTFT P99", f"{win['ttft_p99_s'] * 1e3:,.0f} ms", help="at the rate 
 m[4].metric("TPOT P99", f"{win['tpot_p99_s'] * 1e3:,.1f} ms", help="at the rate the fleet is sized for", border=True)  # fmt: skip
 
 
+band = win.get("error_band") or {}
+if win.get("num_gpus_low") is not None:
+    lo, hi = win["num_gpus_low"], win["num_gpus_high"]
+    st.caption(
+        f"Uncertainty: with the {band.get('tier', '')} error band of the performance numbers "
+        f"(capacity x {band.get('low_ratio', float('nan')):.2f} to "
+        f"{band.get('high_ratio', float('nan')):.2f}, ~80 % of held-out measurements), the "
+        f"fleet needs **{fmt.count(lo)} to {fmt.count(hi)} GPUs** and costs "
+        f"{fmt.usd(win['usd_per_mtok_output_low'])} to {fmt.usd(win['usd_per_mtok_output_high'])}"
+        " per million output tokens"
+        + (f"; the choice is {win['robustness']}." if win.get("robustness") else ".")
+    )
 st.markdown(f"**Why it wins.** {res['why']}")
 spread = win.get("price_spread") or {}
 st.markdown(
@@ -423,6 +446,8 @@ st.dataframe(
         "fleet [$/month]": st.column_config.NumberColumn(format="$%,.0f"),
         "autoscaled [$/month]": st.column_config.NumberColumn(format="$%,.0f"),
         "$/M output tokens": st.column_config.NumberColumn(format="$%.4f"),
+        "$/M output, band low": st.column_config.NumberColumn(format="$%.4f"),
+        "$/M output, band high": st.column_config.NumberColumn(format="$%.4f"),
         "$/M tokens (in + out)": st.column_config.NumberColumn(format="$%.4f"),
         "tested rate [req/s per replica]": st.column_config.NumberColumn(format="%.2f"),
         "TTFT P99 [ms]": st.column_config.NumberColumn(format="%.0f"),

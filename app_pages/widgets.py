@@ -26,6 +26,7 @@ from planner import (
     PlannerError,
     RentalPrice,
     decode_step,
+    default_kv_precision,
     fmt,
     load_catalog,
     plan_memory,
@@ -213,15 +214,6 @@ def setup_sidebar(cat: Catalog) -> Setup:
             bind="query-params",
         )
         prec = cat.precision(prec_id)
-        kv_opts = list(dict.fromkeys([prec.kv_default, *prec.kv_options]))
-        kv_id = st.selectbox(
-            "KV-cache precision",
-            kv_opts,
-            index=0,
-            key=f"kv_{prec_id}",  # options depend on the precision
-            bind="query-params",
-            help=f"options with {prec_id}: {', '.join(kv_opts)}",
-        )
         fw_choice = st.selectbox(
             "Serving framework",
             [NO_FRAMEWORK, *fw_ids],
@@ -232,6 +224,18 @@ def setup_sidebar(cat: Catalog) -> Setup:
             f"'{NO_FRAMEWORK}': 0.9 utilization, 16-token KV blocks",
         )
         fw = None if fw_choice == NO_FRAMEWORK else cat.framework(fw_choice)
+        # the default follows what the framework does with a checkpoint in this format
+        kv_def = default_kv_precision(prec, fw, cat.model(model_id))
+        kv_opts = list(dict.fromkeys([kv_def.id, *prec.kv_options]))
+        kv_id = st.selectbox(
+            "KV-cache precision",
+            kv_opts,
+            index=0,
+            key=f"kv_{prec_id}_{fw_choice}",  # options and default depend on both
+            bind="query-params",
+            help=f"default {kv_def.id}: {kv_def.basis}. Options with {prec_id}: "
+            + ", ".join(kv_opts),
+        )
         c1, c2 = st.columns(2)
         tp = c1.selectbox(
             "TP (GPUs per stage)",
@@ -1082,7 +1086,9 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
         headroom = st.session_state.get("headroom", _stash().get("headroom", D["headroom"]))
         if search:
             from planner.recommend import OBJECTIVES
-            from planner.recommend.search import OBJECTIVE_TEXT
+            from planner.recommend.objective import OBJECTIVE_TABLE
+
+            OBJECTIVE_TEXT = {k: v.text for k, v in OBJECTIVE_TABLE.items()}
 
             with st.expander("Search and constraints", expanded=True):
                 objs = list(OBJECTIVES)
@@ -1277,29 +1283,24 @@ def run_recommend(key: tuple, scenario_json: str, objective: str, top_n: int) ->
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def run_classes(key: tuple, scenario_json: str, top_n: int) -> dict[str, Any]:
+def run_classes(key: tuple, scenario_json: str, objective: str, top_n: int) -> dict[str, Any]:
     """``planner.recommend.classes.recommend_classes`` for a request-class scenario (a pool
     per class against one shared pool), with the CLI's arguments; or ``{"error"}``."""
-    from planner.recommend.classes import RequestClass, recommend_classes
+    from planner.recommend.classes import recommend_classes
+    from planner.serving import RequestClass
 
     cat = catalog_for(key)
     try:
         sc = build_scenario(key, scenario_json)
-        kw = recommend_kwargs(sc)
         return recommend_classes(
             sc.model,
             [RequestClass(k.name, k.workload, k.slo) for k in sc.classes],
             catalog=cat,
+            constraints=sc.constraints,
+            objective=objective,
             top_n=int(top_n),
-            **{
-                k: kw[k]
-                for k in (
-                    "headroom", "fit_percentile", "gpus", "frameworks", "precisions",
-                    "kv_precisions", "tps", "price_basis", "providers", "usd_per_gpu_hour",
-                    "engine",
-                )
-            },
-        )  # fmt: skip
+            engine=sc.serving.kwargs(),
+        )
     except PlannerError as e:
         return {"error": str(e)}
 
@@ -1314,7 +1315,7 @@ def cli_command(form: ScenarioForm, *, per_gpu: bool = False) -> str:
     path = base["name"] if same else "scenario.yaml"
     cmd = f"planner recommend {path}"
     if form.data.get("classes"):
-        return cmd + f" --top {form.top_n}"
+        return cmd + f" --objective {form.objective} --top {form.top_n}"
     if per_gpu:
         return cmd + f" --per-gpu --objective {form.objective}"
     return cmd + f" --objective {form.objective} --top {form.top_n}"

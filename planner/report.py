@@ -84,7 +84,8 @@ def human(key: str, value: Any) -> str:
     ----------
     key : the field name; its suffix gives the unit (``_bytes``, ``_bytes_per_token``,
         ``_bytes_s``, ``_s``, ``_flops``, ``_tflops``, ``_tops``, ``_gbs``, ``_gb``, ``_w``,
-        ``_pct``, ``_tok_s``, ``usd_*`` money)
+        ``_pct``, ``_tok_s``, ``usd_*`` money); a ``_low`` / ``_high`` suffix (the ends
+        of an error band) keeps the unit of the name before it
     value : the raw value (SI units for numbers)
 
     Returns
@@ -104,6 +105,7 @@ def human(key: str, value: Any) -> str:
     if isinstance(v, str):
         return v
     k = key.rsplit(".", 1)[-1].lower()
+    k = k.removesuffix("_low").removesuffix("_high")  # an error band's ends: the value's unit
     if "bytes" in k and (k.endswith("_s") or k.endswith("_bytes_per_s")):
         return _si(v, "B/s", _BYTES)
     if "bytes" in k:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from planner.catalog import EfficiencyParams
-from planner.serving import _kernel
+from planner.serving import _kernel, _unloaded
 from planner.serving.replica import build_replica
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -174,11 +174,11 @@ def test_compiles_without_a_writable_cache(tmp_path):
 def test_compiled_unloaded_latency_equals_the_interpreted_loop(
     catalog, monkeypatch, model, gpu, prec, tp, preset
 ):
-    """capacity.unloaded_latency runs _kernel._unloaded compiled; the same function run by
+    """probe.unloaded_latency runs _unloaded._unloaded compiled; the same function run by
     the interpreter with the Python step time gives bit-identical TTFT and TPOT (prompt
     chunks, sliding windows, prefix-cached tokens)."""
     from planner.engine._scalar import step_time_scalar, window_pairs
-    from planner.serving.capacity import unloaded_latency
+    from planner.serving.probe import unloaded_latency
     from planner.workload import Workload
 
     rep = build_replica(model, gpu, prec, "vllm", tp=tp, catalog=catalog)
@@ -189,9 +189,9 @@ def test_compiled_unloaded_latency_equals_the_interpreted_loop(
         context_limit=rep.engine.context_limit_tokens, prefix_caching=rep.engine.prefix_caching,
     )  # fmt: skip
     sm, eng = rep.sm, rep.engine
-    monkeypatch.setattr(_kernel, "_st", step_time_scalar)
-    monkeypatch.setattr(_kernel, "_wp", window_pairs)
-    ttft, tpot = _kernel._unloaded(  # the interpreter, plain Python floats and ints
+    monkeypatch.setattr(_unloaded, "_st", step_time_scalar)
+    monkeypatch.setattr(_unloaded, "_wp", window_pairs)
+    ttft, tpot = _unloaded._unloaded(  # the interpreter, plain Python floats and ints
         sm._coeffs,
         reqs.input_tokens.astype(np.int64).tolist(),
         reqs.output_tokens.astype(np.int64).tolist(),

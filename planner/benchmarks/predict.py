@@ -5,8 +5,16 @@ hardware, model, precision, framework, shape and a ``metric``. :func:`predict_ro
 returns every input column plus
 
 * ``predicted`` — the model's value in the row's ``unit`` (empty when it cannot answer),
+* ``predicted_low``, ``predicted_high`` — its out-of-sample error band, same unit
+  (:func:`planner.catalog.profile.error_band`: p10-p90 of measured/predicted speed for the
+  provenance tier; a time's band is the inverse of a speed's; empty when no band is known),
 * ``provenance`` — which efficiency parameters were used (``prior`` or a calibration fit),
-* ``reason`` — why a row could not be predicted (empty when it was).
+* ``reason`` — why a row could not be predicted (empty when it was): unknown ids, a
+  ``layout_unsupported: <why>`` tag in ``notes``, a framework that does not run on the
+  GPU's vendor, missing fields,
+* ``settings`` — the KV precision and, for throughput and serving rows, the scheduler
+  settings simulated: a tuned run's ``notes`` tags (``max_num_seqs=N``,
+  ``max_num_batched_tokens=N``, ``kv_cache_dtype=fp8``), else the framework's defaults.
 
 Metrics are answered through the dispatch table :data:`METRICS` (metric -> function of
 a :class:`RowContext` returning SI units). Step-level metrics live here:
@@ -35,19 +43,40 @@ import numpy as np
 
 from planner.benchmarks.io import iter_rows, read_rows
 from planner.benchmarks.layouts import assumed_layout, needs_layout
-from planner.benchmarks.schema import TIME_UNITS_S, cell, parallelism, whole
+from planner.benchmarks.schema import (
+    SERVING_MODES,
+    TIME_UNITS_S,
+    cell,
+    engine_settings,
+    parallelism,
+    row_kv_precision,
+    unexpressible_reason,
+    whole,
+)
 from planner.benchmarks.serving_rows import predict_serving_row
 from planner.benchmarks.step_rows import row_predictor
-from planner.catalog.catalog import Catalog, compute_dtype_for, load_catalog
+from planner.catalog.catalog import (
+    Catalog,
+    compute_dtype_for,
+    default_kv_precision,
+    load_catalog,
+)
 from planner.catalog.efficiency import EfficiencyParams
-from planner.catalog.profile import resolve_efficiency
+from planner.catalog.profile import Profile, error_band, load_profile, resolve_efficiency
 from planner.catalog.records import Accelerator, ModelArch, Precision
 from planner.engine.phases import decode_time, prefill_time
 from planner.engine.step import StepModel, step_model
 from planner.errors import PlannerError, UnknownIdError, printable
 from planner.files import Progress
 
-OUTPUT_COLUMNS = ("predicted", "provenance", "reason")
+OUTPUT_COLUMNS = (
+    "predicted",
+    "predicted_low",
+    "predicted_high",
+    "provenance",
+    "reason",
+    "settings",
+)
 
 
 # --------------------------------------------------------------------------- row context
@@ -180,6 +209,25 @@ class Predictor:
         self._steps: dict[tuple, StepModel] = {}
         self._contexts: dict[tuple, Any] = {}
         self._serving = predict_serving_row
+        self._bands: dict[str, Any] = {}
+        self._profile: Profile | None = None
+
+    def band(self, provenance: str, value: float, unit: str) -> tuple[Any, Any]:
+        """(low, high) of a predicted value from :func:`error_band` of its provenance: a
+        speed scales by the band's ratios, a time (``unit`` s/ms/us) by their inverses."""
+        b = self._bands.get(provenance)
+        if b is None:
+            if self._profile is None and self.profile_path:
+                self._profile = load_profile(self.profile_path)
+            try:
+                b = error_band(provenance, self._profile)
+            except PlannerError:
+                b = False
+            self._bands[provenance] = b
+        if not b or not b.known:
+            return "", ""
+        lo, hi = b.time_interval(value) if unit.strip() in TIME_UNITS_S else b.speed_interval(value)
+        return lo, hi
 
     # ---- model: catalog id or a config.json path
     def model(self, key: str) -> ModelArch:
@@ -206,8 +254,9 @@ class Predictor:
         Rows with the same setup (hardware, model, precision, KV, framework, layout) share
         one resolution, so a file of a million rows resolves each setup once."""
         get = row.get  # raw cells as the key: a stray space only costs one more resolution
+        kv_tag = engine_settings(cell(row, "notes")).kv_cache_dtype  # raises on a bad tag
         key = (
-            get("hardware"), get("model"), get("precision"), get("kv_precision"),
+            get("hardware"), get("model"), get("precision"), get("kv_precision"), kv_tag,
             get("framework"), get("tp"), get("pp"), get("n_gpus"),
         )  # fmt: skip
         hit = self._contexts.get(key)
@@ -238,10 +287,18 @@ class Predictor:
             )
         prec = cat.precision(prec_id)
         compute_dtype_for(prec, gpu)  # raises when the GPU cannot run this precision
-        kv_id = cell(row, "kv_precision") or prec.kv_default
+        framework = cell(row, "framework")
+        try:
+            fw = cat.framework(framework) if framework else None
+        except PlannerError:
+            fw = None  # the parameters lookup below names the unknown framework
+        why = unexpressible_reason(row, gpu.vendor, fw.vendors) if fw is not None else ""
+        if why:  # a framework that does not run on this vendor
+            raise PlannerError(why)
+        # the row's KV precision (column, or a kv_cache_dtype tag), else the framework's default
+        kv_id = row_kv_precision(row) or default_kv_precision(prec, fw, model).id
         kv = cat.kv_precision(kv_id).id
         tp, pp = parallelism(row)
-        framework = cell(row, "framework")
         params, prov = self.params(gpu.id, framework, prec.id)
         return (model, gpu, prec, kv, tp, pp, params, prov)
 
@@ -256,15 +313,38 @@ class Predictor:
             return None, reason
         return float(fn(ctx.params)), ""
 
+    def _settings_note(self, row: Mapping[str, str], ctx: RowContext) -> str:
+        """The ``settings`` column: the KV precision and, on throughput and serving rows, the
+        scheduler settings used (the row's notes tags, else the framework's defaults)."""
+        kv = f"kv {ctx.kv_precision} ({'row' if row_kv_precision(row) else 'default'})"
+        if cell(row, "mode") not in ("offline", *SERVING_MODES):
+            return kv
+        try:
+            fw = self.catalog.framework(cell(row, "framework"))
+        except PlannerError:
+            return kv
+        st = engine_settings(cell(row, "notes"))
+        return (
+            kv
+            + "; "
+            + st.describe(fw.default_max_num_seqs, fw.default_max_num_batched_tokens, fw.id)
+        )
+
     # ---- one row
     def predict_row(self, row: Mapping[str, str], *, copy: bool = True) -> dict[str, Any]:
         """Return the row with ``predicted``, ``provenance`` and ``reason`` filled in
         (``copy=False``: filled into ``row`` itself, for rows read only once)."""
         out: dict[str, Any] = dict(row) if copy else row  # type: ignore[assignment]
-        out.update(predicted="", provenance="", reason="")
+        out.update(
+            predicted="", predicted_low="", predicted_high="", provenance="", reason="", settings=""
+        )
         metric = cell(row, "metric")
         entry = METRICS.get(metric)
         note = ""
+        why = unexpressible_reason(row, None, None)  # before assumed_layout guesses one
+        if why:
+            out["reason"] = why
+            return out
         try:
             if needs_layout(row) and cell(row, "precision"):
                 # n_gpus without tp: the layout a submitter would tune (benchmarks.layouts)
@@ -276,6 +356,7 @@ class Predictor:
                 )
             ctx = self.context(row)
             out["provenance"] = ctx.provenance + (f"; {note}" if note else "")
+            out["settings"] = self._settings_note(row, ctx)
             if entry is not None:
                 fn, si_unit = entry
                 value = _convert(fn(ctx), si_unit, str(row.get("unit") or ""))
@@ -299,6 +380,9 @@ class Predictor:
             )
         else:
             out["predicted"] = float(value)
+            out["predicted_low"], out["predicted_high"] = self.band(
+                ctx.provenance, float(value), str(row.get("unit") or "")
+            )
             out["reason"] = reason or ""
         return out
 

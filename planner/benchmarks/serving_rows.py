@@ -11,6 +11,7 @@ import numpy as np
 
 from planner.benchmarks.schema import (
     cell,
+    engine_settings,
     layout,
     memory_fraction_from_notes,
     number,
@@ -19,7 +20,7 @@ from planner.benchmarks.schema import (
 from planner.catalog.catalog import Catalog
 from planner.catalog.efficiency import EfficiencyParams
 from planner.errors import PlannerError
-from planner.serving._engine import _run_continuous, _run_static
+from planner.serving import run
 from planner.serving.replica import build_replica
 from planner.serving.result import SimResult
 from planner.workload.presets import openorca_lengths
@@ -184,12 +185,16 @@ def _serving_row_result(
     except PlannerError as e:
         return str(e)
     tp, pp, replicas = lay.tp, lay.pp, lay.replicas
-    kv = cell(row, "kv_precision") or None
+    notes = cell(row, "notes")
+    try:
+        settings = engine_settings(notes)
+    except PlannerError as e:
+        return str(e)
+    kv = cell(row, "kv_precision") or settings.kv_cache_dtype
     isl, osl = number(row, "isl"), number(row, "osl")
     batch = number(row, "batch")
     conc = number(row, "concurrency")
     rate = number(row, "request_rate")
-    notes = cell(row, "notes")
     count = request_count(notes)
     util = memory_fraction_from_notes(notes)
     key = (
@@ -209,6 +214,7 @@ def _serving_row_result(
         rate,
         count,
         util,
+        settings,
         notes if isl is None else "",
         params,
     )
@@ -228,6 +234,8 @@ def _serving_row_result(
         params=params,
         catalog=cat,
         memory_utilization=util,
+        max_num_seqs=settings.max_num_seqs,
+        max_num_batched_tokens=settings.max_num_batched_tokens,
     )
     if (isl is not None and osl is not None) or mode in ("static_batch", "single_stream"):
         ilen: Any = None
@@ -261,7 +269,7 @@ def _serving_row_result(
         i_ = int(isl) if isl else 1
         o_ = int(osl) if osl else 128
         reqs = make_requests(np.zeros(b), np.full(b, i_), np.full(b, o_))
-        res = _run_static(rep.with_engine(max_num_seqs=max(b, 1)), reqs)
+        res = run(rep.with_engine(max_num_seqs=max(b, 1)), reqs, static_batching=True)
         s = res.summary()
         e2e = float(res.finish_s.max())
         t_pf = float(res.first_token_s.max())
@@ -282,11 +290,7 @@ def _serving_row_result(
         b_max = min(eng.max_num_seqs, eng.kv_capacity_tokens / max(ctx_mean, 1.0))
         per_rep = math.ceil(total / replicas)
         n = int(min(per_rep, max(OFFLINE_MIN_REQUESTS, OFFLINE_WAVES * b_max)))
-        res = (
-            _run_continuous(rep, requests(n, None), None)
-            if eng.continuous_batching
-            else _run_static(rep, requests(n, None))
-        )
+        res = run(rep, requests(n, None))
         s = res.summary()
         span = res.duration_s
         if per_rep > n:  # extrapolate the steady middle of the run to the row's request count
@@ -323,11 +327,7 @@ def _serving_row_result(
         acc: list[dict[str, Any]] = []
         for _ in range(seeds):
             reqs = requests(n, r)
-            res = (
-                _run_continuous(rep, reqs, None)
-                if rep.engine.continuous_batching
-                else _run_static(rep, reqs)
-            )
+            res = run(rep, reqs)
             if mask_fn:
                 s = res.summary(warmup_frac=0.2, cooldown_frac=0.1)
                 a = np.sort(res.arrival_s)
@@ -354,7 +354,7 @@ def _serving_row_result(
             return "concurrency row without a concurrency"
         c = max(1, int(round(conc / replicas)))
         n = int(count / replicas) if count else max(8 * c, 500)
-        res = _run_continuous(rep, requests(n, None), c)
+        res = run(rep, requests(n, None), c, static_batching=False)
         s = res.summary()
         out = _row_metrics(s, replicas, rep.num_gpus)
         out["_note"] = (
@@ -362,6 +362,11 @@ def _serving_row_result(
         )
     else:  # pragma: no cover
         return f"mode {mode} not supported"
+    if mode not in ("static_batch", "single_stream"):  # a static batch sets its own size
+        eng = rep.engine
+        out["_note"] += "; " + settings.describe(
+            eng.max_num_seqs, eng.max_num_batched_tokens, eng.framework or "engine"
+        )
     if rep.params_source != "prior":
         out["_note"] += f"; params {rep.params_source}"
     _ROW_CACHE[key] = out

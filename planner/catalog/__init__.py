@@ -8,9 +8,12 @@ records here, once (:meth:`Catalog.resolve`); everything above receives records.
 from planner.catalog.catalog import (
     DATA_DIR,
     Catalog,
+    KvDefault,
     Resolved,
     check_layout,
     compute_dtype_for,
+    default_kv_precision,
+    kv_precision_basis,
     load_catalog,
 )
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
@@ -47,6 +50,7 @@ __all__ = [
     "EfficiencyParams",
     "Framework",
     "Frozen",
+    "KvDefault",
     "KvPrecision",
     "ModelArch",
     "Precision",
@@ -58,6 +62,8 @@ __all__ = [
     "Sourced",
     "check_layout",
     "compute_dtype_for",
+    "default_kv_precision",
+    "kv_precision_basis",
     "load_catalog",
     "load_profile",
     "model_from_hf_config",

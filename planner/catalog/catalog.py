@@ -135,6 +135,11 @@ class Catalog(Frozen):
                 )
             if bad:
                 raise ValueError(f"precision {p.id}: unknown kv precision {sorted(bad)}")
+            if p.checkpoint_kv is not None and p.checkpoint_kv not in p.kv_options:
+                raise ValueError(
+                    f"precision {p.id}: checkpoint_kv '{printable(p.checkpoint_kv)}' is not one "
+                    f"of its kv_options ({', '.join(p.kv_options)})"
+                )
         for f in self.frameworks:
             bad = set(f.precisions) - prec_ids
             if bad:
@@ -215,7 +220,8 @@ class Catalog(Frozen):
     ) -> Resolved:
         """Look up the records of one deployment and check the KV precision against the format.
 
-        Objects pass through unchanged; ``kv_precision`` defaults to the format's ``kv_default``.
+        Objects pass through unchanged; ``kv_precision`` defaults to
+        :func:`default_kv_precision` (what the framework does with a checkpoint in this format).
         """
         m = self.model(model)
         g = gpu if isinstance(gpu, Accelerator) else self.gpu(gpu)
@@ -225,13 +231,73 @@ class Catalog(Frozen):
             if isinstance(framework, Framework) or framework is None
             else self.framework(framework)
         )
-        kv = self.kv_precision(kv_precision or p.kv_default)
+        kv = self.kv_precision(kv_precision or default_kv_precision(p, fw, m).id)
         if kv.id not in p.kv_options and kv.id != p.kv_default:
             raise PlannerError(
                 f"kv precision '{kv.id}' is not an option with {p.id} "
                 f"(options: {', '.join(p.kv_options)})"
             )
         return Resolved(m, g, p, kv, fw)
+
+
+class KvDefault(NamedTuple):
+    """The KV precision a deployment uses when none is given, and why."""
+
+    id: str
+    basis: str
+
+
+def default_kv_precision(
+    precision: Precision, framework: Framework | None = None, model: ModelArch | None = None
+) -> KvDefault:
+    """THE default KV-cache precision of (weight format, framework, model checkpoint).
+
+    An engine whose default KV setting follows the checkpoint (``kv_follows_checkpoint``:
+    vLLM, TensorRT-LLM) stores KV in the precision the checkpoint declares: published
+    checkpoints in a format with ``checkpoint_kv`` (fp8 and NVFP4 checkpoints from NVIDIA
+    Model Optimizer declare ``kv_cache_quant_algo: FP8``) get an fp8 KV cache. A model's
+    own release in its native format (gpt-oss MXFP4) declares no KV quantization and keeps
+    the format's ``kv_default``, as does every other engine and no engine at all. Where
+    GPUs differ, no source read makes the default depend on the GPU (every architecture in
+    the catalog stores fp8 KV), so the GPU does not enter.
+
+    Returns
+    -------
+    KvDefault
+        ``id`` (a KV precision id) and ``basis``, one line for outputs, with the source.
+    """
+    ckpt = precision.checkpoint_kv
+    own_release = model is not None and model.native_precision == precision.id
+    if framework is not None and framework.kv_follows_checkpoint and ckpt and not own_release:
+        return KvDefault(
+            ckpt,
+            f"default for {framework.id} with an {precision.id} checkpoint, which declares "
+            f"{ckpt} KV: {framework.kv_default_source}; {precision.checkpoint_kv_source}",
+        )
+    if own_release and framework is not None and ckpt:
+        why = f"{model.id}'s own {precision.id} release declares no KV quantization"
+    elif framework is not None and ckpt:
+        why = f"{framework.id} keeps the model dtype unless asked" + (
+            f" ({framework.kv_default_source})" if framework.kv_default_source else ""
+        )
+    elif framework is None and ckpt:
+        why = "no framework given"
+    else:
+        why = f"{precision.id} checkpoints declare no KV quantization"
+    return KvDefault(precision.kv_default, f"default for {precision.id} weights: {why}")
+
+
+def kv_precision_basis(
+    kv_precision: str | None,
+    precision: Precision,
+    framework: Framework | None = None,
+    model: ModelArch | None = None,
+) -> str:
+    """One line saying where a deployment's KV precision comes from (given or default)."""
+    if kv_precision:
+        return f"{kv_precision} (given)"
+    d = default_kv_precision(precision, framework, model)
+    return f"{d.id} ({d.basis})"
 
 
 def compute_dtype_for(precision: Precision, gpu: Accelerator) -> str:

@@ -209,7 +209,9 @@ def _arch_from_config(cfg: dict[str, Any], model_id: str, where: str) -> ModelAr
         )
         if mt == "gpt_oss":
             d.update(router_bias=True, mlp_bias=True, attention_bias=True, attention_out_bias=True)
-            d["native_precision"] = "fp4"
+            # MXFP4 experts, everything else bf16; one sink logit per head and layer
+            d.update(native_precision="fp4", native_quantized_parts="experts_only")
+            d["attention_sinks"] = True
         if mt == "qwen2_moe" and g("shared_expert_intermediate_size"):
             d["num_shared_experts"] = 1
             d["shared_expert_intermediate_size"] = num("shared_expert_intermediate_size")

@@ -3,7 +3,8 @@
 Every record is a frozen pydantic model (:class:`Frozen`: immutable, no unknown keys, no inf/nan);
 catalog entries also carry ``source`` and ``as_of`` (:class:`Sourced`).
 
-Units follow the names: ``_gb`` is decimal gigabytes (1e9 bytes), ``_gbs`` GB/s,
+Units follow the names: ``_gb`` is decimal gigabytes (1e9 bytes), ``_mib`` mebibytes (2**20 bytes),
+``_gbs`` GB/s,
 ``_tflops`` dense TFLOPS (no structured sparsity), ``_tops`` dense TOPS, ``_w`` watts.
 A number that no source gives is ``None``; the engine then raises
 :class:`~planner.errors.MissingDataError` saying what it cannot compute.
@@ -17,6 +18,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.errors import MissingDataError, PlannerError
+
+MIB = 2**20  # bytes in a mebibyte
+GIB = 2**30  # bytes in a gibibyte
 
 ComputeDtype = Literal["bf16", "fp16", "fp8", "int8", "fp4"]
 
@@ -44,8 +48,18 @@ class Accelerator(Sourced):
     arch: str = Field(description="architecture family: ampere, ada, hopper, blackwell, cdna2, ...")
     aliases: tuple[str, ...] = ()
     sku_of: str | None = None
-    memory_gb: float | None = Field(None, gt=0, le=100_000)
+    memory_gb: float | None = Field(
+        None, gt=0, le=100_000, description="capacity as the vendor sells it ('80 GB')"
+    )
     memory_type: str | None = None
+    memory_mib: float | None = Field(
+        None,
+        gt=0,
+        le=1e8,
+        description="capacity the driver reports (nvidia-smi 'memory.total') [MiB]; "
+        "needs memory_mib_source",
+    )
+    memory_mib_source: str | None = Field(None, min_length=3)
     mem_bw_gbs: float | None = Field(None, gt=0, le=1e6)
     bf16_dense_tflops: float | None = Field(None, gt=0, le=1e6)
     fp16_dense_tflops: float | None = Field(None, gt=0, le=1e6)
@@ -86,18 +100,44 @@ class Accelerator(Sourced):
             f"so compute-bound times in {dtype} cannot be estimated on this GPU"
         )
 
-    def has_peak(self, dtype: str) -> bool:
-        try:
-            self.peak_tflops(dtype)
-        except PlannerError:
-            return False
-        return True
+    @model_validator(mode="after")
+    def _memory_reading_sourced(self) -> Accelerator:
+        if self.memory_mib is not None and self.memory_mib_source is None:
+            raise ValueError("memory_mib needs memory_mib_source (where the reading was taken)")
+        return self
 
     @property
     def memory_bytes(self) -> float:
+        """Memory the device has [bytes] (see :meth:`memory_basis`)."""
+        if self.memory_mib is not None:
+            return self.memory_mib * MIB
         if self.memory_gb is None:
             raise MissingDataError(f"{self.id}: memory size unknown (no source gives it)")
+        if self.memory_is_hbm:
+            return self.memory_gb * GIB
         return self.memory_gb * 1e9
+
+    @property
+    def memory_is_hbm(self) -> bool:
+        return (self.memory_type or "").upper().startswith("HBM")
+
+    def memory_basis(self) -> str:
+        """How :attr:`memory_bytes` was obtained, for reports.
+
+        1. A capacity the driver reports (``memory_mib``, with its source) wins.
+        2. HBM sold as "N GB" is N GiB (HBM stacks come in power-of-two densities; the
+           driver readings in the catalog agree within 1%: H100 81,559 MiB of 81,920).
+        3. Other memory (GDDR, LPDDR) counts as N decimal GB: data-center GDDR cards run
+           ECC, which keeps 1/16 of the chips, and report about N GB (A10 "24 GB":
+           23,028 MiB = 24.15e9 B); the decimal figure is the conservative reading.
+        """
+        if self.memory_mib is not None:
+            return f"{self.memory_mib:,.0f} MiB as the driver reports it ({self.memory_mib_source})"
+        if self.memory_gb is None:
+            return "unknown"
+        if self.memory_is_hbm:
+            return f"{self.memory_gb:g} GB as sold, taken as {self.memory_gb:g} GiB (HBM)"
+        return f"{self.memory_gb:g} GB as sold, taken as decimal GB (no driver reading)"
 
     @property
     def mem_bw_bytes_s(self) -> float:
@@ -195,6 +235,17 @@ class ModelArch(Sourced):
     num_nextn_predict_layers: int = Field(0, ge=0)
     # native weight format of the released checkpoint (e.g. gpt-oss experts in mxfp4)
     native_precision: str | None = None
+    native_quantized_parts: Literal["all_linear", "experts_only"] | None = Field(
+        None,
+        description="which weights the released checkpoint quantizes in native_precision "
+        "(gpt-oss: the MoE experts only; attention, router and embeddings stay bf16)",
+    )
+    attention_sinks: bool = Field(
+        False, description="one learned sink logit per attention head and layer (gpt-oss)"
+    )
+    quantization_source: str | None = Field(
+        None, description="where native_precision / native_quantized_parts / sinks were read"
+    )
     published_total_params_b: float | None = Field(None, gt=0)
     published_active_params_b: float | None = Field(None, gt=0)
     params_source: str | None = None
@@ -236,6 +287,8 @@ class ModelArch(Sourced):
             )
         if self.is_mla and (self.qk_rope_head_dim is None or self.qk_nope_head_dim is None):
             raise ValueError("MLA needs qk_rope_head_dim and qk_nope_head_dim")
+        if self.native_quantized_parts is not None and self.native_precision is None:
+            raise ValueError("native_quantized_parts needs native_precision")
         if self.intermediate_size is None and (not self.is_moe or self.num_dense_layers):
             raise ValueError("intermediate_size is required for dense MLP layers")
         return self
@@ -259,6 +312,19 @@ class Precision(Sourced):
     )
     fallback_compute_dtype: ComputeDtype | None = None
     quantized_parts: Literal["all_linear", "experts_only"] = "all_linear"
+    checkpoint_kv: str | None = Field(
+        None,
+        description="KV precision that published checkpoints in this format declare "
+        "(hf_quant_config.json kv_cache_quant_algo); engines that follow the checkpoint "
+        "(Framework.kv_follows_checkpoint) use it by default",
+    )
+    checkpoint_kv_source: str | None = None
+
+    @model_validator(mode="after")
+    def _checkpoint_kv_sourced(self) -> Precision:
+        if self.checkpoint_kv is not None and not self.checkpoint_kv_source:
+            raise ValueError("checkpoint_kv needs checkpoint_kv_source")
+        return self
 
 
 class KvPrecision(Sourced):
@@ -295,6 +361,14 @@ class Framework(Sourced):
         description="memory the engine reserves beyond weights and KV (CUDA context, graphs)",
     )
     runtime_overhead_source: str | None = None
+    kv_follows_checkpoint: bool = Field(
+        False,
+        description="with its default KV dtype setting ('auto') the engine stores KV in the "
+        "precision the checkpoint declares (Precision.checkpoint_kv); False: the model dtype",
+    )
+    kv_default_source: str | None = Field(
+        None, description="where the engine's default KV dtype behaviour was read"
+    )
 
 
 def _fmt_loc(loc: tuple[Any, ...]) -> str:

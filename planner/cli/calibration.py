@@ -67,6 +67,12 @@ def register(sub) -> None:
     )
     p.add_argument("--tp", type=int, default=None, help="TP size for vllm bench JSON files")
     p.add_argument(
+        "--no-error-bands",
+        action="store_true",
+        help="skip the leave-one-source-out refits that give each provenance tier its error "
+        "band (faster; predictions then use the bundled profile's bands)",
+    )
+    p.add_argument(
         "--prior-scale",
         type=_number(float, minimum=0, maximum=1e6),
         default=1.0,
@@ -87,7 +93,8 @@ def register(sub) -> None:
         "--public",
         nargs="*",
         default=None,
-        help="public measurement CSVs (default data/benchmarks/public.csv)",
+        help="public measurement CSVs, held out source by source (default "
+        "data/benchmarks/public*.csv)",
     )
     v.add_argument(
         "--own",
@@ -126,6 +133,12 @@ def cmd_calibrate(args) -> int:
         prior_scale=args.prior_scale,
         progress="calibrate: fitting",
     )
+    if not args.no_error_bands and not (args.gpu or args.model or args.precision or args.tp):
+        from planner.calibration.accuracy import with_error_bands
+
+        prof = with_error_bands(
+            prof, rows, args.files or None, catalog=cat, prior_scale=args.prior_scale
+        )
     if args.output:
         save_profile(prof, args.output, inputs=[*args.files, *(args.iterations or [])])
     summary = [
@@ -169,23 +182,13 @@ def cmd_calibrate(args) -> int:
 def cmd_validate(args) -> int:
     from planner.calibration import error_table
     from planner.calibration.accuracy import run_validation, write_report
-    from planner.catalog import DATA_DIR, load_catalog
+    from planner.calibration.fit import own_files_default, public_files_default
+    from planner.catalog import load_catalog
     from planner.report import emit
 
     cat = load_catalog(getattr(args, "data_dir", None))
-    public = args.public if args.public is not None else [DATA_DIR / "benchmarks" / "public.csv"]
-    own = (
-        args.own
-        if args.own is not None
-        else [
-            p
-            for p in (
-                DATA_DIR / "benchmarks" / f
-                for f in ("reference_h200.csv", "reference_h200_tp2.csv", "pytorch_h200.csv")
-            )
-            if p.exists()
-        ]
-    )
+    public = args.public if args.public is not None else public_files_default()
+    own = args.own if args.own is not None else own_files_default()
     inputs = [*public, *own]
     check_output(args.output, inputs, "accuracy report")
     check_output(args.details, inputs, "details CSV")
@@ -214,6 +217,18 @@ def cmd_validate(args) -> int:
             res["loso"].assign(scheme="LOSO public"), ["scheme", "metric_class", "kind"]
         )
         rows += t.to_dict("records")
+    if res.get("loso") is not None and len(res["loso"]):
+        from planner.calibration.accuracy import group_table
+        from planner.calibration.bands import coverage_table
+
+        g = group_table(res["loso"]).assign(scheme="LOSO throughput")
+        rows += g.to_dict("records")
+        cov = res.get("coverage")
+        if cov is not None and len(cov):
+            c = coverage_table(
+                cov.assign(group="error band coverage", value="all"), ["group", "value"]
+            )
+            rows += c.assign(scheme="LOSO throughput").to_dict("records")
     if args.details:
         import pandas as pd
 

@@ -55,7 +55,8 @@ def _framework_warnings(fw, gpu, prec) -> list[str]:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from planner.catalog.profile import resolve_efficiency
+    from planner.catalog import default_kv_precision
+    from planner.catalog.profile import error_band, load_profile, resolve_efficiency
     from planner.engine import estimate, step_model
     from planner.engine.memory import plan_memory
 
@@ -65,7 +66,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     prec = cat.precision(args.precision)
     fw = cat.framework(args.framework)
     params, provenance = resolve_efficiency(gpu.id, fw.id, prec.id, args.calibration, cat)
-    sm = step_model(m, gpu, prec, args.kv_precision, args.tp, args.pp, params, cat)
+    kv = args.kv_precision or default_kv_precision(prec, fw, m).id
+    sm = step_model(m, gpu, prec, kv, args.tp, args.pp, params, cat)
     est = estimate(sm, args.batch, args.input_len, args.output_len)
     plan = plan_memory(
         m,
@@ -89,11 +91,12 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         )
     n_gpus = args.tp * args.pp
     decode = est.decode_mid.as_dict()
+    band = error_band(provenance, load_profile(args.calibration))
     out = {
         "model": m.id,
         "gpu": gpu.id,
         "precision": prec.id,
-        "kv_precision": sm.precision.kv_default if args.kv_precision is None else args.kv_precision,
+        "kv_precision": plan.kv_precision_basis,
         "framework": fw.id,
         "tp": args.tp,
         "pp": args.pp,
@@ -107,6 +110,11 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         "output_tok_s": est.output_tok_s,
         "total_tok_s": est.total_tok_s,
         "output_tok_s_per_gpu": est.output_tok_s / n_gpus,
+        "output_tok_s_low": band.speed_interval(est.output_tok_s)[0],
+        "output_tok_s_high": band.speed_interval(est.output_tok_s)[1],
+        "tpot_s_low": band.time_interval(est.tpot_s)[0],
+        "tpot_s_high": band.time_interval(est.tpot_s)[1],
+        "error_band": band.describe(),
         "fits_in_memory": bool(plan.fits and args.batch <= plan.max_concurrent_sequences),
         "max_concurrent_sequences": plan.max_concurrent_sequences,
         "params_provenance": provenance,
@@ -133,7 +141,9 @@ def register(sub) -> None:
     p.add_argument("--gpu", required=True, help="accelerator id (see 'planner gpus')")
     p.add_argument("--precision", default="bf16", help="weight format id (default bf16)")
     p.add_argument(
-        "--kv-precision", default=None, help="KV-cache precision (default: per precision)"
+        "--kv-precision",
+        default=None,
+        help="KV-cache precision (default: what the framework does with the checkpoint)",
     )
     p.add_argument("--tp", type=gpu_count, default=1, help="tensor-parallel GPUs (default 1)")
     p.add_argument("--pp", type=gpu_count, default=1, help="pipeline stages (default 1)")
@@ -161,5 +171,7 @@ def register(sub) -> None:
     p.add_argument("--tp", type=gpu_count, default=1, help="tensor-parallel GPUs (default 1)")
     p.add_argument("--pp", type=gpu_count, default=1, help="pipeline stages (default 1)")
     p.add_argument(
-        "--kv-precision", default=None, help="KV-cache precision (default: per precision)"
+        "--kv-precision",
+        default=None,
+        help="KV-cache precision (default: what the framework does with the checkpoint)",
     )

@@ -118,14 +118,20 @@ def sources_digest(paths=SOURCES) -> str:
     return h.hexdigest()
 
 
-def refresh_cache(cache_dir: str | os.PathLike, digest: str, prefix: str = "_kernel.") -> bool:
-    """Drop this module's cached functions in ``cache_dir`` unless the stamp there is
-    ``digest``; then write ``digest`` as the stamp. Returns True when it dropped them.
+def refresh_cache(
+    cache_dir: str | os.PathLike,
+    digest: str,
+    prefix: str = "_kernel.",
+    stamp_name: str = STAMP_NAME,
+) -> bool:
+    """Drop the cached functions of module ``prefix`` in ``cache_dir`` unless the stamp
+    there (``stamp_name``) is ``digest``; then write ``digest`` as the stamp. Returns True
+    when it dropped them.
 
     numba names its cache files ``<module>.<function>-<line>.py<ver>.nbi`` / ``.nbc``; the
     stamp's own name does not match those patterns.
     """
-    stamp = Path(cache_dir) / STAMP_NAME
+    stamp = Path(cache_dir) / stamp_name
     try:
         if stamp.read_text().strip() == digest:
             return False
@@ -136,7 +142,7 @@ def refresh_cache(cache_dir: str | os.PathLike, digest: str, prefix: str = "_ker
             os.remove(f)
     with contextlib.suppress(OSError):
         Path(cache_dir).mkdir(parents=True, exist_ok=True)
-        tmp = stamp.with_name(f"{STAMP_NAME}.{os.getpid()}.tmp")
+        tmp = stamp.with_name(f"{stamp_name}.{os.getpid()}.tmp")
         tmp.write_text(digest + "\n")
         os.replace(tmp, stamp)
     return True
@@ -730,65 +736,3 @@ def _loop(  # noqa: C901
         cur += 1
 
     return (0, cur, busy, area, kv_area, kv_max, pf_tokens, ev_i, ev_t, nev)
-
-
-_wp = _scalar.window_pairs  # replaced by the compiled version in unloaded_kernel()
-
-
-def _unloaded(coef, inp, out, cch, budget, window, sched):
-    """TTFT and TPOT [s] of each request served alone (batch 1, no queueing): the compiled
-    loop of :func:`planner.serving.capacity.unloaded_latency` (same steps, same order of
-    operations, the compiled step time :data:`_st`; see there for the model)."""
-    n = len(inp)
-    ttft = np.empty(n)
-    tpot = np.full(n, np.nan)
-    for k in range(n):
-        p = inp[k]
-        oq = out[k]
-        pos = cch[k]
-        t = 0.0
-        while pos < p:
-            m = min(p - pos, budget)
-            end = pos + m
-            kvs = min(end, window) if window else 0
-            prs = _wp(pos, m, window) if window else 0.0
-            t += (
-                _st(
-                    coef, float(m), 1.0, 1.0 if end == p else 0.0, float(end),
-                    m * pos + m * (m + 1) / 2, float(kvs), float(prs), float(m * pos),
-                )
-                + sched
-            )  # fmt: skip
-            pos = end
-        ttft[k] = t
-        if oq > 1:
-            a = p + 1
-            b = p + oq - 1
-            t0 = _st(coef, 1.0, 1.0, 1.0, float(a), float(a), float(min(a, window)),
-                     float(min(a, window)), 0.0) + sched  # fmt: skip
-            t1 = _st(coef, 1.0, 1.0, 1.0, float(b), float(b), float(min(b, window)),
-                     float(min(b, window)), 0.0) + sched  # fmt: skip
-            tpot[k] = (t0 + t1) / 2
-    return ttft, tpot
-
-
-_unloaded_compiled = None
-
-
-def unloaded_kernel():
-    """The compiled :func:`_unloaded` (after :func:`kernel`, whose step time it calls)."""
-    global _wp, _unloaded_compiled
-    if _unloaded_compiled is None:
-        import numba
-
-        kernel()
-        try:
-            jit = numba.njit(cache=True)
-            _wp = jit(_scalar.window_pairs)
-            f = jit(_unloaded)
-        except RuntimeError:
-            jit = numba.njit
-            _wp = jit(_scalar.window_pairs)
-            f = jit(_unloaded)
-        _unloaded_compiled = f
-    return _unloaded_compiled

@@ -151,7 +151,7 @@ def test_mixed_70b_renders_both_pool_plans(monkeypatch):
         r = ref["per_class"][row["class"]]
         assert row["GPUs"] == f"{r['num_gpus']:,}"
     m = {x.label: x.value for x in at.metric}
-    assert m["Shared pool: GPUs"] == f"{ref['shared']['num_gpus']:,}"
+    assert m["Shared pool: GPUs"] == f"{ref['shared']['recommendations'][0]['num_gpus']:,}"
     assert m["A pool per class: GPUs"] == f"{ref['per_class_total']['num_gpus']:,}"
     # each class's SLO and its attainment in the shared pool
     assert all(shared["SLO"].str.len() > 0) and "attainment [%]" in shared
