@@ -42,7 +42,7 @@ def bar_spec(field: str, title: str, number_format: str, band: bool = False) -> 
         .encode(
             y=alt.Y(
                 "gpu_name:N",
-                sort=alt.EncodingSortField(field, order="ascending"),
+                sort=alt.EncodingSortField("order", op="min"),  # the rows' order (by value)
                 title=None,
                 axis=alt.Axis(labelLimit=240),
             ),
@@ -61,7 +61,7 @@ def bar_spec(field: str, title: str, number_format: str, band: bool = False) -> 
         )
     )
     if band:  # the error band of the performance numbers: low-high as an error bar
-        y = alt.Y("gpu_name:N", sort=alt.EncodingSortField(field, order="ascending"), title=None)
+        y = alt.Y("gpu_name:N", sort=alt.EncodingSortField("order", op="min"), title=None)
         chart = chart + (
             alt.Chart(data)
             .mark_rule(color="#222", strokeWidth=1.5)
@@ -133,8 +133,9 @@ if rows:
     c = st.columns(3)
     c[0].metric(
         "Cheapest per token",
-        w.gpu_name(cat, best["gpu"]),
-        help=f"{best['framework']}, {best['precision']}, TP {best['tp']}",
+        best["gpu"],
+        help=f"{w.gpu_name(cat, best['gpu'])}: {best['framework']}, {best['precision']}, "
+        f"TP {best['tp']}",
         border=True,
     )
     c[1].metric("$/M output tokens", fmt.usd(best["usd_per_mtok_output"]), border=True)
@@ -142,7 +143,7 @@ if rows:
     c[2].metric(
         "Most output tok/s per GPU",
         f"{fastest['output_tok_s_per_gpu']:,.0f}",
-        help=w.gpu_name(cat, fastest["gpu"]),
+        help=f"{w.gpu_name(cat, fastest['gpu'])} ({fastest['gpu']})",
         border=True,
     )
     st.subheader("Side by side")
@@ -193,19 +194,20 @@ if rows:
             "**Cost per million output tokens** (lower is better; black bars: the error band "
             "of the performance numbers)"
         )
-        d = chart.assign(best=chart["usd_per_mtok_output"] == chart["usd_per_mtok_output"].min())
+        d = chart.assign(
+            best=chart["usd_per_mtok_output"] == chart["usd_per_mtok_output"].min(),
+            order=chart["usd_per_mtok_output"].rank(method="first"),
+        )
         has_band = chart["usd_per_mtok_output_low"].notna().any()
         spec = bar_spec("usd_per_mtok_output", "$ per million output tokens", "$.4f", has_band)
         st.vega_lite_chart(spec=w.with_data(spec, rows=d), width="stretch")
     with right:
         st.markdown("**Output tokens/s per GPU** at the SLO (higher is better)")
-        d = chart.assign(best=chart["output_tok_s_per_gpu"] == chart["output_tok_s_per_gpu"].max())
+        d = chart.assign(
+            best=chart["output_tok_s_per_gpu"] == chart["output_tok_s_per_gpu"].max(),
+            order=chart["output_tok_s_per_gpu"].rank(method="first", ascending=False),
+        )
         spec = bar_spec("output_tok_s_per_gpu", "output tokens/s per GPU", ",.0f")
-        spec = {**spec}
-        spec["encoding"] = {
-            **spec["encoding"],
-            "y": {**spec["encoding"]["y"], "sort": {"field": "output_tok_s_per_gpu", "order": "descending"}},
-        }  # fmt: skip
         st.vega_lite_chart(spec=w.with_data(spec, rows=d), width="stretch")
 else:
     st.warning("No GPU meets this scenario; the reasons are below.")

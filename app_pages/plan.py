@@ -472,7 +472,7 @@ c0.page_link(
         "wi_gpu": win["gpu"],
         "wi_fw": win["framework"],
         "wi_prec": win["precision"],
-        f"wi_kv_{win['precision']}": win["kv_precision"],
+        f"wi_kv_{win['precision']}_{win['framework']}": win["kv_precision"],
         "wi_tp": str(win["tp"] if win["tp"] in (1, 2, 4, 8) else 8),
     },
 )

@@ -240,6 +240,7 @@ def deployment() -> None:
     ctx_opts = [x for x in CONTEXTS if not model.max_position_embeddings or x <= model.max_position_embeddings]  # fmt: skip
     context = c[1].select_slider(
         "Context length (max_model_len) [tokens]", ctx_opts, key="wi_ctx", bind="query-params",
+        format_func=lambda v: f"{v:,}",
         **w._default("wi_ctx", value=8192 if 8192 in ctx_opts else ctx_opts[-1]),
     )  # fmt: skip
     mns = c[2].select_slider(

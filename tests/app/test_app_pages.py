@@ -526,7 +526,8 @@ def test_compare_gpus_matches_compare_gpus():
     charts = _charts(at)
     assert len(charts) == 2  # $/M tokens and tok/s per GPU by GPU
     for spec, _ in charts:
-        assert re.search(r"(per GPU|per million)", json.dumps(spec["encoding"]["x"]))
+        enc = spec.get("encoding") or spec["layer"][0]["encoding"]  # bars (+ error bars)
+        assert re.search(r"(per GPU|per million)", json.dumps(enc["x"]))
 
 
 def test_compare_lists_unanswerable_gpus_with_reason():
