@@ -8,6 +8,7 @@ returns text; ``None``, NaN and infinities are ``"-"``.
 from __future__ import annotations
 
 import math
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 MISSING = "-"
@@ -19,6 +20,14 @@ def _finite(v: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return x if math.isfinite(x) else None
+
+
+def _fixed(x: float, decimals: int) -> str:
+    """``x`` with ``decimals`` decimals and thousands separators, ties rounded half away from
+    zero on the shortest decimal form (as the app's tables and charts round: 1350.5 ->
+    1,351, where Python's format would give 1,350)."""
+    q = Decimal(repr(x)).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
+    return f"{q:,.{decimals}f}"
 
 
 def num(v: Any, sig: int = 4) -> str:
@@ -42,7 +51,7 @@ def num(v: Any, sig: int = 4) -> str:
     if a < 1e-6:
         return f"{x:.{sig - 1}e}"
     decimals = max(sig - 1 - math.floor(math.log10(a)), 0)
-    text = f"{x:,.{decimals}f}"
+    text = _fixed(x, decimals)
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return text
@@ -51,7 +60,7 @@ def num(v: Any, sig: int = 4) -> str:
 def count(v: Any) -> str:
     """A count (GPUs, requests, options) as a whole number: ``12,966``."""
     x = _finite(v)
-    return MISSING if x is None else f"{round(x):,}"
+    return MISSING if x is None else _fixed(x, 0)
 
 
 def usd(v: Any) -> str:
@@ -62,9 +71,9 @@ def usd(v: Any) -> str:
         return MISSING
     sign, a = ("-" if x < 0 else ""), abs(x)
     if a >= 1000:
-        return f"{sign}${a:,.0f}"
+        return f"{sign}${_fixed(a, 0)}"
     if a >= 1 or a == 0:
-        return f"{sign}${a:,.2f}"
+        return f"{sign}${_fixed(a, 2)}"
     return f"{sign}${num(a, 3)}"
 
 

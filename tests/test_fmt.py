@@ -25,7 +25,8 @@ from planner.report import human
         (2.7012, "2.701"),  # 4 significant digits
         (0.05, "0.05"),  # trailing zeros dropped
         (0.0, "0"),
-        (-1234.5, "-1,234"),  # half to even at the 4th digit: 1234.5 -> 1234
+        (-1234.5, "-1,235"),  # ties away from zero, as the app's tables round
+        (1350.5, "1,351"),  # (Python's format would give 1,350: half to even)
         (None, "-"),
         (math.nan, "-"),
         (math.inf, "-"),
@@ -38,7 +39,11 @@ def test_num(value, text):
 @pytest.mark.parametrize(
     ("value", "text"),
     [
-        (17_510_400.0, "$17,510,400"),  # whole dollars from $1,000 (the truncated metric)
+        (17_510_400.0, "$17,510,400"),
+        (
+            1350.5,
+            "$1,351",
+        ),  # the Plan metric and its table cell agree  # whole dollars from $1,000 (the truncated metric)
         (23987.10, "$23,987"),  # "$23987.10"
         (31.7125, "$31.71"),  # cents from $1
         (1.0, "$1.00"),
