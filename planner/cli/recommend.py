@@ -562,7 +562,7 @@ def _markdown(res, name: str | None) -> str:
     lines.append("| " + " | ".join(cols) + " |")
     lines.append("|" + "---|" * len(cols))
     for r in rows:
-        lines.append("| " + " | ".join(_md(r[c]) for c in cols) + " |")
+        lines.append("| " + " | ".join(_md(r[c], c) for c in cols) + " |")
     lines += [
         "",
         "## Rejected options (first 20)",
@@ -572,14 +572,13 @@ def _markdown(res, name: str | None) -> str:
     ]
     for r in res.rejected[:20]:
         opt = " ".join(str(x) for x in (r["gpu"], r["framework"], r["precision"]) if x)
-        lines.append(f"| {opt} tp={r['tp']} | {r['stage']} | {r['reason']} |")
+        opt += f" tp={r['tp']}" if r["tp"] else ""
+        lines.append(f"| {opt} | {r['stage']} | {r['reason']} |")
     lines += ["", "## Assumptions", ""] + [f"* {a}" for a in res.assumptions] + [""]
     return "\n".join(lines)
 
 
-def _md(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v).replace("|", "/")
+def _md(v: Any, key: str = "") -> str:
+    from planner.report import human
+
+    return human(key, v).replace("|", "/")

@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from planner.engine._scalar import window_pairs
 from planner.errors import PlannerError
 from planner.serving._engine import _run_continuous, _run_static
 from planner.serving.replica import Replica, check_fits
@@ -273,39 +272,25 @@ def unloaded_latency(
     """Per-request TTFT, TPOT and E2E of requests served alone (no queueing, batch 1) [s]."""
     rng = rng if rng is not None else np.random.default_rng(12345)
     eng, sm = replica.engine, replica.sm
-    st = sm.step_time
     sched = eng.host_time_s(1)
     W = int(sm.window) if sm.layers_sw > 0 and sm.window > 0 else 0
     reqs = workload.sample_requests(
         n, rng, 1.0, context_limit=eng.context_limit_tokens, prefix_caching=eng.prefix_caching
     )
     budget = eng.max_num_batched_tokens if eng.chunked_prefill else 1 << 60
-    ttft = np.empty(len(reqs))
-    tpot = np.full(len(reqs), np.nan)
-    for k, (P, Oq, c) in enumerate(
-        zip(
-            reqs.input_tokens.tolist(),
-            reqs.output_tokens.tolist(),
-            reqs.cached_tokens.tolist(),
-            strict=True,
-        )
-    ):
-        pos, t = c, 0.0
-        while pos < P:
-            m = min(P - pos, budget)
-            end = pos + m
-            kvs = min(end, W) if W else 0
-            prs = window_pairs(pos, m, W) if W else 0.0
-            t += (
-                st(m, 1, 1 if end == P else 0, end, m * pos + m * (m + 1) / 2, kvs, prs, m * pos)
-                + sched
-            )
-            pos = end
-        ttft[k] = t
-        if Oq > 1:
-            t0 = st(1, 1, 1, P + 1, P + 1, min(P + 1, W), min(P + 1, W)) + sched
-            t1 = st(1, 1, 1, P + Oq - 1, P + Oq - 1, min(P + Oq - 1, W), min(P + Oq - 1, W)) + sched
-            tpot[k] = (t0 + t1) / 2
+    # each request alone: its prompt in chunks of at most `budget` tokens (TTFT), then the
+    # mean of its first and last decode steps (TPOT); compiled (planner.serving._unloaded)
+    from planner.serving._unloaded import unloaded_kernel
+
+    ttft, tpot = unloaded_kernel()(
+        sm._coeffs,
+        np.ascontiguousarray(reqs.input_tokens, np.int64),
+        np.ascontiguousarray(reqs.output_tokens, np.int64),
+        np.ascontiguousarray(reqs.cached_tokens, np.int64),
+        int(budget),
+        W,
+        float(sched),
+    )
     e2e = ttft + np.nan_to_num(tpot) * (reqs.output_tokens - 1)
     return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}
 
