@@ -40,7 +40,7 @@ from planner.benchmarks.serving_rows import predict_serving_row
 from planner.benchmarks.step_rows import row_predictor
 from planner.catalog.catalog import Catalog, compute_dtype_for, load_catalog
 from planner.catalog.efficiency import EfficiencyParams
-from planner.catalog.profile import resolve_efficiency
+from planner.catalog.profile import load_profile, resolve_efficiency
 from planner.catalog.records import Accelerator, ModelArch, Precision
 from planner.engine.phases import decode_time, prefill_time
 from planner.engine.step import StepModel, step_model
@@ -169,12 +169,7 @@ class Predictor:
         self.csv_dir = Path(csv_dir) if csv_dir else None
         self.profile_path = profile_path
         if profile_path:  # a broken profile fails the command, not every row
-            try:
-                from .calibration import load_profile
-            except ImportError:  # pragma: no cover - resolve_efficiency says so per row
-                pass
-            else:
-                load_profile(profile_path)
+            load_profile(profile_path)
         self._models: dict[str, ModelArch] = {}
         self._params: dict[tuple[str, str, str], tuple[EfficiencyParams, str]] = {}
         self._steps: dict[tuple, StepModel] = {}
