@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from planner.catalog.records import Frozen
+from planner.catalog.records import Frozen, field_error
 from planner.errors import PlannerError, read_text, shown
 from planner.files import load_yaml
 from planner.serving.replica import build_replica
@@ -265,7 +265,7 @@ def _loc(loc: tuple[Any, ...]) -> str:
 
 
 def _format_error(e: ValidationError, where: str) -> PlannerError:
-    err = e.errors()[0]
+    err = field_error(e.errors()[0])
     loc = _loc(tuple(err["loc"]))
     if err["type"] == "extra_forbidden":
         field = str(err["loc"][-1])

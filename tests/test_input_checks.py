@@ -184,3 +184,145 @@ def test_decode_step_unchanged_by_checks():
     # the layout check must not change the numbers of a valid layout (8B, tp=2)
     sm = step_model("llama-3.1-8b", "nvidia-h100-sxm", "bf16", tp=2, catalog=CAT)
     assert float(decode_step(sm, 8, 1024).time_s) > 0
+
+
+# ---------------------------------------------------------------- one framework x vendor rule
+# TensorRT-LLM lists only nvidia GPUs (data/frameworks.yaml); the MI300X is amd. Every command
+# that puts a framework on a GPU must refuse it the same way (catalog.compat).
+TRT_ON_AMD = "TensorRT-LLM runs on nvidia GPUs; amd-mi300x is amd"
+_DEPLOY = ["--gpu", "amd-mi300x", "--framework", "trtllm"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["memory", "--model", "llama-3.1-8b", *_DEPLOY],
+        ["estimate", "--model", "llama-3.1-8b", *_DEPLOY, "--precision", "bf16",
+         "--batch", "1", "--input-len", "16", "--output-len", "16"],
+        ["simulate", str(DATA_DIR.parent / "examples" / "chat-8b.yaml"), *_DEPLOY],
+        ["capacity", str(DATA_DIR.parent / "examples" / "chat-8b.yaml"), *_DEPLOY],
+    ],
+    ids=["memory", "estimate", "simulate", "capacity"],
+)  # fmt: skip
+def test_every_command_refuses_a_framework_off_its_vendor(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and TRT_ON_AMD in err, err
+
+
+def test_predict_and_recommend_use_the_same_rule(tmp_path):
+    from planner.catalog.compat import framework_gpu_problem
+    from planner.recommend.options import enumerate_options
+
+    row = {
+        "id": "x", "source": "s", "hardware": "amd-mi300x", "model": "llama-3.1-8b",
+        "precision": "bf16", "framework": "trtllm", "tp": "1", "batch": "1", "isl": "128",
+        "metric": "prefill_s", "value": "0.01", "unit": "s",
+    }  # fmt: skip
+    out = Predictor(CAT).predict_row(row)
+    assert out["predicted"] == "" and TRT_ON_AMD in out["reason"]
+    opts, rejected = enumerate_options(
+        CAT, CAT.model("llama-3.1-8b"), gpus=("amd-mi300x",), frameworks=("trtllm",)
+    )
+    assert not opts
+    assert [r.reason for r in rejected] == [TRT_ON_AMD]
+    assert framework_gpu_problem(CAT.framework("trtllm"), CAT.gpu("amd-mi300x")) == TRT_ON_AMD
+    # and the rule lets a listed vendor through: vLLM lists amd
+    assert framework_gpu_problem(CAT.framework("vllm"), CAT.gpu("amd-mi300x")) is None
+
+
+# ---------------------------------------------------------------- one rule for catalog values
+def _catalog_copy(tmp_path):
+    d = tmp_path / "data"
+    shutil.copytree(DATA_DIR, d)
+    return d
+
+
+def _edit_first(path, key, field, value):
+    import yaml
+
+    raw = yaml.safe_load(path.read_text())
+    raw[key][0][field] = value
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+
+
+@pytest.mark.parametrize(
+    "file,key,field,value,expect",
+    [
+        ("hardware.yaml", "accelerators", "tdp_w", True, "field 'tdp_w': must be a number, not a bool"),
+        ("hardware.yaml", "accelerators", "memory_gb", "80", "field 'memory_gb': must be a number, not a str"),
+        ("hardware.yaml", "accelerators", "as_of", "2999-01-01", "field 'as_of': 2999-01-01 is in the future"),
+        ("models.yaml", "models", "num_hidden_layers", True, "field 'num_hidden_layers': must be a number"),
+        ("precisions.yaml", "precisions", "weight_bits", "16", "field 'weight_bits': must be a number"),
+        ("frameworks.yaml", "frameworks", "default_memory_utilization", False, "must be a number, not a bool"),
+        ("quality.yaml", "quality", "baseline_score", True, "field 'baseline_score': must be a number"),
+        ("quality.yaml", "quality", "as_of", "2999-12-31", "field 'as_of': 2999-12-31 is in the future"),
+    ],
+)  # fmt: skip
+def test_catalog_values_follow_one_rule(tmp_path, file, key, field, value, expect):
+    from planner.cost.data import load_quality
+
+    d = _catalog_copy(tmp_path)
+    _edit_first(d / file, key, field, value)
+    with pytest.raises(PlannerError, match=f"^{file}: {key}\\[0\\].*") as e:
+        load_quality(d) if file == "quality.yaml" else load_catalog(d)
+    assert expect in str(e.value)
+
+
+def test_the_rule_covers_every_number_field():
+    # every int/float field of every catalog record refuses a bool and a string, so a field
+    # added later is covered without a new check (the bundled records are the starting point)
+    from pydantic import ValidationError
+
+    from planner.catalog.records import _field_kinds
+    from planner.cost.data import load_quality
+
+    records = [CAT.accelerators[0], CAT.models[0], CAT.precisions[0], CAT.frameworks[0]]
+    records += [CAT.kv_precisions[0], load_quality().rows[0]]
+    n = 0
+    for rec in records:
+        data = rec.model_dump()
+        for name, kind in _field_kinds(type(rec)).items():
+            if kind != "number":
+                continue
+            for bad in (True, "1"):
+                with pytest.raises(ValidationError, match=name):
+                    type(rec).model_validate({**data, name: bad})
+                n += 1
+    assert n >= 2 * 40  # Accelerator alone has 13 number fields, ModelArch over 20
+
+
+def test_a_reversed_range_is_refused():
+    from pydantic import ValidationError
+
+    from planner.catalog.records import PurchasePrice
+
+    row = {"gpu": "nvidia-h100-sxm", "kind": "estimate", "source": "test", "as_of": "2025-01-01"}
+    with pytest.raises(ValidationError, match="low <= high"):
+        PurchasePrice.model_validate({**row, "usd_range": [40000, 25000]})
+    assert PurchasePrice.model_validate({**row, "usd_range": [25000, 40000]}).usd_range
+
+
+def test_a_duplicate_quality_row_is_refused(tmp_path):
+    import yaml
+
+    from planner.cost.data import load_quality
+
+    d = _catalog_copy(tmp_path)
+    raw = yaml.safe_load((d / "quality.yaml").read_text())
+    raw["quality"].append(raw["quality"][0])
+    (d / "quality.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    n = len(raw["quality"]) - 1
+    with pytest.raises(PlannerError, match=rf"quality\[{n}\] .* repeats quality\[0\]"):
+        load_quality(d)
+
+
+def test_a_duplicate_catalog_row_is_refused(tmp_path):
+    import yaml
+
+    d = _catalog_copy(tmp_path)
+    raw = yaml.safe_load((d / "hardware.yaml").read_text())
+    raw["accelerators"].append(raw["accelerators"][0])
+    (d / "hardware.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    with pytest.raises(PlannerError, match="duplicate id or alias"):
+        load_catalog(d)

@@ -39,6 +39,7 @@ from planner.benchmarks.schema import TIME_UNITS_S, cell, parallelism, whole
 from planner.benchmarks.serving_rows import predict_serving_row
 from planner.benchmarks.step_rows import row_predictor
 from planner.catalog.catalog import Catalog, compute_dtype_for, load_catalog
+from planner.catalog.compat import check_framework_gpu
 from planner.catalog.efficiency import EfficiencyParams
 from planner.catalog.profile import load_profile, resolve_efficiency
 from planner.catalog.records import Accelerator, ModelArch, Precision
@@ -237,6 +238,8 @@ class Predictor:
         kv = cat.kv_precision(kv_id).id
         tp, pp = parallelism(row)
         framework = cell(row, "framework")
+        if framework:
+            check_framework_gpu(cat.framework(framework), gpu)
         params, prov = self.params(gpu.id, framework, prec.id)
         return (model, gpu, prec, kv, tp, pp, params, prov)
 
