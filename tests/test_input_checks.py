@@ -326,3 +326,73 @@ def test_a_duplicate_catalog_row_is_refused(tmp_path):
     (d / "hardware.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
     with pytest.raises(PlannerError, match="duplicate id or alias"):
         load_catalog(d)
+
+
+# ---------------------------------------------------------------- traces: nothing ignored
+# 5 requests at t = 10, 11, 12, 14, 18 s: span 8 s, so 4 gaps / 8 s = 0.5 req/s; prompts of
+# 4000-6000 tokens, far longer than any preset's (chat: ShareGPT-shaped, a few hundred).
+TRACE = "timestamp,input_tokens,output_tokens\n10,4000,300\n11,5000,200\n12,6000,400\n14,4000,300\n18,5000,100\n"
+
+
+def _trace(tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text(TRACE)
+    return str(f)
+
+
+@pytest.mark.parametrize("traffic", [{}, {"arrival": "trace"}], ids=["no arrival", "arrival trace"])
+def test_a_trace_under_a_preset_replays_the_trace(tmp_path, traffic):
+    import numpy as np
+
+    from planner.workload import preset
+
+    w = preset("chat", traffic={"trace_path": _trace(tmp_path), **traffic})
+    assert w.traffic.arrival == "trace"
+    assert w.traffic.mean_rps is None and w.traffic.daily_profile is None  # not the preset's
+    assert w.traffic.peak() == pytest.approx(0.5)
+    r = w.sample_requests(5, np.random.default_rng(0))
+    assert r.arrival_s.tolist() == [0, 1, 2, 4, 8]
+    assert r.input_tokens.tolist() == [4000, 5000, 6000, 4000, 5000]
+    assert r.output_tokens.tolist() == [300, 200, 400, 300, 100]
+
+
+def test_saturation_uses_the_trace_lengths(tmp_path):
+    from planner.serving import build_replica
+    from planner.serving.steady_state import steady_state
+    from planner.workload import preset
+
+    f = _trace(tmp_path)
+    rep = build_replica("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "vllm", catalog=CAT)
+    implicit = preset("chat", traffic={"trace_path": f})
+    explicit = preset(
+        "chat",
+        traffic={"arrival": "trace", "trace_path": f},
+        input_tokens={"kind": "trace"},
+        output_tokens={"kind": "trace"},
+    )
+    sat = steady_state(rep, implicit).saturation_rps
+    assert sat == steady_state(rep, explicit).saturation_rps
+    # 10x longer prompts than the chat preset's: saturation well below the preset's own
+    assert sat < 0.5 * steady_state(rep, preset("chat")).saturation_rps
+
+
+@pytest.mark.parametrize(
+    "traffic,match",
+    [
+        ({"arrival": "poisson", "trace_path": "t.csv"}, "trace_path is only read with arrival: trace"),
+        ({"arrival": "poisson", "mean_rps": 1, "cv": 2}, "cv is only read with arrival: gamma"),
+    ],
+)  # fmt: skip
+def test_a_field_the_arrival_mode_ignores_is_an_error(tmp_path, traffic, match):
+    from planner.scenario import scenario_from_dict
+
+    d = {"model": "llama-3.1-8b", "workload": {"preset": "chat", "traffic": traffic}}
+    with pytest.raises(PlannerError, match=f"workload.traffic: {match}"):
+        scenario_from_dict(d, base_dir=tmp_path)
+
+
+def test_a_preset_switched_off_gamma_drops_its_cv():
+    from planner.workload import preset
+
+    w = preset("code", traffic={"arrival": "poisson"})
+    assert w.traffic.cv is None and w.traffic.burstiness() == 1.0
