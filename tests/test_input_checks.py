@@ -396,3 +396,65 @@ def test_a_preset_switched_off_gamma_drops_its_cv():
 
     w = preset("code", traffic={"arrival": "poisson"})
     assert w.traffic.cv is None and w.traffic.burstiness() == 1.0
+
+
+# ---------------------------------------------------------------- calibrate: refuse, do not guess
+_STEPS = DATA_DIR / "benchmarks" / "reference_h200.csv"  # pytorch on nvidia-h200-sxm
+_LOG = DATA_DIR / "benchmarks" / "serving_raw" / "reference_h200_iterations.csv.gz"
+
+
+def _log(tmp_path, n, **cols):
+    df = pd.read_csv(_LOG, nrows=n, dtype={"rate": str})
+    for k, v in cols.items():
+        df[k] = v
+    p = tmp_path / "iterations.csv"
+    df.to_csv(p, index=False)
+    return p
+
+
+@pytest.mark.parametrize(
+    "n,cols,expect",
+    [
+        # 6 fitted terms x 20 iterations each = 120 rows at least
+        (1, {}, "1 iteration of pytorch on nvidia-h200-sxm; fitting the 6 serving terms needs at least 120"),
+        (119, {}, "119 iterations of pytorch"),
+        (200, {"sched_s": 0, "prep_launch_s": 0, "sync_wait_s": 0, "book_s": 0}, "row 2: the iteration's wall time"),
+        (200, {"framework": "vllm"}, "the step data has no vllm rows"),
+        (200, {"hardware": "amd-mi300x", "framework": "trtllm"}, "TensorRT-LLM runs on nvidia GPUs"),
+    ],
+    ids=["1 row", "119 rows", "zero wall times", "framework without step rows", "framework off vendor"],
+)  # fmt: skip
+def test_calibrate_iterations_refuses_what_it_cannot_fit(tmp_path, capsys, n, cols, expect):
+    steps = tmp_path / "steps.csv"
+    steps.write_text("\n".join(_STEPS.read_text().splitlines()[:41]) + "\n")
+    out = tmp_path / "profile.yaml"
+    out.write_text("old profile\n")
+    rc = main(["calibrate", str(steps), "--iterations", str(_log(tmp_path, n, **cols)), "-o", str(out)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and expect in err, err
+    assert out.read_text() == "old profile\n"
+
+
+def test_fit_iterations_itself_refuses_a_short_log(tmp_path):
+    from planner.calibration.iterations import fit_iterations, read_iteration_log
+
+    df = read_iteration_log(_log(tmp_path, 3))
+    with pytest.raises(PlannerError, match="3 iterations .* needs at least 120"):
+        fit_iterations(df, lambda *a: resolve_params(*a, catalog=CAT)[0], CAT)
+
+
+@pytest.mark.parametrize(
+    "flags,expect",
+    [
+        (["--tp", "3"], "tp=3 does not divide the 32 attention heads of llama-3.1-8b"),
+        (["--precision", "fp8", "--gpu", "amd-mi250x"], "precision fp8 is not supported on amd-mi250x"),
+    ],
+)  # fmt: skip
+def test_calibrate_vllm_json_flags_that_cannot_run_are_refused(tmp_path, capsys, flags, expect):
+    out = tmp_path / "p.yaml"
+    argv = ["calibrate", str(FIXTURES / "calibration" / "vllm_bench_rate.json"),
+            "--gpu", "nvidia-h100-sxm", "--model", "llama-3.1-8b", *flags, "-o", str(out)]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "vllm_bench_rate.json: the flags given for this vllm bench JSON do not run" in err
+    assert expect in err and err.count("\n") == 1 and not out.exists()

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from planner.benchmarks.schema import REQUIRED_COLUMNS, SCHEMA_COLUMNS, TIME_UNITS_S
-from planner.catalog.catalog import Catalog, load_catalog
+from planner.catalog.catalog import Catalog, check_layout, compute_dtype_for, load_catalog
+from planner.catalog.compat import check_framework_gpu
 from planner.errors import DATA_READ_LIMIT, PlannerError, UnknownIdError, read_text
 from planner.files import iter_lines, load_json
 
@@ -130,6 +131,24 @@ def _vllm_rows(p: Path, d: Any, gpu, model, precision, tp, framework):
     return pd.DataFrame(rows, columns=list(SCHEMA_COLUMNS))
 
 
+def _check_vllm_setup(p: Path, row: Any, cat: Catalog) -> None:
+    """The flags a vllm bench JSON needs (it does not record GPU, TP, precision) must describe
+    a deployment that can run: the TP size divides the model's heads, the precision runs on
+    the GPU, the framework runs on its vendor. Otherwise the file is refused with the reason
+    instead of fitting rows that no prediction can use."""
+    try:
+        m = cat.model_ref(str(row["model"]), p.parent)
+        g = cat.gpu(str(row["hardware"]))
+        prec = cat.precision(str(row["precision"]))
+        check_layout(m, int(row["tp"]), 1)
+        compute_dtype_for(prec, g)
+        check_framework_gpu(cat.framework(str(row["framework"])), g)
+    except PlannerError as e:
+        raise PlannerError(
+            f"{p}: the flags given for this vllm bench JSON do not run: {e}"
+        ) from None
+
+
 def load_measurements(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     catalog: Catalog | None = None,
@@ -160,6 +179,7 @@ def load_measurements(
                     f"{p}: a vllm bench JSON needs --gpu (the JSON does not record it)"
                 )
             df = read_vllm_bench_json(p, **vllm_kw)
+            _check_vllm_setup(p, df.iloc[0], cat)
         else:
             try:
                 text = read_text(p, "measurement file", "CSV file", limit=DATA_READ_LIMIT)
