@@ -10,7 +10,7 @@ peak_rps?``). Example::
     workload:
       preset: chat                 # chat | rag | code | summarization | batch
       traffic: {mean_rps: 20, peak_rps: 60, arrival: poisson}
-      output_tokens: {kind: lognormal, mean: 250, p90: 600}   # overrides the preset
+      output_tokens: {kind: lognormal, mean: 250, p90: 500}   # overrides the preset
     slo:
       ttft: {max_s: 1.0, percentile: p99}
       tpot: {max_s: 0.05, percentile: p99}

@@ -458,3 +458,43 @@ def test_calibrate_vllm_json_flags_that_cannot_run_are_refused(tmp_path, capsys,
     err = capsys.readouterr().err
     assert "vllm_bench_rate.json: the flags given for this vllm bench JSON do not run" in err
     assert expect in err and err.count("\n") == 1 and not out.exists()
+
+
+# ---------------------------------------------------------------- the documented examples run
+def test_every_length_example_in_the_help_and_readme_is_valid():
+    import re
+
+    from pydantic import TypeAdapter
+
+    from planner.cli._common import parse_length
+    from planner.cli.recommend import RECOMMEND_EXAMPLE
+    from planner.workload.workload import LengthDist
+
+    texts = RECOMMEND_EXAMPLE + (DATA_DIR.parent / "README.md").read_text()
+    flags = set(re.findall(r"\b((?:lognormal|normal|uniform):[a-z_0-9=.,]+[0-9])", texts))
+    maps = set(re.findall(r"\{kind: lognormal[^}]*\}", texts))
+    assert "lognormal:mean=800,p90=1600" in flags and maps
+    adapter = TypeAdapter(LengthDist)
+    for f in flags:
+        adapter.validate_python(parse_length(f, "--input-tokens"))
+    import yaml
+
+    for m in maps:
+        adapter.validate_python(yaml.safe_load(m))
+
+
+def test_lognormal_mean_p90_bound_hand_derived():
+    # mean = exp(mu + s^2/2), p90 = exp(mu + z s) with z = 1.2816, so ln(p90/mean) = z s - s^2/2,
+    # whose largest value (at s = z) is z^2/2 = 0.8212: p90/mean <= e^0.8212 = 2.273.
+    # mean 800, p90 2000 (ratio 2.5, the old --help example) has no lognormal; p90 1600 (ratio
+    # 2) does: s = z - sqrt(z^2 - 2 ln 2) = 1.2816 - sqrt(1.6424 - 1.3863) = 0.7755,
+    # median = 800 exp(-s^2/2) = 800 x 0.7402 = 592.
+    from planner.workload.lengths import LognormalLength
+
+    d = LognormalLength(mean=800, p90=1600)
+    assert d.params()[1] == pytest.approx(0.7755, abs=1e-4)
+    assert d.quantile_tokens(0.5) == pytest.approx(592.2, abs=0.5)
+    assert d.quantile_tokens(0.9) == pytest.approx(1600, rel=1e-9)
+    assert d.mean_tokens() == pytest.approx(800, rel=1e-9)
+    with pytest.raises(ValueError, match="at most 2.27"):
+        LognormalLength(mean=800, p90=2000)
