@@ -8,6 +8,12 @@ with fresh ids, so every row is predictable and fittable. Each command runs in a
 process; peak RSS is that child's ru_maxrss (resource.getrusage(RUSAGE_CHILDREN)).
 Targets (issue 12): predict 1M rows <= 15 s and <= 1.5 GB; calibrate 1M rows <= 120 s or a
 clear refusal naming the supported size.
+
+Measured for issue 19 (2 shared cores, load average ~9; CPU seconds of the child):
+predict 1M rows 20.9 s before, 14.5-15.0 s after, 0.90 GB peak RSS both. Profile first
+(``python -m cProfile -m planner.cli predict ...``): writing the output CSV cost as much as
+parsing and predicting together; an input row's cells are now copied as the file had them
+(``iter_rows(keep_text=True)``) and only the three added cells are quoted.
 """
 
 from __future__ import annotations

@@ -94,7 +94,7 @@ class RowContext:
             self.kv_precision,
             self.tp,
             self.pp,
-            self.params,
+            id(self.params),  # the Predictor keeps each parameter set alive: ids are stable
         )
         sm = self._cache.get(key)
         if sm is None:
@@ -334,7 +334,7 @@ def predict_stream(
 
     Memory stays flat in the number of rows (the input text is read once); a progress line
     goes to a terminal's stderr for files over 10,000 rows."""
-    cols, n, rows = iter_rows(path)
+    cols, n, rows = iter_rows(path, keep_text=True)
     pred = Predictor(catalog, Path(path).resolve().parent, profile_path)
     columns = [c for c in cols if c not in OUTPUT_COLUMNS] + list(OUTPUT_COLUMNS)
 
