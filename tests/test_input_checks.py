@@ -498,3 +498,15 @@ def test_lognormal_mean_p90_bound_hand_derived():
     assert d.mean_tokens() == pytest.approx(800, rel=1e-9)
     with pytest.raises(ValueError, match="at most 2.27"):
         LognormalLength(mean=800, p90=2000)
+
+
+@pytest.mark.parametrize("flag", [["--rate", "5"], ["--concurrency", "4"]])
+def test_an_offline_scenario_refuses_a_traffic_flag_it_would_ignore(tmp_path, capsys, flag):
+    s = tmp_path / "offline.yaml"
+    s.write_text(
+        "model: llama-3.1-8b\nworkload: {preset: chat, offline: true}\n"
+        "deployment: {gpu: nvidia-h100-sxm, framework: vllm, precision: bf16}\n"
+    )
+    assert main(["simulate", str(s), "--requests", "50", *flag]) == 2
+    err = capsys.readouterr().err
+    assert f"{flag[0]} would be ignored" in err and "offline: true" in err
