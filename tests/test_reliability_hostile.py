@@ -466,7 +466,7 @@ def test_more_traffic_never_needs_fewer_gpus(rps, factor):
 BASE_PRICES = {"nvidia-h100-sxm": 2.0, "nvidia-a100-80gb-sxm": 1.5, "nvidia-l40s": 1.0}
 
 
-@_settings(4)
+@_settings(3)
 @given(st.sampled_from(sorted(BASE_PRICES)), st.floats(0.2, 4), st.floats(1.05, 4))
 def test_a_higher_price_never_ranks_an_option_better_on_cost(gpu, price, factor):
     cheap = _recommend(20, "cost", {**BASE_PRICES, gpu: price})
@@ -485,10 +485,22 @@ def test_a_higher_price_never_ranks_an_option_better_on_cost(gpu, price, factor)
 # ------------------------------------------------------------------------------ known open cases
 # The recommend-objective cases of issue 19 are fixed on the `recommend` branch; until it is
 # merged they fail here. strict=False: the coordinator flips them to plain tests after the merge.
-KNOWN_OPEN_BOUND_S = 10.0  # the fixed search should answer these well within it
+KNOWN_OPEN_BOUND_S = (
+    8.0  # small option spaces: ~3 s of CPU each once fixed (raise it on a slow runner)
+)
+MIXED = [EX / "mixed-70b.yaml", "--gpus", "h100,mi300x", "--frameworks", "vllm", "--precisions", "fp8"]  # fmt: skip
 KNOWN_OPEN = [
     pytest.param(
-        ["recommend", EX / "rag-70b.yaml", "--objective", "latency", "--top", "1"],
+        [
+            "recommend",
+            EX / "rag-70b.yaml",
+            "--objective",
+            "latency",
+            "--top",
+            "1",
+            "--gpus",
+            "h100,mi300x",
+        ],
         id="latency on rag-70b (KeyError 0.5)",
     ),
     pytest.param(
@@ -526,17 +538,19 @@ def test_recommend_objective_latency_answers(argv):
 
 @pytest.mark.xfail(strict=False, reason="request-class objectives: fixed on the recommend branch")
 def test_request_class_objectives_change_the_answer():
-    outs = {}
-    for obj in ("cost", "gpus"):
-        argv = ["recommend", EX / "mixed-70b.yaml", "--objective", obj, "--format", "json"]
+    # with two GPU types to choose from, "cheapest", "fewest GPUs" and
+    # "lowest latency" are not all the same fleet; today every objective prints the cost answer
+    outs = set()
+    for obj in ("cost", "gpus", "latency"):
+        argv = ["recommend", *MIXED, "--objective", obj, "--format", "json"]
         rc, out, _ = run_cli(argv, seconds=KNOWN_OPEN_BOUND_S)
         assert rc == 0
-        outs[obj] = out
-    assert outs["cost"] != outs["gpus"]
+        outs.add(out)
+    assert len(outs) > 1
 
 
 @pytest.mark.xfail(strict=False, reason="request-class budget: fixed on the recommend branch")
 def test_request_class_budget_is_kept():
-    argv = ["recommend", EX / "mixed-70b.yaml", "--budget-usd-per-hour", "1"]
+    argv = ["recommend", *MIXED, "--budget-usd-per-hour", "1"]
     rc, out, err = run_cli(argv, seconds=KNOWN_OPEN_BOUND_S)
     assert rc == 2 and "budget" in err, out[:300]
