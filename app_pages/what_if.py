@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import widgets as w
-from planner import PlannerError
+from planner import PlannerError, default_kv_precision
 
 BASELINE = "wi_baseline"
 TPS = [1, 2, 4, 8]
@@ -211,10 +211,12 @@ prec = c[2].selectbox(
     **w._default("wi_prec", opts=prec_ids, index=prec_ids.index("fp8") if "fp8" in prec_ids else 0),
 )  # fmt: skip
 p = cat.precision(prec)
-kv_opts = list(dict.fromkeys([p.kv_default, *p.kv_options]))
+kv_def = default_kv_precision(p, cat.framework(fw), model)  # what fw does with the checkpoint
+kv_opts = list(dict.fromkeys([kv_def.id, *p.kv_options]))
 kv = c[3].selectbox(
-    "KV precision", kv_opts, key=f"wi_kv_{prec}", bind="query-params",
-    **w._default(f"wi_kv_{prec}", opts=kv_opts, index=0),
+    "KV precision", kv_opts, key=f"wi_kv_{prec}_{fw}", bind="query-params",
+    help=f"default {kv_def.id}: {kv_def.basis}",
+    **w._default(f"wi_kv_{prec}_{fw}", opts=kv_opts, index=0),
 )  # fmt: skip
 c = st.columns(3)
 tp = c[0].select_slider(

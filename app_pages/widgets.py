@@ -26,6 +26,7 @@ from planner import (
     PlannerError,
     RentalPrice,
     decode_step,
+    default_kv_precision,
     load_catalog,
     plan_memory,
     resolve_efficiency,
@@ -179,15 +180,6 @@ def setup_sidebar(cat: Catalog) -> Setup:
             bind="query-params",
         )
         prec = cat.precision(prec_id)
-        kv_opts = list(dict.fromkeys([prec.kv_default, *prec.kv_options]))
-        kv_id = st.selectbox(
-            "KV-cache precision",
-            kv_opts,
-            index=0,
-            key=f"kv_{prec_id}",  # options depend on the precision
-            bind="query-params",
-            help=f"options with {prec_id}: {', '.join(kv_opts)}",
-        )
         fw_choice = st.selectbox(
             "Serving framework",
             [NO_FRAMEWORK, *fw_ids],
@@ -198,6 +190,18 @@ def setup_sidebar(cat: Catalog) -> Setup:
             f"'{NO_FRAMEWORK}': 0.9 utilization, 16-token KV blocks",
         )
         fw = None if fw_choice == NO_FRAMEWORK else cat.framework(fw_choice)
+        # the default follows what the framework does with a checkpoint in this format
+        kv_def = default_kv_precision(prec, fw, cat.model(model_id))
+        kv_opts = list(dict.fromkeys([kv_def.id, *prec.kv_options]))
+        kv_id = st.selectbox(
+            "KV-cache precision",
+            kv_opts,
+            index=0,
+            key=f"kv_{prec_id}_{fw_choice}",  # options and default depend on both
+            bind="query-params",
+            help=f"default {kv_def.id}: {kv_def.basis}. Options with {prec_id}: "
+            + ", ".join(kv_opts),
+        )
         c1, c2 = st.columns(2)
         tp = c1.selectbox(
             "TP (GPUs per stage)",

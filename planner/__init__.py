@@ -45,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "PurchasePrice": "catalog",
     "load_catalog": "catalog",
     "model_from_hf_config": "catalog",
+    "default_kv_precision": "catalog",
     # memory
     "ParamCounts": "engine.memory",
     "WeightMemory": "engine.memory",

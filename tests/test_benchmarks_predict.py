@@ -300,3 +300,90 @@ def test_rows_with_n_gpus_but_no_tp_get_the_layout_a_submitter_would_tune():
     out = Predictor(cat).predict_row(row)
     assert out["predicted"] and "assumed layout tp=" in out["provenance"]
     assert out["tp"] == ""  # the input row is returned unchanged
+
+
+# --------------------------------------------------------------------------- tuned submissions
+def test_engine_settings_tags_are_parsed_once_with_clear_errors():
+    from planner.benchmarks.schema import EngineSettings, engine_settings
+    from planner.errors import PlannerError
+
+    notes = "MLPerf v5.0 Offline; max_num_seqs=1,024, max_num_batched_tokens=16384; kv_cache_dtype=fp8_e4m3."
+    assert engine_settings(notes) == EngineSettings(1024, 16384, "fp8")
+    assert engine_settings("kv_cache_dtype=auto") == EngineSettings()  # the default
+    assert engine_settings("") == EngineSettings()
+    for bad, why in (
+        ("max_num_seqs=0", "whole number between 1"),
+        ("max_num_seqs=many", "whole number between 1"),
+        ("kv_cache_dtype=fp6", "not a known KV dtype"),
+        ("max_num_seqs=8 max_num_seqs=16", "given twice"),
+    ):
+        with pytest.raises(PlannerError, match=why):
+            engine_settings(bad)
+
+
+def test_offline_rows_simulate_the_submitters_settings(catalog, prior_only):
+    from planner.benchmarks.step_rows import row_predictor
+    from planner.engine import plan_memory
+    from planner.serving.steady_state import offline_throughput
+
+    row = _row(
+        hardware="nvidia-h200-sxm", model="llama-3.1-8b", precision="bf16", framework="vllm",
+        mode="offline", batch="", isl="128", osl="128", context_len="", metric="output_tok_s_total",
+        value="1000", unit="tok/s",
+    )  # fmt: skip
+    tuned = {**row, "notes": "max_num_seqs=2048 max_num_batched_tokens=16384 kv_cache_dtype=fp8"}
+    f_default, _, kind = row_predictor(row, catalog)
+    f_tuned, _, _ = row_predictor(tuned, catalog)
+    assert kind == "offline"
+    # by hand: the tuned run's batch is min(sequences that fit in fp8 KV, 2048) with a
+    # 16,384-token budget; the default run's min(fit in bf16 KV, vLLM's 256) with 2,048
+    sm = step_model("llama-3.1-8b", "nvidia-h200-sxm", "bf16", "fp8", params=PRIOR, catalog=catalog)
+    mp = plan_memory(
+        "llama-3.1-8b", "nvidia-h200-sxm", "bf16", "fp8", context_len=256, framework="vllm",
+        max_num_seqs=2048, max_batched_tokens=16384, catalog=catalog,
+    )  # fmt: skip
+    b = float(min(mp.max_concurrent_sequences, 2048))
+    assert b > 256  # the tuned batch is larger than the default cap
+    assert f_tuned(PRIOR) == pytest.approx(offline_throughput(sm, 128, 128, b, 16384.0)[0])
+    assert f_tuned(PRIOR) > f_default(PRIOR)
+    # predict says which settings it simulated
+    pred = Predictor(catalog)
+    out = pred.predict_row(tuned)
+    assert out["predicted"] == pytest.approx(f_tuned(PRIOR))
+    assert out["settings"] == (
+        "kv fp8 (row); engine: max_num_seqs=2048 (row), max_num_batched_tokens=16384 (row)"
+    )
+    d = pred.predict_row(row)
+    assert d["settings"] == (
+        "kv bf16 (default); engine: max_num_seqs=256 (vllm default), "
+        "max_num_batched_tokens=2048 (vllm default)"
+    )
+    bad = pred.predict_row({**row, "notes": "max_num_seqs=-3"})
+    assert bad["predicted"] == "" and "max_num_seqs" in bad["reason"]
+
+
+def test_kv_cache_dtype_tag_is_the_rows_kv_precision(catalog, prior_only):
+    pred = Predictor(catalog)
+    kw = dict(model="llama-3.1-70b", metric="decode_step_s", tp=4, batch=64, context_len=8192)
+    col = pred.predict_row(_row(kv_precision="fp8", **kw))
+    tag = pred.predict_row(_row(notes="tuned: kv_cache_dtype=fp8", **kw))
+    assert tag["predicted"] == col["predicted"] and tag["settings"] == "kv fp8 (row)"
+    # with vLLM and an fp8 checkpoint the default is fp8 KV too, and says so
+    dflt = pred.predict_row(_row(precision="fp8", framework="vllm", **kw))
+    assert dflt["settings"] == "kv fp8 (default)"
+
+
+def test_serving_rows_run_the_engine_with_the_rows_settings(catalog, prior_only):
+    from planner.benchmarks.serving_rows import serving_row_details
+
+    row = _row(
+        hardware="nvidia-h200-sxm", model="llama-3.2-1b", precision="bf16", framework="vllm",
+        mode="concurrency", concurrency="8", batch="", isl="64", osl="32", context_len="",
+        metric="output_tok_s_total", value="1000", unit="tok/s", notes="64 requests",
+    )  # fmt: skip
+    free = serving_row_details(row, catalog, PRIOR)
+    capped = serving_row_details({**row, "notes": "64 requests; max_num_seqs=2"}, catalog, PRIOR)
+    assert "max_num_seqs=256 (vllm default)" in free["note"]
+    assert "max_num_seqs=2 (row)" in capped["note"]
+    # 8 clients through 2 running sequences: slower than through vLLM's default 256
+    assert capped["output_tok_s_total"] < 0.5 * free["output_tok_s_total"]

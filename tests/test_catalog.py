@@ -270,3 +270,120 @@ def test_hf_errors(tmp_path):
 def test_catalog_model_accepts_config_path(catalog):
     m = catalog.model(str(FIXTURES / "mixtral.json"))
     assert m.num_experts == 8
+
+
+# --------------------------------------------------------------------------- device memory
+def test_gpu_memory_is_the_bytes_the_device_has(catalog):
+    # H100 SXM "80 GB": nvidia-smi reports 81,559 MiB (Modal's NVML table,
+    # https://thundergolfer.com/blog/nvidia-gpu-memory-capacity) = 81,559 x 1,048,576 B
+    # = 85,520,809,984 B, 6.9 % more than 80e9
+    h100 = catalog.gpu("nvidia-h100-sxm")
+    assert h100.memory_gb == 80  # the capacity as sold, for display
+    assert h100.memory_bytes == 85_520_809_984
+    # H200 SXM "141 GB": nvidia-smi shows 143,771 MiB on the project's own H200 machines
+    # (driver 580.159.04, 2026-10-29; the same figure in Modal's table) = 143,771 x 1,048,576 B
+    # = 150,754,820,096 B
+    assert catalog.gpu("nvidia-h200-sxm").memory_bytes == 150_754_820_096
+    assert "143,771 MiB" in catalog.gpu("nvidia-h200-sxm").memory_basis()
+    # no driver reading: HBM "N GB" is N GiB (MI300X 192 GiB = 192 x 1,073,741,824 B),
+    # other memory N decimal GB (A10G, 24 GB GDDR6 with ECC, no reading = 24e9 B)
+    assert catalog.gpu("amd-mi300x").memory_mib is None
+    assert catalog.gpu("amd-mi300x").memory_bytes == 206_158_430_208
+    assert catalog.gpu("nvidia-a10g").memory_bytes == 24e9
+    # ECC GDDR reports about N decimal GB: A10 "24 GB" = 23,028 MiB = 24,146,608,128 B
+    assert catalog.gpu("nvidia-a10").memory_bytes == 24_146_608_128
+
+
+def test_every_memory_reading_names_its_source(catalog):
+    for g in catalog.accelerators:
+        if g.memory_mib is not None:
+            assert g.memory_mib_source and "MiB" in g.memory_mib_source, g.id
+            # a driver reading lies within 10 % of the capacity as sold, taken in GiB
+            assert 0.9 < g.memory_mib / 1024 / g.memory_gb < 1.02, g.id
+    bad = catalog.gpu("nvidia-h100-sxm").model_dump()
+    bad["memory_mib_source"] = None
+    with pytest.raises(ValueError, match="memory_mib needs memory_mib_source"):
+        type(catalog.gpu("nvidia-h100-sxm")).model_validate(bad)
+
+
+# --------------------------------------------------------------------------- default KV precision
+@pytest.mark.parametrize(
+    ("fw", "prec", "model", "kv", "why"),
+    [
+        # vLLM and TensorRT-LLM follow the checkpoint: ModelOpt fp8 / NVFP4 checkpoints
+        # declare kv_cache_quant_algo FP8 (vLLM PR #29980; TensorRT-LLM quantization docs)
+        ("vllm", "fp8", "llama-3.1-70b", "fp8", "#29980"),
+        ("trtllm", "fp8", "llama-3.1-70b", "fp8", "TensorRT-LLM docs"),
+        ("trtllm", "fp4", "llama-3.1-70b", "fp8", "trtllm with an fp4 checkpoint"),
+        # SGLang keeps the model dtype unless --kv-cache-dtype is given (SGLang docs)
+        ("sglang", "fp8", "llama-3.1-70b", "bf16", "SGLang docs"),
+        # gpt-oss's own MXFP4 release and DeepSeek-V3's own fp8 release declare no KV quant
+        ("vllm", "fp4", "gpt-oss-120b", "bf16", "own fp4 release"),
+        ("vllm", "fp8", "deepseek-v3", "bf16", "own fp8 release"),
+        # bf16 weights, and no framework at all: the format's kv_default
+        ("vllm", "bf16", "llama-3.1-70b", "bf16", "declare no KV quantization"),
+        (None, "fp8", "llama-3.1-70b", "bf16", "no framework given"),
+    ],
+)
+def test_default_kv_precision_follows_the_framework_and_checkpoint(
+    catalog, fw, prec, model, kv, why
+):
+    from planner.catalog import default_kv_precision
+
+    d = default_kv_precision(
+        catalog.precision(prec), fw and catalog.framework(fw), catalog.model(model)
+    )
+    assert d.id == kv and why in d.basis, d
+    # resolve() applies the same default wherever no KV precision is given
+    assert catalog.resolve(model, "nvidia-h200-sxm", prec, fw).kv.id == kv
+
+
+def test_a_checkpoint_kv_must_be_sourced_and_offered(catalog):
+    fp8 = catalog.precision("fp8")
+    assert fp8.checkpoint_kv == "fp8" and "kv_cache_quant_algo" in fp8.checkpoint_kv_source
+    bad = fp8.model_dump()
+    bad["checkpoint_kv_source"] = None
+    with pytest.raises(ValueError, match="checkpoint_kv needs checkpoint_kv_source"):
+        type(fp8).model_validate(bad)
+    for f in ("vllm", "trtllm", "sglang"):  # the three engines whose behaviour was read
+        assert catalog.framework(f).kv_default_source, f
+
+
+def test_a_checkpoints_own_kv_declaration_decides_the_default(catalog, tmp_path):
+    import json
+
+    from planner.catalog import default_kv_precision
+
+    base = json.loads((FIXTURES / "llama.json").read_text())
+    vllm, sglang, fp8 = (
+        catalog.framework("vllm"),
+        catalog.framework("sglang"),
+        catalog.precision("fp8"),
+    )
+
+    def model(name, extra=None, modelopt=None):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "config.json").write_text(json.dumps({**base, **(extra or {})}))
+        if modelopt is not None:
+            (d / "hf_quant_config.json").write_text(json.dumps(modelopt))
+        return model_from_hf_config(d)
+
+    # compressed-tensors with an fp8 kv_cache_scheme (an "FP8-KV" checkpoint)
+    ct = model("ct", {"quantization_config": {"quant_method": "compressed-tensors",
+                                              "kv_cache_scheme": {"num_bits": 8, "type": "float"}}})  # fmt: skip
+    assert ct.checkpoint_kv == "fp8"
+    d = default_kv_precision(fp8, vllm, ct)
+    assert d.id == "fp8" and "this checkpoint" in d.basis
+    assert default_kv_precision(fp8, sglang, ct).id == "bf16"  # SGLang does not follow it
+    # weight-only fp8 (FP8-dynamic): a quantization config without a KV entry
+    wo = model("wo", {"quantization_config": {"quant_method": "fp8", "kv_cache_scheme": None}})
+    assert wo.checkpoint_kv == "none"
+    d = default_kv_precision(fp8, vllm, wo)
+    assert d.id == "bf16" and "declares no KV quantization" in d.basis
+    # Model Optimizer: hf_quant_config.json beside config.json
+    mo = model("mo", modelopt={"quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}})
+    assert mo.checkpoint_kv == "fp8"
+    # no quantization config at all: the format's rule applies (fp8 checkpoints carry fp8 KV)
+    plain = model("plain")
+    assert plain.checkpoint_kv is None and default_kv_precision(fp8, vllm, plain).id == "fp8"

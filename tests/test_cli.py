@@ -195,7 +195,12 @@ def test_predict_to_stdout_csv(capsys, tmp_path):
     code, out, _ = run(capsys, "predict", str(_bench_csv(tmp_path)))
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert len(rows) == 6 and list(rows[0])[-3:] == ["predicted", "provenance", "reason"]
+    assert len(rows) == 6 and list(rows[0])[-4:] == [
+        "predicted",
+        "provenance",
+        "reason",
+        "settings",
+    ]
     assert float(rows[-1]["predicted"]) > 0
     assert all(r["predicted"] or r["reason"] for r in rows)
 
@@ -317,8 +322,9 @@ def test_app_memory_page_renders():
     at.run()
     assert not at.exception, at.exception
     labels = {m.label: m.value for m in at.metric}
-    # default: llama-3.1-70b, fp8 weights, bf16 KV, TP 2 -> 4 of 8 KV heads per GPU
-    assert labels["KV cache per token"] == "163.8 kB"  # 80 x 2 x 4 x 128 x 2 = 163,840 B
+    # default: llama-3.1-70b, fp8 weights, vLLM -> the fp8 checkpoint's fp8 KV, TP 2 -> 4 of
+    # 8 KV heads per GPU
+    assert labels["KV cache per token"] == "81.9 kB"  # 80 x 2 x 4 x 128 x 1 = 81,920 B
     assert int(labels["Max concurrent sequences"].replace(",", "")) > 0
     assert at.success and not at.error
     at.sidebar.selectbox[0].select("llama-3.1-405b").run()  # 405B does not fit on two H100s

@@ -36,7 +36,7 @@ from planner.cost import (
 from planner.errors import PlannerError
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
-D = dt.date(2026, 1, 1)
+D = dt.date.today() - dt.timedelta(days=30)  # recent: no row here is older than 12 months
 
 
 def _rent(gpu: str, provider: str, kind: str, price=None, rng=None) -> RentalPrice:
@@ -98,12 +98,13 @@ def test_median_of_five_rows_is_the_quote(cat):
     )
 
 
-def test_even_count_takes_the_cheaper_middle_row(cat):
+def test_even_count_takes_the_mean_of_the_two_middle_rows(cat):
     q = quote_price(cat, "nvidia-h100-sxm", basis="spot")
-    # spot rows: 1.00 (F), 1.50 (B) -> median $1.25 is no row; the cheaper middle row is F at $1.00
-    assert q.usd_per_gpu_hour == 1.00 and q.provider == "F"
+    # spot rows: 1.00 (F), 1.50 (B) -> median (1.00 + 1.50) / 2 = $1.25, no single row
+    assert q.usd_per_gpu_hour == pytest.approx(1.25) and q.provider == "F / B"
     assert q.spread.median_usd_per_gpu_hour == pytest.approx(1.25)
-    assert "lower of the two middle rows of 2 spot rows" in q.rule
+    assert "mean of the two middle rows $1.00 and $1.50" in q.rule
+    assert (q.price_rows, q.min_usd_per_gpu_hour, q.max_usd_per_gpu_hour) == (2, 1.00, 1.50)
 
 
 def test_provider_choice_and_options_sorted(cat):

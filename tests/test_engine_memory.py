@@ -191,12 +191,15 @@ def test_max_concurrent_sequences_by_hand(catalog):
     act = 8192 * 2 * (2 * 4096 + (32 + 2 * 8) * 128 + 2 * 14336) + 256 * 128_256 * 4
     assert act == 835_977_216
     assert plan.activation_bytes_per_gpu == act
-    budget = 80e9 * 0.9 - weights - act  # 55,103,500,288 B
+    # the H100 has 81,559 MiB as nvidia-smi reports it = 85,520,809,984 B (not 80e9)
+    cap = 81_559 * 2**20
+    assert plan.gpu_memory_bytes == cap == 85_520_809_984
+    budget = cap * 0.9 - weights - act  # 76,968,728,985.6 - 16,896,499,712 = 60,072,229,273.6 B
     kv_seq = 4096 * 131_072  # 536,870,912 B
     assert plan.kv_bytes_per_sequence == kv_seq
-    assert plan.max_concurrent_sequences == int(budget // kv_seq) == 102
+    assert plan.max_concurrent_sequences == int(budget // kv_seq) == 111  # 111.9
     assert plan.max_kv_tokens == int(budget // 131_072)
-    assert plan.fits and "102 sequences" in plan.reason
+    assert plan.fits and "111 sequences" in plan.reason
 
 
 def test_free_memory_fraction_semantics_trtllm(catalog):
@@ -208,10 +211,12 @@ def test_free_memory_fraction_semantics_trtllm(catalog):
     plan = plan_memory("llama-3.1-8b", "nvidia-h100-sxm", "bf16", framework=fw, catalog=catalog)
     act = 8192 * 2 * (2 * 4096 + 6144 + 2 * 14336) + 2048 * 128_256 * 4  # 8192 tokens, 2048 seqs
     assert plan.activation_bytes_per_gpu == act == 1_755_316_224
-    budget = (80e9 - 2 * 8_030_261_248 - act) * 0.9
+    # 81,559 MiB = 85,520,809,984 B on the H100 (nvidia-smi); (85,520,809,984 - 16,060,522,496
+    # - 1,755,316,224) x 0.9 = 60,934,474,137.6 B = 113.5 sequences of 536,870,912 B
+    budget = (81_559 * 2**20 - 2 * 8_030_261_248 - act) * 0.9
     assert plan.kv_budget_bytes_per_gpu == pytest.approx(budget, rel=1e-12)
     # 4096 tokens fill 128 blocks of 32 exactly: 4096 x 131,072 B per sequence
-    assert plan.max_concurrent_sequences == int(budget // (4096 * 131_072)) == 104
+    assert plan.max_concurrent_sequences == int(budget // (4096 * 131_072)) == 113
 
 
 def test_405b_bf16_does_not_fit_one_80gb_gpu(catalog):
@@ -306,3 +311,60 @@ def test_reserved_memory_is_the_rest_of_the_card(catalog, framework):
         plan.gpu_memory_bytes * 0.2
     )  # fmt: skip
     assert plan.reserved_bytes_per_gpu == pytest.approx(expected, rel=1e-9)
+
+
+# --------------------------------------------------------------------------- default KV, gpt-oss
+def test_memory_plan_uses_and_says_the_frameworks_default_kv(catalog):
+    # Llama-3.1-70B fp8 with vLLM: the fp8 checkpoint's fp8 KV, 80 layers x 2 (K, V)
+    # x 8 KV heads / TP 2 x 128 head_dim x 1 byte = 81,920 B per token per GPU
+    plan = plan_memory(
+        "llama-3.1-70b", "nvidia-h200-sxm", "fp8", tp=2, framework="vllm", catalog=catalog
+    )
+    assert plan.kv_precision == "fp8" and plan.kv_cache_bytes_per_token == 80 * 2 * 4 * 128
+    assert plan.kv_precision_basis.startswith("fp8 (default for vllm with an fp8 checkpoint")
+    given = plan_memory(
+        "llama-3.1-70b", "nvidia-h200-sxm", "fp8", "bf16", 2, framework="vllm", catalog=catalog
+    )
+    assert given.kv_precision_basis == "bf16 (given)"
+    assert given.kv_cache_bytes_per_token == 2 * plan.kv_cache_bytes_per_token
+
+
+def test_gpt_oss_kv_memory_with_its_alternating_128_token_window(catalog):
+    # gpt-oss-120b: 36 layers, every other one a 128-token sliding window; 8 KV heads x 64.
+    # Per layer and token: 2 (K, V) x 8 x 64 x 2 B (bf16) = 2,048 B.
+    # 8,192 tokens: 18 full layers x 8,192 + 18 window layers x 128 tokens
+    # = (147,456 + 2,304) x 2,048 B = 306,708,480 B (not 36 x 8,192 x 2,048 = 603,979,776 B)
+    m = catalog.model("gpt-oss-120b")
+    assert (m.num_sliding_layers, m.sliding_window, m.vocab_size) == (18, 128, 201_088)
+    assert kv_bytes_per_sequence(m, 8192, 16, 1, 16) == 306_708_480
+    # below the window every layer holds every token: 36 x 100 x 2,048 B = 7,372,800 B
+    assert kv_bytes_per_sequence(m, 100, 16, 1, 1) == 7_372_800
+    # gpt-oss-20b: 24 layers, 12 windowed: (12 x 8,192 + 12 x 128) x 2,048 B = 204,472,320 B
+    assert kv_bytes_per_sequence(catalog.model("gpt-oss-20b"), 8192, 16, 1, 16) == 204_472_320
+
+
+def test_gpt_oss_weights_mxfp4_experts_bf16_rest(catalog):
+    # the released checkpoint quantizes only the MoE experts to MXFP4 (4 bits + one 8-bit
+    # scale per 32 = 4.25 bits); attention, router, embeddings and lm head stay bf16
+    m = catalog.model("gpt-oss-120b")
+    p = catalog.precision("fp4")
+    pc = param_counts(m)
+    # one expert: gate_up 2,880 x 5,760 + down 2,880 x 2,880 = 3 x 2,880^2 weights
+    # + 3 x 2,880 biases = 24,891,840; 36 layers x 128 experts
+    assert pc.expert_one == 3 * 2880**2 + 3 * 2880 == 24_891_840
+    assert pc.experts == 36 * 128 * 24_891_840
+    w = weight_memory(m, p, 1, 1)
+    assert w.by_part_bytes["experts"] == pytest.approx(pc.experts * 4.25 / 8, rel=1e-12)
+    assert w.by_part_bytes["attention"] == pytest.approx(pc.attention * 2, rel=1e-12)
+    # 114,701,598,720 experts x 4.25/8 = 60.93e9 B; embedding + lm head 2 x 201,088 x 2,880
+    # x 2 B = 2.32e9 B; attention 36 x (per-layer weights, biases and 64 sinks) x 2 B
+    assert w.by_part_bytes["embedding"] + w.by_part_bytes["lm_head"] == 2 * 201_088 * 2880 * 2
+    # attention per layer: q 2,880 x 4,096 + k, v 2 x 2,880 x 512 + o 4,096 x 2,880, biases
+    # 4,096 + 2 x 512 + 2,880, sinks 64
+    per_layer = 2880 * 4096 + 2 * 2880 * 512 + 4096 * 2880 + 4096 + 1024 + 2880 + 64
+    assert pc.attention == 36 * per_layer
+    # the same checkpoint on dense models is all-linear fp4 (NVFP4-style)
+    llama = weight_memory(catalog.model("llama-3.1-8b"), p, 1, 1)
+    assert llama.by_part_bytes["attention"] == pytest.approx(
+        param_counts(catalog.model("llama-3.1-8b")).attention * 4.25 / 8, rel=1e-12
+    )

@@ -251,12 +251,12 @@ def _edit_first(path, key, field, value):
     [
         ("hardware.yaml", "accelerators", "tdp_w", True, "field 'tdp_w': must be a number, not a bool"),
         ("hardware.yaml", "accelerators", "memory_gb", "80", "field 'memory_gb': must be a number, not a str"),
-        ("hardware.yaml", "accelerators", "as_of", "2999-01-01", "field 'as_of': 2999-01-01 is in the future"),
+        ("hardware.yaml", "accelerators", "as_of", "2999-01-01", "field 'as_of': as_of 2999-01-01 is in the future"),
         ("models.yaml", "models", "num_hidden_layers", True, "field 'num_hidden_layers': must be a number"),
         ("precisions.yaml", "precisions", "weight_bits", "16", "field 'weight_bits': must be a number"),
         ("frameworks.yaml", "frameworks", "default_memory_utilization", False, "must be a number, not a bool"),
         ("quality.yaml", "quality", "baseline_score", True, "field 'baseline_score': must be a number"),
-        ("quality.yaml", "quality", "as_of", "2999-12-31", "field 'as_of': 2999-12-31 is in the future"),
+        ("quality.yaml", "quality", "as_of", "2999-12-31", "field 'as_of': as_of 2999-12-31 is in the future"),
     ],
 )  # fmt: skip
 def test_catalog_values_follow_one_rule(tmp_path, file, key, field, value, expect):

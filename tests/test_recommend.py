@@ -181,11 +181,20 @@ def test_pruned_options_say_which_bound_ruled_them_out():
 
 
 def test_p99_request_that_does_not_fit_is_infeasible_not_truncated():
-    # 70B fp8 on one H100: weights leave ~0.5 GB for KV, far less than one p99 RAG request
-    rag = preset("rag", traffic={"peak_rps": 1.0, "mean_rps": 0.5})
+    # 70B fp8 on one H100 (81,559 MiB = 85.5e9 B as the driver reports it; vLLM 0.92 of it
+    # = 78.7e9 B): ~71e9 B of weights and ~2e9 B of activations leave ~5.5e9 B for KV, i.e.
+    # ~34,000 tokens of fp8 KV (80 layers x 2 x 8 heads x 128 x 1 B = 163,840 B per token).
+    # Long documents (prompts lognormal mean 16,000 / p90 28,000 tokens: p99 ~45,000) do
+    # not fit one p99 request; on two H100s (~42e9 B of KV per GPU) they do.
+    rag = preset(
+        "rag",
+        traffic={"peak_rps": 1.0, "mean_rps": 0.5},
+        input_tokens={"kind": "lognormal", "mean": 16000.0, "p90": 28000.0},
+    )
+    slo = SLO.model_validate({"ttft": {"max_s": 20.0}, "tpot": {"max_s": 0.08}, "attainment": 0.99})
     with pytest.raises(PlannerError, match="no option meets"):
-        _rec(model="llama-3.1-70b", workload=rag, precisions=("fp8",), tps=(1,))
-    res = _rec(model="llama-3.1-70b", workload=rag, precisions=("fp8",), tps=(1, 2))
+        _rec(model="llama-3.1-70b", workload=rag, slo=slo, precisions=("fp8",), tps=(1,))
+    res = _rec(model="llama-3.1-70b", workload=rag, slo=slo, precisions=("fp8",), tps=(1, 2))
     mem = [r for r in res.rejected if r["stage"] == "memory" and r["tp"] == 1]
     assert mem and "p99 request" in mem[0]["reason"]
     assert res.recommendations[0]["tp"] == 2

@@ -77,13 +77,19 @@ ROWS = ROOT / "data" / "benchmarks" / "pytorch_h200.csv"
 
 
 def _bad_profiles() -> dict[str, tuple[str, str]]:
-    good = PROFILE.read_text()
+    import yaml
+
+    def edited(edit) -> str:
+        d = yaml.safe_load(PROFILE.read_text())
+        edit(d)
+        return yaml.safe_dump(d)
+
     return {  # name -> (file text, what the one-line error must say)
         "broken YAML": ("nodes: [\n  - {a: 1\n", "YAML"),
         "empty file": ("", "not a calibration profile"),
-        "version 99": (good.replace("planner_calibration_profile: 1", "planner_calibration_profile: 99"), "version 99"),
-        "mem_eff -1": (good.replace("mem_eff: 0.81265", "mem_eff: -1", 1), "mem_eff"),
-    }  # fmt: skip
+        "version 99": (edited(lambda d: d.update(planner_calibration_profile=99)), "version 99"),
+        "mem_eff -1": (edited(lambda d: d["nodes"][0]["params"].update(mem_eff=-1)), "mem_eff"),
+    }
 
 
 @pytest.mark.parametrize("case", list(_bad_profiles()))

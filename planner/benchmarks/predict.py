@@ -6,7 +6,10 @@ returns every input column plus
 
 * ``predicted`` — the model's value in the row's ``unit`` (empty when it cannot answer),
 * ``provenance`` — which efficiency parameters were used (``prior`` or a calibration fit),
-* ``reason`` — why a row could not be predicted (empty when it was).
+* ``reason`` — why a row could not be predicted (empty when it was),
+* ``settings`` — the KV precision and, for throughput and serving rows, the scheduler
+  settings simulated: a tuned run's ``notes`` tags (``max_num_seqs=N``,
+  ``max_num_batched_tokens=N``, ``kv_cache_dtype=fp8``), else the framework's defaults.
 
 Metrics are answered through the dispatch table :data:`METRICS` (metric -> function of
 a :class:`RowContext` returning SI units). Step-level metrics live here:
@@ -35,10 +38,23 @@ import numpy as np
 
 from planner.benchmarks.io import iter_rows, read_rows
 from planner.benchmarks.layouts import assumed_layout, needs_layout
-from planner.benchmarks.schema import TIME_UNITS_S, cell, parallelism, whole
+from planner.benchmarks.schema import (
+    SERVING_MODES,
+    TIME_UNITS_S,
+    cell,
+    engine_settings,
+    parallelism,
+    row_kv_precision,
+    whole,
+)
 from planner.benchmarks.serving_rows import predict_serving_row
 from planner.benchmarks.step_rows import row_predictor
-from planner.catalog.catalog import Catalog, compute_dtype_for, load_catalog
+from planner.catalog.catalog import (
+    Catalog,
+    compute_dtype_for,
+    default_kv_precision,
+    load_catalog,
+)
 from planner.catalog.compat import check_framework_gpu
 from planner.catalog.efficiency import EfficiencyParams
 from planner.catalog.profile import load_profile, resolve_efficiency
@@ -48,7 +64,7 @@ from planner.engine.step import StepModel, step_model
 from planner.errors import PlannerError, UnknownIdError, printable
 from planner.files import Progress
 
-OUTPUT_COLUMNS = ("predicted", "provenance", "reason")
+OUTPUT_COLUMNS = ("predicted", "provenance", "reason", "settings")
 
 
 # --------------------------------------------------------------------------- row context
@@ -202,8 +218,9 @@ class Predictor:
         Rows with the same setup (hardware, model, precision, KV, framework, layout) share
         one resolution, so a file of a million rows resolves each setup once."""
         get = row.get  # raw cells as the key: a stray space only costs one more resolution
+        kv_tag = engine_settings(cell(row, "notes")).kv_cache_dtype  # raises on a bad tag
         key = (
-            get("hardware"), get("model"), get("precision"), get("kv_precision"),
+            get("hardware"), get("model"), get("precision"), get("kv_precision"), kv_tag,
             get("framework"), get("tp"), get("pp"), get("n_gpus"),
         )  # fmt: skip
         hit = self._contexts.get(key)
@@ -234,12 +251,16 @@ class Predictor:
             )
         prec = cat.precision(prec_id)
         compute_dtype_for(prec, gpu)  # raises when the GPU cannot run this precision
-        kv_id = cell(row, "kv_precision") or prec.kv_default
+        framework = cell(row, "framework")
+        try:
+            fw = cat.framework(framework) if framework else None
+        except PlannerError:
+            fw = None  # the parameters lookup below names the unknown framework
+        check_framework_gpu(fw, gpu)
+        # the row's KV precision (column, or a kv_cache_dtype tag), else the framework's default
+        kv_id = row_kv_precision(row) or default_kv_precision(prec, fw, model).id
         kv = cat.kv_precision(kv_id).id
         tp, pp = parallelism(row)
-        framework = cell(row, "framework")
-        if framework:
-            check_framework_gpu(cat.framework(framework), gpu)
         params, prov = self.params(gpu.id, framework, prec.id)
         return (model, gpu, prec, kv, tp, pp, params, prov)
 
@@ -254,12 +275,29 @@ class Predictor:
             return None, reason
         return float(fn(ctx.params)), ""
 
+    def _settings_note(self, row: Mapping[str, str], ctx: RowContext) -> str:
+        """The ``settings`` column: the KV precision and, on throughput and serving rows, the
+        scheduler settings used (the row's notes tags, else the framework's defaults)."""
+        kv = f"kv {ctx.kv_precision} ({'row' if row_kv_precision(row) else 'default'})"
+        if cell(row, "mode") not in ("offline", *SERVING_MODES):
+            return kv
+        try:
+            fw = self.catalog.framework(cell(row, "framework"))
+        except PlannerError:
+            return kv
+        st = engine_settings(cell(row, "notes"))
+        return (
+            kv
+            + "; "
+            + st.describe(fw.default_max_num_seqs, fw.default_max_num_batched_tokens, fw.id)
+        )
+
     # ---- one row
     def predict_row(self, row: Mapping[str, str], *, copy: bool = True) -> dict[str, Any]:
         """Return the row with ``predicted``, ``provenance`` and ``reason`` filled in
         (``copy=False``: filled into ``row`` itself, for rows read only once)."""
         out: dict[str, Any] = dict(row) if copy else row  # type: ignore[assignment]
-        out.update(predicted="", provenance="", reason="")
+        out.update(predicted="", provenance="", reason="", settings="")
         metric = cell(row, "metric")
         entry = METRICS.get(metric)
         note = ""
@@ -274,6 +312,7 @@ class Predictor:
                 )
             ctx = self.context(row)
             out["provenance"] = ctx.provenance + (f"; {note}" if note else "")
+            out["settings"] = self._settings_note(row, ctx)
             if entry is not None:
                 fn, si_unit = entry
                 value = _convert(fn(ctx), si_unit, str(row.get("unit") or ""))

@@ -151,3 +151,95 @@ def request_count(notes: str) -> int | None:
     """Requests per run stated in a row's notes (``"1,000 requests"``, ``"500-sample"``)."""
     m = re.search(r"(\d[\d,]*)\s+requests", notes) or re.search(r"(\d[\d,]*)-sample", notes)
     return int(m.group(1).replace(",", "")) if m else None
+
+
+# --------------------------------------------------------------------------- engine settings
+#: engine settings a tuned run (MLPerf submission, vendor max-throughput table) states as
+#: ``key=value`` tags in its notes; README.md "Engine settings of tuned runs"
+_SETTING_TAG = re.compile(r"\b(max_num_seqs|max_num_batched_tokens|kv_cache_dtype)\s*=\s*([^\s;]*)")
+#: kv_cache_dtype values (vLLM / SGLang / TensorRT-LLM spellings) -> catalog KV ids;
+#: ``auto`` means the engine's default (None here)
+_KV_DTYPES = {
+    "auto": None,
+    "fp8": "fp8",
+    "fp8_e4m3": "fp8",
+    "fp8_e5m2": "fp8",
+    "bf16": "bf16",
+    "bfloat16": "bf16",
+    "fp16": "fp16",
+    "float16": "fp16",
+    "half": "fp16",
+    "int8": "int8",
+}
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """Engine settings a row's notes state (None: the framework's default is used).
+
+    Attributes
+    ----------
+    max_num_seqs : largest batch of running sequences [sequences]
+    max_num_batched_tokens : tokens one iteration may schedule [tokens]
+    kv_cache_dtype : catalog KV precision id the run used (``fp8``)
+    """
+
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    kv_cache_dtype: str | None = None
+
+    def describe(self, default_seqs: int, default_tokens: int | None, framework: str) -> str:
+        """One line for ``provenance``: each setting and whether the row or the framework
+        default gave it."""
+
+        def one(name: str, v: int | None, d: int | None) -> str:
+            if v is not None:
+                return f"{name}={v} (row)"
+            return f"{name}={d} ({framework} default)" if d is not None else f"{name} unset"
+
+        return "engine: " + ", ".join(
+            (
+                one("max_num_seqs", self.max_num_seqs, default_seqs),
+                one("max_num_batched_tokens", self.max_num_batched_tokens, default_tokens),
+            )
+        )
+
+
+def engine_settings(notes: str) -> EngineSettings:
+    """Parse the ``max_num_seqs=N``, ``max_num_batched_tokens=N`` and ``kv_cache_dtype=D``
+    tags of a row's notes (the convention of tuned submissions).
+
+    Raises
+    ------
+    PlannerError
+        on a tag whose value is not a positive whole number (or a known KV dtype), or a tag
+        given twice with different values.
+    """
+    found: dict[str, Any] = {}
+    for key, raw in _SETTING_TAG.findall(notes or ""):
+        raw = raw.rstrip(".,)")
+        if key == "kv_cache_dtype":
+            if raw.lower() not in _KV_DTYPES:
+                raise PlannerError(
+                    f"notes: kv_cache_dtype={shown(raw)} is not a known KV dtype "
+                    f"(known: {', '.join(_KV_DTYPES)})"
+                )
+            v: Any = _KV_DTYPES[raw.lower()]
+        else:
+            txt = raw.replace(",", "")
+            if not txt.isdigit() or int(txt) <= 0 or int(txt) > MAX_ROW_INT:
+                raise PlannerError(
+                    f"notes: {key}={shown(raw)} must be a whole number between 1 and "
+                    f"{MAX_ROW_INT:,}"
+                )
+            v = int(txt)
+        if key in found and found[key] != v:
+            raise PlannerError(f"notes: {key} is given twice ({found[key]} and {v})")
+        found[key] = v
+    return EngineSettings(**found)
+
+
+def row_kv_precision(row: Mapping[str, Any]) -> str | None:
+    """The KV precision a row states: its ``kv_precision`` cell, else a ``kv_cache_dtype``
+    tag of its notes; None when neither says (the default then applies)."""
+    return cell(row, "kv_precision") or engine_settings(cell(row, "notes")).kv_cache_dtype

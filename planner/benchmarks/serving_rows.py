@@ -9,8 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from planner.benchmarks.random_lengths import random_dataset_lengths
 from planner.benchmarks.schema import (
     cell,
+    engine_settings,
     layout,
     memory_fraction_from_notes,
     number,
@@ -81,7 +83,9 @@ def steady_throughput(res: SimResult, t_lo: float, t_hi: float) -> tuple[float, 
 
 def _dataset_lengths(row: dict[str, Any], model_id: str) -> tuple[Any, Any, str] | str:
     """(input dist, output dist, note) for a variable-length row, or a reason string."""
-
+    rnd = random_dataset_lengths(row)
+    if rnd is not None:
+        return rnd
     notes = cell(row, "notes").lower()
     if "openorca" in notes and "mix" not in notes.split("dataset", 1)[-1][:20]:
         if not model_id.startswith("llama-2-70b"):
@@ -184,12 +188,16 @@ def _serving_row_result(
     except PlannerError as e:
         return str(e)
     tp, pp, replicas = lay.tp, lay.pp, lay.replicas
-    kv = cell(row, "kv_precision") or None
+    notes = cell(row, "notes")
+    try:
+        settings = engine_settings(notes)
+    except PlannerError as e:
+        return str(e)
+    kv = cell(row, "kv_precision") or settings.kv_cache_dtype
     isl, osl = number(row, "isl"), number(row, "osl")
     batch = number(row, "batch")
     conc = number(row, "concurrency")
     rate = number(row, "request_rate")
-    notes = cell(row, "notes")
     count = request_count(notes)
     util = memory_fraction_from_notes(notes)
     key = (
@@ -209,6 +217,7 @@ def _serving_row_result(
         rate,
         count,
         util,
+        settings,
         notes if isl is None else "",
         params,
     )
@@ -228,6 +237,8 @@ def _serving_row_result(
         params=params,
         catalog=cat,
         memory_utilization=util,
+        max_num_seqs=settings.max_num_seqs,
+        max_num_batched_tokens=settings.max_num_batched_tokens,
     )
     if (isl is not None and osl is not None) or mode in ("static_batch", "single_stream"):
         ilen: Any = None
@@ -362,6 +373,11 @@ def _serving_row_result(
         )
     else:  # pragma: no cover
         return f"mode {mode} not supported"
+    if mode not in ("static_batch", "single_stream"):  # a static batch sets its own size
+        eng = rep.engine
+        out["_note"] += "; " + settings.describe(
+            eng.max_num_seqs, eng.max_num_batched_tokens, eng.framework or "engine"
+        )
     if rep.params_source != "prior":
         out["_note"] += f"; params {rep.params_source}"
     _ROW_CACHE[key] = out

@@ -10,11 +10,12 @@ from planner.benchmarks.schema import (
     SERVING_MODES,
     UnknownLayoutError,
     cell,
+    engine_settings,
     layout,
     memory_fraction_from_notes,
     number,
 )
-from planner.catalog.catalog import Catalog
+from planner.catalog.catalog import Catalog, default_kv_precision
 from planner.catalog.compat import check_framework_gpu
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.engine.memory import plan_memory
@@ -52,9 +53,11 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
     except PlannerError as e:
         return None, str(e), ""
     tp, pp, replicas = lay.tp, lay.pp, lay.replicas
-    kv = cell(row, "kv_precision") or None
     try:
-        kv = cat.kv_precision(kv).id if kv is not None else None
+        settings = engine_settings(cell(row, "notes"))
+        # the row's KV precision (column or kv_cache_dtype tag), else the framework's default
+        kv = cell(row, "kv_precision") or settings.kv_cache_dtype
+        kv = cat.kv_precision(kv).id if kv else default_kv_precision(p, fw, m).id
         sm0 = step_model(m, g, p, kv, tp, pp, PRIOR, cat)
     except PlannerError as e:
         return None, str(e), ""
@@ -139,12 +142,14 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
                 m,
                 g,
                 p,
-                sm0.precision.kv_default if kv is None else kv,
+                kv,
                 int(tp),
                 int(pp),
                 int(isl + osl),
                 memory_fraction_from_notes(cell(row, "notes")),
                 fw,
+                max_num_seqs=settings.max_num_seqs,
+                max_batched_tokens=settings.max_num_batched_tokens,
                 catalog=cat,
                 suggest=False,
             )
@@ -152,9 +157,10 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
             return None, str(e), ""
         if not mp.fits:
             return None, mp.reason, ""
-        max_seqs = fw.default_max_num_seqs
+        # a tuned run's own settings (notes tags), else the framework's defaults
+        max_seqs = settings.max_num_seqs or fw.default_max_num_seqs
         B = float(min(mp.max_concurrent_sequences, max_seqs))
-        budget = float(fw.default_max_num_batched_tokens or 8192)
+        budget = float(settings.max_num_batched_tokens or fw.default_max_num_batched_tokens or 8192)
         per_gpu = metric == "output_tok_s_per_gpu"
         mult = (1.0 / (tp * pp)) if per_gpu else replicas
         if metric == "total_tok_s":

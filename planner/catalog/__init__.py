@@ -8,10 +8,14 @@ records here, once (:meth:`Catalog.resolve`); everything above receives records.
 from planner.catalog.catalog import (
     DATA_DIR,
     Catalog,
+    KvDefault,
     Resolved,
     check_layout,
     compute_dtype_for,
+    default_kv_precision,
+    kv_precision_basis,
     load_catalog,
+    price_rows,
 )
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.hf_config import model_from_hf_config
@@ -25,6 +29,10 @@ from planner.catalog.profile import (
     save_profile,
 )
 from planner.catalog.records import (
+    MAX_PURCHASE_USD,
+    MAX_USD_PER_GPU_HOUR,
+    MIN_USD_PER_GPU_HOUR,
+    PRICE_BAND_REASON,
     Accelerator,
     ComputeDtype,
     Framework,
@@ -40,6 +48,10 @@ from planner.catalog.records import (
 __all__ = [
     "DATA_DIR",
     "DEFAULT_PROFILE",
+    "MAX_PURCHASE_USD",
+    "MAX_USD_PER_GPU_HOUR",
+    "MIN_USD_PER_GPU_HOUR",
+    "PRICE_BAND_REASON",
     "PRIOR",
     "Accelerator",
     "Catalog",
@@ -47,6 +59,7 @@ __all__ = [
     "EfficiencyParams",
     "Framework",
     "Frozen",
+    "KvDefault",
     "KvPrecision",
     "ModelArch",
     "Precision",
@@ -58,9 +71,12 @@ __all__ = [
     "Sourced",
     "check_layout",
     "compute_dtype_for",
+    "default_kv_precision",
+    "kv_precision_basis",
     "load_catalog",
     "load_profile",
     "model_from_hf_config",
+    "price_rows",
     "resolve_efficiency",
     "resolve_params",
     "save_profile",

@@ -76,6 +76,21 @@ def _validate_list(path: Path, key: str, cls: type[Frozen], raw: Any) -> list[An
     return out
 
 
+def price_rows(
+    path: Path, raw: Any, *, require_rental: bool = True
+) -> tuple[list[RentalPrice], list[PurchasePrice]]:
+    """Validate the ``rental`` and ``purchase`` lists of a prices mapping (``data/prices.yaml``
+    or a buyer's ``--prices`` file); a bad row is a PlannerError naming file, row and field.
+    """
+    rental: list[RentalPrice] = []
+    if require_rental or (isinstance(raw, dict) and "rental" in raw):
+        rental = _validate_list(path, "rental", RentalPrice, raw)
+    purchase: list[PurchasePrice] = []
+    if isinstance(raw, dict) and "purchase" in raw:
+        purchase = _validate_list(path, "purchase", PurchasePrice, raw)
+    return rental, purchase
+
+
 def _read_yaml(path: Path) -> Any:
     text = read_text(path, "catalog file", "YAML file")
     return load_yaml(text, path)
@@ -126,6 +141,15 @@ class Catalog(Frozen):
         for p in (*self.rental_prices, *self.purchase_prices):
             if p.gpu not in gpu_ids:
                 raise ValueError(f"price entry for unknown gpu '{p.gpu}'")
+        for name, rows in (("rental", self.rental_prices), ("purchase", self.purchase_prices)):
+            first: dict[tuple[Any, ...], int] = {}
+            for i, p in enumerate(rows):
+                j = first.setdefault(p.dedup_key(), i)
+                if j != i:  # a second copy of a row shifts the median toward it
+                    raise ValueError(
+                        f"prices: {name}[{i}] ({p.gpu}) duplicates {name}[{j}] (same gpu, "
+                        "provider, offering, kind, region, commitment and as_of); remove one"
+                    )
         prec_ids = {p.id for p in self.precisions}
         kv_ids = {k.id for k in self.kv_precisions}
         for p in self.precisions:
@@ -137,6 +161,11 @@ class Catalog(Frozen):
                 )
             if bad:
                 raise ValueError(f"precision {p.id}: unknown kv precision {sorted(bad)}")
+            if p.checkpoint_kv is not None and p.checkpoint_kv not in p.kv_options:
+                raise ValueError(
+                    f"precision {p.id}: checkpoint_kv '{printable(p.checkpoint_kv)}' is not one "
+                    f"of its kv_options ({', '.join(p.kv_options)})"
+                )
         for f in self.frameworks:
             bad = set(f.precisions) - prec_ids
             if bad:
@@ -217,7 +246,8 @@ class Catalog(Frozen):
     ) -> Resolved:
         """Look up the records of one deployment and check the KV precision against the format.
 
-        Objects pass through unchanged; ``kv_precision`` defaults to the format's ``kv_default``.
+        Objects pass through unchanged; ``kv_precision`` defaults to
+        :func:`default_kv_precision` (what the framework does with a checkpoint in this format).
         A framework that does not run on the GPU's vendor is an error
         (:func:`~planner.catalog.compat.check_framework_gpu`).
         """
@@ -230,13 +260,89 @@ class Catalog(Frozen):
             else self.framework(framework)
         )
         check_framework_gpu(fw, g)
-        kv = self.kv_precision(kv_precision or p.kv_default)
+        kv = self.kv_precision(kv_precision or default_kv_precision(p, fw, m).id)
         if kv.id not in p.kv_options and kv.id != p.kv_default:
             raise PlannerError(
                 f"kv precision '{kv.id}' is not an option with {p.id} "
                 f"(options: {', '.join(p.kv_options)})"
             )
         return Resolved(m, g, p, kv, fw)
+
+
+class KvDefault(NamedTuple):
+    """The KV precision a deployment uses when none is given, and why."""
+
+    id: str
+    basis: str
+
+
+def default_kv_precision(
+    precision: Precision, framework: Framework | None = None, model: ModelArch | None = None
+) -> KvDefault:
+    """THE default KV-cache precision of (weight format, framework, model checkpoint).
+
+    An engine whose default KV setting follows the checkpoint (``kv_follows_checkpoint``:
+    vLLM, TensorRT-LLM) stores KV in the precision the checkpoint declares: published
+    checkpoints in a format with ``checkpoint_kv`` (fp8 and NVFP4 checkpoints from NVIDIA
+    Model Optimizer declare ``kv_cache_quant_algo: FP8``) get an fp8 KV cache. A model's
+    own release in its native format (gpt-oss MXFP4) declares no KV quantization and keeps
+    the format's ``kv_default``, as does every other engine and no engine at all. A model
+    read from a ``config.json`` carries what its checkpoint declares (``checkpoint_kv``, from
+    ``kv_cache_scheme`` / ``kv_cache_quant_algo``), which then decides instead. Where
+    GPUs differ, no source read makes the default depend on the GPU (every architecture in
+    the catalog stores fp8 KV), so the GPU does not enter.
+
+    Returns
+    -------
+    KvDefault
+        ``id`` (a KV precision id) and ``basis``, one line for outputs, with the source.
+    """
+    declared = model.checkpoint_kv if model is not None else None
+    follows = framework is not None and framework.kv_follows_checkpoint
+    if follows and declared is not None:  # read from the checkpoint's own config files
+        if declared != "none":
+            return KvDefault(
+                declared,
+                f"default for {framework.id} with this checkpoint, whose quantization config "
+                f"declares {declared} KV: {framework.kv_default_source}",
+            )
+        return KvDefault(
+            precision.kv_default,
+            f"default for {precision.id} weights: this checkpoint's quantization config "
+            "declares no KV quantization",
+        )
+    ckpt = precision.checkpoint_kv
+    own_release = model is not None and model.native_precision == precision.id
+    if framework is not None and framework.kv_follows_checkpoint and ckpt and not own_release:
+        return KvDefault(
+            ckpt,
+            f"default for {framework.id} with an {precision.id} checkpoint, which declares "
+            f"{ckpt} KV: {framework.kv_default_source}",
+        )
+    if own_release and framework is not None and ckpt:
+        why = f"{model.id}'s own {precision.id} release declares no KV quantization"
+    elif framework is not None and ckpt:
+        why = f"{framework.id} keeps the model dtype unless asked" + (
+            f" ({framework.kv_default_source})" if framework.kv_default_source else ""
+        )
+    elif framework is None and ckpt:
+        why = "no framework given"
+    else:
+        why = f"{precision.id} checkpoints declare no KV quantization"
+    return KvDefault(precision.kv_default, f"default for {precision.id} weights: {why}")
+
+
+def kv_precision_basis(
+    kv_precision: str | None,
+    precision: Precision,
+    framework: Framework | None = None,
+    model: ModelArch | None = None,
+) -> str:
+    """One line saying where a deployment's KV precision comes from (given or default)."""
+    if kv_precision:
+        return f"{kv_precision} (given)"
+    d = default_kv_precision(precision, framework, model)
+    return f"{d.id} ({d.basis})"
 
 
 def compute_dtype_for(precision: Precision, gpu: Accelerator) -> str:
@@ -308,10 +414,7 @@ def _load_dir(data_dir: Path) -> Catalog:
     purchase: list[PurchasePrice] = []
     prices_path = data_dir / "prices.yaml"
     if prices_path.exists():
-        pr = _read_yaml(prices_path)
-        rental = _validate_list(prices_path, "rental", RentalPrice, pr)
-        if isinstance(pr, dict) and "purchase" in pr:
-            purchase = _validate_list(prices_path, "purchase", PurchasePrice, pr)
+        rental, purchase = price_rows(prices_path, _read_yaml(prices_path))
     try:
         return Catalog(
             accelerators=tuple(accelerators),

@@ -3,7 +3,8 @@
 Every record is a frozen pydantic model (:class:`Frozen`: immutable, no unknown keys, no inf/nan);
 catalog entries also carry ``source`` and ``as_of`` (:class:`Sourced`).
 
-Units follow the names: ``_gb`` is decimal gigabytes (1e9 bytes), ``_gbs`` GB/s,
+Units follow the names: ``_gb`` is decimal gigabytes (1e9 bytes), ``_mib`` mebibytes (2**20 bytes),
+``_gbs`` GB/s,
 ``_tflops`` dense TFLOPS (no structured sparsity), ``_tops`` dense TOPS, ``_w`` watts.
 A number that no source gives is ``None``; the engine then raises
 :class:`~planner.errors.MissingDataError` saying what it cannot compute.
@@ -14,16 +15,14 @@ from __future__ import annotations
 import datetime as _dt
 from functools import cache
 from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    model_validator,
-)
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from planner.errors import MissingDataError, PlannerError
+
+MIB = 2**20  # bytes in a mebibyte
+GIB = 2**30  # bytes in a gibibyte
 
 ComputeDtype = Literal["bf16", "fp16", "fp8", "int8", "fp4"]
 
@@ -115,7 +114,9 @@ def _check_value(name: str, kind: str, value: Any) -> None:
                 return  # pydantic names the bad date
         if isinstance(day, _dt.date) and day > _dt.date.today():
             raise FieldValueError(
-                name, f"{day.isoformat()} is in the future (today is {_dt.date.today()})", value
+                name,
+                f"{name} {day.isoformat()} is in the future (today is {_dt.date.today()})",
+                value,
             )
         return
     items = value if kind == "numbers" and isinstance(value, (list, tuple)) else (value,)
@@ -145,8 +146,18 @@ class Accelerator(Sourced):
     arch: str = Field(description="architecture family: ampere, ada, hopper, blackwell, cdna2, ...")
     aliases: tuple[str, ...] = ()
     sku_of: str | None = None
-    memory_gb: float | None = Field(None, gt=0, le=100_000)
+    memory_gb: float | None = Field(
+        None, gt=0, le=100_000, description="capacity as the vendor sells it ('80 GB')"
+    )
     memory_type: str | None = None
+    memory_mib: float | None = Field(
+        None,
+        gt=0,
+        le=1e8,
+        description="capacity the driver reports (nvidia-smi 'memory.total') [MiB]; "
+        "needs memory_mib_source",
+    )
+    memory_mib_source: str | None = Field(None, min_length=3)
     mem_bw_gbs: float | None = Field(None, gt=0, le=1e6)
     bf16_dense_tflops: float | None = Field(None, gt=0, le=1e6)
     fp16_dense_tflops: float | None = Field(None, gt=0, le=1e6)
@@ -194,11 +205,44 @@ class Accelerator(Sourced):
             return False
         return True
 
+    @model_validator(mode="after")
+    def _memory_reading_sourced(self) -> Accelerator:
+        if self.memory_mib is not None and self.memory_mib_source is None:
+            raise ValueError("memory_mib needs memory_mib_source (where the reading was taken)")
+        return self
+
     @property
     def memory_bytes(self) -> float:
+        """Memory the device has [bytes] (see :meth:`memory_basis`)."""
+        if self.memory_mib is not None:
+            return self.memory_mib * MIB
         if self.memory_gb is None:
             raise MissingDataError(f"{self.id}: memory size unknown (no source gives it)")
+        if self.memory_is_hbm:
+            return self.memory_gb * GIB
         return self.memory_gb * 1e9
+
+    @property
+    def memory_is_hbm(self) -> bool:
+        return (self.memory_type or "").upper().startswith("HBM")
+
+    def memory_basis(self) -> str:
+        """How :attr:`memory_bytes` was obtained, for reports.
+
+        1. A capacity the driver reports (``memory_mib``, with its source) wins.
+        2. HBM sold as "N GB" is N GiB (HBM stacks come in power-of-two densities; the
+           driver readings in the catalog agree within 1%: H100 81,559 MiB of 81,920).
+        3. Other memory (GDDR, LPDDR) counts as N decimal GB: data-center GDDR cards run
+           ECC, which keeps 1/16 of the chips, and report about N GB (A10 "24 GB":
+           23,028 MiB = 24.15e9 B); the decimal figure is the conservative reading.
+        """
+        if self.memory_mib is not None:
+            return f"{self.memory_mib:,.0f} MiB as the driver reports it ({self.memory_mib_source})"
+        if self.memory_gb is None:
+            return "unknown"
+        if self.memory_is_hbm:
+            return f"{self.memory_gb:g} GB as sold, taken as {self.memory_gb:g} GiB (HBM)"
+        return f"{self.memory_gb:g} GB as sold, taken as decimal GB (no driver reading)"
 
     @property
     def mem_bw_bytes_s(self) -> float:
@@ -210,38 +254,122 @@ class Accelerator(Sourced):
         return self.mem_bw_gbs * 1e9
 
 
+# Plausible band of a rental price [USD per GPU-hour]. The dearest published on-demand
+# GPU-hour in data/prices.yaml is about $15 (an 8-GPU hyperscaler instance / 8); a value
+# above $200 is an instance or monthly price entered as a GPU-hour, or a typo. The cheapest
+# rental in any source is about $0.10 (consumer GPUs); below one cent is a unit slip (a
+# per-GPU-second or per-minute price).
+MIN_USD_PER_GPU_HOUR = 0.01
+MAX_USD_PER_GPU_HOUR = 200.0
+# Plausible band of a purchase price [USD per GPU]: no accelerator sells for over $1M
+# (datacenter GPUs list at $10k-$70k); a larger number is a server or cluster price.
+MAX_PURCHASE_USD = 1_000_000.0
+PRICE_BAND_REASON = (
+    f"a GPU-hour costs ${MIN_USD_PER_GPU_HOUR:g}-${MAX_USD_PER_GPU_HOUR:g} (the dearest published "
+    "on-demand GPU-hour is about $15; a larger number is an instance or monthly price, a smaller "
+    "one a per-second or per-minute price)"
+)
+
+
+# strict numbers: a bool (``true``) or a string (``"2.5"``) is an error, not 1.0 / 2.5
+def _in_band(v: float) -> float:
+    if not MIN_USD_PER_GPU_HOUR <= v <= MAX_USD_PER_GPU_HOUR:
+        raise ValueError(
+            f"{v:g} USD per GPU-hour is outside the plausible band: {PRICE_BAND_REASON}"
+        )
+    return v
+
+
+_UsdHour = Annotated[float, Field(strict=True), AfterValidator(_in_band)]
+_UsdPurchase = Annotated[float, Field(strict=True, gt=0, le=MAX_PURCHASE_USD)]
+
+
+def _not_future(as_of: _dt.date) -> _dt.date:
+    # one day of slack for time zones: a row read "today" somewhere east of UTC
+    if as_of > _dt.date.today() + _dt.timedelta(days=1):
+        raise ValueError(f"as_of {as_of} is in the future (a price is dated when it was read)")
+    return as_of
+
+
+def _ordered(rng: tuple[float, float] | None, name: str) -> None:
+    if rng is not None and not rng[0] <= rng[1]:
+        raise ValueError(f"{name} must be [low, high] with low <= high, got {list(rng)}")
+
+
 class RentalPrice(Sourced):
-    """A dated rental price for one GPU of a provider's offering [USD per GPU-hour]."""
+    """A dated rental price for one GPU of a provider's offering [USD per GPU-hour].
+
+    A multi-GPU instance is normalised per GPU: give ``usd_per_instance_hour`` and
+    ``gpus_per_instance`` with it and the loader checks that
+    ``usd_per_gpu_hour = usd_per_instance_hour / gpus_per_instance`` (to half a cent).
+    ``low_confidence`` marks a row that is never a silent default (a third-party figure
+    another source contradicts, a tier the source does not state, ...); ``notes`` says why.
+    """
 
     gpu: str
     provider: str
     offering: str | None = None
     kind: Literal["on_demand", "spot", "reserved", "serverless", "community"]
-    usd_per_gpu_hour: float | None = Field(None, gt=0)
-    usd_per_gpu_hour_range: tuple[float, float] | None = None
+    usd_per_gpu_hour: _UsdHour | None = None
+    usd_per_gpu_hour_range: tuple[_UsdHour, _UsdHour] | None = None
+    region: str | None = None
+    commitment: str | None = Field(
+        None, description="reserved term, e.g. '1 year', 'capacity block'; None = none"
+    )
+    usd_per_instance_hour: Annotated[float, Field(strict=True, gt=0, le=10_000)] | None = None
+    gpus_per_instance: Annotated[int, Field(strict=True, ge=1, le=1024)] | None = None
+    low_confidence: Annotated[bool, Field(strict=True)] = False
 
     @model_validator(mode="after")
     def _one_value(self) -> RentalPrice:
         if (self.usd_per_gpu_hour is None) == (self.usd_per_gpu_hour_range is None):
             raise ValueError("give exactly one of usd_per_gpu_hour or usd_per_gpu_hour_range")
-        if self.usd_per_gpu_hour_range is not None:
-            lo, hi = self.usd_per_gpu_hour_range
-            if not 0 < lo <= hi:
-                raise ValueError("usd_per_gpu_hour_range must be [low, high] with 0 < low <= high")
+        _ordered(self.usd_per_gpu_hour_range, "usd_per_gpu_hour_range")
+        _not_future(self.as_of)
+        if (self.usd_per_instance_hour is None) != (self.gpus_per_instance is None):
+            raise ValueError("give usd_per_instance_hour and gpus_per_instance together")
+        if self.usd_per_instance_hour is not None and self.usd_per_gpu_hour is not None:
+            per_gpu = self.usd_per_instance_hour / self.gpus_per_instance  # type: ignore[operator]
+            if abs(per_gpu - self.usd_per_gpu_hour) > 0.005:
+                raise ValueError(
+                    f"usd_per_gpu_hour {self.usd_per_gpu_hour} is not usd_per_instance_hour / "
+                    f"gpus_per_instance = {self.usd_per_instance_hour} / {self.gpus_per_instance}"
+                    f" = {per_gpu:.4f}"
+                )
         return self
+
+    def dedup_key(self) -> tuple[Any, ...]:
+        """What makes two rows the same offer (a second copy would shift the median)."""
+        return (
+            self.gpu,
+            self.provider.strip().lower(),
+            (self.offering or "").strip().lower(),
+            self.kind,
+            (self.region or "").strip().lower(),
+            (self.commitment or "").strip().lower(),
+            self.as_of,
+        )
 
 
 class PurchasePrice(Sourced):
+    """A dated purchase price of one GPU [USD per GPU]."""
+
     gpu: str
     kind: Literal["msrp", "estimate", "quote"]
-    usd: float | None = Field(None, gt=0)
-    usd_range: tuple[float, float] | None = None
+    usd: _UsdPurchase | None = None
+    usd_range: tuple[_UsdPurchase, _UsdPurchase] | None = None
 
     @model_validator(mode="after")
     def _one_value(self) -> PurchasePrice:
         if (self.usd is None) == (self.usd_range is None):
             raise ValueError("give exactly one of usd or usd_range")
+        _ordered(self.usd_range, "usd_range")
+        _not_future(self.as_of)
         return self
+
+    def dedup_key(self) -> tuple[Any, ...]:
+        """What makes two purchase rows the same (one GPU, kind, source and date)."""
+        return (self.gpu, self.kind, self.source.strip().lower(), self.as_of)
 
 
 # --------------------------------------------------------------------------- models
@@ -296,6 +424,23 @@ class ModelArch(Sourced):
     num_nextn_predict_layers: int = Field(0, ge=0)
     # native weight format of the released checkpoint (e.g. gpt-oss experts in mxfp4)
     native_precision: str | None = None
+    native_quantized_parts: Literal["all_linear", "experts_only"] | None = Field(
+        None,
+        description="which weights the released checkpoint quantizes in native_precision "
+        "(gpt-oss: the MoE experts only; attention, router and embeddings stay bf16)",
+    )
+    attention_sinks: bool = Field(
+        False, description="one learned sink logit per attention head and layer (gpt-oss)"
+    )
+    quantization_source: str | None = Field(
+        None, description="where native_precision / native_quantized_parts / sinks were read"
+    )
+    checkpoint_kv: Literal["fp8", "int8", "none"] | None = Field(
+        None,
+        description="KV quantization the checkpoint's own quantization config declares, read "
+        "from a config.json (kv_cache_scheme) or hf_quant_config.json (kv_cache_quant_algo); "
+        "'none': it quantizes weights but declares no KV quantization; None: not read",
+    )
     published_total_params_b: float | None = Field(None, gt=0)
     published_active_params_b: float | None = Field(None, gt=0)
     params_source: str | None = None
@@ -337,6 +482,8 @@ class ModelArch(Sourced):
             )
         if self.is_mla and (self.qk_rope_head_dim is None or self.qk_nope_head_dim is None):
             raise ValueError("MLA needs qk_rope_head_dim and qk_nope_head_dim")
+        if self.native_quantized_parts is not None and self.native_precision is None:
+            raise ValueError("native_quantized_parts needs native_precision")
         if self.intermediate_size is None and (not self.is_moe or self.num_dense_layers):
             raise ValueError("intermediate_size is required for dense MLP layers")
         return self
@@ -360,6 +507,19 @@ class Precision(Sourced):
     )
     fallback_compute_dtype: ComputeDtype | None = None
     quantized_parts: Literal["all_linear", "experts_only"] = "all_linear"
+    checkpoint_kv: str | None = Field(
+        None,
+        description="KV precision that published checkpoints in this format declare "
+        "(hf_quant_config.json kv_cache_quant_algo); engines that follow the checkpoint "
+        "(Framework.kv_follows_checkpoint) use it by default",
+    )
+    checkpoint_kv_source: str | None = None
+
+    @model_validator(mode="after")
+    def _checkpoint_kv_sourced(self) -> Precision:
+        if self.checkpoint_kv is not None and not self.checkpoint_kv_source:
+            raise ValueError("checkpoint_kv needs checkpoint_kv_source")
+        return self
 
 
 class KvPrecision(Sourced):
@@ -396,6 +556,14 @@ class Framework(Sourced):
         description="memory the engine reserves beyond weights and KV (CUDA context, graphs)",
     )
     runtime_overhead_source: str | None = None
+    kv_follows_checkpoint: bool = Field(
+        False,
+        description="with its default KV dtype setting ('auto') the engine stores KV in the "
+        "precision the checkpoint declares (Precision.checkpoint_kv); False: the model dtype",
+    )
+    kv_default_source: str | None = Field(
+        None, description="where the engine's default KV dtype behaviour was read"
+    )
 
 
 def _fmt_loc(loc: tuple[Any, ...]) -> str:

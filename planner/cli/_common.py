@@ -105,12 +105,42 @@ def _sub(
     return p
 
 
+def add_price_args(parser) -> None:
+    """Add ``--prices FILE`` and ``--prices-mode`` (a buyer's own price rows for one run)."""
+    parser.add_argument(
+        "--prices",
+        metavar="FILE",
+        default=None,
+        help="your own price rows (YAML with rental:/purchase: lists, or CSV of rental rows, "
+        "in the format of data/prices.yaml) for this run; see --prices-mode",
+    )
+    parser.add_argument(
+        "--prices-mode",
+        choices=("replace", "extend"),
+        default="replace",
+        help="replace (default): the file's rows for a GPU and kind replace the catalog's "
+        "rows of that GPU and kind; extend: they are added to the catalog's rows",
+    )
+
+
 def _catalog(args: argparse.Namespace):
+    """The catalog of ``--data-dir``, with the rows of ``--prices`` applied when given."""
     from planner.catalog import load_catalog
 
     if args.data_dir and not os.path.isdir(args.data_dir):
         raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
-    return load_catalog(args.data_dir)
+    cat = load_catalog(args.data_dir)
+    path = getattr(args, "prices", None)
+    if path is not None:
+        from planner.cost import apply_price_rows, load_price_file
+
+        if not str(path).strip():
+            raise PlannerError("--prices: expected a file name, got an empty string")
+        rental, purchase = load_price_file(path, cat)
+        cat = apply_price_rows(
+            cat, rental, purchase, getattr(args, "prices_mode", "replace"), f"--prices {path}"
+        )
+    return cat
 
 
 def _emit(obj: Any, args: argparse.Namespace) -> None:

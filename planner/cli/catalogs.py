@@ -1,11 +1,20 @@
-"""Catalog commands: ``planner gpus``, ``models``, ``precisions``, ``frameworks``."""
+"""Catalog commands: ``planner gpus``, ``models``, ``precisions``, ``frameworks``, ``prices``."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from planner.cli._common import _catalog, _emit, _sub
+from planner.cli._common import _catalog, _emit, _sub, add_price_args
+from planner.errors import PlannerError
+
+PRICES_EXAMPLE = """\
+  planner prices
+  planner prices --gpu h100 --kind on_demand
+  planner prices --gpu mi300x --prices our-quotes.yaml
+  planner prices --gpu h200 --quote --format json
+  planner prices --format csv > prices.csv"""
+RENTAL_KINDS = ("on_demand", "reserved", "spot", "serverless", "community")
 
 
 # --------------------------------------------------------------------------- catalogs
@@ -18,6 +27,10 @@ def cmd_gpus(args: argparse.Namespace) -> int:
         {
             "id": a.id,
             "memory_gb": a.memory_gb,
+            # what the device has (driver reading, else HBM N GiB), in decimal GB
+            "device_memory_gb": None
+            if a.memory_gb is None and a.memory_mib is None
+            else round(a.memory_bytes / 1e9, 2),
             "mem_bw_gbs": a.mem_bw_gbs,
             "bf16_dense_tflops": a.bf16_dense_tflops or a.fp16_dense_tflops,
             "fp8_dense_tflops": a.fp8_dense_tflops,
@@ -82,6 +95,7 @@ def cmd_precisions(args: argparse.Namespace) -> int:
             "weight_bits": p.weight_bits,
             "compute_dtype": p.compute_dtype,
             "kv_default": p.kv_default,
+            "checkpoint_kv": p.checkpoint_kv,
             "kv_options": list(p.kv_options),
             "native_archs": list(p.native_archs),
             "fallback_archs": list(p.fallback_archs),
@@ -110,6 +124,7 @@ def cmd_frameworks(args: argparse.Namespace) -> int:
             "default_max_num_batched_tokens": f.default_max_num_batched_tokens,
             "default_memory_utilization": f.default_memory_utilization,
             "runtime_overhead_gb": f.runtime_overhead_gb,
+            "kv_follows_checkpoint": f.kv_follows_checkpoint,
             "vendors": list(f.vendors),
             "precisions": list(f.precisions),
             "as_of": f.as_of.isoformat(),
@@ -118,6 +133,99 @@ def cmd_frameworks(args: argparse.Namespace) -> int:
         for f in cat.frameworks
     ]
     _emit(rows, args)
+    return 0
+
+
+def _flags(opt, today) -> str | None:
+    from planner.cost import row_warnings
+
+    return ", ".join(row_warnings(opt, today)) or None
+
+
+def cmd_prices(args: argparse.Namespace) -> int:
+    """The price rows with provenance; with ``--gpu`` the quote per kind (what recommend uses)."""
+    import datetime as dt
+    import sys
+
+    from planner.cost import PriceOption, quote_price
+    from planner.report import emit
+
+    if args.gpu is not None and not args.gpu.strip():
+        raise PlannerError("--gpu: expected a GPU id or alias (see 'planner gpus'), got ''")
+    cat = _catalog(args)
+    gpu = cat.gpu(args.gpu).id if args.gpu else None
+    today = dt.date.today()
+    rows = []
+    for r in cat.rental_prices:
+        if (gpu and r.gpu != gpu) or (args.kind and r.kind != args.kind):
+            continue
+        rows.append(
+            {
+                "gpu": r.gpu,
+                "provider": r.provider,
+                "kind": r.kind,
+                "usd_per_gpu_hour": r.usd_per_gpu_hour,
+                "usd_per_gpu_hour_range": list(r.usd_per_gpu_hour_range)
+                if r.usd_per_gpu_hour_range
+                else None,
+                "offering": r.offering,
+                "region": r.region,
+                "commitment": r.commitment,
+                "as_of": str(r.as_of),
+                "flags": _flags(PriceOption.from_row(r), today),
+                "source": r.source,
+            }
+        )
+    for r in cat.purchase_prices:
+        if (gpu and r.gpu != gpu) or args.kind:
+            continue
+        rows.append(
+            {
+                "gpu": r.gpu,
+                "provider": "(purchase)",
+                "kind": f"purchase {r.kind}",
+                "usd": r.usd,
+                "usd_range": list(r.usd_range) if r.usd_range else None,
+                "as_of": str(r.as_of),
+                "source": r.source,
+            }
+        )
+    if not rows:
+        raise PlannerError(
+            f"no prices{f' for {gpu}' if gpu else ''}{f' of kind {args.kind}' if args.kind else ''} "
+            "in data/prices.yaml" + (f" or {args.prices}" if args.prices else "")
+        )
+    quotes = []
+    if gpu:
+        for kind in (args.kind,) if args.kind else RENTAL_KINDS:
+            if not any(r.gpu == gpu and r.kind == kind for r in cat.rental_prices):
+                continue
+            q = quote_price(cat, gpu, kind, today=today)
+            quotes.append(
+                {
+                    "kind": kind,
+                    "price_rows": q.price_rows,
+                    "rows_set_aside": q.rows_set_aside,
+                    "min": q.min_usd_per_gpu_hour,
+                    "median": q.median_usd_per_gpu_hour,
+                    "max": q.max_usd_per_gpu_hour,
+                    "warnings": ", ".join(q.warnings) or None,
+                    "rule": q.rule,
+                }
+            )
+    if args.quote:
+        if not gpu:
+            raise PlannerError("--quote needs --gpu (the quote is per GPU and kind)")
+        emit(quotes, args.format)
+        return 0
+    emit(rows, args.format)
+    if quotes and args.format == "table":
+        sys.stdout.write(
+            "\nquote [USD per GPU-hour]: the median of the rows used (mean of the two middle "
+            "rows for an even count), as recommend uses it; low-confidence rows and rows "
+            "older than 12 months are set aside while another row remains\n"
+        )
+        emit(quotes, "table")
     return 0
 
 
@@ -131,3 +239,25 @@ def register(sub) -> None:
          "planner precisions", cmd_precisions)  # fmt: skip
     _sub(sub, "frameworks", "List serving frameworks and their scheduler defaults.",
          "planner frameworks", cmd_frameworks)  # fmt: skip
+    q = _sub(
+        sub,
+        "prices",
+        "List the price catalog (rental and purchase) with providers, sources and dates.",
+        PRICES_EXAMPLE.strip(),
+        cmd_prices,
+    )
+    q.description = (
+        "Rental prices [USD per GPU-hour] and purchase prices [USD per GPU] of "
+        "data/prices.yaml (and --prices FILE), with provider, kind, source, date and flags "
+        "(low confidence, older than 12 months); --gpu adds the quote per kind: the median "
+        "of the rows used, min, max and the row count, as recommend uses them."
+    )
+    q.add_argument("--gpu", help="only this GPU (id or alias)")
+    q.add_argument("--kind", choices=RENTAL_KINDS, help="only this kind of rental price")
+    q.add_argument(
+        "--quote",
+        action="store_true",
+        help="with --gpu: print only the quote per kind (median, min, max, price_rows, "
+        "warnings), e.g. --quote --format json",
+    )
+    add_price_args(q)

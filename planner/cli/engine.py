@@ -53,6 +53,7 @@ def _framework_warnings(fw, gpu, prec) -> list[str]:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
+    from planner.catalog import default_kv_precision
     from planner.catalog.profile import resolve_efficiency
     from planner.engine import estimate, step_model
     from planner.engine.memory import plan_memory
@@ -63,7 +64,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     prec = cat.precision(args.precision)
     fw = cat.framework(args.framework)
     params, provenance = resolve_efficiency(gpu.id, fw.id, prec.id, args.calibration, cat)
-    sm = step_model(m, gpu, prec, args.kv_precision, args.tp, args.pp, params, cat)
+    kv = args.kv_precision or default_kv_precision(prec, fw, m).id
+    sm = step_model(m, gpu, prec, kv, args.tp, args.pp, params, cat)
     est = estimate(sm, args.batch, args.input_len, args.output_len)
     plan = plan_memory(
         m,
@@ -91,7 +93,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         "model": m.id,
         "gpu": gpu.id,
         "precision": prec.id,
-        "kv_precision": sm.precision.kv_default if args.kv_precision is None else args.kv_precision,
+        "kv_precision": plan.kv_precision_basis,
         "framework": fw.id,
         "tp": args.tp,
         "pp": args.pp,
@@ -131,7 +133,9 @@ def register(sub) -> None:
     p.add_argument("--gpu", required=True, help="accelerator id (see 'planner gpus')")
     p.add_argument("--precision", default="bf16", help="weight format id (default bf16)")
     p.add_argument(
-        "--kv-precision", default=None, help="KV-cache precision (default: per precision)"
+        "--kv-precision",
+        default=None,
+        help="KV-cache precision (default: what the framework does with the checkpoint)",
     )
     p.add_argument("--tp", type=gpu_count, default=1, help="tensor-parallel GPUs (default 1)")
     p.add_argument("--pp", type=gpu_count, default=1, help="pipeline stages (default 1)")
@@ -159,5 +163,7 @@ def register(sub) -> None:
     p.add_argument("--tp", type=gpu_count, default=1, help="tensor-parallel GPUs (default 1)")
     p.add_argument("--pp", type=gpu_count, default=1, help="pipeline stages (default 1)")
     p.add_argument(
-        "--kv-precision", default=None, help="KV-cache precision (default: per precision)"
+        "--kv-precision",
+        default=None,
+        help="KV-cache precision (default: what the framework does with the checkpoint)",
     )

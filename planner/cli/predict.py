@@ -11,7 +11,7 @@ from planner.files import atomic_writer, check_output
 # --------------------------------------------------------------------------- predict
 _PREDICT_TABLE_COLS = (
     "id", "hardware", "model", "precision", "framework", "tp", "batch", "isl", "context_len",
-    "metric", "value", "unit", "predicted", "provenance", "reason",
+    "metric", "value", "unit", "predicted", "provenance", "reason", "settings",
 )  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""``planner recommend`` and ``planner prices``: the recommender and the price catalog.
+"""``planner recommend``: the recommender (``planner prices`` lives in :mod:`planner.cli.catalogs`).
 
 A thin shell: arguments become a scenario (file or flags), :func:`planner.recommend.recommend`
 does the work, and the result is printed as a table, JSON, CSV or Markdown.
@@ -13,7 +13,7 @@ from typing import Any
 
 from planner.cli._common import _positive_float as _pos_float
 from planner.cli._common import _positive_int as _pos_int
-from planner.cli._common import _seed, parse_length
+from planner.cli._common import _seed, add_price_args, parse_length
 from planner.cli._common import _tp_list as _ints
 from planner.errors import PlannerError, shown
 
@@ -33,11 +33,6 @@ length syntax (--input-tokens, --output-tokens, and in scenario files):
   a lognormal's p90 is at most 2.27 x its mean (p99: 14.9 x); for a wider spread give median=
   any kind also takes max_tokens=N (cap) and min_tokens=N; scenario files write the same
   as a mapping, e.g. output_tokens: {kind: lognormal, mean: 250, p90: 500}"""
-
-PRICES_EXAMPLE = """\
-  planner prices
-  planner prices --gpu h100 --kind on_demand
-  planner prices --format csv > prices.csv"""
 
 OBJECTIVE_CHOICES = ("cost", "latency", "tokens-per-dollar", "gpus", "energy")
 BASES = ("on_demand", "reserved", "spot", "serverless", "community", "own")
@@ -71,9 +66,16 @@ def _ids(text: str) -> tuple[str, ...]:
 
 
 def _price_override(text: str) -> tuple[str, float]:
-    """``GPU=USD`` or a bare ``USD`` (then for every GPU)."""
+    """``GPU=USD`` or a bare ``USD`` (then for every GPU), inside the plausible price band."""
+    from planner.cost import check_usd_per_gpu_hour
+
     gpu, _, value = text.rpartition("=")
-    return gpu.strip() or "*", _usd_per_gpu_hour(value)
+    v = _usd_per_gpu_hour(value)
+    try:
+        check_usd_per_gpu_hour(v, "price")
+    except PlannerError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return gpu.strip() or "*", v
 
 
 # plausible ranges (issue 12): rates as in scenarios and `planner simulate`, latency targets
@@ -87,7 +89,7 @@ _usd_budget = _bounded(_pos_float, None, 1e12, " USD")
 
 # --------------------------------------------------------------------------- register
 def register(subparsers: Any) -> None:
-    """Add ``recommend`` and ``prices`` to ``planner``'s subparsers."""
+    """Add ``recommend`` to ``planner``'s subparsers."""
     from planner.cli._common import add_common_args
 
     fmt = argparse.RawDescriptionHelpFormatter
@@ -153,6 +155,7 @@ def register(subparsers: Any) -> None:
     c.add_argument("--providers", type=_ids, help="rental providers to price with")
     c.add_argument("--usd-per-gpu-hour", type=_price_override, action="append", metavar="[GPU=]USD",
                    help="price override [USD per GPU-hour], repeatable; without GPU= for every GPU")  # fmt: skip
+    add_price_args(c)
     c.add_argument("--fit-percentile", type=_bounded(_pos_float, None, 100.0), default=None,
                    help="percentile of prompt + answer that must fit in memory (default 99)")  # fmt: skip
     c.add_argument("--exact", action="store_true",
@@ -169,20 +172,6 @@ def register(subparsers: Any) -> None:
     )
     c.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
     p.set_defaults(func=cmd_recommend)
-
-    q = subparsers.add_parser(
-        "prices",
-        help="List the price catalog (rental and purchase) with providers, sources and dates.",
-        description="Rental prices [USD per GPU-hour] and purchase prices [USD per GPU] of "
-        "data/prices.yaml, with provider, kind, source and date; --gpu adds the spread "
-        "(min / median / max) per kind.",
-        epilog=f"examples:\n{PRICES_EXAMPLE}",
-        formatter_class=fmt,
-    )
-    add_common_args(q)
-    q.add_argument("--gpu", help="only this GPU (id or alias)")
-    q.add_argument("--kind", choices=BASES[:-1], help="only this kind of rental price")
-    q.set_defaults(func=cmd_prices)
 
 
 # --------------------------------------------------------------------------- scenario
@@ -264,15 +253,17 @@ def _apply_slo_flags(args: argparse.Namespace, slo: dict[str, Any]) -> None:
 def cmd_recommend(args: argparse.Namespace) -> int:
     import os
 
-    from planner.catalog import load_catalog
     from planner.catalog.profile import load_profile
+    from planner.cli._common import _catalog
+    from planner.cost import check_providers
     from planner.recommend import recommend
 
     if args.data_dir and not os.path.isdir(args.data_dir):
         raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
-    cat = load_catalog(args.data_dir)
+    cat = _catalog(args)  # with --prices applied
     sc = _scenario(args)
     c = sc.constraints
+    check_providers(cat, args.providers or c.providers)
     prices = dict(c.usd_per_gpu_hour)
     for gpu, usd in args.usd_per_gpu_hour or ():
         if gpu == "*":
@@ -511,72 +502,3 @@ def _md(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
     return str(v).replace("|", "/")
-
-
-def cmd_prices(args: argparse.Namespace) -> int:
-    import os
-
-    from planner.catalog import load_catalog
-    from planner.cost import price_options
-    from planner.report import emit
-
-    if args.data_dir and not os.path.isdir(args.data_dir):
-        raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
-    cat = load_catalog(args.data_dir)
-    gpu = cat.gpu(args.gpu).id if args.gpu else None
-    rows = []
-    for r in cat.rental_prices:
-        if (gpu and r.gpu != gpu) or (args.kind and r.kind != args.kind):
-            continue
-        rows.append(
-            {
-                "gpu": r.gpu,
-                "provider": r.provider,
-                "kind": r.kind,
-                "usd_per_gpu_hour": r.usd_per_gpu_hour,
-                "usd_per_gpu_hour_range": list(r.usd_per_gpu_hour_range)
-                if r.usd_per_gpu_hour_range
-                else None,
-                "offering": r.offering,
-                "as_of": str(r.as_of),
-                "source": r.source,
-            }
-        )
-    for r in cat.purchase_prices:
-        if (gpu and r.gpu != gpu) or args.kind:
-            continue
-        rows.append(
-            {
-                "gpu": r.gpu,
-                "provider": "(purchase)",
-                "kind": f"purchase {r.kind}",
-                "usd": r.usd,
-                "usd_range": list(r.usd_range) if r.usd_range else None,
-                "as_of": str(r.as_of),
-                "source": r.source,
-            }
-        )
-    if not rows:
-        raise PlannerError(
-            f"no prices{f' for {gpu}' if gpu else ''}{f' of kind {args.kind}' if args.kind else ''} "
-            "in data/prices.yaml"
-        )
-    emit(rows, args.format)
-    if gpu and args.format == "table":
-        spread = []
-        for kind in BASES[:-1]:
-            opts = (
-                price_options(cat, gpu, kind)
-                if any(r.gpu == gpu and r.kind == kind for r in cat.rental_prices)
-                else ()
-            )
-            if opts:
-                v = sorted(o.usd_per_gpu_hour for o in opts)
-                spread.append(
-                    {"kind": kind, "rows": len(v), "min": v[0], "median": v[(len(v) - 1) // 2],
-                     "max": v[-1]}
-                )  # fmt: skip
-        if spread:
-            sys.stdout.write("\nspread [USD per GPU-hour]\n")
-            emit(spread, "table")
-    return 0

@@ -66,7 +66,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
     d.add_argument("--precision", default=None, help="weight format id (see 'planner precisions')")
     d.add_argument(
-        "--kv-precision", default=None, help="KV-cache precision (default: per precision)"
+        "--kv-precision",
+        default=None,
+        help="KV-cache precision (default: what the framework does with the checkpoint)",
     )
     d.add_argument(
         "--tp", type=_positive_int, default=None, help="tensor-parallel GPUs per replica"
@@ -227,6 +229,11 @@ def _context(args: argparse.Namespace):
     return sc, rep, cat, prov
 
 
+def _kv(rep) -> str | None:
+    """The replica's KV precision and where it comes from (given, or the default)."""
+    return rep.memory.kv_precision_basis if rep.memory is not None else None
+
+
 def _with_overrides(sc, args: argparse.Namespace):
     """The scenario with the command line's traffic and length flags applied."""
     if args.peak_rps is None and args.input_tokens is None and args.output_tokens is None:
@@ -370,6 +377,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     head = {
         "scenario": sc.name or args.scenario,
         "replica": rep.label(),
+        "kv_precision": _kv(rep),
         "params": prov,
         "mode": mode + (", static batching" if res.mode == "static" else ""),
         "rate_rps": None if (offline or args.concurrency) else rate,
@@ -451,6 +459,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {
         "scenario": sc.name or args.scenario,
         "replica": rep.label(),
+        "kv_precision": _kv(rep),
         "params": prov,
         "slo": sc.slo.describe(),
         "max_rate_per_replica": cap.max_rate_rps,

@@ -6,13 +6,19 @@ Prices
     Rental rows of one kind (on_demand, reserved, spot, serverless, community) for a GPU,
     cheapest first; a ``usd_per_gpu_hour_range`` row is priced at its midpoint, range kept.
 ``quote_price(cat, gpu_id, basis="on_demand", provider=None, usd_per_gpu_hour=None, *,
-ownership=None, purchase_usd=None, **own_overrides) -> PriceQuote``
-    The $/GPU-hour to plan with: the median-priced row of that kind (even count: the
-    cheaper middle row), or the named provider's row, or the user's override
-    (source "user override"), or ``basis="own"`` (purchase amortised + power + ops).
-    Carries provider, offering, source, as_of, notes, the rule used and the spread
-    (min / median / max / n_rows) across that kind's rows. No price → PlannerError
-    naming the kinds that exist and ``--usd-per-gpu-hour``.
+ownership=None, purchase_usd=None, today=None, **own_overrides) -> PriceQuote``
+    The $/GPU-hour to plan with: the median (:func:`median_usd_per_gpu_hour`; even count:
+    the mean of the two middle rows) of that kind's trusted rows (low-confidence rows and
+    rows older than 12 months before ``today`` are set aside while a trusted row remains),
+    or the named provider's rows, or the user's override (source "user override"), or
+    ``basis="own"`` (purchase amortised + power + ops). Carries provider, offering,
+    source, as_of, notes, the rule used, ``price_rows`` / ``min_`` / ``median_`` /
+    ``max_usd_per_gpu_hour`` of the rows it was chosen from, ``warnings`` ("1 price row",
+    "low confidence", "older than 12 months") and the spread of those rows.
+    No price → PlannerError naming the kinds that exist and ``--usd-per-gpu-hour``.
+``load_price_file(path, cat)`` / ``apply_price_rows(cat, rental, purchase, mode)``
+    A buyer's own price rows (YAML or CSV in the catalog's row format), validated like
+    the catalog, replacing (per GPU and kind) or extending the catalog's rows for one run.
 
 Owning
 ------
@@ -57,11 +63,14 @@ Data
 from __future__ import annotations
 
 from .data import (
+    PRICE_FILE_MODES,
     OwnershipDefaults,
     OwnershipParam,
     QualityData,
     QualityRow,
+    apply_price_rows,
     load_ownership,
+    load_price_file,
     load_quality,
 )
 from .energy import ENERGY_LABEL, EnergyEstimate, energy_per_token, gpu_power_w
@@ -69,6 +78,7 @@ from .pricing import (
     HOURS_PER_MONTH,
     HOURS_PER_YEAR,
     RENTAL_BASES,
+    STALE_AFTER_DAYS,
     CostTerm,
     FleetCost,
     OwnCost,
@@ -77,11 +87,16 @@ from .pricing import (
     PriceSpread,
     TokenCosts,
     UsedParam,
+    check_providers,
+    check_usd_per_gpu_hour,
     fleet_cost,
+    median_usd_per_gpu_hour,
     own_cost_per_gpu_hour,
     price_options,
     quote_price,
+    row_warnings,
     token_costs,
+    trusted_rows,
     usd_per_mtok,
 )
 from .quality import BASELINE_PRECISIONS, NOT_MEASURED, QualityResult, quality_delta
@@ -92,7 +107,9 @@ __all__ = [
     "HOURS_PER_MONTH",
     "HOURS_PER_YEAR",
     "NOT_MEASURED",
+    "PRICE_FILE_MODES",
     "RENTAL_BASES",
+    "STALE_AFTER_DAYS",
     "CostTerm",
     "EnergyEstimate",
     "FleetCost",
@@ -107,15 +124,22 @@ __all__ = [
     "QualityRow",
     "TokenCosts",
     "UsedParam",
+    "apply_price_rows",
+    "check_providers",
+    "check_usd_per_gpu_hour",
     "energy_per_token",
     "fleet_cost",
     "gpu_power_w",
     "load_ownership",
+    "load_price_file",
     "load_quality",
+    "median_usd_per_gpu_hour",
     "own_cost_per_gpu_hour",
     "price_options",
     "quality_delta",
     "quote_price",
+    "row_warnings",
     "token_costs",
+    "trusted_rows",
     "usd_per_mtok",
 ]

@@ -1,4 +1,4 @@
-"""Loaders for ``data/ownership.yaml`` and ``data/quality.yaml``.
+"""Loaders for ``data/ownership.yaml``, ``data/quality.yaml`` and a buyer's own price file.
 
 Both files are validated into frozen pydantic models with ``extra="forbid"``; a bad
 entry is a :class:`~planner.errors.PlannerError` that names the file, the entry and
@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from ..catalog import DATA_DIR, Frozen
+from ..catalog import DATA_DIR, Catalog, Frozen, PurchasePrice, RentalPrice, price_rows
 from ..catalog.records import field_error
 from ..errors import PlannerError, read_text, shown
 from ..files import load_yaml
@@ -26,8 +26,11 @@ __all__ = [
     "QUALITY_FILE",
     "OwnershipDefaults",
     "OwnershipParam",
+    "PRICE_FILE_MODES",
     "QualityData",
     "QualityRow",
+    "apply_price_rows",
+    "load_price_file",
     "load_ownership",
     "load_quality",
 ]
@@ -275,3 +278,165 @@ def load_quality(data_dir: str | os.PathLike[str] | None = None) -> QualityData:
         missing file, bad YAML, a bad row (file, row index, model/precision, field path).
     """
     return _quality_cached(*_key(data_dir, QUALITY_FILE))
+
+
+# --------------------------------------------------------------------------- a buyer's prices
+PRICE_FILE_MODES = ("replace", "extend")
+_CSV_NUMBERS = ("usd_per_gpu_hour", "usd_per_instance_hour")
+_CSV_INTS = ("gpus_per_instance",)
+
+
+def _csv_number(text: str, path: Path, row: int, field: str, kind: type) -> float | int:
+    t = text.strip()
+    try:
+        v = kind(t)
+    except ValueError:
+        what = "a whole number" if kind is int else "a number"
+        raise PlannerError(
+            f"{path.name}: rental[{row}]: field '{field}': expected {what}, got {shown(t)}"
+        ) from None
+    if v != v or v in (float("inf"), float("-inf")):
+        raise PlannerError(
+            f"{path.name}: rental[{row}]: field '{field}': expected a finite number, got {shown(t)}"
+        )
+    return v
+
+
+def _csv_rows(path: Path, text: str) -> dict[str, Any]:
+    """A CSV price file as ``{"rental": [row, ...]}`` with its numbers parsed.
+
+    Columns are ``RentalPrice`` fields; ``usd_per_gpu_hour_range`` is written ``low-high``
+    (e.g. ``1.80-2.40``) and ``low_confidence`` ``true``/``false``; empty cells are absent.
+    """
+    import csv
+    import io
+
+    reader = csv.DictReader(io.StringIO(text))
+    if not reader.fieldnames:
+        raise PlannerError(f"{path}: empty CSV file (expected a header row of price fields)")
+    unknown = [f for f in reader.fieldnames if f not in RentalPrice.model_fields]
+    if unknown:
+        allowed = ", ".join(sorted(RentalPrice.model_fields))
+        raise PlannerError(f"{path.name}: unknown column {shown(unknown[0])} (allowed: {allowed})")
+    rows = []
+    for i, rec in enumerate(reader):
+        row: dict[str, Any] = {}
+        for k, v in rec.items():
+            if k is None or v is None or not v.strip():
+                continue
+            if k in _CSV_NUMBERS:
+                row[k] = _csv_number(v, path, i, k, float)
+            elif k in _CSV_INTS:
+                row[k] = _csv_number(v, path, i, k, int)
+            elif k == "usd_per_gpu_hour_range":
+                lo, sep, hi = v.strip().strip("[]").replace(",", "-").partition("-")
+                if not sep:
+                    raise PlannerError(
+                        f"{path.name}: rental[{i}]: field '{k}': expected low-high, e.g. "
+                        f"1.80-2.40, got {shown(v)}"
+                    )
+                row[k] = [_csv_number(x, path, i, k, float) for x in (lo, hi)]
+            elif k == "low_confidence":
+                b = v.strip().lower()
+                if b not in ("true", "false"):
+                    raise PlannerError(
+                        f"{path.name}: rental[{i}]: field '{k}': expected true or false, "
+                        f"got {shown(v)}"
+                    )
+                row[k] = b == "true"
+            else:
+                row[k] = v.strip()
+        rows.append(row)
+    return {"rental": rows}
+
+
+def load_price_file(
+    path: str | os.PathLike[str], cat: Catalog
+) -> tuple[tuple[RentalPrice, ...], tuple[PurchasePrice, ...]]:
+    """Read a buyer's price file: YAML (``rental:`` and/or ``purchase:`` lists, as in
+    ``data/prices.yaml``) or CSV (rental rows, one column per field; ``.csv`` suffix).
+
+    Every row passes the catalog's own rules (strict numbers, the plausible $/GPU-hour
+    band, ordered ranges, no future ``as_of``); a GPU id or alias is resolved to its
+    catalog id, and an unknown one names the valid ids.
+
+    Raises
+    ------
+    PlannerError
+        unreadable file, bad YAML/CSV, a bad row (file, row, field and what was expected),
+        an unknown GPU, a file without any row.
+    """
+    p = Path(path)
+    text = read_text(p, "price file", "YAML or CSV file")
+    raw = _csv_rows(p, text) if p.suffix.lower() == ".csv" else load_yaml(text, p)
+    if not isinstance(raw, dict) or not ({"rental", "purchase"} & set(raw)):
+        raise PlannerError(
+            f"{p}: expected a mapping with a 'rental' and/or 'purchase' list (the format of "
+            "data/prices.yaml) or a CSV file with a header row"
+        )
+    for key in ("rental", "purchase"):
+        items = raw.get(key)
+        for i, item in enumerate(items if isinstance(items, list) else ()):
+            if isinstance(item, dict) and isinstance(item.get("gpu"), str):
+                try:
+                    item["gpu"] = cat.gpu(item["gpu"]).id
+                except PlannerError:
+                    valid = ", ".join(a.id for a in cat.accelerators)
+                    raise PlannerError(
+                        f"{p.name}: {key}[{i}]: field 'gpu': unknown GPU {shown(item['gpu'])} "
+                        f"(valid: {valid})"
+                    ) from None
+    rental, purchase = price_rows(p, raw, require_rental=False)
+    if not rental and not purchase:
+        raise PlannerError(f"{p}: no price rows")
+    for key, rows in (("rental", rental), ("purchase", purchase)):
+        first: dict[tuple[Any, ...], int] = {}
+        for i, r in enumerate(rows):
+            j = first.setdefault(r.dedup_key(), i)
+            if j != i:
+                raise PlannerError(
+                    f"{p.name}: {key}[{i}] ({r.gpu}) duplicates {key}[{j}] (same gpu, provider, "
+                    "offering, kind, region, commitment and as_of); a copy would shift the median"
+                )
+    return tuple(rental), tuple(purchase)
+
+
+def apply_price_rows(
+    cat: Catalog,
+    rental: tuple[RentalPrice, ...],
+    purchase: tuple[PurchasePrice, ...] = (),
+    mode: str = "replace",
+    where: str = "--prices",
+) -> Catalog:
+    """The catalog with a buyer's rows, for one run (nothing on disk changes).
+
+    ``mode="replace"`` (default): the file's rows for a GPU and kind (on_demand, spot, ...;
+    purchase rows per GPU) replace the catalog's rows of that GPU and kind, and every
+    other row stays. ``mode="extend"``: the file's rows are added to the catalog's; a row
+    that duplicates a catalog row is an error (it would shift the median).
+    """
+    if mode not in PRICE_FILE_MODES:
+        raise PlannerError(f"unknown price-file mode {shown(mode)} (valid: replace, extend)")
+    old_r, old_p = cat.rental_prices, cat.purchase_prices
+    if mode == "extend":
+        have = {r.dedup_key() for r in (*old_r, *old_p)}
+        for key, rows in (("rental", rental), ("purchase", purchase)):
+            for i, r in enumerate(rows):
+                if r.dedup_key() in have:
+                    raise PlannerError(
+                        f"{where}: {key}[{i}] ({r.gpu}) duplicates a row of data/prices.yaml "
+                        "(same gpu, provider, offering, kind, region, commitment and as_of); "
+                        "drop it or use replace mode"
+                    )
+    if mode == "replace":
+        gone = {(r.gpu, r.kind) for r in rental}
+        old_r = tuple(r for r in old_r if (r.gpu, r.kind) not in gone)
+        gone_p = {p.gpu for p in purchase}
+        old_p = tuple(p for p in old_p if p.gpu not in gone_p)
+    data = {name: getattr(cat, name) for name in type(cat).model_fields}
+    data.update(rental_prices=(*old_r, *rental), purchase_prices=(*old_p, *purchase))
+    try:
+        return Catalog(**data)
+    except ValidationError as e:
+        msg = str(e.errors()[0]["msg"]).removeprefix("Value error, ")
+        raise PlannerError(f"{where}: {msg}") from None

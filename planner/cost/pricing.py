@@ -5,24 +5,45 @@ Conventions (stated in every result that uses them):
 - A month is ``HOURS_PER_MONTH`` = 730 h (8,760 h per year / 12).
 - A rental price is per GPU-hour; a row with ``usd_per_gpu_hour_range`` is priced at
   the midpoint of the range and the range is kept on the quote.
-- Default choice among several rows of one kind: the **median-priced row** (for an even
-  number of rows, the cheaper of the two middle rows, so that the quote is always a
-  real row with a source). ``provider=`` restricts the choice to that provider's rows.
+- Default price among several rows of one kind: the **median** of the chosen rows
+  (:func:`median_usd_per_gpu_hour`: the middle row for an odd count, the mean of the two
+  middle rows for an even count). The chosen rows are the *trusted* ones: a row marked
+  ``low_confidence`` or older than 12 months (``STALE_AFTER_DAYS`` before ``today``) is
+  set aside while any trusted row remains; when none does, every row is used and the
+  quote's ``warnings`` say so ("1 price row", "low confidence", "older than 12 months").
+  ``provider=`` restricts the choice to that provider's rows.
 - $/M tokens = $/h ÷ (tokens/s × 3600 s/h) × 1e6.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import math
 import statistics
 from typing import Literal
 
 from pydantic import Field
 
-from ..catalog import Accelerator, Catalog, Frozen, PurchasePrice, RentalPrice
+from ..catalog import (
+    MAX_USD_PER_GPU_HOUR,
+    MIN_USD_PER_GPU_HOUR,
+    PRICE_BAND_REASON,
+    Accelerator,
+    Catalog,
+    Frozen,
+    PurchasePrice,
+    RentalPrice,
+)
 from ..errors import PlannerError
-from .data import OwnershipDefaults, load_ownership
+from .data import OwnershipDefaults
+from .owning import (
+    HOURS_PER_MONTH,
+    HOURS_PER_YEAR,
+    CostTerm,
+    OwnCost,
+    UsedParam,
+    _positive,
+    own_cost_per_gpu_hour,
+)
 
 __all__ = [
     "HOURS_PER_MONTH",
@@ -36,36 +57,25 @@ __all__ = [
     "PriceSpread",
     "TokenCosts",
     "UsedParam",
+    "check_providers",
+    "check_usd_per_gpu_hour",
+    "STALE_AFTER_DAYS",
     "fleet_cost",
+    "median_usd_per_gpu_hour",
     "own_cost_per_gpu_hour",
     "price_options",
+    "row_warnings",
+    "trusted_rows",
     "quote_price",
     "token_costs",
     "usd_per_mtok",
 ]
 
-HOURS_PER_YEAR = 8760.0
-HOURS_PER_MONTH = 730.0  # 8760 / 12
 
 Basis = Literal["on_demand", "reserved", "spot", "serverless", "community", "own"]
 RENTAL_BASES: tuple[str, ...] = ("on_demand", "reserved", "spot", "serverless", "community")
 _PRICES_FILE = "data/prices.yaml"
-
-
-def _positive(name: str, value: float | int | None, *, allow_zero: bool = False) -> float:
-    if value is None or isinstance(value, bool):
-        raise PlannerError(f"{name} must be a number, got {value!r}")
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise PlannerError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(v):
-        raise PlannerError(f"{name} must be a finite number, got {value!r}")
-    if allow_zero and v < 0:
-        raise PlannerError(f"{name} must be >= 0, got {value}")
-    if not allow_zero and v <= 0:
-        raise PlannerError(f"{name} must be > 0, got {value}")
-    return v
+STALE_AFTER_DAYS = 365  # a price row older than this is never the silent default
 
 
 def _kind_label(kind: str) -> str:
@@ -87,6 +97,9 @@ class PriceOption(Frozen):
     source: str
     as_of: _dt.date
     notes: str | None = None
+    region: str | None = None
+    commitment: str | None = None
+    low_confidence: bool = False
 
     @classmethod
     def from_row(cls, row: RentalPrice) -> PriceOption:
@@ -105,11 +118,58 @@ class PriceOption(Frozen):
             source=row.source,
             as_of=row.as_of,
             notes=row.notes,
+            region=row.region,
+            commitment=row.commitment,
+            low_confidence=row.low_confidence,
         )
 
 
+def _today(today: _dt.date | None) -> _dt.date:
+    return today if today is not None else _dt.date.today()
+
+
+def row_warnings(opt: PriceOption, today: _dt.date | None = None) -> tuple[str, ...]:
+    """Why a row should not be a silent default: "low confidence", "older than 12 months".
+
+    ``today`` defaults to the system date (injectable for tests). Empty for a trusted row.
+    """
+    out = []
+    if opt.low_confidence:
+        out.append("low confidence")
+    if (_today(today) - opt.as_of).days > STALE_AFTER_DAYS:
+        out.append("older than 12 months")
+    return tuple(out)
+
+
+def trusted_rows(
+    opts: tuple[PriceOption, ...], today: _dt.date | None = None
+) -> tuple[PriceOption, ...]:
+    """The rows a default quote uses: those without :func:`row_warnings`, or every row when
+    none is trusted (the quote's ``warnings`` then say why)."""
+    return tuple(o for o in opts if not row_warnings(o, today)) or opts
+
+
+def median_usd_per_gpu_hour(prices: tuple[float, ...] | list[float]) -> float:
+    """The median price [USD per GPU-hour]: the middle value for an odd count, the mean of
+    the two middle values for an even count. The one definition every output quotes
+    (``planner prices``, ``recommend``, the app and the docs).
+
+    Raises
+    ------
+    PlannerError for an empty sequence.
+    """
+    if not prices:
+        raise PlannerError("no prices to take the median of")
+    return float(statistics.median(sorted(float(p) for p in prices)))
+
+
 class PriceSpread(Frozen):
-    """Spread of the rows of one kind for one GPU [USD per GPU-hour] (ranges at their midpoint)."""
+    """Spread of the rows of one kind for one GPU [USD per GPU-hour] (ranges at their midpoint).
+
+    It covers the rows a default quote is the median of (:func:`trusted_rows`: low-confidence
+    and older-than-12-months rows set aside while another row remains), so that its median
+    is the quoted price wherever it is shown.
+    """
 
     kind: str
     n_rows: int = Field(ge=1)
@@ -123,8 +183,14 @@ class PriceQuote(Frozen):
     """The $/GPU-hour a plan uses, where it came from, and the market around it.
 
     ``rule`` says how the price was chosen ("median of 7 on-demand rows", "provider
-    Lambda", "user override", "owned: ..."). ``spread`` covers every row of this kind
-    for this GPU (None when the catalog has none, e.g. a user override on an unpriced GPU).
+    Lambda", "user override", "owned: ..."). ``spread`` covers the trusted rows of this kind
+    for this GPU (:func:`trusted_rows`; None when the catalog has none, e.g. a user override
+    on an unpriced GPU).
+    ``price_rows`` / ``min_`` / ``median_`` / ``max_usd_per_gpu_hour`` describe the rows
+    the quote was chosen from (``usd_per_gpu_hour`` is their median); ``warnings`` says
+    why the quote is not to be trusted silently ("1 price row", "low confidence",
+    "older than 12 months"). For an even count of rows the median is no single row:
+    ``provider`` names both middle rows and ``source`` cites both.
     """
 
     gpu: str
@@ -138,6 +204,16 @@ class PriceQuote(Frozen):
     usd_per_gpu_hour_range: tuple[float, float] | None = None
     rule: str
     spread: PriceSpread | None = None
+    price_rows: int | None = Field(
+        None, description="rows the quote is the median of (None for an override or 'own')"
+    )
+    min_usd_per_gpu_hour: float | None = None
+    median_usd_per_gpu_hour: float | None = None
+    max_usd_per_gpu_hour: float | None = None
+    rows_set_aside: int = Field(
+        0, description="rows of this kind left out: low confidence or older than 12 months"
+    )
+    warnings: tuple[str, ...] = ()
 
 
 def _rows(cat: Catalog, gpu_id: str) -> tuple[Accelerator, tuple[RentalPrice, ...]]:
@@ -216,7 +292,7 @@ def _spread(opts: tuple[PriceOption, ...], kind: str) -> PriceSpread | None:
         kind=kind,
         n_rows=len(prices),
         min_usd_per_gpu_hour=min(prices),
-        median_usd_per_gpu_hour=float(statistics.median(prices)),
+        median_usd_per_gpu_hour=median_usd_per_gpu_hour(prices),
         max_usd_per_gpu_hour=max(prices),
         providers=tuple(sorted({o.provider for o in opts})),
     )
@@ -231,6 +307,7 @@ def quote_price(
     *,
     ownership: OwnershipDefaults | None = None,
     purchase_usd: float | None = None,
+    today: _dt.date | None = None,
     **own_overrides: float,
 ) -> PriceQuote:
     """The $/GPU-hour to plan with, its provenance, and the spread across providers.
@@ -240,22 +317,26 @@ def quote_price(
     cat : the catalog
     gpu_id : GPU id or alias
     basis : on_demand (default), reserved, spot, serverless, community, or own
-    provider : use this provider's row (the median of its rows if it has several)
+    provider : use this provider's rows (the median of its rows if it has several)
     usd_per_gpu_hour : user override [USD per GPU-hour]; the quote says "user override"
         and still carries the catalog spread for comparison
     ownership, purchase_usd, **own_overrides : for ``basis="own"``, passed to
         :func:`own_cost_per_gpu_hour` (purchase price from the catalog unless given)
+    today : the date rows are aged against (default: the system date); a row older
+        than ``STALE_AFTER_DAYS`` is set aside like a low-confidence one
 
     Returns
     -------
-    PriceQuote
+    PriceQuote : ``usd_per_gpu_hour`` is the median of the trusted rows of that kind
+    (all rows, with ``warnings``, when none is trusted); ``price_rows``, ``min_`` /
+    ``median_`` / ``max_usd_per_gpu_hour`` describe those rows.
 
     Raises
     ------
     PlannerError
         no price of that kind ("no on-demand price for X in data/prices.yaml; kinds
-        available: spot (1 row); pass --usd-per-gpu-hour"), a price <= 0, an unknown
-        GPU / provider / basis.
+        available: spot (1 row); pass --usd-per-gpu-hour"), a price outside the plausible
+        band, an unknown GPU / provider / basis.
     """
     _check_basis(basis)
     gpu, rows = _rows(cat, gpu_id)
@@ -266,9 +347,9 @@ def quote_price(
             f"unexpected arguments for basis '{basis}': {', '.join(sorted(own_overrides))}"
         )
     all_opts = () if basis == "own" else price_options(cat, gpu.id, basis)
-    spread = _spread(all_opts, basis)
+    spread = _spread(trusted_rows(all_opts, today), basis)
     if usd_per_gpu_hour is not None:
-        price = _positive("usd_per_gpu_hour", usd_per_gpu_hour)
+        price = check_usd_per_gpu_hour(usd_per_gpu_hour, "usd_per_gpu_hour")
         return PriceQuote(
             gpu=gpu.id,
             basis=basis,
@@ -284,259 +365,97 @@ def quote_price(
             f"{_available(rows)}; pass --usd-per-gpu-hour"
         )
     opts = price_options(cat, gpu.id, basis, provider) if provider is not None else all_opts
-    pick = opts[(len(opts) - 1) // 2]
-    n = len(opts)
+    return _median_quote(gpu.id, basis, opts, spread, provider, today)
+
+
+def _median_quote(
+    gpu_id: str,
+    basis: str,
+    opts: tuple[PriceOption, ...],
+    spread: PriceSpread | None,
+    provider: str | None,
+    today: _dt.date | None,
+) -> PriceQuote:
+    """The median of the trusted rows among ``opts`` (sorted cheapest first), said plainly."""
+    chosen = trusted_rows(opts, today)
+    set_aside = len(opts) - len(chosen)
+    n = len(chosen)
+    prices = [o.usd_per_gpu_hour for o in chosen]
+    median = median_usd_per_gpu_hour(prices)
     label = _kind_label(basis)
+    warnings: list[str] = []
+    if n == 1 and provider is None:  # a named provider's single row is the buyer's choice
+        warnings.append("1 price row")
+    for w in ("low confidence", "older than 12 months"):
+        k = sum(w in row_warnings(o, today) for o in chosen)
+        if k:
+            warnings.append(w if n == 1 else f"{w} ({k} of {n} rows)")
+    mid = chosen[(n - 1) // 2 : n // 2 + 1]  # one row (odd n) or the two middle rows
     if provider is not None:
-        rule = f"provider {pick.provider}" + (f" (median of its {n} {label} rows)" if n > 1 else "")
+        head = f"provider {mid[0].provider}" + (
+            f", median of its {n} {label} rows" if n > 1 else ""
+        )
     elif n == 1:
-        rule = f"only {label} row"
+        head = f"only {label} row" if not set_aside else f"the one trusted {label} row"
     elif n % 2:
-        rule = f"median of {n} {label} rows"
+        head = f"median of {n} {label} rows"
     else:
-        rule = f"lower of the two middle rows of {n} {label} rows (median ${spread.median_usd_per_gpu_hour:.3f}/h)"  # type: ignore[union-attr]
+        head = (
+            f"median of {n} {label} rows (mean of the two middle rows "
+            f"${mid[0].usd_per_gpu_hour:.2f} and ${mid[1].usd_per_gpu_hour:.2f})"
+        )
+    if set_aside:
+        kept = set(chosen)
+        why: dict[str, int] = {}
+        for o in opts:
+            if o not in kept:
+                for w in row_warnings(o, today):
+                    why[w] = why.get(w, 0) + 1
+        reasons = ", ".join(f"{k} {w}" for w, k in why.items())
+        head += f"; {set_aside} row{'s' if set_aside != 1 else ''} set aside ({reasons})"
+    rule = head + (f" [{', '.join(warnings)}]" if warnings else "")
+    one = mid[0]
+    if len(mid) == 1:
+        src = one.model_dump(
+            include={"provider", "offering", "source", "as_of", "notes", "usd_per_gpu_hour_range"}
+        )
+    else:
+        two = mid[1]
+        src = dict(
+            provider=f"{one.provider} / {two.provider}",
+            offering=None,
+            source=f"{one.source} | {two.source}",
+            as_of=min(one.as_of, two.as_of),
+            notes=f"median of {n} rows: mean of {one.provider} "
+            f"${one.usd_per_gpu_hour:.3f} and {two.provider} ${two.usd_per_gpu_hour:.3f}",
+            usd_per_gpu_hour_range=None,
+        )
     return PriceQuote(
-        gpu=gpu.id,
+        gpu=gpu_id,
         basis=basis,
-        usd_per_gpu_hour=pick.usd_per_gpu_hour,
-        provider=pick.provider,
-        offering=pick.offering,
-        source=pick.source,
-        as_of=pick.as_of,
-        notes=pick.notes,
-        usd_per_gpu_hour_range=pick.usd_per_gpu_hour_range,
+        usd_per_gpu_hour=median,
         rule=rule,
         spread=spread,
+        price_rows=n,
+        min_usd_per_gpu_hour=min(prices),
+        median_usd_per_gpu_hour=median,
+        max_usd_per_gpu_hour=max(prices),
+        rows_set_aside=set_aside,
+        warnings=tuple(warnings),
+        **src,
     )
 
 
-# --------------------------------------------------------------------------- owning
-class UsedParam(Frozen):
-    """A parameter value used in an ownership cost, with where it came from."""
+def check_usd_per_gpu_hour(value: float | int | None, name: str = "usd_per_gpu_hour") -> float:
+    """A price [USD per GPU-hour] inside the plausible band, or a PlannerError naming it.
 
-    name: str
-    value: float
-    unit: str
-    kind: Literal["sourced", "derived", "assumption", "user override", "catalog"]
-    source: str | None = None
-    as_of: _dt.date | None = None
-
-
-class CostTerm(Frozen):
-    """One additive term of a cost [USD per GPU-hour] with its formula and provenance."""
-
-    name: str
-    usd_per_gpu_hour: float = Field(ge=0)
-    formula: str
-    inputs: tuple[str, ...] = Field(description="names of the UsedParam values it uses")
-
-
-class OwnCost(Frozen):
-    """Cost of owning one GPU [USD per GPU-hour] = capital + power + ops.
-
-    ``capital = purchase × (1 + server_overhead) / (years × 8760 h)``;
-    ``power = TDP/1000 × (idle + (1 − idle) × util) × host_power_factor × PUE × $/kWh``;
-    ``ops = purchase × (1 + server_overhead) × ops_fraction / 8760 h``.
+    The band is ``MIN_USD_PER_GPU_HOUR`` .. ``MAX_USD_PER_GPU_HOUR`` (see
+    ``PRICE_BAND_REASON``); bools, strings, NaN and infinities are rejected.
     """
-
-    gpu: str
-    usd_per_gpu_hour: float = Field(gt=0)
-    terms: tuple[CostTerm, ...]
-    params: tuple[UsedParam, ...]
-    purchase_usd_range: tuple[float, float] | None = None
-
-    @property
-    def assumptions(self) -> tuple[str, ...]:
-        """Names of the parameters that no source gives (labelled ``assumption``)."""
-        return tuple(p.name for p in self.params if p.kind == "assumption")
-
-    def param(self, name: str) -> UsedParam:
-        for p in self.params:
-            if p.name == name:
-                return p
-        raise KeyError(name)
-
-
-def _purchase(cat_gpu: Accelerator, purchase: PurchasePrice | float) -> UsedParam:
-    if isinstance(purchase, PurchasePrice):
-        if purchase.gpu != cat_gpu.id:
-            raise PlannerError(
-                f"purchase row is for {purchase.gpu}, not {cat_gpu.id}; pass the matching row"
-            )
-        if purchase.usd is not None:
-            value = float(purchase.usd)
-        else:
-            lo, hi = purchase.usd_range  # type: ignore[misc]
-            value = (lo + hi) / 2
-        return UsedParam(
-            name="purchase_usd",
-            value=value,
-            unit="USD per GPU" + (" (midpoint of range)" if purchase.usd_range else ""),
-            kind="catalog",
-            source=f"{purchase.source} [{purchase.kind}]",
-            as_of=purchase.as_of,
-        )
-    return UsedParam(
-        name="purchase_usd",
-        value=_positive("purchase_usd", purchase),
-        unit="USD per GPU",
-        kind="user override",
-        source="user override",
-    )
-
-
-def own_cost_per_gpu_hour(
-    gpu: Accelerator,
-    purchase: PurchasePrice | float,
-    ownership: OwnershipDefaults | None = None,
-    *,
-    tdp_w: float | None = None,
-    amortisation_years: float | None = None,
-    server_overhead_fraction: float | None = None,
-    host_power_factor: float | None = None,
-    pue: float | None = None,
-    electricity_usd_per_kwh: float | None = None,
-    ops_fraction_of_capex_per_year: float | None = None,
-    utilisation: float | None = None,
-    idle_power_fraction: float | None = None,
-) -> OwnCost:
-    """Cost of owning one GPU, per hour of the year, as a sum of labelled terms.
-
-    Parameters
-    ----------
-    gpu : the catalog record (``cat.gpu(id)``); its ``tdp_w`` [W] drives the power term
-    purchase : a ``PurchasePrice`` row (``usd``, or the midpoint of ``usd_range``) or a
-        user price [USD per GPU]
-    ownership : defaults (``load_ownership()`` when None)
-    tdp_w : board power [W] when the catalog has none, or to override it
-    amortisation_years : [years], straight line, zero salvage
-    server_overhead_fraction : server/host/network cost as a fraction of the GPU price [-]
-    host_power_factor : server power / GPU board power [-] (1 = GPU board only)
-    pue : facility power / IT power [-]
-    electricity_usd_per_kwh : [USD per kWh]
-    ops_fraction_of_capex_per_year : operations cost per year as a fraction of capex [-]
-    utilisation : busy fraction of the hour for the power term [0, 1]
-    idle_power_fraction : fraction of TDP drawn when idle [0, 1]
-
-    Returns
-    -------
-    OwnCost : ``usd_per_gpu_hour`` [USD per GPU-hour], the terms, and every parameter
-    with its provenance (sourced / derived / assumption / user override / catalog).
-
-    Raises
-    ------
-    PlannerError
-        no TDP for the GPU and none given, a value out of range.
-    """
-    d = ownership or load_ownership()
-    overrides = {
-        "amortisation_years": amortisation_years,
-        "server_overhead_fraction": server_overhead_fraction,
-        "host_power_factor": host_power_factor,
-        "pue": pue,
-        "electricity_usd_per_kwh": electricity_usd_per_kwh,
-        "ops_fraction_of_capex_per_year": ops_fraction_of_capex_per_year,
-        "utilisation": utilisation,
-        "idle_power_fraction": idle_power_fraction,
-    }
-    used: dict[str, UsedParam] = {"purchase_usd": _purchase(gpu, purchase)}
-    for name, override in overrides.items():
-        default = getattr(d, name)
-        if override is None:
-            used[name] = UsedParam(
-                name=name,
-                value=default.value,
-                unit=default.unit,
-                kind=default.kind,
-                source=default.source or default.notes,
-                as_of=default.as_of,
-            )
-        else:
-            used[name] = UsedParam(
-                name=name,
-                value=_positive(name, override, allow_zero=True),
-                unit=default.unit,
-                kind="user override",
-                source="user override",
-            )
-    for name, ok, rule in (
-        ("amortisation_years", lambda v: v > 0, "> 0"),
-        ("host_power_factor", lambda v: v >= 1, ">= 1"),
-        ("pue", lambda v: v >= 1, ">= 1"),
-        ("utilisation", lambda v: v <= 1, "in [0, 1]"),
-        ("idle_power_fraction", lambda v: v <= 1, "in [0, 1]"),
-    ):
-        if not ok(used[name].value):
-            raise PlannerError(f"{name} must be {rule}, got {used[name].value}")
-    if tdp_w is not None:
-        used["tdp_w"] = UsedParam(
-            name="tdp_w", value=_positive("tdp_w", tdp_w), unit="W", kind="user override"
-        )
-    elif gpu.tdp_w is not None:
-        used["tdp_w"] = UsedParam(
-            name="tdp_w",
-            value=float(gpu.tdp_w),
-            unit="W",
-            kind="catalog",
-            source=gpu.source,
-            as_of=gpu.as_of,
-        )
-    else:
-        raise PlannerError(
-            f"{gpu.id}: no TDP (tdp_w) in data/hardware.yaml (no source gives it), so the power "
-            "term of owning it cannot be computed; pass tdp_w= (--tdp-w) or rent instead"
-        )
-    v = {k: p.value for k, p in used.items()}
-    capex = v["purchase_usd"] * (1 + v["server_overhead_fraction"])
-    capital = capex / (v["amortisation_years"] * HOURS_PER_YEAR)
-    power_kw = (
-        v["tdp_w"]
-        / 1000
-        * (v["idle_power_fraction"] + (1 - v["idle_power_fraction"]) * v["utilisation"])
-        * v["host_power_factor"]
-    )
-    energy = power_kw * v["pue"] * v["electricity_usd_per_kwh"]
-    ops = capex * v["ops_fraction_of_capex_per_year"] / HOURS_PER_YEAR
-    terms = (
-        CostTerm(
-            name="capital",
-            usd_per_gpu_hour=capital,
-            formula="purchase_usd × (1 + server_overhead_fraction) / (amortisation_years × 8760 h)",
-            inputs=("purchase_usd", "server_overhead_fraction", "amortisation_years"),
-        ),
-        CostTerm(
-            name="power",
-            usd_per_gpu_hour=energy,
-            formula=(
-                "tdp_w/1000 × (idle_power_fraction + (1 − idle_power_fraction) × utilisation)"
-                " × host_power_factor × pue × electricity_usd_per_kwh"
-            ),
-            inputs=(
-                "tdp_w",
-                "idle_power_fraction",
-                "utilisation",
-                "host_power_factor",
-                "pue",
-                "electricity_usd_per_kwh",
-            ),
-        ),
-        CostTerm(
-            name="ops",
-            usd_per_gpu_hour=ops,
-            formula="purchase_usd × (1 + server_overhead_fraction) × ops_fraction_of_capex_per_year / 8760 h",
-            inputs=("purchase_usd", "server_overhead_fraction", "ops_fraction_of_capex_per_year"),
-        ),
-    )
-    total = capital + energy + ops
-    if total <= 0:
-        raise PlannerError(f"{gpu.id}: owning cost came out as {total} $/h; check the inputs")
-    return OwnCost(
-        gpu=gpu.id,
-        usd_per_gpu_hour=total,
-        terms=terms,
-        params=tuple(used.values()),
-        purchase_usd_range=purchase.usd_range if isinstance(purchase, PurchasePrice) else None,
-    )
+    v = _positive(name, value)
+    if not MIN_USD_PER_GPU_HOUR <= v <= MAX_USD_PER_GPU_HOUR:
+        raise PlannerError(f"{name} {value:g} is outside the plausible band: {PRICE_BAND_REASON}")
+    return v
 
 
 def _own_quote(
@@ -718,3 +637,20 @@ def token_costs(
             out[key] = per_day / _positive(name, tpd) * 1e6
             planned = True
     return TokenCosts(**out, planned_cost_basis=basis if planned else None)
+
+
+# --------------------------------------------------------------------------- providers
+def check_providers(cat: Catalog, providers: tuple[str, ...] | list[str] | None) -> None:
+    """Raise a PlannerError naming every provider no rental row has, and the valid ones.
+
+    Names compare case-insensitively, as in :func:`price_options`. None or empty: no check.
+    """
+    if not providers:
+        return
+    known = {r.provider.lower(): r.provider for r in cat.rental_prices}
+    unknown = [p for p in providers if p.strip().lower() not in known]
+    if unknown:
+        raise PlannerError(
+            f"--providers: unknown provider{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(repr(p) for p in unknown)} (valid: {', '.join(sorted(known.values()))})"
+        )

@@ -20,7 +20,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from planner.catalog.catalog import Catalog, check_layout, compute_dtype_for, load_catalog
+from planner.catalog.catalog import (
+    Catalog,
+    check_layout,
+    compute_dtype_for,
+    kv_precision_basis,
+    load_catalog,
+)
 from planner.catalog.records import Accelerator, Framework, ModelArch, Precision
 from planner.errors import PlannerError, check_physical, require_positive
 
@@ -81,8 +87,9 @@ def _attention_params(m: ModelArch) -> tuple[int, int]:
     bias = (nh * d + 2 * nkv * d) if m.attention_bias else 0
     bias += h if m.attention_out_bias else 0
     qkn = 2 * d if m.qk_norm else 0
+    sinks = nh if m.attention_sinks else 0  # one learned sink logit per head (gpt-oss)
     kv_bias = 2 * nkv * d if m.attention_bias else 0
-    return q + kv + o + bias + qkn, kv + kv_bias
+    return q + kv + o + bias + qkn + sinks, kv + kv_bias
 
 
 def _mlp_params(h: int, inter: int, gated: bool, bias: bool) -> int:
@@ -159,7 +166,10 @@ def _bits(precision: Precision | None, part: str, m: ModelArch) -> float:
         return BITS_16
     if part in ("embedding", "lm_head", "norms", "router"):
         return BITS_16  # kept at 16 bit by every quantized format in the catalog
-    if precision.quantized_parts == "experts_only" and part != "experts":
+    parts = precision.quantized_parts
+    if m.native_precision == precision.id and m.native_quantized_parts is not None:
+        parts = m.native_quantized_parts  # the model's own release (gpt-oss: experts only)
+    if parts == "experts_only" and part != "experts":
         return BITS_16
     return precision.weight_bits
 
@@ -329,6 +339,8 @@ class MemoryPlan:
     reason: str
     suggestions: tuple[str, ...] = ()
     assumptions: tuple[str, ...] = ()
+    gpu_memory_basis: str = ""  # where gpu_memory_bytes comes from (Accelerator.memory_basis)
+    kv_precision_basis: str = ""  # why this KV precision (given, or the default and its source)
 
     @property
     def reserved_bytes_per_gpu(self) -> float:
@@ -370,7 +382,8 @@ def plan_memory(
     Parameters
     ----------
     model, gpu, precision : catalog ids (or objects; ``model`` may be a config.json path)
-    kv_precision : KV-cache precision id; default: the precision's ``kv_default``
+    kv_precision : KV-cache precision id; default: what the framework does with a checkpoint
+        in this format (:func:`planner.catalog.catalog.default_kv_precision`)
     tp, pp : tensor- and pipeline-parallel sizes
     context_len : tokens each sequence holds (prompt + output) [tokens]
     memory_utilization : fraction of GPU memory the engine may use; default from the framework
@@ -468,6 +481,8 @@ def plan_memory(
         reason=reason,
         suggestions=suggestions,
         assumptions=tuple(assumptions),
+        gpu_memory_basis=g.memory_basis(),
+        kv_precision_basis=kv_precision_basis(kv_precision, p, fw, m),
     )
 
 

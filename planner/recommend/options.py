@@ -30,7 +30,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..catalog import Accelerator, Catalog, Framework, ModelArch, Precision, compute_dtype_for
+from ..catalog import (
+    Accelerator,
+    Catalog,
+    Framework,
+    ModelArch,
+    Precision,
+    compute_dtype_for,
+    default_kv_precision,
+)
 from ..catalog.compat import framework_gpu_problem
 from ..errors import PlannerError
 
@@ -74,7 +82,8 @@ class Option:
 
     def label(self) -> str:
         pp = f" pp={self.pp}" if self.pp > 1 else ""
-        kv = "" if self.kv_precision == self.precision.kv_default else f" kv={self.kv_precision}"
+        default = default_kv_precision(self.precision, self.framework).id
+        kv = "" if self.kv_precision == default else f" kv={self.kv_precision}"
         return f"{self.gpu.id} {self.framework.id} {self.precision.id}{kv} tp={self.tp}{pp}"
 
 
@@ -122,14 +131,21 @@ def _pick(cat: Catalog, kind: str, wanted: tuple[str, ...], all_items: tuple[Any
     return out
 
 
-def kv_choices(precision: Precision, allowed: tuple[str, ...] = ()) -> list[str]:
-    """KV precisions tried with a weight precision: its default, plus fp8 KV where offered.
+def kv_choices(
+    precision: Precision,
+    allowed: tuple[str, ...] = (),
+    framework: Framework | None = None,
+    model: ModelArch | None = None,
+) -> list[str]:
+    """KV precisions tried with a weight precision: the framework's default for the checkpoint
+    (:func:`planner.catalog.default_kv_precision`), plus fp8 KV where offered.
 
     A constraint list narrows it (and may name any KV option of the precision)."""
-    opts = list(dict.fromkeys([precision.kv_default, *precision.kv_options]))
+    default = default_kv_precision(precision, framework, model).id
+    opts = list(dict.fromkeys([default, *precision.kv_options]))
     if allowed:
         return [k for k in opts if k in allowed]
-    return [k for k in opts if k in (precision.kv_default, "fp8")]
+    return [k for k in opts if k in (default, "fp8")]
 
 
 def enumerate_options(
@@ -211,7 +227,7 @@ def enumerate_options(
                         )
                     )
                     continue
-                kvs = kv_choices(p, kv_precisions)
+                kvs = kv_choices(p, kv_precisions, fw, model)
                 for tp in tps:
                     for kv in kvs:
                         opt = Option(g, fw, p, kv, tp, 1)

@@ -331,8 +331,8 @@ def recommend(
                     f"does not fit: {m.id} in {opt.precision.id} needs {w / 1e9:.1f} GB of weights "
                     f"per GPU at tp={opt.tp}"
                     + (f" pp={opt.pp}" if opt.pp > 1 else "")
-                    + f"; {g.id} has {g.memory_gb:g} GB"
-                    if w >= g.memory_gb * 1e9
+                    + f"; {g.id} has {g.memory_bytes / 1e9:.1f} GB"
+                    if w >= g.memory_bytes
                     else None
                 )
         return weight_fit[key]

@@ -103,7 +103,8 @@ def build_replica(
     ----------
     model, gpu, precision, framework : catalog ids or objects
     tp, pp : tensor- / pipeline-parallel sizes (GPUs per replica = tp * pp)
-    kv_precision : KV-cache precision id (default: the precision's default)
+    kv_precision : KV-cache precision id (default: what the framework does with a checkpoint
+        in this format, :func:`planner.catalog.default_kv_precision`)
     params : efficiency parameters (default :data:`planner.catalog.efficiency.PRIOR`)
     max_num_seqs, max_num_batched_tokens, memory_utilization, block_size, chunked_prefill,
     prefix_caching, continuous_batching : engine overrides (default: the framework record);
@@ -119,7 +120,8 @@ def build_replica(
     """
 
     cat = catalog or load_catalog()
-    m, g, p, _, fw = cat.resolve(model, gpu, precision, framework, kv_precision)
+    # kv: the given KV precision, else the framework's default for this checkpoint
+    m, g, p, kv, fw = cat.resolve(model, gpu, precision, framework, kv_precision)
     params = params or PRIOR
     require_positive("tp", tp)
     require_positive("pp", pp)
@@ -127,7 +129,7 @@ def build_replica(
     if params is not None and params.serving_eager_layer_s:
         # a serving loop dispatches its eager iterations at its own host's pace
         params = params.with_(eager_layer_s=params.serving_eager_layer_s)
-    sm = step_model(m, g, p, kv_precision, tp, pp, params, cat)
+    sm = step_model(m, g, p, kv.id, tp, pp, params, cat)
     cb = (
         continuous_batching
         if continuous_batching is not None

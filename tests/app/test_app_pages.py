@@ -96,16 +96,26 @@ def test_memory_default_view_matches_planner():
     assert any(plan.reason in x.value and "fits:" in x.value for x in at.success)
 
 
-def test_memory_readme_example_25_sequences_and_hand_checked_kv():
-    """README: llama-3.1-70b fp8 on 2 x H100 SXM, 8k context, no framework (0.9) -> 25."""
+def test_memory_readme_example_29_sequences_and_hand_checked_kv():
+    """README: llama-3.1-70b fp8 on 2 x H100 SXM, 8k context, no framework (0.9) -> 29."""
     at = _app()
     at.selectbox(key="framework").select("(none)").run()
     _no_exception(at)
     assert at.slider[0].value == pytest.approx(0.9)
     plan = plan_memory("llama-3.1-70b", "nvidia-h100-sxm", "fp8", tp=2, context_len=8192)
     m = _metrics(at)
-    assert plan.max_concurrent_sequences == 25
-    assert m["Max concurrent sequences"] == "25"
+    # by hand: 0.9 x 81,559 MiB (the H100 as nvidia-smi reports it, 85,520,809,984 B)
+    # = 76,968,728,985.6 B, less 36,329,504,768 B fp8 weights and 887,750,656 B activations
+    # per GPU = 39,751,473,561.6 B; one 8,192-token sequence holds 8,192 x 163,840 B
+    # = 1,342,177,280 B of bf16 KV -> 29.6 -> 29 sequences
+    assert plan.weight_bytes_per_gpu == 36_329_504_768
+    assert plan.activation_bytes_per_gpu == 887_750_656
+    assert (
+        plan.max_concurrent_sequences
+        == int((0.9 * 81_559 * 2**20 - 36_329_504_768 - 887_750_656) // (8192 * 163_840))
+        == 29
+    )
+    assert m["Max concurrent sequences"] == "29"
     # by hand: 80 layers x 2 (K, V) x 8 KV heads / TP 2 x 128 head_dim x 2 bytes (bf16 KV)
     assert 80 * 2 * (8 // 2) * 128 * 2 == 163_840
     assert m["KV cache per token"] == "163.8 kB"
@@ -130,7 +140,8 @@ def test_memory_curve_stops_at_the_memory_limit():
     util = at.slider[0].value
     cat = load_catalog()
     params, _ = resolve_efficiency("nvidia-h100-sxm", "vllm", "fp8", None, cat)
-    sm = step_model("llama-3.1-70b", "nvidia-h100-sxm", "fp8", None, 2, 1, params, cat)
+    # the page's KV default: vLLM with an fp8 checkpoint -> fp8 KV (the memory plan's too)
+    sm = step_model("llama-3.1-70b", "nvidia-h100-sxm", "fp8", "fp8", 2, 1, params, cat)
     t_ms = float(np.asarray(decode_step(sm, limit, 8192).time_s)) * 1e3
     shown = _metrics(at)[f"Decode step at batch {limit}"]
     assert shown == f"{t_ms:.1f} ms"
@@ -255,13 +266,17 @@ def test_catalog_custom_gpu_is_validated_and_used_by_memory_page():
     at.button[0].click().run()
     _no_exception(at)
     assert any("duplicate" in e.value for e in at.error)
-    # the Memory page plans on it, with the same numbers planner gives on a 141 GB card
+    # the Memory page plans on it, with the same numbers planner gives on a 141 GB card: the
+    # form names no memory type, so "141 GB" counts as 141e9 B (not the H200's 143,771 MiB)
     at.switch_page("app_pages/memory.py").run()
     at.selectbox(key="gpu").select("my-gpu").run()
     _no_exception(at)
+    h200 = load_catalog().gpu("nvidia-h200-sxm")
+    same = h200.model_copy(update={"memory_mib": None, "memory_type": None})
+    assert same.memory_bytes == 141e9
     ref = plan_memory(
         "llama-3.1-70b",
-        "nvidia-h200-sxm",  # same memory size and arch as the custom entry
+        same,  # same memory size and arch as the custom entry
         "fp8",
         tp=2,
         context_len=8192,
@@ -556,8 +571,9 @@ def test_what_if_tok_s_per_gpu_and_cost_come_from_the_curve():
     cat = load_catalog()
     wl, slo = _workload()
     params, prov = resolve_params("nvidia-h100-sxm", "vllm", "fp8", catalog=cat)
+    # the page's KV default: vLLM with an fp8 checkpoint -> fp8 KV
     rep = build_replica(
-        "llama-3.1-8b", "nvidia-h100-sxm", "fp8", "vllm", tp=2, kv_precision="bf16",
+        "llama-3.1-8b", "nvidia-h100-sxm", "fp8", "vllm", tp=2, kv_precision="fp8",
         params=params, params_source=prov, catalog=cat, max_num_seqs=256, context_len=8192,
     )  # fmt: skip
     rows = throughput_latency_curve(
