@@ -64,6 +64,7 @@ from planner.engine.step import StepModel, step_model
 from planner.errors import PlannerError, UnknownIdError, printable
 from planner.files import Progress
 
+_UNSEEN = object()
 OUTPUT_COLUMNS = ("predicted", "provenance", "reason", "settings")
 
 
@@ -192,6 +193,7 @@ class Predictor:
         self._steps: dict[tuple, StepModel] = {}
         self._contexts: dict[tuple, Any] = {}
         self._serving = predict_serving_row
+        self._kv_tags: dict[str, Any] = {}
 
     # ---- model: catalog id or a config.json path
     def model(self, key: str) -> ModelArch:
@@ -218,7 +220,12 @@ class Predictor:
         Rows with the same setup (hardware, model, precision, KV, framework, layout) share
         one resolution, so a file of a million rows resolves each setup once."""
         get = row.get  # raw cells as the key: a stray space only costs one more resolution
-        kv_tag = engine_settings(cell(row, "notes")).kv_cache_dtype  # raises on a bad tag
+        notes = get("notes") or ""
+        kv_tag = self._kv_tags.get(notes, _UNSEEN)
+        if kv_tag is _UNSEEN:  # parsed once per distinct notes text
+            kv_tag = engine_settings(cell(row, "notes")).kv_cache_dtype  # raises on a bad tag
+            if len(self._kv_tags) < 100_000:
+                self._kv_tags[notes] = kv_tag
         key = (
             get("hardware"), get("model"), get("precision"), get("kv_precision"), kv_tag,
             get("framework"), get("tp"), get("pp"), get("n_gpus"),
