@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages.widgets import warm_up_in_background
+
 st.set_page_config(
     page_title="planner: LLM inference capacity", page_icon=":material/memory:", layout="wide"
 )
+warm_up_in_background()  # the simulator's compiled kernel, loaded once per server process
 
 PAGES = {
     "Plan": [

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import widgets as w
-from planner import PlannerError
+from planner import PlannerError, fmt
 
 COLS = {
     "gpu": "GPU",
@@ -34,15 +34,15 @@ COLS = {
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def bar_spec(field: str, title: str, fmt: str) -> dict:
+def bar_spec(field: str, title: str, number_format: str, band: bool = False) -> dict:
     data = alt.Data(name="rows")
-    return (
+    chart = (
         alt.Chart(data)
         .mark_bar()
         .encode(
             y=alt.Y(
                 "gpu_name:N",
-                sort=alt.EncodingSortField(field, order="ascending"),
+                sort=alt.EncodingSortField("order", op="min"),  # the rows' order (by value)
                 title=None,
                 axis=alt.Axis(labelLimit=240),
             ),
@@ -55,13 +55,27 @@ def bar_spec(field: str, title: str, fmt: str) -> dict:
             tooltip=[
                 alt.Tooltip("gpu_name:N", title="GPU"),
                 alt.Tooltip("option:N", title="deployment"),
-                alt.Tooltip(f"{field}:Q", format=fmt, title=title),
+                alt.Tooltip(f"{field}:Q", format=number_format, title=title),
                 alt.Tooltip("provenance:N"),
             ],
         )
-        .properties(height=alt.Step(26))
-        .to_dict()
     )
+    if band:  # the error band of the performance numbers: low-high as an error bar
+        y = alt.Y("gpu_name:N", sort=alt.EncodingSortField("order", op="min"), title=None)
+        chart = chart + (
+            alt.Chart(data)
+            .mark_rule(color="#222", strokeWidth=1.5)
+            .encode(
+                y=y,
+                x=alt.X(f"{field}_low:Q"),
+                x2=alt.X2(f"{field}_high:Q"),
+                tooltip=[
+                    alt.Tooltip(f"{field}_low:Q", format=number_format, title="band low"),
+                    alt.Tooltip(f"{field}_high:Q", format=number_format, title="band high"),
+                ],
+            )
+        )
+    return chart.properties(height=alt.Step(26)).to_dict()
 
 
 st.title("Compare GPUs: the same workload on each")
@@ -82,9 +96,15 @@ if not form.ok:
     st.error("Fix the scenario first: " + "; ".join(m for _, m in form.errors))
     st.stop()
 sc = w.build_scenario(key, form.scenario_json)
+if sc.classes:
+    st.error(
+        "This scenario has request classes; Compare GPUs takes one workload. Plan compares a "
+        "shared pool with a pool per class; or forget the loaded file in the sidebar."
+    )
+    st.stop()
 n = len(sc.constraints.gpus) or len(cat.accelerators)
 st.markdown(
-    f"**{sc.model}** at a planning peak of {sc.workload.traffic.peak():g} req/s "
+    f"**{sc.model}** at a planning peak of {fmt.rate(sc.workload.traffic.peak())} "
     f"(+{sc.constraints.headroom:.0%} headroom); {sc.slo.describe()}; "
     f"{sc.constraints.price_basis.replace('_', '-')} prices."
 )
@@ -113,16 +133,17 @@ if rows:
     c = st.columns(3)
     c[0].metric(
         "Cheapest per token",
-        w.gpu_name(cat, best["gpu"]),
-        help=f"{best['framework']}, {best['precision']}, TP {best['tp']}",
+        best["gpu"],
+        help=f"{w.gpu_name(cat, best['gpu'])}: {best['framework']}, {best['precision']}, "
+        f"TP {best['tp']}",
         border=True,
     )
-    c[1].metric("$/M output tokens", w.fmt_money(best["usd_per_mtok_output"], 3), border=True)
+    c[1].metric("$/M output tokens", fmt.usd(best["usd_per_mtok_output"]), border=True)
     fastest = max(rows, key=lambda r: r["output_tok_s_per_gpu"])
     c[2].metric(
         "Most output tok/s per GPU",
         f"{fastest['output_tok_s_per_gpu']:,.0f}",
-        help=w.gpu_name(cat, fastest["gpu"]),
+        help=f"{w.gpu_name(cat, fastest['gpu'])} ({fastest['gpu']})",
         border=True,
     )
     st.subheader("Side by side")
@@ -148,6 +169,7 @@ if rows:
         "traffic. Provenance: fit = calibrated on this GPU/framework/precision, transferred = "
         "from a coarser group, prior = no calibration."
     )
+    st.code(w.cli_command(form, per_gpu=True), language="bash")
     st.download_button(
         "Comparison (CSV)",
         pd.DataFrame(rows).drop(columns=["assumptions"], errors="ignore").to_csv(index=False),
@@ -159,6 +181,8 @@ if rows:
             "gpu_name": [w.gpu_name(cat, r["gpu"]) for r in rows],
             "option": [f"{r['framework']} {r['precision']} TP{r['tp']}" for r in rows],
             "usd_per_mtok_output": [r["usd_per_mtok_output"] for r in rows],
+            "usd_per_mtok_output_low": [r.get("usd_per_mtok_output_low") for r in rows],
+            "usd_per_mtok_output_high": [r.get("usd_per_mtok_output_high") for r in rows],
             "output_tok_s_per_gpu": [r["output_tok_s_per_gpu"] for r in rows],
             "provenance": [r["provenance"] for r in rows],
         }
@@ -166,19 +190,24 @@ if rows:
     chart["best"] = False
     left, right = st.columns(2)
     with left:
-        st.markdown("**Cost per million output tokens** (lower is better)")
-        d = chart.assign(best=chart["usd_per_mtok_output"] == chart["usd_per_mtok_output"].min())
-        spec = bar_spec("usd_per_mtok_output", "$ per million output tokens", "$.4f")
+        st.markdown(
+            "**Cost per million output tokens** (lower is better; black bars: the error band "
+            "of the performance numbers)"
+        )
+        d = chart.assign(
+            best=chart["usd_per_mtok_output"] == chart["usd_per_mtok_output"].min(),
+            order=chart["usd_per_mtok_output"].rank(method="first"),
+        )
+        has_band = chart["usd_per_mtok_output_low"].notna().any()
+        spec = bar_spec("usd_per_mtok_output", "$ per million output tokens", "$.4f", has_band)
         st.vega_lite_chart(spec=w.with_data(spec, rows=d), width="stretch")
     with right:
         st.markdown("**Output tokens/s per GPU** at the SLO (higher is better)")
-        d = chart.assign(best=chart["output_tok_s_per_gpu"] == chart["output_tok_s_per_gpu"].max())
+        d = chart.assign(
+            best=chart["output_tok_s_per_gpu"] == chart["output_tok_s_per_gpu"].max(),
+            order=chart["output_tok_s_per_gpu"].rank(method="first", ascending=False),
+        )
         spec = bar_spec("output_tok_s_per_gpu", "output tokens/s per GPU", ",.0f")
-        spec = {**spec}
-        spec["encoding"] = {
-            **spec["encoding"],
-            "y": {**spec["encoding"]["y"], "sort": {"field": "output_tok_s_per_gpu", "order": "descending"}},
-        }  # fmt: skip
         st.vega_lite_chart(spec=w.with_data(spec, rows=d), width="stretch")
 else:
     st.warning("No GPU meets this scenario; the reasons are below.")

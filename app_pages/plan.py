@@ -11,11 +11,12 @@ import datetime as dt
 import platform
 
 import altair as alt
+import numpy as np
 import pandas as pd
 import streamlit as st
 
 from app_pages import widgets as w
-from planner import PlannerError
+from planner import PlannerError, fmt
 
 # recommendation field -> column title (units in the titles)
 TABLE = {
@@ -28,10 +29,15 @@ TABLE = {
     "pp": "PP",
     "replicas": "replicas",
     "num_gpus": "GPUs",
+    "num_gpus_low": "GPUs, band low",
+    "num_gpus_high": "GPUs, band high",
     "usd_per_hour": "fleet [$/h]",
     "usd_per_month": "fleet [$/month]",
     "usd_per_month_autoscaled": "autoscaled [$/month]",
     "usd_per_mtok_output": "$/M output tokens",
+    "usd_per_mtok_output_low": "$/M output, band low",
+    "usd_per_mtok_output_high": "$/M output, band high",
+    "robustness": "robustness",
     "usd_per_mtok_total": "$/M tokens (in + out)",
     "max_rate_per_replica": "tested rate [req/s per replica]",
     "ttft_p99_s": "TTFT P99 [ms]",
@@ -119,12 +125,16 @@ def pareto_spec() -> dict:
             tooltip=tip,
         )
     )
-    labels = (
+    # labels right of their point, or left of it in the right half of the chart, so that
+    # none runs past the plot's edge (issue 18: the winner's label was clipped)
+    labels = [
         alt.Chart(pts)
-        .mark_text(align="left", dx=9, dy=-7, fontSize=11)
+        .transform_filter(f"datum.side == '{side}'")
+        .mark_text(align=side, dx=9 if side == "left" else -9, dy=-9, fontSize=11)
         .encode(x=x, y=y, text="short:N", color=alt.value("#333"))
-    )
-    return (front + dots + labels).properties(height=340).to_dict()
+        for side in ("left", "right")
+    ]
+    return alt.layer(front, dots, *labels).properties(height=340).to_dict()
 
 
 def option_label(r: dict) -> str:
@@ -175,7 +185,7 @@ def markdown_report(res: dict, form: w.ScenarioForm, cat) -> str:
         "",
         "## Workload",
         "",
-        f"* traffic: peak {s['peak_rps']:g} req/s, mean {wl.traffic.base_mean_rps():g} req/s, "
+        f"* traffic: peak {fmt.rate(s['peak_rps'])}, mean {fmt.rate(wl.traffic.base_mean_rps())}, "
         f"headroom {s['headroom']:g}",
         f"* lengths: prompt mean {wl.mean_input_tokens():,.0f} tokens "
         f"(p99 {wl.input_quantile_tokens(0.99):,.0f}), answer mean "
@@ -193,7 +203,10 @@ def markdown_report(res: dict, form: w.ScenarioForm, cat) -> str:
         cells = []
         for c in cols:
             v = r[c]
-            cells.append(f"{v:.4g}" if isinstance(v, float) else str(v).replace("|", "/"))
+            if isinstance(v, float):
+                cells.append(fmt.usd(v) if "$" in c else fmt.num(v))
+            else:
+                cells.append(fmt.MISSING if v is None else str(v).replace("|", "/"))
         lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -242,6 +255,89 @@ if not form.ok:
     )
     st.stop()
 sc = w.build_scenario(key, form.scenario_json)
+
+
+def classes_view() -> None:
+    """A request-class scenario: a pool per class against one shared pool (as the CLI)."""
+    n = len(sc.classes)
+    with st.status(f"Sizing {n} request classes, then one shared pool ...") as status:
+        out = w.run_classes(key, form.scenario_json, form.objective, form.top_n)
+        status.update(
+            label="Cannot plan these classes"
+            if "error" in out
+            else f"Sized {n} request classes, each in its own pool and all in one shared pool",
+            state="error" if "error" in out else "complete",
+        )
+    if "error" in out:
+        st.error(out["error"])
+        return
+    st.subheader(out["verdict"])
+    tot = out.get("per_class_total") or {}
+    sh = out["shared"]
+    best = sh["recommendations"][0] if sh else None
+    m = st.columns(4)
+    m[0].metric("A pool per class: GPUs", fmt.count(tot.get("num_gpus")), border=True)
+    m[1].metric("A pool per class: fleet [$/h]", fmt.usd(tot.get("usd_per_hour")), border=True)
+    m[2].metric("Shared pool: GPUs", fmt.count(best["num_gpus"]) if best else "none", border=True)
+    m[3].metric("Shared pool: fleet [$/h]", fmt.usd(best["usd_per_hour"]) if best else "-", border=True)  # fmt: skip
+    st.markdown("#### A pool per class")
+    rows = []
+    for k in sc.classes:
+        r = out["per_class"].get(k.name)
+        row = {"class": k.name, "peak [req/s]": fmt.num(k.workload.traffic.peak()), "SLO": k.slo.describe()}  # fmt: skip
+        if r:
+            row.update(
+                {
+                    "deployment": option_label(r),
+                    "GPUs": fmt.count(r["num_gpus"]),
+                    "fleet [$/h]": fmt.usd(r["usd_per_hour"]),
+                    "$/M output tokens": fmt.usd(r["usd_per_mtok_output"]),
+                    "TTFT P99": fmt.seconds(r["ttft_p99_s"]),
+                    "TPOT P99": fmt.seconds(r["tpot_p99_s"]),
+                    "E2E P99": fmt.seconds(r["e2e_p99_s"]),
+                    "binding constraint": r["binding_constraint"],
+                }
+            )
+        else:
+            row["deployment"] = "none: " + str((out.get("per_class_not") or {}).get(k.name, ""))
+        rows.append(row)
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.markdown("#### One shared pool")
+    if best:
+        st.markdown(
+            f"**{fmt.count(best['num_gpus'])} x {w.gpu_name(cat, best['gpu'])}** "
+            f"({option_label(best)}, {best['replicas']} replicas) at "
+            f"{fmt.usd(best['usd_per_hour'])}/h; {best['provenance']}"
+        )
+        rows = []
+        for k in sc.classes:
+            p = (best.get("per_class") or {}).get(k.name, {})
+            rows.append(
+                {
+                    "class": k.name,
+                    "SLO": k.slo.describe(),
+                    "meets it": "yes" if p.get("ok") else "no",
+                    "attainment [%]": fmt.num(100 * p["attainment"], 3) if p.get("attainment") is not None else "-",
+                    "TTFT P99": fmt.seconds(p.get("ttft_p99_s")),
+                    "TPOT P99": fmt.seconds(p.get("tpot_p99_s")),
+                    "E2E P99": fmt.seconds(p.get("e2e_p99_s")),
+                }
+            )  # fmt: skip
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        st.caption("each class's latency and attainment on its own requests in the merged stream, at the rate the shared fleet is sized for")  # fmt: skip
+        if sh.get("why"):
+            st.markdown(f"**Why this shared pool.** {sh['why']}")
+    else:
+        st.warning(f"No shared deployment serves every class: {out.get('shared_not')}")
+    st.markdown("**Notes.** " + "; ".join(out["notes"]))
+    st.markdown("Same answer from the command line:")
+    st.code(w.cli_command(form), language="bash")
+
+
+if sc.classes:
+    classes_view()
+    w.definitions_expander()
+    st.stop()
 wl = sc.workload
 
 # ---------------------------------------------------------------- workload summary + lengths
@@ -250,9 +346,9 @@ with left:
     st.subheader("Workload")
     peak = wl.traffic.peak()
     st.markdown(
-        f"- **{sc.model}**, planning peak **{peak:g} req/s** x (1 + {sc.constraints.headroom:g} "
-        f"headroom) = {peak * (1 + sc.constraints.headroom):g} req/s; mean "
-        f"{wl.traffic.base_mean_rps():g} req/s\n"
+        f"- **{sc.model}**, planning peak **{fmt.rate(peak)}** x (1 + {sc.constraints.headroom:g} "
+        f"headroom) = {fmt.rate(peak * (1 + sc.constraints.headroom))}; mean "
+        f"{fmt.rate(wl.traffic.base_mean_rps())}\n"
         f"- prompt: mean **{wl.mean_input_tokens():,.0f}** tokens, p99 "
         f"{wl.input_quantile_tokens(0.99):,.0f}\n"
         f"- answer: mean **{wl.mean_output_tokens():,.0f}** tokens, p99 "
@@ -292,19 +388,34 @@ if "error" in res:
 recs = res["recommendations"]
 win = recs[0]
 st.subheader(
-    f"Recommended: {win['num_gpus']} x {w.gpu_name(cat, win['gpu'])} "
+    f"Recommended: {fmt.count(win['num_gpus'])} x {w.gpu_name(cat, win['gpu'])} "
     f"({win['framework']}, {win['precision']}, TP {win['tp']})"
 )
 m = st.columns(5)
 m[0].metric(
-    "GPUs", f"{win['num_gpus']}", help=f"{win['replicas']} replicas x {win['tp']} TP", border=True
+    "GPUs",
+    fmt.count(win["num_gpus"]),
+    help=f"{win['replicas']} replicas x {win['tp']} TP",
+    border=True,
 )
-m[1].metric("Fleet [$/month]", w.fmt_money(win["usd_per_month"]), help=f"{w.fmt_money(win['usd_per_hour'])}/h; autoscaled to the daily profile {w.fmt_money(win['usd_per_month_autoscaled'])}/month", border=True)  # fmt: skip
-m[2].metric("$/M output tokens", w.fmt_money(win["usd_per_mtok_output"], 3), help=f"at the planned traffic, fixed fleet; in + out tokens: {w.fmt_money(win['usd_per_mtok_total'], 3)}/M", border=True)  # fmt: skip
+m[1].metric("Fleet [$/month]", fmt.usd(win["usd_per_month"]), help=f"{fmt.usd(win['usd_per_hour'])}/h; autoscaled to the daily profile {fmt.usd(win['usd_per_month_autoscaled'])}/month", border=True)  # fmt: skip
+m[2].metric("$/M output tokens", fmt.usd(win["usd_per_mtok_output"]), help=f"at the planned traffic, fixed fleet; in + out tokens: {fmt.usd(win['usd_per_mtok_total'])}/M", border=True)  # fmt: skip
 m[3].metric("TTFT P99", f"{win['ttft_p99_s'] * 1e3:,.0f} ms", help="at the rate the fleet is sized for", border=True)  # fmt: skip
 m[4].metric("TPOT P99", f"{win['tpot_p99_s'] * 1e3:,.1f} ms", help="at the rate the fleet is sized for", border=True)  # fmt: skip
 
 
+band = win.get("error_band") or {}
+if win.get("num_gpus_low") is not None:
+    lo, hi = win["num_gpus_low"], win["num_gpus_high"]
+    st.caption(
+        f"Uncertainty: with the {band.get('tier', '')} error band of the performance numbers "
+        f"(capacity x {band.get('low_ratio', float('nan')):.2f} to "
+        f"{band.get('high_ratio', float('nan')):.2f}, ~80 % of held-out measurements), the "
+        f"fleet needs **{fmt.count(lo)} to {fmt.count(hi)} GPUs** and costs "
+        f"{fmt.usd(win['usd_per_mtok_output_low'])} to {fmt.usd(win['usd_per_mtok_output_high'])}"
+        " per million output tokens"
+        + (f"; the choice is {win['robustness']}." if win.get("robustness") else ".")
+    )
 st.markdown(f"**Why it wins.** {res['why']}")
 spread = win.get("price_spread") or {}
 st.markdown(
@@ -335,6 +446,8 @@ st.dataframe(
         "fleet [$/month]": st.column_config.NumberColumn(format="$%,.0f"),
         "autoscaled [$/month]": st.column_config.NumberColumn(format="$%,.0f"),
         "$/M output tokens": st.column_config.NumberColumn(format="$%.4f"),
+        "$/M output, band low": st.column_config.NumberColumn(format="$%.4f"),
+        "$/M output, band high": st.column_config.NumberColumn(format="$%.4f"),
         "$/M tokens (in + out)": st.column_config.NumberColumn(format="$%.4f"),
         "tested rate [req/s per replica]": st.column_config.NumberColumn(format="%.2f"),
         "TTFT P99 [ms]": st.column_config.NumberColumn(format="%.0f"),
@@ -359,7 +472,7 @@ c0.page_link(
         "wi_gpu": win["gpu"],
         "wi_fw": win["framework"],
         "wi_prec": win["precision"],
-        f"wi_kv_{win['precision']}": win["kv_precision"],
+        f"wi_kv_{win['precision']}_{win['framework']}": win["kv_precision"],
         "wi_tp": str(win["tp"] if win["tp"] in (1, 2, 4, 8) else 8),
     },
 )
@@ -378,6 +491,9 @@ c2.download_button(
 c3.download_button(
     "Scenario (YAML)", w.scenario_yaml(form), file_name="scenario.yaml", mime="application/x-yaml"
 )
+
+st.caption("Same answer from the command line (download the scenario above):")
+st.code(w.cli_command(form), language="bash")
 
 # ---------------------------------------------------------------- pareto
 st.subheader("Cost vs latency")
@@ -409,6 +525,8 @@ for _, idx in pts.groupby(pos).groups.items():
     if 1 in ranks:
         text += f"  {recs[0]['gpu']} {recs[0]['precision']} TP{recs[0]['tp']} (recommended)"
     pts.loc[first, "short"] = text
+lo, hi = pts["e2e_p99_s"].min(), pts["e2e_p99_s"].max()
+pts["side"] = np.where(pts["e2e_p99_s"] > (lo + hi) / 2, "right", "left")
 st.vega_lite_chart(spec=w.with_data(pareto_spec(), options=pts), width="stretch")
 st.caption(
     "Each point is a ranked option at the traffic the fleet is sized for; the dashed line "

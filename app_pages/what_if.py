@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import widgets as w
-from planner import PlannerError, default_kv_precision
+from planner import PlannerError, default_kv_precision, fmt
 
 BASELINE = "wi_baseline"
 TPS = [1, 2, 4, 8]
@@ -192,199 +192,220 @@ if not form.ok:
     st.error("Fix the scenario first: " + "; ".join(m for _, m in form.errors))
     st.stop()
 sc = w.build_scenario(key, form.scenario_json)
+if sc.classes:
+    st.error(
+        "This scenario has request classes; What-if takes one workload. Plan compares a "
+        "shared pool with a pool per class; or forget the loaded file in the sidebar."
+    )
+    st.stop()
 model = cat.model(sc.model)
 
-gpu_ids = [g.id for g in cat.accelerators]
-fw_ids = [f.id for f in cat.frameworks if f.id != "pytorch"]
-prec_ids = [p.id for p in cat.precisions]
-c = st.columns([2, 1.3, 1.2, 1.2])
-gpu = c[0].selectbox(
-    "GPU", gpu_ids, key="wi_gpu", bind="query-params",
-    **w._default("wi_gpu", opts=gpu_ids, index=w._index(gpu_ids, "nvidia-h100-sxm")),
-)  # fmt: skip
-fw = c[1].selectbox(
-    "Framework", fw_ids, key="wi_fw", bind="query-params",
-    **w._default("wi_fw", opts=fw_ids, index=fw_ids.index("vllm") if "vllm" in fw_ids else 0),
-)  # fmt: skip
-prec = c[2].selectbox(
-    "Precision", prec_ids, key="wi_prec", bind="query-params",
-    **w._default("wi_prec", opts=prec_ids, index=prec_ids.index("fp8") if "fp8" in prec_ids else 0),
-)  # fmt: skip
-p = cat.precision(prec)
-kv_def = default_kv_precision(p, cat.framework(fw), model)  # what fw does with the checkpoint
-kv_opts = list(dict.fromkeys([kv_def.id, *p.kv_options]))
-kv = c[3].selectbox(
-    "KV precision", kv_opts, key=f"wi_kv_{prec}_{fw}", bind="query-params",
-    help=f"default {kv_def.id}: {kv_def.basis}",
-    **w._default(f"wi_kv_{prec}_{fw}", opts=kv_opts, index=0),
-)  # fmt: skip
-c = st.columns(3)
-tp = c[0].select_slider(
-    "TP (GPUs per replica)", TPS, key="wi_tp", bind="query-params", **w._default("wi_tp", value=2)
-)
-ctx_opts = [x for x in CONTEXTS if not model.max_position_embeddings or x <= model.max_position_embeddings]  # fmt: skip
-context = c[1].select_slider(
-    "Context length (max_model_len) [tokens]", ctx_opts, key="wi_ctx", bind="query-params",
-    **w._default("wi_ctx", value=8192 if 8192 in ctx_opts else ctx_opts[-1]),
-)  # fmt: skip
-mns = c[2].select_slider(
-    "Max concurrency (max_num_seqs)", MAX_SEQS, key="wi_seqs", bind="query-params",
-    help="the engine's cap on sequences in a batch", **w._default("wi_seqs", value=256),
-)  # fmt: skip
-for k_, v_ in (("wi_gpu", gpu), ("wi_fw", fw), ("wi_prec", prec), ("wi_tp", tp), ("wi_ctx", context), ("wi_seqs", mns)):  # fmt: skip
-    w._keep(k_, v_)
-knobs = Knobs(gpu, fw, prec, kv, int(tp), int(context), int(mns))
 
-# ---------------------------------------------------------------- memory
-fwrec = cat.framework(fw)
-setup = w.Setup(
-    model=sc.model,
-    gpu=gpu,
-    precision=prec,
-    kv_precision=kv,
-    framework=fw,
-    tp=int(tp),
-    pp=1,
-    context=int(context),
-    utilization=float(fwrec.default_memory_utilization),
-)
-g = cat.gpu(gpu)
-if g.memory_gb is None:
-    st.error(f"{g.name}: memory size not in the catalog; pick another GPU or add it on Catalog.")
-    st.stop()
-plan = w.memory_plan(key, setup)
-if "error" in plan:
-    st.error(f"Cannot plan this deployment: {plan['error']}")
-    st.stop()
+@st.fragment
+def deployment() -> None:
+    """The knobs and everything computed from them: a knob change re-runs only this
+    fragment (the sidebar scenario form stays as it is)."""
+    gpu_ids = [g.id for g in cat.accelerators]
+    fw_ids = [f.id for f in cat.frameworks if f.id != "pytorch"]
+    prec_ids = [p.id for p in cat.precisions]
+    c = st.columns([2, 1.3, 1.2, 1.2])
+    gpu = c[0].selectbox(
+        "GPU", gpu_ids, key="wi_gpu", bind="query-params",
+        **w._default("wi_gpu", opts=gpu_ids, index=w._index(gpu_ids, "nvidia-h100-sxm")),
+    )  # fmt: skip
+    fw = c[1].selectbox(
+        "Framework", fw_ids, key="wi_fw", bind="query-params",
+        **w._default("wi_fw", opts=fw_ids, index=fw_ids.index("vllm") if "vllm" in fw_ids else 0),
+    )  # fmt: skip
+    prec = c[2].selectbox(
+        "Precision", prec_ids, key="wi_prec", bind="query-params",
+        **w._default("wi_prec", opts=prec_ids, index=prec_ids.index("fp8") if "fp8" in prec_ids else 0),
+    )  # fmt: skip
+    p = cat.precision(prec)
+    kv_def = default_kv_precision(p, cat.framework(fw), model)  # what fw does with the checkpoint
+    kv_opts = list(dict.fromkeys([kv_def.id, *p.kv_options]))
+    kv = c[3].selectbox(
+        "KV precision", kv_opts, key=f"wi_kv_{prec}_{fw}", bind="query-params",
+        help=f"default {kv_def.id}: {kv_def.basis}",
+        **w._default(f"wi_kv_{prec}_{fw}", opts=kv_opts, index=0),
+    )  # fmt: skip
+    c = st.columns(3)
+    tp = c[0].select_slider(
+        "TP (GPUs per replica)",
+        TPS,
+        key="wi_tp",
+        bind="query-params",
+        **w._default("wi_tp", value=2),
+    )
+    ctx_opts = [x for x in CONTEXTS if not model.max_position_embeddings or x <= model.max_position_embeddings]  # fmt: skip
+    context = c[1].select_slider(
+        "Context length (max_model_len) [tokens]", ctx_opts, key="wi_ctx", bind="query-params",
+        format_func=lambda v: f"{v:,}",
+        **w._default("wi_ctx", value=8192 if 8192 in ctx_opts else ctx_opts[-1]),
+    )  # fmt: skip
+    mns = c[2].select_slider(
+        "Max concurrency (max_num_seqs)", MAX_SEQS, key="wi_seqs", bind="query-params",
+        help="the engine's cap on sequences in a batch", **w._default("wi_seqs", value=256),
+    )  # fmt: skip
+    for k_, v_ in (("wi_gpu", gpu), ("wi_fw", fw), ("wi_prec", prec), ("wi_tp", tp), ("wi_ctx", context), ("wi_seqs", mns)):  # fmt: skip
+        w._keep(k_, v_)
+    knobs = Knobs(gpu, fw, prec, kv, int(tp), int(context), int(mns))
 
-res = evaluate(key, form.scenario_json, knobs)
+    # ---------------------------------------------------------------- memory
+    fwrec = cat.framework(fw)
+    setup = w.Setup(
+        model=sc.model,
+        gpu=gpu,
+        precision=prec,
+        kv_precision=kv,
+        framework=fw,
+        tp=int(tp),
+        pp=1,
+        context=int(context),
+        utilization=float(fwrec.default_memory_utilization),
+    )
+    g = cat.gpu(gpu)
+    if g.memory_gb is None:
+        st.error(
+            f"{g.name}: memory size not in the catalog; pick another GPU or add it on Catalog."
+        )
+        st.stop()
+    plan = w.memory_plan(key, setup)
+    if "error" in plan:
+        st.error(f"Cannot plan this deployment: {plan['error']}")
+        st.stop()
 
-# ---------------------------------------------------------------- metrics (+ baseline deltas)
-s = res.get("summary", {})
-vals = {
-    "Sequences that fit": (plan["max_concurrent_sequences"], "{:,.0f}", "normal"),
-    "TTFT P99 [ms]": (s.get("ttft_p99_s", np.nan) * 1e3, "{:,.0f}", "inverse"),
-    "TPOT P99 [ms]": (s.get("tpot_p99_s", np.nan) * 1e3, "{:,.1f}", "inverse"),
-    "TTFT P50 [ms]": (s.get("ttft_p50_s", np.nan) * 1e3, "{:,.0f}", "inverse"),
-    "TPOT P50 [ms]": (s.get("tpot_p50_s", np.nan) * 1e3, "{:,.1f}", "inverse"),
-    "Output tok/s per GPU": (res.get("tok_s_per_gpu", np.nan), "{:,.0f}", "normal"),
-    "$/M output tokens": (res.get("usd_per_mtok_planned", np.nan), "${:,.3f}", "inverse"),
-    "GPUs needed": (res.get("num_gpus", np.nan), "{:,.0f}", "inverse"),
-    "Fleet [$/month]": (res.get("usd_per_month", np.nan), "${:,.0f}", "inverse"),
-    "$/M tokens, full load": (res.get("usd_per_mtok_full", np.nan), "${:,.3f}", "inverse"),
-}
-base = st.session_state.get(BASELINE)
-head = st.columns([1, 1, 4])
-if base:
-    head[2].markdown(f"**Baseline:** {base['label']}")
-if head[0].button("Pin as baseline", type="primary", help="compare every number with this one"):
-    st.session_state[BASELINE] = {
-        "label": knobs.label(),
-        "knobs": asdict(knobs),
-        "values": {k: float(v[0]) for k, v in vals.items()},
+    res = evaluate(key, form.scenario_json, knobs)
+
+    # ---------------------------------------------------------------- metrics (+ baseline deltas)
+    s = res.get("summary", {})
+    vals = {
+        "Sequences that fit": (plan["max_concurrent_sequences"], "{:,.0f}", "normal"),
+        "TTFT P99 [ms]": (s.get("ttft_p99_s", np.nan) * 1e3, "{:,.0f}", "inverse"),
+        "TPOT P99 [ms]": (s.get("tpot_p99_s", np.nan) * 1e3, "{:,.1f}", "inverse"),
+        "TTFT P50 [ms]": (s.get("ttft_p50_s", np.nan) * 1e3, "{:,.0f}", "inverse"),
+        "TPOT P50 [ms]": (s.get("tpot_p50_s", np.nan) * 1e3, "{:,.1f}", "inverse"),
+        "Output tok/s per GPU": (res.get("tok_s_per_gpu", np.nan), "{:,.0f}", "normal"),
+        "$/M output tokens": (res.get("usd_per_mtok_planned", np.nan), "${:,.3f}", "inverse"),
+        "GPUs needed": (res.get("num_gpus", np.nan), "{:,.0f}", "inverse"),
+        "Fleet [$/month]": (res.get("usd_per_month", np.nan), "${:,.0f}", "inverse"),
+        "$/M tokens, full load": (res.get("usd_per_mtok_full", np.nan), "${:,.3f}", "inverse"),
     }
-    base = st.session_state[BASELINE]
-    head[2].markdown(f"**Baseline:** {base['label']}")
-if base and head[1].button("Clear baseline"):
-    st.session_state.pop(BASELINE, None)
-    base = None
-    st.rerun()
+    base = st.session_state.get(BASELINE)
+    head = st.columns([1, 1, 4])
+    if base:
+        head[2].markdown(f"**Baseline:** {base['label']}")
+    if head[0].button("Pin as baseline", type="primary", help="compare every number with this one"):
+        st.session_state[BASELINE] = {
+            "label": knobs.label(),
+            "knobs": asdict(knobs),
+            "values": {k: float(v[0]) for k, v in vals.items()},
+        }
+        base = st.session_state[BASELINE]
+        head[2].markdown(f"**Baseline:** {base['label']}")
+    if base and head[1].button("Clear baseline"):
+        st.session_state.pop(BASELINE, None)
+        base = None
+        st.rerun()
 
-cols = st.columns(5)
-for i, (label, (v, fmt, color)) in enumerate(vals.items()):
-    shown = fmt.format(v) if np.isfinite(v) else "-"
-    delta = None
-    if base and label in base["values"]:
-        b = base["values"][label]
-        if np.isfinite(v) and np.isfinite(b):
-            d = v - b
-            mag = fmt.format(abs(d))
-            same = mag == fmt.format(0)  # a difference smaller than the shown digits
-            delta = mag if same else f"{'+' if d > 0 else '-'}{mag}"
-    tip = {
-        "$/M output tokens": "at the planned traffic (mean rate), fixed fleet: fleet $/h / "
-        "output tokens per hour, as on the Plan page",
-        "$/M tokens, full load": "output tokens at full load: price / (output tok/s per GPU "
-        "x 3600) x 1e6",
-        "Output tok/s per GPU": "the curve's best point meeting the SLO",
-        "Sequences that fit": "full-context sequences that fit in the KV cache",
-    }.get(label)
-    cols[i % 5].metric(label, shown, delta=delta, delta_color=color, border=True, help=tip)
-if "error" in res:
-    st.error(f"Cannot simulate this deployment: {res['error']}")
-if res.get("fit_warning"):
-    st.warning(res["fit_warning"])
-if res.get("no_capacity"):
-    st.warning(f"This deployment cannot meet the SLO: {res['no_capacity']}.")
-if "replicas" in res:
-    st.caption(
-        f"Latency percentiles simulated at the scenario's rate per replica: planning peak "
-        f"{sc.workload.traffic.peak():g} req/s x (1 + {sc.constraints.headroom:g}) over "
-        f"{res['replicas']} replica(s) = {res['rate_per_replica']:.2f} req/s each. Output tok/s "
-        "per GPU: the curve's best point meeting the SLO (closed loop); $/M output tokens at the "
-        "planned mean traffic with this fleet, and at that full load, with "
-        f"${res['usd_per_gpu_hour'] or float('nan'):.2f}/GPU-h ({res['price_note']}). "
-        f"Performance parameters: {res['provenance']}. The Plan page's numbers come from a "
-        "finer capacity search and can differ slightly."
-    )
+    cols = st.columns(5)
+    for i, (label, (v, pattern, color)) in enumerate(vals.items()):
+        shown = pattern.format(v) if np.isfinite(v) else "-"
+        delta = None
+        if base and label in base["values"]:
+            b = base["values"][label]
+            if np.isfinite(v) and np.isfinite(b):
+                d = v - b
+                mag = pattern.format(abs(d))
+                same = mag == pattern.format(0)  # a difference smaller than the shown digits
+                delta = mag if same else f"{'+' if d > 0 else '-'}{mag}"
+        tip = {
+            "$/M output tokens": "at the planned traffic (mean rate), fixed fleet: fleet $/h / "
+            "output tokens per hour, as on the Plan page",
+            "$/M tokens, full load": "output tokens at full load: price / (output tok/s per GPU "
+            "x 3600) x 1e6",
+            "Output tok/s per GPU": "the curve's best point meeting the SLO",
+            "Sequences that fit": "full-context sequences that fit in the KV cache",
+        }.get(label)
+        cols[i % 5].metric(label, shown, delta=delta, delta_color=color, border=True, help=tip)
+    if "error" in res:
+        st.error(f"Cannot simulate this deployment: {res['error']}")
+    if res.get("fit_warning"):
+        st.warning(res["fit_warning"])
+    if res.get("no_capacity"):
+        st.warning(f"This deployment cannot meet the SLO: {res['no_capacity']}.")
+    if "replicas" in res:
+        st.caption(
+            f"Latency percentiles simulated at the scenario's rate per replica: planning peak "
+            f"{fmt.rate(sc.workload.traffic.peak())} x (1 + {sc.constraints.headroom:g}) over "
+            f"{res['replicas']} replica(s) = {res['rate_per_replica']:.2f} req/s each. Output tok/s "
+            "per GPU: the curve's best point meeting the SLO (closed loop); $/M output tokens at the "
+            "planned mean traffic with this fleet, and at that full load, with "
+            f"${res['usd_per_gpu_hour'] or float('nan'):.2f}/GPU-h ({res['price_note']}). "
+            f"Performance parameters: {res['provenance']}. The Plan page's numbers come from a "
+            "finer capacity search and can differ slightly."
+        )
 
-# ---------------------------------------------------------------- charts
-left, right = st.columns(2)
-with left:
-    st.subheader(f"Memory of one {g.name}")
-    split = w.memory_split(plan)
-    split["gpu"] = f"GPU 1 of {tp}"
-    cap_gb = plan["gpu_memory_bytes"] / w.GB
-    st.vega_lite_chart(
-        spec=w.with_data(
-            w.memory_bar_spec(legend="right", labelled=False, height=120),
-            split=split,
-            capacity=pd.DataFrame({"capacity": [cap_gb]}),
-        ),
-        width="stretch",
-    )
-    st.caption(
-        f"{plan['reason']} Dashed red line: the card's {cap_gb:.0f} GB. "
-        f"{plan['max_concurrent_sequences']:,} sequences of {context:,} tokens fit; the engine "
-        f"runs at most {mns}."
-    )
-with right:
-    st.subheader("Throughput vs latency")
-    curve = res.get("curve")
-    if not curve:
-        st.info("No curve: the deployment cannot be simulated (see the message above).")
-    else:
-        df = pd.DataFrame(curve)
-        metric = st.radio(
-            "Latency on the y axis",
-            ["TPOT P99", "TTFT P99"],
-            horizontal=True,
-            key="wi_axis",
-            bind="query-params",
-        )
-        field = "tpot_p99_ms" if metric == "TPOT P99" else "ttft_p99_ms"
-        df["tpot_p99_ms"] = df["tpot_p99_s"] * 1e3
-        df["ttft_p99_ms"] = df["ttft_p99_s"] * 1e3
-        df["which"] = "closed-loop clients (1, 2, 4, ...)"
-        df["slo_ok"] = df.get("slo_ok", True)
-        target = sc.slo.tpot if metric == "TPOT P99" else sc.slo.ttft
-        slo_df = pd.DataFrame(
-            {"ms": [target.max_s * 1e3], "label": [f"SLO: {target.max_s * 1e3:,.0f} ms"]}
-            if target is not None
-            else {"ms": [], "label": []}
-        )
-        kn = df[df["is_knee"]].copy()
-        kn["label"] = [f"knee: {int(c_)} clients" for c_ in kn["concurrency"]]
-        title = f"{metric} [ms] (log scale)"
+    # ---------------------------------------------------------------- charts
+    left, right = st.columns(2)
+    with left:
+        st.subheader(f"Memory of one {g.name}")
+        split = w.memory_split(plan)
+        split["gpu"] = f"GPU 1 of {tp}"
+        cap_gb = plan["gpu_memory_bytes"] / w.GB
         st.vega_lite_chart(
-            spec=w.with_data(curve_spec(field, title), curve=df, slo=slo_df, knee=kn),
+            spec=w.with_data(
+                w.memory_bar_spec(legend="right", labelled=False, height=120),
+                split=split,
+                capacity=pd.DataFrame({"capacity": [cap_gb]}),
+            ),
             width="stretch",
         )
         st.caption(
-            "Each point: that many clients sending back to back (closed loop). The knee "
-            "(orange) is the point of best throughput per unit of latency; the red line is the "
-            "SLO target. Beyond the knee latency grows faster than throughput."
+            f"{plan['reason']} Dashed red line: the card's {cap_gb:.0f} GB. "
+            f"{plan['max_concurrent_sequences']:,} sequences of {context:,} tokens fit; the engine "
+            f"runs at most {mns}."
         )
-if base:
-    st.caption(f"Deltas against the baseline: {base['label']}.")
+    with right:
+        st.subheader("Throughput vs latency")
+        curve = res.get("curve")
+        if not curve:
+            st.info("No curve: the deployment cannot be simulated (see the message above).")
+        else:
+            df = pd.DataFrame(curve)
+            metric = st.radio(
+                "Latency on the y axis",
+                ["TPOT P99", "TTFT P99"],
+                horizontal=True,
+                key="wi_axis",
+                bind="query-params",
+            )
+            field = "tpot_p99_ms" if metric == "TPOT P99" else "ttft_p99_ms"
+            df["tpot_p99_ms"] = df["tpot_p99_s"] * 1e3
+            df["ttft_p99_ms"] = df["ttft_p99_s"] * 1e3
+            df["which"] = "closed-loop clients (1, 2, 4, ...)"
+            df["slo_ok"] = df.get("slo_ok", True)
+            target = sc.slo.tpot if metric == "TPOT P99" else sc.slo.ttft
+            slo_df = pd.DataFrame(
+                {"ms": [target.max_s * 1e3], "label": [f"SLO: {target.max_s * 1e3:,.0f} ms"]}
+                if target is not None
+                else {"ms": [], "label": []}
+            )
+            kn = df[df["is_knee"]].copy()
+            kn["label"] = [f"knee: {int(c_)} clients" for c_ in kn["concurrency"]]
+            title = f"{metric} [ms] (log scale)"
+            st.vega_lite_chart(
+                spec=w.with_data(curve_spec(field, title), curve=df, slo=slo_df, knee=kn),
+                width="stretch",
+            )
+            st.caption(
+                "Each point: that many clients sending back to back (closed loop). The knee "
+                "(orange) is the point of best throughput per unit of latency; the red line is the "
+                "SLO target. Beyond the knee latency grows faster than throughput."
+            )
+    if base:
+        st.caption(f"Deltas against the baseline: {base['label']}.")
+
+
+deployment()
 w.definitions_expander()

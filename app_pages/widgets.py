@@ -27,6 +27,7 @@ from planner import (
     RentalPrice,
     decode_step,
     default_kv_precision,
+    fmt,
     load_catalog,
     plan_memory,
     resolve_efficiency,
@@ -51,6 +52,39 @@ PP_OPTIONS = [1, 2, 4, 8]
 CUSTOM_GPUS = "custom_gpus"
 CUSTOM_PRICES = "custom_prices"
 CUSTOM_MODELS = "custom_models"
+
+
+# --------------------------------------------------------------------------- warm-up
+def warm_up() -> float:
+    """Load the simulator's compiled kernel (compile it on a fresh install, 20-60 s; load it
+    from numba's cache otherwise, ~0.5-3 s) with one tiny search; returns the seconds taken.
+
+    ``scripts/warm_up.py`` runs it once at install; the app runs it in a background thread
+    when a server process starts (:func:`warm_up_in_background`)."""
+    import time
+
+    from planner.recommend import recommend
+    from planner.workload import SLO, Workload
+
+    t0 = time.perf_counter()
+    wl = Workload.model_validate({"preset": "chat", "traffic": {"mean_rps": 1.0, "peak_rps": 1.0}})
+    slo = SLO.model_validate({"tpot": {"max_s": 0.1}})
+    recommend(
+        "llama-3.1-8b", wl, slo, catalog=base_catalog(), gpus=("nvidia-h100-sxm",),
+        frameworks=("vllm",), precisions=("fp8",), top_n=1,
+    )  # fmt: skip
+    return time.perf_counter() - t0
+
+
+@st.cache_resource(show_spinner=False)
+def warm_up_in_background() -> Any:
+    """Start :func:`warm_up` in a daemon thread, once per server process (the first page
+    a user opens need not wait for the kernel when it asks for no simulation)."""
+    import threading
+
+    t = threading.Thread(target=warm_up, name="planner-warm-up", daemon=True)
+    t.start()
+    return t
 
 
 # --------------------------------------------------------------------------- catalog
@@ -483,6 +517,12 @@ SCENARIO_DEFAULTS: dict[str, Any] = {
 }
 _STASH = "_scenario_stash"
 _LOADED = "_scenario_loaded_id"
+_BASE = "_scenario_base"  # the uploaded file: name, JSON, the form values it set, notes
+_UPLOAD_ERROR = "_scenario_upload_error"
+#: session_state key of a pending scenario upload, ``(file name, bytes)`` (the uploader's
+#: file, or one a test puts there: AppTest has no file uploader)
+UPLOAD = "scenario_upload"
+RPS_MIN, RPS_MAX = 1e-6, 1e7
 
 
 def _stash() -> dict[str, Any]:
@@ -540,65 +580,214 @@ def _length_to_form(dist: Any) -> tuple[int, int]:
     return int(round(dist.mean_tokens())), int(round(dist.quantile_tokens(0.9)))
 
 
+def _form_values(sc: Any, data: dict[str, Any], cat: Catalog) -> tuple[dict[str, Any], list[str]]:
+    """The form's widget values for a validated scenario, and notes on what the widgets show
+    only approximately (the file's own value is used until the widget is changed)."""
+    notes: list[str] = []
+    if sc.model not in [m.id for m in cat.models]:
+        raise PlannerError(f"uploaded scenario: model '{sc.model}' is not in the catalog")
+    vals: dict[str, Any] = {"model": cat.model(sc.model).id}
+    if not sc.classes:
+        raw_wl = data.get("workload", {}) or {}
+        wl = sc.require_workload()
+        preset = raw_wl.get("preset")
+        if preset in PRESET_NAMES and not (
+            raw_wl.get("input_tokens") or raw_wl.get("output_tokens")
+        ):
+            vals["preset"] = preset
+        else:
+            vals["preset"] = CUSTOM_LENGTHS
+            vals["in_mean"], vals["in_p90"] = _length_to_form(wl.input_tokens)
+            vals["out_mean"], vals["out_p90"] = _length_to_form(wl.output_tokens)
+            if not (
+                getattr(wl.input_tokens, "kind", "") == "lognormal"
+                and getattr(wl.output_tokens, "kind", "") == "lognormal"
+            ):
+                notes.append("lengths: the form shows a lognormal with the file's mean and p90")
+        tr = wl.traffic
+        vals["mean_rps"] = float(tr.base_mean_rps())
+        vals["peak_rps"] = float(tr.peak_rps or tr.peak())
+        shape = "flat (no daily profile)"
+        if tr.daily_profile is not None:
+            match = [k for k, v in DAILY_SHAPES.items() if v == tuple(tr.daily_profile)]
+            if match:
+                shape = match[0]
+            else:
+                notes.append("the file's daily profile is not one of the form's shapes")
+        vals["daily"] = shape
+        for k in ("ttft", "tpot", "e2e"):
+            t = getattr(sc.slo, k)
+            if t is not None and t.percentile != 99:
+                notes.append(f"{k.upper()} target at p{t.percentile:g}: the form shows P99")
+        vals["ttft"] = float(sc.slo.ttft.max_s) if sc.slo.ttft else 0.0
+        vals["tpot_ms"] = int(round(sc.slo.tpot.max_s * 1e3)) if sc.slo.tpot else 0
+        vals["e2e"] = float(sc.slo.e2e.max_s) if sc.slo.e2e else 0.0
+        vals["attainment"] = float(sc.slo.attainment or 0.99)
+    c = sc.constraints
+    vals["headroom"] = float(c.headroom)
+    vals["basis"] = c.price_basis
+    vals["provider"] = c.providers[0] if c.providers else ANY_PROVIDER
+    if len(c.providers) > 1:
+        notes.append(f"providers {', '.join(c.providers)}: the form shows the first")
+    vals["gpus"] = [cat.gpu(g).id for g in c.gpus] if c.gpus else list(PLAN_GPUS)
+    vals["all_gpus"] = not c.gpus
+    vals["frameworks"] = [cat.framework(f).id for f in c.frameworks]
+    vals["precisions"] = [cat.precision(p).id for p in c.precisions]
+    vals["max_gpus"] = int(c.max_total_gpus or 0)
+    vals["budget"] = int(c.max_usd_per_month or 0)
+    hidden = [
+        k
+        for k in (
+            "max_gpus_per_replica",
+            "kv_precisions",
+            "min_weight_bits",
+            "usd_per_gpu_hour",
+            "fit_percentile",
+            "tps",
+            "max_usd_per_hour",
+        )
+        if k in (data.get("constraints") or {})
+    ]
+    if "serving" in data:
+        hidden.append("serving")
+    if hidden:
+        notes.append("used from the file (not in the form): " + ", ".join(hidden))
+    return vals, notes
+
+
+def _set_form(vals: dict[str, Any]) -> None:
+    for k, v in vals.items():
+        st.session_state[k] = v
+        _stash()[k] = v
+
+
 def apply_scenario(data: dict[str, Any], cat: Catalog) -> list[str]:
     """Copy a validated scenario (a loaded YAML) into the form's widgets; returns notes on
     what the form cannot show exactly."""
     from planner.scenario import scenario_from_dict
 
     sc = scenario_from_dict(data, where="uploaded scenario")
-    notes: list[str] = []
-    ss = st.session_state
-    if sc.model not in [m.id for m in cat.models]:
-        raise PlannerError(f"uploaded scenario: model '{sc.model}' is not in the catalog")
-    vals: dict[str, Any] = {"model": cat.model(sc.model).id}
-    raw_wl = data.get("workload", {}) or {}
-    wl = sc.require_workload()  # a multi-class scenario is a one-line error here
-    preset = raw_wl.get("preset")
-    if preset in PRESET_NAMES and not (raw_wl.get("input_tokens") or raw_wl.get("output_tokens")):
-        vals["preset"] = preset
-    else:
-        vals["preset"] = CUSTOM_LENGTHS
-        vals["in_mean"], vals["in_p90"] = _length_to_form(wl.input_tokens)
-        vals["out_mean"], vals["out_p90"] = _length_to_form(wl.output_tokens)
-        if not (
-            getattr(wl.input_tokens, "kind", "") == "lognormal"
-            and getattr(wl.output_tokens, "kind", "") == "lognormal"
-        ):
-            notes.append("lengths shown as lognormal with the file's mean and p90")
-    tr = wl.traffic
-    vals["mean_rps"] = float(tr.base_mean_rps())
-    vals["peak_rps"] = float(tr.peak_rps or tr.peak())
-    shape = "flat (no daily profile)"
-    if tr.daily_profile is not None:
-        match = [k for k, v in DAILY_SHAPES.items() if v == tuple(tr.daily_profile)]
-        if match:
-            shape = match[0]
-        else:
-            notes.append("the file's daily profile is not one of the shapes; shown flat")
-    vals["daily"] = shape
-    for k in ("ttft", "tpot", "e2e"):
-        t = getattr(sc.slo, k)
-        if t is not None and t.percentile != 99:
-            notes.append(f"{k.upper()} target at p{t.percentile:g} shown as a P99 target")
-    vals["ttft"] = float(sc.slo.ttft.max_s) if sc.slo.ttft else 0.0
-    vals["tpot_ms"] = int(round(sc.slo.tpot.max_s * 1e3)) if sc.slo.tpot else 0
-    vals["e2e"] = float(sc.slo.e2e.max_s) if sc.slo.e2e else 0.0
-    vals["attainment"] = float(sc.slo.attainment or 0.99)
-    c = sc.constraints
-    vals["headroom"] = float(c.headroom)
-    vals["basis"] = c.price_basis
-    vals["provider"] = c.providers[0] if c.providers else ANY_PROVIDER
-    if c.gpus:
-        vals["gpus"] = [cat.gpu(g).id for g in c.gpus]
-        vals["all_gpus"] = False
-    vals["frameworks"] = [cat.framework(f).id for f in c.frameworks]
-    vals["precisions"] = [cat.precision(p).id for p in c.precisions]
-    vals["max_gpus"] = int(c.max_total_gpus or 0)
-    vals["budget"] = int(c.max_usd_per_month or 0)
-    for k, v in vals.items():
-        ss[k] = v
-        _stash()[k] = v
+    vals, notes = _form_values(sc, data, cat)
+    _set_form(vals)
     return notes
+
+
+def read_uploaded_scenario(name: str, raw: bytes) -> tuple[dict[str, Any], Any]:
+    """An uploaded scenario file read exactly as ``planner recommend FILE`` reads it
+    (:func:`planner.scenario.load_scenario`: size and encoding checks, duplicate keys,
+    validation); returns the raw mapping and the :class:`~planner.scenario.Scenario`.
+    Errors are the CLI's one-line :class:`PlannerError`, naming the file."""
+    import tempfile
+
+    from planner.errors import read_text
+    from planner.files import load_yaml
+    from planner.scenario import scenario_from_dict
+
+    fname = Path(name).name or "scenario.yaml"
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / fname
+        p.write_bytes(raw)
+        try:
+            data = load_yaml(read_text(p, "scenario file", "scenario file"), p)
+            if data is None:
+                raise PlannerError(f"{p}: empty scenario file")
+            sc = scenario_from_dict(data, where=fname)
+        except PlannerError as e:
+            raise PlannerError(str(e).replace(f"{d}/", "")) from None
+    return data, sc
+
+
+def accept_scenario_upload(name: str, raw: bytes, cat: Catalog) -> str | None:
+    """Read an uploaded scenario (the CLI's loader), keep it as the form's base and fill the
+    widgets from it; returns the error message, or None."""
+    import json
+
+    try:
+        data, sc = read_uploaded_scenario(name, raw)
+        vals, notes = _form_values(sc, data, cat)
+        text = json.dumps(data)
+    except PlannerError as e:
+        return str(e)
+    except (TypeError, ValueError) as e:  # a YAML timestamp or set: not JSON
+        return f"{name}: cannot use this scenario: {e}"
+    _set_form(vals)
+    st.session_state[_BASE] = {
+        "name": Path(name).name,
+        "json": text,
+        "applied": vals,
+        "notes": notes,
+        "classes": [k.name for k in sc.classes] if sc.classes else [],
+    }
+    st.session_state.pop(_UPLOAD_ERROR, None)
+    return None
+
+
+def loaded_base() -> dict[str, Any] | None:
+    """The uploaded scenario the form starts from (None: the form's defaults)."""
+    return st.session_state.get(_BASE)
+
+
+def forget_scenario() -> None:
+    st.session_state.pop(_BASE, None)
+    st.session_state.pop(_UPLOAD_ERROR, None)
+
+
+# form keys -> the scenario's constraint keys they set
+_CONSTRAINT_WIDGETS = (
+    (("basis",), "price_basis"),
+    (("provider",), "providers"),
+    (("gpus", "all_gpus"), "gpus"),
+    (("frameworks",), "frameworks"),
+    (("precisions",), "precisions"),
+    (("max_gpus",), "max_total_gpus"),
+    (("budget",), "max_usd_per_month"),
+    (("headroom",), "headroom"),
+)
+
+
+def _merged(base: dict[str, Any], form: dict[str, Any], search: bool) -> dict[str, Any]:
+    """The loaded file with the sections whose widgets were changed taken from the form: an
+    unchanged form is the file exactly as the CLI reads it (serving, TP sizes, price
+    overrides, fit percentile, request classes, ... included)."""
+    import json
+
+    d = json.loads(base["json"])
+    cur, applied = _stash(), base["applied"]
+
+    def changed(*keys: str) -> bool:
+        return any(k in cur and cur[k] != applied.get(k) for k in keys)
+
+    if changed("model"):
+        d["model"] = form["model"]
+    if not base.get("classes"):
+        wl = dict(d.get("workload") or {})
+        fwl = form["workload"]
+        if changed("peak_rps", "mean_rps", "daily"):
+            tr = {**(wl.get("traffic") or {}), **fwl["traffic"]}
+            if "daily_profile" not in fwl["traffic"]:
+                tr.pop("daily_profile", None)
+            wl["traffic"] = tr
+        if changed("preset", "in_mean", "in_p90", "out_mean", "out_p90"):
+            for k in ("preset", "input_tokens", "output_tokens"):
+                wl.pop(k, None)
+            wl.update({k: v for k, v in fwl.items() if k != "traffic"})
+        d["workload"] = wl
+        if changed("ttft", "tpot_ms", "e2e", "attainment"):
+            keep = {
+                k: v
+                for k, v in (d.get("slo") or {}).items()
+                if k not in ("ttft", "tpot", "e2e", "attainment")
+            }
+            d["slo"] = {**keep, **form["slo"]}
+    c, fc = dict(d.get("constraints") or {}), form["constraints"]
+    for keys, ck in _CONSTRAINT_WIDGETS:
+        if (search or ck == "headroom" or ck in fc) and changed(*keys):
+            if ck in fc:
+                c[ck] = fc[ck]
+            else:
+                c.pop(ck, None)
+    d["constraints"] = c
+    return d
 
 
 def _providers(cat: Catalog) -> list[str]:
@@ -653,29 +842,34 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
     gpu_ids = [g.id for g in cat.accelerators]
     with st.sidebar:
         st.header("Scenario")
-        with st.expander("Load / save scenario (YAML)"):
+        with st.expander("Load / save scenario (YAML)", expanded=bool(loaded_base())):
             up = st.file_uploader(
                 "Load a scenario file (the CLI's YAML, e.g. examples/chat-8b.yaml)",
                 type=["yaml", "yml"],
                 key="scenario_file",
             )
+            pending = st.session_state.pop(UPLOAD, None)  # (name, bytes); tests put it here
             if up is not None and st.session_state.get(_LOADED) != up.file_id:
-                import yaml
-
                 st.session_state[_LOADED] = up.file_id
-                try:
-                    data = yaml.safe_load(up.getvalue().decode("utf-8"))
-                    if not isinstance(data, dict):
-                        raise PlannerError(f"{up.name}: expected a mapping at the top level")
-                    notes = apply_scenario(data, cat)
-                    st.session_state["_scenario_notes"] = [f"loaded {up.name}", *notes]
+                pending = (up.name, up.getvalue())
+            if pending is not None:
+                err = accept_scenario_upload(pending[0], pending[1], cat)
+                if err is None:
                     st.rerun()
-                except yaml.YAMLError as e:
-                    st.error(f"{up.name}: not valid YAML: {str(e).splitlines()[0]}")
-                except (PlannerError, UnicodeDecodeError) as e:
-                    st.error(str(e))
-            for n in st.session_state.get("_scenario_notes", []):
-                st.caption(n)
+                st.session_state[_UPLOAD_ERROR] = err
+            if st.session_state.get(_UPLOAD_ERROR):
+                st.error(st.session_state[_UPLOAD_ERROR])
+            base = loaded_base()
+            if base:
+                st.caption(
+                    f"loaded **{base['name']}**: every field is used as `planner recommend` "
+                    "reads it; a field changed below overrides the file's"
+                )
+                for n in base["notes"]:
+                    st.caption(n)
+                if st.button("Forget the loaded file", key="forget_scenario"):
+                    forget_scenario()
+                    st.rerun()
             save_slot = st.empty()
         model_id = st.selectbox(
             "Model",
@@ -688,161 +882,181 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
         with st.expander("Upload a model (config.json)"):
             model_upload(cat)
 
-        with st.expander("Traffic", expanded=True):
-            c1, c2 = st.columns(2)
-            peak = c1.number_input(
-                "Peak [req/s]",
-                min_value=0.01,
-                max_value=1e6,
-                step=1.0,
-                key="peak_rps",
-                bind="query-params",
-                help="the busiest rate to plan for (the planning peak is the larger of this "
-                "and the busiest hour of the daily profile)",
-                **_default("peak_rps", value=D["peak_rps"]),
-            )
-            mean = c2.number_input(
-                "Mean [req/s]",
-                min_value=0.01,
-                max_value=1e6,
-                step=1.0,
-                key="mean_rps",
-                bind="query-params",
-                help="the day's average (autoscaled cost, kWh per day)",
-                **_default("mean_rps", value=D["mean_rps"]),
-            )
-            shapes = list(DAILY_SHAPES)
-            daily = st.selectbox(
-                "Daily profile",
-                shapes,
-                key="daily",
-                bind="query-params",
-                help="24 hourly multipliers of the mean; the autoscaled cost follows it",
-                **_default("daily", opts=shapes, index=0),
-            )
-            traffic = {"mean_rps": float(mean), "peak_rps": float(peak)}
-            if DAILY_SHAPES[daily] is not None:
-                traffic["daily_profile"] = list(DAILY_SHAPES[daily])
-            try:
-                from planner.workload import Traffic
-
-                Traffic.model_validate(traffic)
-            except ValidationError as e:
-                st.error(validation_message(e))
-                errors.append(("traffic", validation_message(e)))
-            _keep("peak_rps", peak), _keep("mean_rps", mean), _keep("daily", daily)
-
-        with st.expander("Prompt and answer lengths", expanded=True):
-            opts = [*PRESET_NAMES, CUSTOM_LENGTHS]
-            preset = st.selectbox(
-                "Length preset",
-                opts,
-                key="preset",
-                bind="query-params",
-                help="presets with their sources: docs/workloads; custom: lognormal from the "
-                "mean and the 90th percentile",
-                **_default("preset", opts=opts, index=0),
-            )
-            _keep("preset", preset)
-            wl: dict[str, Any] = {"traffic": traffic}
-            if preset == CUSTOM_LENGTHS:
+        base = loaded_base()
+        classes = bool(base and base.get("classes"))
+        wl: dict[str, Any] | None = None
+        slo: dict[str, Any] | None = None
+        if classes:
+            with st.expander("Request classes", expanded=True):
+                st.markdown(
+                    f"**{base['name']}** has request classes "
+                    + ", ".join(f"`{n}`" for n in base["classes"])
+                    + "; their traffic, lengths and SLOs come from the file (edit it to "
+                    "change them). Plan compares one shared pool with a pool per class."
+                )
+        else:
+            with st.expander("Traffic", expanded=True):
                 c1, c2 = st.columns(2)
-                vals = {}
-                for col, k, label in (
-                    (c1, "in_mean", "Prompt mean [tokens]"),
-                    (c2, "in_p90", "Prompt p90 [tokens]"),
-                    (c1, "out_mean", "Answer mean [tokens]"),
-                    (c2, "out_p90", "Answer p90 [tokens]"),
-                ):
-                    vals[k] = col.number_input(
-                        label,
-                        min_value=1,
-                        max_value=2_000_000,
-                        step=50,
-                        key=k,
-                        bind="query-params",
-                        **_default(k, value=D[k]),
-                    )
-                    _keep(k, vals[k])
-                wl["input_tokens"] = {
-                    "kind": "lognormal",
-                    "mean": float(vals["in_mean"]),
-                    "p90": float(vals["in_p90"]),
-                }
-                wl["output_tokens"] = {
-                    "kind": "lognormal",
-                    "mean": float(vals["out_mean"]),
-                    "p90": float(vals["out_p90"]),
-                }
-                wl["traffic"] = {**traffic, "arrival": "poisson"}
-            else:
-                wl = {"preset": preset, "traffic": traffic}
-            try:
-                from planner.workload import Workload
+                peak = c1.number_input(
+                    "Peak [req/s]",
+                    min_value=0.0,
+                    step=1.0,
+                    key="peak_rps",
+                    bind="query-params",
+                    help="the busiest rate to plan for (the planning peak is the larger of this "
+                    "and the busiest hour of the daily profile)",
+                    **_default("peak_rps", value=D["peak_rps"]),
+                )
+                mean = c2.number_input(
+                    "Mean [req/s]",
+                    min_value=0.0,
+                    step=1.0,
+                    key="mean_rps",
+                    bind="query-params",
+                    help="the day's average (autoscaled cost, kWh per day)",
+                    **_default("mean_rps", value=D["mean_rps"]),
+                )
+                shapes = list(DAILY_SHAPES)
+                daily = st.selectbox(
+                    "Daily profile",
+                    shapes,
+                    key="daily",
+                    bind="query-params",
+                    help="24 hourly multipliers of the mean; the autoscaled cost follows it",
+                    **_default("daily", opts=shapes, index=0),
+                )
+                for name, v in (("Peak", peak), ("Mean", mean)):
+                    if not RPS_MIN <= v <= RPS_MAX:  # the CLI's range for --peak-rps/--mean-rps
+                        msg = (
+                            f"{name} [req/s] must be above 0 and at most {RPS_MAX:,.0f}; "
+                            f"got {fmt.num(v)}"
+                        )
+                        st.error(msg)
+                        errors.append(("traffic", msg))
+                traffic = {"mean_rps": float(mean), "peak_rps": float(peak)}
+                if DAILY_SHAPES[daily] is not None:
+                    traffic["daily_profile"] = list(DAILY_SHAPES[daily])
+                try:
+                    from planner.workload import Traffic
 
-                Workload.model_validate(wl)
-            except ValidationError as e:
-                msg = validation_message(e)
-                if not any(k == "traffic" for k, _ in errors):
+                    if not errors:
+                        Traffic.model_validate(traffic)
+                except ValidationError as e:
+                    st.error(validation_message(e))
+                    errors.append(("traffic", validation_message(e)))
+                _keep("peak_rps", peak), _keep("mean_rps", mean), _keep("daily", daily)
+
+            with st.expander("Prompt and answer lengths", expanded=True):
+                opts = [*PRESET_NAMES, CUSTOM_LENGTHS]
+                preset = st.selectbox(
+                    "Length preset",
+                    opts,
+                    key="preset",
+                    bind="query-params",
+                    help="presets with their sources: docs/workloads; custom: lognormal from the "
+                    "mean and the 90th percentile",
+                    **_default("preset", opts=opts, index=0),
+                )
+                _keep("preset", preset)
+                wl: dict[str, Any] = {"traffic": traffic}
+                if preset == CUSTOM_LENGTHS:
+                    c1, c2 = st.columns(2)
+                    vals = {}
+                    for col, k, label in (
+                        (c1, "in_mean", "Prompt mean [tokens]"),
+                        (c2, "in_p90", "Prompt p90 [tokens]"),
+                        (c1, "out_mean", "Answer mean [tokens]"),
+                        (c2, "out_p90", "Answer p90 [tokens]"),
+                    ):
+                        vals[k] = col.number_input(
+                            label,
+                            min_value=1,
+                            max_value=2_000_000,
+                            step=50,
+                            key=k,
+                            bind="query-params",
+                            **_default(k, value=D[k]),
+                        )
+                        _keep(k, vals[k])
+                    wl["input_tokens"] = {
+                        "kind": "lognormal",
+                        "mean": float(vals["in_mean"]),
+                        "p90": float(vals["in_p90"]),
+                    }
+                    wl["output_tokens"] = {
+                        "kind": "lognormal",
+                        "mean": float(vals["out_mean"]),
+                        "p90": float(vals["out_p90"]),
+                    }
+                    wl["traffic"] = {**traffic, "arrival": "poisson"}
+                else:
+                    wl = {"preset": preset, "traffic": traffic}
+                try:
+                    from planner.workload import Workload
+
+                    Workload.model_validate(wl)
+                except ValidationError as e:
+                    msg = validation_message(e)
+                    if not any(k == "traffic" for k, _ in errors):
+                        st.error(msg)
+                        errors.append(("lengths", msg))
+
+            with st.expander("Latency targets (SLO)", expanded=True):
+                c1, c2 = st.columns(2)
+                ttft = c1.number_input(
+                    "TTFT P99 [s]",
+                    min_value=0.0,
+                    max_value=3600.0,
+                    step=0.1,
+                    key="ttft",
+                    bind="query-params",
+                    help="time to first token, queueing included; 0 = no target",
+                    **_default("ttft", value=D["ttft"]),
+                )
+                tpot = c2.number_input(
+                    "TPOT P99 [ms]",
+                    min_value=0,
+                    max_value=100_000,
+                    step=5,
+                    key="tpot_ms",
+                    bind="query-params",
+                    help="time per output token after the first; 0 = no target",
+                    **_default("tpot_ms", value=D["tpot_ms"]),
+                )
+                e2e = c1.number_input(
+                    "E2E P99 [s]",
+                    min_value=0.0,
+                    max_value=86_400.0,
+                    step=1.0,
+                    key="e2e",
+                    bind="query-params",
+                    help="end-to-end latency target; 0 = none",
+                    **_default("e2e", value=D["e2e"]),
+                )
+                att = c2.number_input(
+                    "Attainment",
+                    min_value=0.5,
+                    max_value=1.0,
+                    step=0.005,
+                    format="%.3f",
+                    key="attainment",
+                    bind="query-params",
+                    help="share of requests that must meet every target at once",
+                    **_default("attainment", value=D["attainment"]),
+                )
+                for k, v in (("ttft", ttft), ("tpot_ms", tpot), ("e2e", e2e), ("attainment", att)):
+                    _keep(k, v)
+                slo: dict[str, Any] = {"attainment": float(att)}
+                if ttft > 0:
+                    slo["ttft"] = {"max_s": float(ttft), "percentile": "p99"}
+                if tpot > 0:
+                    slo["tpot"] = {"max_s": float(tpot) / 1e3, "percentile": "p99"}
+                if e2e > 0:
+                    slo["e2e"] = {"max_s": float(e2e), "percentile": "p99"}
+                if not any(k in slo for k in ("ttft", "tpot", "e2e")):
+                    msg = "give at least one latency target (TTFT, TPOT or E2E)"
                     st.error(msg)
-                    errors.append(("lengths", msg))
-
-        with st.expander("Latency targets (SLO)", expanded=True):
-            c1, c2 = st.columns(2)
-            ttft = c1.number_input(
-                "TTFT P99 [s]",
-                min_value=0.0,
-                max_value=3600.0,
-                step=0.1,
-                key="ttft",
-                bind="query-params",
-                help="time to first token, queueing included; 0 = no target",
-                **_default("ttft", value=D["ttft"]),
-            )
-            tpot = c2.number_input(
-                "TPOT P99 [ms]",
-                min_value=0,
-                max_value=100_000,
-                step=5,
-                key="tpot_ms",
-                bind="query-params",
-                help="time per output token after the first; 0 = no target",
-                **_default("tpot_ms", value=D["tpot_ms"]),
-            )
-            e2e = c1.number_input(
-                "E2E P99 [s]",
-                min_value=0.0,
-                max_value=86_400.0,
-                step=1.0,
-                key="e2e",
-                bind="query-params",
-                help="end-to-end latency target; 0 = none",
-                **_default("e2e", value=D["e2e"]),
-            )
-            att = c2.number_input(
-                "Attainment",
-                min_value=0.5,
-                max_value=1.0,
-                step=0.005,
-                format="%.3f",
-                key="attainment",
-                bind="query-params",
-                help="share of requests that must meet every target at once",
-                **_default("attainment", value=D["attainment"]),
-            )
-            for k, v in (("ttft", ttft), ("tpot_ms", tpot), ("e2e", e2e), ("attainment", att)):
-                _keep(k, v)
-            slo: dict[str, Any] = {"attainment": float(att)}
-            if ttft > 0:
-                slo["ttft"] = {"max_s": float(ttft), "percentile": "p99"}
-            if tpot > 0:
-                slo["tpot"] = {"max_s": float(tpot) / 1e3, "percentile": "p99"}
-            if e2e > 0:
-                slo["e2e"] = {"max_s": float(e2e), "percentile": "p99"}
-            if not any(k in slo for k in ("ttft", "tpot", "e2e")):
-                msg = "give at least one latency target (TTFT, TPOT or E2E)"
-                st.error(msg)
-                errors.append(("slo", msg))
+                    errors.append(("slo", msg))
 
         with st.expander("Prices", expanded=search):
             basis = st.selectbox(
@@ -872,7 +1086,9 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
         headroom = st.session_state.get("headroom", _stash().get("headroom", D["headroom"]))
         if search:
             from planner.recommend import OBJECTIVES
-            from planner.recommend.search import OBJECTIVE_TEXT
+            from planner.recommend.objective import OBJECTIVE_TABLE
+
+            OBJECTIVE_TEXT = {k: v.text for k, v in OBJECTIVE_TABLE.items()}
 
             with st.expander("Search and constraints", expanded=True):
                 objs = list(OBJECTIVES)
@@ -987,6 +1203,8 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
         "slo": slo,
         "constraints": constraints,
     }
+    if base:
+        data = _merged(base, data, search)
     form = ScenarioForm(json.dumps(data), str(objective), int(top_n), tuple(errors))
     with save_slot:
         st.download_button(
@@ -1064,6 +1282,45 @@ def run_recommend(key: tuple, scenario_json: str, objective: str, top_n: int) ->
     return res.as_dict()
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def run_classes(key: tuple, scenario_json: str, objective: str, top_n: int) -> dict[str, Any]:
+    """``planner.recommend.classes.recommend_classes`` for a request-class scenario (a pool
+    per class against one shared pool), with the CLI's arguments; or ``{"error"}``."""
+    from planner.recommend.classes import recommend_classes
+    from planner.serving import RequestClass
+
+    cat = catalog_for(key)
+    try:
+        sc = build_scenario(key, scenario_json)
+        return recommend_classes(
+            sc.model,
+            [RequestClass(k.name, k.workload, k.slo) for k in sc.classes],
+            catalog=cat,
+            constraints=sc.constraints,
+            objective=objective,
+            top_n=int(top_n),
+            engine=sc.serving.kwargs(),
+        )
+    except PlannerError as e:
+        return {"error": str(e)}
+
+
+def cli_command(form: ScenarioForm, *, per_gpu: bool = False) -> str:
+    """The ``planner recommend`` command that answers what the page shows: the loaded file
+    when the form is unchanged, else the scenario downloaded from the sidebar."""
+    import json
+
+    base = loaded_base()
+    same = base is not None and json.loads(base["json"]) == form.data
+    path = base["name"] if same else "scenario.yaml"
+    cmd = f"planner recommend {path}"
+    if form.data.get("classes"):
+        return cmd + f" --objective {form.objective} --top {form.top_n}"
+    if per_gpu:
+        return cmd + f" --per-gpu --objective {form.objective}"
+    return cmd + f" --objective {form.objective} --top {form.top_n}"
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def run_compare(key: tuple, scenario_json: str, objective: str) -> dict[str, Any]:
     """``planner.recommend.compare_gpus`` for the form's scenario, or ``{"error"}``."""
@@ -1095,13 +1352,10 @@ def length_sample(key: tuple, scenario_json: str, n: int = 2000) -> pd.DataFrame
 
 
 def fmt_money(v: float | None, digits: int = 2) -> str:
-    if v is None or not np.isfinite(v):
-        return "-"
-    if abs(v) >= 1000:  # half up, like the tables' d3 format
-        return f"{'-' if v < 0 else ''}${int(abs(v) + 0.5):,}"
-    if abs(v) >= 1:
-        return f"${v:,.{digits}f}"
-    return f"${v:.3g}"
+    """Dollars for people (:func:`planner.fmt.usd`; ``digits`` is kept for old callers)."""
+    from planner import fmt
+
+    return fmt.usd(v)
 
 
 def gpu_name(cat: Catalog, gpu_id: str) -> str:

@@ -22,6 +22,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
+from planner import fmt
+
 FORMATS = ("table", "json", "csv")
 #: widest cell of a multi-row table [characters]; longer text (sources, notes) is cut with "…"
 MAX_CELL = 48
@@ -82,7 +84,8 @@ def human(key: str, value: Any) -> str:
     ----------
     key : the field name; its suffix gives the unit (``_bytes``, ``_bytes_per_token``,
         ``_bytes_s``, ``_s``, ``_flops``, ``_tflops``, ``_tops``, ``_gbs``, ``_gb``, ``_w``,
-        ``_pct``, ``_tok_s``, ``usd_*`` money)
+        ``_pct``, ``_tok_s``, ``usd_*`` money); a ``_low`` / ``_high`` suffix (the ends
+        of an error band) keeps the unit of the name before it
     value : the raw value (SI units for numbers)
 
     Returns
@@ -102,6 +105,7 @@ def human(key: str, value: Any) -> str:
     if isinstance(v, str):
         return v
     k = key.rsplit(".", 1)[-1].lower()
+    k = k.removesuffix("_low").removesuffix("_high")  # an error band's ends: the value's unit
     if "bytes" in k and (k.endswith("_s") or k.endswith("_bytes_per_s")):
         return _si(v, "B/s", _BYTES)
     if "bytes" in k:
@@ -109,13 +113,13 @@ def human(key: str, value: Any) -> str:
             return _si(v, "B/token", _BYTES)
         return _si(v, "B", _BYTES)
     if k.endswith("_tflops"):
-        return f"{v:,.4g} TFLOPS"
+        return f"{fmt.num(v)} TFLOPS"
     if k.endswith("_tops"):
-        return f"{v:,.4g} TOPS"
-    if k.endswith("_gbs"):
-        return f"{v:,.4g} GB/s"
+        return f"{fmt.num(v)} TOPS"
+    if k.endswith("_gbs") or "_gbs_" in k:  # interconnect_gbs_unidir too
+        return f"{fmt.num(v)} GB/s"
     if k.endswith("_w"):
-        return f"{v:,.4g} W"
+        return f"{fmt.num(v)} W"
     if k.endswith("_pct"):  # signed for differences and biases, plain for error sizes
         signed = "diff" in k or "bias" in k
         return f"{v:+.2f} %" if signed else f"{v:.2f} %"
@@ -124,19 +128,19 @@ def human(key: str, value: Any) -> str:
     if k.endswith("_tok_s") or k.endswith("tok_s_per_gpu"):
         return f"{v:,.1f} tok/s"
     if k.endswith("_gb"):
-        return f"{v:,.4g} GB"
-    if k.startswith("usd") and isinstance(v, (int, float)):  # money: $, cents below $100
-        return f"${v:,.2f}" if abs(v) < 100 else f"${v:,.0f}"
+        return f"{fmt.num(v)} GB"
+    if k.startswith("usd") and isinstance(v, (int, float)):  # money (planner.fmt.usd)
+        return fmt.usd(v)
     if k.endswith("_s") and isinstance(v, (int, float)):
         if abs(v) < 10:
-            return f"{v * 1e3:.4g} ms"
-        return f"{v:,.4g} s"
+            return f"{fmt.num(v * 1e3)} ms"
+        return f"{fmt.num(v)} s"
     if isinstance(v, int):
         return f"{v:,}"
     if isinstance(v, float):
         if v.is_integer() and abs(v) < 1e15:
             return f"{int(v):,}"
-        return f"{v:.4g}"
+        return fmt.num(v)
     return str(v)
 
 

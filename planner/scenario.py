@@ -27,13 +27,14 @@ from __future__ import annotations
 import difflib
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from planner.catalog.records import Frozen, field_error
 from planner.errors import PlannerError, read_text, shown
 from planner.files import load_yaml
+from planner.recommend.constraints import Constraints
 from planner.serving.replica import build_replica
 from planner.workload.slo import SLO
 from planner.workload.workload import Workload, resolve_path
@@ -73,51 +74,6 @@ class EngineOverrides(Frozen):
 
     def kwargs(self) -> dict[str, Any]:
         return {k: v for k, v in self.model_dump().items() if v is not None}
-
-
-class Constraints(Frozen):
-    """What a recommendation must respect. ``headroom`` also sizes the fleet of
-    ``planner capacity``; every other field is used by ``planner recommend`` (the search over
-    deployments; see docs/recommend.md), not by ``simulate`` / ``capacity``."""
-
-    headroom: float = Field(0.2, ge=0, description="spare capacity above the peak (0.2 = 20 %)")
-    max_gpus_per_replica: int | None = Field(None, gt=0)
-    max_total_gpus: int | None = Field(None, gt=0)
-    gpus: tuple[str, ...] = ()
-    frameworks: tuple[str, ...] = ()
-    precisions: tuple[str, ...] = ()
-    kv_precisions: tuple[str, ...] = ()
-    tps: tuple[int, ...] = Field((1, 2, 4, 8), min_length=1)
-    min_weight_bits: float | None = Field(
-        None, gt=0, description="quality floor, e.g. 8 excludes 4-bit"
-    )
-    max_usd_per_hour: float | None = Field(None, gt=0)
-    max_usd_per_month: float | None = Field(None, gt=0)
-    price_basis: Literal["on_demand", "reserved", "spot", "serverless", "community", "own"] = (
-        "on_demand"
-    )
-    providers: tuple[str, ...] = ()
-    usd_per_gpu_hour: dict[str, float] = Field(
-        default_factory=dict, description="price overrides by GPU id [USD per GPU-hour]"
-    )
-    fit_percentile: float = Field(
-        99.0, gt=0, le=100, description="percentile of prompt + answer that must fit [%]"
-    )
-
-    @field_validator("tps")
-    @classmethod
-    def _tps(cls, v: tuple[int, ...]) -> tuple[int, ...]:
-        if any(t < 1 for t in v):
-            raise ValueError("TP sizes must be >= 1")
-        return v
-
-    @field_validator("usd_per_gpu_hour")
-    @classmethod
-    def _prices(cls, v: dict[str, float]) -> dict[str, float]:
-        for gpu, usd in v.items():
-            if not usd > 0:
-                raise ValueError(f"price for {gpu} must be > 0, got {usd}")
-        return v
 
 
 class RequestClassSpec(Frozen):

@@ -132,6 +132,13 @@ def test_model_path_resolution(tmp_path, monkeypatch, catalog, fixtures_dir, pri
         ({"precision": ""}, "precision is empty"),
         ({"precision": "int3"}, "unknown precision 'int3'"),
         ({"hardware": "amd-mi250x", "precision": "fp8"}, "not supported on amd-mi250x"),
+        # the harness framework 'pytorch' lists nvidia only: no silent guess on AMD
+        ({"hardware": "amd-mi300x"}, "framework pytorch does not run on amd GPUs"),
+        ({"framework": "trtllm", "hardware": "amd-mi300x"}, "unknown vendor stack"),
+        (
+            {"notes": "MLPerf; layout_unsupported: expert parallel EP=8; DP attention"},
+            "layout not expressible by the planner: expert parallel EP=8",
+        ),
         ({"kv_precision": "fp5"}, "unknown kv precision 'fp5'"),
         ({"batch": "0"}, "batch must be a positive whole number"),
         ({"batch": "-2"}, "batch must be a positive whole number"),

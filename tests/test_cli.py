@@ -195,12 +195,9 @@ def test_predict_to_stdout_csv(capsys, tmp_path):
     code, out, _ = run(capsys, "predict", str(_bench_csv(tmp_path)))
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert len(rows) == 6 and list(rows[0])[-4:] == [
-        "predicted",
-        "provenance",
-        "reason",
-        "settings",
-    ]
+    assert len(rows) == 6 and list(rows[0])[-6:] == [
+        "predicted", "predicted_low", "predicted_high", "provenance", "reason", "settings"
+    ]  # fmt: skip
     assert float(rows[-1]["predicted"]) > 0
     assert all(r["predicted"] or r["reason"] for r in rows)
 

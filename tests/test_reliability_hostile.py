@@ -176,7 +176,7 @@ RECOMMEND = {
     "--tpot-p99": ["0", "1e-9", "nan", "1e9", "x"],
     "--e2e-p99": ["0", "1e-300", "1e9"],
     "--attainment": ["0", "1", "1.5", "-1", "nan"],
-    # latency is left to its own tests below (known to fail until the recommend fixes land)
+    # latency has its own tests below (a larger option space is slow under hypothesis)
     "--objective": ["cost", "tokens-per-dollar", "gpus", "energy", "nope", ""],
     "--top": ["0", "-1", "1e9", "x", "3"],
     "--gpus": ["", ",", "nope", "h100,h100", "amd-mi300x", "h100," * 50],
@@ -440,7 +440,7 @@ def _recommend(rps: float, objective: str, prices: dict[str, float] | None = Non
             SLO.model_validate(SLO_TPOT),
             catalog=CAT,
             objective=objective,
-            usd_per_gpu_hour=prices,
+            **({"usd_per_gpu_hour": prices} if prices else {}),
             **SMALL_SPACE,
         )
     return r.recommendations
@@ -482,9 +482,9 @@ def test_a_higher_price_never_ranks_an_option_better_on_cost(gpu, price, factor)
             assert r["usd_per_hour"] == pytest.approx(cost_cheap[k])
 
 
-# ------------------------------------------------------------------------------ known open cases
-# The recommend-objective cases of issue 19 are fixed on the `recommend` branch; until it is
-# merged they fail here. strict=False: the coordinator flips them to plain tests after the merge.
+# ------------------------------------------------------------------------------ issue 19's recommend cases
+# The recommend-objective cases of issue 19 (fixed on the `recommend` branch, merged): each
+# answers within a bound, on a small option space.
 KNOWN_OPEN_BOUND_S = (
     8.0  # small option spaces: ~3 s of CPU each once fixed (raise it on a slow runner)
 )
@@ -528,18 +528,14 @@ KNOWN_OPEN = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=False, reason="recommend --objective latency: fixed on the recommend branch"
-)
 @pytest.mark.parametrize("argv", KNOWN_OPEN)
 def test_recommend_objective_latency_answers(argv):
     run_cli(argv, seconds=KNOWN_OPEN_BOUND_S)
 
 
-@pytest.mark.xfail(strict=False, reason="request-class objectives: fixed on the recommend branch")
 def test_request_class_objectives_change_the_answer():
     # with two GPU types to choose from, "cheapest", "fewest GPUs" and
-    # "lowest latency" are not all the same fleet; today every objective prints the cost answer
+    # "lowest latency" are not all the same fleet (every objective once printed the cost answer)
     outs = set()
     for obj in ("cost", "gpus", "latency"):
         argv = ["recommend", *MIXED, "--objective", obj, "--format", "json"]
@@ -549,7 +545,6 @@ def test_request_class_objectives_change_the_answer():
     assert len(outs) > 1
 
 
-@pytest.mark.xfail(strict=False, reason="request-class budget: fixed on the recommend branch")
 def test_request_class_budget_is_kept():
     argv = ["recommend", *MIXED, "--budget-usd-per-hour", "1"]
     rc, out, err = run_cli(argv, seconds=KNOWN_OPEN_BOUND_S)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from planner.catalog import EfficiencyParams
-from planner.serving import _kernel
+from planner.serving import _kernel, _unloaded
 from planner.serving.replica import build_replica
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -167,3 +167,39 @@ def test_compiles_without_a_writable_cache(tmp_path):
     p = _run(code, {"NUMBA_CACHE_DIR": str(tmp_path)})
     assert p.returncode == 0, p.stderr
     assert int(p.stdout.split()[-1]) > 0
+
+
+@pytest.mark.parametrize("model,gpu,prec,tp", CASES)
+@pytest.mark.parametrize("preset", ["chat", "rag", "summarization"])
+def test_compiled_unloaded_latency_equals_the_interpreted_loop(
+    catalog, monkeypatch, model, gpu, prec, tp, preset
+):
+    """probe.unloaded_latency runs _unloaded._unloaded compiled; the same function run by
+    the interpreter with the Python step time gives bit-identical TTFT and TPOT (prompt
+    chunks, sliding windows, prefix-cached tokens)."""
+    from planner.engine._scalar import step_time_scalar, window_pairs
+    from planner.serving.probe import unloaded_latency
+    from planner.workload import Workload
+
+    rep = build_replica(model, gpu, prec, "vllm", tp=tp, catalog=catalog)
+    wl = Workload.model_validate({"preset": preset, "traffic": {"mean_rps": 1.0, "peak_rps": 1.0}})
+    got = unloaded_latency(rep, wl, n=200)
+    reqs = wl.sample_requests(
+        200, np.random.default_rng(12345), 1.0,
+        context_limit=rep.engine.context_limit_tokens, prefix_caching=rep.engine.prefix_caching,
+    )  # fmt: skip
+    sm, eng = rep.sm, rep.engine
+    monkeypatch.setattr(_unloaded, "_st", step_time_scalar)
+    monkeypatch.setattr(_unloaded, "_wp", window_pairs)
+    ttft, tpot = _unloaded._unloaded(  # the interpreter, plain Python floats and ints
+        sm._coeffs,
+        reqs.input_tokens.astype(np.int64).tolist(),
+        reqs.output_tokens.astype(np.int64).tolist(),
+        reqs.cached_tokens.astype(np.int64).tolist(),
+        eng.max_num_batched_tokens if eng.chunked_prefill else 1 << 60,
+        int(sm.window) if sm.layers_sw > 0 and sm.window > 0 else 0,
+        eng.host_time_s(1),
+    )
+    assert np.array_equal(got["ttft_s"], ttft)
+    assert np.array_equal(got["tpot_s"], tpot, equal_nan=True)
+    assert np.all(got["ttft_s"] > 0)

@@ -22,8 +22,7 @@ from planner.catalog.catalog import DATA_DIR
 from planner.engine import step_model
 from planner.engine._scalar import straggler_time_scalar
 from planner.errors import PlannerError
-from planner.serving import build_replica
-from planner.serving.capacity import unloaded_latency
+from planner.serving import build_replica, unloaded_latency
 from planner.workload import preset
 
 H200 = "nvidia-h200-sxm"

@@ -5,8 +5,13 @@ hardware, model, precision, framework, shape and a ``metric``. :func:`predict_ro
 returns every input column plus
 
 * ``predicted`` — the model's value in the row's ``unit`` (empty when it cannot answer),
+* ``predicted_low``, ``predicted_high`` — its out-of-sample error band, same unit
+  (:func:`planner.catalog.profile.error_band`: p10-p90 of measured/predicted speed for the
+  provenance tier; a time's band is the inverse of a speed's; empty when no band is known),
 * ``provenance`` — which efficiency parameters were used (``prior`` or a calibration fit),
-* ``reason`` — why a row could not be predicted (empty when it was),
+* ``reason`` — why a row could not be predicted (empty when it was): unknown ids, a
+  ``layout_unsupported: <why>`` tag in ``notes``, a framework that does not run on the
+  GPU's vendor, missing fields,
 * ``settings`` — the KV precision and, for throughput and serving rows, the scheduler
   settings simulated: a tuned run's ``notes`` tags (``max_num_seqs=N``,
   ``max_num_batched_tokens=N``, ``kv_cache_dtype=fp8``), else the framework's defaults.
@@ -45,6 +50,7 @@ from planner.benchmarks.schema import (
     engine_settings,
     parallelism,
     row_kv_precision,
+    unexpressible_reason,
     whole,
 )
 from planner.benchmarks.serving_rows import predict_serving_row
@@ -55,9 +61,8 @@ from planner.catalog.catalog import (
     default_kv_precision,
     load_catalog,
 )
-from planner.catalog.compat import check_framework_gpu
 from planner.catalog.efficiency import EfficiencyParams
-from planner.catalog.profile import load_profile, resolve_efficiency
+from planner.catalog.profile import Profile, error_band, load_profile, resolve_efficiency
 from planner.catalog.records import Accelerator, ModelArch, Precision
 from planner.engine.phases import decode_time, prefill_time
 from planner.engine.step import StepModel, step_model
@@ -65,7 +70,14 @@ from planner.errors import PlannerError, UnknownIdError, printable
 from planner.files import Progress
 
 _UNSEEN = object()
-OUTPUT_COLUMNS = ("predicted", "provenance", "reason", "settings")
+OUTPUT_COLUMNS = (
+    "predicted",
+    "predicted_low",
+    "predicted_high",
+    "provenance",
+    "reason",
+    "settings",
+)
 
 
 # --------------------------------------------------------------------------- row context
@@ -194,6 +206,25 @@ class Predictor:
         self._contexts: dict[tuple, Any] = {}
         self._serving = predict_serving_row
         self._kv_tags: dict[str, Any] = {}
+        self._bands: dict[str, Any] = {}
+        self._profile: Profile | None = None
+
+    def band(self, provenance: str, value: float, unit: str) -> tuple[Any, Any]:
+        """(low, high) of a predicted value from :func:`error_band` of its provenance: a
+        speed scales by the band's ratios, a time (``unit`` s/ms/us) by their inverses."""
+        b = self._bands.get(provenance)
+        if b is None:
+            if self._profile is None and self.profile_path:
+                self._profile = load_profile(self.profile_path)
+            try:
+                b = error_band(provenance, self._profile)
+            except PlannerError:
+                b = False
+            self._bands[provenance] = b
+        if not b or not b.known:
+            return "", ""
+        lo, hi = b.time_interval(value) if unit.strip() in TIME_UNITS_S else b.speed_interval(value)
+        return lo, hi
 
     # ---- model: catalog id or a config.json path
     def model(self, key: str) -> ModelArch:
@@ -263,7 +294,9 @@ class Predictor:
             fw = cat.framework(framework) if framework else None
         except PlannerError:
             fw = None  # the parameters lookup below names the unknown framework
-        check_framework_gpu(fw, gpu)
+        why = unexpressible_reason(row, gpu.vendor, fw.vendors) if fw is not None else ""
+        if why:  # a framework that does not run on this vendor
+            raise PlannerError(why)
         # the row's KV precision (column, or a kv_cache_dtype tag), else the framework's default
         kv_id = row_kv_precision(row) or default_kv_precision(prec, fw, model).id
         kv = cat.kv_precision(kv_id).id
@@ -304,10 +337,16 @@ class Predictor:
         """Return the row with ``predicted``, ``provenance`` and ``reason`` filled in
         (``copy=False``: filled into ``row`` itself, for rows read only once)."""
         out: dict[str, Any] = dict(row) if copy else row  # type: ignore[assignment]
-        out.update(predicted="", provenance="", reason="", settings="")
+        out.update(
+            predicted="", predicted_low="", predicted_high="", provenance="", reason="", settings=""
+        )
         metric = cell(row, "metric")
         entry = METRICS.get(metric)
         note = ""
+        why = unexpressible_reason(row, None, None)  # before assumed_layout guesses one
+        if why:
+            out["reason"] = why
+            return out
         try:
             if needs_layout(row) and cell(row, "precision"):
                 # n_gpus without tp: the layout a submitter would tune (benchmarks.layouts)
@@ -343,6 +382,9 @@ class Predictor:
             )
         else:
             out["predicted"] = float(value)
+            out["predicted_low"], out["predicted_high"] = self.band(
+                ctx.provenance, float(value), str(row.get("unit") or "")
+            )
             out["reason"] = reason or ""
         return out
 

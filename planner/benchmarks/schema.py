@@ -155,6 +155,37 @@ def request_count(notes: str) -> int | None:
     return int(m.group(1).replace(",", "")) if m else None
 
 
+#: the tag a data row's ``notes`` carries when the source's layout cannot be expressed
+#: (expert parallel, attention data-parallel, disaggregated prefill/decode):
+#: ``layout_unsupported: <reason>``; such rows are kept, never fitted, never predicted
+LAYOUT_UNSUPPORTED_TAG = "layout_unsupported:"
+
+
+def layout_unsupported(notes: str) -> str | None:
+    """The reason a row's ``notes`` give for a layout the planner cannot express (the text
+    after ``layout_unsupported:`` up to the next ``;``), None when untagged."""
+    text = notes or ""
+    i = text.find(LAYOUT_UNSUPPORTED_TAG)
+    if i < 0:
+        return None
+    why = text[i + len(LAYOUT_UNSUPPORTED_TAG) :].split(";")[0].strip()
+    return why or "no reason given"
+
+
+def unexpressible_reason(row: Mapping[str, Any], gpu_vendor: str | None, fw_vendors) -> str:
+    """Why a row cannot be modelled before any arithmetic ('' when it can): a
+    ``layout_unsupported`` tag, or a framework that does not run on the GPU's vendor."""
+    why = layout_unsupported(cell(row, "notes"))
+    if why is not None:
+        return f"layout not expressible by the planner: {why} (layout_unsupported; never fitted)"
+    if gpu_vendor is not None and fw_vendors is not None and gpu_vendor not in fw_vendors:
+        return (
+            f"framework {cell(row, 'framework')} does not run on {gpu_vendor} GPUs "
+            f"(frameworks.yaml lists {', '.join(fw_vendors)}): unknown vendor stack"
+        )
+    return ""
+
+
 # --------------------------------------------------------------------------- engine settings
 #: engine settings a tuned run (MLPerf submission, vendor max-throughput table) states as
 #: ``key=value`` tags in its notes; README.md "Engine settings of tuned runs"

@@ -21,7 +21,7 @@ from planner.benchmarks.schema import (
 from planner.catalog.catalog import Catalog
 from planner.catalog.efficiency import EfficiencyParams
 from planner.errors import PlannerError
-from planner.serving._engine import _run_continuous, _run_static
+from planner.serving import run
 from planner.serving.replica import build_replica
 from planner.serving.result import SimResult
 from planner.workload.presets import openorca_lengths
@@ -272,7 +272,7 @@ def _serving_row_result(
         i_ = int(isl) if isl else 1
         o_ = int(osl) if osl else 128
         reqs = make_requests(np.zeros(b), np.full(b, i_), np.full(b, o_))
-        res = _run_static(rep.with_engine(max_num_seqs=max(b, 1)), reqs)
+        res = run(rep.with_engine(max_num_seqs=max(b, 1)), reqs, static_batching=True)
         s = res.summary()
         e2e = float(res.finish_s.max())
         t_pf = float(res.first_token_s.max())
@@ -293,11 +293,7 @@ def _serving_row_result(
         b_max = min(eng.max_num_seqs, eng.kv_capacity_tokens / max(ctx_mean, 1.0))
         per_rep = math.ceil(total / replicas)
         n = int(min(per_rep, max(OFFLINE_MIN_REQUESTS, OFFLINE_WAVES * b_max)))
-        res = (
-            _run_continuous(rep, requests(n, None), None)
-            if eng.continuous_batching
-            else _run_static(rep, requests(n, None))
-        )
+        res = run(rep, requests(n, None))
         s = res.summary()
         span = res.duration_s
         if per_rep > n:  # extrapolate the steady middle of the run to the row's request count
@@ -334,11 +330,7 @@ def _serving_row_result(
         acc: list[dict[str, Any]] = []
         for _ in range(seeds):
             reqs = requests(n, r)
-            res = (
-                _run_continuous(rep, reqs, None)
-                if rep.engine.continuous_batching
-                else _run_static(rep, reqs)
-            )
+            res = run(rep, reqs)
             if mask_fn:
                 s = res.summary(warmup_frac=0.2, cooldown_frac=0.1)
                 a = np.sort(res.arrival_s)
@@ -365,7 +357,7 @@ def _serving_row_result(
             return "concurrency row without a concurrency"
         c = max(1, int(round(conc / replicas)))
         n = int(count / replicas) if count else max(8 * c, 500)
-        res = _run_continuous(rep, requests(n, None), c)
+        res = run(rep, requests(n, None), c, static_batching=False)
         s = res.summary()
         out = _row_metrics(s, replicas, rep.num_gpus)
         out["_note"] = (

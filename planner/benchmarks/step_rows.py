@@ -31,6 +31,34 @@ def _static_parts(sm, batch, isl, osl):
     return pf, dec, pf + dec * max(osl - 1, 0)
 
 
+# A fit evaluates every row for each parameter vector, and most rows share a few setups
+# (model, GPU, precision, KV, layout): the rows of one setup share one StepModel, and its copy
+# with a given parameter vector is built once per vector instead of once per row. Entries hold
+# the objects their ids name, so an id is never reused while its entry exists.
+_SETUPS: dict[tuple, tuple] = {}
+_WITH_PARAMS: dict[tuple[int, int], tuple] = {}
+
+
+def _shared_setup(m, g, p, kv, tp, pp, cat: Catalog) -> StepModel:
+    key = (id(m), g.id, p.id, kv, tp, pp, id(cat))
+    hit = _SETUPS.get(key)
+    if hit is None:
+        if len(_SETUPS) > 4096:
+            _SETUPS.clear()
+        hit = _SETUPS[key] = (m, cat, step_model(m, g, p, kv, tp, pp, PRIOR, cat))
+    return hit[2]
+
+
+def _with_params(sm0: StepModel, params: EfficiencyParams) -> StepModel:
+    key = (id(sm0), id(params))
+    hit = _WITH_PARAMS.get(key)
+    if hit is None:
+        if len(_WITH_PARAMS) > 8192:
+            _WITH_PARAMS.clear()
+        hit = _WITH_PARAMS[key] = (sm0, params, replace(sm0, params=params))
+    return hit[2]
+
+
 def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
     """(predict(params) -> value, reason, fit_kind) for one benchmark-schema row."""
     metric = str(row.get("metric", ""))
@@ -58,7 +86,7 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
         # the row's KV precision (column or kv_cache_dtype tag), else the framework's default
         kv = cell(row, "kv_precision") or settings.kv_cache_dtype
         kv = cat.kv_precision(kv).id if kv else default_kv_precision(p, fw, m).id
-        sm0 = step_model(m, g, p, kv, tp, pp, PRIOR, cat)
+        sm0 = _shared_setup(m, g, p, kv, tp, pp, cat)
     except PlannerError as e:
         return None, str(e), ""
     isl, osl = number(row, "isl"), number(row, "osl")
@@ -70,7 +98,7 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
     scale = 1000.0 if metric.startswith(("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")) else 1.0
 
     def with_p(params: EfficiencyParams) -> StepModel:
-        return replace(sm0, params=params)
+        return _with_params(sm0, params)
 
     if metric == "prefill_s":
         if batch is None or isl is None:

@@ -6,11 +6,15 @@ Pipeline (pvlib style: every model has its ``fit_*``):
    (``planner/benchmarks/README.md``) or the JSON that ``vllm bench serve`` writes.
 2. :func:`prepare_rows` turns each row into a predictor ``params -> value`` or a reason.
 3. :func:`fit_profile` fits :class:`~planner.catalog.efficiency.EfficiencyParams` top-down
-   over ``global -> framework -> framework x arch -> framework x gpu -> x precision``.
+   over ``global -> vendor -> vendor x framework -> x arch -> x gpu -> x precision`` (and
+   ``global -> framework`` across vendors).
 4. :func:`resolve_params` (in :mod:`planner.catalog.profile`, below every predictor) picks the
    deepest node for a deployment.
 5. :func:`cross_validate` / :func:`run_validation` (:mod:`planner.calibration.accuracy`) refit
    without each source or fold and write ``docs/accuracy.md``.
+6. :func:`with_error_bands` (:mod:`planner.calibration.bands`) stores each provenance tier's
+   leave-one-source-out band in the profile; :func:`planner.catalog.profile.error_band`
+   reads it for every prediction.
 """
 
 from planner.benchmarks.io import load_measurements, read_vllm_bench_json
@@ -19,8 +23,10 @@ from planner.calibration.accuracy import (
     error_table,
     oos_record,
     run_validation,
+    with_error_bands,
     write_report,
 )
+from planner.calibration.bands import band_coverage, fit_error_bands
 from planner.calibration.fit import (
     FIT_BOUNDS,
     FIT_FIELDS,
@@ -53,6 +59,9 @@ __all__ = [
     "FIT_BOUNDS",
     "FIT_FIELDS",
     "IterationFit",
+    "band_coverage",
+    "fit_error_bands",
+    "with_error_bands",
     "PreparedRow",
     "Profile",
     "ProfileNode",

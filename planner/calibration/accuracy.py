@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,16 @@ import numpy as np
 
 from planner.benchmarks.io import load_measurements
 from planner.benchmarks.serving_rows import predict_serving_row
-from planner.calibration.fit import PreparedRow, fit_profile, predict_rows, prepare_rows
-from planner.catalog.catalog import Catalog, load_catalog
+from planner.calibration.bands import band_coverage, coverage_table, fit_error_bands
+from planner.calibration.fit import (
+    PreparedRow,
+    data_files_default,
+    fit_profile,
+    predict_rows,
+    prepare_rows,
+    split_public_own,
+)
+from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR
 from planner.catalog.profile import Profile, resolve_params
 from planner.errors import PlannerError
@@ -91,13 +100,15 @@ def assumed_layout_predictions(df, profile_for, catalog: Catalog) -> list[dict[s
     serving simulator with the layout a submitter would tune
     (:func:`planner.benchmarks.layouts.assumed_layout`) and the held-out fold's profile."""
     from planner.benchmarks.layouts import assumed_layout, needs_layout
-    from planner.benchmarks.schema import cell
+    from planner.benchmarks.schema import cell, layout_unsupported
 
     out: list[dict[str, Any]] = []
     for rec in df.to_dict("records"):
         row = {k: ("" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
                for k, v in rec.items()}  # fmt: skip
         if not needs_layout(row) or not cell(row, "precision") or not cell(row, "framework"):
+            continue
+        if layout_unsupported(cell(row, "notes")) is not None:
             continue
         prof = profile_for(str(rec["source"]))
         try:
@@ -125,6 +136,9 @@ def assumed_layout_predictions(df, profile_for, catalog: Catalog) -> list[dict[s
                 "model": cell(row, "model"),
                 "mode": cell(row, "mode"),
                 "kind": "assumed layout",
+                "vendor": catalog.gpu(gpu).vendor,
+                "arch": catalog.gpu(gpu).arch,
+                "family": _family(catalog, cell(row, "model")),
                 "measured": float(rec["value"]),
                 "predicted": float(value),
                 "provenance": f"{prov}; {note.split(' (')[0]}",
@@ -134,15 +148,54 @@ def assumed_layout_predictions(df, profile_for, catalog: Catalog) -> list[dict[s
     return out
 
 
+def _family(catalog: Catalog, model: str) -> str:
+    try:
+        return "moe" if catalog.model_ref(model).is_moe else "dense"
+    except PlannerError:
+        return "?"
+
+
+#: the groups issue 16 sets targets for: (label, column, values, target MdAPE %)
+TARGET_GROUPS: tuple[tuple[str, str, tuple[str, ...], float], ...] = (
+    ("AMD GPUs", "vendor", ("amd",), 15.0),
+    ("Blackwell GPUs", "arch", ("blackwell",), 15.0),
+    ("vLLM and SGLang", "framework", ("vllm", "sglang"), 15.0),
+    ("MoE models", "family", ("moe",), 20.0),
+)
+
+
+def group_table(loso):
+    """Throughput error (leave-one-source-out) by vendor, framework, model family and the
+    target groups, with row and source counts (``planner validate``, docs/accuracy.md)."""
+    import pandas as pd
+
+    cols = ["group", "value", "n", "sources", "mdape_pct", "p90_ape_pct", "bias_pct"]
+    if loso is None or not len(loso):
+        return pd.DataFrame(columns=cols)
+    thr = loso[loso["metric_class"] == "throughput"]
+    parts = []
+    for col in ("vendor", "framework", "family"):
+        t = error_table(thr, [col], with_sources=True).rename(columns={col: "value"})
+        parts.append(t.assign(group=col))
+    for label, col, values, target in TARGET_GROUPS:
+        t = error_table(thr[thr[col].isin(values)].assign(value=label), ["value"],
+                        with_sources=True)  # fmt: skip
+        parts.append(t.assign(group=f"target <= {target:g}%"))
+    out = pd.concat([p for p in parts if len(p)], ignore_index=True)
+    return out[cols]
+
+
 def run_validation(
     public_files: Sequence[str | Path],
     own_files: Sequence[str | Path] = (),
     catalog: Catalog | None = None,
     k: int = 5,
     serving: bool = True,
+    kfold: bool = True,
     **fit_kw: Any,
 ) -> dict[str, Any]:
-    """LOSO over the public files (+ the serving rows) and k-fold over the own files."""
+    """LOSO over the public files (+ the serving rows) and k-fold over the own files
+    (``kfold=False``: LOSO only, own rows still in every training set)."""
     import pandas as pd
 
     cat = catalog or load_catalog()
@@ -162,8 +215,12 @@ def run_validation(
         for i, s in enumerate(sources):
             bar.update(i, s)
             train = [r for r in rows if r.source != s and r.ok] + [r for r in own_rows if r.ok]
+            # only the nodes the held-out rows resolve to (and their ancestors): the same
+            # parameters as a full refit, at a fraction of its cost
+            targets = [(r.vendor or None, r.framework, r.arch, r.gpu, r.precision or None)
+                       for r in rows if r.source == s and r.vendor != "?"]  # fmt: skip
             try:
-                prof = fit_profile(train, **fit_kw)
+                prof = fit_profile(train, targets=targets, **fit_kw)
             except PlannerError:
                 prof = None
             profiles[s] = prof
@@ -183,6 +240,8 @@ def run_validation(
             loso["log_err"] = np.log(loso["predicted"] / loso["measured"])
             loso["ape"] = np.abs(loso["predicted"] / loso["measured"] - 1)
             loso["metric_class"] = [metric_class(m) for m in loso["metric"]]
+            result["coverage"] = band_coverage(loso)
+            result["bands"] = fit_error_bands(loso)
         result["loso"] = loso
         result["n_public_rows"] = len(rows)
         result["unpredicted"] = pd.DataFrame(
@@ -192,7 +251,7 @@ def run_validation(
                 if not r.ok and r.fit_kind != "serving"
             ]
         )
-    if own_files:
+    if own_files and kfold:
         own_df = load_measurements(own_files, cat)
         own_rows = prepare_rows(own_df, cat)
         with Progress("validate") as bar:
@@ -216,6 +275,53 @@ def _md_table(df) -> str:
             + " |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _coverage_section(result: dict[str, Any]) -> list[str]:
+    cov = result.get("coverage")
+    if cov is None or not len(cov):
+        return []
+    bands = result.get("bands") or {}
+    band_rows = [
+        {"tier": t, "ratio_p10": b.ratio_p10, "ratio_p90": b.ratio_p90, "n": b.n_rows,
+         "sources": b.n_sources}
+        for t, b in bands.items()
+    ]  # fmt: skip
+    import pandas as pd
+
+    tot = coverage_table(cov.assign(all="all held-out throughput rows"), ["all"])
+    return [
+        "### Error bands and their held-out coverage",
+        "",
+        "Each prediction carries a band (`planner.catalog.profile.error_band`): p10 to p90 of "
+        "measured / predicted throughput over the rows of its provenance tier that were "
+        "predicted out of sample (below; `planner calibrate` stores the same in the profile). "
+        "A tier with fewer than 20 rows or 2 sources takes the next coarser tier's band; a "
+        "tier's band also spans every nearer tier's. Bands of this run:",
+        "",
+        _md_table(pd.DataFrame(band_rows)),
+        "Coverage, checked honestly: each source's rows are tested against bands fitted "
+        "WITHOUT that source (a band fitted on all rows would cover 80% by construction). "
+        "Target: at least 70% inside.",
+        "",
+        _md_table(
+            pd.concat(
+                [
+                    tot.rename(columns={"all": "group"}),
+                    coverage_table(cov, ["band_tier"])
+                    .rename(columns={"band_tier": "group"})
+                    .assign(group=lambda d: "tier " + d["group"]),
+                    coverage_table(cov, ["vendor"])
+                    .rename(columns={"vendor": "group"})
+                    .assign(group=lambda d: "vendor " + d["group"]),
+                    coverage_table(cov, ["framework"])
+                    .rename(columns={"framework": "group"})
+                    .assign(group=lambda d: "framework " + d["group"]),
+                ],
+                ignore_index=True,
+            )
+        ),  # fmt: skip
+    ]
 
 
 def write_report(
@@ -273,6 +379,14 @@ def write_report(
             "throughput on that many GPUs (planner/benchmarks/layouts.py), never fitted.",
             "",
             _md_table(error_table(loso, ["metric_class", "kind"])),
+            "### Throughput by vendor, framework and model family",
+            "",
+            "Throughput rows only (offline, static, serving and assumed-layout kinds); `sources` = "
+            "how many independent publications the rows come from. The `target` groups are the "
+            "acceptance targets of issue 16 (each over at least 15 rows from at least 2 sources).",
+            "",
+            _md_table(group_table(loso)),
+            *_coverage_section(result),
             "### By source (the held-out fold)",
             "",
             _md_table(error_table(loso, ["source"])),
@@ -304,11 +418,28 @@ def write_report(
                 .sort_values("rows", ascending=False)
             ),
         ]
-    text = "\n".join(out) + "\n"
+    text = "\n".join(out) + "\n" + _kept_section(path)
     if not any(x is not None and len(x) for x in (loso, kf)):
         raise PlannerError(f"refusing to write {path}: the accuracy report has no rows")
     atomic_write_text(path, text, inputs=inputs, what="accuracy report")
     return text
+
+
+#: a section of the report another generator owns (scripts/serving_comparison.py --write):
+#: kept as it is when validate rewrites the file
+KEPT_SECTION = ("<!-- serving-comparison:begin -->", "<!-- serving-comparison:end -->")
+
+
+def _kept_section(path: str | Path) -> str:
+    try:
+        old = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    begin, end = KEPT_SECTION
+    i, j = old.find(begin), old.find(end)
+    if i < 0 or j < i:
+        return ""
+    return "\n" + old[i : j + len(end)] + "\n"
 
 
 # =========================================================================== validation
@@ -324,6 +455,9 @@ def oos_record(r: PreparedRow, predicted: float, provenance: str, fold: Any) -> 
         "model": r.model,
         "mode": r.mode,
         "kind": r.fit_kind,
+        "vendor": r.vendor,
+        "arch": r.arch,
+        "family": r.family,
         "measured": r.value,
         "predicted": float(predicted),
         "provenance": provenance,
@@ -379,17 +513,77 @@ def cross_validate(
     return df
 
 
-def error_table(df, by: Sequence[str]):
-    """Median and P90 absolute percentage error and signed bias per group [%]."""
+def error_table(df, by: Sequence[str], with_sources: bool = False):
+    """Median and P90 absolute percentage error and signed bias per group [%]
+    (``with_sources``: and the number of sources behind each group)."""
     import pandas as pd
 
+    counts = ["n", "sources"] if with_sources else ["n"]
     if df is None or not len(df):
-        return pd.DataFrame(columns=[*by, "n", "mdape_pct", "p90_ape_pct", "bias_pct"])
+        return pd.DataFrame(columns=[*by, *counts, "mdape_pct", "p90_ape_pct", "bias_pct"])
     g = df.groupby(list(by), dropna=False)
+    extra = {"sources": ("source", "nunique")} if with_sources else {}
     out = g.agg(
         n=("ape", "size"),
+        **extra,
         mdape_pct=("ape", lambda s: 100 * float(np.median(s))),
         p90_ape_pct=("ape", lambda s: 100 * float(np.quantile(s, 0.9))),
         bias_pct=("log_err", lambda s: 100 * float(np.expm1(np.median(s)))),
     ).reset_index()
     return out.round({"mdape_pct": 1, "p90_ape_pct": 1, "bias_pct": 1})
+
+
+def with_error_bands(
+    profile: Profile,
+    rows: Sequence[PreparedRow],
+    paths: Sequence[str | os.PathLike[str]] | None = None,
+    catalog: Catalog | None = None,
+    **fit_kw: Any,
+) -> Profile:
+    """``profile`` with ``error_bands`` from a leave-one-source-out refit of the CSV files
+    it was fitted on (``planner calibrate``; :func:`split_public_own` decides which files
+    are held out source by source). Unchanged when the rows come from fewer than two
+    sources or a file is not a CSV (:func:`planner.catalog.profile.error_band` then uses
+    the bundled profile's bands).
+    """
+    files = [Path(p) for p in (paths or data_files_default())]
+    if not all(f.suffix.lower() == ".csv" for f in files):
+        return profile
+    public, own = split_public_own(files)
+    if not public or len({r.source for r in rows if r.ok}) < 2:
+        return profile
+    kw = {k: v for k, v in fit_kw.items() if k != "progress"}
+    res = run_validation(public, own, catalog=catalog, kfold=False, **kw)
+    return profile.model_copy(update={"error_bands": fit_error_bands(res.get("loso"))})
+
+
+def store_error_bands(
+    profile_path: str | os.PathLike[str], result: dict[str, Any], files: Sequence[str | Path]
+) -> Profile:
+    """Write the bands of a :func:`run_validation` result into the profile at
+    ``profile_path`` (``planner validate --bands-into``). The profile must have been fitted on
+    every one of ``files`` as they are now (same hash), else PlannerError."""
+    from planner.benchmarks.io import _hash_files
+    from planner.catalog.profile import load_profile, save_profile
+
+    prof = load_profile(profile_path)
+    assert prof is not None  # load_profile raises for an explicit missing path
+    fitted = {(DATA_DIR.parent / f).resolve() for f in prof.data_files}  # relative or absolute
+    missing = [str(f) for f in files if Path(f).resolve() not in fitted]
+    if missing:
+        raise PlannerError(
+            f"{profile_path} was not fitted on {', '.join(missing)}: refit it with `planner "
+            "calibrate` on the same files before storing their error bands"
+        )
+    paths = sorted(fitted)
+    if _hash_files(paths) != prof.data_hash:
+        raise PlannerError(
+            f"{profile_path}: the measurement files changed since the fit (data hash "
+            f"{prof.data_hash}); refit with `planner calibrate` first"
+        )
+    bands = result.get("bands") or {}
+    if not bands:
+        raise PlannerError("no out-of-sample throughput rows: no error bands to store")
+    out = prof.model_copy(update={"error_bands": bands})
+    save_profile(out, profile_path)
+    return out

@@ -11,12 +11,13 @@ Pipeline (pvlib style: every model has its ``fit_*``):
    it cannot be predicted.
 3. :func:`fit_profile` fits :class:`~planner.catalog.efficiency.EfficiencyParams` with
    ``scipy.optimize.least_squares`` on log error, top-down over a hierarchy
-   ``global -> framework -> framework x arch -> framework x gpu -> framework x gpu x
-   precision``. Each node is pulled toward its parent by a Gaussian prior in log
-   space, so sparse nodes shrink toward the family value.
-4. :func:`resolve_params` picks the deepest node that exists for a (gpu,
-   framework, precision) and labels the prediction ``fit``, ``transferred from
-   ...`` or ``prior``.
+   ``global -> vendor -> vendor x framework -> x arch -> x gpu -> x precision``, plus one
+   node per framework across vendors (child of global). Each node is pulled toward its
+   parent by a Gaussian prior in log space, so sparse nodes shrink toward the family
+   value (partial pooling); a node with exactly its parent's rows is the parent.
+4. :func:`resolve_params` picks the nearest measured relative of a (gpu, framework,
+   precision) — same GPU, same vendor + framework (+ arch), same vendor, same framework,
+   global — and labels the prediction ``fit``, ``transferred from ...`` or ``prior``.
 5. :func:`cross_validate` refits without each source (leave-one-source-out) or
    fold (k-fold) and predicts the held-out rows; :func:`accuracy_report` writes
    ``docs/accuracy.md``.
@@ -36,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from planner.benchmarks.io import _hash_files, load_measurements
+from planner.benchmarks.schema import unexpressible_reason
 from planner.benchmarks.step_rows import _canonical_precision, row_predictor
 from planner.calibration.iterations import (
     check_enough_iterations,
@@ -46,7 +48,14 @@ from planner.calibration.iterations import (
 from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
 from planner.catalog.compat import check_framework_gpu
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
-from planner.catalog.profile import Profile, ProfileNode, _node_keys, resolve_params
+from planner.catalog.profile import (
+    Profile,
+    ProfileNode,
+    _framework_key,
+    _lookup_keys,
+    _node_keys,
+    resolve_params,
+)
 from planner.errors import PlannerError
 from planner.files import Progress
 
@@ -73,6 +82,8 @@ _START = {
     "sched_overhead_s": 1e-4,
 }
 FIT_FIELDS = tuple(FIT_BOUNDS)
+#: row kinds the fit uses by default (serving rows are validated by simulation, not fitted)
+FITTED_KINDS = ("step", "static", "single", "offline")
 
 
 # =========================================================================== predictors
@@ -93,6 +104,8 @@ class PreparedRow:
     reason: str = ""
     fit_kind: str = ""  # step, static, single, offline, serving
     model: str = ""
+    vendor: str = ""
+    family: str = ""  # dense or moe
 
     @property
     def ok(self) -> bool:
@@ -107,13 +120,17 @@ def prepare_rows(df, catalog: Catalog | None = None) -> list[PreparedRow]:
         fn, reason, kind = row_predictor(row, cat)
         try:
             g = cat.gpu(str(row["hardware"]))
-            gid, arch = g.id, g.arch
+            gid, arch, vendor = g.id, g.arch, g.vendor
         except PlannerError:
-            gid, arch = str(row["hardware"]), "?"
+            gid, arch, vendor = str(row["hardware"]), "?", "?"
         try:
-            fwid = cat.framework(str(row["framework"])).id
+            fw = cat.framework(str(row["framework"]))
+            fwid, fw_vendors = fw.id, fw.vendors
         except PlannerError:
-            fwid = str(row["framework"])
+            fwid, fw_vendors = str(row["framework"]), None
+        why = unexpressible_reason(row, None if vendor == "?" else vendor, fw_vendors)
+        if why:  # kept in the data, never fitted nor simulated
+            fn, reason, kind = None, why, ""
         out.append(
             PreparedRow(
                 id=str(row.get("id")),
@@ -131,9 +148,20 @@ def prepare_rows(df, catalog: Catalog | None = None) -> list[PreparedRow]:
                 model=Path(str(row.get("model"))).parent.name
                 if str(row.get("model", "")).endswith(".json")
                 else str(row.get("model")),
+                vendor=vendor,
+                family=_family(cat, row),
             )
         )
     return out
+
+
+def _family(cat: Catalog, row: dict) -> str:
+    """``moe`` or ``dense`` for a row's model; ``?`` when the model cannot be read."""
+    try:
+        m = cat.model_ref(str(row.get("model")), str(row.get("_dir", ".")))
+    except PlannerError:
+        return "?"
+    return "moe" if m.is_moe else "dense"
 
 
 # =========================================================================== fitting
@@ -214,13 +242,19 @@ def fit_profile(
     min_rows: int = 1,
     prior_scale: float = 1.0,
     max_nfev: int = 60,
-    include_kinds: Iterable[str] = ("step", "static", "single", "offline"),
+    include_kinds: Iterable[str] = FITTED_KINDS,
     base: EfficiencyParams | None = None,
     progress: str | None = None,
+    targets: Iterable[tuple] | None = None,
 ) -> Profile:
     """Fit the hierarchy of nodes top-down (see module docstring).
 
     ``progress``: a label to show a progress line on stderr (when it is a terminal).
+
+    ``targets``: (vendor, framework, arch, gpu, precision) tuples; when given, only the nodes
+    that :func:`resolve_params` would pick for them, and their ancestors, are fitted. A node's
+    parameters depend only on its rows and its ancestors', so those nodes are exactly the
+    ones of the full fit (leave-one-source-out predicts one source's rows this way).
 
     Parameters
     ----------
@@ -235,23 +269,29 @@ def fit_profile(
         raise PlannerError(f"no measurement row can be used for the fit: {_why_none(rows, kinds)}")
     base = base or PRIOR.with_(**_START)
     nodes: list[ProfileNode] = []
-    fitted: dict[tuple, EfficiencyParams] = {}
 
-    def add(level, key, subset, parent):
+    def add(level, key, subset, parent_key):
         bar.update(len(nodes), f"node {'/'.join(str(x) for x in key if x) or 'global'}")
         if len(subset) < min_rows:
             return
-        params, mdape = _fit_node(subset, parent, prior_scale, max_nfev)
-        fitted[key] = params
+        parent = fitted.get(parent_key)
+        if parent is not None and {id(r) for r in subset} == members[parent_key]:
+            # the same rows as the parent: a refit would count them twice
+            params, mdape = parent, mdapes[parent_key]
+        else:
+            params, mdape = _fit_node(subset, parent or base, prior_scale, max_nfev)
+        fitted[key], mdapes[key], members[key] = params, mdape, {id(r) for r in subset}
         nodes.append(
             ProfileNode(
-                framework=key[0],
-                arch=key[1],
-                gpu=key[2],
-                precision=key[3],
+                vendor=key[0],
+                framework=key[1],
+                arch=key[2],
+                gpu=key[3],
+                precision=key[4],
                 level=level,
                 n_rows=len(subset),
                 sources=tuple(sorted({r.source for r in subset})),
+                gpus=tuple(sorted({r.gpu for r in subset})),
                 in_sample_mdape=round(mdape, 4),
                 params=_rounded(params),
             )
@@ -259,22 +299,27 @@ def fit_profile(
 
     groups: dict[tuple, list[PreparedRow]] = {}
     for r in use:
-        for lvl, k in enumerate(_node_keys(r.framework, r.arch, r.gpu, r.precision)):
-            if lvl:
-                groups.setdefault(k, []).append(r)
+        chain = _node_keys(r.vendor or None, r.framework, r.arch, r.gpu, r.precision)
+        for k in (*chain[1:], _framework_key(r.framework)):
+            groups.setdefault(k, []).append(r)
+    groups = {k: g for k, g in groups.items() if len(g) >= min_rows}
+    if targets is not None:
+        groups = {k: groups[k] for k in _needed_keys(groups, targets)}
+    fitted: dict[tuple, EfficiencyParams] = {}
+    mdapes: dict[tuple, float] = {}
+    members: dict[tuple, set[int]] = {}
     bar = Progress(progress or "", total=1 + len(groups), force=None if progress else False)
-    add(0, (None, None, None, None), use, base)
-    for lvl in (1, 2, 3, 4):
-        for k in sorted((k for k in groups if _level(k) == lvl), key=str):
-            parent_key = _node_keys(*k)[lvl - 1]
-            # the closest fitted ancestor
-            pk = parent_key
-            anc = _node_keys(*k)[:lvl]
-            for a in reversed(anc):
-                if a in fitted:
-                    pk = a
-                    break
-            add(lvl, k, groups[k], fitted.get(pk, base))
+    root = _node_keys(None, None, None, None, None)[0]
+    add(0, root, use, None)
+    # top-down: a node's parent is the closest fitted ancestor in its chain
+    for k in sorted(groups, key=lambda k: (_level(k), str(k))):
+        if k == _framework_key(k[1]):
+            add(1, k, groups[k], root)
+            continue
+        lvl = _level(k)
+        anc = _node_keys(*k)[:lvl]
+        pk = next((a for a in reversed(anc) if a in fitted), root)
+        add(lvl, k, groups[k], pk)
     bar.close()
     return Profile(
         created=_dt.date.today(),
@@ -285,14 +330,33 @@ def fit_profile(
             "scipy.optimize.least_squares (trf, soft_l1 loss, f_scale 0.2) on log(predicted/measured), "
             "parameters in log space with bounds; each node regularised toward its parent by a "
             "Gaussian prior in log space (widths FIT_BOUNDS x prior_scale); hierarchy global -> "
-            "framework -> framework x arch -> framework x gpu -> framework x gpu x precision"
+            "vendor -> vendor x framework -> x arch -> x gpu -> x precision, and global -> "
+            "framework (all vendors); a node with exactly its parent's rows is the parent"
         ),
         nodes=tuple(nodes),
     )
 
 
+def _needed_keys(groups: dict[tuple, Any], targets: Iterable[tuple]) -> set[tuple]:
+    """Keys of ``groups`` that the lookup of each target lands on, and their ancestors."""
+    need: set[tuple] = set()
+    for t in set(targets):
+        for k in _lookup_keys(*t):
+            if k in groups:
+                if k == _framework_key(k[1]):
+                    need.add(k)
+                else:
+                    need.update(a for a in _node_keys(*k)[1 : _level(k) + 1] if a in groups)
+                break
+    return need
+
+
 def _level(k: tuple) -> int:
-    return sum(1 for x in k if x is not None)
+    """Depth of a fit-tree key (vendor, framework, arch, gpu, precision): the index of its
+    last set field + 1 (0 = global); the framework-across-vendors node is depth 1."""
+    if k == _framework_key(k[1]) and k[1] is not None:
+        return 1
+    return max((i + 1 for i, x in enumerate(k) if x is not None), default=0)
 
 
 def _rounded(p: EfficiencyParams) -> EfficiencyParams:
@@ -351,7 +415,9 @@ def poor_fits(
     for r in rows:
         if not r.ok:
             continue
-        node = profile.find(r.framework or None, r.arch or None, r.gpu or None, r.precision)
+        node = profile.find(
+            r.framework or None, r.arch or None, r.gpu or None, r.precision, r.vendor or None
+        )
         if node is None:
             continue
         apes = groups.setdefault((node.label, r.metric), [])
@@ -380,6 +446,37 @@ def poor_fits(
 MAX_CALIBRATE_ROWS = 10_000
 
 
+#: measurement files of the project's own harnesses (one source each): always in training
+#: in leave-one-source-out, never held out (their accuracy is checked by k-fold)
+OWN_FILES = ("reference_h200.csv", "reference_h200_tp2.csv", "pytorch_h200.csv")
+
+
+def public_files_default() -> list[Path]:
+    """Published measurements (``data/benchmarks/public*.csv``): held out source by source."""
+    return sorted((DATA_DIR / "benchmarks").glob("public*.csv"))
+
+
+def own_files_default() -> list[Path]:
+    """The project's own step measurements (:data:`OWN_FILES` that exist)."""
+    return [p for p in (DATA_DIR / "benchmarks" / f for f in OWN_FILES) if p.exists()]
+
+
+def split_public_own(files: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+    """(held out by source, always trained on): the bundled own files are the second; a
+    bundled file that is neither (serving runs) is left out; a user's files are public."""
+    bundled = (DATA_DIR / "benchmarks").resolve()
+    public, own = [], []
+    for f in files:
+        if f.resolve().parent == bundled:
+            if f.name in OWN_FILES:
+                own.append(f)
+            elif f.name.startswith("public"):
+                public.append(f)
+        else:
+            public.append(f)
+    return public, own
+
+
 def calibrate(
     paths: Sequence[str | os.PathLike[str]] | None = None,
     catalog: Catalog | None = None,
@@ -391,6 +488,8 @@ def calibrate(
     ``iteration_logs``: serving iteration logs whose framework x GPU nodes get the serving
     terms of :func:`planner.calibration.iterations.fit_iterations` after the step fit. Default:
     the bundled logs when ``paths`` is the bundled data too, else none.
+
+    The error bands are added by :func:`planner.calibration.bands.with_error_bands`.
     """
     cat = catalog or load_catalog()
     if iteration_logs is None:

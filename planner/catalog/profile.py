@@ -1,13 +1,25 @@
-"""Calibration profiles: fitted :class:`EfficiencyParams` per (framework, arch, gpu, precision)
-node, saved as YAML, and the ONE resolver from a deployment to its parameters
-(:func:`resolve_params`). Lives below every predictor that needs parameters.
+"""Calibration profiles: fitted :class:`EfficiencyParams` per (vendor, framework, arch, gpu,
+precision) node, saved as YAML, the ONE resolver from a deployment to its parameters
+(:func:`resolve_params`) and the ONE error band of a prediction (:func:`error_band`). Lives
+below every predictor that needs parameters.
+
+The hierarchy (each node shrunk toward its parent by the fit, ``planner.calibration.fit``)::
+
+    global -> vendor -> vendor x framework -> x arch -> x gpu -> x precision
+    global -> framework (all vendors)
+
+An unmeasured (gpu, framework, precision) borrows from its nearest measured relative, in
+this order: same GPU other precision, same vendor + framework + architecture, same vendor +
+framework, same vendor, same framework (other vendors), global.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,13 +38,16 @@ DEFAULT_PROFILE = DATA_DIR / "calibration" / "profile.yaml"
 class ProfileNode(Frozen):
     """Fitted parameters of one node of the hierarchy."""
 
+    vendor: str | None = None
     framework: str | None = None
     arch: str | None = None
     gpu: str | None = None
     precision: str | None = None
-    level: int = Field(ge=0, le=4)
+    level: int = Field(ge=0, le=5)
     n_rows: int = Field(ge=0)
     sources: tuple[str, ...] = ()
+    #: the GPUs whose rows the node was fitted on (names the donor of a transfer)
+    gpus: tuple[str, ...] = ()
     in_sample_mdape: float | None = None
     params: EfficiencyParams
     #: what fitted the serving terms on iteration logs (planner.calibration.iterations),
@@ -41,11 +56,30 @@ class ProfileNode(Frozen):
 
     @property
     def label(self) -> str:
-        parts = [x for x in (self.framework, self.gpu or self.arch, self.precision) if x]
+        parts = [
+            x
+            for x in (self.vendor if not (self.gpu or self.arch) else None, self.framework,
+                      self.gpu or self.arch, self.precision)
+            if x
+        ]  # fmt: skip
         return "/".join(parts) if parts else "global (all frameworks)"
 
 
-PROFILE_FORMAT = 1  # the calibration profile format this planner reads and writes
+class ErrorBand(Frozen):
+    """Out-of-sample spread of one provenance tier: quantiles of measured / predicted
+    throughput (speed) over rows held out by source (``planner.calibration.bands``)."""
+
+    ratio_p10: float = Field(gt=0)
+    ratio_p90: float = Field(gt=0)
+    n_rows: int = Field(ge=0)
+    n_sources: int = Field(ge=0)
+
+
+#: the calibration profile format this planner writes; it reads every one in PROFILE_FORMATS
+PROFILE_FORMAT = 2
+#: 1: nodes without a vendor level (still read: arch implies the vendor); 2: vendor level,
+#: node GPUs, error bands
+PROFILE_FORMATS = (1, 2)
 
 
 class Profile(Frozen):
@@ -58,30 +92,60 @@ class Profile(Frozen):
     n_rows_fitted: int
     method: str
     nodes: tuple[ProfileNode, ...]
+    #: provenance tier -> out-of-sample band (written by ``planner calibrate``); see
+    #: :func:`error_band`
+    error_bands: dict[str, ErrorBand] = Field(default_factory=dict)
 
     def find(
-        self, framework: str | None, arch: str | None, gpu: str | None, precision: str | None
+        self,
+        framework: str | None,
+        arch: str | None,
+        gpu: str | None,
+        precision: str | None,
+        vendor: str | None = None,
     ) -> ProfileNode | None:
-        keys = _node_keys(framework, arch, gpu, precision)
+        """The nearest node for a deployment (:func:`_lookup_keys` order); None if none."""
         by_key = {_key_of(n): n for n in self.nodes}
-        for k in reversed(keys):
+        for k in _lookup_keys(vendor, framework, arch, gpu, precision):
             if k in by_key:
                 return by_key[k]
+            if k[2] is not None and (None, *k[1:]) in by_key:  # format 1: arch implies vendor
+                return by_key[(None, *k[1:])]
         return None
 
 
-def _node_keys(fw, arch, gpu, prec) -> list[tuple]:
+def _node_keys(vendor, fw, arch, gpu, prec) -> list[tuple]:
+    """The chain of fit-tree keys (vendor, framework, arch, gpu, precision), global first;
+    a node's parent is the entry before it (the framework-wide node, across vendors, is a
+    child of global: :func:`_framework_key`)."""
     return [
-        (None, None, None, None),
-        (fw, None, None, None),
-        (fw, arch, None, None),
-        (fw, arch, gpu, None),
-        (fw, arch, gpu, prec),
+        (None, None, None, None, None),
+        (vendor, None, None, None, None),
+        (vendor, fw, None, None, None),
+        (vendor, fw, arch, None, None),
+        (vendor, fw, arch, gpu, None),
+        (vendor, fw, arch, gpu, prec),
     ]
 
 
+def _framework_key(fw) -> tuple:
+    """Key of the node of one framework across every vendor."""
+    return (None, fw, None, None, None)
+
+
+def _lookup_keys(vendor, fw, arch, gpu, prec) -> list[tuple]:
+    """Keys to try for a deployment, nearest relative first: exact, same GPU, same vendor
+    + framework + arch, same vendor + framework, same vendor, same framework, global."""
+    chain = _node_keys(vendor, fw, arch, gpu, prec)
+    keys = [chain[5], chain[4], chain[3], chain[2], chain[1]]
+    if fw is not None:
+        keys.append(_framework_key(fw))
+    keys.append(chain[0])
+    return keys
+
+
 def _key_of(n: ProfileNode) -> tuple:
-    return (n.framework, n.arch, n.gpu, n.precision)
+    return (n.vendor, n.framework, n.arch, n.gpu, n.precision)
 
 
 def save_profile(
@@ -107,10 +171,11 @@ def _load_profile_cached(path: str, mtime: float) -> Profile:
     if not isinstance(data, dict):
         raise PlannerError(f"{path}: not a calibration profile (expected a YAML mapping)")
     version = data.get("planner_calibration_profile")
-    if version != PROFILE_FORMAT:
+    if version not in PROFILE_FORMATS:
         raise PlannerError(
             f"{path}: calibration profile format version {shown(version)}; this planner reads "
-            f"version {PROFILE_FORMAT} (regenerate it with `planner calibrate`)"
+            f"versions {', '.join(map(str, PROFILE_FORMATS))} (regenerate it with "
+            "`planner calibrate`)"
         )
     try:
         return Profile.model_validate(data)
@@ -144,9 +209,12 @@ def resolve_params(
     -------
     (EfficiencyParams, str)
         provenance is ``fit (<node>, n rows)`` when the profile has a node for exactly
-        this framework, GPU and precision; ``transferred from <node>`` when a coarser
-        node (same GPU other precision, same architecture, same framework, or all
-        frameworks) is used; ``prior`` without a profile.
+        this framework, GPU and precision; ``transferred from <node>`` when the nearest
+        measured relative is used (same GPU other precision, same vendor + framework +
+        architecture, same vendor + framework, same vendor, same framework on other
+        vendors, all data; the label names it, e.g. ``transferred from vllm on amd
+        (amd-mi300x, 48 rows)``); ``prior`` without a profile.
+        :func:`error_band` turns the label into an out-of-sample interval.
     """
     cat = catalog or load_catalog()
     prof = profile if profile is not None else load_profile(profile_path)
@@ -155,11 +223,11 @@ def resolve_params(
     g = cat.gpu(gpu)
     fw = cat.framework(framework).id if framework else None
     prec = cat.precision(precision).id if precision else None
-    node = prof.find(fw, g.arch, g.id, prec)
+    node = prof.find(fw, g.arch, g.id, prec, vendor=g.vendor)
     if node is None:
         return PRIOR, "prior"
     serving = "; serving terms fit on iteration logs" if node.serving_fit else ""
-    if node.level == 4:
+    if node.gpu is not None and node.precision is not None:
         return (
             node.params,
             f"fit ({node.framework}/{node.gpu}/{node.precision}, {node.n_rows} rows{serving})",
@@ -167,14 +235,193 @@ def resolve_params(
     return node.params, f"transferred from {_describe(node)}{serving}"
 
 
+def _gpu_list(n: ProfileNode) -> str:
+    shown_gpus = ", ".join(n.gpus[:4]) + (f" +{len(n.gpus) - 4}" if len(n.gpus) > 4 else "")
+    return f"{shown_gpus}, " if shown_gpus else ""
+
+
 def _describe(n: ProfileNode) -> str:
-    if n.level == 0:
-        return f"global fit over all frameworks ({n.n_rows} rows)"
-    if n.level == 1:
-        return f"{n.framework} on all GPUs ({n.n_rows} rows)"
-    if n.level == 2:
+    """The donor of a transfer, in words (:data:`TIER_PATTERNS` reads these back)."""
+    if n.gpu is not None:
+        return f"{n.framework} on {n.gpu}, all precisions ({n.n_rows} rows)"
+    if n.arch is not None:
         return f"{n.framework} on {n.arch} GPUs ({n.n_rows} rows)"
-    return f"{n.framework} on {n.gpu}, all precisions ({n.n_rows} rows)"
+    if n.vendor is not None and n.framework is not None:
+        return f"{n.framework} on {n.vendor} ({_gpu_list(n)}{n.n_rows} rows)"
+    if n.vendor is not None:
+        return f"all frameworks on {n.vendor} ({_gpu_list(n)}{n.n_rows} rows)"
+    if n.framework is not None:
+        return f"{n.framework} on all GPUs ({n.n_rows} rows)"
+    return f"global fit over all frameworks ({n.n_rows} rows)"
+
+
+# --------------------------------------------------------------------------- error bands
+#: provenance tiers, nearest first; a tier without enough held-out rows borrows the band of
+#: the next one (coarser relatives are never more accurate)
+TIERS = (
+    "fit",
+    "same_gpu",
+    "same_arch",
+    "vendor_framework",
+    "vendor",
+    "framework",
+    "global",
+    "prior",
+)
+#: (tier, pattern of the provenance label :func:`resolve_params` writes), tried in order
+TIER_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("fit", re.compile(r"^fit \(")),
+    ("same_gpu", re.compile(r"^transferred from \S+ on \S+, all precisions \(")),
+    ("global", re.compile(r"^transferred from global fit")),
+    ("framework", re.compile(r"^transferred from \S+ on all GPUs \(")),
+    ("same_arch", re.compile(r"^transferred from \S+ on \S+ GPUs \(")),
+    ("vendor", re.compile(r"^transferred from all frameworks on \S+ \(")),
+    ("vendor_framework", re.compile(r"^transferred from \S+ on \S+ \(")),
+    ("prior", re.compile(r"^prior\b")),
+)
+#: a tier's band is used only with at least this many held-out rows from this many sources
+BAND_MIN_ROWS = 20
+BAND_MIN_SOURCES = 2
+
+
+def provenance_tier(provenance: str) -> str:
+    """The tier (one of :data:`TIERS`) of a provenance label; PlannerError if unknown."""
+    text = (provenance or "").strip()
+    for tier, pat in TIER_PATTERNS:
+        if pat.search(text):
+            return tier
+    raise PlannerError(f"unknown provenance label {shown(text)}: cannot give an error band")
+
+
+@dataclass(frozen=True)
+class Band:
+    """Out-of-sample error band of a prediction, as ratios of measured to predicted SPEED
+    (throughput, tokens or requests per second, capacity): the true value lies in
+    ``[predicted x low_ratio, predicted x high_ratio]`` for about 80% of held-out rows (p10
+    to p90). For a TIME (latency, seconds per token) the band maps the other way:
+    ``[predicted / high_ratio, predicted / low_ratio]`` (:meth:`time_interval`).
+
+    Attributes
+    ----------
+    low_ratio, high_ratio : float or None
+        p10 and p90 of measured / predicted speed; None when no band is known (no profile
+        with bands)
+    tier : str
+        the provenance tier whose held-out rows gave the band (may be coarser than the
+        prediction's own tier when that has too few rows; ``note`` says so)
+    n_rows : int
+        held-out rows behind the band
+    n_sources : int
+        sources those rows come from
+    note : str
+        how the band was chosen, for display
+    """
+
+    low_ratio: float | None
+    high_ratio: float | None
+    tier: str
+    n_rows: int
+    n_sources: int = 0
+    note: str = ""
+
+    @property
+    def known(self) -> bool:
+        return self.low_ratio is not None and self.high_ratio is not None
+
+    def describe(self) -> str:
+        """One line saying what the band is, for the commands' output."""
+        if not self.known:
+            return self.note
+        return (
+            f"p10-p90 of measured/predicted throughput, {self.low_ratio:.2f}x-"
+            f"{self.high_ratio:.2f}x: {self.tier} predictions held out by source "
+            f"({self.n_rows} rows, {self.n_sources} sources)"
+            + (f"; {self.note}" if self.note else "")
+        )
+
+    def speed_interval(self, predicted: float) -> tuple[float | None, float | None]:
+        """(low, high) of a predicted throughput / rate / capacity [its unit]."""
+        if not self.known:
+            return None, None
+        return predicted * self.low_ratio, predicted * self.high_ratio  # type: ignore[operator]
+
+    def time_interval(self, predicted: float) -> tuple[float | None, float | None]:
+        """(low, high) of a predicted time or cost per unit of work (seconds, $/Mtok, GPUs
+        needed): a measured speed x r means a time / r."""
+        if not self.known:
+            return None, None
+        return predicted / self.high_ratio, predicted / self.low_ratio  # type: ignore[operator]
+
+
+def error_band(provenance: str, profile: Profile | None = None) -> Band:
+    """THE error band of a prediction, from its provenance label.
+
+    Every command uses this one function: ``predict`` (``predicted_low``/``predicted_high``),
+    ``estimate``, ``capacity``, ``recommend``.
+
+    Parameters
+    ----------
+    provenance : str
+        the label :func:`resolve_params` returned for the parameters the prediction used
+        (suffixes such as ``; assumed layout ...`` are ignored)
+    profile : Profile, optional
+        the profile whose ``error_bands`` to use (default: the bundled profile); a profile
+        without bands (a user's fit on one source) uses the bundled profile's bands
+
+    Returns
+    -------
+    Band
+        ``low_ratio``/``high_ratio`` are p10/p90 of measured / predicted SPEED over rows held
+        out by source (leave-one-source-out, ``planner calibrate``) whose parameters came
+        from the same tier. Throughput, rate, capacity: ``[x * low_ratio, x * high_ratio]``
+        (:meth:`Band.speed_interval`). Times, GPUs needed, $/Mtok (inverse of a speed):
+        ``[x / high_ratio, x / low_ratio]`` (:meth:`Band.time_interval`). A tier with fewer
+        than :data:`BAND_MIN_ROWS` held-out rows or :data:`BAND_MIN_SOURCES` sources takes
+        the band of the next coarser tier (``note`` says so); with no band known at all,
+        both ratios are None.
+
+    Raises
+    ------
+    PlannerError
+        when the label is not one :func:`resolve_params` writes
+    """
+    tier = provenance_tier(provenance)
+    bands = profile.error_bands if profile is not None else {}
+    if not bands:
+        bundled = load_profile()
+        bands = bundled.error_bands if bundled is not None else {}
+    return band_for_tier(tier, bands)
+
+
+def band_for_tier(tier: str, bands: dict[str, ErrorBand]) -> Band:
+    """The band of ``tier`` from a tier -> :class:`ErrorBand` table, borrowing from the
+    next coarser tier with enough rows (see :func:`error_band`)."""
+
+    def usable(t):
+        b = bands.get(t)
+        ok = b is not None and b.n_rows >= BAND_MIN_ROWS and b.n_sources >= BAND_MIN_SOURCES
+        return b if ok else None
+
+    i = TIERS.index(tier)
+    for t in TIERS[i:]:
+        b = usable(t)
+        if b is not None:
+            note = "" if t == tier else f"{tier} has too few held-out rows; band of {t}"
+            # a farther relative is never trusted more than a nearer one: the band also
+            # spans every nearer tier's band
+            nearer = [n for n in (usable(x) for x in TIERS[: TIERS.index(t)]) if n is not None]
+            lo = min([b.ratio_p10, *(n.ratio_p10 for n in nearer)])
+            hi = max([b.ratio_p90, *(n.ratio_p90 for n in nearer)])
+            return Band(lo, hi, t, b.n_rows, b.n_sources, note)
+    # nothing coarser: the widest band measured
+    usable = [(t, b) for t, b in bands.items() if b.n_rows >= BAND_MIN_ROWS]
+    if usable:
+        t, b = max(usable, key=lambda tb: tb[1].ratio_p90 / tb[1].ratio_p10)
+        return Band(
+            b.ratio_p10, b.ratio_p90, t, b.n_rows, b.n_sources,
+            f"no held-out rows for {tier} or coarser; widest band measured ({t})",
+        )  # fmt: skip
+    return Band(None, None, tier, 0, 0, "no error band known (profile without error bands)")
 
 
 # --------------------------------------------------------------------------- parameters

@@ -198,13 +198,6 @@ class Accelerator(Sourced):
             f"so compute-bound times in {dtype} cannot be estimated on this GPU"
         )
 
-    def has_peak(self, dtype: str) -> bool:
-        try:
-            self.peak_tflops(dtype)
-        except PlannerError:
-            return False
-        return True
-
     @model_validator(mode="after")
     def _memory_reading_sourced(self) -> Accelerator:
         if self.memory_mib is not None and self.memory_mib_source is None:

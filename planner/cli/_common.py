@@ -42,7 +42,6 @@ def _number(kind: type, *, minimum: float | None = None, strict: bool = True, ma
     return parse
 
 
-positive_int = _number(int, minimum=0, maximum=2**53)
 # plausible ranges: no model context or request is longer than 100M tokens, no batch larger
 # than 10M sequences, no replica wider than 100k GPUs
 token_count = _number(int, minimum=0, maximum=100_000_000)

@@ -67,6 +67,12 @@ def register(sub) -> None:
     )
     p.add_argument("--tp", type=int, default=None, help="TP size for vllm bench JSON files")
     p.add_argument(
+        "--no-error-bands",
+        action="store_true",
+        help="skip the leave-one-source-out refits that give each provenance tier its error "
+        "band (faster; predictions then use the bundled profile's bands)",
+    )
+    p.add_argument(
         "--prior-scale",
         type=_number(float, minimum=0, maximum=1e6),
         default=1.0,
@@ -87,7 +93,8 @@ def register(sub) -> None:
         "--public",
         nargs="*",
         default=None,
-        help="public measurement CSVs (default data/benchmarks/public.csv)",
+        help="public measurement CSVs, held out source by source (default "
+        "data/benchmarks/public*.csv)",
     )
     v.add_argument(
         "--own",
@@ -103,6 +110,14 @@ def register(sub) -> None:
     )
     v.add_argument(
         "--details", default=None, help="write every out-of-sample prediction to this CSV"
+    )
+    v.add_argument(
+        "--bands-into",
+        metavar="PROFILE.yaml",
+        default=None,
+        help="store the error bands of this leave-one-source-out run in a profile fitted on the "
+        "same files (what `planner calibrate` does; saves a second LOSO after "
+        "`planner calibrate --no-error-bands`)",
     )
     add_common_args(v)
     v.set_defaults(func=cmd_validate)
@@ -126,6 +141,12 @@ def cmd_calibrate(args) -> int:
         prior_scale=args.prior_scale,
         progress="calibrate: fitting",
     )
+    if not args.no_error_bands and not (args.gpu or args.model or args.precision or args.tp):
+        from planner.calibration.accuracy import with_error_bands
+
+        prof = with_error_bands(
+            prof, rows, args.files or None, catalog=cat, prior_scale=args.prior_scale
+        )
     if args.output:
         save_profile(prof, args.output, inputs=[*args.files, *(args.iterations or [])])
     summary = [
@@ -157,6 +178,15 @@ def cmd_calibrate(args) -> int:
             "units and values of those measurements",
             file=sys.stderr,
         )
+    if prof.error_bands:
+        print(
+            "error bands (p10-p90 of measured/predicted throughput, held out by source): "
+            + "; ".join(
+                f"{t} {b.ratio_p10:.2f}-{b.ratio_p90:.2f}x ({b.n_rows} rows, {b.n_sources} sources)"
+                for t, b in prof.error_bands.items()
+            ),
+            file=sys.stderr,
+        )
     skipped = sum(1 for r in rows if not r.ok)
     print(
         f"fitted {prof.n_rows_fitted} rows ({skipped} not usable for the fit), data hash {prof.data_hash}"
@@ -169,23 +199,13 @@ def cmd_calibrate(args) -> int:
 def cmd_validate(args) -> int:
     from planner.calibration import error_table
     from planner.calibration.accuracy import run_validation, write_report
-    from planner.catalog import DATA_DIR, load_catalog
+    from planner.calibration.fit import own_files_default, public_files_default
+    from planner.catalog import load_catalog
     from planner.report import emit
 
     cat = load_catalog(getattr(args, "data_dir", None))
-    public = args.public if args.public is not None else [DATA_DIR / "benchmarks" / "public.csv"]
-    own = (
-        args.own
-        if args.own is not None
-        else [
-            p
-            for p in (
-                DATA_DIR / "benchmarks" / f
-                for f in ("reference_h200.csv", "reference_h200_tp2.csv", "pytorch_h200.csv")
-            )
-            if p.exists()
-        ]
-    )
+    public = args.public if args.public is not None else public_files_default()
+    own = args.own if args.own is not None else own_files_default()
     inputs = [*public, *own]
     check_output(args.output, inputs, "accuracy report")
     check_output(args.details, inputs, "details CSV")
@@ -202,6 +222,10 @@ def cmd_validate(args) -> int:
             "nothing to validate: the selected files have no rows that can be predicted out of "
             "sample" + ("; the report was not written" if args.output else "")
         )
+    if args.bands_into:
+        from planner.calibration.accuracy import store_error_bands
+
+        store_error_bands(args.bands_into, res, [*public, *own])
     cmd = "planner validate" + (f" --output {args.output}" if args.output else "")
     if args.output:
         write_report(res, args.output, cmd, inputs=inputs)
@@ -214,6 +238,18 @@ def cmd_validate(args) -> int:
             res["loso"].assign(scheme="LOSO public"), ["scheme", "metric_class", "kind"]
         )
         rows += t.to_dict("records")
+    if res.get("loso") is not None and len(res["loso"]):
+        from planner.calibration.accuracy import group_table
+        from planner.calibration.bands import coverage_table
+
+        g = group_table(res["loso"]).assign(scheme="LOSO throughput")
+        rows += g.to_dict("records")
+        cov = res.get("coverage")
+        if cov is not None and len(cov):
+            c = coverage_table(
+                cov.assign(group="error band coverage", value="all"), ["group", "value"]
+            )
+            rows += c.assign(scheme="LOSO throughput").to_dict("records")
     if args.details:
         import pandas as pd
 

@@ -54,7 +54,7 @@ def _framework_warnings(fw, gpu, prec) -> list[str]:
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     from planner.catalog import default_kv_precision
-    from planner.catalog.profile import resolve_efficiency
+    from planner.catalog.profile import error_band, load_profile, resolve_efficiency
     from planner.engine import estimate, step_model
     from planner.engine.memory import plan_memory
 
@@ -89,6 +89,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         )
     n_gpus = args.tp * args.pp
     decode = est.decode_mid.as_dict()
+    band = error_band(provenance, load_profile(args.calibration))
     out = {
         "model": m.id,
         "gpu": gpu.id,
@@ -107,6 +108,11 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         "output_tok_s": est.output_tok_s,
         "total_tok_s": est.total_tok_s,
         "output_tok_s_per_gpu": est.output_tok_s / n_gpus,
+        "output_tok_s_low": band.speed_interval(est.output_tok_s)[0],
+        "output_tok_s_high": band.speed_interval(est.output_tok_s)[1],
+        "tpot_s_low": band.time_interval(est.tpot_s)[0],
+        "tpot_s_high": band.time_interval(est.tpot_s)[1],
+        "error_band": band.describe(),
         "fits_in_memory": bool(plan.fits and args.batch <= plan.max_concurrent_sequences),
         "max_concurrent_sequences": plan.max_concurrent_sequences,
         "params_provenance": provenance,

@@ -50,10 +50,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # --------------------------------------------------------------------------- main
-def _warn(message: str) -> None:
-    print(f"{PROG}: warning: {' '.join(str(message).split())}", file=sys.stderr)
-
-
 def _fail(message: str, code: int = 2) -> int:
     # one line, control characters escaped (a hostile id must not drive the terminal)
     msg = printable(" ".join(str(message).split()), 4000) or "unknown error"

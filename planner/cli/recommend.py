@@ -156,12 +156,18 @@ def register(subparsers: Any) -> None:
     c.add_argument("--usd-per-gpu-hour", type=_price_override, action="append", metavar="[GPU=]USD",
                    help="price override [USD per GPU-hour], repeatable; without GPU= for every GPU")  # fmt: skip
     add_price_args(c)
+    c.add_argument("--latency-cost-cap", type=_bounded(_pos_float, 1.0, 1e6, "x"),
+                   help="--objective latency: only options costing at most this multiple of the "
+                   "cheapest feasible one (default 2)")  # fmt: skip
     c.add_argument("--fit-percentile", type=_bounded(_pos_float, None, 100.0), default=None,
                    help="percentile of prompt + answer that must fit in memory (default 99)")  # fmt: skip
     c.add_argument("--exact", action="store_true",
                    help="bisect each recommendation's max rate per replica to 3%% (slower)")  # fmt: skip
     c.add_argument("--exhaustive", action="store_true",
                    help="simulate every feasible option (no pruning; slow, for validation)")  # fmt: skip
+    c.add_argument("--rejected", choices=("summary", "all"), default="summary",
+                   help="rejected options in the output: 'summary' (default: counts per reason "
+                   "and the first --show-rejected of each) or 'all'")  # fmt: skip
     c.add_argument("--show-rejected", type=_bounded(int, 0, 100_000), default=3, metavar="N",
                    help="rejected options shown per reason in the table (default 3; JSON has all)")  # fmt: skip
     c.add_argument(
@@ -250,18 +256,11 @@ def _apply_slo_flags(args: argparse.Namespace, slo: dict[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------- commands
-def cmd_recommend(args: argparse.Namespace) -> int:
-    import os
-
-    from planner.catalog.profile import load_profile
-    from planner.cli._common import _catalog
+def _constraints(args: argparse.Namespace, sc, cat):
+    """The scenario's constraints with every flag given replacing its value."""
     from planner.cost import check_providers
-    from planner.recommend import recommend
+    from planner.recommend.search import constraints_of
 
-    if args.data_dir and not os.path.isdir(args.data_dir):
-        raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
-    cat = _catalog(args)  # with --prices applied
-    sc = _scenario(args)
     c = sc.constraints
     check_providers(cat, args.providers or c.providers)
     prices = dict(c.usd_per_gpu_hour)
@@ -270,77 +269,113 @@ def cmd_recommend(args: argparse.Namespace) -> int:
             prices.update({g.id: usd for g in cat.accelerators})
         else:
             prices[cat.gpu(gpu).id] = usd
-    headroom = args.headroom if args.headroom is not None else c.headroom
-    if not (math.isfinite(headroom) and headroom >= 0):
-        raise PlannerError(f"--headroom must be a finite number >= 0, got {headroom}")
+    flags = {
+        "headroom": args.headroom,
+        "gpus": args.gpus,
+        "frameworks": args.frameworks,
+        "precisions": args.precisions,
+        "kv_precisions": args.kv_precisions,
+        "tps": args.tp,
+        "max_gpus_per_replica": args.max_gpus_per_replica,
+        "max_total_gpus": args.max_gpus,
+        "min_weight_bits": args.min_weight_bits,
+        "max_usd_per_hour": args.budget_usd_per_hour,
+        "max_usd_per_month": args.budget_usd_per_month,
+        "price_basis": args.price_basis,
+        "providers": args.providers,
+        "fit_percentile": args.fit_percentile,
+        "latency_cost_cap": args.latency_cost_cap,
+    }
+    if args.headroom is not None and not (math.isfinite(args.headroom) and args.headroom >= 0):
+        raise PlannerError(f"--headroom must be a finite number >= 0, got {args.headroom}")
+    fields = {k: v for k, v in flags.items() if v is not None}
+    fields["usd_per_gpu_hour"] = prices
+    return constraints_of(c, fields)
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    import os
+
+    from planner.catalog.profile import load_profile
+    from planner.cli._common import _catalog
+
+    if args.data_dir and not os.path.isdir(args.data_dir):
+        raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
+    cat = _catalog(args)  # with --prices applied
+    sc = _scenario(args)
+    c = _constraints(args, sc, cat)
     profile = load_profile(args.calibration) if args.calibration else None
+    kw = dict(
+        catalog=cat,
+        constraints=c,
+        objective=args.objective,
+        engine=sc.serving.kwargs(),
+        profile=profile,
+        seed=args.seed,
+        refine=args.exact or args.per_gpu,
+    )
     if sc.classes:
-        return _classes(args, sc, cat, headroom, prices, profile)
+        return _classes(args, sc, kw)
+    from planner.recommend.search import recommend
+
     res = recommend(
         sc.model,
         sc.workload,
         sc.slo,
-        catalog=cat,
-        objective=args.objective,
         top_n=args.top or (1 if args.per_gpu else 5),
-        headroom=headroom,
-        gpus=args.gpus or c.gpus,
-        frameworks=args.frameworks or c.frameworks,
-        precisions=args.precisions or c.precisions,
-        kv_precisions=args.kv_precisions or c.kv_precisions,
-        tps=args.tp or c.tps,
-        max_gpus_per_replica=args.max_gpus_per_replica or c.max_gpus_per_replica,
-        max_total_gpus=args.max_gpus or c.max_total_gpus,
-        min_weight_bits=args.min_weight_bits or c.min_weight_bits,
-        max_usd_per_hour=args.budget_usd_per_hour or c.max_usd_per_hour,
-        max_usd_per_month=args.budget_usd_per_month or c.max_usd_per_month,
-        price_basis=args.price_basis or c.price_basis,
-        providers=args.providers or c.providers,
-        usd_per_gpu_hour=prices,
-        fit_percentile=args.fit_percentile or c.fit_percentile,
-        engine=sc.serving.kwargs(),
-        profile=profile,
-        seed=args.seed,
         exhaustive=args.exhaustive,
-        refine=args.exact or args.per_gpu,
         per_gpu=args.per_gpu,
+        **kw,
     )
-    _print_recommendation(res, args.format, args.show_rejected, sc.name or args.scenario)
+    _fill_reproduce(res.recommendations, args)
+    _print_recommendation(res, args.format, args.show_rejected, sc.name or args.scenario, args)
     return 0
 
 
-def _classes(args, sc, cat, headroom, prices, profile) -> int:
-    """A scenario with request classes: a pool per class against one shared pool."""
-    from planner.recommend.classes import RequestClass, recommend_classes
-    from planner.report import emit
+def _fill_reproduce(recs: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    """The scenario's path (and --calibration / --data-dir) in each ``reproduce`` line.
+    Workload or SLO flags change the scenario: then the line keeps ``SCENARIO.yaml`` (a file
+    with that workload)."""
+    import shlex
 
-    c = sc.constraints
+    flags = [
+        args.model, args.preset, args.peak_rps, args.mean_rps, args.input_tokens,
+        args.output_tokens, args.ttft_p99, args.tpot_p99, args.e2e_p99, args.attainment,
+    ]  # fmt: skip
+    extra = ""
+    if args.calibration:
+        extra += f" --calibration {shlex.quote(args.calibration)}"
+    if args.data_dir:
+        extra += f" --data-dir {shlex.quote(args.data_dir)}"
+    for r in recs:
+        line = r.get("reproduce") or ""
+        if args.scenario and all(v is None for v in flags):
+            line = line.replace("SCENARIO.yaml", shlex.quote(args.scenario))
+        r["reproduce"] = line + extra
+
+
+def _classes(args, sc, kw) -> int:
+    """A scenario with request classes: a pool per class against one shared pool."""
+    from planner.recommend.classes import recommend_classes
+    from planner.report import emit
+    from planner.serving import RequestClass
+
+    if args.per_gpu or args.exhaustive:
+        raise PlannerError("--per-gpu and --exhaustive take a single workload, not request classes")
     out = recommend_classes(
         sc.model,
         [RequestClass(k.name, k.workload, k.slo) for k in sc.classes],
-        catalog=cat,
-        headroom=headroom,
         top_n=args.top or 5,
-        fit_percentile=args.fit_percentile or c.fit_percentile,
-        gpus=args.gpus or c.gpus,
-        frameworks=args.frameworks or c.frameworks,
-        precisions=args.precisions or c.precisions,
-        kv_precisions=args.kv_precisions or c.kv_precisions,
-        tps=args.tp or c.tps,
-        price_basis=args.price_basis or c.price_basis,
-        providers=args.providers or c.providers,
-        usd_per_gpu_hour=prices,
-        engine=sc.serving.kwargs(),
-        profile=profile,
-        seed=args.seed,
+        **kw,
     )
     if args.format == "json":
         emit(out, "json")
         return 0
     rows = [
-        {"class": name, **{short: r.get(k) for k, short in TABLE_COLS if k != "rank"}}
+        {"class": name, **({short: r.get(k) for k, short in TABLE_COLS if k != "rank"} if r else
+                           {"gpu": "none: " + out["per_class_not"].get(name, "")})}
         for name, r in out["per_class"].items()
-    ]
+    ]  # fmt: skip
     if args.format == "csv":
         emit(rows, "csv")
         return 0
@@ -349,11 +384,14 @@ def _classes(args, sc, cat, headroom, prices, profile) -> int:
     sys.stdout.write("\none shared pool\n")
     sh = out["shared"]
     if sh:
-        emit({k: v for k, v in sh.items() if k != "per_class_p99"}, "table")
-        sys.stdout.write("\nper class in the shared pool (at the rate the fleet is sized for)\n")
-        emit([{"class": k, **v} for k, v in sh["per_class_p99"].items()], "table")
+        sys.stdout.write(f"why: {sh['why']}\n")
+        emit(_rows(sh["recommendations"]), "table")
+        w = sh["recommendations"][0]
+        if w.get("per_class"):
+            sys.stdout.write("\nper class in the winner's pool (at the rate it is sized for)\n")
+            emit([{"class": k, **v} for k, v in w["per_class"].items()], "table")
     else:
-        sys.stdout.write("none: " + "; ".join(out["shared_not"][:3]) + "\n")
+        sys.stdout.write(f"none: {out['shared_not']}\n")
     sys.stdout.write("\nnotes: " + "; ".join(out["notes"]) + "\n")
     return 0
 
@@ -362,38 +400,79 @@ TABLE_COLS = (
     ("rank", "rank"),
     ("gpu", "gpu"),
     ("framework", "framework"),
-    ("precision", "precision"),
+    ("precision_label", "precision"),
     ("kv_precision", "kv"),
     ("tp", "tp"),
     ("pp", "pp"),
     ("replicas", "replicas"),
     ("num_gpus", "gpus"),
     ("max_rate_per_replica", "rps_per_replica"),
+    ("output_tok_s_per_gpu", "tok_s_per_gpu"),
     ("usd_per_hour", "usd_per_hour"),
     ("usd_per_month", "usd_per_month"),
     ("usd_per_mtok_output", "usd_per_mtok_out"),
+    ("break_even_usd_per_gpu_hour", "break_even_usd_gpu_h"),
     ("ttft_p99_s", "ttft_p99_s"),
     ("tpot_p99_s", "tpot_p99_s"),
     ("joules_per_token", "j_per_tok"),
+    ("quality", "quality"),
+    ("robustness", "robustness"),
     ("binding_constraint", "binding"),
     ("provenance", "provenance"),
 )
 
 
+def _range(v: Any, lo: Any, hi: Any, fmt: str) -> Any:
+    """``v (lo-hi)`` when the error band gives an interval that differs from ``v``."""
+    if v is None or lo is None or hi is None or lo == hi == v:
+        return v
+    return f"{format(v, fmt)} ({format(lo, fmt)}-{format(hi, fmt)})"
+
+
 def _rows(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{short: r.get(k) for k, short in TABLE_COLS} for r in recs]
+    rows = []
+    for r in recs:
+        row = {short: r.get(k) for k, short in TABLE_COLS}
+        row["precision"] = r.get("precision_label") or r.get("precision")
+        row["gpus"] = _range(r["num_gpus"], r.get("num_gpus_low"), r.get("num_gpus_high"), "d")
+        row["usd_per_mtok_out"] = _range(
+            r.get("usd_per_mtok_output"),
+            r.get("usd_per_mtok_output_low"),
+            r.get("usd_per_mtok_output_high"),
+            ".3g",
+        )
+        rows.append(row)
+    return rows
 
 
-def _print_recommendation(res, fmt: str, per_reason: int, name: str | None) -> None:
+def _rejected_summary(rejections: list[Any], per_reason: int) -> list[dict[str, Any]]:
+    """The first ``per_reason`` rejected options of each reason, each with its reason's
+    count (``stage_count``); in the search's order (closest first)."""
+    counts: dict[str, int] = {}
+    out = []
+    for r in rejections:
+        counts[r.stage] = counts.get(r.stage, 0) + 1
+        if counts[r.stage] <= per_reason:
+            out.append(r)
+    return [{**r.as_dict(), "stage_count": counts[r.stage]} for r in out]
+
+
+def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args=None) -> None:
     from planner.report import emit
 
     out = sys.stdout
+    rejected_all = getattr(args, "rejected", "summary") == "all"
     if fmt == "json":
-        emit(res.as_dict(), "json")
+        if not rejected_all:
+            res.rejected = _rejected_summary(res.rejections, per_reason)
+        d = res.as_dict()
+        emit(d, "json")
         return
     if fmt == "csv":
         emit(res.recommendations, "csv")
         return
+    if not rejected_all:
+        res.rejected = _rejected_summary(res.rejections, max(per_reason, 1))
     if fmt == "md":
         out.write(_markdown(res, name))
         return
@@ -418,12 +497,14 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None) -> N
     detail = {
         k: w.get(k)
         for k in (
-            "price_source", "price_provider", "price_as_of", "price_rule", "price_spread",
+            "reproduce", "robustness", "winner_at_price_rows", "error_band",
+            "price_source", "price_provider", "price_as_of", "price_rule", "price_rows",
+            "price_spread",
             "usd_per_month_autoscaled", "usd_per_mtok_total", "usd_per_mtok_output_full_load",
             "gpu_hours_per_day", "gpu_hours_per_day_autoscaled", "max_rate_bracket_rps",
             "max_rate_basis", "latency_at_rps", "saturation_rps_per_replica", "utilization_at_peak",
             "weights_gb_per_gpu", "kv_cache_gb_per_gpu", "memory_headroom", "decode_bound",
-            "kwh_per_day", "energy_basis", "quality", "truncated_requests", "numbers",
+            "kwh_per_day", "energy_basis", "quality_detail", "truncated_requests", "numbers",
         )
     }  # fmt: skip
     detail["assumptions"] = "; ".join(w.get("assumptions") or []) or "-"
@@ -432,16 +513,17 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None) -> N
         out.write("\npareto front ($/M output tokens vs P99 E2E latency, among the shown)\n")
         emit(res.pareto, "table", out)
     if res.rejected:
-        out.write("\nrejected (by reason; --format json lists all)\n")
+        out.write("\nrejected (by reason; --rejected all lists every one)\n")
         by: dict[str, list[dict[str, Any]]] = {}
         for r in res.rejected:
             by.setdefault(r["stage"], []).append(r)
         rows = []
         for stage, items in sorted(by.items(), key=lambda kv: -len(kv[1])):
+            n = items[0].get("stage_count", len(items))
             for r in items[: max(per_reason, 0)]:
                 rows.append(
                     {
-                        "stage": f"{stage} ({len(items)})",
+                        "stage": f"{stage} ({n})",
                         "option": " ".join(
                             str(x) for x in (r["gpu"], r["framework"], r["precision"]) if x
                         )
@@ -481,7 +563,7 @@ def _markdown(res, name: str | None) -> str:
     lines.append("| " + " | ".join(cols) + " |")
     lines.append("|" + "---|" * len(cols))
     for r in rows:
-        lines.append("| " + " | ".join(_md(r[c]) for c in cols) + " |")
+        lines.append("| " + " | ".join(_md(r[c], c) for c in cols) + " |")
     lines += [
         "",
         "## Rejected options (first 20)",
@@ -491,14 +573,13 @@ def _markdown(res, name: str | None) -> str:
     ]
     for r in res.rejected[:20]:
         opt = " ".join(str(x) for x in (r["gpu"], r["framework"], r["precision"]) if x)
-        lines.append(f"| {opt} tp={r['tp']} | {r['stage']} | {r['reason']} |")
+        opt += f" tp={r['tp']}" if r["tp"] else ""
+        lines.append(f"| {opt} | {r['stage']} | {r['reason']} |")
     lines += ["", "## Assumptions", ""] + [f"* {a}" for a in res.assumptions] + [""]
     return "\n".join(lines)
 
 
-def _md(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v).replace("|", "/")
+def _md(v: Any, key: str = "") -> str:
+    from planner.report import human
+
+    return human(key, v).replace("|", "/")

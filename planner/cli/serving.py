@@ -427,6 +427,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def cmd_capacity(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from planner.catalog.profile import error_band, load_profile
     from planner.serving import compare_tp, max_rate, size_fleet, throughput_latency_curve
 
     sc, rep, cat, prov = _context(args)
@@ -440,6 +441,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         n_requests=args.requests,
         rng=np.random.default_rng(args.seed),
         fit_percentile=fit,
+        need_rps=wl.traffic.peak() * (1 + headroom),
     )
     if not cap.max_rate_rps > 0:
         ev = ", ".join(f"{r:.3g} req/s: {a:.1%}" for r, _, a in cap.evaluations[-3:])
@@ -456,6 +458,14 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         hourly_rps=wl.traffic.hourly_rps(),
     )
     s = cap.summary
+    band = error_band(prov, load_profile(args.calibration))
+    rate_lo, rate_hi = band.speed_interval(cap.max_rate_rps)
+    gpus_band = [  # fewer GPUs at the band's high capacity, more at its low one
+        size_fleet(r, peak, headroom=headroom, gpus_per_replica=rep.num_gpus)["num_gpus"]
+        if r is not None and r > 0
+        else None
+        for r in (rate_hi, rate_lo)
+    ]
     out: dict[str, Any] = {
         "scenario": sc.name or args.scenario,
         "replica": rep.label(),
@@ -463,6 +473,8 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         "params": prov,
         "slo": sc.slo.describe(),
         "max_rate_per_replica": cap.max_rate_rps,
+        "max_rate_per_replica_low": rate_lo,
+        "max_rate_per_replica_high": rate_hi,
         "max_rate_per_gpu": cap.max_rate_per_gpu_rps,
         "limited_by": cap.limited_by,
         "saturation_rps": cap.saturation_rps,
@@ -471,6 +483,9 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         "replicas": fleet["replicas"],
         "gpus_per_replica": rep.num_gpus,
         "num_gpus": fleet["num_gpus"],
+        "num_gpus_low": gpus_band[0],
+        "num_gpus_high": gpus_band[1],
+        "error_band": band.describe(),
         "utilization_at_peak": fleet["utilization_at_peak"],
         "gpu_hours_per_day": fleet["gpu_hours_per_day"],
         "gpu_hours_per_day_autoscaled": fleet.get("gpu_hours_per_day_autoscaled"),

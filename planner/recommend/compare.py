@@ -72,12 +72,10 @@ def compare_gpus(
         if "no option meets" not in str(e):
             raise
         recs, rejected, summary = [], [], {"error": str(e)}
-    mean_out = workload.mean_output_tokens()
     rows = []
     for r in recs:
-        tok_s_gpu = r["max_rate_per_replica"] * mean_out / r["gpus_per_replica"]
+        tok_s_gpu = r["output_tok_s_per_gpu"]  # from the bisected rate (refine)
         row = dict(r)
-        row["output_tok_s_per_gpu"] = tok_s_gpu
         row["output_tokens_per_usd"] = (
             tok_s_gpu * 3600.0 / r["usd_per_gpu_hour"] if r.get("usd_per_gpu_hour") else None
         )

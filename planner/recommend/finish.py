@@ -3,6 +3,7 @@ front and the reason the winner wins."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -16,11 +17,9 @@ from ..cost import (
     token_costs,
 )
 from ..errors import PlannerError
-from ..serving import size_fleet
-from ..workload import SLO
-from .objective import Screened, _bracket, _max_rate, _value_text
+from ..serving import WorkloadCache, size_fleet
+from .objective import Load, Objective, Screened, _max_rate, bracket
 from .options import Rejection
-from .probe import WorkloadCache, binding_metric
 
 # ---------------------------------------------------------------------- the full result
 _LIMIT_TEXT = {
@@ -41,34 +40,28 @@ def _binding(s: Screened, need: float) -> str:
     if k > 1 and need / (k - 1) <= probe.cap_rps * (1 + 1e-9):
         fail = probe.summaries.get(need / (k - 1))
         if fail is not None:
-            name = binding_metric(fail, probe.slo)
-            ok_metrics = all(
-                fail.get(f"{m}_{t.label}_s", 0) <= t.max_s for m, t in probe.slo.targets().items()
-            )
-            return name + (" (attainment)" if ok_metrics else "")
+            return probe.binding(fail)
     return f"throughput: {_LIMIT_TEXT.get(probe.saturation_limit, probe.saturation_limit)}"
 
 
 def finish(
     s: Screened,
     cache: WorkloadCache,
-    slo: SLO,
-    need: float,
-    peak: float,
-    hourly: np.ndarray,
-    mean_in: float,
-    mean_out: float,
+    load: Load,
     headroom: float,
     ownership: Any,
     refine: bool,
+    reproduce: str = "",
 ) -> None:
     """Everything a recommendation reports: rates, latencies, money, energy, quality."""
     from ..engine.phases import decode_step
 
     opt, rep, probe = s.opt, s.replica, s.probe
+    need, peak, hourly = load.need_rps, load.peak_rps, load.hourly_rps
+    mean_in, mean_out = load.mean_input_tokens, load.mean_output_tokens
     gpr = opt.gpus_per_replica
-    mr = _max_rate(s, need, refine)
-    lo, hi = _bracket(s, need)
+    mr = _max_rate(s, load, refine)
+    lo, hi = bracket(s, need)
     fl = size_fleet(mr, peak, headroom=headroom, gpus_per_replica=gpr, hourly_rps=hourly)
     replicas = fl["replicas"]
     num_gpus = fl["num_gpus"]
@@ -86,9 +79,9 @@ def finish(
         "num_gpus": num_gpus,
         "max_rate_per_replica": mr,
         "max_rate_bracket_rps": [lo, hi],
-        "max_rate_basis": "bisected to 3 %"
+        "max_rate_basis": "the highest simulated rate that met the SLO (bisected to 3 %)"
         if refine
-        else "tested rate (peak x headroom / replicas)",
+        else "the simulated rate that met the SLO (peak x headroom / replicas)",
         "saturation_rps_per_replica": s.saturation_rps,
         "utilization_at_peak": fl["utilization_at_peak"],
         "latency_at_rps": need / s.replicas,
@@ -109,7 +102,9 @@ def finish(
         "max_concurrent_sequences": rep.engine.max_num_seqs,
         "gpu_hours_per_day": fl["gpu_hours_per_day"],
         "gpu_hours_per_day_autoscaled": fl.get("gpu_hours_per_day_autoscaled"),
+        "output_tok_s_per_gpu": mr * mean_out / gpr,
         "provenance": s.provenance,
+        "reproduce": reproduce,
         "truncated_requests": probe.truncated_requests,
         "simulations": probe.simulations,
     }
@@ -139,6 +134,7 @@ def finish(
             price_provider=pq.provider,
             price_as_of=str(pq.as_of) if pq.as_of else None,
             price_rule=pq.rule,
+            price_rows=pq.spread.n_rows if pq.spread is not None else 1,
             price_spread=(
                 {
                     "kind": pq.spread.kind,
@@ -159,6 +155,7 @@ def finish(
             usd_per_mtok_output=None,
             usd_per_mtok_total=None,
             price_source="no price in data/prices.yaml",
+            price_rows=0,
         )
     # energy at the day's average load (estimate from TDP x utilisation)
     util = min(1.0, float(np.mean(hourly)) / (replicas * mr))
@@ -181,7 +178,10 @@ def finish(
         )
     except PlannerError as e:
         r.update(joules_per_token=None, kwh_per_day=None, energy_basis=str(e))
-    r["quality"] = _quality_text(rep.sm.model.id, opt.precision.id, opt.kv_precision)
+    if "classes" in planned:  # a pool shared by request classes: each class's verdict
+        r["per_class"] = planned["classes"]
+    r["quality"], r["quality_detail"] = _quality_text(rep.sm.model.id, opt.precision.id)
+    _bands(r, s, need, gpr)
     r["numbers"] = (
         "simulated: max_rate_per_replica, replicas, P99/P50 latencies, kv util; "
         "analytic: saturation_rps_per_replica; estimate: joules_per_token, kwh_per_day"
@@ -191,12 +191,57 @@ def finish(
     s.result.pop("max_rate_rps", None)
 
 
-def _quality_text(model_id: str, precision_id: str, kv: str) -> str:
+def _quality_text(model_id: str, precision_id: str) -> tuple[str, str]:
+    """(short, full) quality of the weights: the published delta, "baseline" for an
+    unquantized format, or "not measured"."""
     try:
         q = quality_delta(model_id, precision_id)
     except PlannerError as e:
-        return str(e)
-    return q.message
+        return "not measured", str(e)
+    if q.status == "baseline":
+        return "baseline", q.message
+    if q.status != "measured":
+        return "not measured", q.message
+    short = "; ".join(
+        f"{r.benchmark} "
+        + (f"{r.delta_points:+.2f} pts" if r.delta_points is not None else f"{r.delta_pct:+.1f}%")
+        for r in q.rows[:2]
+    )
+    return short, q.message
+
+
+def _bands(r: dict[str, Any], s: Screened, need: float, gpr: int) -> None:
+    """GPUs and $/M output tokens as low-high from the performance error band of the
+    option's provenance tier (:func:`planner.catalog.profile.error_band`): the true
+    capacity lies in ``[rate x low_ratio, rate x high_ratio]`` for ~80 % of held-out rows,
+    so the GPUs needed (and $/M, which scales with them) lie in the inverse interval."""
+    from ..catalog.profile import error_band
+
+    try:
+        band = error_band(s.provenance)
+    except PlannerError:
+        band = None
+    mr = r["max_rate_per_replica"]
+    keys = ("num_gpus_low", "num_gpus_high", "usd_per_mtok_output_low", "usd_per_mtok_output_high")
+    if band is None or band.low_ratio is None or band.high_ratio is None or not mr > 0:
+        r.update(dict.fromkeys(keys), error_band=None)
+        return
+    lo_k = max(1, math.ceil(need / (mr * band.high_ratio) * (1 - 1e-12)))
+    hi_k = max(lo_k, math.ceil(need / (mr * band.low_ratio) * (1 - 1e-12)))
+    n, mtok = r["num_gpus"], r.get("usd_per_mtok_output")
+    r.update(
+        num_gpus_low=min(lo_k * gpr, n),
+        num_gpus_high=max(hi_k * gpr, n),
+        usd_per_mtok_output_low=mtok * min(lo_k * gpr, n) / n if mtok is not None else None,
+        usd_per_mtok_output_high=mtok * max(hi_k * gpr, n) / n if mtok is not None else None,
+        error_band={
+            "low_ratio": band.low_ratio,
+            "high_ratio": band.high_ratio,
+            "tier": band.tier,
+            "n_rows": band.n_rows,
+            "note": band.note,
+        },
+    )
 
 
 def pareto_front(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -237,7 +282,7 @@ def pareto_front(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(front, key=lambda x: x["usd_per_mtok_output"])
 
 
-def why_winner(top: list[Screened], objective: str, rejected: list[Rejection]) -> str:
+def why_winner(top: list[Screened], obj: Objective, rejected: list[Rejection]) -> str:
     w = top[0].result
     lead = (
         f"{w['gpu']} / {w['framework']} / {w['precision']} (kv {w['kv_precision']}) tp={w['tp']}"
@@ -257,7 +302,7 @@ def why_winner(top: list[Screened], objective: str, rejected: list[Rejection]) -
         lead += (
             f". Next best: {r2['gpu']} / {r2['framework']} / {r2['precision']} "
             f"(kv {r2['kv_precision']}) tp={r2['tp']} with "
-            f"{_value_text(v2, objective)} ({diff:+.0f}% on {objective})"
+            f"{obj.show(v2)} ({diff:+.0f}% on {obj.name})"
         )
     counts: dict[str, int] = {}
     for r in rejected:
@@ -269,7 +314,7 @@ def why_winner(top: list[Screened], objective: str, rejected: list[Rejection]) -
     return lead
 
 
-def nothing_meets(rejected: list[Rejection], slo: SLO) -> str:
+def nothing_meets(rejected: list[Rejection]) -> str:
     counts: dict[str, int] = {}
     for r in rejected:
         counts[r.stage] = counts.get(r.stage, 0) + 1
@@ -280,8 +325,17 @@ def nothing_meets(rejected: list[Rejection], slo: SLO) -> str:
         )
         + ")"
     )
-    near = [r for r in rejected if r.stage in ("slo", "slo_zero_load", "budget", "constraint")]
-    if near:
-        r = near[0]
-        head += f"; e.g. {r.gpu} {r.framework} {r.precision} tp={r.tp}: {r.reason}"
+    # the constraint that removed what was left: a budget or a fleet limit before the SLO
+    # (the search meets options best first, so the first of a stage is its closest)
+    for stage, what in (
+        ("budget", "the budget removed every option that meets the SLOs"),
+        ("constraint", "the fleet limit removed every option that meets the SLOs"),
+        ("slo", "no option meets the SLOs"),
+        ("slo_zero_load", "no option meets the SLOs even at zero load"),
+    ):
+        near = [r for r in rejected if r.stage == stage]
+        if near:
+            r = near[0]
+            head += f"; {what}, e.g. {r.gpu} {r.framework} {r.precision} tp={r.tp}: {r.reason}"
+            break
     return head

@@ -4,21 +4,43 @@ An option moves through three states in :func:`planner.recommend.search.recommen
 analytically (a :class:`Screened` with a lower bound on the objective), simulated (the
 smallest replica count meeting the SLO, :func:`evaluate`), and finished (every reported
 number, :mod:`planner.recommend.finish`). Lower objective values are better.
+
+The objectives (:data:`OBJECTIVES`; docs/recommend.md defines each):
+
+============== ============================================ ==================================
+name           value (lower is better)                      optimistic bound (screen)
+============== ============================================ ==================================
+cost           fleet $/h = GPUs x $/GPU-h                   replicas at 95 % of saturation
+gpus           GPUs in the fleet                            the same replica count
+tokens-per-    $/M output tokens at full load =              the same at 95 % of saturation
+dollar         GPUs/replica x $/GPU-h / (max rate x mean
+               answer x 3600) x 1e6
+energy         J per output token at full load =             the same at 95 % of saturation
+               GPUs/replica x TDP / (max rate x mean answer)
+latency        P99 E2E at the planned load, among options    P99 E2E served alone (zero load)
+               costing at most ``latency_cost_cap`` x the
+               cheapest feasible one
+============== ============================================ ==================================
+
+Ties: options whose values agree within :data:`TIE_REL` rank by fleet $/h, then GPUs, then
+more bits per weight.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..errors import PlannerError
-from ..serving import Replica
-from ..workload import SLO
+from ..serving import CapacityProbe, Replica, WorkloadCache, unloaded_latency
 from .options import Option, Rejection
-from .probe import CapacityProbe, WorkloadCache
+
+#: objective values within this relative distance are a tie (then cost decides)
+TIE_REL = 0.01
 
 
 @dataclass
@@ -33,12 +55,31 @@ class Screened:
     cap_rps: float
     k_lb: int
     bound: float
-    zero_load_e2e_p99_s: float | None = None
     slo_rate_rps: float | None = None
     probe: CapacityProbe | None = None
     replicas: int | None = None
     value: float | None = None
     result: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def usd_per_gpu_hour(self) -> float | None:
+        return self.price.usd_per_gpu_hour if self.price is not None else None
+
+    def usd_per_hour(self, replicas: int | None = None) -> float | None:
+        p, k = self.usd_per_gpu_hour, replicas or self.replicas or self.k_lb
+        return k * self.opt.gpus_per_replica * p if p is not None else None
+
+
+@dataclass(frozen=True)
+class Load:
+    """The traffic every option is sized for: planned rate (peak x (1 + headroom)), peak,
+    hourly profile and mean lengths of one question."""
+
+    need_rps: float
+    peak_rps: float
+    hourly_rps: np.ndarray
+    mean_input_tokens: float
+    mean_output_tokens: float
 
 
 class RatioBook:
@@ -56,75 +97,152 @@ class RatioBook:
         return float(np.median(self.ratios)) if self.ratios else 1.0
 
 
-# ---------------------------------------------------------------------- objective values
-def _price(s: Screened) -> float | None:
-    return s.price.usd_per_gpu_hour if s.price is not None else None
+# ---------------------------------------------------------------------- the table
+def _per_mtok(s: Screened, rate: float, load: Load) -> float:
+    """$/M output tokens of one replica at ``rate`` [req/s] (inf without a price)."""
+    p = s.usd_per_gpu_hour
+    if p is None or not rate > 0:
+        return math.inf
+    return s.opt.gpus_per_replica * p / (rate * load.mean_output_tokens * 3600.0) * 1e6
 
 
-def _bound(
-    s: Screened, objective: str, need: float, mean_out: float, rate_ub: float | None = None
-) -> float:
-    """Optimistic objective value from the analytic screen (lower is better)."""
-    gpr, p = s.opt.gpus_per_replica, _price(s)
-    rate = s.cap_rps if rate_ub is None else rate_ub
-    if objective == "cost":
-        return s.k_lb * gpr * p if p is not None else math.inf
-    if objective == "gpus":
-        return float(s.k_lb * gpr)
-    if objective == "tokens-per-dollar":
-        return -(rate * mean_out * 3600.0) / (gpr * p) if p is not None else math.inf
-    if objective == "energy":
-        tdp = s.opt.gpu.tdp_w
-        return gpr * tdp / (rate * mean_out) if tdp else math.inf
-    return 0.0  # latency: filled from the zero-load latency
+def _j_per_tok(s: Screened, rate: float, load: Load) -> float | None:
+    tdp = s.opt.gpu.tdp_w
+    return s.opt.gpus_per_replica * tdp / (rate * load.mean_output_tokens) if tdp else None
 
 
 def _zero_load_e2e(s: Screened, cache: WorkloadCache) -> float:
-    from ..serving.capacity import unloaded_latency
-
-    z = unloaded_latency(s.replica, cache.workload, n=200)
-    return float(np.percentile(z["e2e_s"], 99))
-
-
-def _value_text(v: float, objective: str) -> str:
-    if objective == "cost":
-        return f"${v:,.2f}/h"
-    if objective == "gpus":
-        return f"{v:g} GPUs"
-    if objective == "tokens-per-dollar":
-        return f"{-v:,.0f} output tokens/$"
-    if objective == "energy":
-        return f"{v:.3g} J/token"
-    return f"{v:.3g} s P99 E2E"
-
-
-def _prune_reason(s: Screened, objective: str, best: float, top_n: int) -> str:
-    what = {
-        "cost": f"at least {s.k_lb * s.opt.gpus_per_replica} GPUs = {_value_text(s.bound, objective)}",
-        "gpus": f"at least {_value_text(s.bound, objective)}",
-        "tokens-per-dollar": f"at most {_value_text(s.bound, objective)}",
-        "energy": f"at least {_value_text(s.bound, objective)}",
-        "latency": f"a zero-load P99 E2E of {_value_text(s.bound, objective)}",
-    }[objective]
-    at = f"95% of its analytic saturation rate ({s.saturation_rps:.3g} req/s per replica)"
-    return (
-        f"cannot beat the top {top_n} (not simulated): even at {at} it needs {what}; "
-        f"#{top_n} has {_value_text(best, objective)}"
+    """P99 E2E of requests served alone (the worst class's) [s]: no fleet does better."""
+    return max(
+        float(np.percentile(unloaded_latency(s.replica, c.workload, n=200)["e2e_s"], 99))
+        for c in cache.classes
     )
 
 
+def _max_rate(s: Screened, load: Load, refine: bool) -> float:
+    """Per-replica rate within the SLO [req/s]: the tested rate, or bisected to 3 %; always
+    a rate that was simulated and met the SLO."""
+    if "max_rate_rps" not in s.result:
+        lo, hi = bracket(s, load.need_rps)
+        s.result["max_rate_rps"] = s.probe.refine_max_rate(lo, hi) if refine else lo
+    return s.result["max_rate_rps"]
+
+
+def _tpd_text(v: float) -> str:
+    return f"{1e6 / v:,.0f} output tokens/$ (${v:.3g}/M at full load)" if v > 0 else "free"
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One way to rank options: its value (lower is better), an optimistic bound from the
+    analytic screen, and how a value reads."""
+
+    name: str
+    text: str
+    needs_price: bool
+    bound: Callable[[Screened, Load, WorkloadCache], float]
+    value: Callable[[Screened, Load, bool], float | None]
+    show: Callable[[float], str]
+
+
+OBJECTIVE_TABLE: dict[str, Objective] = {
+    o.name: o
+    for o in (
+        Objective(
+            "cost",
+            "lowest fleet cost [$/h] meeting the SLOs",
+            True,
+            lambda s, ld, c: s.usd_per_hour(s.k_lb) or math.inf,
+            lambda s, ld, r: s.usd_per_hour(),
+            lambda v: f"${v:,.2f}/h",
+        ),
+        Objective(
+            "latency",
+            "lowest P99 end-to-end latency at the planned load, among options costing at most "
+            "the latency cost cap x the cheapest one",
+            True,
+            lambda s, ld, c: _zero_load_e2e(s, c),
+            lambda s, ld, r: float(s.probe.full(ld.need_rps / s.replicas)["e2e_p99_s"]),
+            lambda v: f"{v:.3g} s P99 E2E",
+        ),
+        Objective(
+            "tokens-per-dollar",
+            "most output tokens per dollar at full load (lowest $/M output tokens at the "
+            "maximum rate per replica)",
+            True,
+            lambda s, ld, c: _per_mtok(s, s.cap_rps, ld),
+            lambda s, ld, r: _per_mtok(s, _max_rate(s, ld, True), ld),
+            _tpd_text,
+        ),
+        Objective(
+            "gpus",
+            "fewest GPUs",
+            False,
+            lambda s, ld, c: float(s.k_lb * s.opt.gpus_per_replica),
+            lambda s, ld, r: float(s.replicas * s.opt.gpus_per_replica),
+            lambda v: f"{v:g} GPUs",
+        ),
+        Objective(
+            "energy",
+            "lowest energy per output token at full load",
+            False,
+            lambda s, ld, c: _j_per_tok(s, s.cap_rps, ld) or math.inf,
+            lambda s, ld, r: _j_per_tok(s, _max_rate(s, ld, True), ld),
+            lambda v: f"{v:.3g} J/token",
+        ),
+    )
+}
+OBJECTIVES = tuple(OBJECTIVE_TABLE)
+
+
+def sort_key(s: Screened, need: float) -> tuple[float, ...]:
+    """Rank: the objective value to :data:`TIE_REL` (log buckets), then $/h, then GPUs, then
+    more bits per weight (at equal cost, no quantization loss is better), then capacity."""
+    v = s.value
+    bucket = round(math.log(v) / math.log1p(TIE_REL)) if v and v > 0 and math.isfinite(v) else v
+    cost = s.usd_per_hour()
+    return (
+        bucket,
+        cost if cost is not None else math.inf,
+        s.replicas * s.opt.gpus_per_replica,
+        -s.opt.precision.weight_bits,
+        -bracket(s, need)[1],
+    )
+
+
+def prune_reason(s: Screened, obj: Objective, best: float, top_n: int) -> str:
+    what = (
+        f"a zero-load P99 E2E of {obj.show(s.bound)}"
+        if obj.name == "latency"
+        else f"at least {s.k_lb * s.opt.gpus_per_replica} GPUs = {obj.show(s.bound)}"
+        if obj.name in ("cost", "gpus")
+        else f"at best {obj.show(s.bound)}"
+    )
+    at = f"95% of its analytic saturation rate ({s.saturation_rps:.3g} req/s per replica)"
+    return (
+        f"cannot beat the top {top_n} (not simulated): even at {at} it needs {what}; "
+        f"#{top_n} has {obj.show(best)}"
+    )
+
+
+# ---------------------------------------------------------------------- simulation
 def evaluate(
     s: Screened,
     cache: WorkloadCache,
-    slo: SLO,
     need: float,
     n_requests: int,
-    max_total_gpus: int | None,
+    k_max: int,
     k_start: int | None = None,
     k_cap: int | None = None,
+    k_max_why: str = "",
+    k_max_stage: str = "slo",
 ) -> Rejection | None:
-    """Simulate: the smallest replica count meeting the SLO (sets ``s.replicas``)."""
-    probe = CapacityProbe(s.replica, cache, slo, n_requests=n_requests)
+    """Simulate: the smallest replica count meeting the SLO (sets ``s.replicas``).
+
+    ``k_max``: most replicas the constraints allow (``k_max_why`` says which one, a
+    failure within it is rejected at ``k_max_stage``);
+    ``k_cap``: most replicas that could still beat the options already found."""
+    probe = CapacityProbe(s.replica, cache, n_requests=n_requests)
     s.probe = probe
     try:
         probe.check()
@@ -132,16 +250,15 @@ def evaluate(
         msg = str(e)
         stage = "slo_zero_load" if "zero load" in msg else "memory"
         return Rejection.of(s.opt, stage, msg)
-    gpr = s.opt.gpus_per_replica
-    k_max = max_total_gpus // gpr if max_total_gpus else max(4 * s.k_lb, s.k_lb + 64)
     if k_cap is not None and k_cap < k_max:
         k = probe.min_replicas(need, s.k_lb, k_cap, k_start)
         if k is None:
+            lowest = min(probe.summaries) if probe.summaries else need / k_cap
             return Rejection.of(
                 s.opt,
                 "pruned",
                 f"cannot beat the top ones (simulated): at {k_cap} replicas ({need / k_cap:.3g} "
-                f"req/s each) it still misses the SLO ({_miss_text(probe.summaries[min(probe.summaries)], slo)}), "
+                f"req/s each) it still misses the SLO ({miss_text(probe, lowest)}), "
                 "and more replicas cost more than the options already found",
             )
         s.replicas = k
@@ -150,31 +267,36 @@ def evaluate(
     k = probe.min_replicas(need, s.k_lb, k_max, k_start)
     probe.keep_only(need / k if k else None)
     if k is None:
-        lowest = min(probe.summaries) if probe.summaries else need / k_max
-        sm = probe.summaries.get(lowest, {})
+        lowest = min(probe.summaries) if probe.summaries else need / max(k_max, 1)
         return Rejection.of(
             s.opt,
-            "slo",
+            k_max_stage,
             f"SLO not met even at {lowest:.3g} req/s per replica ({k_max} replicas"
-            + (", the max_total_gpus limit" if max_total_gpus else "")
-            + f"): {_miss_text(sm, slo)}",
+            + (f", the most {k_max_why} allows" if k_max_why else "")
+            + f"): {miss_text(probe, lowest)}",
         )
     s.replicas = k
     return None
 
 
-def _miss_text(summary: dict[str, Any], slo: SLO) -> str:
+def miss_text(probe: CapacityProbe, rate: float) -> str:
+    """Which percentile or attainment missed in the run at ``rate``."""
+    summary = probe.summaries.get(rate, {})
     parts = []
-    for k, t in slo.targets().items():
-        v = summary.get(f"{k}_{t.label}_s")
-        if v is not None and v == v:
-            parts.append(f"{k.upper()} {t.label} {v:.3g} s vs {t.max_s:g} s")
-    if slo.attainment is not None and "slo_attainment" in summary:
-        parts.append(f"attainment {summary['slo_attainment']:.1%} vs {slo.attainment:.1%}")
+    for c in probe.classes:
+        sm = summary if probe.cache.single else summary.get("classes", {}).get(c.name, {})
+        pre = "" if probe.cache.single else f"{c.name} "
+        for k, t in c.slo.targets().items():
+            v = sm.get(f"{k}_{t.label}_s")
+            if v is not None and v == v and v > t.max_s:
+                parts.append(f"{pre}{k.upper()} {t.label} {v:.3g} s vs {t.max_s:g} s")
+        a = sm.get("slo_attainment", sm.get("attainment"))
+        if c.slo.attainment is not None and a is not None and a < c.slo.attainment:
+            parts.append(f"{pre}attainment {a:.1%} vs {c.slo.attainment:.1%}")
     return "; ".join(parts) or "unknown"
 
 
-def _bracket(s: Screened, need: float) -> tuple[float, float]:
+def bracket(s: Screened, need: float) -> tuple[float, float]:
     """(tested, upper) per-replica rate [req/s]: ``need / k`` passed; ``need / (k - 1)``
     failed or lies beyond 95 % of the analytic saturation rate."""
     k = s.replicas
@@ -183,54 +305,22 @@ def _bracket(s: Screened, need: float) -> tuple[float, float]:
     return lo, max(lo, hi)
 
 
-def _max_rate(s: Screened, need: float, refine: bool) -> float:
-    """Per-replica rate within the SLO [req/s]: the tested rate, or bisected to 3 %."""
-    if "max_rate_rps" not in s.result:
-        lo, hi = _bracket(s, need)
-        s.result["max_rate_rps"] = s.probe.refine_max_rate(lo, hi) if refine else lo
-    return s.result["max_rate_rps"]
-
-
-def _value(
-    s: Screened,
-    objective: str,
-    need: float,
-    peak: float,
-    mean_out: float,
-    cache: WorkloadCache,
-    refine: bool,
-) -> float | None:
-    gpr, p = s.opt.gpus_per_replica, _price(s)
-    n = s.replicas * gpr
-    if objective == "cost":
-        return n * p
-    if objective == "gpus":
-        return float(n) + (n * p * 1e-9 if p else 0.0)
-    if objective == "tokens-per-dollar":
-        return -(_max_rate(s, need, True) * mean_out * 3600.0) / (gpr * p)
-    if objective == "energy":
-        tdp = s.opt.gpu.tdp_w
-        return gpr * tdp / (_max_rate(s, need, True) * mean_out) if tdp else None
-    return float(s.probe.full(peak / s.replicas)["e2e_p99_s"])
-
-
-def _over_budget(
-    s: Screened, per_hour: float | None, per_month: float | None, max_gpus: int | None
+def over_budget(
+    s: Screened, replicas: int, max_gpus: int | None, limits: tuple[tuple[float, str], ...]
 ) -> Rejection | None:
-    n = s.replicas * s.opt.gpus_per_replica
+    """The constraint that ``replicas`` replicas of ``s`` break, or None: ``max_gpus``, or a
+    limit of ``limits`` (``(USD per hour, what it is)``: budgets, the latency cost cap)."""
+    n = replicas * s.opt.gpus_per_replica
     if max_gpus is not None and n > max_gpus:
         return Rejection.of(s.opt, "constraint", f"needs {n} GPUs > max_total_gpus={max_gpus}")
-    p = _price(s)
+    p = s.usd_per_gpu_hour
     if p is None:
         return None
-    for lim, hours, name in (
-        (per_hour, 1.0, "max_usd_per_hour"),
-        (per_month, 730.0, "max_usd_per_month"),
-    ):
-        if lim is not None and n * p * hours > lim:
+    for lim, name in limits:
+        if n * p > lim * (1 + 1e-12):
             return Rejection.of(
                 s.opt,
                 "budget",
-                f"over budget: {n} GPUs x ${p:.2f}/GPU-h = ${n * p * hours:,.0f} > {name}={lim:,.0f}",
+                f"over budget: {n} GPUs x ${p:.2f}/GPU-h = ${n * p:,.2f}/h > {name}",
             )
     return None

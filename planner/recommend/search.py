@@ -7,13 +7,17 @@
    the TPOT target); price; and a lower bound on the objective from the analytic saturation
    rate (a replica never sustains more than ``max_utilization`` x saturation, so
    ``replicas >= ceil(peak x (1 + headroom) / (0.95 x saturation))``).
-3. **Search**: options in order of their bound; each is simulated (:class:`CapacityProbe`:
-   the smallest replica count whose per-replica rate meets the SLO) only while its bound can
-   still beat the N-th best simulated value. Options never simulated are reported as
-   ``pruned`` with the bound that ruled them out: a screening figure is never a result.
+3. **Search**: options in order of their bound; each is simulated
+   (:class:`planner.serving.CapacityProbe`: the smallest replica count whose per-replica rate
+   meets the SLO) only while its bound can still beat the N-th best simulated value. Options
+   never simulated are reported as ``pruned`` with the bound that ruled them out: a
+   screening figure is never a result.
 4. **Finish** the top N (and the Pareto candidates): refine the per-replica maximum rate by
    bisection, simulate the planned load (peak / replicas) for the P99 latencies, and price
    the fleet (fixed and autoscaled with the daily profile), energy and quality.
+
+The same search serves one workload (:func:`recommend`) and a pool shared by several request
+classes (:func:`search` with a multi-class :class:`planner.serving.WorkloadCache`).
 """
 
 from __future__ import annotations
@@ -24,52 +28,70 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..catalog import Catalog, resolve_params
 from ..cost import load_ownership, quote_price
 from ..engine.memory import weight_memory
 from ..errors import MissingDataError, PlannerError
-from ..serving import Replica, build_replica, check_workload_fits
+from ..serving import Replica, WorkloadCache, build_replica, check_workload_fits
 from ..workload import SLO, Workload
+from .constraints import Constraints
+from .decide import decide, diverse, variant_label
 from .finish import finish, nothing_meets, pareto_front, why_winner
 from .objective import (
+    OBJECTIVE_TABLE,
+    OBJECTIVES,
+    TIE_REL,
+    Load,
     RatioBook,
     Screened,
-    _bound,
-    _bracket,
-    _over_budget,
-    _price,
-    _prune_reason,
-    _value,
-    _value_text,
-    _zero_load_e2e,
+    bracket,
     evaluate,
+    over_budget,
+    prune_reason,
+    sort_key,
 )
 from .options import MAX_TP_PER_NODE, Option, Rejection, enumerate_options, pp_options
-from .probe import WorkloadCache
 
-OBJECTIVES = ("cost", "latency", "tokens-per-dollar", "gpus", "energy")
+__all__ = [
+    "OBJECTIVES",
+    "OBJECTIVE_TEXT",
+    "Recommendation",
+    "recommend",
+    "search",
+    "constraints_of",
+]
 
 #: what each objective minimises, for the output
-OBJECTIVE_TEXT = {
-    "cost": "lowest fleet cost [$/h] meeting the SLOs",
-    "latency": "lowest P99 end-to-end latency at the planned load",
-    "tokens-per-dollar": "most output tokens per dollar at full load",
-    "gpus": "fewest GPUs",
-    "energy": "lowest energy per output token at full load",
-}
+OBJECTIVE_TEXT = {name: o.text for name, o in OBJECTIVE_TABLE.items()}
 
 
 @dataclass
 class Recommendation:
-    """The ranked options, the rejected ones with reasons, and how the search went."""
+    """The ranked options, the rejected ones with reasons, and how the search went.
+
+    ``rejected`` holds one dict per rejected option (``stage``, ``reason`` and the option's
+    ids); they are made on first access (a whole-catalog search rejects ~10,000)."""
 
     objective: str
     recommendations: list[dict[str, Any]]
-    rejected: list[dict[str, Any]]
+    rejections: list[Rejection]
     pareto: list[dict[str, Any]]
     why: str
     summary: dict[str, Any]
     assumptions: list[str]
+    _rejected: list[dict[str, Any]] | None = None
+
+    @property
+    def rejected(self) -> list[dict[str, Any]]:
+        if self._rejected is None:
+            self._rejected = [r.as_dict() for r in self.rejections]
+        return self._rejected
+
+    @rejected.setter
+    def rejected(self, rows: list[dict[str, Any]]) -> None:
+        self._rejected = rows
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -103,29 +125,38 @@ def _why_tpot(rep: Replica, floor_s: float, target_s: float) -> str:
     )
 
 
+def constraints_of(constraints: Constraints | None, fields: dict[str, Any]) -> Constraints:
+    """``constraints`` with ``fields`` (Constraints' field names) replacing its values; a
+    clear one-line error for a bad value."""
+    from pydantic import ValidationError
+
+    base = (constraints or Constraints()).model_dump()
+    unknown = sorted(set(fields) - set(base))
+    if unknown:
+        raise PlannerError(
+            f"recommend(): unknown keyword(s) {', '.join(unknown)} (constraints are: "
+            f"{', '.join(base)})"
+        )
+    base.update({k: v for k, v in fields.items()})
+    try:
+        return Constraints.model_validate(base)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise PlannerError(
+            f"{where} {err['msg'].lower()}, got {err.get('input')!r}".replace("value error, ", "")
+        ) from None
+
+
 def recommend(
     model: str,
     workload: Workload,
     slo: SLO,
     *,
     catalog: Catalog,
+    constraints: Constraints | None = None,
     objective: str = "cost",
     top_n: int = 5,
-    headroom: float = 0.2,
-    gpus: tuple[str, ...] = (),
-    frameworks: tuple[str, ...] = (),
-    precisions: tuple[str, ...] = (),
-    kv_precisions: tuple[str, ...] = (),
-    tps: tuple[int, ...] = (1, 2, 4, 8),
-    max_gpus_per_replica: int | None = None,
-    max_total_gpus: int | None = None,
-    min_weight_bits: float | None = None,
-    max_usd_per_hour: float | None = None,
-    max_usd_per_month: float | None = None,
-    price_basis: str = "on_demand",
-    providers: tuple[str, ...] = (),
-    usd_per_gpu_hour: dict[str, float] | None = None,
-    fit_percentile: float = 99.0,
     engine: dict[str, Any] | None = None,
     profile: Any = None,
     n_requests: int = 1200,
@@ -133,6 +164,7 @@ def recommend(
     exhaustive: bool = False,
     refine: bool = False,
     per_gpu: bool = False,
+    **constraint_fields: Any,
 ) -> Recommendation:
     """Rank every deployment of ``model`` that serves ``workload`` within ``slo``.
 
@@ -141,24 +173,19 @@ def recommend(
     model : model id (resolved through ``catalog``)
     workload, slo : the traffic, lengths and latency targets (e.g. from a scenario)
     catalog : the catalog (resolve ids once, at the edge)
-    objective : one of :data:`OBJECTIVES` (default ``cost``)
+    constraints : what the answer must respect (a scenario's ``constraints``: option space,
+        headroom, fleet and budget limits, quality floor, price basis, providers, price
+        overrides, fit percentile, latency cost cap); keywords named like its fields
+        (``gpus=``, ``max_usd_per_hour=``, ...) replace single values
+    objective : one of :data:`OBJECTIVES` (default ``cost``; docs/recommend.md)
     top_n : recommendations to return
-    headroom : spare capacity above the peak [fraction]
-    gpus, frameworks, precisions, kv_precisions, tps : the option space (empty: all)
-    max_gpus_per_replica, max_total_gpus : layout and fleet limits [GPUs]
-    min_weight_bits : quality floor [bits per weight]
-    max_usd_per_hour, max_usd_per_month : budget [USD]
-    price_basis : on_demand, reserved, spot, serverless, community or own
-    providers : rental providers allowed (first with a price wins; empty: median of all)
-    usd_per_gpu_hour : price overrides by GPU id [USD per GPU-hour]
-    fit_percentile : percentile of prompt + answer length that must fit [%]
     engine : serving-engine overrides (max_num_seqs, max_num_batched_tokens, ...)
     profile : calibration profile (default: the bundled one)
     n_requests : scored requests per simulation (at least)
     seed : random seed of the request sample
     exhaustive : simulate every feasible option (no pruning; for validation)
     refine : bisect each recommendation's maximum rate per replica to 3 % (more
-        simulations); otherwise it is bracketed by the replica count
+        simulations); otherwise it is the tested rate ``need / replicas``
     per_gpu : rank within each GPU: the best ``top_n`` options of every GPU (the
         procurement comparison; pruning only within a GPU)
 
@@ -166,168 +193,161 @@ def recommend(
     -------
     Recommendation
     """
+    c = constraints_of(constraints, constraint_fields)
+    return search(
+        model,
+        WorkloadCache.of(workload, slo, seed),
+        catalog=catalog,
+        constraints=c,
+        objective=objective,
+        top_n=top_n,
+        engine=engine,
+        profile=profile,
+        n_requests=n_requests,
+        exhaustive=exhaustive,
+        refine=refine,
+        per_gpu=per_gpu,
+    )
+
+
+def search(
+    model: str,
+    cache: WorkloadCache,
+    *,
+    catalog: Catalog,
+    constraints: Constraints,
+    objective: str = "cost",
+    top_n: int = 5,
+    engine: dict[str, Any] | None = None,
+    profile: Any = None,
+    n_requests: int = 1200,
+    exhaustive: bool = False,
+    refine: bool = False,
+    per_gpu: bool = False,
+) -> Recommendation:
+    """:func:`recommend` for the request class(es) of ``cache`` (several: one shared pool)."""
     t0 = time.perf_counter()
-    if objective not in OBJECTIVES:
+    if objective not in OBJECTIVE_TABLE:
         raise PlannerError(
             f"unknown objective '{objective}' (choose from: {', '.join(OBJECTIVES)})"
         )
     if not (isinstance(top_n, int) and top_n >= 1):
         raise PlannerError(f"top must be a whole number >= 1, got {top_n!r}")
-    for name, v in (
-        ("max_usd_per_hour", max_usd_per_hour),
-        ("max_usd_per_month", max_usd_per_month),
-        ("max_total_gpus", max_total_gpus),
-    ):
-        if v is not None and not v > 0:
-            raise PlannerError(f"{name} must be > 0, got {v!r}")
-    if not 0 < fit_percentile <= 100:
-        raise PlannerError(f"fit_percentile must be in (0, 100], got {fit_percentile!r}")
-    m = catalog.model(model)
-    overrides = {catalog.gpu(k).id: float(v) for k, v in (usd_per_gpu_hour or {}).items()}
-    for g, v in overrides.items():
-        if not (v > 0 and math.isfinite(v)):
-            raise PlannerError(f"price override for {g} must be a number > 0, got {v!r}")
-    ownership = load_ownership() if price_basis == "own" else None
-    cache = WorkloadCache(workload, seed)
-    peak = workload.traffic.peak()
-    need = peak * (1.0 + headroom)
-    hourly = workload.traffic.hourly_rps()
-    q = fit_percentile / 100.0
-    need_tokens = int(
-        math.ceil(workload.input_quantile_tokens(q) + workload.output_quantile_tokens(q))
-    )
-    mean_in, mean_out = workload.mean_input_tokens(), workload.mean_output_tokens()
-    assumptions = [
-        f"planning peak {peak:g} req/s x (1 + headroom {headroom:g}) = {need:g} req/s",
-        f"the p{fit_percentile:g} request (prompt + answer {need_tokens:,} tokens) must fit in "
-        "one replica's KV cache and context",
-        f"prices: {price_basis.replace('_', '-')} basis, median-priced row unless a provider or "
-        "an override is given; a month is 730 h",
-        "TP within one node of 8 GPUs; PP across nodes only when no single-node layout holds "
-        "the model",
-        "fp16 is evaluated only where it differs from bf16 (same bits and tensor rate elsewhere)",
-        "KV precisions tried: each precision's default and fp8 where offered",
-    ]
+    c = constraints
+    limits: list[tuple[float, str]] = []
+    if c.max_usd_per_hour is not None:
+        limits.append((c.max_usd_per_hour, f"max_usd_per_hour={c.max_usd_per_hour:,.2f}"))
+    if c.max_usd_per_month is not None:
+        limits.append(
+            (c.max_usd_per_month / 730.0, f"max_usd_per_month={c.max_usd_per_month:,.0f}")
+        )
+    notes = []
+    if objective == "latency":
+        # the cost cap: the cheapest feasible fleet first (same constraints), then the
+        # lowest P99 among the options costing at most latency_cost_cap x as much
+        kw = dict(catalog=catalog, constraints=c, top_n=1, engine=engine, profile=profile)
+        cheapest = search(model, cache, objective="cost", n_requests=n_requests, **kw)
+        usd = cheapest.recommendations[0]["usd_per_hour"]
+        cap = c.latency_cost_cap * usd
+        limits.append(
+            (cap, f"the latency cost cap {c.latency_cost_cap:g} x the cheapest feasible "
+             f"option (${usd:,.2f}/h) = ${cap:,.2f}/h")
+        )  # fmt: skip
+        notes.append(
+            f"latency: only options costing at most {c.latency_cost_cap:g} x the cheapest "
+            f"feasible fleet (${usd:,.2f}/h, so <= ${cap:,.2f}/h; --latency-cost-cap changes "
+            "it); equal P99 (within 1 %) ranks by cost"
+        )
+    s = _Search(
+        model, cache, catalog, c, OBJECTIVE_TABLE[objective], top_n, engine, profile,
+        n_requests, exhaustive, refine, per_gpu, tuple(limits),
+    )  # fmt: skip
+    res = s.run(t0)
+    res.assumptions.extend(notes)
+    return res
 
-    options, rejected = enumerate_options(
-        catalog,
-        m,
-        gpus=gpus,
-        frameworks=frameworks,
-        precisions=precisions,
-        kv_precisions=kv_precisions,
-        tps=tps,
-        max_gpus_per_replica=max_gpus_per_replica,
-        min_weight_bits=min_weight_bits,
-    )
-    n_enumerated = len(options) + len(rejected)
-    eng_kw = {k: v for k, v in (engine or {}).items() if v is not None}
 
-    # ------------------------------------------------------------------ screen
-    price_cache: dict[str, Any] = {}
-    param_cache: dict[tuple[str, str, str], tuple[Any, str]] = {}
+class _Search:
+    """One branch-and-bound run (state shared by its steps)."""
 
-    def price_of(gpu_id: str) -> Any:
-        if gpu_id not in price_cache:
+    def __init__(
+        self, model, cache, catalog, constraints, obj, top_n, engine, profile, n_requests,
+        exhaustive, refine, per_gpu, limits,
+    ) -> None:  # fmt: skip
+        c = constraints
+        self.cat, self.c, self.obj, self.top_n = catalog, c, obj, top_n
+        self.m = catalog.model(model)
+        self.cache, self.profile, self.n_requests = cache, profile, n_requests
+        self.exhaustive, self.refine, self.per_gpu, self.limits = (
+            exhaustive, refine, per_gpu, limits
+        )  # fmt: skip
+        self.eng_kw = {k: v for k, v in (engine or {}).items() if v is not None}
+        self.overrides = {catalog.gpu(k).id: float(v) for k, v in c.usd_per_gpu_hour.items()}
+        self.ownership = load_ownership() if c.price_basis == "own" else None
+        cls = cache.classes
+        peak = float(sum(x.workload.traffic.peak() for x in cls))
+        shares = cache.shares
+
+        def mean(f: Any) -> float:
+            return float(sum(s * f(x.workload) for x, s in zip(cls, shares, strict=True)))
+
+        self.load = Load(
+            need_rps=peak * (1.0 + c.headroom),
+            peak_rps=peak,
+            hourly_rps=np.sum([x.workload.traffic.hourly_rps() for x in cls], axis=0),
+            mean_input_tokens=mean(lambda w: w.mean_input_tokens()),
+            mean_output_tokens=mean(lambda w: w.mean_output_tokens()),
+        )
+        self.price_cache: dict[str, Any] = {}
+        self.param_cache: dict[tuple[str, str, str], tuple[Any, str]] = {}
+        self.weight_fit: dict[tuple[str, str, int, int], str | None] = {}
+        self.rejected: list[Rejection] = []
+        self.done: list[Screened] = []
+        self.screened: list[Screened] = []
+        #: best value of each (group, GPU x framework) pair simulated so far
+        self.best: dict[tuple[str | None, tuple[str, str]], float] = {}
+        self.pruned = 0
+
+    # ------------------------------------------------------------------ screening
+    def price_of(self, gpu_id: str) -> Any:
+        """The price quote of a GPU under the constraints, or the PlannerError why none."""
+        if gpu_id not in self.price_cache:
+            c = self.c
             try:
-                if gpu_id in overrides:
+                if gpu_id in self.overrides:
+                    basis = c.price_basis if c.price_basis != "own" else "on_demand"
                     pq = quote_price(
-                        catalog,
-                        gpu_id,
-                        price_basis if price_basis != "own" else "on_demand",
-                        usd_per_gpu_hour=overrides[gpu_id],
+                        self.cat, gpu_id, basis, usd_per_gpu_hour=self.overrides[gpu_id]
                     )
-                elif price_basis == "own":
-                    pq = quote_price(catalog, gpu_id, "own", ownership=ownership)
+                elif c.price_basis == "own":
+                    pq = quote_price(self.cat, gpu_id, "own", ownership=self.ownership)
                 else:
                     pq, err = None, None
-                    for prov in providers or (None,):
+                    for prov in c.providers or (None,):
                         try:
-                            pq = quote_price(catalog, gpu_id, price_basis, provider=prov)
+                            pq = quote_price(self.cat, gpu_id, c.price_basis, provider=prov)
                             break
                         except PlannerError as e:
                             err = e
                     if pq is None:
                         raise err  # type: ignore[misc]
-                price_cache[gpu_id] = pq
+                self.price_cache[gpu_id] = pq
             except PlannerError as e:
-                price_cache[gpu_id] = e
-        return price_cache[gpu_id]
+                self.price_cache[gpu_id] = e
+        return self.price_cache[gpu_id]
 
-    def screen(opt: Option) -> Screened | Rejection:
-        """Build the replica and bound the option analytically (no simulation)."""
-        key = (opt.gpu.id, opt.framework.id, opt.precision.id)
-        if key not in param_cache:
-            param_cache[key] = resolve_params(*key, catalog=catalog, profile=profile)
-        params, prov = param_cache[key]
-        try:
-            rep = build_replica(
-                m,
-                opt.gpu,
-                opt.precision,
-                opt.framework,
-                tp=opt.tp,
-                pp=opt.pp,
-                kv_precision=opt.kv_precision,
-                params=params,
-                params_source=prov,
-                catalog=catalog,
-                **eng_kw,
-            )
-        except MissingDataError as e:
-            return Rejection.of(opt, "missing_data", str(e))
-        except PlannerError as e:
-            return Rejection.of(opt, "memory", str(e))
-        try:
-            check_workload_fits(rep, workload, fit_percentile)
-        except PlannerError as e:
-            return Rejection.of(opt, "memory", str(e))
-        if slo.tpot is not None:
-            floor = _tpot_floor(rep, mean_in)
-            if floor > slo.tpot.max_s:
-                return Rejection.of(opt, "slo_zero_load", _why_tpot(rep, floor, slo.tpot.max_s))
-        pq = price_of(opt.gpu.id)
-        fp = cache.saturation(rep)
-        cap = 0.95 * fp.saturation_rps
-        if not cap > 0:
-            return Rejection.of(opt, "throughput", "the replica saturates at 0 req/s")
-        k_lb = max(1, math.ceil(need / cap - 1e-9))
-        gpr = opt.gpus_per_replica
-        if max_total_gpus is not None and k_lb * gpr > max_total_gpus:
-            return Rejection.of(
-                opt,
-                "constraint",
-                f"needs at least {k_lb * gpr} GPUs ({k_lb} replicas of {gpr}; one saturates at "
-                f"{fp.saturation_rps:.3g} req/s) > max_total_gpus={max_total_gpus}",
-            )
-        s = Screened(
-            opt,
-            rep,
-            prov,
-            None if isinstance(pq, PlannerError) else pq,
-            fp.saturation_rps,
-            cap,
-            k_lb,
-            0.0,
-        )
-        s.bound = _bound(s, objective, need, mean_out)
-        s.replicas = k_lb
-        over = _over_budget(s, max_usd_per_hour, max_usd_per_month, None)
-        s.replicas = None
-        return over or s
-
-    weight_fit: dict[tuple[str, str, int, int], str | None] = {}
-
-    def weights_problem(opt: Option) -> str | None:
+    def weights_problem(self, opt: Option) -> str | None:
         """Cheap check before building a replica: do the weights alone fit one GPU?"""
         key = (opt.gpu.id, opt.precision.id, opt.tp, opt.pp)
-        if key not in weight_fit:
-            g = opt.gpu
+        if key not in self.weight_fit:
+            g, m = opt.gpu, self.m
             if g.memory_gb is None:
-                weight_fit[key] = f"{g.id}: memory size not in the catalog (no source gives it)"
+                self.weight_fit[key] = (
+                    f"{g.id}: memory size not in the catalog (no source gives it)"
+                )
             else:
                 w = weight_memory(m, opt.precision, opt.tp, opt.pp).per_gpu_bytes
-                weight_fit[key] = (
+                self.weight_fit[key] = (
                     f"does not fit: {m.id} in {opt.precision.id} needs {w / 1e9:.1f} GB of weights "
                     f"per GPU at tp={opt.tp}"
                     + (f" pp={opt.pp}" if opt.pp > 1 else "")
@@ -335,163 +355,294 @@ def recommend(
                     if w >= g.memory_bytes
                     else None
                 )
-        return weight_fit[key]
+        return self.weight_fit[key]
 
-    def lb0(opt: Option) -> float:
+    def lb0(self, opt: Option) -> float:
         """A bound that needs no replica: at least one replica of tp x pp GPUs."""
-        if objective == "cost":
-            pq = price_of(opt.gpu.id)
+        if self.obj.name == "cost":
+            pq = self.price_of(opt.gpu.id)
             return (
                 math.inf
                 if isinstance(pq, PlannerError)
                 else opt.gpus_per_replica * pq.usd_per_gpu_hour
             )
-        if objective == "gpus":
+        if self.obj.name == "gpus":
             return float(opt.gpus_per_replica)
         return -math.inf
 
+    def screen(self, opt: Option) -> Screened | Rejection:
+        """Build the replica and bound the option analytically (no simulation)."""
+        c, ld = self.c, self.load
+        key = (opt.gpu.id, opt.framework.id, opt.precision.id)
+        if key not in self.param_cache:
+            self.param_cache[key] = resolve_params(*key, catalog=self.cat, profile=self.profile)
+        params, prov = self.param_cache[key]
+        try:
+            rep = build_replica(
+                self.m, opt.gpu, opt.precision, opt.framework, tp=opt.tp, pp=opt.pp,
+                kv_precision=opt.kv_precision, params=params, params_source=prov,
+                catalog=self.cat, **self.eng_kw,
+            )  # fmt: skip
+        except MissingDataError as e:
+            return Rejection.of(opt, "missing_data", str(e))
+        except PlannerError as e:
+            return Rejection.of(opt, "memory", str(e))
+        for rc in self.cache.classes:
+            try:
+                check_workload_fits(rep, rc.workload, c.fit_percentile)
+            except PlannerError as e:
+                return Rejection.of(opt, "memory", (f"{rc.name}: " if rc.name else "") + str(e))
+            if rc.slo.tpot is not None:
+                floor = _tpot_floor(rep, rc.workload.mean_input_tokens())
+                if floor > rc.slo.tpot.max_s:
+                    why = _why_tpot(rep, floor, rc.slo.tpot.max_s)
+                    return Rejection.of(opt, "slo_zero_load", why)
+        pq = self.price_of(opt.gpu.id)
+        fp = self.cache.saturation(rep)
+        cap = 0.95 * fp.saturation_rps
+        if not cap > 0:
+            return Rejection.of(opt, "throughput", "the replica saturates at 0 req/s")
+        k_lb = max(1, math.ceil(ld.need_rps / cap - 1e-9))
+        gpr = opt.gpus_per_replica
+        if c.max_total_gpus is not None and k_lb * gpr > c.max_total_gpus:
+            return Rejection.of(
+                opt,
+                "constraint",
+                f"needs at least {k_lb * gpr} GPUs ({k_lb} replicas of {gpr}; one saturates at "
+                f"{fp.saturation_rps:.3g} req/s) > max_total_gpus={c.max_total_gpus}",
+            )
+        price = None if isinstance(pq, PlannerError) else pq
+        s = Screened(opt, rep, prov, price, fp.saturation_rps, cap, k_lb, 0.0)
+        s.bound = self.obj.bound(s, ld, self.cache)
+        return over_budget(s, k_lb, None, self.limits) or s
+
+    def k_max(self, s: Screened) -> tuple[int, str, str]:
+        """Most replicas the constraints allow, which constraint sets it and its stage."""
+        gpr, p = s.opt.gpus_per_replica, s.usd_per_gpu_hour
+        k, why, stage = max(4 * s.k_lb, s.k_lb + 64), "", "slo"
+        if self.c.max_total_gpus is not None:
+            k, why = self.c.max_total_gpus // gpr, f"max_total_gpus={self.c.max_total_gpus}"
+            stage = "constraint"
+        for lim, name in self.limits:
+            if p is not None and int(lim / (gpr * p) + 1e-9) < k:
+                k, why, stage = int(lim / (gpr * p) + 1e-9), name, "budget"
+        return k, why, stage
+
     # ------------------------------------------------------------------ search
-    # best-first over a heap of (bound, stage, seq, item): stage 0 = not yet screened (bound
-    # from the price of one replica), 1 = screened (bound from the saturation rate), then
-    # simulated. An item whose bound cannot beat the N-th best simulated value is pruned
-    # with the bound as its reason; nothing unscreened or unsimulated is ever reported.
-    heap: list[tuple[float, int, int, Any]] = []
-    seq = 0
-    max_tp = max(tps)
-    for opt in options:
-        if objective in ("cost", "tokens-per-dollar") and isinstance(
-            price_of(opt.gpu.id), PlannerError
-        ):
-            rejected.append(Rejection.of(opt, "price", f"no price: {price_of(opt.gpu.id)}"))
-            continue
-        heap.append((lb0(opt), 0, seq, opt))
-        seq += 1
-    heapq.heapify(heap)
-    done: list[Screened] = []
-    screened: list[Screened] = []
-    pruned = 0
-    learned = RatioBook()
+    def group(self, opt: Option) -> str | None:
+        return opt.gpu.id if self.per_gpu else None
 
-    def group(opt: Option) -> str | None:
-        return opt.gpu.id if per_gpu else None
+    def nth_best(self, g: str | None = None) -> float:
+        """The N-th best value among distinct GPU x framework pairs (the top N is diverse)."""
+        vals = sorted(v for (g2, _), v in self.best.items() if g2 == g)
+        return vals[self.top_n - 1] if len(vals) >= self.top_n else math.inf
 
-    def nth_best(g: str | None = None) -> float:
-        vals = sorted(s.value for s in done if s.value is not None and group(s.opt) == g)
-        return vals[top_n - 1] if len(vals) >= top_n else math.inf
+    def threshold(self, opt: Option) -> float:
+        """The value an option must beat to matter: the N-th best distinct pair's, or, when
+        its own GPU x framework pair is already in the top N, that pair's best (a tie within
+        :data:`TIE_REL` still joins its line)."""
+        g = self.group(opt)
+        nth = self.nth_best(g)
+        b = self.best.get((g, (opt.gpu.id, opt.framework.id)))
+        return b * (1 + TIE_REL) if b is not None and b <= nth else nth
 
-    def prune(key2: float, stage2: int, it2: Any, best: float) -> None:
-        opt2 = it2 if stage2 == 0 else it2.opt
+    def prune(self, key: float, stage: int, item: Any, best: float) -> None:
+        opt = item if stage == 0 else item.opt
         why = (
-            _prune_reason(it2, objective, best, top_n)
-            if stage2 >= 1
-            else f"cannot beat the top {top_n} (not simulated): one replica alone "
-            f"({opt2.gpus_per_replica} GPUs) already has {_value_text(key2, objective)}; "
-            f"#{top_n} has {_value_text(best, objective)}"
+            prune_reason(item, self.obj, best, self.top_n)
+            if stage >= 1
+            else f"cannot beat the top {self.top_n} (not simulated): one replica alone "
+            f"({opt.gpus_per_replica} GPUs) already has {self.obj.show(key)}; "
+            f"#{self.top_n} has {self.obj.show(best)}"
         )
-        rejected.append(Rejection.of(opt2, "pruned", why))
+        self.rejected.append(Rejection.of(opt, "pruned", why))
+        self.pruned += 1
 
-    while heap:
-        key, stage, _, item = heapq.heappop(heap)
-        g = group(item if stage == 0 else item.opt)
-        best = nth_best(g)
-        if not exhaustive and math.isfinite(best) and key >= best * (1 - 1e-9):
-            pruned += 1
-            prune(key, stage, item, best)
-            if per_gpu:
-                continue  # other GPUs' options may still be open
-            for key2, stage2, _, it2 in heap:  # the heap is ordered: nothing left can win
-                prune(key2, stage2, it2, best)
-                pruned += 1
-            break
-        if stage == 0:
-            opt = item
-            wp = weights_problem(opt)
-            r = Rejection.of(opt, "memory", wp) if wp else screen(opt)
-            if isinstance(r, Screened):
-                screened.append(r)
-                if objective == "latency":
-                    r.bound = _zero_load_e2e(r, cache)
-                heapq.heappush(heap, (r.bound, 1, seq, r))
-                seq += 1
-            else:
-                rejected.append(r)
-                if r.stage == "memory" and opt.tp == max_tp == MAX_TP_PER_NODE and opt.pp == 1:
-                    for o in pp_options(m, opt, max_gpus_per_replica):  # PP only where needed
-                        heapq.heappush(heap, (lb0(o), 0, seq, o))
-                        seq += 1
-            continue
-        s = item
+    def simulate(self, s: Screened, learned: RatioBook) -> None:
+        """Simulate one screened option; it joins ``done`` or ``rejected``."""
+        ld = self.load
         # seed the replica search: the analytic SLO rate (mean latencies at the targets)
         # times the median ratio simulated / analytic of the options simulated so far
-        s.slo_rate_rps = cache.slo_rate(s.replica, slo, s.cap_rps)
-        k_start = max(s.k_lb, math.ceil(need / (learned.typical() * s.slo_rate_rps) - 1e-9))
+        s.slo_rate_rps = self.cache.slo_rate(s.replica, s.cap_rps)
+        k_start = max(s.k_lb, math.ceil(ld.need_rps / (learned.typical() * s.slo_rate_rps) - 1e-9))
         # an option that needs more replicas than the N-th best's cost allows cannot win
-        p = _price(s)
-        k_cap = None
-        best = nth_best(group(s.opt))
-        if objective == "cost" and p and math.isfinite(best) and not exhaustive:
+        p, k_cap = s.usd_per_gpu_hour, None
+        best = self.threshold(s.opt)
+        if self.obj.name == "cost" and p and math.isfinite(best) and not self.exhaustive:
             k_cap = max(s.k_lb, int(best / (s.opt.gpus_per_replica * p) + 1e-9))
-        r = evaluate(s, cache, slo, need, n_requests, max_total_gpus, k_start, k_cap)
+        k_max, why, stage = self.k_max(s)
+        r = evaluate(s, self.cache, ld.need_rps, self.n_requests, k_max, k_start, k_cap, why, stage)
         if isinstance(r, Rejection):
-            rejected.append(r)
-            continue
-        learned.add(_bracket(s, need)[0] / s.slo_rate_rps)
-        s.value = _value(s, objective, need, peak, mean_out, cache, refine)
+            self.rejected.append(r)
+            return
+        learned.add(bracket(s, ld.need_rps)[0] / s.slo_rate_rps)
+        s.value = self.obj.value(s, ld, self.refine)
         if s.value is None:
-            rejected.append(Rejection.of(s.opt, "energy", "no TDP in the catalog for this GPU"))
-            continue
-        over = _over_budget(s, max_usd_per_hour, max_usd_per_month, max_total_gpus)
+            self.rejected.append(
+                Rejection.of(s.opt, "energy", "no TDP in the catalog for this GPU")
+            )
+            return
+        over = over_budget(s, s.replicas, self.c.max_total_gpus, self.limits)
         if over:
-            rejected.append(over)
-            continue
-        done.append(s)
-    done.sort(key=lambda s: (s.value, s.replicas * s.opt.gpus_per_replica, -_bracket(s, need)[1]))
-    if per_gpu:  # the best top_n of every GPU, GPUs in order of their best
-        seen: dict[str, int] = {}
-        top = []
-        for s in done:
-            if seen.get(s.opt.gpu.id, 0) < top_n:
-                seen[s.opt.gpu.id] = seen.get(s.opt.gpu.id, 0) + 1
-                top.append(s)
-    else:
-        top = done[:top_n]
-    for s in top:
-        finish(s, cache, slo, need, peak, hourly, mean_in, mean_out, headroom, ownership, refine)
-    recs = [s.result for s in top]
-    for i, r in enumerate(recs, 1):
-        r["rank"] = i
-    front = pareto_front(recs)
-    elapsed = time.perf_counter() - t0
-    sims = sum(s.probe.simulations for s in screened if s.probe is not None)
-    summary = {
-        "model": m.id,
-        "objective": objective,
-        "objective_text": OBJECTIVE_TEXT[objective],
-        "peak_rps": peak,
-        "headroom": headroom,
-        "slo": slo.describe(),
-        "options_enumerated": n_enumerated,
-        "options_screened": len(screened),
-        "options_simulated": sum(1 for s in screened if s.probe is not None),
-        "options_pruned": pruned,
-        "simulations": sims,
-        "elapsed_s": elapsed,
-        "feasible": len(done),
-    }
-    if not recs:
-        raise PlannerError(nothing_meets(rejected, slo))
-    if per_gpu:
-        firsts = {}
-        for r in recs:
-            firsts.setdefault(r["gpu"], r)
-        why = "best option of each GPU that meets the SLOs: " + "; ".join(
-            f"{g} {r['framework']} {r['precision']} tp={r['tp']}: {r['num_gpus']} GPUs"
-            + (f", ${r['usd_per_hour']:,.2f}/h" if r.get("usd_per_hour") is not None else "")
-            for g, r in firsts.items()
+            self.rejected.append(over)
+            return
+        self.done.append(s)
+        k = (self.group(s.opt), (s.opt.gpu.id, s.opt.framework.id))
+        self.best[k] = min(self.best.get(k, math.inf), s.value)
+        # memory: only options that can still make the top keep their simulated requests
+        if len(self.done) > 2 * self.top_n and not self.per_gpu:
+            self.done.sort(key=lambda x: sort_key(x, ld.need_rps))
+            keep = {id(x) for lead, vs in diverse(self.done, self.top_n) for x in (lead, *vs)}
+            for x in self.done:
+                if id(x) not in keep:
+                    x.probe.keep_only(None)
+
+    def run(self, t0: float) -> Recommendation:
+        c, obj, m = self.c, self.obj, self.m
+        options, self.rejected = enumerate_options(
+            self.cat, m, gpus=c.gpus, frameworks=c.frameworks, precisions=c.precisions,
+            kv_precisions=c.kv_precisions, tps=c.tps,
+            max_gpus_per_replica=c.max_gpus_per_replica, min_weight_bits=c.min_weight_bits,
+        )  # fmt: skip
+        n_enumerated = len(options) + len(self.rejected)
+        # best-first over a heap of (bound, stage, seq, item): stage 0 = not yet screened
+        # (bound from the price of one replica), 1 = screened (bound from the saturation
+        # rate), then simulated. An item whose bound cannot beat the N-th best simulated
+        # value is pruned with the bound as its reason; nothing unscreened or unsimulated
+        # is ever reported.
+        heap: list[tuple[float, int, int, Any]] = []
+        seq = 0
+        max_tp = max(c.tps)
+        for opt in options:
+            if obj.needs_price and isinstance(self.price_of(opt.gpu.id), PlannerError):
+                why = f"no price: {self.price_of(opt.gpu.id)}"
+                self.rejected.append(Rejection.of(opt, "price", why))
+                continue
+            heap.append((self.lb0(opt), 0, seq, opt))
+            seq += 1
+        heapq.heapify(heap)
+        learned = RatioBook()
+        while heap:
+            key, stage, _, item = heapq.heappop(heap)
+            best = self.threshold(item if stage == 0 else item.opt)
+            if not self.exhaustive and math.isfinite(best) and key >= best * (1 - 1e-9):
+                self.prune(key, stage, item, best)
+                # the heap is ordered: once past every pair's threshold, nothing left can win
+                last = self.nth_best(None) * (1 + TIE_REL)
+                if not self.per_gpu and math.isfinite(last) and key >= last * (1 - 1e-9):
+                    for key2, stage2, _, it2 in heap:
+                        self.prune(key2, stage2, it2, best)
+                    break
+                continue
+            if stage == 1:
+                self.simulate(item, learned)
+                continue
+            opt = item
+            wp = self.weights_problem(opt)
+            r = Rejection.of(opt, "memory", wp) if wp else self.screen(opt)
+            if isinstance(r, Screened):
+                self.screened.append(r)
+                heapq.heappush(heap, (r.bound, 1, seq, r))
+                seq += 1
+                continue
+            self.rejected.append(r)
+            if r.stage == "memory" and opt.tp == max_tp == MAX_TP_PER_NODE and opt.pp == 1:
+                for o in pp_options(m, opt, c.max_gpus_per_replica):  # PP only where needed
+                    heapq.heappush(heap, (self.lb0(o), 0, seq, o))
+                    seq += 1
+        return self.report(t0, n_enumerated)
+
+    def reproduce(self, s: Screened) -> str:
+        """The ``planner capacity`` command giving this option's GPU count: every setting
+        explicit (KV precision, engine limits, headroom, fit percentile, requests, seed), so
+        it does not depend on any command's defaults. ``SCENARIO.yaml``: the scenario file
+        (the CLI fills in its path)."""
+        o, e, c = s.opt, s.replica.engine, self.c
+        seed = self.cache.seed if isinstance(self.cache.seed, int) else 0
+        return (
+            f"planner capacity SCENARIO.yaml --gpu {o.gpu.id} --framework {o.framework.id} "
+            f"--precision {o.precision.id} --kv-precision {o.kv_precision} --tp {o.tp} "
+            f"--pp {o.pp} --max-num-seqs {e.max_num_seqs} --max-num-batched-tokens "
+            f"{e.max_num_batched_tokens} --headroom {c.headroom!r} --fit-percentile "
+            f"{c.fit_percentile!r} --requests {self.n_requests} --seed {seed} --no-curve"
         )
-        return Recommendation(
-            objective, recs, [r.as_dict() for r in rejected], front, why, summary, assumptions
+
+    # ------------------------------------------------------------------ report
+    def report(self, t0: float, n_enumerated: int) -> Recommendation:
+        c, ld, done = self.c, self.load, self.done
+        done.sort(key=lambda s: sort_key(s, ld.need_rps))
+        if self.per_gpu:  # the best top_n of every GPU, GPUs in order of their best
+            by_gpu: dict[str, list[Screened]] = {}
+            for s in done:
+                by_gpu.setdefault(s.opt.gpu.id, []).append(s)
+            picked = [x for g in by_gpu.values() for x in diverse(g, self.top_n)]
+            order = {g: i for i, g in enumerate(by_gpu)}
+            picked.sort(key=lambda x: order[x[0].opt.gpu.id])
+        else:
+            picked = diverse(done, self.top_n)
+        top = [s for s, _ in picked]
+        if not top:
+            raise PlannerError(nothing_meets(self.rejected))
+        for s, variants in picked:
+            finish(s, self.cache, ld, c.headroom, self.ownership, self.refine, self.reproduce(s))
+            s.result["precision_label"] = variant_label(s, variants)
+            s.result["variants"] = [v.opt.ids() for v in variants]
+        recs = [s.result for s in top]
+        for i, r in enumerate(recs, 1):
+            r["rank"] = i
+        decision = decide(recs, self.obj.name)
+        sims = sum(s.probe.simulations for s in self.screened if s.probe is not None)
+        q = c.fit_percentile / 100.0
+        need_tokens = max(
+            int(
+                math.ceil(
+                    x.workload.input_quantile_tokens(q) + x.workload.output_quantile_tokens(q)
+                )
+            )
+            for x in self.cache.classes
         )
-    why = why_winner(top, objective, rejected)
-    rejected_d = [r.as_dict() for r in rejected]
-    return Recommendation(objective, recs, rejected_d, front, why, summary, assumptions)
+        summary = {
+            "model": self.m.id,
+            "objective": self.obj.name,
+            "objective_text": self.obj.text,
+            "peak_rps": ld.peak_rps,
+            "headroom": c.headroom,
+            "slo": "; ".join(
+                (f"{x.name}: " if x.name else "") + x.slo.describe() for x in self.cache.classes
+            ),
+            "options_enumerated": n_enumerated,
+            "options_screened": len(self.screened),
+            "options_simulated": sum(1 for s in self.screened if s.probe is not None),
+            "options_pruned": self.pruned,
+            "simulations": sims,
+            "elapsed_s": time.perf_counter() - t0,
+            "feasible": len(done),
+        }
+        assumptions = [
+            f"planning peak {ld.peak_rps:g} req/s x (1 + headroom {c.headroom:g}) = "
+            f"{ld.need_rps:g} req/s",
+            f"the p{c.fit_percentile:g} request (prompt + answer {need_tokens:,} tokens) must fit "
+            "in one replica's KV cache and context",
+            f"prices: {c.price_basis.replace('_', '-')} basis, median-priced row unless a provider "
+            "or an override is given; a month is 730 h",
+            "TP within one node of 8 GPUs; PP across nodes only when no single-node layout holds "
+            "the model",
+            "fp16 is evaluated only where it differs from bf16 (same bits and tensor rate "
+            "elsewhere)",
+            "KV precisions tried: each precision's default and fp8 where offered",
+        ]
+        front = pareto_front(recs)
+        if self.per_gpu:
+            firsts: dict[str, dict[str, Any]] = {}
+            for r in recs:
+                firsts.setdefault(r["gpu"], r)
+            why = "best option of each GPU that meets the SLOs: " + "; ".join(
+                f"{g} {r['framework']} {r['precision']} tp={r['tp']}: {r['num_gpus']} GPUs"
+                + (f", ${r['usd_per_hour']:,.2f}/h" if r.get("usd_per_hour") is not None else "")
+                for g, r in firsts.items()
+            )
+        else:
+            why = why_winner(top, self.obj, self.rejected)
+        if decision:
+            why += f". Decision: {decision}"
+        return Recommendation(self.obj.name, recs, self.rejected, front, why, summary, assumptions)

@@ -5,20 +5,31 @@
   with numba in ``_kernel``)
 * :mod:`~planner.serving.result` -- :class:`SimResult`
 * :mod:`~planner.serving.steady_state` -- :func:`steady_state` (analytic, no event loop)
+* :mod:`~planner.serving.probe` -- :class:`CapacityProbe` (does a replica meet the SLO at a
+  rate; how many replicas a peak needs; one or several request classes), :func:`run` (the
+  simulator's runner for the engine's batching mode), :func:`unloaded_latency`,
+  :func:`check_reachable`
 * :mod:`~planner.serving.capacity` -- :func:`max_rate`, :func:`throughput_latency_curve`,
-  :func:`compare_tp`, :func:`unloaded_latency`, :func:`check_reachable`
+  :func:`compare_tp`
 * :mod:`~planner.serving.fleet` -- :func:`size_fleet`
 """
 
 from planner.serving.capacity import (
     CapacityResult,
-    check_reachable,
     compare_tp,
     max_rate,
     throughput_latency_curve,
-    unloaded_latency,
 )
 from planner.serving.fleet import size_fleet
+from planner.serving.probe import (
+    CapacityProbe,
+    RequestClass,
+    WorkloadCache,
+    check_reachable,
+    run,
+    scored_requests,
+    unloaded_latency,
+)
 from planner.serving.replica import (
     EngineConfig,
     Replica,
@@ -31,7 +42,12 @@ from planner.serving.simulate import simulate
 from planner.serving.steady_state import SteadyStateResult, steady_state
 
 __all__ = [
+    "CapacityProbe",
     "CapacityResult",
+    "RequestClass",
+    "WorkloadCache",
+    "run",
+    "scored_requests",
     "EngineConfig",
     "SteadyStateResult",
     "Replica",

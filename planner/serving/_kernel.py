@@ -118,14 +118,20 @@ def sources_digest(paths=SOURCES) -> str:
     return h.hexdigest()
 
 
-def refresh_cache(cache_dir: str | os.PathLike, digest: str, prefix: str = "_kernel.") -> bool:
-    """Drop this module's cached functions in ``cache_dir`` unless the stamp there is
-    ``digest``; then write ``digest`` as the stamp. Returns True when it dropped them.
+def refresh_cache(
+    cache_dir: str | os.PathLike,
+    digest: str,
+    prefix: str = "_kernel.",
+    stamp_name: str = STAMP_NAME,
+) -> bool:
+    """Drop the cached functions of module ``prefix`` in ``cache_dir`` unless the stamp
+    there (``stamp_name``) is ``digest``; then write ``digest`` as the stamp. Returns True
+    when it dropped them.
 
     numba names its cache files ``<module>.<function>-<line>.py<ver>.nbi`` / ``.nbc``; the
     stamp's own name does not match those patterns.
     """
-    stamp = Path(cache_dir) / STAMP_NAME
+    stamp = Path(cache_dir) / stamp_name
     try:
         if stamp.read_text().strip() == digest:
             return False
@@ -136,7 +142,7 @@ def refresh_cache(cache_dir: str | os.PathLike, digest: str, prefix: str = "_ker
             os.remove(f)
     with contextlib.suppress(OSError):
         Path(cache_dir).mkdir(parents=True, exist_ok=True)
-        tmp = stamp.with_name(f"{STAMP_NAME}.{os.getpid()}.tmp")
+        tmp = stamp.with_name(f"{stamp_name}.{os.getpid()}.tmp")
         tmp.write_text(digest + "\n")
         os.replace(tmp, stamp)
     return True

@@ -12,91 +12,15 @@ import numpy as np
 
 from planner.catalog.catalog import Catalog
 from planner.catalog.efficiency import EfficiencyParams
-from planner.engine._scalar import window_pairs
 from planner.errors import PlannerError, require_positive
-from planner.serving._engine import _run_continuous, _run_static
 from planner.serving.fleet import size_fleet
-from planner.serving.replica import Replica, build_replica, check_fits, check_workload_fits
+from planner.serving.probe import CapacityProbe, WorkloadCache, run
+from planner.serving.replica import Replica, build_replica, check_workload_fits
 from planner.serving.result import SimResult
 from planner.serving.simulate import MAX_CAPACITY_REQUESTS, _check_request_count
 from planner.serving.steady_state import steady_state
 from planner.workload.slo import SLO
-from planner.workload.workload import Requests, Workload
-
-
-# =========================================================================== zero load
-def unloaded_latency(
-    replica: Replica, workload: Workload, n: int = 400, rng: np.random.Generator | None = None
-) -> dict[str, np.ndarray]:
-    """Per-request TTFT, TPOT and E2E of requests served alone (no queueing, batch 1) [s]."""
-    rng = rng if rng is not None else np.random.default_rng(12345)
-    eng, sm = replica.engine, replica.sm
-    st = sm.step_time
-    sched = eng.host_time_s(1)
-    W = int(sm.window) if sm.layers_sw > 0 and sm.window > 0 else 0
-    reqs = workload.sample_requests(
-        n, rng, 1.0, context_limit=eng.context_limit_tokens, prefix_caching=eng.prefix_caching
-    )
-    budget = eng.max_num_batched_tokens if eng.chunked_prefill else 1 << 60
-    ttft = np.empty(len(reqs))
-    tpot = np.full(len(reqs), np.nan)
-    for k, (P, Oq, c) in enumerate(
-        zip(
-            reqs.input_tokens.tolist(),
-            reqs.output_tokens.tolist(),
-            reqs.cached_tokens.tolist(),
-            strict=True,
-        )
-    ):
-        pos, t = c, 0.0
-        while pos < P:
-            m = min(P - pos, budget)
-            end = pos + m
-            kvs = min(end, W) if W else 0
-            prs = window_pairs(pos, m, W) if W else 0.0
-            t += (
-                st(m, 1, 1 if end == P else 0, end, m * pos + m * (m + 1) / 2, kvs, prs, m * pos)
-                + sched
-            )
-            pos = end
-        ttft[k] = t
-        if Oq > 1:
-            t0 = st(1, 1, 1, P + 1, P + 1, min(P + 1, W), min(P + 1, W)) + sched
-            t1 = st(1, 1, 1, P + Oq - 1, P + Oq - 1, min(P + Oq - 1, W), min(P + Oq - 1, W)) + sched
-            tpot[k] = (t0 + t1) / 2
-    e2e = ttft + np.nan_to_num(tpot) * (reqs.output_tokens - 1)
-    return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}
-
-
-def check_reachable(replica: Replica, workload: Workload, slo: SLO) -> dict[str, float]:
-    """Raise when a single unloaded request already misses an SLO threshold.
-
-    Returns the zero-load percentile of each metric with a target [s].
-    """
-    z = unloaded_latency(replica, workload)
-    out: dict[str, float] = {}
-    if slo.attainment is not None and slo.targets():
-        ev = slo.evaluate(z["ttft_s"], z["tpot_s"], z["e2e_s"])
-        out["attainment"] = ev["attainment"]
-        if not ev["attainment_ok"]:
-            raise PlannerError(
-                f"SLO unreachable even at zero load: served alone, only {ev['attainment']:.1%} of the "
-                f"requests meet every threshold (target {slo.attainment:.1%}) on {replica.label()}; "
-                "long prompts or answers in the tail miss it - loosen a threshold or the attainment"
-            )
-    for name, tgt in slo.targets().items():
-        x = z[f"{name}_s"]
-        x = x[~np.isnan(x)]
-        v = float(np.percentile(x, tgt.percentile)) if len(x) else 0.0
-        out[f"{name}_{tgt.label}_s"] = v
-        if v > tgt.max_s:
-            what = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "E2E"}[name]
-            raise PlannerError(
-                f"SLO unreachable even at zero load: {what} alone is {v:.3g} s at {tgt.label} "
-                f"(target {tgt.max_s:g} s) for {replica.label()}; use a faster GPU, more TP, "
-                f"a lower precision or a looser {what} target"
-            )
-    return out
+from planner.workload.workload import Workload
 
 
 # =========================================================================== capacity
@@ -113,40 +37,12 @@ class CapacityResult:
     num_gpus: int
     label: str
     limited_by: str
+    #: smallest replica count meeting the SLO at ``need_rps`` (when given)
+    replicas: int | None = None
 
     @property
     def max_rate_per_gpu_rps(self) -> float:
         return self.max_rate_rps / self.num_gpus
-
-
-def _binding(summary: dict[str, Any], slo: SLO) -> str:
-    worst, name = -1.0, "throughput"
-    for k, t in slo.targets().items():
-        v = summary.get(f"{k}_{t.label}_s", float("nan"))
-        if v == v and v / t.max_s > worst:
-            worst, name = v / t.max_s, f"{k.upper()} {t.label}"
-    if slo.attainment is not None and summary.get("slo_attainment", 1.0) < slo.attainment:
-        name += " (attainment)"
-    return name
-
-
-def _scored_requests(
-    workload: Workload, slo: SLO, n_requests: int, min_exceedances: float, max_factor: float
-) -> int:
-    """Requests to score per rate so that about ``min_exceedances`` of them are expected to
-    miss the tightest tail the SLO looks at (1 - percentile, or 1 - attainment), scaled by
-    the arrivals' burstiness (squared cv of the gaps: exceedances come in clusters, so a
-    bursty stream carries fewer independent ones); between ``n_requests`` and
-    ``max_factor * n_requests``."""
-    tails = [1.0 - t.percentile / 100.0 for t in slo.targets().values()]
-    if slo.attainment is not None and slo.targets():
-        tails.append(1.0 - slo.attainment)
-    tails = [f for f in tails if f > 1e-12]
-    if not tails or min_exceedances <= 0:
-        return int(n_requests)
-    burst = max(1.0, workload.traffic.burstiness())
-    need = math.ceil(min_exceedances * burst / min(tails) - 1e-9)
-    return int(max(n_requests, min(need, max_factor * n_requests)))
 
 
 def max_rate(
@@ -162,6 +58,7 @@ def max_rate(
     min_exceedances: float = 50.0,
     max_scored_factor: float = 10.0,
     fit_percentile: float | None = 99.0,
+    need_rps: float | None = None,
 ) -> CapacityResult:
     """Largest arrival rate per replica whose SLO attainment meets the target (bisection).
 
@@ -187,6 +84,13 @@ def max_rate(
     to the context limit and counted in the summary's ``truncated_requests``. ``None``
     allows any truncation.
 
+    ``need_rps``: the rate a fleet must carry [req/s] (peak x (1 + headroom)). The answer is
+    then also the rate of the smallest replica count ``k`` whose per-replica rate
+    ``need / k`` meets the SLO (simulated, from ``ceil(need / bisected rate)`` down), when
+    that is higher than the bisection's: the fleet size and rate the recommender reports
+    for the same replica and seed (``replicas`` in the result). A need that no finite
+    replica count carries is left to :func:`size_fleet`'s error.
+
     Raises
     ------
     PlannerError
@@ -194,52 +98,25 @@ def max_rate(
         or the ``fit_percentile`` request does not fit in memory.
     """
     rng = rng if rng is not None else np.random.default_rng(0)
-    eng = replica.engine
     _check_request_count(n_requests, MAX_CAPACITY_REQUESTS, "requests per rate")
     check_workload_fits(replica, workload, fit_percentile)
-    fp = steady_state(replica, workload, 1.0)
-    # The batch reaches steady state only after its longest requests have cycled through:
-    # warm up for the E2E of a p99-long answer at saturation, score the requests, and keep
-    # arrivals flowing as long again so the scored ones never see a draining engine.
-    t_sat = fp.saturation_iteration_s
-    tail_s = max(fp.saturation_e2e_s, workload.output_quantile_tokens(0.99) * t_sat)
-    warm_s = 2.0 * tail_s
-    cap_rps = max_utilization * fp.saturation_rps
-    n_scored = _scored_requests(workload, slo, n_requests, min_exceedances, max_scored_factor)
-    n_cap = n_scored + 11 * int(n_requests)
-    wl = workload.model_copy(update={"offline": False}) if workload.offline else workload
-
-    base = wl.sample_requests(
-        n_cap, rng, 1.0, context_limit=eng.context_limit_tokens, prefix_caching=eng.prefix_caching
+    probe = CapacityProbe(
+        replica,
+        WorkloadCache.of(workload, slo, rng),
+        n_requests=n_requests,
+        max_utilization=max_utilization,
+        min_exceedances=min_exceedances,
+        max_scored_factor=max_scored_factor,
     )
-    check_fits(replica, base)
-    zero = check_reachable(replica, workload, slo)
+    cap_rps = probe.cap_rps
+    zero = probe.check()
     evals: list[tuple[float, bool, float]] = []
-    cache: dict[float, dict[str, Any]] = {}
 
     def ok(rate: float) -> bool:
-        k = int(min(n_cap, n_scored + math.ceil(rate * (warm_s + tail_s)) + 1))
-        reqs = Requests(
-            base.arrival_s[:k] / rate,
-            base.input_tokens[:k],
-            base.output_tokens[:k],
-            base.cached_tokens[:k],
-            base.shared_prefix_tokens,
-            0,
-        )
-        res = (
-            _run_continuous(replica, reqs, None)
-            if eng.continuous_batching
-            else _run_static(replica, reqs)
-        )
-        a = res.arrival_s
-        lo_t = min(warm_s, float(a[int(0.5 * (k - 1))]))
-        mask = (a >= lo_t) & (np.arange(k) < np.searchsorted(a, lo_t) + n_scored)
-        s = res.summary(slo, mask=mask)
-        s["warmup_s"] = lo_t
-        s["rate_rps"] = rate
-        cache[rate] = s
+        s = probe.run(rate)
         evals.append((rate, bool(s["slo_ok"]), float(s["slo_attainment"])))
+        # memory: keep the arrays of the highest passing run only (the one reported)
+        probe.keep_only(max((r for r, v in probe.summaries.items() if v["slo_ok"]), default=None))
         return bool(s["slo_ok"])
 
     lo, hi = 0.0, cap_rps
@@ -254,27 +131,42 @@ def max_rate(
     if lo <= 0:
         # nothing passed: look for a tiny positive rate that passes (SLO tight but reachable)
         r = hi / 2
-        while len(evals) < max_evals + 6 and r > 1e-6 * fp.saturation_rps:
+        while len(evals) < max_evals + 6 and r > 1e-6 * probe.saturation_rps:
             if ok(r):
                 lo = r
                 break
             hi = r
             r /= 2
-    summary = cache.get(lo) if lo > 0 else cache.get(min(cache))
+    replicas = None
+    if need_rps is not None and lo > 0 and math.isfinite(need_rps / lo):
+        k0 = max(1, math.ceil(need_rps / lo * (1 - 1e-12)))
+        k_lb = max(1, math.ceil(need_rps / cap_rps - 1e-9))
+        replicas = probe.min_replicas(need_rps, min(k_lb, k0), k0, k0)
+        if replicas is not None:
+            lo = max(lo, need_rps / replicas)
+            evals.extend(
+                (r, bool(v["slo_ok"]), float(v["slo_attainment"]))
+                for r, v in probe.summaries.items()
+                if r not in {e[0] for e in evals}
+            )
+    tried = min(probe.summaries) if lo <= 0 else lo
+    summary = probe.full(tried)
     if lo >= cap_rps * (1 - 1e-9):
-        binding = f"throughput ({max_utilization:.0%} of the saturation rate, {fp.limited_by})"
+        limit = probe.saturation_limit
+        binding = f"throughput ({max_utilization:.0%} of the saturation rate, {limit})"
     else:
-        binding = _binding(cache.get(hi) or summary, slo)
+        binding = probe.binding(probe.summaries.get(hi) or summary)
     return CapacityResult(
         max_rate_rps=float(lo),
         summary=summary,
         slo=slo,
-        saturation_rps=fp.saturation_rps,
+        saturation_rps=probe.saturation_rps,
         zero_load=zero,
         evaluations=tuple(evals),
         num_gpus=replica.num_gpus,
         label=replica.label(),
         limited_by=binding,
+        replicas=replicas,
     )
 
 
@@ -323,10 +215,7 @@ def throughput_latency_curve(
             context_limit=eng.context_limit_tokens,
             prefix_caching=eng.prefix_caching,
         )
-        if eng.continuous_batching:
-            res = _run_continuous(replica, reqs, c)
-        else:
-            res = _run_static(replica, reqs, c)
+        res = run(replica, reqs, c)
         row = _closed_loop_point(res, c, slo)
         rows.append(row)
     power = [r["output_tok_s"] / r["e2e_mean_s"] if r["e2e_mean_s"] > 0 else 0.0 for r in rows]

@@ -28,11 +28,6 @@ def _wpcts(values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]) -> li
     return [float(v[min(int(j), len(v) - 1)]) for j in i]
 
 
-def _wpct(values: np.ndarray, weights: np.ndarray, q: float) -> float:
-    """Weighted percentile (q in 0..100) of ``values``."""
-    return _wpcts(values, weights, (q,))[0]
-
-
 @dataclass
 class SimResult:
     """Per-request outcomes and aggregates of one simulation.

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from planner.errors import PlannerError, require_positive
-from planner.serving._engine import _run_continuous, _run_static
+from planner.serving.probe import run
 from planner.serving.replica import Replica, check_fits
 from planner.serving.result import SimResult
 from planner.workload.workload import Requests, Workload
@@ -79,8 +79,8 @@ def _check_request_count(n: Any, cap: int, what: str) -> None:
 
 
 def simulate(
-    target: Replica | Any,
-    requests: Requests | Workload | None = None,
+    replica: Replica,
+    requests: Requests | Workload,
     *,
     rng: np.random.Generator | None = None,
     n_requests: int = 2000,
@@ -88,18 +88,14 @@ def simulate(
     concurrency: int | None = None,
     static_batching: bool | None = None,
     offline: bool | None = None,
-    **deployment: Any,
 ) -> SimResult:
     """Simulate one replica serving a request stream.
 
     Parameters
     ----------
-    target : a :class:`Replica`, or a :class:`planner.scenario.Scenario` (then give
-        ``gpu=``, ``framework=``, ``precision=``, ``tp=``... as keywords, or a
-        ``deployment`` section in the scenario)
+    replica : the :class:`Replica` (a scenario builds one: ``Scenario.build_replica``)
     requests : a :class:`~planner.workload.Requests` list, or a
-        :class:`~planner.workload.Workload` to sample ``n_requests`` from (default: the
-        scenario's workload)
+        :class:`~planner.workload.Workload` to sample ``n_requests`` from
     rng : random generator (default ``np.random.default_rng(0)``); results are
         deterministic given it
     rate_rps : arrival rate when sampling from a workload [req/s] (default its peak)
@@ -111,16 +107,8 @@ def simulate(
     rng = rng if rng is not None else np.random.default_rng(0)
     if requests is None or isinstance(requests, Workload):
         _check_request_count(n_requests, MAX_SIM_REQUESTS, "requests")
-    if not isinstance(target, Replica):
-        # a Scenario (duck-typed: planner.scenario sits above planner.serving)
-        if not callable(getattr(target, "build_replica", None)):
-            raise PlannerError("simulate() takes a Replica or a Scenario")
-        replica = target.build_replica(**deployment)
-        requests = requests if requests is not None else target.workload
-    else:
-        replica = target
-        if deployment:
-            raise PlannerError(f"unexpected keywords for a Replica: {', '.join(deployment)}")
+    if not isinstance(replica, Replica):
+        raise PlannerError("simulate() takes a Replica (see planner.serving.build_replica)")
     if requests is None:
         raise PlannerError("simulate() needs requests or a workload")
     if isinstance(requests, Workload):
@@ -138,10 +126,5 @@ def simulate(
         reqs = requests
         if offline:
             reqs = reqs.all_at_once()
-    static = (
-        (not replica.engine.continuous_batching) if static_batching is None else static_batching
-    )
     check_fits(replica, reqs)
-    if static:
-        return _run_static(replica, reqs, concurrency)
-    return _run_continuous(replica, reqs, concurrency)
+    return run(replica, reqs, concurrency, static_batching=static_batching)

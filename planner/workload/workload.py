@@ -56,17 +56,6 @@ class Requests:
     def __len__(self) -> int:
         return len(self.arrival_s)
 
-    def at_rate(self, rate_rps: float) -> Requests:
-        """The same requests with arrival times divided by ``rate_rps`` (unit-rate input)."""
-        return Requests(
-            self.arrival_s / rate_rps,
-            self.input_tokens,
-            self.output_tokens,
-            self.cached_tokens,
-            self.shared_prefix_tokens,
-            self.truncated,
-        )
-
     def all_at_once(self) -> Requests:
         return Requests(
             np.zeros(len(self)),

@@ -386,10 +386,11 @@ def _recommend(peak: float = 10.0, **kw):
     return recommend("llama-3.1-8b", wl, slo, catalog=load_catalog(), headroom=0.2, **args)
 
 
-def _money(v: float, digits: int = 3) -> str:
-    if v >= 1000:
-        return f"${int(v + 0.5):,}"
-    return f"${v:,.{digits}f}" if v >= 1 else f"${v:.3g}"
+def _money(v: float) -> str:
+    """Dollars as the app shows them: planner.fmt.usd (its rules: tests/test_fmt.py)."""
+    from planner import fmt
+
+    return fmt.usd(v)
 
 
 def test_plan_is_the_landing_page_and_matches_recommend():
@@ -525,7 +526,8 @@ def test_compare_gpus_matches_compare_gpus():
     charts = _charts(at)
     assert len(charts) == 2  # $/M tokens and tok/s per GPU by GPU
     for spec, _ in charts:
-        assert re.search(r"(per GPU|per million)", json.dumps(spec["encoding"]["x"]))
+        enc = spec.get("encoding") or spec["layer"][0]["encoding"]  # bars (+ error bars)
+        assert re.search(r"(per GPU|per million)", json.dumps(enc["x"]))
 
 
 def test_compare_lists_unanswerable_gpus_with_reason():

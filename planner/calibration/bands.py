@@ -1,0 +1,124 @@
+"""Error bands of predictions, from leave-one-source-out residuals (``planner calibrate``).
+
+A prediction's band depends on how its parameters were obtained — its provenance tier
+(:data:`planner.catalog.profile.TIERS`: fit, same GPU, same vendor + framework, same
+vendor, same framework, global, prior). For each tier, the band is the p10 and p90 of the
+SPEED ratio measured / predicted over the rows of that tier predicted out of sample
+(leave-one-source-out, :func:`planner.calibration.accuracy.run_validation`). Speed means
+throughput: for a time metric (TTFT, TPOT, step time) the speed ratio is predicted /
+measured, because a time measured x r longer is a speed r times slower.
+
+The bands are fitted on THROUGHPUT rows (offline, static, serving and assumed-layout
+throughput, the numbers that size fleets and price tokens); :func:`band_coverage` checks
+them honestly: each source's rows are tested against bands fitted without that source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from planner.catalog.profile import (
+    TIERS,
+    ErrorBand,
+    band_for_tier,
+    provenance_tier,
+)
+from planner.errors import PlannerError
+
+#: metric classes (:func:`planner.calibration.accuracy.metric_class`) whose value is a time
+TIME_CLASSES = ("tpot/itl", "ttft", "e2e", "prefill_s", "decode_step_s")
+#: metric classes the bands are fitted on
+BAND_CLASSES = ("throughput",)
+#: quantiles of the band
+BAND_QUANTILES = (0.1, 0.9)
+
+
+def speed_ratio(metric_class: str, measured: float, predicted: float) -> float:
+    """measured / predicted speed: ``measured / predicted`` for a throughput,
+    ``predicted / measured`` for a time (a time measured twice as long = half the speed)."""
+    if not (measured > 0 and predicted > 0):
+        raise PlannerError(f"ratio needs positive values, got {measured!r}, {predicted!r}")
+    if metric_class in TIME_CLASSES:
+        return predicted / measured
+    return measured / predicted
+
+
+def _with_ratio(loso):
+    df = loso.copy()
+    df["tier"] = [provenance_tier(p) for p in df["provenance"]]
+    df["speed_ratio"] = [
+        speed_ratio(c, m, p)
+        for c, m, p in zip(df["metric_class"], df["measured"], df["predicted"], strict=True)
+    ]
+    return df
+
+
+def fit_error_bands(
+    loso, classes: Sequence[str] = BAND_CLASSES, quantiles: tuple[float, float] = BAND_QUANTILES
+) -> dict[str, ErrorBand]:
+    """Tier -> :class:`ErrorBand` from out-of-sample records (columns provenance,
+    metric_class, measured, predicted, source), using the rows of ``classes``."""
+    if loso is None or not len(loso):
+        return {}
+    df = _with_ratio(loso)
+    df = df[df["metric_class"].isin(list(classes))]
+    out: dict[str, ErrorBand] = {}
+    for tier in TIERS:
+        g = df[df["tier"] == tier]
+        if not len(g):
+            continue
+        lo, hi = np.quantile(g["speed_ratio"].to_numpy(), quantiles)
+        out[tier] = ErrorBand(
+            ratio_p10=round(float(lo), 4),
+            ratio_p90=round(float(hi), 4),
+            n_rows=len(g),
+            n_sources=int(g["source"].nunique()),
+        )
+    return out
+
+
+def band_coverage(loso, classes: Sequence[str] = BAND_CLASSES):
+    """Held-out coverage of the bands: for each source, bands fitted WITHOUT that source's
+    rows (:func:`fit_error_bands` on the others) are applied to its rows (with the tier
+    fallback of :func:`planner.catalog.profile.band_for_tier`).
+
+    Returns the records with columns ``tier``, ``speed_ratio``, ``band_tier``,
+    ``band_low``, ``band_high`` and ``inside`` (bool) added; rows of ``classes`` only.
+    """
+    import pandas as pd
+
+    if loso is None or not len(loso):
+        return pd.DataFrame()
+    df = _with_ratio(loso)
+    df = df[df["metric_class"].isin(list(classes))].copy()
+    pieces = []
+    for src, g in df.groupby("source", sort=True):
+        bands = fit_error_bands(loso[loso["source"] != src], classes)
+        got: list[dict[str, Any]] = []
+        for tier, r in zip(g["tier"], g["speed_ratio"], strict=True):
+            b = band_for_tier(tier, bands)
+            inside = b.known and b.low_ratio <= r <= b.high_ratio  # type: ignore[operator]
+            got.append(
+                {"band_tier": b.tier, "band_low": b.low_ratio, "band_high": b.high_ratio,
+                 "inside": bool(inside), "band_known": b.known}
+            )  # fmt: skip
+        pieces.append(pd.concat([g.reset_index(drop=True), pd.DataFrame(got)], axis=1))
+    return pd.concat(pieces, ignore_index=True) if pieces else pd.DataFrame()
+
+
+def coverage_table(cov, by: Sequence[str]):
+    """Share of held-out rows inside their band per group [%], with row and source counts."""
+    import pandas as pd
+
+    if cov is None or not len(cov):
+        return pd.DataFrame(columns=[*by, "n", "sources", "inside_pct"])
+    g = cov[cov["band_known"]].groupby(list(by), dropna=False)
+    out = g.agg(
+        n=("inside", "size"),
+        sources=("source", "nunique"),
+        inside_pct=("inside", lambda s: 100 * float(np.mean(s))),
+    ).reset_index()
+    return out.round({"inside_pct": 1})

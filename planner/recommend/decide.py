@@ -1,0 +1,179 @@
+"""What a buyer needs to defend the choice: a diverse top N, the price at which each option
+would tie the winner, and whether the winner stays the winner when prices move across their
+rows or the performance model errs within its band.
+
+Every number here is arithmetic on finished recommendations (no simulation):
+
+* ``break_even_usd_per_gpu_hour``: the GPU price at which the option's $/M output tokens
+  equal the winner's. $/M scales with the price at a fixed fleet, so it is
+  ``price x winner's $/M / option's $/M``.
+* **price robustness** of the winner: every option re-priced at its GPU's min, median and
+  max row (of the price basis used); ``winner_at_price_rows`` names the cheapest per $/M at
+  each.
+* **error bands**: ``num_gpus_low/high`` and ``usd_per_mtok_output_low/high`` from
+  :func:`planner.catalog.profile.error_band` (p10-p90 of measured / predicted throughput
+  held out by source); two options whose $/M intervals overlap cannot be told apart by the
+  model.
+* ``robustness``: one sentence per option: ``robust``, ``depends on price: H200 wins below
+  $3.10/h``, or ``within model uncertainty``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .objective import TIE_REL, Screened
+
+#: objectives whose ranking is in money, so prices can reorder it
+PRICED = ("cost", "tokens-per-dollar")
+
+
+def _tie(a: Screened, b: Screened) -> bool:
+    va, vb = a.value, b.value
+    same = math.isclose(va, vb, rel_tol=TIE_REL) if va and vb else va == vb
+    return same and a.replicas * a.opt.gpus_per_replica == b.replicas * b.opt.gpus_per_replica
+
+
+def diverse(ranked: list[Screened], top_n: int) -> list[tuple[Screened, list[Screened]]]:
+    """The best ``top_n`` distinct GPU x framework options of ``ranked`` (best first), each
+    with the variants (weight formats of the same bits, or other KV formats; same GPU,
+    framework and layout) that tie with it on the objective and the GPU count: one line,
+    "fp8 / int8"."""
+    top: list[tuple[Screened, list[Screened]]] = []
+    lead: dict[tuple[str, str], tuple[Screened, list[Screened]]] = {}
+    for s in ranked:
+        key = (s.opt.gpu.id, s.opt.framework.id)
+        if key in lead:
+            first, variants = lead[key]
+            same_bits = s.opt.precision.weight_bits == first.opt.precision.weight_bits
+            same_layout = (s.opt.tp, s.opt.pp) == (first.opt.tp, first.opt.pp)
+            if same_bits and same_layout and _tie(first, s):
+                variants.append(s)
+            continue
+        if len(top) < top_n:
+            lead[key] = (s, [])
+            top.append(lead[key])
+    return top
+
+
+def variant_label(lead: Screened, variants: list[Screened]) -> str:
+    """``fp8 / int8`` (weights), ``fp8 (kv fp8 / bf16)`` when only the KV format differs."""
+    precs = [lead.opt.precision.id]
+    for v in variants:
+        p = v.opt.precision.id
+        if p not in precs:
+            precs.append(p)
+    kvs = [lead.opt.kv_precision]
+    for v in variants:
+        if v.opt.kv_precision not in kvs:
+            kvs.append(v.opt.kv_precision)
+    return " / ".join(precs) + (f" (kv {' / '.join(kvs)})" if len(kvs) > 1 else "")
+
+
+def _usd(r: dict[str, Any], key: str = "usd_per_mtok_output") -> float | None:
+    v = r.get(key)
+    return float(v) if v is not None and math.isfinite(v) else None
+
+
+def _repriced(r: dict[str, Any], which: str) -> float | None:
+    """The option's $/M output tokens with its GPU at the ``which`` (min/median/max) row."""
+    mtok, p, sp = _usd(r), r.get("usd_per_gpu_hour"), r.get("price_spread")
+    if (
+        mtok is None
+        or not p
+        or not sp
+        or sp.get(which) is None
+        or r.get("price_rule") == ("user override")
+    ):
+        return mtok
+    return mtok * sp[which] / p
+
+
+def _label(r: dict[str, Any]) -> str:
+    return f"{r['gpu']} {r['framework']} {r['precision']} tp={r['tp']}"
+
+
+def _overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    lo_a, hi_a = a.get("usd_per_mtok_output_low"), a.get("usd_per_mtok_output_high")
+    lo_b, hi_b = b.get("usd_per_mtok_output_low"), b.get("usd_per_mtok_output_high")
+    if None in (lo_a, hi_a, lo_b, hi_b):
+        return False
+    return lo_a < hi_b * (1 - 1e-9) and lo_b < hi_a * (1 - 1e-9)
+
+
+def _gpu_overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    lo_a, hi_a = a.get("num_gpus_low"), a.get("num_gpus_high")
+    lo_b, hi_b = b.get("num_gpus_low"), b.get("num_gpus_high")
+    if None in (lo_a, hi_a, lo_b, hi_b):
+        return False
+    return lo_a < hi_b * (1 - 1e-9) and lo_b < hi_a * (1 - 1e-9)
+
+
+def decide(recs: list[dict[str, Any]], objective: str) -> str:
+    """Add ``break_even_usd_per_gpu_hour``, ``robustness`` (and on the winner
+    ``winner_at_price_rows``) to ranked recommendations; return a sentence for the ``why``
+    ("" when there is nothing to add)."""
+    if not recs:
+        return ""
+    w = recs[0]
+    w_mtok = _usd(w)
+    for r in recs:
+        mtok, p = _usd(r), r.get("usd_per_gpu_hour")
+        r["break_even_usd_per_gpu_hour"] = (
+            p * w_mtok / mtok if mtok and p and w_mtok is not None else None
+        )
+    at_rows: dict[str, str | None] = {}
+    for which in ("min", "median", "max"):
+        vals = [(_repriced(r, which), i) for i, r in enumerate(recs)]
+        vals = [(v, i) for v, i in vals if v is not None]
+        at_rows[which] = _label(recs[min(vals)[1]]) if vals else None
+    w["winner_at_price_rows"] = at_rows
+    priced = objective in PRICED
+    overlap = _overlap if objective != "gpus" else _gpu_overlap
+    sentences = []
+    for r in recs[1:]:
+        if objective in PRICED + ("gpus",) and overlap(r, w):
+            r["robustness"] = "within model uncertainty"
+            continue
+        r["robustness"] = "robust"
+        if not priced or r["gpu"] == w["gpu"]:
+            continue  # the same GPU's price moves both alike
+        be, sp = r.get("break_even_usd_per_gpu_hour"), r.get("price_spread") or {}
+        if be is not None and sp.get("min") is not None and sp["min"] < be:
+            r["robustness"] = f"depends on price: {r['gpu']} wins below ${be:.2f}/h"
+            continue
+        mtok, w_sp, w_p = _usd(r), w.get("price_spread") or {}, w.get("usd_per_gpu_hour")
+        if mtok and w_mtok and w_p and w_sp.get("max") is not None:
+            w_be = w_p * mtok / w_mtok  # the winner's price at which it ties this option
+            if w_sp["max"] > w_be:
+                r["robustness"] = (
+                    f"depends on price: {r['gpu']} wins if {w['gpu']} costs above ${w_be:.2f}/h"
+                )
+    flips = [r for r in recs[1:] if r["robustness"].startswith("depends on price")]
+    unsure = [r for r in recs[1:] if r["robustness"] == "within model uncertainty"]
+    moved = {v for v in at_rows.values() if v is not None} - {_label(w)}
+    if unsure:
+        w["robustness"] = "within model uncertainty"
+        sentences.append(
+            f"the choice is within the model's uncertainty: {len(unsure)} of the next options "
+            "overlap the winner's band (" + ", ".join(_label(r) for r in unsure[:3]) + ")"
+        )
+    elif flips or (priced and moved):
+        r = flips[0] if flips else None
+        w["robustness"] = (
+            r["robustness"]
+            if r
+            else (f"depends on price: {sorted(moved)[0]} wins at another price row")
+        )
+        sentences.append(
+            f"the winner {w['robustness'].replace('depends on price: ', 'depends on price (')})"
+        )
+    else:
+        w["robustness"] = "robust"
+        if priced:
+            sentences.append(
+                "robust: the winner stays the winner at its GPUs' min, median and max price "
+                "rows and within the performance error band"
+            )
+    return "; ".join(sentences)

@@ -1,0 +1,542 @@
+"""The capacity probe: "does one replica meet the SLO at this arrival rate, and how many replicas
+does the peak need?" -- answered by simulation, for one request class or several sharing a pool.
+
+Every question about a replica's capacity goes through :class:`CapacityProbe`:
+:func:`planner.serving.max_rate` bisects the rate with it, the recommender finds the smallest
+replica count with it (:meth:`CapacityProbe.min_replicas`), and a pool shared by several
+request classes is checked with it (each class's SLO on that class's requests only).
+
+Method (the same for every caller, so they agree for the same seed):
+
+* **One request sample per engine key**, drawn at unit rate and rescaled to each probed
+  rate (common random numbers: attainment is a near-monotone function of the rate).
+  Several classes are drawn in proportion to their peak rates and merged in arrival order.
+* **Scored requests**: at least ``n_requests``, more when the SLO looks far into the tail or
+  the arrivals are bursty (:func:`scored_requests`).
+* **Window**: a warm-up of twice a p99-long answer's E2E at saturation, then the scored
+  requests, then arrivals flowing as long again (no ramp-up, no draining engine).
+* **Cap**: a rate above ``max_utilization`` x the analytic saturation rate never passes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from planner.errors import PlannerError
+from planner.serving._engine import _run_continuous, _run_static
+from planner.serving.replica import Replica, check_fits
+from planner.serving.result import SimResult
+from planner.serving.steady_state import (
+    SteadyStateResult,
+    _shape,
+    shape_of_requests,
+    steady_state,
+)
+from planner.workload.slo import SLO
+from planner.workload.workload import Requests, Workload
+
+#: most requests scored per rate in a multi-class probe (its rarest class sets the count)
+MAX_SCORED_MIXED = 60_000
+
+
+def run(
+    replica: Replica,
+    requests: Requests,
+    concurrency: int | None = None,
+    *,
+    static_batching: bool | None = None,
+) -> SimResult:
+    """Simulate ``requests`` on ``replica`` with the engine's runner (continuous batching
+    or static batching; ``static_batching`` forces one). ``concurrency``: closed loop with
+    this many clients (arrival times are then ignored)."""
+    static = (
+        (not replica.engine.continuous_batching) if static_batching is None else static_batching
+    )
+    if static:
+        return _run_static(replica, requests, concurrency)
+    return _run_continuous(replica, requests, concurrency)
+
+
+def scored_requests(
+    workload: Workload,
+    slo: SLO,
+    n_requests: int,
+    min_exceedances: float = 50.0,
+    max_factor: float = 10.0,
+) -> int:
+    """Requests to score per rate so that about ``min_exceedances`` of them are expected to
+    miss the tightest tail the SLO looks at (1 - percentile, or 1 - attainment), scaled by
+    the arrivals' burstiness (squared cv of the gaps: exceedances come in clusters, so a
+    bursty stream carries fewer independent ones); between ``n_requests`` and
+    ``max_factor * n_requests``."""
+    tails = [1.0 - t.percentile / 100.0 for t in slo.targets().values()]
+    if slo.attainment is not None and slo.targets():
+        tails.append(1.0 - slo.attainment)
+    tails = [f for f in tails if f > 1e-12]
+    if not tails or min_exceedances <= 0:
+        return int(n_requests)
+    burst = max(1.0, workload.traffic.burstiness())
+    need = math.ceil(min_exceedances * burst / min(tails) - 1e-9)
+    return int(max(n_requests, min(need, max_factor * n_requests)))
+
+
+@dataclass(frozen=True)
+class RequestClass:
+    """One class of requests: its traffic and lengths, and its own SLO."""
+
+    name: str
+    workload: Workload
+    slo: SLO
+
+
+class WorkloadCache:
+    """The request classes of one question and what depends on them only, computed once.
+
+    ``shape`` (mean prompt, answer, cached tokens and the answer-weighted running context)
+    and the base request sample depend on the classes, the engine's context limit and
+    whether prefix caching is on, never on the GPU: they are computed once per such key.
+
+    Parameters
+    ----------
+    classes : one :class:`RequestClass` (a plain workload) or several sharing one pool
+    seed : seed of the request sample, or a generator (then used for the first sample)
+    """
+
+    def __init__(
+        self, classes: Sequence[RequestClass], seed: int | np.random.Generator = 0
+    ) -> None:
+        if not classes:
+            raise ValueError("WorkloadCache needs at least one request class")
+        self.classes = tuple(
+            RequestClass(c.name, c.workload.model_copy(update={"offline": False}), c.slo)
+            if c.workload.offline
+            else c
+            for c in classes
+        )
+        if len(self.classes) == 1:
+            self.shares = np.ones(1)
+        else:
+            peaks = np.array([c.workload.traffic.peak() for c in self.classes], float)
+            if not (np.isfinite(peaks).all() and (peaks > 0).all()):
+                raise PlannerError(
+                    "request classes: every class needs a finite peak rate > 0, got "
+                    + ", ".join(f"{c.name} {p:g}" for c, p in zip(self.classes, peaks, strict=True))
+                )
+            self.shares = peaks / peaks.sum()
+        self.seed = seed
+        self._shapes: dict[tuple[int | None, bool], tuple[float, float, float, float]] = {}
+        self._bases: dict[tuple[int | None, bool, int], tuple[Requests, np.ndarray]] = {}
+        #: longest prompt + answer of each untruncated sample: a context limit at or above
+        #: it cuts nothing, so every such engine shares the sample (and its shape)
+        self._longest: dict[tuple[str, bool, int], int] = {}
+
+    @classmethod
+    def of(cls, workload: Workload, slo: SLO, seed: int | np.random.Generator = 0):
+        """The cache of a single workload and SLO."""
+        return cls([RequestClass("", workload, slo)], seed)
+
+    @property
+    def single(self) -> bool:
+        return len(self.classes) == 1
+
+    @property
+    def workload(self) -> Workload:
+        """The workload of a single-class question (the first class otherwise)."""
+        return self.classes[0].workload
+
+    def _rng(self) -> np.random.Generator:
+        if isinstance(self.seed, np.random.Generator):
+            return self.seed
+        return np.random.default_rng(self.seed)
+
+    def _limit(self, what: str, limit: int, prefix: bool, n: int, sample) -> int | None:
+        """``limit``, or None when it cuts no request of the untruncated sample."""
+        k = (what, prefix, n)
+        if k not in self._longest:
+            r = sample(None)
+            self._longest[k] = int(np.max(r.input_tokens + r.output_tokens)) if len(r) else 0
+        return limit if limit < self._longest[k] else None
+
+    def shape(self, replica: Replica) -> tuple[float, float, float, float]:
+        eng = replica.engine
+        if not self.single:
+            return shape_of_requests(self.base_requests(replica, 20_000)[0])
+
+        def sample(limit: int | None) -> Requests:  # as steady_state's own shape sample
+            return self.workload.sample_requests(
+                20_000,
+                np.random.default_rng(2024),
+                1.0,
+                context_limit=limit,
+                prefix_caching=eng.prefix_caching,
+            )
+
+        pc = eng.prefix_caching
+        key = (self._limit("shape", eng.context_limit_tokens, pc, 20_000, sample), pc)
+        if key not in self._shapes:
+            self._shapes[key] = (
+                _shape(self.workload, eng)
+                if key[0] is not None
+                else shape_of_requests(sample(None))
+            )
+        return self._shapes[key]
+
+    def steady_state(self, replica: Replica, rate_rps: float = 1.0) -> SteadyStateResult:
+        return steady_state(replica, self.shape(replica), rate_rps)
+
+    def saturation(self, replica: Replica) -> SteadyStateResult:
+        """The analytic steady state past saturation (only its ``saturation_*`` fields)."""
+        return steady_state(replica, self.shape(replica), 1e18)
+
+    def slo_rate(self, replica: Replica, cap_rps: float, steps: int = 14) -> float:
+        """Largest rate [req/s] at which the analytic steady state's MEAN TTFT, TPOT and E2E
+        meet every class's SLO thresholds (bisection on the rate up to ``cap_rps``).
+
+        A percentile is at least the mean for the latency distributions met here, so the
+        simulated rate meeting a p99 target is below this one, up to the analytic model's
+        error against the simulation (tested within 10 % on mean throughput)."""
+        tgs = [c.slo.targets() for c in self.classes]
+        shape = self.shape(replica)
+
+        def ok(rate: float) -> bool:
+            fp = steady_state(replica, shape, rate)
+            if not fp.stable:
+                return False
+            return all(getattr(fp, f"{n}_s") <= t.max_s for tg in tgs for n, t in tg.items())
+
+        if not any(tgs) or ok(cap_rps):
+            return cap_rps
+        lo, hi = 0.0, cap_rps
+        for _ in range(steps):
+            mid = (lo + hi) / 2
+            if ok(mid):
+                lo = mid
+            else:
+                hi = mid
+        return hi
+
+    def base_requests(self, replica: Replica, n: int) -> tuple[Requests, np.ndarray]:
+        """``n`` requests (at least) at a total rate of 1 req/s and each one's class index."""
+        eng = replica.engine
+        n = int(n)
+
+        def single(limit: int | None) -> Requests:
+            return self.workload.sample_requests(
+                n, self._rng(), 1.0, context_limit=limit, prefix_caching=eng.prefix_caching
+            )
+
+        limit = eng.context_limit_tokens
+        if self.single and not isinstance(self.seed, np.random.Generator):
+            limit = self._limit("base", limit, eng.prefix_caching, n, single)
+            if limit is None and (None, eng.prefix_caching, n) not in self._bases:
+                r = single(None)
+                self._bases[(None, eng.prefix_caching, n)] = (r, np.zeros(len(r), np.int64))
+        key = (limit, eng.prefix_caching, n)
+        if key not in self._bases:
+            rng = self._rng()
+            if self.single:
+                r = single(limit)
+                self._bases[key] = (r, np.zeros(len(r), dtype=np.int64))
+            else:
+                # classes have different prefixes: no shared-prefix cache across them
+                parts = []
+                for k, (c, s) in enumerate(zip(self.classes, self.shares, strict=True)):
+                    n_c = max(50, int(math.ceil(1.05 * n * s)))
+                    r = c.workload.sample_requests(
+                        n_c, rng, 1.0, context_limit=eng.context_limit_tokens, prefix_caching=False
+                    )
+                    parts.append((r.arrival_s / s, r, np.full(n_c, k)))
+                arr = np.concatenate([p[0] for p in parts])
+                order = np.argsort(arr, kind="stable")[:n]
+                cat = lambda f: np.concatenate([getattr(p[1], f) for p in parts])[order]  # noqa: E731
+                r = Requests(
+                    arr[order],
+                    cat("input_tokens"),
+                    cat("output_tokens"),
+                    cat("cached_tokens"),
+                    0,
+                    int(sum(p[1].truncated for p in parts)),
+                )
+                self._bases[key] = (r, np.concatenate([p[2] for p in parts])[order])
+        return self._bases[key]
+
+
+def unloaded_latency(
+    replica: Replica, workload: Workload, n: int = 400, rng: np.random.Generator | None = None
+) -> dict[str, np.ndarray]:
+    """Per-request TTFT, TPOT and E2E of requests served alone (no queueing, batch 1) [s]."""
+    rng = rng if rng is not None else np.random.default_rng(12345)
+    eng, sm = replica.engine, replica.sm
+    sched = eng.host_time_s(1)
+    W = int(sm.window) if sm.layers_sw > 0 and sm.window > 0 else 0
+    reqs = workload.sample_requests(
+        n, rng, 1.0, context_limit=eng.context_limit_tokens, prefix_caching=eng.prefix_caching
+    )
+    budget = eng.max_num_batched_tokens if eng.chunked_prefill else 1 << 60
+    # each request alone: its prompt in chunks of at most `budget` tokens (TTFT), then the
+    # mean of its first and last decode steps (TPOT); compiled (planner.serving._unloaded)
+    from planner.serving._unloaded import unloaded_kernel
+
+    ttft, tpot = unloaded_kernel()(
+        sm._coeffs,
+        np.ascontiguousarray(reqs.input_tokens, np.int64),
+        np.ascontiguousarray(reqs.output_tokens, np.int64),
+        np.ascontiguousarray(reqs.cached_tokens, np.int64),
+        int(budget),
+        W,
+        float(sched),
+    )
+    e2e = ttft + np.nan_to_num(tpot) * (reqs.output_tokens - 1)
+    return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}
+
+
+def check_reachable(replica: Replica, workload: Workload, slo: SLO) -> dict[str, float]:
+    """Raise when a single unloaded request already misses an SLO threshold.
+
+    Returns the zero-load percentile of each metric with a target [s].
+    """
+    z = unloaded_latency(replica, workload)
+    out: dict[str, float] = {}
+    if slo.attainment is not None and slo.targets():
+        ev = slo.evaluate(z["ttft_s"], z["tpot_s"], z["e2e_s"])
+        out["attainment"] = ev["attainment"]
+        if not ev["attainment_ok"]:
+            raise PlannerError(
+                f"SLO unreachable even at zero load: served alone, only {ev['attainment']:.1%} of the "
+                f"requests meet every threshold (target {slo.attainment:.1%}) on {replica.label()}; "
+                "long prompts or answers in the tail miss it - loosen a threshold or the attainment"
+            )
+    for name, tgt in slo.targets().items():
+        x = z[f"{name}_s"]
+        x = x[~np.isnan(x)]
+        v = float(np.percentile(x, tgt.percentile)) if len(x) else 0.0
+        out[f"{name}_{tgt.label}_s"] = v
+        if v > tgt.max_s:
+            what = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "E2E"}[name]
+            raise PlannerError(
+                f"SLO unreachable even at zero load: {what} alone is {v:.3g} s at {tgt.label} "
+                f"(target {tgt.max_s:g} s) for {replica.label()}; use a faster GPU, more TP, "
+                f"a lower precision or a looser {what} target"
+            )
+    return out
+
+
+class CapacityProbe:
+    """SLO checks of one replica at chosen arrival rates [req/s], cached by rate.
+
+    Parameters
+    ----------
+    replica : the replica
+    cache : the request classes (:class:`WorkloadCache`)
+    n_requests : requests scored per rate, at least
+    max_utilization : rates above this fraction of the analytic saturation rate never pass
+    min_exceedances, max_scored_factor : see :func:`scored_requests`
+    """
+
+    def __init__(
+        self,
+        replica: Replica,
+        cache: WorkloadCache,
+        *,
+        n_requests: int = 1200,
+        max_utilization: float = 0.95,
+        min_exceedances: float = 50.0,
+        max_scored_factor: float = 10.0,
+    ) -> None:
+        self.replica = replica
+        self.cache = cache
+        self.classes = cache.classes
+        self.slo = self.classes[0].slo
+        fp = cache.saturation(replica)
+        self.saturation_rps = fp.saturation_rps
+        self.saturation_limit = fp.limited_by
+        self.cap_rps = max_utilization * fp.saturation_rps
+        t_sat = fp.saturation_iteration_s
+        o99 = max(c.workload.output_quantile_tokens(0.99) for c in self.classes)
+        self.tail_s = max(fp.saturation_e2e_s, o99 * t_sat)
+        self.warm_s = 2.0 * self.tail_s
+        need = [
+            scored_requests(c.workload, c.slo, n_requests, min_exceedances, max_scored_factor)
+            / max(s, 1e-9)
+            for c, s in zip(self.classes, cache.shares, strict=True)
+        ]
+        self.n_scored = int(max(need) if cache.single else min(max(need), MAX_SCORED_MIXED))
+        self.n_cap = self.n_scored + 11 * int(n_requests)
+        self.base, self.labels = cache.base_requests(replica, self.n_cap)
+        self.n_cap = len(self.base)
+        #: requests cut to the engine's context limit in the base sample
+        self.truncated_requests = int(self.base.truncated)
+        self.summaries: dict[float, dict[str, Any]] = {}
+        self._results: dict[float, tuple[SimResult, np.ndarray, float]] = {}
+        self.simulations = 0
+        self._checked = False
+        self.zero_load: dict[str, float] = {}
+
+    def check(self) -> dict[str, float]:
+        """Raise when a request does not fit or misses its SLO even served alone."""
+        if not self._checked:
+            check_fits(self.replica, self.base)
+            for c in self.classes:
+                z = check_reachable(self.replica, c.workload, c.slo)
+                self.zero_load.update(
+                    z if self.cache.single else {f"{c.name}.{k}": v for k, v in z.items()}
+                )
+            self._checked = True
+        return self.zero_load
+
+    def run(self, rate: float) -> dict[str, Any]:
+        """The SLO verdict of the scored requests at ``rate`` [req/s]: ``slo_ok``,
+        ``slo_attainment`` (the lowest class's), the percentiles each SLO names, and per
+        class (``classes``) when there are several."""
+        if rate in self.summaries:
+            return self.summaries[rate]
+        self.check()
+        base = self.base
+        k = int(min(self.n_cap, self.n_scored + math.ceil(rate * (self.warm_s + self.tail_s)) + 1))
+        reqs = Requests(
+            base.arrival_s[:k] / rate,
+            base.input_tokens[:k],
+            base.output_tokens[:k],
+            base.cached_tokens[:k],
+            base.shared_prefix_tokens,
+            0,
+        )
+        res = run(self.replica, reqs)
+        self.simulations += 1
+        a = res.arrival_s
+        lo_t = min(self.warm_s, float(a[int(0.5 * (k - 1))]))
+        mask = (a >= lo_t) & (np.arange(k) < np.searchsorted(a, lo_t) + self.n_scored)
+        # the verdict needs only the per-request latencies of the scored requests; the full
+        # summary (ITL and batch percentiles, throughput) is computed for reported runs only
+        s: dict[str, Any] = {"rate_rps": rate}
+        per: dict[str, dict[str, Any]] = {}
+        for i, c in enumerate(self.classes):
+            m = mask if self.cache.single else mask & (self.labels[:k] == i)
+            ev = c.slo.evaluate(res.ttft_s[m], res.tpot_s[m], res.e2e_s[m])
+            per[c.name] = {
+                "ok": ev["ok"],
+                "attainment": ev["attainment"],
+                **{k2: v for k2, v in ev.items() if k2.endswith("_s")},
+            }
+        if self.cache.single:
+            (only,) = per.values()
+            s.update({k2: v for k2, v in only.items() if k2.endswith("_s")})
+        else:
+            s["classes"] = per
+        s["slo_ok"] = all(v["ok"] for v in per.values())
+        s["slo_attainment"] = min(v["attainment"] for v in per.values())
+        self.summaries[rate] = s
+        self._results[rate] = (res, mask, lo_t)
+        return s
+
+    def keep_only(self, rate: float | None) -> None:
+        """Free the per-request arrays of every run but the one at ``rate`` (memory)."""
+        self._results = {r: v for r, v in self._results.items() if r == rate}
+
+    def full(self, rate: float) -> dict[str, Any]:
+        """The complete summary (:meth:`planner.serving.SimResult.summary`) of the run at
+        ``rate`` (simulated first if needed; again if its arrays were freed). With several
+        classes: latencies over every request, each class's verdict under ``classes``."""
+        if rate not in self._results:
+            self.summaries.pop(rate, None)
+        verdict = self.run(rate)
+        res, mask, warmup_s = self._results[rate]
+        s = res.summary(self.slo if self.cache.single else None, mask=mask)
+        s["warmup_s"] = warmup_s
+        s["rate_rps"] = rate
+        if not self.cache.single:
+            s.update(
+                slo_ok=verdict["slo_ok"],
+                slo_attainment=verdict["slo_attainment"],
+                classes=verdict["classes"],
+            )
+        return s
+
+    def ok(self, rate: float) -> bool:
+        if rate > self.cap_rps * (1 + 1e-9):
+            return False
+        return bool(self.run(rate)["slo_ok"])
+
+    def min_replicas(
+        self, need_rps: float, k_lb: int, k_max: int, k_start: int | None = None
+    ) -> int | None:
+        """Smallest replica count ``k >= k_lb`` whose per-replica rate ``need / k`` meets the
+        SLO; None when even ``k_max`` replicas fail.
+
+        Starts at ``k_start`` (an estimate, default ``k_lb``): downward while it passes,
+        otherwise galloping upward, then bisection between the last failure and the first
+        pass. With a good estimate this takes two simulations."""
+        k_lb = max(1, int(k_lb))
+        if k_max < k_lb:
+            return None
+        k = min(max(k_lb, int(k_start or k_lb)), k_max)
+        if self.ok(need_rps / k):
+            while k > k_lb and self.ok(need_rps / (k - 1)):
+                k -= 1
+            return k
+        fail, step = k, 1
+        while True:
+            k = fail + step
+            if k > k_max:
+                if fail < k_max and self.ok(need_rps / k_max):
+                    k = k_max
+                    break
+                return None
+            if self.ok(need_rps / k):
+                break
+            fail, step = k, step * 2
+        while k - fail > 1:
+            mid = (k + fail) // 2
+            if self.ok(need_rps / mid):
+                k = mid
+            else:
+                fail = mid
+        return k
+
+    def refine_max_rate(
+        self, lo: float, hi: float, rel_tol: float = 0.03, max_steps: int = 4
+    ) -> float:
+        """Bisect the largest passing rate in ``[lo, hi)`` (``lo`` passes) [req/s]; the
+        answer is always a rate that was simulated and met the SLO."""
+        hi = min(hi, self.cap_rps)
+        if hi <= lo:
+            return lo
+        if self.ok(hi):
+            return hi
+        for _ in range(max_steps):
+            if hi - lo <= rel_tol * hi:
+                break
+            mid = (lo + hi) / 2
+            if self.ok(mid):
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+    def binding_metric(self, summary: dict[str, Any]) -> str:
+        """The SLO metric closest to (or furthest past) its threshold in a run's verdict."""
+        worst, name = -1.0, "throughput"
+        for c in self.classes:
+            s = summary if self.cache.single else summary.get("classes", {}).get(c.name, {})
+            for k, t in c.slo.targets().items():
+                v = s.get(f"{k}_{t.label}_s", float("nan"))
+                if v == v and v / t.max_s > worst:
+                    pre = "" if self.cache.single else f"{c.name} "
+                    worst, name = v / t.max_s, f"{pre}{k.upper()} {t.label}"
+        return name
+
+    def binding(self, summary: dict[str, Any]) -> str:
+        """:meth:`binding_metric`, with " (attainment)" when a class's attainment also fell
+        below its target in that run."""
+        name = self.binding_metric(summary)
+        for c in self.classes:
+            s = summary if self.cache.single else summary.get("classes", {}).get(c.name, {})
+            a = s.get("slo_attainment", s.get("attainment", 1.0))
+            if c.slo.attainment is not None and a < c.slo.attainment:
+                return name + " (attainment)"
+        return name

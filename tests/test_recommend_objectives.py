@@ -1,0 +1,196 @@
+"""Every objective on every example scenario (request classes included): no crash, the
+ranking follows the objective, no option above the cost cap; a cap below every option names
+the constraint that removed everything.
+
+The option space is cut to two GPUs, one framework and two precisions (``SPACE``) so that the
+25 searches stay in a test's budget; the whole catalog is the benchmark's job
+(``scripts/bench_recommend.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from planner.catalog import load_catalog
+from planner.cli import main
+from planner.errors import PlannerError
+from planner.recommend import OBJECTIVES
+from planner.recommend.classes import recommend_classes
+from planner.recommend.search import constraints_of, recommend
+from planner.scenario import load_scenario
+from planner.serving import RequestClass
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.yaml"))
+CAT = load_catalog()
+SPACE = dict(
+    gpus=("nvidia-h100-sxm", "amd-mi300x"), frameworks=("vllm",), precisions=("fp8", "bf16")
+)
+FAST = dict(n_requests=300)
+
+
+def _run(name: str, objective: str, top_n: int = 3, **fields):
+    sc = load_scenario(ROOT / "examples" / name)
+    c = constraints_of(sc.constraints, {**SPACE, **fields})
+    kw = dict(catalog=CAT, constraints=c, objective=objective, engine=sc.serving.kwargs(), **FAST)
+    if sc.classes:
+        classes = [RequestClass(k.name, k.workload, k.slo) for k in sc.classes]
+        out = recommend_classes(sc.model, classes, top_n=top_n, **kw)
+        return out["shared"]["recommendations"], out, c
+    return recommend(sc.model, sc.workload, sc.slo, top_n=top_n, **kw).recommendations, None, c
+
+
+def _value(r: dict, objective: str) -> float:
+    return {
+        "cost": lambda: r["usd_per_hour"],
+        "gpus": lambda: r["num_gpus"],
+        "latency": lambda: r["e2e_p99_s"],
+        "tokens-per-dollar": lambda: (
+            r["usd_per_gpu_hour"] * r["gpus_per_replica"] / r["max_rate_per_replica"]
+        ),
+        "energy": lambda: r["gpus_per_replica"] / r["max_rate_per_replica"],  # x TDP / answer
+    }[objective]()
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_every_objective_runs_on_every_example(name, objective):
+    recs, classes_out, c = _run(name, objective)
+    assert recs, (name, objective)
+    for r in recs:
+        assert r["num_gpus"] == r["replicas"] * r["gpus_per_replica"] >= 1
+        assert math.isfinite(r["usd_per_hour"]) and r["usd_per_hour"] > 0
+    # the ranking follows the objective (ties within 1 % go to cost); energy: same-GPU
+    # options compare by GPUs / rate (TDP and answer length are shared)
+    vals = [_value(r, objective) for r in recs]
+    if objective != "energy" or len({r["gpu"] for r in recs}) == 1:
+        assert all(a <= b * 1.01 + 1e-12 for a, b in zip(vals, vals[1:], strict=False)), vals
+    if objective == "latency":
+        cheapest, _, _ = _run(name, "cost", top_n=1)
+        cap = c.latency_cost_cap * cheapest[0]["usd_per_hour"]
+        assert all(r["usd_per_hour"] <= cap * (1 + 1e-9) for r in recs), (cap, recs)
+        assert recs[0]["e2e_p99_s"] <= min(r["e2e_p99_s"] for r in recs) * 1.01
+    if classes_out is not None:  # request classes: the objective reached the shared pool
+        assert classes_out["objective"] == objective
+        assert all(v["ok"] for v in recs[0]["per_class"].values())
+
+
+def test_latency_cost_cap_flag_tightens_the_cap():
+    capped, _, _ = _run("chat-8b.yaml", "latency", latency_cost_cap=1.0)
+    cheapest, _, _ = _run("chat-8b.yaml", "cost", top_n=1)
+    # cap 1x: only options exactly as cheap as the cheapest
+    assert all(r["usd_per_hour"] <= cheapest[0]["usd_per_hour"] * (1 + 1e-9) for r in capped)
+
+
+@pytest.mark.parametrize("name", ["chat-8b.yaml", "mixed-70b.yaml"])
+def test_a_budget_below_every_option_names_the_budget(name):
+    with pytest.raises(PlannerError) as e:
+        _run(name, "cost", max_usd_per_hour=1.0)
+    msg = str(e.value)
+    assert "no option meets" in msg and "budget" in msg and "max_usd_per_hour=1.00" in msg
+
+
+def test_request_classes_keep_the_objective_and_constraints_in_the_cli(capsys):
+    args = ["recommend", "examples/mixed-70b.yaml", "--gpus", "h100,mi300x", "--frameworks",
+            "vllm", "--precisions", "fp8", "--format", "json"]  # fmt: skip
+    assert main(args + ["--objective", "gpus"]) == 0
+    by_gpus = json.loads(capsys.readouterr().out)
+    assert main(args + ["--objective", "cost"]) == 0
+    by_cost = json.loads(capsys.readouterr().out)
+    assert by_gpus["objective"] == "gpus" and by_cost["objective"] == "cost"
+    g = [r["num_gpus"] for r in by_gpus["shared"]["recommendations"]]
+    assert g == sorted(g)
+    assert main(args + ["--budget-usd-per-hour", "1"]) == 2
+    assert "budget" in capsys.readouterr().err
+    assert main(args + ["--max-gpus", "1"]) == 2
+    assert "max_total_gpus" in capsys.readouterr().err
+
+
+def test_tiny_price_does_not_blow_up_tokens_per_dollar():
+    # 1e-300 $/GPU-h: $/M tokens is ~1e-302, still a finite positive number; the search
+    # prunes as at any price (before: -inf bounds, nothing pruned, 24 GB of kept runs)
+    recs, _, _ = _run(
+        "chat-8b.yaml",
+        "tokens-per-dollar",
+        usd_per_gpu_hour={"nvidia-h100-sxm": 1e-300, "amd-mi300x": 1e-300},
+    )
+    assert all(0 < r["usd_per_mtok_output_full_load"] < 1e-290 for r in recs)
+
+
+# --------------------------------------------------------------------------- decision fields
+@pytest.mark.parametrize(
+    "name", [n for n in EXAMPLES if not load_scenario(ROOT / "examples" / n).classes]
+)
+def test_reproduce_line_gives_the_same_gpu_count(name, capsys):
+    import shlex
+
+    recs, _, _ = _run(name, "cost", top_n=2)
+    for r in recs:
+        line = r["reproduce"].replace("SCENARIO.yaml", str(ROOT / "examples" / name))
+        argv = shlex.split(line)
+        assert argv[:2] == ["planner", "capacity"] and "--kv-precision" in argv
+        assert main(argv[1:] + ["--format", "json"]) == 0, capsys.readouterr().err
+        cap = json.loads(capsys.readouterr().out)
+        assert cap["num_gpus"] == r["num_gpus"], (line, cap["num_gpus"], r["num_gpus"])
+        # the rate per replica is one that was simulated and met the SLO, in both
+        assert cap["max_rate_per_replica"] >= r["max_rate_per_replica"] * (1 - 1e-9)
+
+
+def test_decision_fields_on_every_row():
+    recs, _, _ = _run("chat-8b.yaml", "cost", top_n=3)
+    w = recs[0]
+    for r in recs:
+        for key in ("break_even_usd_per_gpu_hour", "reproduce", "quality", "price_rows",
+                    "robustness", "num_gpus_low", "num_gpus_high", "usd_per_mtok_output_low",
+                    "usd_per_mtok_output_high"):  # fmt: skip
+            assert key in r, key
+        # $/M scales with the GPU price at a fixed fleet: at the break-even price this
+        # option's $/M equals the winner's
+        be = r["break_even_usd_per_gpu_hour"]
+        assert r["usd_per_mtok_output"] * be / r["usd_per_gpu_hour"] == pytest.approx(
+            w["usd_per_mtok_output"], rel=1e-9
+        )
+        assert r["num_gpus_low"] <= r["num_gpus"] <= r["num_gpus_high"]
+        assert (
+            r["quality"] in ("baseline", "not measured")
+            or "pts" in r["quality"]
+            or "%" in (r["quality"])
+        )
+        assert r["robustness"] == "robust" or r["robustness"].startswith(
+            ("depends on price: ", "within model uncertainty")
+        )
+    assert w["break_even_usd_per_gpu_hour"] == pytest.approx(w["usd_per_gpu_hour"])
+    # distinct GPU x framework in the top N
+    keys = [(r["gpu"], r["framework"]) for r in recs]
+    assert len(set(keys)) == len(keys)
+
+
+def test_price_robustness_names_the_break_even():
+    # two GPUs at override prices: the dearer loses, and says at which price it would win
+    recs, _, _ = _run(
+        "chat-8b.yaml",
+        "cost",
+        top_n=2,
+        gpus=("nvidia-h100-sxm", "nvidia-h200-sxm"),
+        usd_per_gpu_hour={"nvidia-h100-sxm": 2.0, "nvidia-h200-sxm": 9.0},
+    )
+    other = next(r for r in recs[1:] if r["gpu"] != recs[0]["gpu"])
+    be = other["break_even_usd_per_gpu_hour"]
+    assert 0 < be < other["usd_per_gpu_hour"]
+
+
+def test_a_single_gpu_and_framework_still_prunes():
+    # the top N is diverse (distinct GPU x framework); with one pair, every later option
+    # only has to beat that pair's best: most are pruned, not all simulated
+    sc = load_scenario(ROOT / "examples" / "chat-8b.yaml")
+    res = recommend(
+        sc.model, sc.workload, sc.slo, catalog=CAT, constraints=sc.constraints,
+        gpus=("nvidia-h100-sxm",), frameworks=("vllm",), **FAST,
+    )  # fmt: skip
+    s = res.summary
+    assert s["options_simulated"] < s["options_enumerated"] / 2 and s["options_pruned"] > 0
+    assert len(res.recommendations) == 1  # one GPU x framework pair: one line
