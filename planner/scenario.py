@@ -10,7 +10,7 @@ peak_rps?``). Example::
     workload:
       preset: chat                 # chat | rag | code | summarization | batch
       traffic: {mean_rps: 20, peak_rps: 60, arrival: poisson}
-      output_tokens: {kind: lognormal, mean: 250, p90: 600}   # overrides the preset
+      output_tokens: {kind: lognormal, mean: 250, p90: 500}   # overrides the preset
     slo:
       ttft: {max_s: 1.0, percentile: p99}
       tpot: {max_s: 0.05, percentile: p99}
@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, model_validator
 
-from planner.catalog.records import Frozen
+from planner.catalog.records import Frozen, field_error
 from planner.errors import PlannerError, read_text, shown
 from planner.files import load_yaml
 from planner.recommend.constraints import Constraints
@@ -221,7 +221,7 @@ def _loc(loc: tuple[Any, ...]) -> str:
 
 
 def _format_error(e: ValidationError, where: str) -> PlannerError:
-    err = e.errors()[0]
+    err = field_error(e.errors()[0])
     loc = _loc(tuple(err["loc"]))
     if err["type"] == "extra_forbidden":
         field = str(err["loc"][-1])

@@ -8,6 +8,14 @@ with fresh ids, so every row is predictable and fittable. Each command runs in a
 process; peak RSS is that child's ru_maxrss (resource.getrusage(RUSAGE_CHILDREN)).
 Targets (issue 12): predict 1M rows <= 15 s and <= 1.5 GB; calibrate 1M rows <= 120 s or a
 clear refusal naming the supported size.
+
+Measured for issue 19 (2 cores; CPU seconds of the child): predict 1M rows 17.7 s on main
+(with its `settings` and band columns, quiet machine; 20.9 s under load), 12.8 s on this
+branch merged with it (12.6-14.6 s under load), 0.90 GB peak RSS both. Profile first
+(``python -m cProfile -m planner.cli predict ...``): writing the output CSV cost as much as
+parsing and predicting together; an input row's cells are now copied as the file had them
+(``iter_rows(keep_text=True)``) and only the added cells are quoted; a row's notes tags
+are parsed once per distinct notes text.
 """
 
 from __future__ import annotations

@@ -101,3 +101,43 @@ def test_recommend_and_prices_errors_are_one_line(cmd, tmp_path, capsys):
     rc = main([*argv, "--data-dir", str(tmp_path)])
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith("planner: error:") and err.count("\n") == 1
+
+
+# ---------------------------------------------------------------- predict copies input cells
+def test_predict_output_copies_input_cells_exactly(tmp_path):
+    """``predict`` writes each input row's cells as the file had them (no re-quoting, the fast
+    path) and quotes only the cells it adds: parsed back, every cell equals what
+    ``csv.writer`` would write for the same rows, whatever the quoting, a cell spanning
+    lines, a short row or a row with surplus cells."""
+    import csv
+    import io
+
+    from planner.benchmarks.io import ROW_TEXT, iter_rows, write_rows
+    from planner.benchmarks.predict import Predictor
+
+    src = (ROOT / "data" / "benchmarks" / "pytorch_h200.csv").read_text().splitlines()
+    tricky = [
+        src[1].replace("planner own measurement (bench/pytorch_ref.py)", '"planner, own ""m"""', 1),
+        src[2].replace("planner own measurement", '"line one\nline two"', 1),
+        ",".join(src[3].split(",")[:22]),  # short: stops after the metric column
+        src[4] + ",surplus,cells",
+        "",  # a blank line is skipped
+        src[5],
+    ]
+    p = tmp_path / "rows.csv"
+    p.write_text("\n".join([src[0], *tricky]) + "\n")
+    pred = Predictor()
+
+    def written(keep_text: bool) -> list[list[str]]:
+        cols, _, rows = iter_rows(p, keep_text=keep_text)
+        columns = [*cols, "predicted", "provenance", "reason"]
+        rows = [pred.predict_row(r, copy=False) for r in rows]
+        assert sum(ROW_TEXT in r for r in rows) == (4 if keep_text else 0)  # not the surplus row
+        buf = io.StringIO()
+        write_rows(rows, columns, buf)
+        return list(csv.reader(io.StringIO(buf.getvalue())))
+
+    fast, plain = written(True), written(False)
+    assert fast == plain and len(fast) == 6
+    assert fast[1][1] == 'planner, own "m"' and fast[2][1].startswith("line one\nline two")
+    assert fast[1][-3] and fast[1][-2].startswith("fit (")  # predicted, with its provenance

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from planner.benchmarks.schema import REQUIRED_COLUMNS, SCHEMA_COLUMNS, TIME_UNITS_S
-from planner.catalog.catalog import Catalog, load_catalog
+from planner.catalog.catalog import Catalog, check_layout, compute_dtype_for, load_catalog
+from planner.catalog.compat import check_framework_gpu
 from planner.errors import DATA_READ_LIMIT, PlannerError, UnknownIdError, read_text
 from planner.files import iter_lines, load_json
 
@@ -130,6 +131,24 @@ def _vllm_rows(p: Path, d: Any, gpu, model, precision, tp, framework):
     return pd.DataFrame(rows, columns=list(SCHEMA_COLUMNS))
 
 
+def _check_vllm_setup(p: Path, row: Any, cat: Catalog) -> None:
+    """The flags a vllm bench JSON needs (it does not record GPU, TP, precision) must describe
+    a deployment that can run: the TP size divides the model's heads, the precision runs on
+    the GPU, the framework runs on its vendor. Otherwise the file is refused with the reason
+    instead of fitting rows that no prediction can use."""
+    try:
+        m = cat.model_ref(str(row["model"]), p.parent)
+        g = cat.gpu(str(row["hardware"]))
+        prec = cat.precision(str(row["precision"]))
+        check_layout(m, int(row["tp"]), 1)
+        compute_dtype_for(prec, g)
+        check_framework_gpu(cat.framework(str(row["framework"])), g)
+    except PlannerError as e:
+        raise PlannerError(
+            f"{p}: the flags given for this vllm bench JSON do not run: {e}"
+        ) from None
+
+
 def load_measurements(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     catalog: Catalog | None = None,
@@ -160,6 +179,7 @@ def load_measurements(
                     f"{p}: a vllm bench JSON needs --gpu (the JSON does not record it)"
                 )
             df = read_vllm_bench_json(p, **vllm_kw)
+            _check_vllm_setup(p, df.iloc[0], cat)
         else:
             try:
                 text = read_text(p, "measurement file", "CSV file", limit=DATA_READ_LIMIT)
@@ -287,15 +307,31 @@ def _few(ids: list[Any], n: int = 5) -> str:
 
 
 # --------------------------------------------------------------------------- files
-def iter_rows(path: str | os.PathLike[str]) -> tuple[list[str], int, Iterator[dict[str, str]]]:
+#: key of a row dict (``iter_rows(keep_text=True)``) holding ``(text, columns)``: the row's
+#: cells for ``columns`` as the file wrote them, so :func:`write_rows` copies them instead of
+#: quoting every cell again (half the time of ``planner predict`` on a large file)
+ROW_TEXT = "\x00row_text"
+
+
+def iter_rows(
+    path: str | os.PathLike[str], *, keep_text: bool = False
+) -> tuple[list[str], int, Iterator[dict[str, str]]]:
     """A benchmark CSV as (column names, number of data lines, rows one at a time).
 
     The rows are parsed as they are consumed, so a file of a million rows never holds a
-    million dicts (``planner predict`` streams its output the same way)."""
+    million dicts (``planner predict`` streams its output the same way). ``keep_text``: each
+    row also holds its text under :data:`ROW_TEXT` (rows with surplus cells do not)."""
     p = Path(path)
     text = read_text(p, "input file", "CSV file", limit=DATA_READ_LIMIT)
+    consumed: list[str] = []
+
+    def lines() -> Iterator[str]:
+        for line in iter_lines(text):
+            consumed.append(line)
+            yield line
+
     try:
-        reader = csv.reader(iter_lines(text))
+        reader = csv.reader(lines() if keep_text else iter_lines(text))
         cols = next(reader, [])
     except csv.Error as e:
         raise PlannerError(f"{p}: not a valid CSV file ({e})") from None
@@ -305,6 +341,8 @@ def iter_rows(path: str | os.PathLike[str]) -> tuple[list[str], int, Iterator[di
         raise PlannerError(f"{p}: no 'metric' column; is this a file in the benchmark schema?")
     n = max(text.count("\n") - 1, 0)
     ncol = len(cols)
+    key = tuple(cols)
+    consumed.clear()
 
     def rows() -> Iterator[dict[str, str]]:
         # csv.DictReader's rules, without its per-row overhead: blank lines are skipped,
@@ -312,11 +350,19 @@ def iter_rows(path: str | os.PathLike[str]) -> tuple[list[str], int, Iterator[di
         try:
             for cells in reader:
                 if not cells:
+                    consumed.clear()
                     continue
                 d = dict(zip(cols, cells, strict=False))
                 if len(cells) < ncol:
                     for c in cols[len(cells) :]:
                         d[c] = None  # type: ignore[assignment]
+                if keep_text:
+                    # the reader has consumed exactly this row's lines (it reads no further)
+                    raw = "".join(consumed) if len(consumed) > 1 else consumed[0]
+                    consumed.clear()
+                    if len(cells) <= ncol:
+                        raw = raw[:-1] if raw.endswith("\n") else raw
+                        d[ROW_TEXT] = (raw + "," * (ncol - len(cells)), key)  # type: ignore[assignment]
                 yield d
         except csv.Error as e:
             raise PlannerError(f"{p}: not a valid CSV file ({e})") from None
@@ -337,13 +383,55 @@ def format_value(v: Any) -> str:
     return f"{float(v):.6g}"
 
 
+def _csv_cell(v: Any) -> str:
+    """One cell as ``csv.writer`` (excel dialect, minimal quoting) writes it."""
+    if v is None:
+        return ""
+    s = v if isinstance(v, str) else str(v)
+    if "," in s or '"' in s or "\n" in s or "\r" in s:
+        return '"' + s.replace('"', '""') + '"'
+    return s
+
+
 def write_rows(rows: Iterable[dict[str, Any]], columns: list[str], stream) -> None:
-    """Write predicted rows as CSV (``predicted`` with 6 significant digits), as they come."""
+    """Write predicted rows as CSV (``predicted`` with 6 significant digits), as they come.
+
+    A row read with ``iter_rows(keep_text=True)`` whose columns lead ``columns`` keeps its
+    cells as the file wrote them; only the cells after them are quoted here."""
     w = csv.writer(stream, lineterminator="\n")
     w.writerow(columns)
     i_pred = columns.index("predicted") if "predicted" in columns else -1
+    lead: tuple | None = None  # the column tuple whose rows may be copied as text
+    tail: list[str] = []  # the columns after it
+    cells: dict[str, str] = {}  # quoted text of repeated cells (provenance, reason)
+
+    def quoted(v: Any) -> str:
+        if v.__class__ is not str:
+            return _csv_cell(v)
+        q = cells.get(v)
+        if q is None:
+            q = _csv_cell(v)
+            if len(cells) < 10_000:
+                cells[v] = q
+        return q
+
+    write = stream.write
     for r in rows:
+        text = r.get(ROW_TEXT)
+        if text is not None and (text[1] is lead or _leads(text[1], columns)):
+            if text[1] is not lead:
+                lead, tail = text[1], columns[len(text[1]) :]
+            parts = [text[0]]
+            for c in tail:
+                v = r.get(c)
+                parts.append(format_value(v) if c == "predicted" else quoted(v))
+            write(",".join(parts) + "\n")
+            continue
         out = [r.get(c, "") for c in columns]
         if i_pred >= 0:
             out[i_pred] = format_value(out[i_pred])
         w.writerow(out)
+
+
+def _leads(cols: tuple[str, ...], columns: list[str]) -> bool:
+    return len(cols) <= len(columns) and tuple(columns[: len(cols)]) == cols

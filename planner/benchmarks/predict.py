@@ -69,6 +69,7 @@ from planner.engine.step import StepModel, step_model
 from planner.errors import PlannerError, UnknownIdError, printable
 from planner.files import Progress
 
+_UNSEEN = object()
 OUTPUT_COLUMNS = (
     "predicted",
     "predicted_low",
@@ -122,7 +123,7 @@ class RowContext:
             self.kv_precision,
             self.tp,
             self.pp,
-            self.params,
+            id(self.params),  # the Predictor keeps each parameter set alive: ids are stable
         )
         sm = self._cache.get(key)
         if sm is None:
@@ -198,17 +199,13 @@ class Predictor:
         self.csv_dir = Path(csv_dir) if csv_dir else None
         self.profile_path = profile_path
         if profile_path:  # a broken profile fails the command, not every row
-            try:
-                from .calibration import load_profile
-            except ImportError:  # pragma: no cover - resolve_efficiency says so per row
-                pass
-            else:
-                load_profile(profile_path)
+            load_profile(profile_path)
         self._models: dict[str, ModelArch] = {}
         self._params: dict[tuple[str, str, str], tuple[EfficiencyParams, str]] = {}
         self._steps: dict[tuple, StepModel] = {}
         self._contexts: dict[tuple, Any] = {}
         self._serving = predict_serving_row
+        self._kv_tags: dict[str, Any] = {}
         self._bands: dict[str, Any] = {}
         self._profile: Profile | None = None
 
@@ -254,7 +251,12 @@ class Predictor:
         Rows with the same setup (hardware, model, precision, KV, framework, layout) share
         one resolution, so a file of a million rows resolves each setup once."""
         get = row.get  # raw cells as the key: a stray space only costs one more resolution
-        kv_tag = engine_settings(cell(row, "notes")).kv_cache_dtype  # raises on a bad tag
+        notes = get("notes") or ""
+        kv_tag = self._kv_tags.get(notes, _UNSEEN)
+        if kv_tag is _UNSEEN:  # parsed once per distinct notes text
+            kv_tag = engine_settings(cell(row, "notes")).kv_cache_dtype  # raises on a bad tag
+            if len(self._kv_tags) < 100_000:
+                self._kv_tags[notes] = kv_tag
         key = (
             get("hardware"), get("model"), get("precision"), get("kv_precision"), kv_tag,
             get("framework"), get("tp"), get("pp"), get("n_gpus"),
@@ -420,7 +422,7 @@ def predict_stream(
 
     Memory stays flat in the number of rows (the input text is read once); a progress line
     goes to a terminal's stderr for files over 10,000 rows."""
-    cols, n, rows = iter_rows(path)
+    cols, n, rows = iter_rows(path, keep_text=True)
     pred = Predictor(catalog, Path(path).resolve().parent, profile_path)
     columns = [c for c in cols if c not in OUTPUT_COLUMNS] + list(OUTPUT_COLUMNS)
 

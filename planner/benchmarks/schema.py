@@ -54,6 +54,8 @@ TIME_UNITS_S = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}
 def cell(row: Mapping[str, Any], key: str) -> str:
     """The text of one cell, stripped; ``""`` when absent, None or NaN (pandas' empty)."""
     v = row.get(key)
+    if v.__class__ is str:  # the common case first: this runs several times per row
+        return v.strip()
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return ""
     return str(v).strip()

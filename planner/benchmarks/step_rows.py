@@ -16,6 +16,7 @@ from planner.benchmarks.schema import (
     number,
 )
 from planner.catalog.catalog import Catalog, default_kv_precision
+from planner.catalog.compat import check_framework_gpu
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.engine.memory import plan_memory
 from planner.engine.phases import decode_time, mean_decode_time, prefill_time
@@ -70,6 +71,7 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
         g = cat.gpu(str(row["hardware"]))
         p = cat.precision(prec)
         fw = cat.framework(str(row["framework"]))
+        check_framework_gpu(fw, g)
     except PlannerError as e:
         return None, str(e), ""
     try:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import os
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,11 +40,13 @@ from planner.benchmarks.io import _hash_files, load_measurements
 from planner.benchmarks.schema import unexpressible_reason
 from planner.benchmarks.step_rows import _canonical_precision, row_predictor
 from planner.calibration.iterations import (
+    check_enough_iterations,
     fit_iterations,
     iteration_logs_default,
     read_iteration_log,
 )
 from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
+from planner.catalog.compat import check_framework_gpu
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.profile import (
     Profile,
@@ -215,6 +218,22 @@ def _fit_node(
     return fitted, mdape
 
 
+def _why_none(rows: Sequence[PreparedRow], kinds: set[str]) -> str:
+    """Why none of ``rows`` can be fitted: the most common reason, in one line."""
+    if not rows:
+        return "the files hold no rows"
+    other = [r for r in rows if r.ok and r.fit_kind not in kinds]
+    if other:
+        got = ", ".join(sorted({r.fit_kind or "?" for r in other}))
+        return (
+            f"{len(other)} of {len(rows)} rows are {got} measurements, which calibrate checks "
+            f"but does not fit (it fits {', '.join(sorted(kinds))} rows)"
+        )
+    reasons = Counter(r.reason for r in rows if not r.ok)
+    reason, n = reasons.most_common(1)[0]
+    return f"{n} of {len(rows)} rows: {reason} (see `planner predict` for every row's reason)"
+
+
 def fit_profile(
     rows: Sequence[PreparedRow],
     *,
@@ -247,9 +266,7 @@ def fit_profile(
     kinds = set(include_kinds)
     use = [r for r in rows if r.ok and r.fit_kind in kinds]
     if not use:
-        raise PlannerError(
-            "no measurement row can be used for the fit (see `planner predict` reasons)"
-        )
+        raise PlannerError(f"no measurement row can be used for the fit: {_why_none(rows, kinds)}")
     base = base or PRIOR.with_(**_START)
     nodes: list[ProfileNode] = []
 
@@ -493,6 +510,16 @@ def calibrate(
     rows = prepare_rows(df, cat)
     logs = [Path(p) for p in iteration_logs]
     frames = [read_iteration_log(p) for p in logs]  # checked before the (long) step fit
+    if frames:  # what fit_serving_terms will need, said before the step fit
+        import pandas as pd
+
+        fitted_fws = {r.framework for r in rows if r.ok and r.fit_kind != "serving"}
+        all_logs = pd.concat(frames, ignore_index=True)
+        for (fw_raw, hw_raw), g in all_logs.groupby(["framework", "hardware"], sort=True):
+            fw, gpu = cat.framework(str(fw_raw)), cat.gpu(str(hw_raw))
+            check_framework_gpu(fw, gpu)
+            _check_log_has_node(g, fw.id, gpu.id, fitted_fws)
+            check_enough_iterations(g, fw.id, gpu.id)
     prof = fit_profile(
         rows,
         data_files=[_rel(f) for f in files + logs],
@@ -504,6 +531,19 @@ def calibrate(
     return prof, rows
 
 
+def _check_log_has_node(log: Any, fw: str, gpu: str, frameworks: set[str]) -> None:
+    """An iteration log's serving terms go into its framework's profile nodes; a framework
+    the step data has no rows of has none, and its fit would be thrown away without a word."""
+    if fw in frameworks:
+        return
+    files = ", ".join(sorted(log["path"].astype(str).unique())) if "path" in log else "a log"
+    raise PlannerError(
+        f"{files}: iterations of {fw} on {gpu}, but the step data has no {fw} rows, so the "
+        f"profile has no {fw} node to hold the serving terms (step data frameworks: "
+        f"{', '.join(sorted(frameworks)) or 'none'}); add {fw} step rows or leave this log out"
+    )
+
+
 def fit_serving_terms(profile: Profile, logs: Sequence[Any], catalog: Catalog) -> Profile:
     """The profile with the serving terms fitted on iteration logs, one fit per framework x
     GPU, written into that framework's nodes (its GPU's and the framework-wide ones)."""
@@ -513,6 +553,8 @@ def fit_serving_terms(profile: Profile, logs: Sequence[Any], catalog: Catalog) -
     nodes = list(profile.nodes)
     for (fw_raw, hw_raw), g in df.groupby(["framework", "hardware"], sort=True):
         fw, gpu = catalog.framework(str(fw_raw)).id, catalog.gpu(str(hw_raw))
+        check_framework_gpu(catalog.framework(fw), gpu)
+        _check_log_has_node(g, fw, gpu.id, {n.framework for n in nodes if n.framework})
         g = g.assign(framework=fw, hardware=gpu.id)
 
         def params_for(gpu_id, fw_id, prec):

@@ -77,6 +77,11 @@ FIT = {
     "attn_split_items": (1.0, 1e4, 528.0),
     "prefix_attn_eff": (0.02, 1.0, 0.3),
 }
+#: the fit needs this many iterations per fitted term (``FIT``): below, a log of a few
+#: iterations would "fit" six numbers that it cannot determine
+MIN_ITERATIONS_PER_TERM = 20
+#: the columns whose sum is an iteration's wall time [s]
+WALL_COLUMNS = ("sched_s", "prep_launch_s", "sync_wait_s", "book_s")
 _SCALE = np.array([1e-3, 1e-6, 1e-3, 1e9, 1.0, 1.0])  # fit in ms, us, ms, GB/s, items, 1
 MAX_LOG_BYTES = 256 * 1024**2  # uncompressed
 
@@ -128,6 +133,13 @@ def read_iteration_log(path: str | os.PathLike[str]) -> pd.DataFrame:
             f"{p}: row {i + 2}: {num[j]} = {df[num[j]].iloc[i]!r} is not a non-negative number"
         )
     df[list(num)] = vals
+    wall = df[list(WALL_COLUMNS)].sum(axis=1).to_numpy()
+    if (wall <= 0).any():
+        i = int(np.argmax(wall <= 0))
+        raise PlannerError(
+            f"{p}: row {i + 2}: the iteration's wall time ({' + '.join(WALL_COLUMNS)}) is 0; "
+            "every logged iteration takes time"
+        )
     df["path"] = str(p)
     return df
 
@@ -200,7 +212,7 @@ class _Parts:
             df.decode_ctx_max.to_numpy(float),
             df.decode_ctx_tokens.to_numpy(float),
         )
-        self.wall = (df.sched_s + df.prep_launch_s + df.sync_wait_s + df.book_s).to_numpy(float)
+        self.wall = df[list(WALL_COLUMNS)].sum(axis=1).to_numpy(float)
 
     def gpu(self, prefix_attn_eff: float) -> tuple[np.ndarray, np.ndarray]:
         """(GPU time without overheads, overheads) of every iteration [s]."""
@@ -224,6 +236,19 @@ class _Parts:
         )
         strag = dataclasses.replace(self.sm, params=params).straggler_time(*self.decoders)
         return gpu + over + strag + p["sched_overhead_s"] + p["sched_seq_overhead_s"] * self.S
+
+
+def check_enough_iterations(df: pd.DataFrame, framework: str, gpu: str) -> None:
+    """Raise unless ``df`` (the iterations of one framework on one GPU) has at least
+    :data:`MIN_ITERATIONS_PER_TERM` rows per fitted term."""
+    need = MIN_ITERATIONS_PER_TERM * len(FIT)
+    if len(df) < need:
+        files = ", ".join(sorted(df["path"].astype(str).unique())) if "path" in df else "the log"
+        raise PlannerError(
+            f"{files}: {len(df):,} iteration{'s' if len(df) != 1 else ''} of {framework} on "
+            f"{gpu}; fitting the {len(FIT)} serving terms needs at least {need} "
+            f"({MIN_ITERATIONS_PER_TERM} per term): log a longer serving run"
+        )
 
 
 def fit_iterations(
@@ -251,6 +276,7 @@ def fit_iterations(
             + ", ".join(f"{a}/{b}" for a, b in keys.itertuples(index=False))
         )
     fw, hw = keys.iloc[0]
+    check_enough_iterations(df, fw, hw)
     parts: list[_Parts] = []
     for (model, prec, kvp), g in df.groupby(["model", "precision", "kv_precision"], sort=True):
         base = params_for(hw, fw, prec)

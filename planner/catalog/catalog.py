@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError, model_validator
 
+from planner.catalog.compat import check_framework_gpu
 from planner.catalog.hf_config import _hf_config_cached, model_from_hf_config
 from planner.catalog.records import (
     Accelerator,
@@ -31,6 +32,7 @@ from planner.catalog.records import (
     PurchasePrice,
     RentalPrice,
     _fmt_loc,
+    field_error,
 )
 from planner.errors import PlannerError, UnknownIdError, printable, read_text, shown
 from planner.files import load_yaml
@@ -56,7 +58,7 @@ def _validate_list(path: Path, key: str, cls: type[Frozen], raw: Any) -> list[An
             out.append(cls.model_validate(item))
         except ValidationError as e:
             # a misspelt field is both "unknown" and "missing": name the misspelling first
-            err = sorted(e.errors(), key=lambda x: x["type"] != "extra_forbidden")[0]
+            err = field_error(sorted(e.errors(), key=lambda x: x["type"] != "extra_forbidden")[0])
             where = _fmt_loc(tuple(err["loc"]))
             msg = err["msg"]
             if err["type"] == "extra_forbidden":
@@ -246,6 +248,8 @@ class Catalog(Frozen):
 
         Objects pass through unchanged; ``kv_precision`` defaults to
         :func:`default_kv_precision` (what the framework does with a checkpoint in this format).
+        A framework that does not run on the GPU's vendor is an error
+        (:func:`~planner.catalog.compat.check_framework_gpu`).
         """
         m = self.model(model)
         g = gpu if isinstance(gpu, Accelerator) else self.gpu(gpu)
@@ -255,6 +259,7 @@ class Catalog(Frozen):
             if isinstance(framework, Framework) or framework is None
             else self.framework(framework)
         )
+        check_framework_gpu(fw, g)
         kv = self.kv_precision(kv_precision or default_kv_precision(p, fw, m).id)
         if kv.id not in p.kv_options and kv.id != p.kv_default:
             raise PlannerError(

@@ -27,7 +27,7 @@ from pydantic import Field, ValidationError
 
 from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
-from planner.catalog.records import Frozen
+from planner.catalog.records import Frozen, field_error
 from planner.errors import PlannerError, read_text, shown
 from planner.files import atomic_write_text, load_yaml
 
@@ -180,7 +180,7 @@ def _load_profile_cached(path: str, mtime: float) -> Profile:
     try:
         return Profile.model_validate(data)
     except ValidationError as e:
-        err = e.errors()[0]
+        err = field_error(e.errors()[0])
         loc = ".".join(str(x) for x in err["loc"])
         raise PlannerError(f"{path}: field '{loc}': {err['msg']}") from None
 

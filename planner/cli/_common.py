@@ -163,7 +163,7 @@ def parse_length(text: str, flag: str) -> dict[str, Any]:
     if not rest:
         raise PlannerError(
             f"{flag} {text!r}: expected a number of tokens or KIND:key=value,... "
-            "(e.g. lognormal:mean=800,p90=2000; see 'planner recommend --help')"
+            "(e.g. lognormal:mean=800,p90=1600; see 'planner recommend --help')"
         )
     out: dict[str, Any] = {"kind": kind.strip().lower()}
     for part in rest.split(","):

@@ -23,15 +23,16 @@ RECOMMEND_EXAMPLE = """\
   planner recommend --model llama-3.1-70b --peak-rps 50 --input-tokens 1500 \\
       --output-tokens 300 --ttft-p99 2 --tpot-p99 0.05 --gpus h100,h200,mi300x
   planner recommend --model llama-3.1-8b --preset chat --peak-rps 20 \\
-      --input-tokens lognormal:mean=800,p90=2000 --tpot-p99 0.04 --price-basis spot
+      --input-tokens lognormal:mean=800,p90=1600 --tpot-p99 0.04 --price-basis spot
 
 length syntax (--input-tokens, --output-tokens, and in scenario files):
   300                          every request has 300 tokens (fixed)
-  lognormal:mean=800,p90=2000  lognormal from the mean (or median=) and p90 (or p99=, sigma=)
+  lognormal:mean=800,p90=1600  lognormal from the mean (or median=) and p90 (or p99=, sigma=)
   normal:mean=2048,std=400     normal, clipped at min_tokens (default 1)
   uniform:min_tokens=100,max_tokens=900
+  a lognormal's p90 is at most 2.27 x its mean (p99: 14.9 x); for a wider spread give median=
   any kind also takes max_tokens=N (cap) and min_tokens=N; scenario files write the same
-  as a mapping, e.g. output_tokens: {kind: lognormal, mean: 250, p90: 600}"""
+  as a mapping, e.g. output_tokens: {kind: lognormal, mean: 250, p90: 500}"""
 
 OBJECTIVE_CHOICES = ("cost", "latency", "tokens-per-dollar", "gpus", "energy")
 BASES = ("on_demand", "reserved", "spot", "serverless", "community", "own")

@@ -328,6 +328,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     sc, rep, _cat, prov = _context(args)
     wl = sc.require_workload()
     check_workload_fits(rep, wl, _fit_percentile(sc, args))
+    if wl.offline and (args.rate is not None or args.concurrency):
+        flag = "--rate" if args.rate is not None else "--concurrency"
+        raise PlannerError(
+            f"{flag} would be ignored: the scenario's workload has offline: true (every request "
+            f"queued at t=0); drop {flag}, or set offline: false for open- or closed-loop traffic"
+        )
     offline = args.offline or wl.offline
     replicas, replicas_from = args.replicas, "--replicas"
     if replicas is None and args.rate is None and not offline and not args.concurrency:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from ..catalog import DATA_DIR, Catalog, Frozen, PurchasePrice, RentalPrice, price_rows
+from ..catalog.records import field_error
 from ..errors import PlannerError, read_text, shown
 from ..files import load_yaml
 
@@ -168,7 +169,7 @@ def _fmt_loc(loc: tuple[Any, ...]) -> str:
 
 
 def _error(path: Path, where: str, e: ValidationError, cls: type[BaseModel]) -> PlannerError:
-    err = e.errors()[0]
+    err = field_error(e.errors()[0])
     loc = _fmt_loc(tuple(err["loc"]))
     msg = err["msg"]
     if err["type"] == "extra_forbidden":
@@ -243,6 +244,7 @@ def _quality_cached(file: str, _mtime_ns: int, _size: int) -> QualityData:
     if not isinstance(items, list):
         raise PlannerError(f"{path}: 'quality' must be a list")
     rows = []
+    seen: dict[tuple, int] = {}
     for i, item in enumerate(items):
         ident = "?"
         if isinstance(item, dict):
@@ -253,7 +255,18 @@ def _quality_cached(file: str, _mtime_ns: int, _size: int) -> QualityData:
             rows.append(QualityRow.model_validate(item))
         except ValidationError as e:
             raise _error(path, f"quality[{i}] ({ident})", e, QualityRow) from None
+        key = tuple(getattr(rows[-1], f) for f in _SAME_ROW)
+        j = seen.setdefault(key, i)
+        if j != i:
+            raise PlannerError(
+                f"{path.name}: quality[{i}] ({ident}) repeats quality[{j}] (same "
+                f"{', '.join(_SAME_ROW)}); a duplicate row would count twice"
+            )
     return QualityData(rows=tuple(rows))
+
+
+#: fields that make two quality rows the same measurement
+_SAME_ROW = ("models", "precision", "baseline_precision", "variant", "checkpoint", "benchmark")
 
 
 def load_quality(data_dir: str | os.PathLike[str] | None = None) -> QualityData:

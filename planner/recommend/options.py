@@ -39,6 +39,7 @@ from ..catalog import (
     compute_dtype_for,
     default_kv_precision,
 )
+from ..catalog.compat import framework_gpu_problem
 from ..errors import PlannerError
 
 #: TP sizes tried within one node
@@ -192,15 +193,9 @@ def enumerate_options(
     rejected: list[Rejection] = []
     for g in g_list:
         for fw in f_list:
-            if g.vendor not in fw.vendors:
-                rejected.append(
-                    Rejection(
-                        "framework_vendor",
-                        f"{fw.name} runs on {', '.join(fw.vendors)} GPUs; {g.id} is {g.vendor}",
-                        gpu=g.id,
-                        framework=fw.id,
-                    )
-                )
+            why = framework_gpu_problem(fw, g)
+            if why:
+                rejected.append(Rejection("framework_vendor", why, gpu=g.id, framework=fw.id))
                 continue
             ids = {p.id for p in p_list}
             for p in p_list:

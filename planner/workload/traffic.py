@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -89,6 +89,14 @@ class Traffic(Frozen):
     trace_path: str | None = None
     daily_profile: tuple[float, ...] | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _trace_path_means_trace(cls, data: Any) -> Any:
+        """A ``trace_path`` without an ``arrival`` replays the trace."""
+        if isinstance(data, dict) and data.get("trace_path") and data.get("arrival") is None:
+            return {**data, "arrival": "trace"}
+        return data
+
     @model_validator(mode="after")
     def _check(self) -> Traffic:
         if self.arrival == "gamma" and self.cv is None:
@@ -103,6 +111,17 @@ class Traffic(Frozen):
                 )
         if self.arrival == "trace" and not self.trace_path:
             raise ValueError("arrival 'trace' needs trace_path")
+        # a field this arrival mode would ignore is an error, never silence
+        if self.trace_path and self.arrival != "trace":
+            raise ValueError(
+                f"trace_path is only read with arrival: trace (arrival is '{self.arrival}'); "
+                "set arrival: trace to replay the trace, or remove trace_path"
+            )
+        if self.cv is not None and self.arrival != "gamma":
+            raise ValueError(
+                f"cv is only read with arrival: gamma (arrival is '{self.arrival}'); "
+                "remove cv or set arrival: gamma"
+            )
         if self.arrival != "trace" and self.mean_rps is None and self.peak_rps is None:
             raise ValueError("give mean_rps or peak_rps (or arrival: trace with trace_path)")
         if self.mean_rps and self.peak_rps and self.peak_rps < self.mean_rps:

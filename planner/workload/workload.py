@@ -138,13 +138,15 @@ class Workload(Frozen):
     @model_validator(mode="before")
     @classmethod
     def _expand_preset(cls, data: Any) -> Any:
+        data = _trace_defaults(data)
         if isinstance(data, dict) and data.get("preset") is not None:
             name = str(data["preset"]).strip().lower()
             if name not in PRESETS:
                 raise ValueError(
                     f"unknown preset '{data['preset']}' (presets: {', '.join(PRESETS)})"
                 )
-            merged = _deep_merge(PRESETS[name], {k: v for k, v in data.items() if v is not None})
+            base = _preset_for(PRESETS[name], data.get("traffic"))
+            merged = _deep_merge(base, {k: v for k, v in data.items() if v is not None})
             merged["preset"] = name
             return merged
         return data
@@ -239,6 +241,37 @@ class Workload(Frozen):
             f"{self.name or self.preset or 'workload'}: prompt ~{self.mean_input_tokens():.0f} tok, "
             f"answer ~{self.mean_output_tokens():.0f} tok, peak {self.traffic.peak():.3g} req/s"
         )
+
+
+def _trace_defaults(data: Any) -> Any:
+    """A workload that replays a trace (``traffic.trace_path``) takes its prompt and answer
+    lengths from the trace unless it names other distributions."""
+    if not isinstance(data, dict) or not isinstance(data.get("traffic"), dict):
+        return data
+    tr = data["traffic"]
+    if not tr.get("trace_path") or tr.get("arrival") not in (None, "trace"):
+        return data
+    out = {**data, "traffic": {**tr, "arrival": "trace"}}
+    for key in ("input_tokens", "output_tokens"):
+        if out.get(key) is None:
+            out[key] = {"kind": "trace"}
+    return out
+
+
+def _preset_for(preset: dict[str, Any], traffic: Any) -> dict[str, Any]:
+    """The preset's fields that still apply under the user's ``traffic``: a trace brings its
+    own rate and arrival times (the preset's ``mean_rps``, ``peak_rps``, ``daily_profile``
+    and ``cv`` would rescale or reshape it), and another arrival mode drops the preset's
+    ``cv``."""
+    if not isinstance(traffic, dict) or traffic.get("arrival") is None:
+        return preset
+    ptr = dict(preset.get("traffic") or {})
+    if traffic["arrival"] == "trace":
+        for k in ("mean_rps", "peak_rps", "daily_profile", "cv"):
+            ptr.pop(k, None)
+    elif traffic["arrival"] != ptr.get("arrival"):
+        ptr.pop("cv", None)
+    return {**preset, "traffic": ptr}
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
