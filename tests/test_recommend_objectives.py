@@ -111,14 +111,21 @@ def test_request_classes_keep_the_objective_and_constraints_in_the_cli(capsys):
 
 
 def test_tiny_price_does_not_blow_up_tokens_per_dollar():
-    # 1e-300 $/GPU-h: $/M tokens is ~1e-302, still a finite positive number; the search
-    # prunes as at any price (before: -inf bounds, nothing pruned, 24 GB of kept runs)
+    # 1e-300 $/GPU-h (before: -inf bounds, nothing pruned, 24 GB of kept runs) is refused up
+    # front by the catalog's plausible band; the band's floor, $0.01/GPU-h, runs and prunes as
+    # at any price: $/M tokens = 0.01 $/h / (tok/s x 3600) x 1e6, small, finite and positive
+    with pytest.raises(PlannerError, match="plausible band"):
+        _run(
+            "chat-8b.yaml",
+            "tokens-per-dollar",
+            usd_per_gpu_hour={"nvidia-h100-sxm": 1e-300, "amd-mi300x": 1e-300},
+        )
     recs, _, _ = _run(
         "chat-8b.yaml",
         "tokens-per-dollar",
-        usd_per_gpu_hour={"nvidia-h100-sxm": 1e-300, "amd-mi300x": 1e-300},
+        usd_per_gpu_hour={"nvidia-h100-sxm": 0.01, "amd-mi300x": 0.01},
     )
-    assert all(0 < r["usd_per_mtok_output_full_load"] < 1e-290 for r in recs)
+    assert recs and all(0 < r["usd_per_mtok_output_full_load"] < 0.01 for r in recs)
 
 
 # --------------------------------------------------------------------------- decision fields

@@ -3,12 +3,12 @@ section or built from keywords (:func:`planner.recommend.recommend`)."""
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 from pydantic import Field, field_validator
 
 from planner.catalog.records import Frozen
+from planner.errors import PlannerError
 
 __all__ = ["Constraints"]
 
@@ -59,7 +59,11 @@ class Constraints(Frozen):
     @field_validator("usd_per_gpu_hour")
     @classmethod
     def _prices(cls, v: dict[str, float]) -> dict[str, float]:
+        from planner.cost.pricing import check_usd_per_gpu_hour
+
         for gpu, usd in v.items():
-            if not (usd > 0 and math.isfinite(usd)):
-                raise ValueError(f"price for {gpu} must be > 0, got {usd}")
+            try:  # the catalog's plausible band, the same rule as price rows and the CLI flag
+                check_usd_per_gpu_hour(usd, f"price for {gpu}")
+            except PlannerError as e:
+                raise ValueError(str(e)) from None
         return v

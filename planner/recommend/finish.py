@@ -332,6 +332,7 @@ def nothing_meets(rejected: list[Rejection]) -> str:
         ("constraint", "the fleet limit removed every option that meets the SLOs"),
         ("slo", "no option meets the SLOs"),
         ("slo_zero_load", "no option meets the SLOs even at zero load"),
+        ("price", "no option could be priced"),
     ):
         near = [r for r in rejected if r.stage == stage]
         if near:
