@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import widgets as w
-from planner import PlannerError, param_counts
+from planner import PlannerError, default_kv_precision, param_counts
 
 
 # Chart templates: built with altair once per process (its schema validation costs ~60 ms a
@@ -131,7 +131,12 @@ for a in plan["assumptions"]:
     st.info(f"Assumption: {a}")
 
 # --------------------------------------------------------------------------- memory bar
-st.subheader(f"Memory of one {gpu.name} ({plan['gpu_memory_bytes'] / w.GB:.0f} GB)")
+st.subheader(f"Memory of one {gpu.name} ({plan['gpu_memory_bytes'] / w.GB:.1f} GB)")
+kv_def = default_kv_precision(
+    cat.precision(s.precision), s.framework and cat.framework(s.framework), cat.model(s.model)
+)
+kv_why = kv_def.basis if s.kv_precision == kv_def.id else f"chosen (the default is {kv_def.id})"
+st.caption(f"Device memory: {plan['gpu_memory_basis']}. KV cache {s.kv_precision}: {kv_why}.")
 split = w.memory_split(plan)
 colors = {
     "weights": "#4c78a8",
@@ -143,7 +148,7 @@ colors = {
 }
 split["gpu"] = f"GPU 1 of {n_gpus}"
 cap_gb = plan["gpu_memory_bytes"] / w.GB
-cap_df = pd.DataFrame({"capacity": [cap_gb], "label": [f"card: {cap_gb:.0f} GB"]})
+cap_df = pd.DataFrame({"capacity": [cap_gb], "label": [f"card: {cap_gb:.1f} GB"]})
 st.vega_lite_chart(
     spec=w.with_data(w.memory_bar_spec(), split=split, capacity=cap_df), width="stretch"
 )
@@ -151,7 +156,7 @@ demand = split["GB"].sum()
 if demand > plan["gpu_memory_bytes"] / w.GB * 1.0001:
     st.caption(
         f"Weights and workspace need {demand:.1f} GB; the card has "
-        f"{plan['gpu_memory_bytes'] / w.GB:.0f} GB (dashed red line)."
+        f"{plan['gpu_memory_bytes'] / w.GB:.1f} GB (dashed red line)."
     )
 else:
     st.caption("Dashed red line: the card's capacity. Hover a segment for its size.")

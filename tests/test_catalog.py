@@ -286,10 +286,10 @@ def test_gpu_memory_is_the_bytes_the_device_has(catalog):
     assert catalog.gpu("nvidia-h200-sxm").memory_bytes == 150_754_820_096
     assert "143,771 MiB" in catalog.gpu("nvidia-h200-sxm").memory_basis()
     # no driver reading: HBM "N GB" is N GiB (MI300X 192 GiB = 192 x 1,073,741,824 B),
-    # other memory N decimal GB (RTX 3090, 24 GB GDDR6X = 24e9 B)
+    # other memory N decimal GB (A10G, 24 GB GDDR6 with ECC, no reading = 24e9 B)
     assert catalog.gpu("amd-mi300x").memory_mib is None
     assert catalog.gpu("amd-mi300x").memory_bytes == 206_158_430_208
-    assert catalog.gpu("nvidia-rtx-3090").memory_bytes == 24e9
+    assert catalog.gpu("nvidia-a10g").memory_bytes == 24e9
     # ECC GDDR reports about N decimal GB: A10 "24 GB" = 23,028 MiB = 24,146,608,128 B
     assert catalog.gpu("nvidia-a10").memory_bytes == 24_146_608_128
 
@@ -314,7 +314,7 @@ def test_every_memory_reading_names_its_source(catalog):
         # declare kv_cache_quant_algo FP8 (vLLM PR #29980; TensorRT-LLM quantization docs)
         ("vllm", "fp8", "llama-3.1-70b", "fp8", "#29980"),
         ("trtllm", "fp8", "llama-3.1-70b", "fp8", "TensorRT-LLM docs"),
-        ("trtllm", "fp4", "llama-3.1-70b", "fp8", "NVFP4"),
+        ("trtllm", "fp4", "llama-3.1-70b", "fp8", "trtllm with an fp4 checkpoint"),
         # SGLang keeps the model dtype unless --kv-cache-dtype is given (SGLang docs)
         ("sglang", "fp8", "llama-3.1-70b", "bf16", "SGLang docs"),
         # gpt-oss's own MXFP4 release and DeepSeek-V3's own fp8 release declare no KV quant
@@ -347,3 +347,43 @@ def test_a_checkpoint_kv_must_be_sourced_and_offered(catalog):
         type(fp8).model_validate(bad)
     for f in ("vllm", "trtllm", "sglang"):  # the three engines whose behaviour was read
         assert catalog.framework(f).kv_default_source, f
+
+
+def test_a_checkpoints_own_kv_declaration_decides_the_default(catalog, tmp_path):
+    import json
+
+    from planner.catalog import default_kv_precision
+
+    base = json.loads((FIXTURES / "llama.json").read_text())
+    vllm, sglang, fp8 = (
+        catalog.framework("vllm"),
+        catalog.framework("sglang"),
+        catalog.precision("fp8"),
+    )
+
+    def model(name, extra=None, modelopt=None):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "config.json").write_text(json.dumps({**base, **(extra or {})}))
+        if modelopt is not None:
+            (d / "hf_quant_config.json").write_text(json.dumps(modelopt))
+        return model_from_hf_config(d)
+
+    # compressed-tensors with an fp8 kv_cache_scheme (an "FP8-KV" checkpoint)
+    ct = model("ct", {"quantization_config": {"quant_method": "compressed-tensors",
+                                              "kv_cache_scheme": {"num_bits": 8, "type": "float"}}})  # fmt: skip
+    assert ct.checkpoint_kv == "fp8"
+    d = default_kv_precision(fp8, vllm, ct)
+    assert d.id == "fp8" and "this checkpoint" in d.basis
+    assert default_kv_precision(fp8, sglang, ct).id == "bf16"  # SGLang does not follow it
+    # weight-only fp8 (FP8-dynamic): a quantization config without a KV entry
+    wo = model("wo", {"quantization_config": {"quant_method": "fp8", "kv_cache_scheme": None}})
+    assert wo.checkpoint_kv == "none"
+    d = default_kv_precision(fp8, vllm, wo)
+    assert d.id == "bf16" and "declares no KV quantization" in d.basis
+    # Model Optimizer: hf_quant_config.json beside config.json
+    mo = model("mo", modelopt={"quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}})
+    assert mo.checkpoint_kv == "fp8"
+    # no quantization config at all: the format's rule applies (fp8 checkpoints carry fp8 KV)
+    plain = model("plain")
+    assert plain.checkpoint_kv is None and default_kv_precision(fp8, vllm, plain).id == "fp8"

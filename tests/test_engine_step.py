@@ -304,3 +304,23 @@ def test_scalar_path_equals_vector_path(catalog, model, pp, eager_layer_s):
         assert decode_time(sm, batch, ctx) == pytest.approx(
             decode_step(sm, batch, ctx).time_s, rel=1e-12
         )
+
+
+def test_gpt_oss_decode_bytes_by_hand():
+    # gpt-oss-120b in its own MXFP4 release, one sequence at 8,192 tokens, H200, TP 1
+    from planner.engine import decode_step, step_model
+
+    sm = step_model("gpt-oss-120b", "nvidia-h200-sxm", "fp4")
+    b = decode_step(sm, 1, 8192)
+    # bf16 (not MXFP4) dense part: attention 36 x (q 2,880 x 4,096 + o 4,096 x 2,880
+    # + k, v 2 x 2,880 x 512 + biases 4,096 + 1,024 + 2,880 + 64 sinks) = 955,805,184;
+    # router 36 x (2,880 x 128 + 128) = 13,275,648; norms (2 x 36 + 1) x 2,880 = 210,240
+    # -> 969,291,072 params x 2 B = 1,938,582,144 B
+    dense = (955_805_184 + 13_275_648 + 210_240) * 2
+    assert sm.dense_weight_bytes == dense == 1_938_582_144
+    # one token picks 4 of 128 experts per layer: 4 x 36 x 24,891,840 params x 4.25 / 8 B
+    # = 4 x 476,056,440 B; lm head 201,088 x 2,880 x 2 B = 1,158,266,880 B
+    assert float(b.weight_bytes) == dense + 4 * 476_056_440 + 1_158_266_880
+    # KV read: 2 x 8 x 64 x 2 B = 2,048 B per token and layer over 18 full layers of 8,193
+    # tokens and 18 windowed layers of 128 = 306,745,344 B
+    assert float(b.kv_read_bytes) == 2048 * (18 * 8193 + 18 * 128) == 306_745_344

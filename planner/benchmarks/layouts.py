@@ -16,7 +16,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from planner.benchmarks.schema import cell, memory_fraction_from_notes, number
+from planner.benchmarks.schema import (
+    cell,
+    engine_settings,
+    memory_fraction_from_notes,
+    number,
+    row_kv_precision,
+)
 from planner.catalog.catalog import Catalog
 from planner.catalog.efficiency import EfficiencyParams
 from planner.errors import PlannerError
@@ -56,7 +62,8 @@ def assumed_layout(
     isl, osl = number(row, "isl"), number(row, "osl")
     lengths = (isl, osl) if isl and osl else _DEFAULT_LENGTHS
     util = memory_fraction_from_notes(cell(row, "notes"))
-    key = (hw, model_key, prec, fw, cell(row, "kv_precision"), n, lengths, util, params)
+    settings = engine_settings(cell(row, "notes"))  # a tuned run's own settings
+    key = (hw, model_key, prec, fw, row_kv_precision(row), settings, n, lengths, util, params)
     if key not in _CACHE:
         _CACHE[key] = _choose(catalog, row, n, lengths, util, params)
     choice = _CACHE[key]
@@ -77,7 +84,8 @@ def _choose(
     params: EfficiencyParams,
 ) -> tuple[int, str] | str:
     m = catalog.model_ref(cell(row, "model"), cell(row, "_dir") or None)
-    kv = cell(row, "kv_precision") or None
+    kv = row_kv_precision(row)
+    settings = engine_settings(cell(row, "notes"))
     best: tuple[float, int] | None = None
     why = f"no TP size divides {n} and the {m.num_attention_heads} heads"
     for tp in TPS:
@@ -94,6 +102,8 @@ def _choose(
                 params=params,
                 catalog=catalog,
                 memory_utilization=util,
+                max_num_seqs=settings.max_num_seqs,
+                max_num_batched_tokens=settings.max_num_batched_tokens,
             )
             if rep.engine.context_limit_tokens < lengths[0] + lengths[1]:
                 why = (

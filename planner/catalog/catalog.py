@@ -257,7 +257,9 @@ def default_kv_precision(
     checkpoints in a format with ``checkpoint_kv`` (fp8 and NVFP4 checkpoints from NVIDIA
     Model Optimizer declare ``kv_cache_quant_algo: FP8``) get an fp8 KV cache. A model's
     own release in its native format (gpt-oss MXFP4) declares no KV quantization and keeps
-    the format's ``kv_default``, as does every other engine and no engine at all. Where
+    the format's ``kv_default``, as does every other engine and no engine at all. A model
+    read from a ``config.json`` carries what its checkpoint declares (``checkpoint_kv``, from
+    ``kv_cache_scheme`` / ``kv_cache_quant_algo``), which then decides instead. Where
     GPUs differ, no source read makes the default depend on the GPU (every architecture in
     the catalog stores fp8 KV), so the GPU does not enter.
 
@@ -266,13 +268,27 @@ def default_kv_precision(
     KvDefault
         ``id`` (a KV precision id) and ``basis``, one line for outputs, with the source.
     """
+    declared = model.checkpoint_kv if model is not None else None
+    follows = framework is not None and framework.kv_follows_checkpoint
+    if follows and declared is not None:  # read from the checkpoint's own config files
+        if declared != "none":
+            return KvDefault(
+                declared,
+                f"default for {framework.id} with this checkpoint, whose quantization config "
+                f"declares {declared} KV: {framework.kv_default_source}",
+            )
+        return KvDefault(
+            precision.kv_default,
+            f"default for {precision.id} weights: this checkpoint's quantization config "
+            "declares no KV quantization",
+        )
     ckpt = precision.checkpoint_kv
     own_release = model is not None and model.native_precision == precision.id
     if framework is not None and framework.kv_follows_checkpoint and ckpt and not own_release:
         return KvDefault(
             ckpt,
             f"default for {framework.id} with an {precision.id} checkpoint, which declares "
-            f"{ckpt} KV: {framework.kv_default_source}; {precision.checkpoint_kv_source}",
+            f"{ckpt} KV: {framework.kv_default_source}",
         )
     if own_release and framework is not None and ckpt:
         why = f"{model.id}'s own {precision.id} release declares no KV quantization"

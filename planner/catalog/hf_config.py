@@ -47,12 +47,53 @@ def model_from_hf_config(path: str | os.PathLike[str], model_id: str | None = No
     cfg = load_json(text, p)
     if not isinstance(cfg, dict):
         raise PlannerError(f"{p}: expected a JSON object")
+    modelopt = p.parent / "hf_quant_config.json"  # NVIDIA Model Optimizer exports
+    if modelopt.is_file():
+        q = load_json(read_text(modelopt, "quantization config", "hf_quant_config.json"), modelopt)
+        cfg = {**cfg, "_hf_quant_config": q}
     try:
         return _arch_from_config(cfg, model_id or str(p), str(p))
     except (TypeError, ValueError, ZeroDivisionError, OverflowError) as e:
         if isinstance(e, PlannerError):
             raise
         raise PlannerError(f"{p}: a size field is not a usable number ({e})") from None
+
+
+#: KV dtypes a checkpoint's quantization config may declare -> catalog KV ids
+_DECLARED_KV = {"fp8": "fp8", "int8": "int8"}
+
+
+def checkpoint_kv(cfg: dict[str, Any]) -> str | None:
+    """KV quantization a checkpoint declares: ``fp8`` / ``int8``, ``"none"`` when it has a
+    quantization config without a KV entry, None when it has no quantization config (or
+    declares a KV format the catalog does not know).
+
+    Read where engines read it (vLLM ``resolve_kv_cache_dtype_string``, PR #29980):
+    ``hf_quant_config.json`` ``quantization.kv_cache_quant_algo`` (Model Optimizer),
+    ``config.json`` ``quantization_config.kv_cache_quant_algo`` (Model Optimizer in
+    config.json) or ``quantization_config.kv_cache_scheme`` (compressed-tensors:
+    ``{"num_bits": 8, "type": "float"}`` is fp8).
+    """
+    sources = []
+    mo = cfg.get("_hf_quant_config")
+    if isinstance(mo, dict) and isinstance(mo.get("quantization"), dict):
+        sources.append(mo["quantization"])
+    qc = cfg.get("quantization_config")
+    if isinstance(qc, dict):
+        sources.append(qc)
+    if not sources:
+        return None
+    for q in sources:
+        algo = q.get("kv_cache_quant_algo")
+        if isinstance(algo, str):
+            return _DECLARED_KV.get(algo.strip().lower())
+        scheme = q.get("kv_cache_scheme")
+        if isinstance(scheme, dict):
+            bits, kind = scheme.get("num_bits"), str(scheme.get("type", "")).lower()
+            if bits == 8 and kind in ("float", "int"):
+                return "fp8" if kind == "float" else "int8"
+            return None
+    return "none"
 
 
 @lru_cache(maxsize=256)
@@ -237,6 +278,9 @@ def _arch_from_config(cfg: dict[str, Any], model_id: str, where: str) -> ModelAr
             num_nextn_predict_layers=num("num_nextn_predict_layers", minimum=0, default=0),
         )
         d["head_dim"] = d["qk_nope_head_dim"] + d["qk_rope_head_dim"]
+    kv = checkpoint_kv(cfg)
+    if kv is not None:
+        d["checkpoint_kv"] = kv
     try:
         return ModelArch.model_validate(d)
     except ValidationError as e:

@@ -253,6 +253,12 @@ class ModelArch(Sourced):
     quantization_source: str | None = Field(
         None, description="where native_precision / native_quantized_parts / sinks were read"
     )
+    checkpoint_kv: Literal["fp8", "int8", "none"] | None = Field(
+        None,
+        description="KV quantization the checkpoint's own quantization config declares, read "
+        "from a config.json (kv_cache_scheme) or hf_quant_config.json (kv_cache_quant_algo); "
+        "'none': it quantizes weights but declares no KV quantization; None: not read",
+    )
     published_total_params_b: float | None = Field(None, gt=0)
     published_active_params_b: float | None = Field(None, gt=0)
     params_source: str | None = None

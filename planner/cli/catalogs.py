@@ -18,6 +18,10 @@ def cmd_gpus(args: argparse.Namespace) -> int:
         {
             "id": a.id,
             "memory_gb": a.memory_gb,
+            # what the device has (driver reading, else HBM N GiB), in decimal GB
+            "device_memory_gb": None
+            if a.memory_gb is None and a.memory_mib is None
+            else round(a.memory_bytes / 1e9, 2),
             "mem_bw_gbs": a.mem_bw_gbs,
             "bf16_dense_tflops": a.bf16_dense_tflops or a.fp16_dense_tflops,
             "fp8_dense_tflops": a.fp8_dense_tflops,
@@ -82,6 +86,7 @@ def cmd_precisions(args: argparse.Namespace) -> int:
             "weight_bits": p.weight_bits,
             "compute_dtype": p.compute_dtype,
             "kv_default": p.kv_default,
+            "checkpoint_kv": p.checkpoint_kv,
             "kv_options": list(p.kv_options),
             "native_archs": list(p.native_archs),
             "fallback_archs": list(p.fallback_archs),
@@ -110,6 +115,7 @@ def cmd_frameworks(args: argparse.Namespace) -> int:
             "default_max_num_batched_tokens": f.default_max_num_batched_tokens,
             "default_memory_utilization": f.default_memory_utilization,
             "runtime_overhead_gb": f.runtime_overhead_gb,
+            "kv_follows_checkpoint": f.kv_follows_checkpoint,
             "vendors": list(f.vendors),
             "precisions": list(f.precisions),
             "as_of": f.as_of.isoformat(),

@@ -103,7 +103,8 @@ def build_replica(
     ----------
     model, gpu, precision, framework : catalog ids or objects
     tp, pp : tensor- / pipeline-parallel sizes (GPUs per replica = tp * pp)
-    kv_precision : KV-cache precision id (default: the precision's default)
+    kv_precision : KV-cache precision id (default: what the framework does with a checkpoint
+        in this format, :func:`planner.catalog.default_kv_precision`)
     params : efficiency parameters (default :data:`planner.catalog.efficiency.PRIOR`)
     max_num_seqs, max_num_batched_tokens, memory_utilization, block_size, chunked_prefill,
     prefix_caching, continuous_batching : engine overrides (default: the framework record);
