@@ -324,3 +324,11 @@ def test_report_keeps_the_serving_comparison_section(tmp_path):
     assert "KEEP ME" in path.read_text() and "old" not in text.splitlines()[0]
     assert "### Throughput by vendor, framework and model family" in text
     assert "### Error bands and their held-out coverage" in text
+
+
+def test_tier_without_any_farther_band_takes_the_envelope_of_all():
+    # global and prior never held out: p10 = min(0.9, 0.7), p90 = max(1.1, 1.2)
+    bands = {"fit": _eb(0.9, 1.1), "vendor": _eb(0.7, 1.2, n=40)}
+    for tier in ("global", "prior"):
+        b = band_for_tier(tier, bands)
+        assert (b.tier, b.low_ratio, b.high_ratio, b.n_rows) == ("envelope", 0.7, 1.2, 140)

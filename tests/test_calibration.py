@@ -855,3 +855,21 @@ def test_public_rows_without_precision(public):
     for rid in no_prec:
         assert not by_id[rid].ok
         assert "precision" in by_id[rid].reason
+
+
+def test_bundled_amd_never_inherits_other_vendors_efficiencies(bundled):
+    """AMD rows exist in the bundled data, so every AMD GPU x framework x precision resolves to
+    an AMD node (fit, same GPU, same architecture, AMD + framework, or all frameworks on AMD),
+    never to a framework node fitted across vendors or the global fit."""
+    from planner.catalog.profile import provenance_tier
+
+    amd = [g for g in CAT.accelerators if g.vendor == "amd"]
+    assert amd and any(n.vendor == "amd" for n in bundled.nodes)
+    for g in amd:
+        for fw in CAT.frameworks:
+            for prec in ("bf16", "fp8"):
+                params, prov = resolve_params(g.id, fw.id, prec, catalog=CAT, profile=bundled)
+                tier = provenance_tier(prov)
+                assert tier not in ("framework", "global", "prior"), (g.id, fw.id, prov)
+                node = bundled.find(fw.id, g.arch, g.id, prec, vendor="amd")
+                assert node.vendor == "amd" and node.params == params

@@ -14,6 +14,7 @@ from planner.benchmarks.schema import (
     layout,
     memory_fraction_from_notes,
     number,
+    request_count,
 )
 from planner.catalog.catalog import Catalog, default_kv_precision
 from planner.catalog.compat import check_framework_gpu
@@ -188,6 +189,11 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
         # a tuned run's own settings (notes tags), else the framework's defaults
         max_seqs = settings.max_num_seqs or fw.default_max_num_seqs
         B = float(min(mp.max_concurrent_sequences, max_seqs))
+        # a run of N requests submitted at once (notes "4 requests") or N concurrent clients
+        # never batches more than N sequences
+        for cap in (request_count(cell(row, "notes")), number(row, "concurrency")):
+            if cap is not None and cap >= 1:
+                B = min(B, float(cap))
         budget = float(settings.max_num_batched_tokens or fw.default_max_num_batched_tokens or 8192)
         per_gpu = metric == "output_tok_s_per_gpu"
         mult = (1.0 / (tp * pp)) if per_gpu else replicas

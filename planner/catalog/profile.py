@@ -378,7 +378,8 @@ def error_band(provenance: str, profile: Profile | None = None) -> Band:
         ``[x / high_ratio, x / low_ratio]`` (:meth:`Band.time_interval`). A tier with fewer
         than :data:`BAND_MIN_ROWS` held-out rows or :data:`BAND_MIN_SOURCES` sources takes
         the band of the next coarser tier (``note`` says so); with no band known at all,
-        both ratios are None.
+        both ratios are None; with none as far or farther, the envelope of every measured
+        band (``tier`` "envelope").
 
     Raises
     ------
@@ -413,13 +414,14 @@ def band_for_tier(tier: str, bands: dict[str, ErrorBand]) -> Band:
             lo = min([b.ratio_p10, *(n.ratio_p10 for n in nearer)])
             hi = max([b.ratio_p90, *(n.ratio_p90 for n in nearer)])
             return Band(lo, hi, t, b.n_rows, b.n_sources, note)
-    # nothing coarser: the widest band measured
+    # nothing as far or farther was measured: the envelope of every measured band
     usable = [(t, b) for t, b in bands.items() if b.n_rows >= BAND_MIN_ROWS]
     if usable:
-        t, b = max(usable, key=lambda tb: tb[1].ratio_p90 / tb[1].ratio_p10)
         return Band(
-            b.ratio_p10, b.ratio_p90, t, b.n_rows, b.n_sources,
-            f"no held-out rows for {tier} or coarser; widest band measured ({t})",
+            min(b.ratio_p10 for _, b in usable), max(b.ratio_p90 for _, b in usable),
+            "envelope", sum(b.n_rows for _, b in usable), max(b.n_sources for _, b in usable),
+            f"no held-out rows for {tier} or coarser; envelope of the bands of "
+            + ", ".join(t for t, _ in usable),
         )  # fmt: skip
     return Band(None, None, tier, 0, 0, "no error band known (profile without error bands)")
 
