@@ -156,10 +156,12 @@ def test_latency_objective_ranks_by_p99_e2e():
         (
             dict(
                 workload=_chat(20.0),
-                slo=SLO.model_validate({"tpot": {"max_s": 0.009}, "attainment": 0.99}),
+                slo=SLO.model_validate({"tpot": {"max_s": 0.014}, "attainment": 0.99}),
                 max_total_gpus=2,
             ),
-            "constraint",  # misses the SLO at the most replicas max_total_gpus allows
+            # reachable at zero load (the bundled vLLM H100 bf16 TPOT floor is 12.3 ms), but
+            # missed at the most replicas max_total_gpus allows
+            "constraint",
         ),
         (dict(objective="energy", gpus=("nvidia-gh200",)), "energy"),
     ],
