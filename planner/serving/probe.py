@@ -468,16 +468,31 @@ class CapacityProbe:
         """Smallest replica count ``k >= k_lb`` whose per-replica rate ``need / k`` meets the
         SLO; None when even ``k_max`` replicas fail.
 
-        Starts at ``k_start`` (an estimate, default ``k_lb``): downward while it passes,
-        otherwise galloping upward, then bisection between the last failure and the first
-        pass. With a good estimate this takes two simulations."""
+        Starts at ``k_start`` (an estimate, default ``k_lb``) and gallops (steps 1, 2, 4, ...)
+        downward while it passes, otherwise upward, then bisects between the last failure and
+        the first pass: O(log k) simulations at any fleet size (a one-by-one walk down from a
+        high estimate took a simulation per replica: 10 million req/s never ended). With a
+        good estimate this takes two simulations."""
         k_lb = max(1, int(k_lb))
         if k_max < k_lb:
             return None
         k = min(max(k_lb, int(k_start or k_lb)), k_max)
         if self.ok(need_rps / k):
-            while k > k_lb and self.ok(need_rps / (k - 1)):
-                k -= 1
+            step = 1
+            while k > k_lb:
+                lower = max(k_lb, k - step)
+                if not self.ok(need_rps / lower):
+                    fail = lower
+                    break
+                k, step = lower, step * 2
+            else:
+                return k
+            while k - fail > 1:
+                mid = (k + fail) // 2
+                if self.ok(need_rps / mid):
+                    k = mid
+                else:
+                    fail = mid
             return k
         fail, step = k, 1
         while True:
