@@ -17,6 +17,7 @@ from ..cost import (
     token_costs,
 )
 from ..errors import PlannerError
+from ..fmt import count
 from ..serving import WorkloadCache, size_fleet
 from .objective import Load, Objective, Screened, _max_rate, bracket
 from .options import Rejection
@@ -287,7 +288,7 @@ def why_winner(top: list[Screened], obj: Objective, rejected: list[Rejection]) -
     lead = (
         f"{w['gpu']} / {w['framework']} / {w['precision']} (kv {w['kv_precision']}) tp={w['tp']}"
         + (f" pp={w['pp']}" if w["pp"] > 1 else "")
-        + f": {w['num_gpus']} GPUs ({w['replicas']} x {w['gpus_per_replica']})"
+        + f": {count(w['num_gpus'])} GPUs ({count(w['replicas'])} x {w['gpus_per_replica']})"
     )
     if w.get("usd_per_hour") is not None:
         lead += f", ${w['usd_per_hour']:,.2f}/h, ${w['usd_per_mtok_output']:.3g}/M output tokens"
