@@ -25,75 +25,22 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+# one copy of the server and browser helpers: scripts/bench_browser.py (this folder)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_browser import (  # noqa: E402
+    CHROMIUM_ARGS,
+    _free_port,  # noqa: E402
+    start_server,
+    stop_server,
+)
+
 CHART = ".vega-embed canvas, .vega-embed svg"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start(port: int) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--browser.gatherUsageStats",
-            "false",
-        ],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
-                return proc
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("streamlit did not become healthy within 60 s")
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 def bench_browser(runs: int) -> None:
@@ -107,7 +54,7 @@ def bench_browser(runs: int) -> None:
         print("browser: skipped (chromium not installed)")
         return
     port = _free_port()
-    proc = _start(port)
+    proc = start_server(REPO, port)
     url = f"http://127.0.0.1:{port}"
     try:
         with sync_playwright() as p:
@@ -156,7 +103,7 @@ def bench_browser(runs: int) -> None:
                 rerender.append(time.perf_counter() - t0)
             browser.close()
     finally:
-        _stop(proc)
+        stop_server(proc)
     print(f"browser first load, new server + empty browser cache  {cold:.2f} s")
     print(
         f"browser first load, running server, empty browser cache, median of {runs}  "

@@ -35,28 +35,33 @@ def _modules() -> dict[str, Path]:
     return mods
 
 
+def _imports(m: str, p) -> list[tuple[str, str | None]]:
+    """``(module, name)`` of every import in module ``m`` (file ``p``), lazy ones included;
+    relative imports resolved; ``name`` is None for ``import X``."""
+    base = m if p.name == "__init__.py" else m.rsplit(".", 1)[0]
+    out: list[tuple[str, str | None]] = []
+    for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(a.name, None) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = base.split(".")
+                parts = parts[: len(parts) - (node.level - 1)]
+                mod = ".".join(parts + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            out += [(mod, a.name) for a in node.names]
+    return out
+
+
 def _edges() -> dict[str, set[str]]:
     mods = _modules()
     edges: dict[str, set[str]] = {m: set() for m in mods}
     for m, p in mods.items():
         if m == "planner":
             continue  # the lazy export table: `planner.X` names resolved on first access
-        is_pkg = p.name == "__init__.py"
-        base = m if is_pkg else m.rsplit(".", 1)[0]
-        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    parts = base.split(".")
-                    parts = parts[: len(parts) - (node.level - 1)]
-                    mod = ".".join(parts + ([node.module] if node.module else []))
-                else:
-                    mod = node.module or ""
-                targets = [mod] + [f"{mod}.{a.name}" for a in node.names]
-            else:
-                continue
-            for t in targets:
+        for mod, name in _imports(m, p):
+            for t in (mod, f"{mod}.{name}") if name else (mod,):
                 while t and t not in mods:
                     t = t.rsplit(".", 1)[0] if "." in t else ""
                 if t and t != m and not m.startswith(t + "."):
@@ -161,27 +166,12 @@ def _private_imports() -> list[str]:
         if m == "planner":
             continue
         pkg = ".".join(m.split(".")[:2])
-        is_pkg = p.name == "__init__.py"
-        base = m if is_pkg else m.rsplit(".", 1)[0]
-        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                names = [(a.name, None) for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    parts = base.split(".")
-                    parts = parts[: len(parts) - (node.level - 1)]
-                    mod = ".".join(parts + ([node.module] if node.module else []))
-                else:
-                    mod = node.module or ""
-                names = [(mod, a.name) for a in node.names]
-            else:
-                continue
-            for mod, name in names:
-                if not mod.startswith("planner.") or mod.startswith(pkg + ".") or mod == pkg:
-                    continue  # outside planner, or within the importer's own package
-                full = mod.split(".") + ([name] if name else [])
-                if any(part.startswith("_") and part != "__init__" for part in full[1:]):
-                    bad.append(f"{m} -> {'.'.join(full)}")
+        for mod, name in _imports(m, p):
+            if not mod.startswith("planner.") or mod.startswith(pkg + ".") or mod == pkg:
+                continue  # outside planner, or within the importer's own package
+            full = mod.split(".") + ([name] if name else [])
+            if any(part.startswith("_") and part != "__init__" for part in full[1:]):
+                bad.append(f"{m} -> {'.'.join(full)}")
     return sorted(bad)
 
 

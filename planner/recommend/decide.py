@@ -94,17 +94,10 @@ def _label(r: dict[str, Any]) -> str:
     return f"{r['gpu']} {r['framework']} {r['precision']} tp={r['tp']}"
 
 
-def _overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    lo_a, hi_a = a.get("usd_per_mtok_output_low"), a.get("usd_per_mtok_output_high")
-    lo_b, hi_b = b.get("usd_per_mtok_output_low"), b.get("usd_per_mtok_output_high")
-    if None in (lo_a, hi_a, lo_b, hi_b):
-        return False
-    return lo_a < hi_b * (1 - 1e-9) and lo_b < hi_a * (1 - 1e-9)
-
-
-def _gpu_overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    lo_a, hi_a = a.get("num_gpus_low"), a.get("num_gpus_high")
-    lo_b, hi_b = b.get("num_gpus_low"), b.get("num_gpus_high")
+def _overlap(a: dict[str, Any], b: dict[str, Any], key: str = "usd_per_mtok_output") -> bool:
+    """Whether the ``key_low``..``key_high`` bands of two options overlap."""
+    lo_a, hi_a = a.get(f"{key}_low"), a.get(f"{key}_high")
+    lo_b, hi_b = b.get(f"{key}_low"), b.get(f"{key}_high")
     if None in (lo_a, hi_a, lo_b, hi_b):
         return False
     return lo_a < hi_b * (1 - 1e-9) and lo_b < hi_a * (1 - 1e-9)
@@ -130,10 +123,10 @@ def decide(recs: list[dict[str, Any]], objective: str) -> str:
         at_rows[which] = _label(recs[min(vals)[1]]) if vals else None
     w["winner_at_price_rows"] = at_rows
     priced = objective in PRICED
-    overlap = _overlap if objective != "gpus" else _gpu_overlap
+    band_key = "num_gpus" if objective == "gpus" else "usd_per_mtok_output"
     sentences = []
     for r in recs[1:]:
-        if objective in PRICED + ("gpus",) and overlap(r, w):
+        if objective in PRICED + ("gpus",) and _overlap(r, w, band_key):
             r["robustness"] = "within model uncertainty"
             continue
         r["robustness"] = "robust"

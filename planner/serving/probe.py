@@ -477,35 +477,29 @@ class CapacityProbe:
         if k_max < k_lb:
             return None
         k = min(max(k_lb, int(k_start or k_lb)), k_max)
-        if self.ok(need_rps / k):
-            step = 1
-            while k > k_lb:
+        step = 1
+        if self.ok(need_rps / k):  # gallop down: k passes, find a failure below it
+            while True:
+                if k == k_lb:
+                    return k
                 lower = max(k_lb, k - step)
                 if not self.ok(need_rps / lower):
                     fail = lower
                     break
                 k, step = lower, step * 2
-            else:
-                return k
-            while k - fail > 1:
-                mid = (k + fail) // 2
-                if self.ok(need_rps / mid):
-                    k = mid
-                else:
-                    fail = mid
-            return k
-        fail, step = k, 1
-        while True:
-            k = fail + step
-            if k > k_max:
-                if fail < k_max and self.ok(need_rps / k_max):
-                    k = k_max
+        else:  # gallop up: k fails, find a pass above it
+            fail = k
+            while True:
+                k = fail + step
+                if k > k_max:
+                    if fail < k_max and self.ok(need_rps / k_max):
+                        k = k_max
+                        break
+                    return None
+                if self.ok(need_rps / k):
                     break
-                return None
-            if self.ok(need_rps / k):
-                break
-            fail, step = k, step * 2
-        while k - fail > 1:
+                fail, step = k, step * 2
+        while k - fail > 1:  # bisect: fail fails, k passes
             mid = (k + fail) // 2
             if self.ok(need_rps / mid):
                 k = mid
