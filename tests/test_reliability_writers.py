@@ -147,3 +147,21 @@ def test_real_file_size_limit_keeps_the_old_file(small_csv, tmp_path):
     assert r.returncode == 2, r.stderr
     assert "cannot write" in r.stderr and "predicted.csv" in r.stderr
     assert out.read_text() == OLD
+
+
+def test_validate_holdout_matching_nothing_lists_the_sources(capsys):
+    rc = main(["validate", "--own", "--no-serving", "--holdout", "no-such-source-xyz"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "matches no source" in err and "MLPerf Inference v5.1" in err
+
+
+def test_validate_holdout_predicts_only_that_source(tmp_path, capsys):
+    details = tmp_path / "d.csv"
+    rc = main(
+        ["validate", "--own", "--holdout", "mlperf inference v5.1", "--details", str(details)]
+    )
+    assert rc == 0, capsys.readouterr().err
+    import pandas as pd
+
+    d = pd.read_csv(details)
+    assert len(d) > 0 and set(d["source"]) == {"MLPerf Inference v5.1"}

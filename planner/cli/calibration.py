@@ -34,6 +34,7 @@ examples:
   planner validate                      # LOSO on public data + 5-fold on own H200 data
   planner validate --output docs/accuracy.md
   planner validate --no-serving --format json
+  planner validate --holdout dstack GPUStack --no-serving   # only these sources held out
 """
 
 
@@ -110,6 +111,14 @@ def register(sub) -> None:
     )
     v.add_argument(
         "--details", default=None, help="write every out-of-sample prediction to this CSV"
+    )
+    v.add_argument(
+        "--holdout",
+        nargs="+",
+        metavar="TEXT",
+        default=None,
+        help="hold out only the sources whose name contains one of these texts "
+        "(case-insensitive; a quick partial LOSO while working on some sources)",
     )
     v.add_argument(
         "--bands-into",
@@ -216,7 +225,9 @@ def cmd_validate(args) -> int:
             "nothing to validate: --public and --own select no files "
             "(omit them for the bundled data)"
         )
-    res = run_validation(public, own, catalog=cat, serving=not args.no_serving)
+    res = run_validation(
+        public, own, catalog=cat, serving=not args.no_serving, holdout=args.holdout
+    )
     if not any(res.get(k) is not None and len(res[k]) for k in ("loso", "kfold_own")):
         raise PlannerError(
             "nothing to validate: the selected files have no rows that can be predicted out of "
