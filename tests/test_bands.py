@@ -446,3 +446,32 @@ def test_estimate_capacity_and_predict_use_the_group_band(tmp_path, capsys):
     assert row["reason"] == "", row["reason"]
     assert row["predicted_low"] == pytest.approx(0.25 * row["predicted"])
     assert row["predicted_high"] == pytest.approx(4.0 * row["predicted"])
+
+
+def test_recommend_uses_the_group_band(tmp_path, monkeypatch, capsys):
+    """recommend reads the bundled profile's bands: with a vLLM-on-AMD band of 0.25-4.0 added,
+    the MI300X vLLM option's error_band is that band and names the group."""
+    import json
+
+    from planner.cli import main
+    from planner.catalog.profile import save_profile
+
+    prof = load_profile()
+    bands = {**prof.error_bands, "vendor_framework:amd/vllm": _eb(0.25, 4.0, n=40, s=3)}
+    path = tmp_path / "profile.yaml"
+    save_profile(prof.model_copy(update={"error_bands": bands}), path)
+    monkeypatch.setattr(profile_mod, "DEFAULT_PROFILE", path)
+    rc = main(
+        [
+            "recommend", "--model", "llama-3.1-8b", "--peak-rps", "5", "--input-tokens", "1000",
+            "--output-tokens", "200", "--ttft-p99", "2", "--tpot-p99", "0.05",
+            "--gpus", "mi300x", "--frameworks", "vllm", "--precisions", "bf16", "--tp", "1",
+            "--format", "json",
+        ]
+    )  # fmt: skip
+    assert rc == 0
+    r = json.loads(capsys.readouterr().out)["recommendations"][0]
+    assert r["gpu"] == "amd-mi300x" and r["framework"] == "vllm"
+    band = r["error_band"]
+    assert (band["low_ratio"], band["high_ratio"], band["group"]) == (0.25, 4.0, "vllm on amd")
+    assert r["num_gpus_low"] <= r["num_gpus"] <= r["num_gpus_high"]

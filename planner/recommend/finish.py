@@ -240,6 +240,7 @@ def _bands(r: dict[str, Any], s: Screened, need: float, gpr: int) -> None:
             "high_ratio": band.high_ratio,
             "tier": band.tier,
             "n_rows": band.n_rows,
+            "group": band.group,
             "note": band.note,
         },
     )
