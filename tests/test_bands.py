@@ -453,8 +453,8 @@ def test_recommend_uses_the_group_band(tmp_path, monkeypatch, capsys):
     the MI300X vLLM option's error_band is that band and names the group."""
     import json
 
-    from planner.cli import main
     from planner.catalog.profile import save_profile
+    from planner.cli import main
 
     prof = load_profile()
     bands = {**prof.error_bands, "vendor_framework:amd/vllm": _eb(0.25, 4.0, n=40, s=3)}
