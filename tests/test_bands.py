@@ -21,8 +21,10 @@ from planner.catalog.profile import (
     Profile,
     ProfileNode,
     _describe,
+    band_for,
     band_for_tier,
     error_band,
+    group_keys,
     load_profile,
     provenance_tier,
 )
@@ -198,14 +200,14 @@ def test_predict_band_for_throughput_and_for_time():
     pred = Predictor(CAT)
     thr = pred.predict_row(_row())
     assert thr["reason"] == "" and thr["predicted"] > 0
-    b = error_band(thr["provenance"])
+    b = error_band(thr["provenance"], None, "nvidia", "trtllm")  # the row's vendor, framework
     assert thr["predicted_low"] == pytest.approx(thr["predicted"] * b.low_ratio)
     assert thr["predicted_high"] == pytest.approx(thr["predicted"] * b.high_ratio)
     t = pred.predict_row(
         _row(mode="static_batch", batch="4", isl="512", metric="prefill_s", unit="s")
     )
     assert t["reason"] == ""
-    b = error_band(t["provenance"])
+    b = error_band(t["provenance"], None, "nvidia", "trtllm")
     # a time: low = predicted / high_ratio, high = predicted / low_ratio
     assert t["predicted_low"] == pytest.approx(t["predicted"] / b.high_ratio)
     assert t["predicted_high"] == pytest.approx(t["predicted"] / b.low_ratio)
@@ -332,3 +334,144 @@ def test_tier_without_any_farther_band_takes_the_envelope_of_all():
     for tier in ("global", "prior"):
         b = band_for_tier(tier, bands)
         assert (b.tier, b.low_ratio, b.high_ratio, b.n_rows) == ("envelope", 0.7, 1.2, 140)
+
+
+# =========================================================================== group bands
+def test_group_keys_nearest_first():
+    assert group_keys("amd", "vllm") == [
+        "vendor_framework:amd/vllm", "framework:vllm", "vendor:amd"
+    ]  # fmt: skip
+    assert group_keys(None, "sglang") == ["framework:sglang"]
+    assert group_keys(None, None) == []
+
+
+def test_group_band_widens_the_tier_band():
+    """fit 0.9-1.1; vLLM on AMD held out 0.5-1.3 (25 rows, 2 sources): a fit prediction of
+    vLLM on AMD spans both, min(0.9, 0.5) = 0.5 to max(1.1, 1.3) = 1.3; NVIDIA TensorRT-LLM
+    has no group band and keeps the tier's 0.9-1.1; SGLang on AMD has no vendor x framework
+    band and takes SGLang's across vendors (0.3-2.0); a group of 10 rows or of one source is
+    not used (BAND_MIN_ROWS = 20, BAND_MIN_SOURCES = 2)."""
+    bands = {
+        "fit": _eb(0.9, 1.1),
+        "vendor_framework:amd/vllm": _eb(0.5, 1.3, n=25, s=2),
+        "framework:sglang": _eb(0.3, 2.0, n=20, s=2),
+        "vendor_framework:nvidia/vllm": _eb(0.2, 5.0, n=10),
+        "framework:lmdeploy": ErrorBand(ratio_p10=0.1, ratio_p90=9.0, n_rows=40, n_sources=1),
+    }
+    b = band_for("fit", bands, "amd", "vllm")
+    assert (b.low_ratio, b.high_ratio, b.tier, b.group) == (0.5, 1.3, "fit", "vllm on amd")
+    assert (b.group_rows, b.group_sources) == (25, 2)
+    assert "vllm on amd predictions held out by source (25 rows, 2 sources)" in b.describe()
+    t = band_for("fit", bands, "nvidia", "trtllm")
+    assert (t.low_ratio, t.high_ratio, t.group) == (0.9, 1.1, "")
+    g = band_for("fit", bands, "amd", "sglang")
+    assert (g.low_ratio, g.high_ratio, g.group) == (0.3, 2.0, "sglang on every vendor")
+    assert band_for("fit", bands, "nvidia", "vllm").group == ""  # 10 rows: too few
+    assert band_for("fit", bands, "nvidia", "lmdeploy").group == ""  # one source
+    # error_band reads the same table from a profile
+    prof = Profile(created="2026-12-01", data_hash="x", data_files=(), n_rows_fitted=1,
+                   method="m", nodes=(), error_bands=bands)  # fmt: skip
+    e = error_band("fit (vllm/amd-mi300x/fp8, 9 rows)", prof, "amd", "vllm")
+    assert (e.low_ratio, e.high_ratio) == (0.5, 1.3)
+
+
+def test_group_bands_are_fitted_per_vendor_and_framework():
+    # two AMD vLLM sources at 0.5 .. 0.7 (11 ratios 0.50, 0.52, ... 0.70): p10 0.52, p90 0.68
+    ratios = [0.50 + 0.02 * i for i in range(11)]
+    df = _records({"a": ratios[:6], "b": ratios[6:]}).assign(vendor="amd", framework="vllm")
+    bands = fit_error_bands(df)
+    for key in ("vendor_framework:amd/vllm", "framework:vllm", "vendor:amd", "fit"):
+        b = bands[key]
+        assert (b.ratio_p10, b.ratio_p90) == (pytest.approx(0.52), pytest.approx(0.68)), key
+        assert (b.n_rows, b.n_sources) == (11, 2)
+
+
+def test_coverage_uses_the_group_band_of_the_held_out_rows():
+    """Four NVIDIA TensorRT-LLM sources (50 rows each, 0.9-1.1) and three AMD vLLM sources
+    (20 rows each at 1.50, 1.45, 1.60). Holding out the 1.50 source: the tier band of the other
+    240 rows has p90 at index 0.9 x 239 = 215.1 of the sorted ratios, i.e. among the twenty
+    1.45s (indices 200-219): 1.45 < 1.50, so the tier band alone misses every held-out row;
+    the AMD vLLM band of the two other AMD sources is p10 1.45 to p90 1.60 and holds 1.50."""
+    trt = [0.9 + 0.2 * i / 49 for i in range(50)]
+    df = pd.concat(
+        [
+            _records({s: trt for s in "fghk"}).assign(vendor="nvidia", framework="trtllm"),
+            _records({"c": [1.5] * 20, "d": [1.45] * 20, "e": [1.6] * 20}).assign(
+                vendor="amd", framework="vllm"
+            ),
+        ],
+        ignore_index=True,
+    )
+    cov = band_coverage(df)
+    c = cov[cov["source"] == "c"]
+    assert c["inside"].all() and set(c["band_group"]) == {"vllm on amd"}
+    tier_only = band_for_tier("fit", fit_error_bands(df[df["source"] != "c"]))
+    assert tier_only.high_ratio == pytest.approx(1.45)
+
+
+def test_estimate_capacity_and_predict_use_the_group_band(tmp_path, capsys):
+    """The bundled profile with one extra band, vLLM on AMD at 0.25-4.0 (wider than every tier
+    band): estimate and capacity of vLLM on an MI300X print that band (low = predicted x 0.25,
+    high = x 4.0) and name the group; TensorRT-LLM on an H100 keeps its tier's band."""
+    import json
+
+    from planner import cli
+    from planner.catalog.profile import save_profile
+
+    prof = load_profile()
+    wide = _eb(0.25, 4.0, n=40, s=3)
+    bands = {**prof.error_bands, "vendor_framework:amd/vllm": wide}
+    path = tmp_path / "profile.yaml"
+    save_profile(prof.model_copy(update={"error_bands": bands}), path)
+    base = ["--model", "llama-3.1-8b", "--precision", "bf16", "--calibration", str(path),
+            "--format", "json", "--batch", "8", "--input-len", "1024", "--output-len", "256"]  # fmt: skip
+    assert cli.main(["estimate", "--gpu", "amd-mi300x", "--framework", "vllm", *base]) == 0
+    est = json.loads(capsys.readouterr().out)
+    assert "vllm on amd" in est["error_band"]
+    assert est["output_tok_s_low"] == pytest.approx(0.25 * est["output_tok_s"])
+    assert est["output_tok_s_high"] == pytest.approx(4.0 * est["output_tok_s"])
+    assert cli.main(["estimate", "--gpu", "nvidia-h100-sxm", "--framework", "trtllm", *base]) == 0
+    nv = json.loads(capsys.readouterr().out)
+    assert "vllm on amd" not in nv["error_band"]
+    assert nv["output_tok_s_high"] < 4.0 * nv["output_tok_s"]
+    chat = str(DATA_DIR.parent / "examples" / "chat-8b.yaml")
+    capacity = ["capacity", chat, "--gpu", "amd-mi300x", "--framework", "vllm", "--requests",
+                "300", "--calibration", str(path), "--format", "json"]  # fmt: skip
+    assert cli.main(capacity) == 0
+    cap = json.loads(capsys.readouterr().out)
+    assert "vllm on amd" in cap["error_band"]
+    # predict: the row's vendor and framework pick the same band
+    pred = Predictor(CAT, profile_path=str(path))
+    row = pred.predict_row(_row(hardware="amd-mi300x", framework="vllm", precision="bf16"))
+    assert row["reason"] == "", row["reason"]
+    assert row["predicted_low"] == pytest.approx(0.25 * row["predicted"])
+    assert row["predicted_high"] == pytest.approx(4.0 * row["predicted"])
+
+
+def test_recommend_uses_the_group_band(tmp_path, monkeypatch, capsys):
+    """recommend reads the bundled profile's bands: with a vLLM-on-AMD band of 0.25-4.0 added,
+    the MI300X vLLM option's error_band is that band and names the group."""
+    import json
+
+    from planner.catalog.profile import save_profile
+    from planner.cli import main
+
+    prof = load_profile()
+    bands = {**prof.error_bands, "vendor_framework:amd/vllm": _eb(0.25, 4.0, n=40, s=3)}
+    path = tmp_path / "profile.yaml"
+    save_profile(prof.model_copy(update={"error_bands": bands}), path)
+    monkeypatch.setattr(profile_mod, "DEFAULT_PROFILE", path)
+    rc = main(
+        [
+            "recommend", "--model", "llama-3.1-8b", "--peak-rps", "5", "--input-tokens", "1000",
+            "--output-tokens", "200", "--ttft-p99", "2", "--tpot-p99", "0.05",
+            "--gpus", "mi300x", "--frameworks", "vllm", "--precisions", "bf16", "--tp", "1",
+            "--format", "json",
+        ]
+    )  # fmt: skip
+    assert rc == 0
+    r = json.loads(capsys.readouterr().out)["recommendations"][0]
+    assert r["gpu"] == "amd-mi300x" and r["framework"] == "vllm"
+    band = r["error_band"]
+    assert (band["low_ratio"], band["high_ratio"], band["group"]) == (0.25, 4.0, "vllm on amd")
+    assert r["num_gpus_low"] <= r["num_gpus"] <= r["num_gpus_high"]

@@ -89,6 +89,14 @@ def _reason(err: BaseException) -> str:
     return " ".join(str(err).split())
 
 
+def _framework_id(cat: Catalog, name: Any) -> str | None:
+    """The catalog id of a row's framework, None when the row names none the catalog knows."""
+    try:
+        return cat.framework(str(name)).id if name else None
+    except PlannerError:
+        return None
+
+
 @dataclass
 class RowContext:
     """Everything resolved for one row; metric functions read from it.
@@ -209,18 +217,27 @@ class Predictor:
         self._bands: dict[str, Any] = {}
         self._profile: Profile | None = None
 
-    def band(self, provenance: str, value: float, unit: str) -> tuple[Any, Any]:
-        """(low, high) of a predicted value from :func:`error_band` of its provenance: a
-        speed scales by the band's ratios, a time (``unit`` s/ms/us) by their inverses."""
-        b = self._bands.get(provenance)
+    def band(
+        self,
+        provenance: str,
+        value: float,
+        unit: str,
+        vendor: str | None = None,
+        framework: str | None = None,
+    ) -> tuple[Any, Any]:
+        """(low, high) of a predicted value from :func:`error_band` of its provenance, GPU
+        vendor and framework: a speed scales by the band's ratios, a time (``unit``
+        s/ms/us) by their inverses."""
+        key = (provenance, vendor, framework)
+        b = self._bands.get(key)
         if b is None:
             if self._profile is None and self.profile_path:
                 self._profile = load_profile(self.profile_path)
             try:
-                b = error_band(provenance, self._profile)
+                b = error_band(provenance, self._profile, vendor, framework)
             except PlannerError:
                 b = False
-            self._bands[provenance] = b
+            self._bands[key] = b
         if not b or not b.known:
             return "", ""
         lo, hi = b.time_interval(value) if unit.strip() in TIME_UNITS_S else b.speed_interval(value)
@@ -383,7 +400,11 @@ class Predictor:
         else:
             out["predicted"] = float(value)
             out["predicted_low"], out["predicted_high"] = self.band(
-                ctx.provenance, float(value), str(row.get("unit") or "")
+                ctx.provenance,
+                float(value),
+                str(row.get("unit") or ""),
+                ctx.gpu.vendor,
+                _framework_id(ctx.catalog, row.get("framework")),
             )
             out["reason"] = reason or ""
         return out

@@ -188,7 +188,10 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
             return None, mp.reason, ""
         # a tuned run's own settings (notes tags), else the framework's defaults
         max_seqs = settings.max_num_seqs or fw.default_max_num_seqs
-        B = float(min(mp.max_concurrent_sequences, max_seqs))
+        # with pipeline parallelism max_num_seqs holds per micro-batch, pp of them in flight
+        # (TensorRT-LLM: CapacityScheduler(getMaxBatchSize() * mNumMicroBatches),
+        # trtGptModelInflightBatching.cpp; planner.serving.steady_state.offline_throughput)
+        B = float(min(mp.max_concurrent_sequences, max_seqs * pp))
         # a run of N requests submitted at once (notes "4 requests") or N concurrent clients
         # never batches more than N sequences
         for cap in (request_count(cell(row, "notes")), number(row, "concurrency")):

@@ -12,8 +12,9 @@ Pipeline (pvlib style: every model has its ``fit_*``):
    deepest node for a deployment.
 5. :func:`cross_validate` / :func:`run_validation` (:mod:`planner.calibration.accuracy`) refit
    without each source or fold and write ``docs/accuracy.md``.
-6. :func:`with_error_bands` (:mod:`planner.calibration.bands`) stores each provenance tier's
-   leave-one-source-out band in the profile; :func:`planner.catalog.profile.error_band`
+6. :func:`with_error_bands` (:mod:`planner.calibration.bands`) stores each provenance tier's and
+   vendor / framework group's leave-one-source-out band in the profile;
+   :func:`planner.catalog.profile.error_band`
    reads it for every prediction.
 """
 

@@ -185,6 +185,88 @@ def group_table(loso):
     return out[cols]
 
 
+#: the GPUs whose per-GPU ordering on MLPerf Llama-2-70B Offline issue 16 checks, per round
+ORDERING_GPUS = ("nvidia-h100-sxm", "nvidia-h200-sxm", "nvidia-b200", "amd-mi300x", "amd-mi325x")
+
+
+def mlperf_ordering(loso, gpus: Sequence[str] = ORDERING_GPUS, model: str = "llama-2-70b"):
+    """Measured and predicted output tok/s PER GPU on MLPerf ``model`` Offline, per round.
+
+    One row per (round, GPU) with the median over that round's systems of measured and of
+    predicted ``output_tok_s_total / n_gpus`` (``n_gpus`` column of ``loso``), the spread of
+    the measured values (min, max over systems) and both ranks (1 = fastest). The ordering
+    holds when ``measured_rank == predicted_rank`` for every GPU of the round;
+    :func:`ordering_pairs` lists the pairs that disagree.
+    """
+    import pandas as pd
+
+    cols = ["round", "gpu", "systems", "measured_per_gpu", "measured_min", "measured_max",
+            "predicted_per_gpu", "measured_rank", "predicted_rank"]  # fmt: skip
+    if loso is None or not len(loso) or "n_gpus" not in loso:
+        return pd.DataFrame(columns=cols)
+    d = loso[
+        loso["source"].str.startswith("MLPerf Inference")
+        & (loso["model"] == model)
+        & (loso["mode"] == "offline")
+        & (loso["metric"] == "output_tok_s_total")
+        & loso["gpu"].isin(list(gpus))
+        & (pd.to_numeric(loso["n_gpus"], errors="coerce") > 0)
+    ].copy()
+    if not len(d):
+        return pd.DataFrame(columns=cols)
+    n = pd.to_numeric(d["n_gpus"])
+    d["meas"], d["pred"] = d["measured"] / n, d["predicted"] / n
+    d["round"] = d["source"].str.replace("MLPerf Inference ", "", regex=False)
+    out = (
+        d.groupby(["round", "gpu"])
+        .agg(
+            systems=("meas", "size"),
+            measured_per_gpu=("meas", "median"),
+            measured_min=("meas", "min"),
+            measured_max=("meas", "max"),
+            predicted_per_gpu=("pred", "median"),
+        )
+        .reset_index()
+    )
+    by = out.groupby("round")
+    out["measured_rank"] = by["measured_per_gpu"].rank(ascending=False, method="min").astype(int)
+    out["predicted_rank"] = by["predicted_per_gpu"].rank(ascending=False, method="min").astype(int)
+    out = out.sort_values(["round", "measured_rank"]).reset_index(drop=True)
+    return out.round({c: 1 for c in cols[3:7]})[cols]
+
+
+def ordering_pairs(table):
+    """Pairs of GPUs of one round whose predicted order differs from the measured order.
+
+    Columns: round, faster (measured), slower (measured), measured_gap_pct (median per-GPU
+    throughput of the faster over the slower - 1), predicted_gap_pct (the same for the
+    predictions; negative = the predicted order is reversed) and ``ranges_overlap``: True when
+    the faster GPU's slowest system is below the slower GPU's fastest, i.e. the round's own
+    systems do not separate the two GPUs.
+    """
+    import pandas as pd
+
+    recs = []
+    for rnd, g in table.groupby("round", sort=True):
+        rows = list(g.sort_values("measured_per_gpu", ascending=False).itertuples())
+        for i, a in enumerate(rows):
+            for b in rows[i + 1 :]:
+                if b.predicted_per_gpu < a.predicted_per_gpu:
+                    continue
+                recs.append(
+                    {
+                        "round": rnd,
+                        "faster": a.gpu,
+                        "slower": b.gpu,
+                        "measured_gap_pct": round(100 * (a.measured_per_gpu / b.measured_per_gpu - 1), 1),
+                        "predicted_gap_pct": round(100 * (a.predicted_per_gpu / b.predicted_per_gpu - 1), 1),
+                        "ranges_overlap": bool(a.measured_min <= b.measured_max),
+                    }
+                )  # fmt: skip
+    cols = ["round", "faster", "slower", "measured_gap_pct", "predicted_gap_pct", "ranges_overlap"]
+    return pd.DataFrame(recs, columns=cols)
+
+
 def run_validation(
     public_files: Sequence[str | Path],
     own_files: Sequence[str | Path] = (),
@@ -252,11 +334,14 @@ def run_validation(
             recs += assumed_layout_predictions(sdf, lambda f: profiles.get(f), cat)
         loso = pd.DataFrame(recs)
         if len(loso):
+            n_gpus = dict(zip(df["id"].astype(str), df["n_gpus"], strict=True))
+            loso["n_gpus"] = pd.to_numeric(loso["id"].map(n_gpus), errors="coerce")
             loso["log_err"] = np.log(loso["predicted"] / loso["measured"])
             loso["ape"] = np.abs(loso["predicted"] / loso["measured"] - 1)
             loso["metric_class"] = [metric_class(m) for m in loso["metric"]]
             result["coverage"] = band_coverage(loso)
             result["bands"] = fit_error_bands(loso)
+            result["mlperf_ordering"] = mlperf_ordering(loso)
         result["loso"] = loso
         result["n_public_rows"] = len(rows)
         result["unpredicted"] = pd.DataFrame(
@@ -298,7 +383,7 @@ def _coverage_section(result: dict[str, Any]) -> list[str]:
         return []
     bands = result.get("bands") or {}
     band_rows = [
-        {"tier": t, "ratio_p10": b.ratio_p10, "ratio_p90": b.ratio_p90, "n": b.n_rows,
+        {"band": t, "ratio_p10": b.ratio_p10, "ratio_p90": b.ratio_p90, "n": b.n_rows,
          "sources": b.n_sources}
         for t, b in bands.items()
     ]  # fmt: skip
@@ -312,7 +397,11 @@ def _coverage_section(result: dict[str, Any]) -> list[str]:
         "measured / predicted throughput over the rows of its provenance tier that were "
         "predicted out of sample (below; `planner calibrate` stores the same in the profile). "
         "A tier with fewer than 20 rows or 2 sources takes the next coarser tier's band; a "
-        "tier's band also spans every nearer tier's. Bands of this run:",
+        "tier's band also spans every nearer tier's. The band then also spans the band of the "
+        "prediction's nearest vendor / framework group with at least 20 rows from 2 sources "
+        "(`vendor_framework:amd/vllm`, else `framework:vllm`, else `vendor:amd`): held-out "
+        "errors differ far more between vendors and frameworks than between tiers. Bands of "
+        "this run:",
         "",
         _md_table(pd.DataFrame(band_rows)),
         "Coverage, checked honestly: each source's rows are tested against bands fitted "
@@ -332,11 +421,35 @@ def _coverage_section(result: dict[str, Any]) -> list[str]:
                     coverage_table(cov, ["framework"])
                     .rename(columns={"framework": "group"})
                     .assign(group=lambda d: "framework " + d["group"]),
+                    coverage_table(cov[cov["band_group"] != ""], ["band_group"])
+                    .rename(columns={"band_group": "group"})
+                    .assign(group=lambda d: "band widened by " + d["group"]),
                 ],
                 ignore_index=True,
             )
         ),  # fmt: skip
     ]
+
+
+def _ordering_section(result: dict[str, Any]) -> list[str]:
+    t = result.get("mlperf_ordering")
+    if t is None or not len(t):
+        return []
+    pairs = ordering_pairs(t)
+    return [
+        "### MLPerf Llama-2-70B Offline: per-GPU ordering within each round",
+        "",
+        "Output tok/s per GPU (median over the round's systems of each GPU; min and max show the "
+        "spread between submitters), measured and predicted out of sample, and the rank of each "
+        "(1 = fastest). Target (issue 16): the predicted ranks equal the measured ranks in every "
+        "round.",
+        "",
+        _md_table(t),
+        "Pairs predicted in the wrong order"
+        + (" (`ranges_overlap`: the round's own systems do not separate the two GPUs):" if len(pairs) else ": none."),
+        "",
+        *([_md_table(pairs)] if len(pairs) else []),
+    ]  # fmt: skip
 
 
 def write_report(
@@ -402,6 +515,7 @@ def write_report(
             "",
             _md_table(group_table(loso)),
             *_coverage_section(result),
+            *_ordering_section(result),
             "### By source (the held-out fold)",
             "",
             _md_table(error_table(loso, ["source"])),

@@ -8,6 +8,12 @@ SPEED ratio measured / predicted over the rows of that tier predicted out of sam
 throughput: for a time metric (TTFT, TPOT, step time) the speed ratio is predicted /
 measured, because a time measured x r longer is a speed r times slower.
 
+The held-out errors also differ by vendor and framework far more than by tier (AMD, vLLM and
+SGLang rows miss more often than NVIDIA TensorRT-LLM rows of the same tier), so the same
+quantiles are taken per group of :data:`planner.catalog.profile.GROUP_LEVELS` (vendor x
+framework, framework, vendor), and a prediction's band spans its tier's band and its nearest
+group's (:func:`planner.catalog.profile.band_for`).
+
 The bands are fitted on THROUGHPUT rows (offline, static, serving and assumed-layout
 throughput, the numbers that size fleets and price tokens); :func:`band_coverage` checks
 them honestly: each source's rows are tested against bands fitted without that source.
@@ -23,7 +29,8 @@ import numpy as np
 from planner.catalog.profile import (
     TIERS,
     ErrorBand,
-    band_for_tier,
+    band_for,
+    group_keys,
     provenance_tier,
 )
 from planner.errors import PlannerError
@@ -60,33 +67,48 @@ def fit_error_bands(
     loso, classes: Sequence[str] = BAND_CLASSES, quantiles: tuple[float, float] = BAND_QUANTILES
 ) -> dict[str, ErrorBand]:
     """Tier -> :class:`ErrorBand` from out-of-sample records (columns provenance,
-    metric_class, measured, predicted, source), using the rows of ``classes``."""
+    metric_class, measured, predicted, source, and vendor / framework when known), using the
+    rows of ``classes``; plus one band per vendor / framework group
+    (:func:`planner.catalog.profile.group_keys`), keyed ``<level>:<value>``."""
     if loso is None or not len(loso):
         return {}
     df = _with_ratio(loso)
     df = df[df["metric_class"].isin(list(classes))]
     out: dict[str, ErrorBand] = {}
-    for tier in TIERS:
-        g = df[df["tier"] == tier]
+
+    def add(key, g):
         if not len(g):
-            continue
+            return
         lo, hi = np.quantile(g["speed_ratio"].to_numpy(), quantiles)
-        out[tier] = ErrorBand(
+        out[key] = ErrorBand(
             ratio_p10=round(float(lo), 4),
             ratio_p90=round(float(hi), 4),
             n_rows=len(g),
             n_sources=int(g["source"].nunique()),
         )
+
+    for tier in TIERS:
+        add(tier, df[df["tier"] == tier])
+    if {"vendor", "framework"} <= set(df.columns):
+        groups: dict[str, list[int]] = {}
+        for i, (v, f) in enumerate(zip(df["vendor"], df["framework"], strict=True)):
+            known_v = v if isinstance(v, str) and v not in ("", "?") else None
+            known_f = f if isinstance(f, str) and f else None
+            for key in group_keys(known_v, known_f):
+                groups.setdefault(key, []).append(i)
+        for key in sorted(groups):
+            add(key, df.iloc[groups[key]])
     return out
 
 
 def band_coverage(loso, classes: Sequence[str] = BAND_CLASSES):
     """Held-out coverage of the bands: for each source, bands fitted WITHOUT that source's
     rows (:func:`fit_error_bands` on the others) are applied to its rows (with the tier
-    fallback of :func:`planner.catalog.profile.band_for_tier`).
+    fallback and the group widening of :func:`planner.catalog.profile.band_for`).
 
     Returns the records with columns ``tier``, ``speed_ratio``, ``band_tier``,
-    ``band_low``, ``band_high`` and ``inside`` (bool) added; rows of ``classes`` only.
+    ``band_group``, ``band_low``, ``band_high`` and ``inside`` (bool) added; rows of
+    ``classes`` only.
     """
     import pandas as pd
 
@@ -98,12 +120,16 @@ def band_coverage(loso, classes: Sequence[str] = BAND_CLASSES):
     for src, g in df.groupby("source", sort=True):
         bands = fit_error_bands(loso[loso["source"] != src], classes)
         got: list[dict[str, Any]] = []
-        for tier, r in zip(g["tier"], g["speed_ratio"], strict=True):
-            b = band_for_tier(tier, bands)
+        vendors = g["vendor"] if "vendor" in g else [None] * len(g)
+        fws = g["framework"] if "framework" in g else [None] * len(g)
+        for tier, r, v, f in zip(g["tier"], g["speed_ratio"], vendors, fws, strict=True):
+            v = v if isinstance(v, str) and v not in ("", "?") else None
+            f = f if isinstance(f, str) and f else None
+            b = band_for(tier, bands, v, f)
             inside = b.known and b.low_ratio <= r <= b.high_ratio  # type: ignore[operator]
             got.append(
-                {"band_tier": b.tier, "band_low": b.low_ratio, "band_high": b.high_ratio,
-                 "inside": bool(inside), "band_known": b.known}
+                {"band_tier": b.tier, "band_group": b.group, "band_low": b.low_ratio,
+                 "band_high": b.high_ratio, "inside": bool(inside), "band_known": b.known}
             )  # fmt: skip
         pieces.append(pd.concat([g.reset_index(drop=True), pd.DataFrame(got)], axis=1))
     return pd.concat(pieces, ignore_index=True) if pieces else pd.DataFrame()

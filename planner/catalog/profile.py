@@ -92,8 +92,8 @@ class Profile(Frozen):
     n_rows_fitted: int
     method: str
     nodes: tuple[ProfileNode, ...]
-    #: provenance tier -> out-of-sample band (written by ``planner calibrate``); see
-    #: :func:`error_band`
+    #: provenance tier (and vendor / framework group, :func:`group_keys`) -> out-of-sample
+    #: band (written by ``planner calibrate``); see :func:`error_band`
     error_bands: dict[str, ErrorBand] = Field(default_factory=dict)
 
     def find(
@@ -282,6 +282,34 @@ TIER_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 #: a tier's band is used only with at least this many held-out rows from this many sources
 BAND_MIN_ROWS = 20
 BAND_MIN_SOURCES = 2
+#: groups of predictions whose held-out errors differ beyond the tier (AMD, vLLM and SGLang
+#: rows miss far more often than NVIDIA TensorRT-LLM rows of the same tier), nearest first;
+#: a band key is ``<level>:<value>`` (``vendor_framework:amd/vllm``, ``framework:sglang``,
+#: ``vendor:amd``) next to the tier keys of :data:`TIERS`
+GROUP_LEVELS = ("vendor_framework", "framework", "vendor")
+
+
+def group_keys(vendor: str | None, framework: str | None) -> list[str]:
+    """Band keys of the groups a prediction of ``framework`` on a ``vendor`` GPU belongs to,
+    nearest first (:data:`GROUP_LEVELS`); levels whose value is unknown are left out."""
+    keys = []
+    if vendor and framework:
+        keys.append(f"vendor_framework:{vendor}/{framework}")
+    if framework:
+        keys.append(f"framework:{framework}")
+    if vendor:
+        keys.append(f"vendor:{vendor}")
+    return keys
+
+
+def _group_label(key: str) -> str:
+    level, _, value = key.partition(":")
+    if level == "vendor_framework":
+        vendor, _, fw = value.partition("/")
+        return f"{fw} on {vendor}"
+    if level == "framework":
+        return f"{value} on every vendor"
+    return f"every framework on {value}"
 
 
 def provenance_tier(provenance: str) -> str:
@@ -315,6 +343,11 @@ class Band:
         sources those rows come from
     note : str
         how the band was chosen, for display
+    group : str
+        the vendor / framework group whose held-out rows widened the band (e.g. ``vllm on
+        amd``); empty when the tier's band stands alone
+    group_rows, group_sources : int
+        held-out rows and sources of that group
     """
 
     low_ratio: float | None
@@ -323,6 +356,9 @@ class Band:
     n_rows: int
     n_sources: int = 0
     note: str = ""
+    group: str = ""
+    group_rows: int = 0
+    group_sources: int = 0
 
     @property
     def known(self) -> bool:
@@ -336,6 +372,12 @@ class Band:
             f"p10-p90 of measured/predicted throughput, {self.low_ratio:.2f}x-"
             f"{self.high_ratio:.2f}x: {self.tier} predictions held out by source "
             f"({self.n_rows} rows, {self.n_sources} sources)"
+            + (
+                f", spanning the band of {self.group} predictions held out by source "
+                f"({self.group_rows} rows, {self.group_sources} sources)"
+                if self.group
+                else ""
+            )
             + (f"; {self.note}" if self.note else "")
         )
 
@@ -353,8 +395,13 @@ class Band:
         return predicted / self.high_ratio, predicted / self.low_ratio  # type: ignore[operator]
 
 
-def error_band(provenance: str, profile: Profile | None = None) -> Band:
-    """THE error band of a prediction, from its provenance label.
+def error_band(
+    provenance: str,
+    profile: Profile | None = None,
+    vendor: str | None = None,
+    framework: str | None = None,
+) -> Band:
+    """THE error band of a prediction, from its provenance label and its vendor / framework.
 
     Every command uses this one function: ``predict`` (``predicted_low``/``predicted_high``),
     ``estimate``, ``capacity``, ``recommend``.
@@ -367,6 +414,11 @@ def error_band(provenance: str, profile: Profile | None = None) -> Band:
     profile : Profile, optional
         the profile whose ``error_bands`` to use (default: the bundled profile); a profile
         without bands (a user's fit on one source) uses the bundled profile's bands
+    vendor, framework : str, optional
+        the GPU's vendor and the framework id of the prediction: the band also spans the
+        band of the nearest group (:func:`group_keys`: same vendor and framework, same
+        framework, same vendor) with at least :data:`BAND_MIN_ROWS` held-out rows from
+        :data:`BAND_MIN_SOURCES` sources (:func:`band_for`)
 
     Returns
     -------
@@ -391,7 +443,39 @@ def error_band(provenance: str, profile: Profile | None = None) -> Band:
     if not bands:
         bundled = load_profile()
         bands = bundled.error_bands if bundled is not None else {}
-    return band_for_tier(tier, bands)
+    return band_for(tier, bands, vendor, framework)
+
+
+def _usable(b: ErrorBand | None) -> ErrorBand | None:
+    ok = b is not None and b.n_rows >= BAND_MIN_ROWS and b.n_sources >= BAND_MIN_SOURCES
+    return b if ok else None
+
+
+def band_for(
+    tier: str,
+    bands: dict[str, ErrorBand],
+    vendor: str | None = None,
+    framework: str | None = None,
+) -> Band:
+    """The band of a prediction of ``tier`` for ``framework`` on a ``vendor`` GPU: the tier's
+    band (:func:`band_for_tier`) widened to span the band of the nearest group with enough
+    held-out rows (:func:`group_keys`). The tier pools every framework and vendor, the group
+    every tier: neither alone says how far off this prediction may be, so the band spans
+    both. Without a usable group band it is the tier's band."""
+    t = band_for_tier(tier, bands)
+    for key in group_keys(vendor, framework):
+        g = _usable(bands.get(key))
+        if g is None:
+            continue
+        if not t.known:
+            return Band(g.ratio_p10, g.ratio_p90, tier, 0, 0, t.note, _group_label(key),
+                        g.n_rows, g.n_sources)  # fmt: skip
+        return Band(
+            min(t.low_ratio, g.ratio_p10),  # type: ignore[type-var]
+            max(t.high_ratio, g.ratio_p90),  # type: ignore[type-var]
+            t.tier, t.n_rows, t.n_sources, t.note, _group_label(key), g.n_rows, g.n_sources,
+        )  # fmt: skip
+    return t
 
 
 def band_for_tier(tier: str, bands: dict[str, ErrorBand]) -> Band:
@@ -399,9 +483,7 @@ def band_for_tier(tier: str, bands: dict[str, ErrorBand]) -> Band:
     next coarser tier with enough rows (see :func:`error_band`)."""
 
     def usable(t):
-        b = bands.get(t)
-        ok = b is not None and b.n_rows >= BAND_MIN_ROWS and b.n_sources >= BAND_MIN_SOURCES
-        return b if ok else None
+        return _usable(bands.get(t))
 
     i = TIERS.index(tier)
     for t in TIERS[i:]:
@@ -415,7 +497,7 @@ def band_for_tier(tier: str, bands: dict[str, ErrorBand]) -> Band:
             hi = max([b.ratio_p90, *(n.ratio_p90 for n in nearer)])
             return Band(lo, hi, t, b.n_rows, b.n_sources, note)
     # nothing as far or farther was measured: the envelope of every measured band
-    usable = [(t, b) for t, b in bands.items() if b.n_rows >= BAND_MIN_ROWS]
+    usable = [(t, b) for t, b in bands.items() if t in TIERS and b.n_rows >= BAND_MIN_ROWS]
     if usable:
         return Band(
             min(b.ratio_p10 for _, b in usable), max(b.ratio_p90 for _, b in usable),

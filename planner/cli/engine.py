@@ -89,7 +89,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         )
     n_gpus = args.tp * args.pp
     decode = est.decode_mid.as_dict()
-    band = error_band(provenance, load_profile(args.calibration))
+    band = error_band(provenance, load_profile(args.calibration), gpu.vendor, fw.id)
     out = {
         "model": m.id,
         "gpu": gpu.id,

@@ -458,7 +458,9 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         hourly_rps=wl.traffic.hourly_rps(),
     )
     s = cap.summary
-    band = error_band(prov, load_profile(args.calibration))
+    band = error_band(
+        prov, load_profile(args.calibration), rep.sm.gpu.vendor, rep.engine.framework or None
+    )
     rate_lo, rate_hi = band.speed_interval(cap.max_rate_rps)
     gpus_band = [  # fewer GPUs at the band's high capacity, more at its low one
         size_fleet(r, peak, headroom=headroom, gpus_per_replica=rep.num_gpus)["num_gpus"]

@@ -219,7 +219,7 @@ def _bands(r: dict[str, Any], s: Screened, need: float, gpr: int) -> None:
     from ..catalog.profile import error_band
 
     try:
-        band = error_band(s.provenance)
+        band = error_band(s.provenance, None, s.opt.gpu.vendor, s.opt.framework.id)
     except PlannerError:
         band = None
     mr = r["max_rate_per_replica"]
@@ -240,6 +240,7 @@ def _bands(r: dict[str, Any], s: Screened, need: float, gpr: int) -> None:
             "high_ratio": band.high_ratio,
             "tier": band.tier,
             "n_rows": band.n_rows,
+            "group": band.group,
             "note": band.note,
         },
     )

@@ -192,9 +192,26 @@ def offline_throughput(
     iteration holds ``B (isl + osl) / n_iter`` new tokens, B sequences, contexts of
     ``isl + osl / 2`` on average. Throughput = ``B osl / (n_iter t_iter)``.
     Lengths are the means of a fixed-length row, ``isl = input_tokens``, ``osl = output_tokens``.
+
+    Pipeline parallelism (``sm.pp > 1``): the engine keeps ``pp`` micro-batches of ``B / pp``
+    sequences in flight, one on each stage (TensorRT-LLM's in-flight batching sets its number
+    of micro-batches to the pipeline-parallel size: ``mNumMicroBatches =
+    getPipelineParallelism()`` in ``trtGptModelInflightBatching.cpp``). A micro-batch advances
+    one token per pass through every stage (``sm.step_time`` counts every stage), and ``pp``
+    micro-batches advance in that time, so the replica delivers ``pp`` x the throughput of
+    one micro-batch; the token budget holds per micro-batch. Fewer sequences than stages fill
+    only that many micro-batches.
     """
-    isl, osl = input_tokens, output_tokens  # the benchmark schema's names, as in the formula
     B = max(1.0, float(max_batch))
+    k = min(float(sm.pp), B)  # micro-batches in flight (1 without pipeline parallelism)
+    return k * _offline_cycle(sm, input_tokens, output_tokens, B / k, token_budget), B
+
+
+def _offline_cycle(
+    sm: StepModel, input_tokens: float, output_tokens: float, B: float, token_budget: float
+) -> float:
+    """Output tok/s of ``B`` sequences run as one batch (:func:`offline_throughput`)."""
+    isl, osl = input_tokens, output_tokens  # the benchmark schema's names, as in the formula
     n_iter = max(osl, B * (isl + osl) / token_budget)
     new = B * (isl + osl) / n_iter
     ctx = isl + osl / 2
@@ -210,4 +227,4 @@ def offline_throughput(
         + sm.params.sched_overhead_s
         + sm.params.sched_seq_overhead_s * B
     )
-    return B * osl / (n_iter * t), B
+    return B * osl / (n_iter * t)
