@@ -491,9 +491,10 @@ def test_a_higher_price_never_ranks_an_option_better_on_cost(gpu, price, factor)
 # ------------------------------------------------------------------------------ issue 19's recommend cases
 # The recommend-objective cases of issue 19 (fixed on the `recommend` branch, merged): each
 # answers within a bound, on a small option space.
-KNOWN_OPEN_BOUND_S = (
-    8.0  # small option spaces: ~3 s of CPU each once fixed (raise it on a slow runner)
-)
+# small option spaces: ~3 s of CPU each once fixed; the bound catches a runaway search (the
+# bug took minutes), not speed, which scripts/bench_recommend.py measures. 8 s failed under a
+# load average of 7.5 on the 2-core machine, so it allows a loaded runner.
+KNOWN_OPEN_BOUND_S = 30.0
 MIXED = [EX / "mixed-70b.yaml", "--gpus", "h100,mi300x", "--frameworks", "vllm", "--precisions", "fp8"]  # fmt: skip
 KNOWN_OPEN = [
     pytest.param(
