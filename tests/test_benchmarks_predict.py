@@ -343,14 +343,15 @@ def test_offline_rows_simulate_the_submitters_settings(catalog, prior_only):
     f_tuned, _, _ = row_predictor(tuned, catalog)
     assert kind == "offline"
     # by hand: the tuned run's batch is min(sequences that fit in fp8 KV, 2048) with a
-    # 16,384-token budget; the default run's min(fit in bf16 KV, vLLM's 256) with 2,048
+    # 16,384-token budget; the default run's min(fit in bf16 KV, vLLM's 1024 on a >= 70 GiB
+    # GPU) with 8,192
     sm = step_model("llama-3.1-8b", "nvidia-h200-sxm", "bf16", "fp8", params=PRIOR, catalog=catalog)
     mp = plan_memory(
         "llama-3.1-8b", "nvidia-h200-sxm", "bf16", "fp8", context_len=256, framework="vllm",
         max_num_seqs=2048, max_batched_tokens=16384, catalog=catalog,
     )  # fmt: skip
     b = float(min(mp.max_concurrent_sequences, 2048))
-    assert b > 256  # the tuned batch is larger than the default cap
+    assert b > 1024  # the tuned batch is larger than the default cap
     assert f_tuned(PRIOR) == pytest.approx(offline_throughput(sm, 128, 128, b, 16384.0)[0])
     assert f_tuned(PRIOR) > f_default(PRIOR)
     # predict says which settings it simulated
@@ -362,8 +363,8 @@ def test_offline_rows_simulate_the_submitters_settings(catalog, prior_only):
     )
     d = pred.predict_row(row)
     assert d["settings"] == (
-        "kv bf16 (default); engine: max_num_seqs=256 (vllm default), "
-        "max_num_batched_tokens=2048 (vllm default)"
+        "kv bf16 (default); engine: max_num_seqs=1024 (vllm default), "
+        "max_num_batched_tokens=8192 (vllm default)"
     )
     bad = pred.predict_row({**row, "notes": "max_num_seqs=-3"})
     assert bad["predicted"] == "" and "max_num_seqs" in bad["reason"]
@@ -390,7 +391,66 @@ def test_serving_rows_run_the_engine_with_the_rows_settings(catalog, prior_only)
     )  # fmt: skip
     free = serving_row_details(row, catalog, PRIOR)
     capped = serving_row_details({**row, "notes": "64 requests; max_num_seqs=2"}, catalog, PRIOR)
-    assert "max_num_seqs=256 (vllm default)" in free["note"]
+    assert "max_num_seqs=1024 (vllm default)" in free["note"]
     assert "max_num_seqs=2 (row)" in capped["note"]
-    # 8 clients through 2 running sequences: slower than through vLLM's default 256
+    # 8 clients through 2 running sequences: slower than through vLLM's default 1024
     assert capped["output_tok_s_total"] < 0.5 * free["output_tok_s_total"]
+
+
+def test_vllm_defaults_follow_the_gpu_and_the_release(catalog, prior_only):
+    """vLLM's V1 engine picks max_num_seqs 1024 / max_num_batched_tokens 8192 on GPUs with
+    >= 70 GiB that are not A100s, 256 / 2048 elsewhere and in V0 releases (< 0.8); its
+    gpu_memory_utilization was 0.9 through 0.11.0 and is 0.92 now (data/frameworks.yaml
+    cites vllm/engine/arg_utils.py and vllm/config/cache.py of the 0.11.0 wheel)."""
+    vllm = catalog.framework("vllm")
+    h100, a100, l40s = (
+        catalog.gpu(g) for g in ("nvidia-h100-sxm", "nvidia-a100-80gb-sxm", "nvidia-l40s")
+    )
+    # H100 SXM: 80 GiB of HBM >= 70 GiB; A100 80GB: excluded by name; L40S: 48 GB < 70 GiB
+    assert vllm.scheduler_defaults(h100) == (1024, 8192)
+    assert vllm.scheduler_defaults(a100) == (256, 2048)
+    assert vllm.scheduler_defaults(l40s) == (256, 2048)
+    assert vllm.scheduler_defaults(h100, "vLLM 0.7.3.dev138+g21f6ca217") == (256, 2048)
+    assert vllm.scheduler_defaults(h100, "v0.10.2 | vllm serve") == (1024, 8192)
+    assert vllm.scheduler_defaults(None) == (256, 2048)
+    # engines without tiers keep their one default
+    sgl = catalog.framework("sglang")
+    assert sgl.scheduler_defaults(h100) == (
+        sgl.default_max_num_seqs,
+        sgl.default_max_num_batched_tokens,
+    )
+    assert vllm.memory_utilization_default("v0.11.0") == 0.9
+    assert vllm.memory_utilization_default("vLLM 0.6.0") == 0.9
+    assert vllm.memory_utilization_default(None) == 0.92
+    assert vllm.memory_utilization_default("not stated") == 0.92
+
+    # a row of vLLM 0.10.2 on one H100 runs with 0.9 of the memory: Qwen3-32B bf16 (65.5 GB of
+    # weights) then holds fewer sequences than under today's 0.92, and the offline prediction
+    # is the steady-state throughput at that smaller batch
+    from planner.benchmarks.step_rows import row_predictor
+    from planner.engine import plan_memory
+
+    row = _row(
+        hardware="nvidia-h100-sxm", model="qwen3-32b", precision="bf16", framework="vllm",
+        framework_version="v0.11.0 | vllm server", mode="offline", batch="", isl="2000",
+        osl="100", context_len="", metric="output_tok_s_total", value="152.42", unit="tok/s",
+        notes="500 requests",
+    )  # fmt: skip
+    now = {**row, "framework_version": ""}
+    kw = dict(
+        context_len=2100,
+        framework="vllm",
+        catalog=catalog,
+        max_num_seqs=1024,
+        max_batched_tokens=8192,
+    )
+    old_mp = plan_memory("qwen3-32b", "nvidia-h100-sxm", "bf16", None, memory_utilization=0.9, **kw)
+    new_mp = plan_memory(
+        "qwen3-32b", "nvidia-h100-sxm", "bf16", None, memory_utilization=0.92, **kw
+    )
+    # 2 % of 85.5e9 B = 1.7e9 B less KV budget, at 262,144 B per token (64 layers x 8 KV heads
+    # x 128 x 2 (K, V) x 2 B): about 6,500 tokens, 3 sequences of 2,100 tokens fewer
+    assert 2 <= new_mp.max_concurrent_sequences - old_mp.max_concurrent_sequences <= 4
+    f_old, _, _ = row_predictor(row, catalog)
+    f_now, _, _ = row_predictor(now, catalog)
+    assert f_old(PRIOR) < f_now(PRIOR)
