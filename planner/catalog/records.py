@@ -537,7 +537,12 @@ class SchedulerTier(Frozen):
     ``max_num_seqs`` 1024 and ``max_num_batched_tokens`` 8192 on GPUs with >= 70 GiB that
     are not A100s, instead of 256 / 2048)."""
 
-    min_memory_gib: float = Field(gt=0, description="the GPU's total memory at least this [GiB]")
+    min_memory_gib: float = Field(
+        0.0, ge=0, description="the GPU's total memory at least this [GiB]"
+    )
+    max_memory_gib: float | None = Field(
+        None, gt=0, description="and below this [GiB] (None: no upper bound)"
+    )
     exclude_gpu_names: tuple[str, ...] = Field(
         (), description="lower-case texts; a GPU whose id or name contains one keeps the base"
     )
@@ -564,6 +569,8 @@ class SchedulerTier(Frozen):
         try:
             mem = float(gpu.memory_bytes)
         except MissingDataError:
+            return False
+        if self.max_memory_gib is not None and mem >= self.max_memory_gib * GIB:
             return False
         return mem >= self.min_memory_gib * GIB
 
