@@ -555,6 +555,19 @@ class SchedulerTier(Frozen):
     max_num_batched_tokens: int | None = Field(None, gt=0)
     source: str = Field(min_length=3)
 
+    def describe(self) -> str:
+        """One line, e.g. ``>= 70 GiB, not a100, from 0.8.0: 1024 seqs / 8192 tokens``."""
+        bounds = [f">= {self.min_memory_gib:g} GiB"] if self.min_memory_gib else []
+        if self.max_memory_gib is not None:
+            bounds.append(f"< {self.max_memory_gib:g} GiB")
+        mem = " and ".join(bounds) or "any memory"
+        parts = [mem]
+        parts += [f"not {x}" for x in self.exclude_gpu_names]
+        if self.since_version:
+            parts.append(f"from {self.since_version}")
+        tok = self.max_num_batched_tokens
+        return f"{', '.join(parts)}: {self.max_num_seqs} seqs / {tok if tok else '-'} tokens"
+
     def applies(self, gpu: Any, version: str | None = None) -> bool:
         """Whether the engine picks this tier on ``gpu`` (an :class:`Accelerator`) in the
         release named by ``version`` (free text; None or no number = a current release)."""
