@@ -458,3 +458,48 @@ def test_vllm_defaults_follow_the_gpu_and_the_release(catalog, prior_only):
     f_old, _, _ = row_predictor(row, catalog)
     f_now, _, _ = row_predictor(now, catalog)
     assert f_old(PRIOR) < f_now(PRIOR)
+
+
+def test_memory_fraction_tags_are_read(catalog, prior_only):
+    """A tuned run's memory fraction tag (``gpu_memory_utilization=0.99`` in the MLPerf v4.1
+    MI300X rows, from AMD's --gpu-memory-utilization 0.99) sets the engine's fraction."""
+    from planner.benchmarks.schema import memory_fraction_from_notes
+    from planner.benchmarks.step_rows import row_predictor
+    from planner.engine import plan_memory
+    from planner.errors import PlannerError
+
+    assert memory_fraction_from_notes("x; gpu_memory_utilization=0.99") == 0.99
+    assert memory_fraction_from_notes("mem_fraction_static=0.8; --tp 8") == 0.8
+    assert memory_fraction_from_notes("kv_cache_free_gpu_mem_fraction 0.95 (table)") == 0.95
+    assert memory_fraction_from_notes("no tag") is None
+    for bad, why in (
+        ("gpu_memory_utilization=1.5", "outside"),
+        ("gpu_memory_utilization=0.9 mem_fraction_static=0.8", "given twice"),
+    ):
+        with pytest.raises(PlannerError, match=why):
+            memory_fraction_from_notes(bad)
+    row = _row(
+        hardware="amd-mi300x", model="llama-3.1-70b", precision="fp8", framework="vllm",
+        framework_version="vLLM 0.4.3+rocm614", mode="offline", batch="", isl="1024",
+        osl="1024", context_len="", metric="output_tok_s_total", value="3000", unit="tok/s",
+        notes="max_num_seqs=2048 max_num_batched_tokens=65536 kv_cache_dtype=fp8",
+    )  # fmt: skip
+    tagged = {**row, "notes": row["notes"] + " gpu_memory_utilization=0.99"}
+    # by hand: 70B fp8 (~70.6e9 B of weights) on one MI300X (192 GiB = 206.2e9 B): the KV
+    # budget grows from 0.9 x 206.2e9 - weights - activations (~114e9 B) to 0.99 x 206.2e9 -
+    # the same (~133e9 B), about 16 % more sequences of 2,048 tokens
+    kw = dict(
+        context_len=2048,
+        framework="vllm",
+        catalog=catalog,
+        max_num_seqs=2048,
+        max_batched_tokens=65536,
+    )
+    lo = plan_memory("llama-3.1-70b", "amd-mi300x", "fp8", "fp8", memory_utilization=0.9, **kw)
+    hi = plan_memory("llama-3.1-70b", "amd-mi300x", "fp8", "fp8", memory_utilization=0.99, **kw)
+    assert 1.12 < hi.max_concurrent_sequences / lo.max_concurrent_sequences < 1.20
+    f_plain, _, _ = row_predictor(row, catalog)
+    f_tag, _, _ = row_predictor(tagged, catalog)
+    assert f_tag(PRIOR) > f_plain(PRIOR)
+    bad, why, _ = row_predictor({**row, "notes": "gpu_memory_utilization=2"}, catalog)
+    assert bad is None and "outside" in why

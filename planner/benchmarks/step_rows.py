@@ -170,10 +170,10 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
         # on this GPU (vLLM V1: 1024 / 8192 on >= 70 GiB GPUs other than A100s)
         version = cell(row, "framework_version")
         seqs0, btok0 = fw.scheduler_defaults(g, version)
-        util = memory_fraction_from_notes(cell(row, "notes"))
         max_seqs = settings.max_num_seqs or seqs0
         budget = float(settings.max_num_batched_tokens or btok0 or 8192)
         try:
+            util = memory_fraction_from_notes(cell(row, "notes"))
             mp = plan_memory(
                 m,
                 g,
