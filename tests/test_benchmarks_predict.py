@@ -413,6 +413,11 @@ def test_vllm_defaults_follow_the_gpu_and_the_release(catalog, prior_only):
     assert vllm.scheduler_defaults(h100, "vLLM 0.7.3.dev138+g21f6ca217") == (256, 2048)
     assert vllm.scheduler_defaults(h100, "v0.10.2 | vllm serve") == (1024, 8192)
     assert vllm.scheduler_defaults(None) == (256, 2048)
+    # no release stated: a run dated before vLLM 0.8.0 (V1 by default, posted 2025-03-19) ran
+    # V0; VLLM_USE_V1=0 forces V0 in any release
+    assert vllm.scheduler_defaults(h100, "vLLM (version not stated)", "2024-10-10") == (256, 2048)
+    assert vllm.scheduler_defaults(h100, "vLLM (version not stated)", "2025-06-01") == (1024, 8192)
+    assert vllm.scheduler_defaults(h100, "harness, VLLM_USE_V1=0, AITER kernels") == (256, 2048)
     # `planner frameworks` lists the rule (column defaults_by_gpu)
     assert vllm.scheduler_tiers[0].describe() == (
         ">= 70 GiB, not a100, from 0.8.0: 1024 seqs / 8192 tokens"

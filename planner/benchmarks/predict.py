@@ -326,7 +326,9 @@ class Predictor:
         except PlannerError:
             return kv
         st = engine_settings(cell(row, "notes"))
-        seqs0, btok0 = fw.scheduler_defaults(ctx.gpu, cell(row, "framework_version"))
+        seqs0, btok0 = fw.scheduler_defaults(
+            ctx.gpu, cell(row, "framework_version"), cell(row, "as_of")
+        )
         return kv + "; " + st.describe(seqs0, btok0, fw.id)
 
     # ---- one row

@@ -207,6 +207,7 @@ def _serving_row_result(
         kv,
         fw_id,
         cell(row, "framework_version"),
+        cell(row, "as_of"),
         int(tp),
         int(pp),
         replicas,
@@ -229,7 +230,7 @@ def _serving_row_result(
     # this GPU (vLLM V1: 1024 / 8192 on >= 70 GiB GPUs other than A100s)
     fw_rec = cat.framework(fw_id)
     version = cell(row, "framework_version")
-    seqs0, btok0 = fw_rec.scheduler_defaults(cat.gpu(hw), version)
+    seqs0, btok0 = fw_rec.scheduler_defaults(cat.gpu(hw), version, cell(row, "as_of"))
     if kv is not None and kv not in {k.id for k in cat.kv_precisions}:
         kv = None
     rep = build_replica(

@@ -169,7 +169,7 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
         # a tuned run's own settings (notes tags), else the defaults its engine release picks
         # on this GPU (vLLM V1: 1024 / 8192 on >= 70 GiB GPUs other than A100s)
         version = cell(row, "framework_version")
-        seqs0, btok0 = fw.scheduler_defaults(g, version)
+        seqs0, btok0 = fw.scheduler_defaults(g, version, cell(row, "as_of"))
         max_seqs = settings.max_num_seqs or seqs0
         budget = float(settings.max_num_batched_tokens or btok0 or 8192)
         try:

@@ -551,6 +551,16 @@ class SchedulerTier(Frozen):
         description="first engine release with this rule; a row of an older stated "
         "release keeps the base defaults",
     )
+    since_date: _dt.date | None = Field(
+        None,
+        description="that release's date: a row that states no release but is dated "
+        "before it keeps the base defaults",
+    )
+    not_in_versions: tuple[str, ...] = Field(
+        (),
+        description="lower-case texts of a release string that turn the rule off "
+        "(vLLM's VLLM_USE_V1=0 runs the V0 engine)",
+    )
     max_num_seqs: int = Field(gt=0)
     max_num_batched_tokens: int | None = Field(None, gt=0)
     source: str = Field(min_length=3)
@@ -568,14 +578,24 @@ class SchedulerTier(Frozen):
         tok = self.max_num_batched_tokens
         return f"{', '.join(parts)}: {self.max_num_seqs} seqs / {tok if tok else '-'} tokens"
 
-    def applies(self, gpu: Any, version: str | None = None) -> bool:
+    def applies(self, gpu: Any, version: str | None = None, as_of: Any = None) -> bool:
         """Whether the engine picks this tier on ``gpu`` (an :class:`Accelerator`) in the
-        release named by ``version`` (free text; None or no number = a current release)."""
+        release named by ``version`` (free text; None or no number = a current release, or
+        for a run dated ``as_of`` before :attr:`since_date`, an older one)."""
         if gpu is None:
+            return False
+        if any(x in (version or "").lower() for x in self.not_in_versions):
             return False
         v, since = version_tuple(version), version_tuple(self.since_version)
         if v is not None and since is not None and v < since:
             return False
+        if v is None and self.since_date is not None and as_of:
+            try:
+                day = as_of if isinstance(as_of, _dt.date) else _dt.date.fromisoformat(str(as_of))
+            except ValueError:
+                day = None
+            if day is not None and day < self.since_date:
+                return False
         names = f"{gpu.id} {gpu.name}".lower()
         if any(x in names for x in self.exclude_gpu_names):
             return False
@@ -659,14 +679,15 @@ class Framework(Sourced):
         return self.default_memory_utilization
 
     def scheduler_defaults(
-        self, gpu: Any = None, version: str | None = None
+        self, gpu: Any = None, version: str | None = None, as_of: Any = None
     ) -> tuple[int, int | None]:
         """(max_num_seqs, max_num_batched_tokens) the engine picks when a run sets neither,
         on ``gpu`` (an :class:`Accelerator`; None = the base defaults) in the release
-        ``version`` (free text such as a row's ``framework_version``; None = current)."""
+        ``version`` (free text such as a row's ``framework_version``; None = current) of a
+        run dated ``as_of`` (a row's ``as_of``, used when no release number is stated)."""
         seqs, btok = self.default_max_num_seqs, self.default_max_num_batched_tokens
         for t in self.scheduler_tiers:
-            if t.applies(gpu, version):
+            if t.applies(gpu, version, as_of):
                 seqs, btok = t.max_num_seqs, t.max_num_batched_tokens
         return seqs, btok
 
