@@ -201,9 +201,10 @@ else:
         fw_note = ""
         if s.framework is not None:
             fw = cat.framework(s.framework)
-            if fw.default_max_num_seqs < limit:
+            seqs0, _ = fw.scheduler_defaults(gpu)  # vLLM: 1024 on >= 70 GiB GPUs, else 256
+            if seqs0 < limit:
                 fw_note = (
-                    f" {fw.id}'s default max_num_seqs is {fw.default_max_num_seqs:,}, lower than "
+                    f" {fw.id}'s default max_num_seqs on this GPU is {seqs0:,}, lower than "
                     "the memory limit: raise it to reach the right end of the curve."
                 )
         st.caption(

@@ -343,14 +343,15 @@ def test_offline_rows_simulate_the_submitters_settings(catalog, prior_only):
     f_tuned, _, _ = row_predictor(tuned, catalog)
     assert kind == "offline"
     # by hand: the tuned run's batch is min(sequences that fit in fp8 KV, 2048) with a
-    # 16,384-token budget; the default run's min(fit in bf16 KV, vLLM's 256) with 2,048
+    # 16,384-token budget; the default run's min(fit in bf16 KV, vLLM's 1024 on a >= 70 GiB
+    # GPU) with 8,192
     sm = step_model("llama-3.1-8b", "nvidia-h200-sxm", "bf16", "fp8", params=PRIOR, catalog=catalog)
     mp = plan_memory(
         "llama-3.1-8b", "nvidia-h200-sxm", "bf16", "fp8", context_len=256, framework="vllm",
         max_num_seqs=2048, max_batched_tokens=16384, catalog=catalog,
     )  # fmt: skip
     b = float(min(mp.max_concurrent_sequences, 2048))
-    assert b > 256  # the tuned batch is larger than the default cap
+    assert b > 1024  # the tuned batch is larger than the default cap
     assert f_tuned(PRIOR) == pytest.approx(offline_throughput(sm, 128, 128, b, 16384.0)[0])
     assert f_tuned(PRIOR) > f_default(PRIOR)
     # predict says which settings it simulated
@@ -362,8 +363,8 @@ def test_offline_rows_simulate_the_submitters_settings(catalog, prior_only):
     )
     d = pred.predict_row(row)
     assert d["settings"] == (
-        "kv bf16 (default); engine: max_num_seqs=256 (vllm default), "
-        "max_num_batched_tokens=2048 (vllm default)"
+        "kv bf16 (default); engine: max_num_seqs=1024 (vllm default), "
+        "max_num_batched_tokens=8192 (vllm default)"
     )
     bad = pred.predict_row({**row, "notes": "max_num_seqs=-3"})
     assert bad["predicted"] == "" and "max_num_seqs" in bad["reason"]
@@ -390,7 +391,120 @@ def test_serving_rows_run_the_engine_with_the_rows_settings(catalog, prior_only)
     )  # fmt: skip
     free = serving_row_details(row, catalog, PRIOR)
     capped = serving_row_details({**row, "notes": "64 requests; max_num_seqs=2"}, catalog, PRIOR)
-    assert "max_num_seqs=256 (vllm default)" in free["note"]
+    assert "max_num_seqs=1024 (vllm default)" in free["note"]
     assert "max_num_seqs=2 (row)" in capped["note"]
-    # 8 clients through 2 running sequences: slower than through vLLM's default 256
+    # 8 clients through 2 running sequences: slower than through vLLM's default 1024
     assert capped["output_tok_s_total"] < 0.5 * free["output_tok_s_total"]
+
+
+def test_vllm_defaults_follow_the_gpu_and_the_release(catalog, prior_only):
+    """vLLM's V1 engine picks max_num_seqs 1024 / max_num_batched_tokens 8192 on GPUs with
+    >= 70 GiB that are not A100s, 256 / 2048 elsewhere and in V0 releases (< 0.8); its
+    gpu_memory_utilization was 0.9 through 0.11.0 and is 0.92 now (data/frameworks.yaml
+    cites vllm/engine/arg_utils.py and vllm/config/cache.py of the 0.11.0 wheel)."""
+    vllm = catalog.framework("vllm")
+    h100, a100, l40s = (
+        catalog.gpu(g) for g in ("nvidia-h100-sxm", "nvidia-a100-80gb-sxm", "nvidia-l40s")
+    )
+    # H100 SXM: 80 GiB of HBM >= 70 GiB; A100 80GB: excluded by name; L40S: 48 GB < 70 GiB
+    assert vllm.scheduler_defaults(h100) == (1024, 8192)
+    assert vllm.scheduler_defaults(a100) == (256, 2048)
+    assert vllm.scheduler_defaults(l40s) == (256, 2048)
+    assert vllm.scheduler_defaults(h100, "vLLM 0.7.3.dev138+g21f6ca217") == (256, 2048)
+    assert vllm.scheduler_defaults(h100, "v0.10.2 | vllm serve") == (1024, 8192)
+    assert vllm.scheduler_defaults(None) == (256, 2048)
+    # no release stated: a run dated before vLLM 0.8.0 (V1 by default, posted 2025-03-19) ran
+    # V0; VLLM_USE_V1=0 forces V0 in any release
+    assert vllm.scheduler_defaults(h100, "vLLM (version not stated)", "2024-10-10") == (256, 2048)
+    assert vllm.scheduler_defaults(h100, "vLLM (version not stated)", "2025-06-01") == (1024, 8192)
+    assert vllm.scheduler_defaults(h100, "harness, VLLM_USE_V1=0, AITER kernels") == (256, 2048)
+    # `planner frameworks` lists the rule (column defaults_by_gpu)
+    assert vllm.scheduler_tiers[0].describe() == (
+        ">= 70 GiB, not a100, from 0.8.0: 1024 seqs / 8192 tokens"
+    )
+    # engines without tiers keep their one default
+    sgl = catalog.framework("sglang")
+    assert sgl.scheduler_defaults(h100) == (
+        sgl.default_max_num_seqs,
+        sgl.default_max_num_batched_tokens,
+    )
+    assert vllm.memory_utilization_default("v0.11.0") == 0.9
+    assert vllm.memory_utilization_default("vLLM 0.6.0") == 0.9
+    assert vllm.memory_utilization_default(None) == 0.92
+    assert vllm.memory_utilization_default("not stated") == 0.92
+
+    # a row of vLLM 0.10.2 on one H100 runs with 0.9 of the memory: Qwen3-32B bf16 (65.5 GB of
+    # weights) then holds fewer sequences than under today's 0.92, and the offline prediction
+    # is the steady-state throughput at that smaller batch
+    from planner.benchmarks.step_rows import row_predictor
+    from planner.engine import plan_memory
+
+    row = _row(
+        hardware="nvidia-h100-sxm", model="qwen3-32b", precision="bf16", framework="vllm",
+        framework_version="v0.11.0 | vllm server", mode="offline", batch="", isl="2000",
+        osl="100", context_len="", metric="output_tok_s_total", value="152.42", unit="tok/s",
+        notes="500 requests",
+    )  # fmt: skip
+    now = {**row, "framework_version": ""}
+    kw = dict(
+        context_len=2100,
+        framework="vllm",
+        catalog=catalog,
+        max_num_seqs=1024,
+        max_batched_tokens=8192,
+    )
+    old_mp = plan_memory("qwen3-32b", "nvidia-h100-sxm", "bf16", None, memory_utilization=0.9, **kw)
+    new_mp = plan_memory(
+        "qwen3-32b", "nvidia-h100-sxm", "bf16", None, memory_utilization=0.92, **kw
+    )
+    # 2 % of 85.5e9 B = 1.7e9 B less KV budget, at 262,144 B per token (64 layers x 8 KV heads
+    # x 128 x 2 (K, V) x 2 B): about 6,500 tokens, 3 sequences of 2,100 tokens fewer
+    assert 2 <= new_mp.max_concurrent_sequences - old_mp.max_concurrent_sequences <= 4
+    f_old, _, _ = row_predictor(row, catalog)
+    f_now, _, _ = row_predictor(now, catalog)
+    assert f_old(PRIOR) < f_now(PRIOR)
+
+
+def test_memory_fraction_tags_are_read(catalog, prior_only):
+    """A tuned run's memory fraction tag (``gpu_memory_utilization=0.99`` in the MLPerf v4.1
+    MI300X rows, from AMD's --gpu-memory-utilization 0.99) sets the engine's fraction."""
+    from planner.benchmarks.schema import memory_fraction_from_notes
+    from planner.benchmarks.step_rows import row_predictor
+    from planner.engine import plan_memory
+    from planner.errors import PlannerError
+
+    assert memory_fraction_from_notes("x; gpu_memory_utilization=0.99") == 0.99
+    assert memory_fraction_from_notes("mem_fraction_static=0.8; --tp 8") == 0.8
+    assert memory_fraction_from_notes("kv_cache_free_gpu_mem_fraction 0.95 (table)") == 0.95
+    assert memory_fraction_from_notes("no tag") is None
+    for bad, why in (
+        ("gpu_memory_utilization=1.5", "outside"),
+        ("gpu_memory_utilization=0.9 mem_fraction_static=0.8", "given twice"),
+    ):
+        with pytest.raises(PlannerError, match=why):
+            memory_fraction_from_notes(bad)
+    row = _row(
+        hardware="amd-mi300x", model="llama-3.1-70b", precision="fp8", framework="vllm",
+        framework_version="vLLM 0.4.3+rocm614", mode="offline", batch="", isl="1024",
+        osl="1024", context_len="", metric="output_tok_s_total", value="3000", unit="tok/s",
+        notes="max_num_seqs=2048 max_num_batched_tokens=65536 kv_cache_dtype=fp8",
+    )  # fmt: skip
+    tagged = {**row, "notes": row["notes"] + " gpu_memory_utilization=0.99"}
+    # by hand: 70B fp8 (~70.6e9 B of weights) on one MI300X (192 GiB = 206.2e9 B): the KV
+    # budget grows from 0.9 x 206.2e9 - weights - activations (~114e9 B) to 0.99 x 206.2e9 -
+    # the same (~133e9 B), about 16 % more sequences of 2,048 tokens
+    kw = dict(
+        context_len=2048,
+        framework="vllm",
+        catalog=catalog,
+        max_num_seqs=2048,
+        max_batched_tokens=65536,
+    )
+    lo = plan_memory("llama-3.1-70b", "amd-mi300x", "fp8", "fp8", memory_utilization=0.9, **kw)
+    hi = plan_memory("llama-3.1-70b", "amd-mi300x", "fp8", "fp8", memory_utilization=0.99, **kw)
+    assert 1.12 < hi.max_concurrent_sequences / lo.max_concurrent_sequences < 1.20
+    f_plain, _, _ = row_predictor(row, catalog)
+    f_tag, _, _ = row_predictor(tagged, catalog)
+    assert f_tag(PRIOR) > f_plain(PRIOR)
+    bad, why, _ = row_predictor({**row, "notes": "gpu_memory_utilization=2"}, catalog)
+    assert bad is None and "outside" in why

@@ -343,11 +343,10 @@ class Predictor:
         except PlannerError:
             return kv
         st = engine_settings(cell(row, "notes"))
-        return (
-            kv
-            + "; "
-            + st.describe(fw.default_max_num_seqs, fw.default_max_num_batched_tokens, fw.id)
+        seqs0, btok0 = fw.scheduler_defaults(
+            ctx.gpu, cell(row, "framework_version"), cell(row, "as_of")
         )
+        return kv + "; " + st.describe(seqs0, btok0, fw.id)
 
     # ---- one row
     def predict_row(self, row: Mapping[str, str], *, copy: bool = True) -> dict[str, Any]:

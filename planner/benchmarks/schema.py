@@ -144,9 +144,35 @@ def layout(row: Mapping[str, Any]) -> Layout:
 _KV_FRACTION_NOTE = "fraction 0.95"
 
 
+#: a tuned run's memory fraction as a notes tag, in the engine's own terms (the framework
+#: record says whether it is a fraction of total memory or of the memory left after weights)
+_FRACTION_TAG = re.compile(
+    r"\b(gpu_memory_utilization|mem_fraction_static|kv_cache_free_gpu_mem_fraction"
+    r"|free_gpu_memory_fraction)=(\d*\.?\d+)"
+)
+
+
 def memory_fraction_from_notes(notes: str) -> float | None:
-    """GPU memory fraction a row's notes state for the engine (None: the framework's)."""
-    return 0.95 if _KV_FRACTION_NOTE in notes else None
+    """GPU memory fraction a row's notes state for the engine (None: the framework's).
+
+    A tag ``gpu_memory_utilization=F`` (vLLM), ``mem_fraction_static=F`` (SGLang) or
+    ``kv_cache_free_gpu_mem_fraction=F`` / ``free_gpu_memory_fraction=F`` (TensorRT-LLM), or
+    the TensorRT-LLM v0.17 table's note ``kv_cache_free_gpu_mem_fraction 0.95``.
+
+    Raises
+    ------
+    PlannerError
+        on a fraction outside (0, 1] or two tags with different values.
+    """
+    vals = {float(v) for _, v in _FRACTION_TAG.findall(notes or "")}
+    if len(vals) > 1:
+        raise PlannerError(f"notes: the memory fraction is given twice ({sorted(vals)})")
+    if vals:
+        v = vals.pop()
+        if not 0 < v <= 1:
+            raise PlannerError(f"notes: memory fraction {v:g} is outside (0, 1]")
+        return v
+    return 0.95 if _KV_FRACTION_NOTE in (notes or "") else None
 
 
 def request_count(notes: str) -> int | None:

@@ -206,6 +206,8 @@ def _serving_row_result(
         prec,
         kv,
         fw_id,
+        cell(row, "framework_version"),
+        cell(row, "as_of"),
         int(tp),
         int(pp),
         replicas,
@@ -224,6 +226,11 @@ def _serving_row_result(
     if key in _ROW_CACHE:
         return _ROW_CACHE[key]
     m = cat.model_ref(model_key, cell(row, "_dir") or None)
+    # a tuned run's own settings (notes tags), else the defaults its engine release picks on
+    # this GPU (vLLM V1: 1024 / 8192 on >= 70 GiB GPUs other than A100s)
+    fw_rec = cat.framework(fw_id)
+    version = cell(row, "framework_version")
+    seqs0, btok0 = fw_rec.scheduler_defaults(cat.gpu(hw), version, cell(row, "as_of"))
     if kv is not None and kv not in {k.id for k in cat.kv_precisions}:
         kv = None
     rep = build_replica(
@@ -236,9 +243,9 @@ def _serving_row_result(
         kv_precision=kv,
         params=params,
         catalog=cat,
-        memory_utilization=util,
-        max_num_seqs=settings.max_num_seqs,
-        max_num_batched_tokens=settings.max_num_batched_tokens,
+        memory_utilization=util if util is not None else fw_rec.memory_utilization_default(version),
+        max_num_seqs=settings.max_num_seqs or seqs0,
+        max_num_batched_tokens=settings.max_num_batched_tokens or btok0,
     )
     if (isl is not None and osl is not None) or mode in ("static_batch", "single_stream"):
         ilen: Any = None

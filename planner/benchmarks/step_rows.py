@@ -166,7 +166,14 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
                 "serving",
             )
 
+        # a tuned run's own settings (notes tags), else the defaults its engine release picks
+        # on this GPU (vLLM V1: 1024 / 8192 on >= 70 GiB GPUs other than A100s)
+        version = cell(row, "framework_version")
+        seqs0, btok0 = fw.scheduler_defaults(g, version, cell(row, "as_of"))
+        max_seqs = settings.max_num_seqs or seqs0
+        budget = float(settings.max_num_batched_tokens or btok0 or 8192)
         try:
+            util = memory_fraction_from_notes(cell(row, "notes"))
             mp = plan_memory(
                 m,
                 g,
@@ -175,10 +182,10 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
                 int(tp),
                 int(pp),
                 int(isl + osl),
-                memory_fraction_from_notes(cell(row, "notes")),
+                util if util is not None else fw.memory_utilization_default(version),
                 fw,
-                max_num_seqs=settings.max_num_seqs,
-                max_batched_tokens=settings.max_num_batched_tokens,
+                max_num_seqs=max_seqs,
+                max_batched_tokens=int(budget),
                 catalog=cat,
                 suggest=False,
             )
@@ -186,8 +193,6 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
             return None, str(e), ""
         if not mp.fits:
             return None, mp.reason, ""
-        # a tuned run's own settings (notes tags), else the framework's defaults
-        max_seqs = settings.max_num_seqs or fw.default_max_num_seqs
         # with pipeline parallelism max_num_seqs holds per micro-batch, pp of them in flight
         # (TensorRT-LLM: CapacityScheduler(getMaxBatchSize() * mNumMicroBatches),
         # trtGptModelInflightBatching.cpp; planner.serving.steady_state.offline_throughput)
@@ -197,7 +202,6 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
         for cap in (request_count(cell(row, "notes")), number(row, "concurrency")):
             if cap is not None and cap >= 1:
                 B = min(B, float(cap))
-        budget = float(settings.max_num_batched_tokens or fw.default_max_num_batched_tokens or 8192)
         per_gpu = metric == "output_tok_s_per_gpu"
         mult = (1.0 / (tp * pp)) if per_gpu else replicas
         if metric == "total_tok_s":

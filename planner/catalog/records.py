@@ -13,6 +13,7 @@ A number that no source gives is ``None``; the engine then raises
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from functools import cache
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -521,6 +522,101 @@ class KvPrecision(Sourced):
 
 
 # --------------------------------------------------------------------------- frameworks
+_VERSION_NUM = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def version_tuple(text: str | None) -> tuple[int, int, int] | None:
+    """The first ``X.Y[.Z]`` version number in ``text`` (e.g. ``"v0.10.2 | vllm serve"``
+    -> ``(0, 10, 2)``); None when there is none."""
+    m = _VERSION_NUM.search(text or "")
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
+
+
+class SchedulerTier(Frozen):
+    """Scheduler defaults an engine picks by itself on larger GPUs (vLLM's V1 engine:
+    ``max_num_seqs`` 1024 and ``max_num_batched_tokens`` 8192 on GPUs with >= 70 GiB that
+    are not A100s, instead of 256 / 2048)."""
+
+    min_memory_gib: float = Field(
+        0.0, ge=0, description="the GPU's total memory at least this [GiB]"
+    )
+    max_memory_gib: float | None = Field(
+        None, gt=0, description="and below this [GiB] (None: no upper bound)"
+    )
+    exclude_gpu_names: tuple[str, ...] = Field(
+        (), description="lower-case texts; a GPU whose id or name contains one keeps the base"
+    )
+    since_version: str | None = Field(
+        None,
+        description="first engine release with this rule; a row of an older stated "
+        "release keeps the base defaults",
+    )
+    since_date: _dt.date | None = Field(
+        None,
+        description="that release's date: a row that states no release but is dated "
+        "before it keeps the base defaults",
+    )
+    not_in_versions: tuple[str, ...] = Field(
+        (),
+        description="lower-case texts of a release string that turn the rule off "
+        "(vLLM's VLLM_USE_V1=0 runs the V0 engine)",
+    )
+    max_num_seqs: int = Field(gt=0)
+    max_num_batched_tokens: int | None = Field(None, gt=0)
+    source: str = Field(min_length=3)
+
+    def describe(self) -> str:
+        """One line, e.g. ``>= 70 GiB, not a100, from 0.8.0: 1024 seqs / 8192 tokens``."""
+        bounds = [f">= {self.min_memory_gib:g} GiB"] if self.min_memory_gib else []
+        if self.max_memory_gib is not None:
+            bounds.append(f"< {self.max_memory_gib:g} GiB")
+        mem = " and ".join(bounds) or "any memory"
+        parts = [mem]
+        parts += [f"not {x}" for x in self.exclude_gpu_names]
+        if self.since_version:
+            parts.append(f"from {self.since_version}")
+        tok = self.max_num_batched_tokens
+        return f"{', '.join(parts)}: {self.max_num_seqs} seqs / {tok if tok else '-'} tokens"
+
+    def applies(self, gpu: Any, version: str | None = None, as_of: Any = None) -> bool:
+        """Whether the engine picks this tier on ``gpu`` (an :class:`Accelerator`) in the
+        release named by ``version`` (free text; None or no number = a current release, or
+        for a run dated ``as_of`` before :attr:`since_date`, an older one)."""
+        if gpu is None:
+            return False
+        if any(x in (version or "").lower() for x in self.not_in_versions):
+            return False
+        v, since = version_tuple(version), version_tuple(self.since_version)
+        if v is not None and since is not None and v < since:
+            return False
+        if v is None and self.since_date is not None and as_of:
+            try:
+                day = as_of if isinstance(as_of, _dt.date) else _dt.date.fromisoformat(str(as_of))
+            except ValueError:
+                day = None
+            if day is not None and day < self.since_date:
+                return False
+        names = f"{gpu.id} {gpu.name}".lower()
+        if any(x in names for x in self.exclude_gpu_names):
+            return False
+        try:
+            mem = float(gpu.memory_bytes)
+        except MissingDataError:
+            return False
+        if self.max_memory_gib is not None and mem >= self.max_memory_gib * GIB:
+            return False
+        return mem >= self.min_memory_gib * GIB
+
+
+class OlderReleaseDefault(Frozen):
+    """A default memory fraction an engine's older releases used (vLLM's
+    ``gpu_memory_utilization`` was 0.9 before it became 0.92)."""
+
+    through_version: str = Field(description="the last release read with this default")
+    memory_utilization: float = Field(gt=0, le=1)
+    source: str = Field(min_length=3)
+
+
 class Framework(Sourced):
     """A serving engine and the scheduler settings that matter for capacity."""
 
@@ -557,6 +653,43 @@ class Framework(Sourced):
     kv_default_source: str | None = Field(
         None, description="where the engine's default KV dtype behaviour was read"
     )
+    scheduler_tiers: tuple[SchedulerTier, ...] = Field(
+        (),
+        description="GPU-dependent scheduler defaults (the last tier that applies wins over "
+        "default_max_num_seqs / default_max_num_batched_tokens)",
+    )
+
+    older_memory_utilization: tuple[OlderReleaseDefault, ...] = Field(
+        (),
+        description="default_memory_utilization of older releases (a benchmark row of a "
+        "stated release at or before through_version ran with it)",
+    )
+
+    def memory_utilization_default(self, version: str | None = None) -> float:
+        """The memory fraction the release ``version`` (free text; None or no number = a
+        current release) uses when the run does not set one."""
+        v = version_tuple(version)
+        if v is not None:
+            for old in sorted(
+                self.older_memory_utilization, key=lambda o: version_tuple(o.through_version) or ()
+            ):
+                through = version_tuple(old.through_version)
+                if through is not None and v <= through:
+                    return old.memory_utilization
+        return self.default_memory_utilization
+
+    def scheduler_defaults(
+        self, gpu: Any = None, version: str | None = None, as_of: Any = None
+    ) -> tuple[int, int | None]:
+        """(max_num_seqs, max_num_batched_tokens) the engine picks when a run sets neither,
+        on ``gpu`` (an :class:`Accelerator`; None = the base defaults) in the release
+        ``version`` (free text such as a row's ``framework_version``; None = current) of a
+        run dated ``as_of`` (a row's ``as_of``, used when no release number is stated)."""
+        seqs, btok = self.default_max_num_seqs, self.default_max_num_batched_tokens
+        for t in self.scheduler_tiers:
+            if t.applies(gpu, version, as_of):
+                seqs, btok = t.max_num_seqs, t.max_num_batched_tokens
+        return seqs, btok
 
 
 def _fmt_loc(loc: tuple[Any, ...]) -> str:

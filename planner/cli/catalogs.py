@@ -122,6 +122,7 @@ def cmd_frameworks(args: argparse.Namespace) -> int:
             "kv_block_size": f.kv_block_size,
             "default_max_num_seqs": f.default_max_num_seqs,
             "default_max_num_batched_tokens": f.default_max_num_batched_tokens,
+            "defaults_by_gpu": "; ".join(t.describe() for t in f.scheduler_tiers) or None,
             "default_memory_utilization": f.default_memory_utilization,
             "runtime_overhead_gb": f.runtime_overhead_gb,
             "kv_follows_checkpoint": f.kv_follows_checkpoint,

@@ -415,10 +415,10 @@ def plan_memory(
             f"context_len {context_len} exceeds the model's max_position_embeddings {m.max_position_embeddings}"
         )
     block = fw.kv_block_size if fw else 16
-    seqs = max_num_seqs or (fw.default_max_num_seqs if fw else 256)
-    btok = max_batched_tokens or (
-        fw.default_max_num_batched_tokens if fw and fw.default_max_num_batched_tokens else 8192
-    )
+    # the engine's own defaults on this GPU (vLLM picks larger ones on >= 70 GiB GPUs)
+    seqs0, btok0 = fw.scheduler_defaults(g) if fw else (256, None)
+    seqs = max_num_seqs or seqs0
+    btok = max_batched_tokens or btok0 or 8192
     w = weight_memory(m, p, tp, pp)
     act = activation_workspace_bytes(m, btok, seqs, tp)
     overhead = (fw.runtime_overhead_gb * 1e9) if fw and fw.runtime_overhead_gb is not None else 0.0

@@ -140,7 +140,9 @@ def build_replica(
     )
     pcache = prefix_caching if prefix_caching is not None else (fw.prefix_caching if fw else False)
     bs = int(block_size or (fw.kv_block_size if fw else 16))
-    seqs = int(max_num_seqs or (fw.default_max_num_seqs if fw else 256))
+    # the engine's own defaults on this GPU (vLLM picks larger ones on >= 70 GiB GPUs)
+    seqs0, btok0 = fw.scheduler_defaults(g) if fw else (256, None)
+    seqs = int(max_num_seqs or seqs0)
     if not max_num_seqs and fw and fw.default_max_num_seqs <= 8:
         assumptions.append(
             f"{fw.name} runs at most {fw.default_max_num_seqs} sequence"
@@ -154,8 +156,8 @@ def build_replica(
         assumptions.append(f"context {context_len} capped at the model's {model_max} tokens")
     if max_num_batched_tokens:
         btok = int(max_num_batched_tokens)
-    elif fw and fw.default_max_num_batched_tokens:
-        btok = int(fw.default_max_num_batched_tokens)
+    elif btok0:
+        btok = int(btok0)
     else:
         btok = 8192 if chunked else max(ctx, 8192)
     for name, v in (("max_num_seqs", seqs), ("max_num_batched_tokens", btok), ("block_size", bs)):
