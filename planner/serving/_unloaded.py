@@ -65,7 +65,7 @@ def unloaded_kernel():
     """The compiled :func:`_unloaded` (numba imported and the cache loaded on first use)."""
     global _st, _wp, _compiled
     if _compiled is None:
-        import numba
+        numba = _kernel.import_numba()
 
         _kernel.kernel()  # the compiled step time
         _st = _kernel._st

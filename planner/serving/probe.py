@@ -134,6 +134,7 @@ class WorkloadCache:
         #: longest prompt + answer of each untruncated sample: a context limit at or above
         #: it cuts nothing, so every such engine shares the sample (and its shape)
         self._longest: dict[tuple[str, bool, int], int] = {}
+        self._unloaded: dict[tuple[int, int, int | None, bool], Requests] = {}
 
     @classmethod
     def of(cls, workload: Workload, slo: SLO, seed: int | np.random.Generator = 0):
@@ -220,6 +221,15 @@ class WorkloadCache:
                 hi = mid
         return hi
 
+    def unloaded_requests(self, replica: Replica, index: int = 0, n: int = 400) -> Requests:
+        """The request sample of :func:`unloaded_latency` for class ``index`` (its default
+        seed), drawn once per engine context limit and prefix-caching setting."""
+        eng = replica.engine
+        key = (index, int(n), eng.context_limit_tokens, bool(eng.prefix_caching))
+        if key not in self._unloaded:
+            self._unloaded[key] = _unloaded_sample(replica, self.classes[index].workload, n)
+        return self._unloaded[key]
+
     def base_requests(self, replica: Replica, n: int) -> tuple[Requests, np.ndarray]:
         """``n`` requests (at least) at a total rate of 1 req/s and each one's class index."""
         eng = replica.engine
@@ -266,17 +276,36 @@ class WorkloadCache:
         return self._bases[key]
 
 
+def _unloaded_sample(
+    replica: Replica, workload: Workload, n: int, rng: np.random.Generator | None = None
+) -> Requests:
+    """The requests :func:`unloaded_latency` serves alone (default seed 12345)."""
+    eng = replica.engine
+    return workload.sample_requests(
+        n,
+        rng if rng is not None else np.random.default_rng(12345),
+        1.0,
+        context_limit=eng.context_limit_tokens,
+        prefix_caching=eng.prefix_caching,
+    )
+
+
 def unloaded_latency(
-    replica: Replica, workload: Workload, n: int = 400, rng: np.random.Generator | None = None
+    replica: Replica,
+    workload: Workload,
+    n: int = 400,
+    rng: np.random.Generator | None = None,
+    *,
+    requests: Requests | None = None,
 ) -> dict[str, np.ndarray]:
-    """Per-request TTFT, TPOT and E2E of requests served alone (no queueing, batch 1) [s]."""
-    rng = rng if rng is not None else np.random.default_rng(12345)
+    """Per-request TTFT, TPOT and E2E of requests served alone (no queueing, batch 1) [s].
+
+    ``requests``: the sample to serve (default: ``n`` requests of ``workload`` drawn with
+    ``rng``, seed 12345; :meth:`WorkloadCache.unloaded_requests` keeps that sample)."""
     eng, sm = replica.engine, replica.sm
     sched = eng.host_time_s(1)
     W = int(sm.window) if sm.layers_sw > 0 and sm.window > 0 else 0
-    reqs = workload.sample_requests(
-        n, rng, 1.0, context_limit=eng.context_limit_tokens, prefix_caching=eng.prefix_caching
-    )
+    reqs = requests if requests is not None else _unloaded_sample(replica, workload, n, rng)
     budget = eng.max_num_batched_tokens if eng.chunked_prefill else 1 << 60
     # each request alone: its prompt in chunks of at most `budget` tokens (TTFT), then the
     # mean of its first and last decode steps (TPOT); compiled (planner.serving._unloaded)
@@ -295,12 +324,15 @@ def unloaded_latency(
     return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}
 
 
-def check_reachable(replica: Replica, workload: Workload, slo: SLO) -> dict[str, float]:
+def check_reachable(
+    replica: Replica, workload: Workload, slo: SLO, *, requests: Requests | None = None
+) -> dict[str, float]:
     """Raise when a single unloaded request already misses an SLO threshold.
 
-    Returns the zero-load percentile of each metric with a target [s].
+    Returns the zero-load percentile of each metric with a target [s]. ``requests``: as
+    :func:`unloaded_latency`.
     """
-    z = unloaded_latency(replica, workload)
+    z = unloaded_latency(replica, workload, requests=requests)
     out: dict[str, float] = {}
     if slo.attainment is not None and slo.targets():
         ev = slo.evaluate(z["ttft_s"], z["tpot_s"], z["e2e_s"])
@@ -381,8 +413,9 @@ class CapacityProbe:
         """Raise when a request does not fit or misses its SLO even served alone."""
         if not self._checked:
             check_fits(self.replica, self.base)
-            for c in self.classes:
-                z = check_reachable(self.replica, c.workload, c.slo)
+            for i, c in enumerate(self.classes):
+                reqs = self.cache.unloaded_requests(self.replica, i)
+                z = check_reachable(self.replica, c.workload, c.slo, requests=reqs)
                 self.zero_load.update(
                     z if self.cache.single else {f"{c.name}.{k}": v for k, v in z.items()}
                 )
