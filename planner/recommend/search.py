@@ -34,6 +34,7 @@ from ..catalog import Catalog, resolve_params
 from ..cost import load_ownership, quote_price
 from ..engine.memory import weight_memory
 from ..errors import MissingDataError, PlannerError
+from ..files import rare_gc
 from ..serving import Replica, WorkloadCache, build_replica, check_workload_fits
 from ..workload import SLO, Workload
 from .constraints import Constraints
@@ -210,6 +211,7 @@ def recommend(
     )
 
 
+@rare_gc()  # the search's garbage is freed by reference counting (planner.files.rare_gc)
 def search(
     model: str,
     cache: WorkloadCache,
