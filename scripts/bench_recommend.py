@@ -8,10 +8,12 @@ Targets: <= 2 s each on the CI machine (2 cores), never more than 5 s.
 
 CLI (``--cli``): whole-process wall time of ``planner recommend SCENARIO --format json`` (imports,
 catalog, numba cache load, search, output), median of ``--repeats`` runs (default 5). Targets
-on the 2-core machine: chat <= 1.5 s, RAG <= 2 s. The process's CPU time (user + system) is
-printed too: on a shared machine it is far less inflated by other processes than wall time. ``--against DIR`` times another checkout
-(e.g. ``/work/main``) in alternation with this one, run by run, so both see the same load of
-a shared machine.
+on the 2-core machine: chat <= 1.5 s, RAG <= 2 s. Then :func:`planner.recommend.compare_gpus`
+for the RAG example (what the app's Compare page calls; target <= 2 s) in a fresh process:
+its whole-process time and the call's own. The process's CPU time (user + system) is
+printed too: on a shared machine it is far less inflated by other processes than wall time.
+``--against DIR`` times another checkout (e.g. ``/work/main``) in alternation with this one,
+run by run, so both see the same load of a shared machine.
 
 Agreement (``--agreement``): the branch-and-bound answer against an exhaustive sweep that runs
 today's capacity search (:func:`planner.simulate.max_rate`, bisection to 2 %) on EVERY option
@@ -140,38 +142,63 @@ def agreement(top: int) -> None:
         )
 
 
+#: a fresh process that times planner.recommend.compare_gpus for the RAG 70B example (what
+#: the app's Compare page calls); prints the call's wall time [s]
+COMPARE_CODE = """
+import sys, time
+from planner.catalog import load_catalog
+from planner.recommend import compare_gpus
+from planner.scenario import load_scenario
+sc = load_scenario(sys.argv[1])
+cat = load_catalog()
+t = time.perf_counter()
+out = compare_gpus(sc.model, sc.workload, sc.slo, catalog=cat,
+                   headroom=sc.constraints.headroom, engine=sc.serving.kwargs())
+print(time.perf_counter() - t, len(out["rows"]))
+"""
+
+
 def cli(repeats: int, against: str | None) -> None:
-    """Whole-process wall time of the CLI, median of ``repeats`` runs per checkout."""
+    """Whole-process wall time of the CLI, median of ``repeats`` runs per checkout, and of
+    ``compare_gpus`` for the RAG example in a fresh process (its call's own time too)."""
     import os
     import resource
     import subprocess
 
     roots = [("this", ROOT)] + ([("against", Path(against).resolve())] if against else [])
-    for path in SCENARIOS:
+    runs = [
+        (f"{path} CLI", ["-m", "planner.cli", "recommend", str(ROOT / path), "--format", "json"])
+        for path in SCENARIOS
+    ] + [("compare_gpus examples/rag-70b.yaml", ["-c", COMPARE_CODE, str(ROOT / SCENARIOS[1])])]
+    for label, argv in runs:
         times: dict[str, list[float]] = {name: [] for name, _ in roots}
         cpu: dict[str, list[float]] = {name: [] for name, _ in roots}
+        call: dict[str, list[float]] = {name: [] for name, _ in roots}
         for _ in range(repeats):
             for name, root in roots:  # alternate: both checkouts see the same machine load
                 env = {**os.environ, "PYTHONPATH": str(root)}
                 t = time.perf_counter()
                 r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 p = subprocess.run(
-                    [sys.executable, "-m", "planner.cli", "recommend", str(ROOT / path),
-                     "--format", "json"],
-                    cwd=root, env=env, capture_output=True, text=True,
-                )  # fmt: skip
+                    [sys.executable, *argv], cwd=root, env=env, capture_output=True, text=True
+                )
                 times[name].append(time.perf_counter() - t)
                 r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu[name].append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
                 if p.returncode != 0:
                     raise SystemExit(f"{root}: {p.stderr.strip()[-400:]}")
+                if argv[0] == "-c":
+                    call[name].append(float(p.stdout.split()[0]))
         print(
-            f"{path} CLI wall time, median of {repeats}: "
+            f"{label} whole-process wall time, median of {repeats}: "
             + "; ".join(
                 f"{name} {statistics.median(v):.2f} s (min {min(v):.2f}; CPU "
-                f"{statistics.median(cpu[name]):.2f} s)"
+                f"{statistics.median(cpu[name]):.2f} s"
+                + (f"; the call {statistics.median(call[name]):.2f} s" if call[name] else "")
+                + ")"
                 for name, v in times.items()
-            )
+            ),
+            flush=True,
         )
 
 
