@@ -107,3 +107,25 @@ def test_cached_zero_load_sample_gives_the_same_latencies(catalog, model, gpu, p
     for k in ("ttft_s", "tpot_s", "e2e_s"):
         assert np.array_equal(a[k], b[k], equal_nan=True), k
     assert check_reachable(rep, wl, slo) == check_reachable(rep, wl, slo, requests=reqs)
+
+
+@pytest.mark.parametrize("preset", ["chat", "rag", "code"])
+def test_one_draw_cut_to_each_context_limit_equals_a_fresh_sample(preset):
+    """WorkloadCache.sample draws lengths and arrivals once and cuts them to each context
+    limit (Workload.requests_of); a fresh sample_requests with the same seed gives the same
+    requests for every limit, in any order of limits (the draws are never changed)."""
+    wl = Workload.model_validate({"preset": preset, "traffic": {"mean_rps": 2.0, "peak_rps": 3.0}})
+    cache = WorkloadCache.of(wl, SLO.model_validate({"ttft": {"max_s": 1.0}}))
+    fields = ("arrival_s", "input_tokens", "output_tokens", "cached_tokens")
+    for limit in (None, 512, 4096, 2048, None, 100_000):
+        for prefix in (True, False):
+            got = cache.sample(3000, 7, limit, prefix)
+            want = wl.sample_requests(
+                3000, np.random.default_rng(7), 1.0, context_limit=limit, prefix_caching=prefix
+            )
+            for f in fields:
+                assert np.array_equal(getattr(got, f), getattr(want, f)), (limit, prefix, f)
+            assert (got.truncated, got.shared_prefix_tokens) == (
+                want.truncated,
+                want.shared_prefix_tokens,
+            )

@@ -33,7 +33,6 @@ from planner.serving.replica import Replica, check_fits
 from planner.serving.result import SimResult
 from planner.serving.steady_state import (
     SteadyStateResult,
-    _shape,
     shape_of_requests,
     steady_state,
 )
@@ -42,6 +41,8 @@ from planner.workload.workload import Requests, Workload
 
 #: most requests scored per rate in a multi-class probe (its rarest class sets the count)
 MAX_SCORED_MIXED = 60_000
+#: seed of the requests :func:`unloaded_latency` serves alone
+UNLOADED_SEED = 12345
 
 
 def run(
@@ -135,6 +136,24 @@ class WorkloadCache:
         #: it cuts nothing, so every such engine shares the sample (and its shape)
         self._longest: dict[tuple[str, bool, int], int] = {}
         self._unloaded: dict[tuple[int, int, int | None, bool], Requests] = {}
+        #: random draws (lengths, unit-rate arrivals) per (class, n, seed): each context
+        #: limit cuts the same draws (Workload.requests_of) instead of drawing again
+        self._draws: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def sample(
+        self, n: int, seed: int, context_limit: int | None, prefix_caching: bool, index: int = 0
+    ) -> Requests:
+        """``classes[index].workload.sample_requests(n, np.random.default_rng(seed), 1.0,
+        context_limit=..., prefix_caching=...)``, the random draws made once."""
+        w = self.classes[index].workload
+        key = (index, int(n), int(seed))
+        if key not in self._draws:
+            rng = np.random.default_rng(seed)
+            i, o = w.sample_lengths(n, rng)
+            self._draws[key] = (i, o, w.traffic.unit_arrivals(n, rng))
+        return w.requests_of(
+            *self._draws[key], 1.0, context_limit=context_limit, prefix_caching=prefix_caching
+        )
 
     @classmethod
     def of(cls, workload: Workload, slo: SLO, seed: int | np.random.Generator = 0):
@@ -168,23 +187,13 @@ class WorkloadCache:
         if not self.single:
             return shape_of_requests(self.base_requests(replica, 20_000)[0])
 
-        def sample(limit: int | None) -> Requests:  # as steady_state's own shape sample
-            return self.workload.sample_requests(
-                20_000,
-                np.random.default_rng(2024),
-                1.0,
-                context_limit=limit,
-                prefix_caching=eng.prefix_caching,
-            )
+        def sample(limit: int | None) -> Requests:  # steady_state's own shape sample (_shape)
+            return self.sample(20_000, 2024, limit, eng.prefix_caching)
 
         pc = eng.prefix_caching
         key = (self._limit("shape", eng.context_limit_tokens, pc, 20_000, sample), pc)
         if key not in self._shapes:
-            self._shapes[key] = (
-                _shape(self.workload, eng)
-                if key[0] is not None
-                else shape_of_requests(sample(None))
-            )
+            self._shapes[key] = shape_of_requests(sample(key[0]))
         return self._shapes[key]
 
     def steady_state(self, replica: Replica, rate_rps: float = 1.0) -> SteadyStateResult:
@@ -227,7 +236,7 @@ class WorkloadCache:
         eng = replica.engine
         key = (index, int(n), eng.context_limit_tokens, bool(eng.prefix_caching))
         if key not in self._unloaded:
-            self._unloaded[key] = _unloaded_sample(replica, self.classes[index].workload, n)
+            self._unloaded[key] = self.sample(n, UNLOADED_SEED, key[2], key[3], index)
         return self._unloaded[key]
 
     def base_requests(self, replica: Replica, n: int) -> tuple[Requests, np.ndarray]:
@@ -236,9 +245,11 @@ class WorkloadCache:
         n = int(n)
 
         def single(limit: int | None) -> Requests:
-            return self.workload.sample_requests(
-                n, self._rng(), 1.0, context_limit=limit, prefix_caching=eng.prefix_caching
-            )
+            if isinstance(self.seed, np.random.Generator):  # its state moves on: draw again
+                return self.workload.sample_requests(
+                    n, self._rng(), 1.0, context_limit=limit, prefix_caching=eng.prefix_caching
+                )
+            return self.sample(n, self.seed, limit, eng.prefix_caching)
 
         limit = eng.context_limit_tokens
         if self.single and not isinstance(self.seed, np.random.Generator):
@@ -283,7 +294,7 @@ def _unloaded_sample(
     eng = replica.engine
     return workload.sample_requests(
         n,
-        rng if rng is not None else np.random.default_rng(12345),
+        rng if rng is not None else np.random.default_rng(UNLOADED_SEED),
         1.0,
         context_limit=eng.context_limit_tokens,
         prefix_caching=eng.prefix_caching,
