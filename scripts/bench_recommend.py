@@ -15,6 +15,10 @@ printed too: on a shared machine it is far less inflated by other processes than
 ``--against DIR`` times another checkout (e.g. ``/work/main``) in alternation with this one,
 run by run, so both see the same load of a shared machine.
 
+Answers (``--answers``): the top rows of every examples/ scenario under every objective (GPU,
+framework, precisions, TP, PP, GPUs, $/h); with ``--against DIR``, whether another checkout
+gives the same (exit 1 when not): a speed change must not change an answer.
+
 Agreement (``--agreement``): the branch-and-bound answer against an exhaustive sweep that runs
 today's capacity search (:func:`planner.simulate.max_rate`, bisection to 2 %) on EVERY option
 that passes the analytic screen and sizes each as ``ceil(peak x (1 + headroom) / max_rate)``
@@ -26,6 +30,7 @@ Usage::
     python scripts/bench_recommend.py                 # speed
     python scripts/bench_recommend.py --agreement     # + exhaustive comparison
     python scripts/bench_recommend.py --cli --repeats 5 --against /work/main
+    python scripts/bench_recommend.py --answers --against /work/main   # same answers?
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -202,6 +208,59 @@ def cli(repeats: int, against: str | None) -> None:
         )
 
 
+def _answers(root: Path) -> list[str]:
+    """The top rows (rank, GPU, framework, precisions, TP, PP, GPUs, $/h) of ``planner
+    recommend --format json`` run by checkout ``root`` on every examples/ scenario and
+    objective (a request-class scenario: its whole JSON but the timing)."""
+    import json
+    import os
+    import subprocess
+
+    def strip(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if k != "elapsed_s"}
+        return [strip(v) for v in x] if isinstance(x, list) else x
+
+    lines = []
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    for path in sorted((ROOT / "examples").glob("*.yaml")):
+        for obj in ("cost", "latency", "tokens-per-dollar", "gpus", "energy"):
+            p = subprocess.run(
+                [sys.executable, "-m", "planner.cli", "recommend", f"examples/{path.name}",
+                 "--format", "json", "--objective", obj],
+                cwd=root, env=env, capture_output=True, text=True,
+            )  # fmt: skip
+            if p.returncode != 0:
+                lines.append(f"{path.name} {obj}: exit {p.returncode} {p.stderr.strip()[-200:]}")
+                continue
+            d = json.loads(p.stdout)
+            if "recommendations" not in d:
+                lines.append(f"{path.name} {obj}: {json.dumps(strip(d), sort_keys=True)}")
+            for r in d.get("recommendations", []):
+                usd = r["usd_per_hour"]
+                lines.append(
+                    f"{path.name} {obj}: #{r['rank']} {r['gpu']} {r['framework']} "
+                    f"{r['precision']} kv {r['kv_precision']} tp={r['tp']} pp={r['pp']} "
+                    f"{r['num_gpus']} GPUs " + ("-" if usd is None else f"${usd:.6f}/h")
+                )
+    return lines
+
+
+def answers(against: str | None) -> int:
+    """Print this checkout's answers; with ``against``, whether that checkout's are the same."""
+    mine = _answers(ROOT)
+    print("\n".join(mine))
+    if not against:
+        return 0
+    other = _answers(Path(against).resolve())
+    diff = [f"- {a}\n+ {b}" for a, b in zip(other, mine, strict=False) if a != b]
+    if len(other) != len(mine):
+        diff.append(f"{len(other)} lines against {len(mine)}")
+    print(f"\nagainst {against}: " + ("identical" if not diff else "DIFFERENT"))
+    print("\n".join(diff))
+    return 1 if diff else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -210,8 +269,15 @@ def main() -> int:
     ap.add_argument("--cli", action="store_true", help="time the whole CLI process instead")
     ap.add_argument("--against", help="with --cli: another checkout to time side by side")
     ap.add_argument("--agreement", action="store_true")
+    ap.add_argument(
+        "--answers",
+        action="store_true",
+        help="print the top rows of every example x objective (with --against: and compare)",
+    )
     ap.add_argument("--top", type=int, default=5)
     a = ap.parse_args()
+    if a.answers:
+        return answers(a.against)
     if a.cli:
         cli(a.repeats or 5, a.against)
         return 0
