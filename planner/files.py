@@ -7,12 +7,14 @@ same way (this module imports only :mod:`planner.errors`, the standard library a
   alias expansion and nesting are bounded, messages quote at most a short excerpt;
 - :func:`load_json` parses JSON text with the nesting bounded;
 - :func:`atomic_write_text` writes an output so that the old file survives any failure;
-- :class:`Progress` prints a progress line on stderr when it is a terminal.
+- :class:`Progress` prints a progress line on stderr when it is a terminal;
+- :func:`rare_gc` runs a block with fewer passes of Python's cyclic garbage collector.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import sys
@@ -191,6 +193,34 @@ def load_json(text: str, where: str | os.PathLike[str]) -> Any:
 
 
 # --------------------------------------------------------------------------- writing
+#: net new container objects between two passes of the cyclic collector inside :func:`rare_gc`
+RARE_GC_THRESHOLD = 1_000_000
+
+
+@contextlib.contextmanager
+def rare_gc(threshold: int = RARE_GC_THRESHOLD, *, ending: bool = False) -> Iterator[None]:
+    """Run the block with Python's cyclic garbage collector passing only after ``threshold``
+    net new container objects (Python's default: 700), then restore the thresholds.
+
+    The recommender allocates millions of short-lived objects that reference counting
+    frees; the collector's passes over the long-lived ones (numba's and pydantic's, imported
+    for the run) free almost nothing and took 0.2-0.8 s of a CLI run. Cyclic garbage is
+    still collected once that many objects pile up, so memory stays bounded.
+
+    ``ending``: the process ends after the block (the CLI's own run): the collector is
+    switched off instead, since the pass that restoring the thresholds sets off walks every
+    object the run made (0.1-0.2 s) just before the process frees them all.
+    """
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], int(threshold)), *old[1:])
+    try:
+        yield
+    finally:
+        if ending:
+            gc.disable()
+        gc.set_threshold(*old)
+
+
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)

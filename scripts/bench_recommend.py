@@ -8,10 +8,16 @@ Targets: <= 2 s each on the CI machine (2 cores), never more than 5 s.
 
 CLI (``--cli``): whole-process wall time of ``planner recommend SCENARIO --format json`` (imports,
 catalog, numba cache load, search, output), median of ``--repeats`` runs (default 5). Targets
-on the 2-core machine: chat <= 1.5 s, RAG <= 2 s. The process's CPU time (user + system) is
-printed too: on a shared machine it is far less inflated by other processes than wall time. ``--against DIR`` times another checkout
-(e.g. ``/work/main``) in alternation with this one, run by run, so both see the same load of
-a shared machine.
+on the 2-core machine: chat <= 1.5 s, RAG <= 2 s. Then :func:`planner.recommend.compare_gpus`
+for the RAG example (what the app's Compare page calls; target <= 2 s) in a fresh process:
+its whole-process time and the call's own. The process's CPU time (user + system) is
+printed too: on a shared machine it is far less inflated by other processes than wall time.
+``--against DIR`` times another checkout (e.g. ``/work/main``) in alternation with this one,
+run by run, so both see the same load of a shared machine.
+
+Answers (``--answers``): the top rows of every examples/ scenario under every objective (GPU,
+framework, precisions, TP, PP, GPUs, $/h); with ``--against DIR``, whether another checkout
+gives the same (exit 1 when not): a speed change must not change an answer.
 
 Agreement (``--agreement``): the branch-and-bound answer against an exhaustive sweep that runs
 today's capacity search (:func:`planner.simulate.max_rate`, bisection to 2 %) on EVERY option
@@ -24,6 +30,7 @@ Usage::
     python scripts/bench_recommend.py                 # speed
     python scripts/bench_recommend.py --agreement     # + exhaustive comparison
     python scripts/bench_recommend.py --cli --repeats 5 --against /work/main
+    python scripts/bench_recommend.py --answers --against /work/main   # same answers?
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -140,39 +148,117 @@ def agreement(top: int) -> None:
         )
 
 
+#: a fresh process that times planner.recommend.compare_gpus for the RAG 70B example (what
+#: the app's Compare page calls); prints the call's wall time [s]
+COMPARE_CODE = """
+import sys, time
+from planner.catalog import load_catalog
+from planner.recommend import compare_gpus
+from planner.scenario import load_scenario
+sc = load_scenario(sys.argv[1])
+cat = load_catalog()
+t = time.perf_counter()
+out = compare_gpus(sc.model, sc.workload, sc.slo, catalog=cat,
+                   headroom=sc.constraints.headroom, engine=sc.serving.kwargs())
+print(time.perf_counter() - t, len(out["rows"]))
+"""
+
+
 def cli(repeats: int, against: str | None) -> None:
-    """Whole-process wall time of the CLI, median of ``repeats`` runs per checkout."""
+    """Whole-process wall time of the CLI, median of ``repeats`` runs per checkout, and of
+    ``compare_gpus`` for the RAG example in a fresh process (its call's own time too)."""
     import os
     import resource
     import subprocess
 
     roots = [("this", ROOT)] + ([("against", Path(against).resolve())] if against else [])
-    for path in SCENARIOS:
+    runs = [
+        (f"{path} CLI", ["-m", "planner.cli", "recommend", str(ROOT / path), "--format", "json"])
+        for path in SCENARIOS
+    ] + [("compare_gpus examples/rag-70b.yaml", ["-c", COMPARE_CODE, str(ROOT / SCENARIOS[1])])]
+    for label, argv in runs:
         times: dict[str, list[float]] = {name: [] for name, _ in roots}
         cpu: dict[str, list[float]] = {name: [] for name, _ in roots}
+        call: dict[str, list[float]] = {name: [] for name, _ in roots}
         for _ in range(repeats):
             for name, root in roots:  # alternate: both checkouts see the same machine load
                 env = {**os.environ, "PYTHONPATH": str(root)}
                 t = time.perf_counter()
                 r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 p = subprocess.run(
-                    [sys.executable, "-m", "planner.cli", "recommend", str(ROOT / path),
-                     "--format", "json"],
-                    cwd=root, env=env, capture_output=True, text=True,
-                )  # fmt: skip
+                    [sys.executable, *argv], cwd=root, env=env, capture_output=True, text=True
+                )
                 times[name].append(time.perf_counter() - t)
                 r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu[name].append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
                 if p.returncode != 0:
                     raise SystemExit(f"{root}: {p.stderr.strip()[-400:]}")
+                if argv[0] == "-c":
+                    call[name].append(float(p.stdout.split()[0]))
         print(
-            f"{path} CLI wall time, median of {repeats}: "
+            f"{label} whole-process wall time, median of {repeats}: "
             + "; ".join(
                 f"{name} {statistics.median(v):.2f} s (min {min(v):.2f}; CPU "
-                f"{statistics.median(cpu[name]):.2f} s)"
+                f"{statistics.median(cpu[name]):.2f} s"
+                + (f"; the call {statistics.median(call[name]):.2f} s" if call[name] else "")
+                + ")"
                 for name, v in times.items()
-            )
+            ),
+            flush=True,
         )
+
+
+def _answers(root: Path) -> list[str]:
+    """The top rows (rank, GPU, framework, precisions, TP, PP, GPUs, $/h) of ``planner
+    recommend --format json`` run by checkout ``root`` on every examples/ scenario and
+    objective (a request-class scenario: its whole JSON but the timing)."""
+    import json
+    import os
+    import subprocess
+
+    def strip(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if k != "elapsed_s"}
+        return [strip(v) for v in x] if isinstance(x, list) else x
+
+    lines = []
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    for path in sorted((ROOT / "examples").glob("*.yaml")):
+        for obj in ("cost", "latency", "tokens-per-dollar", "gpus", "energy"):
+            p = subprocess.run(
+                [sys.executable, "-m", "planner.cli", "recommend", f"examples/{path.name}",
+                 "--format", "json", "--objective", obj],
+                cwd=root, env=env, capture_output=True, text=True,
+            )  # fmt: skip
+            if p.returncode != 0:
+                lines.append(f"{path.name} {obj}: exit {p.returncode} {p.stderr.strip()[-200:]}")
+                continue
+            d = json.loads(p.stdout)
+            if "recommendations" not in d:
+                lines.append(f"{path.name} {obj}: {json.dumps(strip(d), sort_keys=True)}")
+            for r in d.get("recommendations", []):
+                usd = r["usd_per_hour"]
+                lines.append(
+                    f"{path.name} {obj}: #{r['rank']} {r['gpu']} {r['framework']} "
+                    f"{r['precision']} kv {r['kv_precision']} tp={r['tp']} pp={r['pp']} "
+                    f"{r['num_gpus']} GPUs " + ("-" if usd is None else f"${usd:.6f}/h")
+                )
+    return lines
+
+
+def answers(against: str | None) -> int:
+    """Print this checkout's answers; with ``against``, whether that checkout's are the same."""
+    mine = _answers(ROOT)
+    print("\n".join(mine))
+    if not against:
+        return 0
+    other = _answers(Path(against).resolve())
+    diff = [f"- {a}\n+ {b}" for a, b in zip(other, mine, strict=False) if a != b]
+    if len(other) != len(mine):
+        diff.append(f"{len(other)} lines against {len(mine)}")
+    print(f"\nagainst {against}: " + ("identical" if not diff else "DIFFERENT"))
+    print("\n".join(diff))
+    return 1 if diff else 0
 
 
 def main() -> int:
@@ -183,8 +269,15 @@ def main() -> int:
     ap.add_argument("--cli", action="store_true", help="time the whole CLI process instead")
     ap.add_argument("--against", help="with --cli: another checkout to time side by side")
     ap.add_argument("--agreement", action="store_true")
+    ap.add_argument(
+        "--answers",
+        action="store_true",
+        help="print the top rows of every example x objective (with --against: and compare)",
+    )
     ap.add_argument("--top", type=int, default=5)
     a = ap.parse_args()
+    if a.answers:
+        return answers(a.against)
     if a.cli:
         cli(a.repeats or 5, a.against)
         return 0

@@ -33,7 +33,9 @@ class Frozen(BaseModel):
     field at once (:func:`_check_value`): a number field takes numbers only (not ``true``
     nor ``"80"``), a ``*_range`` pair is ordered, a date is not in the future."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    # defer_build: a model's validator is built on its first validation, so the many records
+    # a command never validates cost no start-up time
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, defer_build=True)
 
     @model_validator(mode="before")
     @classmethod

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from planner.cli import calibration, catalogs, engine, predict, recommend, serving
 from planner.cli._common import PROG, _Parser
 from planner.errors import PlannerError, printable, read_text
+from planner.files import rare_gc
 
 
 # --------------------------------------------------------------------------- parser
@@ -59,6 +60,13 @@ def _fail(message: str, code: int = 2) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 2 user error, 1 internal error)."""
+    # a short run: few passes of the cyclic collector (files.rare_gc); argv None is the
+    # process's own command line (the `planner` script, python -m planner.cli): it ends after
+    with rare_gc(ending=argv is None):
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

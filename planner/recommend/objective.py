@@ -232,7 +232,7 @@ def evaluate(
     need: float,
     n_requests: int,
     k_max: int,
-    k_start: int | None = None,
+    k_start: int | Callable[[], int] | None = None,
     k_cap: int | None = None,
     k_max_why: str = "",
     k_max_stage: str = "slo",
@@ -241,7 +241,9 @@ def evaluate(
 
     ``k_max``: most replicas the constraints allow (``k_max_why`` says which one, a
     failure within it is rejected at ``k_max_stage``);
-    ``k_cap``: most replicas that could still beat the options already found."""
+    ``k_cap``: most replicas that could still beat the options already found;
+    ``k_start``: first replica count tried, or a function giving it (called only once the
+    option meets the SLO served alone)."""
     probe = CapacityProbe(s.replica, cache, n_requests=n_requests)
     s.probe = probe
     try:
@@ -250,6 +252,8 @@ def evaluate(
         msg = str(e)
         stage = "slo_zero_load" if "zero load" in msg else "memory"
         return Rejection.of(s.opt, stage, msg)
+    if callable(k_start):
+        k_start = k_start()
     if k_cap is not None and k_cap < k_max:
         k = probe.min_replicas(need, s.k_lb, k_cap, k_start)
         if k is None:

@@ -34,6 +34,7 @@ from ..catalog import Catalog, resolve_params
 from ..cost import load_ownership, quote_price
 from ..engine.memory import weight_memory
 from ..errors import MissingDataError, PlannerError
+from ..files import rare_gc
 from ..serving import Replica, WorkloadCache, build_replica, check_workload_fits
 from ..workload import SLO, Workload
 from .constraints import Constraints
@@ -210,6 +211,7 @@ def recommend(
     )
 
 
+@rare_gc()  # the search's garbage is freed by reference counting (planner.files.rare_gc)
 def search(
     model: str,
     cache: WorkloadCache,
@@ -461,10 +463,14 @@ class _Search:
     def simulate(self, s: Screened, learned: RatioBook) -> None:
         """Simulate one screened option; it joins ``done`` or ``rejected``."""
         ld = self.load
-        # seed the replica search: the analytic SLO rate (mean latencies at the targets)
-        # times the median ratio simulated / analytic of the options simulated so far
-        s.slo_rate_rps = self.cache.slo_rate(s.replica, s.cap_rps)
-        k_start = max(s.k_lb, math.ceil(ld.need_rps / (learned.typical() * s.slo_rate_rps) - 1e-9))
+
+        def k_start() -> int:
+            # seed the replica search: the analytic SLO rate (mean latencies at the targets)
+            # times the median ratio simulated / analytic of the options simulated so far
+            # (computed only for an option that meets the SLO served alone)
+            s.slo_rate_rps = self.cache.slo_rate(s.replica, s.cap_rps)
+            return max(s.k_lb, math.ceil(ld.need_rps / (learned.typical() * s.slo_rate_rps) - 1e-9))
+
         # an option that needs more replicas than the N-th best's cost allows cannot win
         p, k_cap = s.usd_per_gpu_hour, None
         best = self.threshold(s.opt)

@@ -28,6 +28,7 @@ import numpy as np
 
 from planner.engine import _scalar
 from planner.engine._scalar import step_time_scalar, straggler_time_scalar
+from planner.serving._jit import import_numba
 
 #: error codes of :func:`_loop`
 ERR_STALLED = 1
@@ -157,7 +158,7 @@ def kernel():
     """The compiled :func:`_loop` (numba imported and the cache loaded on first use)."""
     global _st, _sg, _hpush, _hpop, _compiled
     if _compiled is None:
-        import numba
+        numba = import_numba()
 
         try:
             jit = numba.njit(cache=True)

@@ -16,6 +16,7 @@ import numpy as np
 
 from planner.engine import _scalar
 from planner.serving import _kernel
+from planner.serving._jit import import_numba
 
 #: source files compiled into the loop: a change to any of them invalidates its cache
 SOURCES = (Path(__file__), Path(_scalar.__file__))
@@ -65,7 +66,7 @@ def unloaded_kernel():
     """The compiled :func:`_unloaded` (numba imported and the cache loaded on first use)."""
     global _st, _wp, _compiled
     if _compiled is None:
-        import numba
+        numba = import_numba()
 
         _kernel.kernel()  # the compiled step time
         _st = _kernel._st

@@ -33,7 +33,6 @@ from planner.serving.replica import Replica, check_fits
 from planner.serving.result import SimResult
 from planner.serving.steady_state import (
     SteadyStateResult,
-    _shape,
     shape_of_requests,
     steady_state,
 )
@@ -42,6 +41,8 @@ from planner.workload.workload import Requests, Workload
 
 #: most requests scored per rate in a multi-class probe (its rarest class sets the count)
 MAX_SCORED_MIXED = 60_000
+#: seed of the requests :func:`unloaded_latency` serves alone
+UNLOADED_SEED = 12345
 
 
 def run(
@@ -134,6 +135,25 @@ class WorkloadCache:
         #: longest prompt + answer of each untruncated sample: a context limit at or above
         #: it cuts nothing, so every such engine shares the sample (and its shape)
         self._longest: dict[tuple[str, bool, int], int] = {}
+        self._unloaded: dict[tuple[int, int, int | None, bool], Requests] = {}
+        #: random draws (lengths, unit-rate arrivals) per (class, n, seed): each context
+        #: limit cuts the same draws (Workload.requests_of) instead of drawing again
+        self._draws: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def sample(
+        self, n: int, seed: int, context_limit: int | None, prefix_caching: bool, index: int = 0
+    ) -> Requests:
+        """``classes[index].workload.sample_requests(n, np.random.default_rng(seed), 1.0,
+        context_limit=..., prefix_caching=...)``, the random draws made once."""
+        w = self.classes[index].workload
+        key = (index, int(n), int(seed))
+        if key not in self._draws:
+            rng = np.random.default_rng(seed)
+            i, o = w.sample_lengths(n, rng)
+            self._draws[key] = (i, o, w.traffic.unit_arrivals(n, rng))
+        return w.requests_of(
+            *self._draws[key], 1.0, context_limit=context_limit, prefix_caching=prefix_caching
+        )
 
     @classmethod
     def of(cls, workload: Workload, slo: SLO, seed: int | np.random.Generator = 0):
@@ -167,23 +187,13 @@ class WorkloadCache:
         if not self.single:
             return shape_of_requests(self.base_requests(replica, 20_000)[0])
 
-        def sample(limit: int | None) -> Requests:  # as steady_state's own shape sample
-            return self.workload.sample_requests(
-                20_000,
-                np.random.default_rng(2024),
-                1.0,
-                context_limit=limit,
-                prefix_caching=eng.prefix_caching,
-            )
+        def sample(limit: int | None) -> Requests:  # steady_state's own shape sample (_shape)
+            return self.sample(20_000, 2024, limit, eng.prefix_caching)
 
         pc = eng.prefix_caching
         key = (self._limit("shape", eng.context_limit_tokens, pc, 20_000, sample), pc)
         if key not in self._shapes:
-            self._shapes[key] = (
-                _shape(self.workload, eng)
-                if key[0] is not None
-                else shape_of_requests(sample(None))
-            )
+            self._shapes[key] = shape_of_requests(sample(key[0]))
         return self._shapes[key]
 
     def steady_state(self, replica: Replica, rate_rps: float = 1.0) -> SteadyStateResult:
@@ -220,15 +230,26 @@ class WorkloadCache:
                 hi = mid
         return hi
 
+    def unloaded_requests(self, replica: Replica, index: int = 0, n: int = 400) -> Requests:
+        """The request sample of :func:`unloaded_latency` for class ``index`` (its default
+        seed), drawn once per engine context limit and prefix-caching setting."""
+        eng = replica.engine
+        key = (index, int(n), eng.context_limit_tokens, bool(eng.prefix_caching))
+        if key not in self._unloaded:
+            self._unloaded[key] = self.sample(n, UNLOADED_SEED, key[2], key[3], index)
+        return self._unloaded[key]
+
     def base_requests(self, replica: Replica, n: int) -> tuple[Requests, np.ndarray]:
         """``n`` requests (at least) at a total rate of 1 req/s and each one's class index."""
         eng = replica.engine
         n = int(n)
 
         def single(limit: int | None) -> Requests:
-            return self.workload.sample_requests(
-                n, self._rng(), 1.0, context_limit=limit, prefix_caching=eng.prefix_caching
-            )
+            if isinstance(self.seed, np.random.Generator):  # its state moves on: draw again
+                return self.workload.sample_requests(
+                    n, self._rng(), 1.0, context_limit=limit, prefix_caching=eng.prefix_caching
+                )
+            return self.sample(n, self.seed, limit, eng.prefix_caching)
 
         limit = eng.context_limit_tokens
         if self.single and not isinstance(self.seed, np.random.Generator):
@@ -266,17 +287,36 @@ class WorkloadCache:
         return self._bases[key]
 
 
+def _unloaded_sample(
+    replica: Replica, workload: Workload, n: int, rng: np.random.Generator | None = None
+) -> Requests:
+    """The requests :func:`unloaded_latency` serves alone (default seed 12345)."""
+    eng = replica.engine
+    return workload.sample_requests(
+        n,
+        rng if rng is not None else np.random.default_rng(UNLOADED_SEED),
+        1.0,
+        context_limit=eng.context_limit_tokens,
+        prefix_caching=eng.prefix_caching,
+    )
+
+
 def unloaded_latency(
-    replica: Replica, workload: Workload, n: int = 400, rng: np.random.Generator | None = None
+    replica: Replica,
+    workload: Workload,
+    n: int = 400,
+    rng: np.random.Generator | None = None,
+    *,
+    requests: Requests | None = None,
 ) -> dict[str, np.ndarray]:
-    """Per-request TTFT, TPOT and E2E of requests served alone (no queueing, batch 1) [s]."""
-    rng = rng if rng is not None else np.random.default_rng(12345)
+    """Per-request TTFT, TPOT and E2E of requests served alone (no queueing, batch 1) [s].
+
+    ``requests``: the sample to serve (default: ``n`` requests of ``workload`` drawn with
+    ``rng``, seed 12345; :meth:`WorkloadCache.unloaded_requests` keeps that sample)."""
     eng, sm = replica.engine, replica.sm
     sched = eng.host_time_s(1)
     W = int(sm.window) if sm.layers_sw > 0 and sm.window > 0 else 0
-    reqs = workload.sample_requests(
-        n, rng, 1.0, context_limit=eng.context_limit_tokens, prefix_caching=eng.prefix_caching
-    )
+    reqs = requests if requests is not None else _unloaded_sample(replica, workload, n, rng)
     budget = eng.max_num_batched_tokens if eng.chunked_prefill else 1 << 60
     # each request alone: its prompt in chunks of at most `budget` tokens (TTFT), then the
     # mean of its first and last decode steps (TPOT); compiled (planner.serving._unloaded)
@@ -295,12 +335,15 @@ def unloaded_latency(
     return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}
 
 
-def check_reachable(replica: Replica, workload: Workload, slo: SLO) -> dict[str, float]:
+def check_reachable(
+    replica: Replica, workload: Workload, slo: SLO, *, requests: Requests | None = None
+) -> dict[str, float]:
     """Raise when a single unloaded request already misses an SLO threshold.
 
-    Returns the zero-load percentile of each metric with a target [s].
+    Returns the zero-load percentile of each metric with a target [s]. ``requests``: as
+    :func:`unloaded_latency`.
     """
-    z = unloaded_latency(replica, workload)
+    z = unloaded_latency(replica, workload, requests=requests)
     out: dict[str, float] = {}
     if slo.attainment is not None and slo.targets():
         ev = slo.evaluate(z["ttft_s"], z["tpot_s"], z["e2e_s"])
@@ -381,8 +424,9 @@ class CapacityProbe:
         """Raise when a request does not fit or misses its SLO even served alone."""
         if not self._checked:
             check_fits(self.replica, self.base)
-            for c in self.classes:
-                z = check_reachable(self.replica, c.workload, c.slo)
+            for i, c in enumerate(self.classes):
+                reqs = self.cache.unloaded_requests(self.replica, i)
+                z = check_reachable(self.replica, c.workload, c.slo, requests=reqs)
                 self.zero_load.update(
                     z if self.cache.single else {f"{c.name}.{k}": v for k, v in z.items()}
                 )

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.engine._scalar import window_pairs
+from planner.engine._scalar import step_time_scalar, window_pairs
 from planner.engine.phases import _window_sums
 from planner.engine.step import StepModel
 from planner.errors import PlannerError, require_positive
@@ -103,7 +103,8 @@ def steady_state(
     reference (they agree within 10 % on mean throughput at moderate load, see tests).
     """
     eng, sm = replica.engine, replica.sm
-    st = sm.step_time
+    # StepModel.step_time without its float() conversions (every argument below is a float)
+    coeffs, st_c = sm._coeffs, step_time_scalar
     host = eng.host_time_s
     I_, O_, c_, ctx_run = _shape(workload, eng)
     if rate_rps is None:
@@ -129,7 +130,9 @@ def steady_state(
         pr = b * (mean_ctx + 1) + a * pf_pairs
         kvs = b * min(mean_ctx + 1, W) + a * min(I_, W) if W else 0.0
         prs = b * min(mean_ctx + 1, W) + a * pf_pairs_sw if W else 0.0
-        return st(b + a * n_pf, b + a, b + a, kv, pr, kvs, prs, a * n_pf * c_) + host(b + a)
+        return st_c(coeffs, b + a * n_pf, b + a, b + a, kv, pr, kvs, prs, a * n_pf * c_) + host(
+            b + a
+        )
 
     # saturation
     if dec > 0:

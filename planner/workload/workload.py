@@ -217,6 +217,24 @@ class Workload(Frozen):
         """
         i, o = self.sample_lengths(n, rng)
         unit = self.traffic.unit_arrivals(n, rng)
+        return self.requests_of(
+            i, o, unit, rate_rps, context_limit=context_limit, prefix_caching=prefix_caching
+        )
+
+    def requests_of(
+        self,
+        input_tokens: np.ndarray,
+        output_tokens: np.ndarray,
+        unit_arrivals: np.ndarray,
+        rate_rps: float | None = None,
+        *,
+        context_limit: int | None = None,
+        prefix_caching: bool = True,
+    ) -> Requests:
+        """The requests of drawn lengths and unit-rate arrival times (what
+        :meth:`sample_requests` draws, in that order) at ``rate_rps``, cut to
+        ``context_limit``: one draw serves every context limit. The arrays are not changed."""
+        i, o, unit, n = input_tokens, output_tokens, unit_arrivals, len(input_tokens)
         if self.offline:
             arr = np.zeros(int(n))
         elif rate_rps is None and self.traffic.arrival == "trace":
