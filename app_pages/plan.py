@@ -476,17 +476,19 @@ c0.page_link(
         "wi_tp": str(win["tp"] if win["tp"] in (1, 2, 4, 8) else 8),
     },
 )
-c1.download_button(
+c1.download_button(  # the files are made when clicked, not on every run
     "Results (CSV)",
-    pd.DataFrame(recs).drop(columns=["assumptions"], errors="ignore").to_csv(index=False),
+    lambda: pd.DataFrame(recs).drop(columns=["assumptions"], errors="ignore").to_csv(index=False),
     file_name=f"plan-{sc.model}.csv",
     mime="text/csv",
+    on_click="ignore",
 )
 c2.download_button(
     "Report (Markdown)",
-    markdown_report(res, form, cat),
+    lambda: markdown_report(res, form, cat),
     file_name=f"plan-{sc.model}.md",
     mime="text/markdown",
+    on_click="ignore",
 )
 c3.download_button(
     "Scenario (YAML)", w.scenario_yaml(form), file_name="scenario.yaml", mime="application/x-yaml"
@@ -535,29 +537,30 @@ st.caption(
 )
 
 # ---------------------------------------------------------------- rejected
-rej = res["rejected"]
-by_stage: dict[str, list[dict]] = {}
-for r in rej:
-    by_stage.setdefault(r["stage"], []).append(r)
-with st.expander(f"Rejected options ({len(rej):,}) by reason", expanded=False):
-    st.dataframe(
-        pd.DataFrame(
-            [{"stage": k, "options": len(v), "example": v[0]["reason"]} for k, v in
-             sorted(by_stage.items(), key=lambda kv: -len(kv[1]))]
-        ),
-        hide_index=True,
-        width="stretch",
-    )  # fmt: skip
-    stage = st.selectbox("Show the options rejected at stage", sorted(by_stage), key="rej_stage")
-    if stage:
-        rows = by_stage[stage][:500]
+by_stage = res["rejected_by_stage"]
+with st.expander(
+    f"Rejected options ({res['n_rejected']:,}) by reason",
+    expanded=False,
+    key="rej_open",
+    on_change="rerun",  # the tables are built only once the expander is open
+):
+    if st.session_state.get("rej_open"):
         st.dataframe(
-            pd.DataFrame(rows)[["gpu", "framework", "precision", "kv_precision", "tp", "pp", "reason"]],
+            pd.DataFrame(
+                [{"stage": k, "options": v["n"], "example": v["rows"][0]["reason"]} for k, v in
+                 sorted(by_stage.items(), key=lambda kv: -kv[1]["n"])]
+            ),
             hide_index=True,
             width="stretch",
         )  # fmt: skip
-        if len(by_stage[stage]) > 500:
-            st.caption(f"first 500 of {len(by_stage[stage]):,}; the CSV of the CLI has all")
+        stage = st.selectbox("Show the options rejected at stage", sorted(by_stage), key="rej_stage")  # fmt: skip
+        if stage:
+            st.dataframe(pd.DataFrame(by_stage[stage]["rows"]), hide_index=True, width="stretch")
+            if by_stage[stage]["n"] > len(by_stage[stage]["rows"]):
+                st.caption(
+                    f"first {len(by_stage[stage]['rows']):,} of {by_stage[stage]['n']:,}; "
+                    "the CSV of the CLI has all"
+                )
 with st.expander("Assumptions"):
     st.markdown("\n".join(f"- {a}" for a in res["assumptions"]))
 w.definitions_expander()

@@ -72,6 +72,13 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
     except PlannerError as e:
         return {"error": str(e)}
     out["provenance"] = prov
+    from planner.catalog.profile import error_band
+
+    try:
+        b = error_band(prov)
+        out["band"] = {"low": b.low_ratio, "high": b.high_ratio, "text": b.describe()}
+    except PlannerError as e:
+        out["band"] = {"low": None, "high": None, "text": str(e)}
     out["max_num_seqs"] = rep.engine.max_num_seqs
     out["assumptions"] = list(rep.assumptions)
     need_tokens = wl.input_quantile_tokens(0.99) + wl.output_quantile_tokens(0.99)
@@ -138,6 +145,20 @@ def curve_spec(field: str, title: str) -> dict:
     curve, slo, knee = alt.Data(name="curve"), alt.Data(name="slo"), alt.Data(name="knee")
     x = alt.X("output_tok_s_per_gpu:Q", title="output tokens/s per GPU")
     y = alt.Y(f"{field}:Q", title=title, scale=alt.Scale(type="log"))
+    # the error band of the performance numbers: a speed x r moves a point to
+    # (throughput x r, latency / r); shaded between the curves at r = low and r = high
+    band = (
+        alt.Chart(alt.Data(name="band"))
+        .mark_area(color="#4c78a8", opacity=0.18)
+        .encode(
+            x=alt.X("x:Q", title="output tokens/s per GPU"),
+            y=alt.Y("y_lo:Q", title=title, scale=alt.Scale(type="log")),
+            y2=alt.Y2("y_hi:Q"),
+            tooltip=[alt.Tooltip("x:Q", format=",.0f", title="tok/s per GPU"),
+                     alt.Tooltip("y_lo:Q", format=",.1f", title="band low [ms]"),
+                     alt.Tooltip("y_hi:Q", format=",.1f", title="band high [ms]")],
+        )
+    )  # fmt: skip
     line = (
         alt.Chart(curve)
         .mark_line(point=True, strokeWidth=2.5)
@@ -172,7 +193,30 @@ def curve_spec(field: str, title: str) -> dict:
         .mark_text(align="right", dx=-10, dy=-10, color="#f58518", fontWeight="bold")
         .encode(x=x, y=alt.Y(f"{field}:Q"), text="label:N")
     )
-    return (line + rule + rule_text + k + k_text).properties(height=300).to_dict()
+    return (band + line + rule + rule_text + k + k_text).properties(height=300).to_dict()
+
+
+def band_area(x: np.ndarray, y: np.ndarray, low: float | None, high: float | None) -> pd.DataFrame:
+    """The shaded band of a throughput-latency curve (points ``x`` [tok/s], ``y`` [ms],
+    ascending in ``x``): the curve moved to ``(x r, y / r)`` for r = ``low`` and r = ``high``
+    (:class:`planner.catalog.profile.Band`: measured / predicted speed, p10-p90), both
+    interpolated (log latency) on one throughput grid where they overlap; columns ``x``,
+    ``y_lo``, ``y_hi``. Empty without a band."""
+    ok = np.isfinite(x) & np.isfinite(y) & (y > 0)
+    x, y = x[ok], y[ok]
+    if low is None or high is None or len(x) < 2:
+        return pd.DataFrame({"x": [], "y_lo": [], "y_hi": []})
+    order = np.argsort(x)
+    x, y = x[order], y[order]
+    fast_x, fast_y = x * high, y / high  # a faster card: more tok/s, lower latency
+    slow_x, slow_y = x * low, y / low
+    grid = np.unique(np.concatenate([fast_x, slow_x]))
+    grid = grid[(grid >= max(fast_x[0], slow_x[0])) & (grid <= min(fast_x[-1], slow_x[-1]))]
+    if len(grid) < 2:
+        return pd.DataFrame({"x": [], "y_lo": [], "y_hi": []})
+    lo = np.exp(np.interp(grid, fast_x, np.log(fast_y)))
+    hi = np.exp(np.interp(grid, slow_x, np.log(slow_y)))
+    return pd.DataFrame({"x": grid, "y_lo": np.minimum(lo, hi), "y_hi": np.maximum(lo, hi)})
 
 
 # =========================================================================== page
@@ -394,14 +438,29 @@ def deployment() -> None:
             kn = df[df["is_knee"]].copy()
             kn["label"] = [f"knee: {int(c_)} clients" for c_ in kn["concurrency"]]
             title = f"{metric} [ms] (log scale)"
+            b = res.get("band") or {}
+            area = band_area(
+                df["output_tok_s_per_gpu"].to_numpy(float),
+                df[field].to_numpy(float),
+                b.get("low"),
+                b.get("high"),
+            )
             st.vega_lite_chart(
-                spec=w.with_data(curve_spec(field, title), curve=df, slo=slo_df, knee=kn),
+                spec=w.with_data(
+                    curve_spec(field, title), curve=df, slo=slo_df, knee=kn, band=area
+                ),
                 width="stretch",
             )
             st.caption(
                 "Each point: that many clients sending back to back (closed loop). The knee "
                 "(orange) is the point of best throughput per unit of latency; the red line is the "
-                "SLO target. Beyond the knee latency grows faster than throughput."
+                "SLO target. Beyond the knee latency grows faster than throughput. "
+                + (
+                    f"Shaded: where the curve lies if the card is as much slower or faster as "
+                    f"~80 % of held-out measurements ({b['text']})."
+                    if len(area)
+                    else f"No error band: {b.get('text', 'unknown')}."
+                )
             )
     if base:
         st.caption(f"Deltas against the baseline: {base['label']}.")
