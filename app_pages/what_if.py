@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import altair as alt
 import numpy as np
@@ -75,10 +76,9 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
     from planner.catalog.profile import error_band
 
     try:
-        b = error_band(prov)
-        out["band"] = {"low": b.low_ratio, "high": b.high_ratio, "text": b.describe()}
+        out["band"] = error_band(prov)
     except PlannerError as e:
-        out["band"] = {"low": None, "high": None, "text": str(e)}
+        out["band_error"] = str(e)
     out["max_num_seqs"] = rep.engine.max_num_seqs
     out["assumptions"] = list(rep.assumptions)
     need_tokens = wl.input_quantile_tokens(0.99) + wl.output_quantile_tokens(0.99)
@@ -196,27 +196,16 @@ def curve_spec(field: str, title: str) -> dict:
     return (band + line + rule + rule_text + k + k_text).properties(height=300).to_dict()
 
 
-def band_area(x: np.ndarray, y: np.ndarray, low: float | None, high: float | None) -> pd.DataFrame:
-    """The shaded band of a throughput-latency curve (points ``x`` [tok/s], ``y`` [ms],
-    ascending in ``x``): the curve moved to ``(x r, y / r)`` for r = ``low`` and r = ``high``
-    (:class:`planner.catalog.profile.Band`: measured / predicted speed, p10-p90), both
-    interpolated (log latency) on one throughput grid where they overlap; columns ``x``,
-    ``y_lo``, ``y_hi``. Empty without a band."""
+def band_area(x: np.ndarray, y: np.ndarray, band: Any) -> pd.DataFrame:
+    """The shaded band of a throughput-latency curve: at each point's throughput ``x``, its
+    latency ``y`` [ms] over :meth:`planner.catalog.profile.Band.time_interval` (a card
+    measured r times as fast as predicted has latencies / r; r from p10 to p90 of held-out
+    measurements). Columns ``x``, ``y_lo``, ``y_hi``; empty without a band."""
+    if band is None or not band.known:
+        return pd.DataFrame({"x": [], "y_lo": [], "y_hi": []})
     ok = np.isfinite(x) & np.isfinite(y) & (y > 0)
-    x, y = x[ok], y[ok]
-    if low is None or high is None or len(x) < 2:
-        return pd.DataFrame({"x": [], "y_lo": [], "y_hi": []})
-    order = np.argsort(x)
-    x, y = x[order], y[order]
-    fast_x, fast_y = x * high, y / high  # a faster card: more tok/s, lower latency
-    slow_x, slow_y = x * low, y / low
-    grid = np.unique(np.concatenate([fast_x, slow_x]))
-    grid = grid[(grid >= max(fast_x[0], slow_x[0])) & (grid <= min(fast_x[-1], slow_x[-1]))]
-    if len(grid) < 2:
-        return pd.DataFrame({"x": [], "y_lo": [], "y_hi": []})
-    lo = np.exp(np.interp(grid, fast_x, np.log(fast_y)))
-    hi = np.exp(np.interp(grid, slow_x, np.log(slow_y)))
-    return pd.DataFrame({"x": grid, "y_lo": np.minimum(lo, hi), "y_hi": np.maximum(lo, hi)})
+    lo, hi = band.time_interval(y[ok])
+    return pd.DataFrame({"x": x[ok], "y_lo": lo, "y_hi": hi})
 
 
 # =========================================================================== page
@@ -438,13 +427,8 @@ def deployment() -> None:
             kn = df[df["is_knee"]].copy()
             kn["label"] = [f"knee: {int(c_)} clients" for c_ in kn["concurrency"]]
             title = f"{metric} [ms] (log scale)"
-            b = res.get("band") or {}
-            area = band_area(
-                df["output_tok_s_per_gpu"].to_numpy(float),
-                df[field].to_numpy(float),
-                b.get("low"),
-                b.get("high"),
-            )
+            b = res.get("band")
+            area = band_area(df["output_tok_s_per_gpu"].to_numpy(float), df[field].to_numpy(float), b)  # fmt: skip
             st.vega_lite_chart(
                 spec=w.with_data(
                     curve_spec(field, title), curve=df, slo=slo_df, knee=kn, band=area
@@ -456,10 +440,12 @@ def deployment() -> None:
                 "(orange) is the point of best throughput per unit of latency; the red line is the "
                 "SLO target. Beyond the knee latency grows faster than throughput. "
                 + (
-                    f"Shaded: where the curve lies if the card is as much slower or faster as "
-                    f"~80 % of held-out measurements ({b['text']})."
+                    f"Shaded: each point's latency over the error band of the performance "
+                    f"numbers ({b.describe()}; its throughput moves by the same factor)."
                     if len(area)
-                    else f"No error band: {b.get('text', 'unknown')}."
+                    else "No error band: "
+                    + (b.describe() if b is not None else res.get("band_error", "unknown"))
+                    + "."
                 )
             )
     if base:

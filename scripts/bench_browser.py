@@ -12,8 +12,9 @@ Settled means all of:
   stale (``data-stale="true"``);
 * the new values are on the page: a marker text that only the new run renders (the new
   peak, GPU name or model);
-* every visible chart is drawn (a canvas or svg in each ``stVegaLiteChart``) and every
-  visible dataframe has its canvas; then two animation frames pass (the paint).
+* no element is a grey skeleton (``stSkeleton``: its code is still loading, on a first
+  visit), every visible chart is drawn (a canvas or svg in each ``stVegaLiteChart``) and
+  every visible dataframe has its canvas; then two animation frames pass (the paint).
 
 (Marker, indicator and stale marks alone were not enough: Streamlit shows its running
 indicator ~0.3-0.5 s after a run starts and marks old elements stale with a delay, so a
@@ -78,6 +79,9 @@ marker => {
   if (!d.body.innerText.includes(marker)) return false;
   if (d.querySelector('[data-testid="stStatusWidget"]')) return false;
   if (d.querySelector('[data-stale="true"]')) return false;
+  // an element whose code is still loading is drawn as a grey skeleton
+  if (d.querySelector('[data-testid="stSkeleton"], [data-testid="stSkeletonElement"], '
+                      + '[data-testid="stAppSkeleton"]')) return false;
   const shown = el => (el.checkVisibility ? el.checkVisibility() : el.offsetParent !== null);
   for (const c of d.querySelectorAll('[data-testid="stVegaLiteChart"]'))
     if (shown(c) && !c.querySelector('canvas, svg')) return false;
