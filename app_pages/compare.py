@@ -224,7 +224,7 @@ else:
 
 if res["unanswered"]:
     st.subheader(f"GPUs that cannot serve this scenario ({len(res['unanswered'])})")
-    st.dataframe(
+    st.table(  # a static table: the reasons wrap instead of being cut at the column's edge
         pd.DataFrame(
             [
                 {
@@ -237,6 +237,5 @@ if res["unanswered"]:
             ]
         ),
         hide_index=True,
-        width="stretch",
     )
 w.definitions_expander()
