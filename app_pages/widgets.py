@@ -142,15 +142,16 @@ def _fingerprint() -> str:
     this module (the shape of the cached dict)."""
     import hashlib
 
-    root = Path(__file__).resolve().parent.parent
+    import planner
+    from planner.catalog.catalog import DATA_DIR  # PLANNER_DATA_DIR or the bundled data/
+
+    code = Path(planner.__file__).resolve().parent
     h = hashlib.sha256()
-    files = sorted(
-        [*(root / "planner").rglob("*.py"), *(root / "data").rglob("*"), Path(__file__).resolve()]
-    )
-    for f in files:
-        if f.is_file() and "__pycache__" not in f.parts:
-            h.update(str(f.relative_to(root)).encode())
-            h.update(f.read_bytes())
+    for base, pattern in ((code, "*.py"), (DATA_DIR, "*"), (Path(__file__).parent, "widgets.py")):
+        for f in sorted(Path(base).rglob(pattern)):
+            if f.is_file() and "__pycache__" not in f.parts:
+                h.update(str(f.relative_to(base)).encode())
+                h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
 
