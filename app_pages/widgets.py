@@ -84,13 +84,20 @@ def warm_up() -> float:
     return time.perf_counter() - t0
 
 
+#: seconds between the end of a server's first script run and its warm-up: the browser is
+#: still drawing that page (loading the code of charts and tables), and on a 2-core machine
+#: the warm-up's kernel load would take a core from it
+WARM_UP_DELAY_S = 3.0
+
+
 @st.cache_resource(show_spinner=False)
 def warm_up_in_background() -> Any:
-    """Start :func:`warm_up` in a daemon thread, once per server process (the first page
-    a user opens need not wait for the kernel when it asks for no simulation)."""
+    """Start :func:`warm_up` in a daemon thread, once per server process, after
+    :data:`WARM_UP_DELAY_S` (a page that needs a simulation sooner loads the kernel itself)."""
     import threading
 
-    t = threading.Thread(target=warm_up, name="planner-warm-up", daemon=True)
+    t = threading.Timer(WARM_UP_DELAY_S, warm_up)
+    t.name, t.daemon = "planner-warm-up", True
     t.start()
     return t
 
