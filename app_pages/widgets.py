@@ -10,6 +10,8 @@ plain dicts / DataFrames that ``st.cache_data`` can cache.
 from __future__ import annotations
 
 import copy
+import functools
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,7 +96,6 @@ WARM_UP_DELAY_S = 3.0
 def warm_up_in_background() -> Any:
     """Start :func:`warm_up` in a daemon thread, once per server process, after
     :data:`WARM_UP_DELAY_S` (a page that needs a simulation sooner loads the kernel itself)."""
-    import threading
 
     t = threading.Timer(WARM_UP_DELAY_S, warm_up)
     t.name, t.daemon = "planner-warm-up", True
@@ -140,10 +141,10 @@ def default_scenario_json() -> str:
 
 
 _NO_CUSTOM: tuple[tuple[str, ...], ...] = ((), (), ())
-_DEFAULT_LOCK = __import__("threading").Lock()
+_DEFAULT_LOCK = threading.Lock()
 
 
-@__import__("functools").lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=1)
 def _fingerprint() -> str:
     """Hash of everything a recommendation depends on: planner's code and data files and
     this module (the shape of the cached dict)."""
