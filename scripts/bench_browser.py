@@ -158,26 +158,45 @@ def settle(page, marker: str, t0: float) -> float:
     return time.perf_counter() - t0
 
 
-def pick(page, label: str, option: str) -> float:
-    """Choose ``option`` in the selectbox labelled ``label``; returns the click's time."""
-    box = page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first
-    box.locator("input").click()
-    box.locator("input").fill(option)
-    opt = page.locator('[role="option"]').filter(has_text=option).first
-    opt.wait_for(timeout=WAIT_MS)
-    page.evaluate(WATCH_JS)
-    t0 = time.perf_counter()
-    opt.click()
-    return t0
+def _started(page, timeout_ms: int = 15_000) -> bool:
+    """Whether the action's script run started (a click lost on a loaded machine starts none)."""
+    try:
+        page.wait_for_function("() => window.__planner_ran !== false", timeout=timeout_ms)
+        return True
+    except Exception:  # playwright's TimeoutError
+        return False
 
 
-def set_number(page, label: str, value: str) -> float:
-    box = page.locator(f'input[aria-label="{label}"]')
-    box.fill(value)
-    page.evaluate(WATCH_JS)
-    t0 = time.perf_counter()
-    box.press("Enter")
-    return t0
+def pick(page, label: str, option: str, tries: int = 3) -> float:
+    """Choose ``option`` in the selectbox labelled ``label``; returns the time of the click
+    that started a script run (a lost click is tried again, timed from the new click)."""
+    for _ in range(tries):
+        box = page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first
+        box.locator("input").click()
+        box.locator("input").fill(option)
+        opt = page.locator('[role="option"]').filter(has_text=option).first
+        opt.wait_for(timeout=WAIT_MS)
+        page.evaluate(WATCH_JS)
+        t0 = time.perf_counter()
+        opt.click()
+        if _started(page):
+            return t0
+        page.keyboard.press("Escape")
+    raise RuntimeError(f"choosing {option!r} in {label!r} started no script run")
+
+
+def set_number(page, label: str, value: str, tries: int = 3) -> float:
+    """Type ``value`` into the number input labelled ``label`` and press Enter; returns the
+    time of the Enter that started a script run."""
+    for _ in range(tries):
+        box = page.locator(f'input[aria-label="{label}"]')
+        box.fill(value)
+        page.evaluate(WATCH_JS)
+        t0 = time.perf_counter()
+        box.press("Enter")
+        if _started(page):
+            return t0
+    raise RuntimeError(f"setting {label!r} to {value} started no script run")
 
 
 def gpu_names(ids: list[str]) -> dict[str, str]:
