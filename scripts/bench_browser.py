@@ -4,10 +4,10 @@
 
 Settled means all of:
 
-* the script run the action triggered has started and finished: Streamlit's app root
-  (``data-test-script-state``) went to "running" after the action (a MutationObserver set
-  before the action records it, so a run shorter than a poll still counts) and is back at
-  "notRunning";
+* the script run the action triggered has finished: the marker below is rendered only by
+  that run (so it has started), and Streamlit's app root says ``data-test-script-state`` =
+  "notRunning" (a fast run's "running" may never reach the DOM: React batches it with the
+  end of the run, so the check is on the end, not on seeing "running");
 * Streamlit's running indicator (``stStatusWidget``) is gone and no element is still marked
   stale (``data-stale="true"``);
 * the new values are on the page: a marker text that only the new run renders (the new
@@ -75,7 +75,6 @@ SETTLED_JS = """
 marker => {
   const d = document, app = d.querySelector('[data-testid="stApp"]');
   if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
-  if (window.__planner_ran === false) return false;  // the action's run has not started yet
   if (!d.body.innerText.includes(marker)) return false;
   if (d.querySelector('[data-testid="stStatusWidget"]')) return false;
   if (d.querySelector('[data-stale="true"]')) return false;
@@ -88,16 +87,6 @@ marker => {
   for (const t of d.querySelectorAll('[data-testid="stDataFrame"]'))
     if (shown(t) && !t.querySelector('canvas')) return false;
   return true;
-}
-"""
-# before an action: watch the app root's script state; the action's run sets the flag
-WATCH_JS = """
-() => {
-  window.__planner_ran = false;
-  const app = document.querySelector('[data-testid="stApp"]');
-  new MutationObserver(() => {
-    if (app.getAttribute('data-test-script-state') === 'running') window.__planner_ran = true;
-  }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
 }
 """
 PAINTED_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
@@ -158,45 +147,25 @@ def settle(page, marker: str, t0: float) -> float:
     return time.perf_counter() - t0
 
 
-def _started(page, timeout_ms: int = 15_000) -> bool:
-    """Whether the action's script run started (a click lost on a loaded machine starts none)."""
-    try:
-        page.wait_for_function("() => window.__planner_ran !== false", timeout=timeout_ms)
-        return True
-    except Exception:  # playwright's TimeoutError
-        return False
+def pick(page, label: str, option: str) -> float:
+    """Choose ``option`` in the selectbox labelled ``label``; returns the click's time."""
+    box = page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first
+    box.locator("input").click()
+    box.locator("input").fill(option)
+    opt = page.locator('[role="option"]').filter(has_text=option).first
+    opt.wait_for(timeout=WAIT_MS)
+    t0 = time.perf_counter()
+    opt.click()
+    return t0
 
 
-def pick(page, label: str, option: str, tries: int = 3) -> float:
-    """Choose ``option`` in the selectbox labelled ``label``; returns the time of the click
-    that started a script run (a lost click is tried again, timed from the new click)."""
-    for _ in range(tries):
-        box = page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first
-        box.locator("input").click()
-        box.locator("input").fill(option)
-        opt = page.locator('[role="option"]').filter(has_text=option).first
-        opt.wait_for(timeout=WAIT_MS)
-        page.evaluate(WATCH_JS)
-        t0 = time.perf_counter()
-        opt.click()
-        if _started(page):
-            return t0
-        page.keyboard.press("Escape")
-    raise RuntimeError(f"choosing {option!r} in {label!r} started no script run")
-
-
-def set_number(page, label: str, value: str, tries: int = 3) -> float:
-    """Type ``value`` into the number input labelled ``label`` and press Enter; returns the
-    time of the Enter that started a script run."""
-    for _ in range(tries):
-        box = page.locator(f'input[aria-label="{label}"]')
-        box.fill(value)
-        page.evaluate(WATCH_JS)
-        t0 = time.perf_counter()
-        box.press("Enter")
-        if _started(page):
-            return t0
-    raise RuntimeError(f"setting {label!r} to {value} started no script run")
+def set_number(page, label: str, value: str) -> float:
+    """Type ``value`` into the number input labelled ``label``; returns the Enter's time."""
+    box = page.locator(f'input[aria-label="{label}"]')
+    box.fill(value)
+    t0 = time.perf_counter()
+    box.press("Enter")
+    return t0
 
 
 def gpu_names(ids: list[str]) -> dict[str, str]:
