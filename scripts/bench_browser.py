@@ -18,7 +18,9 @@ Settled means all of:
 
 (Marker, indicator and stale marks alone were not enough: Streamlit shows its running
 indicator ~0.3-0.5 s after a run starts and marks old elements stale with a delay, so a
-marker rendered early in the run could "settle" a page still computing.) Every timed action asks for something not computed
+marker rendered early in the run could "settle" a page still computing; the script state
+closes that gap. And on a first visit the metrics, tables and charts stayed grey skeletons
+for seconds after the run had ended.) Every timed action asks for something not computed
 before in that server (distinct peaks, GPUs, models), so no result comes from the app's
 cache.
 
