@@ -17,7 +17,6 @@ from app_pages.widgets import warm_up_in_background
 st.set_page_config(
     page_title="planner: LLM inference capacity", page_icon=":material/memory:", layout="wide"
 )
-warm_up_in_background()  # the simulator's compiled kernel, loaded once per server process
 
 PAGES = {
     "Plan": [
@@ -42,4 +41,9 @@ PAGES = {
     ],
 }
 
-st.navigation(PAGES, expanded=True).run()
+try:
+    st.navigation(PAGES, expanded=True).run()
+finally:
+    # once per server process, after the first page is drawn (not competing with it for
+    # the interpreter): the simulator's kernel and the default Plan answer (widgets.warm_up)
+    warm_up_in_background()

@@ -187,6 +187,13 @@ if rows:
             "provenance": [r["provenance"] for r in rows],
         }
     )
+    # tokens/s per GPU is a speed: its band is [x low_ratio, x high_ratio] (planner's Band)
+    ratio = [(r.get("error_band") or {}) for r in rows]
+    for end in ("low", "high"):
+        chart[f"output_tok_s_per_gpu_{end}"] = [
+            r["output_tok_s_per_gpu"] * b[f"{end}_ratio"] if b.get(f"{end}_ratio") else None
+            for r, b in zip(rows, ratio, strict=True)
+        ]
     chart["best"] = False
     left, right = st.columns(2)
     with left:
@@ -202,19 +209,22 @@ if rows:
         spec = bar_spec("usd_per_mtok_output", "$ per million output tokens", "$.4f", has_band)
         st.vega_lite_chart(spec=w.with_data(spec, rows=d), width="stretch")
     with right:
-        st.markdown("**Output tokens/s per GPU** at the SLO (higher is better)")
+        st.markdown(
+            "**Output tokens/s per GPU** at the SLO (higher is better; black bars: the error band)"
+        )
         d = chart.assign(
             best=chart["output_tok_s_per_gpu"] == chart["output_tok_s_per_gpu"].max(),
             order=chart["output_tok_s_per_gpu"].rank(method="first", ascending=False),
         )
-        spec = bar_spec("output_tok_s_per_gpu", "output tokens/s per GPU", ",.0f")
+        has_band = chart["output_tok_s_per_gpu_low"].notna().any()
+        spec = bar_spec("output_tok_s_per_gpu", "output tokens/s per GPU", ",.0f", has_band)
         st.vega_lite_chart(spec=w.with_data(spec, rows=d), width="stretch")
 else:
     st.warning("No GPU meets this scenario; the reasons are below.")
 
 if res["unanswered"]:
     st.subheader(f"GPUs that cannot serve this scenario ({len(res['unanswered'])})")
-    st.dataframe(
+    st.table(  # a static table: the reasons wrap instead of being cut at the column's edge
         pd.DataFrame(
             [
                 {
@@ -227,6 +237,5 @@ if res["unanswered"]:
             ]
         ),
         hide_index=True,
-        width="stretch",
     )
 w.definitions_expander()

@@ -11,7 +11,6 @@ import datetime as dt
 import platform
 
 import altair as alt
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -76,6 +75,9 @@ def length_hist_spec() -> dict:
     return alt.hconcat(panel("prompt", "#4c78a8"), panel("answer", "#f58518")).to_dict()
 
 
+WINNER_LEGEND = "datum.label == 'winner' ? 'recommended (#1)' : datum.label"
+
+
 @st.cache_resource(show_spinner=False)
 def pareto_spec() -> dict:
     pts = alt.Data(name="options")
@@ -107,7 +109,7 @@ def pareto_spec() -> dict:
                     domain=["winner", "Pareto front", "other"],
                     range=["diamond", "circle", "circle"],
                 ),
-                legend=alt.Legend(title=None, orient="bottom"),
+                legend=alt.Legend(title=None, orient="bottom", labelExpr=WINNER_LEGEND),
             ),
             color=alt.Color(
                 "role:N",
@@ -115,7 +117,7 @@ def pareto_spec() -> dict:
                     domain=["winner", "Pareto front", "other"],
                     range=["#d62728", "#54a24b", "#9d9d9d"],
                 ),
-                legend=alt.Legend(title=None, orient="bottom"),
+                legend=alt.Legend(title=None, orient="bottom", labelExpr=WINNER_LEGEND),
             ),
             size=alt.Size(
                 "role:N",
@@ -125,14 +127,17 @@ def pareto_spec() -> dict:
             tooltip=tip,
         )
     )
-    # labels right of their point, or left of it in the right half of the chart, so that
-    # none runs past the plot's edge (issue 18: the winner's label was clipped)
+    # short labels ("#1", "#3, #4") centred above their point: a long label ran over the
+    # neighbouring points (issue 18); the legend and the caption name the recommendation
     labels = [
         alt.Chart(pts)
-        .transform_filter(f"datum.side == '{side}'")
-        .mark_text(align=side, dx=9 if side == "left" else -9, dy=-9, fontSize=11)
-        .encode(x=x, y=y, text="short:N", color=alt.value("#333"))
-        for side in ("left", "right")
+        .mark_text(align="center", baseline="bottom", dy=-11, fontSize=11, fontWeight="bold")
+        .encode(
+            x=x,
+            y=y,
+            text="short:N",
+            color=alt.condition("datum.rank == 1", alt.value("#d62728"), alt.value("#333")),
+        )
     ]
     return alt.layer(front, dots, *labels).properties(height=340).to_dict()
 
@@ -476,17 +481,19 @@ c0.page_link(
         "wi_tp": str(win["tp"] if win["tp"] in (1, 2, 4, 8) else 8),
     },
 )
-c1.download_button(
+c1.download_button(  # the files are made when clicked, not on every run
     "Results (CSV)",
-    pd.DataFrame(recs).drop(columns=["assumptions"], errors="ignore").to_csv(index=False),
+    lambda: pd.DataFrame(recs).drop(columns=["assumptions"], errors="ignore").to_csv(index=False),
     file_name=f"plan-{sc.model}.csv",
     mime="text/csv",
+    on_click="ignore",
 )
 c2.download_button(
     "Report (Markdown)",
-    markdown_report(res, form, cat),
+    lambda: markdown_report(res, form, cat),
     file_name=f"plan-{sc.model}.md",
     mime="text/markdown",
+    on_click="ignore",
 )
 c3.download_button(
     "Scenario (YAML)", w.scenario_yaml(form), file_name="scenario.yaml", mime="application/x-yaml"
@@ -521,43 +528,40 @@ for _, idx in pts.groupby(pos).groups.items():
     first = pts.loc[idx, "rank"].idxmin()
     if not any(k == 1 or k in front for k in ranks):
         continue  # dominated options: tooltip only, so the front's labels stay readable
-    text = ", ".join(f"#{k}" for k in ranks)
-    if 1 in ranks:
-        text += f"  {recs[0]['gpu']} {recs[0]['precision']} TP{recs[0]['tp']} (recommended)"
-    pts.loc[first, "short"] = text
-lo, hi = pts["e2e_p99_s"].min(), pts["e2e_p99_s"].max()
-pts["side"] = np.where(pts["e2e_p99_s"] > (lo + hi) / 2, "right", "left")
+    pts.loc[first, "short"] = ", ".join(f"#{k}" for k in ranks)
 st.vega_lite_chart(spec=w.with_data(pareto_spec(), options=pts), width="stretch")
 st.caption(
     "Each point is a ranked option at the traffic the fleet is sized for; the dashed line "
     "joins the options no other beats on both cost and P99 end-to-end latency (the Pareto "
-    "front); the red diamond is the recommendation. Hover a point for its details."
+    f"front); the red diamond is the recommendation, #1 {option_label(win)}. Labels: the "
+    "ranks in the table above of the front's options; hover any point for its details."
 )
 
 # ---------------------------------------------------------------- rejected
-rej = res["rejected"]
-by_stage: dict[str, list[dict]] = {}
-for r in rej:
-    by_stage.setdefault(r["stage"], []).append(r)
-with st.expander(f"Rejected options ({len(rej):,}) by reason", expanded=False):
-    st.dataframe(
-        pd.DataFrame(
-            [{"stage": k, "options": len(v), "example": v[0]["reason"]} for k, v in
-             sorted(by_stage.items(), key=lambda kv: -len(kv[1]))]
-        ),
-        hide_index=True,
-        width="stretch",
-    )  # fmt: skip
-    stage = st.selectbox("Show the options rejected at stage", sorted(by_stage), key="rej_stage")
-    if stage:
-        rows = by_stage[stage][:500]
+by_stage = res["rejected_by_stage"]
+with st.expander(
+    f"Rejected options ({res['n_rejected']:,}) by reason",
+    expanded=False,
+    key="rej_open",
+    on_change="rerun",  # the tables are built only once the expander is open
+):
+    if st.session_state.get("rej_open"):
         st.dataframe(
-            pd.DataFrame(rows)[["gpu", "framework", "precision", "kv_precision", "tp", "pp", "reason"]],
+            pd.DataFrame(
+                [{"stage": k, "options": v["n"], "example": v["rows"][0]["reason"]} for k, v in
+                 sorted(by_stage.items(), key=lambda kv: -kv[1]["n"])]
+            ),
             hide_index=True,
             width="stretch",
         )  # fmt: skip
-        if len(by_stage[stage]) > 500:
-            st.caption(f"first 500 of {len(by_stage[stage]):,}; the CSV of the CLI has all")
+        stage = st.selectbox("Show the options rejected at stage", sorted(by_stage), key="rej_stage")  # fmt: skip
+        if stage:
+            st.dataframe(pd.DataFrame(by_stage[stage]["rows"]), hide_index=True, width="stretch")
+            if by_stage[stage]["n"] > len(by_stage[stage]["rows"]):
+                st.caption(
+                    f"first {len(by_stage[stage]['rows']):,} of {by_stage[stage]['n']:,}; "
+                    "the CSV of the CLI has all"
+                )
 with st.expander("Assumptions"):
     st.markdown("\n".join(f"- {a}" for a in res["assumptions"]))
 w.definitions_expander()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import altair as alt
 import numpy as np
@@ -72,6 +73,12 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
     except PlannerError as e:
         return {"error": str(e)}
     out["provenance"] = prov
+    from planner.catalog.profile import error_band
+
+    try:
+        out["band"] = error_band(prov)
+    except PlannerError as e:
+        out["band_error"] = str(e)
     out["max_num_seqs"] = rep.engine.max_num_seqs
     out["assumptions"] = list(rep.assumptions)
     need_tokens = wl.input_quantile_tokens(0.99) + wl.output_quantile_tokens(0.99)
@@ -138,6 +145,20 @@ def curve_spec(field: str, title: str) -> dict:
     curve, slo, knee = alt.Data(name="curve"), alt.Data(name="slo"), alt.Data(name="knee")
     x = alt.X("output_tok_s_per_gpu:Q", title="output tokens/s per GPU")
     y = alt.Y(f"{field}:Q", title=title, scale=alt.Scale(type="log"))
+    # the error band of the performance numbers: a speed x r moves a point to
+    # (throughput x r, latency / r); shaded between the curves at r = low and r = high
+    band = (
+        alt.Chart(alt.Data(name="band"))
+        .mark_area(color="#4c78a8", opacity=0.18)
+        .encode(
+            x=alt.X("x:Q", title="output tokens/s per GPU"),
+            y=alt.Y("y_lo:Q", title=title, scale=alt.Scale(type="log")),
+            y2=alt.Y2("y_hi:Q"),
+            tooltip=[alt.Tooltip("x:Q", format=",.0f", title="tok/s per GPU"),
+                     alt.Tooltip("y_lo:Q", format=",.1f", title="band low [ms]"),
+                     alt.Tooltip("y_hi:Q", format=",.1f", title="band high [ms]")],
+        )
+    )  # fmt: skip
     line = (
         alt.Chart(curve)
         .mark_line(point=True, strokeWidth=2.5)
@@ -172,7 +193,19 @@ def curve_spec(field: str, title: str) -> dict:
         .mark_text(align="right", dx=-10, dy=-10, color="#f58518", fontWeight="bold")
         .encode(x=x, y=alt.Y(f"{field}:Q"), text="label:N")
     )
-    return (line + rule + rule_text + k + k_text).properties(height=300).to_dict()
+    return (band + line + rule + rule_text + k + k_text).properties(height=300).to_dict()
+
+
+def band_area(x: np.ndarray, y: np.ndarray, band: Any) -> pd.DataFrame:
+    """The shaded band of a throughput-latency curve: at each point's throughput ``x``, its
+    latency ``y`` [ms] over :meth:`planner.catalog.profile.Band.time_interval` (a card
+    measured r times as fast as predicted has latencies / r; r from p10 to p90 of held-out
+    measurements). Columns ``x``, ``y_lo``, ``y_hi``; empty without a band."""
+    if band is None or not band.known:
+        return pd.DataFrame({"x": [], "y_lo": [], "y_hi": []})
+    ok = np.isfinite(x) & np.isfinite(y) & (y > 0)
+    lo, hi = band.time_interval(y[ok])
+    return pd.DataFrame({"x": x[ok], "y_lo": lo, "y_hi": hi})
 
 
 # =========================================================================== page
@@ -394,14 +427,26 @@ def deployment() -> None:
             kn = df[df["is_knee"]].copy()
             kn["label"] = [f"knee: {int(c_)} clients" for c_ in kn["concurrency"]]
             title = f"{metric} [ms] (log scale)"
+            b = res.get("band")
+            area = band_area(df["output_tok_s_per_gpu"].to_numpy(float), df[field].to_numpy(float), b)  # fmt: skip
             st.vega_lite_chart(
-                spec=w.with_data(curve_spec(field, title), curve=df, slo=slo_df, knee=kn),
+                spec=w.with_data(
+                    curve_spec(field, title), curve=df, slo=slo_df, knee=kn, band=area
+                ),
                 width="stretch",
             )
             st.caption(
                 "Each point: that many clients sending back to back (closed loop). The knee "
                 "(orange) is the point of best throughput per unit of latency; the red line is the "
-                "SLO target. Beyond the knee latency grows faster than throughput."
+                "SLO target. Beyond the knee latency grows faster than throughput. "
+                + (
+                    f"Shaded: each point's latency over the error band of the performance "
+                    f"numbers ({b.describe()}; its throughput moves by the same factor)."
+                    if len(area)
+                    else "No error band: "
+                    + (b.describe() if b is not None else res.get("band_error", "unknown"))
+                    + "."
+                )
             )
     if base:
         st.caption(f"Deltas against the baseline: {base['label']}.")

@@ -10,6 +10,8 @@ plain dicts / DataFrames that ``st.cache_data`` can cache.
 from __future__ import annotations
 
 import copy
+import functools
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,7 +59,8 @@ CUSTOM_MODELS = "custom_models"
 # --------------------------------------------------------------------------- warm-up
 def warm_up() -> float:
     """Load the simulator's compiled kernel (compile it on a fresh install, 20-60 s; load it
-    from numba's cache otherwise, ~0.5-3 s) with one tiny search; returns the seconds taken.
+    from numba's cache otherwise, ~0.5-3 s) and compute the Plan page's default answer
+    (:func:`default_plan`, kept on disk for later server processes); returns the seconds taken.
 
     ``scripts/warm_up.py`` runs it once at install; the app runs it in a background thread
     when a server process starts (:func:`warm_up_in_background`)."""
@@ -67,24 +70,129 @@ def warm_up() -> float:
     from planner.workload import SLO, Workload
 
     t0 = time.perf_counter()
+    default_plan()
     wl = Workload.model_validate({"preset": "chat", "traffic": {"mean_rps": 1.0, "peak_rps": 1.0}})
     slo = SLO.model_validate({"tpot": {"max_s": 0.1}})
     recommend(
-        "llama-3.1-8b", wl, slo, catalog=base_catalog(), gpus=("nvidia-h100-sxm",),
-        frameworks=("vllm",), precisions=("fp8",), top_n=1,
-    )  # fmt: skip
+        "llama-3.1-8b",
+        wl,
+        slo,
+        catalog=base_catalog(),
+        gpus=("nvidia-h100-sxm",),
+        frameworks=("vllm",),
+        precisions=("fp8",),
+        top_n=1,
+    )  # fmt: skip  (the kernel, when the default answer came from disk)
     return time.perf_counter() - t0
+
+
+#: seconds between the end of a server's first script run and its warm-up: the browser is
+#: still drawing that page (loading the code of charts and tables), and on a 2-core machine
+#: the warm-up's kernel load would take a core from it
+WARM_UP_DELAY_S = 3.0
 
 
 @st.cache_resource(show_spinner=False)
 def warm_up_in_background() -> Any:
-    """Start :func:`warm_up` in a daemon thread, once per server process (the first page
-    a user opens need not wait for the kernel when it asks for no simulation)."""
-    import threading
+    """Start :func:`warm_up` in a daemon thread, once per server process, after
+    :data:`WARM_UP_DELAY_S` (a page that needs a simulation sooner loads the kernel itself)."""
 
-    t = threading.Thread(target=warm_up, name="planner-warm-up", daemon=True)
+    t = threading.Timer(WARM_UP_DELAY_S, warm_up)
+    t.name, t.daemon = "planner-warm-up", True
     t.start()
     return t
+
+
+def canonical(scenario_json: str) -> str:
+    """The scenario's JSON with sorted keys: one cache entry per scenario, whatever the order
+    in which the form or a file wrote its fields."""
+    import json
+
+    return json.dumps(json.loads(scenario_json), sort_keys=True)
+
+
+def default_scenario_json() -> str:
+    """The scenario the sidebar form holds before any change (:data:`SCENARIO_DEFAULTS`), in
+    :func:`canonical` form; ``tests/app`` checks that the form produces exactly this."""
+    import json
+
+    D = SCENARIO_DEFAULTS
+    slo: dict[str, Any] = {"attainment": D["attainment"]}
+    if D["ttft"]:
+        slo["ttft"] = {"max_s": float(D["ttft"]), "percentile": "p99"}
+    if D["tpot_ms"]:
+        slo["tpot"] = {"max_s": D["tpot_ms"] / 1e3, "percentile": "p99"}
+    data = {
+        "name": "app-scenario",
+        "description": "saved from the planner app",
+        "model": D["model"],
+        "workload": {
+            "preset": D["preset"],
+            "traffic": {"mean_rps": float(D["mean_rps"]), "peak_rps": float(D["peak_rps"])},
+        },
+        "slo": slo,
+        "constraints": {
+            "price_basis": D["basis"],
+            "gpus": list(D["gpus"]),
+            "headroom": float(D["headroom"]),
+        },
+    }
+    return json.dumps(data, sort_keys=True)
+
+
+_NO_CUSTOM: tuple[tuple[str, ...], ...] = ((), (), ())
+_DEFAULT_LOCK = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def _fingerprint() -> str:
+    """Hash of everything a recommendation depends on: planner's code and data files and
+    this module (the shape of the cached dict)."""
+    import hashlib
+
+    import planner
+    from planner.catalog.catalog import DATA_DIR  # PLANNER_DATA_DIR or the bundled data/
+
+    code = Path(planner.__file__).resolve().parent
+    h = hashlib.sha256()
+    for base, pattern in ((code, "*.py"), (DATA_DIR, "*"), (Path(__file__).parent, "widgets.py")):
+        for f in sorted(Path(base).rglob(pattern)):
+            if f.is_file() and "__pycache__" not in f.parts:
+                h.update(str(f.relative_to(base)).encode())
+                h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def default_plan() -> dict[str, Any]:
+    """The Plan page's answer for the default scenario (:func:`default_scenario_json`, cost,
+    top 5), computed once per install: kept as a pickle in ``app_pages/__pycache__`` under a
+    fingerprint of planner's code and data (:func:`_fingerprint`), so a new server process
+    shows it without a search and a changed catalog or planner never reuses an old answer."""
+    import pickle
+
+    path = Path(__file__).resolve().parent / "__pycache__" / f"default-plan-{_fingerprint()}.pkl"
+    with _DEFAULT_LOCK:  # the warm-up thread and the first page: one search, not two
+        try:
+            return pickle.loads(path.read_bytes())
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError):
+            pass
+        return _store_default(path, _recommend_dict(_NO_CUSTOM, default_scenario_json(), "cost", 5))
+
+
+def _store_default(path: Path, res: dict[str, Any]) -> dict[str, Any]:
+    import pickle
+
+    try:
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_suffix(f".{id(res)}.tmp")
+        tmp.write_bytes(pickle.dumps(res))
+        tmp.replace(path)  # atomic: a concurrent reader sees the old file or the new one
+        for old in path.parent.glob("default-plan-*.pkl"):
+            if old != path:
+                old.unlink(missing_ok=True)
+    except OSError:
+        pass  # a read-only install: computed again by each server process
+    return res
 
 
 # --------------------------------------------------------------------------- catalog
@@ -1260,9 +1368,16 @@ def recommend_kwargs(sc: Any) -> dict[str, Any]:
     }
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def run_recommend(key: tuple, scenario_json: str, objective: str, top_n: int) -> dict[str, Any]:
-    """``planner.recommend.recommend`` for the form's scenario as a dict, or ``{"error"}``."""
+#: rejected options kept per stage for the Plan page's table (the CLI's CSV has all)
+REJECTED_SHOWN = 500
+REJECTED_COLUMNS = ("gpu", "framework", "precision", "kv_precision", "tp", "pp", "reason")
+
+
+def _recommend_dict(key: tuple, scenario_json: str, objective: str, top_n: int) -> dict[str, Any]:
+    """``planner.recommend.recommend`` for a scenario as the CLI calls it, as a dict, or
+    ``{"error"}``; the rejected options are grouped by stage (``rejected_by_stage``: count,
+    first :data:`REJECTED_SHOWN` rows), which keeps the cached dict small (a search rejects
+    ~2,000 options; their dicts were most of its size)."""
     from planner.recommend import recommend
 
     cat = catalog_for(key)
@@ -1279,7 +1394,33 @@ def run_recommend(key: tuple, scenario_json: str, objective: str, top_n: int) ->
         )
     except PlannerError as e:
         return {"error": str(e)}
-    return res.as_dict()
+    out = res.as_dict()
+    by_stage: dict[str, dict[str, Any]] = {}
+    for r in out.pop("rejected"):
+        g = by_stage.setdefault(r["stage"], {"n": 0, "rows": []})
+        g["n"] += 1
+        if len(g["rows"]) < REJECTED_SHOWN:
+            g["rows"].append({c: r.get(c) for c in REJECTED_COLUMNS})
+    out["rejected_by_stage"] = by_stage
+    out["n_rejected"] = sum(g["n"] for g in by_stage.values())
+    return out
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _run_recommend(key: tuple, scenario_json: str, objective: str, top_n: int) -> dict[str, Any]:
+    if key == _NO_CUSTOM and (scenario_json, objective, int(top_n)) == (
+        default_scenario_json(),
+        "cost",
+        5,
+    ):
+        return default_plan()  # computed at install or by this server's warm-up
+    return _recommend_dict(key, scenario_json, objective, top_n)
+
+
+def run_recommend(key: tuple, scenario_json: str, objective: str, top_n: int) -> dict[str, Any]:
+    """``planner.recommend.recommend`` for the form's scenario as a dict (rejected options
+    grouped by stage: :func:`_recommend_dict`), or ``{"error"}``; cached per scenario."""
+    return _run_recommend(key, canonical(scenario_json), objective, int(top_n))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

@@ -433,6 +433,36 @@ def test_plan_is_the_landing_page_and_matches_recommend():
     assert exp and f"({len(res.rejected):,})" in exp[0].label
 
 
+def test_the_default_form_is_the_precomputed_default_scenario(monkeypatch):
+    """The landing page with an untouched form asks for exactly the scenario that
+    ``scripts/warm_up.py`` precomputes (widgets.default_scenario_json), and shows that answer."""
+    import threading
+
+    import streamlit as st
+
+    from app_pages import widgets as w
+
+    answer = w._recommend_dict(w._NO_CUSTOM, w.default_scenario_json(), "cost", 5)
+    asked = []
+
+    def fake_default_plan() -> dict:
+        if threading.current_thread().name != "planner-warm-up":
+            asked.append(1)
+        return answer
+
+    monkeypatch.setattr(w, "default_plan", fake_default_plan)
+    st.cache_data.clear()
+    at = _app(page=None)
+    _no_exception(at)
+    assert asked, "the default form did not match default_scenario_json()"
+    win = answer["recommendations"][0]
+    m = _metrics(at)
+    assert m["GPUs"] == str(win["num_gpus"])
+    assert m["$/M output tokens"] == _money(win["usd_per_mtok_output"])
+    # the answer is recommend()'s for the same scenario file, rejected options only regrouped
+    assert sum(g["n"] for g in answer["rejected_by_stage"].values()) == answer["n_rejected"]
+
+
 def test_plan_peak_change_resizes_the_fleet_like_recommend():
     at = _app(page=None, state=dict(SMALL), model="llama-3.1-8b")
     at.number_input(key="peak_rps").set_value(60.0).run()
@@ -534,7 +564,7 @@ def test_compare_lists_unanswerable_gpus_with_reason():
     state = {**SMALL, "gpus": ["nvidia-h100-sxm", "nvidia-rtx-3090"], "tpot_ms": 8}
     at = _app(page="app_pages/compare.py", state=state, model="llama-3.1-8b")
     _no_exception(at)
-    un = [d.value for d in at.dataframe if "reason" in d.value.columns]
+    un = [d.value for d in at.table if "reason" in d.value.columns]
     assert un and "nvidia-rtx-3090" in set(un[0]["GPU"])
     assert all(isinstance(r, str) and r for r in un[0]["reason"])
 
