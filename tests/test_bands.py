@@ -15,6 +15,7 @@ from planner.catalog import load_catalog
 from planner.catalog.efficiency import PRIOR
 from planner.catalog.profile import (
     BAND_MIN_ROWS,
+    GROUP_LEVELS,
     TIERS,
     Band,
     ErrorBand,
@@ -236,7 +237,12 @@ def test_layout_unsupported_rows_are_never_fitted(tmp_path):
 
 def test_bundled_profile_loads_with_bands():
     prof = Profile.model_validate(load_profile().model_dump())
-    assert set(prof.error_bands) <= set(TIERS)
+    tiers = {k for k in prof.error_bands if ":" not in k}
+    groups = {k for k in prof.error_bands if ":" in k}
+    assert tiers <= set(TIERS) and "fit" in tiers
+    # group bands: "<level>:<value>" with a level of GROUP_LEVELS (vendor_framework:amd/vllm, ...)
+    assert {k.split(":")[0] for k in groups} <= set(GROUP_LEVELS)
+    assert "vendor_framework:nvidia/trtllm" in groups
     assert DATA_DIR.exists()
 
 

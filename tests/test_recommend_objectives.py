@@ -201,3 +201,15 @@ def test_a_single_gpu_and_framework_still_prunes():
     s = res.summary
     assert s["options_simulated"] < s["options_enumerated"] / 2 and s["options_pruned"] > 0
     assert len(res.recommendations) == 1  # one GPU x framework pair: one line
+
+
+def test_equal_cost_ties_go_to_the_nearer_evidence():
+    # sort_key puts _evidence_rank after $/h, GPUs and bits: at equal cost an option fitted on
+    # its own rows ranks before one whose efficiencies are borrowed from relatives
+    from planner.catalog.profile import TIERS
+    from planner.recommend.objective import _evidence_rank
+
+    fit = _evidence_rank("fit (vllm/amd-mi300x/fp8, 96 rows)")
+    vendor = _evidence_rank("transferred from all frameworks on amd (amd-mi300x, 111 rows)")
+    assert (fit, vendor) == (TIERS.index("fit"), TIERS.index("vendor"))
+    assert fit < vendor < _evidence_rank("made-up label")

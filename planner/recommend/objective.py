@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from ..catalog.profile import TIERS, provenance_tier
 from ..errors import PlannerError
 from ..serving import CapacityProbe, Replica, WorkloadCache, unloaded_latency
 from .options import Option, Rejection
@@ -195,9 +196,20 @@ OBJECTIVE_TABLE: dict[str, Objective] = {
 OBJECTIVES = tuple(OBJECTIVE_TABLE)
 
 
+def _evidence_rank(provenance: str) -> int:
+    """Position of a provenance label's tier in :data:`planner.catalog.profile.TIERS`
+    (0 = fitted on this GPU, framework and precision; larger = borrowed from further away)."""
+    try:
+        return TIERS.index(provenance_tier(provenance))
+    except PlannerError:
+        return len(TIERS)
+
+
 def sort_key(s: Screened, need: float) -> tuple[float, ...]:
     """Rank: the objective value to :data:`TIE_REL` (log buckets), then $/h, then GPUs, then
-    more bits per weight (at equal cost, no quantization loss is better), then capacity."""
+    more bits per weight (at equal cost, no quantization loss is better), then the nearer
+    evidence (at equal cost, an option fitted on its own measurements beats one whose
+    efficiencies are transferred from relatives), then capacity."""
     v = s.value
     bucket = round(math.log(v) / math.log1p(TIE_REL)) if v and v > 0 and math.isfinite(v) else v
     cost = s.usd_per_hour()
@@ -206,6 +218,7 @@ def sort_key(s: Screened, need: float) -> tuple[float, ...]:
         cost if cost is not None else math.inf,
         s.replicas * s.opt.gpus_per_replica,
         -s.opt.precision.weight_bits,
+        _evidence_rank(s.provenance),
         -bracket(s, need)[1],
     )
 
