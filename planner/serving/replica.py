@@ -143,10 +143,10 @@ def build_replica(
     # the engine's own defaults on this GPU (vLLM picks larger ones on >= 70 GiB GPUs)
     seqs0, btok0 = fw.scheduler_defaults(g) if fw else (256, None)
     seqs = int(max_num_seqs or seqs0)
-    if not max_num_seqs and fw and fw.default_max_num_seqs <= 8:
+    if not max_num_seqs and fw and seqs0 <= 8:
         assumptions.append(
-            f"{fw.name} runs at most {fw.default_max_num_seqs} sequence"
-            f"{'s' if fw.default_max_num_seqs > 1 else ''} at once by default, which caps "
+            f"{fw.name} runs at most {seqs0} sequence"
+            f"{'s' if seqs0 > 1 else ''} at once by default, which caps "
             "throughput per replica; set max_num_seqs (scenario serving.max_num_seqs, "
             "--max-num-seqs) to plan with more"
         )
