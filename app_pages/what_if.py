@@ -276,9 +276,13 @@ def deployment() -> None:
         format_func=lambda v: f"{v:,}",
         **w._default("wi_ctx", value=8192 if 8192 in ctx_opts else ctx_opts[-1]),
     )  # fmt: skip
+    # the engine's own default on this GPU (vLLM V1: 1024 on >= 70 GiB GPUs), as recommend uses
+    seqs0, _ = cat.framework(fw).scheduler_defaults(cat.gpu(gpu))
+    seqs_def = min(MAX_SEQS, key=lambda v: abs(v - seqs0))
     mns = c[2].select_slider(
         "Max concurrency (max_num_seqs)", MAX_SEQS, key="wi_seqs", bind="query-params",
-        help="the engine's cap on sequences in a batch", **w._default("wi_seqs", value=256),
+        help=f"the engine's cap on sequences in a batch; {fw}'s default on {gpu} is {seqs0:,}",
+        **w._default("wi_seqs", value=seqs_def),
     )  # fmt: skip
     for k_, v_ in (("wi_gpu", gpu), ("wi_fw", fw), ("wi_prec", prec), ("wi_tp", tp), ("wi_ctx", context), ("wi_seqs", mns)):  # fmt: skip
         w._keep(k_, v_)

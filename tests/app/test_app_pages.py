@@ -593,6 +593,17 @@ def test_what_if_values_and_baseline_delta_after_tp_change():
     assert by["GPUs needed"].value != m2["GPUs needed"] or by["GPUs needed"].proto.delta
 
 
+def test_what_if_max_num_seqs_defaults_to_the_engines_own_on_that_gpu():
+    # vLLM V1 (arg_utils.py, 0.11.0): 1024 sequences on >= 70 GiB GPUs other than A100s
+    # (an H100 SXM has 81,559 MiB), 256 on an A100; the same default recommend and capacity use
+    at = _app(page=WHAT_IF, model="llama-3.1-70b")
+    _no_exception(at)
+    assert at.select_slider(key="wi_seqs").value == 1024
+    at = _app(page=WHAT_IF, model="llama-3.1-70b", wi_gpu="nvidia-a100-80gb-sxm")
+    _no_exception(at)
+    assert at.select_slider(key="wi_seqs").value == 256
+
+
 def test_what_if_tok_s_per_gpu_and_cost_come_from_the_curve():
     from planner.catalog import resolve_params
     from planner.cost import quote_price
