@@ -269,8 +269,9 @@ def _sglang_rule(
                 "tokens); give isl/osl"
             )
         return (
-            "random-dataset tags, but the notes name no benchmark client (sglang.bench_serving"
-            " or vllm bench serve) whose length rule is known"
+            "random-dataset tags, but the notes name no benchmark client (sglang.bench_serving,"
+            " InferenceX utils/bench_serving/benchmark_serving.py or vllm bench serve) whose"
+            " length rule is known"
         )
     version = _sglang_version(row)
     vtext = ".".join(map(str, version)) if version else "not stated"
