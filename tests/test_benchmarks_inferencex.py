@@ -182,3 +182,15 @@ def test_a_measured_row_is_predicted(rows, catalog):
     assert out["reason"] == "" and float(out["predicted"]) > 0
     assert "max_num_batched_tokens=131072 (row)" in out["settings"]
     assert np.isfinite(float(out["predicted"]))
+
+
+def test_every_row_gets_a_prediction_or_a_reason(rows, catalog):
+    """`planner predict` on the whole file: each measured row is simulated (no reason), each
+    unsupported layout says why (the brief's check; ~10 s, the simulator runs 266 points)."""
+    pred = Predictor(catalog, CSV.parent, None)
+    outs = pred.predict_rows([dict(r) for r in rows])
+    for r, out in zip(rows, outs, strict=True):
+        if layout_unsupported(r["notes"]) is None:
+            assert out["reason"] == "" and float(out["predicted"]) > 0, r["id"]
+        else:
+            assert out["reason"].startswith("layout not expressible"), r["id"]
