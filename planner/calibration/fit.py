@@ -14,10 +14,15 @@ Pipeline (pvlib style: every model has its ``fit_*``):
    ``global -> vendor -> vendor x framework -> x arch -> x gpu -> x precision``, plus one
    node per framework across vendors (child of global). Each node is pulled toward its
    parent by a Gaussian prior in log space, so sparse nodes shrink toward the family
-   value (partial pooling); a node with exactly its parent's rows is the parent.
+   value (partial pooling); a node with exactly its parent's rows is the parent. A node
+   whose rows hold dense and MoE models also gets one child per model family, fitted on
+   that family's rows with the node as its prior (:func:`_fit_tree`): MoE and MLA models
+   run far from the dense physics on some engines, and a dense prediction must not take
+   efficiencies dragged by them (nor the reverse).
 4. :func:`resolve_params` picks the nearest measured relative of a (gpu, framework,
    precision) — same GPU, same vendor + framework (+ arch), same vendor, same framework,
-   global — and labels the prediction ``fit``, ``transferred from ...`` or ``prior``.
+   global — that holds rows of the model's family, and labels the prediction ``fit``,
+   ``transferred from ...`` or ``prior``.
 5. :func:`cross_validate` refits without each source (leave-one-source-out) or
    fold (k-fold) and predicts the held-out rows; :func:`accuracy_report` writes
    ``docs/accuracy.md``.
@@ -49,11 +54,13 @@ from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
 from planner.catalog.compat import check_framework_gpu
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.profile import (
+    FAMILIES,
     Profile,
     ProfileNode,
     _framework_key,
     _lookup_keys,
     _node_keys,
+    model_family,
     resolve_params,
 )
 from planner.errors import PlannerError
@@ -165,7 +172,7 @@ def _family(cat: Catalog, row: dict) -> str:
         m = cat.model_ref(str(row.get("model")), str(row.get("_dir", ".")))
     except PlannerError:
         return "?"
-    return "moe" if m.is_moe else "dense"
+    return model_family(m)
 
 
 # =========================================================================== fitting
@@ -255,10 +262,15 @@ def fit_profile(
 
     ``progress``: a label to show a progress line on stderr (when it is a terminal).
 
-    ``targets``: (vendor, framework, arch, gpu, precision) tuples; when given, only the nodes
-    that :func:`resolve_params` would pick for them, and their ancestors, are fitted. A node's
-    parameters depend only on its rows and its ancestors', so those nodes are exactly the
-    ones of the full fit (leave-one-source-out predicts one source's rows this way).
+    ``targets``: (vendor, framework, arch, gpu, precision, family) tuples (family may be
+    left out); when given, only the nodes that :func:`resolve_params` would pick for them,
+    and their ancestors, are fitted. A node's parameters depend only on its rows and its
+    ancestors', so those nodes are exactly the ones of the full fit (leave-one-source-out
+    predicts one source's rows this way).
+
+    Each node is fitted with its parent (:func:`_parent_key`) as the prior: a family child
+    under its mixed node; a node whose rows are all of one family under the nearest
+    ancestor's child of that family (or the ancestor, when it has none).
 
     Parameters
     ----------
@@ -274,11 +286,10 @@ def fit_profile(
     base = base or PRIOR.with_(**_START)
     nodes: list[ProfileNode] = []
 
-    def add(level, key, subset, parent_key):
-        bar.update(len(nodes), f"node {'/'.join(str(x) for x in key if x) or 'global'}")
-        if len(subset) < min_rows:
-            return
-        parent = fitted.get(parent_key)
+    def add(key, subset, parent_key):
+        k, fam = key
+        bar.update(len(nodes), f"node {'/'.join(str(x) for x in (*k, fam) if x) or 'global'}")
+        parent = fitted.get(parent_key) if parent_key is not None else None
         if parent is not None and {id(r) for r in subset} == members[parent_key]:
             # the same rows as the parent: a refit would count them twice
             params, mdape = parent, mdapes[parent_key]
@@ -287,43 +298,32 @@ def fit_profile(
         fitted[key], mdapes[key], members[key] = params, mdape, {id(r) for r in subset}
         nodes.append(
             ProfileNode(
-                vendor=key[0],
-                framework=key[1],
-                arch=key[2],
-                gpu=key[3],
-                precision=key[4],
-                level=level,
+                vendor=k[0],
+                framework=k[1],
+                arch=k[2],
+                gpu=k[3],
+                precision=k[4],
+                level=_level(k),
                 n_rows=len(subset),
                 sources=tuple(sorted({r.source for r in subset})),
                 gpus=tuple(sorted({r.gpu for r in subset})),
                 in_sample_mdape=round(mdape, 4),
                 params=_rounded(params),
+                family=fam,
+                families=tuple(sorted({r.family or "?" for r in subset})),
             )
         )
 
-    groups: dict[tuple, list[PreparedRow]] = {}
-    for r in use:
-        chain = _node_keys(r.vendor or None, r.framework, r.arch, r.gpu, r.precision)
-        for k in (*chain[1:], _framework_key(r.framework)):
-            groups.setdefault(k, []).append(r)
-    groups = {k: g for k, g in groups.items() if len(g) >= min_rows}
+    tree = _fit_tree(use, min_rows)
     if targets is not None:
-        groups = {k: groups[k] for k in _needed_keys(groups, targets)}
+        tree = {k: tree[k] for k in _needed_keys(tree, targets)}
     fitted: dict[tuple, EfficiencyParams] = {}
     mdapes: dict[tuple, float] = {}
     members: dict[tuple, set[int]] = {}
-    bar = Progress(progress or "", total=1 + len(groups), force=None if progress else False)
-    root = _node_keys(None, None, None, None, None)[0]
-    add(0, root, use, None)
-    # top-down: a node's parent is the closest fitted ancestor in its chain
-    for k in sorted(groups, key=lambda k: (_level(k), str(k))):
-        if k == _framework_key(k[1]):
-            add(1, k, groups[k], root)
-            continue
-        lvl = _level(k)
-        anc = _node_keys(*k)[:lvl]
-        pk = next((a for a in reversed(anc) if a in fitted), root)
-        add(lvl, k, groups[k], pk)
+    bar = Progress(progress or "", total=len(tree), force=None if progress else False)
+    # top-down: every parent (:func:`_parent_key`) is fitted before its children
+    for key in sorted(tree, key=lambda t: (_level(t[0]), t[1] != "", str(t[0]), t[1])):
+        add(key, tree[key], _parent_key(key, tree))
     bar.close()
     return Profile(
         created=_dt.date.today(),
@@ -335,23 +335,79 @@ def fit_profile(
             "parameters in log space with bounds; each node regularised toward its parent by a "
             "Gaussian prior in log space (widths FIT_BOUNDS x prior_scale); hierarchy global -> "
             "vendor -> vendor x framework -> x arch -> x gpu -> x precision, and global -> "
-            "framework (all vendors); a node with exactly its parent's rows is the parent"
+            "framework (all vendors); a node with exactly its parent's rows is the parent; "
+            "under a node with dense and MoE rows, one child per model family fitted on that "
+            "family's rows (a node of one family is shrunk toward its ancestor's child of "
+            "that family)"
         ),
         nodes=tuple(nodes),
     )
 
 
-def _needed_keys(groups: dict[tuple, Any], targets: Iterable[tuple]) -> set[tuple]:
-    """Keys of ``groups`` that the lookup of each target lands on, and their ancestors."""
-    need: set[tuple] = set()
+_ROOT = _node_keys(None, None, None, None, None)[0]
+
+
+def _fit_tree(rows: Sequence[PreparedRow], min_rows: int) -> dict[tuple, list[PreparedRow]]:
+    """The nodes to fit and their rows, keyed ``(key, family)``: ``key`` a fit-tree key
+    (vendor, framework, arch, gpu, precision) of :func:`_node_keys` (or the framework-wide
+    :func:`_framework_key`) with ``family`` "" for the rows of every model family, and one
+    child per family of :data:`FAMILIES` under a node whose rows are not all of that
+    family. Nodes with fewer than ``min_rows`` rows are left out."""
+    groups: dict[tuple, list[PreparedRow]] = {_ROOT: list(rows)}
+    for r in rows:
+        chain = _node_keys(r.vendor or None, r.framework, r.arch, r.gpu, r.precision)
+        for k in (*chain[1:], _framework_key(r.framework)):
+            groups.setdefault(k, []).append(r)
+    tree = {(k, ""): g for k, g in groups.items() if len(g) >= min_rows}
+    for (k, _), g in list(tree.items()):
+        for fam in FAMILIES:
+            sub = [r for r in g if r.family == fam]
+            if len(sub) >= min_rows and len(sub) < len(g):
+                tree[(k, fam)] = sub
+    return tree
+
+
+def _parent_key(key: tuple, tree: dict[tuple, list[PreparedRow]]) -> tuple | None:
+    """The node of ``tree`` (:func:`_fit_tree`) whose parameters are the prior of ``key``.
+
+    A family child's parent is its node of every family. Otherwise the parent is the
+    closest ancestor in the tree (global for the framework-wide node); when every row of
+    the node is of one family and that ancestor has a child of that family, the child:
+    rows of one family are shrunk toward what that family's rows of the wider group say,
+    not toward an average dragged by the other family. None for the root."""
+    k, fam = key
+    if fam:
+        return (k, "")
+    if k == _ROOT:
+        return None
+    if k == _framework_key(k[1]):
+        pk = _ROOT
+    else:
+        pk = next((a for a in reversed(_node_keys(*k)[: _level(k)]) if (a, "") in tree), _ROOT)
+    fams = {r.family for r in tree[key]}
+    if len(fams) == 1 and (pk, next(iter(fams))) in tree:
+        return (pk, next(iter(fams)))
+    return (pk, "") if (pk, "") in tree else None
+
+
+def _needed_keys(tree: dict[tuple, list[PreparedRow]], targets: Iterable[tuple]) -> set[tuple]:
+    """Keys of ``tree`` that the lookup of each target lands on (as
+    :meth:`planner.catalog.profile.Profile.find_for_family` walks it), and their parents."""
+    need: set[tuple] = {(_ROOT, "")} if (_ROOT, "") in tree else set()
     for t in set(targets):
-        for k in _lookup_keys(*t):
-            if k in groups:
-                if k == _framework_key(k[1]):
-                    need.add(k)
-                else:
-                    need.update(a for a in _node_keys(*k)[1 : _level(k) + 1] if a in groups)
+        fam = t[5] if len(t) > 5 and t[5] in FAMILIES else ""
+        hit, nearest = None, None
+        for k in _lookup_keys(*t[:5]):
+            if (k, "") not in tree:
+                continue
+            if not fam or any(r.family == fam for r in tree[(k, "")]):
+                hit = (k, fam) if (k, fam) in tree else (k, "")
                 break
+            nearest = nearest or (k, "")
+        key = hit or nearest
+        while key is not None and key not in need:
+            need.add(key)
+            key = _parent_key(key, tree)
     return need
 
 
@@ -378,7 +434,9 @@ def predict_rows(
             out.append((r, None, r.reason))
             continue
         params, prov = (
-            resolve_params(r.gpu, r.framework, r.precision, catalog=cat, profile=profile)
+            resolve_params(
+                r.gpu, r.framework, r.precision, catalog=cat, profile=profile, family=r.family
+            )
             if profile
             else (PRIOR, "prior")
         )
@@ -420,7 +478,12 @@ def poor_fits(
         if not r.ok:
             continue
         node = profile.find(
-            r.framework or None, r.arch or None, r.gpu or None, r.precision, r.vendor or None
+            r.framework or None,
+            r.arch or None,
+            r.gpu or None,
+            r.precision,
+            r.vendor or None,
+            family=r.family,
         )
         if node is None:
             continue
