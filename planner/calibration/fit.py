@@ -290,12 +290,17 @@ def fit_profile(
         k, fam = key
         bar.update(len(nodes), f"node {'/'.join(str(x) for x in (*k, fam) if x) or 'global'}")
         parent = fitted.get(parent_key) if parent_key is not None else None
-        if parent is not None and {id(r) for r in subset} == members[parent_key]:
+        ids = frozenset(id(r) for r in subset)
+        prior = parent or base
+        same = (ids, tuple(prior.model_dump().values()))
+        if parent is not None and ids == members[parent_key]:
             # the same rows as the parent: a refit would count them twice
             params, mdape = parent, mdapes[parent_key]
+        elif same in done:  # the same rows and prior as a node fitted already (the family
+            params, mdape = done[same]  # child of a node with its parent's rows)
         else:
-            params, mdape = _fit_node(subset, parent or base, prior_scale, max_nfev)
-        fitted[key], mdapes[key], members[key] = params, mdape, {id(r) for r in subset}
+            params, mdape = done[same] = _fit_node(subset, prior, prior_scale, max_nfev)
+        fitted[key], mdapes[key], members[key] = params, mdape, ids
         nodes.append(
             ProfileNode(
                 vendor=k[0],
@@ -319,7 +324,8 @@ def fit_profile(
         tree = {k: tree[k] for k in _needed_keys(tree, targets)}
     fitted: dict[tuple, EfficiencyParams] = {}
     mdapes: dict[tuple, float] = {}
-    members: dict[tuple, set[int]] = {}
+    members: dict[tuple, frozenset[int]] = {}
+    done: dict[tuple, tuple[EfficiencyParams, float]] = {}
     bar = Progress(progress or "", total=len(tree), force=None if progress else False)
     # top-down: every parent (:func:`_parent_key`) is fitted before its children
     for key in sorted(tree, key=lambda t: (_level(t[0]), t[1] != "", str(t[0]), t[1])):
