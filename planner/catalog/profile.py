@@ -303,9 +303,10 @@ def _gpu_list(n: ProfileNode) -> str:
     return f"{shown_gpus}, " if shown_gpus else ""
 
 
-def _describe(n: ProfileNode, rows: str) -> str:
+def _describe(n: ProfileNode, rows: str | None = None) -> str:
     """The donor of a transfer, in words (:data:`TIER_PATTERNS` reads these back);
-    ``rows`` says how many rows it holds (:func:`_rows`)."""
+    ``rows`` says how many rows it holds (default :func:`_rows`)."""
+    rows = rows or _rows(n)
     if n.gpu is not None:
         return f"{n.framework} on {n.gpu}, all precisions ({rows})"
     if n.arch is not None:
