@@ -186,6 +186,23 @@ def test_resolve_skips_a_node_of_the_other_family_only():
     assert prov == "transferred from global fit over all frameworks (60 dense rows)"
 
 
+@pytest.mark.parametrize(
+    ("label", "tier"),
+    [
+        ("fit (vllm/amd-mi300x/fp8, 81 dense rows)", "fit"),
+        ("transferred from vllm on nvidia-h100-sxm, all precisions (23 dense rows)", "same_gpu"),
+        ("transferred from vllm on cdna3 GPUs (15 moe rows)", "same_arch"),
+        ("transferred from vllm on amd (amd-mi300x, 81 dense rows)", "vendor_framework"),
+        ("transferred from all frameworks on amd (amd-mi300x, 30 moe rows)", "vendor"),
+        ("transferred from sglang on all GPUs (27 rows; no relative has dense rows)",
+         "framework"),
+        ("transferred from global fit over all frameworks (1651 dense rows)", "global"),
+    ],
+)  # fmt: skip
+def test_family_labels_keep_their_error_band_tier(label, tier):
+    assert provenance_tier(label) == tier
+
+
 def test_resolve_falls_back_to_any_family_and_says_so():
     prof = _profile(_node(GLOBAL, families=("moe",), n=8, mem_eff=0.3),
                     _node(MI300X_FP8, families=("moe",), n=8, mem_eff=0.25))  # fmt: skip

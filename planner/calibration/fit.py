@@ -327,8 +327,9 @@ def fit_profile(
     members: dict[tuple, frozenset[int]] = {}
     done: dict[tuple, tuple[EfficiencyParams, float]] = {}
     bar = Progress(progress or "", total=len(tree), force=None if progress else False)
-    # top-down: every parent (:func:`_parent_key`) is fitted before its children
-    for key in sorted(tree, key=lambda t: (_level(t[0]), t[1] != "", str(t[0]), t[1])):
+    # top-down: every parent (:func:`_parent_key`) is fitted before its children (a family
+    # child right after its node: "" sorts before every family)
+    for key in sorted(tree, key=lambda t: (_level(t[0]), str(t[0]), t[1])):
         add(key, tree[key], _parent_key(key, tree))
     bar.close()
     return Profile(
