@@ -269,8 +269,7 @@ def fit_profile(
     predicts one source's rows this way).
 
     Each node is fitted with its parent (:func:`_parent_key`) as the prior: a family child
-    under its mixed node; a node whose rows are all of one family under the nearest
-    ancestor's child of that family (or the ancestor, when it has none).
+    under its node of every family, any other node under its nearest ancestor.
 
     Parameters
     ----------
@@ -344,8 +343,7 @@ def fit_profile(
             "vendor -> vendor x framework -> x arch -> x gpu -> x precision, and global -> "
             "framework (all vendors); a node with exactly its parent's rows is the parent; "
             "under a node with dense and MoE rows, one child per model family fitted on that "
-            "family's rows (a node of one family is shrunk toward its ancestor's child of "
-            "that family)"
+            "family's rows (a leaf: the node is its prior)"
         ),
         nodes=tuple(nodes),
     )
@@ -377,11 +375,12 @@ def _fit_tree(rows: Sequence[PreparedRow], min_rows: int) -> dict[tuple, list[Pr
 def _parent_key(key: tuple, tree: dict[tuple, list[PreparedRow]]) -> tuple | None:
     """The node of ``tree`` (:func:`_fit_tree`) whose parameters are the prior of ``key``.
 
-    A family child's parent is its node of every family. Otherwise the parent is the
-    closest ancestor in the tree (global for the framework-wide node); when every row of
-    the node is of one family and that ancestor has a child of that family, the child:
-    rows of one family are shrunk toward what that family's rows of the wider group say,
-    not toward an average dragged by the other family. None for the root."""
+    A family child's parent is its node of every family; any other node's parent is the
+    closest ancestor in the tree of every family (global for the framework-wide node). A
+    family child is a leaf: nothing is shrunk toward it. How far a model family runs from
+    the dense physics depends on the engine and GPU (MoE rows of one engine are not evidence
+    about another's), so the family split is made where a node's rows are, not above it.
+    None for the root."""
     k, fam = key
     if fam:
         return (k, "")
@@ -391,9 +390,6 @@ def _parent_key(key: tuple, tree: dict[tuple, list[PreparedRow]]) -> tuple | Non
         pk = _ROOT
     else:
         pk = next((a for a in reversed(_node_keys(*k)[: _level(k)]) if (a, "") in tree), _ROOT)
-    fams = {r.family for r in tree[key]}
-    if len(fams) == 1 and (pk, next(iter(fams))) in tree:
-        return (pk, next(iter(fams)))
     return (pk, "") if (pk, "") in tree else None
 
 
