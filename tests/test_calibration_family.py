@@ -2,9 +2,10 @@
 
 MoE and MLA models run far from the dense physics on some engines (dstack's DeepSeek-R1 on
 MI300X with vLLM ran about 3x below the dense prediction), so a node mixing both families
-gives a dense model efficiencies dragged by MoE rows. The fit adds one child per family
-under every mixed node (``planner.calibration.fit._fit_tree``) and the lookup takes the
-child of the prediction's family, skipping relatives that hold only the other family.
+gives a dense model efficiencies dragged by MoE rows. The fit adds one child per split family
+under every mixed node (``planner.calibration.fit._fit_tree``; dense by default, both families
+when asked) and the lookup takes the child of the prediction's family, skipping relatives that
+hold only another family.
 
 The synthetic rows are the engine's own step times (``tests/test_calibration.py``'s
 design): dense models with TRUE, MoE models with MOE_TRUE, whose bandwidth and compute
@@ -21,7 +22,8 @@ from test_calibration import CAT, H200, MODELS, TRUE, _rows_frame, _step_design
 from planner.benchmarks import load_measurements
 from planner.calibration import fit_profile, predict_rows, prepare_rows
 from planner.catalog import EfficiencyParams, Profile, load_profile, resolve_params, save_profile
-from planner.catalog.profile import ProfileNode, provenance_tier
+from planner.catalog.profile import SPLIT_FAMILIES, ProfileNode, provenance_tier
+from planner.errors import PlannerError
 
 #: MoE stack: bandwidth, KV bandwidth and compute efficiencies half of the dense ones
 MOE_TRUE = TRUE.with_(mem_eff=0.35, kv_mem_eff=0.3, compute_eff=0.275)
@@ -60,6 +62,15 @@ def dense_profile(rows) -> Profile:
 
 @pytest.fixture(scope="module")
 def mixed_profile(rows) -> Profile:
+    """Both families split (a child of each under every node)."""
+    return fit_profile(
+        rows[0] + rows[1], prior_scale=10.0, max_nfev=100, split_families=("dense", "moe")
+    )
+
+
+@pytest.fixture(scope="module")
+def default_profile(rows) -> Profile:
+    """The default split (:data:`SPLIT_FAMILIES`: dense only)."""
     return fit_profile(rows[0] + rows[1], prior_scale=10.0, max_nfev=100)
 
 
@@ -85,6 +96,29 @@ def test_mixed_node_has_one_child_per_family(rows, mixed_profile):
     # one pair of children per mixed node: global, nvidia, pytorch (all vendors),
     # nvidia x pytorch, hopper, h200, bf16 = 7 nodes x 3
     assert len(mixed_profile.nodes) == 21
+    assert mixed_profile.split_families == ("dense", "moe")
+
+
+def test_default_split_is_dense_only(rows, default_profile, mixed_profile):
+    """By default only dense rows get a child: 7 nodes + 7 dense children. The dense child
+    is the same fit as with both families split; an MoE prediction takes the node of every
+    family, which is the mixed profile's node too."""
+    assert SPLIT_FAMILIES == ("dense",) and default_profile.split_families == ("dense",)
+    assert len(default_profile.nodes) == 14
+    assert {n.family for n in default_profile.nodes} == {"", "dense"}
+    for fam in ("dense", None):
+        got = resolve_params(H200, "pytorch", "bf16", catalog=CAT, profile=default_profile,
+                             family=fam)  # fmt: skip
+        assert got == resolve_params(H200, "pytorch", "bf16", catalog=CAT,
+                                     profile=mixed_profile, family=fam)  # fmt: skip
+    p, prov = resolve_params(H200, "pytorch", "bf16", catalog=CAT, profile=default_profile,
+                             family="moe")  # fmt: skip
+    assert prov == f"fit (pytorch/{H200}/bf16, {len(rows[0]) + len(rows[1])} rows)"
+
+
+def test_unknown_split_family_is_an_error(rows):
+    with pytest.raises(PlannerError, match="the model families are dense, moe"):
+        fit_profile(rows[0], max_nfev=1, split_families=("sparse",))
 
 
 @pytest.mark.parametrize(("family", "true"), [("dense", TRUE), ("moe", MOE_TRUE)])
@@ -127,7 +161,7 @@ def test_predict_rows_uses_each_rows_family(rows, mixed_profile):
 def test_fit_for_family_targets_gives_the_full_fits_nodes(rows, mixed_profile):
     """LOSO fits only what a target's family resolves to: the same node as the full fit."""
     part = fit_profile(rows[0] + rows[1], prior_scale=10.0, max_nfev=100,
-                       targets=[(*NODE, "moe")])  # fmt: skip
+                       targets=[(*NODE, "moe")], split_families=("dense", "moe"))  # fmt: skip
     assert {n.family for n in part.nodes} == {"", "moe"}
     for prof in (part, mixed_profile):
         got = resolve_params(H200, "pytorch", "bf16", catalog=CAT, profile=prof, family="moe")
@@ -146,9 +180,9 @@ def _node(key, family="", families=("dense", "moe"), n=10, mem_eff=0.5) -> Profi
     )  # fmt: skip
 
 
-def _profile(*nodes) -> Profile:
+def _profile(*nodes, split=("dense", "moe")) -> Profile:
     return Profile(created="2026-12-02", data_hash="x", data_files=(), n_rows_fitted=1,
-                   method="hand-made", nodes=nodes)  # fmt: skip
+                   method="hand-made", nodes=nodes, split_families=split)  # fmt: skip
 
 
 GLOBAL = (None, None, None, None, None)
@@ -186,6 +220,27 @@ def test_resolve_skips_a_node_of_the_other_family_only():
     assert prov == "transferred from global fit over all frameworks (60 dense rows)"
 
 
+def test_a_family_not_split_takes_the_nearest_node():
+    """With only dense split, an MoE prediction takes the nearest node even if it holds only
+    dense rows (and never a dense child); a dense prediction still skips MoE-only nodes."""
+    prof = _profile(
+        _node(GLOBAL, n=100, mem_eff=0.6),
+        _node(GLOBAL, "dense", ("dense",), n=60, mem_eff=0.7),
+        _node(AMD_VLLM, families=("dense",), n=20, mem_eff=0.65),
+        _node(MI300X_FP8, families=("moe",), n=8, mem_eff=0.25),
+        split=("dense",),
+    )
+    p, prov = resolve_params("amd-mi300x", "vllm", "bf16", catalog=CAT, profile=prof,
+                             family="moe")  # fmt: skip
+    assert (p.mem_eff, prov) == (0.65, "transferred from vllm on amd (amd-mi300x, 20 rows)")
+    p, _ = resolve_params("amd-mi300x", "sglang", "fp8", catalog=CAT, profile=prof,
+                          family="moe")  # fmt: skip
+    assert p.mem_eff == 0.6
+    p, _ = resolve_params("amd-mi300x", "vllm", "fp8", catalog=CAT, profile=prof,
+                          family="dense")  # fmt: skip
+    assert p.mem_eff == 0.65
+
+
 @pytest.mark.parametrize(
     ("label", "tier"),
     [
@@ -220,6 +275,7 @@ def test_profile_without_families_still_loads_and_resolves(tmp_path, rows, mixed
     save_profile(mixed_profile, path)
     d = yaml.safe_load(path.read_text())
     d["planner_calibration_profile"] = 2
+    del d["split_families"]
     d["nodes"] = [n for n in d["nodes"] if not n.pop("family")]
     for n in d["nodes"]:
         del n["families"]

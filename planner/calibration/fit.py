@@ -15,10 +15,11 @@ Pipeline (pvlib style: every model has its ``fit_*``):
    node per framework across vendors (child of global). Each node is pulled toward its
    parent by a Gaussian prior in log space, so sparse nodes shrink toward the family
    value (partial pooling); a node with exactly its parent's rows is the parent. A node
-   whose rows hold dense and MoE models also gets one child per model family, fitted on
-   that family's rows with the node as its prior (:func:`_fit_tree`): MoE and MLA models
-   run far from the dense physics on some engines, and a dense prediction must not take
-   efficiencies dragged by them (nor the reverse).
+   whose rows hold dense and MoE models also gets a child fitted on its dense rows only,
+   with the node as its prior (:func:`_fit_tree`; the families split:
+   :data:`~planner.catalog.profile.SPLIT_FAMILIES`): MoE and MLA models run far from the
+   dense physics on some engines, and a dense prediction must not take efficiencies
+   dragged by them.
 4. :func:`resolve_params` picks the nearest measured relative of a (gpu, framework,
    precision) — same GPU, same vendor + framework (+ arch), same vendor, same framework,
    global — that holds rows of the model's family, and labels the prediction ``fit``,
@@ -55,6 +56,7 @@ from planner.catalog.compat import check_framework_gpu
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.profile import (
     FAMILIES,
+    SPLIT_FAMILIES,
     Profile,
     ProfileNode,
     _framework_key,
@@ -257,6 +259,7 @@ def fit_profile(
     base: EfficiencyParams | None = None,
     progress: str | None = None,
     targets: Iterable[tuple] | None = None,
+    split_families: Sequence[str] = SPLIT_FAMILIES,
 ) -> Profile:
     """Fit the hierarchy of nodes top-down (see module docstring).
 
@@ -271,6 +274,10 @@ def fit_profile(
     Each node is fitted with its parent (:func:`_parent_key`) as the prior: a family child
     under its node of every family, any other node under its nearest ancestor.
 
+    ``split_families``: the model families (of
+    :data:`~planner.catalog.profile.FAMILIES`) that get a child under every node whose rows
+    are not all theirs (default :data:`~planner.catalog.profile.SPLIT_FAMILIES`).
+
     Parameters
     ----------
     rows : prepared measurement rows; rows without a predictor are ignored
@@ -279,6 +286,12 @@ def fit_profile(
     include_kinds : which row kinds the fit uses (serving rows are validated, not fitted)
     """
     kinds = set(include_kinds)
+    split = tuple(f for f in FAMILIES if f in set(split_families))
+    if len(split) != len(set(split_families)):
+        raise PlannerError(
+            f"split_families {', '.join(split_families)}: the model families are "
+            f"{', '.join(FAMILIES)}"
+        )
     use = [r for r in rows if r.ok and r.fit_kind in kinds]
     if not use:
         raise PlannerError(f"no measurement row can be used for the fit: {_why_none(rows, kinds)}")
@@ -318,9 +331,9 @@ def fit_profile(
             )
         )
 
-    tree = _fit_tree(use, min_rows)
+    tree = _fit_tree(use, min_rows, split)
     if targets is not None:
-        tree = {k: tree[k] for k in _needed_keys(tree, targets)}
+        tree = {k: tree[k] for k in _needed_keys(tree, targets, split)}
     fitted: dict[tuple, EfficiencyParams] = {}
     mdapes: dict[tuple, float] = {}
     members: dict[tuple, frozenset[int]] = {}
@@ -342,22 +355,26 @@ def fit_profile(
             "Gaussian prior in log space (widths FIT_BOUNDS x prior_scale); hierarchy global -> "
             "vendor -> vendor x framework -> x arch -> x gpu -> x precision, and global -> "
             "framework (all vendors); a node with exactly its parent's rows is the parent; "
-            "under a node with dense and MoE rows, one child per model family fitted on that "
-            "family's rows (a leaf: the node is its prior)"
+            f"under a node with rows of several model families, one child per family of "
+            f"{', '.join(split) or 'none'} fitted on that family's rows (a leaf: the node is "
+            "its prior)"
         ),
         nodes=tuple(nodes),
+        split_families=split,
     )
 
 
 _ROOT = _node_keys(None, None, None, None, None)[0]
 
 
-def _fit_tree(rows: Sequence[PreparedRow], min_rows: int) -> dict[tuple, list[PreparedRow]]:
+def _fit_tree(
+    rows: Sequence[PreparedRow], min_rows: int, split: Sequence[str]
+) -> dict[tuple, list[PreparedRow]]:
     """The nodes to fit and their rows, keyed ``(key, family)``: ``key`` a fit-tree key
     (vendor, framework, arch, gpu, precision) of :func:`_node_keys` (or the framework-wide
     :func:`_framework_key`) with ``family`` "" for the rows of every model family, and one
-    child per family of :data:`FAMILIES` under a node whose rows are not all of that
-    family. Nodes with fewer than ``min_rows`` rows are left out."""
+    child per family of ``split`` under a node whose rows are not all of that family.
+    Nodes with fewer than ``min_rows`` rows are left out."""
     groups: dict[tuple, list[PreparedRow]] = {_ROOT: list(rows)}
     for r in rows:
         chain = _node_keys(r.vendor or None, r.framework, r.arch, r.gpu, r.precision)
@@ -365,7 +382,7 @@ def _fit_tree(rows: Sequence[PreparedRow], min_rows: int) -> dict[tuple, list[Pr
             groups.setdefault(k, []).append(r)
     tree = {(k, ""): g for k, g in groups.items() if len(g) >= min_rows}
     for (k, _), g in list(tree.items()):
-        for fam in FAMILIES:
+        for fam in split:
             sub = [r for r in g if r.family == fam]
             if len(sub) >= min_rows and len(sub) < len(g):
                 tree[(k, fam)] = sub
@@ -393,12 +410,14 @@ def _parent_key(key: tuple, tree: dict[tuple, list[PreparedRow]]) -> tuple | Non
     return (pk, "") if (pk, "") in tree else None
 
 
-def _needed_keys(tree: dict[tuple, list[PreparedRow]], targets: Iterable[tuple]) -> set[tuple]:
+def _needed_keys(
+    tree: dict[tuple, list[PreparedRow]], targets: Iterable[tuple], split: Sequence[str]
+) -> set[tuple]:
     """Keys of ``tree`` that the lookup of each target lands on (as
     :meth:`planner.catalog.profile.Profile.find_for_family` walks it), and their parents."""
     need: set[tuple] = {(_ROOT, "")} if (_ROOT, "") in tree else set()
     for t in set(targets):
-        fam = t[5] if len(t) > 5 and t[5] in FAMILIES else ""
+        fam = t[5] if len(t) > 5 and t[5] in split else ""
         hit, nearest = None, None
         for k in _lookup_keys(*t[:5]):
             if (k, "") not in tree:

@@ -8,14 +8,15 @@ The hierarchy (each node shrunk toward its parent by the fit, ``planner.calibrat
     global -> vendor -> vendor x framework -> x arch -> x gpu -> x precision
     global -> framework (all vendors)
 
-and, under every node whose rows hold dense and MoE models, one child per model family
-(:data:`FAMILIES`) fitted on that family's rows only.
+and, under every node whose rows hold more than one model family, one child per split
+family (``Profile.split_families``; :data:`SPLIT_FAMILIES` by default: dense) fitted on that
+family's rows only.
 
 An unmeasured (gpu, framework, precision) borrows from its nearest measured relative, in
 this order: same GPU other precision, same vendor + framework + architecture, same vendor +
-framework, same vendor, same framework (other vendors), global. A prediction for a model
-family uses only relatives that hold rows of that family (their family child where there
-is one); only when none does, the nearest relative of any family (the label says so).
+framework, same vendor, same framework (other vendors), global. A prediction for a split
+model family uses only relatives that hold rows of that family (their family child where
+there is one); only when none does, the nearest relative of any family (the label says so).
 """
 
 from __future__ import annotations
@@ -95,11 +96,22 @@ class ErrorBand(Frozen):
 #: the calibration profile format this planner writes; it reads every one in PROFILE_FORMATS
 PROFILE_FORMAT = 3
 #: 1: nodes without a vendor level (still read: arch implies the vendor); 2: vendor level,
-#: node GPUs, error bands; 3: model-family children and the families of each node's rows
+#: node GPUs, error bands; 3: model-family children, the families of each node's rows and
+#: the families split
 PROFILE_FORMATS = (1, 2, 3)
 #: model families a node may be split by (``planner.calibration.fit`` fits one child per
 #: family under a node whose rows hold more than one)
 FAMILIES = ("dense", "moe")
+#: the families the fit splits by default (``planner.calibration.fit.fit_profile``). Dense
+#: only: the step model's physics is built and validated on dense models, so a dense child
+#: removes deviations that do not belong to it (MoE / MLA runs far below the physics on some
+#: engines). MoE models deviate from it by model-specific amounts (MLA kernels, MXFP4 and
+#: attention sinks, expert routing): an MoE child learns the deviation of whichever MoE
+#: models its node holds and gives it to another one (held out, Mixtral-8x7B on H200 with
+#: TensorRT-LLM v0.17 went from 13% to 37% error with an MoE child fitted mostly on gpt-oss
+#: rows), so MoE predictions keep the node of every family. docs/calibration.md has the
+#: leave-one-source-out numbers of both choices.
+SPLIT_FAMILIES = ("dense",)
 
 
 def model_family(model) -> str:
@@ -120,6 +132,10 @@ class Profile(Frozen):
     #: provenance tier (and vendor / framework group, :func:`group_keys`) -> out-of-sample
     #: band (written by ``planner calibrate``); see :func:`error_band`
     error_bands: dict[str, ErrorBand] = Field(default_factory=dict)
+    #: the model families (:data:`FAMILIES`) the fit gave their own child nodes; a
+    #: prediction of one of them uses only nodes holding its rows (:meth:`find`); empty in
+    #: profiles written before families
+    split_families: tuple[str, ...] = ()
 
     def find(
         self,
@@ -132,9 +148,10 @@ class Profile(Frozen):
     ) -> ProfileNode | None:
         """The nearest node for a deployment (:func:`_lookup_keys` order); None if none.
 
-        ``family`` (``dense``/``moe``): the nearest node whose rows hold that family, its
-        family child where it has one; when no relative holds it, the nearest node of any
-        family (:meth:`find_for_family` says which case it was)."""
+        ``family`` (``dense``/``moe``): for a family of :attr:`split_families`, the nearest
+        node whose rows hold that family, its family child where it has one; when no
+        relative holds it, the nearest node of any family (:meth:`find_for_family` says
+        which case it was). Any other family: the nearest node."""
         return self.find_for_family(framework, arch, gpu, precision, vendor, family)[0]
 
     def find_for_family(
@@ -147,7 +164,7 @@ class Profile(Frozen):
         family: str | None = None,
     ) -> tuple[ProfileNode | None, bool]:
         """(node, whether it holds ``family``) for a deployment: see :meth:`find`."""
-        family = family if family in FAMILIES else None
+        family = family if family in self.split_families else None
         by_key = {(_key_of(n), n.family): n for n in self.nodes}
         nearest = None
         for k in _lookup_keys(vendor, framework, arch, gpu, precision):
@@ -256,9 +273,10 @@ def resolve_params(
     """Parameters for (gpu, framework, precision) and their provenance label.
 
     ``family``: the model family (``dense`` or ``moe``, :func:`model_family`) of the
-    prediction; nodes fitted only on the other family's rows are skipped, and a node with
-    a child of this family gives the child (None: the nearest node of any family, as
-    profiles without families did).
+    prediction; when the profile split that family (``Profile.split_families``), nodes
+    fitted only on other families' rows are skipped and a node with a child of this family
+    gives the child (otherwise, or None: the nearest node of any family, as profiles
+    without families did).
 
     Returns
     -------
