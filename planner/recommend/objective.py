@@ -257,7 +257,7 @@ def evaluate(
     ``k_cap``: most replicas that could still beat the options already found;
     ``k_start``: first replica count tried, or a function giving it (called only once the
     option meets the SLO served alone)."""
-    probe = CapacityProbe(s.replica, cache, n_requests=n_requests)
+    probe = CapacityProbe(s.replica, cache, n_requests=n_requests, early_stop=True)
     s.probe = probe
     try:
         probe.check()
@@ -299,6 +299,19 @@ def evaluate(
 def miss_text(probe: CapacityProbe, rate: float) -> str:
     """Which percentile or attainment missed in the run at ``rate``."""
     summary = probe.summaries.get(rate, {})
+    early = summary.get("stopped_early")
+    if early:  # the run stopped once the miss was certain: counts, not percentiles
+        parts = [
+            f"{k.upper()} over {t.max_s:g} s for {early[f'{k}_over']:,} of the "
+            f"{early['scored']:,} scored requests already ({t.label} target)"
+            for k, t in probe.slo.targets().items()
+            if early.get(f"{k}_over")
+        ]
+        if probe.slo.attainment is not None:
+            parts.append(
+                f"attainment at most {summary['slo_attainment']:.1%} vs {probe.slo.attainment:.1%}"
+            )
+        return "; ".join(parts) + " (the run stopped once the miss was certain)"
     parts = []
     for c in probe.classes:
         sm = summary if probe.cache.single else summary.get("classes", {}).get(c.name, {})

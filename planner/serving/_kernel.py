@@ -103,10 +103,54 @@ def heap_pop(h, size):
     return a, b, c, size
 
 
+def scored_first(r, now, arr, bad, stop_f, stop_i, stats):
+    """Early-stop bookkeeping when scored request ``r`` emits its first token at ``now``
+    (see :func:`_loop`); returns 1 when a miss is certain, else 0."""
+    ttft = now - arr[r]
+    if ttft > stop_f[0] and not bad[r]:
+        bad[r] = True
+        stats[0] += 1
+    if ttft > stop_f[3]:
+        stats[1] += 1
+    if stats[0] >= stop_i[2] or stats[1] >= stop_i[3]:
+        return 1
+    return 0
+
+
+def scored_end(r, now, arr, first, out, bad, stop_f, stop_i, stats):
+    """Early-stop bookkeeping when scored request ``r`` finishes at ``now`` (see
+    :func:`_loop`): 1 when a miss is certain, 2 when every scored request has finished
+    (and ``stop_i[6]``), else 0. TPOT and E2E as :class:`SimResult` computes them."""
+    e2e = now - arr[r]
+    d = out[r] - 1
+    if d > 0:
+        tpot = (now - first[r]) / d
+        if tpot > stop_f[1] and not bad[r]:
+            bad[r] = True
+            stats[0] += 1
+        if tpot > stop_f[4]:
+            stats[2] += 1
+    if e2e > stop_f[2] and not bad[r]:
+        bad[r] = True
+        stats[0] += 1
+    if e2e > stop_f[5]:
+        stats[3] += 1
+    stats[4] += 1
+    if stats[0] >= stop_i[2] or stats[1] >= stop_i[3] or stats[2] >= stop_i[4]:
+        return 1
+    if stats[3] >= stop_i[5]:
+        return 1
+    if stop_i[6] and stats[4] >= stop_i[1] - stop_i[0]:
+        return 2
+    return 0
+
+
 _st = step_time_scalar  # replaced by the compiled versions in kernel()
 _sg = straggler_time_scalar
 _hpush = heap_push
 _hpop = heap_pop
+_scored_first = scored_first
+_scored_end = scored_end
 _compiled = None
 
 
@@ -156,7 +200,7 @@ def _cache_dir(dispatcher) -> str | None:
 
 def kernel():
     """The compiled :func:`_loop` (numba imported and the cache loaded on first use)."""
-    global _st, _sg, _hpush, _hpop, _compiled
+    global _st, _sg, _hpush, _hpop, _scored_first, _scored_end, _compiled
     if _compiled is None:
         numba = import_numba()
 
@@ -175,6 +219,7 @@ def kernel():
             # the loop's cache is keyed on this file only; it inlines step_time_scalar
             refresh_cache(cache_dir, sources_digest())
         _st, _sg, _hpush, _hpop = st, sg, jit(heap_push), jit(heap_pop)
+        _scored_first, _scored_end = jit(scored_first), jit(scored_end)
         _compiled = loop
     return _compiled
 
@@ -199,6 +244,9 @@ def _loop(  # noqa: C901
     W,
     closed,
     n_initial,
+    stop_f,
+    stop_i,
+    stats,
 ):
     """Run the event loop; fills ``first``, ``fin``, ``npre`` (and ``arr`` when closed).
 
@@ -211,6 +259,16 @@ def _loop(  # noqa: C901
     where ``ev_int[:n_events]`` holds (decoders, sequences, iterations) and
     ``ev_t[:n_events]`` (t_first, t_last) of every iteration record; ``err`` is 0 or an
     ``ERR_*`` code.
+
+    Early stop (the verdict of the scored requests ``stop_i[0] <= r < stop_i[1]``, see
+    :class:`planner.serving.probe.CapacityProbe`; off when ``stop_i[1] <= stop_i[0]``): a
+    scored request is *bad* when its TTFT, TPOT or E2E exceeds ``stop_f[0:3]``; the loop
+    returns as soon as ``stop_i[2]`` scored requests are bad, or the count of scored TTFT,
+    TPOT or E2E values above ``stop_f[3:6]`` reaches ``stop_i[3:6]`` (the verdict is then
+    certainly a miss), or, when ``stop_i[6]``, every scored request has finished (nothing
+    later changes their latencies). ``stats`` receives (bad, the three counts, scored
+    requests finished, why it stopped: 0 ran to the end, 1 a miss was certain, 2 every
+    scored request had finished). Metrics are computed as :class:`SimResult` does.
 
     State (short names: this is the hot loop; ``r`` is a request index, ``cur`` the index of
     the current iteration, token counts are per sequence unless said otherwise):
@@ -304,6 +362,12 @@ def _loop(  # noqa: C901
     busy = 0.0
     pf_tokens = 0
     ceil = math.ceil
+    # early stop (see the docstring)
+    s0 = stop_i[0]
+    s1 = stop_i[1]
+    bad = np.zeros(n if s1 > s0 else 0, np.bool_)
+    stats[:] = 0
+    stop = 0
 
     if closed:
         for r in range(n_initial):
@@ -313,6 +377,9 @@ def _loop(  # noqa: C901
         arrived = n_initial
 
     while done < n:
+        if stop:
+            stats[5] = stop
+            break
         # ---- arrivals up to now join the queue
         while arr[next_arr] <= now:
             wq[(wh + wlen) % wcap] = next_arr
@@ -478,6 +545,11 @@ def _loop(  # noqa: C901
                         B -= 1
                         n_running -= 1
                         done += 1
+                        if s0 <= r < s1:
+                            stop = max(
+                                stop,
+                                _scored_end(r, now, arr, first, out, bad, stop_f, stop_i, stats),
+                            )
                         if closed and next_arr < n:  # the client sends its next request
                             arr[next_arr] = now
                             wq[(wh + wlen) % wcap] = next_arr
@@ -678,6 +750,10 @@ def _loop(  # noqa: C901
                 B -= 1
                 n_running -= 1
                 done += 1
+                if s0 <= r < s1:
+                    stop = max(
+                        stop, _scored_end(r, now, arr, first, out, bad, stop_f, stop_i, stats)
+                    )
                 if closed and next_arr < n:  # the client sends its next request
                     arr[next_arr] = now
                     wq[(wh + wlen) % wcap] = next_arr
@@ -697,6 +773,8 @@ def _loop(  # noqa: C901
                     g[r] += 1
                     if first[r] != first[r]:
                         first[r] = now
+                        if s0 <= r < s1:
+                            stop = max(stop, _scored_first(r, now, arr, bad, stop_f, stop_i, stats))
                     if g[r] >= out[r]:
                         free += ceil(P / bs) - sb[r]
                         epoch[r] += 1
@@ -704,6 +782,11 @@ def _loop(  # noqa: C901
                         fin[r] = now
                         n_running -= 1
                         done += 1
+                        if s0 <= r < s1:
+                            stop = max(
+                                stop,
+                                _scored_end(r, now, arr, first, out, bad, stop_f, stop_i, stats),
+                            )
                         if closed and next_arr < n:  # the client sends its next request
                             arr[next_arr] = now
                             wq[(wh + wlen) % wcap] = next_arr

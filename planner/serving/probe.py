@@ -51,16 +51,67 @@ def run(
     concurrency: int | None = None,
     *,
     static_batching: bool | None = None,
+    stop: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> SimResult:
     """Simulate ``requests`` on ``replica`` with the engine's runner (continuous batching
     or static batching; ``static_batching`` forces one). ``concurrency``: closed loop with
-    this many clients (arrival times are then ignored)."""
+    this many clients (arrival times are then ignored). ``stop``: an early-stop rule for a
+    verdict-only run (:func:`stop_rule`; continuous batching only, ignored otherwise)."""
     static = (
         (not replica.engine.continuous_batching) if static_batching is None else static_batching
     )
     if static:
         return _run_static(replica, requests, concurrency)
-    return _run_continuous(replica, requests, concurrency)
+    return _run_continuous(replica, requests, concurrency, stop)
+
+
+#: relative margin above a threshold before a value counts towards a certain percentile miss
+#: (numpy's linear interpolation may land a few ulps below the lower of its two points)
+_PCT_MARGIN = 1e-6
+
+
+def stop_rule(
+    slo: SLO, output_tokens: np.ndarray, i0: int, i1: int, until_decided: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """The event loop's early-stop rule for a verdict on the requests ``i0 <= r < i1``.
+
+    The run stops once every scored request has finished (later events cannot change their
+    latencies), and, with ``until_decided``, as soon as the verdict of
+    :meth:`planner.workload.SLO.evaluate` is certainly a miss:
+
+    * attainment: ``ok`` needs ``(n - bad) / n >= attainment - 1e-12`` over the ``n`` scored
+      requests, so the run stops at the smallest count of bad requests (a threshold exceeded)
+      that breaks it -- the same float comparison, exact;
+    * a percentile ``p`` of a metric over its ``m`` values (TPOT: answers longer than one
+      token): numpy's linear interpolation is at least the ``j``-th smallest value,
+      ``j = floor(p / 100 (m - 1))``, so ``m - j + 1`` values above the threshold (one more
+      than needed, and each above it by :data:`_PCT_MARGIN`) make the percentile a miss.
+
+    ``output_tokens``: the run's answer lengths. Returns ``(stop_f, stop_i)`` (see
+    ``planner.serving._kernel._loop``).
+    """
+    n = int(i1 - i0)
+    never = n + 2  # a count that cannot be reached
+    stop_f = np.full(6, np.inf)
+    stop_i = np.array([i0, i1, never, never, never, never, 1], np.int64)
+    if not until_decided or n <= 0:
+        return stop_f, stop_i
+    tg = slo.targets()
+    for j, name in enumerate(("ttft", "tpot", "e2e")):
+        t = tg.get(name)
+        if t is None:
+            continue
+        stop_f[j] = t.max_s
+        stop_f[3 + j] = t.max_s * (1 + _PCT_MARGIN)
+        m = int(np.count_nonzero(output_tokens[i0:i1] > 1)) if name == "tpot" else n
+        if m > 0:
+            stop_i[3 + j] = m - math.floor(t.percentile / 100.0 * (m - 1)) + 1
+    if slo.attainment is not None and tg:
+        v = max(0, int(n * (1.0 - slo.attainment)) - 2)
+        while v <= n and (n - v) / n >= slo.attainment - 1e-12:
+            v += 1
+        stop_i[2] = v
+    return stop_f, stop_i
 
 
 def scored_requests(
@@ -379,6 +430,11 @@ class CapacityProbe:
     n_requests : requests scored per rate, at least
     max_utilization : rates above this fraction of the analytic saturation rate never pass
     min_exceedances, max_scored_factor : see :func:`scored_requests`
+    early_stop : stop each run once its verdict is certain (:func:`stop_rule`; one request
+        class, continuous batching): every verdict is the same, but a run that missed may
+        hold only bounds (``stopped_early`` in its summary: ``slo_attainment`` is then an
+        upper bound and the percentiles are absent; :meth:`run` with ``exact=True`` runs it
+        again to the last scored request). Reported runs (:meth:`full`) are always whole.
     """
 
     def __init__(
@@ -390,6 +446,7 @@ class CapacityProbe:
         max_utilization: float = 0.95,
         min_exceedances: float = 50.0,
         max_scored_factor: float = 10.0,
+        early_stop: bool = False,
     ) -> None:
         self.replica = replica
         self.cache = cache
@@ -414,8 +471,10 @@ class CapacityProbe:
         self.n_cap = len(self.base)
         #: requests cut to the engine's context limit in the base sample
         self.truncated_requests = int(self.base.truncated)
+        self.early_stop = bool(early_stop and cache.single)
         self.summaries: dict[float, dict[str, Any]] = {}
-        self._results: dict[float, tuple[SimResult, np.ndarray, float]] = {}
+        #: per rate: the run, its scored mask, its warm-up [s], whether it ran to the end
+        self._results: dict[float, tuple[SimResult, np.ndarray, float, bool]] = {}
         self.simulations = 0
         self._checked = False
         self.zero_load: dict[str, float] = {}
@@ -433,12 +492,21 @@ class CapacityProbe:
             self._checked = True
         return self.zero_load
 
-    def run(self, rate: float) -> dict[str, Any]:
+    def run(self, rate: float, exact: bool = False, whole: bool = False) -> dict[str, Any]:
         """The SLO verdict of the scored requests at ``rate`` [req/s]: ``slo_ok``,
         ``slo_attainment`` (the lowest class's), the percentiles each SLO names, and per
-        class (``classes``) when there are several."""
+        class (``classes``) when there are several.
+
+        With ``early_stop`` the run may stop once its verdict is certain (see the class);
+        ``exact``: the percentiles and attainment are needed (a run that stopped early is
+        run again up to its last scored request); ``whole``: the run goes to its end (the
+        arrays :meth:`full` summarises)."""
         if rate in self.summaries:
-            return self.summaries[rate]
+            s = self.summaries[rate]
+            if not (exact and s.get("stopped_early")) and (
+                not whole or self._results.get(rate, (None,) * 4)[3]
+            ):
+                return s
         self.check()
         base = self.base
         k = int(min(self.n_cap, self.n_scored + math.ceil(rate * (self.warm_s + self.tail_s)) + 1))
@@ -450,14 +518,39 @@ class CapacityProbe:
             base.shared_prefix_tokens,
             0,
         )
-        res = run(self.replica, reqs)
-        self.simulations += 1
-        a = res.arrival_s
+        a = reqs.arrival_s
         lo_t = min(self.warm_s, float(a[int(0.5 * (k - 1))]))
-        mask = (a >= lo_t) & (np.arange(k) < np.searchsorted(a, lo_t) + self.n_scored)
+        i0 = int(np.searchsorted(a, lo_t))
+        mask = (a >= lo_t) & (np.arange(k) < i0 + self.n_scored)
+        i1 = min(k, i0 + self.n_scored)
+        stop = None
+        if self.early_stop and not whole and np.count_nonzero(mask) == i1 - i0 > 0:
+            stop = stop_rule(self.slo, reqs.output_tokens, i0, i1, until_decided=not exact)
+        res = run(self.replica, reqs, stop=stop)
+        self.simulations += 1
+        stats = res.meta.get("stop")
+        s: dict[str, Any] = {"rate_rps": rate}
+        if stats is not None and stats[5] == 1:  # a miss was certain: bounds only
+            n = i1 - i0
+            s.update(
+                slo_ok=False,
+                slo_attainment=(n - int(stats[0])) / n,
+                stopped_early={
+                    "scored": n,
+                    "finished": int(stats[4]),
+                    "bad": int(stats[0]),
+                    **{
+                        f"{m}_over": int(stats[1 + j])
+                        for j, m in enumerate(("ttft", "tpot", "e2e"))
+                        if m in self.slo.targets()
+                    },
+                },
+            )
+            self.summaries[rate] = s
+            self._results.pop(rate, None)
+            return s
         # the verdict needs only the per-request latencies of the scored requests; the full
         # summary (ITL and batch percentiles, throughput) is computed for reported runs only
-        s: dict[str, Any] = {"rate_rps": rate}
         per: dict[str, dict[str, Any]] = {}
         for i, c in enumerate(self.classes):
             m = mask if self.cache.single else mask & (self.labels[:k] == i)
@@ -475,7 +568,7 @@ class CapacityProbe:
         s["slo_ok"] = all(v["ok"] for v in per.values())
         s["slo_attainment"] = min(v["attainment"] for v in per.values())
         self.summaries[rate] = s
-        self._results[rate] = (res, mask, lo_t)
+        self._results[rate] = (res, mask, lo_t, stats is None)
         return s
 
     def keep_only(self, rate: float | None) -> None:
@@ -486,10 +579,8 @@ class CapacityProbe:
         """The complete summary (:meth:`planner.serving.SimResult.summary`) of the run at
         ``rate`` (simulated first if needed; again if its arrays were freed). With several
         classes: latencies over every request, each class's verdict under ``classes``."""
-        if rate not in self._results:
-            self.summaries.pop(rate, None)
-        verdict = self.run(rate)
-        res, mask, warmup_s = self._results[rate]
+        verdict = self.run(rate, whole=True)
+        res, mask, warmup_s, _ = self._results[rate]
         s = res.summary(self.slo if self.cache.single else None, mask=mask)
         s["warmup_s"] = warmup_s
         s["rate_rps"] = rate
