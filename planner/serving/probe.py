@@ -33,6 +33,7 @@ from planner.serving.replica import Replica, check_fits
 from planner.serving.result import SimResult
 from planner.serving.steady_state import (
     SteadyStateResult,
+    _constants,
     shape_of_requests,
     steady_state,
 )
@@ -262,24 +263,22 @@ class WorkloadCache:
         simulated rate meeting a p99 target is below this one, up to the analytic model's
         error against the simulation (tested within 10 % on mean throughput)."""
         tgs = [c.slo.targets() for c in self.classes]
-        shape = self.shape(replica)
-
-        def ok(rate: float) -> bool:
-            fp = steady_state(replica, shape, rate)
-            if not fp.stable:
-                return False
-            return all(getattr(fp, f"{n}_s") <= t.max_s for tg in tgs for n, t in tg.items())
-
-        if not any(tgs) or ok(cap_rps):
+        if not any(tgs):
             return cap_rps
-        lo, hi = 0.0, cap_rps
-        for _ in range(steps):
-            mid = (lo + hi) / 2
-            if ok(mid):
-                lo = mid
-            else:
-                hi = mid
-        return hi
+        # compiled (planner.serving._steady): the same steps as steady_state at each rate
+        from planner.serving._steady import slo_rate_kernel
+
+        k, dec, budget, _, (_, t_sat, lam_sat, _) = _constants(replica, self.shape(replica))
+        worst = {
+            n: min((tg[n].max_s for tg in tgs if n in tg), default=math.inf)
+            for n in ("ttft", "tpot", "e2e")
+        }
+        return float(
+            slo_rate_kernel()(
+                k, dec, budget, lam_sat, t_sat, worst["ttft"], worst["tpot"], worst["e2e"],
+                float(cap_rps), int(steps),
+            )
+        )  # fmt: skip
 
     def unloaded_requests(self, replica: Replica, index: int = 0, n: int = 400) -> Requests:
         """The request sample of :func:`unloaded_latency` for class ``index`` (its default
