@@ -260,7 +260,7 @@ def evaluate(
     probe = CapacityProbe(s.replica, cache, n_requests=n_requests, early_stop=True)
     s.probe = probe
     try:
-        probe.check()
+        probe.check(values=False)
     except PlannerError as e:
         msg = str(e)
         stage = "slo_zero_load" if "zero load" in msg else "memory"

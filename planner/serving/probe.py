@@ -191,6 +191,16 @@ class WorkloadCache:
         #: random draws (lengths, unit-rate arrivals) per (class, n, seed): each context
         #: limit cuts the same draws (Workload.requests_of) instead of drawing again
         self._draws: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._fit: dict[int, tuple[Requests, np.ndarray, int]] = {}
+
+    def fit_stats(self, reqs: Requests) -> tuple[np.ndarray, int]:
+        """(prompt + answer of each request, the longest) of ``reqs``, one of this cache's
+        samples, computed once (:func:`planner.serving.check_fits` on every replica)."""
+        key = id(reqs)
+        if self._fit.get(key, (None,))[0] is not reqs:
+            ctx = reqs.input_tokens + reqs.output_tokens
+            self._fit[key] = (reqs, ctx, int(ctx.max()))
+        return self._fit[key][1:]
 
     def sample(
         self, n: int, seed: int, context_limit: int | None, prefix_caching: bool, index: int = 0
@@ -385,28 +395,63 @@ def unloaded_latency(
     return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}
 
 
+def _percentile_over(x: np.ndarray, percentile: float, threshold: float) -> bool:
+    """Whether ``np.percentile(x, percentile) > threshold`` (``x`` free of NaN, not empty),
+    from counts where they decide it.
+
+    numpy's linear interpolation lies between the order statistics at ``floor(q (m - 1))``
+    and the next one (``q = percentile / 100``, ``m`` values), so it is above the threshold
+    when the order statistic one below that index already is, and not above it when the
+    one two above it is not (a margin of one index for the float index and 1e-9 of the
+    threshold for the interpolation's rounding); otherwise numpy decides."""
+    m = len(x)
+    j = math.floor(percentile / 100.0 * (m - 1))
+    if j >= 1 and np.count_nonzero(x > threshold * (1 + 1e-9)) >= m - j + 1:
+        return True  # the (j - 1)-th smallest is above: so is the percentile
+    if j + 2 <= m - 1 and np.count_nonzero(x > threshold * (1 - 1e-9)) <= m - j - 3:
+        return False  # the (j + 2)-th smallest is not above: nor is the percentile
+    return float(np.percentile(x, percentile)) > threshold
+
+
 def check_reachable(
-    replica: Replica, workload: Workload, slo: SLO, *, requests: Requests | None = None
+    replica: Replica,
+    workload: Workload,
+    slo: SLO,
+    *,
+    requests: Requests | None = None,
+    values: bool = True,
 ) -> dict[str, float]:
     """Raise when a single unloaded request already misses an SLO threshold.
 
-    Returns the zero-load percentile of each metric with a target [s]. ``requests``: as
+    Returns the zero-load percentile of each metric with a target [s] (``values=False``:
+    only the verdict, an empty dict; the same one, faster). ``requests``: as
     :func:`unloaded_latency`.
     """
     z = unloaded_latency(replica, workload, requests=requests)
     out: dict[str, float] = {}
-    if slo.attainment is not None and slo.targets():
-        ev = slo.evaluate(z["ttft_s"], z["tpot_s"], z["e2e_s"])
-        out["attainment"] = ev["attainment"]
-        if not ev["attainment_ok"]:
+    tg = slo.targets()
+    if slo.attainment is not None and tg:
+        if values:
+            att = slo.evaluate(z["ttft_s"], z["tpot_s"], z["e2e_s"])["attainment"]
+        else:  # SLO.evaluate's attainment without its percentiles
+            met = np.ones(len(z["ttft_s"]), dtype=bool)
+            for name, tgt in tg.items():
+                x = z[f"{name}_s"]
+                met &= np.isnan(x) | (x <= tgt.max_s)
+            att = float(met.mean()) if len(met) else 0.0
+        if values:
+            out["attainment"] = att
+        if not (att >= slo.attainment - 1e-12):
             raise PlannerError(
-                f"SLO unreachable even at zero load: served alone, only {ev['attainment']:.1%} of the "
+                f"SLO unreachable even at zero load: served alone, only {att:.1%} of the "
                 f"requests meet every threshold (target {slo.attainment:.1%}) on {replica.label()}; "
                 "long prompts or answers in the tail miss it - loosen a threshold or the attainment"
             )
-    for name, tgt in slo.targets().items():
+    for name, tgt in tg.items():
         x = z[f"{name}_s"]
         x = x[~np.isnan(x)]
+        if not values and not (len(x) and _percentile_over(x, tgt.percentile, tgt.max_s)):
+            continue
         v = float(np.percentile(x, tgt.percentile)) if len(x) else 0.0
         out[f"{name}_{tgt.label}_s"] = v
         if v > tgt.max_s:
@@ -475,20 +520,23 @@ class CapacityProbe:
         #: per rate: the run, its scored mask, its warm-up [s], whether it ran to the end
         self._results: dict[float, tuple[SimResult, np.ndarray, float, bool]] = {}
         self.simulations = 0
-        self._checked = False
+        self._checked = 0  # 1: verdict, 2: and the zero-load values
         self.zero_load: dict[str, float] = {}
 
-    def check(self) -> dict[str, float]:
-        """Raise when a request does not fit or misses its SLO even served alone."""
-        if not self._checked:
-            check_fits(self.replica, self.base)
+    def check(self, values: bool = True) -> dict[str, float]:
+        """Raise when a request does not fit or misses its SLO even served alone; return the
+        zero-load percentiles (:func:`check_reachable`; ``values=False``: the verdict only,
+        the dict may be empty)."""
+        if self._checked < (2 if values else 1):
+            if not self._checked:
+                check_fits(self.replica, self.base, self.cache.fit_stats(self.base))
             for i, c in enumerate(self.classes):
                 reqs = self.cache.unloaded_requests(self.replica, i)
-                z = check_reachable(self.replica, c.workload, c.slo, requests=reqs)
+                z = check_reachable(self.replica, c.workload, c.slo, requests=reqs, values=values)
                 self.zero_load.update(
                     z if self.cache.single else {f"{c.name}.{k}": v for k, v in z.items()}
                 )
-            self._checked = True
+            self._checked = 2 if values else 1
         return self.zero_load
 
     def run(self, rate: float, exact: bool = False, whole: bool = False) -> dict[str, Any]:
@@ -506,7 +554,7 @@ class CapacityProbe:
                 not whole or self._results.get(rate, (None,) * 4)[3]
             ):
                 return s
-        self.check()
+        self.check(values=not self.early_stop)
         base = self.base
         k = int(min(self.n_cap, self.n_scored + math.ceil(rate * (self.warm_s + self.tail_s)) + 1))
         reqs = Requests(

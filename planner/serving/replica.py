@@ -272,12 +272,17 @@ def check_workload_fits(
     )
 
 
-def check_fits(replica: Replica, reqs: Requests) -> None:
-    """Raise a one-line error when the longest request cannot fit in the KV cache."""
+def check_fits(
+    replica: Replica, reqs: Requests, stats: tuple[np.ndarray, int] | None = None
+) -> None:
+    """Raise a one-line error when the longest request cannot fit in the KV cache.
+
+    ``stats``: ``(prompt + answer of each request, the longest)`` of ``reqs`` when already
+    known (:meth:`planner.serving.WorkloadCache.fit_stats`)."""
     eng = replica.engine
     bs = eng.block_size_tokens
-    ctx = reqs.input_tokens + reqs.output_tokens
-    worst = int(ctx.max())
+    ctx, worst = stats if stats is not None else (reqs.input_tokens + reqs.output_tokens, None)
+    worst = int(ctx.max()) if worst is None else worst
     if worst > eng.context_limit_tokens:
         raise PlannerError(
             f"a request of {worst} tokens exceeds the engine's context limit of {eng.context_limit_tokens} "
@@ -285,9 +290,9 @@ def check_fits(replica: Replica, reqs: Requests) -> None:
         )
     need = math.ceil(worst / bs)
     shared_blk = (reqs.shared_prefix_tokens // bs) if eng.prefix_caching else 0
-    if shared_blk and need <= eng.num_blocks:
+    if shared_blk and need <= eng.num_blocks < shared_blk + need:
         # continuous batching holds the shared prefix's blocks once, for everybody, and each
-        # request's own blocks beside them
+        # request's own blocks beside them (at most ``need``: only a tight cache checks them)
         own = np.ceil(ctx / bs).astype(np.int64) - np.minimum(shared_blk, reqs.cached_tokens // bs)
         if shared_blk + int(own.max()) > eng.num_blocks:
             kvb = replica.memory.kv_cache_bytes_per_token if replica.memory else float("nan")
