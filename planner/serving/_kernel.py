@@ -107,10 +107,11 @@ def scored_first(r, now, arr, bad, stop_f, stop_i, stats):
     """Early-stop bookkeeping when scored request ``r`` emits its first token at ``now``
     (see :func:`_loop`); returns 1 when a miss is certain, else 0."""
     ttft = now - arr[r]
-    if ttft > stop_f[0] and not bad[r]:
-        bad[r] = True
+    if ttft > stop_f[0] and not bad[r] & 1:
+        bad[r] |= 1
         stats[0] += 1
-    if ttft > stop_f[3]:
+    if ttft > stop_f[3] and not bad[r] & 2:
+        bad[r] |= 2
         stats[1] += 1
     if stats[0] >= stop_i[2] or stats[1] >= stop_i[3]:
         return 1
@@ -125,13 +126,13 @@ def scored_end(r, now, arr, first, out, bad, stop_f, stop_i, stats):
     d = out[r] - 1
     if d > 0:
         tpot = (now - first[r]) / d
-        if tpot > stop_f[1] and not bad[r]:
-            bad[r] = True
+        if tpot > stop_f[1] and not bad[r] & 1:
+            bad[r] |= 1
             stats[0] += 1
         if tpot > stop_f[4]:
             stats[2] += 1
-    if e2e > stop_f[2] and not bad[r]:
-        bad[r] = True
+    if e2e > stop_f[2] and not bad[r] & 1:
+        bad[r] |= 1
         stats[0] += 1
     if e2e > stop_f[5]:
         stats[3] += 1
@@ -262,7 +263,8 @@ def _loop(  # noqa: C901
 
     Early stop (the verdict of the scored requests ``stop_i[0] <= r < stop_i[1]``, see
     :class:`planner.serving.probe.CapacityProbe`; off when ``stop_i[1] <= stop_i[0]``): a
-    scored request is *bad* when its TTFT, TPOT or E2E exceeds ``stop_f[0:3]``; the loop
+    scored request is *bad* when its TTFT, TPOT or E2E exceeds ``stop_f[0:3]`` (for TTFT,
+    known once it has waited that long without a first token); the loop
     returns as soon as ``stop_i[2]`` scored requests are bad, or the count of scored TTFT,
     TPOT or E2E values above ``stop_f[3:6]`` reaches ``stop_i[3:6]`` (the verdict is then
     certainly a miss), or, when ``stop_i[6]``, every scored request has finished (nothing
@@ -365,7 +367,8 @@ def _loop(  # noqa: C901
     # early stop (see the docstring)
     s0 = stop_i[0]
     s1 = stop_i[1]
-    bad = np.zeros(n if s1 > s0 else 0, np.bool_)
+    bad = np.zeros(n if s1 > s0 else 0, np.int8)  # 1 bad, 2 counted above stop_f[3]
+    qp = s0  # the next scored request the waiting rule looks at
     stats[:] = 0
     stop = 0
 
@@ -379,6 +382,20 @@ def _loop(  # noqa: C901
     while done < n:
         if stop:
             stats[5] = stop
+            break
+        # a scored request still without its first token a TTFT threshold after its arrival
+        # is bad already (its first token comes later still)
+        while qp < s1 and now - arr[qp] > stop_f[0]:
+            if first[qp] != first[qp]:
+                if not bad[qp] & 1:
+                    bad[qp] |= 1
+                    stats[0] += 1
+                if now - arr[qp] > stop_f[3]:
+                    bad[qp] |= 2
+                    stats[1] += 1
+            qp += 1
+        if stats[0] >= stop_i[2] or stats[1] >= stop_i[3]:
+            stats[5] = 1
             break
         # ---- arrivals up to now join the queue
         while arr[next_arr] <= now:
