@@ -24,10 +24,10 @@ def _run_continuous(
     Prepares the per-request arrays and runs the compiled event loop
     (:func:`planner.serving._kernel._loop`; numba is imported on the first call).
 
-    ``stop``: the loop's early-stop rule ``(stop_f, stop_i)`` (see ``_loop``). With one,
-    the result serves a verdict only: ``meta["stop"]`` holds the loop's ``stats``, requests
-    still running when it stopped have NaN times, and the aggregates (ITL, batch sizes,
-    KV use, throughput) are left empty.
+    ``stop``: the loop's early-stop rule ``(stop_f, stop_i)`` (see ``_loop``); the loop's
+    ``stats`` are in ``meta["stop"]``. A run that stopped early serves a verdict only:
+    requests still running then have NaN times, and the ITL and batch-size statistics are
+    left empty.
     """
     from planner.serving._kernel import ERR_KV_RUNNING, ERR_STALLED, kernel
 
@@ -93,7 +93,8 @@ def _run_continuous(
     if err:  # pragma: no cover - guarded by check_fits
         raise PlannerError("no request can be scheduled: the KV cache is too small")
     horizon = max(busy, 1e-12)
-    verdict_only = stop[1][1] > stop[1][0]
+    # a run stopped early serves its verdict only (no ITL or batch statistics)
+    verdict_only = stats[5] != 0
     itl_v, itl_w, bat_v, bat_w = _event_stats(
         [] if verdict_only else np.concatenate([ev_i[:nev].astype(float), ev_t[:nev]], axis=1)
     )
@@ -120,7 +121,7 @@ def _run_continuous(
         mode="closed" if closed else "open",
         label=replica.label(),
         truncated=reqs.truncated,
-        meta={"stop": stats} if verdict_only else {},
+        meta={"stop": stats} if stop[1][1] > stop[1][0] else {},
     )
 
 

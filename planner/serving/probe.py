@@ -76,9 +76,11 @@ def stop_rule(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The event loop's early-stop rule for a verdict on the requests ``i0 <= r < i1``.
 
-    The run stops once every scored request has finished (later events cannot change their
-    latencies), and, with ``until_decided``, as soon as the verdict of
-    :meth:`planner.workload.SLO.evaluate` is certainly a miss:
+    With ``until_decided`` the run stops as soon as the verdict of
+    :meth:`planner.workload.SLO.evaluate` is certainly a miss (a run that meets the SLO
+    goes to its end, so it can be reported); otherwise (the percentiles of a run known to
+    miss) once every scored request has finished (later events cannot change their
+    latencies). A miss is certain:
 
     * attainment: ``ok`` needs ``(n - bad) / n >= attainment - 1e-12`` over the ``n`` scored
       requests, so the run stops at the smallest count of bad requests (a threshold exceeded)
@@ -94,7 +96,7 @@ def stop_rule(
     n = int(i1 - i0)
     never = n + 2  # a count that cannot be reached
     stop_f = np.full(6, np.inf)
-    stop_i = np.array([i0, i1, never, never, never, never, 1], np.int64)
+    stop_i = np.array([i0, i1, never, never, never, never, 0 if until_decided else 1], np.int64)
     if not until_decided or n <= 0:
         return stop_f, stop_i
     tg = slo.targets()
@@ -615,7 +617,7 @@ class CapacityProbe:
         s["slo_ok"] = all(v["ok"] for v in per.values())
         s["slo_attainment"] = min(v["attainment"] for v in per.values())
         self.summaries[rate] = s
-        self._results[rate] = (res, mask, lo_t, stats is None)
+        self._results[rate] = (res, mask, lo_t, stats is None or stats[5] == 0)
         return s
 
     def keep_only(self, rate: float | None) -> None:
