@@ -85,17 +85,27 @@ class Load:
 
 class RatioBook:
     """Ratios (simulated rate per replica) / (analytic SLO rate) of the options simulated so
-    far; their median seeds the replica search of the next option (1 before any)."""
+    far, overall and per GPU; the median of the option's own GPU (else of all, else 1)
+    seeds the replica search of the next option.
+
+    The ratio depends mostly on the GPU (how its step times and the analytic model's
+    error combine at this workload): across GPUs it spans more than 10x, and a seed from
+    another GPU's ratios started searches tens of replicas away from their answer."""
 
     def __init__(self) -> None:
         self.ratios: list[float] = []
+        self.by_key: dict[str, list[float]] = {}
 
-    def add(self, r: float) -> None:
+    def add(self, r: float, key: str | None = None) -> None:
         if math.isfinite(r) and r > 0:
             self.ratios.append(r)
+            if key is not None:
+                self.by_key.setdefault(key, []).append(r)
 
-    def typical(self) -> float:
-        return float(np.median(self.ratios)) if self.ratios else 1.0
+    def typical(self, key: str | None = None) -> float:
+        own = self.by_key.get(key) if key is not None else None
+        rs = own or self.ratios
+        return float(np.median(rs)) if rs else 1.0
 
 
 # ---------------------------------------------------------------------- the table
@@ -268,7 +278,7 @@ def evaluate(
     if callable(k_start):
         k_start = k_start()
     if k_cap is not None and k_cap < k_max:
-        k = probe.min_replicas(need, s.k_lb, k_cap, k_start)
+        k = probe.min_replicas(need, s.k_lb, k_cap, k_start, cap_next=True)
         if k is None:
             lowest = min(probe.summaries) if probe.summaries else need / k_cap
             return Rejection.of(

@@ -467,9 +467,11 @@ class _Search:
         def k_start() -> int:
             # seed the replica search: the analytic SLO rate (mean latencies at the targets)
             # times the median ratio simulated / analytic of the options simulated so far
+            # on this GPU (on any, before the first)
             # (computed only for an option that meets the SLO served alone)
             s.slo_rate_rps = self.cache.slo_rate(s.replica, s.cap_rps)
-            return max(s.k_lb, math.ceil(ld.need_rps / (learned.typical() * s.slo_rate_rps) - 1e-9))
+            typ = learned.typical(s.opt.gpu.id)
+            return max(s.k_lb, math.ceil(ld.need_rps / (typ * s.slo_rate_rps) - 1e-9))
 
         # an option that needs more replicas than the N-th best's cost allows cannot win
         p, k_cap = s.usd_per_gpu_hour, None
@@ -481,7 +483,7 @@ class _Search:
         if isinstance(r, Rejection):
             self.rejected.append(r)
             return
-        learned.add(bracket(s, ld.need_rps)[0] / s.slo_rate_rps)
+        learned.add(bracket(s, ld.need_rps)[0] / s.slo_rate_rps, s.opt.gpu.id)
         s.value = self.obj.value(s, ld, self.refine)
         if s.value is None:
             self.rejected.append(

@@ -121,7 +121,8 @@ def _run_continuous(
         mode="closed" if closed else "open",
         label=replica.label(),
         truncated=reqs.truncated,
-        meta={"stop": stats} if stop[1][1] > stop[1][0] else {},
+        # events: passes of the event loop (its cost), stop: the early-stop counts
+        meta={"events": int(nev), **({"stop": stats} if stop[1][1] > stop[1][0] else {})},
     )
 
 

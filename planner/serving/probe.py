@@ -647,7 +647,12 @@ class CapacityProbe:
         return bool(self.run(rate)["slo_ok"])
 
     def min_replicas(
-        self, need_rps: float, k_lb: int, k_max: int, k_start: int | None = None
+        self,
+        need_rps: float,
+        k_lb: int,
+        k_max: int,
+        k_start: int | None = None,
+        cap_next: bool = False,
     ) -> int | None:
         """Smallest replica count ``k >= k_lb`` whose per-replica rate ``need / k`` meets the
         SLO; None when even ``k_max`` replicas fail.
@@ -656,7 +661,13 @@ class CapacityProbe:
         downward while it passes, otherwise upward, then bisects between the last failure and
         the first pass: O(log k) simulations at any fleet size (a one-by-one walk down from a
         high estimate took a simulation per replica: 10 million req/s never ended). With a
-        good estimate this takes two simulations."""
+        good estimate this takes two simulations.
+
+        ``cap_next``: when ``k_start`` fails, try ``k_max`` next (a cap past which the answer
+        no longer matters, e.g. more replicas than a cheaper option needs): an option that
+        fails there is settled by two simulations instead of a gallop up to the cap; one that
+        passes is bisected between the two. The answer is the same as the gallop's whenever
+        the SLO verdict is monotone in the rate (what the bisection assumes anyway)."""
         k_lb = max(1, int(k_lb))
         if k_max < k_lb:
             return None
@@ -671,6 +682,10 @@ class CapacityProbe:
                     fail = lower
                     break
                 k, step = lower, step * 2
+        elif cap_next and k < k_max:  # k fails: the cap settles it or bounds the bisection
+            if not self.ok(need_rps / k_max):
+                return None
+            fail, k = k, k_max
         else:  # gallop up: k fails, find a pass above it
             fail = k
             while True:
