@@ -394,7 +394,7 @@ def _loop(  # noqa: C901
                     bad[qp] |= 2
                     stats[1] += 1
             qp += 1
-        if stats[0] >= stop_i[2] or stats[1] >= stop_i[3]:
+        if s1 > s0 and (stats[0] >= stop_i[2] or stats[1] >= stop_i[3]):
             stats[5] = 1
             break
         # ---- arrivals up to now join the queue
