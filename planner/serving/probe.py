@@ -194,6 +194,7 @@ class WorkloadCache:
         #: limit cuts the same draws (Workload.requests_of) instead of drawing again
         self._draws: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._fit: dict[int, tuple[Requests, np.ndarray, int]] = {}
+        self._sat: dict[int, tuple[Replica, SteadyStateResult]] = {}
 
     def fit_stats(self, reqs: Requests) -> tuple[np.ndarray, int]:
         """(prompt + answer of each request, the longest) of ``reqs``, one of this cache's
@@ -264,8 +265,16 @@ class WorkloadCache:
         return steady_state(replica, self.shape(replica), rate_rps)
 
     def saturation(self, replica: Replica) -> SteadyStateResult:
-        """The analytic steady state past saturation (only its ``saturation_*`` fields)."""
-        return steady_state(replica, self.shape(replica), 1e18)
+        """The analytic steady state past saturation (only its ``saturation_*`` fields);
+        remembered for the last replicas asked (the screen asks, then the probe)."""
+        hit = self._sat.get(id(replica))
+        if hit is not None and hit[0] is replica:
+            return hit[1]
+        fp = steady_state(replica, self.shape(replica), 1e18)
+        if len(self._sat) >= 256:
+            self._sat.pop(next(iter(self._sat)))
+        self._sat[id(replica)] = (replica, fp)
+        return fp
 
     def slo_rate(self, replica: Replica, cap_rps: float, steps: int = 14) -> float:
         """Largest rate [req/s] at which the analytic steady state's MEAN TTFT, TPOT and E2E
