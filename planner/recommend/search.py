@@ -22,6 +22,7 @@ classes (:func:`search` with a multi-class :class:`planner.serving.WorkloadCache
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import time
@@ -389,9 +390,10 @@ class _Search:
             return Rejection.of(opt, "missing_data", str(e))
         except PlannerError as e:
             return Rejection.of(opt, "memory", str(e))
-        for rc in self.cache.classes:
+        for i, rc in enumerate(self.cache.classes):
             try:
-                check_workload_fits(rep, rc.workload, c.fit_percentile)
+                q = functools.partial(self.cache.quantile_tokens, i)
+                check_workload_fits(rep, rc.workload, c.fit_percentile, q)
             except PlannerError as e:
                 return Rejection.of(opt, "memory", (f"{rc.name}: " if rc.name else "") + str(e))
             if rc.slo.tpot is not None:

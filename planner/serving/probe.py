@@ -195,6 +195,16 @@ class WorkloadCache:
         self._draws: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._fit: dict[int, tuple[Requests, np.ndarray, int]] = {}
         self._sat: dict[int, tuple[Replica, SteadyStateResult]] = {}
+        self._quantiles: dict[tuple[int, str, float], float] = {}
+
+    def quantile_tokens(self, index: int, which: str, q: float) -> float:
+        """``classes[index].workload.<which>_quantile_tokens(q)`` (``which``: "input" or
+        "output") [tokens], computed once per question."""
+        key = (index, which, q)
+        if key not in self._quantiles:
+            w = self.classes[index].workload
+            self._quantiles[key] = getattr(w, f"{which}_quantile_tokens")(q)
+        return self._quantiles[key]
 
     def fit_stats(self, reqs: Requests) -> tuple[np.ndarray, int]:
         """(prompt + answer of each request, the longest) of ``reqs``, one of this cache's
@@ -266,12 +276,13 @@ class WorkloadCache:
 
     def saturation(self, replica: Replica) -> SteadyStateResult:
         """The analytic steady state past saturation (only its ``saturation_*`` fields);
-        remembered for the last replicas asked (the screen asks, then the probe)."""
+        remembered per replica (the screen asks, then the probe; the search keeps its screened
+        replicas anyway)."""
         hit = self._sat.get(id(replica))
         if hit is not None and hit[0] is replica:
             return hit[1]
         fp = steady_state(replica, self.shape(replica), 1e18)
-        if len(self._sat) >= 256:
+        if len(self._sat) >= 16384:
             self._sat.pop(next(iter(self._sat)))
         self._sat[id(replica)] = (replica, fp)
         return fp
@@ -512,7 +523,7 @@ class CapacityProbe:
         self.saturation_limit = fp.limited_by
         self.cap_rps = max_utilization * fp.saturation_rps
         t_sat = fp.saturation_iteration_s
-        o99 = max(c.workload.output_quantile_tokens(0.99) for c in self.classes)
+        o99 = max(cache.quantile_tokens(i, "output", 0.99) for i in range(len(self.classes)))
         self.tail_s = max(fp.saturation_e2e_s, o99 * t_sat)
         self.warm_s = 2.0 * self.tail_s
         need = [

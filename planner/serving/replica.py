@@ -5,6 +5,7 @@ step model (:class:`Replica`), :func:`build_replica` and the KV fit check :func:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -227,7 +228,10 @@ def build_replica(
 
 
 def check_workload_fits(
-    replica: Replica, workload: Workload, percentile: float | None = 99.0
+    replica: Replica,
+    workload: Workload,
+    percentile: float | None = 99.0,
+    quantile: Callable[[str, float], float] | None = None,
 ) -> int:
     """Raise when the ``percentile``-th request (prompt + answer) does not fit one replica.
 
@@ -235,7 +239,9 @@ def check_workload_fits(
     KV cache holds) would be truncated by the simulation: a deployment that cannot hold the
     user's requests at the stated percentile is infeasible, never a result. Requests beyond
     the percentile that do not fit are truncated and counted (``truncated_requests``).
-    ``percentile=None`` skips the check (truncation explicitly allowed).
+    ``percentile=None`` skips the check (truncation explicitly allowed). ``quantile``:
+    ``(which, q) -> tokens``, the workload's ``<which>_quantile_tokens(q)`` when already known
+    (:meth:`planner.serving.WorkloadCache.quantile_tokens`).
 
     Returns
     -------
@@ -247,7 +253,12 @@ def check_workload_fits(
     if not 0 < percentile <= 100:
         raise PlannerError(f"fit percentile must be in (0, 100], got {percentile!r}")
     q = percentile / 100.0
-    need = int(math.ceil(workload.input_quantile_tokens(q) + workload.output_quantile_tokens(q)))
+    if quantile is None:
+        need = int(
+            math.ceil(workload.input_quantile_tokens(q) + workload.output_quantile_tokens(q))
+        )
+    else:
+        need = int(math.ceil(quantile("input", q) + quantile("output", q)))
     eng = replica.engine
     if need <= eng.context_limit_tokens:
         return need
