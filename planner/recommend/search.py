@@ -107,6 +107,43 @@ class Recommendation:
         }
 
 
+#: replicas (or the error building one raised) by everything :func:`build_replica` reads,
+#: catalog records compared by identity: a Replica is immutable and does not depend on the
+#: workload, so the app's next question on the same model (another peak, SLO or GPU set)
+#: screens without building them again; emptied past :data:`_REPLICAS_MAX` entries
+_REPLICAS: dict[tuple, tuple[tuple, Replica | PlannerError]] = {}
+_REPLICAS_MAX = 20_000
+
+
+def _replica(m, opt: Option, params, prov: str, cat: Catalog, eng_kw: dict[str, Any]) -> Replica:
+    """:func:`build_replica` for ``opt`` (remembered in :data:`_REPLICAS`)."""
+    objs = (m, opt.gpu, opt.precision, opt.framework, params, cat)
+    key = (
+        *map(id, objs), opt.tp, opt.pp, opt.kv_precision, prov, tuple(sorted(eng_kw.items()))
+    )  # fmt: skip
+    try:
+        hit = _REPLICAS.get(key)
+    except TypeError:  # an unhashable engine setting: build it, not remembered
+        hit, key = None, None
+    if hit is None or any(a is not b for a, b in zip(hit[0], objs, strict=True)):
+        try:
+            out: Replica | PlannerError = build_replica(
+                m, opt.gpu, opt.precision, opt.framework, tp=opt.tp, pp=opt.pp,
+                kv_precision=opt.kv_precision, params=params, params_source=prov,
+                catalog=cat, **eng_kw,
+            )  # fmt: skip
+        except PlannerError as e:
+            out = e
+        hit = (objs, out)
+        if key is not None:
+            if len(_REPLICAS) >= _REPLICAS_MAX:
+                _REPLICAS.clear()
+            _REPLICAS[key] = hit
+    if isinstance(hit[1], PlannerError):
+        raise hit[1].with_traceback(None)  # the same error, not its growing traceback
+    return hit[1]
+
+
 def _tpot_floor(rep: Replica, ctx_tokens: float) -> float:
     """Time of one decode step of a lone sequence at ``ctx_tokens`` of context [s]."""
     sm, W = rep.sm, rep.sm.window if rep.sm.layers_sw > 0 else 0
@@ -381,11 +418,7 @@ class _Search:
             self.param_cache[key] = resolve_params(*key, catalog=self.cat, profile=self.profile)
         params, prov = self.param_cache[key]
         try:
-            rep = build_replica(
-                self.m, opt.gpu, opt.precision, opt.framework, tp=opt.tp, pp=opt.pp,
-                kv_precision=opt.kv_precision, params=params, params_source=prov,
-                catalog=self.cat, **self.eng_kw,
-            )  # fmt: skip
+            rep = _replica(self.m, opt, params, prov, self.cat, self.eng_kw)
         except MissingDataError as e:
             return Rejection.of(opt, "missing_data", str(e))
         except PlannerError as e:
