@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from planner.errors import PlannerError
 from planner.serving import CapacityProbe, WorkloadCache, build_replica, check_reachable
-from planner.serving.probe import _percentile_over, stop_rule
 from planner.serving.steady_state import steady_state
+from planner.serving.verdict import percentile_over as _percentile_over
+from planner.serving.verdict import stop_rule
 from planner.workload import SLO, Workload
 
 
