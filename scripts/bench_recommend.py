@@ -198,7 +198,7 @@ def cli(repeats: int, against: str | None) -> None:
         print(
             f"{label} whole-process wall time, median of {repeats}: "
             + "; ".join(
-                f"{name} {statistics.median(v):.2f} s (min {min(v):.2f}; CPU "
+                f"{name} {statistics.median(v):.2f} s (min {min(v):.2f}, max {max(v):.2f}; CPU "
                 f"{statistics.median(cpu[name]):.2f} s"
                 + (f"; the call {statistics.median(call[name]):.2f} s" if call[name] else "")
                 + ")"
