@@ -319,7 +319,7 @@ def miss_text(probe: CapacityProbe, rate: float) -> str:
         ]
         if probe.slo.attainment is not None:
             parts.append(
-                f"attainment at most {summary['slo_attainment']:.1%} vs {probe.slo.attainment:.1%}"
+                f"attainment at most {summary['slo_attainment']:.2%} vs {probe.slo.attainment:.1%}"
             )
         return "; ".join(parts) + " (the run stopped once the miss was certain)"
     parts = []
