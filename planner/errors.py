@@ -72,6 +72,8 @@ def printable(value: object, limit: int = 80) -> str:
     text = str(value)
     cut = len(text) > limit
     text = text[:limit]
+    if text.isprintable():  # the usual case: nothing to escape
+        return text + ("..." if cut else "")
     out = "".join(
         c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
     )

@@ -198,7 +198,7 @@ def cli(repeats: int, against: str | None) -> None:
         print(
             f"{label} whole-process wall time, median of {repeats}: "
             + "; ".join(
-                f"{name} {statistics.median(v):.2f} s (min {min(v):.2f}; CPU "
+                f"{name} {statistics.median(v):.2f} s (min {min(v):.2f}, max {max(v):.2f}; CPU "
                 f"{statistics.median(cpu[name]):.2f} s"
                 + (f"; the call {statistics.median(call[name]):.2f} s" if call[name] else "")
                 + ")"
@@ -211,14 +211,15 @@ def cli(repeats: int, against: str | None) -> None:
 def _answers(root: Path) -> list[str]:
     """The top rows (rank, GPU, framework, precisions, TP, PP, GPUs, $/h) of ``planner
     recommend --format json`` run by checkout ``root`` on every examples/ scenario and
-    objective (a request-class scenario: its whole JSON but the timing)."""
+    objective (a request-class scenario: its whole JSON but the timing and the counts of
+    simulation runs)."""
     import json
     import os
     import subprocess
 
-    def strip(x: Any) -> Any:
+    def strip(x: Any) -> Any:  # timing and run counts measure the work, not the answer
         if isinstance(x, dict):
-            return {k: strip(v) for k, v in x.items() if k != "elapsed_s"}
+            return {k: strip(v) for k, v in x.items() if k not in ("elapsed_s", "simulations")}
         return [strip(v) for v in x] if isinstance(x, list) else x
 
     lines = []

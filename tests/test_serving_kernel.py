@@ -83,7 +83,7 @@ def test_sources_digest_covers_both_files(tmp_path):
     d1 = _kernel.sources_digest((a, b))
     a.write_text("loop changed\n")
     assert len({d0, d1, _kernel.sources_digest((a, b))}) == 3
-    assert {p.name for p in _kernel.SOURCES} == {"_kernel.py", "_scalar.py"}
+    assert {p.name for p in _kernel.SOURCES} == {"_kernel.py", "_scalar.py", "_loop_parts.py"}
     assert _kernel.sources_digest() == _kernel.sources_digest(_kernel.SOURCES)
 
 

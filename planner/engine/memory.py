@@ -205,6 +205,13 @@ class WeightMemory:
     pp: int
 
 
+#: :func:`weight_memory` results by (model, precision, tp, pp), the objects compared by
+#: identity (a recommendation asks for the same weights once per framework and KV
+#: precision); emptied when it grows past :data:`_WEIGHTS_MAX` entries
+_WEIGHTS: dict[tuple[int, int, int, int], tuple[ModelArch, Precision | None, WeightMemory]] = {}
+_WEIGHTS_MAX = 4096
+
+
 def weight_memory(
     m: ModelArch, precision: Precision | None, tp: int = 1, pp: int = 1
 ) -> WeightMemory:
@@ -215,6 +222,21 @@ def weight_memory(
     (``ceil(L/pp)`` on the busiest stage, which also holds the larger of the
     embedding and the lm head; with ``pp == 1`` the one stage holds both).
     """
+    if type(tp) is not int or type(pp) is not int:
+        return _weight_memory(m, precision, tp, pp)
+    key = (id(m), id(precision), tp, pp)
+    hit = _WEIGHTS.get(key)
+    if hit is not None and hit[0] is m and hit[1] is precision:
+        return hit[2]
+    w = _weight_memory(m, precision, tp, pp)
+    if len(_WEIGHTS) >= _WEIGHTS_MAX:
+        _WEIGHTS.clear()
+    _WEIGHTS[key] = (m, precision, w)
+    return w
+
+
+def _weight_memory(m: ModelArch, precision: Precision | None, tp: int, pp: int) -> WeightMemory:
+    """:func:`weight_memory`, computed."""
     require_positive("tp", tp)
     require_positive("pp", pp)
     if pp > m.num_hidden_layers:

@@ -67,7 +67,8 @@ def compare_gpus(
         res = recommend(
             model, workload, slo, catalog=catalog, gpus=tuple(wanted), per_gpu=True, **kw
         )
-        recs, rejected, summary = res.recommendations, res.rejected, res.summary
+        # the Rejection objects: only the one explaining each unanswered GPU becomes a dict
+        recs, rejected, summary = res.recommendations, res.rejections, res.summary
     except PlannerError as e:
         if "no option meets" not in str(e):
             raise
@@ -81,20 +82,18 @@ def compare_gpus(
         )
         rows.append(row)
     answered = {r["gpu"] for r in rows}
-    by_gpu: dict[str, list[dict[str, Any]]] = {}
+    by_gpu: dict[str | None, list[Any]] = {}
     for x in rejected:
-        by_gpu.setdefault(x["gpu"], []).append(x)
+        by_gpu.setdefault(x.gpu, []).append(x)
     unanswered = []
     for g in wanted:
         if g in answered:
             continue
         items = by_gpu.get(g, [])
-        items.sort(
-            key=lambda x: _STAGE_ORDER.index(x["stage"]) if x["stage"] in _STAGE_ORDER else 99
-        )
+        items.sort(key=lambda x: _STAGE_ORDER.index(x.stage) if x.stage in _STAGE_ORDER else 99)
         if items:
             x = items[0]
-            unanswered.append({"gpu": g, "stage": x["stage"], "reason": x["reason"]})
+            unanswered.append({"gpu": g, "stage": x.stage, "reason": x.reason})
         else:
             unanswered.append({"gpu": g, "stage": "none", "reason": "no option to evaluate"})
     return {"rows": rows, "unanswered": unanswered, "summary": summary}

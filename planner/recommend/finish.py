@@ -38,10 +38,10 @@ def _binding(s: Screened, need: float) -> str:
             f"none at this traffic: one replica carries the whole planned load "
             f"({need:.3g} req/s); it would saturate at {s.saturation_rps:.3g} req/s on {limit}"
         )
-    if k > 1 and need / (k - 1) <= probe.cap_rps * (1 + 1e-9):
-        fail = probe.summaries.get(need / (k - 1))
-        if fail is not None:
-            return probe.binding(fail)
+    fail = need / (k - 1) if k > 1 else None
+    if fail is not None and fail <= probe.cap_rps * (1 + 1e-9) and fail in probe.summaries:
+        # its percentiles (run again if it stopped once the miss was certain)
+        return probe.binding(probe.run(fail, exact=True))
     return f"throughput: {_LIMIT_TEXT.get(probe.saturation_limit, probe.saturation_limit)}"
 
 

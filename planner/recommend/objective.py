@@ -85,17 +85,27 @@ class Load:
 
 class RatioBook:
     """Ratios (simulated rate per replica) / (analytic SLO rate) of the options simulated so
-    far; their median seeds the replica search of the next option (1 before any)."""
+    far, overall and per GPU; the median of the option's own GPU (else of all, else 1)
+    seeds the replica search of the next option.
+
+    The ratio depends mostly on the GPU (how its step times and the analytic model's
+    error combine at this workload): across GPUs it spans more than 10x, and a seed from
+    another GPU's ratios started searches tens of replicas away from their answer."""
 
     def __init__(self) -> None:
         self.ratios: list[float] = []
+        self.by_key: dict[str, list[float]] = {}
 
-    def add(self, r: float) -> None:
+    def add(self, r: float, key: str | None = None) -> None:
         if math.isfinite(r) and r > 0:
             self.ratios.append(r)
+            if key is not None:
+                self.by_key.setdefault(key, []).append(r)
 
-    def typical(self) -> float:
-        return float(np.median(self.ratios)) if self.ratios else 1.0
+    def typical(self, key: str | None = None) -> float:
+        own = self.by_key.get(key) if key is not None else None
+        rs = own or self.ratios
+        return float(np.median(rs)) if rs else 1.0
 
 
 # ---------------------------------------------------------------------- the table
@@ -257,10 +267,10 @@ def evaluate(
     ``k_cap``: most replicas that could still beat the options already found;
     ``k_start``: first replica count tried, or a function giving it (called only once the
     option meets the SLO served alone)."""
-    probe = CapacityProbe(s.replica, cache, n_requests=n_requests)
+    probe = CapacityProbe(s.replica, cache, n_requests=n_requests, early_stop=True)
     s.probe = probe
     try:
-        probe.check()
+        probe.check(values=False)
     except PlannerError as e:
         msg = str(e)
         stage = "slo_zero_load" if "zero load" in msg else "memory"
@@ -268,7 +278,7 @@ def evaluate(
     if callable(k_start):
         k_start = k_start()
     if k_cap is not None and k_cap < k_max:
-        k = probe.min_replicas(need, s.k_lb, k_cap, k_start)
+        k = probe.min_replicas(need, s.k_lb, k_cap, k_start, cap_next=True)
         if k is None:
             lowest = min(probe.summaries) if probe.summaries else need / k_cap
             return Rejection.of(
@@ -299,6 +309,19 @@ def evaluate(
 def miss_text(probe: CapacityProbe, rate: float) -> str:
     """Which percentile or attainment missed in the run at ``rate``."""
     summary = probe.summaries.get(rate, {})
+    early = summary.get("stopped_early")
+    if early:  # the run stopped once the miss was certain: counts, not percentiles
+        parts = [
+            f"{k.upper()} over {t.max_s:g} s for {early[f'{k}_over']:,} of the "
+            f"{early['scored']:,} scored requests already ({t.label} target)"
+            for k, t in probe.slo.targets().items()
+            if early.get(f"{k}_over")
+        ]
+        if probe.slo.attainment is not None:
+            parts.append(
+                f"attainment at most {summary['slo_attainment']:.2%} vs {probe.slo.attainment:.1%}"
+            )
+        return "; ".join(parts) + " (the run stopped once the miss was certain)"
     parts = []
     for c in probe.classes:
         sm = summary if probe.cache.single else summary.get("classes", {}).get(c.name, {})

@@ -22,6 +22,7 @@ classes (:func:`search` with a multi-class :class:`planner.serving.WorkloadCache
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import time
@@ -104,6 +105,43 @@ class Recommendation:
             "rejected": self.rejected,
             "assumptions": self.assumptions,
         }
+
+
+#: replicas (or the error building one raised) by everything :func:`build_replica` reads,
+#: catalog records compared by identity: a Replica is immutable and does not depend on the
+#: workload, so the app's next question on the same model (another peak, SLO or GPU set)
+#: screens without building them again; emptied past :data:`_REPLICAS_MAX` entries
+_REPLICAS: dict[tuple, tuple[tuple, Replica | PlannerError]] = {}
+_REPLICAS_MAX = 20_000
+
+
+def _replica(m, opt: Option, params, prov: str, cat: Catalog, eng_kw: dict[str, Any]) -> Replica:
+    """:func:`build_replica` for ``opt`` (remembered in :data:`_REPLICAS`)."""
+    objs = (m, opt.gpu, opt.precision, opt.framework, params, cat)
+    key = (
+        *map(id, objs), opt.tp, opt.pp, opt.kv_precision, prov, tuple(sorted(eng_kw.items()))
+    )  # fmt: skip
+    try:
+        hit = _REPLICAS.get(key)
+    except TypeError:  # an unhashable engine setting: build it, not remembered
+        hit, key = None, None
+    if hit is None or any(a is not b for a, b in zip(hit[0], objs, strict=True)):
+        try:
+            out: Replica | PlannerError = build_replica(
+                m, opt.gpu, opt.precision, opt.framework, tp=opt.tp, pp=opt.pp,
+                kv_precision=opt.kv_precision, params=params, params_source=prov,
+                catalog=cat, **eng_kw,
+            )  # fmt: skip
+        except PlannerError as e:
+            out = e
+        hit = (objs, out)
+        if key is not None:
+            if len(_REPLICAS) >= _REPLICAS_MAX:
+                _REPLICAS.clear()
+            _REPLICAS[key] = hit
+    if isinstance(hit[1], PlannerError):
+        raise hit[1].with_traceback(None)  # the same error, not its growing traceback
+    return hit[1]
 
 
 def _tpot_floor(rep: Replica, ctx_tokens: float) -> float:
@@ -382,18 +420,15 @@ class _Search:
             )
         params, prov = self.param_cache[key]
         try:
-            rep = build_replica(
-                self.m, opt.gpu, opt.precision, opt.framework, tp=opt.tp, pp=opt.pp,
-                kv_precision=opt.kv_precision, params=params, params_source=prov,
-                catalog=self.cat, **self.eng_kw,
-            )  # fmt: skip
+            rep = _replica(self.m, opt, params, prov, self.cat, self.eng_kw)
         except MissingDataError as e:
             return Rejection.of(opt, "missing_data", str(e))
         except PlannerError as e:
             return Rejection.of(opt, "memory", str(e))
-        for rc in self.cache.classes:
+        for i, rc in enumerate(self.cache.classes):
             try:
-                check_workload_fits(rep, rc.workload, c.fit_percentile)
+                q = functools.partial(self.cache.quantile_tokens, i)
+                check_workload_fits(rep, rc.workload, c.fit_percentile, q)
             except PlannerError as e:
                 return Rejection.of(opt, "memory", (f"{rc.name}: " if rc.name else "") + str(e))
             if rc.slo.tpot is not None:
@@ -469,9 +504,11 @@ class _Search:
         def k_start() -> int:
             # seed the replica search: the analytic SLO rate (mean latencies at the targets)
             # times the median ratio simulated / analytic of the options simulated so far
+            # on this GPU (on any, before the first)
             # (computed only for an option that meets the SLO served alone)
             s.slo_rate_rps = self.cache.slo_rate(s.replica, s.cap_rps)
-            return max(s.k_lb, math.ceil(ld.need_rps / (learned.typical() * s.slo_rate_rps) - 1e-9))
+            typ = learned.typical(s.opt.gpu.id)
+            return max(s.k_lb, math.ceil(ld.need_rps / (typ * s.slo_rate_rps) - 1e-9))
 
         # an option that needs more replicas than the N-th best's cost allows cannot win
         p, k_cap = s.usd_per_gpu_hour, None
@@ -483,7 +520,7 @@ class _Search:
         if isinstance(r, Rejection):
             self.rejected.append(r)
             return
-        learned.add(bracket(s, ld.need_rps)[0] / s.slo_rate_rps)
+        learned.add(bracket(s, ld.need_rps)[0] / s.slo_rate_rps, s.opt.gpu.id)
         s.value = self.obj.value(s, ld, self.refine)
         if s.value is None:
             self.rejected.append(

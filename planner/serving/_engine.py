@@ -13,11 +13,21 @@ from planner.serving.result import SimResult
 from planner.workload.workload import Requests
 
 
-def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -> SimResult:
+def _run_continuous(
+    replica: Replica,
+    reqs: Requests,
+    concurrency: int | None,
+    stop: tuple[np.ndarray, np.ndarray] | None = None,
+) -> SimResult:
     """Continuous batching, one iteration at a time (strides of pure-decode iterations).
 
     Prepares the per-request arrays and runs the compiled event loop
     (:func:`planner.serving._kernel._loop`; numba is imported on the first call).
+
+    ``stop``: the loop's early-stop rule ``(stop_f, stop_i)`` (see ``_loop``); the loop's
+    ``stats`` are in ``meta["stop"]``. A run that stopped early serves a verdict only:
+    requests still running then have NaN times, and the ITL and batch-size statistics are
+    left empty.
     """
     from planner.serving._kernel import ERR_KV_RUNNING, ERR_STALLED, kernel
 
@@ -47,6 +57,9 @@ def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -
     first = np.full(n, np.nan)
     fin = np.full(n, np.nan)
     npre = np.zeros(n, np.int64)
+    stats = np.zeros(6, np.int64)
+    if stop is None:
+        stop = (np.zeros(6), np.zeros(7, np.int64))  # s1 = s0 = 0: no early stop
     err, cur, busy, area, kv_area, kv_max, pf_tokens, ev_i, ev_t, nev = kernel()(
         inp,
         out,
@@ -69,6 +82,9 @@ def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -
         W,
         closed,
         int(n_initial),
+        np.ascontiguousarray(stop[0], np.float64),
+        np.ascontiguousarray(stop[1], np.int64),
+        stats,
     )
     if err == ERR_STALLED:  # pragma: no cover
         raise PlannerError("simulation stalled with requests outstanding")
@@ -77,8 +93,10 @@ def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -
     if err:  # pragma: no cover - guarded by check_fits
         raise PlannerError("no request can be scheduled: the KV cache is too small")
     horizon = max(busy, 1e-12)
+    # a run stopped early serves its verdict only (no ITL or batch statistics)
+    verdict_only = stats[5] != 0
     itl_v, itl_w, bat_v, bat_w = _event_stats(
-        np.concatenate([ev_i[:nev].astype(float), ev_t[:nev]], axis=1)
+        [] if verdict_only else np.concatenate([ev_i[:nev].astype(float), ev_t[:nev]], axis=1)
     )
     return SimResult(
         arrival_s=arr[:n].copy(),
@@ -103,6 +121,8 @@ def _run_continuous(replica: Replica, reqs: Requests, concurrency: int | None) -
         mode="closed" if closed else "open",
         label=replica.label(),
         truncated=reqs.truncated,
+        # events: passes of the event loop (its cost), stop: the early-stop counts
+        meta={"events": int(nev), **({"stop": stats} if stop[1][1] > stop[1][0] else {})},
     )
 
 

@@ -28,7 +28,9 @@ import numpy as np
 
 from planner.engine import _scalar
 from planner.engine._scalar import step_time_scalar, straggler_time_scalar
+from planner.serving import _loop_parts
 from planner.serving._jit import import_numba
+from planner.serving._loop_parts import heap_pop, heap_push, scored_end, scored_first
 
 #: error codes of :func:`_loop`
 ERR_STALLED = 1
@@ -36,77 +38,17 @@ ERR_KV_RUNNING = 2
 ERR_NOTHING_SCHEDULABLE = 3
 
 #: source files compiled into the loop: a change to any of them invalidates its cache
-SOURCES = (Path(__file__), Path(_scalar.__file__))
+SOURCES = (Path(__file__), Path(_scalar.__file__), Path(_loop_parts.__file__))
 #: name of the stamp file kept in the cache folder
 STAMP_NAME = "_kernel.sources.sha256"
-
-
-def heap_push(h, size, a, b, c):
-    """Push (a, b, c) on the binary min-heap ``h[:size]`` (rows compared lexicographically);
-    returns the heap array (grown when full) and the new size."""
-    if size == h.shape[0]:
-        h2 = np.empty((2 * size + 64, 3), np.int64)
-        h2[:size] = h[:size]
-        h = h2
-    i = size
-    while i > 0:
-        p = (i - 1) >> 1
-        pa = h[p, 0]
-        if pa < a or (pa == a and (h[p, 1] < b or (h[p, 1] == b and h[p, 2] <= c))):
-            break
-        h[i, 0] = pa
-        h[i, 1] = h[p, 1]
-        h[i, 2] = h[p, 2]
-        i = p
-    h[i, 0] = a
-    h[i, 1] = b
-    h[i, 2] = c
-    return h, size + 1
-
-
-def heap_pop(h, size):
-    """Remove the smallest row of the min-heap ``h[:size]``; returns it and the new size."""
-    a = h[0, 0]
-    b = h[0, 1]
-    c = h[0, 2]
-    size -= 1
-    if size > 0:
-        x0 = h[size, 0]
-        x1 = h[size, 1]
-        x2 = h[size, 2]
-        i = 0
-        while True:
-            m = 2 * i + 1
-            if m >= size:
-                break
-            r = m + 1
-            if r < size and (
-                h[r, 0] < h[m, 0]
-                or (
-                    h[r, 0] == h[m, 0]
-                    and (h[r, 1] < h[m, 1] or (h[r, 1] == h[m, 1] and h[r, 2] < h[m, 2]))
-                )
-            ):
-                m = r
-            if h[m, 0] < x0 or (
-                h[m, 0] == x0 and (h[m, 1] < x1 or (h[m, 1] == x1 and h[m, 2] < x2))
-            ):
-                h[i, 0] = h[m, 0]
-                h[i, 1] = h[m, 1]
-                h[i, 2] = h[m, 2]
-                i = m
-            else:
-                break
-        h[i, 0] = x0
-        h[i, 1] = x1
-        h[i, 2] = x2
-    return a, b, c, size
 
 
 _st = step_time_scalar  # replaced by the compiled versions in kernel()
 _sg = straggler_time_scalar
 _hpush = heap_push
 _hpop = heap_pop
+_scored_first = scored_first
+_scored_end = scored_end
 _compiled = None
 
 
@@ -156,7 +98,7 @@ def _cache_dir(dispatcher) -> str | None:
 
 def kernel():
     """The compiled :func:`_loop` (numba imported and the cache loaded on first use)."""
-    global _st, _sg, _hpush, _hpop, _compiled
+    global _st, _sg, _hpush, _hpop, _scored_first, _scored_end, _compiled
     if _compiled is None:
         numba = import_numba()
 
@@ -175,6 +117,7 @@ def kernel():
             # the loop's cache is keyed on this file only; it inlines step_time_scalar
             refresh_cache(cache_dir, sources_digest())
         _st, _sg, _hpush, _hpop = st, sg, jit(heap_push), jit(heap_pop)
+        _scored_first, _scored_end = jit(scored_first), jit(scored_end)
         _compiled = loop
     return _compiled
 
@@ -199,6 +142,9 @@ def _loop(  # noqa: C901
     W,
     closed,
     n_initial,
+    stop_f,
+    stop_i,
+    stats,
 ):
     """Run the event loop; fills ``first``, ``fin``, ``npre`` (and ``arr`` when closed).
 
@@ -211,6 +157,17 @@ def _loop(  # noqa: C901
     where ``ev_int[:n_events]`` holds (decoders, sequences, iterations) and
     ``ev_t[:n_events]`` (t_first, t_last) of every iteration record; ``err`` is 0 or an
     ``ERR_*`` code.
+
+    Early stop (the verdict of the scored requests ``stop_i[0] <= r < stop_i[1]``, see
+    :class:`planner.serving.probe.CapacityProbe`; off when ``stop_i[1] <= stop_i[0]``): a
+    scored request is *bad* when its TTFT, TPOT or E2E exceeds ``stop_f[0:3]`` (for TTFT,
+    known once it has waited that long without a first token); the loop
+    returns as soon as ``stop_i[2]`` scored requests are bad, or the count of scored TTFT,
+    TPOT or E2E values above ``stop_f[3:6]`` reaches ``stop_i[3:6]`` (the verdict is then
+    certainly a miss), or, when ``stop_i[6]``, every scored request has finished (nothing
+    later changes their latencies). ``stats`` receives (bad, the three counts, scored
+    requests finished, why it stopped: 0 ran to the end, 1 a miss was certain, 2 every
+    scored request had finished). Metrics are computed as :class:`SimResult` does.
 
     State (short names: this is the hot loop; ``r`` is a request index, ``cur`` the index of
     the current iteration, token counts are per sequence unless said otherwise):
@@ -304,6 +261,13 @@ def _loop(  # noqa: C901
     busy = 0.0
     pf_tokens = 0
     ceil = math.ceil
+    # early stop (see the docstring)
+    s0 = stop_i[0]
+    s1 = stop_i[1]
+    bad = np.zeros(n if s1 > s0 else 0, np.int8)  # 1 bad, 2 counted above stop_f[3]
+    qp = s0  # the next scored request the waiting rule looks at
+    stats[:] = 0
+    stop = 0
 
     if closed:
         for r in range(n_initial):
@@ -313,6 +277,23 @@ def _loop(  # noqa: C901
         arrived = n_initial
 
     while done < n:
+        if stop:
+            stats[5] = stop
+            break
+        # a scored request still without its first token a TTFT threshold after its arrival
+        # is bad already (its first token comes later still)
+        while qp < s1 and now - arr[qp] > stop_f[0]:
+            if first[qp] != first[qp]:
+                if not bad[qp] & 1:
+                    bad[qp] |= 1
+                    stats[0] += 1
+                if now - arr[qp] > stop_f[3]:
+                    bad[qp] |= 2
+                    stats[1] += 1
+            qp += 1
+        if s1 > s0 and (stats[0] >= stop_i[2] or stats[1] >= stop_i[3]):
+            stats[5] = 1
+            break
         # ---- arrivals up to now join the queue
         while arr[next_arr] <= now:
             wq[(wh + wlen) % wcap] = next_arr
@@ -478,6 +459,11 @@ def _loop(  # noqa: C901
                         B -= 1
                         n_running -= 1
                         done += 1
+                        if s0 <= r < s1:
+                            stop = max(
+                                stop,
+                                _scored_end(r, now, arr, first, out, bad, stop_f, stop_i, stats),
+                            )
                         if closed and next_arr < n:  # the client sends its next request
                             arr[next_arr] = now
                             wq[(wh + wlen) % wcap] = next_arr
@@ -678,6 +664,10 @@ def _loop(  # noqa: C901
                 B -= 1
                 n_running -= 1
                 done += 1
+                if s0 <= r < s1:
+                    stop = max(
+                        stop, _scored_end(r, now, arr, first, out, bad, stop_f, stop_i, stats)
+                    )
                 if closed and next_arr < n:  # the client sends its next request
                     arr[next_arr] = now
                     wq[(wh + wlen) % wcap] = next_arr
@@ -697,6 +687,8 @@ def _loop(  # noqa: C901
                     g[r] += 1
                     if first[r] != first[r]:
                         first[r] = now
+                        if s0 <= r < s1:
+                            stop = max(stop, _scored_first(r, now, arr, bad, stop_f, stop_i, stats))
                     if g[r] >= out[r]:
                         free += ceil(P / bs) - sb[r]
                         epoch[r] += 1
@@ -704,6 +696,11 @@ def _loop(  # noqa: C901
                         fin[r] = now
                         n_running -= 1
                         done += 1
+                        if s0 <= r < s1:
+                            stop = max(
+                                stop,
+                                _scored_end(r, now, arr, first, out, bad, stop_f, stop_i, stats),
+                            )
                         if closed and next_arr < n:  # the client sends its next request
                             arr[next_arr] = now
                             wq[(wh + wlen) % wcap] = next_arr

@@ -33,9 +33,11 @@ from planner.serving.replica import Replica, check_fits
 from planner.serving.result import SimResult
 from planner.serving.steady_state import (
     SteadyStateResult,
+    _constants,
     shape_of_requests,
     steady_state,
 )
+from planner.serving.verdict import percentile_over, stop_rule
 from planner.workload.slo import SLO
 from planner.workload.workload import Requests, Workload
 
@@ -51,16 +53,18 @@ def run(
     concurrency: int | None = None,
     *,
     static_batching: bool | None = None,
+    stop: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> SimResult:
     """Simulate ``requests`` on ``replica`` with the engine's runner (continuous batching
     or static batching; ``static_batching`` forces one). ``concurrency``: closed loop with
-    this many clients (arrival times are then ignored)."""
+    this many clients (arrival times are then ignored). ``stop``: an early-stop rule for a
+    verdict-only run (:func:`stop_rule`; continuous batching only, ignored otherwise)."""
     static = (
         (not replica.engine.continuous_batching) if static_batching is None else static_batching
     )
     if static:
         return _run_static(replica, requests, concurrency)
-    return _run_continuous(replica, requests, concurrency)
+    return _run_continuous(replica, requests, concurrency, stop)
 
 
 def scored_requests(
@@ -139,6 +143,27 @@ class WorkloadCache:
         #: random draws (lengths, unit-rate arrivals) per (class, n, seed): each context
         #: limit cuts the same draws (Workload.requests_of) instead of drawing again
         self._draws: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._fit: dict[int, tuple[Requests, np.ndarray, int]] = {}
+        self._sat: dict[int, tuple[Replica, SteadyStateResult]] = {}
+        self._quantiles: dict[tuple[int, str, float], float] = {}
+
+    def quantile_tokens(self, index: int, which: str, q: float) -> float:
+        """``classes[index].workload.<which>_quantile_tokens(q)`` (``which``: "input" or
+        "output") [tokens], computed once per question."""
+        key = (index, which, q)
+        if key not in self._quantiles:
+            w = self.classes[index].workload
+            self._quantiles[key] = getattr(w, f"{which}_quantile_tokens")(q)
+        return self._quantiles[key]
+
+    def fit_stats(self, reqs: Requests) -> tuple[np.ndarray, int]:
+        """(prompt + answer of each request, the longest) of ``reqs``, one of this cache's
+        samples, computed once (:func:`planner.serving.check_fits` on every replica)."""
+        key = id(reqs)
+        if self._fit.get(key, (None,))[0] is not reqs:
+            ctx = reqs.input_tokens + reqs.output_tokens
+            self._fit[key] = (reqs, ctx, int(ctx.max()))
+        return self._fit[key][1:]
 
     def sample(
         self, n: int, seed: int, context_limit: int | None, prefix_caching: bool, index: int = 0
@@ -200,8 +225,17 @@ class WorkloadCache:
         return steady_state(replica, self.shape(replica), rate_rps)
 
     def saturation(self, replica: Replica) -> SteadyStateResult:
-        """The analytic steady state past saturation (only its ``saturation_*`` fields)."""
-        return steady_state(replica, self.shape(replica), 1e18)
+        """The analytic steady state past saturation (only its ``saturation_*`` fields);
+        remembered per replica (the screen asks, then the probe; the search keeps its screened
+        replicas anyway)."""
+        hit = self._sat.get(id(replica))
+        if hit is not None and hit[0] is replica:
+            return hit[1]
+        fp = steady_state(replica, self.shape(replica), 1e18)
+        if len(self._sat) >= 16384:
+            self._sat.pop(next(iter(self._sat)))
+        self._sat[id(replica)] = (replica, fp)
+        return fp
 
     def slo_rate(self, replica: Replica, cap_rps: float, steps: int = 14) -> float:
         """Largest rate [req/s] at which the analytic steady state's MEAN TTFT, TPOT and E2E
@@ -211,24 +245,22 @@ class WorkloadCache:
         simulated rate meeting a p99 target is below this one, up to the analytic model's
         error against the simulation (tested within 10 % on mean throughput)."""
         tgs = [c.slo.targets() for c in self.classes]
-        shape = self.shape(replica)
-
-        def ok(rate: float) -> bool:
-            fp = steady_state(replica, shape, rate)
-            if not fp.stable:
-                return False
-            return all(getattr(fp, f"{n}_s") <= t.max_s for tg in tgs for n, t in tg.items())
-
-        if not any(tgs) or ok(cap_rps):
+        if not any(tgs):
             return cap_rps
-        lo, hi = 0.0, cap_rps
-        for _ in range(steps):
-            mid = (lo + hi) / 2
-            if ok(mid):
-                lo = mid
-            else:
-                hi = mid
-        return hi
+        # compiled (planner.serving._steady): the same steps as steady_state at each rate
+        from planner.serving._steady import slo_rate_kernel
+
+        k, dec, budget, _, (_, t_sat, lam_sat, _) = _constants(replica, self.shape(replica))
+        worst = {
+            n: min((tg[n].max_s for tg in tgs if n in tg), default=math.inf)
+            for n in ("ttft", "tpot", "e2e")
+        }
+        return float(
+            slo_rate_kernel()(
+                k, dec, budget, lam_sat, t_sat, worst["ttft"], worst["tpot"], worst["e2e"],
+                float(cap_rps), int(steps),
+            )
+        )  # fmt: skip
 
     def unloaded_requests(self, replica: Replica, index: int = 0, n: int = 400) -> Requests:
         """The request sample of :func:`unloaded_latency` for class ``index`` (its default
@@ -336,27 +368,44 @@ def unloaded_latency(
 
 
 def check_reachable(
-    replica: Replica, workload: Workload, slo: SLO, *, requests: Requests | None = None
+    replica: Replica,
+    workload: Workload,
+    slo: SLO,
+    *,
+    requests: Requests | None = None,
+    values: bool = True,
 ) -> dict[str, float]:
     """Raise when a single unloaded request already misses an SLO threshold.
 
-    Returns the zero-load percentile of each metric with a target [s]. ``requests``: as
+    Returns the zero-load percentile of each metric with a target [s] (``values=False``:
+    only the verdict, an empty dict; the same one, faster). ``requests``: as
     :func:`unloaded_latency`.
     """
     z = unloaded_latency(replica, workload, requests=requests)
     out: dict[str, float] = {}
-    if slo.attainment is not None and slo.targets():
-        ev = slo.evaluate(z["ttft_s"], z["tpot_s"], z["e2e_s"])
-        out["attainment"] = ev["attainment"]
-        if not ev["attainment_ok"]:
+    tg = slo.targets()
+    if slo.attainment is not None and tg:
+        if values:
+            att = slo.evaluate(z["ttft_s"], z["tpot_s"], z["e2e_s"])["attainment"]
+        else:  # SLO.evaluate's attainment without its percentiles
+            met = np.ones(len(z["ttft_s"]), dtype=bool)
+            for name, tgt in tg.items():
+                x = z[f"{name}_s"]
+                met &= np.isnan(x) | (x <= tgt.max_s)
+            att = float(met.mean()) if len(met) else 0.0
+        if values:
+            out["attainment"] = att
+        if not (att >= slo.attainment - 1e-12):
             raise PlannerError(
-                f"SLO unreachable even at zero load: served alone, only {ev['attainment']:.1%} of the "
+                f"SLO unreachable even at zero load: served alone, only {att:.1%} of the "
                 f"requests meet every threshold (target {slo.attainment:.1%}) on {replica.label()}; "
                 "long prompts or answers in the tail miss it - loosen a threshold or the attainment"
             )
-    for name, tgt in slo.targets().items():
+    for name, tgt in tg.items():
         x = z[f"{name}_s"]
         x = x[~np.isnan(x)]
+        if not values and not (len(x) and percentile_over(x, tgt.percentile, tgt.max_s)):
+            continue
         v = float(np.percentile(x, tgt.percentile)) if len(x) else 0.0
         out[f"{name}_{tgt.label}_s"] = v
         if v > tgt.max_s:
@@ -379,6 +428,11 @@ class CapacityProbe:
     n_requests : requests scored per rate, at least
     max_utilization : rates above this fraction of the analytic saturation rate never pass
     min_exceedances, max_scored_factor : see :func:`scored_requests`
+    early_stop : stop each run once its verdict is certain (:func:`stop_rule`; one request
+        class, continuous batching): every verdict is the same, but a run that missed may
+        hold only bounds (``stopped_early`` in its summary: ``slo_attainment`` is then an
+        upper bound and the percentiles are absent; :meth:`run` with ``exact=True`` runs it
+        again to the last scored request). Reported runs (:meth:`full`) are always whole.
     """
 
     def __init__(
@@ -390,6 +444,7 @@ class CapacityProbe:
         max_utilization: float = 0.95,
         min_exceedances: float = 50.0,
         max_scored_factor: float = 10.0,
+        early_stop: bool = False,
     ) -> None:
         self.replica = replica
         self.cache = cache
@@ -400,7 +455,7 @@ class CapacityProbe:
         self.saturation_limit = fp.limited_by
         self.cap_rps = max_utilization * fp.saturation_rps
         t_sat = fp.saturation_iteration_s
-        o99 = max(c.workload.output_quantile_tokens(0.99) for c in self.classes)
+        o99 = max(cache.quantile_tokens(i, "output", 0.99) for i in range(len(self.classes)))
         self.tail_s = max(fp.saturation_e2e_s, o99 * t_sat)
         self.warm_s = 2.0 * self.tail_s
         need = [
@@ -414,32 +469,46 @@ class CapacityProbe:
         self.n_cap = len(self.base)
         #: requests cut to the engine's context limit in the base sample
         self.truncated_requests = int(self.base.truncated)
+        self.early_stop = bool(early_stop and cache.single)
         self.summaries: dict[float, dict[str, Any]] = {}
-        self._results: dict[float, tuple[SimResult, np.ndarray, float]] = {}
+        #: per rate: the run, its scored mask, its warm-up [s], whether it ran to the end
+        self._results: dict[float, tuple[SimResult, np.ndarray, float, bool]] = {}
         self.simulations = 0
-        self._checked = False
+        self._checked = 0  # 1: verdict, 2: and the zero-load values
         self.zero_load: dict[str, float] = {}
 
-    def check(self) -> dict[str, float]:
-        """Raise when a request does not fit or misses its SLO even served alone."""
-        if not self._checked:
-            check_fits(self.replica, self.base)
+    def check(self, values: bool = True) -> dict[str, float]:
+        """Raise when a request does not fit or misses its SLO even served alone; return the
+        zero-load percentiles (:func:`check_reachable`; ``values=False``: the verdict only,
+        the dict may be empty)."""
+        if self._checked < (2 if values else 1):
+            if not self._checked:
+                check_fits(self.replica, self.base, self.cache.fit_stats(self.base))
             for i, c in enumerate(self.classes):
                 reqs = self.cache.unloaded_requests(self.replica, i)
-                z = check_reachable(self.replica, c.workload, c.slo, requests=reqs)
+                z = check_reachable(self.replica, c.workload, c.slo, requests=reqs, values=values)
                 self.zero_load.update(
                     z if self.cache.single else {f"{c.name}.{k}": v for k, v in z.items()}
                 )
-            self._checked = True
+            self._checked = 2 if values else 1
         return self.zero_load
 
-    def run(self, rate: float) -> dict[str, Any]:
+    def run(self, rate: float, exact: bool = False, whole: bool = False) -> dict[str, Any]:
         """The SLO verdict of the scored requests at ``rate`` [req/s]: ``slo_ok``,
         ``slo_attainment`` (the lowest class's), the percentiles each SLO names, and per
-        class (``classes``) when there are several."""
+        class (``classes``) when there are several.
+
+        With ``early_stop`` the run may stop once its verdict is certain (see the class);
+        ``exact``: the percentiles and attainment are needed (a run that stopped early is
+        run again up to its last scored request); ``whole``: the run goes to its end (the
+        arrays :meth:`full` summarises)."""
         if rate in self.summaries:
-            return self.summaries[rate]
-        self.check()
+            s = self.summaries[rate]
+            if not (exact and s.get("stopped_early")) and (
+                not whole or self._results.get(rate, (None,) * 4)[3]
+            ):
+                return s
+        self.check(values=not self.early_stop)
         base = self.base
         k = int(min(self.n_cap, self.n_scored + math.ceil(rate * (self.warm_s + self.tail_s)) + 1))
         reqs = Requests(
@@ -450,14 +519,39 @@ class CapacityProbe:
             base.shared_prefix_tokens,
             0,
         )
-        res = run(self.replica, reqs)
-        self.simulations += 1
-        a = res.arrival_s
+        a = reqs.arrival_s
         lo_t = min(self.warm_s, float(a[int(0.5 * (k - 1))]))
-        mask = (a >= lo_t) & (np.arange(k) < np.searchsorted(a, lo_t) + self.n_scored)
+        i0 = int(np.searchsorted(a, lo_t))
+        mask = (a >= lo_t) & (np.arange(k) < i0 + self.n_scored)
+        i1 = min(k, i0 + self.n_scored)
+        stop = None
+        if self.early_stop and not whole and np.count_nonzero(mask) == i1 - i0 > 0:
+            stop = stop_rule(self.slo, reqs.output_tokens, i0, i1, until_decided=not exact)
+        res = run(self.replica, reqs, stop=stop)
+        self.simulations += 1
+        stats = res.meta.get("stop")
+        s: dict[str, Any] = {"rate_rps": rate}
+        if stats is not None and stats[5] == 1:  # a miss was certain: bounds only
+            n = i1 - i0
+            s.update(
+                slo_ok=False,
+                slo_attainment=(n - int(stats[0])) / n,
+                stopped_early={
+                    "scored": n,
+                    "finished": int(stats[4]),
+                    "bad": int(stats[0]),
+                    **{
+                        f"{m}_over": int(stats[1 + j])
+                        for j, m in enumerate(("ttft", "tpot", "e2e"))
+                        if m in self.slo.targets()
+                    },
+                },
+            )
+            self.summaries[rate] = s
+            self._results.pop(rate, None)
+            return s
         # the verdict needs only the per-request latencies of the scored requests; the full
         # summary (ITL and batch percentiles, throughput) is computed for reported runs only
-        s: dict[str, Any] = {"rate_rps": rate}
         per: dict[str, dict[str, Any]] = {}
         for i, c in enumerate(self.classes):
             m = mask if self.cache.single else mask & (self.labels[:k] == i)
@@ -475,7 +569,7 @@ class CapacityProbe:
         s["slo_ok"] = all(v["ok"] for v in per.values())
         s["slo_attainment"] = min(v["attainment"] for v in per.values())
         self.summaries[rate] = s
-        self._results[rate] = (res, mask, lo_t)
+        self._results[rate] = (res, mask, lo_t, stats is None or stats[5] == 0)
         return s
 
     def keep_only(self, rate: float | None) -> None:
@@ -486,10 +580,8 @@ class CapacityProbe:
         """The complete summary (:meth:`planner.serving.SimResult.summary`) of the run at
         ``rate`` (simulated first if needed; again if its arrays were freed). With several
         classes: latencies over every request, each class's verdict under ``classes``."""
-        if rate not in self._results:
-            self.summaries.pop(rate, None)
-        verdict = self.run(rate)
-        res, mask, warmup_s = self._results[rate]
+        verdict = self.run(rate, whole=True)
+        res, mask, warmup_s, _ = self._results[rate]
         s = res.summary(self.slo if self.cache.single else None, mask=mask)
         s["warmup_s"] = warmup_s
         s["rate_rps"] = rate
@@ -507,7 +599,12 @@ class CapacityProbe:
         return bool(self.run(rate)["slo_ok"])
 
     def min_replicas(
-        self, need_rps: float, k_lb: int, k_max: int, k_start: int | None = None
+        self,
+        need_rps: float,
+        k_lb: int,
+        k_max: int,
+        k_start: int | None = None,
+        cap_next: bool = False,
     ) -> int | None:
         """Smallest replica count ``k >= k_lb`` whose per-replica rate ``need / k`` meets the
         SLO; None when even ``k_max`` replicas fail.
@@ -516,7 +613,13 @@ class CapacityProbe:
         downward while it passes, otherwise upward, then bisects between the last failure and
         the first pass: O(log k) simulations at any fleet size (a one-by-one walk down from a
         high estimate took a simulation per replica: 10 million req/s never ended). With a
-        good estimate this takes two simulations."""
+        good estimate this takes two simulations.
+
+        ``cap_next``: when ``k_start`` fails, try ``k_max`` next (a cap past which the answer
+        no longer matters, e.g. more replicas than a cheaper option needs): an option that
+        fails there is settled by two simulations instead of a gallop up to the cap; one that
+        passes is bisected between the two. The answer is the same as the gallop's whenever
+        the SLO verdict is monotone in the rate (what the bisection assumes anyway)."""
         k_lb = max(1, int(k_lb))
         if k_max < k_lb:
             return None
@@ -531,6 +634,10 @@ class CapacityProbe:
                     fail = lower
                     break
                 k, step = lower, step * 2
+        elif cap_next and k < k_max:  # k fails: the cap settles it or bounds the bisection
+            if not self.ok(need_rps / k_max):
+                return None
+            fail, k = k, k_max
         else:  # gallop up: k fails, find a pass above it
             fail = k
             while True:

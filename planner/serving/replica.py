@@ -5,6 +5,7 @@ step model (:class:`Replica`), :func:`build_replica` and the KV fit check :func:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -227,7 +228,10 @@ def build_replica(
 
 
 def check_workload_fits(
-    replica: Replica, workload: Workload, percentile: float | None = 99.0
+    replica: Replica,
+    workload: Workload,
+    percentile: float | None = 99.0,
+    quantile: Callable[[str, float], float] | None = None,
 ) -> int:
     """Raise when the ``percentile``-th request (prompt + answer) does not fit one replica.
 
@@ -235,7 +239,9 @@ def check_workload_fits(
     KV cache holds) would be truncated by the simulation: a deployment that cannot hold the
     user's requests at the stated percentile is infeasible, never a result. Requests beyond
     the percentile that do not fit are truncated and counted (``truncated_requests``).
-    ``percentile=None`` skips the check (truncation explicitly allowed).
+    ``percentile=None`` skips the check (truncation explicitly allowed). ``quantile``:
+    ``(which, q) -> tokens``, the workload's ``<which>_quantile_tokens(q)`` when already known
+    (:meth:`planner.serving.WorkloadCache.quantile_tokens`).
 
     Returns
     -------
@@ -247,7 +253,12 @@ def check_workload_fits(
     if not 0 < percentile <= 100:
         raise PlannerError(f"fit percentile must be in (0, 100], got {percentile!r}")
     q = percentile / 100.0
-    need = int(math.ceil(workload.input_quantile_tokens(q) + workload.output_quantile_tokens(q)))
+    if quantile is None:
+        need = int(
+            math.ceil(workload.input_quantile_tokens(q) + workload.output_quantile_tokens(q))
+        )
+    else:
+        need = int(math.ceil(quantile("input", q) + quantile("output", q)))
     eng = replica.engine
     if need <= eng.context_limit_tokens:
         return need
@@ -272,12 +283,17 @@ def check_workload_fits(
     )
 
 
-def check_fits(replica: Replica, reqs: Requests) -> None:
-    """Raise a one-line error when the longest request cannot fit in the KV cache."""
+def check_fits(
+    replica: Replica, reqs: Requests, stats: tuple[np.ndarray, int] | None = None
+) -> None:
+    """Raise a one-line error when the longest request cannot fit in the KV cache.
+
+    ``stats``: ``(prompt + answer of each request, the longest)`` of ``reqs`` when already
+    known (:meth:`planner.serving.WorkloadCache.fit_stats`)."""
     eng = replica.engine
     bs = eng.block_size_tokens
-    ctx = reqs.input_tokens + reqs.output_tokens
-    worst = int(ctx.max())
+    ctx, worst = stats if stats is not None else (reqs.input_tokens + reqs.output_tokens, None)
+    worst = int(ctx.max()) if worst is None else worst
     if worst > eng.context_limit_tokens:
         raise PlannerError(
             f"a request of {worst} tokens exceeds the engine's context limit of {eng.context_limit_tokens} "
@@ -285,9 +301,9 @@ def check_fits(replica: Replica, reqs: Requests) -> None:
         )
     need = math.ceil(worst / bs)
     shared_blk = (reqs.shared_prefix_tokens // bs) if eng.prefix_caching else 0
-    if shared_blk and need <= eng.num_blocks:
+    if shared_blk and need <= eng.num_blocks < shared_blk + need:
         # continuous batching holds the shared prefix's blocks once, for everybody, and each
-        # request's own blocks beside them
+        # request's own blocks beside them (at most ``need``: only a tight cache checks them)
         own = np.ceil(ctx / bs).astype(np.int64) - np.minimum(shared_blk, reqs.cached_tokens // bs)
         if shared_blk + int(own.max()) > eng.num_blocks:
             kvb = replica.memory.kv_cache_bytes_per_token if replica.memory else float("nan")

@@ -90,6 +90,105 @@ def shape_of_requests(r: Requests) -> tuple[float, float, float, float]:
     return float(i.mean()), float(o.mean()), float(c.mean()), ctx
 
 
+#: (coefficient tuple, host time per iteration [s], per sequence [s], mean prompt I,
+#: prefill tokens n_pf, cached tokens c, running context, window W, prefill pairs, windowed
+#: prefill pairs): what the step time of an iteration at rate lambda needs (:func:`_t_of`)
+Shape = tuple
+
+
+def _t_of(k, a, b):
+    """Step time [s] of an iteration that starts ``a`` prompts and carries ``b`` decoders,
+    ``k`` the constants of :data:`Shape` (the replica and the request shape)."""
+    coeffs, h0, h1, I_, n_pf, c_, mean_ctx, W, pf_pairs, pf_pairs_sw = k
+    kv = b * (mean_ctx + 1) + a * I_
+    pr = b * (mean_ctx + 1) + a * pf_pairs
+    kvs = b * min(mean_ctx + 1, W) + a * min(I_, W) if W else 0.0
+    prs = b * min(mean_ctx + 1, W) + a * pf_pairs_sw if W else 0.0
+    return _st(coeffs, b + a * n_pf, b + a, b + a, kv, pr, kvs, prs, a * n_pf * c_) + (
+        h0 + h1 * (b + a)
+    )
+
+
+def _fixed_point(k, lam, dec, t_sat):
+    """Iteration time [s] at a stable rate ``lam`` [req/s]: the fixed point
+    ``t = t_of(lam t, lam t dec)`` by 60 bisection steps in ``(0, t_sat]``."""
+    lo, hi = 0.0, t_sat
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if _t_of(k, lam * mid, lam * mid * dec) > mid:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def _latencies(t, a, dec, n_pf, budget):
+    """Mean TTFT and E2E [s] at iteration time ``t`` [s] with ``a`` prompts started per
+    iteration: half an iteration of wait, the prompt's chunks, then ``dec`` decode
+    iterations."""
+    b = a * dec
+    left = max(budget - b, 1.0)
+    ttft = t / 2 + math.ceil(n_pf / left) * t
+    return ttft, ttft + dec * t
+
+
+def _slo_rate(k, dec, budget, lam_sat, t_sat, ttft_max, tpot_max, e2e_max, cap, steps):
+    """:meth:`planner.serving.WorkloadCache.slo_rate` on the constants ``k``: the largest
+    rate [req/s] up to ``cap`` whose mean TTFT, TPOT and E2E meet the thresholds (bisection,
+    ``steps`` steps; ``cap`` itself when it meets them)."""
+    n_pf = k[4]
+    lo, hi = 0.0, cap
+    for i in range(steps + 1):
+        rate = cap if i == 0 else (lo + hi) / 2
+        ok = rate < lam_sat
+        if ok:
+            t = _fixed_point(k, rate, dec, t_sat)
+            ttft, e2e = _latencies(t, rate * t, dec, n_pf, budget)
+            ok = ttft <= ttft_max and t <= tpot_max and e2e <= e2e_max
+        if i == 0:
+            if ok:
+                return cap
+        elif ok:
+            lo = rate
+        else:
+            hi = rate
+    return hi
+
+
+_st = step_time_scalar  # the compiled twin in planner.serving._steady
+
+
+def _constants(replica: Replica, shape: tuple[float, float, float, float]) -> tuple:
+    """The constants of :data:`Shape`, the answer's decode iterations and the token budget,
+    and the saturation point ``(a_sat, t_sat, lam_sat, limit)`` of ``replica`` for requests
+    of ``shape`` (mean prompt, answer, cached tokens, running context)."""
+    eng, sm = replica.engine, replica.sm
+    I_, O_, c_, ctx_run = shape
+    W = sm.window if sm.layers_sw > 0 else 0.0
+    n_pf = max(I_ - c_, 1.0)
+    budget = float(eng.max_num_batched_tokens)
+    per_seq_tokens = ctx_run + eng.block_size_tokens / 2
+    n_max_kv = eng.kv_capacity_tokens / per_seq_tokens
+    n_max = min(float(eng.max_num_seqs), n_max_kv)
+    limit = "max_num_seqs" if eng.max_num_seqs <= n_max_kv else "kv_cache"
+    pf_pairs = n_pf * c_ + n_pf * (n_pf + 1) / 2
+    pf_pairs_sw = window_pairs(int(c_), int(n_pf), W) if W else 0.0
+    dec = O_ - 1.0
+    k = (
+        sm._coeffs, float(eng.sched_overhead_s), float(eng.sched_seq_overhead_s), I_, n_pf, c_,
+        ctx_run, float(W), pf_pairs, pf_pairs_sw,
+    )  # fmt: skip
+    # saturation
+    if dec > 0:
+        a_sat = min(n_max / dec, budget / (n_pf + dec))
+        limit = limit if n_max / dec <= budget / (n_pf + dec) else "token_budget"
+    else:
+        a_sat = min(float(eng.max_num_seqs), max(budget / n_pf, 1.0))
+        limit = "token_budget"
+    t_sat = _t_of(k, a_sat, a_sat * dec)
+    return k, dec, budget, n_max, (a_sat, t_sat, a_sat / t_sat, limit)
+
+
 def steady_state(
     replica: Replica,
     workload: Workload | tuple[float, ...],
@@ -102,72 +201,32 @@ def steady_state(
     Used to bracket the capacity search and for quick sweeps; the simulation is the
     reference (they agree within 10 % on mean throughput at moderate load, see tests).
     """
-    eng, sm = replica.engine, replica.sm
-    # StepModel.step_time without its float() conversions (every argument below is a float)
-    coeffs, st_c = sm._coeffs, step_time_scalar
-    host = eng.host_time_s
-    I_, O_, c_, ctx_run = _shape(workload, eng)
+    eng = replica.engine
+    shape = _shape(workload, eng)
     if rate_rps is None:
         if not isinstance(workload, Workload):
             raise PlannerError("steady_state needs rate_rps when given plain lengths")
         rate_rps = workload.traffic.peak()
     lam = float(rate_rps)
     require_positive("rate_rps", lam)
-    W = sm.window if sm.layers_sw > 0 else 0.0
-    n_pf = max(I_ - c_, 1.0)
-    budget = float(eng.max_num_batched_tokens)
-    mean_ctx = ctx_run
-    per_seq_tokens = ctx_run + eng.block_size_tokens / 2
-    n_max_kv = eng.kv_capacity_tokens / per_seq_tokens
-    n_max = min(float(eng.max_num_seqs), n_max_kv)
-    limit = "max_num_seqs" if eng.max_num_seqs <= n_max_kv else "kv_cache"
-    pf_pairs = n_pf * c_ + n_pf * (n_pf + 1) / 2
-    pf_pairs_sw = window_pairs(int(c_), int(n_pf), W) if W else 0.0
-    dec = O_ - 1.0
-
-    def t_of(a: float, b: float) -> float:
-        kv = b * (mean_ctx + 1) + a * I_
-        pr = b * (mean_ctx + 1) + a * pf_pairs
-        kvs = b * min(mean_ctx + 1, W) + a * min(I_, W) if W else 0.0
-        prs = b * min(mean_ctx + 1, W) + a * pf_pairs_sw if W else 0.0
-        return st_c(coeffs, b + a * n_pf, b + a, b + a, kv, pr, kvs, prs, a * n_pf * c_) + host(
-            b + a
-        )
-
-    # saturation
-    if dec > 0:
-        a_sat = min(n_max / dec, budget / (n_pf + dec))
-        limit = limit if n_max / dec <= budget / (n_pf + dec) else "token_budget"
-    else:
-        a_sat = min(float(eng.max_num_seqs), max(budget / n_pf, 1.0))
-        limit = "token_budget"
-    t_sat = t_of(a_sat, a_sat * dec)
-    lam_sat = a_sat / t_sat
+    k, dec, budget, n_max, (a_sat, t_sat, lam_sat, limit) = _constants(replica, shape)
+    I_, O_ = shape[0], shape[1]
+    n_pf = k[4]
     sat_out = lam_sat * O_
     e2e_sat = t_sat / 2 + math.ceil(n_pf / max(budget - a_sat * dec, 1.0)) * t_sat + dec * t_sat
     stable = lam < lam_sat
     if stable:
-        lo, hi = 0.0, t_sat
-        for _ in range(60):
-            mid = (lo + hi) / 2
-            if t_of(lam * mid, lam * mid * dec) > mid:
-                lo = mid
-            else:
-                hi = mid
-        t = hi
+        t = _fixed_point(k, lam, dec, t_sat)
         a = lam * t
-        b = a * dec
     else:
-        t, a, b = t_sat, a_sat, a_sat * dec
+        t, a = t_sat, a_sat
     lam_eff = lam if stable else lam_sat
-    left = max(budget - b, 1.0)
-    ttft = t / 2 + math.ceil(n_pf / left) * t
-    e2e = ttft + dec * t
+    ttft, e2e = _latencies(t, a, dec, n_pf, budget)
     return SteadyStateResult(
         rate_rps=lam,
         stable=stable,
         iteration_s=t,
-        decode_batch=b,
+        decode_batch=a * dec,
         concurrency=lam_eff * e2e,
         ttft_s=ttft if stable else float("inf"),
         tpot_s=t,
