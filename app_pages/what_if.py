@@ -193,7 +193,27 @@ def curve_spec(field: str, title: str) -> dict:
         .mark_text(align="right", dx=-10, dy=-10, color="#f58518", fontWeight="bold")
         .encode(x=x, y=alt.Y(f"{field}:Q"), text="label:N")
     )
-    return (band + line + rule + rule_text + k + k_text).properties(height=300).to_dict()
+    spec = (band + line + rule + rule_text + k + k_text).properties(height=300).to_dict()
+    return marks_out_of_aria(spec)
+
+
+def marks_out_of_aria(spec: dict) -> dict:
+    """``spec`` (a Vega-Lite dict, changed in place) with its marks out of the accessibility
+    tree (``aria: false``; the axes stay in it, the chart's ``alt`` text describes it).
+
+    Vega's SVG renderer otherwise writes an ARIA description for every point, bar and label
+    on every redraw: measured in Chromium on the 2-core machine, about a sixth of the page's
+    CPU time per What-if change (issue 18)."""
+    for layer in spec.get("layer", [spec]):
+        mark = layer.get("mark")
+        if mark is None:
+            continue
+        mark = {"type": mark} if isinstance(mark, str) else mark
+        mark["aria"] = False
+        if mark.get("point") is True:
+            mark["point"] = {"aria": False}
+        layer["mark"] = mark
+    return spec
 
 
 def band_area(x: np.ndarray, y: np.ndarray, band: Any) -> pd.DataFrame:
@@ -295,6 +315,9 @@ def curve_chart(res: dict, sc: Any) -> None:
     st.vega_lite_chart(
         spec=w.with_data(curve_spec(field, title), curve=df, slo=slo_df, knee=kn, band=area),
         width="stretch",
+        # a fixed text: a changing one would make the browser rebuild the chart every time
+        alt=f"{metric} [ms, log scale] against output tokens/s per GPU, one point per number "
+        "of concurrent clients, with the error band, the SLO line and the knee",
     )
     st.caption(
         "Each point: that many clients sending back to back (closed loop). The knee "
@@ -433,13 +456,16 @@ def deployment() -> None:
         split = w.memory_split(plan)
         split["gpu"] = f"GPU 1 of {tp}"
         cap_gb = plan["gpu_memory_bytes"] / w.GB
+        spec = w.with_data(
+            w.memory_bar_spec(legend="right", labelled=False, height=120),
+            split=split,
+            capacity=pd.DataFrame({"capacity": [cap_gb]}),
+        )
         st.vega_lite_chart(
-            spec=w.with_data(
-                w.memory_bar_spec(legend="right", labelled=False, height=120),
-                split=split,
-                capacity=pd.DataFrame({"capacity": [cap_gb]}),
-            ),
+            spec=marks_out_of_aria(spec),
             width="stretch",
+            alt="Memory of one GPU [GB]: weights, activations, runtime overhead, KV cache, "
+            "the KV budget left free and the reserved part, against the card's capacity",
         )
         st.caption(
             f"{plan['reason']} Dashed red line: the card's {cap_gb:.0f} GB. "
