@@ -647,6 +647,24 @@ def test_what_if_curve_plots_the_simulated_percentiles_in_ms():
     assert "TTFT P99 [ms]" in json.dumps(spec)
 
 
+def test_what_if_charts_keep_their_spec_across_a_gpu_change():
+    # the browser patches a chart's data in place only while its spec (with the alt text)
+    # is the same; a changed spec re-embeds the chart (issue 18: a What-if change <= 200 ms)
+    def specs(at):
+        return [(el.proto.spec, el.proto.alt) for el in at.get("vega_lite_chart")]
+
+    at = _app(page=WHAT_IF, model="llama-3.1-70b")
+    before = specs(at)
+    at.selectbox(key="wi_gpu").select("nvidia-h200-sxm").run()
+    _no_exception(at)
+    assert any("NVIDIA H200" in h.value for h in at.subheader)
+    assert specs(at) == before and len(before) == 2
+    for spec, alt in before:
+        assert alt  # the chart's description for screen readers
+        layers = json.loads(spec)["layer"]
+        assert all(layer["mark"]["aria"] is False for layer in layers)
+
+
 def test_what_if_max_num_seqs_defaults_to_the_engines_own_on_that_gpu():
     # vLLM V1 (arg_utils.py, 0.11.0): 1024 sequences on >= 70 GiB GPUs other than A100s
     # (an H100 SXM has 81,559 MiB), 256 on an A100; the same default recommend and capacity use
