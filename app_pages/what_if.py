@@ -47,7 +47,7 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
     capacity per replica is its best point meeting the SLO, the fleet the smallest number of
     replicas whose per-replica rate passes an open-loop simulation at the scenario's rate.
     """
-    from planner.catalog import resolve_params
+    from planner.catalog import model_family, resolve_params
     from planner.cost import quote_price
     from planner.serving import build_replica, simulate, throughput_latency_curve
 
@@ -56,7 +56,9 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
     wl, slo = sc.workload, sc.slo
     out: dict = {}
     try:
-        params, prov = resolve_params(k.gpu, k.framework, k.precision, catalog=cat)
+        params, prov = resolve_params(
+            k.gpu, k.framework, k.precision, catalog=cat, family=model_family(cat.model(sc.model))
+        )
         rep = build_replica(
             sc.model,
             k.gpu,

@@ -31,6 +31,7 @@ from planner import (
     default_kv_precision,
     fmt,
     load_catalog,
+    model_family,
     plan_memory,
     resolve_efficiency,
     step_model,
@@ -429,7 +430,8 @@ def decode_curve(key: tuple, s: Setup, max_batch: int) -> dict[str, Any]:
     """
     cat = catalog_for(key)
     try:
-        params, provenance = resolve_efficiency(s.gpu, s.framework, s.precision, None, cat)
+        family = model_family(cat.model(s.model))
+        params, provenance = resolve_efficiency(s.gpu, s.framework, s.precision, None, cat, family)
         sm = step_model(s.model, s.gpu, s.precision, s.kv_precision, s.tp, s.pp, params, cat)
         n = max(int(max_batch), 1)
         batch = np.unique(np.concatenate([np.geomspace(1, n, 80).round(), [1, n]]).astype(int))

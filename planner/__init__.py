@@ -71,6 +71,7 @@ _EXPORTS: dict[str, str] = {
     "Predictor": "benchmarks.predict",
     "predict_file": "benchmarks.predict",
     "resolve_efficiency": "catalog.profile",
+    "model_family": "catalog.profile",
     # workload and serving
     "Workload": "workload",
     "SLO": "workload",

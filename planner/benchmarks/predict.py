@@ -62,7 +62,13 @@ from planner.catalog.catalog import (
     load_catalog,
 )
 from planner.catalog.efficiency import EfficiencyParams
-from planner.catalog.profile import Profile, error_band, load_profile, resolve_efficiency
+from planner.catalog.profile import (
+    Profile,
+    error_band,
+    load_profile,
+    model_family,
+    resolve_efficiency,
+)
 from planner.catalog.records import Accelerator, ModelArch, Precision
 from planner.engine.phases import decode_time, prefill_time
 from planner.engine.step import StepModel, step_model
@@ -253,12 +259,15 @@ class Predictor:
         self._models[key] = m
         return m
 
-    def params(self, gpu: str, framework: str, precision: str) -> tuple[EfficiencyParams, str]:
-        """Cached :func:`resolve_efficiency` for one (gpu, framework, precision)."""
-        k = (gpu, framework, precision)
+    def params(
+        self, gpu: str, framework: str, precision: str, family: str | None = None
+    ) -> tuple[EfficiencyParams, str]:
+        """Cached :func:`resolve_efficiency` for one (gpu, framework, precision) and model
+        family (``dense``/``moe``)."""
+        k = (gpu, framework, precision, family)
         if k not in self._params:
             self._params[k] = resolve_efficiency(
-                gpu, framework, precision, self.profile_path, self.catalog
+                gpu, framework, precision, self.profile_path, self.catalog, family
             )
         return self._params[k]
 
@@ -318,7 +327,7 @@ class Predictor:
         kv_id = row_kv_precision(row) or default_kv_precision(prec, fw, model).id
         kv = cat.kv_precision(kv_id).id
         tp, pp = parallelism(row)
-        params, prov = self.params(gpu.id, framework, prec.id)
+        params, prov = self.params(gpu.id, framework, prec.id, model_family(model))
         return (model, gpu, prec, kv, tp, pp, params, prov)
 
     def _calibrated(self, row: Mapping[str, str], ctx: RowContext) -> tuple[float | None, str]:
@@ -368,7 +377,11 @@ class Predictor:
                 # n_gpus without tp: the layout a submitter would tune (benchmarks.layouts)
                 gpu = self.catalog.gpu(cell(row, "hardware")).id
                 prec = self.catalog.precision(cell(row, "precision") or "bf16").id
-                params, _ = self.params(gpu, cell(row, "framework"), prec)
+                try:
+                    family = model_family(self.model(cell(row, "model")))
+                except PlannerError:
+                    family = None  # context() below names the unreadable model
+                params, _ = self.params(gpu, cell(row, "framework"), prec, family)
                 row, note = assumed_layout(
                     {**row, "_dir": str(self.csv_dir or ".")}, self.catalog, params
                 )

@@ -25,6 +25,17 @@ which the simulator needs; without it the default, hence the version, decides.
 
 The client seeds numpy first (``--seed``, default 1 from 0.2.15), so with the request count
 known the very lengths it drew are replayed (:class:`DrawnLengths`), not resampled.
+
+The SemiAnalysis InferenceX harness runs its own copy of vLLM's client,
+``utils/bench_serving/benchmark_serving.py`` (SemiAnalysisAI/InferenceX, in the repository
+from d053ae24e, 2026-01-21, ported from kimbochen/bench_serving; unchanged rule through
+1780296b0 and 843c6254f): ``np.random.seed(args.seed)`` (``--seed`` default 0), then
+``sample_random_requests`` draws ``np.random.randint(0, vocab, size=prefix_len)`` (prefix_len
+0: no draw), then ``sample_uniform(input_len)`` and ``sample_uniform(output_len)``, each
+``np.random.randint(int(len * range_ratio), len + 1, size=num_prompts)``: input and output
+~ U{floor(r*L) .. L}. The prompt is re-tokenized and padded to exactly the drawn length, and
+``--ignore-eos`` makes every output the drawn length. Rows name the client as
+``InferenceX utils/bench_serving/benchmark_serving.py`` in ``notes`` and tag the ratio.
 """
 
 from __future__ import annotations
@@ -54,6 +65,10 @@ SGLANG_SEED_ONE_FROM = (0, 2, 15)
 REPLAY_MEAN_TOL_TOKENS = 1.05
 #: runs longer than this are simulated from the distribution, not replayed
 MAX_REPLAYED_REQUESTS = 100_000
+
+#: how rows name the InferenceX client (lower case) and its ``--seed`` default
+INFERENCEX_CLIENT = "inferencex utils/bench_serving/benchmark_serving.py"
+INFERENCEX_DEFAULT_SEED = 0
 
 _TAG = {
     "input": re.compile(r"\brandom_input_len=(\d+)"),
@@ -142,6 +157,8 @@ def sglang_random_draw(
     ``main`` calls ``np.random.seed(args.seed)`` and the random dataset then draws
     ``np.random.randint(lo, hi + 1, n)`` for the inputs, then for the outputs (0.2.15 ..
     0.5.6, and ``compute_random_lens`` later, whose outputs from 1 differ by at most a token).
+    The InferenceX client draws in the same order after ``np.random.seed(args.seed)`` (its
+    zero-length prefix draw consumes no state), so the same replay serves it.
     """
     state = np.random.RandomState(seed)
     i = state.randint(bounds_in[0], bounds_in[1] + 1, size=n)
@@ -168,10 +185,10 @@ def random_dataset_lengths(
     the version's default), the very lengths the client drew are replayed
     (:class:`DrawnLengths`); otherwise the :class:`UniformLength` they were drawn from.
     """
-    rule = _sglang_rule(row)
+    rule = _client_rule(row)
     if rule is None or isinstance(rule, str):
         return rule
-    bounds_in, bounds_out, note = rule
+    bounds_in, bounds_out, note, seed = rule
     i = UniformLength(min_tokens=max(bounds_in[0], 1), max_tokens=bounds_in[1])
     o = UniformLength(min_tokens=max(bounds_out[0], 1), max_tokens=bounds_out[1])
     note += (
@@ -180,7 +197,6 @@ def random_dataset_lengths(
     )
     notes = cell(row, "notes")
     n = request_count(notes)
-    seed = _sglang_seed(notes, _sglang_version(row))
     if n is None or seed is None or not 0 < n <= MAX_REPLAYED_REQUESTS:
         return i, o, note
     di, do = sglang_random_draw(n, seed, bounds_in, bounds_out)
@@ -198,6 +214,41 @@ def random_dataset_lengths(
         f"{ri.mean_tokens():.1f}/{ro.mean_tokens():.1f})"
     )
     return ri, ro, note
+
+
+def inferencex_random_bounds(full_len: int, range_ratio: float) -> tuple[int, int]:
+    """Inclusive integer range the InferenceX client draws one length from [tokens].
+
+    ``sample_uniform``: ``np.random.randint(int(full_len * range_ratio), full_len + 1)``, the
+    same for input and output. E.g. L = 1024, r = 0.8: [819, 1024]; L = 8192: [6553, 8192].
+    """
+    return int(full_len * range_ratio), int(full_len)
+
+
+def _client_rule(
+    row: Mapping[str, Any],
+) -> tuple[tuple[int, int], tuple[int, int], str, int | None] | str | None:
+    """(input bounds, output bounds, note, seed or None) of the row's client, a reason, or None."""
+    notes = cell(row, "notes")
+    if INFERENCEX_CLIENT not in notes.lower():
+        rule = _sglang_rule(row)
+        if rule is None or isinstance(rule, str):
+            return rule
+        return (*rule, _sglang_seed(notes, _sglang_version(row)))
+    tags = random_dataset_tags(notes)
+    if tags is None or isinstance(tags, str):
+        return tags
+    if "ratio" not in tags:
+        return (
+            "random_range_ratio is not tagged: the InferenceX client's --random-range-ratio has "
+            "no default the row can rely on (the harness passes 0.8)"
+        )
+    ratio = tags["ratio"]
+    bounds = [inferencex_random_bounds(int(tags[key]), ratio) for key in ("input", "output")]
+    m = _SEED.search(notes)
+    seed = int(m.group(1)) if m else INFERENCEX_DEFAULT_SEED
+    note = f"InferenceX benchmark_serving.py random dataset (range ratio {ratio:g}): "
+    return bounds[0], bounds[1], note, seed
 
 
 def _sglang_rule(
@@ -218,8 +269,9 @@ def _sglang_rule(
                 "tokens); give isl/osl"
             )
         return (
-            "random-dataset tags, but the notes name no benchmark client (sglang.bench_serving"
-            " or vllm bench serve) whose length rule is known"
+            "random-dataset tags, but the notes name no benchmark client (sglang.bench_serving,"
+            " InferenceX utils/bench_serving/benchmark_serving.py or vllm bench serve) whose"
+            " length rule is known"
         )
     version = _sglang_version(row)
     vtext = ".".join(map(str, version)) if version else "not stated"

@@ -38,7 +38,7 @@ from planner.calibration.fit import (
 )
 from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR
-from planner.catalog.profile import Profile, resolve_params
+from planner.catalog.profile import Profile, model_family, resolve_params
 from planner.errors import PlannerError
 from planner.files import Progress, atomic_write_text
 
@@ -79,6 +79,7 @@ def serving_predictions(
                     r.precision or None,
                     catalog=catalog,
                     profile=prof,
+                    family=r.family,
                 )
                 if prof is not None
                 else (PRIOR, "prior")  # the fold could not be fitted: never the bundled fit
@@ -111,11 +112,12 @@ def assumed_layout_predictions(df, profile_for, catalog: Catalog) -> list[dict[s
         if layout_unsupported(cell(row, "notes")) is not None:
             continue
         prof = profile_for(str(rec["source"]))
+        family = _family(catalog, cell(row, "model"))
         try:
             gpu = catalog.gpu(cell(row, "hardware")).id
             params, prov = (
                 resolve_params(gpu, cell(row, "framework"), cell(row, "precision"),
-                               catalog=catalog, profile=prof)
+                               catalog=catalog, profile=prof, family=family)
                 if prof is not None
                 else (PRIOR, "prior")
             )  # fmt: skip
@@ -138,7 +140,7 @@ def assumed_layout_predictions(df, profile_for, catalog: Catalog) -> list[dict[s
                 "kind": "assumed layout",
                 "vendor": catalog.gpu(gpu).vendor,
                 "arch": catalog.gpu(gpu).arch,
-                "family": _family(catalog, cell(row, "model")),
+                "family": family,
                 "measured": float(rec["value"]),
                 "predicted": float(value),
                 "provenance": f"{prov}; {note.split(' (')[0]}",
@@ -150,7 +152,7 @@ def assumed_layout_predictions(df, profile_for, catalog: Catalog) -> list[dict[s
 
 def _family(catalog: Catalog, model: str) -> str:
     try:
-        return "moe" if catalog.model_ref(model).is_moe else "dense"
+        return model_family(catalog.model_ref(model))
     except PlannerError:
         return "?"
 
@@ -311,8 +313,8 @@ def run_validation(
             train = [r for r in rows if r.source != s and r.ok] + [r for r in own_rows if r.ok]
             # only the nodes the held-out rows resolve to (and their ancestors): the same
             # parameters as a full refit, at a fraction of its cost
-            targets = [(r.vendor or None, r.framework, r.arch, r.gpu, r.precision or None)
-                       for r in rows if r.source == s and r.vendor != "?"]  # fmt: skip
+            targets = [(r.vendor or None, r.framework, r.arch, r.gpu, r.precision or None,
+                        r.family) for r in rows if r.source == s and r.vendor != "?"]  # fmt: skip
             try:
                 prof = fit_profile(train, targets=targets, **fit_kw)
             except PlannerError:

@@ -14,10 +14,16 @@ Pipeline (pvlib style: every model has its ``fit_*``):
    ``global -> vendor -> vendor x framework -> x arch -> x gpu -> x precision``, plus one
    node per framework across vendors (child of global). Each node is pulled toward its
    parent by a Gaussian prior in log space, so sparse nodes shrink toward the family
-   value (partial pooling); a node with exactly its parent's rows is the parent.
+   value (partial pooling); a node with exactly its parent's rows is the parent. A node
+   whose rows hold dense and MoE models also gets a child fitted on its dense rows only,
+   with the node as its prior (:func:`_fit_tree`; the families split:
+   :data:`~planner.catalog.profile.SPLIT_FAMILIES`): MoE and MLA models run far from the
+   dense physics on some engines, and a dense prediction must not take efficiencies
+   dragged by them.
 4. :func:`resolve_params` picks the nearest measured relative of a (gpu, framework,
    precision) — same GPU, same vendor + framework (+ arch), same vendor, same framework,
-   global — and labels the prediction ``fit``, ``transferred from ...`` or ``prior``.
+   global — that holds rows of the model's family, and labels the prediction ``fit``,
+   ``transferred from ...`` or ``prior``.
 5. :func:`cross_validate` refits without each source (leave-one-source-out) or
    fold (k-fold) and predicts the held-out rows; :func:`accuracy_report` writes
    ``docs/accuracy.md``.
@@ -49,11 +55,14 @@ from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
 from planner.catalog.compat import check_framework_gpu
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.profile import (
+    FAMILIES,
+    SPLIT_FAMILIES,
     Profile,
     ProfileNode,
     _framework_key,
     _lookup_keys,
     _node_keys,
+    model_family,
     resolve_params,
 )
 from planner.errors import PlannerError
@@ -165,7 +174,7 @@ def _family(cat: Catalog, row: dict) -> str:
         m = cat.model_ref(str(row.get("model")), str(row.get("_dir", ".")))
     except PlannerError:
         return "?"
-    return "moe" if m.is_moe else "dense"
+    return model_family(m)
 
 
 # =========================================================================== fitting
@@ -250,15 +259,24 @@ def fit_profile(
     base: EfficiencyParams | None = None,
     progress: str | None = None,
     targets: Iterable[tuple] | None = None,
+    split_families: Sequence[str] = SPLIT_FAMILIES,
 ) -> Profile:
     """Fit the hierarchy of nodes top-down (see module docstring).
 
     ``progress``: a label to show a progress line on stderr (when it is a terminal).
 
-    ``targets``: (vendor, framework, arch, gpu, precision) tuples; when given, only the nodes
-    that :func:`resolve_params` would pick for them, and their ancestors, are fitted. A node's
-    parameters depend only on its rows and its ancestors', so those nodes are exactly the
-    ones of the full fit (leave-one-source-out predicts one source's rows this way).
+    ``targets``: (vendor, framework, arch, gpu, precision, family) tuples (family may be
+    left out); when given, only the nodes that :func:`resolve_params` would pick for them,
+    and their ancestors, are fitted. A node's parameters depend only on its rows and its
+    ancestors', so those nodes are exactly the ones of the full fit (leave-one-source-out
+    predicts one source's rows this way).
+
+    Each node is fitted with its parent (:func:`_parent_key`) as the prior: a family child
+    under its node of every family, any other node under its nearest ancestor.
+
+    ``split_families``: the model families (of
+    :data:`~planner.catalog.profile.FAMILIES`) that get a child under every node whose rows
+    are not all theirs (default :data:`~planner.catalog.profile.SPLIT_FAMILIES`).
 
     Parameters
     ----------
@@ -268,62 +286,63 @@ def fit_profile(
     include_kinds : which row kinds the fit uses (serving rows are validated, not fitted)
     """
     kinds = set(include_kinds)
+    split = tuple(f for f in FAMILIES if f in set(split_families))
+    if len(split) != len(set(split_families)):
+        raise PlannerError(
+            f"split_families {', '.join(split_families)}: the model families are "
+            f"{', '.join(FAMILIES)}"
+        )
     use = [r for r in rows if r.ok and r.fit_kind in kinds]
     if not use:
         raise PlannerError(f"no measurement row can be used for the fit: {_why_none(rows, kinds)}")
     base = base or PRIOR.with_(**_START)
     nodes: list[ProfileNode] = []
 
-    def add(level, key, subset, parent_key):
-        bar.update(len(nodes), f"node {'/'.join(str(x) for x in key if x) or 'global'}")
-        if len(subset) < min_rows:
-            return
-        parent = fitted.get(parent_key)
-        if parent is not None and {id(r) for r in subset} == members[parent_key]:
+    def add(key, subset, parent_key):
+        k, fam = key
+        bar.update(len(nodes), f"node {'/'.join(str(x) for x in (*k, fam) if x) or 'global'}")
+        parent = fitted.get(parent_key) if parent_key is not None else None
+        ids = frozenset(id(r) for r in subset)
+        prior = parent or base
+        same = (ids, tuple(prior.model_dump().values()))
+        if parent is not None and ids == members[parent_key]:
             # the same rows as the parent: a refit would count them twice
             params, mdape = parent, mdapes[parent_key]
+        elif same in done:  # the same rows and prior as a node fitted already (the family
+            params, mdape = done[same]  # child of a node with its parent's rows)
         else:
-            params, mdape = _fit_node(subset, parent or base, prior_scale, max_nfev)
-        fitted[key], mdapes[key], members[key] = params, mdape, {id(r) for r in subset}
+            params, mdape = done[same] = _fit_node(subset, prior, prior_scale, max_nfev)
+        fitted[key], mdapes[key], members[key] = params, mdape, ids
         nodes.append(
             ProfileNode(
-                vendor=key[0],
-                framework=key[1],
-                arch=key[2],
-                gpu=key[3],
-                precision=key[4],
-                level=level,
+                vendor=k[0],
+                framework=k[1],
+                arch=k[2],
+                gpu=k[3],
+                precision=k[4],
+                level=_level(k),
                 n_rows=len(subset),
                 sources=tuple(sorted({r.source for r in subset})),
                 gpus=tuple(sorted({r.gpu for r in subset})),
                 in_sample_mdape=round(mdape, 4),
                 params=_rounded(params),
+                family=fam,
+                families=tuple(sorted({r.family or "?" for r in subset})),
             )
         )
 
-    groups: dict[tuple, list[PreparedRow]] = {}
-    for r in use:
-        chain = _node_keys(r.vendor or None, r.framework, r.arch, r.gpu, r.precision)
-        for k in (*chain[1:], _framework_key(r.framework)):
-            groups.setdefault(k, []).append(r)
-    groups = {k: g for k, g in groups.items() if len(g) >= min_rows}
+    tree = _fit_tree(use, min_rows, split)
     if targets is not None:
-        groups = {k: groups[k] for k in _needed_keys(groups, targets)}
+        tree = {k: tree[k] for k in _needed_keys(tree, targets, split)}
     fitted: dict[tuple, EfficiencyParams] = {}
     mdapes: dict[tuple, float] = {}
-    members: dict[tuple, set[int]] = {}
-    bar = Progress(progress or "", total=1 + len(groups), force=None if progress else False)
-    root = _node_keys(None, None, None, None, None)[0]
-    add(0, root, use, None)
-    # top-down: a node's parent is the closest fitted ancestor in its chain
-    for k in sorted(groups, key=lambda k: (_level(k), str(k))):
-        if k == _framework_key(k[1]):
-            add(1, k, groups[k], root)
-            continue
-        lvl = _level(k)
-        anc = _node_keys(*k)[:lvl]
-        pk = next((a for a in reversed(anc) if a in fitted), root)
-        add(lvl, k, groups[k], pk)
+    members: dict[tuple, frozenset[int]] = {}
+    done: dict[tuple, tuple[EfficiencyParams, float]] = {}
+    bar = Progress(progress or "", total=len(tree), force=None if progress else False)
+    # top-down: every parent (:func:`_parent_key`) is fitted before its children (a family
+    # child right after its node: "" sorts before every family)
+    for key in sorted(tree, key=lambda t: (_level(t[0]), str(t[0]), t[1])):
+        add(key, tree[key], _parent_key(key, tree))
     bar.close()
     return Profile(
         created=_dt.date.today(),
@@ -335,23 +354,82 @@ def fit_profile(
             "parameters in log space with bounds; each node regularised toward its parent by a "
             "Gaussian prior in log space (widths FIT_BOUNDS x prior_scale); hierarchy global -> "
             "vendor -> vendor x framework -> x arch -> x gpu -> x precision, and global -> "
-            "framework (all vendors); a node with exactly its parent's rows is the parent"
+            "framework (all vendors); a node with exactly its parent's rows is the parent; "
+            f"under a node with rows of several model families, one child per family of "
+            f"{', '.join(split) or 'none'} fitted on that family's rows (a leaf: the node is "
+            "its prior)"
         ),
         nodes=tuple(nodes),
+        split_families=split,
     )
 
 
-def _needed_keys(groups: dict[tuple, Any], targets: Iterable[tuple]) -> set[tuple]:
-    """Keys of ``groups`` that the lookup of each target lands on, and their ancestors."""
-    need: set[tuple] = set()
+_ROOT = _node_keys(None, None, None, None, None)[0]
+
+
+def _fit_tree(
+    rows: Sequence[PreparedRow], min_rows: int, split: Sequence[str]
+) -> dict[tuple, list[PreparedRow]]:
+    """The nodes to fit and their rows, keyed ``(key, family)``: ``key`` a fit-tree key
+    (vendor, framework, arch, gpu, precision) of :func:`_node_keys` (or the framework-wide
+    :func:`_framework_key`) with ``family`` "" for the rows of every model family, and one
+    child per family of ``split`` under a node whose rows are not all of that family.
+    Nodes with fewer than ``min_rows`` rows are left out."""
+    groups: dict[tuple, list[PreparedRow]] = {_ROOT: list(rows)}
+    for r in rows:
+        chain = _node_keys(r.vendor or None, r.framework, r.arch, r.gpu, r.precision)
+        for k in (*chain[1:], _framework_key(r.framework)):
+            groups.setdefault(k, []).append(r)
+    tree = {(k, ""): g for k, g in groups.items() if len(g) >= min_rows}
+    for (k, _), g in list(tree.items()):
+        for fam in split:
+            sub = [r for r in g if r.family == fam]
+            if len(sub) >= min_rows and len(sub) < len(g):
+                tree[(k, fam)] = sub
+    return tree
+
+
+def _parent_key(key: tuple, tree: dict[tuple, list[PreparedRow]]) -> tuple | None:
+    """The node of ``tree`` (:func:`_fit_tree`) whose parameters are the prior of ``key``.
+
+    A family child's parent is its node of every family; any other node's parent is the
+    closest ancestor in the tree of every family (global for the framework-wide node). A
+    family child is a leaf: nothing is shrunk toward it. How far a model family runs from
+    the dense physics depends on the engine and GPU (MoE rows of one engine are not evidence
+    about another's), so the family split is made where a node's rows are, not above it.
+    None for the root."""
+    k, fam = key
+    if fam:
+        return (k, "")
+    if k == _ROOT:
+        return None
+    if k == _framework_key(k[1]):
+        pk = _ROOT
+    else:
+        pk = next((a for a in reversed(_node_keys(*k)[: _level(k)]) if (a, "") in tree), _ROOT)
+    return (pk, "") if (pk, "") in tree else None
+
+
+def _needed_keys(
+    tree: dict[tuple, list[PreparedRow]], targets: Iterable[tuple], split: Sequence[str]
+) -> set[tuple]:
+    """Keys of ``tree`` that the lookup of each target lands on (as
+    :meth:`planner.catalog.profile.Profile.find_for_family` walks it), and their parents."""
+    need: set[tuple] = {(_ROOT, "")} if (_ROOT, "") in tree else set()
     for t in set(targets):
-        for k in _lookup_keys(*t):
-            if k in groups:
-                if k == _framework_key(k[1]):
-                    need.add(k)
-                else:
-                    need.update(a for a in _node_keys(*k)[1 : _level(k) + 1] if a in groups)
+        fam = t[5] if len(t) > 5 and t[5] in split else ""
+        hit, nearest = None, None
+        for k in _lookup_keys(*t[:5]):
+            if (k, "") not in tree:
+                continue
+            if not fam or any(r.family == fam for r in tree[(k, "")]):
+                hit = (k, fam) if (k, fam) in tree else (k, "")
                 break
+            nearest = nearest or (k, "")
+        key = hit or nearest
+        while key is not None and key not in need:
+            need.add(key)
+            key = _parent_key(key, tree)
     return need
 
 
@@ -378,7 +456,9 @@ def predict_rows(
             out.append((r, None, r.reason))
             continue
         params, prov = (
-            resolve_params(r.gpu, r.framework, r.precision, catalog=cat, profile=profile)
+            resolve_params(
+                r.gpu, r.framework, r.precision, catalog=cat, profile=profile, family=r.family
+            )
             if profile
             else (PRIOR, "prior")
         )
@@ -420,7 +500,12 @@ def poor_fits(
         if not r.ok:
             continue
         node = profile.find(
-            r.framework or None, r.arch or None, r.gpu or None, r.precision, r.vendor or None
+            r.framework or None,
+            r.arch or None,
+            r.gpu or None,
+            r.precision,
+            r.vendor or None,
+            family=r.family,
         )
         if node is None:
             continue

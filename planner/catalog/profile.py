@@ -8,9 +8,15 @@ The hierarchy (each node shrunk toward its parent by the fit, ``planner.calibrat
     global -> vendor -> vendor x framework -> x arch -> x gpu -> x precision
     global -> framework (all vendors)
 
+and, under every node whose rows hold more than one model family, one child per split
+family (``Profile.split_families``; :data:`SPLIT_FAMILIES` by default: dense) fitted on that
+family's rows only.
+
 An unmeasured (gpu, framework, precision) borrows from its nearest measured relative, in
 this order: same GPU other precision, same vendor + framework + architecture, same vendor +
-framework, same vendor, same framework (other vendors), global.
+framework, same vendor, same framework (other vendors), global. A prediction for a split
+model family uses only relatives that hold rows of that family (their family child where
+there is one); only when none does, the nearest relative of any family (the label says so).
 """
 
 from __future__ import annotations
@@ -53,6 +59,12 @@ class ProfileNode(Frozen):
     #: what fitted the serving terms on iteration logs (planner.calibration.iterations),
     #: None when they are the parent's or priors
     serving_fit: str | None = None
+    #: the model family (:data:`FAMILIES`) whose rows alone the node was fitted on: a child
+    #: of the node with the same key and ``family`` ""; "" = rows of every family
+    family: str = ""
+    #: the model families of the node's rows (``?``: a model that could not be read);
+    #: empty in profiles written before families (then any family may use the node)
+    families: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -62,7 +74,13 @@ class ProfileNode(Frozen):
                       self.gpu or self.arch, self.precision)
             if x
         ]  # fmt: skip
-        return "/".join(parts) if parts else "global (all frameworks)"
+        label = "/".join(parts) if parts else "global (all frameworks)"
+        return f"{label} [{self.family}]" if self.family else label
+
+    def holds(self, family: str | None) -> bool:
+        """Whether the node's rows include models of ``family`` (True when either is
+        unknown: no family asked, or a profile that does not record them)."""
+        return not family or not self.families or family in self.families
 
 
 class ErrorBand(Frozen):
@@ -76,10 +94,29 @@ class ErrorBand(Frozen):
 
 
 #: the calibration profile format this planner writes; it reads every one in PROFILE_FORMATS
-PROFILE_FORMAT = 2
+PROFILE_FORMAT = 3
 #: 1: nodes without a vendor level (still read: arch implies the vendor); 2: vendor level,
-#: node GPUs, error bands
-PROFILE_FORMATS = (1, 2)
+#: node GPUs, error bands; 3: model-family children, the families of each node's rows and
+#: the families split
+PROFILE_FORMATS = (1, 2, 3)
+#: model families a node may be split by (``planner.calibration.fit`` fits one child per
+#: family under a node whose rows hold more than one)
+FAMILIES = ("dense", "moe")
+#: the families the fit splits by default (``planner.calibration.fit.fit_profile``). Dense
+#: only: the step model's physics is built and validated on dense models, so a dense child
+#: removes deviations that do not belong to it (MoE / MLA runs far below the physics on some
+#: engines). MoE models deviate from it by model-specific amounts (MLA kernels, MXFP4 and
+#: attention sinks, expert routing): an MoE child learns the deviation of whichever MoE
+#: models its node holds and gives it to another one (held out, Mixtral-8x7B on H200 with
+#: TensorRT-LLM v0.17 went from 13% to 37% error with an MoE child fitted mostly on gpt-oss
+#: rows), so MoE predictions keep the node of every family. docs/calibration.md has the
+#: leave-one-source-out numbers of both choices.
+SPLIT_FAMILIES = ("dense",)
+
+
+def model_family(model) -> str:
+    """``moe`` or ``dense``: the family of a :class:`~planner.catalog.records.ModelArch`."""
+    return "moe" if model.is_moe else "dense"
 
 
 class Profile(Frozen):
@@ -95,6 +132,10 @@ class Profile(Frozen):
     #: provenance tier (and vendor / framework group, :func:`group_keys`) -> out-of-sample
     #: band (written by ``planner calibrate``); see :func:`error_band`
     error_bands: dict[str, ErrorBand] = Field(default_factory=dict)
+    #: the model families (:data:`FAMILIES`) the fit gave their own child nodes; a
+    #: prediction of one of them uses only nodes holding its rows (:meth:`find`); empty in
+    #: profiles written before families
+    split_families: tuple[str, ...] = ()
 
     def find(
         self,
@@ -103,15 +144,40 @@ class Profile(Frozen):
         gpu: str | None,
         precision: str | None,
         vendor: str | None = None,
+        family: str | None = None,
     ) -> ProfileNode | None:
-        """The nearest node for a deployment (:func:`_lookup_keys` order); None if none."""
-        by_key = {_key_of(n): n for n in self.nodes}
+        """The nearest node for a deployment (:func:`_lookup_keys` order); None if none.
+
+        ``family`` (``dense``/``moe``): for a family of :attr:`split_families`, the nearest
+        node whose rows hold that family, its family child where it has one; when no
+        relative holds it, the nearest node of any family (:meth:`find_for_family` says
+        which case it was). Any other family: the nearest node."""
+        return self.find_for_family(framework, arch, gpu, precision, vendor, family)[0]
+
+    def find_for_family(
+        self,
+        framework: str | None,
+        arch: str | None,
+        gpu: str | None,
+        precision: str | None,
+        vendor: str | None = None,
+        family: str | None = None,
+    ) -> tuple[ProfileNode | None, bool]:
+        """(node, whether it holds ``family``) for a deployment: see :meth:`find`."""
+        family = family if family in self.split_families else None
+        by_key = {(_key_of(n), n.family): n for n in self.nodes}
+        nearest = None
         for k in _lookup_keys(vendor, framework, arch, gpu, precision):
-            if k in by_key:
-                return by_key[k]
-            if k[2] is not None and (None, *k[1:]) in by_key:  # format 1: arch implies vendor
-                return by_key[(None, *k[1:])]
-        return None
+            node = by_key.get((k, ""))
+            if node is None and k[2] is not None:  # format 1: arch implies vendor
+                node = by_key.get(((None, *k[1:]), ""))
+                k = (None, *k[1:])
+            if node is None:
+                continue
+            if not family or node.holds(family):
+                return by_key.get((k, family or ""), node), True
+            nearest = nearest or node
+        return nearest, nearest is None
 
 
 def _node_keys(vendor, fw, arch, gpu, prec) -> list[tuple]:
@@ -202,8 +268,15 @@ def resolve_params(
     profile_path: str | os.PathLike[str] | None = None,
     catalog: Catalog | None = None,
     profile: Profile | None = None,
+    family: str | None = None,
 ) -> tuple[EfficiencyParams, str]:
     """Parameters for (gpu, framework, precision) and their provenance label.
+
+    ``family``: the model family (``dense`` or ``moe``, :func:`model_family`) of the
+    prediction; when the profile split that family (``Profile.split_families``), nodes
+    fitted only on other families' rows are skipped and a node with a child of this family
+    gives the child (otherwise, or None: the nearest node of any family, as profiles
+    without families did).
 
     Returns
     -------
@@ -213,7 +286,9 @@ def resolve_params(
         measured relative is used (same GPU other precision, same vendor + framework +
         architecture, same vendor + framework, same vendor, same framework on other
         vendors, all data; the label names it, e.g. ``transferred from vllm on amd
-        (amd-mi300x, 48 rows)``); ``prior`` without a profile.
+        (amd-mi300x, 48 rows)``); ``prior`` without a profile. The row count names the
+        family when the node is a family child (``34 dense rows``), and the label says
+        when no relative holds rows of ``family``.
         :func:`error_band` turns the label into an out-of-sample interval.
     """
     cat = catalog or load_catalog()
@@ -223,16 +298,22 @@ def resolve_params(
     g = cat.gpu(gpu)
     fw = cat.framework(framework).id if framework else None
     prec = cat.precision(precision).id if precision else None
-    node = prof.find(fw, g.arch, g.id, prec, vendor=g.vendor)
+    node, same_family = prof.find_for_family(fw, g.arch, g.id, prec, g.vendor, family)
     if node is None:
         return PRIOR, "prior"
-    serving = "; serving terms fit on iteration logs" if node.serving_fit else ""
+    rows = _rows(node)
+    if not same_family:
+        rows += f"; no relative has {family} rows"
+    if node.serving_fit:
+        rows += "; serving terms fit on iteration logs"
     if node.gpu is not None and node.precision is not None:
-        return (
-            node.params,
-            f"fit ({node.framework}/{node.gpu}/{node.precision}, {node.n_rows} rows{serving})",
-        )
-    return node.params, f"transferred from {_describe(node)}{serving}"
+        return node.params, f"fit ({node.framework}/{node.gpu}/{node.precision}, {rows})"
+    return node.params, f"transferred from {_describe(node, rows)}"
+
+
+def _rows(n: ProfileNode) -> str:
+    """``48 rows``, or ``34 dense rows`` for a family child."""
+    return f"{n.n_rows} {n.family} rows" if n.family else f"{n.n_rows} rows"
 
 
 def _gpu_list(n: ProfileNode) -> str:
@@ -240,19 +321,21 @@ def _gpu_list(n: ProfileNode) -> str:
     return f"{shown_gpus}, " if shown_gpus else ""
 
 
-def _describe(n: ProfileNode) -> str:
-    """The donor of a transfer, in words (:data:`TIER_PATTERNS` reads these back)."""
+def _describe(n: ProfileNode, rows: str | None = None) -> str:
+    """The donor of a transfer, in words (:data:`TIER_PATTERNS` reads these back);
+    ``rows`` says how many rows it holds (default :func:`_rows`)."""
+    rows = rows or _rows(n)
     if n.gpu is not None:
-        return f"{n.framework} on {n.gpu}, all precisions ({n.n_rows} rows)"
+        return f"{n.framework} on {n.gpu}, all precisions ({rows})"
     if n.arch is not None:
-        return f"{n.framework} on {n.arch} GPUs ({n.n_rows} rows)"
+        return f"{n.framework} on {n.arch} GPUs ({rows})"
     if n.vendor is not None and n.framework is not None:
-        return f"{n.framework} on {n.vendor} ({_gpu_list(n)}{n.n_rows} rows)"
+        return f"{n.framework} on {n.vendor} ({_gpu_list(n)}{rows})"
     if n.vendor is not None:
-        return f"all frameworks on {n.vendor} ({_gpu_list(n)}{n.n_rows} rows)"
+        return f"all frameworks on {n.vendor} ({_gpu_list(n)}{rows})"
     if n.framework is not None:
-        return f"{n.framework} on all GPUs ({n.n_rows} rows)"
-    return f"global fit over all frameworks ({n.n_rows} rows)"
+        return f"{n.framework} on all GPUs ({rows})"
+    return f"global fit over all frameworks ({rows})"
 
 
 # --------------------------------------------------------------------------- error bands
@@ -515,6 +598,7 @@ def resolve_efficiency(
     precision: str,
     profile_path: str | os.PathLike[str] | None = None,
     catalog: Catalog | None = None,
+    family: str | None = None,
 ) -> tuple[EfficiencyParams, str]:
     """Efficiency parameters for (gpu, framework, precision) and where they come from.
 
@@ -525,10 +609,13 @@ def resolve_efficiency(
     gpu, framework, precision : catalog ids (``framework`` may be empty)
     profile_path : a calibration profile (YAML) to use instead of the bundled fits
     catalog : the catalogs the ids refer to (default: the bundled ones)
+    family : the model family, ``dense`` or ``moe`` (:func:`model_family`)
 
     Returns
     -------
     (EfficiencyParams, str)
         the parameters and their provenance
     """
-    return resolve_params(gpu, framework or None, precision, profile_path, catalog=catalog)
+    return resolve_params(
+        gpu, framework or None, precision, profile_path, catalog=catalog, family=family
+    )

@@ -54,7 +54,7 @@ def _framework_warnings(fw, gpu, prec) -> list[str]:
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     from planner.catalog import default_kv_precision
-    from planner.catalog.profile import error_band, load_profile, resolve_efficiency
+    from planner.catalog.profile import error_band, load_profile, model_family, resolve_efficiency
     from planner.engine import estimate, step_model
     from planner.engine.memory import plan_memory
 
@@ -63,7 +63,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     gpu = cat.gpu(args.gpu)
     prec = cat.precision(args.precision)
     fw = cat.framework(args.framework)
-    params, provenance = resolve_efficiency(gpu.id, fw.id, prec.id, args.calibration, cat)
+    params, provenance = resolve_efficiency(
+        gpu.id, fw.id, prec.id, args.calibration, cat, model_family(m)
+    )
     kv = args.kv_precision or default_kv_precision(prec, fw, m).id
     sm = step_model(m, gpu, prec, kv, args.tp, args.pp, params, cat)
     est = estimate(sm, args.batch, args.input_len, args.output_len)

@@ -212,7 +212,9 @@ def _context(args: argparse.Namespace):
     dep = sc.resolve_deployment(
         args.gpu, args.framework, args.precision, args.tp, args.pp, args.kv_precision
     )
-    params, prov = _resolve_params(dep.gpu, dep.framework, dep.precision, args.calibration, cat)
+    params, prov = _resolve_params(
+        dep.gpu, dep.framework, dep.precision, args.calibration, cat, sc.model
+    )
     rep = sc.build_replica(
         dep.gpu,
         dep.framework,
@@ -263,12 +265,16 @@ def _fit_percentile(sc, args: argparse.Namespace) -> float | None:
 
 
 def _resolve_params(
-    gpu: str, framework: str | None, precision: str | None, profile: str | None, cat
+    gpu: str, framework: str | None, precision: str | None, profile: str | None, cat, model: str
 ):
-    """(EfficiencyParams, provenance) from the calibration profile (priors without one)."""
-    from planner.catalog import resolve_params
+    """(EfficiencyParams, provenance) from the calibration profile (priors without one), for
+    ``model``'s family (dense or MoE)."""
+    from planner.catalog import model_family, resolve_params
 
-    return resolve_params(cat.gpu(gpu).id, framework, precision, profile, catalog=cat)
+    family = model_family(cat.model(model))
+    return resolve_params(
+        cat.gpu(gpu).id, framework, precision, profile, catalog=cat, family=family
+    )
 
 
 def _emit(obj: Any, fmt: str, stream=None) -> None:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..catalog import Catalog, resolve_params
+from ..catalog import Catalog, model_family, resolve_params
 from ..cost import load_ownership, quote_price
 from ..engine.memory import weight_memory
 from ..errors import MissingDataError, PlannerError
@@ -377,7 +377,9 @@ class _Search:
         c, ld = self.c, self.load
         key = (opt.gpu.id, opt.framework.id, opt.precision.id)
         if key not in self.param_cache:
-            self.param_cache[key] = resolve_params(*key, catalog=self.cat, profile=self.profile)
+            self.param_cache[key] = resolve_params(
+                *key, catalog=self.cat, profile=self.profile, family=model_family(self.m)
+            )
         params, prov = self.param_cache[key]
         try:
             rep = build_replica(
