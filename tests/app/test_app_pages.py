@@ -610,14 +610,18 @@ def test_what_if_clear_baseline_drops_every_delta_in_the_same_run():
 
 
 def test_what_if_curve_plots_the_simulated_percentiles_in_ms():
-    from planner.catalog import resolve_params
+    from planner.catalog import model_family, resolve_params
     from planner.serving import build_replica, throughput_latency_curve
 
     at = _app(page=WHAT_IF, model="llama-3.1-8b")
     _no_exception(at)
     cat = load_catalog()
     wl, slo = _workload()
-    params, prov = resolve_params("nvidia-h100-sxm", "vllm", "fp8", catalog=cat)
+    # the parameters the page resolves: this model family's fit where there is one
+    params, prov = resolve_params(
+        "nvidia-h100-sxm", "vllm", "fp8", catalog=cat,
+        family=model_family(cat.model("llama-3.1-8b")),
+    )  # fmt: skip
     rep = build_replica(
         "llama-3.1-8b", "nvidia-h100-sxm", "fp8", "vllm", tp=2, kv_precision="fp8",
         params=params, params_source=prov, catalog=cat, max_num_seqs=1024, context_len=8192,
