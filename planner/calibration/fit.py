@@ -95,6 +95,14 @@ _START = {
     "sched_overhead_s": 1e-4,
 }
 FIT_FIELDS = tuple(FIT_BOUNDS)
+#: what a node whose rows all come from one publication and hold no step rows may move: the
+#: efficiencies. Throughput rows of one setup cannot tell a per-layer or per-step overhead
+#: from a slower kernel (two fits of the 12 dstack H200 SGLang rows, one with 1.5 ms of eager
+#: dispatch per layer and one with 0.8 ms of fixed cost per layer, explain them equally well,
+#: and which one comes out flips with unrelated data elsewhere); transferred to a model with
+#: other layer counts or batch sizes the two answers differ by 2-3x. Such a node keeps its
+#: parent's overheads; step rows (decode and prefill steps timed apart) do separate them.
+ONE_SOURCE_FIELDS = ("mem_eff", "kv_mem_eff", "compute_eff", "attn_eff")
 #: row kinds the fit uses by default (serving rows are validated by simulation, not fitted)
 FITTED_KINDS = ("step", "static", "single", "offline")
 
@@ -178,16 +186,26 @@ def _family(cat: Catalog, row: dict) -> str:
 
 
 # =========================================================================== fitting
-def _to_x(p: EfficiencyParams) -> np.ndarray:
-    return np.array([math.log(max(getattr(p, f), FIT_BOUNDS[f][0])) for f in FIT_FIELDS])
+def _to_x(p: EfficiencyParams, fields: Sequence[str] = FIT_FIELDS) -> np.ndarray:
+    return np.array([math.log(max(getattr(p, f), FIT_BOUNDS[f][0])) for f in fields])
 
 
-def _from_x(x: np.ndarray, base: EfficiencyParams) -> EfficiencyParams:
+def _from_x(
+    x: np.ndarray, base: EfficiencyParams, fields: Sequence[str] = FIT_FIELDS
+) -> EfficiencyParams:
     upd = {}
-    for f, v in zip(FIT_FIELDS, x, strict=True):
+    for f, v in zip(fields, x, strict=True):
         lo, hi, _ = FIT_BOUNDS[f]
         upd[f] = float(min(max(math.exp(v), lo), hi))
     return base.model_copy(update=upd)
+
+
+def _free_fields(rows: Sequence[PreparedRow]) -> tuple[str, ...]:
+    """The parameters ``rows`` can pin down: all of :data:`FIT_FIELDS`, or only
+    :data:`ONE_SOURCE_FIELDS` when the rows come from one publication and none is a step row."""
+    if len({r.source for r in rows}) < 2 and not any(r.fit_kind == "step" for r in rows):
+        return ONE_SOURCE_FIELDS
+    return FIT_FIELDS
 
 
 def _fit_node(
@@ -195,16 +213,17 @@ def _fit_node(
 ) -> tuple[EfficiencyParams, float]:
     from scipy.optimize import least_squares
 
-    x0 = _to_x(parent)
-    lo = np.array([math.log(FIT_BOUNDS[f][0]) for f in FIT_FIELDS])
-    hi = np.array([math.log(FIT_BOUNDS[f][1]) for f in FIT_FIELDS])
+    fields = _free_fields(rows)
+    x0 = _to_x(parent, fields)
+    lo = np.array([math.log(FIT_BOUNDS[f][0]) for f in fields])
+    hi = np.array([math.log(FIT_BOUNDS[f][1]) for f in fields])
     x0 = np.clip(x0, lo + 1e-9, hi - 1e-9)
-    sig = np.array([FIT_BOUNDS[f][2] for f in FIT_FIELDS]) * prior_scale
+    sig = np.array([FIT_BOUNDS[f][2] for f in fields]) * prior_scale
     meas = np.log(np.array([r.value for r in rows]))
     preds = [r.predict for r in rows]
 
     def resid(x):
-        q = _from_x(x, parent)
+        q = _from_x(x, parent, fields)
         out = np.empty(len(preds))
         for i, fn in enumerate(preds):
             try:
@@ -225,7 +244,7 @@ def _fit_node(
         x_scale=1.0,
         diff_step=1e-3,
     )
-    fitted = _from_x(res.x, parent)
+    fitted = _from_x(res.x, parent, fields)
     err = resid(res.x)[: len(rows)]
     mdape = float(np.median(np.abs(np.expm1(err)))) if len(rows) else float("nan")
     return fitted, mdape
