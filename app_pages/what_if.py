@@ -204,8 +204,8 @@ def marks_out_of_aria(spec: dict) -> dict:
     tree (``aria: false``; the axes stay in it, the chart's ``alt`` text describes it).
 
     Vega's SVG renderer otherwise writes an ARIA description for every point, bar and label
-    on every redraw: measured in Chromium on the 2-core machine, about a sixth of the page's
-    CPU time per What-if change (issue 18)."""
+    on every redraw (issue 18: less work per What-if change; on the shared 2-core machine the
+    saving was within the noise of the browser timings)."""
     for layer in spec.get("layer", [spec]):
         mark = layer.get("mark")
         if mark is None:
