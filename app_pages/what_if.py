@@ -195,7 +195,27 @@ def curve_spec(field: str, title: str) -> dict:
         .mark_text(align="right", dx=-10, dy=-10, color="#f58518", fontWeight="bold")
         .encode(x=x, y=alt.Y(f"{field}:Q"), text="label:N")
     )
-    return (band + line + rule + rule_text + k + k_text).properties(height=300).to_dict()
+    spec = (band + line + rule + rule_text + k + k_text).properties(height=300).to_dict()
+    return marks_out_of_aria(spec)
+
+
+def marks_out_of_aria(spec: dict) -> dict:
+    """``spec`` (a Vega-Lite dict, changed in place) with its marks out of the accessibility
+    tree (``aria: false``; the axes stay in it, the chart's ``alt`` text describes it).
+
+    Vega's SVG renderer otherwise writes an ARIA description for every point, bar and label
+    on every redraw (issue 18: less work per What-if change; on the shared 2-core machine the
+    saving was within the noise of the browser timings)."""
+    for layer in spec.get("layer", [spec]):
+        mark = layer.get("mark")
+        if mark is None:
+            continue
+        mark = {"type": mark} if isinstance(mark, str) else mark
+        mark["aria"] = False
+        if mark.get("point") is True:
+            mark["point"] = {"aria": False}
+        layer["mark"] = mark
+    return spec
 
 
 def band_area(x: np.ndarray, y: np.ndarray, band: Any) -> pd.DataFrame:
@@ -208,6 +228,112 @@ def band_area(x: np.ndarray, y: np.ndarray, band: Any) -> pd.DataFrame:
     ok = np.isfinite(x) & np.isfinite(y) & (y > 0)
     lo, hi = band.time_interval(y[ok])
     return pd.DataFrame({"x": x[ok], "y_lo": lo, "y_hi": hi})
+
+
+def _clear_baseline() -> None:
+    st.session_state.pop(BASELINE, None)
+
+
+def metrics(vals: dict[str, tuple[float, str, str]], base: dict | None) -> None:
+    """The ten numbers, five a row, each with its delta to the baseline ``base``."""
+    cols = st.columns(5)
+    for i, (label, (v, pattern, color)) in enumerate(vals.items()):
+        shown = pattern.format(v) if np.isfinite(v) else "-"
+        delta = None
+        if base and label in base["values"]:
+            b = base["values"][label]
+            if np.isfinite(v) and np.isfinite(b):
+                d = v - b
+                mag = pattern.format(abs(d))
+                same = mag == pattern.format(0)  # a difference smaller than the shown digits
+                delta = mag if same else f"{'+' if d > 0 else '-'}{mag}"
+        tip = {
+            "$/M output tokens": "at the planned traffic (mean rate), fixed fleet: fleet $/h / "
+            "output tokens per hour, as on the Plan page",
+            "$/M tokens, full load": "output tokens at full load: price / (output tok/s per GPU "
+            "x 3600) x 1e6",
+            "Output tok/s per GPU": "the curve's best point meeting the SLO",
+            "Sequences that fit": "full-context sequences that fit in the KV cache",
+        }.get(label)
+        cols[i % 5].metric(label, shown, delta=delta, delta_color=color, border=True, help=tip)
+
+
+def notes(res: dict, sc: Any) -> None:
+    """Errors and warnings of the simulation, and how the latency numbers were obtained."""
+    if "error" in res:
+        st.error(f"Cannot simulate this deployment: {res['error']}")
+    if res.get("fit_warning"):
+        st.warning(res["fit_warning"])
+    if res.get("no_capacity"):
+        st.warning(f"This deployment cannot meet the SLO: {res['no_capacity']}.")
+    if "replicas" in res:
+        st.caption(
+            f"Latency percentiles simulated at the scenario's rate per replica: planning peak "
+            f"{fmt.rate(sc.workload.traffic.peak())} x (1 + {sc.constraints.headroom:g}) over "
+            f"{res['replicas']} replica(s) = {res['rate_per_replica']:.2f} req/s each. Output tok/s "
+            "per GPU: the curve's best point meeting the SLO (closed loop); $/M output tokens at the "
+            "planned mean traffic with this fleet, and at that full load, with "
+            f"${res['usd_per_gpu_hour'] or float('nan'):.2f}/GPU-h ({res['price_note']}). "
+            f"Performance parameters: {res['provenance']}. The Plan page's numbers come from a "
+            "finer capacity search and can differ slightly."
+        )
+
+
+def curve_chart(res: dict, sc: Any) -> None:
+    """The throughput-latency curve with its error band, the SLO line and the knee."""
+    curve = res.get("curve")
+    if not curve:
+        st.info("No curve: the deployment cannot be simulated (see the message above).")
+        return
+    metric = st.radio(
+        "Latency on the y axis",
+        ["TPOT P99", "TTFT P99"],
+        horizontal=True,
+        key="wi_axis",
+        bind="query-params",
+    )
+    field = "tpot_p99_ms" if metric == "TPOT P99" else "ttft_p99_ms"
+    # only the columns the chart draws (a curve row holds the whole simulation summary)
+    df = pd.DataFrame(
+        {
+            "concurrency": [r["concurrency"] for r in curve],
+            "output_tok_s_per_gpu": [r["output_tok_s_per_gpu"] for r in curve],
+            field: [r[f"{field[:-3]}_s"] * 1e3 for r in curve],
+            "slo_ok": [r.get("slo_ok", True) for r in curve],
+            "is_knee": [bool(r["is_knee"]) for r in curve],
+        }
+    )
+    target = sc.slo.tpot if metric == "TPOT P99" else sc.slo.ttft
+    slo_df = pd.DataFrame(
+        {"ms": [target.max_s * 1e3], "label": [f"SLO: {target.max_s * 1e3:,.0f} ms"]}
+        if target is not None
+        else {"ms": [], "label": []}
+    )
+    kn = df.loc[df["is_knee"], ["output_tok_s_per_gpu", field]].copy()
+    kn["label"] = [f"knee: {int(c_)} clients" for c_ in df.loc[df["is_knee"], "concurrency"]]
+    title = f"{metric} [ms] (log scale)"
+    b = res.get("band")
+    area = band_area(df["output_tok_s_per_gpu"].to_numpy(float), df[field].to_numpy(float), b)
+    st.vega_lite_chart(
+        spec=w.with_data(curve_spec(field, title), curve=df, slo=slo_df, knee=kn, band=area),
+        width="stretch",
+        # a fixed text: a changing one would make the browser rebuild the chart every time
+        alt=f"{metric} [ms, log scale] against output tokens/s per GPU, one point per number "
+        "of concurrent clients, with the error band, the SLO line and the knee",
+    )
+    st.caption(
+        "Each point: that many clients sending back to back (closed loop). The knee "
+        "(orange) is the point of best throughput per unit of latency; the red line is the "
+        "SLO target. Beyond the knee latency grows faster than throughput. "
+        + (
+            f"Shaded: each point's latency over the error band of the performance "
+            f"numbers ({b.describe()}; its throughput moves by the same factor)."
+            if len(area)
+            else "No error band: "
+            + (b.describe() if b is not None else res.get("band_error", "unknown"))
+            + "."
+        )
+    )
 
 
 # =========================================================================== page
@@ -314,6 +440,43 @@ def deployment() -> None:
         st.error(f"Cannot plan this deployment: {plan['error']}")
         st.stop()
 
+    # Layout first, filled in two steps: the head, the memory bar and the curve's heading
+    # need only the memory plan and go to the browser while the simulation runs (the page
+    # draws them meanwhile); the numbers, notes and curve follow it.
+    base = st.session_state.get(BASELINE)
+    head = st.columns([1, 1, 4])
+    pin = head[0].button(
+        "Pin as baseline", type="primary", key="wi_pin", help="compare every number with this one"
+    )
+    if base or pin:  # "Clear" empties the baseline in its callback, before this run
+        head[1].button("Clear baseline", key="wi_clear", on_click=_clear_baseline)
+    baseline_label = head[2].empty()
+    numbers = st.container()
+    left, right = st.columns(2)
+    with left:
+        st.subheader(f"Memory of one {g.name}")
+        split = w.memory_split(plan)
+        split["gpu"] = f"GPU 1 of {tp}"
+        cap_gb = plan["gpu_memory_bytes"] / w.GB
+        spec = w.with_data(
+            w.memory_bar_spec(legend="right", labelled=False, height=120),
+            split=split,
+            capacity=pd.DataFrame({"capacity": [cap_gb]}),
+        )
+        st.vega_lite_chart(
+            spec=marks_out_of_aria(spec),
+            width="stretch",
+            alt="Memory of one GPU [GB]: weights, activations, runtime overhead, KV cache, "
+            "the KV budget left free and the reserved part, against the card's capacity",
+        )
+        st.caption(
+            f"{plan['reason']} Dashed red line: the card's {cap_gb:.0f} GB. "
+            f"{plan['max_concurrent_sequences']:,} sequences of {context:,} tokens fit; the engine "
+            f"runs at most {mns}."
+        )
+    with right:
+        st.subheader("Throughput vs latency")
+
     res = evaluate(key, form.scenario_json, knobs)
 
     # ---------------------------------------------------------------- metrics (+ baseline deltas)
@@ -330,130 +493,19 @@ def deployment() -> None:
         "Fleet [$/month]": (res.get("usd_per_month", np.nan), "${:,.0f}", "inverse"),
         "$/M tokens, full load": (res.get("usd_per_mtok_full", np.nan), "${:,.3f}", "inverse"),
     }
-    base = st.session_state.get(BASELINE)
-    head = st.columns([1, 1, 4])
-    if base:
-        head[2].markdown(f"**Baseline:** {base['label']}")
-    if head[0].button("Pin as baseline", type="primary", help="compare every number with this one"):
-        st.session_state[BASELINE] = {
+    if pin:
+        st.session_state[BASELINE] = base = {
             "label": knobs.label(),
             "knobs": asdict(knobs),
             "values": {k: float(v[0]) for k, v in vals.items()},
         }
-        base = st.session_state[BASELINE]
-        head[2].markdown(f"**Baseline:** {base['label']}")
-    if base and head[1].button("Clear baseline"):
-        st.session_state.pop(BASELINE, None)
-        base = None
-        st.rerun()
-
-    cols = st.columns(5)
-    for i, (label, (v, pattern, color)) in enumerate(vals.items()):
-        shown = pattern.format(v) if np.isfinite(v) else "-"
-        delta = None
-        if base and label in base["values"]:
-            b = base["values"][label]
-            if np.isfinite(v) and np.isfinite(b):
-                d = v - b
-                mag = pattern.format(abs(d))
-                same = mag == pattern.format(0)  # a difference smaller than the shown digits
-                delta = mag if same else f"{'+' if d > 0 else '-'}{mag}"
-        tip = {
-            "$/M output tokens": "at the planned traffic (mean rate), fixed fleet: fleet $/h / "
-            "output tokens per hour, as on the Plan page",
-            "$/M tokens, full load": "output tokens at full load: price / (output tok/s per GPU "
-            "x 3600) x 1e6",
-            "Output tok/s per GPU": "the curve's best point meeting the SLO",
-            "Sequences that fit": "full-context sequences that fit in the KV cache",
-        }.get(label)
-        cols[i % 5].metric(label, shown, delta=delta, delta_color=color, border=True, help=tip)
-    if "error" in res:
-        st.error(f"Cannot simulate this deployment: {res['error']}")
-    if res.get("fit_warning"):
-        st.warning(res["fit_warning"])
-    if res.get("no_capacity"):
-        st.warning(f"This deployment cannot meet the SLO: {res['no_capacity']}.")
-    if "replicas" in res:
-        st.caption(
-            f"Latency percentiles simulated at the scenario's rate per replica: planning peak "
-            f"{fmt.rate(sc.workload.traffic.peak())} x (1 + {sc.constraints.headroom:g}) over "
-            f"{res['replicas']} replica(s) = {res['rate_per_replica']:.2f} req/s each. Output tok/s "
-            "per GPU: the curve's best point meeting the SLO (closed loop); $/M output tokens at the "
-            "planned mean traffic with this fleet, and at that full load, with "
-            f"${res['usd_per_gpu_hour'] or float('nan'):.2f}/GPU-h ({res['price_note']}). "
-            f"Performance parameters: {res['provenance']}. The Plan page's numbers come from a "
-            "finer capacity search and can differ slightly."
-        )
-
-    # ---------------------------------------------------------------- charts
-    left, right = st.columns(2)
-    with left:
-        st.subheader(f"Memory of one {g.name}")
-        split = w.memory_split(plan)
-        split["gpu"] = f"GPU 1 of {tp}"
-        cap_gb = plan["gpu_memory_bytes"] / w.GB
-        st.vega_lite_chart(
-            spec=w.with_data(
-                w.memory_bar_spec(legend="right", labelled=False, height=120),
-                split=split,
-                capacity=pd.DataFrame({"capacity": [cap_gb]}),
-            ),
-            width="stretch",
-        )
-        st.caption(
-            f"{plan['reason']} Dashed red line: the card's {cap_gb:.0f} GB. "
-            f"{plan['max_concurrent_sequences']:,} sequences of {context:,} tokens fit; the engine "
-            f"runs at most {mns}."
-        )
+    if base:
+        baseline_label.markdown(f"**Baseline:** {base['label']}")
+    with numbers:
+        metrics(vals, base)
+        notes(res, sc)
     with right:
-        st.subheader("Throughput vs latency")
-        curve = res.get("curve")
-        if not curve:
-            st.info("No curve: the deployment cannot be simulated (see the message above).")
-        else:
-            df = pd.DataFrame(curve)
-            metric = st.radio(
-                "Latency on the y axis",
-                ["TPOT P99", "TTFT P99"],
-                horizontal=True,
-                key="wi_axis",
-                bind="query-params",
-            )
-            field = "tpot_p99_ms" if metric == "TPOT P99" else "ttft_p99_ms"
-            df["tpot_p99_ms"] = df["tpot_p99_s"] * 1e3
-            df["ttft_p99_ms"] = df["ttft_p99_s"] * 1e3
-            df["which"] = "closed-loop clients (1, 2, 4, ...)"
-            df["slo_ok"] = df.get("slo_ok", True)
-            target = sc.slo.tpot if metric == "TPOT P99" else sc.slo.ttft
-            slo_df = pd.DataFrame(
-                {"ms": [target.max_s * 1e3], "label": [f"SLO: {target.max_s * 1e3:,.0f} ms"]}
-                if target is not None
-                else {"ms": [], "label": []}
-            )
-            kn = df[df["is_knee"]].copy()
-            kn["label"] = [f"knee: {int(c_)} clients" for c_ in kn["concurrency"]]
-            title = f"{metric} [ms] (log scale)"
-            b = res.get("band")
-            area = band_area(df["output_tok_s_per_gpu"].to_numpy(float), df[field].to_numpy(float), b)  # fmt: skip
-            st.vega_lite_chart(
-                spec=w.with_data(
-                    curve_spec(field, title), curve=df, slo=slo_df, knee=kn, band=area
-                ),
-                width="stretch",
-            )
-            st.caption(
-                "Each point: that many clients sending back to back (closed loop). The knee "
-                "(orange) is the point of best throughput per unit of latency; the red line is the "
-                "SLO target. Beyond the knee latency grows faster than throughput. "
-                + (
-                    f"Shaded: each point's latency over the error band of the performance "
-                    f"numbers ({b.describe()}; its throughput moves by the same factor)."
-                    if len(area)
-                    else "No error band: "
-                    + (b.describe() if b is not None else res.get("band_error", "unknown"))
-                    + "."
-                )
-            )
+        curve_chart(res, sc)
     if base:
         st.caption(f"Deltas against the baseline: {base['label']}.")
 

@@ -593,6 +593,82 @@ def test_what_if_values_and_baseline_delta_after_tp_change():
     assert by["GPUs needed"].value != m2["GPUs needed"] or by["GPUs needed"].proto.delta
 
 
+def test_what_if_clear_baseline_drops_every_delta_in_the_same_run():
+    at = _app(page=WHAT_IF, model="llama-3.1-70b")
+    at.button(key="wi_pin").click().run()
+    _no_exception(at)
+    assert any("Baseline:" in m.value for m in at.markdown)
+    assert [b.label for b in at.button] == ["Pin as baseline", "Clear baseline"]
+    # pinned now: every shown number has a zero delta against itself
+    assert all(x.proto.delta for x in at.metric if x.value != "-")
+    at.button(key="wi_clear").click().run()
+    _no_exception(at)
+    assert not any(x.proto.delta for x in at.metric)
+    assert not any("Baseline:" in m.value for m in at.markdown)
+    assert not any("Deltas against the baseline" in c.value for c in at.caption)
+    assert [b.label for b in at.button] == ["Pin as baseline"]
+
+
+def test_what_if_curve_plots_the_simulated_percentiles_in_ms():
+    from planner.catalog import model_family, resolve_params
+    from planner.serving import build_replica, throughput_latency_curve
+
+    at = _app(page=WHAT_IF, model="llama-3.1-8b")
+    _no_exception(at)
+    cat = load_catalog()
+    wl, slo = _workload()
+    # the parameters the page resolves: this model family's fit where there is one
+    params, prov = resolve_params(
+        "nvidia-h100-sxm", "vllm", "fp8", catalog=cat,
+        family=model_family(cat.model("llama-3.1-8b")),
+    )  # fmt: skip
+    rep = build_replica(
+        "llama-3.1-8b", "nvidia-h100-sxm", "fp8", "vllm", tp=2, kv_precision="fp8",
+        params=params, params_source=prov, catalog=cat, max_num_seqs=1024, context_len=8192,
+    )  # fmt: skip
+    rows = throughput_latency_curve(
+        rep, wl, slo=slo, requests_per_client=4, min_requests=150, max_requests=1000
+    )
+    spec, frames = _charts(at)[1]
+    curve = max(frames, key=len)
+    # one row per simulated concurrency; TPOT P99 [s] x 1000 -> [ms] on the y axis
+    assert curve["concurrency"].tolist() == [r["concurrency"] for r in rows]
+    assert curve["tpot_p99_ms"].tolist() == pytest.approx([r["tpot_p99_s"] * 1e3 for r in rows])
+    assert curve["output_tok_s_per_gpu"].tolist() == pytest.approx(
+        [r["output_tok_s_per_gpu"] for r in rows]
+    )
+    knee = next(
+        f for f in frames if "label" in f.columns and f["label"].str.startswith("knee").any()
+    )
+    k = next(r for r in rows if r["is_knee"])
+    assert knee["tpot_p99_ms"].tolist() == pytest.approx([k["tpot_p99_s"] * 1e3])
+    assert knee["label"].tolist() == [f"knee: {k['concurrency']} clients"]
+    at.radio(key="wi_axis").set_value("TTFT P99").run()
+    _no_exception(at)
+    spec, frames = _charts(at)[1]
+    curve = max(frames, key=len)
+    assert curve["ttft_p99_ms"].tolist() == pytest.approx([r["ttft_p99_s"] * 1e3 for r in rows])
+    assert "TTFT P99 [ms]" in json.dumps(spec)
+
+
+def test_what_if_charts_keep_their_spec_across_a_gpu_change():
+    # the browser patches a chart's data in place only while its spec (with the alt text)
+    # is the same; a changed spec re-embeds the chart (issue 18: a What-if change <= 200 ms)
+    def specs(at):
+        return [(el.proto.spec, el.proto.alt) for el in at.get("vega_lite_chart")]
+
+    at = _app(page=WHAT_IF, model="llama-3.1-70b")
+    before = specs(at)
+    at.selectbox(key="wi_gpu").select("nvidia-h200-sxm").run()
+    _no_exception(at)
+    assert any("NVIDIA H200" in h.value for h in at.subheader)
+    assert specs(at) == before and len(before) == 2
+    for spec, alt in before:
+        assert alt  # the chart's description for screen readers
+        layers = json.loads(spec)["layer"]
+        assert all(layer["mark"]["aria"] is False for layer in layers)
+
+
 def test_what_if_max_num_seqs_defaults_to_the_engines_own_on_that_gpu():
     # vLLM V1 (arg_utils.py, 0.11.0): 1024 sequences on >= 70 GiB GPUs other than A100s
     # (an H100 SXM has 81,559 MiB), 256 on an A100; the same default recommend and capacity use
