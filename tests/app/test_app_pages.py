@@ -20,6 +20,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from planner import (  # noqa: E402
     decode_step,
     load_catalog,
+    model_family,
     plan_memory,
     predict_file,
     resolve_efficiency,
@@ -139,7 +140,10 @@ def test_memory_curve_stops_at_the_memory_limit():
     # the value at the limit is planner's decode step
     util = at.slider[0].value
     cat = load_catalog()
-    params, _ = resolve_efficiency("nvidia-h100-sxm", "vllm", "fp8", None, cat)
+    # the page resolves the parameters of the model's family (a dense model: the dense fit)
+    family = model_family(cat.model("llama-3.1-70b"))
+    assert family == "dense"
+    params, _ = resolve_efficiency("nvidia-h100-sxm", "vllm", "fp8", None, cat, family)
     # the page's KV default: vLLM with an fp8 checkpoint -> fp8 KV (the memory plan's too)
     sm = step_model("llama-3.1-70b", "nvidia-h100-sxm", "fp8", "fp8", 2, 1, params, cat)
     t_ms = float(np.asarray(decode_step(sm, limit, 8192).time_s)) * 1e3
@@ -689,7 +693,8 @@ def test_what_if_tok_s_per_gpu_and_cost_come_from_the_curve():
     _no_exception(at)
     cat = load_catalog()
     wl, slo = _workload()
-    params, prov = resolve_params("nvidia-h100-sxm", "vllm", "fp8", catalog=cat)
+    # the page resolves the parameters of the model's family (dense: the dense fit)
+    params, prov = resolve_params("nvidia-h100-sxm", "vllm", "fp8", catalog=cat, family="dense")
     # the page's KV default: vLLM with an fp8 checkpoint -> fp8 KV
     rep = build_replica(
         "llama-3.1-8b", "nvidia-h100-sxm", "fp8", "vllm", tp=2, kv_precision="fp8",
