@@ -8,7 +8,8 @@ same way (this module imports only :mod:`planner.errors`, the standard library a
 - :func:`load_json` parses JSON text with the nesting bounded;
 - :func:`atomic_write_text` writes an output so that the old file survives any failure;
 - :class:`Progress` prints a progress line on stderr when it is a terminal;
-- :func:`rare_gc` runs a block with fewer passes of Python's cyclic garbage collector.
+- :func:`rare_gc` runs a block with fewer passes of Python's cyclic garbage collector;
+- :class:`IdentityMemo` remembers a pure function's answer per argument objects.
 """
 
 from __future__ import annotations
@@ -360,3 +361,28 @@ class Progress:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class IdentityMemo:
+    """Answers remembered per argument *objects* (compared by identity, not by value: hashing
+    a catalog record field by field would cost more than the answer) plus plain hashable
+    extras; emptied when it holds ``max_entries``. For pure functions of immutable records
+    (frozen catalog models) asked the same question many times in one search."""
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        self._max = max_entries
+        self._d: dict[tuple, tuple[tuple, Any]] = {}
+
+    def get(self, objs: tuple, extra: tuple = ()) -> Any:
+        """The answer stored for ``objs`` and ``extra``, or None."""
+        hit = self._d.get((*map(id, objs), *extra))
+        if hit is not None and all(a is b for a, b in zip(hit[0], objs, strict=True)):
+            return hit[1]
+        return None
+
+    def put(self, objs: tuple, extra: tuple, value: Any) -> Any:
+        """Store ``value`` (kept with ``objs``, so their ids stay theirs) and return it."""
+        if len(self._d) >= self._max:
+            self._d.clear()
+        self._d[(*map(id, objs), *extra)] = (objs, value)
+        return value

@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from planner.errors import MissingDataError, PlannerError
+from planner.files import IdentityMemo
 
 MIB = 2**20  # bytes in a mebibyte
 GIB = 2**30  # bytes in a gibibyte
@@ -688,24 +689,21 @@ class Framework(Sourced):
         ``version`` (free text such as a row's ``framework_version``; None = current) of a
         run dated ``as_of`` (a row's ``as_of``, used when no release number is stated)."""
         current = version is None and as_of is None  # the common question: remembered
-        key = (id(self), id(gpu))
-        hit = _SCHEDULER_DEFAULTS.get(key) if current else None
-        if hit is not None and hit[0] is self and hit[1] is gpu:
-            return hit[2]
+        hit = _SCHEDULER_DEFAULTS.get((self, gpu)) if current else None
+        if hit is not None:
+            return hit
         seqs, btok = self.default_max_num_seqs, self.default_max_num_batched_tokens
         for t in self.scheduler_tiers:
             if t.applies(gpu, version, as_of):
                 seqs, btok = t.max_num_seqs, t.max_num_batched_tokens
         if current:
-            if len(_SCHEDULER_DEFAULTS) >= 4096:
-                _SCHEDULER_DEFAULTS.clear()
-            _SCHEDULER_DEFAULTS[key] = (self, gpu, (seqs, btok))
+            _SCHEDULER_DEFAULTS.put((self, gpu), (), (seqs, btok))
         return seqs, btok
 
 
 #: :meth:`Framework.scheduler_defaults` of the current release per (framework, GPU) object
 #: (compared by identity; the search asks three times per option)
-_SCHEDULER_DEFAULTS: dict[tuple[int, int], tuple[Any, Any, tuple[int, int | None]]] = {}
+_SCHEDULER_DEFAULTS = IdentityMemo()
 
 
 def _fmt_loc(loc: tuple[Any, ...]) -> str:

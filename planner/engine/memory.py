@@ -29,6 +29,7 @@ from planner.catalog.catalog import (
 )
 from planner.catalog.records import Accelerator, Framework, ModelArch, Precision
 from planner.errors import PlannerError, check_physical, require_positive
+from planner.files import IdentityMemo
 
 BITS_16 = 16.0
 
@@ -205,11 +206,9 @@ class WeightMemory:
     pp: int
 
 
-#: :func:`weight_memory` results by (model, precision, tp, pp), the objects compared by
-#: identity (a recommendation asks for the same weights once per framework and KV
-#: precision); emptied when it grows past :data:`_WEIGHTS_MAX` entries
-_WEIGHTS: dict[tuple[int, int, int, int], tuple[ModelArch, Precision | None, WeightMemory]] = {}
-_WEIGHTS_MAX = 4096
+#: :func:`weight_memory` answers by (model, precision) object and (tp, pp): a recommendation
+#: asks for the same weights once per framework and KV precision
+_WEIGHTS = IdentityMemo()
 
 
 def weight_memory(
@@ -224,15 +223,10 @@ def weight_memory(
     """
     if type(tp) is not int or type(pp) is not int:
         return _weight_memory(m, precision, tp, pp)
-    key = (id(m), id(precision), tp, pp)
-    hit = _WEIGHTS.get(key)
-    if hit is not None and hit[0] is m and hit[1] is precision:
-        return hit[2]
-    w = _weight_memory(m, precision, tp, pp)
-    if len(_WEIGHTS) >= _WEIGHTS_MAX:
-        _WEIGHTS.clear()
-    _WEIGHTS[key] = (m, precision, w)
-    return w
+    hit = _WEIGHTS.get((m, precision), (tp, pp))
+    if hit is not None:
+        return hit
+    return _WEIGHTS.put((m, precision), (tp, pp), _weight_memory(m, precision, tp, pp))
 
 
 def _weight_memory(m: ModelArch, precision: Precision | None, tp: int, pp: int) -> WeightMemory:

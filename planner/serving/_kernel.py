@@ -96,26 +96,33 @@ def _cache_dir(dispatcher) -> str | None:
     return getattr(getattr(dispatcher, "_cache", None), "_cache_path", None)
 
 
+def compile_cached(build, sources=SOURCES, prefix: str = "_kernel", stamp_name=STAMP_NAME):
+    """``build(jit)`` with ``jit`` = ``numba.njit(cache=True)``, or plain ``numba.njit`` where
+    there is no writable cache location (then every process compiles); its result's cache
+    is dropped when ``sources`` changed (:func:`refresh_cache`: numba keys a cache on the
+    function's own file only, not on the files it inlines). Returns ``(result, jit)``."""
+    numba = import_numba()
+    try:
+        jit = numba.njit(cache=True)
+        out = build(jit)
+    except RuntimeError:  # no writable cache location: compile in every process
+        jit = numba.njit
+        out = build(jit)
+    cache_dir = _cache_dir(out[-1] if isinstance(out, tuple) else out)
+    if cache_dir is not None:
+        refresh_cache(
+            cache_dir, sources_digest(sources), prefix=f"{prefix}.", stamp_name=stamp_name
+        )
+    return out, jit
+
+
 def kernel():
     """The compiled :func:`_loop` (numba imported and the cache loaded on first use)."""
     global _st, _sg, _hpush, _hpop, _scored_first, _scored_end, _compiled
     if _compiled is None:
-        numba = import_numba()
-
-        try:
-            jit = numba.njit(cache=True)
-            st = jit(step_time_scalar)
-            sg = jit(straggler_time_scalar)
-            loop = jit(_loop)
-        except RuntimeError:  # no writable cache location: compile in every process
-            jit = numba.njit
-            st = jit(step_time_scalar)
-            sg = jit(straggler_time_scalar)
-            loop = jit(_loop)
-        cache_dir = _cache_dir(loop)
-        if cache_dir is not None:
-            # the loop's cache is keyed on this file only; it inlines step_time_scalar
-            refresh_cache(cache_dir, sources_digest())
+        (st, sg, loop), jit = compile_cached(
+            lambda jit: (jit(step_time_scalar), jit(straggler_time_scalar), jit(_loop))
+        )
         _st, _sg, _hpush, _hpop = st, sg, jit(heap_push), jit(heap_pop)
         _scored_first, _scored_end = jit(scored_first), jit(scored_end)
         _compiled = loop

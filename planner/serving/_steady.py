@@ -16,7 +16,6 @@ from pathlib import Path
 
 from planner.engine import _scalar
 from planner.serving import _kernel
-from planner.serving._jit import import_numba
 
 # the module (``planner.serving.steady_state`` the attribute is the function of that name)
 _ss = importlib.import_module("planner.serving.steady_state")
@@ -37,21 +36,14 @@ def slo_rate_kernel():
     cache loaded on first use)."""
     global _compiled
     if _compiled is None:
-        numba = import_numba()
         _kernel.kernel()  # the compiled step time
-        try:
-            jit = numba.njit(cache=True)
+
+        def build(jit):
             t_of = jit(_bound(_ss._t_of, _st=_kernel._st))
-        except RuntimeError:  # no writable cache location: compile in every process
-            jit = numba.njit
-            t_of = jit(_bound(_ss._t_of, _st=_kernel._st))
-        fixed = jit(_bound(_ss._fixed_point, _t_of=t_of))
-        f = jit(_bound(_ss._slo_rate, _fixed_point=fixed, _latencies=jit(_ss._latencies)))
-        cache_dir = _kernel._cache_dir(f)
-        if cache_dir is not None:
-            _kernel.refresh_cache(
-                cache_dir, _kernel.sources_digest(SOURCES), prefix="steady_state.",
-                stamp_name="steady_state.sources.sha256",
-            )  # fmt: skip
-        _compiled = f
+            fixed = jit(_bound(_ss._fixed_point, _t_of=t_of))
+            return jit(_bound(_ss._slo_rate, _fixed_point=fixed, _latencies=jit(_ss._latencies)))
+
+        _compiled, _ = _kernel.compile_cached(
+            build, SOURCES, prefix="steady_state", stamp_name="steady_state.sources.sha256"
+        )
     return _compiled

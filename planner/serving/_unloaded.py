@@ -16,7 +16,6 @@ import numpy as np
 
 from planner.engine import _scalar
 from planner.serving import _kernel
-from planner.serving._jit import import_numba
 
 #: source files compiled into the loop: a change to any of them invalidates its cache
 SOURCES = (Path(__file__), Path(_scalar.__file__))
@@ -66,23 +65,10 @@ def unloaded_kernel():
     """The compiled :func:`_unloaded` (numba imported and the cache loaded on first use)."""
     global _st, _wp, _compiled
     if _compiled is None:
-        numba = import_numba()
-
         _kernel.kernel()  # the compiled step time
         _st = _kernel._st
-        try:
-            jit = numba.njit(cache=True)
-            _wp = jit(_scalar.window_pairs)
-            f = jit(_unloaded)
-        except RuntimeError:  # no writable cache location: compile in every process
-            jit = numba.njit
-            _wp = jit(_scalar.window_pairs)
-            f = jit(_unloaded)
-        cache_dir = _kernel._cache_dir(f)
-        if cache_dir is not None:
-            _kernel.refresh_cache(
-                cache_dir, _kernel.sources_digest(SOURCES), prefix="_unloaded.",
-                stamp_name="_unloaded.sources.sha256",
-            )  # fmt: skip
-        _compiled = f
+        (_wp, _compiled), _ = _kernel.compile_cached(
+            lambda jit: (jit(_scalar.window_pairs), jit(_unloaded)),
+            SOURCES, prefix="_unloaded", stamp_name="_unloaded.sources.sha256",
+        )  # fmt: skip
     return _compiled
