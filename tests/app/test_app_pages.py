@@ -613,15 +613,14 @@ def test_what_if_clear_baseline_drops_every_delta_in_the_same_run():
     assert [b.label for b in at.button] == ["Pin as baseline"]
 
 
-def test_what_if_curve_plots_the_simulated_percentiles_in_ms():
+def _what_if_curve(cat) -> list[dict]:
+    """The curve the What-if page simulates by default for llama-3.1-8b: H100, vLLM, fp8, TP 2,
+    the parameters of the model family's fit, the page's KV default (vLLM with an fp8
+    checkpoint -> fp8 KV) and the engine's own max_num_seqs on an H100 (1,024)."""
     from planner.catalog import model_family, resolve_params
     from planner.serving import build_replica, throughput_latency_curve
 
-    at = _app(page=WHAT_IF, model="llama-3.1-8b")
-    _no_exception(at)
-    cat = load_catalog()
     wl, slo = _workload()
-    # the parameters the page resolves: this model family's fit where there is one
     params, prov = resolve_params(
         "nvidia-h100-sxm", "vllm", "fp8", catalog=cat,
         family=model_family(cat.model("llama-3.1-8b")),
@@ -630,9 +629,15 @@ def test_what_if_curve_plots_the_simulated_percentiles_in_ms():
         "llama-3.1-8b", "nvidia-h100-sxm", "fp8", "vllm", tp=2, kv_precision="fp8",
         params=params, params_source=prov, catalog=cat, max_num_seqs=1024, context_len=8192,
     )  # fmt: skip
-    rows = throughput_latency_curve(
+    return throughput_latency_curve(
         rep, wl, slo=slo, requests_per_client=4, min_requests=150, max_requests=1000
     )
+
+
+def test_what_if_curve_plots_the_simulated_percentiles_in_ms():
+    at = _app(page=WHAT_IF, model="llama-3.1-8b")
+    _no_exception(at)
+    rows = _what_if_curve(load_catalog())
     spec, frames = _charts(at)[1]
     curve = max(frames, key=len)
     # one row per simulated concurrency; TPOT P99 [s] x 1000 -> [ms] on the y axis
@@ -685,24 +690,13 @@ def test_what_if_max_num_seqs_defaults_to_the_engines_own_on_that_gpu():
 
 
 def test_what_if_tok_s_per_gpu_and_cost_come_from_the_curve():
-    from planner.catalog import resolve_params
     from planner.cost import quote_price
-    from planner.serving import build_replica, throughput_latency_curve
 
     at = _app(page=WHAT_IF, model="llama-3.1-8b")
     _no_exception(at)
     cat = load_catalog()
-    wl, slo = _workload()
-    # the page resolves the parameters of the model's family (dense: the dense fit)
-    params, prov = resolve_params("nvidia-h100-sxm", "vllm", "fp8", catalog=cat, family="dense")
-    # the page's KV default: vLLM with an fp8 checkpoint -> fp8 KV
-    rep = build_replica(
-        "llama-3.1-8b", "nvidia-h100-sxm", "fp8", "vllm", tp=2, kv_precision="fp8",
-        params=params, params_source=prov, catalog=cat, max_num_seqs=256, context_len=8192,
-    )  # fmt: skip
-    rows = throughput_latency_curve(
-        rep, wl, slo=slo, requests_per_client=4, min_requests=150, max_requests=1000
-    )
+    wl, _ = _workload()
+    rows = _what_if_curve(cat)
     best = max((r for r in rows if r["slo_ok"]), key=lambda r: r["throughput_rps"])
     m = _metrics(at)
     assert m["Output tok/s per GPU"] == f"{best['output_tok_s_per_gpu']:,.0f}"
