@@ -310,7 +310,9 @@ def run_validation(
         bar = Progress("validate: leave-one-source-out", total=len(sources))
         for i, s in enumerate(sources):
             bar.update(i, s)
-            train = [r for r in rows if r.source != s and r.ok] + [r for r in own_rows if r.ok]
+            train = [r for r in rows if r.source != s and (r.ok or r.steady)] + [
+                r for r in own_rows if r.ok or r.steady
+            ]
             # only the nodes the held-out rows resolve to (and their ancestors): the same
             # parameters as a full refit, at a fraction of its cost
             targets = [(r.vendor or None, r.framework, r.arch, r.gpu, r.precision or None,
