@@ -60,13 +60,12 @@ def _with_params(sm0: StepModel, params: EfficiencyParams) -> StepModel:
     return hit[2]
 
 
-def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
-    """(predict(params) -> value, reason, fit_kind) for one benchmark-schema row."""
-    metric = str(row.get("metric", ""))
-    mode = str(row.get("mode", ""))
+def _row_setup(row: dict, cat: Catalog) -> tuple | str:
+    """(model, gpu, precision, framework, KV precision id, engine settings, step model with
+    the prior, layout) of a row, or the reason it has none."""
     prec = cell(row, "precision")
     if not prec:
-        return None, "precision not stated by the source", ""
+        return "precision not stated by the source"
     try:
         m = cat.model_ref(str(row["model"]), str(row.get("_dir", ".")))
         g = cat.gpu(str(row["hardware"]))
@@ -74,22 +73,33 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
         fw = cat.framework(str(row["framework"]))
         check_framework_gpu(fw, g)
     except PlannerError as e:
-        return None, str(e), ""
+        return str(e)
     try:
         lay = layout(row)
     except UnknownLayoutError:
-        return None, "tp not stated by the source", ""
+        return "tp not stated by the source"
     except PlannerError as e:
-        return None, str(e), ""
-    tp, pp, replicas = lay.tp, lay.pp, lay.replicas
+        return str(e)
     try:
         settings = engine_settings(cell(row, "notes"))
         # the row's KV precision (column or kv_cache_dtype tag), else the framework's default
         kv = cell(row, "kv_precision") or settings.kv_cache_dtype
         kv = cat.kv_precision(kv).id if kv else default_kv_precision(p, fw, m).id
-        sm0 = _shared_setup(m, g, p, kv, tp, pp, cat)
+        sm0 = _shared_setup(m, g, p, kv, lay.tp, lay.pp, cat)
     except PlannerError as e:
-        return None, str(e), ""
+        return str(e)
+    return m, g, p, fw, kv, settings, sm0, lay
+
+
+def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
+    """(predict(params) -> value, reason, fit_kind) for one benchmark-schema row."""
+    metric = str(row.get("metric", ""))
+    mode = str(row.get("mode", ""))
+    setup = _row_setup(row, cat)
+    if isinstance(setup, str):
+        return None, setup, ""
+    m, g, p, fw, kv, settings, sm0, lay = setup
+    tp, pp, replicas = lay.tp, lay.pp, lay.replicas
     isl, osl = number(row, "isl"), number(row, "osl")
     batch = number(row, "batch")
     ctx = number(row, "context_len")
@@ -163,7 +173,7 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
         # a run of N requests submitted at once (notes "4 requests") or N concurrent clients
         # never batches more than N sequences
         caps = (request_count(cell(row, "notes")), number(row, "concurrency"))
-        return _steady_predictor(row, cat, (m, g, p, fw, kv, settings, sm0), isl, osl, caps)
+        return _steady_predictor(row, cat, setup[:7], isl, osl, caps)
     if mode in SERVING_MODES or mode == "offline":
         return None, "serving row: predicted by the simulator, not used in the fit", "serving"
     return None, f"metric {metric} in mode {mode} not supported", ""
@@ -268,25 +278,14 @@ def closed_loop_predictor(row: dict, cat: Catalog) -> Callable | None:
         if ds is None or isinstance(ds, str):
             return None
         isl, osl = ds[0].mean_tokens(), ds[1].mean_tokens()
-    prec = cell(row, "precision")
-    if not prec or isl <= 0 or osl < 1:
+    if isl <= 0 or osl < 1:
         return None
-    try:
-        m = cat.model_ref(str(row["model"]), str(row.get("_dir", ".")))
-        g = cat.gpu(str(row["hardware"]))
-        p = cat.precision(prec)
-        fw = cat.framework(str(row["framework"]))
-        check_framework_gpu(fw, g)
-        lay = layout(row)
-        settings = engine_settings(cell(row, "notes"))
-        kv = cell(row, "kv_precision") or settings.kv_cache_dtype
-        kv = cat.kv_precision(kv).id if kv else default_kv_precision(p, fw, m).id
-        sm0 = _shared_setup(m, g, p, kv, lay.tp, lay.pp, cat)
-    except (PlannerError, UnknownLayoutError):
+    setup = _row_setup(row, cat)
+    if isinstance(setup, str):
         return None
+    lay = setup[7]
     caps = (max(1.0, round(conc / lay.replicas)),)
-    setup = (m, g, p, fw, kv, settings, sm0)
-    fn, _, _ = _steady_predictor(row, cat, setup, isl, osl, caps, closed_loop=True)
+    fn, _, _ = _steady_predictor(row, cat, setup[:7], isl, osl, caps, closed_loop=True)
     return fn
 
 
