@@ -145,7 +145,7 @@ def test_alcf_rows_match_the_raw_csv(by_id, rows):
         "static_batch",
     )
     assert float(r["value"]) == pytest.approx(3451.37, abs=0.005)
-    assert 32 * 2048 / 18.988407 == pytest.approx(float(r["value"]), rel=1e-6)
+    assert float(r["value"]) == pytest.approx(32 * 2048 / 18.988407, rel=1e-6)
     assert "18.9884" in r["notes"]
     # every ALCF row: value = batch x 2L / the latency its notes print (6 significant digits;
     # the value is rounded to 0.01 tok/s)
@@ -154,7 +154,9 @@ def test_alcf_rows_match_the_raw_csv(by_id, rows):
             continue
         lat = float(re.search(r"\(([\d.e+-]+) s printed\)", x["notes"]).group(1))
         b, length = int(x["batch"]), int(x["isl"])
-        assert b * 2 * length / lat == pytest.approx(float(x["value"]), rel=1e-5, abs=0.006), x["id"]
+        assert b * 2 * length / lat == pytest.approx(float(x["value"]), rel=1e-5, abs=0.006), x[
+            "id"
+        ]
 
 
 def test_every_row_gets_a_prediction_or_a_reason(rows, catalog):
