@@ -245,7 +245,7 @@ def classes_view() -> None:
         st.warning(f"No shared deployment serves every class: {out.get('shared_not')}")
     st.markdown("**Notes.** " + "; ".join(out["notes"]))
     st.markdown("Same answer from the command line:")
-    st.code(w.cli_command(form), language="bash")
+    w.command_line(w.cli_command(form))
 
 
 if sc.classes:
@@ -409,7 +409,7 @@ c3.download_button(
 )
 
 st.caption("Same answer from the command line (download the scenario above):")
-st.code(w.cli_command(form), language="bash")
+w.command_line(w.cli_command(form))
 
 # ---------------------------------------------------------------- pareto
 st.subheader("Cost vs latency")

@@ -1467,6 +1467,15 @@ def cli_command(form: ScenarioForm, *, per_gpu: bool = False) -> str:
     return cmd + f" --objective {form.objective} --top {form.top_n}"
 
 
+def command_line(cmd: str) -> None:
+    """Show the equivalent CLI command ``cmd`` as inline code (select it to copy).
+
+    Not ``st.code``: a code block makes the browser load and run Streamlit's 1.5 MB syntax
+    highlighter on a page's first visit, 0.2-0.5 s of a new server's first Plan page on the
+    2-core machine (issue 18, cold first load), for one line of shell."""
+    st.markdown(f"`` {cmd} ``" if "`" in cmd else f"`{cmd}`")  # a file name may hold a `
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def run_compare(key: tuple, scenario_json: str, objective: str) -> dict[str, Any]:
     """``planner.recommend.compare_gpus`` for the form's scenario, or ``{"error"}``."""
