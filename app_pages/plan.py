@@ -272,7 +272,7 @@ with left:
     if wl.source:
         st.caption(f"Preset source: {wl.source}")
 with right:
-    lengths = w.length_sample(key, form.scenario_json)
+    lengths = w.length_histogram(key, form.scenario_json)
     st.vega_lite_chart(spec=w.with_data(specs.spec("length_hist"), lengths=lengths))
 
 # ---------------------------------------------------------------- recommendation

@@ -80,7 +80,8 @@ def build_all() -> None:
 @_builder
 def length_hist() -> dict[str, Any]:
     """Prompt and answer histograms side by side, each binned over its own range (dataset
-    ``lengths``: columns ``which`` = prompt / answer and ``tokens``)."""
+    ``lengths`` from ``widgets.length_histogram``: which = prompt / answer, bin_start,
+    bin_end [tokens], count; binned on the server as Vega-Lite would bin)."""
     import altair as alt
 
     data = alt.Data(name="lengths")
@@ -91,11 +92,13 @@ def length_hist() -> dict[str, Any]:
             .transform_filter(alt.datum.which == which)
             .mark_bar(color=color, opacity=0.85)
             .encode(
-                x=alt.X("tokens:Q", bin=alt.Bin(maxbins=40), title=f"{which} [tokens]"),
-                y=alt.Y("count():Q", title="requests [of 2,000 drawn]"),
+                x=alt.X("bin_start:Q", bin="binned", title=f"{which} [tokens]"),
+                x2="bin_end:Q",
+                y=alt.Y("count:Q", title="requests [of 2,000 drawn]"),
                 tooltip=[
-                    alt.Tooltip("tokens:Q", bin=True, title="tokens"),
-                    alt.Tooltip("count():Q", title="requests"),
+                    alt.Tooltip("bin_start:Q", format=",.0f", title="tokens from"),
+                    alt.Tooltip("bin_end:Q", format=",.0f", title="tokens to"),
+                    alt.Tooltip("count:Q", title="requests"),
                 ],
             )
             .properties(height=130, width=250)
