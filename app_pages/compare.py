@@ -169,6 +169,7 @@ if rows:
         "traffic. Provenance: fit = calibrated on this GPU/framework/precision, transferred = "
         "from a coarser group, prior = no calibration."
     )
+    st.caption("Same answer from the command line (the scenario: sidebar, Load / save):")
     w.command_line(w.cli_command(form, per_gpu=True))
     st.download_button(
         "Comparison (CSV)",
