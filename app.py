@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.widgets import warm_up_in_background
-
 st.set_page_config(
     page_title="planner: LLM inference capacity", page_icon=":material/memory:", layout="wide"
 )
@@ -45,5 +43,8 @@ try:
     st.navigation(PAGES, expanded=True).run()
 finally:
     # once per server process, after the first page is drawn (not competing with it for
-    # the interpreter): the simulator's kernel and the default Plan answer (widgets.warm_up)
+    # the interpreter): the simulator's kernel and the default Plan answer (widgets.warm_up);
+    # imported here, so that the navigation goes to the browser before the page's imports
+    from app_pages.widgets import warm_up_in_background
+
     warm_up_in_background()

@@ -169,7 +169,8 @@ if rows:
         "traffic. Provenance: fit = calibrated on this GPU/framework/precision, transferred = "
         "from a coarser group, prior = no calibration."
     )
-    st.code(w.cli_command(form, per_gpu=True), language="bash")
+    st.caption("Same answer from the command line (the scenario: sidebar, Load / save):")
+    w.command_line(w.cli_command(form, per_gpu=True))
     st.download_button(
         "Comparison (CSV)",
         pd.DataFrame(rows).drop(columns=["assumptions"], errors="ignore").to_csv(index=False),

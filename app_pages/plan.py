@@ -10,10 +10,10 @@ from __future__ import annotations
 import datetime as dt
 import platform
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
+from app_pages import specs
 from app_pages import widgets as w
 from planner import PlannerError, fmt
 
@@ -49,97 +49,6 @@ TABLE = {
     "price_provider": "price from",
     "price_as_of": "price date",
 }
-
-
-@st.cache_resource(show_spinner=False)
-def length_hist_spec() -> dict:
-    """Prompt and answer histograms side by side, each binned over its own range."""
-    data = alt.Data(name="lengths")
-
-    def panel(which: str, color: str) -> alt.Chart:
-        return (
-            alt.Chart(data, title=f"{which} length")
-            .transform_filter(alt.datum.which == which)
-            .mark_bar(color=color, opacity=0.85)
-            .encode(
-                x=alt.X("tokens:Q", bin=alt.Bin(maxbins=40), title=f"{which} [tokens]"),
-                y=alt.Y("count():Q", title="requests [of 2,000 drawn]"),
-                tooltip=[
-                    alt.Tooltip("tokens:Q", bin=True, title="tokens"),
-                    alt.Tooltip("count():Q", title="requests"),
-                ],
-            )
-            .properties(height=130, width=250)
-        )
-
-    return alt.hconcat(panel("prompt", "#4c78a8"), panel("answer", "#f58518")).to_dict()
-
-
-WINNER_LEGEND = "datum.label == 'winner' ? 'recommended (#1)' : datum.label"
-
-
-@st.cache_resource(show_spinner=False)
-def pareto_spec() -> dict:
-    pts = alt.Data(name="options")
-    x = alt.X(
-        "e2e_p99_s:Q", title="P99 end-to-end latency [s]", scale=alt.Scale(zero=False, padding=24)
-    )
-    y = alt.Y("usd_per_mtok_output:Q", title="cost [$ per million output tokens]")
-    tip = [
-        alt.Tooltip("label:N", title="option"),
-        alt.Tooltip("usd_per_mtok_output:Q", format="$.4f", title="$/M output tokens"),
-        alt.Tooltip("e2e_p99_s:Q", format=".2f", title="E2E P99 [s]"),
-        alt.Tooltip("num_gpus:Q", title="GPUs"),
-    ]
-    front = (
-        alt.Chart(pts)
-        .transform_filter("datum.pareto")
-        .mark_line(color="#54a24b", strokeDash=[4, 3], interpolate="step-after")
-        .encode(x=x, y=y, order="e2e_p99_s:Q")
-    )
-    dots = (
-        alt.Chart(pts)
-        .mark_point(filled=True, size=110)
-        .encode(
-            x=x,
-            y=y,
-            shape=alt.Shape(
-                "role:N",
-                scale=alt.Scale(
-                    domain=["winner", "Pareto front", "other"],
-                    range=["diamond", "circle", "circle"],
-                ),
-                legend=alt.Legend(title=None, orient="bottom", labelExpr=WINNER_LEGEND),
-            ),
-            color=alt.Color(
-                "role:N",
-                scale=alt.Scale(
-                    domain=["winner", "Pareto front", "other"],
-                    range=["#d62728", "#54a24b", "#9d9d9d"],
-                ),
-                legend=alt.Legend(title=None, orient="bottom", labelExpr=WINNER_LEGEND),
-            ),
-            size=alt.Size(
-                "role:N",
-                scale=alt.Scale(domain=["winner", "Pareto front", "other"], range=[320, 110, 80]),
-                legend=None,
-            ),
-            tooltip=tip,
-        )
-    )
-    # short labels ("#1", "#3, #4") centred above their point: a long label ran over the
-    # neighbouring points (issue 18); the legend and the caption name the recommendation
-    labels = [
-        alt.Chart(pts)
-        .mark_text(align="center", baseline="bottom", dy=-11, fontSize=11, fontWeight="bold")
-        .encode(
-            x=x,
-            y=y,
-            text="short:N",
-            color=alt.condition("datum.rank == 1", alt.value("#d62728"), alt.value("#333")),
-        )
-    ]
-    return alt.layer(front, dots, *labels).properties(height=340).to_dict()
 
 
 def option_label(r: dict) -> str:
@@ -336,7 +245,7 @@ def classes_view() -> None:
         st.warning(f"No shared deployment serves every class: {out.get('shared_not')}")
     st.markdown("**Notes.** " + "; ".join(out["notes"]))
     st.markdown("Same answer from the command line:")
-    st.code(w.cli_command(form), language="bash")
+    w.command_line(w.cli_command(form))
 
 
 if sc.classes:
@@ -363,8 +272,8 @@ with left:
     if wl.source:
         st.caption(f"Preset source: {wl.source}")
 with right:
-    lengths = w.length_sample(key, form.scenario_json)
-    st.vega_lite_chart(spec=w.with_data(length_hist_spec(), lengths=lengths))
+    lengths = w.length_histogram(key, form.scenario_json)
+    st.vega_lite_chart(spec=w.with_data(specs.spec("length_hist"), lengths=lengths))
 
 # ---------------------------------------------------------------- recommendation
 n_gpus = len(sc.constraints.gpus) or len(cat.accelerators)
@@ -500,7 +409,7 @@ c3.download_button(
 )
 
 st.caption("Same answer from the command line (download the scenario above):")
-st.code(w.cli_command(form), language="bash")
+w.command_line(w.cli_command(form))
 
 # ---------------------------------------------------------------- pareto
 st.subheader("Cost vs latency")
@@ -529,7 +438,7 @@ for _, idx in pts.groupby(pos).groups.items():
     if not any(k == 1 or k in front for k in ranks):
         continue  # dominated options: tooltip only, so the front's labels stay readable
     pts.loc[first, "short"] = ", ".join(f"#{k}" for k in ranks)
-st.vega_lite_chart(spec=w.with_data(pareto_spec(), options=pts), width="stretch")
+st.vega_lite_chart(spec=w.with_data(specs.spec("pareto"), options=pts), width="stretch")
 st.caption(
     "Each point is a ranked option at the traffic the fleet is sized for; the dashed line "
     "joins the options no other beats on both cost and P99 end-to-end latency (the Pareto "

@@ -60,17 +60,20 @@ CUSTOM_MODELS = "custom_models"
 # --------------------------------------------------------------------------- warm-up
 def warm_up() -> float:
     """Load the simulator's compiled kernel (compile it on a fresh install, 20-60 s; load it
-    from numba's cache otherwise, ~0.5-3 s) and compute the Plan page's default answer
-    (:func:`default_plan`, kept on disk for later server processes); returns the seconds taken.
+    from numba's cache otherwise, ~0.5-3 s), compute the Plan page's default answer
+    (:func:`default_plan`) and build its charts' specs (``app_pages/specs.py``), both kept on
+    disk for later server processes; returns the seconds taken.
 
     ``scripts/warm_up.py`` runs it once at install; the app runs it in a background thread
     when a server process starts (:func:`warm_up_in_background`)."""
     import time
 
+    from app_pages import specs
     from planner.recommend import recommend
     from planner.workload import SLO, Workload
 
     t0 = time.perf_counter()
+    specs.build_all()  # the Plan page's charts without altair (app_pages/specs.py)
     default_plan()
     wl = Workload.model_validate({"preset": "chat", "traffic": {"mean_rps": 1.0, "peak_rps": 1.0}})
     slo = SLO.model_validate({"tpot": {"max_s": 0.1}})
@@ -1464,6 +1467,15 @@ def cli_command(form: ScenarioForm, *, per_gpu: bool = False) -> str:
     return cmd + f" --objective {form.objective} --top {form.top_n}"
 
 
+def command_line(cmd: str) -> None:
+    """Show the equivalent CLI command ``cmd`` as inline code (select it to copy).
+
+    Not ``st.code``: a code block makes the browser load and run Streamlit's 1.5 MB syntax
+    highlighter on a page's first visit, 0.2-0.5 s of a new server's first Plan page on the
+    2-core machine (issue 18, cold first load), for one line of shell."""
+    st.markdown(f"`` {cmd} ``" if "`" in cmd else f"`{cmd}`")  # a file name may hold a `
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def run_compare(key: tuple, scenario_json: str, objective: str) -> dict[str, Any]:
     """``planner.recommend.compare_gpus`` for the form's scenario, or ``{"error"}``."""
@@ -1481,17 +1493,51 @@ def run_compare(key: tuple, scenario_json: str, objective: str) -> dict[str, Any
         return {"error": str(e)}
 
 
+def nice_bins(lo: float, hi: float, maxbins: int = 40) -> tuple[float, float, float]:
+    """Vega-Lite's bins for values from ``lo`` to ``hi`` with at most ``maxbins`` bins
+    (``bin: {maxbins}``): (start, stop, step), as vega-statistics ``bin`` chooses them (base
+    10, steps divided by 5 or 2 where that stays within ``maxbins``, start and stop on
+    multiples of the step), so a histogram binned here looks as one Vega-Lite would bin."""
+    import math
+
+    span = hi - lo
+    if not span > 0:
+        span = abs(lo) or 1.0
+    level = math.ceil(math.log10(maxbins))
+    step = 10.0 ** (round(math.log10(span)) - level)
+    while math.ceil(span / step) > maxbins:
+        step *= 10
+    for div in (5, 2):
+        if span / (step / div) <= maxbins:
+            step /= div
+    v = math.log10(step)
+    eps = 10.0 ** (-(0 if v >= 0 else int(-v) + 1) - 1)
+    start = math.floor(lo / step + eps) * step
+    start = start - step if lo < start else start
+    stop = math.ceil(hi / step) * step
+    return start, (stop if stop > start else start + step), step
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
-def length_sample(key: tuple, scenario_json: str, n: int = 2000) -> pd.DataFrame:
-    """Prompt and answer lengths of ``n`` requests drawn from the workload (long format)."""
+def length_histogram(key: tuple, scenario_json: str, n: int = 2000) -> pd.DataFrame:
+    """Prompt and answer lengths of ``n`` requests drawn from the workload, binned as
+    Vega-Lite would (:func:`nice_bins`, at most 40 bins each): columns ``which`` (prompt /
+    answer), ``bin_start`` and ``bin_end`` [tokens], ``count`` [requests]. Binned here, the
+    browser draws ~80 bars instead of binning 2 x ``n`` rows itself."""
     sc = build_scenario(key, scenario_json)
-    i, o = sc.workload.sample_lengths(n, np.random.default_rng(0))
-    return pd.DataFrame(
-        {
-            "which": ["prompt"] * len(i) + ["answer"] * len(o),
-            "tokens": np.concatenate([i, o]).astype(float),
-        }
-    )
+    parts = []
+    drawn = sc.workload.sample_lengths(n, np.random.default_rng(0))
+    for which, x in zip(("prompt", "answer"), drawn, strict=True):
+        x = np.asarray(x, dtype=float)
+        start, stop, step = nice_bins(float(x.min()), float(x.max()))
+        edges = start + step * np.arange(round((stop - start) / step) + 1)
+        counts, _ = np.histogram(x, bins=edges)
+        parts.append(
+            pd.DataFrame(
+                {"which": which, "bin_start": edges[:-1], "bin_end": edges[1:], "count": counts}
+            )
+        )
+    return pd.concat(parts, ignore_index=True)
 
 
 def fmt_money(v: float | None, digits: int = 2) -> str:
