@@ -193,7 +193,11 @@ def test_p99_request_that_does_not_fit_is_infeasible_not_truncated():
         traffic={"peak_rps": 1.0, "mean_rps": 0.5},
         input_tokens={"kind": "lognormal", "mean": 16000.0, "p90": 28000.0},
     )
-    slo = SLO.model_validate({"ttft": {"max_s": 20.0}, "tpot": {"max_s": 0.08}, "attainment": 0.99})
+    # the SLO is loose on purpose: this test is about memory. With 16k-token prompts the
+    # decoding requests share iterations with 8,192-token prefill chunks, which the fitted
+    # vLLM-on-H100 node (compute_eff ~0.24 on the public vLLM Hopper rows, docs/calibration.md)
+    # puts near 1 s each: a TPOT p99 of 80 ms is out of reach for it even at zero load.
+    slo = SLO.model_validate({"ttft": {"max_s": 20.0}, "tpot": {"max_s": 0.2}, "attainment": 0.99})
     with pytest.raises(PlannerError, match="no option meets"):
         _rec(model="llama-3.1-70b", workload=rag, slo=slo, precisions=("fp8",), tps=(1,))
     res = _rec(model="llama-3.1-70b", workload=rag, slo=slo, precisions=("fp8",), tps=(1, 2))
