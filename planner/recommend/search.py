@@ -55,6 +55,7 @@ from .objective import (
     sort_key,
 )
 from .options import MAX_TP_PER_NODE, Option, Rejection, enumerate_options, pp_options
+from .prefetch import Prefetch
 
 __all__ = [
     "OBJECTIVES",
@@ -556,46 +557,81 @@ class _Search:
         # value is pruned with the bound as its reason; nothing unscreened or unsimulated
         # is ever reported.
         heap: list[tuple[float, int, int, Any]] = []
-        seq = 0
+        self.seq = 0  # insertion order: breaks ties of the bound
         max_tp = max(c.tps)
         for opt in options:
             if obj.needs_price and isinstance(self.price_of(opt.gpu.id), PlannerError):
                 why = f"no price: {self.price_of(opt.gpu.id)}"
                 self.rejected.append(Rejection.of(opt, "price", why))
                 continue
-            heap.append((self.lb0(opt), 0, seq, opt))
-            seq += 1
+            heap.append((self.lb0(opt), 0, self.seq, opt))
+            self.seq += 1
         heapq.heapify(heap)
         learned = RatioBook()
-        while heap:
-            key, stage, _, item = heapq.heappop(heap)
-            best = self.threshold(item if stage == 0 else item.opt)
-            if not self.exhaustive and math.isfinite(best) and key >= best * (1 - 1e-9):
-                self.prune(key, stage, item, best)
-                # the heap is ordered: once past every pair's threshold, nothing left can win
-                last = self.nth_best(None) * (1 + TIE_REL)
-                if not self.per_gpu and math.isfinite(last) and key >= last * (1 - 1e-9):
-                    for key2, stage2, _, it2 in heap:
-                        self.prune(key2, stage2, it2, best)
-                    break
-                continue
-            if stage == 1:
-                self.simulate(item, learned)
-                continue
-            opt = item
-            wp = self.weights_problem(opt)
-            r = Rejection.of(opt, "memory", wp) if wp else self.screen(opt)
-            if isinstance(r, Screened):
-                self.screened.append(r)
-                heapq.heappush(heap, (r.bound, 1, seq, r))
-                seq += 1
-                continue
-            self.rejected.append(r)
-            if r.stage == "memory" and opt.tp == max_tp == MAX_TP_PER_NODE and opt.pp == 1:
-                for o in pp_options(m, opt, c.max_gpus_per_replica):  # PP only where needed
-                    heapq.heappush(heap, (self.lb0(o), 0, seq, o))
-                    seq += 1
+        prefetch: Prefetch | None = None
+        try:
+            while heap:
+                key, stage, seq_i, item = heapq.heappop(heap)
+                best = self.threshold(item if stage == 0 else item.opt)
+                if not self.exhaustive and math.isfinite(best) and key >= best * (1 - 1e-9):
+                    self.prune(key, stage, item, best)
+                    # the heap is ordered: once past every pair's threshold, nothing left
+                    # can win
+                    last = self.nth_best(None) * (1 + TIE_REL)
+                    if not self.per_gpu and math.isfinite(last) and key >= last * (1 - 1e-9):
+                        for key2, stage2, _, it2 in heap:
+                            self.prune(key2, stage2, it2, best)
+                        break
+                    continue
+                if stage == 1:
+                    if prefetch is None and self.prefetch_ok():
+                        # the first simulation: screen the options to come meanwhile
+                        prefetch = Prefetch(
+                            [(q, o) for _, _, q, o in sorted(heap, key=lambda x: x[:3])],
+                            self.screen_option,
+                            self.zero_load,
+                        )
+                    self.simulate(item, learned)
+                    continue
+                r = prefetch.take(seq_i) if prefetch is not None else None
+                self.step_screened(heap, item, self.screen_option(item) if r is None else r, max_tp)
+        finally:
+            if prefetch is not None:
+                prefetch.close()
         return self.report(t0, n_enumerated)
+
+    def prefetch_ok(self) -> bool:
+        """Whether a second thread may screen ahead: only where it is certain to help
+        (``per_gpu``: the search visits nearly every option) and cannot change a number
+        (a request sample from a shared random generator depends on the order of draws)."""
+        return self.per_gpu and not isinstance(self.cache.seed, np.random.Generator)
+
+    def screen_option(self, opt: Option) -> Screened | Rejection:
+        """The weights check, then :meth:`screen`."""
+        wp = self.weights_problem(opt)
+        return Rejection.of(opt, "memory", wp) if wp else self.screen(opt)
+
+    def zero_load(self, s: Screened) -> None:
+        """Ask (and so remember) the zero-load verdict :func:`evaluate` asks first."""
+        for i in range(len(self.cache.classes)):
+            try:
+                self.cache.reachable(s.replica, i, False)
+            except PlannerError:
+                return
+
+    def step_screened(self, heap: list, opt: Option, r: Screened | Rejection, max_tp: int) -> None:
+        """Queue a screened option for simulation, or record its rejection (a layout too
+        small for the weights at the largest TP queues its pipeline-parallel layouts)."""
+        if isinstance(r, Screened):
+            self.screened.append(r)
+            heapq.heappush(heap, (r.bound, 1, self.seq, r))
+            self.seq += 1
+            return
+        self.rejected.append(r)
+        if r.stage == "memory" and opt.tp == max_tp == MAX_TP_PER_NODE and opt.pp == 1:
+            for o in pp_options(self.m, opt, self.c.max_gpus_per_replica):  # PP only where needed
+                heapq.heappush(heap, (self.lb0(o), 0, self.seq, o))
+                self.seq += 1
 
     def reproduce(self, s: Screened) -> str:
         """The ``planner capacity`` command giving this option's GPU count: every setting

@@ -12,8 +12,10 @@
 * :mod:`~planner.serving.capacity` -- :func:`max_rate`, :func:`throughput_latency_curve`,
   :func:`compare_tp`
 * :mod:`~planner.serving.fleet` -- :func:`size_fleet`
+* :data:`SIMULATING` -- set while a simulation's compiled loop runs (without the GIL)
 """
 
+from planner.serving._engine import SIMULATING
 from planner.serving.capacity import (
     CapacityResult,
     compare_tp,
@@ -42,6 +44,7 @@ from planner.serving.simulate import simulate
 from planner.serving.steady_state import SteadyStateResult, steady_state
 
 __all__ = [
+    "SIMULATING",
     "CapacityProbe",
     "CapacityResult",
     "RequestClass",

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from planner.engine._scalar import window_pairs
@@ -11,6 +13,10 @@ from planner.errors import PlannerError, require_positive
 from planner.serving.replica import Replica
 from planner.serving.result import SimResult
 from planner.workload.workload import Requests
+
+#: set while a simulation's compiled event loop runs (it holds no GIL then): a helper thread
+#: (the recommender's screening ahead, planner.recommend.search) runs Python only meanwhile
+SIMULATING = threading.Event()
 
 
 def _run_continuous(
@@ -60,7 +66,7 @@ def _run_continuous(
     stats = np.zeros(6, np.int64)
     if stop is None:
         stop = (np.zeros(6), np.zeros(7, np.int64))  # s1 = s0 = 0: no early stop
-    err, cur, busy, area, kv_area, kv_max, pf_tokens, ev_i, ev_t, nev = kernel()(
+    args = (
         inp,
         out,
         cch,
@@ -86,6 +92,12 @@ def _run_continuous(
         np.ascontiguousarray(stop[1], np.int64),
         stats,
     )
+    loop = kernel()
+    SIMULATING.set()  # from here to the end of the loop no GIL is held
+    try:
+        err, cur, busy, area, kv_area, kv_max, pf_tokens, ev_i, ev_t, nev = loop(*args)
+    finally:
+        SIMULATING.clear()
     if err == ERR_STALLED:  # pragma: no cover
         raise PlannerError("simulation stalled with requests outstanding")
     if err == ERR_KV_RUNNING:  # pragma: no cover

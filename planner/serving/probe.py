@@ -146,6 +146,8 @@ class WorkloadCache:
         self._fit: dict[int, tuple[Requests, np.ndarray, int]] = {}
         self._sat: dict[int, tuple[Replica, SteadyStateResult]] = {}
         self._quantiles: dict[tuple[int, str, float], float] = {}
+        #: zero-load verdicts (:meth:`reachable`) per (replica id, class, values)
+        self._reach: dict[tuple[int, int, bool], tuple[Replica, Any]] = {}
 
     def quantile_tokens(self, index: int, which: str, q: float) -> float:
         """``classes[index].workload.<which>_quantile_tokens(q)`` (``which``: "input" or
@@ -261,6 +263,29 @@ class WorkloadCache:
                 float(cap_rps), int(steps),
             )
         )  # fmt: skip
+
+    def reachable(self, replica: Replica, index: int = 0, values: bool = True) -> dict[str, float]:
+        """:func:`check_reachable` of ``replica`` for class ``index`` on its
+        :meth:`unloaded_requests`, remembered per replica (the recommender's screening
+        thread may ask first); raises the same :class:`PlannerError` on every call."""
+        key = (id(replica), int(index), bool(values))
+        hit = self._reach.get(key)
+        if hit is None or hit[0] is not replica:
+            c = self.classes[index]
+            try:
+                out: Any = check_reachable(
+                    replica, c.workload, c.slo, values=values,
+                    requests=self.unloaded_requests(replica, index),
+                )  # fmt: skip
+            except PlannerError as e:
+                out = e
+            hit = (replica, out)
+            if len(self._reach) >= 16384:
+                self._reach.clear()
+            self._reach[key] = hit
+        if isinstance(hit[1], PlannerError):
+            raise hit[1].with_traceback(None)
+        return dict(hit[1])
 
     def unloaded_requests(self, replica: Replica, index: int = 0, n: int = 400) -> Requests:
         """The request sample of :func:`unloaded_latency` for class ``index`` (its default
@@ -485,8 +510,7 @@ class CapacityProbe:
             if not self._checked:
                 check_fits(self.replica, self.base, self.cache.fit_stats(self.base))
             for i, c in enumerate(self.classes):
-                reqs = self.cache.unloaded_requests(self.replica, i)
-                z = check_reachable(self.replica, c.workload, c.slo, requests=reqs, values=values)
+                z = self.cache.reachable(self.replica, i, values)
                 self.zero_load.update(
                     z if self.cache.single else {f"{c.name}.{k}": v for k, v in z.items()}
                 )

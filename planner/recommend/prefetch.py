@@ -1,0 +1,83 @@
+"""Screening ahead of the recommender's search in a second thread (:class:`Prefetch`)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import Any
+
+from ..serving import SIMULATING
+from .objective import Screened
+from .options import Option, Rejection
+
+
+class Prefetch:
+    """Screens the search's options ahead of it in a second thread.
+
+    The search is sequential (each option's simulation depends on the best found before
+    it), but its simulations run compiled without the GIL
+    (:func:`planner.serving._kernel.kernel`): meanwhile this thread screens the options the
+    search will pop next (in its order: by the bound without a replica) and asks their
+    zero-load verdict (:meth:`planner.serving.WorkloadCache.reachable`, remembered). Both
+    are pure functions of the option, so the search uses the answer as if it had computed
+    it: every number, reason and count is the same, only sooner on a second core.
+
+    ``items``: ``(seq, option or Screened)`` in the order the search pops them;
+    ``work(option)``: the screening (returns a :class:`Screened` or a :class:`Rejection`);
+    ``after(screened)``: what to ask of a screened option (its zero-load verdict)."""
+
+    #: marks an item the thread is screening now
+    _BUSY = object()
+    #: marks an item the search screens itself
+    _MAIN = object()
+
+    def __init__(self, items: list[tuple[int, Option]], work, after) -> None:
+        self.items, self.work, self.after = items, work, after
+        self.state: dict[int, Any] = {}
+        self.cv = threading.Condition()
+        self.stopped = False
+        self.thread = threading.Thread(target=self._run, name="planner-prefetch", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        for seq, item in self.items:
+            # work only while the search simulates (its loop holds no GIL), never against
+            # its own Python: the GIL is handed back after each item (a sleep releases it
+            # at once, so the search waits for one item at most)
+            while not SIMULATING.wait(0.05):
+                if self.stopped:
+                    return
+            time.sleep(2e-5)
+            if self.stopped:
+                return
+            if isinstance(item, Screened):  # screened already: its zero-load verdict
+                with contextlib.suppress(Exception):  # the search asks again and raises
+                    self.after(item)
+                continue
+            if self.state.setdefault(seq, self._BUSY) is not self._BUSY:
+                continue  # the search took it
+            try:
+                r = self.work(item)
+                if isinstance(r, Screened):
+                    self.after(r)
+            except Exception:  # noqa: BLE001 - the search screens it again and raises
+                r = self._MAIN
+            with self.cv:
+                self.state[seq] = r
+                self.cv.notify_all()
+
+    def take(self, seq: int) -> Screened | Rejection | None:
+        """The screened option ``seq`` (waiting while the thread is at it), or None: the
+        caller screens it."""
+        r = self.state.setdefault(seq, self._MAIN)
+        if r is self._BUSY:
+            with self.cv:
+                while self.state[seq] is self._BUSY:
+                    self.cv.wait()
+                r = self.state[seq]
+        return None if r is self._MAIN else r
+
+    def close(self) -> None:
+        self.stopped = True
+        self.thread.join()
