@@ -55,7 +55,7 @@ from .objective import (
     sort_key,
 )
 from .options import MAX_TP_PER_NODE, Option, Rejection, enumerate_options, pp_options
-from .prefetch import Prefetch
+from .threads import Prefetch, each
 
 __all__ = [
     "OBJECTIVES",
@@ -664,10 +664,18 @@ class _Search:
         top = [s for s, _ in picked]
         if not top:
             raise PlannerError(nothing_meets(self.rejected))
-        for s, variants in picked:
+
+        def done_one(s: Screened, variants: list[Screened]) -> None:
             finish(s, self.cache, ld, c.headroom, self.ownership, self.refine, self.reproduce(s))
             s.result["precision_label"] = variant_label(s, variants)
             s.result["variants"] = [v.opt.ids() for v in variants]
+
+        # each recommendation's own simulations and numbers: two at a time (they hold no
+        # GIL while simulating), unless the request sample comes from a shared generator
+        each(
+            [functools.partial(done_one, s, vs) for s, vs in picked],
+            threads=1 if isinstance(self.cache.seed, np.random.Generator) else 2,
+        )
         recs = [s.result for s in top]
         for i, r in enumerate(recs, 1):
             r["rank"] = i

@@ -1,10 +1,15 @@
-"""Screening ahead of the recommender's search in a second thread (:class:`Prefetch`)."""
+"""The recommender's work on a second core: its simulations hold no GIL (the compiled event
+loop), so Python runs in another thread meanwhile. :class:`Prefetch` screens ahead of the
+search; :func:`each` runs independent jobs (finishing the recommendations) in two threads.
+Both only move pure work to another thread: every answer is the same."""
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..serving import SIMULATING
@@ -81,3 +86,34 @@ class Prefetch:
     def close(self) -> None:
         self.stopped = True
         self.thread.join()
+
+
+def each(jobs: list[Callable[[], Any]], threads: int = 2) -> None:
+    """Run every job (independent of the others: pure but for its own objects) in
+    ``threads`` threads, this one included; the first failing job's error (by position)
+    is raised, as a loop over the jobs would raise it."""
+    if len(jobs) < 2 or threads < 2:
+        for f in jobs:
+            f()
+        return
+    nxt = itertools.count()
+    errors: list[tuple[int, BaseException]] = []
+
+    def work() -> None:
+        while not errors:
+            i = next(nxt)  # atomic: each job runs once
+            if i >= len(jobs):
+                return
+            try:
+                jobs[i]()
+            except BaseException as e:  # noqa: BLE001 - raised by the caller below
+                errors.append((i, e))
+
+    helpers = [threading.Thread(target=work, daemon=True) for _ in range(threads - 1)]
+    for t in helpers:
+        t.start()
+    work()
+    for t in helpers:
+        t.join()
+    if errors:
+        raise min(errors, key=lambda x: x[0])[1]
