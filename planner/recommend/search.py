@@ -134,14 +134,14 @@ def _replica(m, opt: Option, params, prov: str, cat: Catalog, eng_kw: dict[str, 
                 catalog=cat, **eng_kw,
             )  # fmt: skip
         except PlannerError as e:
-            out = e
+            out = e.with_traceback(None)
         hit = (objs, out)
         if key is not None:
             if len(_REPLICAS) >= _REPLICAS_MAX:
                 _REPLICAS.clear()
             _REPLICAS[key] = hit
     if isinstance(hit[1], PlannerError):
-        raise hit[1].with_traceback(None)  # the same error, not its growing traceback
+        raise hit[1].copy()  # the same error, without the frames of earlier raises
     return hit[1]
 
 

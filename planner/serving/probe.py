@@ -278,13 +278,13 @@ class WorkloadCache:
                     requests=self.unloaded_requests(replica, index),
                 )  # fmt: skip
             except PlannerError as e:
-                out = e
+                out = e.with_traceback(None)
             hit = (replica, out)
             if len(self._reach) >= 16384:
                 self._reach.clear()
             self._reach[key] = hit
         if isinstance(hit[1], PlannerError):
-            raise hit[1].with_traceback(None)
+            raise hit[1].copy()  # the same error, without the frames of earlier raises
         return dict(hit[1])
 
     def unloaded_requests(self, replica: Replica, index: int = 0, n: int = 400) -> Requests:
