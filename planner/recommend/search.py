@@ -36,7 +36,13 @@ from ..cost import load_ownership, quote_price
 from ..engine.memory import weight_memory
 from ..errors import MissingDataError, PlannerError
 from ..files import rare_gc
-from ..serving import Replica, WorkloadCache, build_replica, check_workload_fits
+from ..serving import (
+    CapacityProbe,
+    Replica,
+    WorkloadCache,
+    build_replica,
+    check_workload_fits,
+)
 from ..workload import SLO, Workload
 from .constraints import Constraints
 from .decide import decide, diverse, variant_label
@@ -55,7 +61,7 @@ from .objective import (
     sort_key,
 )
 from .options import MAX_TP_PER_NODE, Option, Rejection, enumerate_options, pp_options
-from .threads import Prefetch, each
+from .threads import Prefetch, each, threads
 
 __all__ = [
     "OBJECTIVES",
@@ -472,18 +478,21 @@ class _Search:
     def group(self, opt: Option) -> str | None:
         return opt.gpu.id if self.per_gpu else None
 
-    def nth_best(self, g: str | None = None) -> float:
-        """The N-th best value among distinct GPU x framework pairs (the top N is diverse)."""
-        vals = sorted(v for (g2, _), v in self.best.items() if g2 == g)
+    def nth_best(self, g: str | None = None, best: dict | None = None) -> float:
+        """The N-th best value among distinct GPU x framework pairs (the top N is diverse);
+        ``best``: the pairs' best values (default: the search's now)."""
+        best = self.best if best is None else best
+        vals = sorted(v for (g2, _), v in best.items() if g2 == g)
         return vals[self.top_n - 1] if len(vals) >= self.top_n else math.inf
 
-    def threshold(self, opt: Option) -> float:
+    def threshold(self, opt: Option, best: dict | None = None) -> float:
         """The value an option must beat to matter: the N-th best distinct pair's, or, when
         its own GPU x framework pair is already in the top N, that pair's best (a tie within
         :data:`TIE_REL` still joins its line)."""
+        best = self.best if best is None else best
         g = self.group(opt)
-        nth = self.nth_best(g)
-        b = self.best.get((g, (opt.gpu.id, opt.framework.id)))
+        nth = self.nth_best(g, best)
+        b = best.get((g, (opt.gpu.id, opt.framework.id)))
         return b * (1 + TIE_REL) if b is not None and b <= nth else nth
 
     def prune(self, key: float, stage: int, item: Any, best: float) -> None:
@@ -498,24 +507,30 @@ class _Search:
         self.rejected.append(Rejection.of(opt, "pruned", why))
         self.pruned += 1
 
+    def k_start(self, s: Screened, learned: RatioBook, slo_rate_rps: float) -> int:
+        """Seed of the replica search: the analytic SLO rate (mean latencies at the targets)
+        times the median ratio simulated / analytic of the options simulated so far on this
+        GPU (on any, before the first)."""
+        typ = learned.typical(s.opt.gpu.id)
+        return max(s.k_lb, math.ceil(self.load.need_rps / (typ * slo_rate_rps) - 1e-9))
+
+    def k_cap(self, s: Screened, best: float) -> int | None:
+        """Most replicas that can still beat ``best`` (the threshold), or None: no cap."""
+        p = s.usd_per_gpu_hour
+        if self.obj.name == "cost" and p and math.isfinite(best) and not self.exhaustive:
+            return max(s.k_lb, int(best / (s.opt.gpus_per_replica * p) + 1e-9))
+        return None
+
     def simulate(self, s: Screened, learned: RatioBook) -> None:
         """Simulate one screened option; it joins ``done`` or ``rejected``."""
         ld = self.load
 
-        def k_start() -> int:
-            # seed the replica search: the analytic SLO rate (mean latencies at the targets)
-            # times the median ratio simulated / analytic of the options simulated so far
-            # on this GPU (on any, before the first)
-            # (computed only for an option that meets the SLO served alone)
+        def k_start() -> int:  # computed only for an option that meets the SLO served alone
             s.slo_rate_rps = self.cache.slo_rate(s.replica, s.cap_rps)
-            typ = learned.typical(s.opt.gpu.id)
-            return max(s.k_lb, math.ceil(ld.need_rps / (typ * s.slo_rate_rps) - 1e-9))
+            return self.k_start(s, learned, s.slo_rate_rps)
 
         # an option that needs more replicas than the N-th best's cost allows cannot win
-        p, k_cap = s.usd_per_gpu_hour, None
-        best = self.threshold(s.opt)
-        if self.obj.name == "cost" and p and math.isfinite(best) and not self.exhaustive:
-            k_cap = max(s.k_lb, int(best / (s.opt.gpus_per_replica * p) + 1e-9))
+        k_cap = self.k_cap(s, self.threshold(s.opt))
         k_max, why, stage = self.k_max(s)
         r = evaluate(s, self.cache, ld.need_rps, self.n_requests, k_max, k_start, k_cap, why, stage)
         if isinstance(r, Rejection):
@@ -586,10 +601,12 @@ class _Search:
                 if stage == 1:
                     if prefetch is None and self.prefetch_ok():
                         # the first simulation: screen the options to come meanwhile
+                        tried: set[int] = set()
                         prefetch = Prefetch(
                             [(q, o) for _, _, q, o in sorted(heap, key=lambda x: x[:3])],
                             self.screen_option,
                             self.zero_load,
+                            functools.partial(self.ahead, heap, learned, tried),
                         )
                     self.simulate(item, learned)
                     continue
@@ -604,7 +621,9 @@ class _Search:
         """Whether a second thread may screen ahead: only where it is certain to help
         (``per_gpu``: the search visits nearly every option) and cannot change a number
         (a request sample from a shared random generator depends on the order of draws)."""
-        return self.per_gpu and not isinstance(self.cache.seed, np.random.Generator)
+        return (
+            self.per_gpu and not isinstance(self.cache.seed, np.random.Generator) and threads() > 1
+        )
 
     def screen_option(self, opt: Option) -> Screened | Rejection:
         """The weights check, then :meth:`screen`."""
@@ -618,6 +637,37 @@ class _Search:
                 self.cache.reachable(s.replica, i, False)
             except PlannerError:
                 return
+
+    def ahead(self, heap: list, learned: RatioBook, tried: set[int]) -> bool:
+        """Run, in this (helper) thread, the first simulation the search will run for the
+        next screened option it pops, as the search's state stands now, and keep it for the
+        search (:meth:`planner.serving.WorkloadCache.put_ahead`); the search takes it only if
+        it then asks for that very run. False when there is nothing to run ahead."""
+        # the 4 smallest items of a heap lie in its first 15 places
+        nxt = [x for x in heapq.nsmallest(4, heap[:15]) if x[1] == 1 and id(x[3]) not in tried]
+        if not nxt:
+            return False
+        s: Screened = nxt[0][3]
+        tried.add(id(s))
+        best = self.threshold(s.opt, dict(self.best))
+        if not self.exhaustive and math.isfinite(best) and s.bound >= best * (1 - 1e-9):
+            return True  # pruned, not simulated
+        k_cap = self.k_cap(s, best)
+        k_max = self.k_max(s)[0]
+        top = k_cap if k_cap is not None and k_cap < k_max else k_max
+        if top < max(1, s.k_lb):
+            return True
+        probe = CapacityProbe(s.replica, self.cache, n_requests=self.n_requests, early_stop=True)
+        try:
+            probe.check(values=False)
+        except PlannerError:
+            return True
+        k0 = probe.first_k(s.k_lb, top, self.k_start(s, learned, self.cache.slo_rate(
+            s.replica, s.cap_rps)))  # fmt: skip
+        rate = self.load.need_rps / k0
+        if rate <= probe.cap_rps * (1 + 1e-9):
+            self.cache.run_ahead(probe, rate)
+        return True
 
     def step_screened(self, heap: list, opt: Option, r: Screened | Rejection, max_tp: int) -> None:
         """Queue a screened option for simulation, or record its rejection (a layout too
@@ -674,7 +724,7 @@ class _Search:
         # GIL while simulating), unless the request sample comes from a shared generator
         each(
             [functools.partial(done_one, s, vs) for s, vs in picked],
-            threads=1 if isinstance(self.cache.seed, np.random.Generator) else 2,
+            threads=1 if isinstance(self.cache.seed, np.random.Generator) else threads(),
         )
         recs = [s.result for s in top]
         for i, r in enumerate(recs, 1):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -15,6 +16,15 @@ from typing import Any
 from ..serving import SIMULATING
 from .objective import Screened
 from .options import Option, Rejection
+
+
+def threads() -> int:
+    """Threads the recommender may use: 2 where the machine has a second core, 1 otherwise
+    or when the environment variable ``PLANNER_THREADS`` says 1 (same answers either way)."""
+    env = os.environ.get("PLANNER_THREADS", "").strip()
+    if env.isdigit() and int(env) >= 1:
+        return min(int(env), 2)
+    return 2 if (os.cpu_count() or 1) >= 2 else 1
 
 
 class Prefetch:
@@ -30,15 +40,16 @@ class Prefetch:
 
     ``items``: ``(seq, option or Screened)`` in the order the search pops them;
     ``work(option)``: the screening (returns a :class:`Screened` or a :class:`Rejection`);
-    ``after(screened)``: what to ask of a screened option (its zero-load verdict)."""
+    ``after(screened)``: what to ask of a screened option (its zero-load verdict);
+    ``ahead()``: run the search's next simulation ahead (False: nothing to run)."""
 
     #: marks an item the thread is screening now
     _BUSY = object()
     #: marks an item the search screens itself
     _MAIN = object()
 
-    def __init__(self, items: list[tuple[int, Option]], work, after) -> None:
-        self.items, self.work, self.after = items, work, after
+    def __init__(self, items: list[tuple[int, Option]], work, after, ahead=None) -> None:
+        self.items, self.work, self.after, self.ahead = items, work, after, ahead
         self.state: dict[int, Any] = {}
         self.cv = threading.Condition()
         self.stopped = False
@@ -46,16 +57,29 @@ class Prefetch:
         self.thread.start()
 
     def _run(self) -> None:
-        for seq, item in self.items:
+        SIMULATING.mark_helper()
+        items = iter(self.items)
+        while True:
             # work only while the search simulates (its loop holds no GIL), never against
-            # its own Python: the GIL is handed back after each item (a sleep releases it
-            # at once, so the search waits for one item at most)
+            # its own Python: the GIL is handed back after each step (a sleep releases it
+            # at once, so the search waits for one step at most)
             while not SIMULATING.wait(0.05):
                 if self.stopped:
                     return
             time.sleep(2e-5)
             if self.stopped:
                 return
+            ran = False
+            if self.ahead is not None:  # a simulation ahead of the search, on this core
+                with contextlib.suppress(Exception):  # the search runs it itself
+                    ran = self.ahead()
+            seq, item = next(items, (None, None))
+            if item is None:
+                if self.ahead is None:
+                    return
+                if not ran:
+                    time.sleep(2e-4)  # nothing to do until the search moves on
+                continue
             if isinstance(item, Screened):  # screened already: its zero-load verdict
                 with contextlib.suppress(Exception):  # the search asks again and raises
                     self.after(item)

@@ -14,9 +14,30 @@ from planner.serving.replica import Replica
 from planner.serving.result import SimResult
 from planner.workload.workload import Requests
 
-#: set while a simulation's compiled event loop runs (it holds no GIL then): a helper thread
-#: (the recommender's screening ahead, planner.recommend.search) runs Python only meanwhile
-SIMULATING = threading.Event()
+
+class SimulationGate:
+    """Tells a helper thread when a simulation's compiled event loop runs in another thread
+    (it holds no GIL then): the recommender's helper (:mod:`planner.recommend.threads`) runs
+    its Python only meanwhile. A helper's own simulations do not open the gate."""
+
+    def __init__(self) -> None:
+        self.open = threading.Event()
+        self._local = threading.local()
+
+    def mark_helper(self) -> None:
+        """This thread is a helper: its simulations leave the gate as it is."""
+        self._local.helper = True
+
+    def is_helper(self) -> bool:
+        return getattr(self._local, "helper", False)
+
+    def wait(self, timeout: float) -> bool:
+        """Wait until a simulation runs (True), at most ``timeout`` [s]."""
+        return self.open.wait(timeout)
+
+
+#: the gate of this process's simulations
+SIMULATING = SimulationGate()
 
 
 def _run_continuous(
@@ -93,11 +114,14 @@ def _run_continuous(
         stats,
     )
     loop = kernel()
-    SIMULATING.set()  # from here to the end of the loop no GIL is held
+    gate = not SIMULATING.is_helper()
+    if gate:
+        SIMULATING.open.set()  # from here to the end of the loop no GIL is held
     try:
         err, cur, busy, area, kv_area, kv_max, pf_tokens, ev_i, ev_t, nev = loop(*args)
     finally:
-        SIMULATING.clear()
+        if gate:
+            SIMULATING.open.clear()
     if err == ERR_STALLED:  # pragma: no cover
         raise PlannerError("simulation stalled with requests outstanding")
     if err == ERR_KV_RUNNING:  # pragma: no cover

@@ -21,6 +21,7 @@ Method (the same for every caller, so they agree for the same seed):
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -148,6 +149,9 @@ class WorkloadCache:
         self._quantiles: dict[tuple[int, str, float], float] = {}
         #: zero-load verdicts (:meth:`reachable`) per (replica id, class, values)
         self._reach: dict[tuple[int, int, bool], tuple[Replica, Any]] = {}
+        #: verdict runs made ahead by a helper thread (:meth:`run_ahead`), and those running
+        self._ahead: dict[tuple[int, float, int], tuple[Replica, Any]] = {}
+        self._ahead_busy: dict[tuple[int, float, int], threading.Event] = {}
 
     def quantile_tokens(self, index: int, which: str, q: float) -> float:
         """``classes[index].workload.<which>_quantile_tokens(q)`` (``which``: "input" or
@@ -286,6 +290,39 @@ class WorkloadCache:
         if isinstance(hit[1], PlannerError):
             raise hit[1].copy()  # the same error, without the frames of earlier raises
         return dict(hit[1])
+
+    def run_ahead(self, probe: CapacityProbe, rate: float) -> None:
+        """Run ``probe``'s verdict at ``rate`` (a helper thread, on its own probe, ahead of
+        the search) and keep it for the search's probe of the same replica:
+        :meth:`CapacityProbe.run` takes it instead of simulating (the same run), waiting
+        for it while it runs."""
+        key = (id(probe.replica), rate, probe.n_cap)
+        done = threading.Event()
+        self._ahead_busy[key] = done
+        probe.ahead = True  # its own run takes nothing
+        try:
+            probe.run(rate)
+            if len(self._ahead) >= 64:
+                self._ahead.clear()
+            self._ahead[key] = (
+                probe.replica, (probe.summaries[rate], probe._results.get(rate), probe.n_scored)
+            )  # fmt: skip
+        finally:
+            self._ahead_busy.pop(key, None)
+            done.set()
+
+    def take_ahead(self, probe: CapacityProbe, rate: float, wait_s: float = 0.005) -> Any:
+        """The run :meth:`run_ahead` made for ``probe`` at ``rate`` (once; waiting for it
+        at most ``wait_s`` while it runs: on a busy machine the helper may be starved), or
+        None."""
+        key = (id(probe.replica), rate, probe.n_cap)
+        busy = self._ahead_busy.get(key)
+        if busy is not None:
+            busy.wait(wait_s)
+        hit = self._ahead.pop(key, None)
+        if hit is None or hit[0] is not probe.replica or hit[1][2] != probe.n_scored:
+            return None
+        return hit[1]
 
     def unloaded_requests(self, replica: Replica, index: int = 0, n: int = 400) -> Requests:
         """The request sample of :func:`unloaded_latency` for class ``index`` (its default
@@ -500,6 +537,8 @@ class CapacityProbe:
         self._results: dict[float, tuple[SimResult, np.ndarray, float, bool]] = {}
         self.simulations = 0
         self._checked = 0  # 1: verdict, 2: and the zero-load values
+        #: a helper's probe, running ahead of the search (WorkloadCache.run_ahead)
+        self.ahead = False
         self.zero_load: dict[str, float] = {}
 
     def check(self, values: bool = True) -> dict[str, float]:
@@ -533,6 +572,14 @@ class CapacityProbe:
             ):
                 return s
         self.check(values=not self.early_stop)
+        if self.early_stop and not exact and not whole and not self.ahead:
+            ahead = self.cache.take_ahead(self, rate)  # the same run, made by a helper
+            if ahead is not None:
+                self.simulations += 1
+                self.summaries[rate] = ahead[0]
+                if ahead[1] is not None:
+                    self._results[rate] = ahead[1]
+                return ahead[0]
         base = self.base
         k = int(min(self.n_cap, self.n_scored + math.ceil(rate * (self.warm_s + self.tail_s)) + 1))
         reqs = Requests(
@@ -647,7 +694,7 @@ class CapacityProbe:
         k_lb = max(1, int(k_lb))
         if k_max < k_lb:
             return None
-        k = min(max(k_lb, int(k_start or k_lb)), k_max)
+        k = self.first_k(k_lb, k_max, k_start)
         step = 1
         if self.ok(need_rps / k):  # gallop down: k passes, find a failure below it
             while True:
@@ -681,6 +728,11 @@ class CapacityProbe:
             else:
                 fail = mid
         return k
+
+    @staticmethod
+    def first_k(k_lb: int, k_max: int, k_start: int | None = None) -> int:
+        """The first replica count :meth:`min_replicas` tries."""
+        return min(max(max(1, int(k_lb)), int(k_start or k_lb)), k_max)
 
     def refine_max_rate(
         self, lo: float, hi: float, rel_tol: float = 0.03, max_steps: int = 4
