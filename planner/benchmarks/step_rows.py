@@ -23,7 +23,7 @@ from planner.engine.memory import plan_memory
 from planner.engine.phases import decode_time, mean_decode_time, prefill_time
 from planner.engine.step import StepModel, step_model
 from planner.errors import PlannerError
-from planner.serving.steady_state import offline_throughput
+from planner.serving.steady_state import closed_loop_throughput, offline_throughput
 
 
 def _static_parts(sm, batch, isl, osl):
@@ -60,13 +60,12 @@ def _with_params(sm0: StepModel, params: EfficiencyParams) -> StepModel:
     return hit[2]
 
 
-def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
-    """(predict(params) -> value, reason, fit_kind) for one benchmark-schema row."""
-    metric = str(row.get("metric", ""))
-    mode = str(row.get("mode", ""))
+def _row_setup(row: dict, cat: Catalog) -> tuple | str:
+    """(model, gpu, precision, framework, KV precision id, engine settings, step model with
+    the prior, layout) of a row, or the reason it has none."""
     prec = cell(row, "precision")
     if not prec:
-        return None, "precision not stated by the source", ""
+        return "precision not stated by the source"
     try:
         m = cat.model_ref(str(row["model"]), str(row.get("_dir", ".")))
         g = cat.gpu(str(row["hardware"]))
@@ -74,22 +73,33 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
         fw = cat.framework(str(row["framework"]))
         check_framework_gpu(fw, g)
     except PlannerError as e:
-        return None, str(e), ""
+        return str(e)
     try:
         lay = layout(row)
     except UnknownLayoutError:
-        return None, "tp not stated by the source", ""
+        return "tp not stated by the source"
     except PlannerError as e:
-        return None, str(e), ""
-    tp, pp, replicas = lay.tp, lay.pp, lay.replicas
+        return str(e)
     try:
         settings = engine_settings(cell(row, "notes"))
         # the row's KV precision (column or kv_cache_dtype tag), else the framework's default
         kv = cell(row, "kv_precision") or settings.kv_cache_dtype
         kv = cat.kv_precision(kv).id if kv else default_kv_precision(p, fw, m).id
-        sm0 = _shared_setup(m, g, p, kv, tp, pp, cat)
+        sm0 = _shared_setup(m, g, p, kv, lay.tp, lay.pp, cat)
     except PlannerError as e:
-        return None, str(e), ""
+        return str(e)
+    return m, g, p, fw, kv, settings, sm0, lay
+
+
+def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
+    """(predict(params) -> value, reason, fit_kind) for one benchmark-schema row."""
+    metric = str(row.get("metric", ""))
+    mode = str(row.get("mode", ""))
+    setup = _row_setup(row, cat)
+    if isinstance(setup, str):
+        return None, setup, ""
+    m, g, p, fw, kv, settings, sm0, lay = setup
+    tp, pp, replicas = lay.tp, lay.pp, lay.replicas
     isl, osl = number(row, "isl"), number(row, "osl")
     batch = number(row, "batch")
     ctx = number(row, "context_len")
@@ -153,69 +163,130 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
             }[metric]
             return (lambda q: per / _static_parts(with_p(q), b, isl, osl)[2]), "", kind
         return None, f"metric {metric} not supported in mode {mode}", ""
-    if mode == "offline" and metric in (
-        "output_tok_s_total",
-        "output_tok_s_per_gpu",
-        "total_tok_s",
-        "req_s",
-    ):
+    if mode == "offline" and metric in THROUGHPUT_METRICS:
         if isl is None or osl is None:
             return (
                 None,
                 "offline row without isl/osl: predicted by the simulator with the dataset's length distribution",
                 "serving",
             )
-
-        # a tuned run's own settings (notes tags), else the defaults its engine release picks
-        # on this GPU (vLLM V1: 1024 / 8192 on >= 70 GiB GPUs other than A100s)
-        version = cell(row, "framework_version")
-        seqs0, btok0 = fw.scheduler_defaults(g, version, cell(row, "as_of"))
-        max_seqs = settings.max_num_seqs or seqs0
-        budget = float(settings.max_num_batched_tokens or btok0 or 8192)
-        try:
-            util = memory_fraction_from_notes(cell(row, "notes"))
-            mp = plan_memory(
-                m,
-                g,
-                p,
-                kv,
-                int(tp),
-                int(pp),
-                int(isl + osl),
-                util if util is not None else fw.memory_utilization_default(version),
-                fw,
-                max_num_seqs=max_seqs,
-                max_batched_tokens=int(budget),
-                catalog=cat,
-                suggest=False,
-            )
-        except PlannerError as e:
-            return None, str(e), ""
-        if not mp.fits:
-            return None, mp.reason, ""
-        # with pipeline parallelism max_num_seqs holds per micro-batch, pp of them in flight
-        # (TensorRT-LLM: CapacityScheduler(getMaxBatchSize() * mNumMicroBatches),
-        # trtGptModelInflightBatching.cpp; planner.serving.steady_state.offline_throughput)
-        B = float(min(mp.max_concurrent_sequences, max_seqs * pp))
         # a run of N requests submitted at once (notes "4 requests") or N concurrent clients
         # never batches more than N sequences
-        for cap in (request_count(cell(row, "notes")), number(row, "concurrency")):
-            if cap is not None and cap >= 1:
-                B = min(B, float(cap))
-        per_gpu = metric == "output_tok_s_per_gpu"
-        mult = (1.0 / (tp * pp)) if per_gpu else replicas
-        if metric == "total_tok_s":
-            mult *= (isl + osl) / osl
-        if metric == "req_s":
-            mult /= osl
-        return (
-            (lambda q: mult * offline_throughput(with_p(q), isl, osl, B, budget)[0]),
-            "",
-            "offline",
-        )
+        caps = (request_count(cell(row, "notes")), number(row, "concurrency"))
+        return _steady_predictor(row, cat, setup[:7], isl, osl, caps)
     if mode in SERVING_MODES or mode == "offline":
         return None, "serving row: predicted by the simulator, not used in the fit", "serving"
     return None, f"metric {metric} in mode {mode} not supported", ""
+
+
+#: throughput metrics a steady-state predictor gives (offline and closed-loop rows)
+THROUGHPUT_METRICS = ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "req_s")
+
+
+def _steady_predictor(
+    row: dict,
+    cat: Catalog,
+    setup: tuple,
+    isl: float,
+    osl: float,
+    caps: tuple,
+    closed_loop: bool = False,
+) -> tuple[Callable | None, str, str]:
+    """Steady-state throughput predictor of an offline row (or, ``closed_loop``, of a closed
+    loop of clients: :func:`~planner.serving.steady_state.closed_loop_throughput`) with its
+    own settings, else its engine release's defaults on the GPU; at most ``caps`` sequences."""
+    m, g, p, fw, kv, settings, sm0 = setup
+    metric = str(row.get("metric", ""))
+    lay = layout(row)
+    tp, pp, replicas = lay.tp, lay.pp, lay.replicas
+    # a tuned run's own settings (notes tags), else the defaults its engine release picks
+    # on this GPU (vLLM V1: 1024 / 8192 on >= 70 GiB GPUs other than A100s)
+    version = cell(row, "framework_version")
+    seqs0, btok0 = fw.scheduler_defaults(g, version, cell(row, "as_of"))
+    max_seqs = settings.max_num_seqs or seqs0
+    budget = float(settings.max_num_batched_tokens or btok0 or 8192)
+    try:
+        util = memory_fraction_from_notes(cell(row, "notes"))
+        mp = plan_memory(
+            m,
+            g,
+            p,
+            kv,
+            int(tp),
+            int(pp),
+            int(round(isl + osl)),
+            util if util is not None else fw.memory_utilization_default(version),
+            fw,
+            max_num_seqs=max_seqs,
+            max_batched_tokens=int(budget),
+            catalog=cat,
+            suggest=False,
+        )
+    except PlannerError as e:
+        return None, str(e), ""
+    if not mp.fits:
+        return None, mp.reason, ""
+    # with pipeline parallelism max_num_seqs holds per micro-batch, pp of them in flight
+    # (TensorRT-LLM: CapacityScheduler(getMaxBatchSize() * mNumMicroBatches),
+    # trtGptModelInflightBatching.cpp; planner.serving.steady_state.offline_throughput)
+    B = float(min(mp.max_concurrent_sequences, max_seqs * pp))
+    for cap in caps:
+        if cap is not None and cap >= 1:
+            B = min(B, float(cap))
+    per_gpu = metric == "output_tok_s_per_gpu"
+    mult = (1.0 / (tp * pp)) if per_gpu else replicas
+    if metric == "total_tok_s":
+        mult *= (isl + osl) / osl
+    if metric == "req_s":
+        mult /= osl
+
+    if closed_loop:
+
+        def predict(q: EfficiencyParams) -> float:
+            return mult * closed_loop_throughput(_with_params(sm0, q), isl, osl, B, budget)
+
+    else:
+
+        def predict(q: EfficiencyParams) -> float:
+            return mult * offline_throughput(_with_params(sm0, q), isl, osl, B, budget)[0]
+
+    return predict, "", "offline"
+
+
+def closed_loop_predictor(row: dict, cat: Catalog) -> Callable | None:
+    """Steady-state throughput predictor of a closed-loop serving row, for the fit; None when
+    the row is not one.
+
+    A closed loop of ``c`` clients (mode ``concurrency``, no request rate) keeps ``c``
+    sequences in flight per replica once it has started: each finished request is replaced at
+    once. That is the steady state of :func:`~planner.serving.steady_state.offline_throughput`
+    with at most ``c`` sequences, at the mean input and output lengths (fixed ``isl``/``osl``,
+    or the means of the client's random-length rule). The fit uses it; validation still
+    simulates the row (ramp-up, the drain and the length spread included).
+    """
+    if cell(row, "mode") != "concurrency" or str(row.get("metric", "")) not in THROUGHPUT_METRICS:
+        return None
+    rate = number(row, "request_rate")
+    conc = number(row, "concurrency")
+    if (rate is not None and rate > 0) or conc is None or conc < 1:
+        return None
+    isl, osl = number(row, "isl"), number(row, "osl")
+    if isl is None or osl is None:
+        from planner.benchmarks.random_lengths import random_dataset_lengths
+
+        ds = random_dataset_lengths(row)
+        if ds is None or isinstance(ds, str):
+            return None
+        isl, osl = ds[0].mean_tokens(), ds[1].mean_tokens()
+    if isl <= 0 or osl < 1:
+        return None
+    setup = _row_setup(row, cat)
+    if isinstance(setup, str):
+        return None
+    lay = setup[7]
+    caps = (max(1.0, round(conc / lay.replicas)),)
+    fn, _, _ = _steady_predictor(row, cat, setup[:7], isl, osl, caps, closed_loop=True)
+    return fn
 
 
 def _canonical_precision(cat: Catalog, value: Any) -> str:

@@ -310,7 +310,9 @@ def run_validation(
         bar = Progress("validate: leave-one-source-out", total=len(sources))
         for i, s in enumerate(sources):
             bar.update(i, s)
-            train = [r for r in rows if r.source != s and r.ok] + [r for r in own_rows if r.ok]
+            train = [r for r in rows if r.source != s and (r.ok or r.steady)] + [
+                r for r in own_rows if r.ok or r.steady
+            ]
             # only the nodes the held-out rows resolve to (and their ancestors): the same
             # parameters as a full refit, at a fraction of its cost
             targets = [(r.vendor or None, r.framework, r.arch, r.gpu, r.precision or None,
@@ -503,8 +505,10 @@ def write_report(
             "### By metric class and row kind",
             "",
             "`kind`: offline = max-throughput rows (fast path, fitted kinds); static / single = static "
-            "batches and batch-1 runs; serving = request-rate and MLPerf server rows, predicted by the "
-            "serving simulator and never fitted; assumed layout = rows that state n_gpus but no TP "
+            "batches and batch-1 runs; serving = request-rate, closed-loop and MLPerf server rows, "
+            "predicted by the serving simulator (closed-loop throughput rows of the other sources are "
+            "fitted through their steady state; request-rate rows never); assumed layout = rows that "
+            "state n_gpus but no TP "
             "(MLPerf multi-GPU systems), simulated with the TP size that gives the most analytic "
             "throughput on that many GPUs (planner/benchmarks/layouts.py), never fitted.",
             "",

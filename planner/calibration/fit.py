@@ -44,7 +44,11 @@ import numpy as np
 
 from planner.benchmarks.io import _hash_files, load_measurements
 from planner.benchmarks.schema import unexpressible_reason
-from planner.benchmarks.step_rows import _canonical_precision, row_predictor
+from planner.benchmarks.step_rows import (
+    _canonical_precision,
+    closed_loop_predictor,
+    row_predictor,
+)
 from planner.calibration.iterations import (
     check_enough_iterations,
     fit_iterations,
@@ -103,8 +107,11 @@ FIT_FIELDS = tuple(FIT_BOUNDS)
 #: other layer counts or batch sizes the two answers differ by 2-3x. Such a node keeps its
 #: parent's overheads; step rows (decode and prefill steps timed apart) do separate them.
 ONE_SOURCE_FIELDS = ("mem_eff", "kv_mem_eff", "compute_eff", "attn_eff")
-#: row kinds the fit uses by default (serving rows are validated by simulation, not fitted)
-FITTED_KINDS = ("step", "static", "single", "offline")
+#: row kinds the fit uses by default: ``closed_loop`` = the throughput of a closed loop of
+#: clients (a serving row), fitted through its steady state
+#: (:func:`planner.benchmarks.step_rows.closed_loop_predictor`) and, like every serving row,
+#: validated by simulation; other serving rows are validated, not fitted
+FITTED_KINDS = ("step", "static", "single", "offline", "closed_loop")
 
 
 # =========================================================================== predictors
@@ -127,10 +134,21 @@ class PreparedRow:
     model: str = ""
     vendor: str = ""
     family: str = ""  # dense or moe
+    #: a closed-loop serving row's steady-state throughput predictor (the fit's; the row
+    #: itself is predicted by the simulator)
+    steady: Callable[[EfficiencyParams], float] | None = None
 
     @property
     def ok(self) -> bool:
         return self.predict is not None
+
+    def fit_predictor(self, kinds: Iterable[str]) -> Callable[[EfficiencyParams], float] | None:
+        """The predictor the fit uses when it fits ``kinds`` of rows, or None."""
+        if self.predict is not None and self.fit_kind in kinds:
+            return self.predict
+        if self.steady is not None and "closed_loop" in kinds:
+            return self.steady
+        return None
 
 
 def prepare_rows(df, catalog: Catalog | None = None) -> list[PreparedRow]:
@@ -150,8 +168,11 @@ def prepare_rows(df, catalog: Catalog | None = None) -> list[PreparedRow]:
         except PlannerError:
             fwid, fw_vendors = str(row["framework"]), None
         why = unexpressible_reason(row, None if vendor == "?" else vendor, fw_vendors)
+        steady = None
         if why:  # kept in the data, never fitted nor simulated
             fn, reason, kind = None, why, ""
+        elif kind == "serving":
+            steady = closed_loop_predictor(row, cat)
         out.append(
             PreparedRow(
                 id=str(row.get("id")),
@@ -171,6 +192,7 @@ def prepare_rows(df, catalog: Catalog | None = None) -> list[PreparedRow]:
                 else str(row.get("model")),
                 vendor=vendor,
                 family=_family(cat, row),
+                steady=steady,
             )
         )
     return out
@@ -209,7 +231,11 @@ def _free_fields(rows: Sequence[PreparedRow]) -> tuple[str, ...]:
 
 
 def _fit_node(
-    rows: list[PreparedRow], parent: EfficiencyParams, prior_scale: float, max_nfev: int
+    rows: list[PreparedRow],
+    parent: EfficiencyParams,
+    prior_scale: float,
+    max_nfev: int,
+    kinds: Iterable[str] = FITTED_KINDS,
 ) -> tuple[EfficiencyParams, float]:
     from scipy.optimize import least_squares
 
@@ -220,7 +246,7 @@ def _fit_node(
     x0 = np.clip(x0, lo + 1e-9, hi - 1e-9)
     sig = np.array([FIT_BOUNDS[f][2] for f in fields]) * prior_scale
     meas = np.log(np.array([r.value for r in rows]))
-    preds = [r.predict for r in rows]
+    preds = [r.fit_predictor(kinds) for r in rows]
 
     def resid(x):
         q = _from_x(x, parent, fields)
@@ -254,7 +280,7 @@ def _why_none(rows: Sequence[PreparedRow], kinds: set[str]) -> str:
     """Why none of ``rows`` can be fitted: the most common reason, in one line."""
     if not rows:
         return "the files hold no rows"
-    other = [r for r in rows if r.ok and r.fit_kind not in kinds]
+    other = [r for r in rows if r.ok and r.fit_predictor(kinds) is None]
     if other:
         got = ", ".join(sorted({r.fit_kind or "?" for r in other}))
         return (
@@ -311,7 +337,7 @@ def fit_profile(
             f"split_families {', '.join(split_families)}: the model families are "
             f"{', '.join(FAMILIES)}"
         )
-    use = [r for r in rows if r.ok and r.fit_kind in kinds]
+    use = [r for r in rows if r.fit_predictor(kinds) is not None]
     if not use:
         raise PlannerError(f"no measurement row can be used for the fit: {_why_none(rows, kinds)}")
     base = base or PRIOR.with_(**_START)
@@ -330,7 +356,7 @@ def fit_profile(
         elif same in done:  # the same rows and prior as a node fitted already (the family
             params, mdape = done[same]  # child of a node with its parent's rows)
         else:
-            params, mdape = done[same] = _fit_node(subset, prior, prior_scale, max_nfev)
+            params, mdape = done[same] = _fit_node(subset, prior, prior_scale, max_nfev, kinds)
         fitted[key], mdapes[key], members[key] = params, mdape, ids
         nodes.append(
             ProfileNode(

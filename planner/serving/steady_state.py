@@ -269,6 +269,54 @@ def offline_throughput(
     return k * _offline_cycle(sm, input_tokens, output_tokens, B / k, token_budget), B
 
 
+def closed_loop_throughput(
+    sm: StepModel, input_tokens: float, output_tokens: float, clients: float, token_budget: float
+) -> float:
+    """Steady-state output throughput [tok/s] of ``clients`` closed-loop clients on one replica.
+
+    Each client sends its next request the moment the last one ends, so ``B = clients``
+    sequences are in flight and their requests end at staggered times. A request lives
+    ``k + osl - 1`` iterations: its prompt in ``k = ceil(isl / token_budget)`` chunks, each
+    chunk in an iteration beside the ``B - 1`` other sequences' decodes, then ``osl - 1``
+    decodes (the prompt's last chunk gives the first token). Per lifetime the ``B`` prompts
+    take ``B k`` mixed iterations and the rest, ``osl - 1 - k (B - 1)``, decode all ``B``.
+    Unlike :func:`offline_throughput`'s even spread of prompt tokens over every iteration,
+    a decode iteration here holds only ``B`` tokens: an MoE layer at small ``B`` reads the
+    experts ``B`` tokens route to, not those of ``B`` tokens plus a share of the prompts.
+    When the prompts cannot be staggered (``k (B - 1) > osl - 1``: they overlap, as in an
+    offline run), the even spread of :func:`offline_throughput` is used.
+    Pipeline parallelism is not modelled here (one micro-batch).
+    """
+    isl, osl, B = float(input_tokens), float(output_tokens), max(1.0, float(clients))
+    k = float(math.ceil(isl / max(float(token_budget), 1.0)))
+    n_dec = osl - 1.0 - k * (B - 1.0)
+    if n_dec < 0.0 or sm.pp > 1:
+        return offline_throughput(sm, isl, osl, B, token_budget)[0]
+    ctx = isl + osl / 2
+    chunk = isl / k
+    sched = sm.params.sched_overhead_s + sm.params.sched_seq_overhead_s * B
+    if sm.window:
+        sw = min(ctx, sm.window)
+        _, prefill_pairs_sw = _window_sums(isl, isl, sm.window)
+        pf_sw = float(prefill_pairs_sw) / k
+    else:
+        sw = pf_sw = 0.0
+    t_dec = sm.step_time(B, B, B, B * ctx, B * ctx, B * sw, B * sw) + sched
+    t_mix = (
+        sm.step_time(
+            chunk + B - 1.0,
+            B,
+            B,
+            B * ctx,
+            (B - 1.0) * ctx + isl * isl / (2.0 * k),
+            B * sw,
+            (B - 1.0) * sw + pf_sw,
+        )
+        + sched
+    )
+    return B * osl / (B * k * t_mix + n_dec * t_dec)
+
+
 def _offline_cycle(
     sm: StepModel, input_tokens: float, output_tokens: float, B: float, token_budget: float
 ) -> float:
