@@ -37,14 +37,13 @@ from ..engine.memory import weight_memory
 from ..errors import MissingDataError, PlannerError
 from ..files import rare_gc
 from ..serving import (
-    CapacityProbe,
     Replica,
     WorkloadCache,
     build_replica,
     check_workload_fits,
 )
 from ..workload import SLO, Workload
-from .constraints import Constraints
+from .constraints import Constraints, constraints_of
 from .decide import decide, diverse, variant_label
 from .finish import finish, nothing_meets, pareto_front, why_winner
 from .objective import (
@@ -61,7 +60,7 @@ from .objective import (
     sort_key,
 )
 from .options import MAX_TP_PER_NODE, Option, Rejection, enumerate_options, pp_options
-from .threads import Prefetch, each, threads
+from .threads import Prefetch, each, run_ahead, threads
 
 __all__ = [
     "OBJECTIVES",
@@ -169,29 +168,6 @@ def _why_tpot(rep: Replica, floor_s: float, target_s: float) -> str:
         f"= {w / (bw * 1e9) * 1e3:.1f} ms of reading alone); use more TP, a lower precision or "
         "a faster GPU"
     )
-
-
-def constraints_of(constraints: Constraints | None, fields: dict[str, Any]) -> Constraints:
-    """``constraints`` with ``fields`` (Constraints' field names) replacing its values; a
-    clear one-line error for a bad value."""
-    from pydantic import ValidationError
-
-    base = (constraints or Constraints()).model_dump()
-    unknown = sorted(set(fields) - set(base))
-    if unknown:
-        raise PlannerError(
-            f"recommend(): unknown keyword(s) {', '.join(unknown)} (constraints are: "
-            f"{', '.join(base)})"
-        )
-    base.update({k: v for k, v in fields.items()})
-    try:
-        return Constraints.model_validate(base)
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])
-        raise PlannerError(
-            f"{where} {err['msg'].lower()}, got {err.get('input')!r}".replace("value error, ", "")
-        ) from None
 
 
 def recommend(
@@ -606,7 +582,7 @@ class _Search:
                             [(q, o) for _, _, q, o in sorted(heap, key=lambda x: x[:3])],
                             self.screen_option,
                             self.zero_load,
-                            functools.partial(self.ahead, heap, learned, tried),
+                            functools.partial(run_ahead, self, heap, learned, tried),
                         )
                     self.simulate(item, learned)
                     continue
@@ -637,37 +613,6 @@ class _Search:
                 self.cache.reachable(s.replica, i, False)
             except PlannerError:
                 return
-
-    def ahead(self, heap: list, learned: RatioBook, tried: set[int]) -> bool:
-        """Run, in this (helper) thread, the first simulation the search will run for the
-        next screened option it pops, as the search's state stands now, and keep it for the
-        search (:meth:`planner.serving.WorkloadCache.put_ahead`); the search takes it only if
-        it then asks for that very run. False when there is nothing to run ahead."""
-        # the 4 smallest items of a heap lie in its first 15 places
-        nxt = [x for x in heapq.nsmallest(4, heap[:15]) if x[1] == 1 and id(x[3]) not in tried]
-        if not nxt:
-            return False
-        s: Screened = nxt[0][3]
-        tried.add(id(s))
-        best = self.threshold(s.opt, dict(self.best))
-        if not self.exhaustive and math.isfinite(best) and s.bound >= best * (1 - 1e-9):
-            return True  # pruned, not simulated
-        k_cap = self.k_cap(s, best)
-        k_max = self.k_max(s)[0]
-        top = k_cap if k_cap is not None and k_cap < k_max else k_max
-        if top < max(1, s.k_lb):
-            return True
-        probe = CapacityProbe(s.replica, self.cache, n_requests=self.n_requests, early_stop=True)
-        try:
-            probe.check(values=False)
-        except PlannerError:
-            return True
-        k0 = probe.first_k(s.k_lb, top, self.k_start(s, learned, self.cache.slo_rate(
-            s.replica, s.cap_rps)))  # fmt: skip
-        rate = self.load.need_rps / k0
-        if rate <= probe.cap_rps * (1 + 1e-9):
-            self.cache.run_ahead(probe, rate)
-        return True
 
     def step_screened(self, heap: list, opt: Option, r: Screened | Rejection, max_tp: int) -> None:
         """Queue a screened option for simulation, or record its rejection (a layout too

@@ -6,14 +6,17 @@ Both only move pure work to another thread: every answer is the same."""
 from __future__ import annotations
 
 import contextlib
+import heapq
 import itertools
+import math
 import os
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from ..serving import SIMULATING
+from ..errors import PlannerError
+from ..serving import SIMULATING, CapacityProbe
 from .objective import Screened
 from .options import Option, Rejection
 
@@ -141,3 +144,35 @@ def each(jobs: list[Callable[[], Any]], threads: int = 2) -> None:
         t.join()
     if errors:
         raise min(errors, key=lambda x: x[0])[1]
+
+
+def run_ahead(search: Any, heap: list, learned: Any, tried: set[int]) -> bool:
+    """Run, in this (helper) thread, the first simulation ``search`` (the recommender's
+    ``_Search``) will run for the next screened option it pops, as its state stands now, and
+    keep it for the search (:meth:`planner.serving.WorkloadCache.run_ahead`): the search
+    takes it only if it then asks for that very run. False when there is nothing to run."""
+    # the 4 smallest items of a heap lie in its first 15 places
+    nxt = [x for x in heapq.nsmallest(4, heap[:15]) if x[1] == 1 and id(x[3]) not in tried]
+    if not nxt:
+        return False
+    s: Screened = nxt[0][3]
+    tried.add(id(s))
+    best = search.threshold(s.opt, dict(search.best))
+    if not search.exhaustive and math.isfinite(best) and s.bound >= best * (1 - 1e-9):
+        return True  # pruned, not simulated
+    k_cap = search.k_cap(s, best)
+    k_max = search.k_max(s)[0]
+    top = k_cap if k_cap is not None and k_cap < k_max else k_max
+    if top < max(1, s.k_lb):
+        return True
+    probe = CapacityProbe(s.replica, search.cache, n_requests=search.n_requests, early_stop=True)
+    try:
+        probe.check(values=False)
+    except PlannerError:
+        return True
+    k0 = probe.first_k(s.k_lb, top, search.k_start(s, learned, search.cache.slo_rate(
+        s.replica, s.cap_rps)))  # fmt: skip
+    rate = search.load.need_rps / k0
+    if rate <= probe.cap_rps * (1 + 1e-9):
+        search.cache.run_ahead(probe, rate)
+    return True
