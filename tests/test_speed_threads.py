@@ -133,39 +133,33 @@ def test_a_run_made_ahead_is_the_run_the_search_would_make(catalog, rag):
     assert search.simulations == 3
 
 
-def test_the_gate_opens_only_for_a_simulation_of_another_thread(catalog, rag):
-    """SIMULATING is set while a (non-helper) thread's compiled loop runs and clear after;
-    a helper thread's own simulations leave it closed."""
+def test_the_gate_opens_only_for_a_simulation_of_another_thread(catalog, rag, monkeypatch):
+    """SIMULATING is open while a (non-helper) thread's compiled loop runs and closed after;
+    a helper thread's own simulations leave it closed (seen from inside the loop's call)."""
+    from planner.serving import _kernel
+
     wl, slo = rag
     rep = build_replica("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "vllm", catalog=catalog)
     probe = CapacityProbe(rep, WorkloadCache.of(wl, slo), early_stop=True)
-    seen = []
-    stop = threading.Event()
+    real = _kernel.kernel()
+    seen: list[bool] = []
 
-    def watch():
-        SIMULATING.mark_helper()
-        while not stop.is_set():
-            if SIMULATING.wait(0.001):
-                seen.append(True)
-                return
+    def loop(*args):
+        seen.append(SIMULATING.open.is_set())
+        return real(*args)
 
-    t = threading.Thread(target=watch)
-    t.start()
+    monkeypatch.setattr(_kernel, "kernel", lambda: loop)
     probe.run(0.5 * probe.cap_rps)
-    stop.set()
-    t.join()
-    assert seen == [True]
-    assert not SIMULATING.open.is_set()
+    assert seen == [True] and not SIMULATING.open.is_set()
 
     def helper_run():
         SIMULATING.mark_helper()
         probe.run(0.4 * probe.cap_rps)
-        seen.append(SIMULATING.open.is_set())
 
     t = threading.Thread(target=helper_run)
     t.start()
     t.join()
-    assert seen == [True, False]
+    assert seen == [True, False] and not SIMULATING.open.is_set()
 
 
 def test_each_runs_every_job_once_and_raises_the_first_failure():

@@ -66,7 +66,7 @@ class Prefetch:
             # work only while the search simulates (its loop holds no GIL), never against
             # its own Python: the GIL is handed back after each step (a sleep releases it
             # at once, so the search waits for one step at most)
-            while not SIMULATING.wait(0.05):
+            while not SIMULATING.wait(0.005):
                 if self.stopped:
                     return
             time.sleep(2e-5)
