@@ -183,7 +183,14 @@ def test_threads_follows_the_environment(monkeypatch):
     monkeypatch.setenv("PLANNER_THREADS", "2")
     assert threads() == 2
     monkeypatch.delenv("PLANNER_THREADS")
-    assert threads() == (2 if (os.cpu_count() or 1) >= 2 else 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.7, 0.5, 0.5))
+    assert threads() == 2  # a second core is free
+    monkeypatch.setattr(os, "getloadavg", lambda: (3.5, 3.0, 2.0))
+    assert threads() == 1  # busy: other processes hold both cores
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert threads() == 1
 
 
 COMPARE = """

@@ -22,12 +22,20 @@ from .options import Option, Rejection
 
 
 def threads() -> int:
-    """Threads the recommender may use: 2 where the machine has a second core, 1 otherwise
-    or when the environment variable ``PLANNER_THREADS`` says 1 (same answers either way)."""
+    """Threads the recommender uses: 2 where a second core is free (at least two cores and a
+    load average under two: on a busy machine a starved helper thread and the GIL it takes
+    slow the search down), else 1; the environment variable ``PLANNER_THREADS`` (1 or 2)
+    decides instead. The answers are the same either way."""
     env = os.environ.get("PLANNER_THREADS", "").strip()
     if env.isdigit() and int(env) >= 1:
         return min(int(env), 2)
-    return 2 if (os.cpu_count() or 1) >= 2 else 1
+    if (os.cpu_count() or 1) < 2:
+        return 1
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):  # not available on this platform
+        load = 0.0
+    return 2 if load < 2.0 else 1
 
 
 class Prefetch:
