@@ -28,6 +28,13 @@ class PlannerError(ValueError):
             message = printable(" ".join(message.split()), 4000)
         super().__init__(message, *args)
 
+    def copy(self) -> PlannerError:
+        """The same error (type, message, attributes) as a new object without a traceback:
+        what a cache raises again, so that it keeps no frames of earlier raises alive."""
+        c = type(self).__new__(type(self), *self.args)
+        c.__dict__.update(self.__dict__)
+        return c
+
 
 class UnknownIdError(PlannerError):
     """An id that is not in a catalog; the message lists the closest valid ids."""

@@ -3,14 +3,14 @@ section or built from keywords (:func:`planner.recommend.recommend`)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
 from planner.catalog.records import Frozen
 from planner.errors import PlannerError
 
-__all__ = ["Constraints"]
+__all__ = ["Constraints", "constraints_of"]
 
 
 class Constraints(Frozen):
@@ -67,3 +67,26 @@ class Constraints(Frozen):
             except PlannerError as e:
                 raise ValueError(str(e)) from None
         return v
+
+
+def constraints_of(constraints: Constraints | None, fields: dict[str, Any]) -> Constraints:
+    """``constraints`` with ``fields`` (Constraints' field names) replacing its values; a
+    clear one-line error for a bad value."""
+    from pydantic import ValidationError
+
+    base = (constraints or Constraints()).model_dump()
+    unknown = sorted(set(fields) - set(base))
+    if unknown:
+        raise PlannerError(
+            f"recommend(): unknown keyword(s) {', '.join(unknown)} (constraints are: "
+            f"{', '.join(base)})"
+        )
+    base.update({k: v for k, v in fields.items()})
+    try:
+        return Constraints.model_validate(base)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise PlannerError(
+            f"{where} {err['msg'].lower()}, got {err.get('input')!r}".replace("value error, ", "")
+        ) from None

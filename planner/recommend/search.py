@@ -36,9 +36,14 @@ from ..cost import load_ownership, quote_price
 from ..engine.memory import weight_memory
 from ..errors import MissingDataError, PlannerError
 from ..files import rare_gc
-from ..serving import Replica, WorkloadCache, build_replica, check_workload_fits
+from ..serving import (
+    Replica,
+    WorkloadCache,
+    build_replica,
+    check_workload_fits,
+)
 from ..workload import SLO, Workload
-from .constraints import Constraints
+from .constraints import Constraints, constraints_of
 from .decide import decide, diverse, variant_label
 from .finish import finish, nothing_meets, pareto_front, why_winner
 from .objective import (
@@ -55,6 +60,7 @@ from .objective import (
     sort_key,
 )
 from .options import MAX_TP_PER_NODE, Option, Rejection, enumerate_options, pp_options
+from .threads import Prefetch, each, run_ahead, threads
 
 __all__ = [
     "OBJECTIVES",
@@ -133,14 +139,14 @@ def _replica(m, opt: Option, params, prov: str, cat: Catalog, eng_kw: dict[str, 
                 catalog=cat, **eng_kw,
             )  # fmt: skip
         except PlannerError as e:
-            out = e
+            out = e.with_traceback(None)
         hit = (objs, out)
         if key is not None:
             if len(_REPLICAS) >= _REPLICAS_MAX:
                 _REPLICAS.clear()
             _REPLICAS[key] = hit
     if isinstance(hit[1], PlannerError):
-        raise hit[1].with_traceback(None)  # the same error, not its growing traceback
+        raise hit[1].copy()  # the same error, without the frames of earlier raises
     return hit[1]
 
 
@@ -162,29 +168,6 @@ def _why_tpot(rep: Replica, floor_s: float, target_s: float) -> str:
         f"= {w / (bw * 1e9) * 1e3:.1f} ms of reading alone); use more TP, a lower precision or "
         "a faster GPU"
     )
-
-
-def constraints_of(constraints: Constraints | None, fields: dict[str, Any]) -> Constraints:
-    """``constraints`` with ``fields`` (Constraints' field names) replacing its values; a
-    clear one-line error for a bad value."""
-    from pydantic import ValidationError
-
-    base = (constraints or Constraints()).model_dump()
-    unknown = sorted(set(fields) - set(base))
-    if unknown:
-        raise PlannerError(
-            f"recommend(): unknown keyword(s) {', '.join(unknown)} (constraints are: "
-            f"{', '.join(base)})"
-        )
-    base.update({k: v for k, v in fields.items()})
-    try:
-        return Constraints.model_validate(base)
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])
-        raise PlannerError(
-            f"{where} {err['msg'].lower()}, got {err.get('input')!r}".replace("value error, ", "")
-        ) from None
 
 
 def recommend(
@@ -471,18 +454,21 @@ class _Search:
     def group(self, opt: Option) -> str | None:
         return opt.gpu.id if self.per_gpu else None
 
-    def nth_best(self, g: str | None = None) -> float:
-        """The N-th best value among distinct GPU x framework pairs (the top N is diverse)."""
-        vals = sorted(v for (g2, _), v in self.best.items() if g2 == g)
+    def nth_best(self, g: str | None = None, best: dict | None = None) -> float:
+        """The N-th best value among distinct GPU x framework pairs (the top N is diverse);
+        ``best``: the pairs' best values (default: the search's now)."""
+        best = self.best if best is None else best
+        vals = sorted(v for (g2, _), v in best.items() if g2 == g)
         return vals[self.top_n - 1] if len(vals) >= self.top_n else math.inf
 
-    def threshold(self, opt: Option) -> float:
+    def threshold(self, opt: Option, best: dict | None = None) -> float:
         """The value an option must beat to matter: the N-th best distinct pair's, or, when
         its own GPU x framework pair is already in the top N, that pair's best (a tie within
         :data:`TIE_REL` still joins its line)."""
+        best = self.best if best is None else best
         g = self.group(opt)
-        nth = self.nth_best(g)
-        b = self.best.get((g, (opt.gpu.id, opt.framework.id)))
+        nth = self.nth_best(g, best)
+        b = best.get((g, (opt.gpu.id, opt.framework.id)))
         return b * (1 + TIE_REL) if b is not None and b <= nth else nth
 
     def prune(self, key: float, stage: int, item: Any, best: float) -> None:
@@ -497,24 +483,30 @@ class _Search:
         self.rejected.append(Rejection.of(opt, "pruned", why))
         self.pruned += 1
 
+    def k_start(self, s: Screened, learned: RatioBook, slo_rate_rps: float) -> int:
+        """Seed of the replica search: the analytic SLO rate (mean latencies at the targets)
+        times the median ratio simulated / analytic of the options simulated so far on this
+        GPU (on any, before the first)."""
+        typ = learned.typical(s.opt.gpu.id)
+        return max(s.k_lb, math.ceil(self.load.need_rps / (typ * slo_rate_rps) - 1e-9))
+
+    def k_cap(self, s: Screened, best: float) -> int | None:
+        """Most replicas that can still beat ``best`` (the threshold), or None: no cap."""
+        p = s.usd_per_gpu_hour
+        if self.obj.name == "cost" and p and math.isfinite(best) and not self.exhaustive:
+            return max(s.k_lb, int(best / (s.opt.gpus_per_replica * p) + 1e-9))
+        return None
+
     def simulate(self, s: Screened, learned: RatioBook) -> None:
         """Simulate one screened option; it joins ``done`` or ``rejected``."""
         ld = self.load
 
-        def k_start() -> int:
-            # seed the replica search: the analytic SLO rate (mean latencies at the targets)
-            # times the median ratio simulated / analytic of the options simulated so far
-            # on this GPU (on any, before the first)
-            # (computed only for an option that meets the SLO served alone)
+        def k_start() -> int:  # computed only for an option that meets the SLO served alone
             s.slo_rate_rps = self.cache.slo_rate(s.replica, s.cap_rps)
-            typ = learned.typical(s.opt.gpu.id)
-            return max(s.k_lb, math.ceil(ld.need_rps / (typ * s.slo_rate_rps) - 1e-9))
+            return self.k_start(s, learned, s.slo_rate_rps)
 
         # an option that needs more replicas than the N-th best's cost allows cannot win
-        p, k_cap = s.usd_per_gpu_hour, None
-        best = self.threshold(s.opt)
-        if self.obj.name == "cost" and p and math.isfinite(best) and not self.exhaustive:
-            k_cap = max(s.k_lb, int(best / (s.opt.gpus_per_replica * p) + 1e-9))
+        k_cap = self.k_cap(s, self.threshold(s.opt))
         k_max, why, stage = self.k_max(s)
         r = evaluate(s, self.cache, ld.need_rps, self.n_requests, k_max, k_start, k_cap, why, stage)
         if isinstance(r, Rejection):
@@ -556,46 +548,85 @@ class _Search:
         # value is pruned with the bound as its reason; nothing unscreened or unsimulated
         # is ever reported.
         heap: list[tuple[float, int, int, Any]] = []
-        seq = 0
+        self.seq = 0  # insertion order: breaks ties of the bound
         max_tp = max(c.tps)
         for opt in options:
             if obj.needs_price and isinstance(self.price_of(opt.gpu.id), PlannerError):
                 why = f"no price: {self.price_of(opt.gpu.id)}"
                 self.rejected.append(Rejection.of(opt, "price", why))
                 continue
-            heap.append((self.lb0(opt), 0, seq, opt))
-            seq += 1
+            heap.append((self.lb0(opt), 0, self.seq, opt))
+            self.seq += 1
         heapq.heapify(heap)
         learned = RatioBook()
-        while heap:
-            key, stage, _, item = heapq.heappop(heap)
-            best = self.threshold(item if stage == 0 else item.opt)
-            if not self.exhaustive and math.isfinite(best) and key >= best * (1 - 1e-9):
-                self.prune(key, stage, item, best)
-                # the heap is ordered: once past every pair's threshold, nothing left can win
-                last = self.nth_best(None) * (1 + TIE_REL)
-                if not self.per_gpu and math.isfinite(last) and key >= last * (1 - 1e-9):
-                    for key2, stage2, _, it2 in heap:
-                        self.prune(key2, stage2, it2, best)
-                    break
-                continue
-            if stage == 1:
-                self.simulate(item, learned)
-                continue
-            opt = item
-            wp = self.weights_problem(opt)
-            r = Rejection.of(opt, "memory", wp) if wp else self.screen(opt)
-            if isinstance(r, Screened):
-                self.screened.append(r)
-                heapq.heappush(heap, (r.bound, 1, seq, r))
-                seq += 1
-                continue
-            self.rejected.append(r)
-            if r.stage == "memory" and opt.tp == max_tp == MAX_TP_PER_NODE and opt.pp == 1:
-                for o in pp_options(m, opt, c.max_gpus_per_replica):  # PP only where needed
-                    heapq.heappush(heap, (self.lb0(o), 0, seq, o))
-                    seq += 1
+        prefetch: Prefetch | None = None
+        try:
+            while heap:
+                key, stage, seq_i, item = heapq.heappop(heap)
+                best = self.threshold(item if stage == 0 else item.opt)
+                if not self.exhaustive and math.isfinite(best) and key >= best * (1 - 1e-9):
+                    self.prune(key, stage, item, best)
+                    # the heap is ordered: once past every pair's threshold, nothing left
+                    # can win
+                    last = self.nth_best(None) * (1 + TIE_REL)
+                    if not self.per_gpu and math.isfinite(last) and key >= last * (1 - 1e-9):
+                        for key2, stage2, _, it2 in heap:
+                            self.prune(key2, stage2, it2, best)
+                        break
+                    continue
+                if stage == 1:
+                    if prefetch is None and self.prefetch_ok():
+                        # the first simulation: screen the options to come meanwhile
+                        tried: set[int] = set()
+                        prefetch = Prefetch(
+                            [(q, o) for _, _, q, o in sorted(heap, key=lambda x: x[:3])],
+                            self.screen_option,
+                            self.zero_load,
+                            functools.partial(run_ahead, self, heap, learned, tried),
+                        )
+                    self.simulate(item, learned)
+                    continue
+                r = prefetch.take(seq_i) if prefetch is not None else None
+                self.step_screened(heap, item, self.screen_option(item) if r is None else r, max_tp)
+        finally:
+            if prefetch is not None:
+                prefetch.close()
         return self.report(t0, n_enumerated)
+
+    def prefetch_ok(self) -> bool:
+        """Whether a second thread may screen ahead: only where it is certain to help
+        (``per_gpu``: the search visits nearly every option) and cannot change a number
+        (a request sample from a shared random generator depends on the order of draws)."""
+        return (
+            self.per_gpu and not isinstance(self.cache.seed, np.random.Generator) and threads() > 1
+        )
+
+    def screen_option(self, opt: Option) -> Screened | Rejection:
+        """The weights check, then :meth:`screen`."""
+        wp = self.weights_problem(opt)
+        return Rejection.of(opt, "memory", wp) if wp else self.screen(opt)
+
+    def zero_load(self, s: Screened) -> None:
+        """Ask (and so remember) the zero-load verdict :func:`evaluate` asks first."""
+        for i in range(len(self.cache.classes)):
+            try:
+                self.cache.reachable(s.replica, i, False)
+            except PlannerError:
+                return
+
+    def step_screened(self, heap: list, opt: Option, r: Screened | Rejection, max_tp: int) -> None:
+        """Queue a screened option for simulation, or record its rejection (a layout too
+        small for the weights at the largest TP queues its pipeline-parallel layouts)."""
+        if isinstance(r, Screened):
+            self.screened.append(r)
+            heapq.heappush(heap, (r.bound, 1, self.seq, r))
+            self.seq += 1
+            return
+        self.rejected.append(r)
+        if r.stage == "memory" and opt.tp == max_tp == MAX_TP_PER_NODE and opt.pp == 1:
+            for o in pp_options(self.m, opt, self.c.max_gpus_per_replica):  # PP only where needed
+                heapq.heappush(heap, (self.lb0(o), 0, self.seq, o))
+                self.seq += 1
 
     def reproduce(self, s: Screened) -> str:
         """The ``planner capacity`` command giving this option's GPU count: every setting
@@ -628,10 +659,18 @@ class _Search:
         top = [s for s, _ in picked]
         if not top:
             raise PlannerError(nothing_meets(self.rejected))
-        for s, variants in picked:
+
+        def done_one(s: Screened, variants: list[Screened]) -> None:
             finish(s, self.cache, ld, c.headroom, self.ownership, self.refine, self.reproduce(s))
             s.result["precision_label"] = variant_label(s, variants)
             s.result["variants"] = [v.opt.ids() for v in variants]
+
+        # each recommendation's own simulations and numbers: two at a time (they hold no
+        # GIL while simulating), unless the request sample comes from a shared generator
+        each(
+            [functools.partial(done_one, s, vs) for s, vs in picked],
+            threads=1 if isinstance(self.cache.seed, np.random.Generator) else threads(),
+        )
         recs = [s.result for s in top]
         for i, r in enumerate(recs, 1):
             r["rank"] = i

@@ -7,13 +7,15 @@
 * :mod:`~planner.serving.steady_state` -- :func:`steady_state` (analytic, no event loop)
 * :mod:`~planner.serving.probe` -- :class:`CapacityProbe` (does a replica meet the SLO at a
   rate; how many replicas a peak needs; one or several request classes), :func:`run` (the
-  simulator's runner for the engine's batching mode), :func:`unloaded_latency`,
-  :func:`check_reachable`
+  simulator's runner for the engine's batching mode)
 * :mod:`~planner.serving.capacity` -- :func:`max_rate`, :func:`throughput_latency_curve`,
   :func:`compare_tp`
+* :mod:`~planner.serving.zero_load` -- :func:`unloaded_latency`, :func:`check_reachable`
 * :mod:`~planner.serving.fleet` -- :func:`size_fleet`
+* :data:`SIMULATING` -- set while a simulation's compiled loop runs (without the GIL)
 """
 
+from planner.serving._engine import SIMULATING
 from planner.serving.capacity import (
     CapacityResult,
     compare_tp,
@@ -25,10 +27,8 @@ from planner.serving.probe import (
     CapacityProbe,
     RequestClass,
     WorkloadCache,
-    check_reachable,
     run,
     scored_requests,
-    unloaded_latency,
 )
 from planner.serving.replica import (
     EngineConfig,
@@ -40,8 +40,10 @@ from planner.serving.replica import (
 from planner.serving.result import SimResult
 from planner.serving.simulate import simulate
 from planner.serving.steady_state import SteadyStateResult, steady_state
+from planner.serving.zero_load import check_reachable, unloaded_latency
 
 __all__ = [
+    "SIMULATING",
     "CapacityProbe",
     "CapacityResult",
     "RequestClass",

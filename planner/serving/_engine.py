@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from planner.engine._scalar import window_pairs
@@ -11,6 +13,31 @@ from planner.errors import PlannerError, require_positive
 from planner.serving.replica import Replica
 from planner.serving.result import SimResult
 from planner.workload.workload import Requests
+
+
+class SimulationGate:
+    """Tells a helper thread when a simulation's compiled event loop runs in another thread
+    (it holds no GIL then): the recommender's helper (:mod:`planner.recommend.threads`) runs
+    its Python only meanwhile. A helper's own simulations do not open the gate."""
+
+    def __init__(self) -> None:
+        self.open = threading.Event()
+        self._local = threading.local()
+
+    def mark_helper(self) -> None:
+        """This thread is a helper: its simulations leave the gate as it is."""
+        self._local.helper = True
+
+    def is_helper(self) -> bool:
+        return getattr(self._local, "helper", False)
+
+    def wait(self, timeout: float) -> bool:
+        """Wait until a simulation runs (True), at most ``timeout`` [s]."""
+        return self.open.wait(timeout)
+
+
+#: the gate of this process's simulations
+SIMULATING = SimulationGate()
 
 
 def _run_continuous(
@@ -60,7 +87,7 @@ def _run_continuous(
     stats = np.zeros(6, np.int64)
     if stop is None:
         stop = (np.zeros(6), np.zeros(7, np.int64))  # s1 = s0 = 0: no early stop
-    err, cur, busy, area, kv_area, kv_max, pf_tokens, ev_i, ev_t, nev = kernel()(
+    args = (
         inp,
         out,
         cch,
@@ -86,6 +113,15 @@ def _run_continuous(
         np.ascontiguousarray(stop[1], np.int64),
         stats,
     )
+    loop = kernel()
+    gate = not SIMULATING.is_helper()
+    if gate:
+        SIMULATING.open.set()  # from here to the end of the loop no GIL is held
+    try:
+        err, cur, busy, area, kv_area, kv_max, pf_tokens, ev_i, ev_t, nev = loop(*args)
+    finally:
+        if gate:
+            SIMULATING.open.clear()
     if err == ERR_STALLED:  # pragma: no cover
         raise PlannerError("simulation stalled with requests outstanding")
     if err == ERR_KV_RUNNING:  # pragma: no cover

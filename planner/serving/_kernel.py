@@ -97,16 +97,21 @@ def _cache_dir(dispatcher) -> str | None:
 
 
 def compile_cached(build, sources=SOURCES, prefix: str = "_kernel", stamp_name=STAMP_NAME):
-    """``build(jit)`` with ``jit`` = ``numba.njit(cache=True)``, or plain ``numba.njit`` where
+    """``build(jit)`` with ``jit(f, **options)`` = ``numba.njit(cache=True, **options)(f)``,
+    or without ``cache`` where
     there is no writable cache location (then every process compiles); its result's cache
     is dropped when ``sources`` changed (:func:`refresh_cache`: numba keys a cache on the
     function's own file only, not on the files it inlines). Returns ``(result, jit)``."""
     numba = import_numba()
+
+    def jit_with(**base):  # jit(f, **kw) = numba.njit(**base, **kw)(f); kw: e.g. nogil=True
+        return lambda f, **kw: numba.njit(**base, **kw)(f)
+
     try:
-        jit = numba.njit(cache=True)
+        jit = jit_with(cache=True)
         out = build(jit)
     except RuntimeError:  # no writable cache location: compile in every process
-        jit = numba.njit
+        jit = jit_with()
         out = build(jit)
     cache_dir = _cache_dir(out[-1] if isinstance(out, tuple) else out)
     if cache_dir is not None:
@@ -121,7 +126,8 @@ def kernel():
     global _st, _sg, _hpush, _hpop, _scored_first, _scored_end, _compiled
     if _compiled is None:
         (st, sg, loop), jit = compile_cached(
-            lambda jit: (jit(step_time_scalar), jit(straggler_time_scalar), jit(_loop))
+            # the loop holds no GIL: another thread may run Python meanwhile
+            lambda jit: (jit(step_time_scalar), jit(straggler_time_scalar), jit(_loop, nogil=True))
         )
         _st, _sg, _hpush, _hpop = st, sg, jit(heap_push), jit(heap_pop)
         _scored_first, _scored_end = jit(scored_first), jit(scored_end)

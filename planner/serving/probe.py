@@ -21,6 +21,7 @@ Method (the same for every caller, so they agree for the same seed):
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,14 +38,17 @@ from planner.serving.steady_state import (
     shape_of_requests,
     steady_state,
 )
-from planner.serving.verdict import percentile_over, stop_rule
+from planner.serving.verdict import stop_rule
+from planner.serving.zero_load import (  # noqa: F401 - unloaded_latency: re-exported
+    UNLOADED_SEED,
+    check_reachable,
+    unloaded_latency,
+)
 from planner.workload.slo import SLO
 from planner.workload.workload import Requests, Workload
 
 #: most requests scored per rate in a multi-class probe (its rarest class sets the count)
 MAX_SCORED_MIXED = 60_000
-#: seed of the requests :func:`unloaded_latency` serves alone
-UNLOADED_SEED = 12345
 
 
 def run(
@@ -146,6 +150,11 @@ class WorkloadCache:
         self._fit: dict[int, tuple[Requests, np.ndarray, int]] = {}
         self._sat: dict[int, tuple[Replica, SteadyStateResult]] = {}
         self._quantiles: dict[tuple[int, str, float], float] = {}
+        #: zero-load verdicts (:meth:`reachable`) per (replica id, class, values)
+        self._reach: dict[tuple[int, int, bool], tuple[Replica, Any]] = {}
+        #: verdict runs made ahead by a helper thread (:meth:`run_ahead`), and those running
+        self._ahead: dict[tuple[int, float, int], tuple[Replica, Any]] = {}
+        self._ahead_busy: dict[tuple[int, float, int], threading.Event] = {}
 
     def quantile_tokens(self, index: int, which: str, q: float) -> float:
         """``classes[index].workload.<which>_quantile_tokens(q)`` (``which``: "input" or
@@ -262,6 +271,62 @@ class WorkloadCache:
             )
         )  # fmt: skip
 
+    def reachable(self, replica: Replica, index: int = 0, values: bool = True) -> dict[str, float]:
+        """:func:`check_reachable` of ``replica`` for class ``index`` on its
+        :meth:`unloaded_requests`, remembered per replica (the recommender's screening
+        thread may ask first); raises the same :class:`PlannerError` on every call."""
+        key = (id(replica), int(index), bool(values))
+        hit = self._reach.get(key)
+        if hit is None or hit[0] is not replica:
+            c = self.classes[index]
+            try:
+                out: Any = check_reachable(
+                    replica, c.workload, c.slo, values=values,
+                    requests=self.unloaded_requests(replica, index),
+                )  # fmt: skip
+            except PlannerError as e:
+                out = e.with_traceback(None)
+            hit = (replica, out)
+            if len(self._reach) >= 16384:
+                self._reach.clear()
+            self._reach[key] = hit
+        if isinstance(hit[1], PlannerError):
+            raise hit[1].copy()  # the same error, without the frames of earlier raises
+        return dict(hit[1])
+
+    def run_ahead(self, probe: CapacityProbe, rate: float) -> None:
+        """Run ``probe``'s verdict at ``rate`` (a helper thread, on its own probe, ahead of
+        the search) and keep it for the search's probe of the same replica:
+        :meth:`CapacityProbe.run` takes it instead of simulating (the same run), waiting
+        for it while it runs."""
+        key = (id(probe.replica), rate, probe.n_cap)
+        done = threading.Event()
+        self._ahead_busy[key] = done
+        probe.ahead = True  # its own run takes nothing
+        try:
+            probe.run(rate)
+            if len(self._ahead) >= 64:
+                self._ahead.clear()
+            self._ahead[key] = (
+                probe.replica, (probe.summaries[rate], probe._results.get(rate), probe.n_scored)
+            )  # fmt: skip
+        finally:
+            self._ahead_busy.pop(key, None)
+            done.set()
+
+    def take_ahead(self, probe: CapacityProbe, rate: float, wait_s: float = 0.005) -> Any:
+        """The run :meth:`run_ahead` made for ``probe`` at ``rate`` (once; waiting for it
+        at most ``wait_s`` while it runs: on a busy machine the helper may be starved), or
+        None."""
+        key = (id(probe.replica), rate, probe.n_cap)
+        busy = self._ahead_busy.get(key)
+        if busy is not None:
+            busy.wait(wait_s)
+        hit = self._ahead.pop(key, None)
+        if hit is None or hit[0] is not probe.replica or hit[1][2] != probe.n_scored:
+            return None
+        return hit[1]
+
     def unloaded_requests(self, replica: Replica, index: int = 0, n: int = 400) -> Requests:
         """The request sample of :func:`unloaded_latency` for class ``index`` (its default
         seed), drawn once per engine context limit and prefix-caching setting."""
@@ -317,105 +382,6 @@ class WorkloadCache:
                 )
                 self._bases[key] = (r, np.concatenate([p[2] for p in parts])[order])
         return self._bases[key]
-
-
-def _unloaded_sample(
-    replica: Replica, workload: Workload, n: int, rng: np.random.Generator | None = None
-) -> Requests:
-    """The requests :func:`unloaded_latency` serves alone (default seed 12345)."""
-    eng = replica.engine
-    return workload.sample_requests(
-        n,
-        rng if rng is not None else np.random.default_rng(UNLOADED_SEED),
-        1.0,
-        context_limit=eng.context_limit_tokens,
-        prefix_caching=eng.prefix_caching,
-    )
-
-
-def unloaded_latency(
-    replica: Replica,
-    workload: Workload,
-    n: int = 400,
-    rng: np.random.Generator | None = None,
-    *,
-    requests: Requests | None = None,
-) -> dict[str, np.ndarray]:
-    """Per-request TTFT, TPOT and E2E of requests served alone (no queueing, batch 1) [s].
-
-    ``requests``: the sample to serve (default: ``n`` requests of ``workload`` drawn with
-    ``rng``, seed 12345; :meth:`WorkloadCache.unloaded_requests` keeps that sample)."""
-    eng, sm = replica.engine, replica.sm
-    sched = eng.host_time_s(1)
-    W = int(sm.window) if sm.layers_sw > 0 and sm.window > 0 else 0
-    reqs = requests if requests is not None else _unloaded_sample(replica, workload, n, rng)
-    budget = eng.max_num_batched_tokens if eng.chunked_prefill else 1 << 60
-    # each request alone: its prompt in chunks of at most `budget` tokens (TTFT), then the
-    # mean of its first and last decode steps (TPOT); compiled (planner.serving._unloaded)
-    from planner.serving._unloaded import unloaded_kernel
-
-    ttft, tpot = unloaded_kernel()(
-        sm._coeffs,
-        np.ascontiguousarray(reqs.input_tokens, np.int64),
-        np.ascontiguousarray(reqs.output_tokens, np.int64),
-        np.ascontiguousarray(reqs.cached_tokens, np.int64),
-        int(budget),
-        W,
-        float(sched),
-    )
-    e2e = ttft + np.nan_to_num(tpot) * (reqs.output_tokens - 1)
-    return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}
-
-
-def check_reachable(
-    replica: Replica,
-    workload: Workload,
-    slo: SLO,
-    *,
-    requests: Requests | None = None,
-    values: bool = True,
-) -> dict[str, float]:
-    """Raise when a single unloaded request already misses an SLO threshold.
-
-    Returns the zero-load percentile of each metric with a target [s] (``values=False``:
-    only the verdict, an empty dict; the same one, faster). ``requests``: as
-    :func:`unloaded_latency`.
-    """
-    z = unloaded_latency(replica, workload, requests=requests)
-    out: dict[str, float] = {}
-    tg = slo.targets()
-    if slo.attainment is not None and tg:
-        if values:
-            att = slo.evaluate(z["ttft_s"], z["tpot_s"], z["e2e_s"])["attainment"]
-        else:  # SLO.evaluate's attainment without its percentiles
-            met = np.ones(len(z["ttft_s"]), dtype=bool)
-            for name, tgt in tg.items():
-                x = z[f"{name}_s"]
-                met &= np.isnan(x) | (x <= tgt.max_s)
-            att = float(met.mean()) if len(met) else 0.0
-        if values:
-            out["attainment"] = att
-        if not (att >= slo.attainment - 1e-12):
-            raise PlannerError(
-                f"SLO unreachable even at zero load: served alone, only {att:.1%} of the "
-                f"requests meet every threshold (target {slo.attainment:.1%}) on {replica.label()}; "
-                "long prompts or answers in the tail miss it - loosen a threshold or the attainment"
-            )
-    for name, tgt in tg.items():
-        x = z[f"{name}_s"]
-        x = x[~np.isnan(x)]
-        if not values and not (len(x) and percentile_over(x, tgt.percentile, tgt.max_s)):
-            continue
-        v = float(np.percentile(x, tgt.percentile)) if len(x) else 0.0
-        out[f"{name}_{tgt.label}_s"] = v
-        if v > tgt.max_s:
-            what = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "E2E"}[name]
-            raise PlannerError(
-                f"SLO unreachable even at zero load: {what} alone is {v:.3g} s at {tgt.label} "
-                f"(target {tgt.max_s:g} s) for {replica.label()}; use a faster GPU, more TP, "
-                f"a lower precision or a looser {what} target"
-            )
-    return out
 
 
 class CapacityProbe:
@@ -475,6 +441,8 @@ class CapacityProbe:
         self._results: dict[float, tuple[SimResult, np.ndarray, float, bool]] = {}
         self.simulations = 0
         self._checked = 0  # 1: verdict, 2: and the zero-load values
+        #: a helper's probe, running ahead of the search (WorkloadCache.run_ahead)
+        self.ahead = False
         self.zero_load: dict[str, float] = {}
 
     def check(self, values: bool = True) -> dict[str, float]:
@@ -485,8 +453,7 @@ class CapacityProbe:
             if not self._checked:
                 check_fits(self.replica, self.base, self.cache.fit_stats(self.base))
             for i, c in enumerate(self.classes):
-                reqs = self.cache.unloaded_requests(self.replica, i)
-                z = check_reachable(self.replica, c.workload, c.slo, requests=reqs, values=values)
+                z = self.cache.reachable(self.replica, i, values)
                 self.zero_load.update(
                     z if self.cache.single else {f"{c.name}.{k}": v for k, v in z.items()}
                 )
@@ -509,6 +476,14 @@ class CapacityProbe:
             ):
                 return s
         self.check(values=not self.early_stop)
+        if self.early_stop and not exact and not whole and not self.ahead:
+            ahead = self.cache.take_ahead(self, rate)  # the same run, made by a helper
+            if ahead is not None:
+                self.simulations += 1
+                self.summaries[rate] = ahead[0]
+                if ahead[1] is not None:
+                    self._results[rate] = ahead[1]
+                return ahead[0]
         base = self.base
         k = int(min(self.n_cap, self.n_scored + math.ceil(rate * (self.warm_s + self.tail_s)) + 1))
         reqs = Requests(
@@ -623,7 +598,7 @@ class CapacityProbe:
         k_lb = max(1, int(k_lb))
         if k_max < k_lb:
             return None
-        k = min(max(k_lb, int(k_start or k_lb)), k_max)
+        k = self.first_k(k_lb, k_max, k_start)
         step = 1
         if self.ok(need_rps / k):  # gallop down: k passes, find a failure below it
             while True:
@@ -657,6 +632,11 @@ class CapacityProbe:
             else:
                 fail = mid
         return k
+
+    @staticmethod
+    def first_k(k_lb: int, k_max: int, k_start: int | None = None) -> int:
+        """The first replica count :meth:`min_replicas` tries."""
+        return min(max(max(1, int(k_lb)), int(k_start or k_lb)), k_max)
 
     def refine_max_rate(
         self, lo: float, hi: float, rel_tol: float = 0.03, max_steps: int = 4

@@ -177,13 +177,17 @@ def build_replica(
         catalog=cat,
         suggest=False,
     )
-    probe = plan_memory(m, g, p, context_len=min(ctx, 2048), memory_utilization=util, **plan_kw)
-    if probe.fits and bs > probe.max_kv_tokens > 0:
-        raise PlannerError(
-            f"KV block size {bs} tokens is larger than the whole KV cache of {m.id} on "
-            f"{tp * pp}x {g.id} ({p.id}, {probe.max_kv_tokens} tokens); use a smaller block_size"
-        )
-    if probe.max_kv_tokens < bs:
+    # the KV cache's size (max_kv_tokens) does not depend on the context: the plan at the
+    # model's context gives it, and is the final plan unless the cache holds less
+    plan = plan_memory(m, g, p, context_len=ctx, memory_utilization=util, **plan_kw)
+    if plan.max_kv_tokens < bs:  # too small: the reasons, from a plan at <= 2048 tokens
+        probe = plan_memory(m, g, p, context_len=min(ctx, 2048), memory_utilization=util, **plan_kw)
+        if probe.fits and bs > probe.max_kv_tokens > 0:
+            raise PlannerError(
+                f"KV block size {bs} tokens is larger than the whole KV cache of {m.id} on "
+                f"{tp * pp}x {g.id} ({p.id}, {probe.max_kv_tokens} tokens); use a smaller "
+                "block_size"
+            )
         full = plan_memory(
             m,
             g,
@@ -194,13 +198,13 @@ def build_replica(
         )
         hint = f" Try: {'; '.join(full.suggestions)}." if full.suggestions else ""
         raise PlannerError(f"{m.id} on {tp * pp}x {g.id} ({p.id}): {full.reason}.{hint}")
-    num_blocks = int(probe.max_kv_tokens // bs)
+    num_blocks = int(plan.max_kv_tokens // bs)
     if num_blocks * bs < ctx:
         assumptions.append(
             f"max_model_len reduced from {ctx} to {num_blocks * bs} tokens: the KV cache holds no more"
         )
         ctx = num_blocks * bs
-    plan = plan_memory(m, g, p, context_len=ctx, memory_utilization=util, **plan_kw)
+        plan = plan_memory(m, g, p, context_len=ctx, memory_utilization=util, **plan_kw)
     assumptions.extend(plan.assumptions)
     eng = EngineConfig(
         framework=fw.id if fw else None,
