@@ -287,7 +287,11 @@ with st.status(f"Searching deployments on {n_gpus} GPU types ...", expanded=Fals
             label=(
                 f"Searched {s['options_enumerated']:,} options on {n_gpus} GPU types: "
                 f"{s['options_simulated']} simulated, {s['options_pruned']:,} pruned by bound "
-                f"({s['elapsed_s']:.1f} s; cached for these inputs)"
+                + (
+                    f"(searched ahead of this page in {s['elapsed_s']:.1f} s and kept)"
+                    if s.get("precomputed")
+                    else f"({s['elapsed_s']:.1f} s; cached for these inputs)"
+                )
             ),
             state="complete",
         )

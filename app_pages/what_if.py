@@ -470,7 +470,7 @@ def deployment() -> None:
             "the KV budget left free and the reserved part, against the card's capacity",
         )
         st.caption(
-            f"{plan['reason']} Dashed red line: the card's {cap_gb:.0f} GB. "
+            f"{plan['reason'].rstrip('.')}. Dashed red line: the card's {cap_gb:.0f} GB. "
             f"{plan['max_concurrent_sequences']:,} sequences of {context:,} tokens fit; the engine "
             f"runs at most {mns}."
         )
