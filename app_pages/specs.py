@@ -133,33 +133,22 @@ def pareto() -> dict[str, Any]:
         .mark_line(color="#54a24b", strokeDash=[4, 3], interpolate="step-after")
         .encode(x=x, y=y, order="e2e_p99_s:Q")
     )
+
+    def by_role(*values):  # winner, Pareto front, other
+        return alt.Scale(domain=["winner", "Pareto front", "other"], range=list(values))
+
+    legend = alt.Legend(title=None, orient="bottom", labelExpr=WINNER_LEGEND)
     dots = (
         alt.Chart(pts)
         .mark_point(filled=True, size=110)
         .encode(
             x=x,
             y=y,
-            shape=alt.Shape(
-                "role:N",
-                scale=alt.Scale(
-                    domain=["winner", "Pareto front", "other"],
-                    range=["diamond", "circle", "circle"],
-                ),
-                legend=alt.Legend(title=None, orient="bottom", labelExpr=WINNER_LEGEND),
-            ),
+            shape=alt.Shape("role:N", scale=by_role("diamond", "circle", "circle"), legend=legend),
             color=alt.Color(
-                "role:N",
-                scale=alt.Scale(
-                    domain=["winner", "Pareto front", "other"],
-                    range=["#d62728", "#54a24b", "#9d9d9d"],
-                ),
-                legend=alt.Legend(title=None, orient="bottom", labelExpr=WINNER_LEGEND),
+                "role:N", scale=by_role("#d62728", "#54a24b", "#9d9d9d"), legend=legend
             ),
-            size=alt.Size(
-                "role:N",
-                scale=alt.Scale(domain=["winner", "Pareto front", "other"], range=[320, 110, 80]),
-                legend=None,
-            ),
+            size=alt.Size("role:N", scale=by_role(320, 110, 80), legend=None),
             tooltip=tip,
         )
     )

@@ -35,7 +35,7 @@ from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.records import Frozen, field_error
 from planner.errors import PlannerError, read_text, shown
-from planner.files import atomic_write_text, load_yaml
+from planner.files import IdentityMemo, atomic_write_text, load_yaml
 
 DEFAULT_PROFILE = DATA_DIR / "calibration" / "profile.yaml"
 
@@ -165,7 +165,9 @@ class Profile(Frozen):
     ) -> tuple[ProfileNode | None, bool]:
         """(node, whether it holds ``family``) for a deployment: see :meth:`find`."""
         family = family if family in self.split_families else None
-        by_key = {(_key_of(n), n.family): n for n in self.nodes}
+        by_key = _BY_KEY.get((self,))
+        if by_key is None:  # once per profile: a search resolves hundreds of options
+            by_key = _BY_KEY.put((self,), (), {(_key_of(n), n.family): n for n in self.nodes})
         nearest = None
         for k in _lookup_keys(vendor, framework, arch, gpu, precision):
             node = by_key.get((k, ""))
@@ -178,6 +180,10 @@ class Profile(Frozen):
                 return by_key.get((k, family or ""), node), True
             nearest = nearest or node
         return nearest, nearest is None
+
+
+#: each profile's nodes by (fit-tree key, family), built once (profiles are frozen)
+_BY_KEY = IdentityMemo(max_entries=16)
 
 
 def _node_keys(vendor, fw, arch, gpu, prec) -> list[tuple]:
