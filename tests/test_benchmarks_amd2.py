@@ -27,7 +27,8 @@ from planner.catalog import DATA_DIR
 CSV = DATA_DIR / "benchmarks" / "public_amd2.csv"
 PAGE = "AMD ROCm performance results page (vLLM, MI300X)"
 MLP60 = "MLPerf Inference v6.0"
-PREFIX = {PAGE: "amdperf", MLP60: "mlp60"}
+MLP51 = "MLPerf Inference v5.1"
+PREFIX = {PAGE: "amdperf", MLP60: "mlp60", MLP51: "mlp51b"}
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,7 @@ def by_id(rows) -> dict[str, dict[str, str]]:
 
 def test_file_loads_with_the_planners_loader(rows, catalog):
     df = load_measurements(CSV, catalog)
-    assert len(df) == len(rows) == 47
+    assert len(df) == len(rows) == 67
     ids = [r["id"] for r in rows]
     assert len(set(ids)) == len(ids)
 
@@ -54,8 +55,8 @@ def test_every_row_has_source_detail_and_as_of(rows):
         assert re.fullmatch(PREFIX[r["source"]] + r"-\d{4}", r["id"]), r["id"]
         assert r["source_detail"].strip(), r["id"]
         day = dt.date.fromisoformat(r["as_of"])
-        assert dt.date(2025, 9, 1) <= day <= dt.date(2026, 4, 30), r["id"]
-        assert r["hardware"] in ("amd-mi300x", "amd-mi355x"), r["id"]
+        assert dt.date(2025, 9, 9) <= day <= dt.date(2026, 4, 30), r["id"]
+        assert r["hardware"] in ("amd-mi300x", "amd-mi325x", "amd-mi355x"), r["id"]
         assert r["framework"] == "vllm", r["id"]
         assert r["framework_version"].strip() and r["notes"].strip(), r["id"]
 
@@ -63,11 +64,13 @@ def test_every_row_has_source_detail_and_as_of(rows):
 def test_sources_yaml_lists_each_source_with_its_file_and_row_count(rows):
     doc = yaml.safe_load((DATA_DIR / "benchmarks" / "sources.yaml").read_text(encoding="utf-8"))
     counts = collections.Counter(r["source"] for r in rows)
-    assert counts == {PAGE: 24, MLP60: 23}
+    assert counts == {PAGE: 24, MLP60: 23, MLP51: 20}
     for source, n in counts.items():
         (entry,) = [s for s in doc["sources"] if s["source"] == source]
-        assert entry["file"] == "public_amd2.csv"
-        assert entry["rows"] == n
+        if source == MLP51:  # the round's other rows live in public_amd.csv
+            assert (entry["file"], entry["rows_public_amd2"]) == ("public_amd.csv", n)
+        else:
+            assert (entry["file"], entry["rows"]) == ("public_amd2.csv", n)
         dt.date.fromisoformat(entry["as_of"])
 
 
@@ -184,6 +187,41 @@ def test_mlperf_v60_rows_match_the_results_tables(by_id, rows):
         if r["source"] == MLP60 and r["model"] == "llama-2-70b" and r["mode"] == "offline"
     ]
     assert len(off_vals) == 5 and max(off_vals) / min(off_vals) < 1.04
+
+
+def test_mlperf_v51_partner_rows_match_the_results_tables(by_id, rows):
+    """v5.1 closed, systems running AMD's v5.0 harness build (vLLM 0.6.5.dev964+mlperf50):
+    Dell XE9680_MI300X_192GBx8 llama2-70b-99 Offline 27325.9 Tokens/s (mlperf_log_summary.txt
+    'Tokens per second: 27325.9', target_qps 93), Server 24747.6 at target_qps 83 with
+    'Completed samples per second : 82.24' -> 24747.6 / 82.24 = 300.9 tokens per sample, the
+    ~300 generated tokens of a Llama-2 OpenOrca answer. Engine config offline_mi300x.yaml:
+    tensor_parallel_size 1, max_num_seqs 1792, max_num_batched_tokens 40960,
+    gpu_memory_utilization 0.98. GigaComputing's offline_mi325x.yaml differs from AMD's
+    (max_num_batched_tokens 65000, gpu_memory_utilization 0.97)."""
+    off = by_id["mlp51b-0004"]
+    assert (off["hardware"], off["tp"], off["mode"], float(off["value"])) == (
+        "amd-mi300x",
+        "1",
+        "offline",
+        27325.9,
+    )
+    s = engine_settings(off["notes"])
+    assert (s.max_num_seqs, s.max_num_batched_tokens) == (1792, 40960)
+    assert memory_fraction_from_notes(off["notes"]) == 0.98
+    srv = by_id["mlp51b-0005"]
+    assert (srv["mode"], float(srv["request_rate"]), float(srv["value"])) == (
+        "server",
+        83.0,
+        24747.6,
+    )
+    assert abs(24747.6 / 82.24 - 300.9) < 0.05
+    giga = by_id["mlp51b-0007"]
+    assert "GigaComputing" in giga["notes"] and float(giga["value"]) == 34483.2
+    assert engine_settings(giga["notes"]).max_num_batched_tokens == 65000
+    assert memory_fraction_from_notes(giga["notes"]) == 0.97
+    assert {r["framework_version"] for r in rows if r["source"] == MLP51} == {
+        "vLLM 0.6.5.dev964+mlperf50 (AMD MLPerf v5.0 harness build), PyTorch 2.7.0a0, ROCm 6.3.1"
+    }
 
 
 def test_every_row_is_predicted_or_says_why(rows, catalog):
