@@ -10,6 +10,7 @@ import numpy as np
 
 from planner.engine._scalar import window_pairs
 from planner.errors import PlannerError, require_positive
+from planner.serving._jit import freeze_long_lived
 from planner.serving.replica import Replica
 from planner.serving.result import SimResult
 from planner.workload.workload import Requests
@@ -122,6 +123,7 @@ def _run_continuous(
     finally:
         if gate:
             SIMULATING.open.clear()
+    freeze_long_lived("loop")  # numba's objects, loaded by the first call: no collection walks them
     if err == ERR_STALLED:  # pragma: no cover
         raise PlannerError("simulation stalled with requests outstanding")
     if err == ERR_KV_RUNNING:  # pragma: no cover

@@ -30,6 +30,7 @@ import numpy as np
 
 from planner.errors import PlannerError
 from planner.serving._engine import _run_continuous, _run_static
+from planner.serving._jit import freeze_long_lived
 from planner.serving.replica import Replica, check_fits
 from planner.serving.result import SimResult
 from planner.serving.steady_state import (
@@ -264,12 +265,14 @@ class WorkloadCache:
             n: min((tg[n].max_s for tg in tgs if n in tg), default=math.inf)
             for n in ("ttft", "tpot", "e2e")
         }
-        return float(
+        rate = float(
             slo_rate_kernel()(
                 k, dec, budget, lam_sat, t_sat, worst["ttft"], worst["tpot"], worst["e2e"],
                 float(cap_rps), int(steps),
             )
         )  # fmt: skip
+        freeze_long_lived("slo_rate")  # numba's objects, loaded by the first call
+        return rate
 
     def reachable(self, replica: Replica, index: int = 0, values: bool = True) -> dict[str, float]:
         """:func:`check_reachable` of ``replica`` for class ``index`` on its
