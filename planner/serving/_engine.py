@@ -164,6 +164,29 @@ def _run_continuous(
     )
 
 
+def loop_key(replica: Replica) -> tuple | None:
+    """Everything of ``replica`` that :func:`_run_continuous` reads, as a hashable key (None
+    for a static-batching engine, whose runner reads more): two replicas with the same key
+    give bit-identical runs of the same requests, because the compiled loop is a
+    deterministic function of exactly these inputs (the step-time and straggler
+    coefficients, the scheduler's settings, the KV blocks, the window) plus the requests,
+    whose sample depends on the engine's context limit and prefix caching only -- both
+    here too. The engine's framework name and memory utilization are in the key as well
+    (read only for the label and the memory plan): the key can only be stricter than
+    needed. ``num_gpus`` sets the per-GPU figures of a run's result."""
+    eng, sm = replica.engine, replica.sm
+    if not eng.continuous_batching:
+        return None
+    return (
+        sm._coeffs,
+        sm._straggler_coeffs,
+        float(sm.window),
+        float(sm.layers_sw),
+        eng,
+        replica.num_gpus,
+    )
+
+
 def _event_stats(events: list[tuple[int, int, int, float, float]]):
     """Per-token ITL samples and the batch-size distribution from the iteration records.
 
