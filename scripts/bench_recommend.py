@@ -195,8 +195,9 @@ def cli(repeats: int, against: str | None) -> None:
                     raise SystemExit(f"{root}: {p.stderr.strip()[-400:]}")
                 if argv[0] == "-c":
                     call[name].append(float(p.stdout.split()[0]))
+        load = os.getloadavg()[0]  # the shared machine's load while it ran
         print(
-            f"{label} whole-process wall time, median of {repeats}: "
+            f"{label} (load average {load:.1f}) whole-process wall time, median of {repeats}: "
             + "; ".join(
                 f"{name} {statistics.median(v):.2f} s (min {min(v):.2f}, max {max(v):.2f}; CPU "
                 f"{statistics.median(cpu[name]):.2f} s"

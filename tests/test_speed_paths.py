@@ -55,6 +55,33 @@ def test_kernels_load_without_scipy_and_blas_still_compiles():
     assert out == {"linalg": "False", "dot": "32.0", "blas": "True"}
 
 
+def test_the_first_call_of_each_kernel_freezes_the_tracked_objects_once():
+    """After the zero-load kernel's and the event loop's first calls (numba's import and
+    cache loads), the objects tracked then sit in the collector's permanent generation
+    (tens of thousands: numba's), so a full collection walks only what came later; a second
+    call freezes nothing more (the count stays)."""
+    code = (
+        "import gc\n"
+        "from planner.serving import CapacityProbe, WorkloadCache, build_replica\n"
+        "from planner.workload import SLO, preset\n"
+        "rep = build_replica('llama-3.1-8b', 'nvidia-h100-sxm', 'bf16', 'vllm')\n"
+        "wl = preset('chat', traffic={'peak_rps': 10.0, 'mean_rps': 5.0})\n"
+        "slo = SLO.model_validate({'ttft': {'max_s': 1.0}, 'tpot': {'max_s': 0.05}})\n"
+        "print('before', gc.get_freeze_count())\n"
+        "p = CapacityProbe(rep, WorkloadCache.of(wl, slo), n_requests=200)\n"
+        "p.run(1.0)\n"
+        "n = gc.get_freeze_count()\n"
+        "p.run(2.0)\n"
+        "print('after', n, gc.get_freeze_count(), len(gc.get_objects()))\n"
+    )
+    p = _run(code)
+    assert p.returncode == 0, p.stderr
+    lines = dict(line.split(" ", 1) for line in p.stdout.strip().splitlines())
+    assert lines["before"] == "0"
+    frozen, again, tracked = map(int, lines["after"].split())
+    assert frozen > 20_000 and again == frozen and tracked < frozen
+
+
 def test_rare_gc_raises_the_threshold_and_restores_it():
     before = gc.get_threshold()
     with rare_gc():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -63,7 +64,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # a short run: few passes of the cyclic collector (files.rare_gc); argv None is the
     # process's own command line (the `planner` script, python -m planner.cli): it ends after
     with rare_gc(ending=argv is None):
-        return _main(argv)
+        code = _main(argv)
+    if argv is None:
+        # the process ends now: the interpreter's exit collects even with the collector
+        # off, and would walk every object of the run (0.1-0.3 s) just before freeing them
+        gc.freeze()
+    return code
 
 
 def _main(argv: Sequence[str] | None) -> int:

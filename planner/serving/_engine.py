@@ -10,6 +10,7 @@ import numpy as np
 
 from planner.engine._scalar import window_pairs
 from planner.errors import PlannerError, require_positive
+from planner.serving._jit import freeze_long_lived
 from planner.serving.replica import Replica
 from planner.serving.result import SimResult
 from planner.workload.workload import Requests
@@ -122,6 +123,7 @@ def _run_continuous(
     finally:
         if gate:
             SIMULATING.open.clear()
+    freeze_long_lived("loop")  # numba's objects, loaded by the first call: no collection walks them
     if err == ERR_STALLED:  # pragma: no cover
         raise PlannerError("simulation stalled with requests outstanding")
     if err == ERR_KV_RUNNING:  # pragma: no cover
@@ -159,6 +161,29 @@ def _run_continuous(
         truncated=reqs.truncated,
         # events: passes of the event loop (its cost), stop: the early-stop counts
         meta={"events": int(nev), **({"stop": stats} if stop[1][1] > stop[1][0] else {})},
+    )
+
+
+def loop_key(replica: Replica) -> tuple | None:
+    """Everything of ``replica`` that :func:`_run_continuous` reads, as a hashable key (None
+    for a static-batching engine, whose runner reads more): two replicas with the same key
+    give bit-identical runs of the same requests, because the compiled loop is a
+    deterministic function of exactly these inputs (the step-time and straggler
+    coefficients, the scheduler's settings, the KV blocks, the window) plus the requests,
+    whose sample depends on the engine's context limit and prefix caching only -- both
+    here too. The engine's framework name and memory utilization are in the key as well
+    (read only for the label and the memory plan): the key can only be stricter than
+    needed. ``num_gpus`` sets the per-GPU figures of a run's result."""
+    eng, sm = replica.engine, replica.sm
+    if not eng.continuous_batching:
+        return None
+    return (
+        sm._coeffs,
+        sm._straggler_coeffs,
+        float(sm.window),
+        float(sm.layers_sw),
+        eng,
+        replica.num_gpus,
     )
 
 

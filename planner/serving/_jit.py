@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 
 
@@ -34,3 +35,23 @@ def import_numba():
             if sys.modules.get(blas, 0) is None:
                 del sys.modules[blas]
     return numba
+
+
+#: the compiled functions after whose first call :func:`freeze_long_lived` froze
+_frozen: set[str] = set()
+
+
+def freeze_long_lived(name: str) -> None:
+    """Once per compiled function ``name`` and process, right after its first call (numba's
+    import and cache load happen then): move every object the cyclic garbage collector tracks into its permanent generation
+    (:func:`gc.freeze`), so that no later collection walks them again.
+
+    numba leaves ~100,000 container objects (types, dispatchers, lowering registries) that live
+    as long as the process; every collection pass of a search walked them, and so did the
+    passes of the interpreter's exit (0.2-0.4 s of a CLI run on the 2-core machine). Frozen
+    objects are still freed by reference counting; only those that later become part of a
+    reference cycle are never reclaimed, and at this point nearly every tracked object is
+    module state that lives to the end anyway."""
+    if name not in _frozen:
+        _frozen.add(name)
+        gc.freeze()

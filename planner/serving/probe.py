@@ -20,6 +20,7 @@ Method (the same for every caller, so they agree for the same seed):
 
 from __future__ import annotations
 
+import copy
 import math
 import threading
 from collections.abc import Sequence
@@ -29,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from planner.errors import PlannerError
-from planner.serving._engine import _run_continuous, _run_static
+from planner.serving._engine import _run_continuous, _run_static, loop_key
+from planner.serving._jit import freeze_long_lived
 from planner.serving.replica import Replica, check_fits
 from planner.serving.result import SimResult
 from planner.serving.steady_state import (
@@ -155,6 +157,9 @@ class WorkloadCache:
         #: verdict runs made ahead by a helper thread (:meth:`run_ahead`), and those running
         self._ahead: dict[tuple[int, float, int], tuple[Replica, Any]] = {}
         self._ahead_busy: dict[tuple[int, float, int], threading.Event] = {}
+        #: verdicts of plain verdict runs per (a probe's run_key, rate): another option's
+        #: probe with the same run_key would simulate the very same run (see shared_verdict)
+        self._verdicts: dict[tuple[Any, float], dict[str, Any]] = {}
 
     def quantile_tokens(self, index: int, which: str, q: float) -> float:
         """``classes[index].workload.<which>_quantile_tokens(q)`` (``which``: "input" or
@@ -264,12 +269,14 @@ class WorkloadCache:
             n: min((tg[n].max_s for tg in tgs if n in tg), default=math.inf)
             for n in ("ttft", "tpot", "e2e")
         }
-        return float(
+        rate = float(
             slo_rate_kernel()(
                 k, dec, budget, lam_sat, t_sat, worst["ttft"], worst["tpot"], worst["e2e"],
                 float(cap_rps), int(steps),
             )
         )  # fmt: skip
+        freeze_long_lived("slo_rate")  # numba's objects, loaded by the first call
+        return rate
 
     def reachable(self, replica: Replica, index: int = 0, values: bool = True) -> dict[str, float]:
         """:func:`check_reachable` of ``replica`` for class ``index`` on its
@@ -326,6 +333,31 @@ class WorkloadCache:
         if hit is None or hit[0] is not probe.replica or hit[1][2] != probe.n_scored:
             return None
         return hit[1]
+
+    def shared_verdict(self, probe: CapacityProbe, rate: float) -> dict[str, Any] | None:
+        """The summary of a plain verdict run (not ``exact``, not ``whole``) that a probe of
+        another replica with the same :attr:`CapacityProbe.run_key` made at ``rate``, or None.
+
+        It is the summary ``probe`` would compute itself, not an estimate: the run key holds
+        every input of the compiled event loop that comes from the replica
+        (:func:`planner.serving._engine.loop_key`) and every setting of the probe that shapes
+        the run (requests scored, sample size, warm-up and tail, early stop); the request
+        sample and the SLO belong to this cache. So the same key and rate mean the same
+        requests through the same deterministic loop: the same latencies, the same verdict.
+        (Precision variants the catalog lists apart but models alike, e.g. int4-awq and
+        int4-gptq, often share a key.)"""
+        if probe.run_key is None:
+            return None
+        hit = self._verdicts.get((probe.run_key, rate))
+        return copy.deepcopy(hit) if hit is not None else None
+
+    def keep_verdict(self, probe: CapacityProbe, rate: float, summary: dict[str, Any]) -> None:
+        """Remember a plain verdict run's summary for :meth:`shared_verdict`."""
+        if probe.run_key is None:
+            return
+        if len(self._verdicts) >= 50_000:
+            self._verdicts.clear()
+        self._verdicts[(probe.run_key, rate)] = copy.deepcopy(summary)
 
     def unloaded_requests(self, replica: Replica, index: int = 0, n: int = 400) -> Requests:
         """The request sample of :func:`unloaded_latency` for class ``index`` (its default
@@ -436,6 +468,14 @@ class CapacityProbe:
         #: requests cut to the engine's context limit in the base sample
         self.truncated_requests = int(self.base.truncated)
         self.early_stop = bool(early_stop and cache.single)
+        #: what makes two probes' runs at one rate the same run (WorkloadCache.shared_verdict);
+        #: None: never shared
+        lk = loop_key(replica)
+        self.run_key = (
+            None
+            if lk is None
+            else (lk, self.n_cap, self.n_scored, self.warm_s, self.tail_s, self.early_stop)
+        )
         self.summaries: dict[float, dict[str, Any]] = {}
         #: per rate: the run, its scored mask, its warm-up [s], whether it ran to the end
         self._results: dict[float, tuple[SimResult, np.ndarray, float, bool]] = {}
@@ -476,13 +516,22 @@ class CapacityProbe:
             ):
                 return s
         self.check(values=not self.early_stop)
-        if self.early_stop and not exact and not whole and not self.ahead:
+        plain = not exact and not whole
+        if plain:
+            # the same run, made for another replica's probe (asked first, and kept only
+            # from the search's own probes: a helper thread changes no count)
+            shared = self.cache.shared_verdict(self, rate)
+            if shared is not None:
+                self.summaries[rate] = shared
+                return shared
+        if self.early_stop and plain and not self.ahead:
             ahead = self.cache.take_ahead(self, rate)  # the same run, made by a helper
             if ahead is not None:
                 self.simulations += 1
                 self.summaries[rate] = ahead[0]
                 if ahead[1] is not None:
                     self._results[rate] = ahead[1]
+                self.cache.keep_verdict(self, rate, ahead[0])
                 return ahead[0]
         base = self.base
         k = int(min(self.n_cap, self.n_scored + math.ceil(rate * (self.warm_s + self.tail_s)) + 1))
@@ -524,6 +573,8 @@ class CapacityProbe:
             )
             self.summaries[rate] = s
             self._results.pop(rate, None)
+            if plain and not self.ahead:
+                self.cache.keep_verdict(self, rate, s)
             return s
         # the verdict needs only the per-request latencies of the scored requests; the full
         # summary (ITL and batch percentiles, throughput) is computed for reported runs only
@@ -545,6 +596,8 @@ class CapacityProbe:
         s["slo_attainment"] = min(v["attainment"] for v in per.values())
         self.summaries[rate] = s
         self._results[rate] = (res, mask, lo_t, stats is None or stats[5] == 0)
+        if plain and not self.ahead:
+            self.cache.keep_verdict(self, rate, s)
         return s
 
     def keep_only(self, rate: float | None) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.errors import PlannerError
+from planner.serving._jit import freeze_long_lived
 from planner.serving.replica import Replica
 from planner.serving.verdict import percentile_over
 from planner.workload.slo import SLO
@@ -59,6 +60,9 @@ def unloaded_latency(
         W,
         float(sched),
     )
+    freeze_long_lived(
+        "unloaded"
+    )  # numba's objects, loaded by the first call: no collection walks them
     e2e = ttft + np.nan_to_num(tpot) * (reqs.output_tokens - 1)
     return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}
 
