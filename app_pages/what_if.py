@@ -4,6 +4,7 @@ tokens/s per GPU and $/M tokens; "pin as baseline" shows every number's delta.""
 
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -234,12 +235,37 @@ def _clear_baseline() -> None:
     st.session_state.pop(BASELINE, None)
 
 
-def metrics(vals: dict[str, tuple[float, str, str]], base: dict | None) -> None:
-    """The ten numbers, five a row, each with its delta to the baseline ``base``."""
-    cols = st.columns(5)
-    for i, (label, (v, pattern, color)) in enumerate(vals.items()):
+TIPS = {
+    "$/M output tokens": "at the planned traffic (mean rate), fixed fleet: fleet $/h / "
+    "output tokens per hour, as on the Plan page",
+    "$/M tokens, full load": "output tokens at full load: price / (output tok/s per GPU "
+    "x 3600) x 1e6",
+    "Output tok/s per GPU": "the curve's best point meeting the SLO",
+    "Sequences that fit": "full-context sequences that fit in the KV cache",
+}
+GOOD, BAD, SAME = "#09ab3b", "#ff2b2b", "#808495"  # Streamlit's delta colours
+CARDS_CSS = (
+    "<style>.wi-cards{display:grid;grid-template-columns:repeat(5,minmax(0,1fr));gap:1rem;"
+    "margin-bottom:1rem}.wi-card{border:1px solid rgba(128,132,149,.3);border-radius:.5rem;"
+    "padding:.75rem 1rem}.wi-l{font-size:.875rem}.wi-l abbr{text-decoration:none;"
+    "cursor:help;opacity:.6;margin-left:.35rem;border:1px solid;border-radius:50%;"
+    "display:inline-block;width:1.1em;height:1.1em;line-height:1em;text-align:center;"
+    "font-size:.75rem}.wi-v{font-size:2.25rem;line-height:1.3;"
+    "white-space:nowrap;overflow:hidden;text-overflow:ellipsis}.wi-d{font-size:.875rem;"
+    "border-radius:1rem;padding:.1rem .5rem;display:inline-block}</style>"
+)
+
+
+def metric_cards(
+    vals: dict[str, tuple[float, str, str]], base: dict | None
+) -> list[tuple[str, str, str | None, str]]:
+    """(label, shown value, delta to the baseline ``base`` or None, its colour) of each of
+    the ten numbers. ``vals``: label -> (value, format pattern, "normal" when more is better
+    or "inverse" when less is)."""
+    out = []
+    for label, (v, pattern, sense) in vals.items():
         shown = pattern.format(v) if np.isfinite(v) else "-"
-        delta = None
+        delta, colour = None, SAME
         if base and label in base["values"]:
             b = base["values"][label]
             if np.isfinite(v) and np.isfinite(b):
@@ -247,15 +273,43 @@ def metrics(vals: dict[str, tuple[float, str, str]], base: dict | None) -> None:
                 mag = pattern.format(abs(d))
                 same = mag == pattern.format(0)  # a difference smaller than the shown digits
                 delta = mag if same else f"{'+' if d > 0 else '-'}{mag}"
-        tip = {
-            "$/M output tokens": "at the planned traffic (mean rate), fixed fleet: fleet $/h / "
-            "output tokens per hour, as on the Plan page",
-            "$/M tokens, full load": "output tokens at full load: price / (output tok/s per GPU "
-            "x 3600) x 1e6",
-            "Output tok/s per GPU": "the curve's best point meeting the SLO",
-            "Sequences that fit": "full-context sequences that fit in the KV cache",
-        }.get(label)
-        cols[i % 5].metric(label, shown, delta=delta, delta_color=color, border=True, help=tip)
+                if not same:
+                    colour = GOOD if (d > 0) == (sense == "normal") else BAD
+        out.append((label, shown, delta, colour))
+    return out
+
+
+def _html(text: str) -> str:
+    """``text`` escaped for HTML, its "$" as an entity (Markdown reads "$...$" as maths)."""
+    return html.escape(text).replace("$", "&#36;")
+
+
+def metrics(vals: dict[str, tuple[float, str, str]], base: dict | None) -> None:
+    """The ten numbers, five a row, each with its delta to the baseline ``base``: one HTML
+    element (ten ``st.metric`` cards were ten React components to update on every change;
+    issue 18, a What-if change <= 200 ms)."""
+    cards = []
+    for label, shown, delta, colour in metric_cards(vals, base):
+        tip = TIPS.get(label)
+        lab = _html(label) + (f'<abbr title="{html.escape(tip)}">?</abbr>' if tip else "")
+        arrow = (
+            ""
+            if delta is None or colour == SAME
+            else ("&#8593; " if delta[0] == "+" else "&#8595; ")
+        )
+        d = (
+            f'<div class="wi-d" style="color:{colour};background:{colour}1f">{arrow}'
+            f'<span class="wi-dv">{_html(delta)}</span></div>'
+            if delta is not None
+            else ""
+        )
+        cards.append(
+            f'<div class="wi-card"><div class="wi-l">{lab}</div>'
+            f'<div class="wi-v">{_html(shown)}</div>{d}</div>'
+        )
+    st.markdown(
+        CARDS_CSS + '<div class="wi-cards">' + "".join(cards) + "</div>", unsafe_allow_html=True
+    )
 
 
 def notes(res: dict, sc: Any) -> None:
