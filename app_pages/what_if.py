@@ -279,19 +279,14 @@ def metric_cards(
     return out
 
 
-def _html(text: str) -> str:
-    """``text`` escaped for HTML, its "$" as an entity (Markdown reads "$...$" as maths)."""
-    return html.escape(text).replace("$", "&#36;")
-
-
 def metrics(vals: dict[str, tuple[float, str, str]], base: dict | None) -> None:
     """The ten numbers, five a row, each with its delta to the baseline ``base``: one HTML
-    element (ten ``st.metric`` cards were ten React components to update on every change;
-    issue 18, a What-if change <= 200 ms)."""
+    ``st.html`` element (ten ``st.metric`` cards were ten React components to update on every
+    change, and Markdown would parse the HTML on each; issue 18, a What-if change <= 200 ms)."""
     cards = []
     for label, shown, delta, colour in metric_cards(vals, base):
         tip = TIPS.get(label)
-        lab = _html(label) + (f'<abbr title="{html.escape(tip)}">?</abbr>' if tip else "")
+        lab = html.escape(label) + (f'<abbr title="{html.escape(tip)}">?</abbr>' if tip else "")
         arrow = (
             ""
             if delta is None or colour == SAME
@@ -299,17 +294,15 @@ def metrics(vals: dict[str, tuple[float, str, str]], base: dict | None) -> None:
         )
         d = (
             f'<div class="wi-d" style="color:{colour};background:{colour}1f">{arrow}'
-            f'<span class="wi-dv">{_html(delta)}</span></div>'
+            f'<span class="wi-dv">{html.escape(delta)}</span></div>'
             if delta is not None
             else ""
         )
         cards.append(
             f'<div class="wi-card"><div class="wi-l">{lab}</div>'
-            f'<div class="wi-v">{_html(shown)}</div>{d}</div>'
+            f'<div class="wi-v">{html.escape(shown)}</div>{d}</div>'
         )
-    st.markdown(
-        CARDS_CSS + '<div class="wi-cards">' + "".join(cards) + "</div>", unsafe_allow_html=True
-    )
+    st.html(CARDS_CSS + '<div class="wi-cards">' + "".join(cards) + "</div>")
 
 
 def notes(res: dict, sc: Any) -> None:

@@ -599,7 +599,7 @@ def _cards(at: AppTest) -> dict[str, Card]:
     """The What-if page's ten numbers (one HTML element of cards): label -> Card."""
     from html import unescape
 
-    els = [m.value for m in at.markdown if 'class="wi-cards"' in m.value]
+    els = [h.value for h in at.get("html") if 'class="wi-cards"' in h.value]
     if not els:
         return {}
     assert len(els) == 1
