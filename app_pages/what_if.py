@@ -245,13 +245,13 @@ TIPS = {
 }
 GOOD, BAD, SAME = "#09ab3b", "#ff2b2b", "#808495"  # Streamlit's delta colours
 CARDS_CSS = (
-    "<style>.wi-cards{display:grid;grid-template-columns:repeat(5,minmax(0,1fr));gap:1rem;"
+    "<style>.wi-cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(max(8.5rem,calc((100% - 4rem) / 5)),1fr));gap:1rem;"
     "margin-bottom:1rem}.wi-card{border:1px solid rgba(128,132,149,.3);border-radius:.5rem;"
-    "padding:.75rem 1rem}.wi-l{font-size:.875rem}.wi-l abbr{text-decoration:none;"
+    "padding:.75rem 1rem;container-type:inline-size}.wi-l{font-size:.875rem}.wi-l abbr{text-decoration:none;"
     "cursor:help;opacity:.6;margin-left:.35rem;border:1px solid;border-radius:50%;"
     "display:inline-block;width:1.1em;height:1.1em;line-height:1em;text-align:center;"
-    "font-size:.75rem}.wi-v{font-size:2.25rem;line-height:1.3;"
-    "white-space:nowrap;overflow:hidden;text-overflow:ellipsis}.wi-d{font-size:.875rem;"
+    "font-size:.75rem}.wi-v{line-height:1.3;white-space:nowrap}"
+    ".wi-d{font-size:.875rem;"
     "border-radius:1rem;padding:.1rem .5rem;display:inline-block}</style>"
 )
 
@@ -279,10 +279,18 @@ def metric_cards(
     return out
 
 
+def value_size(shown: str) -> str:
+    """CSS font size of a card's value: Streamlit's 2.25rem, smaller where the text (digits
+    ~0.6 em wide) would not fit the card's width (container query units, 100cqi = the card)."""
+    return f"min(2.25rem,{100 / (0.62 * max(len(shown), 1)):.1f}cqi)"
+
+
 def metrics(vals: dict[str, tuple[float, str, str]], base: dict | None) -> None:
     """The ten numbers, five a row, each with its delta to the baseline ``base``: one HTML
     ``st.html`` element (ten ``st.metric`` cards were ten React components to update on every
-    change, and Markdown would parse the HTML on each; issue 18, a What-if change <= 200 ms)."""
+    change, and Markdown would parse the HTML on each; issue 18, a What-if change <= 200 ms).
+    In a narrow window the cards take fewer columns, and a long value shrinks to its card's
+    width (:func:`value_size`) rather than being cut off (issue 18: no clipped numbers)."""
     cards = []
     for label, shown, delta, colour in metric_cards(vals, base):
         tip = TIPS.get(label)
@@ -300,7 +308,8 @@ def metrics(vals: dict[str, tuple[float, str, str]], base: dict | None) -> None:
         )
         cards.append(
             f'<div class="wi-card"><div class="wi-l">{lab}</div>'
-            f'<div class="wi-v">{html.escape(shown)}</div>{d}</div>'
+            f'<div class="wi-v" style="font-size:{value_size(shown)}">'
+            f"{html.escape(shown)}</div>{d}</div>"
         )
     st.html(CARDS_CSS + '<div class="wi-cards">' + "".join(cards) + "</div>")
 
