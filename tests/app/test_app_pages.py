@@ -580,7 +580,7 @@ WHAT_IF = "app_pages/what_if.py"
 
 CARD = re.compile(
     r'<div class="wi-card"><div class="wi-l">(?P<label>.*?)(?:<abbr title="(?P<tip>[^"]*)">\?</abbr>)?'
-    r'</div><div class="wi-v">(?P<value>.*?)</div>'
+    r'</div><div class="wi-v" style="font-size:[^"]*">(?P<value>.*?)</div>'
     r'(?:<div class="wi-d" style="color:(?P<colour>#[0-9a-f]{6});[^"]*">[^<]*'
     r'<span class="wi-dv">(?P<delta>.*?)</span></div>)?</div>'
 )
