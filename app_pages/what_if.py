@@ -425,29 +425,31 @@ def deployment() -> None:
     gpu_ids = [g.id for g in cat.accelerators]
     fw_ids = [f.id for f in cat.frameworks if f.id != "pytorch"]
     prec_ids = [p.id for p in cat.precisions]
-    c = st.columns([2, 1.3, 1.2, 1.2])
-    gpu = c[0].selectbox(
+    # the knobs in two horizontal containers (one block each; st.columns would add a block
+    # per column: fewer elements for the browser to update on every change, issue 18)
+    row = st.container(horizontal=True, gap="medium")
+    gpu = row.selectbox(
         "GPU", gpu_ids, key="wi_gpu", bind="query-params",
         **w._default("wi_gpu", opts=gpu_ids, index=w._index(gpu_ids, "nvidia-h100-sxm")),
     )  # fmt: skip
-    fw = c[1].selectbox(
+    fw = row.selectbox(
         "Framework", fw_ids, key="wi_fw", bind="query-params",
         **w._default("wi_fw", opts=fw_ids, index=fw_ids.index("vllm") if "vllm" in fw_ids else 0),
     )  # fmt: skip
-    prec = c[2].selectbox(
+    prec = row.selectbox(
         "Precision", prec_ids, key="wi_prec", bind="query-params",
         **w._default("wi_prec", opts=prec_ids, index=prec_ids.index("fp8") if "fp8" in prec_ids else 0),
     )  # fmt: skip
     p = cat.precision(prec)
     kv_def = default_kv_precision(p, cat.framework(fw), model)  # what fw does with the checkpoint
     kv_opts = list(dict.fromkeys([kv_def.id, *p.kv_options]))
-    kv = c[3].selectbox(
+    kv = row.selectbox(
         "KV precision", kv_opts, key=f"wi_kv_{prec}_{fw}", bind="query-params",
         help=f"default {kv_def.id}: {kv_def.basis}",
         **w._default(f"wi_kv_{prec}_{fw}", opts=kv_opts, index=0),
     )  # fmt: skip
-    c = st.columns(3)
-    tp = c[0].select_slider(
+    row = st.container(horizontal=True, gap="medium")
+    tp = row.select_slider(
         "TP (GPUs per replica)",
         TPS,
         key="wi_tp",
@@ -455,7 +457,7 @@ def deployment() -> None:
         **w._default("wi_tp", value=2),
     )
     ctx_opts = [x for x in CONTEXTS if not model.max_position_embeddings or x <= model.max_position_embeddings]  # fmt: skip
-    context = c[1].select_slider(
+    context = row.select_slider(
         "Context length (max_model_len) [tokens]", ctx_opts, key="wi_ctx", bind="query-params",
         format_func=lambda v: f"{v:,}",
         **w._default("wi_ctx", value=8192 if 8192 in ctx_opts else ctx_opts[-1]),
@@ -463,7 +465,7 @@ def deployment() -> None:
     # the engine's own default on this GPU (vLLM V1: 1024 on >= 70 GiB GPUs), as recommend uses
     seqs0, _ = cat.framework(fw).scheduler_defaults(cat.gpu(gpu))
     seqs_def = min(MAX_SEQS, key=lambda v: abs(v - seqs0))
-    mns = c[2].select_slider(
+    mns = row.select_slider(
         "Max concurrency (max_num_seqs)", MAX_SEQS, key="wi_seqs", bind="query-params",
         help=f"the engine's cap on sequences in a batch; {fw}'s default on {gpu} is {seqs0:,}",
         **w._default("wi_seqs", value=seqs_def),
@@ -500,13 +502,13 @@ def deployment() -> None:
     # need only the memory plan and go to the browser while the simulation runs (the page
     # draws them meanwhile); the numbers, notes and curve follow it.
     base = st.session_state.get(BASELINE)
-    head = st.columns([1, 1, 4])
-    pin = head[0].button(
+    head = st.container(horizontal=True, vertical_alignment="center")
+    pin = head.button(
         "Pin as baseline", type="primary", key="wi_pin", help="compare every number with this one"
     )
     if base or pin:  # "Clear" empties the baseline in its callback, before this run
-        head[1].button("Clear baseline", key="wi_clear", on_click=_clear_baseline)
-    baseline_label = head[2].empty()
+        head.button("Clear baseline", key="wi_clear", on_click=_clear_baseline)
+    baseline_label = head.empty()
     numbers = st.container()
     left, right = st.columns(2)
     with left:
