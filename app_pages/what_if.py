@@ -11,7 +11,7 @@ from typing import Any
 
 import altair as alt
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 import streamlit as st
 
 from app_pages import widgets as w
@@ -219,16 +219,32 @@ def marks_out_of_aria(spec: dict) -> dict:
     return spec
 
 
-def band_area(x: np.ndarray, y: np.ndarray, band: Any) -> pd.DataFrame:
+def band_area(x: np.ndarray, y: np.ndarray, band: Any) -> pa.Table:
     """The shaded band of a throughput-latency curve: at each point's throughput ``x``, its
     latency ``y`` [ms] over :meth:`planner.catalog.profile.Band.time_interval` (a card
     measured r times as fast as predicted has latencies / r; r from p10 to p90 of held-out
     measurements). Columns ``x``, ``y_lo``, ``y_hi``; empty without a band."""
     if band is None or not band.known:
-        return pd.DataFrame({"x": [], "y_lo": [], "y_hi": []})
+        return pa.table({c: pa.array([], pa.float64()) for c in ("x", "y_lo", "y_hi")})
     ok = np.isfinite(x) & np.isfinite(y) & (y > 0)
     lo, hi = band.time_interval(y[ok])
-    return pd.DataFrame({"x": x[ok], "y_lo": lo, "y_hi": hi})
+    return pa.table({"x": x[ok], "y_lo": np.asarray(lo, float), "y_hi": np.asarray(hi, float)})
+
+
+def memory_table(plan: dict, gpu: str) -> pa.Table:
+    """:func:`app_pages.widgets.memory_split` as an Arrow table (no pandas frame to build and
+    convert on each change): ``part``, ``bytes``, ``GB``, ``order`` (place in the stack) of
+    the parts of more than 0 bytes, and ``gpu`` (the bar's label) in every row."""
+    rows = [(i, p, b) for i, (p, b) in enumerate(w.memory_parts(plan)) if b > 0]
+    return pa.table(
+        {
+            "part": pa.array([p for _, p, _ in rows], pa.string()),
+            "bytes": pa.array([float(b) for _, _, b in rows], pa.float64()),
+            "GB": pa.array([b / w.GB for _, _, b in rows], pa.float64()),
+            "order": pa.array([i for i, _, _ in rows], pa.int64()),
+            "gpu": pa.array([gpu] * len(rows), pa.string()),
+        }
+    )
 
 
 def _clear_baseline() -> None:
@@ -349,27 +365,41 @@ def curve_chart(res: dict, sc: Any) -> None:
         bind="query-params",
     )
     field = "tpot_p99_ms" if metric == "TPOT P99" else "ttft_p99_ms"
-    # only the columns the chart draws (a curve row holds the whole simulation summary)
-    df = pd.DataFrame(
+    # only the columns the chart draws (a curve row holds the whole simulation summary), as
+    # Arrow tables: the chart's data go to the browser as Arrow, and pandas frames cost ~1 ms
+    # each to build and convert on every change (issue 18)
+    conc = np.array([r["concurrency"] for r in curve], np.int64)
+    x = np.array([r["output_tok_s_per_gpu"] for r in curve], float)
+    y = np.array([r[f"{field[:-3]}_s"] * 1e3 for r in curve], float)
+    knee = np.array([bool(r["is_knee"]) for r in curve], bool)
+    df = pa.table(
         {
-            "concurrency": [r["concurrency"] for r in curve],
-            "output_tok_s_per_gpu": [r["output_tok_s_per_gpu"] for r in curve],
-            field: [r[f"{field[:-3]}_s"] * 1e3 for r in curve],
-            "slo_ok": [r.get("slo_ok", True) for r in curve],
-            "is_knee": [bool(r["is_knee"]) for r in curve],
+            "concurrency": conc,
+            "output_tok_s_per_gpu": x,
+            field: y,
+            "slo_ok": [bool(r.get("slo_ok", True)) for r in curve],
+            "is_knee": knee,
         }
     )
     target = sc.slo.tpot if metric == "TPOT P99" else sc.slo.ttft
-    slo_df = pd.DataFrame(
-        {"ms": [target.max_s * 1e3], "label": [f"SLO: {target.max_s * 1e3:,.0f} ms"]}
-        if target is not None
-        else {"ms": [], "label": []}
+    slo_df = pa.table(
+        {
+            "ms": pa.array([target.max_s * 1e3] if target is not None else [], pa.float64()),
+            "label": pa.array(
+                [f"SLO: {target.max_s * 1e3:,.0f} ms"] if target is not None else [], pa.string()
+            ),
+        }
     )
-    kn = df.loc[df["is_knee"], ["output_tok_s_per_gpu", field]].copy()
-    kn["label"] = [f"knee: {int(c_)} clients" for c_ in df.loc[df["is_knee"], "concurrency"]]
+    kn = pa.table(
+        {
+            "output_tok_s_per_gpu": x[knee],
+            field: y[knee],
+            "label": pa.array([f"knee: {int(c_)} clients" for c_ in conc[knee]], pa.string()),
+        }
+    )
     title = f"{metric} [ms] (log scale)"
     b = res.get("band")
-    area = band_area(df["output_tok_s_per_gpu"].to_numpy(float), df[field].to_numpy(float), b)
+    area = band_area(x, y, b)
     st.vega_lite_chart(
         spec=w.with_data(curve_spec(field, title), curve=df, slo=slo_df, knee=kn, band=area),
         width="stretch",
@@ -513,13 +543,11 @@ def deployment() -> None:
     left, right = st.columns(2)
     with left:
         st.subheader(f"Memory of one {g.name}")
-        split = w.memory_split(plan)
-        split["gpu"] = f"GPU 1 of {tp}"
         cap_gb = plan["gpu_memory_bytes"] / w.GB
         spec = w.with_data(
             w.memory_bar_spec(legend="right", labelled=False, height=120),
-            split=split,
-            capacity=pd.DataFrame({"capacity": [cap_gb]}),
+            split=memory_table(plan, f"GPU 1 of {tp}"),
+            capacity=pa.table({"capacity": [cap_gb]}),
         )
         st.vega_lite_chart(
             spec=marks_out_of_aria(spec),
