@@ -327,7 +327,7 @@ def metrics(vals: dict[str, tuple[float, str, str]], base: dict | None) -> None:
             f'<div class="wi-v" style="font-size:{value_size(shown)}">'
             f"{html.escape(shown)}</div>{d}</div>"
         )
-    st.html(CARDS_CSS + '<div class="wi-cards">' + "".join(cards) + "</div>")
+    st.html('<div class="wi-cards">' + "".join(cards) + "</div>")
 
 
 def notes(res: dict, sc: Any) -> None:
@@ -596,5 +596,8 @@ def deployment() -> None:
         st.caption(f"Deltas against the baseline: {base['label']}.")
 
 
+# the cards' style once per page run, outside the fragment: a <style> sent with the cards on
+# every change would make the browser recompute the style of the whole page each time
+st.html(CARDS_CSS)
 deployment()
 w.definitions_expander()
