@@ -306,7 +306,8 @@ def metrics(vals: dict[str, tuple[float, str, str]], base: dict | None) -> None:
     ``st.html`` element (ten ``st.metric`` cards were ten React components to update on every
     change, and Markdown would parse the HTML on each; issue 18, a What-if change <= 200 ms).
     In a narrow window the cards take fewer columns, and a long value shrinks to its card's
-    width (:func:`value_size`) rather than being cut off (issue 18: no clipped numbers)."""
+    width (:func:`value_size`) rather than being cut off (issue 18: no clipped numbers).
+    Their style, :data:`CARDS_CSS`, is sent once per page run, outside the fragment."""
     cards = []
     for label, shown, delta, colour in metric_cards(vals, base):
         tip = TIPS.get(label)
