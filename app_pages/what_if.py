@@ -21,6 +21,7 @@ BASELINE = "wi_baseline"
 TPS = [1, 2, 4, 8]
 CONTEXTS = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
 MAX_SEQS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
+GPU_BOX_PX = 320  # the GPU selectbox's width [px]: the longest GPU id (36 characters) fits
 
 
 @dataclass(frozen=True)
@@ -459,8 +460,8 @@ def deployment() -> None:
     # the knobs in two horizontal containers (one block each; st.columns would add a block
     # per column: fewer elements for the browser to update on every change, issue 18)
     row = st.container(horizontal=True, gap="medium")
-    gpu = row.selectbox(
-        "GPU", gpu_ids, key="wi_gpu", bind="query-params",
+    gpu = row.selectbox(  # a fixed width: the longest GPU id fits in it, in any window
+        "GPU", gpu_ids, key="wi_gpu", bind="query-params", width=GPU_BOX_PX,
         **w._default("wi_gpu", opts=gpu_ids, index=w._index(gpu_ids, "nvidia-h100-sxm")),
     )  # fmt: skip
     fw = row.selectbox(
