@@ -45,7 +45,8 @@ Usage::
     python scripts/bench_browser.py [--runs 5] [--repo PATH] [--only plan,what_if,...]
 
 ``--repo`` benchmarks another checkout (e.g. the previous commit, for old vs new). Prints
-min / median / max of each action on both stopwatches and writes them as JSON with
+min / median / max of each action on both stopwatches, with the server's CPU seconds and the
+page's renderer CPU seconds (:class:`RendererCpu`), and writes them as JSON with
 ``--json FILE``. On a shared machine the numbers move with the load: report them with the
 load (``uptime``), and compare two checkouts in alternating runs of the same period.
 """
