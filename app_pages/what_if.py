@@ -4,13 +4,14 @@ tokens/s per GPU and $/M tokens; "pin as baseline" shows every number's delta.""
 
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import altair as alt
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 import streamlit as st
 
 from app_pages import widgets as w
@@ -20,6 +21,7 @@ BASELINE = "wi_baseline"
 TPS = [1, 2, 4, 8]
 CONTEXTS = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
 MAX_SEQS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
+GPU_BOX_PX = 320  # the GPU selectbox's width [px]: the longest GPU id (36 characters) fits
 
 
 @dataclass(frozen=True)
@@ -218,28 +220,69 @@ def marks_out_of_aria(spec: dict) -> dict:
     return spec
 
 
-def band_area(x: np.ndarray, y: np.ndarray, band: Any) -> pd.DataFrame:
+def band_area(x: np.ndarray, y: np.ndarray, band: Any) -> pa.Table:
     """The shaded band of a throughput-latency curve: at each point's throughput ``x``, its
     latency ``y`` [ms] over :meth:`planner.catalog.profile.Band.time_interval` (a card
     measured r times as fast as predicted has latencies / r; r from p10 to p90 of held-out
     measurements). Columns ``x``, ``y_lo``, ``y_hi``; empty without a band."""
     if band is None or not band.known:
-        return pd.DataFrame({"x": [], "y_lo": [], "y_hi": []})
+        return pa.table({c: pa.array([], pa.float64()) for c in ("x", "y_lo", "y_hi")})
     ok = np.isfinite(x) & np.isfinite(y) & (y > 0)
     lo, hi = band.time_interval(y[ok])
-    return pd.DataFrame({"x": x[ok], "y_lo": lo, "y_hi": hi})
+    return pa.table({"x": x[ok], "y_lo": np.asarray(lo, float), "y_hi": np.asarray(hi, float)})
+
+
+def memory_table(plan: dict, gpu: str) -> pa.Table:
+    """:func:`app_pages.widgets.memory_split` as an Arrow table (no pandas frame to build and
+    convert on each change): ``part``, ``bytes``, ``GB``, ``order`` (place in the stack) of
+    the parts of more than 0 bytes, and ``gpu`` (the bar's label) in every row."""
+    rows = [(i, p, b) for i, (p, b) in enumerate(w.memory_parts(plan)) if b > 0]
+    return pa.table(
+        {
+            "part": pa.array([p for _, p, _ in rows], pa.string()),
+            "bytes": pa.array([float(b) for _, _, b in rows], pa.float64()),
+            "GB": pa.array([b / w.GB for _, _, b in rows], pa.float64()),
+            "order": pa.array([i for i, _, _ in rows], pa.int64()),
+            "gpu": pa.array([gpu] * len(rows), pa.string()),
+        }
+    )
 
 
 def _clear_baseline() -> None:
     st.session_state.pop(BASELINE, None)
 
 
-def metrics(vals: dict[str, tuple[float, str, str]], base: dict | None) -> None:
-    """The ten numbers, five a row, each with its delta to the baseline ``base``."""
-    cols = st.columns(5)
-    for i, (label, (v, pattern, color)) in enumerate(vals.items()):
+TIPS = {
+    "$/M output tokens": "at the planned traffic (mean rate), fixed fleet: fleet $/h / "
+    "output tokens per hour, as on the Plan page",
+    "$/M tokens, full load": "output tokens at full load: price / (output tok/s per GPU "
+    "x 3600) x 1e6",
+    "Output tok/s per GPU": "the curve's best point meeting the SLO",
+    "Sequences that fit": "full-context sequences that fit in the KV cache",
+}
+GOOD, BAD, SAME = "#09ab3b", "#ff2b2b", "#808495"  # Streamlit's delta colours
+CARDS_CSS = (
+    "<style>.wi-cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(max(8.5rem,calc((100% - 4rem) / 5)),1fr));gap:1rem;"
+    "margin-bottom:1rem}.wi-card{border:1px solid rgba(128,132,149,.3);border-radius:.5rem;"
+    "padding:.75rem 1rem;container-type:inline-size}.wi-l{font-size:.875rem}.wi-l abbr{text-decoration:none;"
+    "cursor:help;opacity:.6;margin-left:.35rem;border:1px solid;border-radius:50%;"
+    "display:inline-block;width:1.1em;height:1.1em;line-height:1em;text-align:center;"
+    "font-size:.75rem}.wi-v{line-height:1.3;white-space:nowrap}"
+    ".wi-d{font-size:.875rem;"
+    "border-radius:1rem;padding:.1rem .5rem;display:inline-block}</style>"
+)
+
+
+def metric_cards(
+    vals: dict[str, tuple[float, str, str]], base: dict | None
+) -> list[tuple[str, str, str | None, str]]:
+    """(label, shown value, delta to the baseline ``base`` or None, its colour) of each of
+    the ten numbers. ``vals``: label -> (value, format pattern, "normal" when more is better
+    or "inverse" when less is)."""
+    out = []
+    for label, (v, pattern, sense) in vals.items():
         shown = pattern.format(v) if np.isfinite(v) else "-"
-        delta = None
+        delta, colour = None, SAME
         if base and label in base["values"]:
             b = base["values"][label]
             if np.isfinite(v) and np.isfinite(b):
@@ -247,15 +290,46 @@ def metrics(vals: dict[str, tuple[float, str, str]], base: dict | None) -> None:
                 mag = pattern.format(abs(d))
                 same = mag == pattern.format(0)  # a difference smaller than the shown digits
                 delta = mag if same else f"{'+' if d > 0 else '-'}{mag}"
-        tip = {
-            "$/M output tokens": "at the planned traffic (mean rate), fixed fleet: fleet $/h / "
-            "output tokens per hour, as on the Plan page",
-            "$/M tokens, full load": "output tokens at full load: price / (output tok/s per GPU "
-            "x 3600) x 1e6",
-            "Output tok/s per GPU": "the curve's best point meeting the SLO",
-            "Sequences that fit": "full-context sequences that fit in the KV cache",
-        }.get(label)
-        cols[i % 5].metric(label, shown, delta=delta, delta_color=color, border=True, help=tip)
+                if not same:
+                    colour = GOOD if (d > 0) == (sense == "normal") else BAD
+        out.append((label, shown, delta, colour))
+    return out
+
+
+def value_size(shown: str) -> str:
+    """CSS font size of a card's value: Streamlit's 2.25rem, smaller where the text (digits
+    ~0.6 em wide) would not fit the card's width (container query units, 100cqi = the card)."""
+    return f"min(2.25rem,{100 / (0.62 * max(len(shown), 1)):.1f}cqi)"
+
+
+def metrics(vals: dict[str, tuple[float, str, str]], base: dict | None) -> None:
+    """The ten numbers, five a row, each with its delta to the baseline ``base``: one HTML
+    ``st.html`` element (ten ``st.metric`` cards were ten React components to update on every
+    change, and Markdown would parse the HTML on each; issue 18, a What-if change <= 200 ms).
+    In a narrow window the cards take fewer columns, and a long value shrinks to its card's
+    width (:func:`value_size`) rather than being cut off (issue 18: no clipped numbers).
+    Their style, :data:`CARDS_CSS`, is sent once per page run, outside the fragment."""
+    cards = []
+    for label, shown, delta, colour in metric_cards(vals, base):
+        tip = TIPS.get(label)
+        lab = html.escape(label) + (f'<abbr title="{html.escape(tip)}">?</abbr>' if tip else "")
+        arrow = (
+            ""
+            if delta is None or colour == SAME
+            else ("&#8593; " if delta[0] == "+" else "&#8595; ")
+        )
+        d = (
+            f'<div class="wi-d" style="color:{colour};background:{colour}1f">{arrow}'
+            f'<span class="wi-dv">{html.escape(delta)}</span></div>'
+            if delta is not None
+            else ""
+        )
+        cards.append(
+            f'<div class="wi-card"><div class="wi-l">{lab}</div>'
+            f'<div class="wi-v" style="font-size:{value_size(shown)}">'
+            f"{html.escape(shown)}</div>{d}</div>"
+        )
+    st.html('<div class="wi-cards">' + "".join(cards) + "</div>")
 
 
 def notes(res: dict, sc: Any) -> None:
@@ -293,27 +367,41 @@ def curve_chart(res: dict, sc: Any) -> None:
         bind="query-params",
     )
     field = "tpot_p99_ms" if metric == "TPOT P99" else "ttft_p99_ms"
-    # only the columns the chart draws (a curve row holds the whole simulation summary)
-    df = pd.DataFrame(
+    # only the columns the chart draws (a curve row holds the whole simulation summary), as
+    # Arrow tables: the chart's data go to the browser as Arrow, and pandas frames cost ~1 ms
+    # each to build and convert on every change (issue 18)
+    conc = np.array([r["concurrency"] for r in curve], np.int64)
+    x = np.array([r["output_tok_s_per_gpu"] for r in curve], float)
+    y = np.array([r[f"{field[:-3]}_s"] * 1e3 for r in curve], float)
+    knee = np.array([bool(r["is_knee"]) for r in curve], bool)
+    df = pa.table(
         {
-            "concurrency": [r["concurrency"] for r in curve],
-            "output_tok_s_per_gpu": [r["output_tok_s_per_gpu"] for r in curve],
-            field: [r[f"{field[:-3]}_s"] * 1e3 for r in curve],
-            "slo_ok": [r.get("slo_ok", True) for r in curve],
-            "is_knee": [bool(r["is_knee"]) for r in curve],
+            "concurrency": conc,
+            "output_tok_s_per_gpu": x,
+            field: y,
+            "slo_ok": [bool(r.get("slo_ok", True)) for r in curve],
+            "is_knee": knee,
         }
     )
     target = sc.slo.tpot if metric == "TPOT P99" else sc.slo.ttft
-    slo_df = pd.DataFrame(
-        {"ms": [target.max_s * 1e3], "label": [f"SLO: {target.max_s * 1e3:,.0f} ms"]}
-        if target is not None
-        else {"ms": [], "label": []}
+    slo_df = pa.table(
+        {
+            "ms": pa.array([target.max_s * 1e3] if target is not None else [], pa.float64()),
+            "label": pa.array(
+                [f"SLO: {target.max_s * 1e3:,.0f} ms"] if target is not None else [], pa.string()
+            ),
+        }
     )
-    kn = df.loc[df["is_knee"], ["output_tok_s_per_gpu", field]].copy()
-    kn["label"] = [f"knee: {int(c_)} clients" for c_ in df.loc[df["is_knee"], "concurrency"]]
+    kn = pa.table(
+        {
+            "output_tok_s_per_gpu": x[knee],
+            field: y[knee],
+            "label": pa.array([f"knee: {int(c_)} clients" for c_ in conc[knee]], pa.string()),
+        }
+    )
     title = f"{metric} [ms] (log scale)"
     b = res.get("band")
-    area = band_area(df["output_tok_s_per_gpu"].to_numpy(float), df[field].to_numpy(float), b)
+    area = band_area(x, y, b)
     st.vega_lite_chart(
         spec=w.with_data(curve_spec(field, title), curve=df, slo=slo_df, knee=kn, band=area),
         width="stretch",
@@ -369,29 +457,31 @@ def deployment() -> None:
     gpu_ids = [g.id for g in cat.accelerators]
     fw_ids = [f.id for f in cat.frameworks if f.id != "pytorch"]
     prec_ids = [p.id for p in cat.precisions]
-    c = st.columns([2, 1.3, 1.2, 1.2])
-    gpu = c[0].selectbox(
-        "GPU", gpu_ids, key="wi_gpu", bind="query-params",
+    # the knobs in two horizontal containers (one block each; st.columns would add a block
+    # per column: fewer elements for the browser to update on every change, issue 18)
+    row = st.container(horizontal=True, gap="medium")
+    gpu = row.selectbox(  # a fixed width: the longest GPU id fits in it, in any window
+        "GPU", gpu_ids, key="wi_gpu", bind="query-params", width=GPU_BOX_PX,
         **w._default("wi_gpu", opts=gpu_ids, index=w._index(gpu_ids, "nvidia-h100-sxm")),
     )  # fmt: skip
-    fw = c[1].selectbox(
+    fw = row.selectbox(
         "Framework", fw_ids, key="wi_fw", bind="query-params",
         **w._default("wi_fw", opts=fw_ids, index=fw_ids.index("vllm") if "vllm" in fw_ids else 0),
     )  # fmt: skip
-    prec = c[2].selectbox(
+    prec = row.selectbox(
         "Precision", prec_ids, key="wi_prec", bind="query-params",
         **w._default("wi_prec", opts=prec_ids, index=prec_ids.index("fp8") if "fp8" in prec_ids else 0),
     )  # fmt: skip
     p = cat.precision(prec)
     kv_def = default_kv_precision(p, cat.framework(fw), model)  # what fw does with the checkpoint
     kv_opts = list(dict.fromkeys([kv_def.id, *p.kv_options]))
-    kv = c[3].selectbox(
+    kv = row.selectbox(
         "KV precision", kv_opts, key=f"wi_kv_{prec}_{fw}", bind="query-params",
         help=f"default {kv_def.id}: {kv_def.basis}",
         **w._default(f"wi_kv_{prec}_{fw}", opts=kv_opts, index=0),
     )  # fmt: skip
-    c = st.columns(3)
-    tp = c[0].select_slider(
+    row = st.container(horizontal=True, gap="medium")
+    tp = row.select_slider(
         "TP (GPUs per replica)",
         TPS,
         key="wi_tp",
@@ -399,7 +489,7 @@ def deployment() -> None:
         **w._default("wi_tp", value=2),
     )
     ctx_opts = [x for x in CONTEXTS if not model.max_position_embeddings or x <= model.max_position_embeddings]  # fmt: skip
-    context = c[1].select_slider(
+    context = row.select_slider(
         "Context length (max_model_len) [tokens]", ctx_opts, key="wi_ctx", bind="query-params",
         format_func=lambda v: f"{v:,}",
         **w._default("wi_ctx", value=8192 if 8192 in ctx_opts else ctx_opts[-1]),
@@ -407,7 +497,7 @@ def deployment() -> None:
     # the engine's own default on this GPU (vLLM V1: 1024 on >= 70 GiB GPUs), as recommend uses
     seqs0, _ = cat.framework(fw).scheduler_defaults(cat.gpu(gpu))
     seqs_def = min(MAX_SEQS, key=lambda v: abs(v - seqs0))
-    mns = c[2].select_slider(
+    mns = row.select_slider(
         "Max concurrency (max_num_seqs)", MAX_SEQS, key="wi_seqs", bind="query-params",
         help=f"the engine's cap on sequences in a batch; {fw}'s default on {gpu} is {seqs0:,}",
         **w._default("wi_seqs", value=seqs_def),
@@ -444,24 +534,22 @@ def deployment() -> None:
     # need only the memory plan and go to the browser while the simulation runs (the page
     # draws them meanwhile); the numbers, notes and curve follow it.
     base = st.session_state.get(BASELINE)
-    head = st.columns([1, 1, 4])
-    pin = head[0].button(
+    head = st.container(horizontal=True, vertical_alignment="center")
+    pin = head.button(
         "Pin as baseline", type="primary", key="wi_pin", help="compare every number with this one"
     )
     if base or pin:  # "Clear" empties the baseline in its callback, before this run
-        head[1].button("Clear baseline", key="wi_clear", on_click=_clear_baseline)
-    baseline_label = head[2].empty()
+        head.button("Clear baseline", key="wi_clear", on_click=_clear_baseline)
+    baseline_label = head.empty()
     numbers = st.container()
     left, right = st.columns(2)
     with left:
         st.subheader(f"Memory of one {g.name}")
-        split = w.memory_split(plan)
-        split["gpu"] = f"GPU 1 of {tp}"
         cap_gb = plan["gpu_memory_bytes"] / w.GB
         spec = w.with_data(
             w.memory_bar_spec(legend="right", labelled=False, height=120),
-            split=split,
-            capacity=pd.DataFrame({"capacity": [cap_gb]}),
+            split=memory_table(plan, f"GPU 1 of {tp}"),
+            capacity=pa.table({"capacity": [cap_gb]}),
         )
         st.vega_lite_chart(
             spec=marks_out_of_aria(spec),
@@ -510,5 +598,8 @@ def deployment() -> None:
         st.caption(f"Deltas against the baseline: {base['label']}.")
 
 
+# the cards' style once per page run, outside the fragment: a <style> sent with the cards on
+# every change would make the browser recompute the style of the whole page each time
+st.html(CARDS_CSS)
 deployment()
 w.definitions_expander()

@@ -458,28 +458,31 @@ def decode_curve(key: tuple, s: Setup, max_batch: int) -> dict[str, Any]:
     return {"df": df, "provenance": provenance}
 
 
-def memory_split(plan: dict[str, Any]) -> pd.DataFrame:
-    """One GPU's memory in parts that add up to its capacity [GB], from MemoryPlan fields.
+def memory_parts(plan: dict[str, Any]) -> list[tuple[str, float]]:
+    """One GPU's memory in parts that add up to its capacity: (part, bytes) in stacking
+    order, from MemoryPlan fields.
 
     KV cache = the whole sequences that fit (max_concurrent_sequences x kv_bytes_per_sequence);
     free = the rest of planner's KV budget; reserved = what the memory utilization keeps back
     (capacity minus everything planner hands the engine). When the weights and workspace alone
-    exceed the card, there is no KV, free or reserved part.
+    exceed the card, there is no KV, free or reserved part (those parts are 0 bytes).
     """
-    w = plan["weight_bytes_per_gpu"]
-    act = plan["activation_bytes_per_gpu"]
-    ovh = plan["runtime_overhead_bytes_per_gpu"]
     budget = max(plan["kv_budget_bytes_per_gpu"], 0.0)
     kv_used = plan["max_concurrent_sequences"] * plan["kv_bytes_per_sequence"]
-    parts = [
-        ("weights", w),
-        ("activations / workspace", act),
-        ("runtime overhead", ovh),
+    return [
+        ("weights", plan["weight_bytes_per_gpu"]),
+        ("activations / workspace", plan["activation_bytes_per_gpu"]),
+        ("runtime overhead", plan["runtime_overhead_bytes_per_gpu"]),
         ("KV cache (max sequences)", kv_used),
         ("KV budget not filled (free)", max(budget - kv_used, 0.0)),
         ("reserved (1 - utilization)", plan["reserved_bytes_per_gpu"]),
     ]
-    df = pd.DataFrame(parts, columns=["part", "bytes"])
+
+
+def memory_split(plan: dict[str, Any]) -> pd.DataFrame:
+    """:func:`memory_parts` as a table: columns ``part``, ``bytes``, ``GB`` and ``order`` (the
+    part's place in the stack), without the parts of 0 bytes."""
+    df = pd.DataFrame(memory_parts(plan), columns=["part", "bytes"])
     df["GB"] = df["bytes"] / GB
     df["order"] = range(len(df))
     return df[df["bytes"] > 0].reset_index(drop=True)

@@ -45,7 +45,8 @@ Usage::
     python scripts/bench_browser.py [--runs 5] [--repo PATH] [--only plan,what_if,...]
 
 ``--repo`` benchmarks another checkout (e.g. the previous commit, for old vs new). Prints
-min / median / max of each action on both stopwatches and writes them as JSON with
+min / median / max of each action on both stopwatches, with the server's CPU seconds and the
+page's renderer CPU seconds (:class:`RendererCpu`), and writes them as JSON with
 ``--json FILE``. On a shared machine the numbers move with the load: report them with the
 load (``uptime``), and compare two checkouts in alternating runs of the same period.
 """
@@ -183,27 +184,54 @@ def settle_felt(page, marker: str, t0: float) -> tuple[float, float]:
     return time.perf_counter() - t0, felt_ms / 1e3
 
 
-def pick(page, label: str, option: str) -> float:
-    """Choose ``option`` in the selectbox labelled ``label``; returns the click's time."""
+def pick(page, label: str, option: str, before=None) -> float:
+    """Choose ``option`` in the selectbox labelled ``label``; returns the click's time.
+    ``before()``, if given, runs just before the click (after the list has opened)."""
     box = page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first
     box.locator("input").click()
     box.locator("input").fill(option)
     opt = page.locator('[role="option"]').filter(has_text=option).first
     opt.wait_for(timeout=WAIT_MS)
     page.evaluate(ARM_JS)
+    if before:
+        before()
     t0 = time.perf_counter()
     opt.click()
     return t0
 
 
-def set_number(page, label: str, value: str) -> float:
+def set_number(page, label: str, value: str, before=None) -> float:
     """Type ``value`` into the number input labelled ``label``; returns the Enter's time."""
     box = page.locator(f'input[aria-label="{label}"]')
     box.fill(value)
     page.evaluate(ARM_JS)
+    if before:
+        before()
     t0 = time.perf_counter()
     box.press("Enter")
     return t0
+
+
+class RendererCpu:
+    """The page's renderer main-thread busy time (Chrome's ``Performance.getMetrics``
+    ``TaskDuration``, seconds) between :meth:`start` and :meth:`stop`. Like the server's CPU
+    seconds, it leaves out the time spent waiting for a core on a shared machine, so it moves
+    less with the load than the stopwatches (it still grows somewhat with it)."""
+
+    def __init__(self, page) -> None:
+        self.cdp = page.context.new_cdp_session(page)
+        self.cdp.send("Performance.enable")
+        self.t0 = 0.0
+
+    def _now(self) -> float:
+        metrics = self.cdp.send("Performance.getMetrics")["metrics"]
+        return next(m["value"] for m in metrics if m["name"] == "TaskDuration")
+
+    def start(self) -> None:
+        self.t0 = self._now()
+
+    def stop(self) -> float:
+        return self._now() - self.t0
 
 
 def gpu_names(ids: list[str]) -> dict[str, str]:
@@ -214,9 +242,9 @@ def gpu_names(ids: list[str]) -> dict[str, str]:
     return {g: cat.gpu(g).name for g in ids}
 
 
-def run(repo: Path, runs: int, only: set[str]) -> tuple[dict[str, list[float]], dict, dict]:
-    """Wall seconds, server CPU seconds and seconds from the input event (page clock) of
-    each action, ``runs`` of each."""
+def run(repo: Path, runs: int, only: set[str]) -> tuple[dict[str, list[float]], dict, dict, dict]:
+    """Wall seconds, server CPU seconds, seconds from the input event (page clock) and the
+    browser's renderer CPU seconds (:class:`RendererCpu`) of each action, ``runs`` of each."""
     from playwright.sync_api import sync_playwright
 
     exe = "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium")
@@ -225,11 +253,13 @@ def run(repo: Path, runs: int, only: set[str]) -> tuple[dict[str, list[float]], 
     out: dict[str, list[float]] = {k: [] for k in TARGETS_S if k in only}
     cpu: dict[str, list[float]] = {k: [] for k in out}  # server CPU seconds per action
     felt: dict[str, list[float]] = {k: [] for k in out}  # from the input event (page clock)
+    rcpu: dict[str, list[float]] = {k: [] for k in out}  # the page's renderer CPU seconds
 
-    def timed(action: str, page, marker: str, t0: float) -> None:
+    def timed(action: str, page, marker: str, t0: float, meter: RendererCpu) -> None:
         wall, from_input = settle_felt(page, marker, t0)
         out[action].append(wall)
         felt[action].append(from_input)
+        rcpu[action].append(meter.stop())
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
@@ -243,10 +273,12 @@ def run(repo: Path, runs: int, only: set[str]) -> tuple[dict[str, list[float]], 
             url = f"http://127.0.0.1:{port}"
             if i < n_cold:
                 page = browser.new_page(viewport=view)
+                meter = RendererCpu(page)
                 c0 = cpu_s(proc)
+                meter.start()
                 t0 = time.perf_counter()
                 page.goto(f"{url}/", wait_until="commit")
-                timed("cold_first_load", page, "Ranked options", t0)
+                timed("cold_first_load", page, "Ranked options", t0, meter)
                 cpu["cold_first_load"].append(cpu_s(proc) - c0)
                 page.close()
             if i < n_cold - 1:
@@ -257,11 +289,12 @@ def run(repo: Path, runs: int, only: set[str]) -> tuple[dict[str, list[float]], 
                 page = browser.new_page(viewport=view)
                 page.goto(f"{url}/", wait_until="commit")
                 settle(page, "Ranked options", time.perf_counter())
+                meter = RendererCpu(page)
                 for i in range(runs):
                     v = f"{10 + 0.5 * (i + 1):g}"
                     c0 = cpu_s(proc)
-                    t0 = set_number(page, "Peak [req/s]", v)
-                    timed("plan_change", page, f"planning peak {v} req/s", t0)
+                    t0 = set_number(page, "Peak [req/s]", v, before=meter.start)
+                    timed("plan_change", page, f"planning peak {v} req/s", t0, meter)
                     cpu["plan_change"].append(cpu_s(proc) - c0)
                 page.close()
             # -------------------------------------------- What-if: GPU changes
@@ -272,10 +305,11 @@ def run(repo: Path, runs: int, only: set[str]) -> tuple[dict[str, list[float]], 
                 gpus = ["nvidia-h200-sxm", "nvidia-b200", "amd-mi300x", "nvidia-h100-sxm",
                         "nvidia-a100-80gb-sxm", "amd-mi325x", "nvidia-h100-pcie", "nvidia-gh200"]  # fmt: skip
                 names = gpu_names(gpus[:runs])
+                meter = RendererCpu(page)
                 for g in gpus[:runs]:
                     c0 = cpu_s(proc)
-                    t0 = pick(page, "GPU", g)
-                    timed("what_if_change", page, f"Memory of one {names[g]}", t0)
+                    t0 = pick(page, "GPU", g, before=meter.start)
+                    timed("what_if_change", page, f"Memory of one {names[g]}", t0, meter)
                     cpu["what_if_change"].append(cpu_s(proc) - c0)
                 page.close()
             # -------------------------------------------- Compare: first loads, model switches
@@ -283,13 +317,15 @@ def run(repo: Path, runs: int, only: set[str]) -> tuple[dict[str, list[float]], 
                 for i in range(runs):
                     page = browser.new_page(viewport=view)
                     peak = f"{10 + 0.25 * (i + 1):g}"  # a new scenario each time
+                    meter = RendererCpu(page)
                     c0 = cpu_s(proc)
+                    meter.start()
                     t0 = time.perf_counter()
                     page.goto(
                         f"{url}/compare?model=llama-3.1-70b&preset=rag&peak_rps={peak}",
                         wait_until="commit",
                     )
-                    timed("compare_first_load", page, "Side by side", t0)
+                    timed("compare_first_load", page, "Side by side", t0, meter)
                     cpu["compare_first_load"].append(cpu_s(proc) - c0)
                     page.close()
             if "compare_model_switch" in only:
@@ -298,16 +334,17 @@ def run(repo: Path, runs: int, only: set[str]) -> tuple[dict[str, list[float]], 
                 settle(page, "Side by side", time.perf_counter())
                 models = ["llama-3.1-8b", "qwen2.5-72b", "qwen2.5-32b", "llama-3.3-70b",
                           "qwen3-32b", "gemma-2-27b", "mistral-7b-v0.3"]  # fmt: skip
+                meter = RendererCpu(page)
                 for m in models[:runs]:
                     c0 = cpu_s(proc)
-                    t0 = pick(page, "Model", m)
-                    timed("compare_model_switch", page, f"{m} at a planning", t0)
+                    t0 = pick(page, "Model", m, before=meter.start)
+                    timed("compare_model_switch", page, f"{m} at a planning", t0, meter)
                     cpu["compare_model_switch"].append(cpu_s(proc) - c0)
                 page.close()
         finally:
             stop_server(proc)
         browser.close()
-    return out, cpu, felt
+    return out, cpu, felt, rcpu
 
 
 def main() -> None:
@@ -318,7 +355,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="write the times here")
     a = ap.parse_args()
     only = {x.strip() for x in a.only.split(",") if x.strip()}
-    res, cpu, felt = run(a.repo.resolve(), a.runs, only)
+    res, cpu, felt, rcpu = run(a.repo.resolve(), a.runs, only)
     load = os.getloadavg()
     print(f"repo {a.repo}  runs {a.runs}  load average {load[0]:.1f} {load[1]:.1f}")
     print(f"{'action':24s} {'min':>8s} {'median':>8s} {'max':>8s}  target   server CPU s "
@@ -335,6 +372,10 @@ def main() -> None:
         if v:
             print(f"{k:24s} {min(v):8.2f} {statistics.median(v):8.2f} {max(v):8.2f}  "
                   f"<= {TARGETS_S[k]:g} s")  # fmt: skip
+    print("browser renderer CPU s of the page (main thread busy, from just before the input):")
+    for k, v in rcpu.items():
+        if v:
+            print(f"{k:24s} {min(v):8.3f} {statistics.median(v):8.3f} {max(v):8.3f}")
     if a.json:
         a.json.write_text(
             json.dumps(
@@ -344,6 +385,7 @@ def main() -> None:
                     "times_s": res,
                     "server_cpu_s": cpu,
                     "from_input_s": felt,
+                    "renderer_cpu_s": rcpu,
                 },
                 indent=1,
             )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -577,10 +578,43 @@ def test_compare_lists_unanswerable_gpus_with_reason():
 WHAT_IF = "app_pages/what_if.py"
 
 
+CARD = re.compile(
+    r'<div class="wi-card"><div class="wi-l">(?P<label>.*?)(?:<abbr title="(?P<tip>[^"]*)">\?</abbr>)?'
+    r'</div><div class="wi-v" style="font-size:[^"]*">(?P<value>.*?)</div>'
+    r'(?:<div class="wi-d" style="color:(?P<colour>#[0-9a-f]{6});[^"]*">[^<]*'
+    r'<span class="wi-dv">(?P<delta>.*?)</span></div>)?</div>'
+)
+
+
+@dataclass(frozen=True)
+class Card:
+    label: str
+    value: str
+    delta: str | None
+    colour: str | None
+    tip: str | None
+
+
+def _cards(at: AppTest) -> dict[str, Card]:
+    """The What-if page's ten numbers (one HTML element of cards): label -> Card."""
+    from html import unescape
+
+    els = [h.value for h in at.get("html") if 'class="wi-cards"' in h.value]
+    if not els:
+        return {}
+    assert len(els) == 1
+    out = {}
+    for c in CARD.finditer(els[0]):
+        g = {k: (unescape(v) if v is not None else None) for k, v in c.groupdict().items()}
+        out[g["label"]] = Card(**g)
+    assert els[0].count('class="wi-card"') == len(out) == 10  # every card parsed
+    return out
+
+
 def test_what_if_values_and_baseline_delta_after_tp_change():
     at = _app(page=WHAT_IF, model="llama-3.1-70b")
     _no_exception(at)
-    m2 = _metrics(at)
+    m2 = {k: c.value for k, c in _cards(at).items()}
     p2 = plan_memory("llama-3.1-70b", "nvidia-h100-sxm", "fp8", tp=2, context_len=8192, framework="vllm")  # fmt: skip
     assert m2["Sequences that fit"] == f"{p2.max_concurrent_sequences:,}"
     at.button[0].click().run()  # pin as baseline
@@ -588,13 +622,20 @@ def test_what_if_values_and_baseline_delta_after_tp_change():
     at.select_slider(key="wi_tp").set_value(4).run()
     _no_exception(at)
     p4 = plan_memory("llama-3.1-70b", "nvidia-h100-sxm", "fp8", tp=4, context_len=8192, framework="vllm")  # fmt: skip
-    by = {x.label: x for x in at.metric}
+    by = _cards(at)
     assert by["Sequences that fit"].value == f"{p4.max_concurrent_sequences:,}"
     d = p4.max_concurrent_sequences - p2.max_concurrent_sequences
-    assert by["Sequences that fit"].proto.delta == f"+{d:,}"
+    assert by["Sequences that fit"].delta == f"+{d:,}"
+    # more sequences is better: green; more GPUs or dollars is worse: red, fewer green
+    assert by["Sequences that fit"].colour == "#09ab3b"
+    for label in ("GPUs needed", "Fleet [$/month]"):
+        c = by[label]
+        if c.delta and c.delta[0] in "+-":
+            assert c.colour == ("#ff2b2b" if c.delta[0] == "+" else "#09ab3b"), c
     # every metric shows its delta; GPUs needed per replica doubles with TP
-    assert all(x.proto.delta for x in at.metric if x.value != "-")
-    assert by["GPUs needed"].value != m2["GPUs needed"] or by["GPUs needed"].proto.delta
+    assert all(x.delta for x in by.values() if x.value != "-")
+    assert by["GPUs needed"].value != m2["GPUs needed"] or by["GPUs needed"].delta
+    assert "full-context sequences" in by["Sequences that fit"].tip
 
 
 def test_what_if_clear_baseline_drops_every_delta_in_the_same_run():
@@ -603,11 +644,12 @@ def test_what_if_clear_baseline_drops_every_delta_in_the_same_run():
     _no_exception(at)
     assert any("Baseline:" in m.value for m in at.markdown)
     assert [b.label for b in at.button] == ["Pin as baseline", "Clear baseline"]
-    # pinned now: every shown number has a zero delta against itself
-    assert all(x.proto.delta for x in at.metric if x.value != "-")
+    # pinned now: every shown number has a zero delta against itself, in grey
+    cards = _cards(at).values()
+    assert all(x.delta and x.colour == "#808495" for x in cards if x.value != "-")
     at.button(key="wi_clear").click().run()
     _no_exception(at)
-    assert not any(x.proto.delta for x in at.metric)
+    assert not any(x.delta for x in _cards(at).values())
     assert not any("Baseline:" in m.value for m in at.markdown)
     assert not any("Deltas against the baseline" in c.value for c in at.caption)
     assert [b.label for b in at.button] == ["Pin as baseline"]
@@ -698,7 +740,7 @@ def test_what_if_tok_s_per_gpu_and_cost_come_from_the_curve():
     wl, _ = _workload()
     rows = _what_if_curve(cat)
     best = max((r for r in rows if r["slo_ok"]), key=lambda r: r["throughput_rps"])
-    m = _metrics(at)
+    m = {k: c.value for k, c in _cards(at).items()}
     assert m["Output tok/s per GPU"] == f"{best['output_tok_s_per_gpu']:,.0f}"
     usd = quote_price(cat, "nvidia-h100-sxm", "on_demand").usd_per_gpu_hour
     full = usd / (best["output_tok_s_per_gpu"] * 3600) * 1e6

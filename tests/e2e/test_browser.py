@@ -138,12 +138,17 @@ def metric_value(page, label: str) -> str:
     return m.locator('[data-testid="stMetricValue"]').inner_text().strip()
 
 
-def wait_metric(page, label: str, expected: str) -> None:
+def card_value(page, label: str) -> str:
+    """The value of the What-if page's number card ``label`` (one HTML element of cards)."""
+    return page.locator(".wi-card").filter(has_text=label).first.locator(".wi-v").inner_text()
+
+
+def wait_metric(page, label: str, expected: str, value=metric_value) -> None:
     deadline = time.monotonic() + WAIT_MS / 1000
     last = None
     while time.monotonic() < deadline:
         try:
-            last = metric_value(page, label)
+            last = value(page, label).strip()
         except Exception:  # element re-rendering
             last = None
         if last == expected:
@@ -338,19 +343,20 @@ def test_what_if_and_compare_in_a_browser(server, browser, shots):
     page = browser.new_page(viewport={"width": 1500, "height": 1900})
     try:
         page.goto(f"{server}/what_if?model=llama-3.1-70b", wait_until="domcontentloaded")
-        page.wait_for_selector('[data-testid="stMetric"]', timeout=WAIT_MS)
+        page.wait_for_selector(".wi-card", timeout=WAIT_MS)
         wait_idle(page)
         kw = {"tp": 2, "framework": "vllm", "context_len": 8192, "memory_utilization": 0.92}
         plan2 = plan_memory("llama-3.1-70b", "nvidia-h100-sxm", "fp8", **kw)
-        wait_metric(page, "Sequences that fit", f"{plan2.max_concurrent_sequences:,}")
+        wait_metric(page, "Sequences that fit", f"{plan2.max_concurrent_sequences:,}", card_value)
         page.get_by_role("button", name="Pin as baseline").click()
         page.get_by_text("Baseline:", exact=False).first.wait_for(timeout=WAIT_MS)
         pick(page, "GPU", "nvidia-h200-sxm")
         plan_h200 = plan_memory("llama-3.1-70b", "nvidia-h200-sxm", "fp8", **kw)
-        wait_metric(page, "Sequences that fit", f"{plan_h200.max_concurrent_sequences:,}")
+        seqs = f"{plan_h200.max_concurrent_sequences:,}"
+        wait_metric(page, "Sequences that fit", seqs, card_value)
         wait_idle(page)
         time.sleep(0.8)
-        deltas = page.locator('[data-testid="stMetricDelta"]')
+        deltas = page.locator(".wi-card .wi-d")
         assert deltas.count() >= 5
         page.screenshot(path=str(shots / "what_if_baseline.png"), full_page=True)
 
