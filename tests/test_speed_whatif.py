@@ -125,3 +125,12 @@ def test_memo_keeps_to_its_byte_budget():
         memo.put(("k", seed), wl.sample_requests(100, rng, 1.0), rng.bit_generator.state)
     assert len(memo._items) == 3 and memo._bytes <= memo.max_bytes
     assert memo.get(("k", 0)) is None and memo.get(("k", 4)) is not None
+
+
+def test_memo_keeps_to_its_entry_budget():
+    memo = wmod._SampleMemo(max_entries=2)
+    wl = preset("chat")
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        memo.put(("k", seed), wl.sample_requests(10, rng, 1.0), rng.bit_generator.state)
+    assert list(memo._items) == [("k", 2), ("k", 3)]

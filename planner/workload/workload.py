@@ -133,7 +133,8 @@ def make_requests(
 
 class _SampleMemo:
     """Request lists :meth:`Workload.sample_requests` drew before, with the state their
-    generator was left in, least recently used first, at most ``max_bytes`` of arrays.
+    generator was left in, least recently used first, at most ``max_bytes`` of arrays in
+    at most ``max_entries`` lists.
 
     A draw depends only on the workload, the number of requests and the generator's state
     at the start; the list then on the rate, the context limit and prefix caching. A
@@ -143,8 +144,9 @@ class _SampleMemo:
     draw did: every caller sees the numbers and generator state it always saw.
     """
 
-    def __init__(self, max_bytes: int = 48 << 20) -> None:
+    def __init__(self, max_bytes: int = 48 << 20, max_entries: int = 256) -> None:
         self.max_bytes = max_bytes
+        self.max_entries = max_entries
         self._items: OrderedDict[tuple[Any, ...], tuple[Requests, dict[str, Any], int]] = (
             OrderedDict()
         )
@@ -173,7 +175,7 @@ class _SampleMemo:
                 self._bytes -= old[2]
             self._items[key] = (reqs, state, size)
             self._bytes += size
-            while self._bytes > self.max_bytes:
+            while self._bytes > self.max_bytes or len(self._items) > self.max_entries:
                 _, (_, _, s) = self._items.popitem(last=False)
                 self._bytes -= s
 
