@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.workload.slo import SLO
+from planner.workload.slo import SLO, sorted_percentiles
 
 
 # =========================================================================== results
@@ -26,6 +26,16 @@ def _wpcts(values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]) -> li
         return [float("nan")] * len(qs)
     i = np.searchsorted(c, np.asarray(qs, float) / 100.0 * c[-1], side="left")
     return [float(v[min(int(j), len(v) - 1)]) for j in i]
+
+
+def _nanmean(x: np.ndarray, nan: np.ndarray) -> float:
+    """``np.nanmean(x)`` bit for bit (NaNs summed as 0, divided by the count of the rest;
+    ``nan`` is ``np.isnan(x)``), NaN when no value is finite, as ``summary`` always had."""
+    if not np.isfinite(x).any():
+        return float("nan")
+    if not nan.any():
+        return float(np.add.reduce(x) / len(x))
+    return float(np.add.reduce(np.where(nan, 0.0, x)) / int(len(x) - nan.sum()))
 
 
 @dataclass
@@ -133,10 +143,12 @@ class SimResult:
         dur = float(np.max(self.finish_s[m]) - np.min(self.arrival_s[m])) if m.any() else 0.0
         dur = dur if dur > 0 else float("nan")
         s: dict[str, Any] = {"requests": int(m.sum())}
+        srt: dict[str, np.ndarray] = {}  # each metric without NaN, sorted: one sort serves all
         for name, x in (("ttft", ttft), ("tpot", tpot), ("e2e", e2e)):
-            s[f"{name}_mean_s"] = float(np.nanmean(x)) if np.isfinite(x).any() else float("nan")
-            xs = x[~np.isnan(x)]
-            ps = np.percentile(xs, (50, 90, 99)) if len(xs) else [float("nan")] * 3
+            nan = np.isnan(x)
+            s[f"{name}_mean_s"] = _nanmean(x, nan)
+            xs = srt[name] = np.sort(x[~nan])
+            ps = sorted_percentiles(xs, (50, 90, 99)) if len(xs) else [float("nan")] * 3
             for q, v in zip((50, 90, 99), ps, strict=True):
                 s[f"{name}_p{q}_s"] = float(v)
         w = self.itl_weights
@@ -167,7 +179,7 @@ class SimResult:
         if self.truncated:
             s["truncated_requests"] = int(self.truncated)
         if slo is not None:
-            ev = slo.evaluate(ttft, tpot, e2e)
+            ev = slo.evaluate(ttft, tpot, e2e, sorted_s=srt)
             s["slo_ok"] = ev["ok"]
             s["slo_attainment"] = ev["attainment"]
             s["goodput_rps"] = float(ev["met"].sum()) / dur

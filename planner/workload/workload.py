@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +57,17 @@ class Requests:
 
     def __len__(self) -> int:
         return len(self.arrival_s)
+
+    def copy(self) -> Requests:
+        """The same requests in new arrays (a caller may change its copy freely)."""
+        return Requests(
+            self.arrival_s.copy(),
+            self.input_tokens.copy(),
+            self.output_tokens.copy(),
+            self.cached_tokens.copy(),
+            self.shared_prefix_tokens,
+            self.truncated,
+        )
 
     def all_at_once(self) -> Requests:
         return Requests(
@@ -116,6 +129,72 @@ def make_requests(
     else:
         cached = np.zeros_like(i)
     return Requests(a, i, o, cached.astype(np.int64), shared, trunc)
+
+
+class _SampleMemo:
+    """Request lists :meth:`Workload.sample_requests` drew before, with the state their
+    generator was left in, least recently used first, at most ``max_bytes`` of arrays in
+    at most ``max_entries`` lists.
+
+    A draw depends only on the workload, the number of requests and the generator's state
+    at the start; the list then on the rate, the context limit and prefix caching. A
+    capacity curve draws the same list for every point with the same request count, and
+    the app draws the same lists for every GPU (issue 18: ~20 % of a What-if change), so
+    a repeat returns a copy of the stored list and moves the generator on exactly as the
+    draw did: every caller sees the numbers and generator state it always saw.
+    """
+
+    def __init__(self, max_bytes: int = 48 << 20, max_entries: int = 256) -> None:
+        self.max_bytes = max_bytes
+        self.max_entries = max_entries
+        self._items: OrderedDict[tuple[Any, ...], tuple[Requests, dict[str, Any], int]] = (
+            OrderedDict()
+        )
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> tuple[Requests, dict[str, Any]] | None:
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is None:
+                return None
+            self._items.move_to_end(key)
+        return hit[0].copy(), hit[1]
+
+    def put(self, key: tuple[Any, ...], reqs: Requests, state: dict[str, Any]) -> None:
+        reqs = reqs.copy()
+        size = sum(
+            a.nbytes
+            for a in (reqs.arrival_s, reqs.input_tokens, reqs.output_tokens, reqs.cached_tokens)
+        )
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old[2]
+            self._items[key] = (reqs, state, size)
+            self._bytes += size
+            while self._bytes > self.max_bytes or len(self._items) > self.max_entries:
+                _, (_, _, s) = self._items.popitem(last=False)
+                self._bytes -= s
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+
+
+_SAMPLES = _SampleMemo()
+
+
+def _generator_key(rng: np.random.Generator) -> tuple[Any, ...] | None:
+    """The state of a PCG64 generator (``np.random.default_rng``) as a hashable key; None
+    for other bit generators (not memoised)."""
+    st = rng.bit_generator.state
+    if st.get("bit_generator") != "PCG64":
+        return None
+    return (st["state"]["state"], st["state"]["inc"], st["has_uint32"], st["uinteger"])
 
 
 class Workload(Frozen):
@@ -214,12 +293,47 @@ class Workload(Frozen):
 
         ``rate_rps=None`` with a trace keeps the trace's own timestamps. Offline workloads
         (``offline: true``) queue everything at t = 0.
+
+        A repeated draw (same workload, ``n``, generator state and arguments) is served
+        from a memo (:class:`_SampleMemo`): the same requests, and ``rng`` left in the same
+        state. Traces (read from a file) and generators other than PCG64 are drawn anew.
         """
+        key = self._memo_key(n, rng, rate_rps, context_limit, prefix_caching)
+        if key is not None:
+            hit = _SAMPLES.get(key)
+            if hit is not None:
+                rng.bit_generator.state = hit[1]
+                return hit[0]
         i, o = self.sample_lengths(n, rng)
         unit = self.traffic.unit_arrivals(n, rng)
-        return self.requests_of(
+        reqs = self.requests_of(
             i, o, unit, rate_rps, context_limit=context_limit, prefix_caching=prefix_caching
         )
+        if key is not None:
+            _SAMPLES.put(key, reqs, rng.bit_generator.state)
+        return reqs
+
+    def _memo_key(
+        self,
+        n: int,
+        rng: np.random.Generator,
+        rate_rps: float | None,
+        context_limit: int | None,
+        prefix_caching: bool,
+    ) -> tuple[Any, ...] | None:
+        """The key of a draw in :data:`_SAMPLES`, or None when it is not memoised."""
+        if self.traffic.arrival == "trace" or not isinstance(rng, np.random.Generator):
+            return None
+        gen = _generator_key(rng)
+        if gen is None:
+            return None
+        try:
+            hash(self)
+        except TypeError:  # a field that cannot be hashed (never with the bundled kinds)
+            return None
+        rate = None if rate_rps is None else float(rate_rps)
+        limit = None if context_limit is None else int(context_limit)
+        return (self, int(n), gen, rate, limit, bool(prefix_caching))
 
     def requests_of(
         self,
