@@ -455,7 +455,7 @@ def plan_memory(
     if fits:
         reason = (
             f"fits: {w.per_gpu_bytes / gb:.1f} GB weights + {act / gb:.1f} GB activations per GPU; "
-            f"{budget / gb:.1f} GB left for KV = {max_seqs} sequences of {context_len} tokens"
+            f"{budget / gb:.1f} GB left for KV = {max_seqs:,} sequences of {context_len:,} tokens"
         )
     elif (
         cap if fw is not None and fw.memory_utilization_of == "free" else cap * util
