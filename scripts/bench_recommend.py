@@ -19,6 +19,10 @@ Answers (``--answers``): the top rows of every examples/ scenario under every ob
 framework, precisions, TP, PP, GPUs, $/h); with ``--against DIR``, whether another checkout
 gives the same (exit 1 when not): a speed change must not change an answer.
 
+Runs (``--runs``): ``compare_gpus`` for the RAG example, its verdict runs counted by outcome
+(passed, missed) with each rate as a fraction of the option's analytic saturation rate: how
+tight a bound on replicas would have to be to rule the missed ones out.
+
 Agreement (``--agreement``): the branch-and-bound answer against an exhaustive sweep that runs
 today's capacity search (:func:`planner.simulate.max_rate`, bisection to 2 %) on EVERY option
 that passes the analytic screen and sizes each as ``ceil(peak x (1 + headroom) / max_rate)``
@@ -31,6 +35,7 @@ Usage::
     python scripts/bench_recommend.py --agreement     # + exhaustive comparison
     python scripts/bench_recommend.py --cli --repeats 5 --against /work/main
     python scripts/bench_recommend.py --answers --against /work/main   # same answers?
+    python scripts/bench_recommend.py --runs          # compare_gpus's verdict runs
 """
 
 from __future__ import annotations
@@ -263,6 +268,49 @@ def answers(against: str | None) -> int:
     return 1 if diff else 0
 
 
+def runs() -> None:
+    """Where ``compare_gpus``'s verdict runs go (RAG example, one process): each probe's
+    runs by outcome -- passed, missed (stopped once the miss was certain), or a verdict taken
+    from another probe of the same run key -- with the rate as a fraction of the analytic
+    saturation rate (the screen's cap is 0.95). A tighter bound on replicas must rule out
+    the missed runs: their rates say how tight it would have to be."""
+    from planner.recommend import compare_gpus
+    from planner.serving import CapacityProbe
+
+    made: list[CapacityProbe] = []
+    init = CapacityProbe.__init__
+
+    def record(self, *args, **kw):
+        init(self, *args, **kw)
+        made.append(self)
+
+    CapacityProbe.__init__ = record  # type: ignore[method-assign]
+    try:
+        sc = load_scenario(ROOT / SCENARIOS[1])
+        t = time.perf_counter()
+        out = compare_gpus(
+            sc.model, sc.workload, sc.slo, catalog=load_catalog(),
+            headroom=sc.constraints.headroom, engine=sc.serving.kwargs(),
+        )  # fmt: skip
+        dt = time.perf_counter() - t
+    finally:
+        CapacityProbe.__init__ = init  # type: ignore[method-assign]
+    kinds: dict[str, list[float]] = {"passed": [], "missed": []}
+    for p in made:
+        for rate, s in p.summaries.items():
+            kinds["passed" if s["slo_ok"] else "missed"].append(rate / p.saturation_rps)
+    sims = sum(p.simulations for p in made)
+    print(
+        f"compare_gpus {SCENARIOS[1]}: {dt:.2f} s, {len(out['rows'])} rows, {len(made)} "
+        f"probes, {sims} simulations, {sum(map(len, kinds.values())) - sims} verdicts shared"
+    )
+    for k, v in kinds.items():
+        q = np.quantile(v, (0, 0.25, 0.5, 0.75, 1)) if v else []
+        print(f"  {k}: {len(v)} rates; rate / saturation min, quartiles, max: " + ", ".join(
+            f"{x:.2f}" for x in q
+        ))  # fmt: skip
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -276,8 +324,16 @@ def main() -> int:
         action="store_true",
         help="print the top rows of every example x objective (with --against: and compare)",
     )
+    ap.add_argument(
+        "--runs",
+        action="store_true",
+        help="compare_gpus on the RAG example: verdict runs by outcome and rate / saturation",
+    )
     ap.add_argument("--top", type=int, default=5)
     a = ap.parse_args()
+    if a.runs:
+        runs()
+        return 0
     if a.answers:
         return answers(a.against)
     if a.cli:
