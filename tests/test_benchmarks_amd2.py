@@ -14,12 +14,11 @@ from __future__ import annotations
 import collections
 import csv
 import datetime as dt
-import re
 
 import pytest
 import yaml
+from _benchmark_rows import check_loads, check_provenance, read_rows
 
-from planner.benchmarks.io import load_measurements
 from planner.benchmarks.predict import Predictor
 from planner.benchmarks.schema import engine_settings, memory_fraction_from_notes
 from planner.catalog import DATA_DIR
@@ -33,32 +32,26 @@ PREFIX = {PAGE: "amdperf", MLP60: "mlp60", MLP51: "mlp51b"}
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, str]]:
-    with open(CSV, newline="") as f:
-        return list(csv.DictReader(f))
+    return read_rows(CSV)
 
 
 @pytest.fixture(scope="module")
 def by_id(rows) -> dict[str, dict[str, str]]:
-    return {r["id"]: r for r in rows}
+    return {r["id"]: r for r in rows}  # the rows the tests below pin, by id
 
 
 def test_file_loads_with_the_planners_loader(rows, catalog):
-    df = load_measurements(CSV, catalog)
-    assert len(df) == len(rows) == 67
-    ids = [r["id"] for r in rows]
-    assert len(set(ids)) == len(ids)
+    assert check_loads(CSV, rows, catalog) == 67
 
 
 def test_every_row_has_source_detail_and_as_of(rows):
-    for r in rows:
-        assert r["source"] in PREFIX, r["id"]
-        assert re.fullmatch(PREFIX[r["source"]] + r"-\d{4}", r["id"]), r["id"]
-        assert r["source_detail"].strip(), r["id"]
-        day = dt.date.fromisoformat(r["as_of"])
-        assert dt.date(2025, 9, 9) <= day <= dt.date(2026, 4, 30), r["id"]
-        assert r["hardware"] in ("amd-mi300x", "amd-mi325x", "amd-mi355x"), r["id"]
-        assert r["framework"] == "vllm", r["id"]
-        assert r["framework_version"].strip() and r["notes"].strip(), r["id"]
+    check_provenance(
+        rows,
+        PREFIX,
+        (dt.date(2025, 9, 9), dt.date(2026, 4, 30)),
+        ("amd-mi300x", "amd-mi325x", "amd-mi355x"),
+        ("vllm",),
+    )
 
 
 def test_sources_yaml_lists_each_source_with_its_file_and_row_count(rows):
