@@ -44,7 +44,6 @@ from planner.serving.verdict import stop_rule
 from planner.serving.zero_load import (  # noqa: F401 - unloaded_latency: re-exported
     UNLOADED_SEED,
     check_reachable,
-    unloaded_key,
     unloaded_latency,
 )
 from planner.workload.slo import SLO
@@ -155,9 +154,6 @@ class WorkloadCache:
         self._quantiles: dict[tuple[int, str, float], float] = {}
         #: zero-load verdicts (:meth:`reachable`) per (replica id, class, values)
         self._reach: dict[tuple[int, int, bool], tuple[Replica, Any]] = {}
-        #: latencies served alone (:func:`unloaded_latency`) per (:func:`unloaded_key`, id of
-        #: the requests): replicas with one key share them
-        self._latency: dict[tuple[Any, int], tuple[Requests, dict[str, np.ndarray]]] = {}
         #: verdict runs made ahead by a helper thread (:meth:`run_ahead`), and those running
         self._ahead: dict[tuple[int, float, int], tuple[Replica, Any]] = {}
         self._ahead_busy: dict[tuple[int, float, int], threading.Event] = {}
@@ -290,19 +286,11 @@ class WorkloadCache:
         hit = self._reach.get(key)
         if hit is None or hit[0] is not replica:
             c = self.classes[index]
-            reqs = self.unloaded_requests(replica, index)
-            # the latencies served alone, shared by replicas that serve them alike
-            zkey = (unloaded_key(replica), id(reqs))
-            zhit = self._latency.get(zkey)
-            if zhit is None or zhit[0] is not reqs:
-                zhit = (reqs, unloaded_latency(replica, c.workload, requests=reqs))
-                if len(self._latency) >= 16384:
-                    self._latency.clear()
-                self._latency[zkey] = zhit
             try:
                 out: Any = check_reachable(
-                    replica, c.workload, c.slo, values=values, requests=reqs, latency=zhit[1]
-                )
+                    replica, c.workload, c.slo, values=values,
+                    requests=self.unloaded_requests(replica, index),
+                )  # fmt: skip
             except PlannerError as e:
                 out = e.with_traceback(None)
             hit = (replica, out)

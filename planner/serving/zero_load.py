@@ -30,17 +30,6 @@ def _unloaded_sample(
     )
 
 
-def unloaded_key(replica: Replica) -> tuple[tuple[float, ...], int, int, float]:
-    """Everything of ``replica`` that :func:`unloaded_latency` reads besides the requests
-    (step-time coefficients, prefill chunk budget, sliding window, host time of a lone
-    sequence): replicas with the same key serve the same requests alone in the same times
-    (options the catalog lists apart but models alike, e.g. int4-awq and int4-gptq)."""
-    eng, sm = replica.engine, replica.sm
-    W = int(sm.window) if sm.layers_sw > 0 and sm.window > 0 else 0
-    budget = eng.max_num_batched_tokens if eng.chunked_prefill else 1 << 60
-    return sm._coeffs, int(budget), W, float(eng.host_time_s(1))
-
-
 def unloaded_latency(
     replica: Replica,
     workload: Workload,
@@ -53,20 +42,23 @@ def unloaded_latency(
 
     ``requests``: the sample to serve (default: ``n`` requests of ``workload`` drawn with
     ``rng``, seed 12345; :meth:`WorkloadCache.unloaded_requests` keeps that sample)."""
+    eng, sm = replica.engine, replica.sm
+    sched = eng.host_time_s(1)
+    W = int(sm.window) if sm.layers_sw > 0 and sm.window > 0 else 0
     reqs = requests if requests is not None else _unloaded_sample(replica, workload, n, rng)
-    coeffs, budget, W, sched = unloaded_key(replica)
+    budget = eng.max_num_batched_tokens if eng.chunked_prefill else 1 << 60
     # each request alone: its prompt in chunks of at most `budget` tokens (TTFT), then the
     # mean of its first and last decode steps (TPOT); compiled (planner.serving._unloaded)
     from planner.serving._unloaded import unloaded_kernel
 
     ttft, tpot = unloaded_kernel()(
-        coeffs,
+        sm._coeffs,
         np.ascontiguousarray(reqs.input_tokens, np.int64),
         np.ascontiguousarray(reqs.output_tokens, np.int64),
         np.ascontiguousarray(reqs.cached_tokens, np.int64),
-        budget,
+        int(budget),
         W,
-        sched,
+        float(sched),
     )
     freeze_long_lived(
         "unloaded"
@@ -82,15 +74,14 @@ def check_reachable(
     *,
     requests: Requests | None = None,
     values: bool = True,
-    latency: dict[str, np.ndarray] | None = None,
 ) -> dict[str, float]:
     """Raise when a single unloaded request already misses an SLO threshold.
 
     Returns the zero-load percentile of each metric with a target [s] (``values=False``:
     only the verdict, an empty dict; the same one, faster). ``requests``: as
-    :func:`unloaded_latency`; ``latency``: its result for these requests, if known.
+    :func:`unloaded_latency`.
     """
-    z = latency if latency is not None else unloaded_latency(replica, workload, requests=requests)
+    z = unloaded_latency(replica, workload, requests=requests)
     out: dict[str, float] = {}
     tg = slo.targets()
     if slo.attainment is not None and tg:
