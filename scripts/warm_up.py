@@ -7,7 +7,9 @@ processes load it in about a second. Run this after installing (or after an upgr
 
     python scripts/warm_up.py
 
-The app also loads the kernel in a background thread when its server starts.
+The app also loads the kernel in a background thread when its server starts. It also writes
+the bytecode of the package and the app's modules (Python would not where
+``PYTHONDONTWRITEBYTECODE`` is set, and every process would compile them again).
 """
 
 from __future__ import annotations
@@ -18,6 +20,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app_pages.widgets import warm_up  # noqa: E402
+from planner.serving._kernel import precompile_bytecode  # noqa: E402
 
 if __name__ == "__main__":
     print(f"simulator kernel ready in {warm_up():.1f} s")
+    # bytecode of the package and the app's modules, also where PYTHONDONTWRITEBYTECODE is set
+    root = Path(__file__).resolve().parent.parent
+    n = precompile_bytecode(root / "planner") + precompile_bytecode(root / "app_pages")
+    print(f"bytecode written for {n} modules")

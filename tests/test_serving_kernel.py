@@ -108,6 +108,22 @@ def test_a_changed_stamp_drops_the_loops_cache_files(tmp_path):
     assert (tmp_path / _kernel.STAMP_NAME).read_text().strip() == "bbb"
 
 
+def test_bytecode_is_written_even_where_python_would_not(tmp_path, monkeypatch):
+    # PYTHONDONTWRITEBYTECODE (sys.dont_write_bytecode) stops imports from writing .pyc;
+    # precompile_bytecode writes them anyway, once: a second call adds none
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    for f in (pkg / "__init__.py", pkg / "a.py", pkg / "sub" / "b.py"):
+        f.write_text("X = 1\n")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert _kernel.precompile_bytecode(pkg) == 3
+    tag = sys.implementation.cache_tag
+    assert (pkg / "sub" / "__pycache__" / f"b.{tag}.pyc").is_file()
+    assert _kernel.precompile_bytecode(pkg) == 0
+    # a folder that does not exist (or cannot be written) is no failure
+    assert _kernel.precompile_bytecode(tmp_path / "missing") == 0
+
+
 _PROBE = (
     "import json, numpy as np; from planner.serving import _kernel; "
     "from planner.serving.replica import build_replica; from planner.serving.simulate import "
