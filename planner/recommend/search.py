@@ -615,7 +615,9 @@ class _Search:
         (``per_gpu``: the search visits nearly every option) and cannot change a number
         (a request sample from a shared random generator depends on the order of draws)."""
         return (
-            self.per_gpu and not isinstance(self.cache.seed, np.random.Generator) and self.threads() > 1
+            self.per_gpu
+            and not isinstance(self.cache.seed, np.random.Generator)
+            and self.threads() > 1
         )
 
     def screen_option(self, opt: Option) -> Screened | Rejection:
