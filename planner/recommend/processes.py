@@ -124,7 +124,7 @@ class Child:
             code = 1
             try:
                 os.close(a_read)
-                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                _in_child()
                 try:
                     out: tuple[str, Any] = ("ok", work(lambda: _take(q_read)))
                 except PlannerError as e:  # the same error (type, message, attributes)
@@ -194,6 +194,21 @@ class Child:
                 break
         self._reaped = True
         return status
+
+
+def _in_child() -> None:
+    """Make the child's state its own: the parent's signal handlers (the app's server's)
+    must not run in it, and the simulation gate's event may have been held by a helper
+    thread of the parent (:data:`planner.serving.SIMULATING`; the child has no other
+    thread: a fresh one)."""
+    import threading
+
+    from ..serving import SIMULATING
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(sig, signal.SIG_DFL)
+    SIMULATING.open = threading.Event()
 
 
 def _take(fd: int) -> int | None:
