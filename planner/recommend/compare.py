@@ -223,22 +223,25 @@ def _compare_forked(
     if obj.needs_price:
         jobs.sort(key=lambda g: isinstance(base.price_of(g), PlannerError))
 
-    def share(gpu: str) -> _Share:
-        t = time.perf_counter()
-        s = search_of((gpu,))
-        counts = s.counts(s.explore())
+    def share(gpu: str, s: _Search, counts: dict[str, int]) -> _Share:
+        """The finished share of a searched GPU."""
         _, top = s.finished()
-        summary = s.summary(t, counts, len(s.done))
+        summary = s.summary(time.perf_counter(), counts, len(s.done))
         if not top:
             return _Share([], None, _explain(gpu, s.rejected), summary)
         return _Share([x.result for x in top], sort_key(top[0], s.load.need_rps), None, summary)
 
     @rare_gc()  # as the one-process search (planner.files.rare_gc)
     def work(take: Callable[[], int | None]) -> dict[str, _Share]:
-        out = {}
+        searched = []
         while (i := take()) is not None:
-            out[jobs[i]] = share(jobs[i])
-        return out
+            s = search_of((jobs[i],))
+            searched.append((jobs[i], s, s.counts(s.explore())))
+        # every GPU's finishing last, as the one-process search does: the mean ITL of a
+        # whole run (np.dot over >10,000 samples) wakes OpenBLAS's worker thread, which then
+        # spins for a while; finishing after each GPU kept it spinning through the whole
+        # search (0.7-1 s of a core: the other process's)
+        return {g: share(g, s, counts) for g, s, counts in searched}
 
     prepare()
     child = Child.start(len(jobs), work)
