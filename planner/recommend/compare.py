@@ -27,12 +27,12 @@ from ..errors import PlannerError
 from ..files import rare_gc
 from ..serving import WorkloadCache
 from ..workload import SLO, Workload
-from .constraints import constraints_of
+from .constraints import budget_limits, constraints_of
 from .decide import decide
 from .objective import OBJECTIVE_TABLE, sort_key
 from .options import Rejection
 from .processes import Child, prepare, processes
-from .search import _Search, budget_limits, recommend
+from .search import _Search, recommend
 
 #: which rejection explains a GPU best when all its options failed (most specific first)
 _STAGE_ORDER = (

@@ -24,9 +24,6 @@ _JOB = struct.Struct("<H")
 #: modules the search imports on first use: imported before a fork, so that a child never
 #: waits on an import lock that a thread of the parent (absent in the child) held
 _LAZY_MODULES = (
-    "planner.serving._kernel",
-    "planner.serving._steady",
-    "planner.serving._unloaded",
     "planner.engine.phases",
     "planner.catalog.profile",
     "planner.cost.pricing",
@@ -61,13 +58,9 @@ def prepare() -> None:
     for name in _LAZY_MODULES:
         importlib.import_module(name)
     from ..catalog.profile import load_profile
-    from ..serving._kernel import kernel
-    from ..serving._steady import slo_rate_kernel
-    from ..serving._unloaded import unloaded_kernel
+    from ..serving import load_kernels
 
-    kernel()
-    slo_rate_kernel()
-    unloaded_kernel()
+    load_kernels()
     load_profile()
 
 
@@ -80,9 +73,9 @@ def _fork_locks() -> Iterator[None]:
     have."""
     from numba.core.compiler_lock import global_compiler_lock
 
-    from ..workload.workload import _SAMPLES
+    from ..workload import sample_memo_held
 
-    with global_compiler_lock, _SAMPLES._lock:
+    with global_compiler_lock, sample_memo_held():
         yield
 
 

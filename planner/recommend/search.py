@@ -43,7 +43,7 @@ from ..serving import (
     check_workload_fits,
 )
 from ..workload import SLO, Workload
-from .constraints import Constraints, constraints_of
+from .constraints import Constraints, budget_limits, constraints_of
 from .decide import decide, diverse, variant_label
 from .finish import finish, nothing_meets, pareto_front, why_winner
 from .objective import (
@@ -282,18 +282,6 @@ def search(
     res = s.run(t0)
     res.assumptions.extend(notes)
     return res
-
-
-def budget_limits(c: Constraints) -> list[tuple[float, str]]:
-    """The budget limits of the constraints: ``(most $/h, the constraint's text)``."""
-    limits: list[tuple[float, str]] = []
-    if c.max_usd_per_hour is not None:
-        limits.append((c.max_usd_per_hour, f"max_usd_per_hour={c.max_usd_per_hour:,.2f}"))
-    if c.max_usd_per_month is not None:
-        limits.append(
-            (c.max_usd_per_month / 730.0, f"max_usd_per_month={c.max_usd_per_month:,.0f}")
-        )
-    return limits
 
 
 class _Search:
@@ -664,8 +652,7 @@ class _Search:
 
     # ------------------------------------------------------------------ report
     def finished(self) -> tuple[list[tuple[Screened, list[Screened]]], list[Screened]]:
-        """The picked options (each with its variants) and their leads, ranked, the leads
-        finished (``result`` set: no rank or decision yet)."""
+        """The picked options with their variants, and their leads finished (no rank yet)."""
         c, ld, done = self.c, self.load, self.done
         done.sort(key=lambda s: sort_key(s, ld.need_rps))
         if self.per_gpu:  # the best top_n of every GPU, GPUs in order of their best
@@ -696,31 +683,23 @@ class _Search:
 
     def counts(self, n_enumerated: int) -> dict[str, int]:
         """The search's counts of options and simulations (its summary's)."""
-        screened = self.screened
+        probes = [s.probe for s in self.screened if s.probe is not None]
         return {
-            "options_enumerated": n_enumerated,
-            "options_screened": len(screened),
-            "options_simulated": sum(1 for s in screened if s.probe is not None),
-            "options_pruned": self.pruned,
-            "simulations": sum(s.probe.simulations for s in screened if s.probe is not None),
-        }
+            "options_enumerated": n_enumerated, "options_screened": len(self.screened),
+            "options_simulated": len(probes), "options_pruned": self.pruned,
+            "simulations": sum(p.simulations for p in probes),
+        }  # fmt: skip
 
     def summary(self, t0: float, counts: dict[str, int], feasible: int) -> dict[str, Any]:
         """The summary of a search that began at ``t0`` (:func:`time.perf_counter`)."""
-        c, ld = self.c, self.load
+        slo = "; ".join(
+            (f"{x.name}: " if x.name else "") + x.slo.describe() for x in self.cache.classes
+        )
         return {
-            "model": self.m.id,
-            "objective": self.obj.name,
-            "objective_text": self.obj.text,
-            "peak_rps": ld.peak_rps,
-            "headroom": c.headroom,
-            "slo": "; ".join(
-                (f"{x.name}: " if x.name else "") + x.slo.describe() for x in self.cache.classes
-            ),
-            **counts,
-            "elapsed_s": time.perf_counter() - t0,
-            "feasible": feasible,
-        }
+            "model": self.m.id, "objective": self.obj.name, "objective_text": self.obj.text,
+            "peak_rps": self.load.peak_rps, "headroom": self.c.headroom, "slo": slo, **counts,
+            "elapsed_s": time.perf_counter() - t0, "feasible": feasible,
+        }  # fmt: skip
 
     def report(self, t0: float, n_enumerated: int) -> Recommendation:
         c, ld, done = self.c, self.load, self.done
