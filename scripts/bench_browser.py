@@ -120,12 +120,13 @@ ARM_JS = """
 
 
 def cpu_s(proc: subprocess.Popen) -> float:
-    """CPU seconds (user + system) the server process has used so far (Linux /proc; NaN
+    """CPU seconds (user + system) the server process has used so far, its ended children
+    included (``compare_gpus`` forks one to search on the second core) (Linux /proc; NaN
     elsewhere). On a shared machine this is the steadier number: it does not count the time
     the server waits for a core."""
     try:
         f = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+        return sum(int(x) for x in f[11:15]) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return float("nan")
 

@@ -11,7 +11,9 @@ catalog, numba cache load, search, output), median of ``--repeats`` runs (defaul
 on the 2-core machine: chat <= 1.5 s, RAG <= 2 s. Then :func:`planner.recommend.compare_gpus`
 for the RAG example (what the app's Compare page calls; target <= 2 s) in a fresh process:
 its whole-process time and the call's own. The process's CPU time (user + system) is
-printed too: on a shared machine it is far less inflated by other processes than wall time.
+printed too, with that of the child it forks to search on the second core (``compare_gpus``
+uses two processes on two CPUs; ``PLANNER_PROCESSES=1``: one): on a shared machine it is far
+less inflated by other processes than wall time.
 ``--against DIR`` times another checkout (e.g. ``/work/main``) in alternation with this one,
 run by run, so both see the same load of a shared machine.
 

@@ -10,7 +10,7 @@ from pydantic import Field, field_validator
 from planner.catalog.records import Frozen
 from planner.errors import PlannerError
 
-__all__ = ["Constraints", "constraints_of"]
+__all__ = ["Constraints", "budget_limits", "constraints_of"]
 
 
 class Constraints(Frozen):
@@ -90,3 +90,15 @@ def constraints_of(constraints: Constraints | None, fields: dict[str, Any]) -> C
         raise PlannerError(
             f"{where} {err['msg'].lower()}, got {err.get('input')!r}".replace("value error, ", "")
         ) from None
+
+
+def budget_limits(c: Constraints) -> list[tuple[float, str]]:
+    """The budget limits of the constraints: ``(most $/h, the constraint's text)``."""
+    limits: list[tuple[float, str]] = []
+    if c.max_usd_per_hour is not None:
+        limits.append((c.max_usd_per_hour, f"max_usd_per_hour={c.max_usd_per_hour:,.2f}"))
+    if c.max_usd_per_month is not None:
+        limits.append(
+            (c.max_usd_per_month / 730.0, f"max_usd_per_month={c.max_usd_per_month:,.0f}")
+        )
+    return limits

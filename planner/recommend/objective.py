@@ -90,9 +90,14 @@ class RatioBook:
 
     The ratio depends mostly on the GPU (how its step times and the analytic model's
     error combine at this workload): across GPUs it spans more than 10x, and a seed from
-    another GPU's ratios started searches tens of replicas away from their answer."""
+    another GPU's ratios started searches tens of replicas away from their answer.
 
-    def __init__(self) -> None:
+    ``own_only`` (the per-GPU search of :func:`~planner.recommend.compare_gpus`): a GPU's
+    first option starts from 1 (the analytic rate), never from other GPUs' ratios, so that
+    each GPU's search is independent of the others' (and may run in another process)."""
+
+    def __init__(self, own_only: bool = False) -> None:
+        self.own_only = own_only
         self.ratios: list[float] = []
         self.by_key: dict[str, list[float]] = {}
 
@@ -104,7 +109,7 @@ class RatioBook:
 
     def typical(self, key: str | None = None) -> float:
         own = self.by_key.get(key) if key is not None else None
-        rs = own or self.ratios
+        rs = own if self.own_only else own or self.ratios
         return float(np.median(rs)) if rs else 1.0
 
 

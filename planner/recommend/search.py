@@ -43,7 +43,7 @@ from ..serving import (
     check_workload_fits,
 )
 from ..workload import SLO, Workload
-from .constraints import Constraints, constraints_of
+from .constraints import Constraints, budget_limits, constraints_of
 from .decide import decide, diverse, variant_label
 from .finish import finish, nothing_meets, pareto_front, why_winner
 from .objective import (
@@ -257,13 +257,7 @@ def search(
     if not (isinstance(top_n, int) and top_n >= 1):
         raise PlannerError(f"top must be a whole number >= 1, got {top_n!r}")
     c = constraints
-    limits: list[tuple[float, str]] = []
-    if c.max_usd_per_hour is not None:
-        limits.append((c.max_usd_per_hour, f"max_usd_per_hour={c.max_usd_per_hour:,.2f}"))
-    if c.max_usd_per_month is not None:
-        limits.append(
-            (c.max_usd_per_month / 730.0, f"max_usd_per_month={c.max_usd_per_month:,.0f}")
-        )
+    limits = budget_limits(c)
     notes = []
     if objective == "latency":
         # the cost cap: the cheapest feasible fleet first (same constraints), then the
@@ -291,13 +285,16 @@ def search(
 
 
 class _Search:
-    """One branch-and-bound run (state shared by its steps)."""
+    """One branch-and-bound run (state shared by its steps).
+
+    ``n_threads``: threads it uses (None: :func:`~planner.recommend.threads.threads`)."""
 
     def __init__(
         self, model, cache, catalog, constraints, obj, top_n, engine, profile, n_requests,
-        exhaustive, refine, per_gpu, limits,
+        exhaustive, refine, per_gpu, limits, n_threads: int | None = None,
     ) -> None:  # fmt: skip
         c = constraints
+        self.n_threads = n_threads
         self.cat, self.c, self.obj, self.top_n = catalog, c, obj, top_n
         self.m = catalog.model(model)
         self.cache, self.profile, self.n_requests = cache, profile, n_requests
@@ -535,6 +532,14 @@ class _Search:
                     x.probe.keep_only(None)
 
     def run(self, t0: float) -> Recommendation:
+        return self.report(t0, self.explore())
+
+    def threads(self) -> int:
+        return threads() if self.n_threads is None else self.n_threads
+
+    def explore(self) -> int:
+        """The branch and bound (``done``, ``rejected``, ``screened`` filled); returns the
+        count of options enumerated."""
         c, obj, m = self.c, self.obj, self.m
         options, self.rejected = enumerate_options(
             self.cat, m, gpus=c.gpus, frameworks=c.frameworks, precisions=c.precisions,
@@ -558,7 +563,7 @@ class _Search:
             heap.append((self.lb0(opt), 0, self.seq, opt))
             self.seq += 1
         heapq.heapify(heap)
-        learned = RatioBook()
+        learned = RatioBook(own_only=self.per_gpu)
         prefetch: Prefetch | None = None
         try:
             while heap:
@@ -591,14 +596,16 @@ class _Search:
         finally:
             if prefetch is not None:
                 prefetch.close()
-        return self.report(t0, n_enumerated)
+        return n_enumerated
 
     def prefetch_ok(self) -> bool:
         """Whether a second thread may screen ahead: only where it is certain to help
         (``per_gpu``: the search visits nearly every option) and cannot change a number
         (a request sample from a shared random generator depends on the order of draws)."""
         return (
-            self.per_gpu and not isinstance(self.cache.seed, np.random.Generator) and threads() > 1
+            self.per_gpu
+            and not isinstance(self.cache.seed, np.random.Generator)
+            and self.threads() > 1
         )
 
     def screen_option(self, opt: Option) -> Screened | Rejection:
@@ -644,7 +651,8 @@ class _Search:
         )
 
     # ------------------------------------------------------------------ report
-    def report(self, t0: float, n_enumerated: int) -> Recommendation:
+    def finished(self) -> tuple[list[tuple[Screened, list[Screened]]], list[Screened]]:
+        """The picked options with their variants, and their leads finished (no rank yet)."""
         c, ld, done = self.c, self.load, self.done
         done.sort(key=lambda s: sort_key(s, ld.need_rps))
         if self.per_gpu:  # the best top_n of every GPU, GPUs in order of their best
@@ -658,7 +666,7 @@ class _Search:
             picked = diverse(done, self.top_n)
         top = [s for s, _ in picked]
         if not top:
-            raise PlannerError(nothing_meets(self.rejected))
+            return picked, top
 
         def done_one(s: Screened, variants: list[Screened]) -> None:
             finish(s, self.cache, ld, c.headroom, self.ownership, self.refine, self.reproduce(s))
@@ -669,13 +677,39 @@ class _Search:
         # GIL while simulating), unless the request sample comes from a shared generator
         each(
             [functools.partial(done_one, s, vs) for s, vs in picked],
-            threads=1 if isinstance(self.cache.seed, np.random.Generator) else threads(),
+            threads=1 if isinstance(self.cache.seed, np.random.Generator) else self.threads(),
         )
+        return picked, top
+
+    def counts(self, n_enumerated: int) -> dict[str, int]:
+        """The search's counts of options and simulations (its summary's)."""
+        probes = [s.probe for s in self.screened if s.probe is not None]
+        return {
+            "options_enumerated": n_enumerated, "options_screened": len(self.screened),
+            "options_simulated": len(probes), "options_pruned": self.pruned,
+            "simulations": sum(p.simulations for p in probes),
+        }  # fmt: skip
+
+    def summary(self, t0: float, counts: dict[str, int], feasible: int) -> dict[str, Any]:
+        """The summary of a search that began at ``t0`` (:func:`time.perf_counter`)."""
+        slo = "; ".join(
+            (f"{x.name}: " if x.name else "") + x.slo.describe() for x in self.cache.classes
+        )
+        return {
+            "model": self.m.id, "objective": self.obj.name, "objective_text": self.obj.text,
+            "peak_rps": self.load.peak_rps, "headroom": self.c.headroom, "slo": slo, **counts,
+            "elapsed_s": time.perf_counter() - t0, "feasible": feasible,
+        }  # fmt: skip
+
+    def report(self, t0: float, n_enumerated: int) -> Recommendation:
+        c, ld, done = self.c, self.load, self.done
+        picked, top = self.finished()
+        if not top:
+            raise PlannerError(nothing_meets(self.rejected))
         recs = [s.result for s in top]
         for i, r in enumerate(recs, 1):
             r["rank"] = i
         decision = decide(recs, self.obj.name)
-        sims = sum(s.probe.simulations for s in self.screened if s.probe is not None)
         q = c.fit_percentile / 100.0
         need_tokens = max(
             int(
@@ -685,23 +719,7 @@ class _Search:
             )
             for x in self.cache.classes
         )
-        summary = {
-            "model": self.m.id,
-            "objective": self.obj.name,
-            "objective_text": self.obj.text,
-            "peak_rps": ld.peak_rps,
-            "headroom": c.headroom,
-            "slo": "; ".join(
-                (f"{x.name}: " if x.name else "") + x.slo.describe() for x in self.cache.classes
-            ),
-            "options_enumerated": n_enumerated,
-            "options_screened": len(self.screened),
-            "options_simulated": sum(1 for s in self.screened if s.probe is not None),
-            "options_pruned": self.pruned,
-            "simulations": sims,
-            "elapsed_s": time.perf_counter() - t0,
-            "feasible": len(done),
-        }
+        summary = self.summary(t0, self.counts(n_enumerated), len(done))
         assumptions = [
             f"planning peak {ld.peak_rps:g} req/s x (1 + headroom {c.headroom:g}) = "
             f"{ld.need_rps:g} req/s",

@@ -38,7 +38,7 @@ from planner.serving.replica import (
     check_workload_fits,
 )
 from planner.serving.result import SimResult
-from planner.serving.simulate import simulate
+from planner.serving.simulate import load_kernels, simulate
 from planner.serving.steady_state import SteadyStateResult, steady_state
 from planner.serving.zero_load import check_reachable, unloaded_latency
 
@@ -61,6 +61,7 @@ __all__ = [
     "compare_tp",
     "steady_state",
     "max_rate",
+    "load_kernels",
     "simulate",
     "size_fleet",
     "throughput_latency_curve",

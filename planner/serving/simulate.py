@@ -128,3 +128,16 @@ def simulate(
             reqs = reqs.all_at_once()
     check_fits(replica, reqs)
     return run(replica, reqs, concurrency, static_batching=static_batching)
+
+
+def load_kernels() -> None:
+    """Load every compiled kernel of the simulator now (numba imported, its caches loaded),
+    not on first use: e.g. before a fork (:mod:`planner.recommend.processes`), so that a
+    child never needs numba's compiler lock or an import lock that another thread held."""
+    from planner.serving._kernel import kernel
+    from planner.serving._steady import slo_rate_kernel
+    from planner.serving._unloaded import unloaded_kernel
+
+    kernel()
+    slo_rate_kernel()
+    unloaded_kernel()

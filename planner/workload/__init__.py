@@ -19,9 +19,17 @@ from planner.workload.lengths import (
 from planner.workload.presets import PRESETS, openorca_lengths
 from planner.workload.slo import SLO, SloTarget
 from planner.workload.traffic import PrefixReuse, Trace, Traffic, load_trace
-from planner.workload.workload import Requests, Workload, make_requests, preset, resolve_path
+from planner.workload.workload import (
+    Requests,
+    Workload,
+    make_requests,
+    preset,
+    resolve_path,
+    sample_memo_held,
+)
 
 __all__ = [
+    "sample_memo_held",
     "PRESETS",
     "SLO",
     "FixedLength",

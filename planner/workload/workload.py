@@ -18,10 +18,12 @@ seconds (``_s``).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -186,6 +188,14 @@ class _SampleMemo:
 
 
 _SAMPLES = _SampleMemo()
+
+
+@contextlib.contextmanager
+def sample_memo_held() -> Iterator[None]:
+    """Hold the request-sample memo's lock for the block: across a fork
+    (:mod:`planner.recommend.processes`), no other thread of the parent holds it then."""
+    with _SAMPLES._lock:
+        yield
 
 
 def _generator_key(rng: np.random.Generator) -> tuple[Any, ...] | None:
