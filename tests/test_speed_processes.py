@@ -184,6 +184,23 @@ def test_processes_follows_the_environment_and_the_cpus(monkeypatch):
     assert procs.processes() == 2
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {1})  # pinned to one CPU
     assert procs.processes() == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(procs, "others_running", lambda: 2)  # both cores busy now
+    assert procs.processes() == 1
+    monkeypatch.setattr(procs, "others_running", lambda: 1)  # one free
+    assert procs.processes() == 2
     monkeypatch.setenv("PLANNER_PROCESSES", "2")
     monkeypatch.delattr(os, "fork")
     assert procs.processes() == 1  # no fork: one process whatever the environment
+
+
+def test_others_running_reads_the_runnable_count(tmp_path):
+    # /proc/loadavg: "1-min 5-min 15-min runnable/total last-pid"; the reader is one of them
+    f = tmp_path / "loadavg"
+    f.write_text("3.10 2.00 1.50 3/412 12345\n")
+    assert procs.others_running(str(f)) == 2
+    f.write_text("0.00 0.00 0.00 1/80 7\n")
+    assert procs.others_running(str(f)) == 0
+    f.write_text("garbage\n")
+    assert procs.others_running(str(f)) == 0
+    assert procs.others_running(str(tmp_path / "missing")) == 0

@@ -36,9 +36,14 @@ _LAZY_MODULES = (
 
 def processes() -> int:
     """Processes :func:`~planner.recommend.compare_gpus` uses: 2 where the call may fork
-    (Linux, ``os.fork``) and this process may run on at least two CPUs
-    (``os.sched_getaffinity``), else 1; the environment variable ``PLANNER_PROCESSES`` (1
-    or 2) decides instead where forking is possible. The answers are the same either way."""
+    (Linux, ``os.fork``), this process may run on at least two CPUs
+    (``os.sched_getaffinity``) and one of them is free now (:func:`others_running`), else 1;
+    the environment variable ``PLANNER_PROCESSES`` (1 or 2) decides instead where forking is
+    possible. The answers are the same either way.
+
+    A core must be free: with both busy, the two processes only share them with the others
+    and cost 0.5-1 s of CPU more than one (measured: RAG 70B 8-10 s against 7-8 s at load
+    4-6)."""
     if not (sys.platform.startswith("linux") and hasattr(os, "fork")):
         return 1
     env = os.environ.get("PLANNER_PROCESSES", "").strip()
@@ -48,7 +53,20 @@ def processes() -> int:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - Linux has it
         cpus = os.cpu_count() or 1
-    return 2 if cpus >= 2 else 1
+    return 2 if cpus >= 2 and others_running() < cpus else 1
+
+
+def others_running(path: str = "/proc/loadavg") -> int:
+    """Threads of other processes that run or wait for a CPU now: the kernel's count of
+    runnable threads (``/proc/loadavg``, 4th field before the slash), less the one reading
+    it; 0 where it cannot be read. Unlike the load average, which is a mean over the last
+    minute (and counts a benchmark's own earlier runs), it says whether a core is free now."""
+    try:
+        with open(path) as f:
+            running = int(f.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return max(0, running - 1)
 
 
 def prepare() -> None:
