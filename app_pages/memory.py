@@ -137,21 +137,8 @@ kv_def = default_kv_precision(
 )
 kv_why = kv_def.basis if s.kv_precision == kv_def.id else f"chosen (the default is {kv_def.id})"
 st.caption(f"Device memory: {plan['gpu_memory_basis']}. KV cache {s.kv_precision}: {kv_why}.")
+w.svg_chart(w.memory_bar(plan, f"GPU 1 of {n_gpus}"))
 split = w.memory_split(plan)
-colors = {
-    "weights": "#4c78a8",
-    "activations / workspace": "#f58518",
-    "runtime overhead": "#b279a2",
-    "KV cache (max sequences)": "#54a24b",
-    "KV budget not filled (free)": "#b7e4a7",
-    "reserved (1 - utilization)": "#bab0ac",
-}
-split["gpu"] = f"GPU 1 of {n_gpus}"
-cap_gb = plan["gpu_memory_bytes"] / w.GB
-cap_df = pd.DataFrame({"capacity": [cap_gb], "label": [f"card: {cap_gb:.1f} GB"]})
-st.vega_lite_chart(
-    spec=w.with_data(w.memory_bar_spec(), split=split, capacity=cap_df), width="stretch"
-)
 demand = split["GB"].sum()
 if demand > plan["gpu_memory_bytes"] / w.GB * 1.0001:
     st.caption(

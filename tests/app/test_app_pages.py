@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +67,31 @@ def _charts(at: AppTest) -> list[tuple[dict, list[pd.DataFrame]]]:
     return out
 
 
+def _svgs(at: AppTest) -> list[ET.Element]:
+    """Every SVG chart on the page (``app_pages.svg`` via ``widgets.svg_chart``: one
+    Markdown element of raw HTML each), parsed."""
+    out = []
+    for el in at.markdown:
+        if el.value.startswith('<div class="pl-chart"><svg'):
+            out.append(ET.fromstring(el.value)[0])
+    return out
+
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def _all(el: ET.Element, tag: str, cls: str | None = None) -> list[ET.Element]:
+    return [e for e in el.iter(SVG_NS + tag) if cls is None or e.get("class") == cls]
+
+
+def _texts(el: ET.Element) -> list[str]:
+    return ["".join(t.itertext()) for t in _all(el, "text")]
+
+
+def _tips(el: ET.Element) -> list[str]:
+    return ["".join(t.itertext()) for t in _all(el, "title")]
+
+
 def _no_exception(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
@@ -96,6 +122,19 @@ def test_memory_default_view_matches_planner():
     assert int(_num(m["Max concurrent sequences"])) == plan.max_concurrent_sequences
     assert m["Weights per GPU"] == f"{plan.weight_bytes_per_gpu / 1e9:.1f} GB"
     assert any(plan.reason in x.value and "fits:" in x.value for x in at.success)
+    # the memory bar (SVG): planner's weights, KV of the sequences that fit, the card's line
+    (bar,) = _svgs(at)
+    segs = {e.get("data-part"): e for e in _all(bar, "rect", "seg")}
+    assert segs["weights"].find(SVG_NS + "title").text == (
+        f"weights: {plan.weight_bytes_per_gpu / 1e9:,.2f} GB"
+    )
+    kv_gb = plan.max_concurrent_sequences * plan.kv_bytes_per_sequence / 1e9
+    assert f"KV cache (max sequences): {kv_gb:,.2f} GB" in _tips(bar)
+    cap = plan.gpu_memory_bytes / 1e9
+    assert f"card: {cap:.1f} GB" in _texts(bar) and "memory per GPU [GB]" in _texts(bar)
+    # the segments' widths are their sizes on one scale: weights / KV = their GB ratio
+    w_px, kv_px = (float(segs[k].get("width")) for k in ("weights", "KV cache (max sequences)"))
+    assert w_px / kv_px == pytest.approx(plan.weight_bytes_per_gpu / 1e9 / kv_gb, rel=0.01)
 
 
 def test_memory_readme_example_29_sequences_and_hand_checked_kv():
@@ -128,8 +167,8 @@ def test_memory_curve_stops_at_the_memory_limit():
     _no_exception(at)
     limit = int(_num(_metrics(at)["Max concurrent sequences"]))
     charts = _charts(at)
-    assert len(charts) == 3  # memory bar, decode time, tokens/s
-    for spec, frames in charts[1:]:
+    assert len(charts) == 2 and len(_svgs(at)) == 1  # decode time, tokens/s; the SVG bar
+    for spec, frames in charts:
         curve = max(frames, key=len)
         assert int(curve["batch"].max()) == limit
         assert f"memory limit: {limit:,} sequences" in json.dumps(spec) or any(
@@ -206,7 +245,7 @@ def test_memory_does_not_fit_shows_reason_and_suggestions_and_no_curve():
     text = " ".join(md.value for md in at.markdown)
     for sug in plan.suggestions:
         assert sug in text
-    assert len(_charts(at)) == 1  # the memory bar only: no decode curve
+    assert len(_svgs(at)) == 1 and not _charts(at)  # the memory bar only: no decode curve
     assert not any(label.startswith("Decode step at batch") for label in _metrics(at))
     assert any("No curve" in i.value for i in at.info)
 
@@ -227,7 +266,7 @@ def test_memory_unsupported_precision_is_an_inline_error():
     msg = "precision int4-awq is not supported on amd-mi300x"
     assert any(msg in e.value for e in at.sidebar.error)  # next to the widgets
     assert any(msg in e.value for e in at.main.error)
-    assert not at.metric and not _charts(at)
+    assert not at.metric and not _charts(at) and not _svgs(at)
 
 
 # --------------------------------------------------------------------------- catalog page
@@ -676,48 +715,63 @@ def _what_if_curve(cat) -> list[dict]:
     )
 
 
+def _curve_points(chart: ET.Element) -> list[tuple[float, float]]:
+    """(x, y) [px] of the points of a line chart's polyline."""
+    (line,) = _all(chart, "polyline", "line")
+    return [tuple(map(float, p.split(","))) for p in line.get("points").split()]
+
+
 def test_what_if_curve_plots_the_simulated_percentiles_in_ms():
     at = _app(page=WHAT_IF, model="llama-3.1-8b")
     _no_exception(at)
-    rows = _what_if_curve(load_catalog())
-    spec, frames = _charts(at)[1]
-    curve = max(frames, key=len)
-    # one row per simulated concurrency; TPOT P99 [s] x 1000 -> [ms] on the y axis
-    assert curve["concurrency"].tolist() == [r["concurrency"] for r in rows]
-    assert curve["tpot_p99_ms"].tolist() == pytest.approx([r["tpot_p99_s"] * 1e3 for r in rows])
-    assert curve["output_tok_s_per_gpu"].tolist() == pytest.approx(
-        [r["output_tok_s_per_gpu"] for r in rows]
-    )
-    knee = next(
-        f for f in frames if "label" in f.columns and f["label"].str.startswith("knee").any()
-    )
+    rows = sorted(_what_if_curve(load_catalog()), key=lambda r: r["output_tok_s_per_gpu"])
+    bar, chart = _svgs(at)  # memory bar, then the curve
+    assert chart.get("role") == "img" and "log scale" in chart.get("aria-label")
+    # one point per simulated concurrency, in the order of tok/s per GPU, its tooltip the
+    # simulated TPOT P99 [s] x 1000 -> [ms]
+    pts = _all(chart, "circle", "pt")
+    assert len(pts) == len(rows) == len(_curve_points(chart))
+    for r, p in zip(rows, pts, strict=True):
+        tip = p.find(SVG_NS + "title").text
+        assert f"concurrent clients: {r['concurrency']:,}" in tip
+        assert f"TPOT P99 [ms]: {r['tpot_p99_s'] * 1e3:,.1f}" in tip
+        assert f"tok/s per GPU: {r['output_tok_s_per_gpu']:,.0f}" in tip
+    # a log y axis: equal ratios are equal distances (pixels from the points' latencies)
+    xy = _curve_points(chart)
+    (i, j), k = (0, len(rows) - 1), len(rows) // 2
+    ms = [r["tpot_p99_s"] * 1e3 for r in rows]
+    import math
+
+    frac = (xy[k][1] - xy[i][1]) / (xy[j][1] - xy[i][1])
+    assert frac == pytest.approx(math.log(ms[k] / ms[i]) / math.log(ms[j] / ms[i]), abs=0.01)
     k = next(r for r in rows if r["is_knee"])
-    assert knee["tpot_p99_ms"].tolist() == pytest.approx([k["tpot_p99_s"] * 1e3])
-    assert knee["label"].tolist() == [f"knee: {k['concurrency']} clients"]
+    assert f"knee: {k['concurrency']} clients" in _texts(chart)
+    assert len(_all(chart, "polygon", "hl")) == 1  # the knee's diamond
+    assert "SLO: 50 ms" in _texts(chart) and len(_all(chart, "line", "hrule")) == 1
+    assert _all(chart, "polygon", "band")  # the error band
     at.radio(key="wi_axis").set_value("TTFT P99").run()
     _no_exception(at)
-    spec, frames = _charts(at)[1]
-    curve = max(frames, key=len)
-    assert curve["ttft_p99_ms"].tolist() == pytest.approx([r["ttft_p99_s"] * 1e3 for r in rows])
-    assert "TTFT P99 [ms]" in json.dumps(spec)
+    chart = _svgs(at)[1]
+    assert "TTFT P99 [ms] (log scale)" in _texts(chart)
+    tips = [p.find(SVG_NS + "title").text for p in _all(chart, "circle", "pt")]
+    assert [t.split("TTFT P99 [ms]: ")[1].split("\n")[0] for t in tips] == [
+        f"{r['ttft_p99_s'] * 1e3:,.1f}" for r in rows
+    ]
 
 
-def test_what_if_charts_keep_their_spec_across_a_gpu_change():
-    # the browser patches a chart's data in place only while its spec (with the alt text)
-    # is the same; a changed spec re-embeds the chart (issue 18: a What-if change <= 200 ms)
-    def specs(at):
-        return [(el.proto.spec, el.proto.alt) for el in at.get("vega_lite_chart")]
-
+def test_what_if_charts_follow_a_gpu_change():
     at = _app(page=WHAT_IF, model="llama-3.1-70b")
-    before = specs(at)
+    before = [ET.tostring(c) for c in _svgs(at)]
     at.selectbox(key="wi_gpu").select("nvidia-h200-sxm").run()
     _no_exception(at)
     assert any("NVIDIA H200" in h.value for h in at.subheader)
-    assert specs(at) == before and len(before) == 2
-    for spec, alt in before:
-        assert alt  # the chart's description for screen readers
-        layers = json.loads(spec)["layer"]
-        assert all(layer["mark"]["aria"] is False for layer in layers)
+    after = _svgs(at)
+    assert len(after) == len(before) == 2
+    assert all(ET.tostring(a) != b for a, b in zip(after, before, strict=True))
+    for chart in after:
+        assert chart.get("aria-label")  # the chart's description for screen readers
+    cap = load_catalog().gpu("nvidia-h200-sxm")
+    assert any(t.startswith("card: ") for t in _tips(after[0])), cap.id
 
 
 def test_what_if_max_num_seqs_defaults_to_the_engines_own_on_that_gpu():
@@ -749,11 +803,11 @@ def test_what_if_tok_s_per_gpu_and_cost_come_from_the_curve():
     planned = usd * n_gpus / (wl.mean_output_tokens() * wl.traffic.base_mean_rps() * 3600) * 1e6
     assert m["$/M output tokens"] == f"${planned:,.3f}"
     assert m["Fleet [$/month]"] == f"${usd * n_gpus * 730:,.0f}"
-    spec, frames = _charts(at)[1]  # memory bar, then the curve
-    curve = max(frames, key=len)
-    assert curve["is_knee"].sum() == 1
-    assert "output tokens/s per GPU" in json.dumps(spec) and "TPOT P99 [ms]" in json.dumps(spec)
-    assert any("SLO: 50 ms" in str(f.get("label", pd.Series()).tolist()) for f in frames)
+    chart = _svgs(at)[1]  # memory bar, then the curve
+    assert len(_all(chart, "polygon", "hl")) == 1  # one knee
+    texts = _texts(chart)
+    assert "output tokens/s per GPU" in texts and "TPOT P99 [ms] (log scale)" in texts
+    assert "SLO: 50 ms" in texts
 
 
 def _load_example_then_render():
