@@ -304,7 +304,7 @@ class Frame:
         ``x_inset`` [px] keeps the data this far from the plot's left and right edges."""
         xt, yt = axis_ticks(x_axis, x_domain), axis_ticks(y_axis, y_domain)
         y_lab = max((text_width_px(tick_text(v, y_axis.prefix)) for v in yt), default=0.0)
-        left = y_lab + PAD + (TITLE_PX + PAD if y_axis.title else 0.0)
+        left = y_lab + PAD + (TITLE_PX + 1.5 * PAD if y_axis.title else 0.0)
         # the first and last x tick labels are centred on their tick: half hangs outside
         x_lab = [text_width_px(tick_text(v, x_axis.prefix)) for v in xt] or [0.0]
         right = max(right, x_lab[-1] / 2 + 2)
@@ -334,10 +334,10 @@ class Frame:
         out.append(f'<line x1="{_num(x0)}" x2="{_num(x1)}" y1="{_num(y0)}" y2="{_num(y0)}" stroke="{AXIS}"/>')  # fmt: skip
         out.append(f'<line x1="{_num(x0)}" x2="{_num(x0)}" y1="{_num(y0)}" y2="{_num(y1)}" stroke="{AXIS}"/>')  # fmt: skip
         if self.x_axis.title:
-            out.append(text((x0 + x1) / 2, self.height - 4, self.x_axis.title, anchor="middle", size=TITLE_PX, bold=True, baseline="auto"))  # fmt: skip
+            out.append(text((x0 + x1) / 2, self.height - 4, self.x_axis.title, anchor="middle", size=TITLE_PX, baseline="auto"))  # fmt: skip
         if self.y_axis.title:
             cy = (y0 + y1) / 2
-            out.append(text(TITLE_PX, cy, self.y_axis.title, anchor="middle", size=TITLE_PX, bold=True, rotate=-90))  # fmt: skip
+            out.append(text(TITLE_PX - 2, cy, self.y_axis.title, anchor="middle", size=TITLE_PX, rotate=-90))  # fmt: skip
         out.append("</g>")
         return "".join(out)
 
@@ -531,9 +531,10 @@ def scatter_chart(points: Sequence[Point], *, x_axis: Axis, y_axis: Axis, label:
         px, py = f.x(p.x), f.y(p.y)
         out.append(marker(px, py, p.shape, p.r, p.colour, p.tooltip))
     for p in points:
-        if p.label:
+        if p.label:  # above the point; beside its error bar's line where it has one
             gap = p.r * 1.35 + 3
-            lx, anchor = clamp_label(f.x(p.x), p.label, "middle", width, bold=p.bold)
+            x0, a0 = (f.x(p.x) + p.r + 2, "start") if error_bars else (f.x(p.x), "middle")
+            lx, anchor = clamp_label(x0, p.label, a0, width, bold=p.bold)
             out.append(text(lx, f.y(p.y) - gap, p.label, anchor=anchor, bold=p.bold, colour=p.label_colour, baseline="auto", cls="pl"))  # fmt: skip
     if legend:
         out.append(f'<g transform="translate(0 {_num(f.height + PAD + FONT_PX / 2)})">{leg}</g>')

@@ -61,19 +61,17 @@ CUSTOM_MODELS = "custom_models"
 def warm_up() -> float:
     """Load the simulator's compiled kernel (compile it on a fresh install, 20-60 s; load it
     from numba's cache otherwise, ~0.5-3 s), compute the Plan page's default answer
-    (:func:`default_plan`) and build its charts' specs (``app_pages/specs.py``), both kept on
-    disk for later server processes; returns the seconds taken.
+    (:func:`default_plan`), kept on disk for later server processes; returns the seconds
+    taken.
 
     ``scripts/warm_up.py`` runs it once at install; the app runs it in a background thread
     when a server process starts (:func:`warm_up_in_background`)."""
     import time
 
-    from app_pages import specs
     from planner.recommend import recommend
     from planner.workload import SLO, Workload
 
     t0 = time.perf_counter()
-    specs.build_all()  # the Plan page's charts without altair (app_pages/specs.py)
     default_plan()
     wl = Workload.model_validate({"preset": "chat", "traffic": {"mean_rps": 1.0, "peak_rps": 1.0}})
     slo = SLO.model_validate({"tpot": {"max_s": 0.1}})

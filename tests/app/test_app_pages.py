@@ -72,8 +72,8 @@ def _svgs(at: AppTest) -> list[ET.Element]:
     Markdown element of raw HTML each), parsed."""
     out = []
     for el in at.markdown:
-        if el.value.startswith('<div class="pl-chart"><svg'):
-            out.append(ET.fromstring(el.value)[0])
+        if el.value.startswith('<div class="pl-chart">'):
+            out += ET.fromstring(el.value).iter(SVG_NS + "svg")
     return out
 
 
@@ -463,15 +463,23 @@ def test_plan_is_the_landing_page_and_matches_recommend():
     # the why, the binding constraint and the price source of the winner
     md = " ".join(x.value for x in at.markdown)
     assert res.why in md and win["binding_constraint"] in md and win["price_provider"] in md
-    # the Pareto chart: units on both axes, the winner highlighted
-    spec, frames = _charts(at)[1]
-    pts = max(frames, key=len)
-    assert (pts["role"] == "winner").sum() == 1
-    assert pts.loc[pts["role"] == "winner", "usd_per_mtok_output"].iloc[0] == pytest.approx(
-        win["usd_per_mtok_output"]
-    )
-    titles = json.dumps(spec)
-    assert "P99 end-to-end latency [s]" in titles and "$ per million output tokens" in titles
+    # the charts: the two length histograms, then the Pareto chart (SVG, no Vega-Lite)
+    assert not _charts(at)
+    prompt, answer, pareto = _svgs(at)
+    assert "prompt [tokens]" in _texts(prompt) and "answer [tokens]" in _texts(answer)
+    # the Pareto chart: a point per option, units on both axes, the winner highlighted
+    recs = res.recommendations
+    pts = _all(pareto, "circle", "pt") + _all(pareto, "polygon", "pt")
+    assert len(pts) == len(recs)
+    (diamond,) = _all(pareto, "polygon", "pt")
+    tip = diamond.find(SVG_NS + "title").text
+    assert tip.startswith("option: #1 ") and f"${win['usd_per_mtok_output']:.4f}" in tip
+    labels = {t.text: t.get("fill") for t in _all(pareto, "text", "pl")}
+    assert labels["#1"] == "#d62728"  # the winner's label, red
+    texts = _texts(pareto)
+    assert "P99 end-to-end latency [s]" in texts and "cost [$ per million output tokens]" in texts
+    banded = [r for r in recs if r.get("usd_per_mtok_output_low") is not None]
+    assert len(_all(pareto, "g", "err")) == len(banded)
     # rejected options grouped by stage, in a collapsed expander
     exp = [e for e in at.expander if e.label.startswith("Rejected options")]
     assert exp and f"({len(res.rejected):,})" in exp[0].label
