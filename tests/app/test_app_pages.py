@@ -605,11 +605,32 @@ def test_compare_gpus_matches_compare_gpus():
         assert col in df.columns
     m = _metrics(at)
     assert m["$/M output tokens"] == _money(res["rows"][0]["usd_per_mtok_output"])
-    charts = _charts(at)
-    assert len(charts) == 2  # $/M tokens and tok/s per GPU by GPU
-    for spec, _ in charts:
-        enc = spec.get("encoding") or spec["layer"][0]["encoding"]  # bars (+ error bars)
-        assert re.search(r"(per GPU|per million)", json.dumps(enc["x"]))
+    assert not _charts(at)
+    cost, speed = _svgs(at)  # $/M tokens and tok/s per GPU by GPU (SVG)
+    rows = res["rows"]
+    for chart, field, title, best in (
+        (cost, "usd_per_mtok_output", "$ per million output tokens", min),
+        (speed, "output_tok_s_per_gpu", "output tokens/s per GPU", max),
+    ):
+        assert title in _texts(chart)
+        bars = _all(chart, "rect", "bar")
+        assert len(bars) == len(rows)
+        # best first, red; the bars' lengths are the values on one scale from 0
+        ordered = sorted(rows, key=lambda r: r[field], reverse=best is max)
+        names = [load_catalog().gpu(r["gpu"]).name for r in ordered]
+        assert [b.find(SVG_NS + "title").text.split("\n")[0] for b in bars] == [
+            f"GPU: {n}" for n in names
+        ]
+        assert bars[0].get("fill") == "#d62728"
+        widths = [float(b.get("width")) for b in bars]
+        if ordered[-1][field] > 0:
+            assert widths[0] / widths[-1] == pytest.approx(
+                ordered[0][field] / ordered[-1][field], rel=0.02
+            )
+        banded = [r for r in rows if r.get(f"{field}_low") is not None] if field[0] == "u" else [
+            r for r in rows if (r.get("error_band") or {}).get("low_ratio")
+        ]  # fmt: skip
+        assert len(_all(chart, "line", "err")) == len(banded)
 
 
 def test_compare_lists_unanswerable_gpus_with_reason():
