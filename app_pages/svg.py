@@ -202,7 +202,7 @@ def axis_domain(axis: Axis, values: Sequence[float]) -> tuple[float, float]:
         return (1.0, 10.0) if axis.log else (0.0, 1.0)
     lo, hi = min(vals), max(vals)
     if axis.log:
-        return nice_log_domain(lo, hi)
+        return nice_log_domain(lo, hi) if axis.nice else (lo, hi)
     if axis.zero:
         lo, hi = min(lo, 0.0), max(hi, 0.0)
     span = (hi - lo) or abs(hi) or 1.0
@@ -378,7 +378,7 @@ def line_chart(x: Sequence[float], y: Sequence[float], *, x_axis: Axis, y_axis: 
                tooltips: Sequence[str] | None = None, band: tuple | None = None,
                hrule: tuple[float, str] | None = None, vrule: tuple[float, str] | None = None,
                highlights: Sequence[Point] = (), colour: str = BLUE,
-               points: bool = True) -> str:  # fmt: skip
+               points: bool | str = True) -> str:  # fmt: skip
     """A line (with a point per row) over linear or log axes.
 
     Parameters
@@ -395,7 +395,7 @@ def line_chart(x: Sequence[float], y: Sequence[float], *, x_axis: Axis, y_axis: 
     vrule : ``(x, text)``: a dashed red vertical rule (a limit) labelled to its left, at top
     highlights : points drawn over the line (a knee)
     colour : the line's colour
-    points : a dot on every point of the line
+    points : a dot on every point of the line; ``"hidden"``: invisible ones, for the tooltips
 
     Returns
     -------
@@ -446,7 +446,11 @@ def line_chart(x: Sequence[float], y: Sequence[float], *, x_axis: Axis, y_axis: 
         out.append(text(lx, f.top - PAD, vrule[1], anchor=anchor, colour=RED))
     pts = " ".join(f"{_num(f.x(a))},{_num(f.y(b))}" for a, b, _ in rows)
     out.append(f'<polyline class="line" data-n="{len(rows)}" points="{pts}" fill="none" stroke="{colour}" stroke-width="2.5" stroke-linejoin="round"/>')  # fmt: skip
-    if points:
+    if points == "hidden":  # no dots, but each point's tooltip where the pointer is
+        out.append('<g class="points" fill-opacity="0" stroke="none">')
+        out += [f'<circle class="pt" cx="{_num(f.x(a))}" cy="{_num(f.y(b))}" r="5">{tip(t)}</circle>' for a, b, t in rows]  # fmt: skip
+        out.append("</g>")
+    elif points:
         out.append('<g class="points">')
         out += [marker(f.x(a), f.y(b), "circle", 3.5, colour, t) for a, b, t in rows]
         out.append("</g>")

@@ -123,7 +123,7 @@ def test_memory_default_view_matches_planner():
     assert m["Weights per GPU"] == f"{plan.weight_bytes_per_gpu / 1e9:.1f} GB"
     assert any(plan.reason in x.value and "fits:" in x.value for x in at.success)
     # the memory bar (SVG): planner's weights, KV of the sequences that fit, the card's line
-    (bar,) = _svgs(at)
+    bar = _svgs(at)[0]
     segs = {e.get("data-part"): e for e in _all(bar, "rect", "seg")}
     assert segs["weights"].find(SVG_NS + "title").text == (
         f"weights: {plan.weight_bytes_per_gpu / 1e9:,.2f} GB"
@@ -166,17 +166,18 @@ def test_memory_curve_stops_at_the_memory_limit():
     at = _app()
     _no_exception(at)
     limit = int(_num(_metrics(at)["Max concurrent sequences"]))
-    charts = _charts(at)
-    assert len(charts) == 2 and len(_svgs(at)) == 1  # decode time, tokens/s; the SVG bar
-    for spec, frames in charts:
-        curve = max(frames, key=len)
-        assert int(curve["batch"].max()) == limit
-        assert f"memory limit: {limit:,} sequences" in json.dumps(spec) or any(
-            f"memory limit: {limit:,} sequences" in str(f.get("label", "")) for f in frames
-        )
-        enc = spec["layer"][0]["encoding"]
-        for axis in ("x", "y"):
-            assert re.search(r"\[.+\]", enc[axis]["title"]), f"{axis} axis title needs a unit"
+    assert not _charts(at)
+    bar, step_chart, tok_chart = _svgs(at)  # memory bar, decode time, tokens/s
+    for chart in (step_chart, tok_chart):
+        # the last point's tooltip is the limit; the red line and its text are at it
+        tips = [p.find(SVG_NS + "title").text for p in _all(chart, "circle", "pt")]
+        assert tips[0].startswith("batch: 1\n") and tips[-1].startswith(f"batch: {limit:,}\n")
+        assert f"memory limit: {limit:,} sequences" in _texts(chart)
+        (rule,) = _all(chart, "line", "vrule")
+        assert float(rule.get("x1")) == pytest.approx(_curve_points(chart)[-1][0], abs=0.1)
+        texts = _texts(chart)
+        assert "batch [concurrent sequences]" in texts  # axis titles with units
+        assert any(re.search(r"\[.+\]", t) and t != "batch [concurrent sequences]" for t in texts)
     # the value at the limit is planner's decode step
     util = at.slider[0].value
     cat = load_catalog()
