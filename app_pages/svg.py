@@ -32,6 +32,9 @@ from dataclasses import dataclass
 from planner import fmt
 
 BLUE, ORANGE, RED, GREEN, GREY = "#4c78a8", "#f58518", "#d62728", "#54a24b", "#9d9d9d"
+#: Vega's default categorical colours (tableau10), for charts coloured by a category
+CATEGORY = ("#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2",
+            "#ff9da6", "#9d755d", "#bab0ac")  # fmt: skip
 AXIS = "#808495"  # Streamlit's grey: axis lines, grid
 FONT_PX = 12  # tick labels, legend, point labels [px of the viewBox]
 TITLE_PX = 13  # axis titles [px]
@@ -494,7 +497,10 @@ def scatter_chart(points: Sequence[Point], *, x_axis: Axis, y_axis: Axis, label:
                   width: float = 1300, plot_height: float = 300,
                   step_line: tuple[Sequence[float], Sequence[float], str] | None = None,
                   error_bars: Sequence[tuple[float, float, float, str]] = (),
-                  legend: Sequence[tuple[str, str, str]] = ()) -> str:  # fmt: skip
+                  legend: Sequence[tuple[str, str, str]] = (),
+                  domain: tuple[float, float] | None = None,
+                  band: tuple[Sequence[float], Sequence[float], Sequence[float], str] | None = None,
+                  diagonal: bool = False) -> str:  # fmt: skip
     """Points in categories, with labels, an optional step line and vertical error bars.
 
     Parameters
@@ -508,6 +514,9 @@ def scatter_chart(points: Sequence[Point], *, x_axis: Axis, y_axis: Axis, label:
         (``xs`` ascending)
     error_bars : ``(x, y_low, y_high, tooltip)``: a vertical bar from ``y_low`` to ``y_high``
     legend : (label, colour, shape) items below the plot
+    domain : both axes' domain (lo, hi), instead of one from the points
+    band : ``(xs, lo, hi, tooltip)``: a grey band between ``lo`` and ``hi`` at ``xs``
+    diagonal : a dashed line y = x
 
     Returns
     -------
@@ -516,12 +525,18 @@ def scatter_chart(points: Sequence[Point], *, x_axis: Axis, y_axis: Axis, label:
     """
     xv = [p.x for p in points]
     yv = [p.y for p in points] + [v for _, lo, hi, _ in error_bars for v in (lo, hi)]
-    xd, yd = axis_domain(x_axis, xv), axis_domain(y_axis, yv)
+    xd, yd = (domain, domain) if domain else (axis_domain(x_axis, xv), axis_domain(y_axis, yv))
     top = FONT_PX + 2 * PAD if any(p.label for p in points) else PAD
-    f = Frame.fit(width, plot_height, x_axis, xd, y_axis, yd, top=top, x_inset=24)
+    inset = 0 if domain else 24
+    f = Frame.fit(width, plot_height, x_axis, xd, y_axis, yd, top=top, x_inset=inset)
     leg, leg_h = legend_row(legend, f.left, 0, width) if legend else ("", 0.0)
     height = f.height + (leg_h + PAD + FONT_PX / 2 if legend else 0)
     out = [svg_open(width, height, label, "scatter"), f.axes()]
+    if band is not None:
+        out.append(f'<polygon class="band" points="{band_points(band[0], band[1], band[2], f.x, f.y)}" fill="#888" fill-opacity="0.15" stroke="none">{tip(band[3])}</polygon>')  # fmt: skip
+    if diagonal:
+        (a, b) = xd
+        out.append(f'<line class="diag" x1="{_num(f.x(a))}" y1="{_num(f.y(a))}" x2="{_num(f.x(b))}" y2="{_num(f.y(b))}" stroke="#444" stroke-dasharray="4 3"/>')  # fmt: skip
     if step_line is not None and len(step_line[0]):
         xs, ys, colour = step_line
         d = [f"M{_num(f.x(xs[0]))},{_num(f.y(ys[0]))}"]

@@ -9,8 +9,8 @@ plain dicts / DataFrames that ``st.cache_data`` can cache.
 
 from __future__ import annotations
 
-import copy
 import functools
+import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -533,16 +533,26 @@ def memory_bar(
 
 
 def svg_chart(svg_text: str) -> None:
-    """Draw an SVG chart of :mod:`app_pages.svg` (one Markdown element of raw HTML: the
-    browser inserts it as DOM; ``st.html``'s sanitiser would remove the ``<svg>``)."""
-    st.markdown(f'<div class="pl-chart">{svg_text}</div>', unsafe_allow_html=True)
+    """Draw an SVG chart of :mod:`app_pages.svg`: one ``st.html`` element whose only script
+    inserts the SVG text as DOM (one ``innerHTML``; issue 18, the browser does no more).
+
+    ``st.html`` sanitises its HTML with DOMPurify's HTML-only profile, which removes any
+    ``<svg>``; Markdown's raw HTML keeps it, but parsing it and building React elements for
+    every mark cost the browser more than the Vega charts did (measured). The script is
+    our own text: the SVG escapes every text it shows (:func:`app_pages.svg.esc`) and goes
+    in as a JSON string with every ``<`` escaped, so nothing in it can end the script."""
+    js = json.dumps(svg_text).replace("<", "\\u003c")
+    st.html(
+        f'<div class="pl-chart"><script>document.currentScript.parentElement.innerHTML={js}'
+        "</script></div>",
+        unsafe_allow_javascript=True,
+    )
 
 
-def with_data(template: dict, **datasets: pd.DataFrame) -> dict:
-    """A cached Vega-Lite spec (built with altair) with this run's named datasets."""
-    spec = copy.deepcopy(template)  # streamlit edits the spec it is given
-    spec["datasets"] = dict(datasets)
-    return spec
+def svg_of(body: str) -> str:
+    """The SVG text of a :func:`svg_chart` element's HTML ``body`` (tests, tools)."""
+    start = body.index("innerHTML=") + len("innerHTML=")
+    return json.loads(body[start : body.rindex("</script>")])
 
 
 # --------------------------------------------------------------------------- text

@@ -73,3 +73,20 @@ def test_the_first_plan_page_does_not_import_altair():
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_an_svg_chart_cannot_end_its_script(monkeypatch):
+    """widgets.svg_chart sends the SVG inside a script (st.html's sanitiser drops <svg>): a
+    text that tries to close the script stays text, and the SVG comes back unchanged."""
+    from app_pages import svg
+
+    sent = []
+    monkeypatch.setattr(w.st, "html", lambda body, **kw: sent.append((body, kw)))
+    evil = "</script><script>alert(1)</script><!--"
+    chart = svg.hbar_chart([svg.Bar(evil, 1.0, tooltip=evil)], x_axis=svg.Axis("v"), label=evil)
+    w.svg_chart(chart)
+    ((body, kw),) = sent
+    assert kw == {"unsafe_allow_javascript": True}
+    assert body.count("<") == 4  # <div>, <script>, </script>, </div>: the SVG has none left
+    assert body.lower().count("</script") == 1 and body.endswith("</script></div>")
+    assert w.svg_of(body) == chart and "<script>" not in chart

@@ -69,11 +69,13 @@ def _charts(at: AppTest) -> list[tuple[dict, list[pd.DataFrame]]]:
 
 def _svgs(at: AppTest) -> list[ET.Element]:
     """Every SVG chart on the page (``app_pages.svg`` via ``widgets.svg_chart``: one
-    Markdown element of raw HTML each), parsed."""
+    ``st.html`` element each, whose script inserts the SVG), parsed."""
+    from app_pages.widgets import svg_of
+
     out = []
-    for el in at.markdown:
-        if el.value.startswith('<div class="pl-chart">'):
-            out += ET.fromstring(el.value).iter(SVG_NS + "svg")
+    for el in at.get("html"):
+        if el.proto.body.startswith('<div class="pl-chart">'):
+            out += ET.fromstring(f"<div>{svg_of(el.proto.body)}</div>").iter(SVG_NS + "svg")
     return out
 
 
@@ -379,11 +381,17 @@ def test_accuracy_scatter_on_demand():
         if r["metric"] == "decode_step_s" and r["predicted"] not in ("", None) and r["unit"] == "s"
     )
     assert any(f"{n_decode:,} rows" in c.value for c in at.caption)
-    spec, frames = _charts(at)[0]
-    pts = max(frames, key=len)
-    assert len(pts) == n_decode
-    s = json.dumps(spec)
-    assert '"type": "log"' in s and "measured [s]" in s and "predicted [s]" in s
+    assert not _charts(at)
+    (chart,) = _svgs(at)
+    assert len(_all(chart, "circle", "pt")) == n_decode  # a point per row
+    texts = _texts(chart)
+    assert "measured [s]" in texts and "predicted [s]" in texts
+    assert _all(chart, "line", "diag") and _all(chart, "polygon", "band")
+    # log axes: the tick labels are 1-2-5 x 10^k or powers of ten, none in exponent form
+    ticks = [t.text for t in _all(chart, "text", "tk")]
+    assert ticks and all(re.fullmatch(r"[0-9.,]+", t) for t in ticks)
+    vals = [float(t.replace(",", "")) for t in ticks]
+    assert {round(v / 10 ** np.floor(np.log10(v)), 6) for v in vals} <= {1, 2, 5}
 
 
 # --------------------------------------------------------------------------- definitions

@@ -262,7 +262,8 @@ def test_other_pages_in_a_browser(server, browser, shots):
         page.wait_for_selector('[data-testid="stDataFrame"]', timeout=WAIT_MS)
         page.get_by_role("tab", name="Predicted vs measured (chart)").click()
         page.get_by_role("button", name="Compute predictions").click()
-        page.wait_for_selector(".vega-embed canvas, .vega-embed svg", timeout=60_000)
+        page.wait_for_selector(CHART, timeout=60_000)
+        assert page.locator(CHART).first.locator("circle.pt").count() > 10  # a point per row
         page.get_by_text("grey band", exact=False).first.wait_for(timeout=WAIT_MS)
         page.screenshot(path=str(shots / "accuracy_scatter.png"), full_page=True)
         page.goto(f"{server}/definitions", wait_until="domcontentloaded", timeout=WAIT_MS)
