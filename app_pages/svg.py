@@ -433,8 +433,8 @@ def line_chart(x: Sequence[float], y: Sequence[float], *, x_axis: Axis, y_axis: 
     out = [svg_open(width, f.height, label, "line"), f.axes()]
     if band:
         bx, blo, bhi = band
-        tip_band = "band: " + ", ".join(
-            f"{fmt.num(a, 4)}: {fmt.num(lo_, 3)}-{fmt.num(hi_, 3)}"
+        tip_band = "band (x: low to high)\n" + "\n".join(
+            f"{fmt.num(a, 4)}: {fmt.num(lo_, 3)} to {fmt.num(hi_, 3)}"
             for a, lo_, hi_ in zip(bx, blo, bhi, strict=True)
         )
         out.append(f'<polygon class="band" points="{band_points(bx, blo, bhi, f.x, f.y)}" fill="{colour}" fill-opacity="0.18" stroke="none">{tip(tip_band)}</polygon>')  # fmt: skip
