@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import altair as alt
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from planner import PlannerError, predict_file
+from app_pages import widgets as w
+from planner import PlannerError, fmt, predict_file
 
 ROOT = Path(__file__).resolve().parents[1]
 ACCURACY_MD = ROOT / "docs" / "accuracy.md"
@@ -60,6 +60,43 @@ def accuracy_tables(path: str, mtime: float) -> list[tuple[str, pd.DataFrame]]:
             last_text = line.strip().rstrip(":") if line.strip().endswith(":") else last_text
         i += 1
     return out
+
+
+def scatter_svg(sub: pd.DataFrame, lo: float, hi: float, unit: str) -> str:
+    """Predicted against measured, both log axes from ``lo`` to ``hi`` [``unit``], a point per
+    row coloured by source, the line predicted = measured and the grey band within
+    +-:data:`BAND` (SVG, :func:`app_pages.svg.scatter_chart`)."""
+    from app_pages import svg
+
+    sources = sorted(sub["source"].unique())
+    colour = {s: svg.CATEGORY[i % len(svg.CATEGORY)] for i, s in enumerate(sources)}
+    cols = ["source", "hardware", "framework", "model", "precision", "measured", "predicted",
+            "provenance"]  # fmt: skip
+    pts = []
+    for r in sub[[c for c in cols if c in sub.columns]].to_dict("records"):
+        tip = "\n".join(
+            f"{c}: {fmt.num(r[c], 4) if c in ('measured', 'predicted') else r[c]}"
+            for c in cols
+            if c in r
+        )
+        pts.append(
+            svg.Point(r["measured"], r["predicted"], colour[r["source"]], r=3.5, tooltip=tip)
+        )
+    xs = np.geomspace(lo, hi, 50)
+    return svg.scatter_chart(
+        pts,
+        x_axis=svg.Axis(f"measured [{unit}]", log=True),
+        y_axis=svg.Axis(f"predicted [{unit}]", log=True),
+        label=f"Predicted against measured [{unit}, log scales], one point per measurement row "
+        f"coloured by source, with the line predicted = measured and the band within "
+        f"±{BAND:.0%}",
+        width=1040,
+        plot_height=460,
+        domain=(lo, hi),
+        band=(xs, xs * (1 - BAND), xs * (1 + BAND), f"within ±{BAND:.0%} of measured"),
+        diagonal=True,
+        legend=[(s, colour[s], "circle") for s in sources],
+    )
 
 
 @st.cache_data(show_spinner=False)
@@ -152,38 +189,8 @@ with tab_scatter:
         sub = df[df["metric_unit"] == pick]
         lo = float(min(sub["measured"].min(), sub["predicted"].min())) * 0.8
         hi = float(max(sub["measured"].max(), sub["predicted"].max())) * 1.25
-        xs = np.geomspace(lo, hi, 50)
-        ref = pd.DataFrame({"x": xs, "lo": xs * (1 - BAND), "hi": xs * (1 + BAND)})
-        scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
         unit = pick.split("[")[-1].rstrip("]")
-        band = (
-            alt.Chart(ref)
-            .mark_area(opacity=0.15, color="#888")
-            .encode(x=alt.X("x:Q", scale=scale), y=alt.Y("lo:Q", scale=scale), y2="hi:Q")
-        )
-        diag = alt.Chart(ref).mark_line(color="#444", strokeDash=[4, 3]).encode(x="x:Q", y="x:Q")
-        pts = (
-            alt.Chart(sub)
-            .mark_circle(size=40, opacity=0.75)
-            .encode(
-                x=alt.X("measured:Q", scale=scale, title=f"measured [{unit}]"),
-                y=alt.Y("predicted:Q", scale=scale, title=f"predicted [{unit}]"),
-                color=alt.Color(
-                    "source:N", legend=alt.Legend(orient="bottom", columns=2, labelLimit=420)
-                ),
-                tooltip=[
-                    "source:N",
-                    "hardware:N",
-                    "framework:N",
-                    "model:N",
-                    "precision:N",
-                    alt.Tooltip("measured:Q", format=".4g"),
-                    alt.Tooltip("predicted:Q", format=".4g"),
-                    "provenance:N",
-                ],
-            )
-        )
-        st.altair_chart((band + diag + pts).properties(height=520), width="stretch")
+        w.svg_chart(scatter_svg(sub, lo, hi, unit))
         inside = float((sub["ape"] <= BAND).mean() * 100)
         st.caption(
             f"{len(sub):,} rows; dashed line: predicted = measured; grey band: within "

@@ -3,7 +3,6 @@ each side by side (planner.recommend.compare_gpus)."""
 
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -33,49 +32,41 @@ COLS = {
 }
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
-def bar_spec(field: str, title: str, number_format: str, band: bool = False) -> dict:
-    data = alt.Data(name="rows")
-    chart = (
-        alt.Chart(data)
-        .mark_bar()
-        .encode(
-            y=alt.Y(
-                "gpu_name:N",
-                sort=alt.EncodingSortField("order", op="min"),  # the rows' order (by value)
-                title=None,
-                axis=alt.Axis(labelLimit=240),
-            ),
-            x=alt.X(f"{field}:Q", title=title),
-            color=alt.Color(
-                "best:N",
-                scale=alt.Scale(domain=[True, False], range=["#d62728", "#4c78a8"]),
-                legend=None,
-            ),
-            tooltip=[
-                alt.Tooltip("gpu_name:N", title="GPU"),
-                alt.Tooltip("option:N", title="deployment"),
-                alt.Tooltip(f"{field}:Q", format=number_format, title=title),
-                alt.Tooltip("provenance:N"),
-            ],
-        )
-    )
-    if band:  # the error band of the performance numbers: low-high as an error bar
-        y = alt.Y("gpu_name:N", sort=alt.EncodingSortField("order", op="min"), title=None)
-        chart = chart + (
-            alt.Chart(data)
-            .mark_rule(color="#222", strokeWidth=1.5)
-            .encode(
-                y=y,
-                x=alt.X(f"{field}_low:Q"),
-                x2=alt.X2(f"{field}_high:Q"),
-                tooltip=[
-                    alt.Tooltip(f"{field}_low:Q", format=number_format, title="band low"),
-                    alt.Tooltip(f"{field}_high:Q", format=number_format, title="band high"),
-                ],
+COLUMN_PX = 520  # a half column's width in a 1500 px window: the charts' text at its size
+
+
+def bar_svg(d: pd.DataFrame, field: str, title: str, value_text, lower_is_better: bool) -> str:
+    """One bar per GPU of ``d`` (columns gpu_name, option, provenance, ``field`` and its
+    ``_low``/``_high``), best first, the best red and the others blue, with the error band of
+    the performance numbers (low to high) as a black bar where known (SVG,
+    :func:`app_pages.svg.hbar_chart`). ``value_text``: a value [units of ``field``] as text."""
+    from app_pages import svg
+
+    d = d.sort_values(field, ascending=lower_is_better, kind="stable")
+    best = d[field].min() if lower_is_better else d[field].max()
+    bars = []
+    for r in d.to_dict("records"):
+        lo, hi = r.get(f"{field}_low"), r.get(f"{field}_high")
+        known = lo is not None and hi is not None and pd.notna(lo) and pd.notna(hi)
+        bars.append(
+            svg.Bar(
+                r["gpu_name"],
+                float(r[field]),
+                svg.RED if r[field] == best else svg.BLUE,
+                f"GPU: {r['gpu_name']}\ndeployment: {r['option']}\n{title}: "
+                f"{value_text(r[field])}\nprovenance: {r['provenance']}",
+                float(lo) if known else None,
+                float(hi) if known else None,
+                f"band low: {value_text(lo)}\nband high: {value_text(hi)}" if known else None,
             )
         )
-    return chart.properties(height=alt.Step(26)).to_dict()
+    return svg.hbar_chart(
+        bars,
+        x_axis=svg.Axis(title, prefix="$" if title.startswith("$") else ""),
+        label=f"{title} of the best deployment on each GPU, best first, with the error band "
+        "of the performance numbers",
+        width=COLUMN_PX,
+    )
 
 
 st.title("Compare GPUs: the same workload on each")
@@ -195,31 +186,24 @@ if rows:
             r["output_tok_s_per_gpu"] * b[f"{end}_ratio"] if b.get(f"{end}_ratio") else None
             for r, b in zip(rows, ratio, strict=True)
         ]
-    chart["best"] = False
     left, right = st.columns(2)
     with left:
         st.markdown(
             "**Cost per million output tokens** (lower is better; black bars: the error band "
             "of the performance numbers)"
         )
-        d = chart.assign(
-            best=chart["usd_per_mtok_output"] == chart["usd_per_mtok_output"].min(),
-            order=chart["usd_per_mtok_output"].rank(method="first"),
-        )
-        has_band = chart["usd_per_mtok_output_low"].notna().any()
-        spec = bar_spec("usd_per_mtok_output", "$ per million output tokens", "$.4f", has_band)
-        st.vega_lite_chart(spec=w.with_data(spec, rows=d), width="stretch")
+        w.svg_chart(
+            bar_svg(chart, "usd_per_mtok_output", "$ per million output tokens",
+                    lambda v: f"${v:.4f}", lower_is_better=True)
+        )  # fmt: skip
     with right:
         st.markdown(
             "**Output tokens/s per GPU** at the SLO (higher is better; black bars: the error band)"
         )
-        d = chart.assign(
-            best=chart["output_tok_s_per_gpu"] == chart["output_tok_s_per_gpu"].max(),
-            order=chart["output_tok_s_per_gpu"].rank(method="first", ascending=False),
-        )
-        has_band = chart["output_tok_s_per_gpu_low"].notna().any()
-        spec = bar_spec("output_tok_s_per_gpu", "output tokens/s per GPU", ",.0f", has_band)
-        st.vega_lite_chart(spec=w.with_data(spec, rows=d), width="stretch")
+        w.svg_chart(
+            bar_svg(chart, "output_tok_s_per_gpu", "output tokens/s per GPU",
+                    lambda v: f"{v:,.0f}", lower_is_better=False)
+        )  # fmt: skip
 else:
     st.warning("No GPU meets this scenario; the reasons are below.")
 

@@ -3,7 +3,6 @@ decode step up to that limit."""
 
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -11,37 +10,26 @@ from app_pages import widgets as w
 from planner import PlannerError, default_kv_precision, param_counts
 
 
-# Chart templates: built with altair once per process (its schema validation costs ~60 ms a
-# chart), data attached per run as named datasets (w.with_data).
-@st.cache_resource(show_spinner=False, max_entries=64)
-def curve_spec(field: str, title: str, fmt: str) -> dict:
-    curve, limit = alt.Data(name="curve"), alt.Data(name="limit")
-    x = alt.X(
-        "batch:Q", title="batch [concurrent sequences]", scale=alt.Scale(type="log", nice=False)
+def curve_svg(df: pd.DataFrame, field: str, title: str, value_text, limit: int) -> str:
+    """Decode step time or output tokens/s against the batch (log x axis, up to the memory
+    limit ``limit`` drawn as a dashed red line), as SVG (:func:`app_pages.svg.line_chart`);
+    each point's tooltip: the batch and ``value_text`` of its value."""
+    from app_pages import svg
+
+    batch, y = df["batch"].to_numpy(float), df[field].to_numpy(float)
+    return svg.line_chart(
+        batch,
+        y,
+        x_axis=svg.Axis("batch [concurrent sequences]", log=True, nice=False),
+        y_axis=svg.Axis(title, zero=True),
+        label=f"{title} against the batch [concurrent sequences, log scale] up to the memory limit",
+        tooltips=[
+            f"batch: {int(b):,}\n{title}: {value_text(v)}" for b, v in zip(batch, y, strict=True)
+        ],
+        vrule=(limit, f"memory limit: {limit:,} sequences"),
+        points="hidden",
+        width=520,
     )
-    line = (
-        alt.Chart(curve)
-        .mark_line(point=False, strokeWidth=2.5)
-        .encode(
-            x=x,
-            y=alt.Y(f"{field}:Q", title=title),
-            tooltip=[
-                alt.Tooltip("batch:Q", title="batch"),
-                alt.Tooltip(f"{field}:Q", format=fmt, title=title),
-            ],
-        )
-    )
-    rule = (
-        alt.Chart(limit)
-        .mark_rule(color="#d62728", strokeDash=[5, 3], strokeWidth=2)
-        .encode(x="batch:Q")
-    )
-    text = (
-        alt.Chart(limit)
-        .mark_text(align="right", dx=-6, dy=10, color="#d62728", baseline="top")
-        .encode(x="batch:Q", y=alt.value(0), text="label:N")
-    )
-    return (line + rule + text).properties(height=300).to_dict()
 
 
 st.title("Memory: does it fit, and how many sequences?")
@@ -137,21 +125,8 @@ kv_def = default_kv_precision(
 )
 kv_why = kv_def.basis if s.kv_precision == kv_def.id else f"chosen (the default is {kv_def.id})"
 st.caption(f"Device memory: {plan['gpu_memory_basis']}. KV cache {s.kv_precision}: {kv_why}.")
+w.svg_chart(w.memory_bar(plan, f"GPU 1 of {n_gpus}"))
 split = w.memory_split(plan)
-colors = {
-    "weights": "#4c78a8",
-    "activations / workspace": "#f58518",
-    "runtime overhead": "#b279a2",
-    "KV cache (max sequences)": "#54a24b",
-    "KV budget not filled (free)": "#b7e4a7",
-    "reserved (1 - utilization)": "#bab0ac",
-}
-split["gpu"] = f"GPU 1 of {n_gpus}"
-cap_gb = plan["gpu_memory_bytes"] / w.GB
-cap_df = pd.DataFrame({"capacity": [cap_gb], "label": [f"card: {cap_gb:.1f} GB"]})
-st.vega_lite_chart(
-    spec=w.with_data(w.memory_bar_spec(), split=split, capacity=cap_df), width="stretch"
-)
 demand = split["GB"].sum()
 if demand > plan["gpu_memory_bytes"] / w.GB * 1.0001:
     st.caption(
@@ -175,15 +150,12 @@ else:
     else:
         df = res["df"]
         at_limit = df.iloc[-1]
-        lim_df = pd.DataFrame({"batch": [limit], "label": [f"memory limit: {limit:,} sequences"]})
         left, right = st.columns(2)
         with left:
-            spec = curve_spec("decode_step_ms", "decode step [ms]", ".2f")
-            st.vega_lite_chart(spec=w.with_data(spec, curve=df, limit=lim_df), width="stretch")
+            w.svg_chart(curve_svg(df, "decode_step_ms", "decode step [ms]", lambda v: f"{v:.2f}", limit))  # fmt: skip
         with right:
             title = f"output per replica of {n_gpus} GPU{'s' if n_gpus > 1 else ''} [tokens/s]"
-            spec = curve_spec("output_tok_s_replica", title, ",.0f")
-            st.vega_lite_chart(spec=w.with_data(spec, curve=df, limit=lim_df), width="stretch")
+            w.svg_chart(curve_svg(df, "output_tok_s_replica", title, lambda v: f"{v:,.0f}", limit))  # fmt: skip
         m1, m2, m3 = st.columns(3)
         m1.metric(
             f"Decode step at batch {limit:,}", f"{at_limit['decode_step_ms']:.1f} ms", border=True

@@ -13,7 +13,6 @@ import platform
 import pandas as pd
 import streamlit as st
 
-from app_pages import specs
 from app_pages import widgets as w
 from planner import PlannerError, fmt
 
@@ -148,6 +147,106 @@ def markdown_report(res: dict, form: w.ScenarioForm, cat) -> str:
     return "\n".join(lines)
 
 
+def length_charts(lengths: pd.DataFrame) -> str:
+    """The prompt and answer histograms side by side (SVG, :func:`app_pages.svg.histogram_chart`)
+    from ``widgets.length_histogram``'s bins."""
+    from app_pages import svg
+
+    charts = []
+    for which, colour in (("prompt", svg.BLUE), ("answer", svg.ORANGE)):
+        d = lengths[lengths["which"] == which]
+        charts.append(
+            svg.histogram_chart(
+                d["bin_start"].tolist(),
+                d["bin_end"].tolist(),
+                d["count"].tolist(),
+                x_axis=svg.Axis(f"{which} [tokens]"),
+                y_axis=svg.Axis("requests [of 2,000 drawn]"),
+                title=f"{which} length",
+                label=f"Histogram of the {which} lengths [tokens] of 2,000 requests drawn "
+                "from the workload",
+                colour=colour,
+                width=310,
+                plot_height=150,
+                tooltip=lambda a, b, c: f"tokens from {a:,.0f} to {b:,.0f}: {c:,.0f} requests",
+            )
+        )
+    return (
+        '<div style="display:flex;gap:0.5rem">'
+        + "".join(f'<div style="flex:1;min-width:0">{c}</div>' for c in charts)
+        + "</div>"
+    )
+
+
+WINNER_LEGEND = "recommended (#1)"
+
+
+def pareto_chart(rows: list[dict], win: dict) -> str:
+    """Cost vs P99 end-to-end latency of the ranked options (SVG,
+    :func:`app_pages.svg.scatter_chart`): the winner a red diamond, the Pareto front green and
+    joined by a dashed step line, the others grey; each option's cost error band (band low to
+    high) as a vertical bar; the ranks of the front's options above their points, options at
+    the same point sharing one label ("#3, #4"; dominated ones: tooltip only, so the front's
+    labels stay readable). ``rows``: label, rank, usd_per_mtok_output (+ ``_low``/``_high``),
+    e2e_p99_s, num_gpus, pareto, role."""
+    from app_pages import svg
+
+    look = {  # role -> colour, shape, radius [px]
+        "winner": (svg.RED, "diamond", 8.0),
+        "Pareto front": (svg.GREEN, "circle", 5.5),
+        "other": (svg.GREY, "circle", 4.5),
+    }
+    front_ranks = {r["rank"] for r in rows if r["pareto"]}
+    at: dict[tuple[float, float], list[int]] = {}
+    for r in rows:
+        at.setdefault((round(r["e2e_p99_s"], 6), round(r["usd_per_mtok_output"], 6)), []).append(
+            r["rank"]
+        )
+    first = {min(ks): ks for ks in at.values() if any(k == 1 or k in front_ranks for k in ks)}
+    pts, bars = [], []
+    for r in sorted(rows, key=lambda r: {"other": 0, "Pareto front": 1, "winner": 2}[r["role"]]):
+        colour, shape, rad = look[r["role"]]
+        ks = sorted(first.get(r["rank"], []))
+        tip = (
+            f"option: #{r['rank']} {r['label']}\n$/M output tokens: ${r['usd_per_mtok_output']:.4f}"
+            f"\nE2E P99 [s]: {r['e2e_p99_s']:.2f}\nGPUs: {r['num_gpus']:,}"
+        )
+        lo, hi = r.get("usd_per_mtok_output_low"), r.get("usd_per_mtok_output_high")
+        if lo is not None and hi is not None:
+            tip += f"\n$/M output, band: ${lo:.4f} to ${hi:.4f}"
+            bars.append(
+                (r["e2e_p99_s"], lo, hi, f"#{r['rank']}: $/M output tokens ${lo:.4f} to ${hi:.4f}")
+            )
+        pts.append(
+            svg.Point(
+                r["e2e_p99_s"], r["usd_per_mtok_output"], colour, shape, rad, tip,
+                ", ".join(f"#{k}" for k in ks), svg.RED if r["rank"] == 1 else None,
+            )
+        )  # fmt: skip
+    front = sorted((r for r in rows if r["pareto"]), key=lambda r: r["e2e_p99_s"])
+    return svg.scatter_chart(
+        pts,
+        x_axis=svg.Axis("P99 end-to-end latency [s]"),
+        y_axis=svg.Axis("cost [$ per million output tokens]", prefix="$", zero=True),
+        label="Cost [$ per million output tokens] against P99 end-to-end latency [s] of the "
+        f"ranked options: the recommendation #1 {option_label(win)}, the Pareto front and the "
+        "others, with each option's cost error band",
+        width=1040,
+        plot_height=300,
+        step_line=(
+            [r["e2e_p99_s"] for r in front],
+            [r["usd_per_mtok_output"] for r in front],
+            svg.GREEN,
+        ),
+        error_bars=bars,
+        legend=[
+            (WINNER_LEGEND, svg.RED, "diamond"),
+            ("Pareto front", svg.GREEN, "circle"),
+            ("other", svg.GREY, "circle"),
+        ],
+    )
+
+
 # =========================================================================== page
 st.title("Plan: which GPUs, how many, at what cost")
 st.caption(
@@ -272,8 +371,7 @@ with left:
     if wl.source:
         st.caption(f"Preset source: {wl.source}")
 with right:
-    lengths = w.length_histogram(key, form.scenario_json)
-    st.vega_lite_chart(spec=w.with_data(specs.spec("length_hist"), lengths=lengths))
+    w.svg_chart(length_charts(w.length_histogram(key, form.scenario_json)))
 
 # ---------------------------------------------------------------- recommendation
 n_gpus = len(sc.constraints.gpus) or len(cat.accelerators)
@@ -430,24 +528,17 @@ for r in recs:
             "num_gpus": r["num_gpus"],
             "pareto": on_front,
             "role": "winner" if r["rank"] == 1 else ("Pareto front" if on_front else "other"),
+            "usd_per_mtok_output_low": r.get("usd_per_mtok_output_low"),
+            "usd_per_mtok_output_high": r.get("usd_per_mtok_output_high"),
         }
     )
-pts = pd.DataFrame(rows)
-# one text label per position: options at the same point share it ("#3, #4")
-pos = pts[["e2e_p99_s", "usd_per_mtok_output"]].round(6).apply(tuple, axis=1)
-pts["short"] = ""
-for _, idx in pts.groupby(pos).groups.items():
-    ranks = sorted(pts.loc[idx, "rank"])
-    first = pts.loc[idx, "rank"].idxmin()
-    if not any(k == 1 or k in front for k in ranks):
-        continue  # dominated options: tooltip only, so the front's labels stay readable
-    pts.loc[first, "short"] = ", ".join(f"#{k}" for k in ranks)
-st.vega_lite_chart(spec=w.with_data(specs.spec("pareto"), options=pts), width="stretch")
+w.svg_chart(pareto_chart(rows, win))
 st.caption(
     "Each point is a ranked option at the traffic the fleet is sized for; the dashed line "
     "joins the options no other beats on both cost and P99 end-to-end latency (the Pareto "
     f"front); the red diamond is the recommendation, #1 {option_label(win)}. Labels: the "
-    "ranks in the table above of the front's options; hover any point for its details."
+    "ranks in the table above of the front's options; vertical bars: the cost's error band "
+    "(band low to band high in the table); hover any point for its details."
 )
 
 # ---------------------------------------------------------------- rejected

@@ -9,9 +9,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import altair as alt
 import numpy as np
-import pyarrow as pa
 import streamlit as st
 
 from app_pages import widgets as w
@@ -21,6 +19,7 @@ BASELINE = "wi_baseline"
 TPS = [1, 2, 4, 8]
 CONTEXTS = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
 MAX_SEQS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
+COLUMN_PX = 520  # a half column's width in a 1500 px window: the charts' text at its size
 GPU_BOX_PX = 320  # the GPU selectbox's width [px]: the longest GPU id (36 characters) fits
 
 
@@ -144,108 +143,57 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
     return out
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
-def curve_spec(field: str, title: str) -> dict:
-    curve, slo, knee = alt.Data(name="curve"), alt.Data(name="slo"), alt.Data(name="knee")
-    x = alt.X("output_tok_s_per_gpu:Q", title="output tokens/s per GPU")
-    y = alt.Y(f"{field}:Q", title=title, scale=alt.Scale(type="log"))
-    # the error band of the performance numbers: a speed x r moves a point to
-    # (throughput x r, latency / r); shaded between the curves at r = low and r = high
-    band = (
-        alt.Chart(alt.Data(name="band"))
-        .mark_area(color="#4c78a8", opacity=0.18)
-        .encode(
-            x=alt.X("x:Q", title="output tokens/s per GPU"),
-            y=alt.Y("y_lo:Q", title=title, scale=alt.Scale(type="log")),
-            y2=alt.Y2("y_hi:Q"),
-            tooltip=[alt.Tooltip("x:Q", format=",.0f", title="tok/s per GPU"),
-                     alt.Tooltip("y_lo:Q", format=",.1f", title="band low [ms]"),
-                     alt.Tooltip("y_hi:Q", format=",.1f", title="band high [ms]")],
-        )
-    )  # fmt: skip
-    line = (
-        alt.Chart(curve)
-        .mark_line(point=True, strokeWidth=2.5)
-        .encode(
-            x=x,
-            y=y,
-            tooltip=[
-                alt.Tooltip("concurrency:Q", title="concurrent clients"),
-                alt.Tooltip("output_tok_s_per_gpu:Q", format=",.0f", title="tok/s per GPU"),
-                alt.Tooltip(f"{field}:Q", format=",.1f", title=title),
-                alt.Tooltip("slo_ok:N", title="meets SLO"),
-            ],
-        )
-    )
-    rule = (
-        alt.Chart(slo)
-        .mark_rule(color="#d62728", strokeDash=[6, 3], strokeWidth=2)
-        .encode(y=alt.Y("ms:Q"))
-    )
-    rule_text = (
-        alt.Chart(slo)
-        .mark_text(align="left", dx=4, dy=-7, color="#d62728")
-        .encode(y="ms:Q", x=alt.value(4), text="label:N")
-    )
-    k = (
-        alt.Chart(knee)
-        .mark_point(shape="diamond", size=260, filled=True, color="#f58518")
-        .encode(x=x, y=alt.Y(f"{field}:Q"))
-    )
-    k_text = (
-        alt.Chart(knee)
-        .mark_text(align="right", dx=-10, dy=-10, color="#f58518", fontWeight="bold")
-        .encode(x=x, y=alt.Y(f"{field}:Q"), text="label:N")
-    )
-    spec = (band + line + rule + rule_text + k + k_text).properties(height=300).to_dict()
-    return marks_out_of_aria(spec)
-
-
-def marks_out_of_aria(spec: dict) -> dict:
-    """``spec`` (a Vega-Lite dict, changed in place) with its marks out of the accessibility
-    tree (``aria: false``; the axes stay in it, the chart's ``alt`` text describes it).
-
-    Vega's SVG renderer otherwise writes an ARIA description for every point, bar and label
-    on every redraw (issue 18: less work per What-if change; on the shared 2-core machine the
-    saving was within the noise of the browser timings)."""
-    for layer in spec.get("layer", [spec]):
-        mark = layer.get("mark")
-        if mark is None:
-            continue
-        mark = {"type": mark} if isinstance(mark, str) else mark
-        mark["aria"] = False
-        if mark.get("point") is True:
-            mark["point"] = {"aria": False}
-        layer["mark"] = mark
-    return spec
-
-
-def band_area(x: np.ndarray, y: np.ndarray, band: Any) -> pa.Table:
+def band_bounds(x: np.ndarray, y: np.ndarray, band: Any) -> tuple | None:
     """The shaded band of a throughput-latency curve: at each point's throughput ``x``, its
     latency ``y`` [ms] over :meth:`planner.catalog.profile.Band.time_interval` (a card
     measured r times as fast as predicted has latencies / r; r from p10 to p90 of held-out
-    measurements). Columns ``x``, ``y_lo``, ``y_hi``; empty without a band."""
+    measurements): ``(x, low, high)`` arrays, or None without a band."""
     if band is None or not band.known:
-        return pa.table({c: pa.array([], pa.float64()) for c in ("x", "y_lo", "y_hi")})
+        return None
     ok = np.isfinite(x) & np.isfinite(y) & (y > 0)
+    if not ok.any():
+        return None
     lo, hi = band.time_interval(y[ok])
-    return pa.table({"x": x[ok], "y_lo": np.asarray(lo, float), "y_hi": np.asarray(hi, float)})
+    return x[ok], np.asarray(lo, float), np.asarray(hi, float)
 
 
-def memory_table(plan: dict, gpu: str) -> pa.Table:
-    """:func:`app_pages.widgets.memory_split` as an Arrow table (no pandas frame to build and
-    convert on each change): ``part``, ``bytes``, ``GB``, ``order`` (place in the stack) of
-    the parts of more than 0 bytes, and ``gpu`` (the bar's label) in every row."""
-    rows = [(i, p, b) for i, (p, b) in enumerate(w.memory_parts(plan)) if b > 0]
-    return pa.table(
-        {
-            "part": pa.array([p for _, p, _ in rows], pa.string()),
-            "bytes": pa.array([float(b) for _, _, b in rows], pa.float64()),
-            "GB": pa.array([b / w.GB for _, _, b in rows], pa.float64()),
-            "order": pa.array([i for i, _, _ in rows], pa.int64()),
-            "gpu": pa.array([gpu] * len(rows), pa.string()),
-        }
+def curve_svg(curve: list[dict], metric: str, slo_ms: float | None, band: Any) -> tuple[str, bool]:
+    """The throughput-latency curve as SVG (:func:`app_pages.svg.line_chart`): a point per
+    number of concurrent clients (tooltip: clients, tok/s per GPU, the latency, meets SLO),
+    the error band, the SLO line and the knee; and whether the band is drawn.
+    ``metric``: "TPOT P99" or "TTFT P99"."""
+    from app_pages import svg
+
+    key = "tpot_p99_s" if metric == "TPOT P99" else "ttft_p99_s"
+    curve = sorted(curve, key=lambda r: r["output_tok_s_per_gpu"])  # by x, as Vega drew it
+    conc = [int(r["concurrency"]) for r in curve]
+    x = np.array([r["output_tok_s_per_gpu"] for r in curve], float)
+    y = np.array([r[key] * 1e3 for r in curve], float)
+    tips = [
+        f"concurrent clients: {c:,}\ntok/s per GPU: {a:,.0f}\n{metric} [ms]: {b:,.1f}\n"
+        f"meets SLO: {'yes' if r.get('slo_ok', True) else 'no'}"
+        for c, a, b, r in zip(conc, x, y, curve, strict=True)
+    ]
+    knees = [
+        svg.Point(a, b, svg.ORANGE, "diamond", 7.0, f"knee: {c} clients, {b:,.1f} ms",
+                  f"knee: {c} clients", label_anchor="end")
+        for c, a, b, r in zip(conc, x, y, curve, strict=True) if r["is_knee"]
+    ]  # fmt: skip
+    area = band_bounds(x, y, band)
+    chart = svg.line_chart(
+        x,
+        y,
+        x_axis=svg.Axis("output tokens/s per GPU", zero=True),
+        y_axis=svg.Axis(f"{metric} [ms] (log scale)", log=True),
+        label=f"{metric} [ms, log scale] against output tokens/s per GPU, one point per "
+        "number of concurrent clients, with the error band, the SLO line and the knee",
+        tooltips=tips,
+        band=area,
+        hrule=(slo_ms, f"SLO: {slo_ms:,.0f} ms") if slo_ms is not None else None,
+        highlights=knees,
+        width=COLUMN_PX,
     )
+    return chart, area is not None
 
 
 def _clear_baseline() -> None:
@@ -366,49 +314,10 @@ def curve_chart(res: dict, sc: Any) -> None:
         key="wi_axis",
         bind="query-params",
     )
-    field = "tpot_p99_ms" if metric == "TPOT P99" else "ttft_p99_ms"
-    # only the columns the chart draws (a curve row holds the whole simulation summary), as
-    # Arrow tables: the chart's data go to the browser as Arrow, and pandas frames cost ~1 ms
-    # each to build and convert on every change (issue 18)
-    conc = np.array([r["concurrency"] for r in curve], np.int64)
-    x = np.array([r["output_tok_s_per_gpu"] for r in curve], float)
-    y = np.array([r[f"{field[:-3]}_s"] * 1e3 for r in curve], float)
-    knee = np.array([bool(r["is_knee"]) for r in curve], bool)
-    df = pa.table(
-        {
-            "concurrency": conc,
-            "output_tok_s_per_gpu": x,
-            field: y,
-            "slo_ok": [bool(r.get("slo_ok", True)) for r in curve],
-            "is_knee": knee,
-        }
-    )
     target = sc.slo.tpot if metric == "TPOT P99" else sc.slo.ttft
-    slo_df = pa.table(
-        {
-            "ms": pa.array([target.max_s * 1e3] if target is not None else [], pa.float64()),
-            "label": pa.array(
-                [f"SLO: {target.max_s * 1e3:,.0f} ms"] if target is not None else [], pa.string()
-            ),
-        }
-    )
-    kn = pa.table(
-        {
-            "output_tok_s_per_gpu": x[knee],
-            field: y[knee],
-            "label": pa.array([f"knee: {int(c_)} clients" for c_ in conc[knee]], pa.string()),
-        }
-    )
-    title = f"{metric} [ms] (log scale)"
     b = res.get("band")
-    area = band_area(x, y, b)
-    st.vega_lite_chart(
-        spec=w.with_data(curve_spec(field, title), curve=df, slo=slo_df, knee=kn, band=area),
-        width="stretch",
-        # a fixed text: a changing one would make the browser rebuild the chart every time
-        alt=f"{metric} [ms, log scale] against output tokens/s per GPU, one point per number "
-        "of concurrent clients, with the error band, the SLO line and the knee",
-    )
+    chart, banded = curve_svg(curve, metric, target.max_s * 1e3 if target else None, b)
+    w.svg_chart(chart)
     st.caption(
         "Each point: that many clients sending back to back (closed loop). The knee "
         "(orange) is the point of best throughput per unit of latency; the red line is the "
@@ -416,7 +325,7 @@ def curve_chart(res: dict, sc: Any) -> None:
         + (
             f"Shaded: each point's latency over the error band of the performance "
             f"numbers ({b.describe()}; its throughput moves by the same factor)."
-            if len(area)
+            if banded
             else "No error band: "
             + (b.describe() if b is not None else res.get("band_error", "unknown"))
             + "."
@@ -546,16 +455,8 @@ def deployment() -> None:
     with left:
         st.subheader(f"Memory of one {g.name}")
         cap_gb = plan["gpu_memory_bytes"] / w.GB
-        spec = w.with_data(
-            w.memory_bar_spec(legend="right", labelled=False, height=120),
-            split=memory_table(plan, f"GPU 1 of {tp}"),
-            capacity=pa.table({"capacity": [cap_gb]}),
-        )
-        st.vega_lite_chart(
-            spec=marks_out_of_aria(spec),
-            width="stretch",
-            alt="Memory of one GPU [GB]: weights, activations, runtime overhead, KV cache, "
-            "the KV budget left free and the reserved part, against the card's capacity",
+        w.svg_chart(
+            w.memory_bar(plan, f"GPU 1 of {tp}", labelled=False, legend_right=True, width=COLUMN_PX)
         )
         st.caption(
             f"{plan['reason'].rstrip('.')}. Dashed red line: the card's {cap_gb:.0f} GB. "

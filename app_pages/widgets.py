@@ -9,8 +9,8 @@ plain dicts / DataFrames that ``st.cache_data`` can cache.
 
 from __future__ import annotations
 
-import copy
 import functools
+import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,19 +61,17 @@ CUSTOM_MODELS = "custom_models"
 def warm_up() -> float:
     """Load the simulator's compiled kernel (compile it on a fresh install, 20-60 s; load it
     from numba's cache otherwise, ~0.5-3 s), compute the Plan page's default answer
-    (:func:`default_plan`) and build its charts' specs (``app_pages/specs.py``), both kept on
-    disk for later server processes; returns the seconds taken.
+    (:func:`default_plan`), kept on disk for later server processes; returns the seconds
+    taken.
 
     ``scripts/warm_up.py`` runs it once at install; the app runs it in a background thread
     when a server process starts (:func:`warm_up_in_background`)."""
     import time
 
-    from app_pages import specs
     from planner.recommend import recommend
     from planner.workload import SLO, Workload
 
     t0 = time.perf_counter()
-    specs.build_all()  # the Plan page's charts without altair (app_pages/specs.py)
     default_plan()
     wl = Workload.model_validate({"preset": "chat", "traffic": {"mean_rps": 1.0, "peak_rps": 1.0}})
     slo = SLO.model_validate({"tpot": {"max_s": 0.1}})
@@ -499,57 +497,62 @@ MEMORY_COLORS = {
 }
 
 
-@st.cache_resource(show_spinner=False)
-def memory_bar_spec(legend: str = "bottom", labelled: bool = True, height: int = 150) -> dict:
-    """The one-GPU memory bar (datasets ``split`` from :func:`memory_split` and ``capacity``
-    with the card's size [GB], plus ``label`` when ``labelled``), built with altair once per
-    process (its schema validation costs ~60 ms a chart); attach data with :func:`with_data`."""
-    import altair as alt
+def memory_bar(
+    plan: dict[str, Any],
+    gpu_label: str,
+    *,
+    labelled: bool = True,
+    legend_right: bool = False,
+    width: float = 1040,
+) -> str:
+    """The one-GPU memory bar as SVG (:mod:`app_pages.svg`): the parts of
+    :func:`memory_parts` of more than 0 bytes stacked in :data:`MEMORY_COLORS`, the card's
+    capacity as a dashed red line (with the text ``card: <GB> GB`` when ``labelled``), and
+    the legend of every part, beside the bar (``legend_right``) or below it; ``width``: the
+    chart's width [px] at which its text has the page's size (the column's width in a 1500
+    px wide window)."""
+    from app_pages import svg
 
-    split, capacity = alt.Data(name="split"), alt.Data(name="capacity")
-    legend_kw = {"columns": 3} if legend == "bottom" else {"labelLimit": 260}
-    bar = (
-        alt.Chart(split)
-        .mark_bar(height=42 if labelled else 36)
-        .encode(
-            x=alt.X(
-                "GB:Q",
-                stack="zero",
-                title="memory per GPU [GB]",
-                scale=alt.Scale(nice=False, zero=True),
-            ),
-            y=alt.Y("gpu:N", title=None),
-            color=alt.Color(
-                "part:N",
-                scale=alt.Scale(domain=list(MEMORY_COLORS), range=list(MEMORY_COLORS.values())),
-                legend=alt.Legend(title=None, orient=legend, **legend_kw),
-            ),
-            order=alt.Order("order:Q"),
-            tooltip=[alt.Tooltip("part:N"), alt.Tooltip("GB:Q", format=".2f", title="GB")],
-        )
+    segs = [
+        (part, b / GB, MEMORY_COLORS[part], f"{part}: {b / GB:,.2f} GB")
+        for part, b in memory_parts(plan)
+        if b > 0
+    ]
+    cap_gb = plan["gpu_memory_bytes"] / GB
+    return svg.stacked_hbar_chart(
+        [(gpu_label, segs)],
+        x_axis=svg.Axis("memory per GPU [GB]", nice=False),
+        label="Memory of one GPU [GB]: weights, activations, runtime overhead, KV cache, the "
+        "KV budget left free and the reserved part, against the card's capacity",
+        legend=list(MEMORY_COLORS.items()),
+        rule=(cap_gb, f"card: {cap_gb:,.0f} GB", f"card: {cap_gb:.1f} GB" if labelled else ""),
+        legend_right=legend_right,
+        bar_px=36.0 if legend_right else 42.0,
+        width=width,
     )
-    rule = (
-        alt.Chart(capacity)
-        .mark_rule(color="#d62728", strokeWidth=2.5, strokeDash=[5, 3])
-        .encode(
-            x="capacity:Q", tooltip=[alt.Tooltip("capacity:Q", format=".0f", title="card [GB]")]
-        )
+
+
+def svg_chart(svg_text: str) -> None:
+    """Draw an SVG chart of :mod:`app_pages.svg`: one ``st.html`` element whose only script
+    inserts the SVG text as DOM (one ``innerHTML``; issue 18, the browser does no more).
+
+    ``st.html`` sanitises its HTML with DOMPurify's HTML-only profile, which removes any
+    ``<svg>``; Markdown's raw HTML keeps it, but parsing it and building React elements for
+    every mark cost the browser more than the Vega charts did (measured). The script is
+    our own text: the SVG escapes every text it shows (:func:`app_pages.svg.esc`) and goes
+    in as a JSON string with every ``<`` escaped, so nothing in it can end the script."""
+    js = json.dumps(svg_text).replace("<", "\\u003c")
+    st.html(
+        f'<div class="pl-chart"><script>document.currentScript.parentElement.innerHTML={js}'
+        "</script></div>",
+        unsafe_allow_javascript=True,
     )
-    chart = bar + rule
-    if labelled:
-        chart = chart + (
-            alt.Chart(capacity)
-            .mark_text(align="right", dx=-4, dy=-30, color="#d62728", fontWeight="bold")
-            .encode(x="capacity:Q", text="label:N")
-        )
-    return chart.properties(height=height).to_dict()
 
 
-def with_data(template: dict, **datasets: pd.DataFrame) -> dict:
-    """A cached Vega-Lite spec (built with altair) with this run's named datasets."""
-    spec = copy.deepcopy(template)  # streamlit edits the spec it is given
-    spec["datasets"] = dict(datasets)
-    return spec
+def svg_of(body: str) -> str:
+    """The SVG text of a :func:`svg_chart` element's HTML ``body`` (tests, tools)."""
+    start = body.index("innerHTML=") + len("innerHTML=")
+    return json.loads(body[start : body.rindex("</script>")])
 
 
 # --------------------------------------------------------------------------- text

@@ -40,7 +40,7 @@ from bench_browser import (  # noqa: E402
     stop_server,
 )
 
-CHART = ".vega-embed canvas, .vega-embed svg"
+CHART = ".pl-chart svg"  # the app's SVG charts (app_pages/svg.py)
 
 
 def bench_browser(runs: int) -> None:

@@ -13,8 +13,10 @@ Settled means all of:
 * the new values are on the page: a marker text that only the new run renders (the new
   peak, GPU name or model);
 * no element is a grey skeleton (``stSkeleton``: its code is still loading, on a first
-  visit), every visible chart is drawn (a canvas or svg in each ``stVegaLiteChart``) and
-  every visible dataframe has its canvas; then two animation frames pass (the paint).
+  visit); every visible SVG chart (``app_pages/svg.py``, drawn on the server: an
+  ``st.html`` element ``.pl-chart`` whose script inserts the SVG) has its ``<svg>``, every
+  visible Vega-Lite chart (none left in the app) its canvas or svg, and every visible
+  dataframe its canvas; then two animation frames pass (the paint).
 
 (Marker, indicator and stale marks alone were not enough: Streamlit shows its running
 indicator ~0.3-0.5 s after a run starts and marks old elements stale with a delay, so a
@@ -96,6 +98,8 @@ marker => {
   const shown = el => (el.checkVisibility ? el.checkVisibility() : el.offsetParent !== null);
   for (const c of d.querySelectorAll('[data-testid="stVegaLiteChart"]'))
     if (shown(c) && !c.querySelector('canvas, svg')) return false;
+  for (const c of d.querySelectorAll('.pl-chart'))
+    if (shown(c) && !c.querySelector('svg')) return false;
   for (const t of d.querySelectorAll('[data-testid="stDataFrame"]'))
     if (shown(t) && !t.querySelector('canvas')) return false;
   return true;

@@ -1,9 +1,9 @@
-"""What a new server's first Plan page needs (issue 18, cold first load): chart specs from
-disk instead of altair, lengths binned on the server as Vega-Lite bins them."""
+"""What a new server's first Plan page needs (issue 18, cold first load): no altair (the
+charts are SVG drawn on the server, app_pages/svg.py), lengths binned on the server as
+Vega-Lite bins them."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -14,7 +14,6 @@ import pytest
 
 pytest.importorskip("streamlit.testing.v1")
 
-from app_pages import specs  # noqa: E402
 from app_pages import widgets as w  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,27 +58,7 @@ def test_length_histogram_bins_every_drawn_request():
         assert top["count"] == inside
 
 
-def test_stored_specs_are_what_altair_builds(tmp_path, monkeypatch):
-    store = tmp_path / "vega-specs-test.json"
-    stale = tmp_path / "vega-specs-old.json"
-    stale.write_text("{}")
-    monkeypatch.setattr(specs, "_store_path", lambda: store)
-    specs.spec.cache_clear()
-    try:
-        built = {name: b() for name, b in specs._BUILDERS.items()}
-        specs.build_all()
-        assert json.loads(store.read_text()) == json.loads(json.dumps(built))
-        assert not stale.exists()
-        # a later process reads the file instead of building
-        monkeypatch.setattr(specs, "_BUILDERS", {})
-        specs.spec.cache_clear()
-        assert specs.spec("pareto") == json.loads(json.dumps(built["pareto"]))
-    finally:
-        specs.spec.cache_clear()
-
-
 def test_the_first_plan_page_does_not_import_altair():
-    specs.build_all()  # what scripts/warm_up.py does at install
     code = (
         "import sys\n"
         "from streamlit.testing.v1 import AppTest\n"
@@ -94,3 +73,20 @@ def test_the_first_plan_page_does_not_import_altair():
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_an_svg_chart_cannot_end_its_script(monkeypatch):
+    """widgets.svg_chart sends the SVG inside a script (st.html's sanitiser drops <svg>): a
+    text that tries to close the script stays text, and the SVG comes back unchanged."""
+    from app_pages import svg
+
+    sent = []
+    monkeypatch.setattr(w.st, "html", lambda body, **kw: sent.append((body, kw)))
+    evil = "</script><script>alert(1)</script><!--"
+    chart = svg.hbar_chart([svg.Bar(evil, 1.0, tooltip=evil)], x_axis=svg.Axis("v"), label=evil)
+    w.svg_chart(chart)
+    ((body, kw),) = sent
+    assert kw == {"unsafe_allow_javascript": True}
+    assert body.count("<") == 4  # <div>, <script>, </script>, </div>: the SVG has none left
+    assert body.lower().count("</script") == 1 and body.endswith("</script></div>")
+    assert w.svg_of(body) == chart and "<script>" not in chart

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +67,33 @@ def _charts(at: AppTest) -> list[tuple[dict, list[pd.DataFrame]]]:
     return out
 
 
+def _svgs(at: AppTest) -> list[ET.Element]:
+    """Every SVG chart on the page (``app_pages.svg`` via ``widgets.svg_chart``: one
+    ``st.html`` element each, whose script inserts the SVG), parsed."""
+    from app_pages.widgets import svg_of
+
+    out = []
+    for el in at.get("html"):
+        if el.proto.body.startswith('<div class="pl-chart">'):
+            out += ET.fromstring(f"<div>{svg_of(el.proto.body)}</div>").iter(SVG_NS + "svg")
+    return out
+
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def _all(el: ET.Element, tag: str, cls: str | None = None) -> list[ET.Element]:
+    return [e for e in el.iter(SVG_NS + tag) if cls is None or e.get("class") == cls]
+
+
+def _texts(el: ET.Element) -> list[str]:
+    return ["".join(t.itertext()) for t in _all(el, "text")]
+
+
+def _tips(el: ET.Element) -> list[str]:
+    return ["".join(t.itertext()) for t in _all(el, "title")]
+
+
 def _no_exception(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
@@ -96,6 +124,19 @@ def test_memory_default_view_matches_planner():
     assert int(_num(m["Max concurrent sequences"])) == plan.max_concurrent_sequences
     assert m["Weights per GPU"] == f"{plan.weight_bytes_per_gpu / 1e9:.1f} GB"
     assert any(plan.reason in x.value and "fits:" in x.value for x in at.success)
+    # the memory bar (SVG): planner's weights, KV of the sequences that fit, the card's line
+    bar = _svgs(at)[0]
+    segs = {e.get("data-part"): e for e in _all(bar, "rect", "seg")}
+    assert segs["weights"].find(SVG_NS + "title").text == (
+        f"weights: {plan.weight_bytes_per_gpu / 1e9:,.2f} GB"
+    )
+    kv_gb = plan.max_concurrent_sequences * plan.kv_bytes_per_sequence / 1e9
+    assert f"KV cache (max sequences): {kv_gb:,.2f} GB" in _tips(bar)
+    cap = plan.gpu_memory_bytes / 1e9
+    assert f"card: {cap:.1f} GB" in _texts(bar) and "memory per GPU [GB]" in _texts(bar)
+    # the segments' widths are their sizes on one scale: weights / KV = their GB ratio
+    w_px, kv_px = (float(segs[k].get("width")) for k in ("weights", "KV cache (max sequences)"))
+    assert w_px / kv_px == pytest.approx(plan.weight_bytes_per_gpu / 1e9 / kv_gb, rel=0.01)
 
 
 def test_memory_readme_example_29_sequences_and_hand_checked_kv():
@@ -127,17 +168,18 @@ def test_memory_curve_stops_at_the_memory_limit():
     at = _app()
     _no_exception(at)
     limit = int(_num(_metrics(at)["Max concurrent sequences"]))
-    charts = _charts(at)
-    assert len(charts) == 3  # memory bar, decode time, tokens/s
-    for spec, frames in charts[1:]:
-        curve = max(frames, key=len)
-        assert int(curve["batch"].max()) == limit
-        assert f"memory limit: {limit:,} sequences" in json.dumps(spec) or any(
-            f"memory limit: {limit:,} sequences" in str(f.get("label", "")) for f in frames
-        )
-        enc = spec["layer"][0]["encoding"]
-        for axis in ("x", "y"):
-            assert re.search(r"\[.+\]", enc[axis]["title"]), f"{axis} axis title needs a unit"
+    assert not _charts(at)
+    bar, step_chart, tok_chart = _svgs(at)  # memory bar, decode time, tokens/s
+    for chart in (step_chart, tok_chart):
+        # the last point's tooltip is the limit; the red line and its text are at it
+        tips = [p.find(SVG_NS + "title").text for p in _all(chart, "circle", "pt")]
+        assert tips[0].startswith("batch: 1\n") and tips[-1].startswith(f"batch: {limit:,}\n")
+        assert f"memory limit: {limit:,} sequences" in _texts(chart)
+        (rule,) = _all(chart, "line", "vrule")
+        assert float(rule.get("x1")) == pytest.approx(_curve_points(chart)[-1][0], abs=0.1)
+        texts = _texts(chart)
+        assert "batch [concurrent sequences]" in texts  # axis titles with units
+        assert any(re.search(r"\[.+\]", t) and t != "batch [concurrent sequences]" for t in texts)
     # the value at the limit is planner's decode step
     util = at.slider[0].value
     cat = load_catalog()
@@ -206,7 +248,7 @@ def test_memory_does_not_fit_shows_reason_and_suggestions_and_no_curve():
     text = " ".join(md.value for md in at.markdown)
     for sug in plan.suggestions:
         assert sug in text
-    assert len(_charts(at)) == 1  # the memory bar only: no decode curve
+    assert len(_svgs(at)) == 1 and not _charts(at)  # the memory bar only: no decode curve
     assert not any(label.startswith("Decode step at batch") for label in _metrics(at))
     assert any("No curve" in i.value for i in at.info)
 
@@ -227,7 +269,7 @@ def test_memory_unsupported_precision_is_an_inline_error():
     msg = "precision int4-awq is not supported on amd-mi300x"
     assert any(msg in e.value for e in at.sidebar.error)  # next to the widgets
     assert any(msg in e.value for e in at.main.error)
-    assert not at.metric and not _charts(at)
+    assert not at.metric and not _charts(at) and not _svgs(at)
 
 
 # --------------------------------------------------------------------------- catalog page
@@ -339,11 +381,17 @@ def test_accuracy_scatter_on_demand():
         if r["metric"] == "decode_step_s" and r["predicted"] not in ("", None) and r["unit"] == "s"
     )
     assert any(f"{n_decode:,} rows" in c.value for c in at.caption)
-    spec, frames = _charts(at)[0]
-    pts = max(frames, key=len)
-    assert len(pts) == n_decode
-    s = json.dumps(spec)
-    assert '"type": "log"' in s and "measured [s]" in s and "predicted [s]" in s
+    assert not _charts(at)
+    (chart,) = _svgs(at)
+    assert len(_all(chart, "circle", "pt")) == n_decode  # a point per row
+    texts = _texts(chart)
+    assert "measured [s]" in texts and "predicted [s]" in texts
+    assert _all(chart, "line", "diag") and _all(chart, "polygon", "band")
+    # log axes: the tick labels are 1-2-5 x 10^k or powers of ten, none in exponent form
+    ticks = [t.text for t in _all(chart, "text", "tk")]
+    assert ticks and all(re.fullmatch(r"[0-9.,]+", t) for t in ticks)
+    vals = [float(t.replace(",", "")) for t in ticks]
+    assert {round(v / 10 ** np.floor(np.log10(v)), 6) for v in vals} <= {1, 2, 5}
 
 
 # --------------------------------------------------------------------------- definitions
@@ -424,15 +472,23 @@ def test_plan_is_the_landing_page_and_matches_recommend():
     # the why, the binding constraint and the price source of the winner
     md = " ".join(x.value for x in at.markdown)
     assert res.why in md and win["binding_constraint"] in md and win["price_provider"] in md
-    # the Pareto chart: units on both axes, the winner highlighted
-    spec, frames = _charts(at)[1]
-    pts = max(frames, key=len)
-    assert (pts["role"] == "winner").sum() == 1
-    assert pts.loc[pts["role"] == "winner", "usd_per_mtok_output"].iloc[0] == pytest.approx(
-        win["usd_per_mtok_output"]
-    )
-    titles = json.dumps(spec)
-    assert "P99 end-to-end latency [s]" in titles and "$ per million output tokens" in titles
+    # the charts: the two length histograms, then the Pareto chart (SVG, no Vega-Lite)
+    assert not _charts(at)
+    prompt, answer, pareto = _svgs(at)
+    assert "prompt [tokens]" in _texts(prompt) and "answer [tokens]" in _texts(answer)
+    # the Pareto chart: a point per option, units on both axes, the winner highlighted
+    recs = res.recommendations
+    pts = _all(pareto, "circle", "pt") + _all(pareto, "polygon", "pt")
+    assert len(pts) == len(recs)
+    (diamond,) = _all(pareto, "polygon", "pt")
+    tip = diamond.find(SVG_NS + "title").text
+    assert tip.startswith("option: #1 ") and f"${win['usd_per_mtok_output']:.4f}" in tip
+    labels = {t.text: t.get("fill") for t in _all(pareto, "text", "pl")}
+    assert labels["#1"] == "#d62728"  # the winner's label, red
+    texts = _texts(pareto)
+    assert "P99 end-to-end latency [s]" in texts and "cost [$ per million output tokens]" in texts
+    banded = [r for r in recs if r.get("usd_per_mtok_output_low") is not None]
+    assert len(_all(pareto, "g", "err")) == len(banded)
     # rejected options grouped by stage, in a collapsed expander
     exp = [e for e in at.expander if e.label.startswith("Rejected options")]
     assert exp and f"({len(res.rejected):,})" in exp[0].label
@@ -558,11 +614,32 @@ def test_compare_gpus_matches_compare_gpus():
         assert col in df.columns
     m = _metrics(at)
     assert m["$/M output tokens"] == _money(res["rows"][0]["usd_per_mtok_output"])
-    charts = _charts(at)
-    assert len(charts) == 2  # $/M tokens and tok/s per GPU by GPU
-    for spec, _ in charts:
-        enc = spec.get("encoding") or spec["layer"][0]["encoding"]  # bars (+ error bars)
-        assert re.search(r"(per GPU|per million)", json.dumps(enc["x"]))
+    assert not _charts(at)
+    cost, speed = _svgs(at)  # $/M tokens and tok/s per GPU by GPU (SVG)
+    rows = res["rows"]
+    for chart, field, title, best in (
+        (cost, "usd_per_mtok_output", "$ per million output tokens", min),
+        (speed, "output_tok_s_per_gpu", "output tokens/s per GPU", max),
+    ):
+        assert title in _texts(chart)
+        bars = _all(chart, "rect", "bar")
+        assert len(bars) == len(rows)
+        # best first, red; the bars' lengths are the values on one scale from 0
+        ordered = sorted(rows, key=lambda r: r[field], reverse=best is max)
+        names = [load_catalog().gpu(r["gpu"]).name for r in ordered]
+        assert [b.find(SVG_NS + "title").text.split("\n")[0] for b in bars] == [
+            f"GPU: {n}" for n in names
+        ]
+        assert bars[0].get("fill") == "#d62728"
+        widths = [float(b.get("width")) for b in bars]
+        if ordered[-1][field] > 0:
+            assert widths[0] / widths[-1] == pytest.approx(
+                ordered[0][field] / ordered[-1][field], rel=0.02
+            )
+        banded = [r for r in rows if r.get(f"{field}_low") is not None] if field[0] == "u" else [
+            r for r in rows if (r.get("error_band") or {}).get("low_ratio")
+        ]  # fmt: skip
+        assert len(_all(chart, "line", "err")) == len(banded)
 
 
 def test_compare_lists_unanswerable_gpus_with_reason():
@@ -676,48 +753,63 @@ def _what_if_curve(cat) -> list[dict]:
     )
 
 
+def _curve_points(chart: ET.Element) -> list[tuple[float, float]]:
+    """(x, y) [px] of the points of a line chart's polyline."""
+    (line,) = _all(chart, "polyline", "line")
+    return [tuple(map(float, p.split(","))) for p in line.get("points").split()]
+
+
 def test_what_if_curve_plots_the_simulated_percentiles_in_ms():
     at = _app(page=WHAT_IF, model="llama-3.1-8b")
     _no_exception(at)
-    rows = _what_if_curve(load_catalog())
-    spec, frames = _charts(at)[1]
-    curve = max(frames, key=len)
-    # one row per simulated concurrency; TPOT P99 [s] x 1000 -> [ms] on the y axis
-    assert curve["concurrency"].tolist() == [r["concurrency"] for r in rows]
-    assert curve["tpot_p99_ms"].tolist() == pytest.approx([r["tpot_p99_s"] * 1e3 for r in rows])
-    assert curve["output_tok_s_per_gpu"].tolist() == pytest.approx(
-        [r["output_tok_s_per_gpu"] for r in rows]
-    )
-    knee = next(
-        f for f in frames if "label" in f.columns and f["label"].str.startswith("knee").any()
-    )
+    rows = sorted(_what_if_curve(load_catalog()), key=lambda r: r["output_tok_s_per_gpu"])
+    bar, chart = _svgs(at)  # memory bar, then the curve
+    assert chart.get("role") == "img" and "log scale" in chart.get("aria-label")
+    # one point per simulated concurrency, in the order of tok/s per GPU, its tooltip the
+    # simulated TPOT P99 [s] x 1000 -> [ms]
+    pts = _all(chart, "circle", "pt")
+    assert len(pts) == len(rows) == len(_curve_points(chart))
+    for r, p in zip(rows, pts, strict=True):
+        tip = p.find(SVG_NS + "title").text
+        assert f"concurrent clients: {r['concurrency']:,}" in tip
+        assert f"TPOT P99 [ms]: {r['tpot_p99_s'] * 1e3:,.1f}" in tip
+        assert f"tok/s per GPU: {r['output_tok_s_per_gpu']:,.0f}" in tip
+    # a log y axis: equal ratios are equal distances (pixels from the points' latencies)
+    xy = _curve_points(chart)
+    (i, j), k = (0, len(rows) - 1), len(rows) // 2
+    ms = [r["tpot_p99_s"] * 1e3 for r in rows]
+    import math
+
+    frac = (xy[k][1] - xy[i][1]) / (xy[j][1] - xy[i][1])
+    assert frac == pytest.approx(math.log(ms[k] / ms[i]) / math.log(ms[j] / ms[i]), abs=0.01)
     k = next(r for r in rows if r["is_knee"])
-    assert knee["tpot_p99_ms"].tolist() == pytest.approx([k["tpot_p99_s"] * 1e3])
-    assert knee["label"].tolist() == [f"knee: {k['concurrency']} clients"]
+    assert f"knee: {k['concurrency']} clients" in _texts(chart)
+    assert len(_all(chart, "polygon", "hl")) == 1  # the knee's diamond
+    assert "SLO: 50 ms" in _texts(chart) and len(_all(chart, "line", "hrule")) == 1
+    assert _all(chart, "polygon", "band")  # the error band
     at.radio(key="wi_axis").set_value("TTFT P99").run()
     _no_exception(at)
-    spec, frames = _charts(at)[1]
-    curve = max(frames, key=len)
-    assert curve["ttft_p99_ms"].tolist() == pytest.approx([r["ttft_p99_s"] * 1e3 for r in rows])
-    assert "TTFT P99 [ms]" in json.dumps(spec)
+    chart = _svgs(at)[1]
+    assert "TTFT P99 [ms] (log scale)" in _texts(chart)
+    tips = [p.find(SVG_NS + "title").text for p in _all(chart, "circle", "pt")]
+    assert [t.split("TTFT P99 [ms]: ")[1].split("\n")[0] for t in tips] == [
+        f"{r['ttft_p99_s'] * 1e3:,.1f}" for r in rows
+    ]
 
 
-def test_what_if_charts_keep_their_spec_across_a_gpu_change():
-    # the browser patches a chart's data in place only while its spec (with the alt text)
-    # is the same; a changed spec re-embeds the chart (issue 18: a What-if change <= 200 ms)
-    def specs(at):
-        return [(el.proto.spec, el.proto.alt) for el in at.get("vega_lite_chart")]
-
+def test_what_if_charts_follow_a_gpu_change():
     at = _app(page=WHAT_IF, model="llama-3.1-70b")
-    before = specs(at)
+    before = [ET.tostring(c) for c in _svgs(at)]
     at.selectbox(key="wi_gpu").select("nvidia-h200-sxm").run()
     _no_exception(at)
     assert any("NVIDIA H200" in h.value for h in at.subheader)
-    assert specs(at) == before and len(before) == 2
-    for spec, alt in before:
-        assert alt  # the chart's description for screen readers
-        layers = json.loads(spec)["layer"]
-        assert all(layer["mark"]["aria"] is False for layer in layers)
+    after = _svgs(at)
+    assert len(after) == len(before) == 2
+    assert all(ET.tostring(a) != b for a, b in zip(after, before, strict=True))
+    for chart in after:
+        assert chart.get("aria-label")  # the chart's description for screen readers
+    cap = load_catalog().gpu("nvidia-h200-sxm")
+    assert any(t.startswith("card: ") for t in _tips(after[0])), cap.id
 
 
 def test_what_if_max_num_seqs_defaults_to_the_engines_own_on_that_gpu():
@@ -749,11 +841,11 @@ def test_what_if_tok_s_per_gpu_and_cost_come_from_the_curve():
     planned = usd * n_gpus / (wl.mean_output_tokens() * wl.traffic.base_mean_rps() * 3600) * 1e6
     assert m["$/M output tokens"] == f"${planned:,.3f}"
     assert m["Fleet [$/month]"] == f"${usd * n_gpus * 730:,.0f}"
-    spec, frames = _charts(at)[1]  # memory bar, then the curve
-    curve = max(frames, key=len)
-    assert curve["is_knee"].sum() == 1
-    assert "output tokens/s per GPU" in json.dumps(spec) and "TPOT P99 [ms]" in json.dumps(spec)
-    assert any("SLO: 50 ms" in str(f.get("label", pd.Series()).tolist()) for f in frames)
+    chart = _svgs(at)[1]  # memory bar, then the curve
+    assert len(_all(chart, "polygon", "hl")) == 1  # one knee
+    texts = _texts(chart)
+    assert "output tokens/s per GPU" in texts and "TPOT P99 [ms] (log scale)" in texts
+    assert "SLO: 50 ms" in texts
 
 
 def _load_example_then_render():

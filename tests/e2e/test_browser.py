@@ -8,6 +8,7 @@ installs chromium. Screenshots go to a temporary folder, or to ``$APP_SHOTS_DIR`
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -157,10 +158,18 @@ def wait_metric(page, label: str, expected: str, value=metric_value) -> None:
     raise AssertionError(f"metric {label!r}: expected {expected!r}, last seen {last!r}")
 
 
+CHART = ".pl-chart svg"  # the app's SVG charts (app_pages/svg.py via widgets.svg_chart)
+
+
 def wait_idle(page) -> None:
-    """Until Streamlit's 'running' indicator is gone and charts are drawn."""
+    """Until Streamlit's 'running' indicator is gone and the charts are on the page."""
     page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=WAIT_MS)
-    page.wait_for_selector(".vega-embed canvas, .vega-embed svg", timeout=WAIT_MS)
+    page.wait_for_selector(CHART, timeout=WAIT_MS)
+
+
+def chart_marks(chart, selector: str) -> int:
+    """How many marks ``selector`` (e.g. ``rect.bar``) the SVG chart ``chart`` draws."""
+    return chart.locator(selector).count()
 
 
 def pick(page, label: str, option: str) -> None:
@@ -192,9 +201,14 @@ def test_memory_page_in_a_browser(server, browser, shots):
         wait_idle(page)
         wait_metric(page, "Max concurrent sequences", expected_max_seqs())
         page.screenshot(path=str(shots / "memory_default.png"), full_page=True)
-        charts = page.locator(".vega-embed")
-        assert charts.count() == 3
-        before = charts.nth(1).screenshot()
+        charts = page.locator(CHART)
+        assert charts.count() == 3  # memory bar, decode step, tokens/s
+        limit = expected_max_seqs()
+        assert (
+            charts.nth(1).locator("text", has_text=f"memory limit: {limit} sequences").count() == 1
+        )
+        assert chart_marks(charts.nth(0), "rect.seg") >= 4  # weights, activations, ..., KV
+        before = charts.nth(1).inner_html()
 
         # number input: context 8192 -> 32768
         ctx = page.locator('input[aria-label="Context per sequence [tokens]"]')
@@ -202,9 +216,10 @@ def test_memory_page_in_a_browser(server, browser, shots):
         ctx.press("Enter")
         wait_metric(page, "Max concurrent sequences", expected_max_seqs(context=32768))
         wait_idle(page)
-        time.sleep(0.5)  # let vega finish drawing the new data
-        after = page.locator(".vega-embed").nth(1).screenshot()
-        assert after != before, "the decode chart did not change with the context"
+        limit = expected_max_seqs(context=32768)
+        chart = page.locator(CHART).nth(1)
+        chart.locator("text", has_text=f"memory limit: {limit} sequences").wait_for(timeout=WAIT_MS)
+        assert chart.inner_html() != before, "the decode chart did not change with the context"
         assert "context=32768" in page.url
         page.screenshot(path=str(shots / "memory_context_32k.png"), full_page=True)
 
@@ -247,7 +262,8 @@ def test_other_pages_in_a_browser(server, browser, shots):
         page.wait_for_selector('[data-testid="stDataFrame"]', timeout=WAIT_MS)
         page.get_by_role("tab", name="Predicted vs measured (chart)").click()
         page.get_by_role("button", name="Compute predictions").click()
-        page.wait_for_selector(".vega-embed canvas, .vega-embed svg", timeout=60_000)
+        page.wait_for_selector(CHART, timeout=60_000)
+        assert page.locator(CHART).first.locator("circle.pt").count() > 10  # a point per row
         page.get_by_text("grey band", exact=False).first.wait_for(timeout=WAIT_MS)
         page.screenshot(path=str(shots / "accuracy_scatter.png"), full_page=True)
         page.goto(f"{server}/definitions", wait_until="domcontentloaded", timeout=WAIT_MS)
@@ -265,6 +281,11 @@ SEARCH_MS = 120_000
 
 
 def expected_plan(peak: float = 10.0, preset: str = "chat") -> dict:
+    """The winner of :func:`expected_recs`."""
+    return expected_recs(peak, preset)[0]
+
+
+def expected_recs(peak: float = 10.0, preset: str = "chat") -> list[dict]:
     from planner.recommend import recommend
     from planner.workload import SLO, Workload
 
@@ -280,7 +301,7 @@ def expected_plan(peak: float = 10.0, preset: str = "chat") -> dict:
         precisions=("fp8",),
         headroom=0.2,
     )
-    return res.recommendations[0]
+    return res.recommendations
 
 
 def wait_plan(page) -> None:
@@ -288,7 +309,8 @@ def wait_plan(page) -> None:
     page.get_by_text("Ranked options", exact=True).first.wait_for(timeout=SEARCH_MS)
     page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=SEARCH_MS)
     page.wait_for_selector('[data-testid="stDataFrame"]', timeout=WAIT_MS)
-    time.sleep(0.8)  # vega and the data grid finish drawing
+    page.wait_for_selector(CHART, timeout=WAIT_MS)
+    time.sleep(0.8)  # the data grid finishes drawing
 
 
 def plan_table(page):
@@ -296,7 +318,7 @@ def plan_table(page):
 
 
 def pareto_chart(page):
-    return page.locator(".vega-embed").nth(1)  # lengths histogram, then the Pareto chart
+    return page.locator('.pl-chart svg[data-chart="scatter"]')
 
 
 def test_plan_page_in_a_browser(server, browser, shots):
@@ -308,7 +330,11 @@ def test_plan_page_in_a_browser(server, browser, shots):
         wait_metric(page, "GPUs", str(win["num_gpus"]))
         assert page.get_by_text("Plan: which GPUs", exact=False).count() >= 1
         page.screenshot(path=str(shots / "plan_default.png"), full_page=True)
-        table0, chart0 = plan_table(page).screenshot(), pareto_chart(page).screenshot()
+        table0, chart0 = plan_table(page).screenshot(), pareto_chart(page).inner_html()
+        assert page.locator('.pl-chart svg[data-chart="histogram"]').count() == 2
+        # one point per ranked option; the winner's red "#1" is inside the chart
+        assert chart_marks(pareto_chart(page), ".pt") == len(expected_recs())
+        assert pareto_chart(page).locator("text.pl", has_text=re.compile(r"^#1(,|$)")).count() == 1
 
         # number input: peak 10 -> 60 req/s: more GPUs, a new table and chart
         peak = page.locator('input[aria-label="Peak [req/s]"]')
@@ -319,7 +345,7 @@ def test_plan_page_in_a_browser(server, browser, shots):
         wait_metric(page, "GPUs", str(win60["num_gpus"]))
         wait_plan(page)
         assert "peak_rps=60" in page.url
-        table1, chart1 = plan_table(page).screenshot(), pareto_chart(page).screenshot()
+        table1, chart1 = plan_table(page).screenshot(), pareto_chart(page).inner_html()
         assert table1 != table0, "the recommendation table did not change with the peak"
         assert chart1 != chart0, "the Pareto chart did not change with the peak"
         page.screenshot(path=str(shots / "plan_peak_60.png"), full_page=True)
@@ -350,12 +376,17 @@ def test_what_if_and_compare_in_a_browser(server, browser, shots):
         wait_metric(page, "Sequences that fit", f"{plan2.max_concurrent_sequences:,}", card_value)
         page.get_by_role("button", name="Pin as baseline").click()
         page.get_by_text("Baseline:", exact=False).first.wait_for(timeout=WAIT_MS)
+        curve = page.locator('.pl-chart svg[data-chart="line"]')
+        assert chart_marks(curve, "circle.pt") >= 3 and chart_marks(curve, "polygon.hl") == 1
+        curve_before = curve.inner_html()
         pick(page, "GPU", "nvidia-h200-sxm")
         plan_h200 = plan_memory("llama-3.1-70b", "nvidia-h200-sxm", "fp8", **kw)
         seqs = f"{plan_h200.max_concurrent_sequences:,}"
         wait_metric(page, "Sequences that fit", seqs, card_value)
         wait_idle(page)
         time.sleep(0.8)
+        curve.locator("circle.pt").first.wait_for(timeout=WAIT_MS)
+        assert curve.inner_html() != curve_before, "the curve did not change with the GPU"
         deltas = page.locator(".wi-card .wi-d")
         assert deltas.count() >= 5
         page.screenshot(path=str(shots / "what_if_baseline.png"), full_page=True)
@@ -365,9 +396,11 @@ def test_what_if_and_compare_in_a_browser(server, browser, shots):
         page.wait_for_selector(
             '[data-testid="stStatusWidget"]', state="detached", timeout=SEARCH_MS
         )
-        page.wait_for_selector(".vega-embed canvas, .vega-embed svg", timeout=WAIT_MS)
-        time.sleep(0.8)
-        assert page.locator(".vega-embed").count() == 2
+        page.wait_for_selector(CHART, timeout=WAIT_MS)
+        charts = page.locator(CHART)
+        assert charts.count() == 2
+        n_bars = chart_marks(charts.nth(0), "rect.bar")  # one per GPU that meets the targets
+        assert n_bars >= 1 and chart_marks(charts.nth(1), "rect.bar") == n_bars
         page.screenshot(path=str(shots / "compare.png"), full_page=True)
         assert page.locator('[data-testid="stException"]').count() == 0
     finally:
