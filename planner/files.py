@@ -386,3 +386,24 @@ class IdentityMemo:
             self._d.clear()
         self._d[(*map(id, objs), *extra)] = (objs, value)
         return value
+
+
+def precompile_bytecode(root: str | os.PathLike | None = None) -> int:
+    """Write the bytecode (``__pycache__/*.pyc``) of every module under ``root`` (default:
+    the ``planner`` package) that has none or a stale one; returns how many bytecode files
+    it added.
+
+    Python writes bytecode on import, except where ``PYTHONDONTWRITEBYTECODE`` is set (some
+    sandboxes and containers set it) or the folder is read-only: then every process compiles
+    every module from source again, 0.1-0.15 s of each CLI run on the 2-core machine. It
+    still reads bytecode that exists, so :func:`planner.serving._kernel.compile_cached`
+    writes it once, when it compiles the kernel on a new install (or after the sources
+    changed); ``scripts/warm_up.py`` does too. A folder that cannot be written is left as
+    it is."""
+    import compileall
+
+    folder = Path(root) if root is not None else Path(__file__).resolve().parent
+    before = set(folder.rglob(f"*.{sys.implementation.cache_tag}.pyc"))
+    with contextlib.suppress(Exception):  # an optimisation only: never a failure
+        compileall.compile_dir(str(folder), quiet=2)
+    return len(set(folder.rglob(f"*.{sys.implementation.cache_tag}.pyc")) - before)

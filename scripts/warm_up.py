@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app_pages.widgets import warm_up  # noqa: E402
-from planner.serving._kernel import precompile_bytecode  # noqa: E402
+from planner.files import precompile_bytecode  # noqa: E402
 
 if __name__ == "__main__":
     print(f"simulator kernel ready in {warm_up():.1f} s")

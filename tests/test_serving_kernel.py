@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from planner.catalog import EfficiencyParams
+from planner.files import precompile_bytecode
 from planner.serving import _kernel, _unloaded
 from planner.serving.replica import build_replica
 
@@ -116,12 +117,12 @@ def test_bytecode_is_written_even_where_python_would_not(tmp_path, monkeypatch):
     for f in (pkg / "__init__.py", pkg / "a.py", pkg / "sub" / "b.py"):
         f.write_text("X = 1\n")
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    assert _kernel.precompile_bytecode(pkg) == 3
+    assert precompile_bytecode(pkg) == 3
     tag = sys.implementation.cache_tag
     assert (pkg / "sub" / "__pycache__" / f"b.{tag}.pyc").is_file()
-    assert _kernel.precompile_bytecode(pkg) == 0
+    assert precompile_bytecode(pkg) == 0
     # a folder that does not exist (or cannot be written) is no failure
-    assert _kernel.precompile_bytecode(tmp_path / "missing") == 0
+    assert precompile_bytecode(tmp_path / "missing") == 0
 
 
 _PROBE = (

@@ -28,6 +28,7 @@ import numpy as np
 
 from planner.engine import _scalar
 from planner.engine._scalar import step_time_scalar, straggler_time_scalar
+from planner.files import precompile_bytecode
 from planner.serving import _loop_parts
 from planner.serving._jit import import_numba
 from planner.serving._loop_parts import heap_pop, heap_push, scored_end, scored_first
@@ -119,26 +120,6 @@ def compile_cached(build, sources=SOURCES, prefix: str = "_kernel", stamp_name=S
     ):
         precompile_bytecode()  # a new install or new sources: once, like the kernel
     return out, jit
-
-
-def precompile_bytecode(root: str | os.PathLike | None = None) -> int:
-    """Write the bytecode (``__pycache__/*.pyc``) of every module under ``root`` (default:
-    the ``planner`` package) that has none or a stale one; returns how many bytecode files it added.
-
-    Python writes bytecode on import, except where ``PYTHONDONTWRITEBYTECODE`` is set (some
-    sandboxes and containers set it) or the folder is read-only: then every process compiles
-    every module from source again, 0.1-0.15 s of each CLI run on the 2-core machine. It still
-    reads bytecode that exists, so :func:`compile_cached` writes it once, when it compiles
-    the kernel on a new install (or after the sources changed); ``scripts/warm_up.py`` does
-    too. A folder that cannot be written is left as it is."""
-    import compileall
-    import sys
-
-    folder = Path(root) if root is not None else Path(__file__).resolve().parents[1]
-    before = set(folder.rglob(f"*.{sys.implementation.cache_tag}.pyc"))
-    with contextlib.suppress(Exception):  # an optimisation only: never a failure
-        compileall.compile_dir(str(folder), quiet=2)
-    return len(set(folder.rglob(f"*.{sys.implementation.cache_tag}.pyc")) - before)
 
 
 def kernel():
