@@ -160,18 +160,23 @@ def test_looser_slo_never_needs_more_replicas(rep8, short_wl, factor):
     )
 
 
-@SLOW_OK
-@given(bw=st.floats(1.0, 3.0), flops=st.floats(1.0, 3.0))
-@example(bw=1.0, flops=1.03125)  # the draw that moved TTFT p50 by +0.40 ms (below)
-def test_faster_gpu_never_raises_latency(catalog, bw, flops):
-    g = catalog.gpu("nvidia-h100-sxm")
-    fast = g.model_copy(
+def _faster(g, bw: float, flops: float):
+    """``g`` with ``bw`` x its memory bandwidth and ``flops`` x its dense bf16/fp16 compute."""
+    return g.model_copy(
         update={
             "mem_bw_gbs": g.mem_bw_gbs * bw,
             "bf16_dense_tflops": g.bf16_dense_tflops * flops,
             "fp16_dense_tflops": g.fp16_dense_tflops * flops,
         }
     )
+
+
+@SLOW_OK
+@given(bw=st.floats(1.0, 3.0), flops=st.floats(1.0, 3.0))
+@example(bw=1.0, flops=1.03125)  # the draw that moved TTFT p50 by +0.40 ms (below)
+def test_faster_gpu_never_raises_latency(catalog, bw, flops):
+    g = catalog.gpu("nvidia-h100-sxm")
+    fast = _faster(g, bw, flops)
     base = build_replica("llama-3.1-8b", g, "bf16", "vllm", catalog=catalog)
     quick = build_replica("llama-3.1-8b", fast, "bf16", "vllm", catalog=catalog)
     quick = quick.with_engine(num_blocks=base.engine.num_blocks)  # same memory, faster chips
@@ -198,13 +203,7 @@ def test_faster_gpu_never_slows_a_step(catalog, bw, flops):
     """Prefill and decode step times never grow with more bandwidth or compute (strict:
     the step model has no scheduling phase)."""
     g = catalog.gpu("nvidia-h100-sxm")
-    fast = g.model_copy(
-        update={
-            "mem_bw_gbs": g.mem_bw_gbs * bw,
-            "bf16_dense_tflops": g.bf16_dense_tflops * flops,
-            "fp16_dense_tflops": g.fp16_dense_tflops * flops,
-        }
-    )
+    fast = _faster(g, bw, flops)
     a = build_replica("llama-3.1-8b", g, "bf16", "vllm", catalog=catalog).sm
     b = build_replica("llama-3.1-8b", fast, "bf16", "vllm", catalog=catalog).sm
     for batch in (1, 8, 64):
