@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from app_pages import tables as T
 from app_pages import widgets as w
 from planner import PlannerError, fmt
 
@@ -31,6 +32,34 @@ COLS = {
     "price_as_of": "price date",
 }
 
+_USD, _D0 = fmt.usd, T.decimals(0)
+_FORMATS = {
+    "price [$/GPU-h]": _USD,
+    "fleet [$/month]": _USD,
+    "$/M output tokens": _USD,
+    "output tok/s per GPU": fmt.count,
+    "output tokens per $": fmt.count,
+    "energy [J/output token]": T.decimals(3),
+    "memory headroom [%]": _D0,
+    "TTFT P99 [ms]": _D0,
+    "TPOT P99 [ms]": T.decimals(1),
+}
+_HELP = {
+    "$/M output tokens": "at the planned traffic, fixed fleet",
+    "output tok/s per GPU": "at full load: the bisected maximum rate meeting the SLO",
+    "output tokens per $": "at full load: the bisected maximum rate meeting the SLO",
+    "provenance": "fit: calibrated on measurements of this GPU/framework/precision; "
+    "transferred: from a coarser group; prior: no calibration",
+}
+SIDE_BY_SIDE = [
+    T.Col(
+        key=c,
+        fmt=_FORMATS.get(c),
+        help=_HELP.get(c),
+        wrap=c in ("binding constraint", "provenance"),
+    )
+    for c in COLS.values()
+]
 
 COLUMN_PX = 520  # a half column's width in a 1500 px window: the charts' text at its size
 
@@ -70,6 +99,7 @@ def bar_svg(d: pd.DataFrame, field: str, title: str, value_text, lower_is_better
 
 
 st.title("Compare GPUs: the same workload on each")
+w.table_style()
 st.caption(
     "For every GPU the cheapest deployment (framework, precision, TP, replicas) that meets the "
     "scenario's latency targets; tokens/s per GPU from each option's bisected capacity. "
@@ -138,22 +168,7 @@ if rows:
         border=True,
     )
     st.subheader("Side by side")
-    st.dataframe(
-        df,
-        hide_index=True,
-        width="stretch",
-        column_config={
-            "price [$/GPU-h]": st.column_config.NumberColumn(format="$%.2f"),
-            "fleet [$/month]": st.column_config.NumberColumn(format="$%,.0f"),
-            "$/M output tokens": st.column_config.NumberColumn(format="$%.4f"),
-            "output tok/s per GPU": st.column_config.NumberColumn(format="%,.0f"),
-            "output tokens per $": st.column_config.NumberColumn(format="%,.0f"),
-            "energy [J/output token]": st.column_config.NumberColumn(format="%.3f"),
-            "memory headroom [%]": st.column_config.NumberColumn(format="%.0f"),
-            "TTFT P99 [ms]": st.column_config.NumberColumn(format="%.0f"),
-            "TPOT P99 [ms]": st.column_config.NumberColumn(format="%.1f"),
-        },
-    )
+    w.table(df, SIDE_BY_SIDE)
     st.caption(
         "Click a column header to sort. Tokens per $ and tok/s per GPU at full load (the "
         "bisected maximum rate meeting the SLO); $/M output tokens and the fleet at the planned "
@@ -209,18 +224,11 @@ else:
 
 if res["unanswered"]:
     st.subheader(f"GPUs that cannot serve this scenario ({len(res['unanswered'])})")
-    st.table(  # a static table: the reasons wrap instead of being cut at the column's edge
-        pd.DataFrame(
-            [
-                {
-                    "GPU": u["gpu"],
-                    "name": w.gpu_name(cat, u["gpu"]),
-                    "stage": u["stage"],
-                    "reason": u["reason"],
-                }
-                for u in res["unanswered"]
-            ]
-        ),
-        hide_index=True,
-    )
+    w.table(
+        [
+            {"GPU": u["gpu"], "name": w.gpu_name(cat, u["gpu"]), "stage": u["stage"], "reason": u["reason"]}
+            for u in res["unanswered"]
+        ],
+        ["GPU", "name", "stage", T.Col(key="reason", wrap=True)],
+    )  # fmt: skip
 w.definitions_expander()

@@ -13,6 +13,7 @@ import platform
 import pandas as pd
 import streamlit as st
 
+from app_pages import tables as T
 from app_pages import widgets as w
 from planner import PlannerError, fmt
 
@@ -48,6 +49,66 @@ TABLE = {
     "price_provider": "price from",
     "price_as_of": "price date",
 }
+
+
+_USD, _D0, _D1 = fmt.usd, T.decimals(0), T.decimals(1)
+# how the ranked options' columns are shown (formats as the data grid's were, via planner.fmt)
+_FORMATS = {
+    "fleet [$/h]": _USD,
+    "fleet [$/month]": _USD,
+    "autoscaled [$/month]": _USD,
+    "$/M output tokens": _USD,
+    "$/M output, band low": _USD,
+    "$/M output, band high": _USD,
+    "$/M tokens (in + out)": _USD,
+    "tested rate [req/s per replica]": T.decimals(2),
+    "TTFT P99 [ms]": _D0,
+    "TPOT P99 [ms]": _D1,
+    "E2E P99 [s]": _D1,
+    "energy [J/output token]": T.decimals(3),
+    "memory headroom [%]": _D0,
+}
+_HELP = {
+    "$/M output tokens": "at the planned traffic (mean rate), fixed fleet",
+    "autoscaled [$/month]": "the fleet autoscaled to the daily traffic profile",
+    "tested rate [req/s per replica]": "a rate per replica that was simulated and met the SLO",
+    "provenance": "fit: calibrated on measurements of this GPU/framework/precision; "
+    "transferred: from a coarser group; prior: no calibration",
+}
+RANKED_COLUMNS = [
+    T.Col(
+        key=c,
+        fmt=_FORMATS.get(c),
+        help=_HELP.get(c),
+        wrap=c in ("binding constraint", "provenance"),
+    )
+    for c in TABLE.values()
+]
+
+# the request-class tables (raw values; seconds shown as ms or s by fmt.seconds)
+CLASS_COLUMNS = [
+    "class",
+    T.Col(key="peak [req/s]", fmt=fmt.num),
+    T.Col(key="SLO", wrap=True),
+    "deployment",
+    "GPUs",
+    T.Col(key="fleet [$/h]", fmt=_USD),
+    T.Col(key="$/M output tokens", fmt=_USD, help=_HELP["$/M output tokens"]),
+    T.Col(key="TTFT P99", fmt=fmt.seconds),
+    T.Col(key="TPOT P99", fmt=fmt.seconds),
+    T.Col(key="E2E P99", fmt=fmt.seconds),
+    T.Col(key="binding constraint", wrap=True),
+]
+SHARED_COLUMNS = [
+    "class",
+    T.Col(key="SLO", wrap=True),
+    "meets it",
+    T.Col(key="attainment [%]", fmt=lambda v: fmt.num(v, 3)),
+    T.Col(key="TTFT P99", fmt=fmt.seconds),
+    T.Col(key="TPOT P99", fmt=fmt.seconds),
+    T.Col(key="E2E P99", fmt=fmt.seconds),
+]
+REJECTED = {"gpu": "GPU", "kv_precision": "KV precision", "tp": "TP", "pp": "PP"}
 
 
 def option_label(r: dict) -> str:
@@ -249,6 +310,7 @@ def pareto_chart(rows: list[dict], win: dict) -> str:
 
 # =========================================================================== page
 st.title("Plan: which GPUs, how many, at what cost")
+w.table_style()
 st.caption(
     "Describe the service in the sidebar; planner ranks every GPU x framework x precision x "
     "TP that meets the latency targets (simulated, branch and bound; docs/recommend.md)."
@@ -297,24 +359,24 @@ def classes_view() -> None:
     rows = []
     for k in sc.classes:
         r = out["per_class"].get(k.name)
-        row = {"class": k.name, "peak [req/s]": fmt.num(k.workload.traffic.peak()), "SLO": k.slo.describe()}  # fmt: skip
+        row = {"class": k.name, "peak [req/s]": k.workload.traffic.peak(), "SLO": k.slo.describe()}  # fmt: skip
         if r:
             row.update(
                 {
                     "deployment": option_label(r),
-                    "GPUs": fmt.count(r["num_gpus"]),
-                    "fleet [$/h]": fmt.usd(r["usd_per_hour"]),
-                    "$/M output tokens": fmt.usd(r["usd_per_mtok_output"]),
-                    "TTFT P99": fmt.seconds(r["ttft_p99_s"]),
-                    "TPOT P99": fmt.seconds(r["tpot_p99_s"]),
-                    "E2E P99": fmt.seconds(r["e2e_p99_s"]),
+                    "GPUs": r["num_gpus"],
+                    "fleet [$/h]": r["usd_per_hour"],
+                    "$/M output tokens": r["usd_per_mtok_output"],
+                    "TTFT P99": r["ttft_p99_s"],
+                    "TPOT P99": r["tpot_p99_s"],
+                    "E2E P99": r["e2e_p99_s"],
                     "binding constraint": r["binding_constraint"],
                 }
             )
         else:
             row["deployment"] = "none: " + str((out.get("per_class_not") or {}).get(k.name, ""))
         rows.append(row)
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    w.table(rows, CLASS_COLUMNS, download=("Pool per class (CSV)", f"plan-classes-{sc.model}.csv"))
     st.markdown("#### One shared pool")
     if best:
         st.markdown(
@@ -330,13 +392,13 @@ def classes_view() -> None:
                     "class": k.name,
                     "SLO": k.slo.describe(),
                     "meets it": "yes" if p.get("ok") else "no",
-                    "attainment [%]": fmt.num(100 * p["attainment"], 3) if p.get("attainment") is not None else "-",
-                    "TTFT P99": fmt.seconds(p.get("ttft_p99_s")),
-                    "TPOT P99": fmt.seconds(p.get("tpot_p99_s")),
-                    "E2E P99": fmt.seconds(p.get("e2e_p99_s")),
+                    "attainment [%]": 100 * p["attainment"] if p.get("attainment") is not None else None,
+                    "TTFT P99": p.get("ttft_p99_s"),
+                    "TPOT P99": p.get("tpot_p99_s"),
+                    "E2E P99": p.get("e2e_p99_s"),
                 }
             )  # fmt: skip
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        w.table(rows, SHARED_COLUMNS, download=("Shared pool by class (CSV)", f"plan-shared-{sc.model}.csv"))  # fmt: skip
         st.caption("each class's latency and attainment on its own requests in the merged stream, at the rate the shared fleet is sized for")  # fmt: skip
         if sh.get("why"):
             st.markdown(f"**Why this shared pool.** {sh['why']}")
@@ -453,30 +515,7 @@ st.markdown(
 
 st.subheader("Ranked options")
 df = table(recs)
-st.dataframe(
-    df,
-    hide_index=True,
-    width="stretch",
-    column_config={
-        "fleet [$/h]": st.column_config.NumberColumn(format="$%.2f"),
-        "fleet [$/month]": st.column_config.NumberColumn(format="$%,.0f"),
-        "autoscaled [$/month]": st.column_config.NumberColumn(format="$%,.0f"),
-        "$/M output tokens": st.column_config.NumberColumn(format="$%.4f"),
-        "$/M output, band low": st.column_config.NumberColumn(format="$%.4f"),
-        "$/M output, band high": st.column_config.NumberColumn(format="$%.4f"),
-        "$/M tokens (in + out)": st.column_config.NumberColumn(format="$%.4f"),
-        "tested rate [req/s per replica]": st.column_config.NumberColumn(format="%.2f"),
-        "TTFT P99 [ms]": st.column_config.NumberColumn(format="%.0f"),
-        "TPOT P99 [ms]": st.column_config.NumberColumn(format="%.1f"),
-        "E2E P99 [s]": st.column_config.NumberColumn(format="%.1f"),
-        "energy [J/output token]": st.column_config.NumberColumn(format="%.3f"),
-        "memory headroom [%]": st.column_config.NumberColumn(format="%.0f"),
-        "provenance": st.column_config.TextColumn(
-            help="fit: calibrated on measurements of this GPU/framework/precision; "
-            "transferred: from a coarser group; prior: no calibration"
-        ),
-    },
-)
+w.table(df, RANKED_COLUMNS)
 c0, c1, c2, c3 = st.columns(4)
 c0.page_link(
     "app_pages/what_if.py",
@@ -550,17 +589,19 @@ with st.expander(
     on_change="rerun",  # the tables are built only once the expander is open
 ):
     if st.session_state.get("rej_open"):
-        st.dataframe(
-            pd.DataFrame(
-                [{"stage": k, "options": v["n"], "example": v["rows"][0]["reason"]} for k, v in
-                 sorted(by_stage.items(), key=lambda kv: -kv[1]["n"])]
-            ),
-            hide_index=True,
-            width="stretch",
+        w.table(
+            [{"stage": k, "options": v["n"], "example": v["rows"][0]["reason"]} for k, v in
+             sorted(by_stage.items(), key=lambda kv: -kv[1]["n"])],
+            ["stage", "options", T.Col(key="example", wrap=True)],
         )  # fmt: skip
         stage = st.selectbox("Show the options rejected at stage", sorted(by_stage), key="rej_stage")  # fmt: skip
         if stage:
-            st.dataframe(pd.DataFrame(by_stage[stage]["rows"]), hide_index=True, width="stretch")
+            w.table(
+                by_stage[stage]["rows"],
+                [T.Col(key=c, label=REJECTED.get(c), wrap=c == "reason") for c in w.REJECTED_COLUMNS],
+                download=("These rejected options (CSV)", f"plan-rejected-{stage}-{sc.model}.csv"),
+                max_height_rem=28,
+            )  # fmt: skip
             if by_stage[stage]["n"] > len(by_stage[stage]["rows"]):
                 st.caption(
                     f"first {len(by_stage[stage]['rows']):,} of {by_stage[stage]['n']:,}; "

@@ -21,6 +21,7 @@ import pandas as pd
 import streamlit as st
 from pydantic import ValidationError
 
+from app_pages import tables
 from planner import (
     Accelerator,
     Catalog,
@@ -553,6 +554,47 @@ def svg_of(body: str) -> str:
     """The SVG text of a :func:`svg_chart` element's HTML ``body`` (tests, tools)."""
     start = body.index("innerHTML=") + len("innerHTML=")
     return json.loads(body[start : body.rindex("</script>")])
+
+
+def table_style() -> None:
+    """The style of :func:`table` (:data:`app_pages.tables.CSS`): once per page run, before
+    its tables. A ``st.html`` of style only goes to the page's event container (no space on
+    the page) and stays the same element from run to run, so the browser does not recompute
+    the page's style on every change (as a ``<style>`` inside each table would make it)."""
+    st.html(f"<style>{tables.CSS}</style>")
+
+
+def table(
+    rows: pd.DataFrame | list[dict[str, Any]],
+    columns: list[tables.Col | str] | None = None,
+    *,
+    download: tuple[str, str] | None = None,
+    max_height_rem: float = 32.0,
+) -> None:
+    """One table of :func:`app_pages.tables.html_table` as one ``st.html`` element, in place
+    of ``st.dataframe`` (issue 18: its data grid cost the browser ~0.7 s on a first load).
+    The page calls :func:`table_style` once first.
+
+    A click on a header sorts (a one-line script: ``unsafe_allow_javascript``, as
+    :func:`svg_chart`; every text in the table is escaped). ``download`` = (button label,
+    file name) adds a CSV of the raw values under the columns' headers, made when clicked."""
+    st.html(
+        tables.html_table(rows, columns, max_height_rem=max_height_rem),
+        unsafe_allow_javascript=True,
+    )
+    if download:
+        label, name = download
+
+        def csv() -> str:
+            recs = rows.to_dict("records") if isinstance(rows, pd.DataFrame) else rows
+            cols = [c if isinstance(c, tables.Col) else tables.Col(key=c) for c in columns or []]
+            if not cols:
+                return pd.DataFrame(recs).to_csv(index=False)
+            return pd.DataFrame([{c.title: r.get(c.key) for c in cols} for r in recs]).to_csv(
+                index=False
+            )
+
+        st.download_button(label, csv, file_name=name, mime="text/csv", on_click="ignore")
 
 
 # --------------------------------------------------------------------------- text

@@ -57,6 +57,13 @@ def num(v: Any, sig: int = 4) -> str:
     return text
 
 
+def fixed(v: Any, decimals: int) -> str:
+    """A number with exactly ``decimals`` decimals and thousands separators: ``fixed(1234.56,
+    1)`` is ``1,234.6``, ``fixed(723.4, 0)`` is ``723`` (ties half away from zero)."""
+    x = _finite(v)
+    return MISSING if x is None else _fixed(x, decimals)
+
+
 def count(v: Any) -> str:
     """A count (GPUs, requests, options) as a whole number: ``12,966``."""
     x = _finite(v)

@@ -15,8 +15,10 @@ Settled means all of:
 * no element is a grey skeleton (``stSkeleton``: its code is still loading, on a first
   visit); every visible SVG chart (``app_pages/svg.py``, drawn on the server: an
   ``st.html`` element ``.pl-chart`` whose script inserts the SVG) has its ``<svg>``, every
-  visible Vega-Lite chart (none left in the app) its canvas or svg, and every visible
-  dataframe its canvas; then two animation frames pass (the paint).
+  visible Vega-Lite chart (none left in the app) its canvas or svg, every visible
+  dataframe (Catalog, Accuracy) its canvas, and the page's HTML result table
+  (``app_pages/tables.py``: Plan's ranked options, Compare's side by side) its rows; then two
+  animation frames pass (the paint).
 
 (Marker, indicator and stale marks alone were not enough: Streamlit shows its running
 indicator ~0.3-0.5 s after a run starts and marks old elements stale with a delay, so a
@@ -86,7 +88,7 @@ TARGETS_S = {
     "compare_model_switch": 1.5,
 }
 SETTLED_JS = """
-marker => {
+([marker, table]) => {
   const d = document, app = d.querySelector('[data-testid="stApp"]');
   if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
   if (!d.body.innerText.includes(marker)) return false;
@@ -102,6 +104,10 @@ marker => {
     if (shown(c) && !c.querySelector('svg')) return false;
   for (const t of d.querySelectorAll('[data-testid="stDataFrame"]'))
     if (shown(t) && !t.querySelector('canvas')) return false;
+  // a page with a result table: it is drawn (an HTML table of app_pages/tables.py, inserted
+  // by st.html after React's commit, or a data grid's canvas in older checkouts)
+  if (table && !d.querySelector('.pl-tw table tbody tr, [data-testid="stDataFrame"] canvas'))
+    return false;
   return true;
 }
 """
@@ -172,19 +178,20 @@ def stop_server(proc: subprocess.Popen) -> None:
             proc.wait(timeout=10)
 
 
-def settle(page, marker: str, t0: float) -> float:
-    """Seconds from ``t0`` until the page shows ``marker`` and has settled (module docstring)."""
-    return settle_felt(page, marker, t0)[0]
+def settle(page, marker: str, t0: float, table: bool = False) -> float:
+    """Seconds from ``t0`` until the page shows ``marker`` and has settled (module docstring);
+    ``table``: the page shows a result table, which must be drawn too."""
+    return settle_felt(page, marker, t0, table)[0]
 
 
-def settle_felt(page, marker: str, t0: float) -> tuple[float, float]:
+def settle_felt(page, marker: str, t0: float, table: bool = False) -> tuple[float, float]:
     """(seconds from ``t0``, seconds from the page's input event) until the page shows
     ``marker`` and has settled. The second is on the page's clock, from the moment the armed
     click or key press reached the page (:data:`ARM_JS`; the navigation's start for a page
     load): it leaves out Playwright's own work before it sends the input (scrolling the
     option into view, waiting two animation frames for it to be stable, the hit test), which
     a user does not wait for."""
-    page.wait_for_function(SETTLED_JS, arg=marker, timeout=WAIT_MS, polling=20)
+    page.wait_for_function(SETTLED_JS, arg=[marker, table], timeout=WAIT_MS, polling=20)
     felt_ms = page.evaluate(PAINTED_JS)
     return time.perf_counter() - t0, felt_ms / 1e3
 
@@ -261,7 +268,7 @@ def run(repo: Path, runs: int, only: set[str]) -> tuple[dict[str, list[float]], 
     rcpu: dict[str, list[float]] = {k: [] for k in out}  # the page's renderer CPU seconds
 
     def timed(action: str, page, marker: str, t0: float, meter: RendererCpu) -> None:
-        wall, from_input = settle_felt(page, marker, t0)
+        wall, from_input = settle_felt(page, marker, t0, table=action != "what_if_change")
         out[action].append(wall)
         felt[action].append(from_input)
         rcpu[action].append(meter.stop())
@@ -293,7 +300,7 @@ def run(repo: Path, runs: int, only: set[str]) -> tuple[dict[str, list[float]], 
             if "plan_change" in only:
                 page = browser.new_page(viewport=view)
                 page.goto(f"{url}/", wait_until="commit")
-                settle(page, "Ranked options", time.perf_counter())
+                settle(page, "Ranked options", time.perf_counter(), table=True)
                 meter = RendererCpu(page)
                 for i in range(runs):
                     v = f"{10 + 0.5 * (i + 1):g}"
@@ -336,7 +343,7 @@ def run(repo: Path, runs: int, only: set[str]) -> tuple[dict[str, list[float]], 
             if "compare_model_switch" in only:
                 page = browser.new_page(viewport=view)
                 page.goto(f"{url}/compare?model=llama-3.1-70b&preset=rag", wait_until="commit")
-                settle(page, "Side by side", time.perf_counter())
+                settle(page, "Side by side", time.perf_counter(), table=True)
                 models = ["llama-3.1-8b", "qwen2.5-72b", "qwen2.5-32b", "llama-3.3-70b",
                           "qwen3-32b", "gemma-2-27b", "mistral-7b-v0.3"]  # fmt: skip
                 meter = RendererCpu(page)

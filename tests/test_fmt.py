@@ -67,6 +67,15 @@ def test_seconds_count_rate():
     assert fmt.rate(10.5) == "10.5 req/s"
 
 
+def test_fixed():
+    assert fmt.fixed(1234.56, 1) == "1,234.6"
+    assert fmt.fixed(723.4, 0) == "723"
+    assert fmt.fixed(1350.5, 0) == "1,351"  # half away from zero, as fmt._fixed
+    assert fmt.fixed(0.41249, 3) == "0.412"
+    assert fmt.fixed(1e7, 2) == "10,000,000.00"
+    assert fmt.fixed(float("nan"), 1) == fmt.fixed(None, 1) == "-"
+
+
 def test_cli_tables_use_it():
     assert human("fp4_dense_tflops", 10_000.0) == "10,000 TFLOPS"
     assert human("usd_per_month", 23987.1) == "$23,987"

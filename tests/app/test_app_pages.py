@@ -79,6 +79,20 @@ def _svgs(at: AppTest) -> list[ET.Element]:
     return out
 
 
+def _tables(at: AppTest) -> list:
+    """Every result table on the page (``app_pages.tables`` via ``widgets.table``: one
+    ``st.html`` element each), read back from its HTML: ``.shown`` (the text of each cell),
+    ``.values`` (the raw numbers of its ``data-v``, ``None`` where missing, else the text)
+    and ``.help`` (header tooltips)."""
+    from app_pages.tables import WRAP_CLASS, parse_tables
+
+    out = []
+    for el in at.get("html"):
+        if el.proto.body.startswith(f'<div class="{WRAP_CLASS}"'):
+            out += parse_tables(el.proto.body)
+    return out
+
+
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
 
@@ -459,7 +473,9 @@ def test_plan_is_the_landing_page_and_matches_recommend():
     head = [s.value for s in at.subheader if s.value.startswith("Recommended")][0]
     gpu_name = load_catalog().gpu(win["gpu"]).name
     assert f"{win['num_gpus']} x {gpu_name}" in head
-    table = at.dataframe[0].value
+    assert not at.dataframe  # no data grid on the Plan page (issue 18): an HTML table
+    ranked = _tables(at)[0]
+    table = ranked.values
     assert list(table["GPU"]) == [r["gpu"] for r in res.recommendations]
     assert list(table["GPUs"]) == [r["num_gpus"] for r in res.recommendations]
     assert table["$/M output tokens"].tolist() == pytest.approx(
@@ -468,7 +484,18 @@ def test_plan_is_the_landing_page_and_matches_recommend():
     assert table["TTFT P99 [ms]"].tolist() == pytest.approx(
         [r["ttft_p99_s"] * 1e3 for r in res.recommendations]
     )
-    assert "provenance" in table.columns
+    assert "provenance" in table.columns and "calibrated" in ranked.help["provenance"]
+    # the text shown: planner.fmt, as the metrics above; the raw value under each
+    assert ranked.shown["$/M output tokens"].tolist() == [
+        _money(r["usd_per_mtok_output"]) for r in res.recommendations
+    ]
+    assert ranked.shown["fleet [$/month]"].tolist() == [
+        _money(r["usd_per_month"]) for r in res.recommendations
+    ]
+    assert ranked.shown["TPOT P99 [ms]"].tolist() == [
+        f"{r['tpot_p99_s'] * 1e3:,.1f}" for r in res.recommendations
+    ]
+    assert table["fleet [$/h]"].tolist() == [r["usd_per_hour"] for r in res.recommendations]
     # the why, the binding constraint and the price source of the winner
     md = " ".join(x.value for x in at.markdown)
     assert res.why in md and win["binding_constraint"] in md and win["price_provider"] in md
@@ -492,6 +519,20 @@ def test_plan_is_the_landing_page_and_matches_recommend():
     # rejected options grouped by stage, in a collapsed expander
     exp = [e for e in at.expander if e.label.startswith("Rejected options")]
     assert exp and f"({len(res.rejected):,})" in exp[0].label
+    assert len(_tables(at)) == 1  # the rejected tables are built once the expander opens
+    at.session_state["rej_open"] = True
+    at.run()
+    _no_exception(at)
+    _, stages, rejected = _tables(at)
+    by_stage: dict[str, list] = {}
+    for r in res.rejected:
+        by_stage.setdefault(r["stage"], []).append(r)
+    assert dict(zip(stages.values["stage"], stages.values["options"], strict=True)) == {
+        k: len(v) for k, v in by_stage.items()
+    }
+    first = sorted(by_stage)[0]  # the stage the selectbox shows first
+    assert rejected.values["reason"].tolist() == [r["reason"] for r in by_stage[first][:500]]
+    assert rejected.shown.columns.tolist()[:2] == ["GPU", "framework"]
 
 
 def test_the_default_form_is_the_precomputed_default_scenario(monkeypatch):
@@ -566,7 +607,7 @@ def test_plan_without_latency_target_is_an_inline_error():
     at = _app(page=None, state={**SMALL, "ttft": 0.0, "tpot_ms": 0}, model="llama-3.1-8b")
     _no_exception(at)
     assert any("at least one latency target" in e.value for e in at.error)
-    assert not at.dataframe  # no search ran
+    assert not _tables(at) and not at.dataframe  # no search ran
 
 
 def test_plan_impossible_target_says_why_without_a_traceback():
@@ -596,7 +637,9 @@ def test_compare_gpus_matches_compare_gpus():
         precisions=("fp8",),
         headroom=0.2,
     )
-    df = at.dataframe[0].value
+    assert not at.dataframe  # no data grid on the Compare page (issue 18): an HTML table
+    side = _tables(at)[0]
+    df = side.values
     assert list(df["GPU"]) == [r["gpu"] for r in res["rows"]]
     assert df["output tok/s per GPU"].tolist() == pytest.approx(
         [r["output_tok_s_per_gpu"] for r in res["rows"]]
@@ -612,6 +655,13 @@ def test_compare_gpus_matches_compare_gpus():
         "provenance",
     ):
         assert col in df.columns
+    assert side.shown["$/M output tokens"].tolist() == [
+        _money(r["usd_per_mtok_output"]) for r in res["rows"]
+    ]
+    assert side.shown["output tokens per $"].tolist() == [
+        f"{r['output_tokens_per_usd']:,.0f}" for r in res["rows"]
+    ]
+    assert "provenance" in side.help
     m = _metrics(at)
     assert m["$/M output tokens"] == _money(res["rows"][0]["usd_per_mtok_output"])
     assert not _charts(at)
@@ -646,7 +696,7 @@ def test_compare_lists_unanswerable_gpus_with_reason():
     state = {**SMALL, "gpus": ["nvidia-h100-sxm", "nvidia-rtx-3090"], "tpot_ms": 8}
     at = _app(page="app_pages/compare.py", state=state, model="llama-3.1-8b")
     _no_exception(at)
-    un = [d.value for d in at.table if "reason" in d.value.columns]
+    un = [t.values for t in _tables(at) if "reason" in t.values.columns]
     assert un and "nvidia-rtx-3090" in set(un[0]["GPU"])
     assert all(isinstance(r, str) and r for r in un[0]["reason"])
 

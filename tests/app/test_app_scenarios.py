@@ -19,6 +19,7 @@ pytest.importorskip("streamlit.testing.v1")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from app_pages import widgets as w  # noqa: E402
+from planner import fmt  # noqa: E402
 from planner.cli.main import main as cli_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,6 +50,18 @@ def _cli_error(*argv: str) -> str:
     return err.getvalue().strip()
 
 
+def _tables(at: AppTest) -> list:
+    """The page's result tables, read back from their HTML (``app_pages.tables``: one
+    ``st.html`` element each): ``.shown`` the text of each cell, ``.values`` the raw values."""
+    from app_pages.tables import WRAP_CLASS, parse_tables
+
+    out = []
+    for el in at.get("html"):
+        if el.proto.body.startswith(f'<div class="{WRAP_CLASS}"'):
+            out += parse_tables(el.proto.body)
+    return out
+
+
 def _no_exception(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
@@ -66,11 +79,14 @@ def test_an_uploaded_example_gives_the_cli_answer(name, monkeypatch):
     _no_exception(at)
     assert not at.error, [e.value for e in at.error]
     ref = _cli_json(str(path))["recommendations"][0]
-    top = at.dataframe[0].value.iloc[0]  # "Ranked options", rank 1
+    ranked = _tables(at)[0]  # "Ranked options"
+    top = ranked.values.iloc[0]  # rank 1
+    assert top["rank"] == 1
     got = (top["GPU"], top["framework"], top["precision"], top["KV precision"], top["TP"])
     assert got == (ref["gpu"], ref["framework"], ref["precision"], ref["kv_precision"], ref["tp"])
     assert top["GPUs"] == ref["num_gpus"]
     assert top["fleet [$/h]"] == pytest.approx(ref["usd_per_hour"], rel=1e-12)
+    assert ranked.shown.iloc[0]["fleet [$/h]"] == fmt.usd(ref["usd_per_hour"])
     # the page names the command that gives this answer (inline code, w.command_line)
     assert any(f"`planner recommend {name} " in m.value for m in at.markdown)
 
@@ -85,7 +101,7 @@ def test_rag_70b_on_b200_keeps_every_field_of_the_file(monkeypatch):
     at = _plan_with_upload("rag-b200.yaml", text.encode())
     _no_exception(at)
     ref = _cli_json(str(EXAMPLES / "rag-70b.yaml"), "--gpus", "b200")["recommendations"][0]
-    top = at.dataframe[0].value.iloc[0]
+    top = _tables(at)[0].values.iloc[0]
     assert (top["GPU"], top["GPUs"]) == ("nvidia-b200", ref["num_gpus"])
     assert top["fleet [$/h]"] == pytest.approx(ref["usd_per_hour"], rel=1e-12)
 
@@ -126,16 +142,16 @@ def test_a_peak_of_zero_shows_an_error_and_no_result(monkeypatch):
     at.query_params["peak_rps"] = "10"
     at.run()
     _no_exception(at)
-    assert at.dataframe  # a result first
+    assert _tables(at)  # a result first
     at.number_input(key="peak_rps").set_value(0.0).run()
     _no_exception(at)
     side = [e.value for e in at.sidebar.error]
     assert any("Peak [req/s] must be" in m for m in side), side  # beside the widget
     assert any("Fix the scenario first" in e.value for e in at.main.error)
-    assert not at.dataframe and not at.metric  # nothing that looks current
+    assert not _tables(at) and not at.metric  # nothing that looks current
     at.number_input(key="peak_rps").set_value(1e9).run()
     assert any("Peak [req/s] must be" in e.value for e in at.sidebar.error)
-    assert not at.dataframe
+    assert not _tables(at)
 
 
 def test_mixed_70b_renders_both_pool_plans(monkeypatch):
@@ -145,11 +161,14 @@ def test_mixed_70b_renders_both_pool_plans(monkeypatch):
     _no_exception(at)
     ref = _cli_json(str(path))
     assert at.subheader[0].value == ref["verdict"] if at.subheader else False
-    per_class, shared = at.dataframe[0].value, at.dataframe[1].value
+    per_class_t, shared_t = _tables(at)
+    per_class, shared = per_class_t.shown, shared_t.shown
     assert list(per_class["class"]) == ["chat", "rag", "batch"] == list(shared["class"])
-    for _, row in per_class.iterrows():
+    for (_, row), (_, raw) in zip(per_class.iterrows(), per_class_t.values.iterrows(), strict=True):
         r = ref["per_class"][row["class"]]
-        assert row["GPUs"] == f"{r['num_gpus']:,}"
+        assert row["GPUs"] == f"{r['num_gpus']:,}" and raw["GPUs"] == r["num_gpus"]
+        assert row["fleet [$/h]"] == fmt.usd(r["usd_per_hour"])
+        assert raw["fleet [$/h]"] == pytest.approx(r["usd_per_hour"], rel=1e-12)
     m = {x.label: x.value for x in at.metric}
     assert m["Shared pool: GPUs"] == f"{ref['shared']['recommendations'][0]['num_gpus']:,}"
     assert m["A pool per class: GPUs"] == f"{ref['per_class_total']['num_gpus']:,}"

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from planner import load_catalog, plan_memory
+from app_pages.tables import parse_tables
+from planner import fmt, load_catalog, plan_memory
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -159,6 +160,7 @@ def wait_metric(page, label: str, expected: str, value=metric_value) -> None:
 
 
 CHART = ".pl-chart svg"  # the app's SVG charts (app_pages/svg.py via widgets.svg_chart)
+TABLE = ".pl-tw table tbody tr"  # the app's result tables (app_pages/tables.py via widgets.table)
 
 
 def wait_idle(page) -> None:
@@ -308,13 +310,30 @@ def wait_plan(page) -> None:
     """Until the search is done and the table and the Pareto chart are drawn."""
     page.get_by_text("Ranked options", exact=True).first.wait_for(timeout=SEARCH_MS)
     page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=SEARCH_MS)
-    page.wait_for_selector('[data-testid="stDataFrame"]', timeout=WAIT_MS)
+    page.wait_for_selector(TABLE, timeout=WAIT_MS)
     page.wait_for_selector(CHART, timeout=WAIT_MS)
-    time.sleep(0.8)  # the data grid finishes drawing
 
 
 def plan_table(page):
-    return page.locator('[data-testid="stDataFrame"]').first
+    """The ranked options as the page shows them (app_pages/tables.py), read from its HTML:
+    ``.shown`` the text of each cell, ``.values`` the raw numbers (``data-v``)."""
+    return parse_tables(page.locator(".pl-tw").first.evaluate("e => e.outerHTML"))[0]
+
+
+def wait_table(page, recs: list[dict]) -> None:
+    """Until the ranked options on the page are ``recs`` (GPU and GPU count, in order)."""
+    want = [(r["gpu"], r["num_gpus"]) for r in recs]
+    deadline, got = time.monotonic() + WAIT_MS / 1e3, None
+    while time.monotonic() < deadline:
+        try:
+            v = plan_table(page).values
+            got = list(zip(v["GPU"], v["GPUs"], strict=True))
+        except Exception:  # element re-rendering
+            got = None
+        if got == want:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"ranked options: expected {want}, last seen {got}")
 
 
 def pareto_chart(page):
@@ -330,7 +349,25 @@ def test_plan_page_in_a_browser(server, browser, shots):
         wait_metric(page, "GPUs", str(win["num_gpus"]))
         assert page.get_by_text("Plan: which GPUs", exact=False).count() >= 1
         page.screenshot(path=str(shots / "plan_default.png"), full_page=True)
-        table0, chart0 = plan_table(page).screenshot(), pareto_chart(page).inner_html()
+        recs = expected_recs()
+        wait_table(page, recs)
+        table0, chart0 = plan_table(page), pareto_chart(page).inner_html()
+        assert table0.shown["$/M output tokens"].tolist() == [
+            fmt.usd(r["usd_per_mtok_output"]) for r in recs
+        ]
+        # a click on a header sorts (numbers on their raw value), a second click reverses
+        head = page.locator(".pl-tw th").filter(has_text=re.compile(r"^TTFT P99 \[ms\]$"))
+        head.click()
+        ttft = sorted(r["ttft_p99_s"] * 1e3 for r in recs)
+        assert plan_table(page).values["TTFT P99 [ms]"].tolist() == pytest.approx(ttft)
+        assert head.get_attribute("aria-sort") == "ascending"
+        head.click()
+        assert plan_table(page).values["TTFT P99 [ms]"].tolist() == pytest.approx(ttft[::-1])
+        # nothing cut: the box scrolls sideways to the last column, whose text is whole
+        box = page.locator(".pl-tw").first
+        assert box.evaluate("e => e.scrollWidth > e.clientWidth")
+        last = box.locator("tbody tr").first.locator("td").last
+        assert last.evaluate("e => e.scrollWidth <= e.clientWidth")
         assert page.locator('.pl-chart svg[data-chart="histogram"]').count() == 2
         # one point per ranked option; the winner's red "#1" is inside the chart
         assert chart_marks(pareto_chart(page), ".pt") == len(expected_recs())
@@ -345,8 +382,9 @@ def test_plan_page_in_a_browser(server, browser, shots):
         wait_metric(page, "GPUs", str(win60["num_gpus"]))
         wait_plan(page)
         assert "peak_rps=60" in page.url
-        table1, chart1 = plan_table(page).screenshot(), pareto_chart(page).inner_html()
-        assert table1 != table0, "the recommendation table did not change with the peak"
+        wait_table(page, expected_recs(60.0))
+        table1, chart1 = plan_table(page), pareto_chart(page).inner_html()
+        assert not table1.shown.equals(table0.shown), "the table did not change with the peak"
         assert chart1 != chart0, "the Pareto chart did not change with the peak"
         page.screenshot(path=str(shots / "plan_peak_60.png"), full_page=True)
 
@@ -357,8 +395,9 @@ def test_plan_page_in_a_browser(server, browser, shots):
         page.get_by_text("prompt: mean 4,000", exact=False).first.wait_for(timeout=WAIT_MS)
         wait_plan(page)
         assert "preset=rag" in page.url
-        table2 = plan_table(page).screenshot()
-        assert table2 != table1, "the recommendation table did not change with the preset"
+        wait_table(page, expected_recs(60.0, "rag"))
+        table2 = plan_table(page)
+        assert not table2.shown.equals(table1.shown), "the table did not change with the preset"
         page.screenshot(path=str(shots / "plan_rag.png"), full_page=True)
         assert page.locator('[data-testid="stException"]').count() == 0
     finally:
@@ -397,10 +436,12 @@ def test_what_if_and_compare_in_a_browser(server, browser, shots):
             '[data-testid="stStatusWidget"]', state="detached", timeout=SEARCH_MS
         )
         page.wait_for_selector(CHART, timeout=WAIT_MS)
+        page.wait_for_selector(TABLE, timeout=WAIT_MS)
         charts = page.locator(CHART)
         assert charts.count() == 2
         n_bars = chart_marks(charts.nth(0), "rect.bar")  # one per GPU that meets the targets
         assert n_bars >= 1 and chart_marks(charts.nth(1), "rect.bar") == n_bars
+        assert page.locator(".pl-tw").first.locator("tbody tr").count() == n_bars  # a row each
         page.screenshot(path=str(shots / "compare.png"), full_page=True)
         assert page.locator('[data-testid="stException"]').count() == 0
     finally:
