@@ -232,3 +232,4 @@ if res["unanswered"]:
         ["GPU", "name", "stage", T.Col(key="reason", wrap=True)],
     )  # fmt: skip
 w.definitions_expander()
+w.table_sort()

@@ -412,6 +412,7 @@ def classes_view() -> None:
 if sc.classes:
     classes_view()
     w.definitions_expander()
+    w.table_sort()
     st.stop()
 wl = sc.workload
 
@@ -610,3 +611,4 @@ with st.expander(
 with st.expander("Assumptions"):
     st.markdown("\n".join(f"- {a}" for a in res["assumptions"]))
 w.definitions_expander()
+w.table_sort()

@@ -13,8 +13,8 @@ plain ``<table>`` instead (sent by ``app_pages.widgets.table`` as one ``st.html`
   header past a maximum height;
 * every text is escaped (:func:`html.escape`);
 * a click on a header sorts the rows (numbers on their raw value, ``data-v``; missing
-  values last), through one small script (:data:`SORT_JS`); without it the table is the
-  same, unsorted.
+  values last), through one listener on the document for every table (:data:`SORT_JS`,
+  added once per page); each table is plain HTML without a script, the same without it.
 
 :func:`parse_tables` reads the tables back (stdlib ``html.parser``): the tests and tools
 check what the page shows. This module never imports streamlit.
@@ -123,10 +123,13 @@ def _text(v: Any, col: Col) -> str:
     return str(v)
 
 
-# a click on a header sorts the rows by that column, ascending then descending; cells with a
-# raw value (data-v) sort as numbers, the others as text (numeric-aware), missing cells last
+# a click on a header of a sortable table (class "s") sorts its rows by that column, ascending
+# then descending; cells with a raw value (data-v) sort as numbers, the others as text
+# (numeric-aware), missing cells last. One listener on the document for every table, added
+# once per page (app_pages.widgets.table_style); no "<" in it, so it cannot end its script.
 SORT_JS = (
-    "(b=>b.addEventListener('click',e=>{const h=e.target.closest('th');if(!h)return;"
+    "window.plSort||(window.plSort=1,document.addEventListener('click',e=>{"
+    "const h=e.target.closest&&e.target.closest('.pl-table.s th');if(!h)return;"
     "const t=h.closest('table'),i=h.cellIndex,s=h.getAttribute('aria-sort')==='ascending'?-1:1;"
     "for(const c of h.parentElement.cells)c.removeAttribute('aria-sort');"
     "h.setAttribute('aria-sort',s>0?'ascending':'descending');"
@@ -136,7 +139,6 @@ SORT_JS = (
     "rs.sort((x,y)=>x[0]===null?(y[0]===null?0:1):y[0]===null?-1:s*(typeof x[0]==='number'"
     "&&typeof y[0]==='number'?x[0]-y[0]:String(x[0]).localeCompare(String(y[0]),undefined,"
     "{numeric:true})));t.tBodies[0].append(...rs.map(p=>p[1]))}))"
-    "(document.currentScript.parentElement)"
 )
 
 CSS = """
@@ -188,13 +190,12 @@ def html_table(
     columns : what to show, in order: :class:`Col` or a key (default: every key of the rows
         in order of first appearance, formatted by default)
     max_height_rem : the box's height limit; a longer table scrolls under its header
-    sortable : add :data:`SORT_JS` (click a header to sort); the caller must then let the
-        script run (``st.html(..., unsafe_allow_javascript=True)``)
+    sortable : a click on a header sorts (class ``s``; :data:`SORT_JS` must be on the page)
     wrap_rem : the width of a ``wrap`` column, within which its text wraps
 
     Returns
     -------
-    ``<div class="pl-tw">`` with the ``<table class="pl-table">`` (and the script)
+    ``<div class="pl-tw">`` with the ``<table class="pl-table">``
     """
     records = _records(rows)
     cols = _columns(records, columns)
@@ -226,13 +227,12 @@ def html_table(
         body.append("<tr>" + "".join(cells) + "</tr>")
     style = f"max-height:{max_height_rem:g}rem;--pl-wrap:{wrap_rem:g}rem"
     table_cls = TABLE_CLASS + (" s" if sortable else "")
-    script = f"<script>{SORT_JS}</script>" if sortable else ""
     return (
         f'<div class="{WRAP_CLASS}" style="{style}"><table class="{table_cls}"><thead><tr>'
         + "".join(head)
         + "</tr></thead><tbody>"
         + "".join(body)
-        + f"</tbody></table>{script}</div>"
+        + "</tbody></table></div>"
     )
 
 

@@ -104,10 +104,10 @@ SETTLED_JS = """
     if (shown(c) && !c.querySelector('svg')) return false;
   for (const t of d.querySelectorAll('[data-testid="stDataFrame"]'))
     if (shown(t) && !t.querySelector('canvas')) return false;
-  // a page with a result table: it is drawn (an HTML table of app_pages/tables.py, inserted
-  // by st.html after React's commit, or a data grid's canvas in older checkouts)
-  if (table && !d.querySelector('.pl-tw table tbody tr, [data-testid="stDataFrame"] canvas'))
-    return false;
+  // a page with a result table: one is drawn (an HTML table of app_pages/tables.py; in older
+  // checkouts a data grid's canvas or an st.table, e.g. Compare's GPUs that cannot serve)
+  if (table && !d.querySelector('.pl-tw table tbody tr, [data-testid="stDataFrame"] canvas, '
+                                + '[data-testid="stTable"] table')) return false;
   return true;
 }
 """
