@@ -533,15 +533,22 @@ def memory_bar(
 
 
 def svg_chart(svg_text: str) -> None:
-    """Draw an SVG chart of :mod:`app_pages.svg`: one ``st.html`` element whose only script
-    inserts the SVG text as DOM (one ``innerHTML``; issue 18, the browser does no more).
+    """Draw an SVG chart of :mod:`app_pages.svg` (:func:`html_block`)."""
+    html_block(svg_text)
+
+
+def html_block(markup: str) -> None:
+    """Draw our own HTML with SVG in it (a chart of :mod:`app_pages.svg`, or What-if's
+    outputs): one ``st.html`` element whose only script inserts the text as DOM (one
+    ``innerHTML``; issue 18, the browser does no more).
 
     ``st.html`` sanitises its HTML with DOMPurify's HTML-only profile, which removes any
     ``<svg>``; Markdown's raw HTML keeps it, but parsing it and building React elements for
     every mark cost the browser more than the Vega charts did (measured). The script is
-    our own text: the SVG escapes every text it shows (:func:`app_pages.svg.esc`) and goes
-    in as a JSON string with every ``<`` escaped, so nothing in it can end the script."""
-    js = json.dumps(svg_text).replace("<", "\\u003c")
+    our own text: every text in ``markup`` is escaped by its makers (:func:`app_pages.svg.esc`,
+    ``html.escape``) and it goes in as a JSON string with every ``<`` escaped, so nothing in
+    it can end the script."""
+    js = json.dumps(markup).replace("<", "\\u003c")
     st.html(
         f'<div class="pl-chart"><script>document.currentScript.parentElement.innerHTML={js}'
         "</script></div>",
@@ -550,7 +557,7 @@ def svg_chart(svg_text: str) -> None:
 
 
 def svg_of(body: str) -> str:
-    """The SVG text of a :func:`svg_chart` element's HTML ``body`` (tests, tools)."""
+    """The SVG (or HTML) text of a :func:`html_block` element's HTML ``body`` (tests, tools)."""
     start = body.index("innerHTML=") + len("innerHTML=")
     return json.loads(body[start : body.rindex("</script>")])
 
