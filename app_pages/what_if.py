@@ -209,21 +209,6 @@ TIPS = {
     "Sequences that fit": "full-context sequences that fit in the KV cache",
 }
 GOOD, BAD, SAME = "#09ab3b", "#ff2b2b", "#808495"  # Streamlit's delta colours
-CARDS_CSS = (
-    "<style>.wi-cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(max(8.5rem,calc((100% - 4rem) / 5)),1fr));gap:1rem;"
-    "margin-bottom:1rem}.wi-card{border:1px solid rgba(128,132,149,.3);border-radius:.5rem;"
-    "padding:.75rem 1rem;container-type:inline-size}.wi-l{font-size:.875rem}.wi-l abbr{text-decoration:none;"
-    "cursor:help;opacity:.6;margin-left:.35rem;border:1px solid;border-radius:50%;"
-    "display:inline-block;width:1.1em;height:1.1em;line-height:1em;text-align:center;"
-    "font-size:.75rem}.wi-v{line-height:1.3;white-space:nowrap}"
-    ".wi-d{font-size:.875rem;"
-    "border-radius:1rem;padding:.1rem .5rem;display:inline-block}"
-    # the outputs' captions and headings as Streamlit draws st.caption and st.subheader
-    ".wi-cap{font-size:.875rem;opacity:.6;margin:.25rem 0 1rem;overflow-wrap:break-word}"
-    ".wi-cols{display:grid;grid-template-columns:repeat(auto-fit,minmax(20rem,1fr));"
-    "gap:1rem}.wi-cols>div{min-width:0}.wi-out h3{font-size:1.5rem;font-weight:600;"
-    "line-height:1.2;margin:.5rem 0 .75rem;padding:0;scroll-margin-top:3.75rem}</style>"
-)
 
 
 def metric_cards(
@@ -249,39 +234,25 @@ def metric_cards(
     return out
 
 
-def value_size(shown: str) -> str:
-    """CSS font size of a card's value: Streamlit's 2.25rem, smaller where the text (digits
-    ~0.6 em wide) would not fit the card's width (container query units, 100cqi = the card)."""
-    return f"min(2.25rem,{100 / (0.62 * max(len(shown), 1)):.1f}cqi)"
-
-
 def cards_html(vals: dict[str, tuple[float, str, str]], base: dict | None) -> str:
-    """The ten numbers, five a row, each with its delta to the baseline ``base``, as HTML (a
-    part of the page's one output element, :func:`outputs_html`; ten ``st.metric`` cards were
-    ten React components to update on every change). In a narrow window the cards take fewer
-    columns, and a long value shrinks to its card's width (:func:`value_size`) rather than
-    being cut off (issue 18: no clipped numbers)."""
+    """The ten numbers, five a row, each with its delta to the baseline ``base`` (an arrow
+    and the difference, green when better, red when worse, grey when equal to the shown
+    digits), as HTML (:func:`app_pages.widgets.cards_html`)."""
     cards = []
     for label, shown, delta, colour in metric_cards(vals, base):
-        tip = TIPS.get(label)
-        lab = html.escape(label) + (f'<abbr title="{html.escape(tip)}">?</abbr>' if tip else "")
         arrow = (
             ""
             if delta is None or colour == SAME
             else ("&#8593; " if delta[0] == "+" else "&#8595; ")
         )
         d = (
-            f'<div class="wi-d" style="color:{colour};background:{colour}1f">{arrow}'
-            f'<span class="wi-dv">{html.escape(delta)}</span></div>'
+            f'<div class="pl-d" style="color:{colour};background:{colour}1f">{arrow}'
+            f'<span class="pl-dv">{html.escape(delta)}</span></div>'
             if delta is not None
             else ""
         )
-        cards.append(
-            f'<div class="wi-card"><div class="wi-l">{lab}</div>'
-            f'<div class="wi-v" style="font-size:{value_size(shown)}">'
-            f"{html.escape(shown)}</div>{d}</div>"
-        )
-    return '<div class="wi-cards">' + "".join(cards) + "</div>"
+        cards.append(w.Card(label, shown, TIPS.get(label), d))
+    return w.cards_html(cards)
 
 
 def alerts(res: dict) -> None:
@@ -335,8 +306,9 @@ def curve_html(res: dict, sc: Any, metric: str) -> str:
 
 
 def _cap(text: str) -> str:
-    """A caption (Streamlit's caption style, :data:`CARDS_CSS`) of escaped ``text``."""
-    return f'<p class="wi-cap">{html.escape(text)}</p>' if text else ""
+    """A caption (Streamlit's caption style, :data:`app_pages.widgets.HTML_CSS`) of escaped
+    ``text``."""
+    return f'<p class="pl-cap">{html.escape(text)}</p>' if text else ""
 
 
 def outputs_html(cards: str, note: str, memory: str, curve: str, deltas: str) -> str:
@@ -345,7 +317,7 @@ def outputs_html(cards: str, note: str, memory: str, curve: str, deltas: str) ->
     cards, the latency note, the memory bar and the curve side by side (each with its
     heading and caption), and the baseline's caption."""
     return (
-        f'<div class="wi-out">{cards}{_cap(note)}<div class="wi-cols"><div>{memory}</div>'
+        f'<div class="pl-out">{cards}{_cap(note)}<div class="pl-cols"><div>{memory}</div>'
         f"<div>{curve}</div></div>{_cap(deltas)}</div>"
     )
 
@@ -519,6 +491,6 @@ def deployment() -> None:
 
 # the cards' style once per page run, outside the fragment: a <style> sent with the cards on
 # every change would make the browser recompute the style of the whole page each time
-st.html(CARDS_CSS)
+w.html_css()
 deployment()
 w.definitions_expander()

@@ -10,6 +10,7 @@ plain dicts / DataFrames that ``st.cache_data`` can cache.
 from __future__ import annotations
 
 import functools
+import html
 import json
 import threading
 from dataclasses import dataclass
@@ -530,6 +531,71 @@ def memory_bar(
         bar_px=36.0 if legend_right else 42.0,
         width=width,
     )
+
+
+#: the style of the app's own HTML (:func:`cards_html`, What-if's outputs, captions and
+#: headings drawn as Streamlit draws ``st.metric``, ``st.caption`` and ``st.subheader``)
+HTML_CSS = (
+    "<style>.pl-cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(max(8.5rem,"
+    "calc((100% - (var(--n,5) - 1) * 1rem) / var(--n,5))),1fr));gap:1rem;margin-bottom:1rem}"
+    ".pl-card{border:1px solid rgba(128,132,149,.3);border-radius:.5rem;"
+    "padding:.75rem 1rem;container-type:inline-size}.pl-l{font-size:.875rem}"
+    ".pl-l abbr{text-decoration:none;cursor:help;opacity:.6;margin-left:.35rem;"
+    "border:1px solid;border-radius:50%;display:inline-block;width:1.1em;height:1.1em;"
+    "line-height:1em;text-align:center;font-size:.75rem}.pl-v{line-height:1.3;"
+    "white-space:nowrap}.pl-d{font-size:.875rem;border-radius:1rem;padding:.1rem .5rem;"
+    "display:inline-block}"
+    ".pl-cap{font-size:.875rem;opacity:.6;margin:.25rem 0 1rem;overflow-wrap:break-word}"
+    ".pl-cols{display:grid;grid-template-columns:repeat(auto-fit,minmax(20rem,1fr));"
+    "gap:1rem}.pl-cols>div{min-width:0}.pl-out h3{font-size:1.5rem;font-weight:600;"
+    "line-height:1.2;margin:.5rem 0 .75rem;padding:0;scroll-margin-top:3.75rem}</style>"
+)
+
+
+def html_css() -> None:
+    """Send :data:`HTML_CSS` (once per page run, outside any fragment: a ``<style>`` sent
+    again on every change would make the browser recompute the whole page's style)."""
+    st.html(HTML_CSS)
+
+
+@dataclass(frozen=True)
+class Card:
+    """A number card: its label, the value as shown, a tooltip, and HTML under the value
+    (What-if's delta to the baseline)."""
+
+    label: str
+    value: str
+    tip: str | None = None
+    below_html: str = ""
+
+
+def value_size(shown: str) -> str:
+    """CSS font size of a card's value: Streamlit's 2.25rem, smaller where the text (digits
+    ~0.6 em wide) would not fit the card's width (container query units, 100cqi = the card)."""
+    return f"min(2.25rem,{100 / (0.62 * max(len(shown), 1)):.1f}cqi)"
+
+
+def cards_html(cards: list[Card], per_row: int = 5) -> str:
+    """Number cards, ``per_row`` a row (fewer in a narrow window), as one piece of HTML: the
+    look of bordered ``st.metric`` cards without a React component each (issue 18: each
+    costs the browser an update on every run, and their code loads after the numbers on a
+    first visit). A long value shrinks to its card's width (:func:`value_size`) rather than
+    being cut off. Every text is escaped; style: :data:`HTML_CSS` (:func:`html_css`)."""
+    out = []
+    for c in cards:
+        tip = f'<abbr title="{html.escape(c.tip)}">?</abbr>' if c.tip else ""
+        out.append(
+            f'<div class="pl-card"><div class="pl-l">{html.escape(c.label)}{tip}</div>'
+            f'<div class="pl-v" style="font-size:{value_size(c.value)}">'
+            f"{html.escape(c.value)}</div>{c.below_html}</div>"
+        )
+    return f'<div class="pl-cards" style="--n:{per_row}">' + "".join(out) + "</div>"
+
+
+def cards(items: list[Card], per_row: int | None = None) -> None:
+    """Draw number cards (:func:`cards_html`) as one ``st.html`` element, ``per_row``
+    (default: all) in a row."""
+    st.html(cards_html(items, per_row or len(items)))
 
 
 def svg_chart(svg_text: str) -> None:

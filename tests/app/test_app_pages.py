@@ -656,10 +656,10 @@ WHAT_IF = "app_pages/what_if.py"
 
 
 CARD = re.compile(
-    r'<div class="wi-card"><div class="wi-l">(?P<label>.*?)(?:<abbr title="(?P<tip>[^"]*)">\?</abbr>)?'
-    r'</div><div class="wi-v" style="font-size:[^"]*">(?P<value>.*?)</div>'
-    r'(?:<div class="wi-d" style="color:(?P<colour>#[0-9a-f]{6});[^"]*">[^<]*'
-    r'<span class="wi-dv">(?P<delta>.*?)</span></div>)?</div>'
+    r'<div class="pl-card"><div class="pl-l">(?P<label>.*?)(?:<abbr title="(?P<tip>[^"]*)">\?</abbr>)?'
+    r'</div><div class="pl-v" style="font-size:[^"]*">(?P<value>.*?)</div>'
+    r'(?:<div class="pl-d" style="color:(?P<colour>#[0-9a-f]{6});[^"]*">[^<]*'
+    r'<span class="pl-dv">(?P<delta>.*?)</span></div>)?</div>'
 )
 
 
@@ -679,7 +679,7 @@ def _what_if_out(at: AppTest) -> str:
     (out,) = [
         svg_of(h.value)
         for h in at.get("html")
-        if h.value.startswith('<div class="pl-chart">') and "wi-out" in h.value
+        if h.value.startswith('<div class="pl-chart">') and "pl-out" in h.value
     ]
     return out
 
@@ -688,7 +688,7 @@ def _cards(at: AppTest) -> dict[str, Card]:
     """The What-if page's ten numbers (part of the page's one output element): label -> Card."""
     from html import unescape
 
-    els = [x for x in [_what_if_out(at)] if 'class="wi-cards"' in x]
+    els = [x for x in [_what_if_out(at)] if 'class="pl-cards"' in x]
     if not els:
         return {}
     assert len(els) == 1
@@ -696,7 +696,7 @@ def _cards(at: AppTest) -> dict[str, Card]:
     for c in CARD.finditer(els[0]):
         g = {k: (unescape(v) if v is not None else None) for k, v in c.groupdict().items()}
         out[g["label"]] = Card(**g)
-    assert els[0].count('class="wi-card"') == len(out) == 10  # every card parsed
+    assert els[0].count('class="pl-card"') == len(out) == 10  # every card parsed
     return out
 
 

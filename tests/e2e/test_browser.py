@@ -141,7 +141,7 @@ def metric_value(page, label: str) -> str:
 
 def card_value(page, label: str) -> str:
     """The value of the What-if page's number card ``label`` (one HTML element of cards)."""
-    return page.locator(".wi-card").filter(has_text=label).first.locator(".wi-v").inner_text()
+    return page.locator(".pl-card").filter(has_text=label).first.locator(".pl-v").inner_text()
 
 
 def wait_metric(page, label: str, expected: str, value=metric_value) -> None:
@@ -369,7 +369,7 @@ def test_what_if_and_compare_in_a_browser(server, browser, shots):
     page = browser.new_page(viewport={"width": 1500, "height": 1900})
     try:
         page.goto(f"{server}/what_if?model=llama-3.1-70b", wait_until="domcontentloaded")
-        page.wait_for_selector(".wi-card", timeout=WAIT_MS)
+        page.wait_for_selector(".pl-card", timeout=WAIT_MS)
         wait_idle(page)
         kw = {"tp": 2, "framework": "vllm", "context_len": 8192, "memory_utilization": 0.92}
         plan2 = plan_memory("llama-3.1-70b", "nvidia-h100-sxm", "fp8", **kw)
@@ -387,7 +387,7 @@ def test_what_if_and_compare_in_a_browser(server, browser, shots):
         time.sleep(0.8)
         curve.locator("circle.pt").first.wait_for(timeout=WAIT_MS)
         assert curve.inner_html() != curve_before, "the curve did not change with the GPU"
-        deltas = page.locator(".wi-card .wi-d")
+        deltas = page.locator(".pl-card .pl-d")
         assert deltas.count() >= 5
         page.screenshot(path=str(shots / "what_if_baseline.png"), full_page=True)
 
