@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import html
 import json
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -590,6 +591,18 @@ def cards_html(cards: list[Card], per_row: int = 5) -> str:
             f"{html.escape(c.value)}</div>{c.below_html}</div>"
         )
     return f'<div class="pl-cards" style="--n:{per_row}">' + "".join(out) + "</div>"
+
+
+_CARD_RE = re.compile(
+    r'<div class="pl-card"><div class="pl-l">(.*?)(?:<abbr title="[^"]*">\?</abbr>)?</div>'
+    r'<div class="pl-v" style="[^"]*">(.*?)</div>'
+)
+
+
+def cards_of(markup: str) -> dict[str, str]:
+    """Label -> shown value of the number cards in ``markup`` (:func:`cards_html`; tests,
+    tools)."""
+    return {html.unescape(a): html.unescape(b) for a, b in _CARD_RE.findall(markup)}
 
 
 def cards(items: list[Card], per_row: int | None = None) -> None:

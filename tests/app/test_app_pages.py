@@ -51,7 +51,14 @@ def _app(page: str = MEMORY, state: dict | None = None, **query: str) -> AppTest
 
 
 def _metrics(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
+    """Label -> value of every number on the page: ``st.metric`` cards and the app's own
+    HTML cards (``widgets.cards``)."""
+    from app_pages.widgets import cards_of
+
+    out = {m.label: m.value for m in at.metric}
+    for h in at.get("html"):
+        out.update(cards_of(h.value))
+    return out
 
 
 def _num(text: str) -> float:
