@@ -56,7 +56,6 @@ SIDE_BY_SIDE = [
         key=c,
         fmt=_FORMATS.get(c),
         help=_HELP.get(c),
-        wrap=c in ("binding constraint", "provenance"),
     )
     for c in COLS.values()
 ]
@@ -99,7 +98,7 @@ def bar_svg(d: pd.DataFrame, field: str, title: str, value_text, lower_is_better
 
 
 st.title("Compare GPUs: the same workload on each")
-w.table_style()
+w.html_css()  # the style of the tables and number cards
 st.caption(
     "For every GPU the cheapest deployment (framework, precision, TP, replicas) that meets the "
     "scenario's latency targets; tokens/s per GPU from each option's bisected capacity. "
@@ -151,21 +150,22 @@ if rows:
     df["TTFT P99 [ms]"] = df["TTFT P99 [ms]"] * 1e3
     df["TPOT P99 [ms]"] = df["TPOT P99 [ms]"] * 1e3
     best = rows[0]
-    c = st.columns(3)
-    c[0].metric(
-        "Cheapest per token",
-        best["gpu"],
-        help=f"{w.gpu_name(cat, best['gpu'])}: {best['framework']}, {best['precision']}, "
-        f"TP {best['tp']}",
-        border=True,
-    )
-    c[1].metric("$/M output tokens", fmt.usd(best["usd_per_mtok_output"]), border=True)
     fastest = max(rows, key=lambda r: r["output_tok_s_per_gpu"])
-    c[2].metric(
-        "Most output tok/s per GPU",
-        f"{fastest['output_tok_s_per_gpu']:,.0f}",
-        help=f"{w.gpu_name(cat, fastest['gpu'])} ({fastest['gpu']})",
-        border=True,
+    w.cards(
+        [
+            w.Card(
+                "Cheapest per token",
+                best["gpu"],
+                f"{w.gpu_name(cat, best['gpu'])}: {best['framework']}, {best['precision']}, "
+                f"TP {best['tp']}",
+            ),
+            w.Card("$/M output tokens", fmt.usd(best["usd_per_mtok_output"])),
+            w.Card(
+                "Most output tok/s per GPU",
+                f"{fastest['output_tok_s_per_gpu']:,.0f}",
+                f"{w.gpu_name(cat, fastest['gpu'])} ({fastest['gpu']})",
+            ),
+        ]
     )
     st.subheader("Side by side")
     w.table(df, SIDE_BY_SIDE)

@@ -75,12 +75,12 @@ _HELP = {
     "provenance": "fit: calibrated on measurements of this GPU/framework/precision; "
     "transferred: from a coarser group; prior: no calibration",
 }
+# one line per option (the long texts, binding constraint and provenance, scroll sideways)
 RANKED_COLUMNS = [
     T.Col(
         key=c,
         fmt=_FORMATS.get(c),
         help=_HELP.get(c),
-        wrap=c in ("binding constraint", "provenance"),
     )
     for c in TABLE.values()
 ]
@@ -310,7 +310,7 @@ def pareto_chart(rows: list[dict], win: dict) -> str:
 
 # =========================================================================== page
 st.title("Plan: which GPUs, how many, at what cost")
-w.table_style()
+w.html_css()  # the style of the tables and number cards
 st.caption(
     "Describe the service in the sidebar; planner ranks every GPU x framework x precision x "
     "TP that meets the latency targets (simulated, branch and bound; docs/recommend.md)."
@@ -350,11 +350,14 @@ def classes_view() -> None:
     tot = out.get("per_class_total") or {}
     sh = out["shared"]
     best = sh["recommendations"][0] if sh else None
-    m = st.columns(4)
-    m[0].metric("A pool per class: GPUs", fmt.count(tot.get("num_gpus")), border=True)
-    m[1].metric("A pool per class: fleet [$/h]", fmt.usd(tot.get("usd_per_hour")), border=True)
-    m[2].metric("Shared pool: GPUs", fmt.count(best["num_gpus"]) if best else "none", border=True)
-    m[3].metric("Shared pool: fleet [$/h]", fmt.usd(best["usd_per_hour"]) if best else "-", border=True)  # fmt: skip
+    w.cards(
+        [
+            w.Card("A pool per class: GPUs", fmt.count(tot.get("num_gpus"))),
+            w.Card("A pool per class: fleet [$/h]", fmt.usd(tot.get("usd_per_hour"))),
+            w.Card("Shared pool: GPUs", fmt.count(best["num_gpus"]) if best else "none"),
+            w.Card("Shared pool: fleet [$/h]", fmt.usd(best["usd_per_hour"]) if best else "-"),
+        ]
+    )
     st.markdown("#### A pool per class")
     rows = []
     for k in sc.classes:
@@ -470,17 +473,29 @@ st.subheader(
     f"Recommended: {fmt.count(win['num_gpus'])} x {w.gpu_name(cat, win['gpu'])} "
     f"({win['framework']}, {win['precision']}, TP {win['tp']})"
 )
-m = st.columns(5)
-m[0].metric(
-    "GPUs",
-    fmt.count(win["num_gpus"]),
-    help=f"{win['replicas']} replicas x {win['tp']} TP",
-    border=True,
+w.cards(
+    [
+        w.Card("GPUs", fmt.count(win["num_gpus"]), f"{win['replicas']} replicas x {win['tp']} TP"),
+        w.Card(
+            "Fleet [$/month]",
+            fmt.usd(win["usd_per_month"]),
+            f"{fmt.usd(win['usd_per_hour'])}/h; autoscaled to the daily profile "
+            f"{fmt.usd(win['usd_per_month_autoscaled'])}/month",
+        ),
+        w.Card(
+            "$/M output tokens",
+            fmt.usd(win["usd_per_mtok_output"]),
+            "at the planned traffic, fixed fleet; in + out tokens: "
+            f"{fmt.usd(win['usd_per_mtok_total'])}/M",
+        ),
+        w.Card(
+            "TTFT P99", f"{win['ttft_p99_s'] * 1e3:,.0f} ms", "at the rate the fleet is sized for"
+        ),
+        w.Card(
+            "TPOT P99", f"{win['tpot_p99_s'] * 1e3:,.1f} ms", "at the rate the fleet is sized for"
+        ),
+    ]
 )
-m[1].metric("Fleet [$/month]", fmt.usd(win["usd_per_month"]), help=f"{fmt.usd(win['usd_per_hour'])}/h; autoscaled to the daily profile {fmt.usd(win['usd_per_month_autoscaled'])}/month", border=True)  # fmt: skip
-m[2].metric("$/M output tokens", fmt.usd(win["usd_per_mtok_output"]), help=f"at the planned traffic, fixed fleet; in + out tokens: {fmt.usd(win['usd_per_mtok_total'])}/M", border=True)  # fmt: skip
-m[3].metric("TTFT P99", f"{win['ttft_p99_s'] * 1e3:,.0f} ms", help="at the rate the fleet is sized for", border=True)  # fmt: skip
-m[4].metric("TPOT P99", f"{win['tpot_p99_s'] * 1e3:,.1f} ms", help="at the rate the fleet is sized for", border=True)  # fmt: skip
 
 
 band = win.get("error_band") or {}

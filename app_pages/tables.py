@@ -126,7 +126,7 @@ def _text(v: Any, col: Col) -> str:
 # a click on a header of a sortable table (class "s") sorts its rows by that column, ascending
 # then descending; cells with a raw value (data-v) sort as numbers, the others as text
 # (numeric-aware), missing cells last. One listener on the document for every table, added
-# once per page (app_pages.widgets.table_style); no "<" in it, so it cannot end its script.
+# once per page (app_pages.widgets.html_css); no "<" in it, so it cannot end its script.
 SORT_JS = (
     "window.plSort||(window.plSort=1,document.addEventListener('click',e=>{"
     "const h=e.target.closest&&e.target.closest('.pl-table.s th');if(!h)return;"
@@ -210,7 +210,13 @@ def html_table(
     for c, n in zip(cols, numeric, strict=True):
         cls = ' class="n"' if n else ""
         tip = f' title="{esc(c.help)}"' if c.help else ""
-        head.append(f'<th scope="col"{cls}{tip}>{_header_text(c.title)}</th>')
+        # a long header wraps to at most three lines (~0.45 rem a character at its size)
+        width = (
+            f' style="min-width:{0.45 * math.ceil(len(c.title) / 3):.1f}rem"'
+            if len(c.title) > 30
+            else ""
+        )
+        head.append(f'<th scope="col"{cls}{tip}{width}>{_header_text(c.title)}</th>')
     body = []
     for r in records:
         cells = []

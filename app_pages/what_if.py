@@ -209,16 +209,6 @@ TIPS = {
     "Sequences that fit": "full-context sequences that fit in the KV cache",
 }
 GOOD, BAD, SAME = "#09ab3b", "#ff2b2b", "#808495"  # Streamlit's delta colours
-CARDS_CSS = (
-    "<style>.wi-cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(max(8.5rem,calc((100% - 4rem) / 5)),1fr));gap:1rem;"
-    "margin-bottom:1rem}.wi-card{border:1px solid rgba(128,132,149,.3);border-radius:.5rem;"
-    "padding:.75rem 1rem;container-type:inline-size}.wi-l{font-size:.875rem}.wi-l abbr{text-decoration:none;"
-    "cursor:help;opacity:.6;margin-left:.35rem;border:1px solid;border-radius:50%;"
-    "display:inline-block;width:1.1em;height:1.1em;line-height:1em;text-align:center;"
-    "font-size:.75rem}.wi-v{line-height:1.3;white-space:nowrap}"
-    ".wi-d{font-size:.875rem;"
-    "border-radius:1rem;padding:.1rem .5rem;display:inline-block}</style>"
-)
 
 
 def metric_cards(
@@ -244,81 +234,63 @@ def metric_cards(
     return out
 
 
-def value_size(shown: str) -> str:
-    """CSS font size of a card's value: Streamlit's 2.25rem, smaller where the text (digits
-    ~0.6 em wide) would not fit the card's width (container query units, 100cqi = the card)."""
-    return f"min(2.25rem,{100 / (0.62 * max(len(shown), 1)):.1f}cqi)"
-
-
-def metrics(vals: dict[str, tuple[float, str, str]], base: dict | None) -> None:
-    """The ten numbers, five a row, each with its delta to the baseline ``base``: one HTML
-    ``st.html`` element (ten ``st.metric`` cards were ten React components to update on every
-    change, and Markdown would parse the HTML on each; issue 18, a What-if change <= 200 ms).
-    In a narrow window the cards take fewer columns, and a long value shrinks to its card's
-    width (:func:`value_size`) rather than being cut off (issue 18: no clipped numbers).
-    Their style, :data:`CARDS_CSS`, is sent once per page run, outside the fragment."""
+def cards_html(vals: dict[str, tuple[float, str, str]], base: dict | None) -> str:
+    """The ten numbers, five a row, each with its delta to the baseline ``base`` (an arrow
+    and the difference, green when better, red when worse, grey when equal to the shown
+    digits), as HTML (:func:`app_pages.widgets.cards_html`)."""
     cards = []
     for label, shown, delta, colour in metric_cards(vals, base):
-        tip = TIPS.get(label)
-        lab = html.escape(label) + (f'<abbr title="{html.escape(tip)}">?</abbr>' if tip else "")
         arrow = (
             ""
             if delta is None or colour == SAME
             else ("&#8593; " if delta[0] == "+" else "&#8595; ")
         )
         d = (
-            f'<div class="wi-d" style="color:{colour};background:{colour}1f">{arrow}'
-            f'<span class="wi-dv">{html.escape(delta)}</span></div>'
+            f'<div class="pl-d" style="color:{colour};background:{colour}1f">{arrow}'
+            f'<span class="pl-dv">{html.escape(delta)}</span></div>'
             if delta is not None
             else ""
         )
-        cards.append(
-            f'<div class="wi-card"><div class="wi-l">{lab}</div>'
-            f'<div class="wi-v" style="font-size:{value_size(shown)}">'
-            f"{html.escape(shown)}</div>{d}</div>"
-        )
-    st.html('<div class="wi-cards">' + "".join(cards) + "</div>")
+        cards.append(w.Card(label, shown, TIPS.get(label), d))
+    return w.cards_html(cards)
 
 
-def notes(res: dict, sc: Any) -> None:
-    """Errors and warnings of the simulation, and how the latency numbers were obtained."""
+def alerts(res: dict) -> None:
+    """Errors and warnings of the simulation (Streamlit alerts, above the numbers)."""
     if "error" in res:
         st.error(f"Cannot simulate this deployment: {res['error']}")
     if res.get("fit_warning"):
         st.warning(res["fit_warning"])
     if res.get("no_capacity"):
         st.warning(f"This deployment cannot meet the SLO: {res['no_capacity']}.")
-    if "replicas" in res:
-        st.caption(
-            f"Latency percentiles simulated at the scenario's rate per replica: planning peak "
-            f"{fmt.rate(sc.workload.traffic.peak())} x (1 + {sc.constraints.headroom:g}) over "
-            f"{res['replicas']} replica(s) = {res['rate_per_replica']:.2f} req/s each. Output tok/s "
-            "per GPU: the curve's best point meeting the SLO (closed loop); $/M output tokens at the "
-            "planned mean traffic with this fleet, and at that full load, with "
-            f"${res['usd_per_gpu_hour'] or float('nan'):.2f}/GPU-h ({res['price_note']}). "
-            f"Performance parameters: {res['provenance']}. The Plan page's numbers come from a "
-            "finer capacity search and can differ slightly."
-        )
 
 
-def curve_chart(res: dict, sc: Any) -> None:
-    """The throughput-latency curve with its error band, the SLO line and the knee."""
+def latency_note(res: dict, sc: Any) -> str:
+    """How the latency numbers were obtained (text; empty when nothing was simulated)."""
+    if "replicas" not in res:
+        return ""
+    return (
+        f"Latency percentiles simulated at the scenario's rate per replica: planning peak "
+        f"{fmt.rate(sc.workload.traffic.peak())} x (1 + {sc.constraints.headroom:g}) over "
+        f"{res['replicas']} replica(s) = {res['rate_per_replica']:.2f} req/s each. Output tok/s "
+        "per GPU: the curve's best point meeting the SLO (closed loop); $/M output tokens at the "
+        "planned mean traffic with this fleet, and at that full load, with "
+        f"${res['usd_per_gpu_hour'] or float('nan'):.2f}/GPU-h ({res['price_note']}). "
+        f"Performance parameters: {res['provenance']}. The Plan page's numbers come from a "
+        "finer capacity search and can differ slightly."
+    )
+
+
+def curve_html(res: dict, sc: Any, metric: str) -> str:
+    """The throughput-latency curve with its error band, the SLO line and the knee, and its
+    caption, as HTML (``metric``: "TPOT P99" or "TTFT P99")."""
     curve = res.get("curve")
     if not curve:
-        st.info("No curve: the deployment cannot be simulated (see the message above).")
-        return
-    metric = st.radio(
-        "Latency on the y axis",
-        ["TPOT P99", "TTFT P99"],
-        horizontal=True,
-        key="wi_axis",
-        bind="query-params",
-    )
+        return _cap("No curve: the deployment cannot be simulated (see the message above).")
     target = sc.slo.tpot if metric == "TPOT P99" else sc.slo.ttft
     b = res.get("band")
     chart, banded = curve_svg(curve, metric, target.max_s * 1e3 if target else None, b)
-    w.svg_chart(chart)
-    st.caption(
+    return chart + _cap(
         "Each point: that many clients sending back to back (closed loop). The knee "
         "(orange) is the point of best throughput per unit of latency; the red line is the "
         "SLO target. Beyond the knee latency grows faster than throughput. "
@@ -333,8 +305,28 @@ def curve_chart(res: dict, sc: Any) -> None:
     )
 
 
+def _cap(text: str) -> str:
+    """A caption (Streamlit's caption style, :data:`app_pages.widgets.HTML_CSS`) of escaped
+    ``text``."""
+    return f'<p class="pl-cap">{html.escape(text)}</p>' if text else ""
+
+
+def outputs_html(cards: str, note: str, memory: str, curve: str, deltas: str) -> str:
+    """Everything a knob change redraws, as one HTML element (issue 18: each Streamlit
+    element costs the browser a React update on every change; one element costs one): the
+    cards, the latency note, the memory bar and the curve side by side (each with its
+    heading and caption), and the baseline's caption."""
+    return (
+        f'<div class="pl-out">{cards}{_cap(note)}<div class="pl-cols"><div>{memory}</div>'
+        f"<div>{curve}</div></div>{_cap(deltas)}</div>"
+    )
+
+
 # =========================================================================== page
 st.title("What-if: one deployment, every knob")
+# the style of the outputs, once per page run and outside the fragment: a <style> sent with
+# them on every change would make the browser recompute the style of the whole page each time
+w.html_css()
 st.caption(
     "The scenario (model, traffic, lengths, SLO, prices) is in the sidebar; change the "
     "deployment below. Pin a baseline to see every number's difference to it."
@@ -411,6 +403,13 @@ def deployment() -> None:
         help=f"the engine's cap on sequences in a batch; {fw}'s default on {gpu} is {seqs0:,}",
         **w._default("wi_seqs", value=seqs_def),
     )  # fmt: skip
+    metric = row.radio(
+        "Latency on the y axis",
+        ["TPOT P99", "TTFT P99"],
+        horizontal=True,
+        key="wi_axis",
+        bind="query-params",
+    )
     for k_, v_ in (("wi_gpu", gpu), ("wi_fw", fw), ("wi_prec", prec), ("wi_tp", tp), ("wi_ctx", context), ("wi_seqs", mns)):  # fmt: skip
         w._keep(k_, v_)
     knobs = Knobs(gpu, fw, prec, kv, int(tp), int(context), int(mns))
@@ -439,9 +438,7 @@ def deployment() -> None:
         st.error(f"Cannot plan this deployment: {plan['error']}")
         st.stop()
 
-    # Layout first, filled in two steps: the head, the memory bar and the curve's heading
-    # need only the memory plan and go to the browser while the simulation runs (the page
-    # draws them meanwhile); the numbers, notes and curve follow it.
+    res = evaluate(key, form.scenario_json, knobs)
     base = st.session_state.get(BASELINE)
     head = st.container(horizontal=True, vertical_alignment="center")
     pin = head.button(
@@ -450,23 +447,6 @@ def deployment() -> None:
     if base or pin:  # "Clear" empties the baseline in its callback, before this run
         head.button("Clear baseline", key="wi_clear", on_click=_clear_baseline)
     baseline_label = head.empty()
-    numbers = st.container()
-    left, right = st.columns(2)
-    with left:
-        st.subheader(f"Memory of one {g.name}")
-        cap_gb = plan["gpu_memory_bytes"] / w.GB
-        w.svg_chart(
-            w.memory_bar(plan, f"GPU 1 of {tp}", labelled=False, legend_right=True, width=COLUMN_PX)
-        )
-        st.caption(
-            f"{plan['reason'].rstrip('.')}. Dashed red line: the card's {cap_gb:.0f} GB. "
-            f"{plan['max_concurrent_sequences']:,} sequences of {context:,} tokens fit; the engine "
-            f"runs at most {mns}."
-        )
-    with right:
-        st.subheader("Throughput vs latency")
-
-    res = evaluate(key, form.scenario_json, knobs)
 
     # ---------------------------------------------------------------- metrics (+ baseline deltas)
     s = res.get("summary", {})
@@ -490,17 +470,27 @@ def deployment() -> None:
         }
     if base:
         baseline_label.markdown(f"**Baseline:** {base['label']}")
-    with numbers:
-        metrics(vals, base)
-        notes(res, sc)
-    with right:
-        curve_chart(res, sc)
-    if base:
-        st.caption(f"Deltas against the baseline: {base['label']}.")
+    alerts(res)
+    cap_gb = plan["gpu_memory_bytes"] / w.GB
+    memory = (
+        f"<h3>Memory of one {html.escape(g.name)}</h3>"
+        + w.memory_bar(plan, f"GPU 1 of {tp}", labelled=False, legend_right=True, width=COLUMN_PX)
+        + _cap(
+            f"{plan['reason'].rstrip('.')}. Dashed red line: the card's {cap_gb:.0f} GB. "
+            f"{plan['max_concurrent_sequences']:,} sequences of {context:,} tokens fit; the "
+            f"engine runs at most {mns}."
+        )
+    )
+    w.html_block(
+        outputs_html(
+            cards_html(vals, base),
+            latency_note(res, sc),
+            memory,
+            "<h3>Throughput vs latency</h3>" + curve_html(res, sc, metric),
+            f"Deltas against the baseline: {base['label']}." if base else "",
+        )
+    )
 
 
-# the cards' style once per page run, outside the fragment: a <style> sent with the cards on
-# every change would make the browser recompute the style of the whole page each time
-st.html(CARDS_CSS)
 deployment()
 w.definitions_expander()

@@ -10,7 +10,9 @@ plain dicts / DataFrames that ``st.cache_data`` can cache.
 from __future__ import annotations
 
 import functools
+import html
 import json
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -533,16 +535,103 @@ def memory_bar(
     )
 
 
+#: the style of the app's own HTML (:func:`cards_html`, What-if's outputs, captions and
+#: headings drawn as Streamlit draws ``st.metric``, ``st.caption`` and ``st.subheader``)
+HTML_CSS = (
+    ".pl-cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(max(8.5rem,"
+    "calc((100% - (var(--n,5) - 1) * 1rem) / var(--n,5))),1fr));gap:1rem;margin-bottom:1rem}"
+    ".pl-card{border:1px solid rgba(128,132,149,.3);border-radius:.5rem;"
+    "padding:.75rem 1rem;container-type:inline-size}.pl-l{font-size:.875rem}"
+    ".pl-l abbr{text-decoration:none;cursor:help;opacity:.6;margin-left:.35rem;"
+    "border:1px solid;border-radius:50%;display:inline-block;width:1.1em;height:1.1em;"
+    "line-height:1em;text-align:center;font-size:.75rem}.pl-v{line-height:1.3;"
+    "white-space:nowrap}.pl-d{font-size:.875rem;border-radius:1rem;padding:.1rem .5rem;"
+    "display:inline-block}"
+    ".pl-cap{font-size:.875rem;opacity:.6;margin:.25rem 0 1rem;overflow-wrap:break-word}"
+    ".pl-cols{display:grid;grid-template-columns:repeat(auto-fit,minmax(20rem,1fr));"
+    "gap:1rem}.pl-cols>div{min-width:0}.pl-out h3{font-size:1.5rem;font-weight:600;"
+    "line-height:1.2;margin:.5rem 0 .75rem;padding:0;scroll-margin-top:3.75rem}"
+)
+
+
+def html_css() -> None:
+    """The style of the app's own HTML, :data:`HTML_CSS` and the tables'
+    (:data:`app_pages.tables.CSS`), once per page run, before any of it and outside any
+    fragment (a ``<style>`` sent again on every change would make the browser recompute the
+    whole page's style). A ``st.html`` of style only goes to the page's event container (no
+    space on the page) and stays the same element from run to run."""
+    st.html(f"<style>{HTML_CSS}{tables.CSS}</style>")
+
+
+@dataclass(frozen=True)
+class Card:
+    """A number card: its label, the value as shown, a tooltip, and HTML under the value
+    (What-if's delta to the baseline)."""
+
+    label: str
+    value: str
+    tip: str | None = None
+    below_html: str = ""
+
+
+def value_size(shown: str) -> str:
+    """CSS font size of a card's value: Streamlit's 2.25rem, smaller where the text (digits
+    ~0.6 em wide) would not fit the card's width (container query units, 100cqi = the card)."""
+    return f"min(2.25rem,{100 / (0.62 * max(len(shown), 1)):.1f}cqi)"
+
+
+def cards_html(cards: list[Card], per_row: int = 5) -> str:
+    """Number cards, ``per_row`` a row (fewer in a narrow window), as one piece of HTML: the
+    look of bordered ``st.metric`` cards without a React component each (issue 18: each
+    costs the browser an update on every run, and their code loads after the numbers on a
+    first visit). A long value shrinks to its card's width (:func:`value_size`) rather than
+    being cut off. Every text is escaped; style: :data:`HTML_CSS` (:func:`html_css`)."""
+    out = []
+    for c in cards:
+        tip = f'<abbr title="{html.escape(c.tip)}">?</abbr>' if c.tip else ""
+        out.append(
+            f'<div class="pl-card"><div class="pl-l">{html.escape(c.label)}{tip}</div>'
+            f'<div class="pl-v" style="font-size:{value_size(c.value)}">'
+            f"{html.escape(c.value)}</div>{c.below_html}</div>"
+        )
+    return f'<div class="pl-cards" style="--n:{per_row}">' + "".join(out) + "</div>"
+
+
+_CARD_RE = re.compile(
+    r'<div class="pl-card"><div class="pl-l">(.*?)(?:<abbr title="[^"]*">\?</abbr>)?</div>'
+    r'<div class="pl-v" style="[^"]*">(.*?)</div>'
+)
+
+
+def cards_of(markup: str) -> dict[str, str]:
+    """Label -> shown value of the number cards in ``markup`` (:func:`cards_html`; tests,
+    tools)."""
+    return {html.unescape(a): html.unescape(b) for a, b in _CARD_RE.findall(markup)}
+
+
+def cards(items: list[Card], per_row: int | None = None) -> None:
+    """Draw number cards (:func:`cards_html`) as one ``st.html`` element, ``per_row``
+    (default: all) in a row."""
+    st.html(cards_html(items, per_row or len(items)))
+
+
 def svg_chart(svg_text: str) -> None:
-    """Draw an SVG chart of :mod:`app_pages.svg`: one ``st.html`` element whose only script
-    inserts the SVG text as DOM (one ``innerHTML``; issue 18, the browser does no more).
+    """Draw an SVG chart of :mod:`app_pages.svg` (:func:`html_block`)."""
+    html_block(svg_text)
+
+
+def html_block(markup: str) -> None:
+    """Draw our own HTML with SVG in it (a chart of :mod:`app_pages.svg`, or What-if's
+    outputs): one ``st.html`` element whose only script inserts the text as DOM (one
+    ``innerHTML``; issue 18, the browser does no more).
 
     ``st.html`` sanitises its HTML with DOMPurify's HTML-only profile, which removes any
     ``<svg>``; Markdown's raw HTML keeps it, but parsing it and building React elements for
     every mark cost the browser more than the Vega charts did (measured). The script is
-    our own text: the SVG escapes every text it shows (:func:`app_pages.svg.esc`) and goes
-    in as a JSON string with every ``<`` escaped, so nothing in it can end the script."""
-    js = json.dumps(svg_text).replace("<", "\\u003c")
+    our own text: every text in ``markup`` is escaped by its makers (:func:`app_pages.svg.esc`,
+    ``html.escape``) and it goes in as a JSON string with every ``<`` escaped, so nothing in
+    it can end the script."""
+    js = json.dumps(markup).replace("<", "\\u003c")
     st.html(
         f'<div class="pl-chart"><script>document.currentScript.parentElement.innerHTML={js}'
         "</script></div>",
@@ -551,16 +640,9 @@ def svg_chart(svg_text: str) -> None:
 
 
 def svg_of(body: str) -> str:
-    """The SVG text of a :func:`svg_chart` element's HTML ``body`` (tests, tools)."""
+    """The SVG (or HTML) text of a :func:`html_block` element's HTML ``body`` (tests, tools)."""
     start = body.index("innerHTML=") + len("innerHTML=")
     return json.loads(body[start : body.rindex("</script>")])
-
-
-def table_style() -> None:
-    """The style of :func:`table` (:data:`app_pages.tables.CSS`): once per page run, before
-    its tables. A ``st.html`` of style only goes to the page's event container (no space on
-    the page) and stays the same element from run to run."""
-    st.html(f"<style>{tables.CSS}</style>")
 
 
 def table_sort() -> None:
@@ -585,7 +667,7 @@ def table(
 ) -> None:
     """One table of :func:`app_pages.tables.html_table` as one ``st.html`` element, in place
     of ``st.dataframe`` (issue 18: its data grid cost the browser ~0.7 s on a first load).
-    The page calls :func:`table_style` once first and :func:`table_sort` last.
+    The page calls :func:`html_css` once first and :func:`table_sort` last.
 
     ``download`` = (button label, file name) adds a CSV of the raw values under the
     columns' headers, made when clicked."""

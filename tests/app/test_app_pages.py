@@ -51,7 +51,14 @@ def _app(page: str = MEMORY, state: dict | None = None, **query: str) -> AppTest
 
 
 def _metrics(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
+    """Label -> value of every number on the page: ``st.metric`` cards and the app's own
+    HTML cards (``widgets.cards``)."""
+    from app_pages.widgets import cards_of
+
+    out = {m.label: m.value for m in at.metric}
+    for h in at.get("html"):
+        out.update(cards_of(h.value))
+    return out
 
 
 def _num(text: str) -> float:
@@ -706,10 +713,10 @@ WHAT_IF = "app_pages/what_if.py"
 
 
 CARD = re.compile(
-    r'<div class="wi-card"><div class="wi-l">(?P<label>.*?)(?:<abbr title="(?P<tip>[^"]*)">\?</abbr>)?'
-    r'</div><div class="wi-v" style="font-size:[^"]*">(?P<value>.*?)</div>'
-    r'(?:<div class="wi-d" style="color:(?P<colour>#[0-9a-f]{6});[^"]*">[^<]*'
-    r'<span class="wi-dv">(?P<delta>.*?)</span></div>)?</div>'
+    r'<div class="pl-card"><div class="pl-l">(?P<label>.*?)(?:<abbr title="(?P<tip>[^"]*)">\?</abbr>)?'
+    r'</div><div class="pl-v" style="font-size:[^"]*">(?P<value>.*?)</div>'
+    r'(?:<div class="pl-d" style="color:(?P<colour>#[0-9a-f]{6});[^"]*">[^<]*'
+    r'<span class="pl-dv">(?P<delta>.*?)</span></div>)?</div>'
 )
 
 
@@ -722,11 +729,23 @@ class Card:
     tip: str | None
 
 
+def _what_if_out(at: AppTest) -> str:
+    """The HTML of the What-if page's one output element (cards, notes, memory bar, curve)."""
+    from app_pages.widgets import svg_of
+
+    (out,) = [
+        svg_of(h.value)
+        for h in at.get("html")
+        if h.value.startswith('<div class="pl-chart">') and "pl-out" in h.value
+    ]
+    return out
+
+
 def _cards(at: AppTest) -> dict[str, Card]:
-    """The What-if page's ten numbers (one HTML element of cards): label -> Card."""
+    """The What-if page's ten numbers (part of the page's one output element): label -> Card."""
     from html import unescape
 
-    els = [h.value for h in at.get("html") if 'class="wi-cards"' in h.value]
+    els = [x for x in [_what_if_out(at)] if 'class="pl-cards"' in x]
     if not els:
         return {}
     assert len(els) == 1
@@ -734,7 +753,7 @@ def _cards(at: AppTest) -> dict[str, Card]:
     for c in CARD.finditer(els[0]):
         g = {k: (unescape(v) if v is not None else None) for k, v in c.groupdict().items()}
         out[g["label"]] = Card(**g)
-    assert els[0].count('class="wi-card"') == len(out) == 10  # every card parsed
+    assert els[0].count('class="pl-card"') == len(out) == 10  # every card parsed
     return out
 
 
@@ -770,6 +789,7 @@ def test_what_if_clear_baseline_drops_every_delta_in_the_same_run():
     at.button(key="wi_pin").click().run()
     _no_exception(at)
     assert any("Baseline:" in m.value for m in at.markdown)
+    assert "Deltas against the baseline: nvidia-h100-sxm" in _what_if_out(at)
     assert [b.label for b in at.button] == ["Pin as baseline", "Clear baseline"]
     # pinned now: every shown number has a zero delta against itself, in grey
     cards = _cards(at).values()
@@ -778,7 +798,7 @@ def test_what_if_clear_baseline_drops_every_delta_in_the_same_run():
     _no_exception(at)
     assert not any(x.delta for x in _cards(at).values())
     assert not any("Baseline:" in m.value for m in at.markdown)
-    assert not any("Deltas against the baseline" in c.value for c in at.caption)
+    assert "Deltas against the baseline" not in _what_if_out(at)
     assert [b.label for b in at.button] == ["Pin as baseline"]
 
 
@@ -852,7 +872,7 @@ def test_what_if_charts_follow_a_gpu_change():
     before = [ET.tostring(c) for c in _svgs(at)]
     at.selectbox(key="wi_gpu").select("nvidia-h200-sxm").run()
     _no_exception(at)
-    assert any("NVIDIA H200" in h.value for h in at.subheader)
+    assert "<h3>Memory of one NVIDIA H200" in _what_if_out(at)
     after = _svgs(at)
     assert len(after) == len(before) == 2
     assert all(ET.tostring(a) != b for a, b in zip(after, before, strict=True))

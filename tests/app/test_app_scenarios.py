@@ -28,6 +28,14 @@ EXAMPLES = ROOT / "examples"
 TIMEOUT = 600  # a cold numba compile plus a search on a shared 2-core machine
 
 
+def _cards(at: AppTest) -> dict[str, str]:
+    """Label -> value of the page's number cards (``widgets.cards``, HTML)."""
+    out: dict[str, str] = {}
+    for h in at.get("html"):
+        out.update(w.cards_of(h.value))
+    return out
+
+
 def _plan_with_upload(name: str, raw: bytes) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.session_state[w.UPLOAD] = (name, raw)
@@ -148,7 +156,7 @@ def test_a_peak_of_zero_shows_an_error_and_no_result(monkeypatch):
     side = [e.value for e in at.sidebar.error]
     assert any("Peak [req/s] must be" in m for m in side), side  # beside the widget
     assert any("Fix the scenario first" in e.value for e in at.main.error)
-    assert not _tables(at) and not at.metric  # nothing that looks current
+    assert not _tables(at) and not _cards(at)  # nothing that looks current
     at.number_input(key="peak_rps").set_value(1e9).run()
     assert any("Peak [req/s] must be" in e.value for e in at.sidebar.error)
     assert not _tables(at)
@@ -169,7 +177,8 @@ def test_mixed_70b_renders_both_pool_plans(monkeypatch):
         assert row["GPUs"] == f"{r['num_gpus']:,}" and raw["GPUs"] == r["num_gpus"]
         assert row["fleet [$/h]"] == fmt.usd(r["usd_per_hour"])
         assert raw["fleet [$/h]"] == pytest.approx(r["usd_per_hour"], rel=1e-12)
-    m = {x.label: x.value for x in at.metric}
+    m = _cards(at)
+    assert len(m) == 4
     assert m["Shared pool: GPUs"] == f"{ref['shared']['recommendations'][0]['num_gpus']:,}"
     assert m["A pool per class: GPUs"] == f"{ref['per_class_total']['num_gpus']:,}"
     # each class's SLO and its attainment in the shared pool

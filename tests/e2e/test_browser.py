@@ -141,8 +141,8 @@ def metric_value(page, label: str) -> str:
 
 
 def card_value(page, label: str) -> str:
-    """The value of the What-if page's number card ``label`` (one HTML element of cards)."""
-    return page.locator(".wi-card").filter(has_text=label).first.locator(".wi-v").inner_text()
+    """The value of the number card ``label`` (``widgets.cards``: Plan, Compare, What-if)."""
+    return page.locator(".pl-card").filter(has_text=label).first.locator(".pl-v").inner_text()
 
 
 def wait_metric(page, label: str, expected: str, value=metric_value) -> None:
@@ -346,7 +346,7 @@ def test_plan_page_in_a_browser(server, browser, shots):
         page.goto(f"{server}/?{SMALL_QUERY}", wait_until="domcontentloaded", timeout=WAIT_MS)
         wait_plan(page)
         win = expected_plan()
-        wait_metric(page, "GPUs", str(win["num_gpus"]))
+        wait_metric(page, "GPUs", str(win["num_gpus"]), card_value)
         assert page.get_by_text("Plan: which GPUs", exact=False).count() >= 1
         page.screenshot(path=str(shots / "plan_default.png"), full_page=True)
         recs = expected_recs()
@@ -379,7 +379,7 @@ def test_plan_page_in_a_browser(server, browser, shots):
         peak.press("Enter")
         win60 = expected_plan(60.0)
         assert win60["num_gpus"] != win["num_gpus"]
-        wait_metric(page, "GPUs", str(win60["num_gpus"]))
+        wait_metric(page, "GPUs", str(win60["num_gpus"]), card_value)
         wait_plan(page)
         assert "peak_rps=60" in page.url
         wait_table(page, expected_recs(60.0))
@@ -391,7 +391,7 @@ def test_plan_page_in_a_browser(server, browser, shots):
         # selectbox: length preset chat -> rag
         pick(page, "Length preset", "rag")
         win_rag = expected_plan(60.0, "rag")
-        wait_metric(page, "GPUs", str(win_rag["num_gpus"]))
+        wait_metric(page, "GPUs", str(win_rag["num_gpus"]), card_value)
         page.get_by_text("prompt: mean 4,000", exact=False).first.wait_for(timeout=WAIT_MS)
         wait_plan(page)
         assert "preset=rag" in page.url
@@ -408,7 +408,7 @@ def test_what_if_and_compare_in_a_browser(server, browser, shots):
     page = browser.new_page(viewport={"width": 1500, "height": 1900})
     try:
         page.goto(f"{server}/what_if?model=llama-3.1-70b", wait_until="domcontentloaded")
-        page.wait_for_selector(".wi-card", timeout=WAIT_MS)
+        page.wait_for_selector(".pl-card", timeout=WAIT_MS)
         wait_idle(page)
         kw = {"tp": 2, "framework": "vllm", "context_len": 8192, "memory_utilization": 0.92}
         plan2 = plan_memory("llama-3.1-70b", "nvidia-h100-sxm", "fp8", **kw)
@@ -426,7 +426,7 @@ def test_what_if_and_compare_in_a_browser(server, browser, shots):
         time.sleep(0.8)
         curve.locator("circle.pt").first.wait_for(timeout=WAIT_MS)
         assert curve.inner_html() != curve_before, "the curve did not change with the GPU"
-        deltas = page.locator(".wi-card .wi-d")
+        deltas = page.locator(".pl-card .pl-d")
         assert deltas.count() >= 5
         page.screenshot(path=str(shots / "what_if_baseline.png"), full_page=True)
 
