@@ -48,17 +48,8 @@ _HELP = {
     "$/M output tokens": "at the planned traffic, fixed fleet",
     "output tok/s per GPU": "at full load: the bisected maximum rate meeting the SLO",
     "output tokens per $": "at full load: the bisected maximum rate meeting the SLO",
-    "provenance": "fit: calibrated on measurements of this GPU/framework/precision; "
-    "transferred: from a coarser group; prior: no calibration",
 }
-SIDE_BY_SIDE = [
-    T.Col(
-        key=c,
-        fmt=_FORMATS.get(c),
-        help=_HELP.get(c),
-    )
-    for c in COLS.values()
-]
+SIDE_BY_SIDE = T.cols(COLS.values(), _FORMATS, _HELP)
 
 COLUMN_PX = 520  # a half column's width in a 1500 px window: the charts' text at its size
 

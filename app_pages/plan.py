@@ -72,18 +72,9 @@ _HELP = {
     "$/M output tokens": "at the planned traffic (mean rate), fixed fleet",
     "autoscaled [$/month]": "the fleet autoscaled to the daily traffic profile",
     "tested rate [req/s per replica]": "a rate per replica that was simulated and met the SLO",
-    "provenance": "fit: calibrated on measurements of this GPU/framework/precision; "
-    "transferred: from a coarser group; prior: no calibration",
 }
 # one line per option (the long texts, binding constraint and provenance, scroll sideways)
-RANKED_COLUMNS = [
-    T.Col(
-        key=c,
-        fmt=_FORMATS.get(c),
-        help=_HELP.get(c),
-    )
-    for c in TABLE.values()
-]
+RANKED_COLUMNS = T.cols(TABLE.values(), _FORMATS, _HELP)
 
 # the request-class tables (raw values; seconds shown as ms or s by fmt.seconds)
 CLASS_COLUMNS = [

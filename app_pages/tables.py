@@ -69,6 +69,24 @@ class Col(BaseModel):
         return self.key if self.label is None else self.label
 
 
+#: the tooltip of a "provenance" column (Plan's ranked options, Compare's side by side)
+PROVENANCE_HELP = (
+    "fit: calibrated on measurements of this GPU/framework/precision; "
+    "transferred: from a coarser group; prior: no calibration"
+)
+
+
+def cols(
+    keys: Iterable[str],
+    formats: Mapping[str, Callable[[Any], str]] | None = None,
+    helps: Mapping[str, str] | None = None,
+) -> list[Col]:
+    """A :class:`Col` for each key, with its formatter and tooltip where ``formats`` and
+    ``helps`` have one (a "provenance" column gets :data:`PROVENANCE_HELP`)."""
+    formats, helps = formats or {}, {"provenance": PROVENANCE_HELP, **(helps or {})}
+    return [Col(key=k, fmt=formats.get(k), help=helps.get(k)) for k in keys]
+
+
 def decimals(n: int) -> Callable[[Any], str]:
     """A formatter with exactly ``n`` decimals and thousands separators
     (:func:`planner.fmt.fixed`): what ``"%.1f"`` was in the data grid's column formats."""

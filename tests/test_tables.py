@@ -139,3 +139,15 @@ def test_col_is_frozen_and_rejects_unknown_fields():
         c.key = "b"  # type: ignore[misc]
     with pytest.raises(Exception, match="extra"):
         T.Col(key="a", colour="red")  # type: ignore[call-arg]
+
+
+def test_cols_give_each_key_its_format_and_tooltip():
+    money = T.decimals(2)
+    got = T.cols(["GPU", "fleet [$/h]", "provenance"], {"fleet [$/h]": money}, {"GPU": "id"})
+    assert [c.key for c in got] == ["GPU", "fleet [$/h]", "provenance"]
+    assert [c.help for c in got] == ["id", None, T.PROVENANCE_HELP]
+    assert got[0].fmt is None and got[1].fmt is money
+    # drawn: the format applies to the cell, the tooltip to its header
+    t = _one(T.html_table([{"GPU": "b200", "fleet [$/h]": 7.1534, "provenance": "fit"}], got))
+    assert t.shown.iloc[0].tolist() == ["b200", "7.15", "fit"]
+    assert t.help == {"GPU": "id", "provenance": T.PROVENANCE_HELP}
