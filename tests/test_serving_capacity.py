@@ -233,6 +233,22 @@ def test_throughput_latency_curve_has_one_knee(rep8, short_wl):
     assert knee["output_tok_s"] / knee["e2e_mean_s"] == max(power)
 
 
+def test_curve_stops_where_the_requests_are_too_few_for_a_steady_window(rep8, short_wl):
+    """Each automatic point needs >= 3 requests per client: its window leaves out the first
+    and last ``concurrency`` requests. 4 requests per client, at most 1,000: 256 clients run
+    1,000 >= 768 requests, 512 would run 1,000 < 1,536, so the curve ends at 256 although
+    the replica runs up to 1,024 sequences (an 8B model on an H100: 1.5 x 1,024 clients)."""
+    from planner.serving.capacity import STEADY_REQUESTS_PER_CLIENT
+
+    assert rep8.engine.max_num_seqs == 1024 and STEADY_REQUESTS_PER_CLIENT == 3
+    kw = dict(requests_per_client=4, min_requests=150, max_requests=1000)
+    rows = throughput_latency_curve(rep8, short_wl, **kw)
+    assert [r["concurrency"] for r in rows] == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    # with 4,000 requests at most: 1,024 clients run 4,000 >= 3,072 requests, 2,048 would not
+    rows = throughput_latency_curve(rep8, short_wl, **{**kw, "max_requests": 4000})
+    assert [r["concurrency"] for r in rows][-2:] == [512, 1024]
+
+
 # --------------------------------------------------------------------------- TP comparison
 def test_one_big_replica_vs_several_small(catalog):
     wl = preset("chat", traffic={"mean_rps": 5, "peak_rps": 10})

@@ -171,6 +171,11 @@ def max_rate(
 
 
 # =========================================================================== curve
+#: a closed-loop curve point needs this many requests per client (x concurrency) for a
+#: steady window between ramp-up and drain (:func:`throughput_latency_curve`)
+STEADY_REQUESTS_PER_CLIENT = 3
+
+
 def throughput_latency_curve(
     replica: Replica,
     workload: Workload,
@@ -193,21 +198,35 @@ def throughput_latency_curve(
     The knee is the point of maximum power, output tokens/s divided by mean E2E latency
     (Kleinrock's optimal operating point of a queue: beyond it latency grows faster than
     throughput). Rows carry ``is_knee``.
+
+    Without ``concurrencies``: 1, 2, 4, ... up to 1.5 x the most sequences the replica can
+    run at once, but only while a point has at least :data:`STEADY_REQUESTS_PER_CLIENT` x
+    concurrency requests: the window leaves out the first and the last ``concurrency``
+    requests (ramp-up, drain), so fewer would measure the transients (with 1,000 requests
+    and 512 clients the window is empty, and the point showed less throughput than 256
+    clients and a TPOT P99 that fell again past it).
     """
     rng = rng if rng is not None else np.random.default_rng(0)
     eng = replica.engine
+
+    def n_requests(c: int) -> int:
+        return int(min(max(requests_per_client * c, min_requests), max_requests))
+
     if concurrencies is None:
         fp = steady_state(replica, workload, 1.0)
         top = max(2, int(min(eng.max_num_seqs, fp.max_concurrency) * 1.5))
         concurrencies = [1]
         while concurrencies[-1] < top:
-            concurrencies.append(concurrencies[-1] * 2)
+            c = concurrencies[-1] * 2
+            if n_requests(c) < STEADY_REQUESTS_PER_CLIENT * c:
+                break
+            concurrencies.append(c)
     seed = int(rng.integers(1 << 31))
     rows: list[dict[str, Any]] = []
     for c in concurrencies:
         require_positive("concurrency", c)
         c = int(c)
-        n = int(min(max(requests_per_client * c, min_requests), max_requests))
+        n = n_requests(c)
         reqs = workload.sample_requests(
             n,
             np.random.default_rng(seed),
