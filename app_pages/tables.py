@@ -122,6 +122,18 @@ def _columns(records: list[Mapping[str, Any]], columns: Sequence[Col | str] | No
     return [c if isinstance(c, Col) else Col(key=c) for c in columns]
 
 
+def csv_text(
+    rows: pd.DataFrame | Iterable[Mapping[str, Any]], columns: Sequence[Col | str] | None = None
+) -> str:
+    """The raw values of the columns :func:`html_table` shows, as CSV under their headers
+    (what a table's download button gives)."""
+    records = _records(rows)
+    cols = _columns(records, columns)
+    return pd.DataFrame([{c.title: r.get(c.key) for c in cols} for r in records]).to_csv(
+        index=False
+    )
+
+
 def _raw(v: Any) -> str:
     """The exact value of a number as text (``data-v``): ``repr`` round-trips a float."""
     if isinstance(v, numbers.Integral):

@@ -446,7 +446,6 @@ def deployment() -> None:
     )
     if base or pin:  # "Clear" empties the baseline in its callback, before this run
         head.button("Clear baseline", key="wi_clear", on_click=_clear_baseline)
-    baseline_label = head.empty()
 
     # ---------------------------------------------------------------- metrics (+ baseline deltas)
     s = res.get("summary", {})
@@ -469,7 +468,7 @@ def deployment() -> None:
             "values": {k: float(v[0]) for k, v in vals.items()},
         }
     if base:
-        baseline_label.markdown(f"**Baseline:** {base['label']}")
+        head.markdown(f"**Baseline:** {base['label']}")
     alerts(res)
     cap_gb = plan["gpu_memory_bytes"] / w.GB
     memory = (

@@ -674,17 +674,13 @@ def table(
     st.html(tables.html_table(rows, columns, max_height_rem=max_height_rem))
     if download:
         label, name = download
-
-        def csv() -> str:
-            recs = rows.to_dict("records") if isinstance(rows, pd.DataFrame) else rows
-            cols = [c if isinstance(c, tables.Col) else tables.Col(key=c) for c in columns or []]
-            if not cols:
-                return pd.DataFrame(recs).to_csv(index=False)
-            return pd.DataFrame([{c.title: r.get(c.key) for c in cols} for r in recs]).to_csv(
-                index=False
-            )
-
-        st.download_button(label, csv, file_name=name, mime="text/csv", on_click="ignore")
+        st.download_button(
+            label,
+            functools.partial(tables.csv_text, rows, columns),
+            file_name=name,
+            mime="text/csv",
+            on_click="ignore",
+        )
 
 
 # --------------------------------------------------------------------------- text

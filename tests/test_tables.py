@@ -151,3 +151,12 @@ def test_cols_give_each_key_its_format_and_tooltip():
     t = _one(T.html_table([{"GPU": "b200", "fleet [$/h]": 7.1534, "provenance": "fit"}], got))
     assert t.shown.iloc[0].tolist() == ["b200", "7.15", "fit"]
     assert t.help == {"GPU": "id", "provenance": T.PROVENANCE_HELP}
+
+
+def test_csv_has_the_shown_columns_raw_under_their_headers():
+    rows = [{"gpu": "b200", "usd": 7.1534, "extra": 1}, {"gpu": "h100", "usd": None}]
+    cols = ["gpu", T.Col(key="usd", label="fleet [$/h]", fmt=T.decimals(2))]
+    # raw values (not the shown "7.15"), the shown headers, no column the table leaves out
+    assert T.csv_text(rows, cols).splitlines() == ["gpu,fleet [$/h]", "b200,7.1534", "h100,"]
+    # without columns: every key, in order of first appearance
+    assert T.csv_text(rows).splitlines()[0] == "gpu,usd,extra"

@@ -145,18 +145,23 @@ def card_value(page, label: str) -> str:
     return page.locator(".pl-card").filter(has_text=label).first.locator(".pl-v").inner_text()
 
 
-def wait_metric(page, label: str, expected: str, value=metric_value) -> None:
-    deadline = time.monotonic() + WAIT_MS / 1000
-    last = None
+def wait_until(read, expected, what: str) -> None:
+    """Until ``read()`` returns ``expected`` (a read that fails while the element re-renders
+    counts as not yet), at most WAIT_MS."""
+    deadline, last = time.monotonic() + WAIT_MS / 1000, None
     while time.monotonic() < deadline:
         try:
-            last = value(page, label).strip()
+            last = read()
         except Exception:  # element re-rendering
             last = None
         if last == expected:
             return
         time.sleep(0.1)
-    raise AssertionError(f"metric {label!r}: expected {expected!r}, last seen {last!r}")
+    raise AssertionError(f"{what}: expected {expected!r}, last seen {last!r}")
+
+
+def wait_metric(page, label: str, expected: str, value=metric_value) -> None:
+    wait_until(lambda: value(page, label).strip(), expected, f"metric {label!r}")
 
 
 CHART = ".pl-chart svg"  # the app's SVG charts (app_pages/svg.py via widgets.svg_chart)
@@ -322,18 +327,12 @@ def plan_table(page):
 
 def wait_table(page, recs: list[dict]) -> None:
     """Until the ranked options on the page are ``recs`` (GPU and GPU count, in order)."""
-    want = [(r["gpu"], r["num_gpus"]) for r in recs]
-    deadline, got = time.monotonic() + WAIT_MS / 1e3, None
-    while time.monotonic() < deadline:
-        try:
-            v = plan_table(page).values
-            got = list(zip(v["GPU"], v["GPUs"], strict=True))
-        except Exception:  # element re-rendering
-            got = None
-        if got == want:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"ranked options: expected {want}, last seen {got}")
+
+    def read() -> list[tuple]:
+        v = plan_table(page).values
+        return list(zip(v["GPU"], v["GPUs"], strict=True))
+
+    wait_until(read, [(r["gpu"], r["num_gpus"]) for r in recs], "ranked options")
 
 
 def pareto_chart(page):
