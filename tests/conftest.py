@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from planner.catalog import EfficiencyParams, load_catalog
+
+# the YAML parse cache (planner.files.parse_cache_dir) of this test session, and of the
+# processes it starts: a folder of its own, so that no test reads what another checkout kept
+# or writes into the user's cache
+if not os.environ.get("PLANNER_CACHE_DIR"):
+    _CACHE = tempfile.mkdtemp(prefix="planner-test-cache-")
+    os.environ["PLANNER_CACHE_DIR"] = _CACHE
+    atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = REPO_ROOT / "data"
