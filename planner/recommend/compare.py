@@ -216,12 +216,19 @@ def _compare_forked(
             profile, n_requests, exhaustive, refine, True, limits, n_threads,
         )  # fmt: skip
 
-    # most work first, so that the last GPU either process takes is a short one: a GPU with
-    # a price takes 0.1-0.5 s (RAG 70B), one without ~2 ms (every option rejected unpriced)
+    # most work first, so that the last GPU either process takes is a short one (the two
+    # end together): a GPU without a price takes ~2 ms (every option rejected unpriced), and
+    # among the others the GPUs with the most memory first: they hold the most layouts that
+    # fit, and so have the most options to simulate (RAG 70B: 0.2-0.3 s for 80-256 GiB,
+    # 0.01-0.1 s for 24-32 GiB, where most layouts are too small for the weights)
     base = search_of(tuple(wanted))
     jobs = list(dict.fromkeys(wanted))
-    if obj.needs_price:
-        jobs.sort(key=lambda g: isinstance(base.price_of(g), PlannerError))
+    jobs.sort(
+        key=lambda g: (
+            obj.needs_price and isinstance(base.price_of(g), PlannerError),
+            -_memory(catalog, g),
+        )
+    )
 
     def share(gpu: str, s: _Search, counts: dict[str, int]) -> _Share:
         """The finished share of a searched GPU."""
@@ -260,6 +267,14 @@ def _compare_forked(
         if child is not None:
             child.close()
     return _merge(wanted, shares, obj.name, t0)
+
+
+def _memory(catalog: Catalog, gpu: str) -> float:
+    """The GPU's memory [bytes]; 0 when no source gives it (its options are all rejected)."""
+    try:
+        return catalog.gpu(gpu).memory_bytes
+    except PlannerError:
+        return 0.0
 
 
 def _queue(indices: Iterable[int]) -> Callable[[], int | None]:
