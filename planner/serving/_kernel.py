@@ -30,7 +30,7 @@ from planner.engine import _scalar
 from planner.engine._scalar import step_time_scalar, straggler_time_scalar
 from planner.files import precompile_bytecode
 from planner.serving import _loop_parts
-from planner.serving._jit import import_numba
+from planner.serving._jit import import_numba, light_cache_load
 from planner.serving._loop_parts import heap_pop, heap_push, scored_end, scored_first
 
 #: error codes of :func:`_loop`
@@ -106,7 +106,7 @@ def compile_cached(build, sources=SOURCES, prefix: str = "_kernel", stamp_name=S
     numba = import_numba()
 
     def jit_with(**base):  # jit(f, **kw) = numba.njit(**base, **kw)(f); kw: e.g. nogil=True
-        return lambda f, **kw: numba.njit(**base, **kw)(f)
+        return lambda f, **kw: light_cache_load(numba.njit(**base, **kw)(f))
 
     try:
         jit = jit_with(cache=True)

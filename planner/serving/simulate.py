@@ -133,12 +133,7 @@ def simulate(
 def load_kernels() -> None:
     """Load every compiled kernel of the simulator now (numba imported, its caches loaded),
     not on first use: e.g. before a fork (:mod:`planner.recommend.processes`), so that a
-    child never needs numba's compiler lock or an import lock that another thread held.
-
-    This includes numba's CPU target: on the first call of any compiled function numba
-    installs its typing and lowering registries (~0.16 s, importing ~60 of its modules).
-    Done here, before a fork, it is paid once rather than by each process (measured on
-    ``compare_gpus``, RAG 70B: 0.24 s less CPU)."""
+    child never needs numba's compiler lock or an import lock that another thread held."""
     from planner.serving._kernel import kernel
     from planner.serving._steady import slo_rate_kernel
     from planner.serving._unloaded import unloaded_kernel
@@ -146,8 +141,3 @@ def load_kernels() -> None:
     kernel()
     slo_rate_kernel()
     unloaded_kernel()
-    try:
-        from numba.core.registry import cpu_target
-    except ImportError:  # pragma: no cover - another numba layout: loaded on first use
-        return
-    cpu_target.target_context.refresh()
