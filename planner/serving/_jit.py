@@ -1,5 +1,7 @@
 """numba, imported for the compiled kernels (:mod:`planner.serving._kernel`,
-:mod:`planner.serving._unloaded`) without the scipy import its CPU target makes."""
+:mod:`planner.serving._unloaded`), their machine code loaded without the parts of numba's
+CPU target that only compiling needs (:func:`light_cache_load`), and without the scipy
+import that target makes (:func:`before_compile`)."""
 
 from __future__ import annotations
 
@@ -8,16 +10,8 @@ import sys
 
 
 def import_numba():
-    """Import numba, and its CPU target's lowering registries without scipy.
-
-    On its first compile or cache load, numba's CPU target imports ``numba.np.arraymath``,
-    which imports ``scipy.linalg`` (about 0.3 s, a fifth of a CLI run) only to set a flag
-    (``_HAVE_BLAS``) that picks BLAS for the inner products of ``np.correlate`` /
-    ``np.convolve``. The kernels here use no BLAS, so that module is imported once with
-    ``scipy.linalg.cython_blas`` blocked: the flag is False (those two functions would use
-    numba's plain loop), and every function that needs BLAS (``np.dot``, ``np.linalg``)
-    still imports scipy when it is compiled (``numba.np.linalg.ensure_blas``). Nothing is
-    blocked when scipy or that module is already loaded.
+    """Import numba (without the part of its CPU target that only compiling needs: see
+    :func:`before_compile` and :func:`light_cache_load`).
 
     Returns
     -------
@@ -26,6 +20,23 @@ def import_numba():
     """
     import numba
 
+    return numba
+
+
+def before_compile() -> None:
+    """Import numba's CPU target's lowering registries without scipy; call before anything
+    may compile.
+
+    To compile (and, in numba's own cache load, before loading), numba's CPU target imports
+    ``numba.np.arraymath``, which imports ``scipy.linalg`` (about 0.3 s, a fifth of a CLI
+    run) only to set a flag (``_HAVE_BLAS``) that picks BLAS for the inner products of
+    ``np.correlate`` / ``np.convolve``. The kernels here use no BLAS, so that module is
+    imported once with ``scipy.linalg.cython_blas`` blocked: the flag is False (those two
+    functions would use numba's plain loop), and every function that needs BLAS (``np.dot``,
+    ``np.linalg``) still imports scipy when it is compiled (``numba.np.linalg.ensure_blas``).
+    Nothing is blocked when scipy or that module is already loaded. A cache load through
+    :func:`light_cache_load` needs none of this.
+    """
     blas = "scipy.linalg.cython_blas"
     if "numba.np.arraymath" not in sys.modules and blas not in sys.modules:
         sys.modules[blas] = None  # type: ignore[assignment]  # import raises ImportError
@@ -34,7 +45,6 @@ def import_numba():
         finally:
             if sys.modules.get(blas, 0) is None:
                 del sys.modules[blas]
-    return numba
 
 
 #: the compiled functions after whose first call :func:`freeze_long_lived` froze
@@ -77,20 +87,25 @@ def light_cache_load(dispatcher):
     load = getattr(cache, "_load_overload", None)
     guard = getattr(cache, "_guard_against_spurious_io_errors", None)
     full = getattr(cache, "load_overload", None)
-    if load is None or guard is None or full is None:  # no cache, or another numba
-        return dispatcher
     try:
         from numba.core.runtime import rtsys
     except ImportError:  # pragma: no cover - another numba layout
+        rtsys = None
+    if load is None or guard is None or full is None or rtsys is None:
+        before_compile()  # no cache (every process compiles), or another numba
         return dispatcher
 
     def load_overload(sig, target_context):
         try:
             rtsys.initialize(target_context)
             with guard():
-                return load(sig, target_context)
+                out = load(sig, target_context)
         except Exception:  # noqa: BLE001 - numba's own load decides (and raises)
+            before_compile()
             return full(sig, target_context)
+        if out is None:  # a miss: numba compiles next
+            before_compile()
+        return out
 
     cache.load_overload = load_overload
     return dispatcher
