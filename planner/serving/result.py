@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,8 +50,12 @@ class SimResult:
     itl_values_s, itl_weights : iteration durations that produced decode tokens and the
         number of tokens each produced (the per-token inter-token-latency distribution)
     batch_values, batch_weights : sequences per iteration and iterations at that size
+        (these four come from ``iteration_stats``)
     kv_util_mean, kv_util_max : time-weighted and peak fraction of KV blocks in use
     in_system_area_s : integral over time of the number of requests in the system [req*s]
+    iteration_stats : ``(itl_values_s, itl_weights, batch_values, batch_weights)``, or a
+        function returning them, called on first use: a verdict run (only its per-request
+        latencies are read) never pays for them
     """
 
     arrival_s: np.ndarray
@@ -63,10 +68,7 @@ class SimResult:
     num_gpus: int
     iterations: int
     busy_s: float
-    itl_values_s: np.ndarray
-    itl_weights: np.ndarray
-    batch_values: np.ndarray
-    batch_weights: np.ndarray
+    iteration_stats: tuple[np.ndarray, ...] | Callable[[], tuple[np.ndarray, ...]]
     kv_util_mean: float
     kv_util_max: float
     in_system_area_s: float
@@ -75,6 +77,29 @@ class SimResult:
     label: str = ""
     truncated: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
+
+    # ---- per iteration
+    def _iteration_stats(self) -> tuple[np.ndarray, ...]:
+        st = self.iteration_stats
+        if callable(st):
+            st = self.iteration_stats = st()
+        return st
+
+    @property
+    def itl_values_s(self) -> np.ndarray:
+        return self._iteration_stats()[0]
+
+    @property
+    def itl_weights(self) -> np.ndarray:
+        return self._iteration_stats()[1]
+
+    @property
+    def batch_values(self) -> np.ndarray:
+        return self._iteration_stats()[2]
+
+    @property
+    def batch_weights(self) -> np.ndarray:
+        return self._iteration_stats()[3]
 
     # ---- per request
     @property
