@@ -117,8 +117,11 @@ def make_requests(
         trunc = int(over.sum())
         i = np.minimum(i, context_limit - 1)
         o = np.minimum(o, context_limit - i)
-    order = np.argsort(a, kind="stable")
-    a, i, o = a[order], i[order], o[order]
+    if len(a) > 1 and not (a[1:] >= a[:-1]).all():
+        order = np.argsort(a, kind="stable")
+        a, i, o = a[order], i[order], o[order]
+    else:  # already in arrival order (a drawn sample always is): the stable sort is a no-op
+        a = a.copy()
     shared = int(shared_prefix_tokens) if prefix_caching else 0
     if prefix_caching:
         # a prompt shorter than the shared prefix holds only its first prompt - 1 tokens of it
