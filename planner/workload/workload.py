@@ -128,9 +128,12 @@ def make_requests(
         # (one token is always computed); the pool keeps the longest part any prompt uses
         shared = min(shared, int(i.max()) - 1)
         sh = np.minimum(shared, i - 1)
-        rest = i - sh
-        cached = sh + np.floor(cache_hit_rate * rest).astype(np.int64)
-        cached = np.minimum(cached, i - 1)
+        if cache_hit_rate:
+            rest = i - sh
+            cached = sh + np.floor(cache_hit_rate * rest).astype(np.int64)
+            cached = np.minimum(cached, i - 1)
+        else:  # the shared prefix only (already at most prompt - 1)
+            cached = sh
     else:
         cached = np.zeros_like(i)
     return Requests(a, i, o, cached.astype(np.int64), shared, trunc)
