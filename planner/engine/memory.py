@@ -99,6 +99,10 @@ def _mlp_params(h: int, inter: int, gated: bool, bias: bool) -> int:
     return w + b
 
 
+#: :func:`param_counts` by model object: the search asks once per option it screens
+_PARAM_COUNTS = IdentityMemo()
+
+
 def param_counts(m: ModelArch) -> ParamCounts:
     """Count parameters from the architecture (not from the published total).
 
@@ -108,6 +112,14 @@ def param_counts(m: ModelArch) -> ParamCounts:
     3*4096*14336 = 176,160,768 + norms 8,192) + embedding and lm head 2*128256*4096
     + final norm 4096 = 8,030,261,248.
     """
+    hit = _PARAM_COUNTS.get((m,))
+    if hit is not None:
+        return hit
+    return _PARAM_COUNTS.put((m,), (), _param_counts(m))
+
+
+def _param_counts(m: ModelArch) -> ParamCounts:
+    """:func:`param_counts`, computed."""
     h, L = m.hidden_size, m.num_hidden_layers
     attn_layer, kv_layer = _attention_params(m)
     norm_w = 2 if m.norm == "layernorm" else 1
@@ -294,10 +306,16 @@ def kv_bytes_per_sequence(
     Sliding-window layers hold ``min(context, window)`` tokens. With ``block_size``
     > 1 each layer's tokens round up to whole blocks, as a paged KV cache allocates.
     """
-    c = np.asarray(context, dtype=float)
     per = kv_layer_bytes_per_token(m, kv_bits, tp)
     n_sw = m.num_sliding_layers
     n_full = m.num_hidden_layers - n_sw
+    if type(context) in (int, float) and math.isfinite(context):
+        # one context: the same float operations without numpy's per-call overhead
+        c = float(context)
+        full = math.ceil(c / block_size) * block_size
+        sw = math.ceil(min(c, m.sliding_window or 0) / block_size) * block_size if n_sw else 0.0
+        return float(per * (n_full * float(full) + n_sw * float(sw)))
+    c = np.asarray(context, dtype=float)
     full_tok = np.ceil(c / block_size) * block_size
     sw_tok = (
         np.ceil(np.minimum(c, m.sliding_window or 0) / block_size) * block_size if n_sw else 0.0

@@ -29,6 +29,7 @@ more bits per weight.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,7 +111,9 @@ class RatioBook:
     def typical(self, key: str | None = None) -> float:
         own = self.by_key.get(key) if key is not None else None
         rs = own if self.own_only else own or self.ratios
-        return float(np.median(rs)) if rs else 1.0
+        # statistics.median: np.median's value (the middle one, or the mean of the middle
+        # two), without numpy's overhead on a short list
+        return float(statistics.median(rs)) if rs else 1.0
 
 
 # ---------------------------------------------------------------------- the table

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -131,10 +132,11 @@ def _run_continuous(
     if err:  # pragma: no cover - guarded by check_fits
         raise PlannerError("no request can be scheduled: the KV cache is too small")
     horizon = max(busy, 1e-12)
-    # a run stopped early serves its verdict only (no ITL or batch statistics)
+    # a run stopped early serves its verdict only (no ITL or batch statistics); the others'
+    # are computed from the iteration records when first asked (a verdict never asks)
     verdict_only = stats[5] != 0
-    itl_v, itl_w, bat_v, bat_w = _event_stats(
-        [] if verdict_only else np.concatenate([ev_i[:nev].astype(float), ev_t[:nev]], axis=1)
+    iteration_stats = (
+        _event_stats([]) if verdict_only else functools.partial(_records_stats, ev_i, ev_t, nev)
     )
     return SimResult(
         arrival_s=arr[:n].copy(),
@@ -147,10 +149,7 @@ def _run_continuous(
         num_gpus=replica.num_gpus,
         iterations=int(cur),
         busy_s=float(busy),
-        itl_values_s=itl_v,
-        itl_weights=itl_w,
-        batch_values=bat_v,
-        batch_weights=bat_w,
+        iteration_stats=iteration_stats,
         # the shared prefix's blocks are in use too (held once, outside ``nblocks``)
         kv_util_mean=(kv_area / horizon + shared_blk) / eng.num_blocks,
         kv_util_max=(int(kv_max) + shared_blk) / eng.num_blocks,
@@ -185,6 +184,12 @@ def loop_key(replica: Replica) -> tuple | None:
         eng,
         replica.num_gpus,
     )
+
+
+def _records_stats(ev_i: np.ndarray, ev_t: np.ndarray, nev: int):
+    """:func:`_event_stats` of the event loop's first ``nev`` iteration records (``ev_i``:
+    decoders, sequences, iterations; ``ev_t``: first and last step time)."""
+    return _event_stats(np.concatenate([ev_i[:nev].astype(float), ev_t[:nev]], axis=1))
 
 
 def _event_stats(events: list[tuple[int, int, int, float, float]]):
@@ -343,10 +348,12 @@ def _run_static(replica: Replica, reqs: Requests, concurrency: int | None = None
         num_gpus=replica.num_gpus,
         iterations=iters,
         busy_s=busy,
-        itl_values_s=np.asarray(itl_v, float),
-        itl_weights=np.asarray(itl_w, float),
-        batch_values=np.asarray(bat_v, float),
-        batch_weights=np.asarray(bat_w, float),
+        iteration_stats=(
+            np.asarray(itl_v, float),
+            np.asarray(itl_w, float),
+            np.asarray(bat_v, float),
+            np.asarray(bat_w, float),
+        ),
         kv_util_mean=kv_area / horizon / eng.num_blocks,
         kv_util_max=kv_max / eng.num_blocks,
         in_system_area_s=area,

@@ -105,6 +105,18 @@ class RequestClass:
     slo: SLO
 
 
+def _copied(x: Any) -> Any:
+    """``copy.deepcopy(x)`` of a verdict summary, faster: its dicts and lists copied, its
+    strings, numbers and None kept (immutable), anything else deep-copied."""
+    if isinstance(x, dict):
+        return {k: _copied(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_copied(v) for v in x]
+    if x is None or isinstance(x, (str, int, float)):
+        return x
+    return copy.deepcopy(x)
+
+
 class WorkloadCache:
     """The request classes of one question and what depends on them only, computed once.
 
@@ -349,7 +361,7 @@ class WorkloadCache:
         if probe.run_key is None:
             return None
         hit = self._verdicts.get((probe.run_key, rate))
-        return copy.deepcopy(hit) if hit is not None else None
+        return _copied(hit) if hit is not None else None
 
     def keep_verdict(self, probe: CapacityProbe, rate: float, summary: dict[str, Any]) -> None:
         """Remember a plain verdict run's summary for :meth:`shared_verdict`."""
@@ -357,7 +369,7 @@ class WorkloadCache:
             return
         if len(self._verdicts) >= 50_000:
             self._verdicts.clear()
-        self._verdicts[(probe.run_key, rate)] = copy.deepcopy(summary)
+        self._verdicts[(probe.run_key, rate)] = _copied(summary)
 
     def unloaded_requests(self, replica: Replica, index: int = 0, n: int = 400) -> Requests:
         """The request sample of :func:`unloaded_latency` for class ``index`` (its default

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,17 @@ def _wpcts(values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]) -> li
     return [float(v[min(int(j), len(v) - 1)]) for j in i]
 
 
+def _weighted_mean(values: np.ndarray, weights: np.ndarray, empty: float) -> float:
+    """``sum(values x weights) / sum(weights)``, or ``empty`` when no weight is positive.
+
+    numpy's own (pairwise) sum rather than ``np.dot``: over more than 10,000 samples OpenBLAS
+    splits a dot product across threads, whose wake-up takes milliseconds on a busy 2-core
+    machine, whose spinning afterwards takes a core from the other search process, and whose
+    rounding depends on the machine's thread count."""
+    total = weights.sum()
+    return float(np.add.reduce(values * weights) / total) if total > 0 else empty
+
+
 def _nanmean(x: np.ndarray, nan: np.ndarray) -> float:
     """``np.nanmean(x)`` bit for bit (NaNs summed as 0, divided by the count of the rest;
     ``nan`` is ``np.isnan(x)``), NaN when no value is finite, as ``summary`` always had."""
@@ -49,8 +61,12 @@ class SimResult:
     itl_values_s, itl_weights : iteration durations that produced decode tokens and the
         number of tokens each produced (the per-token inter-token-latency distribution)
     batch_values, batch_weights : sequences per iteration and iterations at that size
+        (these four come from ``iteration_stats``)
     kv_util_mean, kv_util_max : time-weighted and peak fraction of KV blocks in use
     in_system_area_s : integral over time of the number of requests in the system [req*s]
+    iteration_stats : ``(itl_values_s, itl_weights, batch_values, batch_weights)``, or a
+        function returning them, called on first use: a verdict run (only its per-request
+        latencies are read) never pays for them
     """
 
     arrival_s: np.ndarray
@@ -63,10 +79,7 @@ class SimResult:
     num_gpus: int
     iterations: int
     busy_s: float
-    itl_values_s: np.ndarray
-    itl_weights: np.ndarray
-    batch_values: np.ndarray
-    batch_weights: np.ndarray
+    iteration_stats: tuple[np.ndarray, ...] | Callable[[], tuple[np.ndarray, ...]]
     kv_util_mean: float
     kv_util_max: float
     in_system_area_s: float
@@ -75,6 +88,29 @@ class SimResult:
     label: str = ""
     truncated: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
+
+    # ---- per iteration
+    def _iteration_stats(self) -> tuple[np.ndarray, ...]:
+        st = self.iteration_stats
+        if callable(st):
+            st = self.iteration_stats = st()
+        return st
+
+    @property
+    def itl_values_s(self) -> np.ndarray:
+        return self._iteration_stats()[0]
+
+    @property
+    def itl_weights(self) -> np.ndarray:
+        return self._iteration_stats()[1]
+
+    @property
+    def batch_values(self) -> np.ndarray:
+        return self._iteration_stats()[2]
+
+    @property
+    def batch_weights(self) -> np.ndarray:
+        return self._iteration_stats()[3]
 
     # ---- per request
     @property
@@ -152,9 +188,7 @@ class SimResult:
             for q, v in zip((50, 90, 99), ps, strict=True):
                 s[f"{name}_p{q}_s"] = float(v)
         w = self.itl_weights
-        s["itl_mean_s"] = (
-            float(np.dot(self.itl_values_s, w) / w.sum()) if w.sum() > 0 else float("nan")
-        )
+        s["itl_mean_s"] = _weighted_mean(self.itl_values_s, w, float("nan"))
         for q, v in zip((50, 90, 99), _wpcts(self.itl_values_s, w, (50, 90, 99)), strict=True):
             s[f"itl_p{q}_s"] = v
         s["throughput_rps"] = float(m.sum()) / dur
@@ -166,9 +200,7 @@ class SimResult:
         s["mean_output_tokens"] = float(out_t.mean()) if len(out_t) else 0.0
         s["concurrency_mean"] = self.in_system_area_s / max(self.duration_s, 1e-12)
         bw = self.batch_weights
-        s["batch_size_mean"] = (
-            float(np.dot(self.batch_values, bw) / bw.sum()) if bw.sum() > 0 else 0.0
-        )
+        s["batch_size_mean"] = _weighted_mean(self.batch_values, bw, 0.0)
         s["batch_size_p50"], s["batch_size_p99"] = _wpcts(self.batch_values, bw, (50, 99))
         s["batch_size_max"] = float(self.batch_values.max()) if len(self.batch_values) else 0.0
         s["kv_util_mean"] = self.kv_util_mean

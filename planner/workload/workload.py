@@ -117,17 +117,23 @@ def make_requests(
         trunc = int(over.sum())
         i = np.minimum(i, context_limit - 1)
         o = np.minimum(o, context_limit - i)
-    order = np.argsort(a, kind="stable")
-    a, i, o = a[order], i[order], o[order]
+    if len(a) > 1 and not (a[1:] >= a[:-1]).all():
+        order = np.argsort(a, kind="stable")
+        a, i, o = a[order], i[order], o[order]
+    else:  # already in arrival order (a drawn sample always is): the stable sort is a no-op
+        a = a.copy()
     shared = int(shared_prefix_tokens) if prefix_caching else 0
     if prefix_caching:
         # a prompt shorter than the shared prefix holds only its first prompt - 1 tokens of it
         # (one token is always computed); the pool keeps the longest part any prompt uses
         shared = min(shared, int(i.max()) - 1)
         sh = np.minimum(shared, i - 1)
-        rest = i - sh
-        cached = sh + np.floor(cache_hit_rate * rest).astype(np.int64)
-        cached = np.minimum(cached, i - 1)
+        if cache_hit_rate:
+            rest = i - sh
+            cached = sh + np.floor(cache_hit_rate * rest).astype(np.int64)
+            cached = np.minimum(cached, i - 1)
+        else:  # the shared prefix only (already at most prompt - 1)
+            cached = sh
     else:
         cached = np.zeros_like(i)
     return Requests(a, i, o, cached.astype(np.int64), shared, trunc)
