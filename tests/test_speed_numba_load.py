@@ -14,8 +14,8 @@ from planner.serving._jit import light_cache_load
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: a tiny simulation; prints its P50 TTFT and E2E and which of numba's compile-only modules
-#: (imported when its CPU target is set up) the process has loaded
+#: a tiny simulation; prints its P50 TTFT and E2E, which of numba's compile-only modules
+#: (imported when its CPU target is set up) the process has loaded, and whether scipy.linalg
 SIM = """
 import json, sys
 import numpy as np
@@ -29,7 +29,8 @@ wl = Workload.model_validate({"preset": "chat", "traffic": {"mean_rps": 20, "pea
 s = simulate(rep, wl, n_requests=300, rng=np.random.default_rng(7)).summary()
 print(json.dumps({"ttft": s["ttft_p50_s"], "e2e": s["e2e_p50_s"],
                   "target": [m for m in ("numba.typed.typeddict", "numba.np.npyimpl")
-                             if m in sys.modules]}))
+                             if m in sys.modules],
+                  "scipy": "scipy.linalg" in sys.modules}))
 """
 
 
@@ -45,6 +46,7 @@ def test_a_new_process_loads_the_kernel_without_the_cpu_target():
     first = _run()  # compiles where the cache is empty (a fresh clone), else loads it
     second = _run()  # the cache is there now: loaded, light
     assert second["target"] == []  # numba's typing and lowering registries never set up
+    assert second["scipy"] is False  # nor scipy.linalg imported (0.3 s): see before_compile
     assert second["ttft"] == first["ttft"] > 0  # the very same machine code
     assert second["e2e"] == first["e2e"] > second["ttft"]
 

@@ -35,7 +35,7 @@ def before_compile() -> None:
     functions would use numba's plain loop), and every function that needs BLAS (``np.dot``,
     ``np.linalg``) still imports scipy when it is compiled (``numba.np.linalg.ensure_blas``).
     Nothing is blocked when scipy or that module is already loaded. A cache load through
-    :func:`light_cache_load` needs none of this.
+    :func:`light_cache_load` needs it too: unpickling the cached data imports that module.
     """
     blas = "scipy.linalg.cython_blas"
     if "numba.np.arraymath" not in sys.modules and blas not in sys.modules:
@@ -96,16 +96,15 @@ def light_cache_load(dispatcher):
         return dispatcher
 
     def load_overload(sig, target_context):
+        # the cached data's unpickling imports numba.np.arraymath (through the types it
+        # names): without scipy, as for a compile
+        before_compile()
         try:
             rtsys.initialize(target_context)
             with guard():
-                out = load(sig, target_context)
+                return load(sig, target_context)
         except Exception:  # noqa: BLE001 - numba's own load decides (and raises)
-            before_compile()
             return full(sig, target_context)
-        if out is None:  # a miss: numba compiles next
-            before_compile()
-        return out
 
     cache.load_overload = load_overload
     return dispatcher
