@@ -326,8 +326,6 @@ class _Search:
         self.screened: list[Screened] = []
         #: best value of each (group, GPU x framework) pair simulated so far
         self.best: dict[tuple[str | None, tuple[str, str]], float] = {}
-        #: :meth:`nth_best` of each group for ``best`` as it is now
-        self._nth: dict[str | None, float] = {}
         self.pruned = 0
 
     # ------------------------------------------------------------------ screening
@@ -456,13 +454,7 @@ class _Search:
     def nth_best(self, g: str | None = None, best: dict | None = None) -> float:
         """The N-th best value among distinct GPU x framework pairs (the top N is diverse);
         ``best``: the pairs' best values (default: the search's now)."""
-        if best is not None and best is not self.best:
-            return self._nth_of(g, best)
-        if g not in self._nth:  # remembered until a pair's best changes (simulate)
-            self._nth[g] = self._nth_of(g, self.best)
-        return self._nth[g]
-
-    def _nth_of(self, g: str | None, best: dict) -> float:
+        best = self.best if best is None else best
         vals = sorted(v for (g2, _), v in best.items() if g2 == g)
         return vals[self.top_n - 1] if len(vals) >= self.top_n else math.inf
 
@@ -531,7 +523,6 @@ class _Search:
         self.done.append(s)
         k = (self.group(s.opt), (s.opt.gpu.id, s.opt.framework.id))
         self.best[k] = min(self.best.get(k, math.inf), s.value)
-        self._nth.clear()
         # memory: only options that can still make the top keep their simulated requests
         if len(self.done) > 2 * self.top_n and not self.per_gpu:
             self.done.sort(key=lambda x: sort_key(x, ld.need_rps))
