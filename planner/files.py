@@ -4,8 +4,8 @@ One place for the mechanisms every command shares, so each reader and writer get
 same way (this module imports only :mod:`planner.errors`, the standard library and yaml):
 
 - :func:`load_yaml` parses YAML text: duplicate keys are errors naming the key and both lines,
-  alias expansion and nesting are bounded, messages quote at most a short excerpt; a large
-  text's parsed value is kept on disk for the next process (:func:`parse_cache_dir`);
+  alias expansion and nesting are bounded, messages quote at most a short excerpt; a
+  catalog's parsed value is kept on disk for the next process (:func:`parse_cache_dir`);
 - :func:`load_json` parses JSON text with the nesting bounded;
 - :func:`atomic_write_text` writes an output so that the old file survives any failure;
 - :class:`Progress` prints a progress line on stderr when it is a terminal;
@@ -130,20 +130,21 @@ def _children(node: Node) -> list[Node]:
     return []
 
 
-def load_yaml(text: str, where: str | os.PathLike[str]) -> Any:
+def load_yaml(text: str, where: str | os.PathLike[str], *, keep: bool = False) -> Any:
     """Parse YAML text from ``where`` (a file name for messages); every failure is one line.
 
     Duplicate keys, an alias bomb, deep nesting and syntax errors are :class:`PlannerError`
     naming ``where``; a quoted piece of the input is at most ~80 characters.
 
-    A text of :data:`PARSE_CACHE_MIN_CHARS` or more is parsed once per content: the parsed
-    value is kept on disk (:func:`parse_cache_dir`) under a hash of the text, and a later
-    process reads it back instead of parsing again (the bundled catalogs and calibration
-    profile took ~0.2 s to parse, a tenth of a CLI run; reading them back takes ~5 ms). Only
-    a text that parsed without error is kept, so the answer and every error are the same
-    either way.
+    ``keep``: a catalog file read by every process (the catalogs, the calibration profile;
+    never a user's upload or one-off input). Such a text of :data:`PARSE_CACHE_MIN_CHARS` or
+    more is parsed once per content: the parsed value is kept on disk
+    (:func:`parse_cache_dir`) under a hash of the text, and a later process reads it back
+    instead of parsing again (the bundled catalogs and calibration profile took ~0.1 s to
+    parse, a tenth of a CLI run; reading them back takes ~15 ms). Only a text that parsed
+    without error is kept, so the answer and every error are the same either way.
     """
-    if len(text) < PARSE_CACHE_MIN_CHARS:
+    if not keep or len(text) < PARSE_CACHE_MIN_CHARS:
         return _parse_yaml(text, where)
     key = _parse_key(text)
     hit = _parse_cache_get(key)

@@ -42,7 +42,7 @@ def _kept(d: Path) -> list[Path]:
 
 def test_second_load_is_read_back_and_equal(cache_dir, monkeypatch):
     text = _big()
-    first = load_yaml(text, "big.yaml")
+    first = load_yaml(text, "big.yaml", keep=True)
     assert parse_cache_dir() == cache_dir
     assert len(_kept(cache_dir)) == 1
     # the value a fresh parse gives: dates as dates, the alias expanded
@@ -59,14 +59,14 @@ def test_second_load_is_read_back_and_equal(cache_dir, monkeypatch):
         raise AssertionError("parsed again")
 
     monkeypatch.setattr(files, "_parse_yaml", no_parse)
-    second = load_yaml(text, "big.yaml")
+    second = load_yaml(text, "big.yaml", keep=True)
     assert second == first
     assert second is not first  # a fresh object each time: a caller may change it
 
 
 def test_an_edited_text_is_parsed_again(cache_dir):
-    a = load_yaml(_big(price="2.49"), "a.yaml")
-    b = load_yaml(_big(price="3.10"), "a.yaml")  # the same file, edited
+    a = load_yaml(_big(price="2.49"), "a.yaml", keep=True)
+    b = load_yaml(_big(price="3.10"), "a.yaml", keep=True)  # the same file, edited
     assert a["rows"][5]["usd_per_gpu_hour"] == 2.49
     assert b["rows"][5]["usd_per_gpu_hour"] == 3.10
     assert len(_kept(cache_dir)) == 2
@@ -74,10 +74,10 @@ def test_an_edited_text_is_parsed_again(cache_dir):
 
 def test_a_damaged_file_is_a_miss_and_is_replaced(cache_dir):
     text = _big()
-    good = load_yaml(text, "x.yaml")
+    good = load_yaml(text, "x.yaml", keep=True)
     (path,) = _kept(cache_dir)
     path.write_bytes(b"not a pickle")
-    assert load_yaml(text, "x.yaml") == good
+    assert load_yaml(text, "x.yaml", keep=True) == good
     assert path.read_bytes() != b"not a pickle"  # rewritten by the parse
 
 
@@ -85,19 +85,20 @@ def test_errors_are_never_kept(cache_dir):
     text = _big() + "where: again\n"  # a duplicate top-level key, past the threshold
     for _ in range(2):  # the same one-line error both times
         with pytest.raises(PlannerError, match=r"dup.yaml: duplicate key 'where' at lines 1 and"):
-            load_yaml(text, "dup.yaml")
+            load_yaml(text, "dup.yaml", keep=True)
     assert _kept(cache_dir) == []
 
 
-def test_small_texts_are_not_kept(cache_dir):
-    assert load_yaml("a: 1\nb: [2, 3]\n", "s.yaml") == {"a": 1, "b": [2, 3]}
+def test_small_texts_and_one_off_inputs_are_not_kept(cache_dir):
+    assert load_yaml("a: 1\nb: [2, 3]\n", "s.yaml", keep=True) == {"a": 1, "b": [2, 3]}
+    assert load_yaml(_big(), "upload.yaml")["rows"][3]["id"] == "gpu-3"  # keep=False
     assert _kept(cache_dir) == []
 
 
 def test_oldest_files_go_past_the_limit(cache_dir, monkeypatch):
     monkeypatch.setattr(files, "PARSE_CACHE_MAX_FILES", 3)
     for i in range(5):
-        load_yaml(_big(price=f"{i}.5"), "p.yaml")
+        load_yaml(_big(price=f"{i}.5"), "p.yaml", keep=True)
     assert len(_kept(cache_dir)) == 3
 
 
@@ -106,10 +107,10 @@ def test_unwritable_or_off_means_no_cache(tmp_path, monkeypatch):
     blocker.write_text("x")
     monkeypatch.setenv("PLANNER_CACHE_DIR", str(blocker))  # mkdir under a file fails
     assert parse_cache_dir() is None
-    assert load_yaml(_big(), "u.yaml")["rows"][1]["id"] == "gpu-1"
+    assert load_yaml(_big(), "u.yaml", keep=True)["rows"][1]["id"] == "gpu-1"
     monkeypatch.setenv("PLANNER_CACHE_DIR", "off")
     assert parse_cache_dir() is None
-    assert load_yaml(_big(), "u.yaml")["rows"][2]["id"] == "gpu-2"
+    assert load_yaml(_big(), "u.yaml", keep=True)["rows"][2]["id"] == "gpu-2"
 
 
 def test_bundled_catalog_and_profile_are_the_same_read_back(cache_dir, monkeypatch):

@@ -93,7 +93,7 @@ def price_rows(
 
 def _read_yaml(path: Path) -> Any:
     text = read_text(path, "catalog file", "YAML file")
-    return load_yaml(text, path)
+    return load_yaml(text, path, keep=True)
 
 
 # id/alias -> record, per tuple of records (catalogs are immutable); the tuple is kept

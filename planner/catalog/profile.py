@@ -239,7 +239,7 @@ def save_profile(
 @lru_cache(maxsize=8)
 def _load_profile_cached(path: str, mtime: float) -> Profile:
     text = read_text(path, "calibration profile", "YAML file")
-    data = load_yaml(text, path)
+    data = load_yaml(text, path, keep=True)
     if not isinstance(data, dict):
         raise PlannerError(f"{path}: not a calibration profile (expected a YAML mapping)")
     version = data.get("planner_calibration_profile")

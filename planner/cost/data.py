@@ -182,7 +182,7 @@ def _error(path: Path, where: str, e: ValidationError, cls: type[BaseModel]) -> 
 
 def _read_yaml(path: Path) -> Any:
     text = read_text(path, "catalog file", "YAML file")
-    return load_yaml(text, path)
+    return load_yaml(text, path, keep=True)
 
 
 def _key(data_dir: str | os.PathLike[str] | None, name: str) -> tuple[str, int, int]:
