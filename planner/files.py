@@ -26,7 +26,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -235,28 +235,21 @@ def _parse_cache_get(key: str) -> Any:
 
 
 def _parse_cache_put(key: str, value: Any) -> None:
-    """Keep ``value`` under ``key`` (atomically: a reader sees the old file or the new one),
-    then drop the oldest files past :data:`PARSE_CACHE_MAX_FILES`; a failure keeps nothing."""
+    """Keep ``value`` under ``key`` (:func:`atomic_writer`: a reader sees the old file or the
+    new one), then drop the oldest files past :data:`PARSE_CACHE_MAX_FILES`; a failure keeps
+    nothing and is no error."""
     d = parse_cache_dir()
     if d is None:
         return
-    tmp = None
     try:
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".pickle")
-        with os.fdopen(fd, "wb") as f:
+        with atomic_writer(d / f"{key}.pickle", what="parse cache", binary=True) as f:
             f.write(data)
-        os.replace(tmp, d / f"{key}.pickle")
-        tmp = None
         kept = sorted(d.glob("*.pickle"), key=lambda p: p.stat().st_mtime)
         for old in kept[: max(0, len(kept) - PARSE_CACHE_MAX_FILES)]:
             old.unlink(missing_ok=True)
-    except (OSError, pickle.PicklingError, RecursionError):
+    except (PlannerError, OSError, pickle.PicklingError, RecursionError):
         pass
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
 
 
 def load_json(text: str, where: str | os.PathLike[str]) -> Any:
@@ -375,12 +368,13 @@ def atomic_writer(
     *,
     inputs: Iterable[str | os.PathLike[str]] = (),
     what: str = "output",
-) -> Iterator[TextIO]:
+    binary: bool = False,
+) -> Iterator[IO[Any]]:
     """:func:`atomic_write_text` as a stream, for outputs too large to hold as one string.
 
     ``with atomic_writer(path, inputs=..., what=...) as fh: fh.write(...)``: ``path`` is
     replaced only when the block ends without an error, and never by an empty result when
-    it held data.
+    it held data. ``binary``: the stream takes bytes.
     """
     p = Path(path)
     name = printable(p)
@@ -390,7 +384,8 @@ def atomic_writer(
         if p.parent and not p.parent.exists():
             p.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent or ".")
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+        mode = {"mode": "wb"} if binary else {"mode": "w", "encoding": "utf-8", "newline": ""}
+        with os.fdopen(fd, **mode) as fh:
             yield fh
             fh.flush()
             empty = fh.tell() == 0

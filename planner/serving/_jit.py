@@ -9,20 +9,6 @@ import gc
 import sys
 
 
-def import_numba():
-    """Import numba (without the part of its CPU target that only compiling needs: see
-    :func:`before_compile` and :func:`light_cache_load`).
-
-    Returns
-    -------
-    module
-        ``numba``
-    """
-    import numba
-
-    return numba
-
-
 def before_compile() -> None:
     """Import numba's CPU target's lowering registries without scipy; call before anything
     may compile.

@@ -30,7 +30,7 @@ from planner.engine import _scalar
 from planner.engine._scalar import step_time_scalar, straggler_time_scalar
 from planner.files import precompile_bytecode
 from planner.serving import _loop_parts
-from planner.serving._jit import import_numba, light_cache_load
+from planner.serving._jit import light_cache_load
 from planner.serving._loop_parts import heap_pop, heap_push, scored_end, scored_first
 
 #: error codes of :func:`_loop`
@@ -103,7 +103,7 @@ def compile_cached(build, sources=SOURCES, prefix: str = "_kernel", stamp_name=S
     there is no writable cache location (then every process compiles); its result's cache
     is dropped when ``sources`` changed (:func:`refresh_cache`: numba keys a cache on the
     function's own file only, not on the files it inlines). Returns ``(result, jit)``."""
-    numba = import_numba()
+    import numba  # on first use only: ``import planner`` and the CLI never load it
 
     def jit_with(**base):  # jit(f, **kw) = numba.njit(**base, **kw)(f); kw: e.g. nogil=True
         return lambda f, **kw: light_cache_load(numba.njit(**base, **kw)(f))
