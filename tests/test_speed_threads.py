@@ -219,7 +219,14 @@ def test_compare_gpus_in_two_threads_equals_one_thread():
             capture_output=True,
             text=True,
             cwd=REPO_ROOT,
-            env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "PLANNER_THREADS": n},
+            # one process both times: whether compare_gpus forks depends on the machine's
+            # load at that instant, and a forked search counts its verdict runs per process
+            env={
+                **os.environ,
+                "PYTHONPATH": str(REPO_ROOT),
+                "PLANNER_THREADS": n,
+                "PLANNER_PROCESSES": "1",
+            },
             timeout=900,
         )
         assert p.returncode == 0, p.stderr[-2000:]
