@@ -648,6 +648,20 @@ class Framework(Sourced):
         description="memory the engine reserves beyond weights and KV (CUDA context, graphs)",
     )
     runtime_overhead_source: str | None = None
+    expert_parallel: bool = Field(
+        False,
+        description="the engine splits routed experts over GPUs (EP): vLLM "
+        "--enable-expert-parallel, SGLang --ep-size, TensorRT-LLM moe_expert_parallel_size",
+    )
+    attention_dp: bool = Field(
+        False,
+        description="the engine runs the attention of a MoE model data-parallel over "
+        "its GPUs (vLLM --data-parallel-size, SGLang --enable-dp-attention, TensorRT-LLM "
+        "enable_attention_dp)",
+    )
+    parallel_source: str | None = Field(
+        None, description="where expert_parallel / attention_dp were read"
+    )
     kv_follows_checkpoint: bool = Field(
         False,
         description="with its default KV dtype setting ('auto') the engine stores KV in the "
