@@ -75,6 +75,19 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
     d.add_argument("--pp", type=_positive_int, default=None, help="pipeline stages per replica")
     d.add_argument(
+        "--ep",
+        type=_positive_int,
+        default=None,
+        help="expert-parallel size (MoE models; tp x attention-dp = moe-tp x ep)",
+    )
+    d.add_argument(
+        "--attention-dp",
+        type=_positive_int,
+        default=None,
+        help="attention data-parallel ranks (MoE models; e.g. --tp 1 --attention-dp 8 --ep 8 "
+        "is DEP8)",
+    )
+    d.add_argument(
         "--max-num-seqs", type=_positive_int, default=None, help="engine: max running sequences"
     )
     d.add_argument(
@@ -210,7 +223,14 @@ def _context(args: argparse.Namespace):
     cat = load_catalog(args.data_dir)
     sc = _with_overrides(load_scenario(args.scenario), args)
     dep = sc.resolve_deployment(
-        args.gpu, args.framework, args.precision, args.tp, args.pp, args.kv_precision
+        args.gpu,
+        args.framework,
+        args.precision,
+        args.tp,
+        args.pp,
+        args.kv_precision,
+        ep=args.ep,
+        attention_dp=args.attention_dp,
     )
     params, prov = _resolve_params(
         dep.gpu, dep.framework, dep.precision, args.calibration, cat, sc.model
@@ -222,6 +242,8 @@ def _context(args: argparse.Namespace):
         dep.tp,
         dep.pp,
         dep.kv_precision,
+        ep=dep.ep,
+        attention_dp=dep.attention_dp,
         catalog=cat,
         params=params,
         params_source=prov,
