@@ -402,8 +402,7 @@ TABLE_COLS = (
     ("framework", "framework"),
     ("precision_label", "precision"),
     ("kv_precision", "kv"),
-    ("tp", "tp"),
-    ("pp", "pp"),
+    ("layout", "layout"),
     ("replicas", "replicas"),
     ("num_gpus", "gpus"),
     ("max_rate_per_replica", "rps_per_replica"),
@@ -528,7 +527,7 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
                             str(x) for x in (r["gpu"], r["framework"], r["precision"]) if x
                         )
                         + (f" kv={r['kv_precision']}" if r.get("kv_precision") else "")
-                        + (f" tp={r['tp']}" if r["tp"] else ""),
+                        + (f" {_shape(r)}" if r["tp"] else ""),
                         "reason": r["reason"],
                     }
                 )
@@ -573,10 +572,19 @@ def _markdown(res, name: str | None) -> str:
     ]
     for r in res.rejected[:20]:
         opt = " ".join(str(x) for x in (r["gpu"], r["framework"], r["precision"]) if x)
-        opt += f" tp={r['tp']}" if r["tp"] else ""
+        opt += f" {_shape(r)}" if r["tp"] else ""
         lines.append(f"| {opt} | {r['stage']} | {r['reason']} |")
     lines += ["", "## Assumptions", ""] + [f"* {a}" for a in res.assumptions] + [""]
     return "\n".join(lines)
+
+
+def _shape(r: dict[str, Any]) -> str:
+    """A row's layout: ``tp=8`` for tensor parallel, ``DEP8`` / ``TP8 EP8`` otherwise."""
+    if (r.get("ep") or 1) == 1 and (r.get("attention_dp") or 1) == 1:
+        return f"tp={r['tp']}"
+    from planner.catalog.layout import layout_of
+
+    return layout_of(r["tp"], r.get("pp") or 1, r["ep"], r["attention_dp"]).label
 
 
 def _md(v: Any, key: str = "") -> str:

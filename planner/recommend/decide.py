@@ -24,6 +24,7 @@ import math
 from typing import Any
 
 from .objective import TIE_REL, Screened
+from .options import layout_text
 
 #: objectives whose ranking is in money, so prices can reorder it
 PRICED = ("cost", "tokens-per-dollar")
@@ -91,7 +92,7 @@ def _repriced(r: dict[str, Any], which: str) -> float | None:
 
 
 def _label(r: dict[str, Any]) -> str:
-    return f"{r['gpu']} {r['framework']} {r['precision']} tp={r['tp']}"
+    return f"{r['gpu']} {r['framework']} {r['precision']} {layout_text(r)}"
 
 
 def _overlap(a: dict[str, Any], b: dict[str, Any], key: str = "usd_per_mtok_output") -> bool:

@@ -20,7 +20,7 @@ from ..errors import PlannerError
 from ..fmt import count
 from ..serving import WorkloadCache, size_fleet
 from .objective import Load, Objective, Screened, _max_rate, bracket
-from .options import Rejection
+from .options import Rejection, layout_text
 
 # ---------------------------------------------------------------------- the full result
 _LIMIT_TEXT = {
@@ -95,7 +95,10 @@ def finish(
         "binding_constraint": _binding(s, need),
         "decode_bound": bound,
         "weights_gb_per_gpu": mem.weight_bytes_per_gpu / 1e9 if mem else None,
-        "kv_cache_gb_per_gpu": rep.engine.kv_capacity_tokens * mem.kv_cache_bytes_per_token / 1e9
+        "kv_cache_gb_per_gpu": rep.engine.kv_capacity_tokens
+        / opt.attention_dp
+        * mem.kv_cache_bytes_per_token
+        / 1e9
         if mem
         else None,
         "kv_util_at_peak": planned.get("kv_util_mean"),
@@ -287,8 +290,7 @@ def pareto_front(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def why_winner(top: list[Screened], obj: Objective, rejected: list[Rejection]) -> str:
     w = top[0].result
     lead = (
-        f"{w['gpu']} / {w['framework']} / {w['precision']} (kv {w['kv_precision']}) tp={w['tp']}"
-        + (f" pp={w['pp']}" if w["pp"] > 1 else "")
+        f"{w['gpu']} / {w['framework']} / {w['precision']} (kv {w['kv_precision']}) {layout_text(w)}"
         + f": {count(w['num_gpus'])} GPUs ({count(w['replicas'])} x {w['gpus_per_replica']})"
     )
     if w.get("usd_per_hour") is not None:
@@ -303,7 +305,7 @@ def why_winner(top: list[Screened], obj: Objective, rejected: list[Rejection]) -
         diff = (v2 - v1) / abs(v1) * 100 if v1 else float("nan")
         lead += (
             f". Next best: {r2['gpu']} / {r2['framework']} / {r2['precision']} "
-            f"(kv {r2['kv_precision']}) tp={r2['tp']} with "
+            f"(kv {r2['kv_precision']}) {layout_text(r2)} with "
             f"{obj.show(v2)} ({diff:+.0f}% on {obj.name})"
         )
     counts: dict[str, int] = {}

@@ -59,7 +59,14 @@ from .objective import (
     prune_reason,
     sort_key,
 )
-from .options import MAX_TP_PER_NODE, Option, Rejection, enumerate_options, pp_options
+from .options import (
+    MAX_TP_PER_NODE,
+    Option,
+    Rejection,
+    enumerate_options,
+    layout_text,
+    pp_options,
+)
 from .threads import Prefetch, each, run_ahead, threads
 
 __all__ = [
@@ -125,7 +132,8 @@ def _replica(m, opt: Option, params, prov: str, cat: Catalog, eng_kw: dict[str, 
     """:func:`build_replica` for ``opt`` (remembered in :data:`_REPLICAS`)."""
     objs = (m, opt.gpu, opt.precision, opt.framework, params, cat)
     key = (
-        *map(id, objs), opt.tp, opt.pp, opt.kv_precision, prov, tuple(sorted(eng_kw.items()))
+        *map(id, objs), opt.tp, opt.pp, opt.ep, opt.attention_dp, opt.kv_precision, prov,
+        tuple(sorted(eng_kw.items())),
     )  # fmt: skip
     try:
         hit = _REPLICAS.get(key)
@@ -135,6 +143,7 @@ def _replica(m, opt: Option, params, prov: str, cat: Catalog, eng_kw: dict[str, 
         try:
             out: Replica | PlannerError = build_replica(
                 m, opt.gpu, opt.precision, opt.framework, tp=opt.tp, pp=opt.pp,
+                ep=opt.ep, attention_dp=opt.attention_dp,
                 kv_precision=opt.kv_precision, params=params, params_source=prov,
                 catalog=cat, **eng_kw,
             )  # fmt: skip
@@ -358,7 +367,7 @@ class _Search:
 
     def weights_problem(self, opt: Option) -> str | None:
         """Cheap check before building a replica: do the weights alone fit one GPU?"""
-        key = (opt.gpu.id, opt.precision.id, opt.tp, opt.pp)
+        key = (opt.gpu.id, opt.precision.id, opt.tp, opt.pp, opt.ep, opt.attention_dp)
         if key not in self.weight_fit:
             g, m = opt.gpu, self.m
             if g.memory_gb is None:
@@ -366,11 +375,17 @@ class _Search:
                     f"{g.id}: memory size not in the catalog (no source gives it)"
                 )
             else:
-                w = weight_memory(m, opt.precision, opt.tp, opt.pp).per_gpu_bytes
+                lay = opt.layout
+                w = weight_memory(m, opt.precision, lay.tp, lay.pp, lay.ep, lay.moe_split)
+                w = w.per_gpu_bytes
                 self.weight_fit[key] = (
                     f"does not fit: {m.id} in {opt.precision.id} needs {w / 1e9:.1f} GB of weights "
-                    f"per GPU at tp={opt.tp}"
-                    + (f" pp={opt.pp}" if opt.pp > 1 else "")
+                    f"per GPU at "
+                    + (
+                        f"tp={opt.tp}" + (f" pp={opt.pp}" if opt.pp > 1 else "")
+                        if opt.is_plain
+                        else lay.label
+                    )
                     + f"; {g.id} has {g.memory_bytes / 1e9:.1f} GB"
                     if w >= g.memory_bytes
                     else None
@@ -630,7 +645,12 @@ class _Search:
             self.seq += 1
             return
         self.rejected.append(r)
-        if r.stage == "memory" and opt.tp == max_tp == MAX_TP_PER_NODE and opt.pp == 1:
+        if (
+            r.stage == "memory"
+            and opt.is_plain
+            and opt.tp == max_tp == MAX_TP_PER_NODE
+            and opt.pp == 1
+        ):
             for o in pp_options(self.m, opt, self.c.max_gpus_per_replica):  # PP only where needed
                 heapq.heappush(heap, (self.lb0(o), 0, self.seq, o))
                 self.seq += 1
@@ -645,8 +665,10 @@ class _Search:
         return (
             f"planner capacity SCENARIO.yaml --gpu {o.gpu.id} --framework {o.framework.id} "
             f"--precision {o.precision.id} --kv-precision {o.kv_precision} --tp {o.tp} "
-            f"--pp {o.pp} --max-num-seqs {e.max_num_seqs} --max-num-batched-tokens "
-            f"{e.max_num_batched_tokens} --headroom {c.headroom!r} --fit-percentile "
+            f"--pp {o.pp} "
+            + ("" if o.is_plain else f"--ep {o.ep} --attention-dp {o.attention_dp} ")
+            + f"--max-num-seqs {e.max_num_seqs // o.attention_dp} --max-num-batched-tokens "
+            f"{e.max_num_batched_tokens // o.attention_dp} --headroom {c.headroom!r} --fit-percentile "
             f"{c.fit_percentile!r} --requests {self.n_requests} --seed {seed} --no-curve"
         )
 
@@ -739,7 +761,7 @@ class _Search:
             for r in recs:
                 firsts.setdefault(r["gpu"], r)
             why = "best option of each GPU that meets the SLOs: " + "; ".join(
-                f"{g} {r['framework']} {r['precision']} tp={r['tp']}: {r['num_gpus']} GPUs"
+                f"{g} {r['framework']} {r['precision']} {layout_text(r)}: {r['num_gpus']} GPUs"
                 + (f", ${r['usd_per_hour']:,.2f}/h" if r.get("usd_per_hour") is not None else "")
                 for g, r in firsts.items()
             )
