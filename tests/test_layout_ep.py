@@ -230,3 +230,28 @@ def test_recommend_offers_ep_layouts_for_moe_and_never_gguf_on_datacenter_engine
     assert all(r["num_gpus"] == r["replicas"] * r["tp"] * r["attention_dp"] * r["pp"] for r in top)
     assert not any(r["precision"] == "fp4" and r["gpu"] == "nvidia-h200-sxm" for r in top)
     assert all(r["layout"] for r in top)
+
+
+def test_engine_recommended_format_rank():
+    """TensorRT-LLM's DeepSeek-R1 guides: FP4 first on Blackwell, FP8 on Hopper (source in
+    frameworks.yaml); an unlisted format ranks after the list."""
+    trt = CAT.framework("trtllm")
+    assert trt.format_rank("blackwell", "fp4") == 0
+    assert trt.format_rank("blackwell", "fp8") == 1
+    assert trt.format_rank("blackwell", "int4-awq") == 3
+    assert trt.format_rank("hopper", "fp8") == 0
+    assert trt.recommended_formats_source and "nvidia.github.io" in trt.recommended_formats_source
+    assert CAT.framework("vllm").format_rank("hopper", "fp8") == 1  # no list: all equal
+
+
+def test_format_native_rule():
+    from planner.recommend.options import format_problem
+
+    b200, h200, rtx = CAT.gpu("nvidia-b200"), CAT.gpu("nvidia-h200-sxm"), CAT.gpu("nvidia-rtx-4090")
+    assert "llama.cpp's format" in format_problem(CAT.precision("gguf-q8_0"), b200,
+                                                  CAT.framework("vllm"))  # fmt: skip
+    assert format_problem(CAT.precision("gguf-q8_0"), rtx, CAT.framework("vllm")) == ""
+    assert format_problem(CAT.precision("gguf-q4_k_m"), b200, CAT.framework("llama.cpp")) == ""
+    assert "no FP4 tensor cores" in format_problem(CAT.precision("fp4"), h200,
+                                                   CAT.framework("vllm"))  # fmt: skip
+    assert format_problem(CAT.precision("fp4"), b200, CAT.framework("trtllm")) == ""

@@ -662,6 +662,19 @@ class Framework(Sourced):
     parallel_source: str | None = Field(
         None, description="where expert_parallel / attention_dp were read"
     )
+    recommended_formats: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict,
+        description="weight formats the engine's documentation recommends per GPU "
+        "architecture, best first (a tie-break between equal-cost options)",
+    )
+    recommended_formats_source: str | None = None
+
+    def format_rank(self, arch: str, precision_id: str) -> int:
+        """Position of a format in the engine's recommendation for ``arch`` (0 = first);
+        past the list's end when the documentation does not recommend it there."""
+        rec = self.recommended_formats.get(arch, ())
+        return rec.index(precision_id) if precision_id in rec else len(rec) + 1
+
     kv_follows_checkpoint: bool = Field(
         False,
         description="with its default KV dtype setting ('auto') the engine stores KV in the "

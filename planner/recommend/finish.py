@@ -308,6 +308,7 @@ def why_winner(top: list[Screened], obj: Objective, rejected: list[Rejection]) -
             f"(kv {r2['kv_precision']}) {layout_text(r2)} with "
             f"{obj.show(v2)} ({diff:+.0f}% on {obj.name})"
         )
+        lead += tie_break_text(top[0], top[1])
     counts: dict[str, int] = {}
     for r in rejected:
         counts[r.stage] = counts.get(r.stage, 0) + 1
@@ -316,6 +317,33 @@ def why_winner(top: list[Screened], obj: Objective, rejected: list[Rejection]) -
             f"{n} {k.replace('_', ' ')}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])
         )
     return lead
+
+
+def tie_break_text(a: Screened, b: Screened) -> str:
+    """Why ``a`` ranks above ``b`` when they tie on the objective, cost and GPUs and differ
+    in format ('' otherwise): the engine's recommended format, or more bits per weight."""
+    ra, rb = a.result, b.result
+    same = (
+        ra.get("usd_per_hour") == rb.get("usd_per_hour")
+        and ra.get("num_gpus") == rb.get("num_gpus")
+        and a.opt.precision.id != b.opt.precision.id
+    )
+    if not same:
+        return ""
+    fa = a.opt.framework.format_rank(a.opt.gpu.arch, a.opt.precision.id)
+    fb = b.opt.framework.format_rank(b.opt.gpu.arch, b.opt.precision.id)
+    if fa < fb:
+        src = a.opt.framework.recommended_formats_source or "frameworks.yaml"
+        return (
+            f" (a tie on cost and GPUs: {a.opt.precision.id} first because {a.opt.framework.name}'s"
+            f" documentation recommends it on {a.opt.gpu.arch}: {src.split(' (')[0]})"
+        )
+    if a.opt.precision.weight_bits > b.opt.precision.weight_bits:
+        return (
+            f" (a tie on cost and GPUs: {a.opt.precision.id} first, more bits per weight than "
+            f"{b.opt.precision.id}: no quantization loss to accept at the same price)"
+        )
+    return ""
 
 
 def nothing_meets(rejected: list[Rejection]) -> str:
