@@ -370,7 +370,12 @@ def _same_as_bf16(g: Accelerator, fw: Framework, cat: Catalog) -> bool:
 
 
 def _layout_problem(
-    model: ModelArch, gpu: Accelerator, tp: int, pp: int, max_gpus: int | None
+    model: ModelArch,
+    gpu: Accelerator,
+    tp: int,
+    pp: int,
+    max_gpus: int | None,
+    max_tp: int = MAX_TP_PER_NODE,
 ) -> tuple[str, str] | None:
     if tp > 1 and model.num_attention_heads % tp:
         return (
@@ -379,7 +384,7 @@ def _layout_problem(
         )
     if gpu.vendor == "apple" and tp * pp > 1:
         return ("tp_node", f"{gpu.id} is one system-on-chip: no tensor or pipeline parallelism")
-    if tp > MAX_TP_PER_NODE:
+    if tp > max_tp:
         return (
             "tp_node",
             f"tp={tp} exceeds the {MAX_TP_PER_NODE} GPUs of one node (planner assumption: "
@@ -398,14 +403,19 @@ def _layout_problem(
 def pp_options(
     model: ModelArch, opt: Option, max_gpus_per_replica: int | None = None
 ) -> list[Option]:
-    """Multi-node layouts (TP = 8 within a node, PP across nodes) for an option whose
-    single-node layouts do not hold the model."""
+    """Multi-node layouts for an option whose single-node layouts do not hold the model:
+    TP = 8 within a node with PP across nodes, and TP 16 over two nodes (or inside one
+    NVL72-class scale-up domain); the step model charges TP 16's all-reduces at the
+    scale-out bandwidth when it crosses domains (``Accelerator.scaleout_gbs_per_gpu``)."""
     out = []
     for pp in PP_WHEN_NEEDED:
         if _layout_problem(model, opt.gpu, MAX_TP_PER_NODE, pp, max_gpus_per_replica) is None:
             out.append(
                 Option(opt.gpu, opt.framework, opt.precision, opt.kv_precision, MAX_TP_PER_NODE, pp)
             )
+    tp2 = 2 * MAX_TP_PER_NODE
+    if _layout_problem(model, opt.gpu, tp2, 1, max_gpus_per_replica, max_tp=tp2) is None:
+        out.append(Option(opt.gpu, opt.framework, opt.precision, opt.kv_precision, tp2, 1))
     return out
 
 
