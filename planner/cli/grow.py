@@ -36,7 +36,9 @@ traffic series (--traffic): one row per month, month 1 first, rates in req/s
         1,60,25
         2,66,27.5
   YAML: months: [{peak_rps: 60, mean_rps: 25}, {peak_rps: 66}, 72.6]
-  a row without mean_rps scales the scenario's traffic (mean and daily profile) to its peak"""
+  a row without mean_rps scales the scenario's traffic (mean and daily profile) to its peak
+
+with --size-for first (the default) month 1 is what 'planner recommend SCENARIO.yaml' answers"""
 
 
 def _growth(text: str) -> float:
@@ -221,6 +223,15 @@ def _order_cell(m) -> str:
     return f"{m.order_gpus} by {when}"
 
 
+def _option_text(o: dict[str, Any]) -> str:
+    label = o.get("precision_label") or o["precision"]
+    if "kv" not in label:
+        label += f" (kv {o['kv_precision']})"
+    return f"{o['gpu']} / {o['framework']} / {label} tp={o['tp']}" + (
+        f" pp={o['pp']}" if o["pp"] > 1 else ""
+    )
+
+
 def _print(plan, fmt: str, name: str | None) -> None:
     from planner.report import emit
 
@@ -236,8 +247,7 @@ def _print(plan, fmt: str, name: str | None) -> None:
     head = {
         "scenario": name,
         "model": plan.model,
-        "option": f"{o['gpu']} / {o['framework']} / {o.get('precision_label') or o['precision']} "
-        f"(kv {o['kv_precision']}) tp={o['tp']}" + (f" pp={o['pp']}" if o["pp"] > 1 else ""),
+        "option": _option_text(o),
         "max_rate_per_replica": f"{o['max_rate_per_replica']:.4g} req/s "
         f"({o['gpus_per_replica']} GPUs per replica)",
         "price": f"${o['usd_per_gpu_hour']:.3g}/GPU-h {plan.price_basis.replace('_', '-')}"

@@ -354,9 +354,10 @@ def plan_growth(
         )
     }  # fmt: skip
     mr = w["max_rate_per_replica"]
+    label = w.get("precision_label") or w["precision"]
+    label += "" if "kv" in label else f" (kv {w['kv_precision']})"
     notes = [
-        f"one option for every month: {w['gpu']} / {w['framework']} / "
-        f"{w.get('precision_label') or w['precision']} (kv {w['kv_precision']}) tp={w['tp']}"
+        f"one option for every month: {w['gpu']} / {w['framework']} / {label} tp={w['tp']}"
         + (f" pp={w['pp']}" if w["pp"] > 1 else "")
         + f", picked by planner recommend at month {at}'s traffic "
         f"(peak {months[at - 1].peak_rps:.4g} req/s)"

@@ -151,7 +151,14 @@ def series_traffic(traffic: Traffic, rows: Sequence[MonthTraffic], where: str) -
 def _number(v: Any, at: str, field: str) -> float:
     """A strict number: an int or float (no bool, no quoted text), finite and > 0."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise PlannerError(f"{at}: {field} must be a number [req/s], got {shown(v)}")
+        hint = ""
+        if isinstance(v, str):
+            try:
+                float(v)
+                hint = " (text, not a number: no quotes; YAML reads 2e7 as text, write 2.0e+7)"
+            except ValueError:
+                pass
+        raise PlannerError(f"{at}: {field} must be a number [req/s], got {shown(v)}{hint}")
     x = float(v)
     if not (math.isfinite(x) and x > 0):
         raise PlannerError(f"{at}: {field} must be a finite number > 0 [req/s], got {shown(v)}")
