@@ -244,9 +244,14 @@ def _json(capsys, *argv):
     return json.loads(out)
 
 
-def test_month_one_is_recommends_answer(capsys):
-    """The done-when of issue 33: 12 months, cards non-decreasing, month 1 = recommend."""
-    g = _json(capsys, "grow", CHAT, "--growth-per-month", "0.1", "--months", "12",
+@pytest.mark.parametrize(
+    ("name", "peak", "headroom"), [("chat-8b", 60, 0.2), ("rag-70b", 10, 0.25)]
+)
+def test_month_one_is_recommends_answer(capsys, name, peak, headroom):
+    """The done-when of issue 33: 12 months, cards non-decreasing, month 1 = recommend
+    (the scenarios' peaks and headrooms are read from examples/*.yaml)."""
+    path = str(REPO_ROOT / "examples" / f"{name}.yaml")
+    g = _json(capsys, "grow", path, "--growth-per-month", "0.1", "--months", "12",
               "--format", "json")  # fmt: skip
     ms = g["months"]
     assert [m["month"] for m in ms] == list(range(1, 13))
@@ -257,9 +262,10 @@ def test_month_one_is_recommends_answer(capsys):
                   "usd_per_month_autoscaled", "order_by"):  # fmt: skip
             assert k in m
         assert m["usd_per_month"] > 0 and m["usd_per_month_autoscaled"] > 0
-    assert ms[11]["peak_rps"] == pytest.approx(60 * 1.1**11)
-    rec = _json(capsys, "recommend", CHAT, "--format", "json")["recommendations"][0]
-    exact = _json(capsys, "recommend", CHAT, "--exact", "--format", "json")["recommendations"][0]
+    assert ms[11]["peak_rps"] == pytest.approx(peak * 1.1**11)
+    assert g["headroom"] == headroom
+    rec = _json(capsys, "recommend", path, "--format", "json")["recommendations"][0]
+    exact = _json(capsys, "recommend", path, "--exact", "--format", "json")["recommendations"][0]
     o, m1 = g["option"], ms[0]
     assert (o["gpu"], o["framework"], o["precision"], o["tp"], o["pp"]) == (
         rec["gpu"], rec["framework"], rec["precision"], rec["tp"], rec["pp"])  # fmt: skip
@@ -273,13 +279,14 @@ def test_month_one_is_recommends_answer(capsys):
         exact["num_gpus_high"],
     )
     assert m1["usd_per_month_autoscaled"] == pytest.approx(exact["usd_per_month_autoscaled"])
-    # every month's cards from that one rate: ceil(peak x 1.2 / rate) x GPUs per replica
+    # every month's cards from that one rate: ceil(peak x (1 + headroom) / rate) x GPUs per replica
     for m in ms:
-        k = math.ceil(m["peak_rps"] * 1.2 / o["max_rate_per_replica"] * (1 - 1e-9))
+        k = math.ceil(m["peak_rps"] * (1 + headroom) / o["max_rate_per_replica"] * (1 - 1e-9))
         assert m["num_gpus"] == k * o["gpus_per_replica"]
     t = g["totals"]
     assert t["usd_total"] == pytest.approx(sum(m["usd_per_month"] for m in ms))
     assert t["num_gpus_max"] == cards[-1]
+    assert t["usd_total_autoscaled"] < t["usd_total"]  # rented, with a daily profile or mean < peak
 
 
 def test_size_for_final_equals_recommend_at_the_last_month():

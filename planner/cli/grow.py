@@ -188,6 +188,11 @@ def cmd_grow(args: argparse.Namespace) -> int:
             "(plan each class's scenario on its own)"
         )
     traffic = _traffic(args, sc)
+    source = (
+        {"file": str(args.traffic)}
+        if args.traffic is not None
+        else {"growth_per_month": args.growth_per_month, "months": len(traffic)}
+    )
     c = _constraints(args, sc, cat)
     plan = plan_growth(
         sc.model,
@@ -204,7 +209,7 @@ def cmd_grow(args: argparse.Namespace) -> int:
         profile=load_profile(args.calibration) if args.calibration else None,
         seed=args.seed,
     )
-    _print(plan, args.format, sc.name or args.scenario)
+    _print(plan, args.format, sc.name or args.scenario, source)
     return 0
 
 
@@ -232,12 +237,12 @@ def _option_text(o: dict[str, Any]) -> str:
     )
 
 
-def _print(plan, fmt: str, name: str | None) -> None:
+def _print(plan, fmt: str, name: str | None, source: dict[str, Any]) -> None:
     from planner.report import emit
 
     out = sys.stdout
     if fmt == "json":
-        emit(plan.as_dict(), "json")
+        emit({"scenario": name, "traffic": source, **plan.as_dict()}, "json")
         return
     if fmt == "csv":
         emit([m.model_dump() for m in plan.months], "csv")
@@ -247,6 +252,9 @@ def _print(plan, fmt: str, name: str | None) -> None:
     head = {
         "scenario": name,
         "model": plan.model,
+        "traffic": f"file {source['file']}"
+        if "file" in source
+        else f"{source['growth_per_month'] * 100:+.4g} % a month for {source['months']} months",
         "option": _option_text(o),
         "max_rate_per_replica": f"{o['max_rate_per_replica']:.4g} req/s "
         f"({o['gpus_per_replica']} GPUs per replica)",
