@@ -120,6 +120,8 @@ def test_series_csv_and_yaml_read_alike(tmp_path):
         ("a.yaml", "months: [{peak_rps: 2e7}]\n", ["month 1", "'2e7'", "write 2.0e+7"]),
         ("a.yaml", "months: []\n", ["a.yaml", "no months"]),
         ("a.txt", "peak_rps\n5\n", ["a.txt", ".csv, .yaml or .yml"]),
+        ("a.csv", "peak_rps\n5\x00\n", ["month 1", "peak_rps must be a number"]),
+        ("a.csv", "peak_rps\n" + "9" * 200_000 + "\n", ["a.csv", "not a readable CSV file"]),
     ],
 )
 def test_series_file_errors_name_the_field(tmp_path, name, text, parts):

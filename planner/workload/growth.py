@@ -201,7 +201,10 @@ def _csv_value(text: str, at: str, field: str) -> Any:
 def _csv_rows(text: str, where: str) -> list[dict[str, Any]]:
     import csv
 
-    rows = list(csv.reader(iter_lines(text)))
+    try:
+        rows = list(csv.reader(iter_lines(text)))
+    except csv.Error as e:  # a NUL byte, a field over the csv module's size limit
+        raise PlannerError(f"{where}: not a readable CSV file ({e})") from None
     rows = [r for r in rows if any(c.strip() for c in r)]
     if not rows:
         raise PlannerError(f"{where}: empty (expected a header row: month,peak_rps,mean_rps)")
