@@ -342,6 +342,8 @@ def test_table_output_reads(capsys):
         (("--growth-per-month", "0.1", "--months", "0"), ["--months", "from 1 to 120"]),
         (("--growth-per-month", "0.1", "--lead-time-months", "-1"), ["--lead-time-months"]),
         (("--growth-per-month", "0.1", "--start", "2027-13"), ["--start", "YYYY-MM"]),
+        (("--growth-per-month", "0.1", "--start", "0001-01"), ["--start", "from 1970 to 2200"]),
+        (("--growth-per-month", "0.1", "--headroom", "nan"), ["--headroom", "finite"]),
         (("--traffic", "nothere.csv"), ["traffic series file not found"]),
     ],
 )

@@ -82,11 +82,14 @@ def _lead(text: str) -> int:
 
 def _start(text: str) -> _dt.date:
     try:
-        return _dt.datetime.strptime(text.strip(), "%Y-%m").date()
+        d = _dt.datetime.strptime(text.strip(), "%Y-%m").date()
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"expected a month as YYYY-MM, e.g. 2027-01, got {shown(text)}"
         ) from None
+    if not 1970 <= d.year <= 2200:
+        raise argparse.ArgumentTypeError(f"the year must be from 1970 to 2200, got {d.year}")
+    return d
 
 
 # flags of `planner recommend` that grow does not offer (its constraints helper reads them)

@@ -56,10 +56,11 @@ __all__ = [
 #: taken when needed; give the contract's notice for reserved capacity)
 DEFAULT_LEAD_TIME_MONTHS = {"own": 3}
 LEAD_TIME_SOURCE = (
-    "Dell quoted 8-12 weeks for H100 servers in April 2024 (39 weeks late in 2023), HPE about "
-    "20 weeks: Tom's Hardware, 'Dell shaves months off lead times for GPU-powered AI servers', "
-    "2024-04-12, reprinted at https://klse.i3investor.com/web/blog/detail/future_tech/"
-    "2024-04-12-story-h-183863938-Dell_shaves_months_off_lead_times_for_GPU_powered_AI_servers"
+    "Dell Taiwan (via United Daily News): lead times for H100 servers down to 8-12 weeks in "
+    "April 2024 from 39 weeks late in 2023; HPE about 20 weeks ('Dell shaves months off lead "
+    "times for GPU-powered AI servers', 2024-04-12, https://klse.i3investor.com/web/blog/detail/"
+    "future_tech/2024-04-12-story-h-183863938-Dell_shaves_months_off_lead_times_for_GPU_"
+    "powered_AI_servers)"
 )
 SizeFor = Literal["first", "final"]
 
