@@ -19,6 +19,7 @@ from planner.workload.growth import (
     MonthTraffic,
     grown_traffic,
     read_traffic_series,
+    series_notes,
     series_traffic,
 )
 
@@ -65,7 +66,9 @@ def test_grown_traffic_rejects_bad_rates():
     with pytest.raises(PlannerError, match="months"):
         grown_traffic(t, 0.1, 0)
     # x11 a month: month 8's mean is 1 x 11^7 = 1.95e7 req/s, beyond the 1e7 rule, named
-    with pytest.raises(PlannerError, match=r"month 8 .*mean_rps.*10000000"):
+    with pytest.raises(
+        PlannerError, match=r"month 8 .*mean_rps 1.949e\+07 req/s is outside \[1e-06, 1e\+07\]"
+    ):
         grown_traffic(t, 10.0, 12)
 
 
@@ -76,6 +79,13 @@ def test_series_rows_scale_or_set_the_traffic():
     m = series_traffic(t, rows, "f.csv")
     assert (m[1].peak(), m[1].base_mean_rps()) == (80, 40)  # x2: mean follows the peak
     assert (m[2].peak(), m[2].base_mean_rps()) == (90, 60)  # both given: both set
+    # a profile whose busiest hour (x2 the mean) is above the row's peak: planned for that hour
+    tp = Traffic(mean_rps=20, peak_rps=40, daily_profile=(0.0,) * 12 + (2.0,) * 12)
+    rows2 = [MonthTraffic(month=1, peak_rps=50, mean_rps=30)]  # busiest hour 30 x 2 = 60 > 50
+    m2 = series_traffic(tp, rows2, "f.csv")
+    assert m2[0].peak() == 60
+    assert "months 1:" in series_notes(rows2, m2)[0]
+    assert series_notes(rows[:2], m[:2]) == []
     with pytest.raises(PlannerError, match=r"f.csv: month 1: mean_rps \(9\) is above peak_rps"):
         series_traffic(t, [MonthTraffic(month=1, peak_rps=5, mean_rps=9)], "f.csv")
 
@@ -367,3 +377,12 @@ def test_help_examples_run_from_the_repo_root(capsys, monkeypatch):
         code, out, err = run(capsys, *argv)
         assert code == 0, (argv, err)
         assert out
+
+
+def test_months_beyond_the_fleet_limit_are_named(capsys):
+    # cards 4, 4, 5, 5, 6, 6, 7, 8, ... (test above): from month 7 above --max-gpus 6
+    g = _json(capsys, "grow", CHAT, "--growth-per-month", "0.1", "--months", "12",
+              "--max-gpus", "6", "--format", "json")  # fmt: skip
+    over = [m["month"] for m in g["months"] if m["num_gpus"] > 6]
+    assert over and over == list(range(over[0], 13))
+    assert f"months {over[0]}-12 need more than max_total_gpus=6 GPUs" in g["notes"]

@@ -156,8 +156,14 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_grow, **dict.fromkeys(_NOT_OFFERED))
 
 
-def _traffic(args: argparse.Namespace, sc) -> list:
-    from planner.workload.growth import grown_traffic, read_traffic_series, series_traffic
+def _traffic(args: argparse.Namespace, sc) -> tuple[list, list[str]]:
+    """Each month's traffic and the notes on it."""
+    from planner.workload.growth import (
+        grown_traffic,
+        read_traffic_series,
+        series_notes,
+        series_traffic,
+    )
 
     if args.traffic is not None and args.growth_per_month is not None:
         raise PlannerError("give --growth-per-month or --traffic, not both")
@@ -167,13 +173,14 @@ def _traffic(args: argparse.Namespace, sc) -> list:
                 "--months goes with --growth-per-month; a --traffic file gives its own months"
             )
         rows = read_traffic_series(args.traffic)
-        return series_traffic(sc.workload.traffic, rows, str(args.traffic))
+        traffic = series_traffic(sc.workload.traffic, rows, str(args.traffic))
+        return traffic, series_notes(rows, traffic)
     if args.growth_per_month is None:
         raise PlannerError(
             "give --growth-per-month G (e.g. 0.1 for +10 % a month) or --traffic FILE "
             "(see 'planner grow --help')"
         )
-    return grown_traffic(sc.workload.traffic, args.growth_per_month, args.months or 12)
+    return grown_traffic(sc.workload.traffic, args.growth_per_month, args.months or 12), []
 
 
 def cmd_grow(args: argparse.Namespace) -> int:
@@ -190,7 +197,7 @@ def cmd_grow(args: argparse.Namespace) -> int:
             f"{args.scenario}: grow plans a single workload, not request classes "
             "(plan each class's scenario on its own)"
         )
-    traffic = _traffic(args, sc)
+    traffic, notes = _traffic(args, sc)
     source = (
         {"file": str(args.traffic)}
         if args.traffic is not None
@@ -211,6 +218,7 @@ def cmd_grow(args: argparse.Namespace) -> int:
         engine=sc.serving.kwargs(),
         profile=load_profile(args.calibration) if args.calibration else None,
         seed=args.seed,
+        notes=notes,
     )
     _print(plan, args.format, sc.name or args.scenario, source)
     return 0

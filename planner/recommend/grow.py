@@ -295,6 +295,7 @@ def plan_growth(
     profile: Any = None,
     seed: int = 0,
     top_n: int = 5,
+    notes: Sequence[str] = (),
 ) -> GrowthPlan:
     """Pick one option, then size every month of ``traffic`` with it.
 
@@ -309,6 +310,8 @@ def plan_growth(
     size_for : ``first`` (default): pick the option at month 1's traffic, which then equals
         ``planner recommend``; ``final``: at the last month's
     start : the first month's date, for YYYY-MM labels
+    notes : the caller's notes on the traffic (e.g. :func:`planner.workload.growth.series_notes`),
+        added to the plan's
 
     Returns
     -------
@@ -357,7 +360,7 @@ def plan_growth(
     mr = w["max_rate_per_replica"]
     label = w.get("precision_label") or w["precision"]
     label += "" if "kv" in label else f" (kv {w['kv_precision']})"
-    notes = [
+    said = [
         f"one option for every month: {w['gpu']} / {w['framework']} / {label} tp={w['tp']}"
         + (f" pp={w['pp']}" if w["pp"] > 1 else "")
         + f", picked by planner recommend at month {at}'s traffic "
@@ -371,11 +374,11 @@ def plan_growth(
         ": order_by = month - lead time (0 and below: before month 1)",
     ]  # fmt: skip
     if band is None:
-        notes.append("no performance error band for this option: num_gpus_low/high empty")
+        said.append("no performance error band for this option: num_gpus_low/high empty")
     if price is None:
-        notes.append("no price for this option: the $ columns are empty")
+        said.append("no price for this option: the $ columns are empty")
     elif owned:
-        notes.append(
+        said.append(
             "owned: cards are bought once and kept (gpus_held = the most needed so far); "
             f"each costs its amortised ${price:.3g}/GPU-h (capital + power + ops, "
             "data/ownership.yaml) x 730 h a month, busy or idle, so autoscaling saves "
@@ -383,12 +386,13 @@ def plan_growth(
             "not counted as cash in the month bought"
         )
     else:
-        notes.append(
+        said.append(
             f"rented ({c.price_basis.replace('_', '-')}, ${price:.3g}/GPU-h): cards are added "
             "when the need grows and released when it falls; autoscaled = the GPU-hours of an "
             "hourly autoscaler over the daily profile x $/GPU-h"
         )
-    notes += _limits(months, c, price)
+    said += _limits(months, c, price)
+    said += list(notes)
     return GrowthPlan(
         model=res.summary["model"],
         option=option,
@@ -399,7 +403,7 @@ def plan_growth(
         lead_time_months=lead,
         months=tuple(months),
         totals=_totals(months),
-        notes=tuple(notes),
+        notes=tuple(said),
         recommendation=w,
     )
 

@@ -26,6 +26,7 @@ from pydantic import Field, ValidationError
 from ..catalog import Frozen
 from ..errors import PlannerError, read_text, shown
 from ..files import iter_lines, load_yaml
+from .lengths import MIN_RPS
 from .traffic import Traffic
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "MonthTraffic",
     "grown_traffic",
     "read_traffic_series",
+    "series_notes",
     "series_traffic",
     "traffic_at",
 ]
@@ -47,6 +49,8 @@ MAX_GROWTH_PER_MONTH = 10.0
 #: the largest traffic series file read [bytes]
 SERIES_LIMIT_BYTES = 1_000_000
 SERIES_FIELDS = ("month", "peak_rps", "mean_rps")
+#: the largest rate a traffic takes [req/s] (Traffic's own bound)
+MAX_RPS = 1e7
 
 
 class MonthTraffic(Frozen):
@@ -73,6 +77,11 @@ def traffic_at(traffic: Traffic, mean_rps: float, peak_rps: float | None, where:
         the new traffic breaks a rule of :class:`Traffic` (a peak below the mean, a rate
         beyond 1e7 req/s); the message starts with ``where``.
     """
+    for name, v in (("mean_rps", mean_rps), ("peak_rps", peak_rps)):
+        if v is not None and not MIN_RPS <= v <= MAX_RPS:
+            raise PlannerError(
+                f"{where}: traffic {name} {v:.4g} req/s is outside [{MIN_RPS:g}, {MAX_RPS:g}] req/s"
+            )
     d = traffic.model_dump()
     d["mean_rps"] = mean_rps
     d["peak_rps"] = peak_rps
@@ -147,6 +156,21 @@ def series_traffic(traffic: Traffic, rows: Sequence[MonthTraffic], where: str) -
     return out
 
 
+def series_notes(rows: Sequence[MonthTraffic], traffic: Sequence[Traffic]) -> list[str]:
+    """A note for the months whose planning peak (the busiest hour of the daily profile at the
+    row's mean) is above the row's peak: they are planned for the busiest hour."""
+    over = [
+        r.month for r, t in zip(rows, traffic, strict=True) if t.peak() > r.peak_rps * (1 + 1e-9)
+    ]
+    if not over:
+        return []
+    return [
+        f"months {', '.join(map(str, over))}: the daily profile's busiest hour at the series' "
+        "mean is above its peak_rps; those months are planned for the busiest hour (peak_rps "
+        "shows it)"
+    ]
+
+
 # --------------------------------------------------------------------------- reading
 def _number(v: Any, at: str, field: str) -> float:
     """A strict number: an int or float (no bool, no quoted text), finite and > 0."""
@@ -162,7 +186,7 @@ def _number(v: Any, at: str, field: str) -> float:
     x = float(v)
     if not (math.isfinite(x) and x > 0):
         raise PlannerError(f"{at}: {field} must be a finite number > 0 [req/s], got {shown(v)}")
-    if x > 1e7:
+    if x > MAX_RPS:
         raise PlannerError(f"{at}: {field} must be at most 1e7 req/s, got {x:g}")
     return x
 
@@ -273,7 +297,7 @@ def read_traffic_series(path: str | Path) -> list[MonthTraffic]:
         column, text or a bool where a number belongs, a mean above its peak, too many rows.
     """
     p = Path(path)
-    where = p.name or str(p)
+    where = str(p)
     suffix = p.suffix.lower()
     if suffix not in (".csv", ".yaml", ".yml"):
         raise PlannerError(
