@@ -85,6 +85,8 @@ _EXPORTS: dict[str, str] = {
     # recommendation, cost
     "recommend": "recommend",
     "Recommendation": "recommend",
+    "plan_growth": "recommend.grow",
+    "grown_traffic": "workload.growth",
     "quote_price": "cost",
     "fleet_cost": "cost",
     # output

@@ -230,14 +230,13 @@ def _bands(r: dict[str, Any], s: Screened, need: float, gpr: int) -> None:
     if band is None or band.low_ratio is None or band.high_ratio is None or not mr > 0:
         r.update(dict.fromkeys(keys), error_band=None)
         return
-    lo_k = max(1, math.ceil(need / (mr * band.high_ratio) * (1 - 1e-12)))
-    hi_k = max(lo_k, math.ceil(need / (mr * band.low_ratio) * (1 - 1e-12)))
     n, mtok = r["num_gpus"], r.get("usd_per_mtok_output")
+    low, high = gpu_band(need, mr, band.low_ratio, band.high_ratio, gpr, n)
     r.update(
-        num_gpus_low=min(lo_k * gpr, n),
-        num_gpus_high=max(hi_k * gpr, n),
-        usd_per_mtok_output_low=mtok * min(lo_k * gpr, n) / n if mtok is not None else None,
-        usd_per_mtok_output_high=mtok * max(hi_k * gpr, n) / n if mtok is not None else None,
+        num_gpus_low=low,
+        num_gpus_high=high,
+        usd_per_mtok_output_low=mtok * low / n if mtok is not None else None,
+        usd_per_mtok_output_high=mtok * high / n if mtok is not None else None,
         error_band={
             "low_ratio": band.low_ratio,
             "high_ratio": band.high_ratio,
@@ -247,6 +246,32 @@ def _bands(r: dict[str, Any], s: Screened, need: float, gpr: int) -> None:
             "note": band.note,
         },
     )
+
+
+def gpu_band(
+    need_rps: float,
+    max_rate_rps: float,
+    low_ratio: float,
+    high_ratio: float,
+    gpus_per_replica: int,
+    num_gpus: int,
+) -> tuple[int, int]:
+    """(low, high) GPUs for a planned rate when the true per-replica capacity lies in
+    ``[max_rate x low_ratio, max_rate x high_ratio]``: ``ceil(need / (max_rate x high_ratio))``
+    and ``ceil(need / (max_rate x low_ratio))`` replicas x ``gpus_per_replica``, widened to
+    hold ``num_gpus`` (the point answer).
+
+    Parameters
+    ----------
+    need_rps : planned rate, peak x (1 + headroom) [req/s]
+    max_rate_rps : the per-replica rate the fleet is sized with [req/s]
+    low_ratio, high_ratio : the error band's ends (measured / predicted throughput) [-]
+    gpus_per_replica : [-]
+    num_gpus : the fleet's GPUs at ``max_rate_rps`` [-]
+    """
+    lo_k = max(1, math.ceil(need_rps / (max_rate_rps * high_ratio) * (1 - 1e-12)))
+    hi_k = max(lo_k, math.ceil(need_rps / (max_rate_rps * low_ratio) * (1 - 1e-12)))
+    return min(lo_k * gpus_per_replica, num_gpus), max(hi_k * gpus_per_replica, num_gpus)
 
 
 def pareto_front(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
