@@ -645,9 +645,18 @@ class Framework(Sourced):
     runtime_overhead_gb: float | None = Field(
         None,
         ge=0,
-        description="memory the engine reserves beyond weights and KV (CUDA context, graphs)",
+        le=1000,
+        description="memory the engine's KV sizing sets aside on one GPU beyond weights, "
+        "activations and KV, tp = 1 (non-torch buffers, CUDA graphs, context; what "
+        "memory_semantics says) [GB]; None: no source",
     )
-    runtime_overhead_source: str | None = None
+    runtime_overhead_gb_multi_gpu: float = Field(
+        0.0, ge=0, le=1000, description="added per GPU when tp > 1 (NCCL / all-reduce buffers) [GB]"
+    )
+    runtime_overhead_source: str | None = Field(None, min_length=3)
+    memory_semantics: str | None = Field(
+        None, description="how the engine sizes its KV pool, in words, with the source"
+    )
     kv_follows_checkpoint: bool = Field(
         False,
         description="with its default KV dtype setting ('auto') the engine stores KV in the "
@@ -667,6 +676,21 @@ class Framework(Sourced):
         description="default_memory_utilization of older releases (a benchmark row of a "
         "stated release at or before through_version ran with it)",
     )
+
+    @model_validator(mode="after")
+    def _overhead_sourced(self) -> Framework:
+        if self.runtime_overhead_gb is not None and self.runtime_overhead_source is None:
+            raise ValueError("runtime_overhead_gb needs runtime_overhead_source")
+        return self
+
+    def runtime_overhead_bytes(self, tp: int = 1) -> float:
+        """Memory outside weights, activations and KV that the engine's KV sizing sets aside
+        on one GPU of a ``tp``-wide group [bytes]; 0 where no source gives it."""
+        if self.runtime_overhead_gb is None:
+            return 0.0
+        return (
+            self.runtime_overhead_gb + (self.runtime_overhead_gb_multi_gpu if tp > 1 else 0)
+        ) * 1e9
 
     def memory_utilization_default(self, version: str | None = None) -> float:
         """The memory fraction the release ``version`` (free text; None or no number = a
