@@ -174,6 +174,13 @@ class Accelerator(Sourced):
     tdp_w: float | None = Field(None, gt=0, le=1e5)
     interconnect: str | None = None
     interconnect_gbs_unidir: float | None = Field(None, gt=0, le=1e6)
+    nvlink_domain_gpus: int | None = Field(
+        None, gt=0, le=100_000, description="GPUs in one scale-up (NVLink / Infinity Fabric) domain"
+    )
+    scaleout_gbs_per_gpu: float | None = Field(
+        None, gt=0, le=1e5, description="scale-out network per GPU, one way [GB/s] (400 Gb/s = 50)"
+    )
+    scaleout: str | None = Field(None, description="the scale-out NICs the figure describes")
     pcie_gen: int | None = Field(None, ge=3, le=6)
     form_factor: str | None = None
     launch_year: int | None = None
@@ -643,12 +650,7 @@ class Framework(Sourced):
         "kv_cache_free_gpu_mem_fraction)",
     )
     runtime_overhead_gb: float | None = Field(
-        None,
-        ge=0,
-        le=1000,
-        description="memory the engine's KV sizing sets aside on one GPU beyond weights, "
-        "activations and KV, tp = 1 (non-torch buffers, CUDA graphs, context; what "
-        "memory_semantics says) [GB]; None: no source",
+        None, ge=0, le=1000, description="set aside beyond weights, activations, KV at tp=1 [GB]"
     )
     runtime_overhead_gb_multi_gpu: float = Field(
         0.0, ge=0, le=1000, description="added per GPU when tp > 1 (NCCL / all-reduce buffers) [GB]"
@@ -686,11 +688,8 @@ class Framework(Sourced):
     def runtime_overhead_bytes(self, tp: int = 1) -> float:
         """Memory outside weights, activations and KV that the engine's KV sizing sets aside
         on one GPU of a ``tp``-wide group [bytes]; 0 where no source gives it."""
-        if self.runtime_overhead_gb is None:
-            return 0.0
-        return (
-            self.runtime_overhead_gb + (self.runtime_overhead_gb_multi_gpu if tp > 1 else 0)
-        ) * 1e9
+        extra = self.runtime_overhead_gb_multi_gpu if tp > 1 else 0.0
+        return 0.0 if self.runtime_overhead_gb is None else (self.runtime_overhead_gb + extra) * 1e9
 
     def memory_utilization_default(self, version: str | None = None) -> float:
         """The memory fraction the release ``version`` (free text; None or no number = a

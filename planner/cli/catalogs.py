@@ -37,6 +37,8 @@ def cmd_gpus(args: argparse.Namespace) -> int:
             "fp4_dense_tflops": a.fp4_dense_tflops,
             "int8_dense_tops": a.int8_dense_tops,
             "interconnect_gbs_unidir": a.interconnect_gbs_unidir,
+            "nvlink_domain_gpus": a.nvlink_domain_gpus,
+            "scaleout_gbs_per_gpu": a.scaleout_gbs_per_gpu,
             "tdp_w": a.tdp_w,
             "arch": a.arch,
             "as_of": a.as_of.isoformat(),
