@@ -174,6 +174,13 @@ class Accelerator(Sourced):
     tdp_w: float | None = Field(None, gt=0, le=1e5)
     interconnect: str | None = None
     interconnect_gbs_unidir: float | None = Field(None, gt=0, le=1e6)
+    nvlink_domain_gpus: int | None = Field(
+        None, gt=0, le=100_000, description="GPUs in one scale-up (NVLink / Infinity Fabric) domain"
+    )
+    scaleout_gbs_per_gpu: float | None = Field(
+        None, gt=0, le=1e5, description="scale-out network per GPU, one way [GB/s] (400 Gb/s = 50)"
+    )
+    scaleout: str | None = Field(None, description="the scale-out NICs the figure describes")
     pcie_gen: int | None = Field(None, ge=3, le=6)
     form_factor: str | None = None
     launch_year: int | None = None
@@ -643,30 +650,20 @@ class Framework(Sourced):
         "kv_cache_free_gpu_mem_fraction)",
     )
     runtime_overhead_gb: float | None = Field(
-        None,
-        ge=0,
-        description="memory the engine reserves beyond weights and KV (CUDA context, graphs)",
+        None, ge=0, le=1000, description="set aside beyond weights, activations, KV at tp=1 [GB]"
     )
-    runtime_overhead_source: str | None = None
-    expert_parallel: bool = Field(
-        False,
-        description="the engine splits routed experts over GPUs (EP): vLLM "
-        "--enable-expert-parallel, SGLang --ep-size, TensorRT-LLM moe_expert_parallel_size",
+    runtime_overhead_gb_multi_gpu: float = Field(
+        0.0, ge=0, le=1000, description="added per GPU when tp > 1 (NCCL / all-reduce buffers) [GB]"
     )
-    attention_dp: bool = Field(
-        False,
-        description="the engine runs the attention of a MoE model data-parallel over "
-        "its GPUs (vLLM --data-parallel-size, SGLang --enable-dp-attention, TensorRT-LLM "
-        "enable_attention_dp)",
+    runtime_overhead_source: str | None = Field(None, min_length=3)
+    memory_semantics: str | None = Field(
+        None, description="how the engine sizes its KV pool, in words, with the source"
     )
-    parallel_source: str | None = Field(
-        None, description="where expert_parallel / attention_dp were read"
-    )
-    recommended_formats: dict[str, tuple[str, ...]] = Field(
-        default_factory=dict,
-        description="weight formats the engine's documentation recommends per GPU "
-        "architecture, best first (a tie-break between equal-cost options)",
-    )
+    # parallel layouts the engine offers (catalog/layout.py) and the formats its docs recommend
+    expert_parallel: bool = False  # EP: --enable-expert-parallel / --ep-size / moe_ep_size
+    attention_dp: bool = False  # attention data-parallel for MoE models (DP attention)
+    parallel_source: str | None = None
+    recommended_formats: dict[str, tuple[str, ...]] = {}  # per GPU arch, best first
     recommended_formats_source: str | None = None
 
     def format_rank(self, arch: str, precision_id: str) -> int:
@@ -694,6 +691,18 @@ class Framework(Sourced):
         description="default_memory_utilization of older releases (a benchmark row of a "
         "stated release at or before through_version ran with it)",
     )
+
+    @model_validator(mode="after")
+    def _overhead_sourced(self) -> Framework:
+        if self.runtime_overhead_gb is not None and self.runtime_overhead_source is None:
+            raise ValueError("runtime_overhead_gb needs runtime_overhead_source")
+        return self
+
+    def runtime_overhead_bytes(self, tp: int = 1) -> float:
+        """Memory outside weights, activations and KV that the engine's KV sizing sets aside
+        on one GPU of a ``tp``-wide group [bytes]; 0 where no source gives it."""
+        extra = self.runtime_overhead_gb_multi_gpu if tp > 1 else 0.0
+        return 0.0 if self.runtime_overhead_gb is None else (self.runtime_overhead_gb + extra) * 1e9
 
     def memory_utilization_default(self, version: str | None = None) -> float:
         """The memory fraction the release ``version`` (free text; None or no number = a

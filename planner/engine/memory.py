@@ -501,7 +501,9 @@ def plan_memory(
     btok = max_batched_tokens or btok0 or 8192
     w = weight_memory(m, p, tp, pp, layout.ep, layout.moe_split)
     act = activation_workspace_bytes(m, btok, seqs, tp)
-    overhead = (fw.runtime_overhead_gb * 1e9) if fw and fw.runtime_overhead_gb is not None else 0.0
+    # what the engine's own KV sizing sets aside besides weights and activations (non-torch
+    # buffers, CUDA graphs, context; NCCL buffers once tp > 1): Framework.memory_semantics
+    overhead = fw.runtime_overhead_bytes(tp) if fw else 0.0
     if fw and fw.runtime_overhead_gb is None:
         assumptions.append(f"runtime overhead of {fw.id} unknown (no source): not counted")
     cap = g.memory_bytes
