@@ -230,7 +230,8 @@ def test_405b_bf16_does_not_fit_one_80gb_gpu(catalog):
     assert "does not fit" in plan.reason and "weights" in plan.reason
     assert plan.suggestions, "a plan that does not fit must say what would"
     # 811 GB / 16 = 51 GB per GPU is the first power-of-two TP that fits in 72 GB
-    assert plan.suggestions[0] == "tp=16 (16 GPUs)"
+    # (an H100 HGX server's NVLink domain holds 8 GPUs: 16 span two nodes)
+    assert plan.suggestions[0] == "tp=16 (16 GPUs, 2 nodes)"
 
 
 def test_fits_false_when_only_kv_is_short(catalog):

@@ -255,3 +255,21 @@ def test_format_native_rule():
     assert "no FP4 tensor cores" in format_problem(CAT.precision("fp4"), h200,
                                                    CAT.framework("vllm"))  # fmt: skip
     assert format_problem(CAT.precision("fp4"), b200, CAT.framework("trtllm")) == ""
+
+
+def test_collectives_cross_nodes_at_the_scale_out_bandwidth():
+    """TP16 of Llama-3.1-405B: on H100 (8-GPU NVLink domain, 8 x 400 Gb/s ConnectX-7 per
+    node = 50 GB/s per GPU) the all-reduces run at 50 GB/s; TP8 stays on NVLink (450 GB/s);
+    on GB200 (72-GPU NVL72 domain) TP16 stays on NVLink (900 GB/s)."""
+    h100 = step_model("llama-3.1-405b", "nvidia-h100-sxm", "fp8", layout=layout_of(16))
+    assert h100.link_bytes_s == pytest.approx(50e9)
+    assert step_model("llama-3.1-405b", "nvidia-h100-sxm", "fp8", layout=layout_of(8)) \
+        .link_bytes_s == pytest.approx(450e9)  # fmt: skip
+    gb200 = step_model("llama-3.1-405b", "nvidia-gb200", "fp8", layout=layout_of(16))
+    assert gb200.link_bytes_s == pytest.approx(
+        CAT.gpu("nvidia-gb200").interconnect_gbs_unidir * 1e9
+    )
+    # DEP16 of DeepSeek-V3 over two H200 nodes: the dispatch / combine cross the scale-out
+    dep16 = step_model("deepseek-v3", "nvidia-h200-sxm", "fp8", layout=layout_of(1, 1, 16, 16))
+    assert dep16.link_bytes_s == pytest.approx(50e9)
+    assert layout_of(1, 1, 16, 16).describe(CAT.gpu("nvidia-h200-sxm")) == "DEP16 (2 nodes)"
