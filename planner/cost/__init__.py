@@ -23,9 +23,10 @@ ownership=None, purchase_usd=None, today=None, **own_overrides) -> PriceQuote``
 Owning
 ------
 ``own_cost_per_gpu_hour(gpu, purchase, ownership=None, *, tdp_w=None, amortisation_years=None,
-server_overhead_fraction=None, host_power_factor=None, pue=None, electricity_usd_per_kwh=None,
+cost_of_capital_per_year=None, server_overhead_fraction=None, host_power_factor=None, pue=None, electricity_usd_per_kwh=None,
 ops_fraction_of_capex_per_year=None, utilisation=None, idle_power_fraction=None) -> OwnCost``
-    ``capital = purchase × (1 + overhead) / (years × 8760 h)``,
+    ``capital = purchase × (1 + overhead) × crf / 8760 h``, ``crf = r / (1 − (1 + r)^−years)``
+    (:func:`capital_recovery_factor`, ``r`` the cost of capital; 0: ``1 / years``),
     ``power = TDP/1000 × (idle + (1 − idle) × util) × host_power_factor × PUE × $/kWh``,
     ``ops = purchase × (1 + overhead) × ops_fraction / 8760 h``; every parameter with its
     provenance (sourced / derived / assumption / user override / catalog); defaults in
@@ -74,6 +75,7 @@ from .data import (
     load_quality,
 )
 from .energy import ENERGY_LABEL, EnergyEstimate, energy_per_token, gpu_power_w
+from .owning import capital_recovery_factor
 from .pricing import (
     HOURS_PER_MONTH,
     HOURS_PER_YEAR,
@@ -125,6 +127,7 @@ __all__ = [
     "TokenCosts",
     "UsedParam",
     "apply_price_rows",
+    "capital_recovery_factor",
     "check_providers",
     "check_usd_per_gpu_hour",
     "energy_per_token",
