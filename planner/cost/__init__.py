@@ -42,6 +42,19 @@ Fleet money
 output_tokens_per_day=None, total_tokens_per_day=None) -> TokenCosts``
     $/M output and total tokens at full load and at the planned traffic.
 
+Own, rent or buy tokens (:mod:`planner.cost.buyer`)
+--------------------------------------------------
+``breakeven_utilization(own, rent) -> float``
+    ``u* = own / rent``: above it owning beats renting (own at full use [$/GPU-h of the year]).
+``api_crossover(fixed_usd_per_month, api_usd_per_mtok, marginal_usd_per_mtok=0,
+capacity_mtok_per_month=None) -> Crossover``
+    ``V* = F / (p_api − m)`` [M tokens/month]; None when the API wins at every volume the
+    fleet can carry. ``blended_usd_per_mtok(p_in, p_out, mean_in, mean_out)``.
+``load_api_prices()``, ``api_reference(model, mean_in, mean_out) -> ApiQuote | None``
+    ``data/api_prices.yaml``; the cheapest trusted row at the workload's token mix.
+``load_segments()``, ``segment(id)``
+    InferenceX buyer segments (``data/segments.yaml``): all-in $/GPU-hour per GPU.
+
 Energy
 ------
 ``energy_per_token(tdp_w, utilisation, tokens_per_s_per_gpu, *, pue=1.0, idle_power_fraction=0.0,
@@ -63,6 +76,19 @@ Data
 
 from __future__ import annotations
 
+from .buyer import (
+    ApiPrice,
+    ApiQuote,
+    BuyerSegment,
+    Crossover,
+    api_crossover,
+    api_reference,
+    blended_usd_per_mtok,
+    breakeven_utilization,
+    load_api_prices,
+    load_segments,
+    segment,
+)
 from .data import (
     PRICE_FILE_MODES,
     OwnershipDefaults,
@@ -93,6 +119,7 @@ from .pricing import (
     check_usd_per_gpu_hour,
     fleet_cost,
     median_usd_per_gpu_hour,
+    own_cost,
     own_cost_per_gpu_hour,
     price_options,
     quote_price,
@@ -104,6 +131,17 @@ from .pricing import (
 from .quality import BASELINE_PRECISIONS, NOT_MEASURED, QualityResult, quality_delta
 
 __all__ = [
+    "ApiPrice",
+    "ApiQuote",
+    "BuyerSegment",
+    "Crossover",
+    "api_crossover",
+    "api_reference",
+    "blended_usd_per_mtok",
+    "breakeven_utilization",
+    "load_api_prices",
+    "load_segments",
+    "segment",
     "BASELINE_PRECISIONS",
     "ENERGY_LABEL",
     "HOURS_PER_MONTH",
@@ -137,6 +175,7 @@ __all__ = [
     "load_price_file",
     "load_quality",
     "median_usd_per_gpu_hour",
+    "own_cost",
     "own_cost_per_gpu_hour",
     "price_options",
     "quality_delta",
