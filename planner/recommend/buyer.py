@@ -156,7 +156,10 @@ def unpriced(search: Any) -> dict[str, str]:
     out: dict[str, str] = {}
     for rej in search.rejected:
         if rej.stage == "price" and rej.gpu and rej.gpu not in out:
-            out[rej.gpu] = rej.reason.removeprefix("no price: ")
+            why = rej.reason.removeprefix("no price: ")
+            for cut in (" (GPUs with one:", "; pass --"):  # the flags of another command
+                why = why.split(cut)[0]
+            out[rej.gpu] = why
     return out
 
 
