@@ -285,8 +285,8 @@ def test_a_low_confidence_row_never_decides_the_winner_silently():
 
 
 def test_cli_own_basis_json_and_segment_errors(capsys):
-    code = main(["recommend", "--model", "llama-3.1-8b", "--preset", "chat", "--peak-rps", "5", "--tpot-p99", "0.08",
-                 "--gpus", "h200", "--frameworks", "vllm", "--precisions", "fp8", "--tp", "1",
+    code = main(["recommend", "--model", "llama-3.1-8b", "--preset", "chat", "--peak-rps", "5",
+                 "--tpot-p99", "0.08", "--gpus", "h200", "--frameworks", "vllm", "--precisions", "fp8", "--tp", "1",
                  "--price-basis", "own", "--format", "json"])  # fmt: skip
     assert code == 0
     w = json.loads(capsys.readouterr().out)["recommendations"][0]
