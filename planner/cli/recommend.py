@@ -20,12 +20,12 @@ from planner.errors import PlannerError, shown
 RECOMMEND_EXAMPLE = """\
   planner recommend examples/chat-8b.yaml
   planner recommend examples/rag-70b.yaml --objective latency --top 3 --format md
+  planner recommend examples/rag-70b.yaml --price-basis own --top 3
+  planner recommend examples/chat-8b.yaml --segment hyperscaler-owned --format json
   planner recommend --model llama-3.1-70b --peak-rps 50 --input-tokens 1500 \\
       --output-tokens 300 --ttft-p99 2 --tpot-p99 0.05 --gpus h100,h200,mi300x
   planner recommend --model llama-3.1-8b --preset chat --peak-rps 20 \\
       --input-tokens lognormal:mean=800,p90=1600 --tpot-p99 0.04 --price-basis spot
-  planner recommend examples/rag-70b.yaml --price-basis own --top 3
-  planner recommend examples/chat-8b.yaml --segment hyperscaler-owned --format json
 
 length syntax (--input-tokens, --output-tokens, and in scenario files):
   300                          every request has 300 tokens (fixed)
