@@ -533,8 +533,9 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
         d = res.as_dict()
         emit(d, "json")
         return
-    if fmt == "csv":
-        emit(res.recommendations, "csv")
+    if fmt == "csv":  # one row per option: the GPUs not priced are no option (JSON has them)
+        emit([{k: v for k, v in r.items() if k != "unpriced_gpus"} for r in res.recommendations],
+             "csv")  # fmt: skip
         return
     if not rejected_all:
         res.rejected = _rejected_summary(res.rejections, max(per_reason, 1))
@@ -695,6 +696,7 @@ def _markdown(res, name: str | None) -> str:
     lines.append("|" + "---|" * len(cols))
     for r in rows:
         lines.append("| " + " | ".join(_md(r[c], c) for c in cols) + " |")
+    lines += _markdown_buyer(res.recommendations)
     lines += [
         "",
         "## Rejected options (first 20)",
@@ -708,6 +710,34 @@ def _markdown(res, name: str | None) -> str:
         lines.append(f"| {opt} | {r['stage']} | {r['reason']} |")
     lines += ["", "## Assumptions", ""] + [f"* {a}" for a in res.assumptions] + [""]
     return "\n".join(lines)
+
+
+def _markdown_buyer(recs: list[dict[str, Any]]) -> list[str]:
+    """The own / rent / API answers of the options, and the GPUs not priced."""
+    out = ["", "## Own, rent or buy tokens", ""]
+    for r in recs:
+        u, v = r.get("breakeven_utilization"), r.get("api_crossover_mtok_per_month")
+        own = f"owning beats renting above {u:.0%} utilisation" if u is not None else (
+            r.get("breakeven_note") or "no own/rent comparison")  # fmt: skip
+        api = (
+            f"self-hosting beats the API above {v:,.0f} M tokens/month"
+            if v is not None
+            else (r.get("api_crossover_note") or "no API comparison")
+        )
+        out.append(f"* {r['rank']}. {r['gpu']} {r['framework']}: {own}; {api}")
+    ref = recs[0].get("api_reference") if recs else None
+    if ref:
+        out.append(
+            f"* API reference: {ref['provider']} `{ref['provider_model']}` "
+            f"${ref['usd_per_mtok_input']:g} in / ${ref['usd_per_mtok_output']:g} out per M "
+            f"tokens, {ref['as_of']} ({ref['source']})"
+        )
+    miss = (recs[0].get("unpriced_gpus") or {}) if recs else {}
+    if miss:
+        out.append(
+            "* Not priced (left out): " + "; ".join(f"{g}: {w}" for g, w in sorted(miss.items()))
+        )
+    return [line.replace("$", "\\$") for line in out]  # "$...$" would render as math
 
 
 def _md(v: Any, key: str = "") -> str:
