@@ -1,6 +1,6 @@
-"""``planner prices --own | --coverage | --api [MODEL] | --segments``: the buyer's views of the
-price data (owning terms and break-even, price coverage per GPU, hosted-API prices, InferenceX
-buyer segments)."""
+"""The buyer's views: ``planner prices --own | --coverage | --api [MODEL] | --segments`` (owning
+terms and break-even, price coverage per GPU, hosted-API prices, InferenceX buyer segments), and
+``planner recommend``'s ``--segment`` and its own / rent / API output."""
 
 from __future__ import annotations
 
@@ -180,6 +180,159 @@ def segments_view(args: argparse.Namespace, cat: Any, gpu: str | None, today: dt
             "\n" + "; ".join(f"{s.id}: {s.name}" for s in load_segments(args.data_dir)) + "\n"
         )
     return 0
+
+
+# --------------------------------------------------------------------------- recommend
+def segment_fields(args: argparse.Namespace, cat, fields: dict[str, Any]) -> dict[str, Any]:
+    """``--segment``: the segment's GPUs (within ``--gpus``), each at its all-in price, on
+    the segment's basis (own, or reserved for a rental contract)."""
+    from planner.cost import segment
+
+    clash = [f for f, v in (("--usd-per-gpu-hour", args.usd_per_gpu_hour),
+                            ("--price-basis", args.price_basis),
+                            ("--providers", args.providers)) if v]  # fmt: skip
+    if clash:
+        raise PlannerError(f"--segment sets the prices: drop {', '.join(clash)}")
+    seg = segment(args.segment, args.data_dir)
+    gpus = [p.gpu for p in seg.prices]
+    if fields.get("gpus"):
+        want = {cat.gpu(g).id for g in fields["gpus"]}
+        gpus = [g for g in gpus if g in want]
+        if not gpus:
+            raise PlannerError(
+                f"--gpus: none of them is in segment {seg.id} "
+                f"(its GPUs: {', '.join(p.gpu for p in seg.prices)})"
+            )
+    return {
+        "gpus": gpus,
+        "price_basis": "own" if seg.basis == "own" else "reserved",
+        "usd_per_gpu_hour": {p.gpu: p.usd_per_gpu_hour for p in seg.prices if p.gpu in gpus},
+    }
+
+
+def label_segment(res, args: argparse.Namespace) -> None:
+    """Name the segment as the source of every price (the search saw them as overrides)."""
+    if getattr(args, "segment", None) is None:
+        return
+    from planner.cost import segment
+
+    seg = segment(args.segment, args.data_dir)
+    for r in res.recommendations:
+        sp = seg.price(r["gpu"])
+        r.update(
+            price_source=seg.source,
+            price_provider=f"segment {seg.id}",
+            price_as_of=str(seg.as_of),
+            price_rule=f"segment {seg.id}: {seg.name}",
+            price_warnings=["low confidence"] if sp is not None and sp.low_confidence else [],
+        )
+    res.assumptions.append(
+        f"prices: InferenceX buyer segment {seg.id} ({seg.name}), all-in USD per GPU-hour as of "
+        f"{seg.as_of}: {seg.source}"
+    )
+    w = res.recommendations[0] if res.recommendations else None
+    if w is not None and w["price_warnings"]:
+        res.why += (
+            f"; the winner's segment price is low confidence ({w['gpu']}: a placeholder in the "
+            "source, 'until official pricing is available')"
+        )
+
+
+def _band(v: Any, lo: Any, hi: Any, fmt: str) -> Any:
+    """``v (lo-hi)`` when the band differs from ``v`` (as recommend's table shows bands)."""
+    if v is None:
+        return None
+    if lo is None or hi is None or lo == hi == v:
+        return format(v, fmt)
+    return f"{format(v, fmt)} ({format(lo, fmt)}-{format(hi, fmt)})"
+
+
+def print_buyer(recs: list[dict[str, Any]], out) -> None:
+    """Own vs rent vs a hosted API per option, the API used, and the GPUs not priced."""
+    from planner.report import emit
+
+    rows = [
+        {
+            "rank": r["rank"],
+            "gpu": r["gpu"],
+            "framework": r["framework"],
+            "own_usd_gpu_h": r.get("own_usd_per_gpu_hour"),
+            "rent_usd_gpu_h": r.get("rent_usd_per_gpu_hour"),
+            "breakeven_util": _band(
+                r.get("breakeven_utilization"),
+                r.get("breakeven_utilization_low"),
+                r.get("breakeven_utilization_high"),
+                ".0%",
+            ),  # fmt: skip
+            "plan_util": r.get("planned_utilization"),
+            "own_or_rent": None
+            if r.get("owning_beats_renting") is None
+            else ("own" if r["owning_beats_renting"] else "rent"),
+            "api_crossover_mtok_month": _band(
+                r.get("api_crossover_mtok_per_month"),
+                r.get("api_crossover_mtok_per_month_low"),
+                r.get("api_crossover_mtok_per_month_high"),
+                ",.0f",
+            ),  # fmt: skip
+            "plan_mtok_month": r.get("planned_mtok_per_month"),
+            "self_host_or_api": None
+            if r.get("self_hosting_beats_api") is None
+            else ("self-host" if r["self_hosting_beats_api"] else "API"),
+        }
+        for r in recs
+    ]
+    if not any(x["breakeven_util"] is not None or x["api_crossover_mtok_month"] is not None
+               or recs[0].get("api_reference") for x in rows):  # fmt: skip
+        return
+    out.write(
+        "\nown, rent or buy tokens (owning beats renting above breakeven_util = own / rent; "
+        "self-hosting beats the API above api_crossover M tokens a month; docs/recommend.md)\n"
+    )
+    emit(rows, "table", out)
+    ref = recs[0].get("api_reference")
+    if ref:
+        warn = f" [{', '.join(ref['warnings'])}]" if ref.get("warnings") else ""
+        out.write(
+            f"API: {ref['provider']} {ref['provider_model']} ${ref['usd_per_mtok_input']:g} in / "
+            f"${ref['usd_per_mtok_output']:g} out per M tokens (${ref['usd_per_mtok_blended']:.3g}/M "
+            f"at this mix), {ref['as_of']}{warn}: {ref['source']}\n"
+        )
+    miss = recs[0].get("unpriced_gpus") or {}
+    if miss:
+        out.write(f"\nnot priced ({len(miss)} GPUs, left out of the ranking)\n")
+        emit([{"gpu": g, "why": why} for g, why in sorted(miss.items())], "table", out)
+        out.write(
+            "price one with --usd-per-gpu-hour GPU=USD, --prices FILE or --segment ID "
+            "(planner prices --coverage shows the rows per GPU and kind)\n"
+        )
+
+
+def markdown_buyer(recs: list[dict[str, Any]]) -> list[str]:
+    """The own / rent / API answers of the options, and the GPUs not priced."""
+    out = ["", "## Own, rent or buy tokens", ""]
+    for r in recs:
+        u, v = r.get("breakeven_utilization"), r.get("api_crossover_mtok_per_month")
+        own = f"owning beats renting above {u:.0%} utilisation" if u is not None else (
+            r.get("breakeven_note") or "no own/rent comparison")  # fmt: skip
+        api = (
+            f"self-hosting beats the API above {v:,.0f} M tokens/month"
+            if v is not None
+            else (r.get("api_crossover_note") or "no API comparison")
+        )
+        out.append(f"* {r['rank']}. {r['gpu']} {r['framework']}: {own}; {api}")
+    ref = recs[0].get("api_reference") if recs else None
+    if ref:
+        out.append(
+            f"* API reference: {ref['provider']} `{ref['provider_model']}` "
+            f"${ref['usd_per_mtok_input']:g} in / ${ref['usd_per_mtok_output']:g} out per M "
+            f"tokens, {ref['as_of']} ({ref['source']})"
+        )
+    miss = (recs[0].get("unpriced_gpus") or {}) if recs else {}
+    if miss:
+        out.append(
+            "* Not priced (left out): " + "; ".join(f"{g}: {w}" for g, w in sorted(miss.items()))
+        )
+    return [line.replace("$", "\\$") for line in out]  # "$...$" would render as math
 
 
 VIEWS = {"own": own_view, "coverage": coverage_view, "api": api_view, "segments": segments_view}
