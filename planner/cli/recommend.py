@@ -523,7 +523,8 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
             "max_rate_basis", "latency_at_rps", "saturation_rps_per_replica", "utilization_at_peak",
             "weights_gb_per_gpu", "kv_cache_gb_per_gpu", "memory_headroom", "decode_bound",
             "kwh_per_day", "energy_basis", "quality_detail", "truncated_requests", "numbers",
-            "price_flag", "winner_with_trusted_prices", "breakeven_note", "api_crossover_note",
+            "price_notes", "price_flag", "winner_with_trusted_prices", "breakeven_note",
+            "api_crossover_note",
         )
     }  # fmt: skip
     detail["assumptions"] = "; ".join(w.get("assumptions") or []) or "-"
