@@ -219,6 +219,17 @@ def test_segments_are_the_three_inferencex_buyers():
         segment("cloud")
 
 
+def test_bad_segment_files_name_the_field(tmp_path):
+    seg = ("segments:\n  - {id: s, name: n, basis: lease, life_years: 4, source: abc,"
+           " as_of: 2025-08-01, prices: [{gpu: nvidia-h100-sxm, usd_per_gpu_hour: 1.3}]}\n")  # fmt: skip
+    (tmp_path / "segments.yaml").write_text(seg)
+    with pytest.raises(PlannerError, match=re.escape("segments[0] (s): field 'basis'")):
+        load_segments(tmp_path)
+    (tmp_path / "segments.yaml").write_text("segments: []\ncurrency: EUR\n")
+    with pytest.raises(PlannerError, match="unknown top-level key 'currency'"):
+        load_segments(tmp_path)
+
+
 # --------------------------------------------------------------------------- recommend
 def _rec(cat=CAT, **kw):
     args = dict(catalog=cat, top_n=2, n_requests=400, frameworks=("vllm",), precisions=("fp8",),

@@ -325,6 +325,9 @@ def _segments_cached(file: str, _mtime_ns: int, _size: int) -> tuple[BuyerSegmen
     raw = _read_yaml(path)
     if not isinstance(raw, dict) or not isinstance(raw.get("segments"), list):
         raise PlannerError(f"{path}: expected a top-level mapping with a list 'segments'")
+    extra = sorted(set(raw) - {"segments"})
+    if extra:
+        raise PlannerError(f"{path.name}: unknown top-level key {extra[0]!r} (allowed: segments)")
     out: list[BuyerSegment] = []
     for i, item in enumerate(raw["segments"]):
         ident = item.get("id", "?") if isinstance(item, dict) else "?"
