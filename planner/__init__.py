@@ -87,6 +87,9 @@ _EXPORTS: dict[str, str] = {
     "Recommendation": "recommend",
     "quote_price": "cost",
     "fleet_cost": "cost",
+    "breakeven_utilization": "cost",
+    "api_crossover": "cost",
+    "api_reference": "cost",
     # output
     "emit": "report",
 }

@@ -32,6 +32,9 @@ ops_fraction_of_capex_per_year=None, utilisation=None, idle_power_fraction=None)
     provenance (sourced / derived / assumption / user override / catalog); defaults in
     ``data/ownership.yaml`` (``load_ownership()``).
 
+``own_cost(cat, gpu_id, ownership=None, purchase_usd=None, **overrides) -> OwnCost``
+    The same for a catalog GPU from its newest purchase row (the terms, not only the total).
+
 Fleet money
 -----------
 ``fleet_cost(num_gpus, price, gpu_hours_per_day=None) -> FleetCost``
