@@ -209,6 +209,13 @@ def buyer(recs: list[dict[str, Any]], objective: str, search: Any) -> list[str]:
                 else "; no other option shown has a trusted price"
             )
         )
+    others = {x["gpu"]: x["price_warnings"] for x in recs[1:] if x.get("price_warnings")}
+    others.pop(w["gpu"], None)
+    if objective in _PRICED and others:  # a loser's untrusted price can decide the order too
+        sentences.append(
+            "prices not trusted silently among the other options shown: "
+            + ", ".join(f"{g} ({', '.join(v)})" for g, v in others.items())
+        )
     u, beats = w.get("breakeven_utilization"), w.get("owning_beats_renting")
     if u is not None and math.isfinite(u):
         plan = w.get("planned_utilization")
