@@ -328,3 +328,17 @@ def test_prices_views(capsys):
     assert all(r["model"] == "llama-3.3-70b" for r in json.loads(capsys.readouterr().out))
     assert main(["prices", "--own", "--gpu", "l4"]) == 2
     assert "no purchase price for nvidia-l4" in capsys.readouterr().err
+
+
+def test_a_losers_untrusted_price_is_named():
+    # the L40S priced only by one low-confidence row, dear enough to lose to the H100
+    row = RentalPrice(
+        gpu="nvidia-l40s", provider="Shaky", kind="on_demand", usd_per_gpu_hour=9.0,
+        source="test row", as_of=DAY, low_confidence=True,
+    )  # fmt: skip
+    cat = apply_price_rows(CAT, (row,), (), "replace")
+    res = _rec(cat, gpus=("nvidia-l40s", "nvidia-h100-sxm"), top_n=3)
+    gpus = [r["gpu"] for r in res.recommendations]
+    assert gpus[0] == "nvidia-h100-sxm" and not res.recommendations[0]["price_warnings"]
+    assert "nvidia-l40s" in gpus
+    assert "among the other options shown: nvidia-l40s (1 price row, low confidence)" in res.why
