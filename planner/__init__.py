@@ -89,6 +89,9 @@ _EXPORTS: dict[str, str] = {
     "grown_traffic": "workload.growth",
     "quote_price": "cost",
     "fleet_cost": "cost",
+    "breakeven_utilization": "cost",
+    "api_crossover": "cost",
+    "api_reference": "cost",
     # output
     "emit": "report",
 }

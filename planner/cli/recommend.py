@@ -20,6 +20,8 @@ from planner.errors import PlannerError, shown
 RECOMMEND_EXAMPLE = """\
   planner recommend examples/chat-8b.yaml
   planner recommend examples/rag-70b.yaml --objective latency --top 3 --format md
+  planner recommend examples/rag-70b.yaml --price-basis own --top 3
+  planner recommend examples/chat-8b.yaml --segment hyperscaler-owned --format json
   planner recommend --model llama-3.1-70b --peak-rps 50 --input-tokens 1500 \\
       --output-tokens 300 --ttft-p99 2 --tpot-p99 0.05 --gpus h100,h200,mi300x
   planner recommend --model llama-3.1-8b --preset chat --peak-rps 20 \\
@@ -155,6 +157,10 @@ def register(subparsers: Any) -> None:
     c.add_argument("--providers", type=_ids, help="rental providers to price with")
     c.add_argument("--usd-per-gpu-hour", type=_price_override, action="append", metavar="[GPU=]USD",
                    help="price override [USD per GPU-hour], repeatable; without GPU= for every GPU")  # fmt: skip
+    c.add_argument("--segment", metavar="ID",
+                   help="price each GPU at an InferenceX buyer segment's all-in USD per GPU-hour "
+                   "(hyperscaler-owned, neocloud-owned, rented-3y; see planner prices "
+                   "--segments); only the segment's GPUs are ranked")  # fmt: skip
     add_price_args(c)
     c.add_argument("--latency-cost-cap", type=_bounded(_pos_float, 1.0, 1e6, "x"),
                    help="--objective latency: only options costing at most this multiple of the "
@@ -289,6 +295,11 @@ def _constraints(args: argparse.Namespace, sc, cat):
     if args.headroom is not None and not (math.isfinite(args.headroom) and args.headroom >= 0):
         raise PlannerError(f"--headroom must be a finite number >= 0, got {args.headroom}")
     fields = {k: v for k, v in flags.items() if v is not None}
+    if getattr(args, "segment", None) is not None:
+        from planner.cli.buyer_views import segment_fields
+
+        fields.update(segment_fields(args, cat, fields))
+        prices = fields.pop("usd_per_gpu_hour")
     fields["usd_per_gpu_hour"] = prices
     return constraints_of(c, fields)
 
@@ -328,6 +339,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         **kw,
     )
     _fill_reproduce(res.recommendations, args)
+    from planner.cli.buyer_views import label_segment
+
+    label_segment(res, args)
     _print_recommendation(res, args.format, args.show_rejected, sc.name or args.scenario, args)
     return 0
 
@@ -467,8 +481,9 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
         d = res.as_dict()
         emit(d, "json")
         return
-    if fmt == "csv":
-        emit(res.recommendations, "csv")
+    if fmt == "csv":  # one row per option: the GPUs not priced are no option (JSON has them)
+        emit([{k: v for k, v in r.items() if k != "unpriced_gpus"} for r in res.recommendations],
+             "csv")  # fmt: skip
         return
     if not rejected_all:
         res.rejected = _rejected_summary(res.rejections, max(per_reason, 1))
@@ -491,6 +506,9 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
     emit(head, "table", out)
     out.write("\nwhy: " + res.why + "\n\n")
     emit(_rows(res.recommendations), "table", out)
+    from planner.cli.buyer_views import print_buyer
+
+    print_buyer(res.recommendations, out)
     w = res.recommendations[0]
     out.write("\nwinner details\n")
     detail = {
@@ -504,6 +522,8 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
             "max_rate_basis", "latency_at_rps", "saturation_rps_per_replica", "utilization_at_peak",
             "weights_gb_per_gpu", "kv_cache_gb_per_gpu", "memory_headroom", "decode_bound",
             "kwh_per_day", "energy_basis", "quality_detail", "truncated_requests", "numbers",
+            "price_notes", "price_flag", "winner_with_trusted_prices", "breakeven_note",
+            "api_crossover_note",
         )
     }  # fmt: skip
     detail["assumptions"] = "; ".join(w.get("assumptions") or []) or "-"
@@ -563,6 +583,9 @@ def _markdown(res, name: str | None) -> str:
     lines.append("|" + "---|" * len(cols))
     for r in rows:
         lines.append("| " + " | ".join(_md(r[c], c) for c in cols) + " |")
+    from planner.cli.buyer_views import markdown_buyer
+
+    lines += markdown_buyer(res.recommendations)
     lines += [
         "",
         "## Rejected options (first 20)",

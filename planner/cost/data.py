@@ -70,6 +70,7 @@ class OwnershipDefaults(Frozen):
     """Defaults for :func:`planner.cost.own_cost_per_gpu_hour` (see ``data/ownership.yaml``)."""
 
     amortisation_years: OwnershipParam
+    cost_of_capital_per_year: OwnershipParam
     server_overhead_fraction: OwnershipParam
     host_power_factor: OwnershipParam
     pue: OwnershipParam
@@ -88,6 +89,7 @@ class OwnershipDefaults(Frozen):
 
 _OWNERSHIP_RANGES: tuple[tuple[str, Any, str], ...] = (
     ("amortisation_years", lambda v: v > 0, "> 0"),
+    ("cost_of_capital_per_year", lambda v: 0 <= v <= 1, "in [0, 1]"),
     ("server_overhead_fraction", lambda v: v >= 0, ">= 0"),
     ("host_power_factor", lambda v: v >= 1, ">= 1"),
     ("pue", lambda v: v >= 1, ">= 1"),

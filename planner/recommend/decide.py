@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .buyer import buyer
 from .objective import TIE_REL, Screened
 from .options import layout_text
 
@@ -104,12 +105,14 @@ def _overlap(a: dict[str, Any], b: dict[str, Any], key: str = "usd_per_mtok_outp
     return lo_a < hi_b * (1 - 1e-9) and lo_b < hi_a * (1 - 1e-9)
 
 
-def decide(recs: list[dict[str, Any]], objective: str) -> str:
+def decide(recs: list[dict[str, Any]], objective: str, search: Any = None) -> str:
     """Add ``break_even_usd_per_gpu_hour``, ``robustness`` (and on the winner
     ``winner_at_price_rows``) to ranked recommendations; return a sentence for the ``why``
-    ("" when there is nothing to add)."""
+    ("" when there is nothing to add). With the ``search`` that ranked them, also the buyer's
+    own/rent/API fields and flags (:func:`planner.recommend.buyer.buyer`)."""
     if not recs:
         return ""
+    extra = buyer(recs, objective, search) if search is not None else []
     w = recs[0]
     w_mtok = _usd(w)
     for r in recs:
@@ -170,4 +173,4 @@ def decide(recs: list[dict[str, Any]], objective: str) -> str:
                 "robust: the winner stays the winner at its GPUs' min, median and max price "
                 "rows and within the performance error band"
             )
-    return "; ".join(sentences)
+    return "; ".join(sentences + extra)

@@ -139,6 +139,8 @@ def finish(
             price_as_of=str(pq.as_of) if pq.as_of else None,
             price_rule=pq.rule,
             price_rows=pq.spread.n_rows if pq.spread is not None else 1,
+            price_warnings=list(pq.warnings),
+            price_notes=pq.notes,
             price_spread=(
                 {
                     "kind": pq.spread.kind,

@@ -671,7 +671,7 @@ class _Search:
         recs = [s.result for s in top]
         for i, r in enumerate(recs, 1):
             r["rank"] = i
-        decision = decide(recs, self.obj.name)
+        decision = decide(recs, self.obj.name, self)
         q = c.fit_percentile / 100.0
         need_tokens = max(
             int(
