@@ -39,9 +39,11 @@ def test_width_rule_fills_moe_tp_and_names_the_layout():
 
 def test_layout_is_frozen_and_refuses_unknown_fields():
     lay = layout_of(1, 1, 8, 8)
-    with pytest.raises(Exception):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="frozen"):
         lay.tp = 2  # type: ignore[misc]
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="expert_parallel"):
         Layout(tp=1, expert_parallel=8)  # type: ignore[call-arg]
 
 
