@@ -53,7 +53,7 @@ from planner.benchmarks.schema import (
     unexpressible_reason,
     whole,
 )
-from planner.benchmarks.serving_rows import predict_serving_row
+from planner.benchmarks.serving_rows import SERVING_METRICS, predict_serving_row
 from planner.benchmarks.step_rows import row_predictor
 from planner.catalog.catalog import (
     Catalog,
@@ -189,6 +189,16 @@ def _convert(value_si: float, si_unit: str, row_unit: str) -> float:
     if unit and unit != si_unit:
         raise PlannerError(f"unit '{row_unit}' cannot be converted from {si_unit}")
     return value_si
+
+
+def _unit_reason(metric: str, row: Mapping[str, Any]) -> str:
+    """Why a row's ``unit`` contradicts its metric (a ``*_ms_*`` metric answers in ms: a
+    row in ``s`` would get a prediction 1000x off), or ``""``."""
+    want = SERVING_METRICS.get(metric)
+    unit = cell(row, "unit")
+    if want is not None and unit != want:
+        return f"unit {unit or '(empty)'!r} does not match metric {metric} (in {want})"
+    return ""
 
 
 # --------------------------------------------------------------------------- resolution
@@ -368,8 +378,8 @@ class Predictor:
         metric = cell(row, "metric")
         entry = METRICS.get(metric)
         note = ""
-        why = unexpressible_reason(row, None, None)  # before assumed_layout guesses one
-        if why:
+        why = unexpressible_reason(row, None, None) or _unit_reason(metric, row)
+        if why:  # before assumed_layout guesses one
             out["reason"] = why
             return out
         try:

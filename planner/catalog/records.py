@@ -32,7 +32,8 @@ ComputeDtype = Literal["bf16", "fp16", "fp8", "int8", "fp4"]
 class Frozen(BaseModel):
     """Base for every catalog record: immutable, no unknown keys, and one rule for every
     field at once (:func:`_check_value`): a number field takes numbers only (not ``true``
-    nor ``"80"``), a ``*_range`` pair is ordered, a date is not in the future."""
+    nor ``"80"``), a ``*_range`` pair is ordered, a date is not in the future (a date written
+    with a time of day, ``2026-01-01T10:00:00``, is read as its day)."""
 
     # defer_build: a model's validator is built on its first validation, so the many records
     # a command never validates cost no start-up time
@@ -45,6 +46,9 @@ class Frozen(BaseModel):
             for name, kind in _field_kinds(cls).items():
                 value = data.get(name)
                 if value is not None:
+                    if kind == "date" and isinstance(value, _dt.datetime):
+                        # a date written with a time of day (2026-01-01T10:00:00): its day
+                        data = {**data, name: (value := value.date())}
                     _check_value(name, kind, value)
         return data
 
@@ -116,6 +120,8 @@ def _check_value(name: str, kind: str, value: Any) -> None:
                 day = _dt.date.fromisoformat(value.strip())
             except ValueError:
                 return  # pydantic names the bad date
+        if isinstance(day, _dt.datetime):
+            day = day.date()
         if isinstance(day, _dt.date) and day > _dt.date.today():
             raise FieldValueError(
                 name,

@@ -16,6 +16,14 @@ from planner.cli._common import _positive_int as _pos_int
 from planner.cli._common import _seed, add_price_args, parse_length
 from planner.cli._common import _tp_list as _ints
 from planner.errors import PlannerError, shown
+from planner.recommend.limits import (
+    MAX_GPUS,
+    MAX_HEADROOM,
+    MAX_LATENCY_COST_CAP,
+    MAX_TOP,
+    MAX_USD_BUDGET,
+    MAX_WEIGHT_BITS,
+)
 
 RECOMMEND_EXAMPLE = """\
   planner recommend examples/chat-8b.yaml
@@ -82,9 +90,9 @@ def _price_override(text: str) -> tuple[str, float]:
 # up to a day, fleets up to 100k GPUs, prices up to $10k per GPU-hour
 _rps = _bounded(_pos_float, 1e-6, 1e7, " req/s")
 _seconds = _bounded(_pos_float, None, 86_400.0, " s")
-_gpus = _bounded(_pos_int, None, 100_000, " GPUs")
+_gpus = _bounded(_pos_int, None, MAX_GPUS, " GPUs")
 _usd_per_gpu_hour = _bounded(_pos_float, None, 10_000.0, " USD/GPU-h")
-_usd_budget = _bounded(_pos_float, None, 1e12, " USD")
+_usd_budget = _bounded(_pos_float, None, MAX_USD_BUDGET, " USD")
 
 
 # --------------------------------------------------------------------------- register
@@ -130,7 +138,7 @@ def register(subparsers: Any) -> None:
                    help="what to minimise (default cost: the cheapest fleet meeting the SLOs)")  # fmt: skip
     c.add_argument(
         "--top",
-        type=_bounded(_pos_int, None, 10_000),
+        type=_bounded(_pos_int, None, MAX_TOP),
         default=None,
         help="recommendations to show (default 5; with --per-gpu: per GPU, default 1)",
     )
@@ -141,13 +149,13 @@ def register(subparsers: Any) -> None:
     c.add_argument("--tp", type=_ints, help="TP sizes to try (default 1,2,4,8)")
     c.add_argument("--max-gpus", type=_gpus, help="most GPUs in the fleet")
     c.add_argument("--max-gpus-per-replica", type=_gpus, help="most GPUs in one replica")
-    c.add_argument("--min-weight-bits", type=_bounded(_pos_float, None, 64.0, " bits"),
+    c.add_argument("--min-weight-bits", type=_bounded(_pos_float, None, MAX_WEIGHT_BITS, " bits"),
                    help="quality floor [bits per weight], e.g. 8 excludes 4-bit formats")  # fmt: skip
     c.add_argument("--budget-usd-per-hour", type=_usd_budget, help="fleet budget [USD/h]")
     c.add_argument("--budget-usd-per-month", type=_usd_budget, help="fleet budget [USD/month]")
     c.add_argument(
         "--headroom",
-        type=_bounded(float, None, 100.0),
+        type=_bounded(float, None, MAX_HEADROOM),
         help="spare capacity above the peak (default 0.2)",
     )
     c.add_argument("--price-basis", choices=BASES,
@@ -156,7 +164,7 @@ def register(subparsers: Any) -> None:
     c.add_argument("--usd-per-gpu-hour", type=_price_override, action="append", metavar="[GPU=]USD",
                    help="price override [USD per GPU-hour], repeatable; without GPU= for every GPU")  # fmt: skip
     add_price_args(c)
-    c.add_argument("--latency-cost-cap", type=_bounded(_pos_float, 1.0, 1e6, "x"),
+    c.add_argument("--latency-cost-cap", type=_bounded(_pos_float, 1.0, MAX_LATENCY_COST_CAP, "x"),
                    help="--objective latency: only options costing at most this multiple of the "
                    "cheapest feasible one (default 2)")  # fmt: skip
     c.add_argument("--fit-percentile", type=_bounded(_pos_float, None, 100.0), default=None,
@@ -513,14 +521,23 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
         out.write("\npareto front ($/M output tokens vs P99 E2E latency, among the shown)\n")
         emit(res.pareto, "table", out)
     if res.rejected:
-        out.write("\nrejected (by reason; --rejected all lists every one)\n")
         by: dict[str, list[dict[str, Any]]] = {}
         for r in res.rejected:
             by.setdefault(r["stage"], []).append(r)
+        total = sum(items[0].get("stage_count", len(items)) for items in by.values())
+        keep = len(res.rejected) if rejected_all else max(per_reason, 0)
+        shown_n = sum(min(len(items), keep) for items in by.values())
+        more = (
+            ""
+            if shown_n >= total
+            else f", {shown_n:,} shown (--show-rejected N per reason; --rejected all lists "
+            "every one)"
+        )
+        out.write(f"\nrejected: {total:,} options by reason{more}\n")
         rows = []
         for stage, items in sorted(by.items(), key=lambda kv: -len(kv[1])):
             n = items[0].get("stage_count", len(items))
-            for r in items[: max(per_reason, 0)]:
+            for r in items[:keep]:
                 rows.append(
                     {
                         "stage": f"{stage} ({n})",

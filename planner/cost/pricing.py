@@ -362,7 +362,8 @@ def quote_price(
     if not all_opts:
         raise PlannerError(
             f"no {_kind_label(basis)} price for {gpu.id} in {_PRICES_FILE}; kinds available: "
-            f"{_available(rows)}; pass --usd-per-gpu-hour"
+            f"{_available(rows)}; add rows with --prices FILE, or give a price "
+            "(recommend: --usd-per-gpu-hour GPU=USD; Python: usd_per_gpu_hour=)"
         )
     opts = price_options(cat, gpu.id, basis, provider) if provider is not None else all_opts
     return _median_quote(gpu.id, basis, opts, spread, provider, today)
@@ -480,7 +481,8 @@ def _own_quote(
             have = sorted({p.gpu for p in cat.purchase_prices})
             raise PlannerError(
                 f"no purchase price for {gpu.id} in {_PRICES_FILE} (GPUs with one: "
-                f"{', '.join(have) or 'none'}); pass --purchase-usd"
+                f"{', '.join(have) or 'none'}); add a 'purchase' row with --prices FILE "
+                "(Python: purchase_usd=)"
             )
         purchase = max(rows, key=lambda p: p.as_of)  # the newest row
     own = own_cost_per_gpu_hour(gpu, purchase, ownership, **overrides)
