@@ -176,7 +176,7 @@ def register(subparsers: Any) -> None:
     c.add_argument("--rejected", choices=("summary", "all"), default="summary",
                    help="rejected options in the output: 'summary' (default: counts per reason "
                    "and the first --show-rejected of each) or 'all'")  # fmt: skip
-    c.add_argument("--show-rejected", type=_bounded(int, 0, 100_000), default=3, metavar="N",
+    c.add_argument("--show-rejected", type=_bounded(int, 0, 100_000), default=None, metavar="N",
                    help="rejected options shown per reason in the table (default 3; JSON has all)")  # fmt: skip
     c.add_argument(
         "--per-gpu",
@@ -301,8 +301,33 @@ def _constraints(args: argparse.Namespace, sc, cat):
     return constraints_of(c, fields)
 
 
+def _per_reason(args: argparse.Namespace) -> int:
+    return 3 if args.show_rejected is None else args.show_rejected
+
+
+def _check_flag_pairs(args: argparse.Namespace) -> None:
+    """Refuse a flag that would be ignored: each one here works only with another."""
+    if args.latency_cost_cap is not None and args.objective != "latency":
+        raise PlannerError(
+            f"--latency-cost-cap applies to --objective latency (this run ranks by "
+            f"{args.objective}); add --objective latency or drop --latency-cost-cap"
+        )
+    if args.show_rejected is not None and (args.rejected == "all" or args.format == "csv"):
+        why = (
+            "--rejected all lists every one" if args.rejected == "all" else "CSV has no rejections"
+        )
+        raise PlannerError(f"--show-rejected would be ignored ({why}); drop it")
+    if args.providers and args.price_basis == "own":
+        raise PlannerError(
+            "--providers picks rental rows; --price-basis own prices owned cards (purchase "
+            "rows); drop one of them"
+        )
+
+
 def cmd_recommend(args: argparse.Namespace) -> int:
     import os
+
+    _check_flag_pairs(args)
 
     from planner.catalog.profile import load_profile
     from planner.cli._common import _catalog
@@ -336,7 +361,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         **kw,
     )
     _fill_reproduce(res.recommendations, args)
-    _print_recommendation(res, args.format, args.show_rejected, sc.name or args.scenario, args)
+    _print_recommendation(res, args.format, _per_reason(args), sc.name or args.scenario, args)
     return 0
 
 

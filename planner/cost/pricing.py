@@ -335,7 +335,7 @@ def quote_price(
     ------
     PlannerError
         no price of that kind ("no on-demand price for X in data/prices.yaml; kinds
-        available: spot (1 row); pass --usd-per-gpu-hour"), a price outside the plausible
+        available: spot (1 row); add rows with --prices FILE, ..."), a price outside the plausible
         band, an unknown GPU / provider / basis.
     """
     _check_basis(basis)

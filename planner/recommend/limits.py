@@ -15,9 +15,13 @@ MAX_USD_BUDGET = 1e12
 MAX_WEIGHT_BITS = 64.0
 #: highest ``latency_cost_cap`` [x the cheapest option's cost]. ``--objective latency``
 #: simulates every option under the cap that might be faster, so its work grows with the
-#: cap (chat-8b on the 2-core machine: 1.3 s at 2x, 3.7 s at 5x, 13 s at 20x, 95 s at
-#: 10^6 x); 10x keeps the worst case within a few seconds and is wider than any
-#: cost-latency trade a buyer asks about.
-MAX_LATENCY_COST_CAP = 10.0
-#: most recommendations listed (``--top``; per GPU with ``--per-gpu``)
-MAX_TOP = 100
+#: cap: on the 2-core machine chat-8b took 1.4 s at 2x, 4.1 s at 5x, 11.4 s at 10x, 13 s at
+#: 20x and 73 s at 10^6 x; code-completion 2.3 s at 2x and 8.2 s at 5x. 5x keeps the worst
+#: case within a few times the default's and is wider than the cost-latency trades a buyer
+#: weighs.
+MAX_LATENCY_COST_CAP = 5.0
+#: most recommendations listed (``--top``; per GPU with ``--per-gpu``). The search prunes
+#: an option once it cannot enter the top N; a list longer than the distinct GPU x framework
+#: options that meet the SLO prunes nothing and simulates everything (chat-8b: 1.8 s at 50,
+#: over 130 s at 100). At 20 every example answers in 1.7-2.9 s.
+MAX_TOP = 20
