@@ -8,6 +8,8 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from planner import files, parse_cache
 from planner.catalog.catalog import _load_dir
@@ -341,3 +343,33 @@ def test_an_entry_or_folder_of_another_user_is_not_used(cache_dir):
     os.chown(cache_dir, 12345, -1)
     assert parse_cache.get(key, text) is parse_cache.MISS
     assert load_yaml(text, "x.yaml", keep=True) == fresh
+
+
+_TEXT = _big(50)
+_FRESH = load_yaml(_TEXT, "h.yaml")
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))  # fmt: skip
+@given(
+    st.binary(max_size=400),
+    st.sampled_from(["raw", "header"]),
+)
+def test_any_bytes_in_an_entry_give_the_fresh_value(cache_dir, junk, how):
+    """Whatever bytes sit under the entry's name (random, or behind a header line that names
+    this text with another payload's sha256), the answer is the fresh parse's, and nothing
+    raises. (An entry whose payload matches its own sha256 is read back as the data it holds:
+    only the user can write one, the folder being private.)"""
+    parse_cache_dir()
+    entry = _entry(cache_dir, _TEXT)
+    head = b" ".join(
+        (
+            b"planner-yaml-cache",
+            parse_cache._PARSE_FORMAT.encode(),
+            hashlib.sha256(_TEXT.encode()).hexdigest().encode(),
+            hashlib.sha256(junk + b"x").hexdigest().encode(),
+        )
+    )
+    entry.write_bytes(junk if how == "raw" else head + b"\n" + junk)
+    entry.chmod(0o600)
+    assert load_yaml(_TEXT, "h.yaml", keep=True) == _FRESH
