@@ -350,6 +350,10 @@ def test_the_work_flags_are_capped(flag, value):
     _refused([*REC, "--objective", "latency", flag, value], flag)
 
 
+def test_top_per_gpu_is_capped():
+    _refused([*REC, "--per-gpu", "--top", limits.MAX_TOP_PER_GPU + 1], "--top", "--per-gpu")
+
+
 def test_predict_simulates_at_most_its_budget_and_keeps_the_valid_rows(tmp_path):
     """A file whose rows each need their own simulation: the first N distinct setups are
     simulated, the others get a reason naming the limit; a row with a concurrency of 10^9

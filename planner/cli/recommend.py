@@ -21,6 +21,7 @@ from planner.recommend.limits import (
     MAX_HEADROOM,
     MAX_LATENCY_COST_CAP,
     MAX_TOP,
+    MAX_TOP_PER_GPU,
     MAX_USD_BUDGET,
     MAX_WEIGHT_BITS,
 )
@@ -140,7 +141,8 @@ def register(subparsers: Any) -> None:
         "--top",
         type=_bounded(_pos_int, None, MAX_TOP),
         default=None,
-        help="recommendations to show (default 5; with --per-gpu: per GPU, default 1)",
+        help=f"recommendations to show (default 5, at most {MAX_TOP}; with --per-gpu: per GPU, "
+        f"default 1, at most {MAX_TOP_PER_GPU})",
     )
     c.add_argument("--gpus", type=_ids, help="allowed GPU ids or aliases, e.g. h100,h200,mi300x")
     c.add_argument("--frameworks", type=_ids, help="allowed frameworks, e.g. vllm,sglang")
@@ -317,6 +319,12 @@ def _check_flag_pairs(args: argparse.Namespace) -> None:
             "--rejected all lists every one" if args.rejected == "all" else "CSV has no rejections"
         )
         raise PlannerError(f"--show-rejected would be ignored ({why}); drop it")
+    if args.per_gpu and (args.top or 1) > MAX_TOP_PER_GPU:
+        raise PlannerError(
+            f"--top {args.top} with --per-gpu lists that many options of every GPU: at most "
+            f"{MAX_TOP_PER_GPU} (a GPU has few frameworks; a longer list per GPU prunes nothing "
+            "and simulates every option)"
+        )
     if args.providers and args.price_basis == "own":
         raise PlannerError(
             "--providers picks rental rows; --price-basis own prices owned cards (purchase "

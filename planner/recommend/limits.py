@@ -25,3 +25,7 @@ MAX_LATENCY_COST_CAP = 5.0
 #: options that meet the SLO prunes nothing and simulates everything (chat-8b: 1.8 s at 50,
 #: over 130 s at 100). At 20 every example answers in 1.7-2.9 s.
 MAX_TOP = 20
+#: most options per GPU with ``--per-gpu``: a GPU has only a few frameworks, so a longer list
+#: per GPU prunes nothing (chat-8b: 2.9 s at 1, 5.6 s at 3, 6.4 s at 5, over 200 s at 8;
+#: rag-70b: 6.8 s at 1, 9.8 s at 3, 13.4 s at 5)
+MAX_TOP_PER_GPU = 3
