@@ -39,8 +39,8 @@ from hypothesis import strategies as st
 
 from planner.catalog import load_catalog
 from planner.catalog.catalog import _validate_list
-from planner.catalog.profile import load_profile
 from planner.catalog.prices import PurchasePrice, RentalPrice
+from planner.catalog.profile import load_profile
 from planner.catalog.records import (
     Accelerator,
     Framework,
