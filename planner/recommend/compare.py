@@ -14,6 +14,7 @@ gives. ``PLANNER_PROCESSES=1`` keeps it in one process.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -183,6 +184,7 @@ class _Share:
     order: tuple[float, ...] | None
     unanswered: dict[str, str] | None
     summary: dict[str, Any]
+    unpriced: list[Rejection] = dataclasses.field(default_factory=list)  # its price rejection
 
 
 def _compare_forked(
@@ -234,9 +236,11 @@ def _compare_forked(
         """The finished share of a searched GPU."""
         _, top = s.finished()
         summary = s.summary(time.perf_counter(), counts, len(s.done))
+        price = [r for r in s.rejected if r.stage == "price"][:1]
         if not top:
-            return _Share([], None, _explain(gpu, s.rejected), summary)
-        return _Share([x.result for x in top], sort_key(top[0], s.load.need_rps), None, summary)
+            return _Share([], None, _explain(gpu, s.rejected), summary, price)
+        key = sort_key(top[0], s.load.need_rps)
+        return _Share([x.result for x in top], key, None, summary, price)
 
     @rare_gc()  # as the one-process search (planner.files.rare_gc)
     def work(take: Callable[[], int | None]) -> dict[str, _Share]:
@@ -266,7 +270,10 @@ def _compare_forked(
     finally:
         if child is not None:
             child.close()
-    return _merge(wanted, shares, obj.name, t0)
+    # the buyer's fields (own / rent / API, unpriced GPUs) as the one-process search adds
+    # them: the base search with every GPU's price rejection, in the GPUs' order
+    base.rejected = [r for g in wanted for r in shares[g].unpriced]
+    return _merge(wanted, shares, obj.name, t0, base)
 
 
 def _memory(catalog: Catalog, gpu: str) -> float:
@@ -283,7 +290,7 @@ def _queue(indices: Iterable[int]) -> Callable[[], int | None]:
 
 
 def _merge(
-    wanted: list[str], shares: dict[str, _Share], objective: str, t0: float
+    wanted: list[str], shares: dict[str, _Share], objective: str, t0: float, base: Any = None
 ) -> dict[str, Any] | None:
     """The one-process answer from the GPUs' shares: GPUs in order of their best option
     (as :func:`~planner.recommend.recommend` ranks them), ranks and the decision over all
@@ -297,7 +304,7 @@ def _merge(
     recs = [r for g in ranked for r in shares[g].results]
     for i, r in enumerate(recs, 1):
         r["rank"] = i
-    decide(recs, objective)
+    decide(recs, objective, base)
     rows = _rows(recs)
     unanswered = [dict(shares[g].unanswered) for g in wanted if not shares[g].results]
     summary = dict(shares[wanted[0]].summary)
