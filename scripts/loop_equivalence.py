@@ -48,12 +48,26 @@ STRAGGLER = PRIOR.model_copy(
 #: stop_i: scored range, bad count, TTFT / TPOT / E2E counts above, stop when all finished)
 MISS = (np.array([0.3, 0.02, 4.0, 0.6, 0.04, 8.0]), np.array([200, 1200, 40, 25, 25, 25, 0]))
 ALL_DONE = (np.array([1e9] * 6), np.array([100, 600, 10**6, 10**6, 10**6, 10**6, 1]))
+#: a miss that needs many bad requests: the waiting rule's second threshold is reached first
+SLOW = (
+    np.array([0.2, 1e9, 1e9, 0.2, 1e9, 1e9]),
+    np.array([300, 1300, 10**6, 400, 10**6, 10**6, 0]),
+)
+#: only the E2E count decides
+E2E = (np.array([1e9, 1e9, 1e9, 1e9, 1e9, 1.0]), np.array([0, 1000, 10**6, 10**6, 10**6, 100, 0]))
 NEVER = (np.array([1e9] * 6), np.array([100, 600, 10**6, 10**6, 10**6, 10**6, 0]))
 
 
 def _wl(preset: str, **over) -> Workload:
     return Workload.model_validate({"preset": preset, **over})
 
+
+#: short prompts, long answers: more decoders than a small token budget
+SHORT_IN_LONG_OUT = Workload.model_validate({
+    "traffic": {"mean_rps": 50.0},
+    "input_tokens": {"kind": "lognormal", "mean": 40.0, "p90": 80.0},
+    "output_tokens": {"kind": "lognormal", "mean": 800.0, "p90": 1500.0},
+})  # fmt: skip
 
 # (name, build_replica args and overrides, workload, n, rate [req/s] or None, concurrency,
 #  offline, stop)
@@ -82,6 +96,15 @@ CASES = [
     ("stop-all-done", ("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "vllm"), {}, _wl("chat"), 3000, 20.0, None, False, ALL_DONE),
     ("stop-never", ("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "vllm"), {}, _wl("chat"), 1500, 20.0, None, False, NEVER),
     ("stop-miss-closed-straggler", ("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "vllm"), {"params": STRAGGLER}, _wl("chat"), 2000, None, 128, False, MISS),
+    ("stop-wait-overload", ("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "vllm"), {}, _wl("chat"), 3000, 400.0, None, False, SLOW),
+    ("stop-e2e-code", ("llama-3.1-8b", "nvidia-h100-sxm", "fp8", "sglang"), {}, _wl("code"), 3000, 120.0, None, False, E2E),
+    ("stop-all-done-code", ("llama-3.1-8b", "nvidia-h100-sxm", "fp8", "sglang"), {}, _wl("code"), 3000, 20.0, None, False, ALL_DONE),
+    ("preempt-prefills", ("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "vllm"), {"memory_utilization": 0.26, "max_num_batched_tokens": 1024}, _wl("rag"), 1000, 20.0, None, False, None),
+    ("small-budget-rag", ("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "vllm"), {"max_num_batched_tokens": 768}, _wl("rag"), 1000, 6.0, None, False, None),
+    ("tiny-budget", ("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "vllm"), {"memory_utilization": 0.26, "max_num_batched_tokens": 96}, _wl("chat"), 1500, 60.0, None, False, None),
+    ("preempt-a-prefill", ("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "vllm"), {"memory_utilization": 0.3, "max_num_batched_tokens": 512, "block_size": 1}, _wl("rag"), 600, 20.0, None, False, None),
+    ("preempt-a-prefill-2", ("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "vllm"), {"memory_utilization": 0.26, "max_num_batched_tokens": 256, "block_size": 2}, _wl("chat"), 1500, 80.0, None, False, None),
+    ("decoders-fill-the-budget", ("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "vllm"), {"max_num_batched_tokens": 64}, SHORT_IN_LONG_OUT, 800, None, None, True, None),
     ("stop-miss-window", ("gpt-oss-20b", "nvidia-h100-sxm", "bf16", "vllm"), {}, _wl("rag"), 2000, 30.0, None, False, MISS),
 ]  # fmt: skip
 
