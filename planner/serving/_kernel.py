@@ -307,6 +307,8 @@ def _loop(
     s[WINDOW] = W
     s[CLOSED] = closed
     s[QP] = stop_i[0]
+    req = (inp, out, cch, sb, arr, first, fin, npre)  # the requests, in and out
+    es = (bad, stop_f, stop_i, stats)  # the early stop
     stats[:] = 0
     if closed:
         for r in range(n_initial):
@@ -318,10 +320,10 @@ def _loop(
         if s[STOP]:
             stats[5] = s[STOP]
             break
-        if waiting_rule(s, f, arr, first, bad, stop_f, stop_i, stats):
+        if waiting_rule(s, f, req, es):
             stats[5] = 1
             break
-        arrivals(s, f, arr, wq)
+        arrivals(s, f, req, wq)
         if s[RUNNING] == 0 and s[WQ_LEN] == 0:
             if not closed and s[NEXT_ARR] < n:
                 f[NOW] = arr[s[NEXT_ARR]]
@@ -332,32 +334,28 @@ def _loop(
             ev_i_own, ev_t_own = grown(ev_i_own, ev_t_own)
             ev_i, ev_t = borrow(ev_i_own), borrow(ev_t_own)
         # ---- a stride of pure-decode iterations
-        if decode_only(s, inp, cch, sb, rq, wq, cnt):
+        if decode_only(s, req, rq, wq, cnt):
             k = stride_length(s, rq, fh, swh, cnt)
             if k >= 1:
-                k = decode_stride(k, s, f, coef, srv, arr, rq, mh, cnt, ev_i, ev_t)
+                k = decode_stride(k, s, f, coef, srv, req, rq, mh, cnt, ev_i, ev_t)
                 advance_decoders(k, s, rq, swh)
                 s[CUR] += k
                 i_last = s[CUR] - 1
-                finish_decoders(
-                    i_last, s, f, out, arr, first, fin, sb, rq, fh, cnt, wq, bad, stop_f, stop_i, stats
-                )  # fmt: skip
+                finish_decoders(i_last, s, f, req, rq, fh, cnt, wq, es)
                 continue
         # ---- one full iteration
-        if not preempt(s, npre, sb, rq, pf, ro, cnt, wq):
+        if not preempt(s, req, rq, pf, ro, cnt, wq):
             err = ERR_KV_RUNNING
             break
         budget = chunk_prefills(s, pf)
-        admit(budget, s, inp, cch, sb, rq, pf, ro, wq)
+        admit(budget, s, req, rq, pf, ro, wq)
         T, nseq, dt = step_cost(s, coef, srv, pf, rq, mh)
         if T == 0:
             err = ERR_NOTHING_SCHEDULABLE
             break
         account_iteration(dt, nseq, s, f, ev_i, ev_t)
         advance_decoders(1, s, rq, swh)
-        finish_decoders(
-            s[CUR], s, f, out, arr, first, fin, sb, rq, fh, cnt, wq, bad, stop_f, stop_i, stats
-        )
+        finish_decoders(s[CUR], s, f, req, rq, fh, cnt, wq, es)
         rows = max(s[N_FH], s[N_SWH], s[N_MH]) + s[N_PF]
         if rows > fh.shape[0]:  # a free heap row for every prefill that may complete
             rows = 2 * rows + 64
@@ -367,9 +365,7 @@ def _loop(
                 heap_grown(mh, rows),
             )
             fh, swh, mh = borrow(fh_own), borrow(swh_own), borrow(mh_own)
-        advance_prefills(
-            s, f, srv, out, arr, first, fin, sb, rq, pf, cnt, fh, swh, mh, wq, bad, stop_f, stop_i, stats
-        )  # fmt: skip
+        advance_prefills(s, f, srv, req, rq, pf, cnt, fh, swh, mh, wq, es)
         s[CUR] += 1
     res = (err, s[CUR], f[BUSY], f[AREA], f[KV_AREA], s[KV_MAX], s[PF_TOKENS], s[N_EV])
     # the views' owners live to here (numba frees an array after its last use)

@@ -118,10 +118,12 @@ def straggler(s, rq, mh, srv, B, S):
     return 0.0
 
 
-def waiting_rule(s, f, arr, first, bad, stop_f, stop_i, stats):
+def waiting_rule(s, f, req, es):
     """Early stop: a scored request still without its first token a TTFT threshold after its
     arrival is bad already (its first token comes later still). True when the count of bad
     requests or of TTFTs above ``stop_f[3]`` makes the miss certain."""
+    inp, out, cch, sb, arr, first, fin, npre = req
+    bad, stop_f, stop_i, stats = es
     now = f[NOW]
     qp = s[QP]
     s1 = stop_i[1]
@@ -138,9 +140,10 @@ def waiting_rule(s, f, arr, first, bad, stop_f, stop_i, stats):
     return s1 > stop_i[0] and (stats[0] >= stop_i[2] or stats[1] >= stop_i[3])
 
 
-def arrivals(s, f, arr, wq):
+def arrivals(s, f, req, wq):
     """Requests that arrived by now join the queue (``arr`` ends with +inf: no bounds
     check); their wait so far joins the in-system integral."""
+    inp, out, cch, sb, arr, first, fin, npre = req
     now = f[NOW]
     nxt = s[NEXT_ARR]
     while arr[nxt] <= now:
@@ -151,9 +154,11 @@ def arrivals(s, f, arr, wq):
     s[NEXT_ARR] = nxt
 
 
-def retire(r, s, f, out, arr, first, fin, rq, wq, bad, stop_f, stop_i, stats):
+def retire(r, s, f, req, rq, wq, es):
     """Request ``r`` has its last token now: done (its blocks are the caller's); the early
     stop's verdict; in a closed loop its client sends the next request."""
+    inp, out, cch, sb, arr, first, fin, npre = req
+    bad, stop_f, stop_i, stats = es
     now = f[NOW]
     rq[EPOCH, r] += 1
     rq[STATUS, r] = FINISHED
@@ -170,9 +175,10 @@ def retire(r, s, f, out, arr, first, fin, rq, wq, bad, stop_f, stop_i, stats):
         s[ARRIVED] += 1
 
 
-def decode_only(s, inp, cch, sb, rq, wq, cnt):
+def decode_only(s, req, rq, wq, cnt):
     """True when the next iterations are pure decode: decoders run, no prefill does, and
     the head of the queue (if any) cannot join now (a slot, the budget, its blocks)."""
+    inp, out, cch, sb, arr, first, fin, npre = req
     B = s[DEC]
     if s[N_PF] != 0 or B == 0:
         return False
@@ -231,11 +237,12 @@ def stride_length(s, rq, fh, swh, cnt):
     return k
 
 
-def decode_stride(k, s, f, coef, srv, arr, rq, mh, cnt, ev_i, ev_t):
+def decode_stride(k, s, f, coef, srv, req, rq, mh, cnt, ev_i, ev_t):
     """Run ``k`` pure-decode iterations (fewer when an arrival comes first) as one stride:
     the step time grows linearly, so they cost ``k t0 + d k (k - 1) / 2`` exactly. Takes the
     decoders' new blocks, adds to the integrals and records the stride; returns its length
     (the decoders' contexts and the clock of iterations are the caller's)."""
+    inp, out, cch, sb, arr, first, fin, npre = req
     B = s[DEC]
     S = s[DEC_KV]
     Tsw = s[DEC_SW]
@@ -318,11 +325,10 @@ def advance_decoders(k, s, rq, swh):
         s[BELOW] = nbelow
 
 
-def finish_decoders(
-    i_last, s, f, out, arr, first, fin, sb, rq, fh, cnt, wq, bad, stop_f, stop_i, stats
-):
+def finish_decoders(i_last, s, f, req, rq, fh, cnt, wq, es):
     """Decoders whose last token was in iteration ``i_last`` (or before) finish now: their
     blocks are freed and they leave the decode sums."""
+    inp, out, cch, sb, arr, first, fin, npre = req
     bs = s[BS]
     W = s[WINDOW]
     nfh = s[N_FH]
@@ -341,14 +347,15 @@ def finish_decoders(
                 s[BELOW] -= 1
         s[FREE] += ceil(kva / bs) - sb[r]
         s[DEC] -= 1
-        retire(r, s, f, out, arr, first, fin, rq, wq, bad, stop_f, stop_i, stats)
+        retire(r, s, f, req, rq, wq, es)
     s[N_FH] = nfh
 
 
-def preempt(s, npre, sb, rq, pf, ro, cnt, wq):
+def preempt(s, req, rq, pf, ro, cnt, wq):
     """Make room for the decoders' new blocks of this iteration and take them: while they
     do not fit, preempt the most recently admitted running request (by recompute: its
     blocks are freed, it re-queues at the front). False when nothing is left to preempt."""
+    inp, out, cch, sb, arr, first, fin, npre = req
     cur = s[CUR]
     bs = s[BS]
     W = s[WINDOW]
@@ -422,11 +429,12 @@ def chunk_prefills(s, pf):
     return budget
 
 
-def admit(budget, s, inp, cch, sb, rq, pf, ro, wq):
+def admit(budget, s, req, rq, pf, ro, wq):
     """Admit from the head of the queue (FCFS) while a sequence slot, the token ``budget``
     and the KV blocks for its prompt (a watermark kept free) allow; each new prompt starts
     with a chunk of what is left of the budget (without chunked prefill a prompt joins only
     when all of it fits, or alone)."""
+    inp, out, cch, sb, arr, first, fin, npre = req
     bs = s[BS]
     chunked = s[CHUNKED] != 0
     while s[WQ_LEN] > 0 and budget > 0 and s[RUNNING] < s[MAXSEQ]:
@@ -528,12 +536,12 @@ def account_iteration(dt, nseq, s, f, ev_i, ev_t):
     record(s, ev_i, ev_t, s[DEC], nseq, 1, dt, dt)
 
 
-def advance_prefills(
-    s, f, srv, out, arr, first, fin, sb, rq, pf, cnt, fh, swh, mh, wq, bad, stop_f, stop_i, stats
-):
+def advance_prefills(s, f, srv, req, rq, pf, cnt, fh, swh, mh, wq, es):
     """The chunks of this iteration are in KV: a prefill that completes emits the first token
     and starts decoding at the next iteration (or finishes, with a one-token answer); the
     others stay, in order (the heaps have a free row per prefill)."""
+    inp, out, cch, sb, arr, first, fin, npre = req
+    bad, stop_f, stop_i, stats = es
     now = f[NOW]
     cur = s[CUR]
     bs = s[BS]
@@ -555,7 +563,7 @@ def advance_prefills(
                         s[STOP] = max(s[STOP], sc)
                 if rq[G, r] >= out[r]:
                     s[FREE] += ceil(P / bs) - sb[r]
-                    retire(r, s, f, out, arr, first, fin, rq, wq, bad, stop_f, stop_i, stats)
+                    retire(r, s, f, req, rq, wq, es)
                     continue
                 I0 = cur + 1
                 rq[DEC_I0, r] = I0
