@@ -1,18 +1,21 @@
 """Compiled event loop of the continuous-batching simulator (numba).
 
 :func:`_loop` is the event loop of :func:`planner.serving._engine._run_continuous` (the model
-is described in :mod:`planner.serving.simulate`). It runs compiled with numba, imported only
-on the first call of :func:`kernel`, so ``import planner`` and the CLI never load numba. The
-step time of every iteration comes from :func:`planner.engine._scalar.step_time_scalar` (the
-one formula, compiled here and inlined into the loop).
+is described in :mod:`planner.serving.simulate`): a short driver over the phases of
+:mod:`planner.serving._phases` (arrivals, the pure-decode stride, preemption, prefill
+chunking, admission, the step's cost, decode, prefill progress), which numba inlines into
+it. It runs compiled, numba imported only on the first call of :func:`kernel`, so ``import
+planner`` and the CLI never load numba. The step time of every iteration comes from
+:func:`planner.engine._scalar.step_time_scalar` (the one formula, compiled here and inlined
+into the loop).
 
 Cache: ``numba.njit(cache=True)`` stores the machine code in ``__pycache__`` next to this
 file (or under ``NUMBA_CACHE_DIR``) and reuses it in later processes; a cold compile takes
 ~20 s on one core, loading from the cache about half a second. numba keys a cached function on
-its own source file only, but the loop inlines the step-time formula from another file, so
-:func:`kernel` also keeps a stamp (a hash of both sources, :data:`SOURCES`) next to the cache
-and drops this module's cached entries when it differs. Where no cache location is
-writable the loop is compiled in every process.
+its own source file only, but the loop inlines the phases, its helpers and the step-time
+formula from other files, so :func:`kernel` also keeps a stamp (a hash of every source,
+:data:`SOURCES`) next to the cache and drops this module's cached entries when it differs.
+Where no cache location is writable the loop is compiled in every process.
 """
 
 from __future__ import annotations
