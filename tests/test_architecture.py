@@ -137,6 +137,40 @@ def test_no_module_over_700_lines():
     assert not big, big
 
 
+#: the simulator's private modules (its event loop, compiled with numba, and its parts): a
+#: function there stays readable, and a new phase of the loop is a function of its own
+KERNEL_MODULES = sorted((PKG / "serving").glob("_*.py"))
+MAX_FUNCTION_LINES = 200
+
+
+def _function_lines(path: Path) -> dict[str, int]:
+    """Lines of every function (methods and nested ones too) of ``path``: ``end_lineno -
+    lineno + 1`` of its ``def``, decorators not counted."""
+    out = {}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            out[f"{path.name}:{node.name}:{node.lineno}"] = node.end_lineno - node.lineno + 1
+    return out
+
+
+def test_no_function_of_the_simulator_kernel_over_200_lines():
+    assert {p.name for p in KERNEL_MODULES} >= {"_kernel.py", "_phases.py", "_loop_parts.py"}
+    long = {
+        name: n
+        for p in KERNEL_MODULES
+        for name, n in _function_lines(p).items()
+        if n > MAX_FUNCTION_LINES
+    }
+    assert not long, long
+
+
+def test_function_lines_counts_from_def_to_the_last_line(tmp_path):
+    # a 3-line function with a decorator, a nested 2-line function counted on its own
+    src = "@deco\ndef f(a):\n    def g():\n        return 1\n    return a\n"
+    (tmp_path / "m.py").write_text(src)
+    assert _function_lines(tmp_path / "m.py") == {"m.py:f:2": 4, "m.py:g:3": 2}
+
+
 def test_every_lazy_export_resolves_and_import_planner_stays_light():
     import subprocess
     import sys

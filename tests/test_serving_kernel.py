@@ -1,6 +1,7 @@
 """The compiled event loop (planner.serving._kernel): one step-time formula shared by the
-interpreter and the compiled code, numba imported only when a simulation runs, and a loop
-cache that follows changes of the step-time formula's file."""
+interpreter and the compiled code, the loop's phases (planner.serving._phases) giving the
+same numbers compiled and interpreted, numba imported only when a simulation runs, and a
+loop cache that follows changes of the step-time formula's file."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner.catalog import EfficiencyParams
+from planner.catalog import PRIOR, EfficiencyParams
 from planner.files import precompile_bytecode
 from planner.serving import _kernel, _unloaded
 from planner.serving.replica import build_replica
@@ -62,6 +63,71 @@ def test_compiled_step_time_is_bit_identical(catalog, model, gpu, prec, tp, eage
         assert st_c(sm._coeffs, *map(float, args)) == sm.step_time(*args)
 
 
+#: straggler and per-sequence host terms on (no bundled profile fits them)
+_STRAGGLER = {"attn_seq_bw_bytes_s": 3e10, "sched_seq_overhead_s": 2e-5, "sched_overhead_s": 1e-3}
+#: an early stop that finds a certain miss (TTFT 0.3 s, TPOT 20 ms, E2E 4 s; see _loop)
+_MISS = (np.array([0.3, 0.02, 4.0, 0.6, 0.04, 8.0]), np.array([50, 350, 20, 25, 25, 25, 0]))
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        # gpt-oss: 128-token window on half the layers (window crossings in strides)
+        dict(model="gpt-oss-20b", preset="chat", rate=40.0),
+        # a small KV cache and token budget, 2-token blocks: decoders and prefills preempted
+        dict(preset="chat", rate=80.0, memory_utilization=0.26, max_num_batched_tokens=256,
+             block_size=2, preempts=True),
+        # no chunked prefill, closed loop, prefix-cache hits
+        dict(preset="code", concurrency=32, chunked_prefill=False),
+        # the straggler term, closed loop, an early stop on a certain miss
+        dict(preset="chat", concurrency=128, straggler=True, stop=_MISS),
+    ],
+    ids=["window", "preemption", "unchunked-closed", "straggler-early-stop"],
+)  # fmt: skip
+def test_compiled_loop_equals_the_interpreted_phases(catalog, monkeypatch, case):
+    """The loop's driver and phases run by the interpreter (borrow() is the identity there,
+    heaps and early-stop helpers plain Python) give bit-identical results to the compiled
+    loop: the phases are plain functions, and the compiled loop's borrowed views (arrays
+    without reference counts) never outlive their arrays."""
+    from planner.serving import _engine
+    from planner.workload import Workload
+
+    case = dict(case)
+    params = PRIOR.model_copy(update=_STRAGGLER) if case.pop("straggler", False) else None
+    over = {k: case.pop(k) for k in list(case) if k in ("memory_utilization",
+            "max_num_batched_tokens", "block_size", "chunked_prefill")}  # fmt: skip
+    rep = build_replica(case.pop("model", "llama-3.1-8b"), "nvidia-h100-sxm", "bf16", "vllm",
+                        params=params, catalog=catalog, **over)  # fmt: skip
+    wl = Workload.model_validate({"preset": case.pop("preset")})
+    reqs = wl.sample_requests(
+        400, np.random.default_rng(3), case.pop("rate", None),
+        context_limit=rep.engine.context_limit_tokens, prefix_caching=rep.engine.prefix_caching,
+    )  # fmt: skip
+    conc, stop, preempts = (
+        case.pop("concurrency", None),
+        case.pop("stop", None),
+        case.pop("preempts", False),
+    )
+    compiled = _engine._run_continuous(rep, reqs.copy(), conc, stop)
+    monkeypatch.setattr(_kernel, "kernel", lambda: _kernel._loop)  # the Python functions
+    interpreted = _engine._run_continuous(rep, reqs.copy(), conc, stop)
+    for field in ("arrival_s", "first_token_s", "finish_s", "preemptions"):
+        a, b = getattr(compiled, field), getattr(interpreted, field)
+        assert a.tobytes() == b.tobytes(), field
+    for field in ("iterations", "busy_s", "kv_util_mean", "kv_util_max", "in_system_area_s",
+                  "prefill_tokens_computed"):  # fmt: skip
+        assert getattr(compiled, field) == getattr(interpreted, field), field
+    assert compiled.meta["events"] == interpreted.meta["events"] > 0
+    if stop is not None:  # the early stop fired: a certain miss
+        assert compiled.meta["stop"][5] == interpreted.meta["stop"][5] == 1
+        assert np.array_equal(compiled.meta["stop"], interpreted.meta["stop"])
+    else:
+        assert np.isfinite(compiled.finish_s).all()
+        assert all(np.array_equal(x, y) for x, y in zip(
+            compiled._iteration_stats(), interpreted._iteration_stats(), strict=True))  # fmt: skip
+    assert (compiled.preemptions.sum() > 0) == preempts
+
+
 def test_imports_and_cli_start_do_not_load_numba():
     code = (
         "import sys, planner, planner.cli, planner.serving, planner.serving.simulate, "
@@ -84,7 +150,12 @@ def test_sources_digest_covers_both_files(tmp_path):
     d1 = _kernel.sources_digest((a, b))
     a.write_text("loop changed\n")
     assert len({d0, d1, _kernel.sources_digest((a, b))}) == 3
-    assert {p.name for p in _kernel.SOURCES} == {"_kernel.py", "_scalar.py", "_loop_parts.py"}
+    assert {p.name for p in _kernel.SOURCES} == {
+        "_kernel.py",
+        "_scalar.py",
+        "_loop_parts.py",
+        "_phases.py",
+    }
     assert _kernel.sources_digest() == _kernel.sources_digest(_kernel.SOURCES)
 
 

@@ -1,19 +1,77 @@
 """Helpers compiled into the event loop of :mod:`planner.serving._kernel`: the binary heaps
-of its iteration events and the early-stop bookkeeping of scored requests (plain functions,
-numba-compilable; the loop's cache stamp covers this file)."""
+of its iteration events, the early-stop bookkeeping of scored requests (plain functions,
+numba-compilable) and :func:`borrow` (array views without a reference count, what lets the
+loop's phases be functions at no cost). The loop's cache stamp covers this file."""
 
 from __future__ import annotations
 
 import numpy as np
 
 
+def borrow(a):
+    """``a`` itself (interpreted); compiled, a view of array ``a`` without a reference count
+    (:func:`borrow_intrinsic`)."""
+    return a
+
+
+_borrow = None
+
+
+def borrow_intrinsic():
+    """numba's compiled :func:`borrow`: a view of an array with a null ``meminfo`` (and
+    ``parent``), valid while the array it views lives (the caller keeps that one).
+
+    numba counts references to every array it passes: where the loop hands an array to a
+    phase (a function inlined into it), it increments and decrements the array's count
+    (atomic operations in calls to numba's runtime) once per array and phase call, which
+    made the split loop 3.4 times slower than the loop written in one piece. A count on a
+    null ``meminfo`` is no operation, and LLVM sees the constant and drops the calls: the
+    views cost nothing, and the split loop runs as fast as the one-piece one."""
+    global _borrow
+    if _borrow is None:
+        from numba.core import cgutils, types
+        from numba.extending import intrinsic
+        from numba.np.arrayobj import make_array
+
+        @intrinsic
+        def borrow(typingctx, a):
+            if not isinstance(a, types.Array):
+                return None
+
+            def codegen(context, builder, sig, args):
+                src = make_array(a)(context, builder, value=args[0])
+                view = make_array(a)(context, builder)
+                view.meminfo = cgutils.get_null_value(view.meminfo.type)
+                view.parent = cgutils.get_null_value(view.parent.type)
+                view.nitems = src.nitems
+                view.itemsize = src.itemsize
+                view.data = src.data
+                view.shape = src.shape
+                view.strides = src.strides
+                return view._getvalue()
+
+            return a(a), codegen
+
+        _borrow = borrow
+    return _borrow
+
+
+def keep(*arrays):
+    """Nothing: a last use of ``arrays``, where the views :func:`borrow` made of them are
+    used for the last time before (numba frees an array right after its last use)."""
+
+
+def heap_grown(h, rows):
+    """The heap ``h`` in an array of ``rows`` rows (its rows copied)."""
+    h2 = np.zeros((rows, 3), np.int64)
+    h2[: h.shape[0]] = h
+    return h2
+
+
 def heap_push(h, size, a, b, c):
     """Push (a, b, c) on the binary min-heap ``h[:size]`` (rows compared lexicographically);
-    returns the heap array (grown when full) and the new size."""
-    if size == h.shape[0]:
-        h2 = np.empty((2 * size + 64, 3), np.int64)
-        h2[:size] = h[:size]
-        h = h2
+    returns the new size. ``h`` must have a free row (the caller grows it:
+    :func:`heap_grown`)."""
     i = size
     while i > 0:
         p = (i - 1) >> 1
@@ -27,7 +85,7 @@ def heap_push(h, size, a, b, c):
     h[i, 0] = a
     h[i, 1] = b
     h[i, 2] = c
-    return h, size + 1
+    return size + 1
 
 
 def heap_pop(h, size):
