@@ -132,6 +132,7 @@ def test_bundled_profile_gives_every_tier_a_band_around_one(tier):
 def _label(tier: str) -> str:
     return {
         "fit": "fit (trtllm/nvidia-h100-sxm/fp8, 10 rows)",
+        "sibling": "transferred from trtllm/nvidia-h200-sxm/fp8, nearest hopper sibling (10 rows)",
         "same_gpu": "transferred from trtllm on nvidia-h100-sxm, all precisions (10 rows)",
         "same_arch": "transferred from trtllm on hopper GPUs (10 rows)",
         "vendor_framework": "transferred from vllm on amd (amd-mi300x, 10 rows)",

@@ -36,6 +36,7 @@ from planner.calibration.fit import (
     prepare_rows,
     split_public_own,
 )
+from planner.calibration.transfer import transfer_band, transfer_validation
 from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR
 from planner.catalog.profile import Profile, model_family, resolve_params
@@ -689,7 +690,15 @@ def with_error_bands(
         return profile
     kw = {k: v for k, v in fit_kw.items() if k != "progress"}
     res = run_validation(public, own, catalog=catalog, kfold=False, **kw)
-    return profile.model_copy(update={"error_bands": fit_error_bands(res.get("loso"))})
+    bands = fit_error_bands(res.get("loso"))
+    # the sibling tier: leave-one-GPU-out transfers (planner.calibration.transfer)
+    moved = transfer_validation(rows, catalog, **kw)
+    if len(moved):
+        moved["metric_class"] = [metric_class(m) for m in moved["metric"]]
+        sib = transfer_band(moved)
+        if sib is not None:
+            bands["sibling"] = sib
+    return profile.model_copy(update={"error_bands": bands})
 
 
 def store_error_bands(

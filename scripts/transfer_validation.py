@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Leave-one-GPU-out transfers to a sibling GPU (planner.calibration.transfer) on the bundled
+measurements: the error of the ``sibling`` rule against the pooled rule it replaced, per
+group, and the ``sibling`` tier's band.
+
+Usage::
+
+    python scripts/transfer_validation.py --details transfer.csv       # print the tables
+    python scripts/transfer_validation.py --bands-into data/calibration/profile.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from planner.benchmarks.io import load_measurements  # noqa: E402
+from planner.calibration.fit import data_files_default, prepare_rows  # noqa: E402
+from planner.calibration.transfer import transfer_band, transfer_validation  # noqa: E402
+from planner.catalog import load_catalog  # noqa: E402
+from planner.catalog.profile import load_profile, save_profile  # noqa: E402
+
+
+def table(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """MdAPE / P90 / bias [%] of both rules per group."""
+    out = []
+    for key, g in df.groupby(by, dropna=False):
+        rec = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
+        rec["n"] = len(g)
+        for rule, col in (("sibling", "predicted"), ("pooled", "predicted_pooled")):
+            r = (g[col] / g["measured"]).to_numpy()
+            r = r[np.isfinite(r) & (r > 0)]
+            ape = np.abs(r - 1)
+            rec[f"{rule}_mdape_pct"] = round(100 * float(np.median(ape)), 1) if len(r) else None
+            rec[f"{rule}_p90_pct"] = (
+                round(100 * float(np.quantile(ape, 0.9)), 1) if len(r) else None
+            )
+            rec[f"{rule}_bias_pct"] = (
+                round(100 * float(np.expm1(np.median(np.log(r)))), 1) if len(r) else None
+            )
+        out.append(rec)
+    return pd.DataFrame(out)
+
+
+def md(df: pd.DataFrame) -> str:
+    """A Markdown table."""
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(str(v) for v in r) + " |" for r in df.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--details", help="write every held-out transfer to this CSV")
+    ap.add_argument("--from-details", help="read the transfers from this CSV instead of refitting")
+    ap.add_argument("--bands-into", help="store the sibling band in this profile YAML")
+    args = ap.parse_args()
+    if args.from_details:
+        df = pd.read_csv(args.from_details)
+    else:
+        cat = load_catalog()
+        rows = prepare_rows(load_measurements(data_files_default(), cat), cat)
+        df = transfer_validation(rows, cat)
+        if args.details:
+            df.to_csv(args.details, index=False)
+    df = df.assign(transfer=[f"{p.split('/')[1]} -> {g}" for p, g in
+                             zip(df["provenance"].str.removeprefix("transferred from "), df["gpu"], strict=True)])  # fmt: skip
+    from planner.calibration.accuracy import metric_class
+
+    df["metric_class"] = [metric_class(m) for m in df["metric"]]
+    print(md(table(df.assign(all="all"), ["all"])))
+    print()
+    print(md(table(df, ["metric_class"])))
+    print()
+    print(md(table(df, ["framework", "precision", "transfer"])))
+    band = transfer_band(df)
+    print()
+    print("sibling band:", band)
+    if args.bands_into and band is not None:
+        prof = load_profile(args.bands_into)
+        bands = dict(prof.error_bands)
+        bands["sibling"] = band
+        save_profile(prof.model_copy(update={"error_bands": bands}), args.bands_into)
+        print(f"stored in {args.bands_into}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
