@@ -27,6 +27,8 @@ from planner.calibration.transfer import transfer_band, transfer_validation  # n
 from planner.catalog import load_catalog  # noqa: E402
 from planner.catalog.profile import load_profile, save_profile  # noqa: E402
 
+BEGIN, END = "<!-- sibling-transfer:begin -->", "<!-- sibling-transfer:end -->"
+
 
 def table(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """MdAPE / P90 / bias [%] of both rules per group."""
@@ -64,6 +66,7 @@ def main() -> int:
     ap.add_argument("--details", help="write every held-out transfer to this CSV")
     ap.add_argument("--from-details", help="read the transfers from this CSV instead of refitting")
     ap.add_argument("--bands-into", help="store the sibling band in this profile YAML")
+    ap.add_argument("--write", action="store_true", help="replace its section of docs/accuracy.md")
     args = ap.parse_args()
     if args.from_details:
         df = pd.read_csv(args.from_details)
@@ -78,20 +81,59 @@ def main() -> int:
     from planner.calibration.accuracy import metric_class
 
     df["metric_class"] = [metric_class(m) for m in df["metric"]]
-    print(md(table(df.assign(all="all"), ["all"])))
-    print()
-    print(md(table(df, ["metric_class"])))
-    print()
-    print(md(table(df, ["framework", "precision", "transfer"])))
     band = transfer_band(df)
-    print()
-    print("sibling band:", band)
+    text = "\n".join(
+        [
+            "## Transfer to a sibling GPU: leave-one-GPU-out on public and own rows",
+            "",
+            "An unfitted (GPU, framework, precision) takes the same framework and precision fitted "
+            "on the nearest GPU of its architecture (`planner.catalog.profile.nearest_sibling`: "
+            "smallest |ln bandwidth ratio| + |ln bf16 peak ratio| by the datasheets; the "
+            "efficiencies transfer, the peaks and bandwidth are the target's own) before any "
+            "pooled level. Evidence: for every (vendor, framework, architecture, precision) "
+            "fitted on two or more GPUs, each GPU's rows of it are held out in turn, the profile "
+            "is refitted without them and they are predicted by the sibling rule and by the "
+            "pooled rule it replaced (the GPU's own node of every precision, else the "
+            "architecture's node). Fitted row kinds only (step, static, offline, closed-loop "
+            "throughput); the serving simulator is not run here. Regenerate with "
+            "`python scripts/transfer_validation.py --write` (about 2.5 minutes).",
+            "",
+            md(table(df.assign(all="all"), ["all"])),
+            "",
+            md(table(df, ["metric_class"])),
+            "",
+            "By held-out transfer (donor -> target):",
+            "",
+            md(table(df, ["framework", "precision", "transfer"])),
+            "",
+            (
+                f"Band of the `sibling` tier (p10-p90 of measured / predicted throughput over these "
+                f"transfers): {band.ratio_p10:.2f}x-{band.ratio_p90:.2f}x, {band.n_rows} rows from "
+                f"{band.n_sources} sources (stored in the profile's `error_bands`; "
+                "`error_band` also spans the nearer `fit` tier's band)."
+                if band is not None
+                else "No throughput transfer: no band."
+            ),
+            "",
+        ]
+    )
+    print(text)
     if args.bands_into and band is not None:
         prof = load_profile(args.bands_into)
         bands = dict(prof.error_bands)
         bands["sibling"] = band
         save_profile(prof.model_copy(update={"error_bands": bands}), args.bands_into)
         print(f"stored in {args.bands_into}")
+    if args.write:
+        acc = ROOT / "docs" / "accuracy.md"
+        doc = acc.read_text(encoding="utf-8")
+        block = f"{BEGIN}\n{text}{END}\n"
+        if BEGIN in doc:
+            doc = doc[: doc.index(BEGIN)] + block + doc[doc.index(END) + len(END) + 1 :]
+        else:
+            i = doc.find("<!-- h100-transfer:begin -->")
+            doc = doc[:i] + block + "\n" + doc[i:] if i >= 0 else doc.rstrip("\n") + "\n\n" + block
+        acc.write_text(doc, encoding="utf-8")
     return 0
 
 

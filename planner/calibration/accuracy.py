@@ -564,6 +564,14 @@ def write_report(
 #: a section of the report another generator owns (scripts/serving_comparison.py --write):
 #: kept as it is when validate rewrites the file
 KEPT_SECTION = ("<!-- serving-comparison:begin -->", "<!-- serving-comparison:end -->")
+#: every such section, in the order they are kept: the leave-one-GPU-out transfers
+#: (scripts/transfer_validation.py --write), the H100 runs (scripts/h100_transfer.py
+#: --write) and the H200 serving comparison
+KEPT_SECTIONS = (
+    ("<!-- sibling-transfer:begin -->", "<!-- sibling-transfer:end -->"),
+    ("<!-- h100-transfer:begin -->", "<!-- h100-transfer:end -->"),
+    KEPT_SECTION,
+)
 
 
 def _kept_section(path: str | Path) -> str:
@@ -571,11 +579,12 @@ def _kept_section(path: str | Path) -> str:
         old = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return ""
-    begin, end = KEPT_SECTION
-    i, j = old.find(begin), old.find(end)
-    if i < 0 or j < i:
-        return ""
-    return "\n" + old[i : j + len(end)] + "\n"
+    kept = []
+    for begin, end in KEPT_SECTIONS:
+        i, j = old.find(begin), old.find(end)
+        if i >= 0 and j > i:
+            kept.append("\n" + old[i : j + len(end)] + "\n")
+    return "".join(kept)
 
 
 # =========================================================================== validation
