@@ -27,7 +27,12 @@ import numpy as np
 
 from planner.benchmarks.io import load_measurements
 from planner.benchmarks.serving_rows import predict_serving_row
-from planner.calibration.bands import band_coverage, coverage_table, fit_error_bands
+from planner.calibration.bands import (
+    band_coverage,
+    coverage_table,
+    fit_error_bands,
+    fit_pair_bands,
+)
 from planner.calibration.fit import (
     PreparedRow,
     data_files_default,
@@ -345,7 +350,8 @@ def run_validation(
             loso["ape"] = np.abs(loso["predicted"] / loso["measured"] - 1)
             loso["metric_class"] = [metric_class(m) for m in loso["metric"]]
             result["coverage"] = band_coverage(loso)
-            result["bands"] = fit_error_bands(loso)
+            # the tiers' and groups' bands, and the paired bands of comparisons
+            result["bands"] = {**fit_error_bands(loso), **fit_pair_bands(loso, df)}
             result["mlperf_ordering"] = mlperf_ordering(loso)
         result["loso"] = loso
         result["n_public_rows"] = len(rows)
@@ -699,7 +705,7 @@ def with_error_bands(
         return profile
     kw = {k: v for k, v in fit_kw.items() if k != "progress"}
     res = run_validation(public, own, catalog=catalog, kfold=False, **kw)
-    bands = fit_error_bands(res.get("loso"))
+    bands = dict(res.get("bands") or {})
     # the sibling tier: leave-one-GPU-out transfers (planner.calibration.transfer)
     moved = transfer_validation(rows, catalog, **kw)
     if len(moved):

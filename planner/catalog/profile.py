@@ -624,6 +624,27 @@ def error_band(
     return band_for(tier, bands, vendor, framework)
 
 
+#: kinds of comparison a paired band exists for (``pair:<kind>`` in ``error_bands``,
+#: :func:`planner.calibration.bands.fit_pair_bands`): two GPUs, two engines on one GPU, two
+#: precisions or layouts of one GPU and engine
+PAIR_KINDS = ("gpu", "engine", "option")
+
+
+def pair_band(kind: str, profile: Profile | None = None) -> ErrorBand | None:
+    """The band of the ratio between two options' predictions, from paired held-out
+    residuals (the same source's experiment predicted for both): p10/p90 of the true ratio
+    over the predicted one. ``kind``: one of :data:`PAIR_KINDS`. None when the profile (or,
+    without bands, the bundled one) has too few pairs (:data:`BAND_MIN_ROWS` from
+    :data:`BAND_MIN_SOURCES` sources)."""
+    if kind not in PAIR_KINDS:
+        raise PlannerError(f"unknown comparison kind {shown(kind)}: one of {', '.join(PAIR_KINDS)}")
+    bands = profile.error_bands if profile is not None else {}
+    if not bands:
+        bundled = load_profile()
+        bands = bundled.error_bands if bundled is not None else {}
+    return _usable(bands.get(f"pair:{kind}"))
+
+
 def _usable(b: ErrorBand | None) -> ErrorBand | None:
     ok = b is not None and b.n_rows >= BAND_MIN_ROWS and b.n_sources >= BAND_MIN_SOURCES
     return b if ok else None
