@@ -706,14 +706,31 @@ def with_error_bands(
     kw = {k: v for k, v in fit_kw.items() if k != "progress"}
     res = run_validation(public, own, catalog=catalog, kfold=False, **kw)
     bands = dict(res.get("bands") or {})
-    # the sibling tier: leave-one-GPU-out transfers (planner.calibration.transfer)
-    moved = transfer_validation(rows, catalog, **kw)
-    if len(moved):
-        moved["metric_class"] = [metric_class(m) for m in moved["metric"]]
-        sib = transfer_band(moved)
-        if sib is not None:
-            bands["sibling"] = sib
+    sib = sibling_band(res.get("loso"), transfer_validation(rows, catalog, **kw))
+    if sib is not None:
+        bands["sibling"] = sib
     return profile.model_copy(update={"error_bands": bands})
+
+
+def sibling_band(loso, moved):
+    """The ``sibling`` tier's band: its leave-one-source-out rows (``loso``) and the
+    leave-one-GPU-out transfers (``moved``, :func:`~planner.calibration.transfer.
+    transfer_validation`) together (:func:`~planner.calibration.transfer.transfer_band`)."""
+    import pandas as pd
+
+    from planner.catalog.profile import provenance_tier
+
+    cols = ["source", "metric", "measured", "predicted"]
+    parts = []
+    if loso is not None and len(loso):
+        parts.append(loso[[provenance_tier(p) == "sibling" for p in loso["provenance"]]][cols])
+    if moved is not None and len(moved):
+        parts.append(moved[cols])
+    if not parts:
+        return None
+    both = pd.concat(parts, ignore_index=True)
+    both["metric_class"] = [metric_class(m) for m in both["metric"]]
+    return transfer_band(both)
 
 
 def store_error_bands(

@@ -181,8 +181,11 @@ def fit_pair_bands(
     a source, an engine version or a workload puts on both cancels in their ratio: the true
     ratio of A's to B's speed is the predicted ratio x ``s_A / s_B`` (``s`` = measured /
     predicted speed). Each unordered pair counts once in each order, so the band is
-    symmetric (p10 = 1 / p90). Keys ``pair:gpu``, ``pair:engine``, ``pair:option``
-    (:func:`planner.catalog.profile.pair_band` reads them)."""
+    symmetric (p10 = 1 / p90). Keys ``pair:gpu``, ``pair:engine``, ``pair:option`` over
+    every pair, and ``pair:<kind>:<vendor>`` over pairs of two GPUs of one vendor
+    (``pair:<kind>:mixed`` across vendors: AMD rows miss by more and otherwise than NVIDIA's,
+    so a cross-vendor ratio keeps more error) (:func:`planner.catalog.profile.pair_band`
+    reads them)."""
     if loso is None or not len(loso) or measurements is None or not len(measurements):
         return {}
     df = _with_ratio(loso)
@@ -206,8 +209,12 @@ def fit_pair_bands(
                 if kind is None:
                     continue
                 d = float(np.log(recs[i]["speed_ratio"] / recs[j]["speed_ratio"]))
-                logs.setdefault(kind, []).extend((d, -d))
-                srcs.setdefault(kind, set()).add(str(recs[i]["source"]))
+                vs = [recs[k].get("vendor") for k in (i, j)]
+                known = all(isinstance(v, str) and v not in ("", "?") for v in vs)
+                both = (vs[0] if vs[0] == vs[1] else "mixed") if known else None
+                for key in (kind, f"{kind}:{both}") if both else (kind,):
+                    logs.setdefault(key, []).extend((d, -d))
+                    srcs.setdefault(key, set()).add(str(recs[i]["source"]))
     out: dict[str, ErrorBand] = {}
     for kind, v in sorted(logs.items()):
         lo, hi = np.exp(np.quantile(np.asarray(v), BAND_QUANTILES))

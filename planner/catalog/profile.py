@@ -630,11 +630,15 @@ def error_band(
 PAIR_KINDS = ("gpu", "engine", "option")
 
 
-def pair_band(kind: str, profile: Profile | None = None) -> ErrorBand | None:
+def pair_band(
+    kind: str, vendors: tuple[str, str] | None = None, profile: Profile | None = None
+) -> ErrorBand | None:
     """The band of the ratio between two options' predictions, from paired held-out
     residuals (the same source's experiment predicted for both): p10/p90 of the true ratio
-    over the predicted one. ``kind``: one of :data:`PAIR_KINDS`. None when the profile (or,
-    without bands, the bundled one) has too few pairs (:data:`BAND_MIN_ROWS` from
+    over the predicted one. ``kind``: one of :data:`PAIR_KINDS`; ``vendors``: the two
+    options' GPU vendors (the band of pairs of that vendor, or of mixed vendors, where it
+    has enough pairs; else the band of every pair). None when the profile (or, without
+    bands, the bundled one) has too few pairs (:data:`BAND_MIN_ROWS` from
     :data:`BAND_MIN_SOURCES` sources)."""
     if kind not in PAIR_KINDS:
         raise PlannerError(f"unknown comparison kind {shown(kind)}: one of {', '.join(PAIR_KINDS)}")
@@ -642,6 +646,11 @@ def pair_band(kind: str, profile: Profile | None = None) -> ErrorBand | None:
     if not bands:
         bundled = load_profile()
         bands = bundled.error_bands if bundled is not None else {}
+    if vendors is not None:
+        both = vendors[0] if vendors[0] == vendors[1] else "mixed"
+        b = _usable(bands.get(f"pair:{kind}:{both}"))
+        if b is not None:
+            return b
     return _usable(bands.get(f"pair:{kind}"))
 
 

@@ -115,6 +115,7 @@ def _ratio_band(w: dict[str, Any], r: dict[str, Any], key: str) -> bool | None:
     """Set ``r``'s ``ratio_to_winner`` (``key`` of ``r`` over the winner's) and, with a paired
     band, its ``_low/_high`` and ``ratio_band``; return whether the band includes 1, or None
     when no paired band is known (then the caller compares the two options' own bands)."""
+    from ..catalog.catalog import load_catalog
     from ..catalog.profile import pair_band
     from ..errors import PlannerError
 
@@ -131,18 +132,46 @@ def _ratio_band(w: dict[str, Any], r: dict[str, Any], key: str) -> bool | None:
     else:
         kind = "option"
     try:
-        band = pair_band(kind)
+        cat = load_catalog()
+        band = pair_band(kind, (cat.gpu(w["gpu"]).vendor, cat.gpu(r["gpu"]).vendor))
     except PlannerError:
         band = None
     if band is None:
         return None
     # the true ratio is the predicted one x (s_winner / s_option), s = measured / predicted
-    # speed; the paired band gives its p10 / p90
-    lo, hi = ratio * band.ratio_p10, ratio * band.ratio_p90
+    # speed; the paired band gives its p10 / p90 for options fitted as the held-out pairs
+    # mostly were (the fit tier). An option whose own band is wider (its parameters borrowed
+    # from a far relative) carries that extra error alone: it adds, in log space and in
+    # quadrature, to the paired half-width
+    extra = _own_extra(w) + _own_extra(r)
+    centre = (math.log(band.ratio_p10) + math.log(band.ratio_p90)) / 2
+    half = math.hypot(_half_log(band.ratio_p10, band.ratio_p90), math.sqrt(extra))
+    lo, hi = ratio * math.exp(centre - half), ratio * math.exp(centre + half)
     r.update(ratio_to_winner_low=lo, ratio_to_winner_high=hi,
              ratio_band={"kind": kind, "p10": band.ratio_p10, "p90": band.ratio_p90,
-                         "n_pairs": band.n_rows, "n_sources": band.n_sources})  # fmt: skip
+                         "n_pairs": band.n_rows, "n_sources": band.n_sources,
+                         "own_error_beyond_fit": round(math.sqrt(extra), 4)})  # fmt: skip
     return lo <= 1.0 <= hi
+
+
+def _half_log(lo: float, hi: float) -> float:
+    """Half the width of a band in log space."""
+    return (math.log(hi) - math.log(lo)) / 2
+
+
+def _own_extra(r: dict[str, Any]) -> float:
+    """The square of what an option's own band (``error_band``) adds, in log half-width,
+    over the fit tier's band (the bundled profile's), 0 when it adds nothing or either is
+    unknown."""
+    from ..catalog.profile import band_for_tier, load_profile
+
+    eb = r.get("error_band") or {}
+    prof = load_profile()
+    ref = band_for_tier("fit", prof.error_bands) if prof is not None else None
+    if not eb.get("low_ratio") or not eb.get("high_ratio") or ref is None or not ref.known:
+        return 0.0
+    own = _half_log(eb["low_ratio"], eb["high_ratio"])
+    return max(0.0, own**2 - _half_log(ref.low_ratio, ref.high_ratio) ** 2)  # type: ignore[arg-type]
 
 
 def decide(recs: list[dict[str, Any]], objective: str) -> str:
