@@ -78,7 +78,7 @@ def main() -> int:
             df.to_csv(args.details, index=False)
     df = df.assign(transfer=[f"{p.split('/')[1]} -> {g}" for p, g in
                              zip(df["provenance"].str.removeprefix("transferred from "), df["gpu"], strict=True)])  # fmt: skip
-    from planner.calibration.accuracy import metric_class
+    from planner.calibration.bands import metric_class
 
     df["metric_class"] = [metric_class(m) for m in df["metric"]]
     band = transfer_band(df)

@@ -16,6 +16,7 @@ from planner.catalog.efficiency import PRIOR
 from planner.catalog.profile import (
     BAND_MIN_ROWS,
     GROUP_LEVELS,
+    PAIR_KINDS,
     TIERS,
     Band,
     ErrorBand,
@@ -241,8 +242,10 @@ def test_bundled_profile_loads_with_bands():
     tiers = {k for k in prof.error_bands if ":" not in k}
     groups = {k for k in prof.error_bands if ":" in k}
     assert tiers <= set(TIERS) and "fit" in tiers
-    # group bands: "<level>:<value>" with a level of GROUP_LEVELS (vendor_framework:amd/vllm, ...)
-    assert {k.split(":")[0] for k in groups} <= set(GROUP_LEVELS)
+    # group bands: "<level>:<value>" with a level of GROUP_LEVELS (vendor_framework:amd/vllm, ...);
+    # paired bands of comparisons: "pair:<kind>" and "pair:<kind>:<vendor>" (issue 32)
+    assert {k.split(":")[0] for k in groups} <= {*GROUP_LEVELS, "pair"}
+    assert {k.split(":")[1] for k in groups if k.startswith("pair:")} <= set(PAIR_KINDS)
     assert "vendor_framework:nvidia/trtllm" in groups
     assert DATA_DIR.exists()
 

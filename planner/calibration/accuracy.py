@@ -27,11 +27,15 @@ import numpy as np
 
 from planner.benchmarks.io import load_measurements
 from planner.benchmarks.serving_rows import predict_serving_row
-from planner.calibration.bands import (
+from planner.calibration.bands import (  # noqa: F401 (metric_class and its lists: re-exported)
+    THROUGHPUT,
+    TPOT,
+    TTFT,
     band_coverage,
     coverage_table,
     fit_error_bands,
     fit_pair_bands,
+    metric_class,
 )
 from planner.calibration.fit import (
     PreparedRow,
@@ -41,28 +45,12 @@ from planner.calibration.fit import (
     prepare_rows,
     split_public_own,
 )
-from planner.calibration.transfer import transfer_band, transfer_validation
+from planner.calibration.transfer import sibling_band, transfer_validation
 from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR
 from planner.catalog.profile import Profile, model_family, resolve_params
 from planner.errors import PlannerError
 from planner.files import Progress, atomic_write_text
-
-THROUGHPUT = ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "req_s")
-TPOT = ("tpot_ms_mean", "tpot_ms_median", "tpot_ms_p99", "itl_ms_mean", "itl_ms_median")
-TTFT = ("ttft_ms_mean", "ttft_ms_median", "ttft_ms_p99")
-
-
-def metric_class(metric: str) -> str:
-    if metric in THROUGHPUT or metric.startswith("decode_tok_s") or metric == "prefill_tok_s":
-        return "throughput"
-    if metric in TPOT:
-        return "tpot/itl"
-    if metric in TTFT:
-        return "ttft"
-    if metric.startswith("e2e"):
-        return "e2e"
-    return metric
 
 
 def serving_predictions(
@@ -710,27 +698,6 @@ def with_error_bands(
     if sib is not None:
         bands["sibling"] = sib
     return profile.model_copy(update={"error_bands": bands})
-
-
-def sibling_band(loso, moved):
-    """The ``sibling`` tier's band: its leave-one-source-out rows (``loso``) and the
-    leave-one-GPU-out transfers (``moved``, :func:`~planner.calibration.transfer.
-    transfer_validation`) together (:func:`~planner.calibration.transfer.transfer_band`)."""
-    import pandas as pd
-
-    from planner.catalog.profile import provenance_tier
-
-    cols = ["source", "metric", "measured", "predicted"]
-    parts = []
-    if loso is not None and len(loso):
-        parts.append(loso[[provenance_tier(p) == "sibling" for p in loso["provenance"]]][cols])
-    if moved is not None and len(moved):
-        parts.append(moved[cols])
-    if not parts:
-        return None
-    both = pd.concat(parts, ignore_index=True)
-    both["metric_class"] = [metric_class(m) for m in both["metric"]]
-    return transfer_band(both)
 
 
 def store_error_bands(

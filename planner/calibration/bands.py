@@ -35,7 +35,24 @@ from planner.catalog.profile import (
 )
 from planner.errors import PlannerError
 
-#: metric classes (:func:`planner.calibration.accuracy.metric_class`) whose value is a time
+THROUGHPUT = ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "req_s")
+TPOT = ("tpot_ms_mean", "tpot_ms_median", "tpot_ms_p99", "itl_ms_mean", "itl_ms_median")
+TTFT = ("ttft_ms_mean", "ttft_ms_median", "ttft_ms_p99")
+
+
+def metric_class(metric: str) -> str:
+    if metric in THROUGHPUT or metric.startswith("decode_tok_s") or metric == "prefill_tok_s":
+        return "throughput"
+    if metric in TPOT:
+        return "tpot/itl"
+    if metric in TTFT:
+        return "ttft"
+    if metric.startswith("e2e"):
+        return "e2e"
+    return metric
+
+
+#: metric classes (:func:`metric_class`) whose value is a time
 TIME_CLASSES = ("tpot/itl", "ttft", "e2e", "prefill_s", "decode_step_s")
 #: metric classes the bands are fitted on
 BAND_CLASSES = ("throughput",)

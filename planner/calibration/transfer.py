@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from planner.calibration.bands import BAND_QUANTILES, speed_ratio
+from planner.calibration.bands import BAND_QUANTILES, metric_class, speed_ratio
 from planner.calibration.fit import PreparedRow, fit_profile
 from planner.catalog.catalog import Catalog, load_catalog
-from planner.catalog.profile import ErrorBand, resolve_params
+from planner.catalog.profile import ErrorBand, provenance_tier, resolve_params
 from planner.errors import PlannerError
 from planner.files import Progress
 
@@ -94,7 +94,7 @@ def transfer_validation(rows: Sequence[PreparedRow], catalog: Catalog | None = N
 def transfer_band(records, quantiles: tuple[float, float] = BAND_QUANTILES) -> ErrorBand | None:
     """The ``sibling`` tier's band: p10/p90 of measured / predicted throughput over the
     held-out sibling transfers of :func:`transfer_validation`, with a ``metric_class``
-    column added (:func:`planner.calibration.accuracy.metric_class`); None without
+    column added (:func:`planner.calibration.bands.metric_class`); None without
     throughput rows."""
     import numpy as np
 
@@ -111,3 +111,22 @@ def transfer_band(records, quantiles: tuple[float, float] = BAND_QUANTILES) -> E
     lo, hi = np.quantile(ratios, quantiles)
     return ErrorBand(ratio_p10=round(float(lo), 4), ratio_p90=round(float(hi), 4),
                      n_rows=len(df), n_sources=int(df["source"].nunique()))  # fmt: skip
+
+
+def sibling_band(loso, moved):
+    """The ``sibling`` tier's band: its leave-one-source-out rows (``loso``) and the
+    leave-one-GPU-out transfers (``moved``, :func:`~planner.calibration.transfer.
+    transfer_validation`) together (:func:`~planner.calibration.transfer.transfer_band`)."""
+    import pandas as pd
+
+    cols = ["source", "metric", "measured", "predicted"]
+    parts = []
+    if loso is not None and len(loso):
+        parts.append(loso[[provenance_tier(p) == "sibling" for p in loso["provenance"]]][cols])
+    if moved is not None and len(moved):
+        parts.append(moved[cols])
+    if not parts:
+        return None
+    both = pd.concat(parts, ignore_index=True)
+    both["metric_class"] = [metric_class(m) for m in both["metric"]]
+    return transfer_band(both)
