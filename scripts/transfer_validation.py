@@ -6,7 +6,7 @@ group, and the ``sibling`` tier's band.
 Usage::
 
     python scripts/transfer_validation.py --details transfer.csv       # print the tables
-    python scripts/transfer_validation.py --bands-into data/calibration/profile.yaml
+    python scripts/transfer_validation.py --write     # also replace its section of docs/accuracy.md
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from planner.benchmarks.io import load_measurements  # noqa: E402
 from planner.calibration.fit import data_files_default, prepare_rows  # noqa: E402
 from planner.calibration.transfer import transfer_band, transfer_validation  # noqa: E402
 from planner.catalog import load_catalog  # noqa: E402
-from planner.catalog.profile import load_profile, save_profile  # noqa: E402
+from planner.catalog.profile import load_profile  # noqa: E402
 
 BEGIN, END = "<!-- sibling-transfer:begin -->", "<!-- sibling-transfer:end -->"
 
@@ -65,7 +65,6 @@ def main() -> int:
     )
     ap.add_argument("--details", help="write every held-out transfer to this CSV")
     ap.add_argument("--from-details", help="read the transfers from this CSV instead of refitting")
-    ap.add_argument("--bands-into", help="store the sibling band in this profile YAML")
     ap.add_argument("--write", action="store_true", help="replace its section of docs/accuracy.md")
     args = ap.parse_args()
     if args.from_details:
@@ -82,6 +81,8 @@ def main() -> int:
 
     df["metric_class"] = [metric_class(m) for m in df["metric"]]
     band = transfer_band(df)
+    bundled = load_profile()
+    stored = bundled.error_bands.get("sibling") if bundled is not None else None
     text = "\n".join(
         [
             "## Transfer to a sibling GPU: leave-one-GPU-out on public and own rows",
@@ -107,10 +108,18 @@ def main() -> int:
             md(table(df, ["framework", "precision", "transfer"])),
             "",
             (
-                f"Band of the `sibling` tier (p10-p90 of measured / predicted throughput over these "
-                f"transfers): {band.ratio_p10:.2f}x-{band.ratio_p90:.2f}x, {band.n_rows} rows from "
-                f"{band.n_sources} sources (stored in the profile's `error_bands`; "
-                "`error_band` also spans the nearer `fit` tier's band)."
+                f"p10-p90 of measured / predicted throughput over these transfers: "
+                f"{band.ratio_p10:.2f}x-{band.ratio_p90:.2f}x, {band.n_rows} rows from "
+                f"{band.n_sources} sources. The `sibling` tier's band in the profile "
+                "(`planner.calibration.transfer.sibling_band`, what `planner calibrate` stores) "
+                "pools them with the leave-one-source-out rows that land on the tier"
+                + (
+                    f": {stored.ratio_p10:.2f}x-{stored.ratio_p90:.2f}x, {stored.n_rows} rows "
+                    f"from {stored.n_sources} sources"
+                    if stored is not None
+                    else ""
+                )
+                + "; `error_band` also spans the nearer `fit` tier's band."
                 if band is not None
                 else "No throughput transfer: no band."
             ),
@@ -118,12 +127,6 @@ def main() -> int:
         ]
     )
     print(text)
-    if args.bands_into and band is not None:
-        prof = load_profile(args.bands_into)
-        bands = dict(prof.error_bands)
-        bands["sibling"] = band
-        save_profile(prof.model_copy(update={"error_bands": bands}), args.bands_into)
-        print(f"stored in {args.bands_into}")
     if args.write:
         acc = ROOT / "docs" / "accuracy.md"
         doc = acc.read_text(encoding="utf-8")

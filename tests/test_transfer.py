@@ -189,3 +189,19 @@ def test_transfer_groups_and_band():
     # ratios sorted [0.5, 1, 1, 1, 2]: p10 at 0.4 -> 0.5 + 0.4 x 0.5 = 0.7; p90 at 3.6 ->
     # 1 + 0.6 x 1 = 1.6; the TTFT row is no throughput
     assert (b.ratio_p10, b.ratio_p90, b.n_rows, b.n_sources) == (0.7, 1.6, 5, 3)
+
+
+def test_sibling_band_pools_loso_and_leave_one_gpu_out_rows():
+    from planner.calibration.transfer import sibling_band
+
+    sib = f"transferred from trtllm/{H200}/fp8, nearest hopper sibling (10 rows)"
+    loso = pd.DataFrame({"source": ["a", "b", "c"], "metric": ["output_tok_s_total"] * 3,
+                         "measured": [0.5, 1.0, 2.0], "predicted": [1.0] * 3,
+                         "provenance": [sib, sib, "fit (trtllm/x/fp8, 3 rows)"]})  # fmt: skip
+    moved = pd.DataFrame({"source": ["d", "d"], "metric": ["req_s", "ttft_ms_p99"],
+                          "measured": [1.5, 9.0], "predicted": [1.0, 1.0]})  # fmt: skip
+    b = sibling_band(loso, moved)
+    # throughput ratios of the sibling rows: 0.5, 1.0 (LOSO; the fit row is another tier) and
+    # 1.5 (moved; the TTFT row is no throughput): p10 = 0.5 + 0.2 x 0.5 = 0.6, p90 = 1.0 +
+    # 0.8 x 0.5 = 1.4
+    assert (b.ratio_p10, b.ratio_p90, b.n_rows, b.n_sources) == (0.6, 1.4, 3, 3)

@@ -548,7 +548,8 @@ class Band:
             return self.note
         return (
             f"p10-p90 of measured/predicted throughput, {self.low_ratio:.2f}x-"
-            f"{self.high_ratio:.2f}x: {self.tier} predictions held out by source "
+            f"{self.high_ratio:.2f}x: {self.tier} predictions held out by "
+            f"{'GPU or source' if self.tier == 'sibling' else 'source'} "
             f"({self.n_rows} rows, {self.n_sources} sources)"
             + (
                 f", spanning the band of {self.group} predictions held out by source "
