@@ -340,6 +340,11 @@ def run_validation(
             result["coverage"] = band_coverage(loso)
             # the tiers' and groups' bands, and the paired bands of comparisons
             result["bands"] = {**fit_error_bands(loso), **fit_pair_bands(loso, df)}
+            if not holdout:  # the sibling tier: its LOSO rows and the leave-one-GPU-out ones
+                moved = transfer_validation([*rows, *own_rows], cat, **fit_kw)
+                sib = sibling_band(loso, moved)
+                if sib is not None:
+                    result["bands"]["sibling"] = sib
             result["mlperf_ordering"] = mlperf_ordering(loso)
         result["loso"] = loso
         result["n_public_rows"] = len(rows)
@@ -693,11 +698,7 @@ def with_error_bands(
         return profile
     kw = {k: v for k, v in fit_kw.items() if k != "progress"}
     res = run_validation(public, own, catalog=catalog, kfold=False, **kw)
-    bands = dict(res.get("bands") or {})
-    sib = sibling_band(res.get("loso"), transfer_validation(rows, catalog, **kw))
-    if sib is not None:
-        bands["sibling"] = sib
-    return profile.model_copy(update={"error_bands": bands})
+    return profile.model_copy(update={"error_bands": dict(res.get("bands") or {})})
 
 
 def store_error_bands(
