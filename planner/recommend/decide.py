@@ -19,8 +19,10 @@ Every number here is arithmetic on finished recommendations (no simulation):
   ``gpus`` objective): an option's $/M (or GPUs) over the winner's, with the band of that
   ratio from paired held-out residuals (:func:`planner.catalog.profile.pair_band`: the same
   source's experiment predicted for both kinds of option). Error a source, an engine or a
-  workload puts on both options cancels in their ratio, so this band is far narrower than
-  the two options' own bands side by side.
+  workload puts on both options cancels in their ratio: for two NVIDIA GPUs the band is
+  0.77x-1.30x, about one option's own band, half what two own bands side by side span. An
+  option whose parameters come from a far relative widens it (its own error beyond the fit
+  tier's, in quadrature).
 * ``robustness``: one sentence per option: ``robust``, ``depends on price: H200 wins below
   $3.10/h``, or ``within model uncertainty`` (the ratio band includes 1; where no paired
   band is known, the two options' own bands overlap).
