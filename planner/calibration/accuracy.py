@@ -404,7 +404,11 @@ def _coverage_section(result: dict[str, Any]) -> list[str]:
         "tier's band also spans every nearer tier's. The band then also spans the band of the "
         "prediction's nearest vendor / framework group with at least 20 rows from 2 sources "
         "(`vendor_framework:amd/vllm`, else `framework:vllm`, else `vendor:amd`): held-out "
-        "errors differ far more between vendors and frameworks than between tiers. Bands of "
+        "errors differ far more between vendors and frameworks than between tiers. The "
+        "`sibling` tier's rows include the leave-one-GPU-out transfers (section at the end); "
+        "`pair:<kind>[:<vendor>]` are bands of the RATIO between two options (two GPUs, two "
+        "engines, two precisions or layouts), from paired held-out rows "
+        "(`planner.calibration.bands.fit_pair_bands`; `recommend` uses them). Bands of "
         "this run:",
         "",
         _md_table(pd.DataFrame(band_rows)),
