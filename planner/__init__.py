@@ -85,8 +85,13 @@ _EXPORTS: dict[str, str] = {
     # recommendation, cost
     "recommend": "recommend",
     "Recommendation": "recommend",
+    "plan_growth": "recommend.grow",
+    "grown_traffic": "workload.growth",
     "quote_price": "cost",
     "fleet_cost": "cost",
+    "breakeven_utilization": "cost",
+    "api_crossover": "cost",
+    "api_reference": "cost",
     # output
     "emit": "report",
 }

@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, model_validator
 
+from planner.catalog.layout import Layout, layout_of
 from planner.catalog.records import Frozen, field_error
 from planner.errors import PlannerError, read_text, shown
 from planner.files import load_yaml
@@ -58,6 +59,21 @@ class Deployment(Frozen):
     kv_precision: str | None = None
     tp: int = Field(1, gt=0)
     pp: int = Field(1, gt=0)
+    ep: int = Field(1, gt=0, description="expert-parallel size (MoE models)")
+    attention_dp: int = Field(1, gt=0, description="attention data-parallel ranks (MoE models)")
+
+    @model_validator(mode="after")
+    def _width_rule(self) -> Deployment:
+        try:
+            layout_of(self.tp, self.pp, self.ep, self.attention_dp)
+        except PlannerError as e:
+            raise ValueError(str(e)) from None
+        return self
+
+    @property
+    def layout(self) -> Layout:
+        """The deployment's :class:`~planner.catalog.layout.Layout`."""
+        return layout_of(self.tp, self.pp, self.ep, self.attention_dp)
 
 
 class EngineOverrides(Frozen):
@@ -129,16 +145,26 @@ class Scenario(Frozen):
         tp: int | None = None,
         pp: int | None = None,
         kv_precision: str | None = None,
+        ep: int | None = None,
+        attention_dp: int | None = None,
     ) -> Deployment:
         """The deployment with explicit arguments taking precedence over the file's."""
         d = self.deployment
+        lay = layout_of(
+            int(tp) if tp else d.tp,
+            int(pp) if pp else d.pp,
+            int(ep) if ep else d.ep,
+            int(attention_dp) if attention_dp else d.attention_dp,
+        )
         out = Deployment(
             gpu=gpu or d.gpu,
             framework=framework or d.framework,
             precision=precision or d.precision,
             kv_precision=kv_precision or d.kv_precision,
-            tp=int(tp) if tp else d.tp,
-            pp=int(pp) if pp else d.pp,
+            tp=lay.tp,
+            pp=lay.pp,
+            ep=lay.ep,
+            attention_dp=lay.attention_dp,
         )
         missing = [k for k in ("gpu", "framework", "precision") if getattr(out, k) is None]
         if missing:
@@ -158,21 +184,24 @@ class Scenario(Frozen):
         pp: int | None = None,
         kv_precision: str | None = None,
         *,
+        ep: int | None = None,
+        attention_dp: int | None = None,
         catalog=None,
         params=None,
         params_source: str = "prior",
         **engine: Any,
     ):
         """A :class:`planner.serving.replica.Replica` for this scenario's model and engine settings."""
-        d = self.resolve_deployment(gpu, framework, precision, tp, pp, kv_precision)
+        d = self.resolve_deployment(
+            gpu, framework, precision, tp, pp, kv_precision, ep=ep, attention_dp=attention_dp
+        )
         kw = {**self.serving.kwargs(), **{k: v for k, v in engine.items() if v is not None}}
         return build_replica(
             self.model,
             d.gpu,
             d.precision,
             d.framework,
-            tp=d.tp,
-            pp=d.pp,
+            layout=d.layout,
             kv_precision=d.kv_precision,
             params=params,
             params_source=params_source,

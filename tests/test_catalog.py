@@ -387,3 +387,46 @@ def test_a_checkpoints_own_kv_declaration_decides_the_default(catalog, tmp_path)
     # no quantization config at all: the format's rule applies (fp8 checkpoints carry fp8 KV)
     plain = model("plain")
     assert plain.checkpoint_kv is None and default_kv_precision(fp8, vllm, plain).id == "fp8"
+
+
+# --------------------------------------------------------------------------- scale-up / scale-out
+# (gpu id, GPUs in one NVLink / Infinity Fabric domain, scale-out GB/s per GPU one way, a phrase
+# of the source). A NIC's line rate in Gb/s over 8 bits per byte: 200 Gb/s = 25 GB/s, 400 Gb/s =
+# 50 GB/s, 800 Gb/s = 100 GB/s.
+TOPOLOGY = [
+    ("nvidia-h100-sxm", 8, 400 / 8, "eight single-port NVIDIA ConnectX-7 VPI"),  # DGX H100
+    ("nvidia-h200-sxm", 8, 400 / 8, "Four NVIDIA NVSwitch chips"),  # DGX H200
+    ("nvidia-b200", 8, 400 / 8, "8 x NVIDIA ConnectX-7 Single Port Cards"),  # DGX B200
+    ("nvidia-b300", 8, 800 / 8, "Eight single-port ConnectX-8 adapters"),  # DGX B300
+    ("nvidia-gb200", 72, 4 * 400 / 8 / 4, "72-GPU NVL domains"),  # 4 NICs per tray of 4 GPUs
+    ("nvidia-gb300", 72, 4 * 800 / 8 / 4, "4 ConnectX-8 Host Channel Adapters"),
+    ("nvidia-a100-80gb-sxm", 8, 200 / 8, "ConnectX-6 VPI 200Gb/s HDR"),  # DGX A100
+    ("amd-mi300x", 8, 400 / 8, "8x400 Gigabit NDR"),  # Azure ND MI300X v5
+    ("amd-mi355x", 8, 400 / 8, "Pollara 400 AI NICs per node"),
+]
+
+
+@pytest.mark.parametrize(("gpu", "domain", "gbs", "phrase"), TOPOLOGY)
+def test_scale_up_domain_and_scale_out_per_gpu_with_source(catalog, gpu, domain, gbs, phrase):
+    a = catalog.gpu(gpu)
+    assert a.nvlink_domain_gpus == domain
+    assert a.scaleout_gbs_per_gpu == pytest.approx(gbs, rel=1e-12)
+    assert phrase in a.source
+    assert a.scaleout and a.as_of >= dt.date(2026, 12, 6)  # dated when the figure was added
+
+
+def test_scale_out_is_an_order_below_nvlink(catalog):
+    """Scale-out per GPU is about a tenth of NVLink on every sourced NVIDIA part (MLE-NET: 'about
+    an order of magnitude apart per accelerator'); a GB/s vs Gb/s slip would break this."""
+    for a in catalog.accelerators:
+        if a.scaleout_gbs_per_gpu and a.vendor == "nvidia":
+            assert 4 <= a.interconnect_gbs_unidir / a.scaleout_gbs_per_gpu <= 18, a.id
+
+
+def test_unsourced_topology_stays_empty(catalog):
+    # no platform's NICs were read for these: null, never a guess
+    assert catalog.gpu("amd-mi325x").scaleout_gbs_per_gpu is None
+    assert catalog.gpu("amd-mi325x").nvlink_domain_gpus == 8  # the 8-GPU Infinity Fabric board
+    for gpu in ("nvidia-h20", "nvidia-gh200", "nvidia-l40s", "nvidia-rtx-4090"):
+        a = catalog.gpu(gpu)
+        assert a.nvlink_domain_gpus is None and a.scaleout_gbs_per_gpu is None, gpu

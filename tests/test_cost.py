@@ -21,6 +21,7 @@ from planner.cost import (
     ENERGY_LABEL,
     HOURS_PER_MONTH,
     NOT_MEASURED,
+    capital_recovery_factor,
     energy_per_token,
     fleet_cost,
     gpu_power_w,
@@ -244,6 +245,7 @@ def test_own_cost_golden(cat):
         gpu,
         30000.0,
         amortisation_years=5,
+        cost_of_capital_per_year=0.0,
         server_overhead_fraction=0.5,
         host_power_factor=1.0,
         pue=1.5,
@@ -275,9 +277,28 @@ def test_own_cost_defaults_are_labelled(cat):
     assert set(o.assumptions) == {
         n for n in type(d).model_fields if getattr(d, n).kind == "assumption"
     }
-    # capital with the defaults: 27,500 × (1 + overhead) / (years × 8,760)
-    capital = 27500 * (1 + d.server_overhead_fraction.value) / (d.amortisation_years.value * 8760)
+    # capital with the defaults: 27,500 × (1 + overhead) × r / (1 − (1 + r)^−years) / 8,760
+    r, n = d.cost_of_capital_per_year.value, d.amortisation_years.value
+    capital = 27500 * (1 + d.server_overhead_fraction.value) * r / (1 - (1 + r) ** -n) / 8760
     assert o.terms[0].usd_per_gpu_hour == pytest.approx(capital)
+
+
+def test_cost_of_capital_annuity(cat):
+    """Capital recovered as an annuity: r = 10 %, n = 2 years, capex $21,000.
+
+    crf = 0.1 / (1 − 1.1^−2) = 0.1 / (1 − 1/1.21) = 0.1 × 1.21 / 0.21 = 0.576190...; two
+    payments of 21,000 × 0.576190 = $12,100 each repay $21,000 with interest (12,100 / 1.1
+    + 12,100 / 1.21 = 11,000 + 10,000 = 21,000). Per hour: 12,100 / 8,760 = $1.38128/h."""
+    assert capital_recovery_factor(0.1, 2) == pytest.approx(1.21 * 0.1 / 0.21)
+    assert capital_recovery_factor(0.0, 4) == 0.25  # straight line
+    o = own_cost_per_gpu_hour(
+        cat.gpu("nvidia-h100-sxm"), 21000.0, amortisation_years=2, cost_of_capital_per_year=0.1,
+        server_overhead_fraction=0.0, ops_fraction_of_capex_per_year=0.0,
+    )  # fmt: skip
+    assert o.terms[0].usd_per_gpu_hour == pytest.approx(12100 / 8760)
+    assert o.param("cost_of_capital_per_year").kind == "user override"
+    with pytest.raises(PlannerError, match="cost_of_capital_per_year must be in"):
+        own_cost_per_gpu_hour(cat.gpu("nvidia-h100-sxm"), 21000.0, cost_of_capital_per_year=1.5)
 
 
 def test_own_quote_via_quote_price(cat):
@@ -285,7 +306,7 @@ def test_own_quote_via_quote_price(cat):
     o = own_cost_per_gpu_hour(cat.gpu("nvidia-h100-sxm"), cat.purchase_prices[0], pue=1.2)
     assert q.basis == "own" and q.usd_per_gpu_hour == pytest.approx(o.usd_per_gpu_hour)
     assert "capital" in q.notes and "power" in q.notes
-    with pytest.raises(PlannerError, match="no purchase price for nvidia-l4.*--purchase-usd"):
+    with pytest.raises(PlannerError, match="no purchase price for nvidia-l4.*--prices FILE"):
         quote_price(cat, "nvidia-l4", basis="own")
     q2 = quote_price(cat, "nvidia-l4", basis="own", purchase_usd=2500)
     assert q2.usd_per_gpu_hour > 0

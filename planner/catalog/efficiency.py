@@ -84,6 +84,14 @@ class EfficiencyParams(Frozen):
         "attention kernel splits each sequence: splits = max(1, this / items); used with "
         "attn_seq_bw_bytes_s",
     )
+    moe_imbalance: float = Field(
+        0.0,
+        ge=0,
+        le=4,
+        description="expert-parallel routing skew: the busiest EP GPU's routed tokens are the "
+        "mean x (1 + this) plus the multinomial excess sqrt(2 ln ep x mean) (which alone is "
+        "uniform routing, the prior 0); fitted on expert-parallel rows",
+    )
 
     def with_(self, **kw: float) -> EfficiencyParams:
         return self.model_copy(update=kw)

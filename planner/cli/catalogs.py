@@ -13,7 +13,12 @@ PRICES_EXAMPLE = """\
   planner prices --gpu h100 --kind on_demand
   planner prices --gpu mi300x --prices our-quotes.yaml
   planner prices --gpu h200 --quote --format json
-  planner prices --format csv > prices.csv"""
+  planner prices --format csv > prices.csv
+  planner prices --own
+  planner prices --own --gpu h200 --format json
+  planner prices --coverage
+  planner prices --api llama-3.3-70b
+  planner prices --segments"""
 RENTAL_KINDS = ("on_demand", "reserved", "spot", "serverless", "community")
 
 
@@ -37,6 +42,8 @@ def cmd_gpus(args: argparse.Namespace) -> int:
             "fp4_dense_tflops": a.fp4_dense_tflops,
             "int8_dense_tops": a.int8_dense_tops,
             "interconnect_gbs_unidir": a.interconnect_gbs_unidir,
+            "nvlink_domain_gpus": a.nvlink_domain_gpus,
+            "scaleout_gbs_per_gpu": a.scaleout_gbs_per_gpu,
             "tdp_w": a.tdp_w,
             "arch": a.arch,
             "as_of": a.as_of.isoformat(),
@@ -124,7 +131,10 @@ def cmd_frameworks(args: argparse.Namespace) -> int:
             "default_max_num_batched_tokens": f.default_max_num_batched_tokens,
             "defaults_by_gpu": "; ".join(t.describe() for t in f.scheduler_tiers) or None,
             "default_memory_utilization": f.default_memory_utilization,
+            "memory_utilization_of": f.memory_utilization_of,
             "runtime_overhead_gb": f.runtime_overhead_gb,
+            "runtime_overhead_gb_multi_gpu": f.runtime_overhead_gb_multi_gpu,
+            "memory_semantics": f.memory_semantics,
             "kv_follows_checkpoint": f.kv_follows_checkpoint,
             "vendors": list(f.vendors),
             "precisions": list(f.precisions),
@@ -153,9 +163,22 @@ def cmd_prices(args: argparse.Namespace) -> int:
 
     if args.gpu is not None and not args.gpu.strip():
         raise PlannerError("--gpu: expected a GPU id or alias (see 'planner gpus'), got ''")
+    views = [
+        f
+        for f in ("own", "coverage", "api", "segments")
+        if getattr(args, f, None) not in (None, False)
+    ]
+    if len(views) > 1:
+        raise PlannerError(f"--{views[0]} and --{views[1]} are separate views: give one")
+    if views and (args.quote or args.kind):
+        raise PlannerError(f"--{views[0]} takes neither --quote nor --kind")
     cat = _catalog(args)
     gpu = cat.gpu(args.gpu).id if args.gpu else None
     today = dt.date.today()
+    if views:
+        from planner.cli.buyer_views import VIEWS
+
+        return VIEWS[views[0]](args, cat, gpu, today)
     rows = []
     for r in cat.rental_prices:
         if (gpu and r.gpu != gpu) or (args.kind and r.kind != args.kind):
@@ -261,4 +284,17 @@ def register(sub) -> None:
         help="with --gpu: print only the quote per kind (median, min, max, price_rows, "
         "warnings), e.g. --quote --format json",
     )
+    q.add_argument("--own", action="store_true",
+                   help="the cost of owning each GPU with a purchase price: capital, power, ops "
+                   "[USD per GPU-hour], the owning terms used, and the utilisation above which "
+                   "owning beats renting on demand")  # fmt: skip
+    q.add_argument("--coverage", action="store_true",
+                   help="per GPU: rental rows per kind (trusted / all) and whether it has a "
+                   "purchase price; which GPUs a basis cannot price")  # fmt: skip
+    q.add_argument("--api", nargs="?", const="", metavar="MODEL",
+                   help="hosted-API prices [USD per million input / output tokens] of "
+                   "data/api_prices.yaml, all models or one")  # fmt: skip
+    q.add_argument("--segments", action="store_true",
+                   help="InferenceX buyer segments (data/segments.yaml): all-in USD per "
+                   "GPU-hour per GPU, for recommend --segment")  # fmt: skip
     add_price_args(q)

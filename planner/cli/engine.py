@@ -25,8 +25,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
         args.gpu,
         args.precision,
         kv_precision=args.kv_precision,
-        tp=args.tp,
-        pp=args.pp,
+        layout=_layout(args),
         context_len=args.context,
         memory_utilization=args.memory_utilization,
         framework=args.framework,
@@ -38,6 +37,13 @@ def cmd_memory(args: argparse.Namespace) -> int:
     out["params_active"] = pc.active
     _emit(out, args)
     return 0
+
+
+def _layout(args: argparse.Namespace):
+    """The command line's :class:`~planner.catalog.layout.Layout` (one-line errors)."""
+    from planner.catalog.layout import layout_of
+
+    return layout_of(args.tp, args.pp, args.ep, args.attention_dp)
 
 
 # --------------------------------------------------------------------------- estimate
@@ -67,20 +73,20 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         gpu.id, fw.id, prec.id, args.calibration, cat, model_family(m)
     )
     kv = args.kv_precision or default_kv_precision(prec, fw, m).id
-    sm = step_model(m, gpu, prec, kv, args.tp, args.pp, params, cat)
-    est = estimate(sm, args.batch, args.input_len, args.output_len)
+    lay = _layout(args)
     plan = plan_memory(
         m,
         gpu,
         prec,
         kv_precision=args.kv_precision,
-        tp=args.tp,
-        pp=args.pp,
+        layout=lay,
         context_len=args.input_len + args.output_len,
         framework=fw,
         catalog=cat,
         suggest=False,
     )
+    sm = step_model(m, gpu, prec, kv, args.tp, args.pp, params, cat, layout=lay)
+    est = estimate(sm, args.batch, args.input_len, args.output_len)
     warnings = _framework_warnings(fw, gpu, prec)
     if not plan.fits:
         warnings.append(plan.reason)
@@ -89,7 +95,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             f"batch {args.batch} exceeds the {plan.max_concurrent_sequences} sequences of "
             f"{args.input_len + args.output_len} tokens that fit in KV memory"
         )
-    n_gpus = args.tp * args.pp
+    n_gpus = lay.num_gpus
     decode = est.decode_mid.as_dict()
     band = error_band(provenance, load_profile(args.calibration), gpu.vendor, fw.id)
     out = {
@@ -98,8 +104,12 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         "precision": prec.id,
         "kv_precision": plan.kv_precision_basis,
         "framework": fw.id,
-        "tp": args.tp,
-        "pp": args.pp,
+        "tp": lay.tp,
+        "pp": lay.pp,
+        "ep": lay.ep,
+        "attention_dp": lay.attention_dp,
+        "layout": lay.describe(gpu),
+        "num_gpus": n_gpus,
         "batch": args.batch,
         "input_len": args.input_len,
         "output_len": args.output_len,
@@ -128,13 +138,32 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- parser
+def _layout_flags(p) -> None:
+    p.add_argument(
+        "--ep",
+        type=gpu_count,
+        default=1,
+        help="expert-parallel size (MoE models; default 1). The width rule: tp x attention-dp "
+        "GPUs = moe-tp x ep",
+    )
+    p.add_argument(
+        "--attention-dp",
+        type=gpu_count,
+        default=1,
+        help="attention data-parallel ranks, each with its own sequences' KV (MoE models; "
+        "default 1). DEP8 = --tp 1 --attention-dp 8 --ep 8",
+    )
+
+
 def register(sub) -> None:
     p = _sub(
         sub,
         "memory",
         "Memory plan of one GPU in a TP x PP replica: weights, KV cache, max concurrency.",
         "planner memory --model llama-3.1-70b --gpu nvidia-h100-sxm --precision fp8 "
-        "--tp 2 --context 8192",
+        "--tp 2 --context 8192\n"
+        "  planner memory --model deepseek-v3 --gpu nvidia-h200-sxm --precision fp8 "
+        "--framework sglang --attention-dp 8 --ep 8",
         cmd_memory,
     )
     p.add_argument("--model", required=True, help="catalog id or path to a HF config.json")
@@ -147,6 +176,7 @@ def register(sub) -> None:
     )
     p.add_argument("--tp", type=gpu_count, default=1, help="tensor-parallel GPUs (default 1)")
     p.add_argument("--pp", type=gpu_count, default=1, help="pipeline stages (default 1)")
+    _layout_flags(p)
     p.add_argument("--context", type=token_count, default=4096,
                    help="tokens per sequence, prompt + output [tokens] (default 4096)")  # fmt: skip
     p.add_argument("--framework", default=None, help="serving framework id (block size, defaults)")
@@ -170,6 +200,7 @@ def register(sub) -> None:
     p.add_argument("--output-len", type=token_count, required=True, help="generated tokens")
     p.add_argument("--tp", type=gpu_count, default=1, help="tensor-parallel GPUs (default 1)")
     p.add_argument("--pp", type=gpu_count, default=1, help="pipeline stages (default 1)")
+    _layout_flags(p)
     p.add_argument(
         "--kv-precision",
         default=None,

@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from planner.cli import calibration, catalogs, engine, predict, recommend, serving
+from planner.cli import calibration, catalogs, engine, grow, predict, recommend, serving
 from planner.cli._common import PROG, _Parser
 from planner.errors import PlannerError, printable, read_text
 from planner.files import rare_gc
@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     serving.register(sub)
     calibration.register(sub)
     recommend.register(sub)
+    grow.register(sub)
     return parser
 
 

@@ -75,6 +75,19 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
     d.add_argument("--pp", type=_positive_int, default=None, help="pipeline stages per replica")
     d.add_argument(
+        "--ep",
+        type=_positive_int,
+        default=None,
+        help="expert-parallel size (MoE models; tp x attention-dp = moe-tp x ep)",
+    )
+    d.add_argument(
+        "--attention-dp",
+        type=_positive_int,
+        default=None,
+        help="attention data-parallel ranks (MoE models; e.g. --tp 1 --attention-dp 8 --ep 8 "
+        "is DEP8)",
+    )
+    d.add_argument(
         "--max-num-seqs", type=_positive_int, default=None, help="engine: max running sequences"
     )
     d.add_argument(
@@ -210,7 +223,14 @@ def _context(args: argparse.Namespace):
     cat = load_catalog(args.data_dir)
     sc = _with_overrides(load_scenario(args.scenario), args)
     dep = sc.resolve_deployment(
-        args.gpu, args.framework, args.precision, args.tp, args.pp, args.kv_precision
+        args.gpu,
+        args.framework,
+        args.precision,
+        args.tp,
+        args.pp,
+        args.kv_precision,
+        ep=args.ep,
+        attention_dp=args.attention_dp,
     )
     params, prov = _resolve_params(
         dep.gpu, dep.framework, dep.precision, args.calibration, cat, sc.model
@@ -222,6 +242,8 @@ def _context(args: argparse.Namespace):
         dep.tp,
         dep.pp,
         dep.kv_precision,
+        ep=dep.ep,
+        attention_dp=dep.attention_dp,
         catalog=cat,
         params=params,
         params_source=prov,
@@ -321,6 +343,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         ("--rate", "--concurrency", args.rate is not None and args.concurrency),
         ("--rate", "--offline", args.rate is not None and args.offline),
     ]
+    for b, given in (
+        ("--rate", args.rate is not None),
+        ("--concurrency", bool(args.concurrency)),
+        ("--offline", args.offline),
+    ):
+        if args.replicas is not None and given:
+            raise PlannerError(
+                f"--replicas would be ignored with {b}: it splits the scenario's peak rate "
+                f"over replicas, and {b} sets this replica's traffic itself; drop one"
+            )
     for a, b, both in conflicts:
         if both:
             raise PlannerError(
@@ -341,6 +373,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             f"queued at t=0); drop {flag}, or set offline: false for open- or closed-loop traffic"
         )
     offline = args.offline or wl.offline
+    if offline and args.replicas is not None:
+        raise PlannerError(
+            "--replicas would be ignored: the scenario's workload has offline: true (every "
+            "request queued at t=0, no arrival rate to split); drop --replicas"
+        )
     replicas, replicas_from = args.replicas, "--replicas"
     if replicas is None and args.rate is None and not offline and not args.concurrency:
         # as many replicas as 'planner capacity' sizes for the peak (with headroom)
@@ -436,6 +473,11 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     from planner.catalog.profile import error_band, load_profile
     from planner.serving import compare_tp, max_rate, size_fleet, throughput_latency_curve
 
+    if args.no_curve and args.format == "csv":
+        raise PlannerError(
+            "--no-curve would be ignored: the CSV output is the curve; drop --no-curve or use "
+            "--format table or json"
+        )
     sc, rep, cat, prov = _context(args)
     wl = sc.require_workload()
     headroom = args.headroom if args.headroom is not None else sc.constraints.headroom

@@ -23,13 +23,17 @@ ownership=None, purchase_usd=None, today=None, **own_overrides) -> PriceQuote``
 Owning
 ------
 ``own_cost_per_gpu_hour(gpu, purchase, ownership=None, *, tdp_w=None, amortisation_years=None,
-server_overhead_fraction=None, host_power_factor=None, pue=None, electricity_usd_per_kwh=None,
+cost_of_capital_per_year=None, server_overhead_fraction=None, host_power_factor=None, pue=None, electricity_usd_per_kwh=None,
 ops_fraction_of_capex_per_year=None, utilisation=None, idle_power_fraction=None) -> OwnCost``
-    ``capital = purchase × (1 + overhead) / (years × 8760 h)``,
+    ``capital = purchase × (1 + overhead) × crf / 8760 h``, ``crf = r / (1 − (1 + r)^−years)``
+    (:func:`capital_recovery_factor`, ``r`` the cost of capital; 0: ``1 / years``),
     ``power = TDP/1000 × (idle + (1 − idle) × util) × host_power_factor × PUE × $/kWh``,
     ``ops = purchase × (1 + overhead) × ops_fraction / 8760 h``; every parameter with its
     provenance (sourced / derived / assumption / user override / catalog); defaults in
     ``data/ownership.yaml`` (``load_ownership()``).
+
+``own_cost(cat, gpu_id, ownership=None, purchase_usd=None, **overrides) -> OwnCost``
+    The same for a catalog GPU from its newest purchase row (the terms, not only the total).
 
 Fleet money
 -----------
@@ -40,6 +44,19 @@ Fleet money
 ``token_costs(fleet, *, output_tokens_per_s_full_load=None, total_tokens_per_s_full_load=None,
 output_tokens_per_day=None, total_tokens_per_day=None) -> TokenCosts``
     $/M output and total tokens at full load and at the planned traffic.
+
+Own, rent or buy tokens (:mod:`planner.cost.buyer`)
+--------------------------------------------------
+``breakeven_utilization(own, rent) -> float``
+    ``u* = own / rent``: above it owning beats renting (own at full use [$/GPU-h of the year]).
+``api_crossover(fixed_usd_per_month, api_usd_per_mtok, marginal_usd_per_mtok=0,
+capacity_mtok_per_month=None) -> Crossover``
+    ``V* = F / (p_api − m)`` [M tokens/month]; None when the API wins at every volume the
+    fleet can carry. ``blended_usd_per_mtok(p_in, p_out, mean_in, mean_out)``.
+``load_api_prices()``, ``api_reference(model, mean_in, mean_out) -> ApiQuote | None``
+    ``data/api_prices.yaml``; the cheapest trusted row at the workload's token mix.
+``load_segments()``, ``segment(id)``
+    InferenceX buyer segments (``data/segments.yaml``): all-in $/GPU-hour per GPU.
 
 Energy
 ------
@@ -62,6 +79,19 @@ Data
 
 from __future__ import annotations
 
+from .buyer import (
+    ApiPrice,
+    ApiQuote,
+    BuyerSegment,
+    Crossover,
+    api_crossover,
+    api_reference,
+    blended_usd_per_mtok,
+    breakeven_utilization,
+    load_api_prices,
+    load_segments,
+    segment,
+)
 from .data import (
     PRICE_FILE_MODES,
     OwnershipDefaults,
@@ -74,6 +104,7 @@ from .data import (
     load_quality,
 )
 from .energy import ENERGY_LABEL, EnergyEstimate, energy_per_token, gpu_power_w
+from .owning import capital_recovery_factor
 from .pricing import (
     HOURS_PER_MONTH,
     HOURS_PER_YEAR,
@@ -91,6 +122,7 @@ from .pricing import (
     check_usd_per_gpu_hour,
     fleet_cost,
     median_usd_per_gpu_hour,
+    own_cost,
     own_cost_per_gpu_hour,
     price_options,
     quote_price,
@@ -102,6 +134,17 @@ from .pricing import (
 from .quality import BASELINE_PRECISIONS, NOT_MEASURED, QualityResult, quality_delta
 
 __all__ = [
+    "ApiPrice",
+    "ApiQuote",
+    "BuyerSegment",
+    "Crossover",
+    "api_crossover",
+    "api_reference",
+    "blended_usd_per_mtok",
+    "breakeven_utilization",
+    "load_api_prices",
+    "load_segments",
+    "segment",
     "BASELINE_PRECISIONS",
     "ENERGY_LABEL",
     "HOURS_PER_MONTH",
@@ -125,6 +168,7 @@ __all__ = [
     "TokenCosts",
     "UsedParam",
     "apply_price_rows",
+    "capital_recovery_factor",
     "check_providers",
     "check_usd_per_gpu_hour",
     "energy_per_token",
@@ -134,6 +178,7 @@ __all__ = [
     "load_price_file",
     "load_quality",
     "median_usd_per_gpu_hour",
+    "own_cost",
     "own_cost_per_gpu_hour",
     "price_options",
     "quality_delta",

@@ -70,6 +70,7 @@ class OwnershipDefaults(Frozen):
     """Defaults for :func:`planner.cost.own_cost_per_gpu_hour` (see ``data/ownership.yaml``)."""
 
     amortisation_years: OwnershipParam
+    cost_of_capital_per_year: OwnershipParam
     server_overhead_fraction: OwnershipParam
     host_power_factor: OwnershipParam
     pue: OwnershipParam
@@ -88,6 +89,7 @@ class OwnershipDefaults(Frozen):
 
 _OWNERSHIP_RANGES: tuple[tuple[str, Any, str], ...] = (
     ("amortisation_years", lambda v: v > 0, "> 0"),
+    ("cost_of_capital_per_year", lambda v: 0 <= v <= 1, "in [0, 1]"),
     ("server_overhead_fraction", lambda v: v >= 0, ">= 0"),
     ("host_power_factor", lambda v: v >= 1, ">= 1"),
     ("pue", lambda v: v >= 1, ">= 1"),
@@ -314,6 +316,13 @@ def _csv_rows(path: Path, text: str) -> dict[str, Any]:
     reader = csv.DictReader(io.StringIO(text))
     if not reader.fieldnames:
         raise PlannerError(f"{path}: empty CSV file (expected a header row of price fields)")
+    seen: set[str] = set()
+    for f in reader.fieldnames:
+        if f in seen:  # DictReader would keep the last column's value without a word
+            raise PlannerError(
+                f"{path.name}: column {shown(f)} appears twice in the header; give each field once"
+            )
+        seen.add(f)
     unknown = [f for f in reader.fieldnames if f not in RentalPrice.model_fields]
     if unknown:
         allowed = ", ".join(sorted(RentalPrice.model_fields))
@@ -373,6 +382,12 @@ def load_price_file(
         raise PlannerError(
             f"{p}: expected a mapping with a 'rental' and/or 'purchase' list (the format of "
             "data/prices.yaml) or a CSV file with a header row"
+        )
+    extra = [k for k in raw if k not in ("rental", "purchase")]
+    if extra:  # e.g. 'currency: EUR' would be read as USD without a word
+        raise PlannerError(
+            f"{p.name}: unknown top-level key {shown(extra[0])} (allowed: rental, purchase; "
+            "every price is in USD)"
         )
     for key in ("rental", "purchase"):
         items = raw.get(key)

@@ -1,6 +1,7 @@
 """Owning a GPU: the cost per GPU-hour of a purchase amortised plus power and operations.
 
-``capital = purchase × (1 + server_overhead) / (years × 8760 h)``,
+``capital = purchase × (1 + server_overhead) × crf / 8760 h`` with the capital recovery factor
+``crf = r / (1 − (1 + r)^−years)`` (``r`` the cost of capital per year; ``r = 0``: ``1 / years``),
 ``power = TDP/1000 × (idle + (1 − idle) × util) × host_power_factor × PUE × $/kWh``,
 ``ops = purchase × (1 + server_overhead) × ops_fraction / 8760 h``; every parameter carries
 its provenance. Re-exported by :mod:`planner.cost.pricing` and :mod:`planner.cost`.
@@ -24,6 +25,7 @@ __all__ = [
     "CostTerm",
     "OwnCost",
     "UsedParam",
+    "capital_recovery_factor",
     "own_cost_per_gpu_hour",
 ]
 
@@ -45,6 +47,16 @@ def _positive(name: str, value: float | int | None, *, allow_zero: bool = False)
     if not allow_zero and v <= 0:
         raise PlannerError(f"{name} must be > 0, got {value}")
     return v
+
+
+def capital_recovery_factor(rate_per_year: float, years: float) -> float:
+    """The share of a purchase to recover each year [1/year] so that ``years`` equal payments
+    repay it with interest at ``rate_per_year``: ``r / (1 − (1 + r)^−n)``; ``1 / n`` at ``r = 0``
+    (straight line, no cost of money). E.g. r = 0.11, n = 5: 0.11 / (1 − 1.11^−5) = 0.2706."""
+    r, n = float(rate_per_year), float(years)
+    if r == 0:
+        return 1.0 / n
+    return r / (1.0 - (1.0 + r) ** -n)
 
 
 # --------------------------------------------------------------------------- owning
@@ -71,7 +83,7 @@ class CostTerm(Frozen):
 class OwnCost(Frozen):
     """Cost of owning one GPU [USD per GPU-hour] = capital + power + ops.
 
-    ``capital = purchase × (1 + server_overhead) / (years × 8760 h)``;
+    ``capital = purchase × (1 + server_overhead) × crf(cost_of_capital, years) / 8760 h``;
     ``power = TDP/1000 × (idle + (1 − idle) × util) × host_power_factor × PUE × $/kWh``;
     ``ops = purchase × (1 + server_overhead) × ops_fraction / 8760 h``.
     """
@@ -129,6 +141,7 @@ def own_cost_per_gpu_hour(
     *,
     tdp_w: float | None = None,
     amortisation_years: float | None = None,
+    cost_of_capital_per_year: float | None = None,
     server_overhead_fraction: float | None = None,
     host_power_factor: float | None = None,
     pue: float | None = None,
@@ -146,7 +159,9 @@ def own_cost_per_gpu_hour(
         user price [USD per GPU]
     ownership : defaults (``load_ownership()`` when None)
     tdp_w : board power [W] when the catalog has none, or to override it
-    amortisation_years : [years], straight line, zero salvage
+    amortisation_years : [years], zero salvage
+    cost_of_capital_per_year : interest on the capital [1/year]; the capital is recovered as an
+        annuity (:func:`capital_recovery_factor`); 0 = straight line
     server_overhead_fraction : server/host/network cost as a fraction of the GPU price [-]
     host_power_factor : server power / GPU board power [-] (1 = GPU board only)
     pue : facility power / IT power [-]
@@ -168,6 +183,7 @@ def own_cost_per_gpu_hour(
     d = ownership or load_ownership()
     overrides = {
         "amortisation_years": amortisation_years,
+        "cost_of_capital_per_year": cost_of_capital_per_year,
         "server_overhead_fraction": server_overhead_fraction,
         "host_power_factor": host_power_factor,
         "pue": pue,
@@ -198,6 +214,7 @@ def own_cost_per_gpu_hour(
             )
     for name, ok, rule in (
         ("amortisation_years", lambda v: v > 0, "> 0"),
+        ("cost_of_capital_per_year", lambda v: v <= 1, "in [0, 1]"),
         ("host_power_factor", lambda v: v >= 1, ">= 1"),
         ("pue", lambda v: v >= 1, ">= 1"),
         ("utilisation", lambda v: v <= 1, "in [0, 1]"),
@@ -225,7 +242,8 @@ def own_cost_per_gpu_hour(
         )
     v = {k: p.value for k, p in used.items()}
     capex = v["purchase_usd"] * (1 + v["server_overhead_fraction"])
-    capital = capex / (v["amortisation_years"] * HOURS_PER_YEAR)
+    crf = capital_recovery_factor(v["cost_of_capital_per_year"], v["amortisation_years"])
+    capital = capex * crf / HOURS_PER_YEAR
     power_kw = (
         v["tdp_w"]
         / 1000
@@ -238,8 +256,16 @@ def own_cost_per_gpu_hour(
         CostTerm(
             name="capital",
             usd_per_gpu_hour=capital,
-            formula="purchase_usd × (1 + server_overhead_fraction) / (amortisation_years × 8760 h)",
-            inputs=("purchase_usd", "server_overhead_fraction", "amortisation_years"),
+            formula=(
+                "purchase_usd × (1 + server_overhead_fraction) × crf / 8760 h, crf = r / (1 − (1 + r)"
+                "^−amortisation_years), r = cost_of_capital_per_year (r = 0: 1 / amortisation_years)"
+            ),
+            inputs=(
+                "purchase_usd",
+                "server_overhead_fraction",
+                "amortisation_years",
+                "cost_of_capital_per_year",
+            ),
         ),
         CostTerm(
             name="power",

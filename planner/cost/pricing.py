@@ -62,6 +62,7 @@ __all__ = [
     "STALE_AFTER_DAYS",
     "fleet_cost",
     "median_usd_per_gpu_hour",
+    "own_cost",
     "own_cost_per_gpu_hour",
     "price_options",
     "row_warnings",
@@ -335,7 +336,7 @@ def quote_price(
     ------
     PlannerError
         no price of that kind ("no on-demand price for X in data/prices.yaml; kinds
-        available: spot (1 row); pass --usd-per-gpu-hour"), a price outside the plausible
+        available: spot (1 row); add rows with --prices FILE, ..."), a price outside the plausible
         band, an unknown GPU / provider / basis.
     """
     _check_basis(basis)
@@ -362,7 +363,8 @@ def quote_price(
     if not all_opts:
         raise PlannerError(
             f"no {_kind_label(basis)} price for {gpu.id} in {_PRICES_FILE}; kinds available: "
-            f"{_available(rows)}; pass --usd-per-gpu-hour"
+            f"{_available(rows)}; add rows with --prices FILE, or give a price "
+            "(recommend: --usd-per-gpu-hour GPU=USD; Python: usd_per_gpu_hour=)"
         )
     opts = price_options(cat, gpu.id, basis, provider) if provider is not None else all_opts
     return _median_quote(gpu.id, basis, opts, spread, provider, today)
@@ -458,6 +460,37 @@ def check_usd_per_gpu_hour(value: float | int | None, name: str = "usd_per_gpu_h
     return v
 
 
+def own_cost(
+    cat: Catalog,
+    gpu_id: str,
+    ownership: OwnershipDefaults | None = None,
+    purchase_usd: float | None = None,
+    **overrides: float,
+) -> OwnCost:
+    """The cost of owning a catalog GPU with its terms (:func:`own_cost_per_gpu_hour`) from
+    its newest purchase row of ``data/prices.yaml`` (or ``purchase_usd`` [USD per GPU]).
+
+    Raises
+    ------
+    PlannerError
+        no purchase row (naming the GPUs that have one and ``--prices FILE``), a bad value.
+    """
+    gpu = cat.gpu(gpu_id)
+    if purchase_usd is not None:
+        purchase: PurchasePrice | float = purchase_usd
+    else:
+        rows = [p for p in cat.purchase_prices if p.gpu == gpu.id]
+        if not rows:
+            have = sorted({p.gpu for p in cat.purchase_prices})
+            raise PlannerError(
+                f"no purchase price for {gpu.id} in {_PRICES_FILE} (GPUs with one: "
+                f"{', '.join(have) or 'none'}); add a 'purchase' row with --prices FILE "
+                "(Python: purchase_usd=)"
+            )
+        purchase = max(rows, key=lambda p: p.as_of)  # the newest row
+    return own_cost_per_gpu_hour(gpu, purchase, ownership, **overrides)
+
+
 def _own_quote(
     cat: Catalog,
     gpu: Accelerator,
@@ -472,18 +505,7 @@ def _own_quote(
             f"unknown ownership parameters: {', '.join(sorted(bad))} "
             f"(valid: {', '.join(sorted(allowed))})"
         )
-    if purchase_usd is not None:
-        purchase: PurchasePrice | float = purchase_usd
-    else:
-        rows = [p for p in cat.purchase_prices if p.gpu == gpu.id]
-        if not rows:
-            have = sorted({p.gpu for p in cat.purchase_prices})
-            raise PlannerError(
-                f"no purchase price for {gpu.id} in {_PRICES_FILE} (GPUs with one: "
-                f"{', '.join(have) or 'none'}); pass --purchase-usd"
-            )
-        purchase = max(rows, key=lambda p: p.as_of)  # the newest row
-    own = own_cost_per_gpu_hour(gpu, purchase, ownership, **overrides)
+    own = own_cost(cat, gpu.id, ownership, purchase_usd, **overrides)
     src = own.param("purchase_usd")
     assumptions = own.assumptions
     return PriceQuote(

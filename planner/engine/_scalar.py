@@ -75,6 +75,10 @@ def step_time_scalar(
         over0,
         seq_o,
         pp,
+        mm_e,
+        k_ep,
+        skew1,
+        z_ep,
     ) = c
     if n_exp > 0.0:
         ex = n_exp * (1.0 - q_exp**T)
@@ -87,7 +91,11 @@ def step_time_scalar(
             eff = ceff * T / (T + chalf)
         else:
             eff = ceff
-        t_gc = (mm_f * T + lm_f * num_logits) / (peak * eff)
+        mm = mm_f * T + lm_f * num_logits
+        if mm_e != 0.0:  # expert parallel: the busiest GPU's routed tokens (skew + multinomial)
+            mean = T * k_ep
+            mm += mm_e * (mean * skew1 + z_ep * mean**0.5)
+        t_gc = mm / (peak * eff)
     else:
         t_gc = 0.0
     t_am = kvb * (lf * kv_full + lsw * kv_sw + lall * T) / bw_kv

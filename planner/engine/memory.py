@@ -27,6 +27,7 @@ from planner.catalog.catalog import (
     kv_precision_basis,
     load_catalog,
 )
+from planner.catalog.layout import Layout, check_for_model, check_framework_layout, layout_of
 from planner.catalog.records import Accelerator, Framework, ModelArch, Precision
 from planner.errors import PlannerError, check_physical, require_positive
 from planner.files import IdentityMemo
@@ -216,6 +217,8 @@ class WeightMemory:
     by_part_bytes: dict[str, float]
     tp: int
     pp: int
+    ep: int = 1
+    moe_tp: int | None = None
 
 
 #: :func:`weight_memory` answers by (model, precision) object and (tp, pp): a recommendation
@@ -224,27 +227,42 @@ _WEIGHTS = IdentityMemo()
 
 
 def weight_memory(
-    m: ModelArch, precision: Precision | None, tp: int = 1, pp: int = 1
+    m: ModelArch,
+    precision: Precision | None,
+    tp: int = 1,
+    pp: int = 1,
+    ep: int = 1,
+    moe_tp: int | None = None,
 ) -> WeightMemory:
-    """Weight bytes, total and on the most loaded GPU of a TP x PP group.
+    """Weight bytes, total and on the most loaded GPU of a replica.
 
     TP splits attention heads (K/V projections replicate once TP exceeds the
-    number of KV heads), MLP columns, experts and the vocabulary; PP splits layers
-    (``ceil(L/pp)`` on the busiest stage, which also holds the larger of the
-    embedding and the lm head; with ``pp == 1`` the one stage holds both).
+    number of KV heads), dense MLP and shared-expert columns and the vocabulary; PP splits
+    layers (``ceil(L/pp)`` on the busiest stage, which also holds the larger of the
+    embedding and the lm head; with ``pp == 1`` the one stage holds both). Routed experts
+    are split ``ep x moe_tp`` ways (``moe_tp`` defaults to ``tp``: a plain TP group splits
+    every expert's columns); with attention data-parallel (:class:`planner.catalog.layout.
+    Layout`), ``tp`` is the attention split inside one rank and every rank holds a copy of
+    the attention, dense and shared-expert weights.
     """
+    moe_tp = tp if moe_tp is None else moe_tp
     if type(tp) is not int or type(pp) is not int:
-        return _weight_memory(m, precision, tp, pp)
-    hit = _WEIGHTS.get((m, precision), (tp, pp))
+        return _weight_memory(m, precision, tp, pp, ep, moe_tp)
+    key = (tp, pp) if ep == 1 and moe_tp == tp else (tp, pp, ep, moe_tp)
+    hit = _WEIGHTS.get((m, precision), key)
     if hit is not None:
         return hit
-    return _WEIGHTS.put((m, precision), (tp, pp), _weight_memory(m, precision, tp, pp))
+    return _WEIGHTS.put((m, precision), key, _weight_memory(m, precision, tp, pp, ep, moe_tp))
 
 
-def _weight_memory(m: ModelArch, precision: Precision | None, tp: int, pp: int) -> WeightMemory:
+def _weight_memory(
+    m: ModelArch, precision: Precision | None, tp: int, pp: int, ep: int = 1, moe_tp: int = 1
+) -> WeightMemory:
     """:func:`weight_memory`, computed."""
     require_positive("tp", tp)
     require_positive("pp", pp)
+    require_positive("ep", ep)
+    require_positive("moe_tp", moe_tp)
     if pp > m.num_hidden_layers:
         raise PlannerError(f"pp={pp} exceeds the model's {m.num_hidden_layers} layers")
     pc = param_counts(m)
@@ -265,7 +283,7 @@ def _weight_memory(m: ModelArch, precision: Precision | None, tp: int, pp: int) 
     # per GPU
     L = m.num_hidden_layers
     per_layer = (
-        dense_layer_bytes_per_gpu(m, precision, tp, pc) + pc.experts * b["experts"] / tp
+        dense_layer_bytes_per_gpu(m, precision, tp, pc) + pc.experts * b["experts"] / (ep * moe_tp)
     ) / L
     layers_busiest = math.ceil(L / pp)
     if pp == 1:
@@ -275,7 +293,15 @@ def _weight_memory(m: ModelArch, precision: Precision | None, tp: int, pp: int) 
     per_gpu = per_layer * layers_busiest + ends
     check_physical(f"{m.id}: weight bytes", total)
     check_physical(f"{m.id}: weight bytes per GPU", per_gpu)
-    return WeightMemory(total_bytes=total, per_gpu_bytes=per_gpu, by_part_bytes=parts, tp=tp, pp=pp)
+    return WeightMemory(
+        total_bytes=total,
+        per_gpu_bytes=per_gpu,
+        by_part_bytes=parts,
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        moe_tp=moe_tp,
+    )
 
 
 # --------------------------------------------------------------------------- KV cache
@@ -375,6 +401,11 @@ class MemoryPlan:
     assumptions: tuple[str, ...] = ()
     gpu_memory_basis: str = ""  # where gpu_memory_bytes comes from (Accelerator.memory_basis)
     kv_precision_basis: str = ""  # why this KV precision (given, or the default and its source)
+    ep: int = 1  # expert-parallel size
+    attention_dp: int = 1  # attention data-parallel ranks (each holds its own sequences' KV)
+    moe_tp: int = 1  # tensor split of each routed expert
+    layout: str = ""  # the layout's short name (Layout.label: TP8, DEP8, TP8 EP8)
+    num_gpus: int = 1  # GPUs of the replica (tp x attention_dp x pp)
 
     @property
     def reserved_bytes_per_gpu(self) -> float:
@@ -410,8 +441,11 @@ def plan_memory(
     max_batched_tokens: int | None = None,
     catalog: Catalog | None = None,
     suggest: bool = True,
+    ep: int = 1,
+    attention_dp: int = 1,
+    layout: Layout | None = None,
 ) -> MemoryPlan:
-    """Memory plan of one GPU in a TP x PP replica and the largest concurrency it allows.
+    """Memory plan of one GPU in a replica and the largest concurrency it allows.
 
     Parameters
     ----------
@@ -419,6 +453,12 @@ def plan_memory(
     kv_precision : KV-cache precision id; default: what the framework does with a checkpoint
         in this format (:func:`planner.catalog.catalog.default_kv_precision`)
     tp, pp : tensor- and pipeline-parallel sizes
+    ep, attention_dp : expert-parallel size and attention data-parallel ranks (MoE models);
+        or ``layout``, a :class:`planner.catalog.layout.Layout` (it wins over tp/pp/ep/dp).
+        Each attention-DP rank holds its own sequences' KV: the replica's ``max_kv_tokens``
+        and ``max_concurrent_sequences`` are ``attention_dp`` times one GPU's;
+        ``max_num_seqs`` and ``max_batched_tokens`` are per rank (vLLM and TensorRT-LLM
+        semantics)
     context_len : tokens each sequence holds (prompt + output) [tokens]
     memory_utilization : fraction of GPU memory the engine may use; default from the framework
     framework : framework id, for block size, memory utilization and batching defaults
@@ -434,7 +474,13 @@ def plan_memory(
     require_positive("context_len", context_len)
     if not math.isfinite(float(context_len)) or context_len > 2**40:
         raise PlannerError(f"context_len must be a finite number of tokens, got {context_len}")
-    tp, pp = check_layout(m, tp, pp)
+    if layout is None:
+        tp, pp = check_layout(m, tp, pp)
+        layout = layout_of(tp, pp, ep, attention_dp)
+    check_for_model(m, layout)
+    if fw is not None:
+        check_framework_layout(fw, layout)
+    tp, pp, dp = layout.tp, layout.pp, layout.attention_dp
     compute_dtype_for(p, g)  # the GPU must run this precision (natively or weight-only)
     util = (
         memory_utilization
@@ -453,9 +499,11 @@ def plan_memory(
     seqs0, btok0 = fw.scheduler_defaults(g) if fw else (256, None)
     seqs = max_num_seqs or seqs0
     btok = max_batched_tokens or btok0 or 8192
-    w = weight_memory(m, p, tp, pp)
+    w = weight_memory(m, p, tp, pp, layout.ep, layout.moe_split)
     act = activation_workspace_bytes(m, btok, seqs, tp)
-    overhead = (fw.runtime_overhead_gb * 1e9) if fw and fw.runtime_overhead_gb is not None else 0.0
+    # what the engine's own KV sizing sets aside besides weights and activations (non-torch
+    # buffers, CUDA graphs, context; NCCL buffers once tp > 1): Framework.memory_semantics
+    overhead = fw.runtime_overhead_bytes(tp) if fw else 0.0
     if fw and fw.runtime_overhead_gb is None:
         assumptions.append(f"runtime overhead of {fw.id} unknown (no source): not counted")
     cap = g.memory_bytes
@@ -466,14 +514,17 @@ def plan_memory(
         budget = (cap - w.per_gpu_bytes - act - overhead) * util
     else:
         budget = cap * util - w.per_gpu_bytes - act - overhead
-    max_tokens = int(max(0.0, budget) // kv_tok) if kv_tok > 0 else 0
-    max_seqs = int(max(0.0, budget) // kv_seq) if kv_seq > 0 else 0
+    # one GPU's cache holds its attention rank's sequences: the replica holds dp times as many
+    max_tokens = dp * int(max(0.0, budget) // kv_tok) if kv_tok > 0 else 0
+    max_seqs = dp * int(max(0.0, budget) // kv_seq) if kv_seq > 0 else 0
     fits = max_seqs >= 1
     gb = 1e9
     if fits:
+        per_rank = f" ({dp} attention ranks of {max_seqs // dp:,})" if dp > 1 else ""
         reason = (
             f"fits: {w.per_gpu_bytes / gb:.1f} GB weights + {act / gb:.1f} GB activations per GPU; "
             f"{budget / gb:.1f} GB left for KV = {max_seqs:,} sequences of {context_len:,} tokens"
+            f"{per_rank}"
         )
     elif (
         cap if fw is not None and fw.memory_utilization_of == "free" else cap * util
@@ -491,7 +542,9 @@ def plan_memory(
         )
     suggestions: tuple[str, ...] = ()
     if not fits and suggest:
-        suggestions = _suggest(cat, m, g, p, kvp.id, tp, pp, context_len, util, fw, seqs, btok)
+        suggestions = _suggest(
+            cat, m, g, p, kvp.id, tp, pp, context_len, util, fw, seqs, btok, layout
+        )
     return MemoryPlan(
         model=m.id,
         gpu=g.id,
@@ -517,37 +570,52 @@ def plan_memory(
         assumptions=tuple(assumptions),
         gpu_memory_basis=g.memory_basis(),
         kv_precision_basis=kv_precision_basis(kv_precision, p, fw, m),
+        ep=layout.ep,
+        attention_dp=dp,
+        moe_tp=layout.moe_split,
+        layout=layout.label,
+        num_gpus=layout.num_gpus,
     )
 
 
-def _suggest(cat, m, g, p, kv_id, tp, pp, ctx, util, fw, seqs, btok) -> tuple[str, ...]:
+def _suggest(cat, m, g, p, kv_id, tp, pp, ctx, util, fw, seqs, btok, layout) -> tuple[str, ...]:
     out: list[str] = []
 
-    def ok(prec=p, kv=kv_id, t=tp, c=ctx) -> bool:
+    def ok(prec=p, kv=kv_id, lay=layout, c=ctx) -> bool:
         try:
             return plan_memory(
                 m,
                 g,
                 prec,
                 kv if kv in prec.kv_options else prec.kv_default,
-                t,
-                pp,
-                c,
-                util,
-                fw,
-                seqs,
-                btok,
-                cat,
+                context_len=c,
+                memory_utilization=util,
+                framework=fw,
+                max_num_seqs=seqs,
+                max_batched_tokens=btok,
+                catalog=cat,
                 suggest=False,
+                layout=lay,
             ).fits
         except PlannerError:
             return False
 
     heads = m.num_attention_heads
+    dom = g.nvlink_domain_gpus if hasattr(g, "nvlink_domain_gpus") else None
     for t in sorted({t for t in (2, 3, 4, 6, 8, 12, 16, 24, 32, 64) if heads % t == 0}):
-        if t > tp and ok(t=t):
-            out.append(f"tp={t} ({t * pp} GPUs)")
+        if t > tp and layout.is_plain and ok(lay=layout_of(t, pp)):
+            nodes = f", {-(-t * pp // dom)} nodes" if dom and t * pp > dom else ""
+            out.append(f"tp={t} ({t * pp} GPUs{nodes})")
             break
+    if m.is_moe and fw is not None and fw.expert_parallel and fw.attention_dp:
+        # attention data-parallel with expert parallel over the same GPUs (DEPn)
+        for n in (2, 4, 8, 16, 32, 64, 72):
+            if n <= layout.width or (m.num_experts or 0) % n:
+                continue
+            lay = layout_of(1, pp, n, n)
+            if ok(lay=lay):
+                out.append(f"{lay.label} ({lay.num_gpus} GPUs: --attention-dp {n} --ep {n})")
+                break
     lower = sorted(
         (q for q in cat.precisions if q.weight_bits < p.weight_bits), key=lambda q: -q.weight_bits
     )

@@ -33,6 +33,7 @@ import numpy as np
 
 from planner.catalog.catalog import Catalog, check_layout, compute_dtype_for, load_catalog
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
+from planner.catalog.layout import Layout, check_for_model
 from planner.catalog.records import Accelerator, ModelArch, Precision
 from planner.engine import _scalar
 from planner.engine.memory import (
@@ -122,13 +123,37 @@ class StepModel:
     attn_flops_per_pair_layer: float
     comm_bytes_per_token: float
     link_bytes_s: float
+    # expert parallel / attention data-parallel (Layout); the defaults are a plain TP x PP group
+    ep: int = 1  # expert-parallel groups: each GPU holds num_experts / ep routed experts
+    attention_dp: int = 1  # attention ranks: each runs 1/attention_dp of the sequences
+    moe_tp: int = 0  # tensor split of each expert (0: tp)
+    expert_flops_per_routed_token: float = 0.0  # per GPU, all MoE layers (EP layouts only)
+    comm_ring: float = -1.0  # ring factor of comm_bytes_per_token (-1: 2 (tp-1)/tp)
+    comm_collectives: float = -1.0  # collectives per step on the busiest stage (-1: 2 x layers)
+    layout_label: str = ""
+
+    @property
+    def local_experts(self) -> float:
+        """Routed experts per GPU per MoE layer (``num_experts / ep``)."""
+        return self.num_experts / self.ep if self.num_experts else 0.0
 
     def expected_experts(self, tokens):
-        """Expected distinct experts hit per MoE layer by ``tokens`` tokens choosing top_k each."""
+        """Expected distinct experts hit per MoE layer on one GPU by ``tokens`` tokens (of the
+        whole replica) choosing top_k each: ``local x (1 - (1 - top_k / E)^tokens)``."""
         if self.num_experts == 0:
             return 0.0
         t = np.asarray(tokens, dtype=float)
-        return self.num_experts * (1.0 - (1.0 - self.top_k / self.num_experts) ** t)
+        return self.local_experts * (1.0 - (1.0 - self.top_k / self.num_experts) ** t)
+
+    def routed_tokens_hot(self, tokens):
+        """Routed tokens of the busiest expert-parallel GPU per MoE layer [tokens]: the mean
+        ``tokens x top_k / ep`` times ``1 + moe_imbalance`` (skewed routing, fitted) plus the
+        multinomial excess of the largest of ``ep`` shares, ``sqrt(2 ln ep x mean)`` (the
+        expected maximum of ``ep`` near-Poisson counts). Only for EP layouts (``ep > 1``)."""
+        t = np.asarray(tokens, dtype=float)
+        mean = t * self.top_k / self.ep
+        z = math.sqrt(2.0 * math.log(self.ep)) if self.ep > 1 else 0.0
+        return mean * (1.0 + self.params.moe_imbalance) + z * np.sqrt(mean)
 
     def step(
         self,
@@ -156,16 +181,19 @@ class StepModel:
         """
         p = self.params
         T = np.asarray(new_tokens, dtype=float)
+        dp = self.attention_dp  # each attention rank runs 1/dp of the tokens and sequences
         # GEMMs
         experts = self.expected_experts(T) * self.expert_bytes
         w_bytes = self.dense_weight_bytes + experts + self.lm_head_bytes
-        act = self.act_bytes_per_token * T
-        mm_flops = self.matmul_flops_per_token * T + self.lm_head_flops_per_logit * np.asarray(
+        act = self.act_bytes_per_token / dp * T
+        mm_flops = self.matmul_flops_per_token * T + self.lm_head_flops_per_logit / dp * np.asarray(
             num_logits, float
         )
+        if self.expert_flops_per_routed_token:
+            mm_flops = mm_flops + self.expert_flops_per_routed_token * self.routed_tokens_hot(T)
         t_gm = (w_bytes + act) / (self.bw_bytes_s * p.mem_eff)
         eff_c = (
-            p.compute_eff * T / (T + p.compute_half_tokens)
+            p.compute_eff * T / (T + p.compute_half_tokens * dp)
             if p.compute_half_tokens
             else p.compute_eff
         )
@@ -176,14 +204,18 @@ class StepModel:
         kv_tok = self.layers_full * np.asarray(
             kv_read_tokens_full, float
         ) + self.layers_sw * np.asarray(kv_read_tokens_sw, float)
-        kv_read = self.kv_bytes_per_token_layer * kv_tok
-        kv_write = self.kv_bytes_per_token_layer * (self.layers_full + self.layers_sw) * T
+        kvb = self.kv_bytes_per_token_layer / dp
+        kv_read = kvb * kv_tok
+        kv_write = kvb * (self.layers_full + self.layers_sw) * T
         pairs = self.layers_full * np.asarray(attn_pairs_full, float) + self.layers_sw * np.asarray(
             attn_pairs_sw, float
         )
-        a_flops = self.attn_flops_per_pair_layer * pairs
+        a_flops = self.attn_flops_per_pair_layer / dp * pairs
         pf_flops = (
-            self.attn_flops_per_pair_layer * self.layers_full * np.asarray(attn_pairs_prefix, float)
+            self.attn_flops_per_pair_layer
+            / dp
+            * self.layers_full
+            * np.asarray(attn_pairs_prefix, float)
         )
         t_am = (kv_read + kv_write) / (self.bw_bytes_s * p.kv_mem_eff)
         t_ac = (a_flops - pf_flops) / (self.peak_flops * p.attn_eff) + pf_flops / (
@@ -191,19 +223,19 @@ class StepModel:
         )
         t_attn = np.maximum(t_am, t_ac)
         # communication
-        if self.tp > 1:
+        if self.has_comm:
             comm_bytes = self.comm_bytes_per_token * T
-            n_ar = 2 * self.layers
-            t_comm = (2 * (self.tp - 1) / self.tp) * comm_bytes / (
-                self.link_bytes_s * p.comm_eff
-            ) + n_ar * p.comm_latency_s
+            t_comm = (
+                self.ring_factor * comm_bytes / (self.link_bytes_s * p.comm_eff)
+                + self.collectives * p.comm_latency_s
+            )
         else:
             comm_bytes = 0.0 * T
             t_comm = 0.0 * T
         t_over = (
             p.step_overhead_s
             + p.layer_overhead_s * self.layers
-            + p.seq_overhead_s * np.asarray(num_seqs, float)
+            + p.seq_overhead_s / dp * np.asarray(num_seqs, float)
         )
         t_over = t_over + 0.0 * T
         gpu = t_gemm + t_attn + t_comm
@@ -231,47 +263,70 @@ class StepModel:
             attn_memory_bound=_s(t_am >= t_ac),
         )
 
+    # ---- communication of the layout ------------------------------------------------
+    @property
+    def has_comm(self) -> bool:
+        """True when a step communicates (TP > 1, or an EP / attention-DP layout)."""
+        return self.comm_ring > 0 if self.comm_ring >= 0 else self.tp > 1
+
+    @property
+    def ring_factor(self) -> float:
+        """Multiplier of ``comm_bytes_per_token``: ``2 (tp-1)/tp`` for a TP ring all-reduce;
+        1 where ``step_model`` folded each collective's own factor into the bytes."""
+        return self.comm_ring if self.comm_ring >= 0 else 2 * (self.tp - 1) / self.tp
+
+    @property
+    def collectives(self) -> float:
+        """Collectives per step on the busiest stage (each costs ``comm_latency_s``)."""
+        return self.comm_collectives if self.comm_collectives >= 0 else 2 * self.layers
+
     # ---- the hot scalar path of :meth:`step` (plain floats, no numpy) ------------------
     @cached_property
     def _coeffs(self) -> tuple[float, ...]:
-        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (31 floats): the
+        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (35 floats): the
         step's constants, with the products that do not depend on its counts done once."""
         p = self.params
         ne = self.num_experts
+        dp = self.attention_dp
+        z = math.sqrt(2.0 * math.log(self.ep)) if self.ep > 1 else 0.0
         return tuple(
             float(x)
             for x in (
-                ne,
+                self.local_experts,
                 (1.0 - self.top_k / ne) if ne else 0.0,
                 self.dense_weight_bytes,
                 self.expert_bytes,
                 self.lm_head_bytes,
                 self.bw_bytes_s * p.mem_eff,
-                self.act_bytes_per_token,
+                self.act_bytes_per_token / dp,
                 p.compute_eff,
-                p.compute_half_tokens,
+                p.compute_half_tokens * dp,
                 self.matmul_flops_per_token,
-                self.lm_head_flops_per_logit,
+                self.lm_head_flops_per_logit / dp,
                 self.peak_flops,
-                self.kv_bytes_per_token_layer,
+                self.kv_bytes_per_token_layer / dp,
                 self.layers_full,
                 self.layers_sw,
                 self.layers_full + self.layers_sw,
                 self.bw_bytes_s * p.kv_mem_eff,
-                self.attn_flops_per_pair_layer,
+                self.attn_flops_per_pair_layer / dp,
                 self.peak_flops * p.attn_eff,
                 self.peak_flops * (p.prefix_attn_eff or p.attn_eff),
-                self.tp > 1,
-                2 * (self.tp - 1) / self.tp,
+                self.has_comm,
+                self.ring_factor,
                 self.comm_bytes_per_token,
                 self.link_bytes_s * p.comm_eff,
-                2 * self.layers * p.comm_latency_s,
+                self.collectives * p.comm_latency_s,
                 p.eager_layer_s,
                 _scalar.EAGER_K,
                 (p.eager_layer_s * self.layers) ** _scalar.EAGER_K,
                 p.step_overhead_s + p.layer_overhead_s * self.layers,
-                p.seq_overhead_s,
+                p.seq_overhead_s / dp,
                 self.pp,
+                self.expert_flops_per_routed_token,
+                self.top_k / self.ep,
+                1.0 + p.moe_imbalance,
+                z,
             )
         )
 
@@ -361,10 +416,20 @@ def step_model(
     pp: int = 1,
     params: EfficiencyParams | None = None,
     catalog: Catalog | None = None,
+    layout: Layout | None = None,
 ) -> StepModel:
-    """Precompute the per-step coefficients of a replica (see module docstring)."""
+    """Precompute the per-step coefficients of a replica (see module docstring).
+
+    ``layout`` (:class:`planner.catalog.layout.Layout`) replaces ``tp`` / ``pp`` for expert
+    parallel and attention data-parallel layouts; its terms are in docs/formulas.md
+    ("Expert parallel and attention data-parallel")."""
     cat = catalog or load_catalog()
     m, g, prec, kv, _ = cat.resolve(model, gpu, precision, None, kv_precision)
+    if layout is not None and not layout.is_plain:
+        check_for_model(m, layout)
+        return _step_model_ep(m, g, prec, kv.bits, layout, params or PRIOR)
+    if layout is not None:
+        tp, pp = layout.tp, layout.pp
     tp, pp = check_layout(m, tp, pp)
     dtype = compute_dtype_for(prec, g)
     peak = g.peak_tflops(dtype) * 1e12
@@ -408,11 +473,7 @@ def step_model(
     heads_per_gpu = m.num_attention_heads / tp
     attn_flops_pair = 2.0 * heads_per_gpu * (qk_dim + v_dim)
     comm_per_token = h * b16 * 2 * Ls  # two all-reduces per layer
-    link = (g.interconnect_gbs_unidir or 0) * 1e9
-    if tp > 1 and link <= 0:
-        raise MissingDataError(
-            f"{g.id}: interconnect bandwidth unknown, so TP={tp} cannot be estimated"
-        )
+    link = _link_bytes_s(g, tp * pp, tp)
     return StepModel(
         model=m,
         gpu=g,
@@ -439,4 +500,129 @@ def step_model(
         attn_flops_per_pair_layer=attn_flops_pair,
         comm_bytes_per_token=comm_per_token,
         link_bytes_s=link if link > 0 else 1.0,
+        layout_label=f"TP{tp}" + (f" PP{pp}" if pp > 1 else ""),
+    )
+
+
+def _link_bytes_s(g: Accelerator, num_gpus: int, group: int) -> float:
+    """Bandwidth per GPU [B/s] of a collective over ``group`` GPUs of a replica of
+    ``num_gpus``: the scale-up link (NVLink / Infinity Fabric) while the replica stays in one
+    scale-up domain (``nvlink_domain_gpus``: 8 in an HGX server, 72 in an NVL72 rack), the
+    scale-out network per GPU (``scaleout_gbs_per_gpu``: InfiniBand / RoCE) once it spans
+    several. 0 when no collective runs (group 1)."""
+    if group <= 1:
+        return 0.0
+    link = (g.interconnect_gbs_unidir or 0) * 1e9
+    if link <= 0:
+        raise MissingDataError(
+            f"{g.id}: interconnect bandwidth unknown, so a {group}-GPU collective cannot be "
+            "estimated"
+        )
+    dom = getattr(g, "nvlink_domain_gpus", None)
+    if dom and num_gpus > dom:
+        out = (getattr(g, "scaleout_gbs_per_gpu", None) or 0) * 1e9
+        if out <= 0:
+            raise MissingDataError(
+                f"{g.id}: a replica of {num_gpus} GPUs spans {-(-num_gpus // dom)} scale-up "
+                f"domains of {dom}, and the scale-out bandwidth per GPU is unknown "
+                "(hardware.yaml scaleout_gbs_per_gpu)"
+            )
+        return min(link, out)
+    return link
+
+
+def _step_model_ep(
+    m: ModelArch, g: Accelerator, prec: Precision, kv_bits: float, lay: Layout, params
+) -> StepModel:
+    """:func:`step_model` of an expert-parallel / attention data-parallel layout.
+
+    Per GPU of the busiest pipeline stage, for a step of T tokens of the whole replica:
+
+    * attention, dense MLP and shared experts: each of the ``attention_dp`` ranks runs T/dp
+      tokens with its weights split ``tp`` ways (``dense_weight_bytes`` per GPU; FLOPs
+      ``2 x P_dense / (tp x dp)`` per replica token); its KV reads and attention FLOPs are its
+      own sequences' (1/dp of the replica's, applied in :meth:`StepModel.step`);
+    * routed experts: ``num_experts / ep`` experts per GPU, each split ``moe_tp`` ways; the
+      weights read are the expected distinct local experts hit; the FLOPs are those of the
+      busiest GPU's routed tokens (:meth:`StepModel.routed_tokens_hot`);
+    * communication: inside each attention rank one all-reduce per layer over ``tp``
+      (ring ``2 (tp-1)/tp``) on its T/dp tokens (attention output; the dense MLP layers
+      too); around each MoE layer the dispatch and combine over the ``width`` GPUs of the
+      stage: an all-gather and a reduce-scatter of the tokens' hidden states, ``2 (w-1)/w``
+      of T hidden vectors per GPU (vLLM's default all2all backend ``allgather_reducescatter``;
+      the all-reduce of a plain TP group has the same volume); scale-out bandwidth once the
+      replica spans several scale-up domains (:func:`_link_bytes_s`).
+    """
+    tp, pp, dp, ep, mtp = lay.tp, lay.pp, lay.attention_dp, lay.ep, lay.moe_split
+    dtype = compute_dtype_for(prec, g)
+    peak = g.peak_tflops(dtype) * 1e12
+    pc = param_counts(m)
+    L = m.num_hidden_layers
+    Ls = math.ceil(L / pp)
+    frac = Ls / L
+    b_exp = _bits(prec, "experts", m) / 8
+    b16 = 2.0
+    dense_w = dense_layer_bytes_per_gpu(m, prec, tp, pc) * frac
+    expert_bytes = pc.expert_one / mtp * b_exp * (pc.num_moe_layers * frac)
+    lm_head_params = pc.lm_head if pc.lm_head else pc.embedding
+    lm_bytes = lm_head_params / tp * b16
+    k = m.num_experts_per_tok or 0
+    dense_mm = pc.attention + pc.mlp_dense + pc.shared_experts + pc.router
+    mm_per_token = 2.0 * dense_mm / (tp * dp) * frac
+    expert_flops_routed = 2.0 * pc.expert_one / mtp * pc.num_moe_layers * frac
+    h = m.hidden_size
+    qkv = (m.num_attention_heads + 2 * m.num_key_value_heads) * m.head_dim
+    inter = (m.moe_intermediate_size or m.intermediate_size or 0) * (k + m.num_shared_experts)
+    act_layer = (h + qkv) + (m.num_attention_heads * m.head_dim + h) + (h + 2 * inter) + (inter + h)
+    act_bytes = act_layer / tp * b16 * Ls
+    kv_layer = kv_layer_bytes_per_token(m, kv_bits, tp)
+    n_sw = m.num_sliding_layers
+    v_dim = m.v_head_dim or m.head_dim
+    attn_flops_pair = 2.0 * (m.num_attention_heads / tp) * (m.head_dim + v_dim)
+    w = lay.width
+    moe_s = pc.num_moe_layers * frac
+    dense_s = Ls - moe_s
+    # ring-weighted bytes per replica token on one GPU; collectives per step
+    comm = 0.0
+    coll = 0.0
+    if tp > 1:  # attention (every layer) and dense-MLP layers all-reduce inside the rank
+        comm += 2 * (tp - 1) / tp * h * b16 * (Ls + dense_s) / dp
+        coll += Ls + dense_s
+    if w > 1:  # dispatch (all-gather) and combine (reduce-scatter) around each MoE layer
+        comm += 2 * (w - 1) / w * h * b16 * moe_s
+        coll += 2 * moe_s
+    link = _link_bytes_s(g, lay.num_gpus, max(tp, w))
+    return StepModel(
+        model=m,
+        gpu=g,
+        precision=prec,
+        kv_bits=kv_bits,
+        tp=tp,
+        pp=pp,
+        params=params,
+        bw_bytes_s=g.mem_bw_bytes_s,
+        peak_flops=peak,
+        layers=Ls,
+        layers_full=(L - n_sw) * frac,
+        layers_sw=n_sw * frac,
+        window=float(m.sliding_window or 0),
+        dense_weight_bytes=dense_w,
+        expert_bytes=expert_bytes,
+        num_experts=m.num_experts if m.is_moe else 0,
+        top_k=k,
+        lm_head_bytes=lm_bytes,
+        matmul_flops_per_token=mm_per_token,
+        lm_head_flops_per_logit=2.0 * lm_head_params / tp,
+        act_bytes_per_token=act_bytes,
+        kv_bytes_per_token_layer=kv_layer,
+        attn_flops_per_pair_layer=attn_flops_pair,
+        comm_bytes_per_token=comm,
+        link_bytes_s=link if link > 0 else 1.0,
+        ep=ep,
+        attention_dp=dp,
+        moe_tp=mtp,
+        expert_flops_per_routed_token=expert_flops_routed,
+        comm_ring=1.0 if comm > 0 else 0.0,
+        comm_collectives=coll,
+        layout_label=lay.label,
     )

@@ -18,6 +18,7 @@ from typing import Any
 _EXPORTS = {
     "Constraints": "constraints",
     "DEFAULT_TPS": "options",
+    "GrowthPlan": "grow",
     "MAX_TP_PER_NODE": "options",
     "OBJECTIVES": "objective",
     "Option": "options",
@@ -25,6 +26,7 @@ _EXPORTS = {
     "Rejection": "options",
     "compare_gpus": "compare",
     "enumerate_options": "options",
+    "plan_growth": "grow",
     "recommend": "search",
     "recommend_classes": "classes",
 }

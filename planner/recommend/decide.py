@@ -33,7 +33,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .buyer import buyer
 from .objective import TIE_REL, Screened
+from .options import layout_text
 
 #: objectives whose ranking is in money, so prices can reorder it
 PRICED = ("cost", "tokens-per-dollar")
@@ -101,7 +103,7 @@ def _repriced(r: dict[str, Any], which: str) -> float | None:
 
 
 def _label(r: dict[str, Any]) -> str:
-    return f"{r['gpu']} {r['framework']} {r['precision']} tp={r['tp']}"
+    return f"{r['gpu']} {r['framework']} {r['precision']} {layout_text(r)}"
 
 
 def _overlap(a: dict[str, Any], b: dict[str, Any], key: str = "usd_per_mtok_output") -> bool:
@@ -176,12 +178,14 @@ def _own_extra(r: dict[str, Any]) -> float:
     return max(0.0, own**2 - _half_log(ref.low_ratio, ref.high_ratio) ** 2)  # type: ignore[arg-type]
 
 
-def decide(recs: list[dict[str, Any]], objective: str) -> str:
+def decide(recs: list[dict[str, Any]], objective: str, search: Any = None) -> str:
     """Add ``break_even_usd_per_gpu_hour``, ``robustness`` (and on the winner
     ``winner_at_price_rows``) to ranked recommendations; return a sentence for the ``why``
-    ("" when there is nothing to add)."""
+    ("" when there is nothing to add). With the ``search`` that ranked them, also the buyer's
+    own/rent/API fields and flags (:func:`planner.recommend.buyer.buyer`)."""
     if not recs:
         return ""
+    extra = buyer(recs, objective, search) if search is not None else []
     w = recs[0]
     w_mtok = _usd(w)
     for r in recs:
@@ -253,4 +257,4 @@ def decide(recs: list[dict[str, Any]], objective: str) -> str:
                 "robust: the winner stays the winner at its GPUs' min, median and max price "
                 "rows and within the performance error band"
             )
-    return "; ".join(sentences)
+    return "; ".join(sentences + extra)

@@ -20,7 +20,7 @@ from ..errors import PlannerError
 from ..fmt import count
 from ..serving import WorkloadCache, size_fleet
 from .objective import Load, Objective, Screened, _max_rate, bracket
-from .options import Rejection
+from .options import Rejection, layout_text
 
 # ---------------------------------------------------------------------- the full result
 _LIMIT_TEXT = {
@@ -95,7 +95,10 @@ def finish(
         "binding_constraint": _binding(s, need),
         "decode_bound": bound,
         "weights_gb_per_gpu": mem.weight_bytes_per_gpu / 1e9 if mem else None,
-        "kv_cache_gb_per_gpu": rep.engine.kv_capacity_tokens * mem.kv_cache_bytes_per_token / 1e9
+        "kv_cache_gb_per_gpu": rep.engine.kv_capacity_tokens
+        / opt.attention_dp
+        * mem.kv_cache_bytes_per_token
+        / 1e9
         if mem
         else None,
         "kv_util_at_peak": planned.get("kv_util_mean"),
@@ -136,6 +139,8 @@ def finish(
             price_as_of=str(pq.as_of) if pq.as_of else None,
             price_rule=pq.rule,
             price_rows=pq.spread.n_rows if pq.spread is not None else 1,
+            price_warnings=list(pq.warnings),
+            price_notes=pq.notes,
             price_spread=(
                 {
                     "kind": pq.spread.kind,
@@ -227,14 +232,13 @@ def _bands(r: dict[str, Any], s: Screened, need: float, gpr: int) -> None:
     if band is None or band.low_ratio is None or band.high_ratio is None or not mr > 0:
         r.update(dict.fromkeys(keys), error_band=None)
         return
-    lo_k = max(1, math.ceil(need / (mr * band.high_ratio) * (1 - 1e-12)))
-    hi_k = max(lo_k, math.ceil(need / (mr * band.low_ratio) * (1 - 1e-12)))
     n, mtok = r["num_gpus"], r.get("usd_per_mtok_output")
+    low, high = gpu_band(need, mr, band.low_ratio, band.high_ratio, gpr, n)
     r.update(
-        num_gpus_low=min(lo_k * gpr, n),
-        num_gpus_high=max(hi_k * gpr, n),
-        usd_per_mtok_output_low=mtok * min(lo_k * gpr, n) / n if mtok is not None else None,
-        usd_per_mtok_output_high=mtok * max(hi_k * gpr, n) / n if mtok is not None else None,
+        num_gpus_low=low,
+        num_gpus_high=high,
+        usd_per_mtok_output_low=mtok * low / n if mtok is not None else None,
+        usd_per_mtok_output_high=mtok * high / n if mtok is not None else None,
         error_band={
             "low_ratio": band.low_ratio,
             "high_ratio": band.high_ratio,
@@ -244,6 +248,32 @@ def _bands(r: dict[str, Any], s: Screened, need: float, gpr: int) -> None:
             "note": band.note,
         },
     )
+
+
+def gpu_band(
+    need_rps: float,
+    max_rate_rps: float,
+    low_ratio: float,
+    high_ratio: float,
+    gpus_per_replica: int,
+    num_gpus: int,
+) -> tuple[int, int]:
+    """(low, high) GPUs for a planned rate when the true per-replica capacity lies in
+    ``[max_rate x low_ratio, max_rate x high_ratio]``: ``ceil(need / (max_rate x high_ratio))``
+    and ``ceil(need / (max_rate x low_ratio))`` replicas x ``gpus_per_replica``, widened to
+    hold ``num_gpus`` (the point answer).
+
+    Parameters
+    ----------
+    need_rps : planned rate, peak x (1 + headroom) [req/s]
+    max_rate_rps : the per-replica rate the fleet is sized with [req/s]
+    low_ratio, high_ratio : the error band's ends (measured / predicted throughput) [-]
+    gpus_per_replica : [-]
+    num_gpus : the fleet's GPUs at ``max_rate_rps`` [-]
+    """
+    lo_k = max(1, math.ceil(need_rps / (max_rate_rps * high_ratio) * (1 - 1e-12)))
+    hi_k = max(lo_k, math.ceil(need_rps / (max_rate_rps * low_ratio) * (1 - 1e-12)))
+    return min(lo_k * gpus_per_replica, num_gpus), max(hi_k * gpus_per_replica, num_gpus)
 
 
 def pareto_front(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -287,8 +317,7 @@ def pareto_front(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def why_winner(top: list[Screened], obj: Objective, rejected: list[Rejection]) -> str:
     w = top[0].result
     lead = (
-        f"{w['gpu']} / {w['framework']} / {w['precision']} (kv {w['kv_precision']}) tp={w['tp']}"
-        + (f" pp={w['pp']}" if w["pp"] > 1 else "")
+        f"{w['gpu']} / {w['framework']} / {w['precision']} (kv {w['kv_precision']}) {layout_text(w)}"
         + f": {count(w['num_gpus'])} GPUs ({count(w['replicas'])} x {w['gpus_per_replica']})"
     )
     if w.get("usd_per_hour") is not None:
@@ -303,9 +332,10 @@ def why_winner(top: list[Screened], obj: Objective, rejected: list[Rejection]) -
         diff = (v2 - v1) / abs(v1) * 100 if v1 else float("nan")
         lead += (
             f". Next best: {r2['gpu']} / {r2['framework']} / {r2['precision']} "
-            f"(kv {r2['kv_precision']}) tp={r2['tp']} with "
+            f"(kv {r2['kv_precision']}) {layout_text(r2)} with "
             f"{obj.show(v2)} ({diff:+.0f}% on {obj.name})"
         )
+        lead += tie_break_text(top[0], top[1])
     counts: dict[str, int] = {}
     for r in rejected:
         counts[r.stage] = counts.get(r.stage, 0) + 1
@@ -314,6 +344,33 @@ def why_winner(top: list[Screened], obj: Objective, rejected: list[Rejection]) -
             f"{n} {k.replace('_', ' ')}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])
         )
     return lead
+
+
+def tie_break_text(a: Screened, b: Screened) -> str:
+    """Why ``a`` ranks above ``b`` when they tie on the objective, cost and GPUs and differ
+    in format ('' otherwise): the engine's recommended format, or more bits per weight."""
+    ra, rb = a.result, b.result
+    same = (
+        ra.get("usd_per_hour") == rb.get("usd_per_hour")
+        and ra.get("num_gpus") == rb.get("num_gpus")
+        and a.opt.precision.id != b.opt.precision.id
+    )
+    if not same:
+        return ""
+    fa = a.opt.framework.format_rank(a.opt.gpu.arch, a.opt.precision.id)
+    fb = b.opt.framework.format_rank(b.opt.gpu.arch, b.opt.precision.id)
+    if fa < fb:
+        src = a.opt.framework.recommended_formats_source or "frameworks.yaml"
+        return (
+            f" (a tie on cost and GPUs: {a.opt.precision.id} first because {a.opt.framework.name}'s"
+            f" documentation recommends it on {a.opt.gpu.arch}: {src.split(' (')[0]})"
+        )
+    if a.opt.precision.weight_bits > b.opt.precision.weight_bits:
+        return (
+            f" (a tie on cost and GPUs: {a.opt.precision.id} first, more bits per weight than "
+            f"{b.opt.precision.id}: no quantization loss to accept at the same price)"
+        )
+    return ""
 
 
 def nothing_meets(rejected: list[Rejection]) -> str:

@@ -225,7 +225,9 @@ def _evidence_rank(provenance: str) -> int:
 
 def sort_key(s: Screened, need: float) -> tuple[float, ...]:
     """Rank: the objective value to :data:`TIE_REL` (log buckets), then $/h, then GPUs, then
-    more bits per weight (at equal cost, no quantization loss is better), then the nearer
+    the format the engine's documentation recommends on that GPU
+    (``Framework.recommended_formats``), then more bits per weight (at equal cost, no
+    quantization loss is better), then the nearer
     evidence (at equal cost, an option fitted on its own measurements beats one whose
     efficiencies are transferred from relatives), then capacity."""
     v = s.value
@@ -235,6 +237,7 @@ def sort_key(s: Screened, need: float) -> tuple[float, ...]:
         bucket,
         cost if cost is not None else math.inf,
         s.replicas * s.opt.gpus_per_replica,
+        s.opt.framework.format_rank(s.opt.gpu.arch, s.opt.precision.id),
         -s.opt.precision.weight_bits,
         _evidence_rank(s.provenance),
         -bracket(s, need)[1],

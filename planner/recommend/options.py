@@ -23,6 +23,21 @@ Rules (each rejection's ``stage`` is the rule's name):
     (:data:`MAX_TP_PER_NODE`; an Apple SoC is one device, TP 1 only).
 ``quality_floor``
     the precision stores fewer bits per weight than ``constraints.min_weight_bits``.
+``format_native``
+    a format the engine does not serve natively on that GPU, tried only when the scenario
+    names it (``constraints.precisions``): GGUF through vLLM / SGLang / TensorRT-LLM on a
+    datacenter GPU (GGUF is llama.cpp's format; vLLM moves it to an out-of-tree plugin,
+    frameworks.yaml), and FP4 on a GPU without FP4 tensor cores (Hopper, Ada, Ampere run it
+    weight-only, slower than FP8: ``Precision.native_archs``).
+``ep_experts``
+    an expert-parallel layout whose ``ep`` does not divide the routed experts.
+
+Layouts: every model gets tensor-parallel layouts (``DEFAULT_TPS``, PP across nodes when one
+node is too small); a mixture-of-experts model on a framework that offers them
+(``Framework.expert_parallel`` / ``attention_dp``) also gets ``TPn EPn`` (experts split
+whole over the TP group) and ``DEPn`` (attention data-parallel and expert parallel over the
+same n GPUs) for n in ``EP_SIZES`` up to the GPU's scale-up domain
+(``Accelerator.nvlink_domain_gpus``; 8 when unknown): :func:`ep_layouts`.
 """
 
 from __future__ import annotations
@@ -40,6 +55,7 @@ from ..catalog import (
     default_kv_precision,
 )
 from ..catalog.compat import framework_gpu_problem
+from ..catalog.layout import Layout, layout_of
 from ..errors import PlannerError
 
 #: TP sizes tried within one node
@@ -53,6 +69,10 @@ PP_WHEN_NEEDED: tuple[int, ...] = (2, 4)
 #: frameworks that are measurement harnesses, not serving engines (never recommended
 #: unless a scenario names them explicitly)
 NOT_SERVING_ENGINES = frozenset({"pytorch", "pytorch-naive"})
+#: expert-parallel / attention-DP widths tried for MoE models (DEPn, TPn EPn)
+EP_SIZES: tuple[int, ...] = (4, 8, 16, 32, 64)
+#: engines for which GGUF is not a native datacenter format (``format_native``)
+_GGUF_FOREIGN = frozenset({"vllm", "sglang", "trtllm"})
 
 
 @dataclass(frozen=True)
@@ -65,10 +85,21 @@ class Option:
     kv_precision: str
     tp: int
     pp: int = 1
+    ep: int = 1
+    attention_dp: int = 1
+
+    @property
+    def layout(self) -> Layout:
+        """The option's :class:`~planner.catalog.layout.Layout`."""
+        return layout_of(self.tp, self.pp, self.ep, self.attention_dp)
 
     @property
     def gpus_per_replica(self) -> int:
-        return self.tp * self.pp
+        return self.tp * self.attention_dp * self.pp
+
+    @property
+    def is_plain(self) -> bool:
+        return self.ep == 1 and self.attention_dp == 1
 
     def ids(self) -> dict[str, Any]:
         return {
@@ -78,13 +109,20 @@ class Option:
             "kv_precision": self.kv_precision,
             "tp": self.tp,
             "pp": self.pp,
+            "ep": self.ep,
+            "attention_dp": self.attention_dp,
+            "layout": self.layout.describe(self.gpu),
         }
 
     def label(self) -> str:
-        pp = f" pp={self.pp}" if self.pp > 1 else ""
         default = default_kv_precision(self.precision, self.framework).id
         kv = "" if self.kv_precision == default else f" kv={self.kv_precision}"
-        return f"{self.gpu.id} {self.framework.id} {self.precision.id}{kv} tp={self.tp}{pp}"
+        if self.is_plain:
+            pp = f" pp={self.pp}" if self.pp > 1 else ""
+            shape = f"tp={self.tp}{pp}"
+        else:
+            shape = self.layout.describe(self.gpu)
+        return f"{self.gpu.id} {self.framework.id} {self.precision.id}{kv} {shape}"
 
 
 @dataclass(frozen=True)
@@ -99,13 +137,15 @@ class Rejection:
     kv_precision: str | None = None
     tp: int | None = None
     pp: int | None = None
+    ep: int | None = None
+    attention_dp: int | None = None
 
     @classmethod
     def of(cls, opt: Option, stage: str, reason: str) -> Rejection:
         # positional, in field order (a search makes ~10,000 of them)
         return cls(
             stage, reason, opt.gpu.id, opt.framework.id, opt.precision.id, opt.kv_precision,
-            opt.tp, opt.pp,
+            opt.tp, opt.pp, opt.ep, opt.attention_dp,
         )  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
@@ -116,6 +156,8 @@ class Rejection:
             "kv_precision": self.kv_precision,
             "tp": self.tp,
             "pp": self.pp,
+            "ep": self.ep,
+            "attention_dp": self.attention_dp,
             "stage": self.stage,
             "reason": self.reason,
         }
@@ -231,6 +273,10 @@ def enumerate_options(
                         )
                     )
                     continue
+                why_fmt = "" if precisions else format_problem(p, g, fw)
+                if why_fmt:
+                    rejected.append(Rejection("format_native", why_fmt, **base))
+                    continue
                 kvs = kv_choices(p, kv_precisions, fw, model)
                 for tp in tps:
                     for kv in kvs:
@@ -240,7 +286,74 @@ def enumerate_options(
                             rejected.append(Rejection.of(opt, why[0], why[1]))
                         else:
                             options.append(opt)
+                for ep, dp in ep_layouts(model, g, fw, tps):
+                    for kv in kvs:
+                        opt = Option(g, fw, p, kv, ep // dp, 1, ep, dp)
+                        why = _ep_problem(model, opt, max_gpus_per_replica)
+                        if why:
+                            rejected.append(Rejection.of(opt, why[0], why[1]))
+                        else:
+                            options.append(opt)
     return options, rejected
+
+
+def is_datacenter(g: Accelerator) -> bool:
+    """A datacenter accelerator (not a GeForce / RTX workstation card or an Apple SoC)."""
+    return g.vendor != "apple" and "rtx" not in g.id
+
+
+def format_problem(p: Precision, g: Accelerator, fw: Framework) -> str:
+    """Why a format is not what ``fw`` serves natively on ``g`` ('' when it is): the
+    ``format_native`` rule of the module docstring."""
+    if p.id.startswith("gguf") and fw.id in _GGUF_FOREIGN and is_datacenter(g):
+        return (
+            f"{p.id} is llama.cpp's format: {fw.name} on a datacenter GPU serves FP8 / INT4 / "
+            "FP4 checkpoints natively (tried only when the scenario names the format)"
+        )
+    if p.id == "fp4" and g.arch not in p.native_archs:
+        return (
+            f"{g.id} ({g.arch}) has no FP4 tensor cores: FP4 runs weight-only there (tried "
+            "only when the scenario names the format)"
+        )
+    return ""
+
+
+def ep_layouts(
+    model: ModelArch, g: Accelerator, fw: Framework, tps: tuple[int, ...] = DEFAULT_TPS
+) -> list[tuple[int, int]]:
+    """(ep, attention_dp) pairs tried for a MoE model on ``fw``: ``TPn EPn`` (attention_dp
+    1) for the TP sizes tried, and ``DEPn`` (attention_dp = ep = n) for n in
+    :data:`EP_SIZES` up to the scale-up domain; none for a dense model or an engine without
+    expert parallel."""
+    if not model.is_moe or not fw.expert_parallel or g.vendor == "apple":
+        return []
+    dom = getattr(g, "nvlink_domain_gpus", None) or MAX_TP_PER_NODE
+    out: list[tuple[int, int]] = [(t, 1) for t in tps if t > 1]
+    if fw.attention_dp:
+        out += [(n, n) for n in EP_SIZES if n <= dom]
+    return out
+
+
+def _ep_problem(model: ModelArch, opt: Option, max_gpus: int | None) -> tuple[str, str] | None:
+    n_exp = int(model.num_experts or 0)
+    if n_exp % opt.ep:
+        return (
+            "ep_experts",
+            f"ep={opt.ep} does not divide the {n_exp} routed experts of {model.id}",
+        )
+    if opt.tp > 1 and model.num_attention_heads % opt.tp:
+        return (
+            "tp_heads",
+            f"tp={opt.tp} does not divide the {model.num_attention_heads} attention heads "
+            f"of {model.id}",
+        )
+    n = opt.gpus_per_replica
+    if max_gpus is not None and n > max_gpus:
+        return (
+            "constraint",
+            f"{n} GPUs per replica exceed constraints.max_gpus_per_replica={max_gpus}",
+        )
+    return None
 
 
 def _same_as_bf16(g: Accelerator, fw: Framework, cat: Catalog) -> bool:
@@ -257,7 +370,12 @@ def _same_as_bf16(g: Accelerator, fw: Framework, cat: Catalog) -> bool:
 
 
 def _layout_problem(
-    model: ModelArch, gpu: Accelerator, tp: int, pp: int, max_gpus: int | None
+    model: ModelArch,
+    gpu: Accelerator,
+    tp: int,
+    pp: int,
+    max_gpus: int | None,
+    max_tp: int = MAX_TP_PER_NODE,
 ) -> tuple[str, str] | None:
     if tp > 1 and model.num_attention_heads % tp:
         return (
@@ -266,7 +384,7 @@ def _layout_problem(
         )
     if gpu.vendor == "apple" and tp * pp > 1:
         return ("tp_node", f"{gpu.id} is one system-on-chip: no tensor or pipeline parallelism")
-    if tp > MAX_TP_PER_NODE:
+    if tp > max_tp:
         return (
             "tp_node",
             f"tp={tp} exceeds the {MAX_TP_PER_NODE} GPUs of one node (planner assumption: "
@@ -285,12 +403,25 @@ def _layout_problem(
 def pp_options(
     model: ModelArch, opt: Option, max_gpus_per_replica: int | None = None
 ) -> list[Option]:
-    """Multi-node layouts (TP = 8 within a node, PP across nodes) for an option whose
-    single-node layouts do not hold the model."""
+    """Multi-node layouts for an option whose single-node layouts do not hold the model:
+    TP = 8 within a node with PP across nodes, and TP 16 over two nodes (or inside one
+    NVL72-class scale-up domain); the step model charges TP 16's all-reduces at the
+    scale-out bandwidth when it crosses domains (``Accelerator.scaleout_gbs_per_gpu``)."""
     out = []
     for pp in PP_WHEN_NEEDED:
         if _layout_problem(model, opt.gpu, MAX_TP_PER_NODE, pp, max_gpus_per_replica) is None:
             out.append(
                 Option(opt.gpu, opt.framework, opt.precision, opt.kv_precision, MAX_TP_PER_NODE, pp)
             )
+    tp2 = 2 * MAX_TP_PER_NODE
+    if _layout_problem(model, opt.gpu, tp2, 1, max_gpus_per_replica, max_tp=tp2) is None:
+        out.append(Option(opt.gpu, opt.framework, opt.precision, opt.kv_precision, tp2, 1))
     return out
+
+
+def layout_text(r: dict[str, Any]) -> str:
+    """A result row's layout as the reports write it: ``tp=8`` (`` pp=2``) for a plain
+    tensor-parallel replica, the layout's name otherwise (``DEP8``, ``TP8 EP8``)."""
+    if r.get("ep", 1) in (1, None) and r.get("attention_dp", 1) in (1, None):
+        return f"tp={r['tp']}" + (f" pp={r['pp']}" if (r.get("pp") or 1) > 1 else "")
+    return str(r.get("layout") or f"tp={r['tp']} ep={r['ep']} attention_dp={r['attention_dp']}")

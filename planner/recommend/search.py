@@ -37,9 +37,7 @@ from ..engine.memory import weight_memory
 from ..errors import MissingDataError, PlannerError
 from ..files import rare_gc
 from ..serving import (
-    Replica,
     WorkloadCache,
-    build_replica,
     check_workload_fits,
 )
 from ..workload import SLO, Workload
@@ -59,7 +57,15 @@ from .objective import (
     prune_reason,
     sort_key,
 )
-from .options import MAX_TP_PER_NODE, Option, Rejection, enumerate_options, pp_options
+from .options import (
+    MAX_TP_PER_NODE,
+    Option,
+    Rejection,
+    enumerate_options,
+    layout_text,
+    pp_options,
+)
+from .replicas import _replica, _tpot_floor, _why_tpot
 from .threads import Prefetch, each, run_ahead, threads
 
 __all__ = [
@@ -111,63 +117,6 @@ class Recommendation:
             "rejected": self.rejected,
             "assumptions": self.assumptions,
         }
-
-
-#: replicas (or the error building one raised) by everything :func:`build_replica` reads,
-#: catalog records compared by identity: a Replica is immutable and does not depend on the
-#: workload, so the app's next question on the same model (another peak, SLO or GPU set)
-#: screens without building them again; emptied past :data:`_REPLICAS_MAX` entries
-_REPLICAS: dict[tuple, tuple[tuple, Replica | PlannerError]] = {}
-_REPLICAS_MAX = 20_000
-
-
-def _replica(m, opt: Option, params, prov: str, cat: Catalog, eng_kw: dict[str, Any]) -> Replica:
-    """:func:`build_replica` for ``opt`` (remembered in :data:`_REPLICAS`)."""
-    objs = (m, opt.gpu, opt.precision, opt.framework, params, cat)
-    key = (
-        *map(id, objs), opt.tp, opt.pp, opt.kv_precision, prov, tuple(sorted(eng_kw.items()))
-    )  # fmt: skip
-    try:
-        hit = _REPLICAS.get(key)
-    except TypeError:  # an unhashable engine setting: build it, not remembered
-        hit, key = None, None
-    if hit is None or any(a is not b for a, b in zip(hit[0], objs, strict=True)):
-        try:
-            out: Replica | PlannerError = build_replica(
-                m, opt.gpu, opt.precision, opt.framework, tp=opt.tp, pp=opt.pp,
-                kv_precision=opt.kv_precision, params=params, params_source=prov,
-                catalog=cat, **eng_kw,
-            )  # fmt: skip
-        except PlannerError as e:
-            out = e.with_traceback(None)
-        hit = (objs, out)
-        if key is not None:
-            if len(_REPLICAS) >= _REPLICAS_MAX:
-                _REPLICAS.clear()
-            _REPLICAS[key] = hit
-    if isinstance(hit[1], PlannerError):
-        raise hit[1].copy()  # the same error, without the frames of earlier raises
-    return hit[1]
-
-
-def _tpot_floor(rep: Replica, ctx_tokens: float) -> float:
-    """Time of one decode step of a lone sequence at ``ctx_tokens`` of context [s]."""
-    sm, W = rep.sm, rep.sm.window if rep.sm.layers_sw > 0 else 0
-    c = ctx_tokens + 1
-    kvs = min(c, W) if W else 0.0
-    return sm.step_time(1, 1, 1, c, c, kvs, kvs) + rep.engine.host_time_s(1)
-
-
-def _why_tpot(rep: Replica, floor_s: float, target_s: float) -> str:
-    mem = rep.memory
-    w = mem.weight_bytes_per_gpu if mem else float("nan")
-    bw = rep.sm.gpu.mem_bw_gbs
-    return (
-        f"SLO unreachable even at zero load: TPOT floor {floor_s * 1e3:.1f} ms > "
-        f"{target_s * 1e3:.0f} ms target ({w / 1e9:.1f} GB of weights per GPU / {bw:g} GB/s "
-        f"= {w / (bw * 1e9) * 1e3:.1f} ms of reading alone); use more TP, a lower precision or "
-        "a faster GPU"
-    )
 
 
 def recommend(
@@ -358,7 +307,7 @@ class _Search:
 
     def weights_problem(self, opt: Option) -> str | None:
         """Cheap check before building a replica: do the weights alone fit one GPU?"""
-        key = (opt.gpu.id, opt.precision.id, opt.tp, opt.pp)
+        key = (opt.gpu.id, opt.precision.id, opt.tp, opt.pp, opt.ep, opt.attention_dp)
         if key not in self.weight_fit:
             g, m = opt.gpu, self.m
             if g.memory_gb is None:
@@ -366,11 +315,17 @@ class _Search:
                     f"{g.id}: memory size not in the catalog (no source gives it)"
                 )
             else:
-                w = weight_memory(m, opt.precision, opt.tp, opt.pp).per_gpu_bytes
+                lay = opt.layout
+                w = weight_memory(m, opt.precision, lay.tp, lay.pp, lay.ep, lay.moe_split)
+                w = w.per_gpu_bytes
                 self.weight_fit[key] = (
                     f"does not fit: {m.id} in {opt.precision.id} needs {w / 1e9:.1f} GB of weights "
-                    f"per GPU at tp={opt.tp}"
-                    + (f" pp={opt.pp}" if opt.pp > 1 else "")
+                    f"per GPU at "
+                    + (
+                        f"tp={opt.tp}" + (f" pp={opt.pp}" if opt.pp > 1 else "")
+                        if opt.is_plain
+                        else lay.label
+                    )
                     + f"; {g.id} has {g.memory_bytes / 1e9:.1f} GB"
                     if w >= g.memory_bytes
                     else None
@@ -630,7 +585,12 @@ class _Search:
             self.seq += 1
             return
         self.rejected.append(r)
-        if r.stage == "memory" and opt.tp == max_tp == MAX_TP_PER_NODE and opt.pp == 1:
+        if (
+            r.stage == "memory"
+            and opt.is_plain
+            and opt.tp == max_tp == MAX_TP_PER_NODE
+            and opt.pp == 1
+        ):
             for o in pp_options(self.m, opt, self.c.max_gpus_per_replica):  # PP only where needed
                 heapq.heappush(heap, (self.lb0(o), 0, self.seq, o))
                 self.seq += 1
@@ -645,8 +605,10 @@ class _Search:
         return (
             f"planner capacity SCENARIO.yaml --gpu {o.gpu.id} --framework {o.framework.id} "
             f"--precision {o.precision.id} --kv-precision {o.kv_precision} --tp {o.tp} "
-            f"--pp {o.pp} --max-num-seqs {e.max_num_seqs} --max-num-batched-tokens "
-            f"{e.max_num_batched_tokens} --headroom {c.headroom!r} --fit-percentile "
+            f"--pp {o.pp} "
+            + ("" if o.is_plain else f"--ep {o.ep} --attention-dp {o.attention_dp} ")
+            + f"--max-num-seqs {e.max_num_seqs // o.attention_dp} --max-num-batched-tokens "
+            f"{e.max_num_batched_tokens // o.attention_dp} --headroom {c.headroom!r} --fit-percentile "
             f"{c.fit_percentile!r} --requests {self.n_requests} --seed {seed} --no-curve"
         )
 
@@ -709,7 +671,7 @@ class _Search:
         recs = [s.result for s in top]
         for i, r in enumerate(recs, 1):
             r["rank"] = i
-        decision = decide(recs, self.obj.name)
+        decision = decide(recs, self.obj.name, self)
         q = c.fit_percentile / 100.0
         need_tokens = max(
             int(
@@ -739,7 +701,7 @@ class _Search:
             for r in recs:
                 firsts.setdefault(r["gpu"], r)
             why = "best option of each GPU that meets the SLOs: " + "; ".join(
-                f"{g} {r['framework']} {r['precision']} tp={r['tp']}: {r['num_gpus']} GPUs"
+                f"{g} {r['framework']} {r['precision']} {layout_text(r)}: {r['num_gpus']} GPUs"
                 + (f", ${r['usd_per_hour']:,.2f}/h" if r.get("usd_per_hour") is not None else "")
                 for g, r in firsts.items()
             )

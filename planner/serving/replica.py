@@ -13,6 +13,7 @@ import numpy as np
 
 from planner.catalog.catalog import Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
+from planner.catalog.layout import Layout, check_for_model, check_framework_layout, layout_of
 from planner.catalog.records import Accelerator, Framework, ModelArch, Precision
 from planner.engine.memory import MemoryPlan, plan_memory
 from planner.engine.step import StepModel, step_model
@@ -59,16 +60,28 @@ class Replica:
     pp: int = 1
     params_source: str = "prior"
     assumptions: tuple[str, ...] = ()
+    layout: Layout | None = None  # None: a plain tp x pp group
+
+    @property
+    def the_layout(self) -> Layout:
+        """The replica's :class:`~planner.catalog.layout.Layout` (tp x pp when not given)."""
+        return self.layout if self.layout is not None else layout_of(self.tp, self.pp)
 
     @property
     def num_gpus(self) -> int:
-        return self.tp * self.pp
+        return self.the_layout.num_gpus
 
     def label(self) -> str:
         fw = self.engine.framework or "engine"
+        lay = self.the_layout
+        shape = (
+            f"tp={self.tp}{f' pp={self.pp}' if self.pp > 1 else ''}"
+            if lay.is_plain
+            else lay.describe(self.sm.gpu)
+        )
         return (
             f"{self.sm.model.id} on {self.num_gpus}x {self.sm.gpu.id} ({self.sm.precision.id}, "
-            f"tp={self.tp}{f' pp={self.pp}' if self.pp > 1 else ''}, {fw})"
+            f"{shape}, {fw})"
         )
 
     def with_engine(self, **kw: Any) -> Replica:
@@ -97,13 +110,21 @@ def build_replica(
     chunked_prefill: bool | None = None,
     prefix_caching: bool | None = None,
     continuous_batching: bool | None = None,
+    ep: int = 1,
+    attention_dp: int = 1,
+    layout: Layout | None = None,
 ) -> Replica:
-    """Resolve a (model, GPU, precision, framework, TP) combination into a :class:`Replica`.
+    """Resolve a (model, GPU, precision, framework, layout) combination into a :class:`Replica`.
 
     Parameters
     ----------
     model, gpu, precision, framework : catalog ids or objects
     tp, pp : tensor- / pipeline-parallel sizes (GPUs per replica = tp * pp)
+    ep, attention_dp : expert parallel and attention data-parallel (MoE models), or
+        ``layout`` (:class:`planner.catalog.layout.Layout`, wins over tp/pp/ep/attention_dp).
+        With ``attention_dp`` ranks, ``max_num_seqs`` and ``max_num_batched_tokens`` are per
+        rank (vLLM's and TensorRT-LLM's meaning): the replica schedules ``attention_dp`` times
+        as many
     kv_precision : KV-cache precision id (default: what the framework does with a checkpoint
         in this format, :func:`planner.catalog.default_kv_precision`)
     params : efficiency parameters (default :data:`planner.catalog.efficiency.PRIOR`)
@@ -124,13 +145,19 @@ def build_replica(
     # kv: the given KV precision, else the framework's default for this checkpoint
     m, g, p, kv, fw = cat.resolve(model, gpu, precision, framework, kv_precision)
     params = params or PRIOR
-    require_positive("tp", tp)
-    require_positive("pp", pp)
+    if layout is None:
+        require_positive("tp", tp)
+        require_positive("pp", pp)
+        layout = layout_of(tp, pp, ep, attention_dp)
+    tp, pp, dp = layout.tp, layout.pp, layout.attention_dp
+    check_for_model(m, layout)
+    if fw is not None:
+        check_framework_layout(fw, layout)
     assumptions: list[str] = []
     if params is not None and params.serving_eager_layer_s:
         # a serving loop dispatches its eager iterations at its own host's pace
         params = params.with_(eager_layer_s=params.serving_eager_layer_s)
-    sm = step_model(m, g, p, kv.id, tp, pp, params, cat)
+    sm = step_model(m, g, p, kv.id, tp, pp, params, cat, layout=None if layout.is_plain else layout)
     cb = (
         continuous_batching
         if continuous_batching is not None
@@ -169,8 +196,7 @@ def build_replica(
     util = memory_utilization
     plan_kw = dict(
         kv_precision=kv_precision,
-        tp=tp,
-        pp=pp,
+        layout=layout,
         framework=fw,
         max_num_seqs=seqs,
         max_batched_tokens=btok,
@@ -185,7 +211,7 @@ def build_replica(
         if probe.fits and bs > probe.max_kv_tokens > 0:
             raise PlannerError(
                 f"KV block size {bs} tokens is larger than the whole KV cache of {m.id} on "
-                f"{tp * pp}x {g.id} ({p.id}, {probe.max_kv_tokens} tokens); use a smaller "
+                f"{layout.num_gpus}x {g.id} ({p.id}, {probe.max_kv_tokens} tokens); use a smaller "
                 "block_size"
             )
         full = plan_memory(
@@ -197,13 +223,15 @@ def build_replica(
             **{**plan_kw, "suggest": True},
         )
         hint = f" Try: {'; '.join(full.suggestions)}." if full.suggestions else ""
-        raise PlannerError(f"{m.id} on {tp * pp}x {g.id} ({p.id}): {full.reason}.{hint}")
+        raise PlannerError(f"{m.id} on {layout.num_gpus}x {g.id} ({p.id}): {full.reason}.{hint}")
     num_blocks = int(plan.max_kv_tokens // bs)
-    if num_blocks * bs < ctx:
+    rank_blocks = num_blocks // dp  # one sequence lives on one attention rank
+    if rank_blocks * bs < ctx:
         assumptions.append(
-            f"max_model_len reduced from {ctx} to {num_blocks * bs} tokens: the KV cache holds no more"
+            f"max_model_len reduced from {ctx} to {rank_blocks * bs} tokens: the KV cache "
+            f"{'of one attention rank ' if dp > 1 else ''}holds no more"
         )
-        ctx = num_blocks * bs
+        ctx = rank_blocks * bs
         plan = plan_memory(m, g, p, context_len=ctx, memory_utilization=util, **plan_kw)
     assumptions.extend(plan.assumptions)
     eng = EngineConfig(
@@ -213,8 +241,8 @@ def build_replica(
         prefix_caching=bool(pcache),
         block_size_tokens=bs,
         num_blocks=num_blocks,
-        max_num_seqs=seqs,
-        max_num_batched_tokens=btok,
+        max_num_seqs=seqs * dp,
+        max_num_batched_tokens=btok * dp,
         context_limit_tokens=ctx,
         memory_utilization=float(plan.memory_utilization),
         sched_overhead_s=float(params.sched_overhead_s),
@@ -228,6 +256,7 @@ def build_replica(
         pp=int(pp),
         params_source=params_source,
         assumptions=tuple(assumptions),
+        layout=None if layout.is_plain else layout,
     )
 
 

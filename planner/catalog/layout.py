@@ -1,0 +1,237 @@
+"""The parallel layout of one replica: tensor, pipeline, expert and attention-data parallel.
+
+One :class:`Layout` says how a model is spread over the GPUs of a replica, in the terms the
+engines use (vLLM / SGLang / TensorRT-LLM):
+
+* ``tp``: tensor parallel of the attention (and dense) layers inside one attention rank;
+* ``attention_dp``: attention data-parallel ranks ("DP attention", TensorRT-LLM's
+  ``enable_attention_dp``): each rank holds a whole copy of the attention weights (split by
+  ``tp``) and its own sequences' KV cache;
+* ``ep``: expert parallel: the routed experts are divided among ``ep`` groups;
+* ``moe_tp``: the tensor split of each expert inside an EP group (the width rule below fixes
+  it unless given);
+* ``pp``: pipeline stages (each stage holds ``ceil(L / pp)`` layers).
+
+**Width rule** (AIConfigurator's model config, SGLang's ``--tp`` with ``--dp`` and ``--ep``):
+the GPUs of one pipeline stage are counted once by the attention side and once by the MoE
+side, and both must agree::
+
+    width = tp x attention_dp = moe_tp x ep        GPUs per replica = width x pp
+
+So ``DEP8`` (SGLang ``--tp 8 --dp 8 --enable-dp-attention --ep 8``; TensorRT-LLM
+``tp_size 8, enable_attention_dp, moe_expert_parallel_size 8``) is ``tp=1,
+attention_dp=8, ep=8, moe_tp=1``; ``TP8 EP8`` is ``tp=8, ep=8, moe_tp=1``; plain ``TP8`` of
+a MoE model is ``tp=8, ep=1, moe_tp=8`` (every GPU holds 1/8 of every expert).
+
+A layout is a value: frozen, validated on construction (whole numbers >= 1, the width rule);
+the model-dependent rules (heads, layers, experts, dense models) are :func:`check_for_model`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from planner.catalog.records import Accelerator, Framework, Frozen, ModelArch
+from planner.errors import PlannerError, shown
+
+__all__ = ["Layout", "check_for_model", "check_framework_layout", "layout_of", "nodes_spanned"]
+
+
+class Layout(Frozen):
+    """Parallel layout of one replica (see the module docstring for the width rule)."""
+
+    tp: int = Field(1, ge=1, le=4096)
+    pp: int = Field(1, ge=1, le=1024)
+    ep: int = Field(1, ge=1, le=4096)
+    attention_dp: int = Field(1, ge=1, le=4096)
+    moe_tp: int | None = Field(None, ge=1, le=4096)
+
+    @model_validator(mode="after")
+    def _width_rule(self) -> Layout:
+        width = self.tp * self.attention_dp
+        if self.moe_tp is None:
+            if width % self.ep:
+                raise ValueError(
+                    f"width rule: tp x attention_dp = {self.tp} x {self.attention_dp} = {width} "
+                    f"GPUs must equal moe_tp x ep, and ep={self.ep} does not divide {width}"
+                )
+            object.__setattr__(self, "moe_tp", width // self.ep)
+        elif self.moe_tp * self.ep != width:
+            raise ValueError(
+                f"width rule: tp x attention_dp = {self.tp} x {self.attention_dp} = {width} GPUs "
+                f"but moe_tp x ep = {self.moe_tp} x {self.ep} = {self.moe_tp * self.ep}"
+            )
+        return self
+
+    # ------------------------------------------------------------------ counts
+    @property
+    def width(self) -> int:
+        """GPUs of one pipeline stage: ``tp x attention_dp`` (= ``moe_tp x ep``)."""
+        return self.tp * self.attention_dp
+
+    @property
+    def num_gpus(self) -> int:
+        """GPUs of the replica: ``width x pp``."""
+        return self.width * self.pp
+
+    @property
+    def moe_split(self) -> int:
+        """``moe_tp`` as an int (the validator always sets it)."""
+        return int(self.moe_tp or 1)
+
+    @property
+    def is_plain(self) -> bool:
+        """True for a TP x PP layout (no expert or attention-data parallel)."""
+        return self.ep == 1 and self.attention_dp == 1
+
+    # ------------------------------------------------------------------ text
+    @property
+    def label(self) -> str:
+        """Short name as engine docs and InferenceX write it: ``TP8``, ``TP8 EP8``, ``DEP8``
+        (attention data-parallel over every GPU with expert parallel over every GPU),
+        ``TP2 DP4 EP8``, with `` PP2`` for pipeline stages."""
+        w = self.width
+        if self.is_plain:
+            core = f"TP{self.tp}"
+        elif self.tp == 1 and self.attention_dp == w and self.ep == w:
+            core = f"DEP{w}"
+        else:
+            parts = [f"TP{self.tp}"] if self.tp > 1 or self.attention_dp == 1 else []
+            if self.attention_dp > 1:
+                parts.append(f"DP{self.attention_dp}")
+            if self.ep > 1:
+                parts.append(f"EP{self.ep}")
+            if self.moe_split > 1 and self.ep > 1:
+                parts.append(f"MoE-TP{self.moe_split}")
+            core = " ".join(parts)
+        return core + (f" PP{self.pp}" if self.pp > 1 else "")
+
+    def describe(self, gpu: Accelerator | None = None) -> str:
+        """:attr:`label`, with the node count when the replica spans more than one
+        scale-up (NVLink) domain of ``gpu``: ``TP16 (2 nodes)``."""
+        n = nodes_spanned(self, gpu) if gpu is not None else 1
+        return self.label + (f" ({n} nodes)" if n > 1 else "")
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "tp": self.tp,
+            "pp": self.pp,
+            "ep": self.ep,
+            "attention_dp": self.attention_dp,
+            "moe_tp": self.moe_split,
+        }
+
+
+def layout_of(
+    tp: Any = 1,
+    pp: Any = 1,
+    ep: Any = 1,
+    attention_dp: Any = 1,
+    moe_tp: Any = None,
+) -> Layout:
+    """A :class:`Layout` from loose values (CLI flags, scenario fields, CSV cells), with a
+    one-line error naming the field: ``ep must be a whole number >= 1, got 2.5``."""
+    vals: dict[str, int | None] = {}
+    for name, v in (
+        ("tp", tp),
+        ("pp", pp),
+        ("ep", ep),
+        ("attention_dp", attention_dp),
+        ("moe_tp", moe_tp),
+    ):
+        if v is None:
+            if name == "moe_tp":
+                vals[name] = None
+                continue
+            v = 1
+        try:
+            ok = not isinstance(v, bool) and float(v) == int(v) and int(v) >= 1
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise PlannerError(f"{name} must be a whole number >= 1, got {shown(v)}")
+        vals[name] = int(v)
+    if (vals["tp"] or 1) * (vals["attention_dp"] or 1) > 4096 or (vals["pp"] or 1) > 1024:
+        raise PlannerError(
+            f"layout too large: tp x attention_dp = {vals['tp']} x {vals['attention_dp']} "
+            f"(at most 4096 GPUs a stage), pp = {vals['pp']} (at most 1024)"
+        )
+    try:
+        return Layout(**vals)
+    except ValueError as e:  # pydantic's ValidationError is a ValueError
+        msg = str(e)
+        i = msg.find("width rule")
+        if i >= 0:
+            raise PlannerError(msg[i:].splitlines()[0].split(" [type=")[0]) from None
+        raise PlannerError(f"invalid layout {vals}: {msg.splitlines()[-1]}") from None
+
+
+def check_for_model(m: ModelArch, layout: Layout, framework_id: str | None = None) -> Layout:
+    """Refuse a layout the model cannot take, with a one-line error naming the field.
+
+    * ``tp`` divides the query heads; ``pp`` at most the layers (as for dense models);
+    * ``ep > 1`` needs a MoE model, and ``ep`` divides its routed experts;
+    * ``moe_tp`` divides the expert FFN width (each GPU holds whole columns);
+    * ``attention_dp > 1`` needs a framework that offers attention data-parallel (checked by
+      the caller with the framework record: :func:`check_framework_layout`).
+    """
+    if layout.tp > 1 and m.num_attention_heads % layout.tp:
+        raise PlannerError(
+            f"tp={layout.tp} does not divide the {m.num_attention_heads} attention heads of {m.id}"
+        )
+    if layout.pp > m.num_hidden_layers:
+        raise PlannerError(f"pp={layout.pp} exceeds the {m.num_hidden_layers} layers of {m.id}")
+    if not m.is_moe:
+        if layout.ep > 1:
+            raise PlannerError(
+                f"ep={layout.ep}: expert parallel needs a mixture-of-experts model; {m.id} is dense"
+            )
+        if layout.attention_dp > 1:
+            raise PlannerError(
+                f"attention_dp={layout.attention_dp}: attention data-parallel is offered for "
+                f"mixture-of-experts models (the expert layers span the ranks); {m.id} is dense: "
+                "use more replicas instead"
+            )
+        return layout
+    n_exp = int(m.num_experts or 0)
+    if layout.ep > 1 and n_exp % layout.ep:
+        raise PlannerError(
+            f"ep={layout.ep} does not divide the {n_exp} routed experts of {m.id} "
+            f"(each expert-parallel rank holds a whole number of experts)"
+        )
+    inter = m.moe_intermediate_size or m.intermediate_size or 0
+    if layout.moe_split > 1 and inter and inter % layout.moe_split:
+        raise PlannerError(
+            f"moe_tp={layout.moe_split} does not divide the expert FFN width {inter} of {m.id}"
+        )
+    return layout
+
+
+def nodes_spanned(layout: Layout, gpu: Accelerator) -> int:
+    """Scale-up (NVLink / Infinity Fabric) domains a replica spans: ``ceil(GPUs /
+    domain size)``; 1 when the GPU's domain size is unknown."""
+    dom = getattr(gpu, "nvlink_domain_gpus", None)
+    if not dom:
+        return 1
+    return math.ceil(layout.num_gpus / dom)
+
+
+def check_framework_layout(fw: Framework, layout: Layout) -> Layout:
+    """Refuse a layout the framework does not offer (one line naming the field and the
+    framework's source): ``ep > 1`` needs ``Framework.expert_parallel``, ``attention_dp >
+    1`` needs ``Framework.attention_dp``."""
+    if layout.ep > 1 and not fw.expert_parallel:
+        raise PlannerError(
+            f"ep={layout.ep}: {fw.name} does not offer expert parallel (frameworks.yaml "
+            "expert_parallel); use vllm, sglang or trtllm, or ep=1"
+        )
+    if layout.attention_dp > 1 and not fw.attention_dp:
+        raise PlannerError(
+            f"attention_dp={layout.attention_dp}: {fw.name} does not offer attention "
+            "data-parallel (frameworks.yaml attention_dp); use vllm, sglang or trtllm, or "
+            "attention_dp=1"
+        )
+    return layout

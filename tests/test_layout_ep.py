@@ -1,0 +1,277 @@
+"""The deployment layout (tp, pp, ep, attention_dp, moe_tp) and the physics of expert
+parallel and attention data-parallel: width rule, weights, KV, step time, search, errors.
+
+Hand-derived numbers use Qwen3-30B-A3B (data/models.yaml: 48 layers, hidden 2048, 32 query
+/ 4 KV heads of 128, QK-norm, 128 experts of FFN width 768, top-8, vocab 151,936, untied).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.catalog import load_catalog
+from planner.catalog.layout import Layout, check_for_model, layout_of
+from planner.engine.memory import plan_memory, weight_memory
+from planner.engine.step import step_model
+from planner.errors import PlannerError
+
+CAT = load_catalog()
+
+
+# --------------------------------------------------------------------------- the object
+def test_width_rule_fills_moe_tp_and_names_the_layout():
+    dep8 = layout_of(1, 1, 8, 8)  # SGLang --tp 8 --dp 8 --enable-dp-attention --ep 8
+    assert (dep8.moe_tp, dep8.width, dep8.num_gpus, dep8.label) == (1, 8, 8, "DEP8")
+    tp8ep8 = layout_of(8, 1, 8)
+    assert (tp8ep8.moe_tp, tp8ep8.num_gpus, tp8ep8.label) == (1, 8, "TP8 EP8")
+    # TRT-LLM --tp_size 8 --ep_size 4: each expert split over the 2 GPUs of its EP group
+    tp8ep4 = layout_of(8, 1, 4)
+    assert (tp8ep4.moe_tp, tp8ep4.label) == (2, "TP8 EP4 MoE-TP2")
+    # plain TP of a MoE model: every GPU holds 1/8 of every expert
+    assert layout_of(8).moe_tp == 8 and layout_of(8).label == "TP8"
+    assert layout_of(8, 2).label == "TP8 PP2" and layout_of(8, 2).num_gpus == 16
+    assert layout_of(2, 1, 8, 4).label == "TP2 DP4 EP8"
+
+
+def test_layout_is_frozen_and_refuses_unknown_fields():
+    lay = layout_of(1, 1, 8, 8)
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="frozen"):
+        lay.tp = 2  # type: ignore[misc]
+    with pytest.raises(ValidationError, match="expert_parallel"):
+        Layout(tp=1, expert_parallel=8)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        ((8, 1, 3, 1), "width rule: tp x attention_dp = 8 x 1 = 8 GPUs"),
+        ((1, 1, 8, 1), "ep=8 does not divide 1"),
+        ((2, 1, 0, 1), "ep must be a whole number >= 1, got 0"),
+        ((2, 1, 2.5, 1), "ep must be a whole number >= 1, got 2.5"),
+        ((1, 1, 1, True), "attention_dp must be a whole number >= 1"),
+    ],
+)
+def test_bad_layouts_are_one_line_errors_naming_the_field(args, words):
+    with pytest.raises(PlannerError) as e:
+        layout_of(*args)
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_explicit_moe_tp_must_close_the_width_rule():
+    with pytest.raises(PlannerError, match="moe_tp x ep = 2 x 8 = 16"):
+        layout_of(8, 1, 8, 1, moe_tp=2)
+
+
+def test_model_rules():
+    q = CAT.model("qwen3-30b-a3b")
+    with pytest.raises(PlannerError, match="ep=3 does not divide the 128 routed experts"):
+        check_for_model(q, layout_of(1, 1, 3, 3))
+    with pytest.raises(PlannerError, match="llama-3.1-8b is dense"):
+        check_for_model(CAT.model("llama-3.1-8b"), layout_of(2, 1, 2))
+    with pytest.raises(PlannerError, match="attention_dp=2.*dense"):
+        check_for_model(CAT.model("llama-3.1-8b"), layout_of(1, 1, 1, 2))
+    check_for_model(q, layout_of(1, 1, 8, 8))  # no error
+
+
+def test_framework_rule_names_the_field():
+    with pytest.raises(PlannerError, match="attention_dp=8: .* does not offer attention"):
+        # attention data-parallel with the experts tensor-split over the 8 GPUs (vLLM's
+        # default for --data-parallel-size without --enable-expert-parallel)
+        plan_memory("qwen3-30b-a3b", "nvidia-h100-sxm", "bf16", framework="tgi",
+                    layout=layout_of(1, 1, 1, 8))  # fmt: skip
+    with pytest.raises(PlannerError, match="ep=8: .* does not offer expert parallel"):
+        plan_memory("qwen3-30b-a3b", "nvidia-h100-sxm", "bf16", framework="llama.cpp",
+                    layout=layout_of(8, 1, 8))  # fmt: skip
+
+
+# --------------------------------------------------------------------------- weights and KV
+def test_weights_per_gpu_under_dep8_hand_derived():
+    """Qwen3-30B-A3B bf16, DEP8 (tp 1, 8 attention ranks, ep 8):
+
+    expert   = 3 x 2048 x 768                           =      4,718,592 params
+    experts  = 48 x 128 x 4,718,592                     = 28,991,029,248
+    attention/layer = q 2048*32*128 (8,388,608) + kv 2*2048*4*128 (2,097,152)
+                      + o 32*128*2048 (8,388,608) + qk-norm 2*128 (256) = 18,874,624
+    attention = 48 x 18,874,624                         =    905,981,952
+    router    = 48 x 2048 x 128                         =     12,582,912
+    norms     = (2 x 48 + 1) x 2048                     =        198,656
+    embedding + lm head = 2 x 151,936 x 2048            =    622,329,856
+    per GPU (attention etc. whole, experts / 8) = 905,981,952 + 12,582,912 + 198,656
+        + 622,329,856 + 3,623,878,656 = 5,164,972,032 params x 2 B = 10,329,944,064 B
+    """
+    m, p = CAT.model("qwen3-30b-a3b"), CAT.precision("bf16")
+    w = weight_memory(m, p, 1, 1, ep=8, moe_tp=1)
+    assert w.per_gpu_bytes == pytest.approx(10_329_944_064, rel=1e-12)
+    # plain TP8 splits everything eight ways (K/V projections stay whole below 4 KV heads
+    # per GPU: 8 > 4 heads, so each of the 8 GPUs keeps 1/4 of K/V, i.e. twice its share)
+    tp8 = weight_memory(m, p, 8, 1)
+    assert tp8.per_gpu_bytes < w.per_gpu_bytes
+    # the whole model is the same whatever the layout
+    assert w.total_bytes == tp8.total_bytes
+
+
+def test_kv_of_attention_ranks_adds_up():
+    """Each attention rank keeps its own sequences: the replica holds dp x one GPU's tokens
+    (MLA: the latent is replicated on every TP rank, so TP8 holds one GPU's)."""
+    kw = dict(precision="fp8", framework="sglang", context_len=4096)
+    tp8 = plan_memory("deepseek-v3", "nvidia-h200-sxm", layout=layout_of(8), **kw)
+    dep8 = plan_memory("deepseek-v3", "nvidia-h200-sxm", layout=layout_of(1, 1, 8, 8), **kw)
+    per_gpu_tokens = int(dep8.kv_budget_bytes_per_gpu // dep8.kv_cache_bytes_per_token)
+    assert dep8.max_kv_tokens == 8 * per_gpu_tokens
+    assert tp8.max_kv_tokens == int(tp8.kv_budget_bytes_per_gpu // tp8.kv_cache_bytes_per_token)
+    # MLA per token and GPU is the same latent under both (61 x 576 x 2 B at bf16 KV)
+    assert dep8.kv_cache_bytes_per_token == tp8.kv_cache_bytes_per_token == 61 * 576 * 2
+    assert dep8.max_concurrent_sequences > 4 * tp8.max_concurrent_sequences
+    assert (dep8.layout, dep8.num_gpus, dep8.ep, dep8.attention_dp) == ("DEP8", 8, 8, 8)
+
+
+# --------------------------------------------------------------------------- step time
+def _args(B, ctx=2000):
+    return (B, B, B, B * ctx, B * ctx)
+
+
+def test_routed_tokens_of_the_busiest_gpu_hand_derived():
+    """256 tokens x top-8 over ep 8: mean 256 per GPU; the largest of 8 near-Poisson shares
+    exceeds it by sqrt(2 ln 8) x sqrt(256) = 2.0393 x 16 = 32.63 (uniform routing, the prior)."""
+    sm = step_model("qwen3-30b-a3b", "nvidia-h100-sxm", "bf16", layout=layout_of(1, 1, 8, 8))
+    assert sm.routed_tokens_hot(256) == pytest.approx(256 + math.sqrt(2 * math.log(8)) * 16)
+    skew = step_model("qwen3-30b-a3b", "nvidia-h100-sxm", "bf16", layout=layout_of(1, 1, 8, 8),
+                      params=sm.params.with_(moe_imbalance=0.25))  # fmt: skip
+    assert skew.routed_tokens_hot(256) == pytest.approx(256 * 1.25 + 2.0393 * 16, rel=1e-4)
+
+
+@pytest.mark.parametrize(
+    "lay", [layout_of(1, 1, 8, 8), layout_of(8, 1, 8), layout_of(2, 1, 8, 4), layout_of(4, 2, 4)]
+)
+def test_scalar_path_equals_vector_path_for_ep_layouts(lay):
+    sm = step_model("deepseek-v3", "nvidia-h200-sxm", "fp8", layout=lay)
+    for B in (1, 7, 64, 600):
+        for new in (B, B + 3000):
+            args = (new, B, B, B * 1500, B * 1500 + 10_000, 0.0, 0.0, 500.0)
+            assert sm.step_time(*args) == pytest.approx(sm.step(*args).time_s, rel=1e-12)
+
+
+def test_attention_dp_divides_the_attention_work():
+    """DEP8 vs TP8 on DeepSeek-V3 (MLA): under TP8 every GPU reads every sequence's latent;
+    under DEP8 each reads its rank's eighth."""
+    kw = dict(model="deepseek-v3", gpu="nvidia-h200-sxm", precision="fp8")
+    tp8 = step_model(**kw, layout=layout_of(8)).step(*_args(512))
+    dep8 = step_model(**kw, layout=layout_of(1, 1, 8, 8)).step(*_args(512))
+    assert dep8.kv_read_bytes == pytest.approx(tp8.kv_read_bytes / 8)
+    assert dep8.t_attn_s == pytest.approx(tp8.t_attn_s / 8)
+
+
+def test_dep_loses_at_batch_one_and_wins_at_large_batch():
+    """At batch 1 each DEP rank still reads its whole attention copy (slower than TP8); at
+    a large batch the divided KV reads win: the crossover the measurements show."""
+    kw = dict(model="deepseek-v3", gpu="nvidia-h200-sxm", precision="fp8")
+    tp8 = step_model(**kw, layout=layout_of(8))
+    dep8 = step_model(**kw, layout=layout_of(1, 1, 8, 8))
+    assert dep8.step_time(*_args(1)) > tp8.step_time(*_args(1))
+    assert dep8.step_time(*_args(1024)) < tp8.step_time(*_args(1024))
+
+
+@settings(max_examples=40, deadline=None)
+@given(B=st.integers(1, 2048), lo=st.floats(1.0, 400.0), factor=st.floats(1.0, 8.0))
+def test_more_link_bandwidth_never_slows_an_ep_step(B, lo, factor):
+    from dataclasses import replace
+
+    sm = step_model("deepseek-v3", "nvidia-h200-sxm", "fp8", layout=layout_of(1, 1, 8, 8))
+    slow = replace(sm, link_bytes_s=lo * 1e9)
+    fast = replace(sm, link_bytes_s=lo * factor * 1e9)
+    assert fast.step_time(*_args(B)) <= slow.step_time(*_args(B))
+
+
+@settings(max_examples=40, deadline=None)
+@given(B=st.integers(1, 2048), imb=st.floats(0.0, 2.0), more=st.floats(0.0, 2.0))
+def test_more_routing_skew_never_speeds_a_step(B, imb, more):
+    sm = step_model("deepseek-v3", "nvidia-b200", "fp8", layout=layout_of(1, 1, 8, 8))
+    a = step_model("deepseek-v3", "nvidia-b200", "fp8", layout=layout_of(1, 1, 8, 8),
+                   params=sm.params.with_(moe_imbalance=imb))  # fmt: skip
+    b = step_model("deepseek-v3", "nvidia-b200", "fp8", layout=layout_of(1, 1, 8, 8),
+                   params=sm.params.with_(moe_imbalance=imb + more))  # fmt: skip
+    assert b.step_time(*_args(B, 500)) >= a.step_time(*_args(B, 500))
+
+
+# --------------------------------------------------------------------------- replica
+def test_replica_schedules_every_rank():
+    from planner.serving.replica import build_replica
+
+    r = build_replica("deepseek-v3", "nvidia-h200-sxm", "fp8", "sglang", tp=1, ep=8,
+                      attention_dp=8, max_num_seqs=64, max_num_batched_tokens=4096)  # fmt: skip
+    assert r.num_gpus == 8 and r.engine.max_num_seqs == 8 * 64
+    assert r.engine.max_num_batched_tokens == 8 * 4096
+    assert "DEP8" in r.label()
+
+
+# --------------------------------------------------------------------------- search
+def test_recommend_offers_ep_layouts_for_moe_and_never_gguf_on_datacenter_engines():
+    """The issue's buyer question, as typed: DeepSeek-V3 at 10 req/s, 1k/1k, TTFT p99 5 s,
+    TPOT p99 0.1 s on H200 or B200: an EP / attention-DP layout leads, no GGUF is offered,
+    no FP4 on the H200 (no FP4 tensor cores), and num_gpus counts every GPU of the layout."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "planner.cli.main", "recommend", "--model", "deepseek-v3",
+         "--peak-rps", "10", "--input-tokens", "1000", "--output-tokens", "1000",
+         "--ttft-p99", "5", "--tpot-p99", "0.1", "--gpus", "nvidia-h200-sxm,nvidia-b200",
+         "--format", "json"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    top = json.loads(out.stdout)["recommendations"][:5]
+    assert top[0]["ep"] > 1
+    assert not any(r["precision"].startswith("gguf") for r in top)
+    assert all(r["num_gpus"] == r["replicas"] * r["tp"] * r["attention_dp"] * r["pp"] for r in top)
+    assert not any(r["precision"] == "fp4" and r["gpu"] == "nvidia-h200-sxm" for r in top)
+    assert all(r["layout"] for r in top)
+
+
+def test_engine_recommended_format_rank():
+    """TensorRT-LLM's DeepSeek-R1 guides: FP4 first on Blackwell, FP8 on Hopper (source in
+    frameworks.yaml); an unlisted format ranks after the list."""
+    trt = CAT.framework("trtllm")
+    assert trt.format_rank("blackwell", "fp4") == 0
+    assert trt.format_rank("blackwell", "fp8") == 1
+    assert trt.format_rank("blackwell", "int4-awq") == 3
+    assert trt.format_rank("hopper", "fp8") == 0
+    assert trt.recommended_formats_source and "nvidia.github.io" in trt.recommended_formats_source
+    assert CAT.framework("vllm").format_rank("hopper", "fp8") == 1  # no list: all equal
+
+
+def test_format_native_rule():
+    from planner.recommend.options import format_problem
+
+    b200, h200, rtx = CAT.gpu("nvidia-b200"), CAT.gpu("nvidia-h200-sxm"), CAT.gpu("nvidia-rtx-4090")
+    assert "llama.cpp's format" in format_problem(CAT.precision("gguf-q8_0"), b200,
+                                                  CAT.framework("vllm"))  # fmt: skip
+    assert format_problem(CAT.precision("gguf-q8_0"), rtx, CAT.framework("vllm")) == ""
+    assert format_problem(CAT.precision("gguf-q4_k_m"), b200, CAT.framework("llama.cpp")) == ""
+    assert "no FP4 tensor cores" in format_problem(CAT.precision("fp4"), h200,
+                                                   CAT.framework("vllm"))  # fmt: skip
+    assert format_problem(CAT.precision("fp4"), b200, CAT.framework("trtllm")) == ""
+
+
+def test_collectives_cross_nodes_at_the_scale_out_bandwidth():
+    """TP16 of Llama-3.1-405B: on H100 (8-GPU NVLink domain, 8 x 400 Gb/s ConnectX-7 per
+    node = 50 GB/s per GPU) the all-reduces run at 50 GB/s; TP8 stays on NVLink (450 GB/s);
+    on GB200 (72-GPU NVL72 domain) TP16 stays on NVLink (900 GB/s)."""
+    h100 = step_model("llama-3.1-405b", "nvidia-h100-sxm", "fp8", layout=layout_of(16))
+    assert h100.link_bytes_s == pytest.approx(50e9)
+    assert step_model("llama-3.1-405b", "nvidia-h100-sxm", "fp8", layout=layout_of(8)) \
+        .link_bytes_s == pytest.approx(450e9)  # fmt: skip
+    gb200 = step_model("llama-3.1-405b", "nvidia-gb200", "fp8", layout=layout_of(16))
+    assert gb200.link_bytes_s == pytest.approx(
+        CAT.gpu("nvidia-gb200").interconnect_gbs_unidir * 1e9
+    )
+    # DEP16 of DeepSeek-V3 over two H200 nodes: the dispatch / combine cross the scale-out
+    dep16 = step_model("deepseek-v3", "nvidia-h200-sxm", "fp8", layout=layout_of(1, 1, 16, 16))
+    assert dep16.link_bytes_s == pytest.approx(50e9)
+    assert layout_of(1, 1, 16, 16).describe(CAT.gpu("nvidia-h200-sxm")) == "DEP16 (2 nodes)"
