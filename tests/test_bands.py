@@ -16,6 +16,7 @@ from planner.catalog.efficiency import PRIOR
 from planner.catalog.profile import (
     BAND_MIN_ROWS,
     GROUP_LEVELS,
+    PAIR_KINDS,
     TIERS,
     Band,
     ErrorBand,
@@ -132,6 +133,7 @@ def test_bundled_profile_gives_every_tier_a_band_around_one(tier):
 def _label(tier: str) -> str:
     return {
         "fit": "fit (trtllm/nvidia-h100-sxm/fp8, 10 rows)",
+        "sibling": "transferred from trtllm/nvidia-h200-sxm/fp8, nearest hopper sibling (10 rows)",
         "same_gpu": "transferred from trtllm on nvidia-h100-sxm, all precisions (10 rows)",
         "same_arch": "transferred from trtllm on hopper GPUs (10 rows)",
         "vendor_framework": "transferred from vllm on amd (amd-mi300x, 10 rows)",
@@ -240,8 +242,10 @@ def test_bundled_profile_loads_with_bands():
     tiers = {k for k in prof.error_bands if ":" not in k}
     groups = {k for k in prof.error_bands if ":" in k}
     assert tiers <= set(TIERS) and "fit" in tiers
-    # group bands: "<level>:<value>" with a level of GROUP_LEVELS (vendor_framework:amd/vllm, ...)
-    assert {k.split(":")[0] for k in groups} <= set(GROUP_LEVELS)
+    # group bands: "<level>:<value>" with a level of GROUP_LEVELS (vendor_framework:amd/vllm, ...);
+    # paired bands of comparisons: "pair:<kind>" and "pair:<kind>:<vendor>" (issue 32)
+    assert {k.split(":")[0] for k in groups} <= {*GROUP_LEVELS, "pair"}
+    assert {k.split(":")[1] for k in groups if k.startswith("pair:")} <= set(PAIR_KINDS)
     assert "vendor_framework:nvidia/trtllm" in groups
     assert DATA_DIR.exists()
 

@@ -282,8 +282,18 @@ def test_provenance_same_gpu_other_precision(synth_profile):
 
 
 def test_provenance_same_arch_other_gpu(synth_profile):
+    # the same framework and precision fitted on a sibling GPU comes first (issue 32) ...
     params, prov = resolve_params(
         "nvidia-h100-sxm", "pytorch", "bf16", catalog=CAT, profile=synth_profile
+    )
+    sib = synth_profile.find("pytorch", "hopper", H200, "bf16", vendor="nvidia")
+    assert params == sib.params
+    assert (
+        prov == f"transferred from pytorch/{H200}/bf16, nearest hopper sibling ({sib.n_rows} rows)"
+    )
+    # ... the pooled architecture node only without one (here: the rule before it)
+    params, prov = resolve_params(
+        "nvidia-h100-sxm", "pytorch", "bf16", catalog=CAT, profile=synth_profile, siblings=False
     )
     node = [n for n in synth_profile.nodes if n.level == 3][0]
     assert params == node.params

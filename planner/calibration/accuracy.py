@@ -27,7 +27,16 @@ import numpy as np
 
 from planner.benchmarks.io import load_measurements
 from planner.benchmarks.serving_rows import predict_serving_row
-from planner.calibration.bands import band_coverage, coverage_table, fit_error_bands
+from planner.calibration.bands import (  # noqa: F401 (metric_class and its lists: re-exported)
+    THROUGHPUT,
+    TPOT,
+    TTFT,
+    band_coverage,
+    coverage_table,
+    fit_error_bands,
+    fit_pair_bands,
+    metric_class,
+)
 from planner.calibration.fit import (
     PreparedRow,
     data_files_default,
@@ -36,27 +45,12 @@ from planner.calibration.fit import (
     prepare_rows,
     split_public_own,
 )
+from planner.calibration.transfer import sibling_band, transfer_validation
 from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR
 from planner.catalog.profile import Profile, model_family, resolve_params
 from planner.errors import PlannerError
 from planner.files import Progress, atomic_write_text
-
-THROUGHPUT = ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "req_s")
-TPOT = ("tpot_ms_mean", "tpot_ms_median", "tpot_ms_p99", "itl_ms_mean", "itl_ms_median")
-TTFT = ("ttft_ms_mean", "ttft_ms_median", "ttft_ms_p99")
-
-
-def metric_class(metric: str) -> str:
-    if metric in THROUGHPUT or metric.startswith("decode_tok_s") or metric == "prefill_tok_s":
-        return "throughput"
-    if metric in TPOT:
-        return "tpot/itl"
-    if metric in TTFT:
-        return "ttft"
-    if metric.startswith("e2e"):
-        return "e2e"
-    return metric
 
 
 def serving_predictions(
@@ -344,7 +338,13 @@ def run_validation(
             loso["ape"] = np.abs(loso["predicted"] / loso["measured"] - 1)
             loso["metric_class"] = [metric_class(m) for m in loso["metric"]]
             result["coverage"] = band_coverage(loso)
-            result["bands"] = fit_error_bands(loso)
+            # the tiers' and groups' bands, and the paired bands of comparisons
+            result["bands"] = {**fit_error_bands(loso), **fit_pair_bands(loso, df)}
+            if not holdout:  # the sibling tier: its LOSO rows and the leave-one-GPU-out ones
+                moved = transfer_validation([*rows, *own_rows], cat, **fit_kw)
+                sib = sibling_band(loso, moved)
+                if sib is not None:
+                    result["bands"]["sibling"] = sib
             result["mlperf_ordering"] = mlperf_ordering(loso)
         result["loso"] = loso
         result["n_public_rows"] = len(rows)
@@ -404,7 +404,11 @@ def _coverage_section(result: dict[str, Any]) -> list[str]:
         "tier's band also spans every nearer tier's. The band then also spans the band of the "
         "prediction's nearest vendor / framework group with at least 20 rows from 2 sources "
         "(`vendor_framework:amd/vllm`, else `framework:vllm`, else `vendor:amd`): held-out "
-        "errors differ far more between vendors and frameworks than between tiers. Bands of "
+        "errors differ far more between vendors and frameworks than between tiers. The "
+        "`sibling` tier's rows include the leave-one-GPU-out transfers (section at the end); "
+        "`pair:<kind>[:<vendor>]` are bands of the RATIO between two options (two GPUs, two "
+        "engines, two precisions or layouts), from paired held-out rows "
+        "(`planner.calibration.bands.fit_pair_bands`; `recommend` uses them). Bands of "
         "this run:",
         "",
         _md_table(pd.DataFrame(band_rows)),
@@ -563,6 +567,14 @@ def write_report(
 #: a section of the report another generator owns (scripts/serving_comparison.py --write):
 #: kept as it is when validate rewrites the file
 KEPT_SECTION = ("<!-- serving-comparison:begin -->", "<!-- serving-comparison:end -->")
+#: every such section, in the order they are kept: the leave-one-GPU-out transfers
+#: (scripts/transfer_validation.py --write), the H100 runs (scripts/h100_transfer.py
+#: --write) and the H200 serving comparison
+KEPT_SECTIONS = (
+    ("<!-- sibling-transfer:begin -->", "<!-- sibling-transfer:end -->"),
+    ("<!-- h100-transfer:begin -->", "<!-- h100-transfer:end -->"),
+    KEPT_SECTION,
+)
 
 
 def _kept_section(path: str | Path) -> str:
@@ -570,11 +582,12 @@ def _kept_section(path: str | Path) -> str:
         old = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return ""
-    begin, end = KEPT_SECTION
-    i, j = old.find(begin), old.find(end)
-    if i < 0 or j < i:
-        return ""
-    return "\n" + old[i : j + len(end)] + "\n"
+    kept = []
+    for begin, end in KEPT_SECTIONS:
+        i, j = old.find(begin), old.find(end)
+        if i >= 0 and j > i:
+            kept.append("\n" + old[i : j + len(end)] + "\n")
+    return "".join(kept)
 
 
 # =========================================================================== validation
@@ -689,7 +702,7 @@ def with_error_bands(
         return profile
     kw = {k: v for k, v in fit_kw.items() if k != "progress"}
     res = run_validation(public, own, catalog=catalog, kfold=False, **kw)
-    return profile.model_copy(update={"error_bands": fit_error_bands(res.get("loso"))})
+    return profile.model_copy(update={"error_bands": dict(res.get("bands") or {})})
 
 
 def store_error_bands(

@@ -35,7 +35,24 @@ from planner.catalog.profile import (
 )
 from planner.errors import PlannerError
 
-#: metric classes (:func:`planner.calibration.accuracy.metric_class`) whose value is a time
+THROUGHPUT = ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "req_s")
+TPOT = ("tpot_ms_mean", "tpot_ms_median", "tpot_ms_p99", "itl_ms_mean", "itl_ms_median")
+TTFT = ("ttft_ms_mean", "ttft_ms_median", "ttft_ms_p99")
+
+
+def metric_class(metric: str) -> str:
+    if metric in THROUGHPUT or metric.startswith("decode_tok_s") or metric == "prefill_tok_s":
+        return "throughput"
+    if metric in TPOT:
+        return "tpot/itl"
+    if metric in TTFT:
+        return "ttft"
+    if metric.startswith("e2e"):
+        return "e2e"
+    return metric
+
+
+#: metric classes (:func:`metric_class`) whose value is a time
 TIME_CLASSES = ("tpot/itl", "ttft", "e2e", "prefill_s", "decode_step_s")
 #: metric classes the bands are fitted on
 BAND_CLASSES = ("throughput",)
@@ -148,3 +165,76 @@ def coverage_table(cov, by: Sequence[str]):
         inside_pct=("inside", lambda s: 100 * float(np.mean(s))),
     ).reset_index()
     return out.round({"inside_pct": 1})
+
+
+# =========================================================================== paired bands
+#: columns that make two held-out rows the same experiment on two options (one source, one
+#: model, one workload, one metric)
+PAIR_SETUP = ("source", "model", "metric", "mode", "isl", "osl", "batch", "concurrency",
+              "request_rate", "context_len")  # fmt: skip
+
+
+def pair_kind(a: dict[str, Any], b: dict[str, Any]) -> str | None:
+    """``gpu`` (the two options run on different GPUs), ``engine`` (same GPU, different
+    framework), ``option`` (same GPU and framework, other precision or layout) or None (the
+    same option); ``a`` and ``b`` need gpu, framework, precision and tp."""
+    if a["gpu"] != b["gpu"]:
+        return "gpu"
+    if a["framework"] != b["framework"]:
+        return "engine"
+    if (a["precision"], a.get("tp")) != (b["precision"], b.get("tp")):
+        return "option"
+    return None
+
+
+def fit_pair_bands(
+    loso, measurements, classes: Sequence[str] = BAND_CLASSES
+) -> dict[str, ErrorBand]:
+    """Bands of the RATIO between two options, from paired held-out residuals.
+
+    Two out-of-sample rows (``loso``: id, source, gpu, framework, precision, metric_class,
+    measured, predicted) pair when ``measurements`` (the benchmark rows, by id) says they are
+    the same experiment (:data:`PAIR_SETUP`) on two options (:func:`pair_kind`). The error
+    a source, an engine version or a workload puts on both cancels in their ratio: the true
+    ratio of A's to B's speed is the predicted ratio x ``s_A / s_B`` (``s`` = measured /
+    predicted speed). Each unordered pair counts once in each order, so the band is
+    symmetric (p10 = 1 / p90). Keys ``pair:gpu``, ``pair:engine``, ``pair:option`` over
+    every pair, and ``pair:<kind>:<vendor>`` over pairs of two GPUs of one vendor
+    (``pair:<kind>:mixed`` across vendors: AMD rows miss by more and otherwise than NVIDIA's,
+    so a cross-vendor ratio keeps more error) (:func:`planner.catalog.profile.pair_band`
+    reads them)."""
+    if loso is None or not len(loso) or measurements is None or not len(measurements):
+        return {}
+    df = _with_ratio(loso)
+    df = df[df["metric_class"].isin(list(classes))]
+    setup = measurements.drop_duplicates("id").set_index(measurements["id"].astype(str))
+    cols = [c for c in PAIR_SETUP if c != "source" and c in setup.columns]
+    df = df[df["id"].astype(str).isin(setup.index)].copy()
+    for c in [*cols, "tp"]:
+        if c in setup.columns:
+            df[f"_{c}"] = setup.loc[df["id"].astype(str), c].astype(str).to_numpy()
+    keys = ["source", *(f"_{c}" for c in cols)]
+    logs: dict[str, list[float]] = {}
+    srcs: dict[str, set[str]] = {}
+    for _, g in df.groupby(keys, sort=False, dropna=False):
+        if len(g) < 2:
+            continue
+        recs = g.assign(tp=g.get("_tp", "")).to_dict("records")
+        for i in range(len(recs)):
+            for j in range(i + 1, len(recs)):
+                kind = pair_kind(recs[i], recs[j])
+                if kind is None:
+                    continue
+                d = float(np.log(recs[i]["speed_ratio"] / recs[j]["speed_ratio"]))
+                vs = [recs[k].get("vendor") for k in (i, j)]
+                known = all(isinstance(v, str) and v not in ("", "?") for v in vs)
+                both = (vs[0] if vs[0] == vs[1] else "mixed") if known else None
+                for key in (kind, f"{kind}:{both}") if both else (kind,):
+                    logs.setdefault(key, []).extend((d, -d))
+                    srcs.setdefault(key, set()).add(str(recs[i]["source"]))
+    out: dict[str, ErrorBand] = {}
+    for kind, v in sorted(logs.items()):
+        lo, hi = np.exp(np.quantile(np.asarray(v), BAND_QUANTILES))
+        out[f"pair:{kind}"] = ErrorBand(ratio_p10=round(float(lo), 4), ratio_p90=round(float(hi), 4),
+                                        n_rows=len(v) // 2, n_sources=len(srcs[kind]))  # fmt: skip
+    return out

@@ -22,6 +22,7 @@ there is one); only when none does, the nearest relative of any family (the labe
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import os
 import re
 from collections.abc import Iterable
@@ -275,8 +276,15 @@ def resolve_params(
     catalog: Catalog | None = None,
     profile: Profile | None = None,
     family: str | None = None,
+    siblings: bool = True,
 ) -> tuple[EfficiencyParams, str]:
     """Parameters for (gpu, framework, precision) and their provenance label.
+
+    An unfitted (gpu, framework, precision) first takes the same framework and precision
+    fitted on the nearest GPU of its architecture (:func:`nearest_sibling`; the label names
+    the donor: ``transferred from pytorch/nvidia-h200-sxm/bf16, nearest hopper sibling (198
+    rows)``); only without one, the nearest pooled relative below. ``siblings=False`` skips
+    that step (the rule before 2026-12-06, kept to measure what the transfer changes).
 
     ``family``: the model family (``dense`` or ``moe``, :func:`model_family`) of the
     prediction; when the profile split that family (``Profile.split_families``), nodes
@@ -305,6 +313,15 @@ def resolve_params(
     fw = cat.framework(framework).id if framework else None
     prec = cat.precision(precision).id if precision else None
     node, same_family = prof.find_for_family(fw, g.arch, g.id, prec, g.vendor, family)
+    exact = node is not None and same_family and node.gpu == g.id and node.precision == prec
+    if not exact and siblings:
+        sib = nearest_sibling(prof, cat, g.id, fw, prec, family)
+        if sib is not None:
+            rows = _rows(sib) + ("; serving terms fit on iteration logs" if sib.serving_fit else "")
+            return sib.params, (
+                f"transferred from {sib.framework}/{sib.gpu}/{sib.precision}, nearest "
+                f"{g.arch} sibling ({rows})"
+            )
     if node is None:
         return PRIOR, "prior"
     rows = _rows(node)
@@ -315,6 +332,76 @@ def resolve_params(
     if node.gpu is not None and node.precision is not None:
         return node.params, f"fit ({node.framework}/{node.gpu}/{node.precision}, {rows})"
     return node.params, f"transferred from {_describe(node, rows)}"
+
+
+#: each (profile, catalog)'s nearest sibling per (gpu, framework, precision, family)
+_SIBLING = IdentityMemo(max_entries=4096)
+
+
+def sibling_distance(target, donor) -> float:
+    """How far apart two GPUs of one architecture are by their datasheets: ``|ln(HBM
+    bandwidth ratio)| + |ln(dense bf16 peak ratio)|``, over the numbers both datasheets give
+    (fp16 where bf16 is missing; inf when they share none). The step model scales a donor's
+    efficiencies by the target's own peaks, so the nearest donor is the one whose peaks (and
+    the kernels' operating point) are closest."""
+    dist, known = 0.0, 0
+    for f in ("mem_bw_gbs", "bf16_dense_tflops"):
+        a = getattr(target, f) or (target.fp16_dense_tflops if f.startswith("bf16") else None)
+        b = getattr(donor, f) or (donor.fp16_dense_tflops if f.startswith("bf16") else None)
+        if a and b:
+            dist, known = dist + abs(math.log(a / b)), known + 1
+    return dist if known else math.inf
+
+
+def nearest_sibling(
+    prof: Profile,
+    cat: Catalog,
+    gpu: str,
+    framework: str | None,
+    precision: str | None,
+    family: str | None = None,
+) -> ProfileNode | None:
+    """The donor of a transfer to an unfitted (gpu, framework, precision): the fit of the
+    same framework and precision on the nearest other GPU of the same vendor and
+    architecture (:func:`sibling_distance`; ties: more rows, then id), its family child
+    where ``family`` is split and it has one; None when no such GPU was fitted (or none
+    holds rows of a split ``family``). :func:`resolve_params` takes it before any pooled
+    level (same GPU other precisions, the architecture, the vendor ...): efficiencies of the
+    same kernels at the same precision transfer, pooling averages other kernels in."""
+    if not framework or not precision:
+        return None
+    fam = family if family in prof.split_families else None
+    hit = _SIBLING.get((prof, cat), (gpu, framework, precision, fam))
+    if hit is not None:
+        return hit[0]
+    g = cat.gpu(gpu)
+    best: tuple | None = None
+    for n in prof.nodes:
+        if (
+            n.level != 5
+            or n.family
+            or n.gpu == g.id
+            or n.framework != framework
+            or n.precision != precision
+            or n.arch != g.arch
+            or (n.vendor is not None and n.vendor != g.vendor)
+            or not n.holds(fam)
+        ):
+            continue  # fmt: skip
+        try:
+            d = sibling_distance(g, cat.gpu(n.gpu))
+        except PlannerError:  # a GPU the catalog no longer knows
+            continue
+        if math.isfinite(d) and (best is None or (d, -n.n_rows, n.gpu) < best[0]):
+            best = ((d, -n.n_rows, n.gpu), n)
+    node = None
+    if best is not None:
+        node = best[1]
+        if fam:
+            node = next((c for c in prof.nodes if c.family == fam and _key_of(c) == _key_of(node)),
+                        node)  # fmt: skip
+    _SIBLING.put((prof, cat), (gpu, framework, precision, fam), (node,))
+    return node
 
 
 def _rows(n: ProfileNode) -> str:
@@ -349,6 +436,7 @@ def _describe(n: ProfileNode, rows: str | None = None) -> str:
 #: the next one (coarser relatives are never more accurate)
 TIERS = (
     "fit",
+    "sibling",
     "same_gpu",
     "same_arch",
     "vendor_framework",
@@ -360,6 +448,7 @@ TIERS = (
 #: (tier, pattern of the provenance label :func:`resolve_params` writes), tried in order
 TIER_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("fit", re.compile(r"^fit \(")),
+    ("sibling", re.compile(r"^transferred from \S+, nearest \S+ sibling \(")),
     ("same_gpu", re.compile(r"^transferred from \S+ on \S+, all precisions \(")),
     ("global", re.compile(r"^transferred from global fit")),
     ("framework", re.compile(r"^transferred from \S+ on all GPUs \(")),
@@ -459,7 +548,8 @@ class Band:
             return self.note
         return (
             f"p10-p90 of measured/predicted throughput, {self.low_ratio:.2f}x-"
-            f"{self.high_ratio:.2f}x: {self.tier} predictions held out by source "
+            f"{self.high_ratio:.2f}x: {self.tier} predictions held out by "
+            f"{'GPU or source' if self.tier == 'sibling' else 'source'} "
             f"({self.n_rows} rows, {self.n_sources} sources)"
             + (
                 f", spanning the band of {self.group} predictions held out by source "
@@ -533,6 +623,36 @@ def error_band(
         bundled = load_profile()
         bands = bundled.error_bands if bundled is not None else {}
     return band_for(tier, bands, vendor, framework)
+
+
+#: kinds of comparison a paired band exists for (``pair:<kind>`` in ``error_bands``,
+#: :func:`planner.calibration.bands.fit_pair_bands`): two GPUs, two engines on one GPU, two
+#: precisions or layouts of one GPU and engine
+PAIR_KINDS = ("gpu", "engine", "option")
+
+
+def pair_band(
+    kind: str, vendors: tuple[str, str] | None = None, profile: Profile | None = None
+) -> ErrorBand | None:
+    """The band of the ratio between two options' predictions, from paired held-out
+    residuals (the same source's experiment predicted for both): p10/p90 of the true ratio
+    over the predicted one. ``kind``: one of :data:`PAIR_KINDS`; ``vendors``: the two
+    options' GPU vendors (the band of pairs of that vendor, or of mixed vendors, where it
+    has enough pairs; else the band of every pair). None when the profile (or, without
+    bands, the bundled one) has too few pairs (:data:`BAND_MIN_ROWS` from
+    :data:`BAND_MIN_SOURCES` sources)."""
+    if kind not in PAIR_KINDS:
+        raise PlannerError(f"unknown comparison kind {shown(kind)}: one of {', '.join(PAIR_KINDS)}")
+    bands = profile.error_bands if profile is not None else {}
+    if not bands:
+        bundled = load_profile()
+        bands = bundled.error_bands if bundled is not None else {}
+    if vendors is not None:
+        both = vendors[0] if vendors[0] == vendors[1] else "mixed"
+        b = _usable(bands.get(f"pair:{kind}:{both}"))
+        if b is not None:
+            return b
+    return _usable(bands.get(f"pair:{kind}"))
 
 
 def _usable(b: ErrorBand | None) -> ErrorBand | None:

@@ -14,8 +14,18 @@ Every number here is arithmetic on finished recommendations (no simulation):
   :func:`planner.catalog.profile.error_band` (p10-p90 of measured / predicted throughput
   held out by source); two options whose $/M intervals overlap cannot be told apart by the
   model.
+* **ratio bands** (``ratio_to_winner``, ``ratio_to_winner_low/high``; on the winner
+  ``runner_up_cost_ratio`` and its ``_low/_high``, or ``runner_up_gpus_ratio`` for the
+  ``gpus`` objective): an option's $/M (or GPUs) over the winner's, with the band of that
+  ratio from paired held-out residuals (:func:`planner.catalog.profile.pair_band`: the same
+  source's experiment predicted for both kinds of option). Error a source, an engine or a
+  workload puts on both options cancels in their ratio: for two NVIDIA GPUs the band is
+  0.77x-1.30x, about one option's own band, half what two own bands side by side span. An
+  option whose parameters come from a far relative widens it (its own error beyond the fit
+  tier's, in quadrature).
 * ``robustness``: one sentence per option: ``robust``, ``depends on price: H200 wins below
-  $3.10/h``, or ``within model uncertainty``.
+  $3.10/h``, or ``within model uncertainty`` (the ratio band includes 1; where no paired
+  band is known, the two options' own bands overlap).
 """
 
 from __future__ import annotations
@@ -105,6 +115,69 @@ def _overlap(a: dict[str, Any], b: dict[str, Any], key: str = "usd_per_mtok_outp
     return lo_a < hi_b * (1 - 1e-9) and lo_b < hi_a * (1 - 1e-9)
 
 
+def _ratio_band(w: dict[str, Any], r: dict[str, Any], key: str) -> bool | None:
+    """Set ``r``'s ``ratio_to_winner`` (``key`` of ``r`` over the winner's) and, with a paired
+    band, its ``_low/_high`` and ``ratio_band``; return whether the band includes 1, or None
+    when no paired band is known (then the caller compares the two options' own bands)."""
+    from ..catalog.catalog import load_catalog
+    from ..catalog.profile import pair_band
+    from ..errors import PlannerError
+
+    a, b = r.get(key), w.get(key)
+    ratio = a / b if a is not None and b and math.isfinite(a) and math.isfinite(b) else None
+    r.update(ratio_to_winner=ratio, ratio_to_winner_low=None, ratio_to_winner_high=None,
+             ratio_basis=key, ratio_band=None)  # fmt: skip
+    if ratio is None:
+        return None
+    if r["gpu"] != w["gpu"]:
+        kind = "gpu"
+    elif r["framework"] != w["framework"]:
+        kind = "engine"
+    else:
+        kind = "option"
+    try:
+        cat = load_catalog()
+        band = pair_band(kind, (cat.gpu(w["gpu"]).vendor, cat.gpu(r["gpu"]).vendor))
+    except PlannerError:
+        band = None
+    if band is None:
+        return None
+    # the true ratio is the predicted one x (s_winner / s_option), s = measured / predicted
+    # speed; the paired band gives its p10 / p90 for options fitted as the held-out pairs
+    # mostly were (the fit tier). An option whose own band is wider (its parameters borrowed
+    # from a far relative) carries that extra error alone: it adds, in log space and in
+    # quadrature, to the paired half-width
+    extra = _own_extra(w) + _own_extra(r)
+    centre = (math.log(band.ratio_p10) + math.log(band.ratio_p90)) / 2
+    half = math.hypot(_half_log(band.ratio_p10, band.ratio_p90), math.sqrt(extra))
+    lo, hi = ratio * math.exp(centre - half), ratio * math.exp(centre + half)
+    r.update(ratio_to_winner_low=lo, ratio_to_winner_high=hi,
+             ratio_band={"kind": kind, "p10": band.ratio_p10, "p90": band.ratio_p90,
+                         "n_pairs": band.n_rows, "n_sources": band.n_sources,
+                         "own_error_beyond_fit": round(math.sqrt(extra), 4)})  # fmt: skip
+    return lo <= 1.0 <= hi
+
+
+def _half_log(lo: float, hi: float) -> float:
+    """Half the width of a band in log space."""
+    return (math.log(hi) - math.log(lo)) / 2
+
+
+def _own_extra(r: dict[str, Any]) -> float:
+    """The square of what an option's own band (``error_band``) adds, in log half-width,
+    over the fit tier's band (the bundled profile's), 0 when it adds nothing or either is
+    unknown."""
+    from ..catalog.profile import band_for_tier, load_profile
+
+    eb = r.get("error_band") or {}
+    prof = load_profile()
+    ref = band_for_tier("fit", prof.error_bands) if prof is not None else None
+    if not eb.get("low_ratio") or not eb.get("high_ratio") or ref is None or not ref.known:
+        return 0.0
+    own = _half_log(eb["low_ratio"], eb["high_ratio"])
+    return max(0.0, own**2 - _half_log(ref.low_ratio, ref.high_ratio) ** 2)  # type: ignore[arg-type]
+
+
 def decide(recs: list[dict[str, Any]], objective: str, search: Any = None) -> str:
     """Add ``break_even_usd_per_gpu_hour``, ``robustness`` (and on the winner
     ``winner_at_price_rows``) to ranked recommendations; return a sentence for the ``why``
@@ -130,9 +203,13 @@ def decide(recs: list[dict[str, Any]], objective: str, search: Any = None) -> st
     band_key = "num_gpus" if objective == "gpus" else "usd_per_mtok_output"
     sentences = []
     for r in recs[1:]:
-        if objective in PRICED + ("gpus",) and _overlap(r, w, band_key):
-            r["robustness"] = "within model uncertainty"
-            continue
+        if objective in PRICED + ("gpus",):
+            includes_one = _ratio_band(w, r, band_key)
+            if includes_one is None:
+                includes_one = _overlap(r, w, band_key)
+            if includes_one:
+                r["robustness"] = "within model uncertainty"
+                continue
         r["robustness"] = "robust"
         if not priced or r["gpu"] == w["gpu"]:
             continue  # the same GPU's price moves both alike
@@ -147,14 +224,21 @@ def decide(recs: list[dict[str, Any]], objective: str, search: Any = None) -> st
                 r["robustness"] = (
                     f"depends on price: {r['gpu']} wins if {w['gpu']} costs above ${w_be:.2f}/h"
                 )
+    if len(recs) > 1 and objective in PRICED + ("gpus",):
+        name = "runner_up_gpus_ratio" if objective == "gpus" else "runner_up_cost_ratio"
+        nxt = recs[1]
+        w.update({name: nxt.get("ratio_to_winner"), f"{name}_low": nxt.get("ratio_to_winner_low"),
+                  f"{name}_high": nxt.get("ratio_to_winner_high")})  # fmt: skip
     flips = [r for r in recs[1:] if r["robustness"].startswith("depends on price")]
     unsure = [r for r in recs[1:] if r["robustness"] == "within model uncertainty"]
     moved = {v for v in at_rows.values() if v is not None} - {_label(w)}
     if unsure:
         w["robustness"] = "within model uncertainty"
         sentences.append(
-            f"the choice is within the model's uncertainty: {len(unsure)} of the next options "
-            "overlap the winner's band (" + ", ".join(_label(r) for r in unsure[:3]) + ")"
+            f"the choice is within the model's uncertainty: the model cannot tell {len(unsure)} "
+            "of the next options from the winner (their ratio to it has a band that includes 1: "
+            + ", ".join(_label(r) for r in unsure[:3])
+            + ")"
         )
     elif flips or (priced and moved):
         r = flips[0] if flips else None

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""The reference engine on a GPU the planner has no fit for: the H100 serving runs
+(``data/benchmarks/reference_h100_serving.csv``, held out of every fit) against the serving
+simulator with the parameters the planner transfers to the H100.
+
+The runs are the H200's (``reference_h200_serving.csv``): same engine, traces and settings,
+on one H100 SXM. Two transfer rules, both from the bundled profile (fitted on H200 data
+only, plus public rows of other engines):
+
+* before: the pooled rule (``resolve_params(..., siblings=False)``): the ``pytorch`` node of
+  every Hopper GPU and precision (the H200's bf16 and fp8 fits pooled);
+* after: the nearest sibling (``siblings=True``): ``pytorch``/H200/bf16, with the H100's
+  own datasheet peaks and bandwidth.
+
+Usage::
+
+    python scripts/h100_transfer.py            # print the table
+    python scripts/h100_transfer.py --write    # also replace its section of docs/accuracy.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from planner.catalog import load_catalog, resolve_params  # noqa: E402
+from planner.serving import build_replica, simulate, steady_state  # noqa: E402
+from planner.workload import Workload  # noqa: E402
+
+GPU, PREC, FW = "nvidia-h100-sxm", "bf16", "pytorch"
+DATA = ROOT / "data" / "benchmarks" / "reference_h100_serving.csv"
+ENGINE = dict(
+    max_num_seqs=256,
+    max_num_batched_tokens=2048,
+    block_size=16,
+    prefix_caching=False,
+    chunked_prefill=True,
+)
+METRICS = (
+    ("output_tok_s_total", "throughput", "output_tok_s", 1.0),
+    ("ttft_ms_median", "TTFT p50", "ttft_p50_s", 1e3),
+    ("ttft_ms_p99", "TTFT p99", "ttft_p99_s", 1e3),
+    ("tpot_ms_median", "TPOT p50", "tpot_p50_s", 1e3),
+    ("tpot_ms_p99", "TPOT p99", "tpot_p99_s", 1e3),
+    ("e2e_ms_p99", "E2E p99", "e2e_p99_s", 1e3),
+)
+#: issue 32's targets: TPOT P50 and E2E P99 within 8 %, throughput within 5 %
+TARGET = {"throughput": 5.0, "TPOT p50": 8.0, "E2E p99": 8.0}
+BEGIN, END = "<!-- h100-transfer:begin -->", "<!-- h100-transfer:end -->"
+MODEL_NAMES = {"llama-3.2-1b": "Llama-3.2-1B", "llama-3.1-8b": "Llama-3.1-8B",
+               "qwen2.5-14b": "Qwen2.5-14B"}  # fmt: skip
+
+
+def measured_runs() -> dict[tuple[str, str, str], dict[str, float]]:
+    """(model, scenario, rate) -> metric -> measured value."""
+    runs: dict[tuple[str, str, str], dict[str, float]] = {}
+    with DATA.open(encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            m = re.search(r"bench/traces/(\w+)_rate([\d.]+)\.csv", r["notes"])
+            if m:
+                runs.setdefault((r["model"], m.group(1), m.group(2)), {})[r["metric"]] = float(
+                    r["value"]
+                )
+    return runs
+
+
+def simulate_run(rep, scen: str, rate: str) -> tuple[dict[str, float], float]:
+    trace = ROOT / "bench" / "traces" / f"{scen}_rate{rate}.csv"
+    wl = Workload.model_validate(
+        {
+            "traffic": {"arrival": "trace", "trace_path": str(trace)},
+            "input_tokens": {"kind": "trace"},
+            "output_tokens": {"kind": "trace"},
+        }
+    )
+    n = sum(1 for _ in trace.open()) - 1
+    s = simulate(rep, wl, n_requests=n, rate_rps=None).summary()
+    return s, float(rate) / steady_state(rep, wl, 1.0).saturation_rps
+
+
+def host_lines() -> list[str]:
+    """The host's share, read from the two machines' iteration logs (a diagnostic: the
+    H100 log is held out of the fit)."""
+    import pandas as pd
+
+    logs = ROOT / "data" / "benchmarks" / "serving_raw"
+    med = {}
+    for gpu in ("h200", "h100"):
+        d = pd.read_csv(logs / f"reference_{gpu}_iterations.csv.gz")
+        d["host_s"] = d["sched_s"] + d["prep_launch_s"] + d["book_s"]
+        graph, eager = d[d["graph_batch"] > 0], d[d["graph_batch"] == 0]
+        med[gpu] = (
+            graph.groupby("model")["host_s"].median() * 1e3,
+            graph.groupby("model")["gpu_span_s"].median() * 1e3,
+            eager.groupby("model")["prep_launch_s"].median() * 1e3,
+        )
+    out = [
+        "Where the rest of the error is: the host. The serving terms (host time per iteration "
+        "and per sequence, eager dispatch per layer) are the H200 machine's, and the H100 "
+        "machine's CPU is faster. Medians per iteration from the two iteration logs "
+        "(`data/benchmarks/serving_raw/reference_{h200,h100}_iterations.csv.gz`; the H100 log "
+        "is held out: read here, never fitted), H200 / H100 [ms]:",
+        "",
+        "| model | host time, graph decode iteration | GPU span, graph decode iteration | "
+        "launch time, eager mixed iteration |",
+        "|---|---|---|---|",
+    ]
+    for m in med["h200"][0].index:
+        cells = [f"{a[m]:.2f} / {b[m]:.2f}" for a, b in zip(med["h200"], med["h100"], strict=True)]
+        out.append(f"| {MODEL_NAMES.get(m, m)} | " + " | ".join(cells) + " |")
+    out += [
+        "",
+        "The GPU time of a graph decode iteration grows on the H100 by 1.10-1.25x (less than "
+        "the 1.43x of the datasheet bandwidths: not all of it is bandwidth-bound), while the "
+        "host time shrinks to 0.27-0.59x: a small model, whose iterations are mostly host "
+        "time, decodes as fast or faster on the H100 machine than on the H200 machine "
+        "(Llama-3.2-1B, chat at 50 req/s: TPOT p50 2.6 ms against 3.4 ms). A transfer between "
+        "GPUs cannot know another machine's CPU; the host terms are a property of the serving "
+        "host, not of the GPU.",
+    ]
+    return out
+
+
+def median(v: list[float]) -> float:
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--write", action="store_true", help="replace the section in docs/accuracy.md")
+    args = ap.parse_args()
+    cat = load_catalog()
+    runs = measured_runs()
+    models = [m for m in MODEL_NAMES if any(k[0] == m for k in runs)]
+    rules = {"before": False, "after": True}
+    provs, reps = {}, {}
+    for rule, sib in rules.items():
+        params, provs[rule] = resolve_params(
+            GPU, FW, PREC, catalog=cat, siblings=sib, family="dense"
+        )
+        for m in models:
+            reps[rule, m] = build_replica(m, GPU, PREC, FW, params=params,
+                                          params_source=provs[rule], catalog=cat, **ENGINE)  # fmt: skip
+    rows, errs = [], {}
+    for (model, scen, rate), meas in sorted(
+        runs.items(), key=lambda kv: (models.index(kv[0][0]), kv[0][1], float(kv[0][2]))
+    ):
+        sims = {rule: simulate_run(reps[rule, model], scen, rate) for rule in rules}
+        load = sims["after"][1]
+        row = {
+            "model": MODEL_NAMES[model],
+            "scenario": scen,
+            "rate_rps": rate,
+            "load": f"{load:.0%}",
+        }
+        for key, name, skey, scale in METRICS:
+            mv = meas[key]
+            e = {k: (sims[k][0][skey] * scale / mv - 1) * 100 for k in sims}
+            sv = sims["after"][0][skey] * scale
+            fmt = ",.0f" if scale == 1.0 or mv > 100 else ".1f"
+            row[name] = f"{mv:{fmt}} / {sv:{fmt}} ({e['after']:+.0f}%; before {e['before']:+.0f}%)"
+            if load < 0.8:
+                for k, v in e.items():
+                    errs.setdefault((k, name), []).append(abs(v))
+                    errs.setdefault((k, name, model), []).append(abs(v))
+        rows.append(row)
+    cols = ["model", "scenario", "rate_rps", "load", *[m[1] for m in METRICS]]
+    n = len(errs[("after", "throughput")])
+    lines = [
+        "## Transfer to a sibling GPU: the reference engine on the H100 (held out)",
+        "",
+        "The 20 serving runs of the H200 section below, repeated on one H100 SXM (80 GB) with the "
+        "same engine, traces and settings (`data/benchmarks/reference_h100_serving.csv`, "
+        "2026-12-06; kept out of every fit: `planner.calibration.fit.HELD_OUT_FILES`). The "
+        "planner has no fit for `pytorch` on the H100; it transfers one. **after** = the "
+        f"nearest-sibling rule ({provs['after']}): the H200's bf16 efficiencies and serving terms "
+        "with the H100's own peaks and bandwidth; **before** = the pooled rule it replaced "
+        f"({provs['before']}). Each cell: measured / simulated after (error after; error before). "
+        "TTFT, TPOT, E2E in ms; throughput in output tok/s; load = rate / the analytic saturation "
+        "rate (after). Regenerate with `python scripts/h100_transfer.py --write`.",
+        "",
+        "| " + " | ".join(cols) + " |",
+        "|" + "---|" * len(cols),
+    ]
+    lines += ["| " + " | ".join(str(r.get(c, "")) for c in cols) + " |" for r in rows]
+    lines += [
+        "",
+        f"Median absolute error over the {n} runs below 80 % of saturation:",
+        "",
+        "| metric | after (nearest sibling) | before (pooled) | target (issue 32) |",
+        "|---|---|---|---|",
+    ]
+    for _, name, _, _ in METRICS:
+        t = TARGET.get(name)
+        lines.append(
+            f"| {name} | {median(errs['after', name]):.1f}% | {median(errs['before', name]):.1f}% "
+            f"| {f'{t:g}%' if t else '-'} |"
+        )
+    lines += [
+        "",
+        "By model (after / before, median absolute error of the runs below 80 % of saturation):",
+        "",
+        "| model | runs | " + " | ".join(m[1] for m in METRICS) + " |",
+        "|---|---|" + "---|" * len(METRICS),
+    ]
+    for m in models:
+        k = errs.get(("after", "throughput", m), [])
+        if k:
+            cells = [f"{median(errs['after', name, m]):.1f} / {median(errs['before', name, m]):.1f}%"
+                     for _, name, _, _ in METRICS]  # fmt: skip
+            lines.append(f"| {MODEL_NAMES[m]} | {len(k)} | " + " | ".join(cells) + " |")
+    lines += ["", *host_lines()]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.write:
+        acc = ROOT / "docs" / "accuracy.md"
+        doc = acc.read_text(encoding="utf-8")
+        block = f"{BEGIN}\n{text}{END}\n"
+        if BEGIN in doc:
+            doc = doc[: doc.index(BEGIN)] + block + doc[doc.index(END) + len(END) + 1 :]
+        else:
+            i = doc.find("<!-- serving-comparison:begin -->")
+            doc = doc[:i] + block + "\n" + doc[i:] if i >= 0 else doc.rstrip("\n") + "\n\n" + block
+        acc.write_text(doc, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
