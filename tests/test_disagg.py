@@ -1,0 +1,220 @@
+"""Disaggregated prefill/decode: transfer arithmetic, the link queue, the composed simulation
+and its sizing (planner/serving/disagg.py, disagg_sizing.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planner.catalog.catalog import load_catalog
+from planner.engine.memory import kv_bytes_per_token
+from planner.errors import PlannerError
+from planner.serving import build_replica, run
+from planner.serving.disagg import (
+    TRANSFER_BASE_S,
+    Disaggregated,
+    Pool,
+    build_disagg,
+    kv_link,
+    processor_sharing,
+    simulate_disagg,
+    transfer_bytes,
+    transfer_time_s,
+)
+from planner.serving.disagg_sizing import size_disagg, with_counts
+from planner.workload.slo import SLO
+from planner.workload.workload import Requests, Workload, make_requests
+
+CAT = load_catalog()
+H100 = Pool(gpu="nvidia-h100-sxm", framework="vllm")
+
+
+# --------------------------------------------------------------------------- arithmetic
+def test_deepseek_v3_mla_kv_bytes_and_8k_transfer():
+    m = CAT.model("deepseek-v3")
+    # MLA latent: 61 layers x (kv_lora_rank 512 + qk_rope_head_dim 64) x 2 B = 70,272 B/token
+    assert kv_bytes_per_token(m, 16) == 61 * 576 * 2 == 70_272
+    # an 8k prompt: 8192 x 70,272 = 575,668,224 B (575.7 MB)
+    b = float(transfer_bytes(8192, 70_272))
+    assert b == 575_668_224
+    # over the 8 NICs of an H100 TP8 prefill replica at 50 GB/s each, no efficiency loss:
+    # 575,668,224 / 400e9 = 1.439 ms, + the 0.374 ms base = 1.813 ms
+    t = float(transfer_time_s(b, 8 * 50e9, TRANSFER_BASE_S))
+    assert t == pytest.approx(0.374e-3 + 575_668_224 / 400e9, rel=1e-12)
+    assert t == pytest.approx(1.813e-3, abs=1e-6)
+
+
+def test_mooncake_fit_reproduces_the_published_table():
+    # Mooncake vLLM v1 table (Qwen3-8B, 8x 200 Gb/s RoCE = 200 GB/s): 1.13 GB in 8.84 ms,
+    # 4.50 GB in 31.65 ms, 146 MB in 1.50 ms; the fit (base 0.374 ms, 68.6 % of 200 GB/s)
+    # must be within 7 % of each
+    for nbytes, ms in ((1.13e9, 8.84), (4.50e9, 31.65), (146e6, 1.50)):
+        got = float(transfer_time_s(nbytes, 0.686 * 200e9)) * 1e3
+        assert got == pytest.approx(ms, rel=0.07)
+
+
+def test_processor_sharing_by_hand():
+    # two transfers of 1 GB at t=0 on 1 GB/s share it: both end at 2 s
+    assert processor_sharing([0, 0], [1e9, 1e9], 1e9).tolist() == pytest.approx([2.0, 2.0])
+    # A (1 GB) at 0 alone until 0.5 s (0.5 GB left); B (1 GB) joins: each at 0.5 GB/s,
+    # A ends at 0.5 + 0.5/0.5 = 1.5 s; B has 0.5 GB left, alone: ends at 2.0 s
+    assert processor_sharing([0, 0.5], [1e9, 1e9], 1e9).tolist() == pytest.approx([1.5, 2.0])
+    # far apart: no sharing, each b / C after its arrival
+    assert processor_sharing([0, 10], [2e9, 1e9], 1e9).tolist() == pytest.approx([2.0, 11.0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.floats(0, 5), min_size=1, max_size=12),
+    st.lists(st.floats(1e6, 1e9), min_size=12, max_size=12),
+    st.floats(1e8, 1e10),
+)
+def test_processor_sharing_properties(arr, sizes, cap):
+    a = np.sort(np.array(arr))
+    b = np.array(sizes[: len(a)])
+    fin = processor_sharing(a, b, cap)
+    # no transfer ends before it could alone, and the link never carries more than its rate:
+    # the last end is at least the first arrival + all bytes / capacity
+    assert np.all(fin >= a + b / cap - 1e-9)
+    assert fin.max() >= a.min() + b.sum() / cap - 1e-9
+    # doubling the bandwidth never delays a transfer
+    assert np.all(processor_sharing(a, b, 2 * cap) <= fin + 1e-9)
+
+
+def test_link_kind_from_the_catalog():
+    h100, gb200 = CAT.gpu("nvidia-h100-sxm"), CAT.gpu("nvidia-gb200")
+    # H100: 8-GPU NVLink domain. A 1P1D group of 2 GPUs stays inside: NVLink 450 GB/s;
+    # 16 GPUs span nodes: the scale-out 50 GB/s per GPU (400 Gb/s NDR)
+    assert kv_link(h100, h100, 2) == (h100.interconnect_gbs_unidir * 1e9, "nvlink")
+    assert kv_link(h100, h100, 16) == (50e9, "scale-out")
+    # GB200 NVL72: a 40-GPU group is one rack, NVLink (900 GB/s)
+    assert kv_link(gb200, gb200, 40) == (900e9, "nvlink")
+    assert kv_link(gb200, gb200, 80) == (50e9, "scale-out")
+
+
+def test_transfer_spreads_over_the_ranks_gpus():
+    # TP2 prefill on H100, 1P1D of 3 GPUs: NVLink, 2 GPUs per rank x 450 GB/s x 0.686
+    spec = Disaggregated(prefill=H100.model_copy(update={"tp": 2}), decode=H100, x=1, y=1)
+    d = build_disagg("llama-3.1-8b", spec, catalog=CAT)
+    assert d.link_kind == "nvlink"
+    assert d.link_bytes_s == pytest.approx(2 * 450e9 * 0.686)
+    # Llama-3.1-8B bf16 KV: 32 layers x 2 x 8 heads x 128 x 2 B = 131,072 B/token
+    assert d.kv_bytes_per_token == 131_072
+
+
+# --------------------------------------------------------------------------- bad input
+def test_pool_that_cannot_hold_the_model_names_the_pool():
+    spec = Disaggregated(prefill=Pool(gpu="nvidia-h100-sxm", framework="vllm", tp=8), decode=H100)
+    with pytest.raises(PlannerError, match=r"^deployment\.disaggregated\.decode: ") as e:
+        build_disagg("llama-3.1-70b", spec, catalog=CAT)
+    assert "\n" not in str(e.value)
+
+
+def test_counts_must_be_positive():
+    with pytest.raises(ValueError, match="x"):
+        Disaggregated(prefill=H100, decode=H100, x=0)
+
+
+# --------------------------------------------------------------------------- simulation
+def _reqs(n=60, rate=4.0, prompt=2000, out=50, seed=1):
+    rng = np.random.default_rng(seed)
+    return make_requests(np.cumsum(rng.exponential(1 / rate, n)), [prompt] * n, [out] * n)
+
+
+@pytest.fixture(scope="module")
+def d11():
+    return build_disagg("llama-3.1-8b", Disaggregated(prefill=H100, decode=H100), catalog=CAT)
+
+
+def test_lone_request_ttft_is_the_sum_of_its_stages(d11):
+    # one request: TTFT = prefill (the prefill pool's own first-token time) + transfer
+    # (unshared, base + bytes / link) + the decode pool's first step (the replica alone with
+    # the prompt cached but one token)
+    r = make_requests([0.0], [3000], [20])
+    res = simulate_disagg(d11, r)
+    pre = run(d11.prefill, make_requests([0.0], [3000], [1])).first_token_s[0]
+    xfer = TRANSFER_BASE_S + 3000 * 131_072 / d11.link_bytes_s
+    dec = run(d11.decode, Requests(np.zeros(1), np.array([3000]), np.array([20]), np.array([2999])))
+    assert res.ttft_s[0] == pytest.approx(pre + xfer + dec.first_token_s[0], rel=1e-9)
+    # TPOT is the decode pool's
+    assert res.tpot_s[0] == pytest.approx(dec.tpot_s[0], rel=1e-9)
+    # and the decode pool computed no prefill beyond the one uncached token
+    assert dec.prefill_tokens_computed == 1
+
+
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.floats(1.0, 100.0), st.floats(1.5, 10.0))
+def test_more_link_bandwidth_never_raises_ttft(d11, gbs, factor):
+    reqs = _reqs(n=40, rate=6.0)
+    slow = simulate_disagg(
+        build_disagg(
+            "llama-3.1-8b", d11.spec.model_copy(update={"link_gbs_per_gpu": gbs}), catalog=CAT
+        ),
+        reqs,
+    )
+    fast = simulate_disagg(
+        build_disagg(
+            "llama-3.1-8b",
+            d11.spec.model_copy(update={"link_gbs_per_gpu": gbs * factor}),
+            catalog=CAT,
+        ),
+        reqs,
+    )
+    assert np.all(fast.ttft_s <= slow.ttft_s + 1e-9)
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(256, 8000), st.floats(0.05, 5.0))
+def test_disagg_never_beats_aggregation_when_transfer_exceeds_prefill(prompt, gbs):
+    # a lone request on one GPU of each: the aggregated replica's TTFT is its prefill; the
+    # disaggregated one's is the same prefill + transfer + a decode step. When the transfer
+    # alone exceeds the prefill it frees, disaggregation is at least twice as slow to the
+    # first token, and never faster at any link
+    spec = Disaggregated(prefill=H100, decode=H100, link_gbs_per_gpu=gbs)
+    d = build_disagg("llama-3.1-8b", spec, catalog=CAT)
+    agg = build_replica("llama-3.1-8b", "nvidia-h100-sxm", "bf16", "vllm", catalog=CAT)
+    r = make_requests([0.0], [prompt], [8])
+    t_agg = run(agg, r).ttft_s[0]
+    t_dis = simulate_disagg(d, r).ttft_s[0]
+    xfer = float(transfer_time_s(prompt * d.kv_bytes_per_token, d.link_bytes_s))
+    assert t_dis >= t_agg
+    if xfer > t_agg:
+        assert t_dis >= 2 * t_agg
+
+
+def test_round_robin_spreads_requests_over_the_pools(d11):
+    d = with_counts(d11, 2, 3)
+    res = simulate_disagg(d, _reqs(n=90, rate=8.0))
+    assert res.num_gpus == 5
+    assert np.all(np.isfinite(res.finish_s))
+    # every request produced its tokens and TTFT > prefill-only completion
+    assert np.all(res.first_token_s > res.meta["disagg"]["transfer_done_s"])
+    assert np.all(res.meta["disagg"]["transfer_done_s"] > res.meta["disagg"]["prefill_done_s"])
+
+
+# --------------------------------------------------------------------------- sizing
+def test_sizing_balances_the_pools(d11):
+    w = Workload.model_validate(
+        {
+            "input_tokens": {"kind": "fixed", "tokens": 2000},
+            "output_tokens": {"kind": "fixed", "tokens": 200},
+            "traffic": {"peak_rps": 40},
+        }
+    )
+    slo = SLO.model_validate(
+        {"ttft": {"max_s": 0.5, "percentile": "p99"}, "tpot": {"max_s": 0.02, "percentile": "p99"}}
+    )
+    s = size_disagg(d11, w, slo, 40.0, n_requests=600)
+    assert s.prefill_rps > 0 and s.decode_rps > 0
+    # the group carries the need, and no pair with fewer GPUs would
+    assert s.groups * s.group_rps >= 40.0
+    assert s.group_rps == pytest.approx(min(s.x * s.prefill_rps, s.y * s.decode_rps))
+    for x in range(1, 9):
+        for y in range(1, 9):
+            if x + y < s.num_gpus:
+                assert min(x * s.prefill_rps, y * s.decode_rps) < 40.0
+    assert s.check["slo_ok"]
