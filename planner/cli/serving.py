@@ -24,10 +24,12 @@ from planner.errors import PlannerError
 SIMULATE_EXAMPLE = (
     "planner simulate chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm --precision bf16 "
     "--rate 20 --requests 5000\n  planner simulate batch-offline.yaml --offline --format json"
+    "\n  planner simulate disagg-r1.yaml --rate 4   # deployment: {disaggregated: ...}"
 )
 CAPACITY_EXAMPLE = (
     "planner capacity rag-70b.yaml --gpu nvidia-h100-sxm --framework vllm --precision fp8 "
     "--tp 4 --compare-tp 2,4,8\n  planner capacity chat-8b.yaml --format csv > curve.csv"
+    "\n  planner capacity disagg-r1.yaml   # xPyD: each pool's rate, x:y and the groups"
 )
 SCENARIOS_NOTE = (
     " Scenario files: see the examples/ folder (chat-8b.yaml, rag-70b.yaml, batch-offline.yaml, "
@@ -353,6 +355,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         raise PlannerError(
             f"--warmup {args.warmup:g} leaves none of the {args.requests} requests to score"
         )
+    from planner.cli import disagg
+
+    if (dsc := disagg.disagg_scenario(args)) is not None:
+        return disagg.simulate(args, dsc)
     sc, rep, _cat, prov = _context(args)
     wl = sc.require_workload()
     check_workload_fits(rep, wl, _fit_percentile(sc, args))
@@ -458,6 +464,10 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     from planner.catalog.profile import error_band, load_profile
     from planner.serving import compare_tp, max_rate, size_fleet, throughput_latency_curve
 
+    from planner.cli import disagg
+
+    if (dsc := disagg.disagg_scenario(args)) is not None:
+        return disagg.capacity(args, dsc)
     sc, rep, cat, prov = _context(args)
     wl = sc.require_workload()
     headroom = args.headroom if args.headroom is not None else sc.constraints.headroom
