@@ -462,9 +462,8 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     import numpy as np
 
     from planner.catalog.profile import error_band, load_profile
-    from planner.serving import compare_tp, max_rate, size_fleet, throughput_latency_curve
-
     from planner.cli import disagg
+    from planner.serving import compare_tp, max_rate, size_fleet, throughput_latency_curve
 
     if (dsc := disagg.disagg_scenario(args)) is not None:
         return disagg.capacity(args, dsc)
