@@ -13,6 +13,34 @@ from planner.errors import PlannerError
 DISAGG_EXAMPLE = "planner simulate examples/disagg-r1.yaml --rate 4 --format json"
 
 
+def _emit(obj: Any, fmt: str, stream=None) -> None:
+    from planner.report import emit
+
+    emit(obj, fmt, stream)
+
+
+def _clean(d: dict[str, Any]) -> dict[str, Any]:
+    """JSON-safe values: numpy scalars as Python numbers, non-finite floats as None."""
+    import math
+
+    out = {}
+    for k, v in d.items():
+        v = v.item() if hasattr(v, "item") else v
+        out[k] = None if isinstance(v, float) and not math.isfinite(v) else v
+    return out
+
+
+def _print_blocks(blocks: list[tuple[str, Any]], fmt: str) -> None:
+    import sys
+
+    for i, (title, obj) in enumerate(blocks):
+        if i:
+            sys.stdout.write("\n")
+        if title:
+            sys.stdout.write(f"{title}\n")
+        _emit(obj, fmt, sys.stdout)
+
+
 def disagg_scenario(args: argparse.Namespace):
     """The scenario when its deployment is disaggregated, else None (the usual path)."""
     from planner.scenario import load_scenario
@@ -62,7 +90,6 @@ def simulate(args: argparse.Namespace, sc) -> int:
     """``planner simulate`` of one xPyD group."""
     import numpy as np
 
-    from planner.cli.serving import _clean, _emit, _print_blocks
     from planner.serving.disagg import sample_disagg_requests, simulate_disagg
 
     if args.concurrency or args.offline or args.static:
@@ -125,7 +152,6 @@ def _pool(p, count: int) -> dict[str, Any]:
 
 def capacity(args: argparse.Namespace, sc) -> int:
     """``planner capacity``: each pool's rate, x:y and the groups for the peak."""
-    from planner.cli.serving import _clean, _emit, _print_blocks
     from planner.serving.disagg_sizing import size_disagg
 
     d = _build(args, sc)
