@@ -9,7 +9,11 @@ rows stay as they are and the generic predictor still declines them):
 
 * a worker (replica) of a pool has ``GPUs / workers`` GPUs; with ``DP-attention=true`` its
   attention is data-parallel over the engine's TP ranks (``DEP``: ``tp 1``,
-  ``attention_dp = TP``), otherwise ``tp = TP``; ``EP`` is the expert-parallel size;
+  ``attention_dp = TP``), otherwise ``tp = TP``; ``EP`` is the expert-parallel size. A
+  worker stated as ``TP=1 EP=g`` over ``g`` GPUs runs its attention one GPU per sequence
+  (``attention_dp = g``, whatever the DP-attention flag says). Other shapes (a TP group
+  smaller than the worker, an EP that does not divide the 256 experts: redundant experts
+  of EPLB) are not predicted and say why;
 * speculative decoding (``spec 'mtp'``) is not modelled here (the ``spec`` branch does):
   such rows are predicted without it and reported as their own group.
 
@@ -66,13 +70,19 @@ def disagg_layout(notes: str) -> dict[str, Any] | str:
     for name, tp, ep, dpa, gpus in _POOL.findall(notes):
         tp, ep, gpus = int(tp), int(ep), int(gpus)
         workers = x if name.lower() == "prefill" else y
-        if gpus % workers or gpus // workers != tp:
-            return (
-                f"{name} pool: {gpus} GPUs over {workers} workers is not one TP={tp} group "
-                "per worker"
-            )
+        g = gpus // workers if gpus % workers == 0 else 0
         dp = dpa.lower() == "true"
-        pools[name.lower()] = {"tp": 1 if dp else tp, "attention_dp": tp if dp else 1, "ep": ep}
+        if g and g == tp:
+            pools[name.lower()] = {"tp": 1 if dp else tp, "attention_dp": tp if dp else 1, "ep": ep}
+        elif g and tp == 1 and ep == g:
+            # "TP=1 EP=8 x 8 GPUs" (SGLang on MI355X): attention on one GPU per sequence,
+            # i.e. data-parallel over the worker's GPUs, experts over all of them (DEP)
+            pools[name.lower()] = {"tp": 1, "attention_dp": g, "ep": ep}
+        else:
+            return (
+                f"{name} pool: {gpus} GPUs over {workers} workers is not one TP={tp} (or "
+                f"TP=1 EP={ep}) group per worker"
+            )
     if set(pools) != {"prefill", "decode"}:
         return "disaggregated row without both 'prefill TP=..' and 'decode TP=..' pools"
     if x * pools["prefill"]["tp"] * pools["prefill"]["attention_dp"] != p_gpus:
