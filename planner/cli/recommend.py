@@ -355,11 +355,13 @@ def cmd_recommend(args: argparse.Namespace) -> int:
             sc.model, sc.workload, sc.slo, res.recommendations, need, catalog=cat,
             engine=sc.serving.kwargs(), seed=args.seed,
         )  # fmt: skip
-        if args.disagg == "only" or args.format in ("table", None):
+        if args.disagg == "only":
             _print_disagg(res.summary["disaggregated"], args)
-            if args.disagg == "only":
-                return 0
+            return 0
     _print_recommendation(res, args.format, args.show_rejected, sc.name or args.scenario, args)
+    if args.format == "table" and res.summary.get("disaggregated"):
+        sys.stdout.write("\n")
+        _print_disagg(res.summary["disaggregated"], args)
     return 0
 
 
@@ -378,13 +380,13 @@ def _print_disagg(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
                 f"{r['groups']} x {r['option']} ({r['num_gpus']} GPUs)" if "option" in r else "-"
             ),
             "pays": "yes" if r["pays"] else "no",
-            "why": "; ".join(r["why"]),
         }
         for r in rows
     ]
     sys.stdout.write("aggregated vs disaggregated (same GPUs)\n")
     emit(table, "table" if args.format != "csv" else "csv")
-    sys.stdout.write("\n")
+    for r in rows:
+        sys.stdout.write(f"  {r['gpu']}: " + "; ".join(r["why"]) + "\n")
 
 
 def _fill_reproduce(recs: list[dict[str, Any]], args: argparse.Namespace) -> None:

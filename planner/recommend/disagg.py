@@ -14,7 +14,8 @@ measured terms:
   prefill work is a small share, so there is little interference to remove);
 * **small fleet**: the aggregated fleet has fewer replicas than the smallest group that
   carries the need (a group has at least one replica of each kind);
-* else the aggregated replica already carries more rate per GPU within the SLO.
+* else no saving (the same GPU count) or the aggregated replica carries more rate per
+  GPU within the SLO.
 
 The search itself is unchanged: the comparison runs after it on its few winners (a few
 dozen short simulations per option), so ``recommend`` stays fast.
@@ -51,7 +52,7 @@ def _pool(r: dict[str, Any], engine: dict[str, Any]) -> Pool:
     )
 
 
-def why_not(sz, agg_replicas: int, prefill_idle_s: float) -> list[str]:
+def why_not(sz, agg_replicas: int, prefill_idle_s: float, agg_gpus: int | None = None) -> list[str]:
     """The reasons an xPyD sizing ``sz`` does not beat an aggregated fleet of
     ``agg_replicas`` (see the module docstring); ``prefill_idle_s`` is the TTFT
     percentile prompt's prefill on an idle prefill replica [s]."""
@@ -73,7 +74,10 @@ def why_not(sz, agg_replicas: int, prefill_idle_s: float) -> list[str]:
             f"xPyD answer is {sz.groups} x {sz.x}P{sz.y}D"
         )
     if not out:
-        out.append("the aggregated replica carries more rate per GPU within the SLO")
+        if agg_gpus is not None and sz.num_gpus == agg_gpus:
+            out.append(f"no saving: both need {agg_gpus} GPUs")
+        else:
+            out.append("the aggregated replica carries more rate per GPU within the SLO")
     return out
 
 
@@ -150,6 +154,6 @@ def compare_disagg(
                 )
             )
             idle = float(run(d.prefill, make_requests([0.0], [prompt], [1])).first_token_s[0])
-            row["why"] = why_not(sz, int(r["replicas"]), idle)
+            row["why"] = why_not(sz, int(r["replicas"]), idle, int(r["num_gpus"]))
         rows.append(row)
     return rows
