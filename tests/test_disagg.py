@@ -337,7 +337,7 @@ def test_inferencex_disagg_notes_are_read():
     assert lay["x"] == 1 and lay["y"] == 5 and lay["mtp"]
     assert lay["prefill"] == {"tp": 1, "attention_dp": 4, "ep": 4}  # DEP4
     assert lay["decode"] == {"tp": 8, "attention_dp": 1, "ep": 8}  # TP8 EP8 per worker
-    assert "not one TP=1 group" in disagg_layout(notes.replace("TP=4 EP=4", "TP=1 EP=1"))
+    assert "is not one TP=1" in disagg_layout(notes.replace("TP=4 EP=4", "TP=1 EP=1"))
 
 
 def test_inferencex_disagg_rows_within_the_issue_tolerance():
@@ -351,3 +351,16 @@ def test_inferencex_disagg_rows_within_the_issue_tolerance():
         got = predict_disagg_row(rows[rid], CAT)
         assert not isinstance(got, str), got
         assert got[0] == pytest.approx(float(rows[rid]["value"]), rel=0.25), rid
+
+
+def test_tp1_epg_worker_reads_as_dep():
+    from planner.benchmarks.disagg_rows import disagg_layout
+
+    # SGLang on MI355X: "TP=1 EP=8 ... x 8 GPUs" over one worker: attention one GPU per
+    # sequence (DP 8), experts over all 8 (DEP8)
+    notes = (
+        "disaggregated prefill/decode (8 prefill + 16 decode GPUs, 1P/2D workers); prefill "
+        "TP=1 EP=8 DP-attention=false x 8 GPUs; decode TP=1 EP=8 DP-attention=true x 16 GPUs"
+    )
+    lay = disagg_layout(notes)
+    assert lay["prefill"] == lay["decode"] == {"tp": 1, "attention_dp": 8, "ep": 8}
