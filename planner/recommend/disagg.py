@@ -118,7 +118,7 @@ def compare_disagg(
         try:
             d = build_disagg(model, spec, catalog=catalog, where="disaggregated", **engine)
             sz = size_disagg(d, workload, slo, need_rps, n_requests=n_requests, seed=seed)
-        except PlannerError as e:
+        except (PlannerError, ValueError) as e:  # a pool that cannot be built: say why
             rows.append({**row, "pays": False, "why": [str(e)]})
             continue
         p = sz.x, sz.y
