@@ -364,3 +364,19 @@ def test_tp1_epg_worker_reads_as_dep():
     )
     lay = disagg_layout(notes)
     assert lay["prefill"] == lay["decode"] == {"tp": 1, "attention_dp": 8, "ep": 8}
+
+
+def test_summary_groups_by_source_and_mtp():
+    from planner.benchmarks.disagg_rows import summarize
+
+    rows = [
+        {"source": "a", "mtp": False, "ape": 0.1, "signed": 0.1},
+        {"source": "a", "mtp": False, "ape": 0.3, "signed": -0.3},
+        {"source": "a", "mtp": False, "reason": "not predicted"},
+        {"source": "a", "mtp": True, "ape": 0.5, "signed": -0.5},
+    ]
+    out = {(g["source"], g["mtp"]): g for g in summarize(rows)}
+    # median of 10 % and 30 % = 20 %; the unpredicted row counts in rows, not in predicted
+    assert out[("a", False)]["throughput_mdape"] == pytest.approx(0.2)
+    assert (out[("a", False)]["rows"], out[("a", False)]["predicted"]) == (3, 2)
+    assert out[("a", True)]["median_signed"] == pytest.approx(-0.5)

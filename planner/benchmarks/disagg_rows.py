@@ -211,3 +211,49 @@ def disagg_accuracy(rows: list[Mapping[str, Any]], catalog: Catalog) -> list[dic
             rec["signed"] = p[0] / rec["value"] - 1
         out.append(rec)
     return out
+
+
+def summarize(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """MdAPE and median signed error of :func:`disagg_accuracy`'s rows by source and
+    speculative decoding (``mtp``), plus the not-predicted count."""
+    groups: dict[tuple[str, bool], list[dict[str, Any]]] = {}
+    for r in results:
+        groups.setdefault((r["source"], r["mtp"]), []).append(r)
+    out = []
+    for (src, mtp), rs in sorted(groups.items()):
+        ok = [r for r in rs if "ape" in r]
+        out.append(
+            {
+                "source": src,
+                "mtp": mtp,
+                "rows": len(rs),
+                "predicted": len(ok),
+                "throughput_mdape": float(np.median([r["ape"] for r in ok])) if ok else None,
+                "median_signed": float(np.median([r["signed"] for r in ok])) if ok else None,
+            }
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m planner.benchmarks.disagg_rows [CSV ...]``: predict every disaggregated
+    row (default: data/benchmarks/public_inferencex.csv) and print the errors by source."""
+    import sys
+
+    from planner.benchmarks.io import read_rows
+    from planner.catalog.catalog import load_catalog
+    from planner.report import emit
+
+    paths = (argv if argv is not None else sys.argv[1:]) or [
+        "data/benchmarks/public_inferencex.csv"
+    ]
+    cat = load_catalog()
+    results = []
+    for p in paths:
+        results += disagg_accuracy(read_rows(p)[0], cat)
+    emit(summarize(results), "table")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
