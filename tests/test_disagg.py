@@ -287,8 +287,14 @@ def test_cli_simulate_and_capacity_of_a_disaggregated_scenario(tmp_path):
     assert out.returncode == 0, out.stderr
     c = json.loads(out.stdout)
     assert c["groups"] * c["group_rps"] >= c["need_rps"]
+    # explicit flags replace the pools by one aggregated replica (recommend's reproduce
+    # lines rely on it); an incomplete set says what is missing, in one line
+    agg = _cli("simulate", str(p), "--gpu", "nvidia-h100-sxm", "--framework", "vllm",
+               "--precision", "bf16", "--rate", "4", "--requests", "100", "--format", "json")  # fmt: skip
+    assert agg.returncode == 0, agg.stderr
+    assert "disaggregated" not in json.loads(agg.stdout)
     bad = _cli("simulate", str(p), "--gpu", "nvidia-h200-sxm")
-    assert bad.returncode != 0 and "disaggregated" in bad.stderr
+    assert bad.returncode != 0 and "framework" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
 
 

@@ -42,22 +42,18 @@ def _print_blocks(blocks: list[tuple[str, Any]], fmt: str) -> None:
 
 
 def disagg_scenario(args: argparse.Namespace):
-    """The scenario when its deployment is disaggregated, else None (the usual path)."""
+    """The scenario when its deployment is disaggregated and no ``--gpu`` / ``--framework``
+    / ``--precision`` / layout flag replaces it with one aggregated replica; else None (the
+    usual path)."""
     from planner.scenario import load_scenario
 
     sc = load_scenario(args.scenario)
     if sc.deployment.disaggregated is None:
         return None
-    given = [
-        f"--{k.replace('_', '-')}"
-        for k in ("gpu", "framework", "precision", "tp", "pp", "ep", "attention_dp")
-        if getattr(args, k, None)
-    ]
-    if given:
-        raise PlannerError(
-            f"{', '.join(given)}: the scenario's deployment is disaggregated; set each pool "
-            "under deployment.disaggregated.prefill / .decode instead"
-        )
+    given = [k for k in ("gpu", "framework", "precision", "tp", "pp", "ep", "attention_dp")
+             if getattr(args, k, None)]  # fmt: skip
+    if given:  # the flags name one aggregated replica: they replace the pools (the
+        return None  # recommender's reproduce lines rely on it)
     return sc
 
 
