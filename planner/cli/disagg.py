@@ -10,8 +10,6 @@ from typing import Any
 
 from planner.errors import PlannerError
 
-DISAGG_EXAMPLE = "planner simulate examples/disagg-r1.yaml --rate 4 --format json"
-
 
 def _emit(obj: Any, fmt: str, stream=None) -> None:
     from planner.report import emit
