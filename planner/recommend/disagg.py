@@ -1,8 +1,10 @@
 """Aggregated vs disaggregated (xPyD) for the same GPUs: :func:`compare_disagg`.
 
 For each of the recommender's top aggregated options (one per GPU type, at most ``top``),
-the same GPU, framework, precision and layout become both pools of an xPyD deployment,
-sized for the same need (:func:`planner.serving.disagg_sizing.size_disagg`). The xPyD
+the same GPU, framework and precision become both pools of an xPyD deployment, sized for the
+same need (:func:`planner.serving.disagg_sizing.size_disagg`): the option's own layout in
+both pools, and for a MoE model also ``TP w EP w`` and ``DEP w`` of the same width ``w`` in
+either pool (the pairs published set-ups use); the pair needing the fewest GPUs is shown. The xPyD
 answer *pays* when it needs fewer GPUs than the aggregated fleet (the price per GPU-hour is
 the same, so cost follows the GPU count). Otherwise the comparison says why, from the
 measured terms:
@@ -81,6 +83,21 @@ def why_not(sz, agg_replicas: int, prefill_idle_s: float, agg_gpus: int | None =
     return out
 
 
+def _pool_pairs(pool: Pool, moe: bool) -> list[tuple[Pool, Pool]]:
+    """(prefill, decode) pools to try for one aggregated option: its own layout in both, and
+    for a MoE model of width ``w`` > 1 also ``TP w EP w`` and ``DEP w`` in either pool (the
+    layouts published xPyD set-ups pair: TP prefill with DEP decode, DEP with DEP)."""
+    out = [(pool, pool)]
+    w = pool.tp * pool.attention_dp
+    if not moe or w <= 1:
+        return out
+    tp = pool.model_copy(update={"tp": w, "attention_dp": 1, "ep": w})
+    dep = pool.model_copy(update={"tp": 1, "attention_dp": w, "ep": w})
+    layouts = list(dict.fromkeys([pool, tp, dep]))
+    out += [(a, b) for a in layouts for b in layouts if (a, b) != (pool, pool)]
+    return out
+
+
 def compare_disagg(
     model: str,
     workload: Workload,
@@ -115,20 +132,37 @@ def compare_disagg(
             "aggregated_gpus": r["num_gpus"],
             "disaggregated": True,
         }
-        try:
-            d = build_disagg(model, spec, catalog=catalog, where="disaggregated", **engine)
-            sz = size_disagg(d, workload, slo, need_rps, n_requests=n_requests, seed=seed)
-        except (PlannerError, ValueError) as e:  # a pool that cannot be built: say why
-            rows.append({**row, "pays": False, "why": [str(e)]})
+        best = None
+        err = ""
+        for pre, dec in _pool_pairs(pool, catalog.model(model).is_moe):
+            try:
+                dd = build_disagg(
+                    model,
+                    Disaggregated(prefill=pre, decode=dec),
+                    catalog=catalog,
+                    where="disaggregated",
+                    **engine,
+                )
+                s = size_disagg(dd, workload, slo, need_rps, n_requests=n_requests, seed=seed)
+            except (PlannerError, ValueError) as e:  # a pool that cannot be built: say why
+                err = err or str(e)
+                continue
+            key = (s.num_gpus, -s.group_rps / max(s.num_gpus, 1), pre != pool or dec != pool)
+            if best is None or key < best[0]:
+                best = (key, dd, s)
+        if best is None:
+            rows.append({**row, "pays": False, "why": [err]})
             continue
+        _, d, sz = best
+        spec = d.spec
         p = sz.x, sz.y
         spec = spec.model_copy(update={"x": p[0], "y": p[1]})
         row.update(
             option=spec.label(),
             groups=sz.groups,
             num_gpus=sz.num_gpus,
-            prefill={**pool.model_dump(exclude_none=True), "count": sz.x * sz.groups},
-            decode={**pool.model_dump(exclude_none=True), "count": sz.y * sz.groups},
+            prefill={**spec.prefill.model_dump(exclude_none=True), "count": sz.x * sz.groups},
+            decode={**spec.decode.model_dump(exclude_none=True), "count": sz.y * sz.groups},
             prefill_rps_per_replica=sz.prefill_rps,
             decode_rps_per_replica=sz.decode_rps,
             transfer_s=sz.transfer_s,
