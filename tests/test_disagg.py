@@ -386,3 +386,20 @@ def test_summary_groups_by_source_and_mtp():
     assert out[("a", False)]["throughput_mdape"] == pytest.approx(0.2)
     assert (out[("a", False)]["rows"], out[("a", False)]["predicted"]) == (3, 2)
     assert out[("a", True)]["median_signed"] == pytest.approx(-0.5)
+
+
+def test_pool_pairs_for_moe_and_dense():
+    from planner.recommend.disagg import _pool_pairs
+
+    dep8 = Pool(gpu="nvidia-b200", framework="sglang", precision="fp8", attention_dp=8, ep=8)
+    pairs = _pool_pairs(dep8, moe=True)
+    # own layout, TP8 EP8 and DEP8 (the same as the own one here): 2 distinct layouts -> 4 pairs
+    labels = {(a.layout.label, b.layout.label) for a, b in pairs}
+    assert labels == {
+        ("DEP8", "DEP8"),
+        ("TP8 EP8", "DEP8"),
+        ("DEP8", "TP8 EP8"),
+        ("TP8 EP8", "TP8 EP8"),
+    }
+    assert pairs[0] == (dep8, dep8)
+    assert _pool_pairs(H100, moe=False) == [(H100, H100)]
