@@ -145,7 +145,7 @@ def test_lone_request_ttft_is_the_sum_of_its_stages(d11):
 
 
 @settings(
-    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(st.floats(1.0, 100.0), st.floats(1.5, 10.0))
 def test_more_link_bandwidth_never_raises_ttft(d11, gbs, factor):
