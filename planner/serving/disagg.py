@@ -83,6 +83,7 @@ __all__ = [
     "build_disagg",
     "kv_link",
     "processor_sharing",
+    "sample_disagg_requests",
     "simulate_disagg",
     "transfer_bytes",
     "transfer_time_s",
