@@ -42,8 +42,8 @@ from planner.serving.disagg import (
     DisaggReplicas,
     Pool,
     build_disagg,
-    simulate_disagg,
 )
+from planner.serving.disagg_sizing import closed_loop
 from planner.workload.workload import make_requests
 
 __all__ = ["disagg_layout", "is_disagg_row", "predict_disagg_row"]
@@ -164,27 +164,12 @@ def predict_disagg_row(
     o = np.maximum(rng.integers(lens[1][0], lens[1][1] + 1, n), 1)
     gaps = rng.exponential(1.0, n)
     mean_tok = float(i.mean() + o.mean())
-
-    def little(rate: float) -> tuple[float, float]:
-        r = simulate_disagg(d, make_requests(np.cumsum(gaps) / rate, i, o))
-        keep = slice(n // 4, n - n // 8)  # steady part: no ramp-up, no draining tail
-        e2e = float(np.mean(r.e2e_s[keep]))
-        return rate * e2e, e2e
-
-    # bracket: Little's law at light load gives rate = C / E2E(0)
-    _, e0 = little(1e-3)
-    hi = 2.0 * conc / e0
-    lo = hi / 512
-    for _ in range(iters):
-        mid = float(np.sqrt(lo * hi))
-        if little(mid)[0] < conc:
-            lo = mid
-        else:
-            hi = mid
-    rate = float(np.sqrt(lo * hi))
+    rate, res = closed_loop(d, make_requests(np.cumsum(gaps), i, o), float(conc), iters=iters)
     note = (
         f"{d.spec.label()} ({d.num_gpus} GPUs, link {d.link_kind}); closed loop of {int(conc)} "
-        f"by Little's law at {rate:.3g} req/s" + ("; MTP not modelled" if lay["mtp"] else "")
+        f"by Little's law at {rate:.3g} req/s, TPOT mean {np.nanmean(res.tpot_s) * 1e3:.1f} ms, "
+        f"TTFT mean {np.mean(res.ttft_s) * 1e3:.0f} ms"
+        + ("; MTP not modelled" if lay["mtp"] else "")
     )
     return rate * mean_tok, note
 

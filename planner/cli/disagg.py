@@ -85,25 +85,36 @@ def simulate(args: argparse.Namespace, sc) -> int:
     import numpy as np
 
     from planner.serving.disagg import sample_disagg_requests, simulate_disagg
+    from planner.serving.disagg_sizing import closed_loop
 
-    if args.concurrency or args.offline or args.static:
+    if args.offline or args.static or (args.concurrency and args.rate is not None):
         raise PlannerError(
-            "--concurrency / --offline / --static: a disaggregated deployment is simulated "
-            "open loop only (use --rate)"
+            "--offline / --static / --rate with --concurrency: a disaggregated deployment is "
+            "simulated open loop at --rate, or as a closed loop of --concurrency clients"
         )
     d = _build(args, sc)
     wl = sc.require_workload()
     groups = args.replicas or 1
     rate = args.rate if args.rate is not None else wl.traffic.peak() / groups
-    reqs = sample_disagg_requests(d, wl, args.requests, np.random.default_rng(args.seed), rate)
-    res = simulate_disagg(d, reqs)
+    rng = np.random.default_rng(args.seed)
+    if args.concurrency:  # a closed loop, by Little's law over the open-loop composition
+        reqs = sample_disagg_requests(d, wl, args.requests, rng, 1.0)
+        rate, res = closed_loop(d, reqs, float(args.concurrency))
+        groups = 1
+    else:
+        reqs = sample_disagg_requests(d, wl, args.requests, rng, rate)
+        res = simulate_disagg(d, reqs)
     s = res.summary(sc.slo, warmup_frac=args.warmup)
     head = {
         "scenario": sc.name or args.scenario,
         "deployment": d.label(),
         "num_gpus": d.num_gpus,
-        "mode": "open loop, disaggregated (TTFT = prefill queue + prefill + transfer + "
-        "first decode step)",
+        "mode": (
+            f"closed loop of {args.concurrency} clients (Little's law), "
+            if args.concurrency
+            else "open loop, "
+        )
+        + "disaggregated (TTFT = prefill queue + prefill + transfer + first decode step)",
         "rate_rps": rate,
         "groups": groups,
         "requests": s["requests"],

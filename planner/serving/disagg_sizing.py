@@ -42,10 +42,11 @@ from planner.serving.disagg import (
 )
 from planner.serving.probe import run
 from planner.serving.replica import Replica, check_fits
+from planner.serving.result import SimResult
 from planner.workload.slo import SLO
 from planner.workload.workload import Requests, Workload
 
-__all__ = ["DisaggSizing", "pool_rate", "size_disagg"]
+__all__ = ["DisaggSizing", "closed_loop", "pool_rate", "size_disagg", "with_counts"]
 
 
 @dataclass(frozen=True)
@@ -273,3 +274,34 @@ def with_counts(d: DisaggReplicas, x: int, y: int) -> DisaggReplicas:
     return DisaggReplicas(
         spec, d.prefill, d.decode, d.link_bytes_s, d.link_kind, d.kv_bytes_per_token
     )
+
+
+def closed_loop(
+    d: DisaggReplicas, reqs: Requests, concurrency: float, *, iters: int = 14
+) -> tuple[float, SimResult]:
+    """A closed loop of ``concurrency`` clients on ``d``, by Little's law: the arrival rate
+    [req/s] at which ``rate x mean E2E(rate) = concurrency`` (bisection in log rate; the
+    left side grows with the rate), and the open-loop run at that rate. ``reqs``' arrival
+    gaps are rescaled (mean gap 1 s first); the mean E2E is taken over the steady part
+    (the first quarter and the last eighth of the requests left out)."""
+    if not concurrency or concurrency <= 0:
+        raise PlannerError(f"concurrency must be > 0 (got {concurrency})")
+    n = len(reqs)
+    unit = reqs.arrival_s / max(reqs.arrival_s[-1], 1e-12) * n
+    keep = slice(n // 4, n - n // 8)
+
+    def little(rate: float) -> tuple[float, SimResult]:
+        r = simulate_disagg(d, _scaled(reqs, unit, rate))
+        return rate * float(np.mean(r.e2e_s[keep])), r
+
+    e0 = little(1e-3)[0] / 1e-3  # E2E at light load: rate = C / E2E(0) bounds the answer
+    hi = 2.0 * concurrency / e0
+    lo = hi / 512
+    for _ in range(iters):
+        mid = math.sqrt(lo * hi)
+        if little(mid)[0] < concurrency:
+            lo = mid
+        else:
+            hi = mid
+    rate = math.sqrt(lo * hi)
+    return rate, little(rate)[1]
