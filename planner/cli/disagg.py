@@ -61,6 +61,7 @@ def _build(args: argparse.Namespace, sc):
     cat = load_catalog(args.data_dir)
     return sc.build_disagg(
         catalog=cat,
+        profile_path=args.calibration,
         max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens,
     )

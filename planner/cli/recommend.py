@@ -353,7 +353,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         need = sc.workload.traffic.peak() * (1 + c.headroom)
         res.summary["disaggregated"] = compare_disagg(
             sc.model, sc.workload, sc.slo, res.recommendations, need, catalog=cat,
-            engine=sc.serving.kwargs(), seed=args.seed,
+            engine=sc.serving.kwargs(), seed=args.seed, profile=profile,
         )  # fmt: skip
         if args.disagg == "only":
             _print_disagg(res.summary["disaggregated"], args)

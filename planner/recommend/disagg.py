@@ -110,11 +110,13 @@ def compare_disagg(
     top: int = 2,
     n_requests: int = 600,
     seed: int = 0,
+    profile: Any = None,
 ) -> list[dict[str, Any]]:
     """One row per compared option: the aggregated GPUs, the xPyD sizing with the same
     GPUs, ``disaggregated`` / ``prefill`` / ``decode`` (sub-deployments with counts),
     ``pays`` and ``why``. An option whose pools cannot be built or sized says so in
-    ``why``."""
+    ``why``. ``profile``: the calibration profile the search used (default: the bundled
+    one), so both answers use the same efficiency parameters."""
     engine = dict(engine or {})
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -141,6 +143,7 @@ def compare_disagg(
                     Disaggregated(prefill=pre, decode=dec),
                     catalog=catalog,
                     where="disaggregated",
+                    profile=profile,
                     **engine,
                 )
                 s = size_disagg(dd, workload, slo, need_rps, n_requests=n_requests, seed=seed)

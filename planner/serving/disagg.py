@@ -66,6 +66,7 @@ from pydantic import Field
 
 from planner.catalog.catalog import Catalog, load_catalog
 from planner.catalog.layout import Layout, layout_of
+from planner.catalog.profile import model_family, resolve_params
 from planner.catalog.records import Accelerator, Frozen, ModelArch
 from planner.engine.memory import kv_bytes_per_token
 from planner.errors import MissingDataError, PlannerError
@@ -181,12 +182,17 @@ def build_disagg(
     *,
     catalog: Catalog | None = None,
     where: str = "deployment.disaggregated",
+    profile: Any = None,
+    profile_path: Any = None,
     **engine: Any,
 ) -> DisaggReplicas:
     """Build both pools of ``spec`` for ``model``.
 
     ``engine``: engine overrides for both pools (a pool's own ``max_num_seqs`` /
-    ``max_num_batched_tokens`` win).
+    ``max_num_batched_tokens`` win). Each pool's efficiency parameters are resolved for its
+    own GPU, framework and precision (:func:`planner.catalog.profile.resolve_params`, the
+    bundled calibration profile unless ``profile`` / ``profile_path`` is given), as an
+    aggregated replica's are, unless ``engine`` passes ``params`` for both.
 
     Raises
     ------
@@ -203,6 +209,17 @@ def build_disagg(
             if getattr(p, k) is not None:
                 kw[k] = getattr(p, k)
         try:
+            if "params" not in kw:
+                m = cat.model_ref(model, None) if isinstance(model, str) else model
+                kw["params"], kw["params_source"] = resolve_params(
+                    p.gpu,
+                    p.framework,
+                    p.precision,
+                    profile_path,
+                    cat,
+                    profile=profile,
+                    family=model_family(m),
+                )
             reps[name] = build_replica(
                 model,
                 p.gpu,
