@@ -25,6 +25,7 @@ dozen short simulations per option), so ``recommend`` stays fast.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from planner.catalog.catalog import Catalog
@@ -41,6 +42,13 @@ DISAGG_MODES = ("auto", "off", "only")
 
 
 def _pool(r: dict[str, Any], engine: dict[str, Any]) -> Pool:
+    """The option's replica as a pool, with the engine limits the search used (its
+    ``reproduce`` line states them per attention rank, as a pool takes them)."""
+    limits = {}
+    for key, flag in (("max_num_seqs", "--max-num-seqs"), ("max_num_batched_tokens",
+                      "--max-num-batched-tokens")):  # fmt: skip
+        m = re.search(rf"{flag} (\d+)", r.get("reproduce") or "")
+        limits[key] = int(m.group(1)) if m else engine.get(key)
     return Pool(
         gpu=r["gpu"],
         framework=r["framework"],
@@ -50,7 +58,7 @@ def _pool(r: dict[str, Any], engine: dict[str, Any]) -> Pool:
         pp=r.get("pp", 1),
         ep=r.get("ep", 1),
         attention_dp=r.get("attention_dp", 1),
-        max_num_seqs=r.get("max_num_seqs") or engine.get("max_num_seqs"),
+        **limits,
     )
 
 

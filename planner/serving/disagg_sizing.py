@@ -3,8 +3,10 @@ x:y ratio, and the number of xPyD groups a rate needs (:func:`size_disagg`).
 
 * **Decode capacity** (per decode replica): the largest arrival rate at which the decode
   pool alone (requests arriving with their prompt in KV, ``cached_tokens = prompt - 1``)
-  meets the TPOT target; its TTFT share (decode queueing + the first decode step, at the
-  TTFT target's percentile) is measured at that rate.
+  meets the TPOT target and keeps its TTFT share (decode queueing + the first decode step,
+  at the TTFT target's percentile) within :data:`DECODE_TTFT_SHARE` (a quarter) of the
+  TTFT target: without that a decode pool past saturation would still pass on TPOT, its
+  queue growing. The share it actually takes is measured at that rate.
 * **Prefill capacity** (per prefill replica): the largest rate at which the prefill pool
   (one output token per request) meets ``TTFT target - transfer - decode share`` at the
   TTFT percentile, the transfer taken unshared for the percentile's prompt
@@ -46,7 +48,18 @@ from planner.serving.result import SimResult
 from planner.workload.slo import SLO
 from planner.workload.workload import Requests, Workload
 
-__all__ = ["DisaggSizing", "closed_loop", "pool_rate", "size_disagg", "with_counts"]
+#: the share of the TTFT target the decode pool may take (its queueing + first step); the
+#: prefill pool gets the rest less the transfer
+DECODE_TTFT_SHARE = 0.25
+
+__all__ = [
+    "DECODE_TTFT_SHARE",
+    "DisaggSizing",
+    "closed_loop",
+    "pool_rate",
+    "size_disagg",
+    "with_counts",
+]
 
 
 @dataclass(frozen=True)
@@ -94,45 +107,73 @@ def _scaled(base: Requests, unit_arrivals: np.ndarray, rate: float, **over: Any)
     return Requests(**cols, shared_prefix_tokens=base.shared_prefix_tokens)
 
 
+def _tiled(reqs: Requests, unit: np.ndarray, n: int) -> tuple[Requests, np.ndarray]:
+    """``reqs`` repeated to ``n`` requests (lengths cycled, unit-rate gaps continued)."""
+    if n <= len(reqs):
+        return reqs, unit
+    gaps = np.diff(unit, prepend=0.0)
+    idx = np.arange(n) % len(reqs)
+    out = Requests(
+        reqs.arrival_s[idx],
+        reqs.input_tokens[idx],
+        reqs.output_tokens[idx],
+        reqs.cached_tokens[idx],
+        reqs.shared_prefix_tokens,
+    )
+    return out, np.cumsum(gaps[idx])
+
+
 def pool_rate(
     replica: Replica,
     reqs: Requests,
-    metric: str,
-    pct: float,
-    limit_s: float,
+    checks: list[tuple[str, float, float]],
     *,
+    report_pct: float = 99.0,
     rel_tol: float = 0.03,
     max_evals: int = 24,
+    max_requests: int = 40_000,
 ) -> tuple[float, float]:
     """Largest rate [req/s] at which ``replica`` serving ``reqs`` (their arrival gaps
-    rescaled) keeps ``metric`` (``ttft`` or ``tpot``) at percentile ``pct`` within
-    ``limit_s``; and the TTFT at ``pct`` at that rate [s]. 0 when even a light load misses.
-    The first quarter of the requests is warm-up (not scored)."""
-    if limit_s <= 0:
+    rescaled) keeps every ``(metric, percentile, limit_s)`` of ``checks`` (metric ``ttft``
+    or ``tpot``); and the TTFT at ``report_pct`` at that rate [s]. 0 when even a light load
+    misses.
+
+    A finite run hides an overload while it holds fewer requests than the batch would grow
+    to, so each rate runs at least ``4 x rate x mean E2E`` requests (the sample cycled, at
+    most ``max_requests``) and scores those after the first quarter. The bracket starts at
+    the all-at-once throughput of the sample and doubles while the checks pass."""
+    if any(lim <= 0 for _, _, lim in checks):
         return 0.0, float("nan")
-    unit = reqs.arrival_s / max(reqs.arrival_s[-1], 1e-12) * len(reqs)  # mean gap 1 s
     check_fits(replica, reqs)
-    lo_n = len(reqs) // 4
+    unit0 = reqs.arrival_s / max(reqs.arrival_s[-1], 1e-12) * len(reqs)  # mean gap 1 s
+    e2e_est = [0.0]
 
     def score(rate: float) -> tuple[bool, float]:
-        r = run(replica, _scaled(reqs, unit, rate))
-        x = getattr(r, f"{metric}_s")[lo_n:]
-        x = x[~np.isnan(x)]
-        v = float(np.percentile(x, pct)) if len(x) else 0.0
-        ttft = float(np.percentile(r.ttft_s[lo_n:], pct))
-        return v <= limit_s, ttft
+        n = int(min(max(len(reqs), 4 * rate * e2e_est[0]), max_requests))
+        rq, unit = _tiled(reqs, unit0, n)
+        r = run(replica, _scaled(rq, unit, rate))
+        lo_n = len(rq) // 4
+        e2e_est[0] = max(e2e_est[0], float(np.mean(r.e2e_s[lo_n:])))
+        ok = True
+        for metric, pct, lim in checks:
+            x = getattr(r, f"{metric}_s")[lo_n:]
+            x = x[~np.isnan(x)]
+            ok = ok and (float(np.percentile(x, pct)) if len(x) else 0.0) <= lim
+        return ok, float(np.percentile(r.ttft_s[lo_n:], report_pct))
 
-    # saturation: requests / busy time of an all-at-once run
     sat = run(replica, _scaled(reqs, np.zeros(len(reqs)), 1.0))
     hi = len(reqs) / max(sat.busy_s, 1e-12)
-    ok_lo, ttft_lo = score(hi * 0.02)
+    lo = hi * 0.02
+    ok_lo, best_ttft = score(lo)
     if not ok_lo:
-        return 0.0, ttft_lo
-    lo, best_ttft = hi * 0.02, ttft_lo
-    ok_hi, ttft_hi = score(hi * 0.95)
-    if ok_hi:
-        return hi * 0.95, ttft_hi
-    hi = hi * 0.95
+        return 0.0, best_ttft
+    for _ in range(8):  # the bracket: double while the checks pass
+        ok, t = score(hi)
+        if not ok:
+            break
+        lo, best_ttft, hi = hi, t, 2 * hi
+    else:
+        return lo, best_ttft
     for _ in range(max_evals):
         if hi - lo <= rel_tol * lo:
             break
@@ -196,13 +237,16 @@ def size_disagg(
         base.shared_prefix_tokens,
     )
     t_pct = slo.ttft.percentile if slo.ttft else 99.0
+    checks = []
     if slo.tpot is not None:
-        d_rps, d_ttft = pool_rate(d.decode, dec_req, "tpot", slo.tpot.percentile, slo.tpot.max_s)
-    else:  # no TPOT target: the decode pool's own TTFT share decides, at a tenth of the budget
-        d_rps, d_ttft = pool_rate(d.decode, dec_req, "ttft", t_pct, 0.1 * slo.ttft.max_s)
+        checks.append(("tpot", slo.tpot.percentile, slo.tpot.max_s))
+    if slo.ttft is not None:  # decode queueing + first step: its share of the TTFT target
+        checks.append(("ttft", t_pct, DECODE_TTFT_SHARE * slo.ttft.max_s))
+    d_rps, d_ttft = pool_rate(d.decode, dec_req, checks, report_pct=t_pct)
     if d_rps <= 0:
         raise PlannerError(
-            f"decode pool ({d.decode.label()}) misses the TPOT target even at light load"
+            f"decode pool ({d.decode.label()}) misses the TPOT target (or its "
+            f"{DECODE_TTFT_SHARE:.0%} share of the TTFT target) even at light load"
         )
     p_tokens = float(np.percentile(base.input_tokens, t_pct))
     xfer = float(
@@ -219,7 +263,7 @@ def size_disagg(
     )
     if slo.ttft is not None:
         budget = slo.ttft.max_s - xfer - d_ttft
-        p_rps, _ = pool_rate(d.prefill, pre_req, "ttft", t_pct, budget)
+        p_rps, _ = pool_rate(d.prefill, pre_req, [("ttft", t_pct, budget)], report_pct=t_pct)
         if p_rps <= 0:
             raise PlannerError(
                 f"prefill pool ({d.prefill.label()}) misses its TTFT budget of {budget:.3f} s "
