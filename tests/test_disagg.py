@@ -417,3 +417,9 @@ def test_closed_loop_closes_littles_law(d11):
     assert rate * np.mean(res.e2e_s[keep]) == pytest.approx(16.0, rel=0.02)
     with pytest.raises(PlannerError, match="concurrency"):
         closed_loop(d11, reqs, 0)
+
+
+def test_fewer_requests_than_replicas(d11):
+    # 2 requests on 3P4D: the idle replicas are skipped, both requests complete
+    res = simulate_disagg(with_counts(d11, 3, 4), make_requests([0.0, 0.1], [500, 800], [5, 5]))
+    assert np.all(np.isfinite(res.finish_s)) and res.num_gpus == 7

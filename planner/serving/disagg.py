@@ -368,7 +368,9 @@ def simulate_disagg(d: DisaggReplicas, reqs: Requests) -> SimResult:
 
     Returns a :class:`SimResult` whose TTFT spans prefill queueing, prefill, transfer and
     the first decode step, and whose ``meta["disagg"]`` holds the per-request stage times
-    (``prefill_done_s``, ``transfer_start_s``, ``transfer_done_s``) and the link used.
+    (``prefill_done_s``: the transfer's start too, ``transfer_done_s``), the bytes sent and
+    the link used. A pool replica that gets no request (fewer requests than replicas)
+    idles.
     """
     x, y = d.spec.x, d.spec.y
     n = len(reqs)
@@ -386,7 +388,7 @@ def simulate_disagg(d: DisaggReplicas, reqs: Requests) -> SimResult:
     pre_done = np.full(n, np.nan)
     pre_busy = pre_iters = 0.0
     pf_tokens = 0
-    for i in range(x):
+    for i in range(min(x, n)):
         sel = np.arange(i, n, x)
         r = run(d.prefill, _subset(pre_req, sel))
         pre_done[sel] = r.first_token_s
@@ -414,7 +416,7 @@ def simulate_disagg(d: DisaggReplicas, reqs: Requests) -> SimResult:
     busy = pre_busy
     iters = pre_iters
     kv_mean = kv_max = area = 0.0
-    for j in range(y):
+    for j in range(min(y, n)):
         sel = order[dec_of[order] == j]
         sub = _subset(reqs, sel, arrival_s=xfer_done[sel], cached_tokens=cached[sel])
         check_fits(dec, sub)
