@@ -17,6 +17,13 @@ peak_rps?``). Example::
       attainment: 0.99
     constraints: {headroom: 0.2}
     deployment: {gpu: nvidia-h100-sxm, framework: vllm, precision: bf16, tp: 1}
+    # or disaggregated prefill/decode (xPyD, planner.serving.disagg):
+    # deployment:
+    #   disaggregated:
+    #     prefill: {gpu: nvidia-b200, framework: sglang, precision: fp8, tp: 4}
+    #     decode: {gpu: nvidia-b200, framework: sglang, precision: fp8, tp: 8}
+    #     x: 1
+    #     y: 2
 
 Relative paths (``traffic.trace_path``, histogram ``path``) resolve against the folder of
 the scenario file.
@@ -36,6 +43,7 @@ from planner.catalog.records import Frozen, field_error
 from planner.errors import PlannerError, read_text, shown
 from planner.files import load_yaml
 from planner.recommend.constraints import Constraints
+from planner.serving.disagg import Disaggregated, DisaggReplicas, Pool, build_disagg
 from planner.serving.replica import build_replica
 from planner.workload.slo import SLO
 from planner.workload.workload import Workload, resolve_path
@@ -61,6 +69,9 @@ class Deployment(Frozen):
     pp: int = Field(1, gt=0)
     ep: int = Field(1, gt=0, description="expert-parallel size (MoE models)")
     attention_dp: int = Field(1, gt=0, description="attention data-parallel ranks (MoE models)")
+    disaggregated: Disaggregated | None = Field(
+        None, description="prefill and decode pools (xPyD) instead of one replica kind"
+    )
 
     @model_validator(mode="after")
     def _width_rule(self) -> Deployment:
@@ -126,6 +137,15 @@ class Scenario(Frozen):
         if self.classes and len(self.classes) < 2:
             raise ValueError("'classes' needs at least two classes (or use 'workload')")
         return self
+
+    def build_disagg(self, catalog=None, **engine: Any) -> DisaggReplicas:
+        """Both pools of the scenario's ``deployment.disaggregated`` (one-line errors name
+        the pool: ``deployment.disaggregated.decode: ...``)."""
+        spec = self.deployment.disaggregated
+        if spec is None:
+            raise PlannerError("the scenario's deployment has no 'disaggregated' section")
+        kw = {**self.serving.kwargs(), **{k: v for k, v in engine.items() if v is not None}}
+        return build_disagg(self.model, spec, catalog=catalog, **kw)
 
     def require_workload(self) -> Workload:
         """The single workload; a clear error for a multi-class scenario."""
@@ -218,6 +238,8 @@ def _known_fields() -> set[str]:
     for cls in (
         Scenario,
         Deployment,
+        Disaggregated,
+        Pool,
         EngineOverrides,
         Constraints,
         SLO,

@@ -31,6 +31,7 @@ RECOMMEND_EXAMPLE = """\
   planner recommend examples/rag-70b.yaml --objective latency --top 3 --format md
   planner recommend examples/rag-70b.yaml --price-basis own --top 3
   planner recommend examples/chat-8b.yaml --segment hyperscaler-owned --format json
+  planner recommend examples/rag-70b.yaml --disagg only   # aggregated vs xPyD, same GPUs
   planner recommend --model llama-3.1-70b --peak-rps 50 --input-tokens 1500 \\
       --output-tokens 300 --ttft-p99 2 --tpot-p99 0.05 --gpus h100,h200,mi300x
   planner recommend --model llama-3.1-8b --preset chat --peak-rps 20 \\
@@ -193,6 +194,10 @@ def register(subparsers: Any) -> None:
         "with tokens/s per GPU from the bisected capacity",
     )
     c.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
+    c.add_argument("--disagg", choices=("auto", "off", "only"), default="auto",
+                   help="also size disaggregated prefill/decode (xPyD) with the top options' "
+                   "GPUs and say whether it pays (auto, default), skip it (off), or show "
+                   "only the xPyD comparison (only)")  # fmt: skip
     p.set_defaults(func=cmd_recommend)
 
 
@@ -383,8 +388,46 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     from planner.cli.buyer_views import label_segment
 
     label_segment(res, args)
+    if args.disagg != "off" and res.recommendations:
+        from planner.recommend.disagg import compare_disagg
+
+        need = sc.workload.traffic.peak() * (1 + c.headroom)
+        res.summary["disaggregated"] = compare_disagg(
+            sc.model, sc.workload, sc.slo, res.recommendations, need, catalog=cat,
+            engine=sc.serving.kwargs(), seed=args.seed, profile=profile,
+        )  # fmt: skip
+        if args.disagg == "only":
+            _print_disagg(res.summary["disaggregated"], args)
+            return 0
     _print_recommendation(res, args.format, _per_reason(args), sc.name or args.scenario, args)
+    if args.format == "table" and res.summary.get("disaggregated"):
+        sys.stdout.write("\n")
+        _print_disagg(res.summary["disaggregated"], args)
     return 0
+
+
+def _print_disagg(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    """The xPyD comparison (``--disagg only`` prints just this, JSON as a list)."""
+    from planner.report import emit
+
+    if args.format == "json":
+        emit(rows, "json")
+        return
+    table = [
+        {
+            "gpu": r["gpu"],
+            "aggregated": f"{r['aggregated']} ({r['aggregated_gpus']} GPUs)",
+            "disaggregated": (
+                f"{r['groups']} x {r['option']} ({r['num_gpus']} GPUs)" if "option" in r else "-"
+            ),
+            "pays": "yes" if r["pays"] else "no",
+        }
+        for r in rows
+    ]
+    sys.stdout.write("aggregated vs disaggregated (same GPUs)\n")
+    emit(table, "table" if args.format != "csv" else "csv")
+    for r in rows:
+        sys.stdout.write(f"  {r['gpu']}: " + "; ".join(r["why"]) + "\n")
 
 
 def _fill_reproduce(recs: list[dict[str, Any]], args: argparse.Namespace) -> None:

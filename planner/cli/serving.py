@@ -24,10 +24,12 @@ from planner.errors import PlannerError
 SIMULATE_EXAMPLE = (
     "planner simulate chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm --precision bf16 "
     "--rate 20 --requests 5000\n  planner simulate batch-offline.yaml --offline --format json"
+    "\n  planner simulate disagg/disagg-r1.yaml --rate 4   # two pools (xPyD)"
 )
 CAPACITY_EXAMPLE = (
     "planner capacity rag-70b.yaml --gpu nvidia-h100-sxm --framework vllm --precision fp8 "
     "--tp 4 --compare-tp 2,4,8\n  planner capacity chat-8b.yaml --format csv > curve.csv"
+    "\n  planner capacity disagg/disagg-r1.yaml   # xPyD: pool rates, x:y, groups"
 )
 SCENARIOS_NOTE = (
     " Scenario files: see the examples/ folder (chat-8b.yaml, rag-70b.yaml, batch-offline.yaml, "
@@ -363,6 +365,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         raise PlannerError(
             f"--warmup {args.warmup:g} leaves none of the {args.requests} requests to score"
         )
+    from planner.cli import disagg
+
+    if (dsc := disagg.disagg_scenario(args)) is not None:
+        return disagg.simulate(args, dsc)
     sc, rep, _cat, prov = _context(args)
     wl = sc.require_workload()
     check_workload_fits(rep, wl, _fit_percentile(sc, args))
@@ -471,6 +477,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     import numpy as np
 
     from planner.catalog.profile import error_band, load_profile
+    from planner.cli import disagg
     from planner.serving import compare_tp, max_rate, size_fleet, throughput_latency_curve
 
     if args.no_curve and args.format == "csv":
@@ -478,6 +485,8 @@ def cmd_capacity(args: argparse.Namespace) -> int:
             "--no-curve would be ignored: the CSV output is the curve; drop --no-curve or use "
             "--format table or json"
         )
+    if (dsc := disagg.disagg_scenario(args)) is not None:
+        return disagg.capacity(args, dsc)
     sc, rep, cat, prov = _context(args)
     wl = sc.require_workload()
     headroom = args.headroom if args.headroom is not None else sc.constraints.headroom

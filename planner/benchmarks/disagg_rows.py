@@ -1,0 +1,244 @@
+"""Published disaggregated (xPyD) rows: their layout parsed from the notes, and a prediction
+by the composed simulation (:func:`planner.serving.disagg.simulate_disagg`).
+
+InferenceX's multi-node rows (``data/benchmarks/public_inferencex.csv``) are tagged
+``layout_unsupported: disaggregated prefill/decode (4 prefill + 8 decode GPUs, 1P/1D
+workers)`` and state each pool as ``prefill TP=4 EP=4 DP-attention=true x 4 GPUs; decode
+TP=8 EP=8 DP-attention=false x 8 GPUs``. :func:`disagg_layout` reads them (additively: the
+rows stay as they are and the generic predictor still declines them):
+
+* a worker (replica) of a pool has ``GPUs / workers`` GPUs; with ``DP-attention=true`` its
+  attention is data-parallel over the engine's TP ranks (``DEP``: ``tp 1``,
+  ``attention_dp = TP``), otherwise ``tp = TP``; ``EP`` is the expert-parallel size. A
+  worker stated as ``TP=1 EP=g`` over ``g`` GPUs runs its attention one GPU per sequence
+  (``attention_dp = g``, whatever the DP-attention flag says). Other shapes (a TP group
+  smaller than the worker, an EP that does not divide the 256 experts: redundant experts
+  of EPLB) are not predicted and say why;
+* speculative decoding (``spec 'mtp'``) is not modelled here (the ``spec`` branch does):
+  such rows are predicted without it and reported as their own group.
+
+A ``concurrency`` row is a closed loop of ``C`` clients. The composition is open loop, so
+the row is predicted at the arrival rate ``lambda`` where Little's law closes the loop:
+``lambda x mean E2E(lambda) = C`` (bisection in ``lambda``; the left side grows with it),
+and the throughput is ``lambda x (mean input + mean output)`` tokens per second over all
+GPUs of both pools (InferenceX divides by prefill + decode GPUs).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from planner.benchmarks.random_lengths import inferencex_random_bounds, random_dataset_tags
+from planner.benchmarks.schema import cell, number
+from planner.catalog.catalog import Catalog
+from planner.catalog.profile import model_family, resolve_efficiency
+from planner.errors import PlannerError
+from planner.serving.disagg import (
+    Disaggregated,
+    DisaggReplicas,
+    Pool,
+    build_disagg,
+)
+from planner.serving.disagg_sizing import closed_loop
+from planner.workload.workload import make_requests
+
+__all__ = ["disagg_layout", "is_disagg_row", "predict_disagg_row"]
+
+_TAG = "disaggregated prefill/decode"
+_COUNTS = re.compile(r"(\d+) prefill \+ (\d+) decode GPUs, (\d+)P/(\d+)D workers")
+_POOL = re.compile(
+    r"(prefill|decode) TP=(\d+) EP=(\d+) DP-attention=(true|false) x (\d+) GPUs", re.I
+)
+
+
+def is_disagg_row(row: Mapping[str, Any]) -> bool:
+    return _TAG in cell(row, "notes")
+
+
+def disagg_layout(notes: str) -> dict[str, Any] | str:
+    """``{x, y, prefill: {tp, ep, attention_dp}, decode: {...}, mtp}`` from a row's notes, or
+    the reason it cannot be read."""
+    m = _COUNTS.search(notes)
+    if not m:
+        return "disaggregated row without '<n> prefill + <m> decode GPUs, <x>P/<y>D workers'"
+    p_gpus, d_gpus, x, y = (int(v) for v in m.groups())
+    pools: dict[str, dict[str, int]] = {}
+    for name, tp, ep, dpa, gpus in _POOL.findall(notes):
+        tp, ep, gpus = int(tp), int(ep), int(gpus)
+        workers = x if name.lower() == "prefill" else y
+        g = gpus // workers if gpus % workers == 0 else 0
+        dp = dpa.lower() == "true"
+        if g and g == tp:
+            pools[name.lower()] = {"tp": 1 if dp else tp, "attention_dp": tp if dp else 1, "ep": ep}
+        elif g and tp == 1 and ep == g:
+            # "TP=1 EP=8 x 8 GPUs" (SGLang on MI355X): attention on one GPU per sequence,
+            # i.e. data-parallel over the worker's GPUs, experts over all of them (DEP)
+            pools[name.lower()] = {"tp": 1, "attention_dp": g, "ep": ep}
+        else:
+            return (
+                f"{name} pool: {gpus} GPUs over {workers} workers is not one TP={tp} (or "
+                f"TP=1 EP={ep}) group per worker"
+            )
+    if set(pools) != {"prefill", "decode"}:
+        return "disaggregated row without both 'prefill TP=..' and 'decode TP=..' pools"
+    if x * pools["prefill"]["tp"] * pools["prefill"]["attention_dp"] != p_gpus:
+        return "prefill GPUs do not match the workers' layout"  # pragma: no cover
+    return {"x": x, "y": y, **pools, "mtp": "spec 'mtp'" in notes}
+
+
+_NOMINAL = re.compile(
+    r"random dataset: nominal input (\d+) / output (\d+) tokens, range ratio ([\d.]+)"
+)
+
+
+def _lengths(row: Mapping[str, Any]) -> tuple[tuple[int, int], tuple[int, int]] | str:
+    """Inclusive (input, output) bounds the InferenceX client draws uniformly from."""
+    notes = cell(row, "notes")
+    tags = random_dataset_tags(notes)
+    if not isinstance(tags, dict) or "ratio" not in tags:
+        m = _NOMINAL.search(notes)
+        if not m:
+            return "random-dataset lengths and range ratio not stated"
+        tags = {"input": float(m.group(1)), "output": float(m.group(2)), "ratio": float(m.group(3))}
+    return tuple(  # type: ignore[return-value]
+        inferencex_random_bounds(int(tags[k]), tags["ratio"]) for k in ("input", "output")
+    )
+
+
+def build_row(row: Mapping[str, Any], catalog: Catalog) -> tuple[DisaggReplicas, dict] | str:
+    """The row's xPyD deployment (both pools with the calibrated efficiency of its GPU,
+    framework and precision), or the reason it cannot be built."""
+    lay = disagg_layout(cell(row, "notes"))
+    if isinstance(lay, str):
+        return lay
+    hw, fw, prec = cell(row, "hardware"), cell(row, "framework"), cell(row, "precision")
+    try:
+        m = catalog.model_ref(cell(row, "model"), None)
+        gpu = catalog.gpu(hw)
+        params, _ = resolve_efficiency(gpu.id, fw, catalog.precision(prec).id, None, catalog,
+                                       model_family(m))  # fmt: skip
+        seqs, btok = catalog.framework(fw).scheduler_defaults(
+            gpu, cell(row, "framework_version"), cell(row, "as_of")
+        )
+        pools = {
+            k: Pool(gpu=gpu.id, framework=fw, precision=prec, pp=1, **lay[k])
+            for k in ("prefill", "decode")
+        }
+        spec = Disaggregated(**pools, x=lay["x"], y=lay["y"])
+        d = build_disagg(m, spec, catalog=catalog, where="row", params=params,
+                         max_num_seqs=seqs, max_num_batched_tokens=btok)  # fmt: skip
+    except (PlannerError, ValueError) as e:
+        return str(e).splitlines()[0]
+    return d, lay
+
+
+def predict_disagg_row(
+    row: Mapping[str, Any],
+    catalog: Catalog,
+    *,
+    n_min: int = 600,
+    seed: int = 20240601,
+    iters: int = 14,
+) -> tuple[float, str] | str:
+    """Predicted ``total_tok_s`` of a disaggregated ``concurrency`` row [tok/s] and a note,
+    or the reason it is not predicted."""
+    if cell(row, "mode") != "concurrency" or cell(row, "metric") != "total_tok_s":
+        return "only concurrency rows of total_tok_s are predicted"
+    conc = number(row, "concurrency")
+    if not conc:
+        return "no concurrency"
+    lens = _lengths(row)
+    if isinstance(lens, str):
+        return lens
+    built = build_row(row, catalog)
+    if isinstance(built, str):
+        return built
+    d, lay = built
+    rng = np.random.default_rng(seed)
+    n = int(max(n_min, 3 * conc))
+    i = rng.integers(lens[0][0], lens[0][1] + 1, n)
+    o = np.maximum(rng.integers(lens[1][0], lens[1][1] + 1, n), 1)
+    gaps = rng.exponential(1.0, n)
+    mean_tok = float(i.mean() + o.mean())
+    rate, res = closed_loop(d, make_requests(np.cumsum(gaps), i, o), float(conc), iters=iters)
+    note = (
+        f"{d.spec.label()} ({d.num_gpus} GPUs, link {d.link_kind}); closed loop of {int(conc)} "
+        f"by Little's law at {rate:.3g} req/s, TPOT mean {np.nanmean(res.tpot_s) * 1e3:.1f} ms, "
+        f"TTFT mean {np.mean(res.ttft_s) * 1e3:.0f} ms"
+        + ("; MTP not modelled" if lay["mtp"] else "")
+    )
+    return rate * mean_tok, note
+
+
+def disagg_accuracy(rows: list[Mapping[str, Any]], catalog: Catalog) -> list[dict[str, Any]]:
+    """Each disaggregated row predicted: ``id, source, hardware, framework, concurrency,
+    mtp, value, predicted, ape`` (absolute percentage error) or ``reason``."""
+    out = []
+    for r in rows:
+        if not is_disagg_row(r):
+            continue
+        lay = disagg_layout(cell(r, "notes"))
+        rec: dict[str, Any] = {
+            k: cell(r, k) for k in ("id", "source", "hardware", "framework", "concurrency", "isl")
+        }
+        rec["mtp"] = bool(isinstance(lay, dict) and lay["mtp"])
+        rec["value"] = number(r, "value")
+        p = predict_disagg_row(r, catalog)
+        if isinstance(p, str):
+            rec["reason"] = p
+        else:
+            rec["predicted"], rec["note"] = p
+            rec["ape"] = abs(p[0] / rec["value"] - 1)
+            rec["signed"] = p[0] / rec["value"] - 1
+        out.append(rec)
+    return out
+
+
+def summarize(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """MdAPE and median signed error of :func:`disagg_accuracy`'s rows by source and
+    speculative decoding (``mtp``), plus the not-predicted count."""
+    groups: dict[tuple[str, bool], list[dict[str, Any]]] = {}
+    for r in results:
+        groups.setdefault((r["source"], r["mtp"]), []).append(r)
+    out = []
+    for (src, mtp), rs in sorted(groups.items()):
+        ok = [r for r in rs if "ape" in r]
+        out.append(
+            {
+                "source": src,
+                "mtp": mtp,
+                "rows": len(rs),
+                "predicted": len(ok),
+                "throughput_mdape": float(np.median([r["ape"] for r in ok])) if ok else None,
+                "median_signed": float(np.median([r["signed"] for r in ok])) if ok else None,
+            }
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m planner.benchmarks.disagg_rows [CSV ...]``: predict every disaggregated
+    row (default: data/benchmarks/public_inferencex.csv) and print the errors by source."""
+    import sys
+
+    from planner.benchmarks.io import read_rows
+    from planner.catalog.catalog import load_catalog
+    from planner.report import emit
+
+    paths = (argv if argv is not None else sys.argv[1:]) or [
+        "data/benchmarks/public_inferencex.csv"
+    ]
+    cat = load_catalog()
+    results = []
+    for p in paths:
+        results += disagg_accuracy(read_rows(p)[0], cat)
+    emit(summarize(results), "table")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

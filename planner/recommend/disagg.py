@@ -1,0 +1,204 @@
+"""Aggregated vs disaggregated (xPyD) for the same GPUs: :func:`compare_disagg`.
+
+For each of the recommender's top aggregated options (one per GPU type, at most ``top``),
+the same GPU, framework and precision become both pools of an xPyD deployment, sized for the
+same need (:func:`planner.serving.disagg_sizing.size_disagg`): the option's own layout in
+both pools, and for a MoE model also ``TP w EP w`` and ``DEP w`` of the same width ``w`` in
+either pool (the pairs published set-ups use); the pair needing the fewest GPUs is shown. The xPyD
+answer *pays* when it needs fewer GPUs than the aggregated fleet (the price per GPU-hour is
+the same, so cost follows the GPU count). Otherwise the comparison says why, from the
+measured terms:
+
+* **transfer-bound**: the unshared KV transfer of the TTFT percentile's prompt takes
+  longer than that prompt's prefill on an idle prefill replica (the prefill the split
+  frees from the decode replicas is paid again on the link);
+* **short prompts**: one prefill replica keeps up with four or more decode replicas (the
+  prefill work is a small share, so there is little interference to remove);
+* **small fleet**: the aggregated fleet has fewer replicas than the smallest group that
+  carries the need (a group has at least one replica of each kind);
+* else no saving (the same GPU count) or the aggregated replica carries more rate per
+  GPU within the SLO.
+
+The search itself is unchanged: the comparison runs after it on its few winners (a few
+dozen short simulations per option), so ``recommend`` stays fast.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from planner.catalog.catalog import Catalog
+from planner.errors import PlannerError
+from planner.serving.disagg import Disaggregated, Pool, build_disagg
+from planner.serving.disagg_sizing import size_disagg
+from planner.serving.probe import run
+from planner.workload.slo import SLO
+from planner.workload.workload import Workload, make_requests
+
+__all__ = ["DISAGG_MODES", "compare_disagg", "why_not"]
+
+DISAGG_MODES = ("auto", "off", "only")
+
+
+def _pool(r: dict[str, Any], engine: dict[str, Any]) -> Pool:
+    """The option's replica as a pool, with the engine limits the search used (its
+    ``reproduce`` line states them per attention rank, as a pool takes them)."""
+    limits = {}
+    for key, flag in (("max_num_seqs", "--max-num-seqs"), ("max_num_batched_tokens",
+                      "--max-num-batched-tokens")):  # fmt: skip
+        m = re.search(rf"{flag} (\d+)", r.get("reproduce") or "")
+        limits[key] = int(m.group(1)) if m else engine.get(key)
+    return Pool(
+        gpu=r["gpu"],
+        framework=r["framework"],
+        precision=r["precision"],
+        kv_precision=r.get("kv_precision"),
+        tp=r["tp"],
+        pp=r.get("pp", 1),
+        ep=r.get("ep", 1),
+        attention_dp=r.get("attention_dp", 1),
+        **limits,
+    )
+
+
+def why_not(sz, agg_replicas: int, prefill_idle_s: float, agg_gpus: int | None = None) -> list[str]:
+    """The reasons an xPyD sizing ``sz`` does not beat an aggregated fleet of
+    ``agg_replicas`` (see the module docstring); ``prefill_idle_s`` is the TTFT
+    percentile prompt's prefill on an idle prefill replica [s]."""
+    out = []
+    if sz.transfer_s >= prefill_idle_s:
+        out.append(
+            f"transfer-bound: moving a prompt's KV takes {sz.transfer_s * 1e3:.1f} ms, more than "
+            f"its prefill ({prefill_idle_s * 1e3:.1f} ms)"
+        )
+    if sz.prefill_rps >= 4 * sz.decode_rps:
+        out.append(
+            f"short prompts: one prefill replica ({sz.prefill_rps:.3g} req/s) keeps up with "
+            f"{sz.prefill_rps / sz.decode_rps:.0f} decode replicas ({sz.decode_rps:.3g} req/s "
+            "each): little prefill interference to remove"
+        )
+    if agg_replicas < sz.groups * (sz.x + sz.y):
+        out.append(
+            f"small fleet: {agg_replicas} aggregated replica(s) carry the need; the smallest "
+            f"xPyD answer is {sz.groups} x {sz.x}P{sz.y}D"
+        )
+    if not out:
+        if agg_gpus is not None and sz.num_gpus == agg_gpus:
+            out.append(f"no saving: both need {agg_gpus} GPUs")
+        else:
+            out.append("the aggregated replica carries more rate per GPU within the SLO")
+    return out
+
+
+def _pool_pairs(pool: Pool, moe: bool) -> list[tuple[Pool, Pool]]:
+    """(prefill, decode) pools to try for one aggregated option: its own layout in both, and
+    for a MoE model of width ``w`` > 1 also ``TP w EP w`` and ``DEP w`` in either pool (the
+    layouts published xPyD set-ups pair: TP prefill with DEP decode, DEP with DEP)."""
+    out = [(pool, pool)]
+    w = pool.tp * pool.attention_dp
+    if not moe or w <= 1:
+        return out
+    tp = pool.model_copy(update={"tp": w, "attention_dp": 1, "ep": w})
+    dep = pool.model_copy(update={"tp": 1, "attention_dp": w, "ep": w})
+    layouts = list(dict.fromkeys([pool, tp, dep]))
+    out += [(a, b) for a in layouts for b in layouts if (a, b) != (pool, pool)]
+    return out
+
+
+def compare_disagg(
+    model: str,
+    workload: Workload,
+    slo: SLO,
+    recommendations: list[dict[str, Any]],
+    need_rps: float,
+    *,
+    catalog: Catalog,
+    engine: dict[str, Any] | None = None,
+    top: int = 2,
+    n_requests: int = 600,
+    seed: int = 0,
+    profile: Any = None,
+) -> list[dict[str, Any]]:
+    """One row per compared option: the aggregated GPUs, the xPyD sizing with the same
+    GPUs, ``disaggregated`` / ``prefill`` / ``decode`` (sub-deployments with counts),
+    ``pays`` and ``why``. An option whose pools cannot be built or sized says so in
+    ``why``. ``profile``: the calibration profile the search used (default: the bundled
+    one), so both answers use the same efficiency parameters."""
+    engine = dict(engine or {})
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for r in recommendations:
+        if len(rows) >= top:
+            break
+        if r.get("gpu") in seen or not r.get("replicas"):
+            continue
+        seen.add(r["gpu"])
+        pool = _pool(r, engine)
+        spec = Disaggregated(prefill=pool, decode=pool)
+        row: dict[str, Any] = {
+            "gpu": r["gpu"],
+            "aggregated": f"{r['replicas']}x {r.get('layout') or pool.layout.label}",
+            "aggregated_gpus": r["num_gpus"],
+            "disaggregated": True,
+        }
+        best = None
+        err = ""
+        for pre, dec in _pool_pairs(pool, catalog.model(model).is_moe):
+            try:
+                dd = build_disagg(
+                    model,
+                    Disaggregated(prefill=pre, decode=dec),
+                    catalog=catalog,
+                    where="disaggregated",
+                    profile=profile,
+                    **engine,
+                )
+                s = size_disagg(dd, workload, slo, need_rps, n_requests=n_requests, seed=seed)
+            except (PlannerError, ValueError) as e:  # a pool that cannot be built: say why
+                err = err or str(e)
+                continue
+            key = (s.num_gpus, -s.group_rps / max(s.num_gpus, 1), pre != pool or dec != pool)
+            if best is None or key < best[0]:
+                best = (key, dd, s)
+        if best is None:
+            rows.append({**row, "pays": False, "why": [err]})
+            continue
+        _, d, sz = best
+        spec = d.spec
+        p = sz.x, sz.y
+        spec = spec.model_copy(update={"x": p[0], "y": p[1]})
+        row.update(
+            option=spec.label(),
+            groups=sz.groups,
+            num_gpus=sz.num_gpus,
+            prefill={**spec.prefill.model_dump(exclude_none=True), "count": sz.x * sz.groups},
+            decode={**spec.decode.model_dump(exclude_none=True), "count": sz.y * sz.groups},
+            prefill_rps_per_replica=sz.prefill_rps,
+            decode_rps_per_replica=sz.decode_rps,
+            transfer_s=sz.transfer_s,
+            check_slo_ok=sz.check.get("slo_ok"),
+        )
+        if r.get("usd_per_hour") is not None and r.get("num_gpus"):
+            row["usd_per_hour"] = r["usd_per_hour"] * sz.num_gpus / r["num_gpus"]
+        pays = sz.num_gpus < r["num_gpus"] and bool(sz.check.get("slo_ok", True))
+        row["pays"] = pays
+        if pays:
+            row["why"] = [
+                f"{sz.num_gpus} GPUs instead of {r['num_gpus']}: the decode pool runs at "
+                f"{sz.decode_rps:.3g} req/s per replica without prefill interruptions"
+            ]
+        else:
+            t_pct = slo.ttft.percentile if slo.ttft else 99.0
+            import numpy as np
+
+            prompt = int(
+                np.percentile(
+                    workload.sample_requests(200, np.random.default_rng(seed), 1.0).input_tokens,
+                    t_pct,
+                )
+            )
+            idle = float(run(d.prefill, make_requests([0.0], [prompt], [1])).first_token_s[0])
+            row["why"] = why_not(sz, int(r["replicas"]), idle, int(r["num_gpus"]))
+        rows.append(row)
+    return rows
