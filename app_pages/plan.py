@@ -1,6 +1,6 @@
 """Plan page: scenario in, ranked deployments out (planner.recommend.recommend).
 
-The scenario form lives in the sidebar (app_pages/widgets.py, shared with What-if and Compare
+The scenario form lives in the sidebar (app_pages/scenario_form.py, shared with What-if and Compare
 GPUs); this page shows the chosen lengths, the ranked recommendations, the Pareto chart of
 $/M output tokens vs P99 end-to-end latency, why the winner wins, and every rejected option.
 """

@@ -559,7 +559,9 @@ def test_the_default_form_is_the_precomputed_default_scenario(monkeypatch):
             asked.append(1)
         return answer
 
-    monkeypatch.setattr(w, "default_plan", fake_default_plan)
+    from app_pages import runs
+
+    monkeypatch.setattr(runs, "default_plan", fake_default_plan)
     st.cache_data.clear()
     at = _app(page=None)
     _no_exception(at)

@@ -1,0 +1,205 @@
+"""The app's own HTML: number cards, SVG charts, tables, the metric definitions, the CLI
+command line and small formatters."""
+
+from __future__ import annotations
+
+import functools
+import html
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from app_pages import tables
+from planner import (
+    Catalog,
+    PlannerError,
+)
+
+HTML_CSS = (
+    ".pl-cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(max(8.5rem,"
+    "calc((100% - (var(--n,5) - 1) * 1rem) / var(--n,5))),1fr));gap:1rem;margin-bottom:1rem}"
+    ".pl-card{border:1px solid rgba(128,132,149,.3);border-radius:.5rem;"
+    "padding:.75rem 1rem;container-type:inline-size}.pl-l{font-size:.875rem}"
+    ".pl-l abbr{text-decoration:none;cursor:help;opacity:.6;margin-left:.35rem;"
+    "border:1px solid;border-radius:50%;display:inline-block;width:1.1em;height:1.1em;"
+    "line-height:1em;text-align:center;font-size:.75rem}.pl-v{line-height:1.3;"
+    "white-space:nowrap}.pl-d{font-size:.875rem;border-radius:1rem;padding:.1rem .5rem;"
+    "display:inline-block}"
+    ".pl-cap{font-size:.875rem;opacity:.6;margin:.25rem 0 1rem;overflow-wrap:break-word}"
+    ".pl-cols{display:grid;grid-template-columns:repeat(auto-fit,minmax(20rem,1fr));"
+    "gap:1rem}.pl-cols>div{min-width:0}.pl-out h3{font-size:1.5rem;font-weight:600;"
+    "line-height:1.2;margin:.5rem 0 .75rem;padding:0;scroll-margin-top:3.75rem}"
+)
+
+
+def html_css() -> None:
+    """The style of the app's own HTML, :data:`HTML_CSS` and the tables'
+    (:data:`app_pages.tables.CSS`), once per page run, before any of it and outside any
+    fragment (a ``<style>`` sent again on every change would make the browser recompute the
+    whole page's style). A ``st.html`` of style only goes to the page's event container (no
+    space on the page) and stays the same element from run to run."""
+    st.html(f"<style>{HTML_CSS}{tables.CSS}</style>")
+
+
+@dataclass(frozen=True)
+class Card:
+    """A number card: its label, the value as shown, a tooltip, and HTML under the value
+    (What-if's delta to the baseline)."""
+
+    label: str
+    value: str
+    tip: str | None = None
+    below_html: str = ""
+
+
+def value_size(shown: str) -> str:
+    """CSS font size of a card's value: Streamlit's 2.25rem, smaller where the text (digits
+    ~0.6 em wide) would not fit the card's width (container query units, 100cqi = the card)."""
+    return f"min(2.25rem,{100 / (0.62 * max(len(shown), 1)):.1f}cqi)"
+
+
+def cards_html(cards: list[Card], per_row: int = 5) -> str:
+    """Number cards, ``per_row`` a row (fewer in a narrow window), as one piece of HTML: the
+    look of bordered ``st.metric`` cards without a React component each (issue 18: each
+    costs the browser an update on every run, and their code loads after the numbers on a
+    first visit). A long value shrinks to its card's width (:func:`value_size`) rather than
+    being cut off. Every text is escaped; style: :data:`HTML_CSS` (:func:`html_css`)."""
+    out = []
+    for c in cards:
+        tip = f'<abbr title="{html.escape(c.tip)}">?</abbr>' if c.tip else ""
+        out.append(
+            f'<div class="pl-card"><div class="pl-l">{html.escape(c.label)}{tip}</div>'
+            f'<div class="pl-v" style="font-size:{value_size(c.value)}">'
+            f"{html.escape(c.value)}</div>{c.below_html}</div>"
+        )
+    return f'<div class="pl-cards" style="--n:{per_row}">' + "".join(out) + "</div>"
+
+
+_CARD_RE = re.compile(
+    r'<div class="pl-card"><div class="pl-l">(.*?)(?:<abbr title="[^"]*">\?</abbr>)?</div>'
+    r'<div class="pl-v" style="[^"]*">(.*?)</div>'
+)
+
+
+def cards_of(markup: str) -> dict[str, str]:
+    """Label -> shown value of the number cards in ``markup`` (:func:`cards_html`; tests,
+    tools)."""
+    return {html.unescape(a): html.unescape(b) for a, b in _CARD_RE.findall(markup)}
+
+
+def cards(items: list[Card], per_row: int | None = None) -> None:
+    """Draw number cards (:func:`cards_html`) as one ``st.html`` element, ``per_row``
+    (default: all) in a row."""
+    st.html(cards_html(items, per_row or len(items)))
+
+
+def svg_chart(svg_text: str) -> None:
+    """Draw an SVG chart of :mod:`app_pages.svg` (:func:`html_block`)."""
+    html_block(svg_text)
+
+
+def html_block(markup: str) -> None:
+    """Draw our own HTML with SVG in it (a chart of :mod:`app_pages.svg`, or What-if's
+    outputs): one ``st.html`` element whose only script inserts the text as DOM (one
+    ``innerHTML``; issue 18, the browser does no more).
+
+    ``st.html`` sanitises its HTML with DOMPurify's HTML-only profile, which removes any
+    ``<svg>``; Markdown's raw HTML keeps it, but parsing it and building React elements for
+    every mark cost the browser more than the Vega charts did (measured). The script is
+    our own text: every text in ``markup`` is escaped by its makers (:func:`app_pages.svg.esc`,
+    ``html.escape``) and it goes in as a JSON string with every ``<`` escaped, so nothing in
+    it can end the script."""
+    js = json.dumps(markup).replace("<", "\\u003c")
+    st.html(
+        f'<div class="pl-chart"><script>document.currentScript.parentElement.innerHTML={js}'
+        "</script></div>",
+        unsafe_allow_javascript=True,
+    )
+
+
+def svg_of(body: str) -> str:
+    """The SVG (or HTML) text of a :func:`html_block` element's HTML ``body`` (tests, tools)."""
+    start = body.index("innerHTML=") + len("innerHTML=")
+    return json.loads(body[start : body.rindex("</script>")])
+
+
+def table_sort() -> None:
+    """A click on a header of any :func:`table` sorts it (:data:`app_pages.tables.SORT_JS`):
+    one listener on the document, installed by one script element per page (it checks it
+    has not run before). Call it last on the page: the element is empty but takes the gap
+    between two elements.
+
+    So each table is plain, sanitised HTML without a script of its own: with a script,
+    ``st.html`` inserts its HTML only after React's commit (``unsafe_allow_javascript``), one
+    more layout of the page (measured on Compare's model switch: renderer CPU 0.56-0.82 s
+    without against 0.76-0.89 s with a script per table)."""
+    st.html(f"<script>{tables.SORT_JS}</script>", unsafe_allow_javascript=True)
+
+
+def table(
+    rows: pd.DataFrame | list[dict[str, Any]],
+    columns: list[tables.Col | str] | None = None,
+    *,
+    download: tuple[str, str] | None = None,
+    max_height_rem: float = 32.0,
+) -> None:
+    """One table of :func:`app_pages.tables.html_table` as one ``st.html`` element, in place
+    of ``st.dataframe`` (issue 18: its data grid cost the browser ~0.7 s on a first load).
+    The page calls :func:`html_css` once first and :func:`table_sort` last.
+
+    ``download`` = (button label, file name) adds a CSV of the raw values under the
+    columns' headers, made when clicked."""
+    st.html(tables.html_table(rows, columns, max_height_rem=max_height_rem))
+    if download:
+        label, name = download
+        st.download_button(
+            label,
+            functools.partial(tables.csv_text, rows, columns),
+            file_name=name,
+            mime="text/csv",
+            on_click="ignore",
+        )
+
+
+# --------------------------------------------------------------------------- text
+DEFINITIONS_MD = """
+- **TTFT** (time to first token) includes queueing: from a request's arrival to its first
+  output token [s].
+- **TPOT** (time per output token) excludes the first token:
+  `(E2E - TTFT) / (output tokens - 1)` [s/token].
+- **ITL** (inter-token latency): the time between two consecutive output tokens of one
+  request [s].
+- **E2E** (end-to-end latency): from arrival to the last output token [s].
+- **Throughput** is stated per GPU and per replica (one TP x PP group), output-only
+  (`output tok/s`) and total, input + output (`total tok/s`).
+- **Goodput** counts only requests that met every SLO [requests/s].
+- **Decode step**: one forward pass that produces one token for each of `batch` running
+  sequences, each holding `context` tokens [ms].
+- **Max concurrent sequences**: how many sequences of `context` tokens fit in the KV-cache
+  budget of one GPU, in whole KV blocks.
+- **Units**: decimal GB (1 GB = 1e9 bytes), kB = 1e3 bytes; FLOPS are dense (no structured
+  sparsity); times in seconds or milliseconds as labelled.
+"""
+
+
+def definitions_expander() -> None:
+    with st.expander("Metric definitions and units"):
+        st.markdown(DEFINITIONS_MD)
+
+
+def fmt_money(v: float | None, digits: int = 2) -> str:
+    """Dollars for people (:func:`planner.fmt.usd`; ``digits`` is kept for old callers)."""
+    from planner import fmt
+
+    return fmt.usd(v)
+
+
+def gpu_name(cat: Catalog, gpu_id: str) -> str:
+    try:
+        return cat.gpu(gpu_id).name
+    except PlannerError:
+        return gpu_id
