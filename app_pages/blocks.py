@@ -166,29 +166,133 @@ def table(
 
 
 # --------------------------------------------------------------------------- text
-DEFINITIONS_MD = """
-- **TTFT** (time to first token) includes queueing: from a request's arrival to its first
-  output token [s].
-- **TPOT** (time per output token) excludes the first token:
-  `(E2E - TTFT) / (output tokens - 1)` [s/token].
-- **ITL** (inter-token latency): the time between two consecutive output tokens of one
-  request [s].
-- **E2E** (end-to-end latency): from arrival to the last output token [s].
-- **Throughput** is stated per GPU and per replica (one TP x PP group), output-only
-  (`output tok/s`) and total, input + output (`total tok/s`).
-- **Goodput** counts only requests that met every SLO [requests/s].
-- **Decode step**: one forward pass that produces one token for each of `batch` running
-  sequences, each holding `context` tokens [ms].
-- **Max concurrent sequences**: how many sequences of `context` tokens fit in the KV-cache
-  budget of one GPU, in whole KV blocks.
-- **Units**: decimal GB (1 GB = 1e9 bytes), kB = 1e3 bytes; FLOPS are dense (no structured
-  sparsity); times in seconds or milliseconds as labelled.
-"""
+#: every term the pages use, ``(term, definition)`` in Markdown; the Definitions page shows
+#: each under a heading whose anchor is :func:`term_anchor` (a link: :func:`term_link`)
+GLOSSARY: tuple[tuple[str, str], ...] = (
+    ("TTFT", "Time to first token, queueing included: from a request's arrival to its first "
+     "output token [s]."),
+    ("TPOT", "Time per output token after the first: `(E2E - TTFT) / (output tokens - 1)` "
+     "[s/token]; a one-token answer meets any TPOT target."),
+    ("ITL", "Inter-token latency: the time between two consecutive output tokens of one "
+     "request [s]."),
+    ("E2E", "End-to-end latency: from a request's arrival to its last output token [s]."),
+    ("percentile", "P50 / P90 / P99: the latency that 50 / 90 / 99 % of requests stay under. "
+     "A target such as `TTFT P99 1 s` is met when the 99th percentile is at most 1 s."),
+    ("SLO", "Service-level objective: the latency targets (TTFT, TPOT, E2E at a percentile) "
+     "and the attainment a deployment must reach."),
+    ("attainment", "The share of requests that meet every latency target at once (0.99: 99 % "
+     "of requests). A replica's capacity is the highest arrival rate whose attainment stays at "
+     "or above the target."),
+    ("goodput", "Requests per second that met every SLO (the others do not count) "
+     "[requests/s]."),
+    ("throughput", "Tokens per second, stated per GPU and per replica (one TP x PP group), "
+     "output only (`output tok/s`) or input + output (`total tok/s`)."),
+    ("planning peak", "The busiest arrival rate the fleet is sized for: the larger of the "
+     "Peak field and the busiest hour of the daily profile [req/s]."),
+    ("headroom", "Spare capacity above the planning peak: the fleet is sized for peak x "
+     "(1 + headroom); 0.2 = 20 % more than the peak."),
+    ("mean rate", "The day's average arrival rate [req/s]; $/M output tokens at the planned "
+     "traffic and the autoscaled cost use it. The app's Mean follows Peak until you set it, as "
+     "`planner recommend --peak-rps` without `--mean-rps` plans a flat day at the peak."),
+    ("replica", "One copy of the model served by TP x PP GPUs; the fleet is a number of "
+     "replicas."),
+    ("TP and PP", "Tensor parallelism (TP: each layer split across GPUs) and pipeline "
+     "parallelism (PP: the layers split into stages); a replica has TP x PP GPUs."),
+    ("KV cache", "The keys and values of every token a running sequence holds, kept on the "
+     "GPU; its size per token is `layers x 2 x KV heads x head size x bytes` (docs/formulas.md)."),
+    ("memory utilization", "The fraction of GPU memory the engine may use (vLLM's "
+     "`gpu_memory_utilization`); `planner memory` without `--framework` uses 0.9 of the card."),
+    ("max concurrent sequences", "How many sequences of the chosen context fit in one GPU's "
+     "KV-cache budget, in whole KV blocks."),
+    ("memory headroom", "The share of the KV cache left free at the planned load (1 - the "
+     "largest KV use seen in the simulation)."),
+    ("decode step", "One forward pass producing one token for each of `batch` running "
+     "sequences, each holding `context` tokens [ms]."),
+    ("prefill", "The forward pass over a prompt's tokens before its first output token."),
+    ("knee", "The point of a throughput-latency curve with the most output tokens/s per second "
+     "of mean E2E latency (maximum power): past it, latency grows faster than throughput."),
+    ("binding constraint", "What limits one replica at the planned load: the latency target it "
+     "would miss first with one replica fewer, or, when the fleet is sized by throughput, what "
+     "saturates (KV cache full, compute, the batch limit)."),
+    ("objective", "What the ranking minimises: `cost` (fleet $/h), `gpus`, `tokens-per-dollar` "
+     "and `energy` at full load, or `latency` (P99 E2E among options costing at most the "
+     "latency cost cap times the cheapest; docs/recommend.md)."),
+    ("tie-break", "Options whose objective values agree within 1 % tie; a tie goes to the lower "
+     "fleet $/h, then the fewer GPUs, then more bits per weight. Latency does not break a tie, "
+     "so the recommendation can sit off the cost / latency front of its chart."),
+    ("Pareto front", "The options no other option beats on both cost ($/M output tokens) and "
+     "P99 E2E latency."),
+    ("error band", "The range of a prediction given the calibration's measured error (about 80 "
+     "% of held-out measurements fall inside): GPUs and $/M output tokens from band low to band "
+     "high."),
+    ("robustness", "Whether the winner stays the winner: `robust`; `depends on price` (another "
+     "GPU wins at a price inside its price rows' spread); `within model uncertainty` (the error "
+     "bands of the winner and another option overlap, so the model cannot tell them apart)."),
+    ("provenance", "Where a time estimate's efficiency parameters come from: `fit` (fitted to "
+     "measurements of this framework, GPU and precision), `transferred from ...` (no such "
+     "measurements: the nearest measured relative is used, e.g. the same GPU in another "
+     "precision, the same vendor and framework, or all data; the label names it; wider error "
+     "band) or `prior` (no calibration profile). The Accuracy page shows each."),
+    ("tested rate", "A rate per replica that was simulated and met the SLO [req/s per "
+     "replica]; the fleet is the planning peak x (1 + headroom) divided by it, rounded up."),
+    ("$/M output tokens", "Fleet dollars per million output tokens at the planned (mean) "
+     "traffic with a fixed fleet; `full load`: at the capacity the fleet is sized for."),
+    ("autoscaled cost", "The fleet's monthly cost when the replica count follows the daily "
+     "profile hour by hour instead of staying sized for the peak."),
+    ("price basis", "Which price rows are used: on-demand, reserved, spot, serverless, "
+     "community (rented, median-priced row of `data/prices.yaml`) or own (purchase price "
+     "amortised with `data/ownership.yaml`)."),
+    ("units", "Decimal GB (1 GB = 1e9 bytes), kB = 1e3 bytes; FLOPS are dense (no structured "
+     "sparsity); times in seconds or milliseconds as labelled."),
+)  # fmt: skip
+
+
+def term_anchor(term: str) -> str:
+    """The anchor of ``term``'s heading on the Definitions page (Streamlit's heading slug:
+    lower case, spaces to ``-``; ``$`` and ``/`` dropped)."""
+    return re.sub(r"[^a-z0-9 -]", "", term.lower()).strip().replace(" ", "-")
+
+
+#: the Definitions page's URL path, relative (so it works under a server's base path)
+DEFINITIONS_PAGE = "definitions"
+
+
+def term_link(term: str, shown: str | None = None) -> str:
+    """A Markdown link to ``term`` on the Definitions page (``term`` must be in
+    :data:`GLOSSARY`; ``tests/app`` checks every link)."""
+    return f"[{shown or term}]({DEFINITIONS_PAGE}#{term_anchor(term)})"
+
+
+def link_terms_html(escaped: str, terms: tuple[str, ...]) -> str:
+    """HTML text ``escaped`` (already escaped) with the first mention of each of ``terms`` a
+    link to its definition (:func:`term_link`), opened in a new tab."""
+    for term in terms:
+        m = re.search(rf"\b{re.escape(html.escape(term))}\b", escaped)
+        if m:
+            a = f'<a href="{DEFINITIONS_PAGE}#{term_anchor(term)}" target="_blank">{m.group(0)}</a>'
+            escaped = escaped[: m.start()] + a + escaped[m.end() :]
+    return escaped
+
+
+DEFINITIONS_MD = "\n".join(f"- **{term}**: {text}" for term, text in GLOSSARY)
+
+
+def glossary_md() -> str:
+    """The Definitions page's text: each term a heading (its anchor: :func:`term_anchor`)."""
+    return "\n\n".join(f"##### {term}\n{md(text)}" for term, text in GLOSSARY)
+
+
+def md(text: str) -> str:
+    """``text`` for Streamlit's Markdown (``st.markdown``, ``st.caption``, ``st.error``, a
+    heading...) with every ``$`` escaped: Streamlit renders what lies between two ``$`` of one
+    paragraph as LaTeX (a price line with two prices; the class verdict of
+    ``examples/mixed-70b.yaml``)."""
+    return re.sub(r"(?<!\\)\$", r"\\$", text)
 
 
 def definitions_expander() -> None:
-    with st.expander("Metric definitions and units"):
-        st.markdown(DEFINITIONS_MD)
+    with st.expander("Definitions of the terms used (glossary)"):
+        st.markdown(md(DEFINITIONS_MD))
 
 
 def fmt_money(v: float | None, digits: int = 2) -> str:

@@ -29,7 +29,7 @@ DEFAULTS = {
     "model": "llama-3.1-70b",
     "gpu": "nvidia-h100-sxm",
     "precision": "fp8",
-    "framework": "vllm",
+    "framework": None,  # `planner memory`'s default: no framework (bf16 KV, 0.9 of the card)
     "tp": 2,
     "pp": 1,
     "context": 8192,
@@ -100,7 +100,8 @@ def setup_sidebar(cat: Catalog) -> Setup:
             key="framework",
             bind="query-params",
             help="block size, default memory utilization, max_num_seqs and runtime overhead; "
-            f"'{NO_FRAMEWORK}': 0.9 utilization, 16-token KV blocks",
+            f"'{NO_FRAMEWORK}' (the default, as `planner memory` without `--framework`): 0.9 "
+            "utilization of the whole card, 16-token KV blocks, KV in the compute precision",
         )
         fw = None if fw_choice == NO_FRAMEWORK else cat.framework(fw_choice)
         # the default follows what the framework does with a checkpoint in this format
@@ -167,6 +168,27 @@ def setup_sidebar(cat: Catalog) -> Setup:
         context=int(context),
         utilization=round(float(util), 4),
     )
+
+
+def memory_command(s: Setup, cat: Catalog) -> str:
+    """The ``planner memory`` command that prints the numbers the Memory page shows for
+    ``s``: every choice that is not the CLI's default spelled out."""
+    parts = [
+        f"planner memory --model {s.model} --gpu {s.gpu} --precision {s.precision} --tp {s.tp}"
+    ]
+    if s.pp != 1:
+        parts.append(f"--pp {s.pp}")
+    parts.append(f"--context {s.context}")
+    fw = cat.framework(s.framework) if s.framework else None
+    if fw is not None:
+        parts.append(f"--framework {fw.id}")
+    kv_def = default_kv_precision(cat.precision(s.precision), fw, cat.model(s.model))
+    if s.kv_precision != kv_def.id:
+        parts.append(f"--kv-precision {s.kv_precision}")
+    util_def = float(fw.default_memory_utilization) if fw is not None else 0.9
+    if abs(s.utilization - util_def) > 1e-9:
+        parts.append(f"--memory-utilization {s.utilization:g}")
+    return " ".join(parts)
 
 
 # --------------------------------------------------------------------------- computations

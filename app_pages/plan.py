@@ -299,6 +299,48 @@ def pareto_chart(rows: list[dict], win: dict) -> str:
     )
 
 
+def dominated_note(recs: list[dict], objective: str, objective_text: str) -> str | None:
+    """Why the recommendation (#1) is not on the cost / latency front of its own chart: the
+    first option at most as costly per output token and at most as slow (P99 E2E), better on
+    one, and the rule that ranked #1 first anyway (the objective, or its tie-break:
+    :data:`planner.recommend.objective.TIE_REL`). None when #1 is on the front."""
+    from planner.recommend.objective import TIE_REL
+
+    win = recs[0]
+    c0, l0 = win["usd_per_mtok_output"], win["e2e_p99_s"]
+    better = [
+        r
+        for r in recs[1:]
+        if r["usd_per_mtok_output"] <= c0 and r["e2e_p99_s"] <= l0
+        and (r["usd_per_mtok_output"] < c0 or r["e2e_p99_s"] < l0)
+    ]  # fmt: skip
+    if not better:
+        return None
+    d = better[0]
+    head = (
+        f"Why #1 is not on the front: #{d['rank']} ({option_label(d)}) costs "
+        f"{fmt.usd(d['usd_per_mtok_output'])} per million output tokens at a P99 E2E of "
+        f"{d['e2e_p99_s']:.2f} s, #1 {fmt.usd(c0)} at {l0:.2f} s. "
+    )
+    if objective != "cost":
+        return head + (
+            f"The ranking is by the objective ({objective_text}), not by this chart's axes."
+        )
+    a, b = win["usd_per_hour"], d["usd_per_hour"]
+    if abs(a - b) <= TIE_REL * max(a, b):
+        return head + (
+            f"On the objective, fleet $/h, they tie (within {TIE_REL:.0%}: {fmt.usd(a)}/h and "
+            f"{fmt.usd(b)}/h), and a tie goes to the lower fleet $/h, then the fewer GPUs "
+            f"(#1: {win['num_gpus']:,}, #{d['rank']}: {d['num_gpus']:,}), then more bits per "
+            f"weight (#1: {win['precision']}, #{d['rank']}: {d['precision']}); latency does not "
+            f"break a tie ({w.term_link('tie-break')})."
+        )
+    return (
+        head
+        + f"On the objective, fleet $/h, #1 costs {fmt.usd(a)}/h and #{d['rank']} {fmt.usd(b)}/h."
+    )
+
+
 # =========================================================================== page
 st.title("Plan: which GPUs, how many, at what cost")
 w.html_css()  # the style of the tables and number cards
@@ -309,15 +351,17 @@ st.caption(
 try:
     cat = w.session_catalog()
 except PlannerError as e:
-    st.error(f"Cannot load the catalogs: {e}")
+    st.error(w.md(f"Cannot load the catalogs: {e}"))
     st.stop()
 
 form = w.scenario_sidebar(cat)
 key = w.custom_key()
 if not form.ok:
     st.error(
-        "Fix the scenario first (the message is next to the widget in the sidebar): "
-        + "; ".join(m for _, m in form.errors)
+        w.md(
+            "Fix the scenario first (the message is next to the widget in the sidebar): "
+            + "; ".join(m for _, m in form.errors)
+        )
     )
     st.stop()
 sc = w.build_scenario(key, form.scenario_json)
@@ -329,15 +373,17 @@ def classes_view() -> None:
     with st.status(f"Sizing {n} request classes, then one shared pool ...") as status:
         out = w.run_classes(key, form.scenario_json, form.objective, form.top_n)
         status.update(
-            label="Cannot plan these classes"
-            if "error" in out
-            else f"Sized {n} request classes, each in its own pool and all in one shared pool",
+            label=w.md(
+                "Cannot plan these classes"
+                if "error" in out
+                else f"Sized {n} request classes, each in its own pool and all in one shared pool"
+            ),
             state="error" if "error" in out else "complete",
         )
     if "error" in out:
-        st.error(out["error"])
+        st.error(w.md(out["error"]))
         return
-    st.subheader(out["verdict"])
+    st.subheader(w.md(out["verdict"]))
     tot = out.get("per_class_total") or {}
     sh = out["shared"]
     best = sh["recommendations"][0] if sh else None
@@ -374,9 +420,11 @@ def classes_view() -> None:
     st.markdown("#### One shared pool")
     if best:
         st.markdown(
-            f"**{fmt.count(best['num_gpus'])} x {w.gpu_name(cat, best['gpu'])}** "
-            f"({option_label(best)}, {best['replicas']} replicas) at "
-            f"{fmt.usd(best['usd_per_hour'])}/h; {best['provenance']}"
+            w.md(
+                f"**{fmt.count(best['num_gpus'])} x {w.gpu_name(cat, best['gpu'])}** "
+                f"({option_label(best)}, {best['replicas']} replicas) at "
+                f"{fmt.usd(best['usd_per_hour'])}/h; {best['provenance']}"
+            )
         )
         rows = []
         for k in sc.classes:
@@ -395,10 +443,10 @@ def classes_view() -> None:
         w.table(rows, SHARED_COLUMNS, download=("Shared pool by class (CSV)", f"plan-shared-{sc.model}.csv"))  # fmt: skip
         st.caption("each class's latency and attainment on its own requests in the merged stream, at the rate the shared fleet is sized for")  # fmt: skip
         if sh.get("why"):
-            st.markdown(f"**Why this shared pool.** {sh['why']}")
+            st.markdown(w.md(f"**Why this shared pool.** {sh['why']}"))
     else:
-        st.warning(f"No shared deployment serves every class: {out.get('shared_not')}")
-    st.markdown("**Notes.** " + "; ".join(out["notes"]))
+        st.warning(w.md(f"No shared deployment serves every class: {out.get('shared_not')}"))
+    st.markdown(w.md("**Notes.** " + "; ".join(out["notes"])))
     st.markdown("Same answer from the command line:")
     w.command_line(w.cli_command(form))
 
@@ -416,17 +464,20 @@ with left:
     st.subheader("Workload")
     peak = wl.traffic.peak()
     st.markdown(
-        f"- **{sc.model}**, planning peak **{fmt.rate(peak)}** x (1 + {sc.constraints.headroom:g} "
-        f"headroom) = {fmt.rate(peak * (1 + sc.constraints.headroom))}; mean "
-        f"{fmt.rate(wl.traffic.base_mean_rps())}\n"
-        f"- prompt: mean **{wl.mean_input_tokens():,.0f}** tokens, p99 "
-        f"{wl.input_quantile_tokens(0.99):,.0f}\n"
-        f"- answer: mean **{wl.mean_output_tokens():,.0f}** tokens, p99 "
-        f"{wl.output_quantile_tokens(0.99):,.0f}\n"
-        f"- SLO: {sc.slo.describe()}"
+        w.md(
+            f"- **{sc.model}**, {w.term_link('planning peak')} **{fmt.rate(peak)}** x (1 + "
+            f"{sc.constraints.headroom:g} {w.term_link('headroom')}) = "
+            f"{fmt.rate(peak * (1 + sc.constraints.headroom))}; {w.term_link('mean rate', 'mean')} "
+            f"{fmt.rate(wl.traffic.base_mean_rps())}\n"
+            f"- prompt: mean **{wl.mean_input_tokens():,.0f}** tokens, p99 "
+            f"{wl.input_quantile_tokens(0.99):,.0f}\n"
+            f"- answer: mean **{wl.mean_output_tokens():,.0f}** tokens, p99 "
+            f"{wl.output_quantile_tokens(0.99):,.0f}\n"
+            f"- SLO: {sc.slo.describe()}"
+        )
     )
     if wl.source:
-        st.caption(f"Preset source: {wl.source}")
+        st.caption(w.md(f"Preset source: {wl.source}"))
 with right:
     w.svg_chart(length_charts(w.length_histogram(key, form.scenario_json)))
 
@@ -440,18 +491,20 @@ with st.status(f"Searching deployments on {n_gpus} GPU types ...", expanded=Fals
         s = res["summary"]
         status.update(
             label=(
-                f"Searched {s['options_enumerated']:,} options on {n_gpus} GPU types: "
-                f"{s['options_simulated']} simulated, {s['options_pruned']:,} pruned by bound "
-                + (
-                    f"(searched ahead of this page in {s['elapsed_s']:.1f} s and kept)"
-                    if s.get("precomputed")
-                    else f"({s['elapsed_s']:.1f} s; cached for these inputs)"
+                w.md(
+                    f"Searched {s['options_enumerated']:,} options on {n_gpus} GPU types: "
+                    f"{s['options_simulated']} simulated, {s['options_pruned']:,} pruned by bound "
+                    + (
+                        f"(searched ahead of this page in {s['elapsed_s']:.1f} s and kept)"
+                        if s.get("precomputed")
+                        else f"({s['elapsed_s']:.1f} s; cached for these inputs)"
+                    )
                 )
             ),
             state="complete",
         )
 if "error" in res:
-    st.error(res["error"])
+    st.error(w.md(res["error"]))
     st.info(
         "Loosen a target (TTFT / TPOT / E2E), allow more GPUs (sidebar: Search and "
         "constraints) or a lower precision."
@@ -461,8 +514,10 @@ if "error" in res:
 recs = res["recommendations"]
 win = recs[0]
 st.subheader(
-    f"Recommended: {fmt.count(win['num_gpus'])} x {w.gpu_name(cat, win['gpu'])} "
-    f"({win['framework']}, {win['precision']}, TP {win['tp']})"
+    w.md(
+        f"Recommended: {fmt.count(win['num_gpus'])} x {w.gpu_name(cat, win['gpu'])} "
+        f"({win['framework']}, {win['precision']}, TP {win['tp']})"
+    )
 )
 w.cards(
     [
@@ -493,31 +548,43 @@ band = win.get("error_band") or {}
 if win.get("num_gpus_low") is not None:
     lo, hi = win["num_gpus_low"], win["num_gpus_high"]
     st.caption(
-        f"Uncertainty: with the {band.get('tier', '')} error band of the performance numbers "
-        f"(capacity x {band.get('low_ratio', float('nan')):.2f} to "
-        f"{band.get('high_ratio', float('nan')):.2f}, ~80 % of held-out measurements), the "
-        f"fleet needs **{fmt.count(lo)} to {fmt.count(hi)} GPUs** and costs "
-        f"{fmt.usd(win['usd_per_mtok_output_low'])} to {fmt.usd(win['usd_per_mtok_output_high'])}"
-        " per million output tokens"
-        + (f"; the choice is {win['robustness']}." if win.get("robustness") else ".")
+        w.md(
+            f"Uncertainty: with the {band.get('tier', '')} error band of the performance numbers "
+            f"(capacity x {band.get('low_ratio', float('nan')):.2f} to "
+            f"{band.get('high_ratio', float('nan')):.2f}, ~80 % of held-out measurements), the "
+            f"fleet needs **{fmt.count(lo)} to {fmt.count(hi)} GPUs** and costs "
+            f"{fmt.usd(win['usd_per_mtok_output_low'])} to {fmt.usd(win['usd_per_mtok_output_high'])}"
+            " per million output tokens"
+            + (
+                f"; the choice is {win['robustness']} ({w.term_link('robustness')})."
+                if win.get("robustness")
+                else "."
+            )
+        )
     )
-st.markdown(f"**Why it wins.** {res['why']}")
+st.markdown(w.md(f"**Why it wins.** {res['why']}"))
 spread = win.get("price_spread") or {}
 st.markdown(
-    f"- **Binding constraint:** {win['binding_constraint']}\n"
-    f"- **Price:** ${win['usd_per_gpu_hour']:.2f} per GPU-hour from {win['price_provider']} "
-    f"(as of {win['price_as_of']}; {win['price_rule']}); spread of {spread.get('n_rows', '?')} "
-    f"{str(spread.get('kind', '')).replace('_', '-')} rows: "
-    f"${spread.get('min', float('nan')):.2f} / ${spread.get('median', float('nan')):.2f} / "
-    f"${spread.get('max', float('nan')):.2f} (min / median / max). "
-    f"[source]({win['price_source']})"
-    if str(win.get("price_source", "")).startswith("http")
-    else f"- **Binding constraint:** {win['binding_constraint']}\n"
-    f"- **Price:** ${win['usd_per_gpu_hour']:.2f} per GPU-hour ({win.get('price_source')})"
+    w.md(
+        f"- **{w.term_link('binding constraint', 'Binding constraint')}:** "
+        f"{win['binding_constraint']}\n"
+        f"- **Price:** ${win['usd_per_gpu_hour']:.2f} per GPU-hour from {win['price_provider']} "
+        f"(as of {win['price_as_of']}; {win['price_rule']}); spread of {spread.get('n_rows', '?')} "
+        f"{str(spread.get('kind', '')).replace('_', '-')} rows: "
+        f"${spread.get('min', float('nan')):.2f} / ${spread.get('median', float('nan')):.2f} / "
+        f"${spread.get('max', float('nan')):.2f} (min / median / max). "
+        f"[source]({win['price_source']})"
+        if str(win.get("price_source", "")).startswith("http")
+        else f"- **{w.term_link('binding constraint', 'Binding constraint')}:** "
+        f"{win['binding_constraint']}\n"
+        f"- **Price:** ${win['usd_per_gpu_hour']:.2f} per GPU-hour ({win.get('price_source')})"
+    )
 )
 st.markdown(
-    f"- **Quality:** {win['quality']}\n"
-    f"- **Performance numbers:** {win['provenance']}; {win['numbers']}"
+    w.md(
+        f"- **Quality:** {win['quality']}\n"
+        f"- **Performance numbers:** {win['provenance']}; {win['numbers']}"
+    )
 )
 
 st.subheader("Ranked options")
@@ -580,12 +647,18 @@ for r in recs:
     )
 w.svg_chart(pareto_chart(rows, win))
 st.caption(
-    "Each point is a ranked option at the traffic the fleet is sized for; the dashed line "
-    "joins the options no other beats on both cost and P99 end-to-end latency (the Pareto "
-    f"front); the red diamond is the recommendation, #1 {option_label(win)}. Labels: the "
-    "ranks in the table above of the front's options; vertical bars: the cost's error band "
-    "(band low to band high in the table); hover any point for its details."
+    w.md(
+        "Each point is a ranked option at the traffic the fleet is sized for; the dashed line "
+        "joins the options no other beats on both cost and P99 end-to-end latency (the "
+        f"{w.term_link('Pareto front')}); the red diamond is the recommendation, #1 {option_label(win)}. Labels: the "
+        "ranks in the table above of the front's options; vertical bars: the cost's "
+        f"{w.term_link('error band')} "
+        "(band low to band high in the table); hover any point for its details."
+    )
 )
+note = dominated_note(recs, form.objective, res["summary"].get("objective_text", form.objective))
+if note:
+    st.info(w.md(note))
 
 # ---------------------------------------------------------------- rejected
 by_stage = res["rejected_by_stage"]
@@ -611,10 +684,12 @@ with st.expander(
             )  # fmt: skip
             if by_stage[stage]["n"] > len(by_stage[stage]["rows"]):
                 st.caption(
-                    f"first {len(by_stage[stage]['rows']):,} of {by_stage[stage]['n']:,}; "
-                    "the CSV of the CLI has all"
+                    w.md(
+                        f"first {len(by_stage[stage]['rows']):,} of {by_stage[stage]['n']:,}; "
+                        "the CSV of the CLI has all"
+                    )
                 )
 with st.expander("Assumptions"):
-    st.markdown("\n".join(f"- {a}" for a in res["assumptions"]))
+    st.markdown(w.md("\n".join(f"- {a}" for a in res["assumptions"])))
 w.definitions_expander()
 w.table_sort()

@@ -174,26 +174,10 @@ def build_scenario(key: tuple, scenario_json: str):
 
 
 def recommend_kwargs(sc: Any) -> dict[str, Any]:
-    """The CLI's mapping of a scenario's constraints onto ``recommend``'s keywords."""
-    c = sc.constraints
-    return {
-        "headroom": c.headroom,
-        "gpus": c.gpus,
-        "frameworks": c.frameworks,
-        "precisions": c.precisions,
-        "kv_precisions": c.kv_precisions,
-        "tps": c.tps,
-        "max_gpus_per_replica": c.max_gpus_per_replica,
-        "max_total_gpus": c.max_total_gpus,
-        "min_weight_bits": c.min_weight_bits,
-        "max_usd_per_hour": c.max_usd_per_hour,
-        "max_usd_per_month": c.max_usd_per_month,
-        "price_basis": c.price_basis,
-        "providers": c.providers,
-        "usd_per_gpu_hour": dict(c.usd_per_gpu_hour),
-        "fit_percentile": c.fit_percentile,
-        "engine": sc.serving.kwargs(),
-    }
+    """``recommend``'s keywords for a scenario as ``planner recommend FILE`` passes them: the
+    scenario's constraints whole (every field, ``latency_cost_cap`` and ``fit_percentile``
+    included, so none falls back to a default on the way) and its ``serving`` section."""
+    return {"constraints": sc.constraints, "engine": sc.serving.kwargs()}
 
 
 #: rejected options kept per stage for the Plan page's table (the CLI's CSV has all)
@@ -307,10 +291,14 @@ def run_compare(key: tuple, scenario_json: str, objective: str) -> dict[str, Any
     cat = catalog_for(key)
     try:
         sc = build_scenario(key, scenario_json)
-        kw = recommend_kwargs(sc)
-        gpus = kw.pop("gpus")
         return compare_gpus(
-            sc.model, sc.workload, sc.slo, catalog=cat, gpus=gpus, objective=objective, **kw
+            sc.model,
+            sc.workload,
+            sc.slo,
+            catalog=cat,
+            gpus=sc.constraints.gpus,
+            objective=objective,
+            **recommend_kwargs(sc),
         )
     except PlannerError as e:
         return {"error": str(e)}

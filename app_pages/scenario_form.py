@@ -18,11 +18,13 @@ from app_pages.scenario_state import (
     BASES,
     CUSTOM_LENGTHS,
     DAILY_SHAPES,
+    MEAN_SET,
     PLAN_GPUS,
     PRESET_NAMES,
     RPS_MAX,
     RPS_MIN,
     SCENARIO_DEFAULTS,
+    SHARED_READ,
     UPLOAD,
     ScenarioForm,
     _default,
@@ -32,6 +34,8 @@ from app_pages.scenario_state import (
     accept_scenario_upload,
     forget_scenario,
     loaded_base,
+    scenario_from_link,
+    share_loaded_scenario,
 )
 from planner import (
     Catalog,
@@ -85,6 +89,10 @@ def model_upload(cat: Catalog) -> None:
     st.caption(f"uploaded: `{arch.id}`")
 
 
+def _mean_set() -> None:
+    st.session_state[MEAN_SET] = True
+
+
 def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
     """The scenario form (sidebar). ``search``: show the objective and constraints."""
     D = SCENARIO_DEFAULTS
@@ -100,6 +108,10 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
                 key="scenario_file",
             )
             pending = st.session_state.pop(UPLOAD, None)  # (name, bytes); tests put it here
+            first = not st.session_state.get(SHARED_READ)
+            pending = pending or scenario_from_link()  # a shared link's file, once a session
+            if up is None and pending is None and not first:
+                st.session_state.pop(_UPLOAD_ERROR, None)  # the broken file was removed
             if up is not None and st.session_state.get(_LOADED) != up.file_id:
                 st.session_state[_LOADED] = up.file_id
                 pending = (up.name, up.getvalue())
@@ -110,6 +122,8 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
                 st.session_state[_UPLOAD_ERROR] = err
             if st.session_state.get(_UPLOAD_ERROR):
                 st.error(st.session_state[_UPLOAD_ERROR])
+                # the page shows it where its answer would be, and no answer of the old form
+                errors.append(("upload", st.session_state[_UPLOAD_ERROR]))
             base = loaded_base()
             if base:
                 st.caption(
@@ -122,6 +136,7 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
                     forget_scenario()
                     st.rerun()
             save_slot = st.empty()
+        share_loaded_scenario()
         model_id = st.selectbox(
             "Model",
             model_ids,
@@ -158,13 +173,22 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
                     "and the busiest hour of the daily profile)",
                     **_default("peak_rps", value=D["peak_rps"]),
                 )
+                # Mean follows Peak until the user sets it, as `planner recommend --peak-rps`
+                # without `--mean-rps` plans a flat day at the peak
+                if MEAN_SET not in st.session_state:  # once a session: a link's own mean
+                    st.session_state[MEAN_SET] = "mean_rps" in st.query_params
+                if not st.session_state[MEAN_SET]:
+                    st.session_state["mean_rps"] = _keep("mean_rps", float(peak))
                 mean = c2.number_input(
-                    "Mean [req/s]",
+                    "Mean [req/s]" if st.session_state[MEAN_SET] else "Mean [req/s] (= Peak)",
                     min_value=0.0,
                     step=1.0,
                     key="mean_rps",
                     bind="query-params",
-                    help="the day's average (autoscaled cost, kWh per day)",
+                    on_change=_mean_set,
+                    help="the day's average (autoscaled cost, kWh per day); it follows Peak "
+                    "until you set it, as `planner recommend --peak-rps R` without "
+                    "`--mean-rps` plans a flat day at the peak",
                     **_default("mean_rps", value=D["mean_rps"]),
                 )
                 shapes = list(DAILY_SHAPES)

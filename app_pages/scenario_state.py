@@ -52,7 +52,7 @@ SCENARIO_DEFAULTS: dict[str, Any] = {
     "model": DEFAULTS["model"],
     "preset": "chat",
     "peak_rps": 10.0,
-    "mean_rps": 4.0,
+    "mean_rps": 10.0,  # = peak: `planner recommend --peak-rps` without --mean-rps (flat day)
     "daily": "flat (no daily profile)",
     "in_mean": 1000,
     "in_p90": 2000,
@@ -78,6 +78,9 @@ _STASH = "_scenario_stash"
 _LOADED = "_scenario_loaded_id"
 _BASE = "_scenario_base"  # the uploaded file: name, JSON, the form values it set, notes
 _UPLOAD_ERROR = "_scenario_upload_error"
+#: session_state key: True once the user (or a link, or a loaded file) set the mean rate;
+#: until then Mean follows Peak
+MEAN_SET = "_mean_rps_set"
 #: session_state key of a pending scenario upload, ``(file name, bytes)`` (the uploader's
 #: file, or one a test puts there: AppTest has no file uploader)
 UPLOAD = "scenario_upload"
@@ -194,19 +197,8 @@ def _form_values(sc: Any, data: dict[str, Any], cat: Catalog) -> tuple[dict[str,
     vals["precisions"] = [cat.precision(p).id for p in c.precisions]
     vals["max_gpus"] = int(c.max_total_gpus or 0)
     vals["budget"] = int(c.max_usd_per_month or 0)
-    hidden = [
-        k
-        for k in (
-            "max_gpus_per_replica",
-            "kv_precisions",
-            "min_weight_bits",
-            "usd_per_gpu_hour",
-            "fit_percentile",
-            "tps",
-            "max_usd_per_hour",
-        )
-        if k in (data.get("constraints") or {})
-    ]
+    shown = {ck for _, ck in _CONSTRAINT_WIDGETS}
+    hidden = [k for k in (data.get("constraints") or {}) if k not in shown]
     if "serving" in data:
         hidden.append("serving")
     if hidden:
@@ -218,6 +210,8 @@ def _set_form(vals: dict[str, Any]) -> None:
     for k, v in vals.items():
         st.session_state[k] = v
         _stash()[k] = v
+    if "mean_rps" in vals:
+        st.session_state[MEAN_SET] = True  # the file's mean, not the peak's
 
 
 def apply_scenario(data: dict[str, Any], cat: Catalog) -> list[str]:
@@ -289,6 +283,77 @@ def loaded_base() -> dict[str, Any] | None:
 def forget_scenario() -> None:
     st.session_state.pop(_BASE, None)
     st.session_state.pop(_UPLOAD_ERROR, None)
+
+
+#: URL query parameters that carry a loaded scenario file in a shared link: its name and its
+#: text (:func:`encode_scenario`); the widgets' own parameters carry the changes made to it
+SHARED_FILE, SHARED_NAME = "scenario", "scenario_name"
+#: session_state key: the link's scenario was read (once a session)
+SHARED_READ = "_scenario_link_read"
+#: the most bytes a link's scenario may expand to (the scenario file limit of the CLI is
+#: larger; a link is not the place for a trace)
+SHARED_MAX_BYTES = 64_000
+
+
+def encode_scenario(text: str) -> str:
+    """A scenario's text for a URL: zlib-compressed, URL-safe base64 without padding."""
+    import base64
+    import zlib
+
+    return base64.urlsafe_b64encode(zlib.compress(text.encode(), 9)).decode().rstrip("=")
+
+
+def decode_scenario(blob: str) -> bytes:
+    """The text of :func:`encode_scenario`; a damaged or oversized parameter is a one-line
+    :class:`PlannerError` (never more than :data:`SHARED_MAX_BYTES` decompressed)."""
+    import base64
+    import zlib
+
+    try:
+        raw = base64.urlsafe_b64decode(blob + "=" * (-len(blob) % 4))
+        z = zlib.decompressobj()
+        out = z.decompress(raw, SHARED_MAX_BYTES + 1)
+    except (ValueError, zlib.error) as e:  # binascii.Error is a ValueError
+        raise PlannerError(f"the link's '{SHARED_FILE}' parameter cannot be read: {e}") from None
+    if len(out) > SHARED_MAX_BYTES or z.unconsumed_tail:
+        raise PlannerError(
+            f"the link's '{SHARED_FILE}' parameter expands past {SHARED_MAX_BYTES:,} bytes"
+        )
+    if not z.eof:
+        raise PlannerError(f"the link's '{SHARED_FILE}' parameter is cut short")
+    return out
+
+
+def share_loaded_scenario() -> None:
+    """Keep the loaded file (or its absence) in the URL, so a copied link carries it."""
+    base = loaded_base()
+    if base is None:
+        for k in (SHARED_FILE, SHARED_NAME):
+            if k in st.query_params:
+                del st.query_params[k]
+        return
+    blob = encode_scenario(base["json"])
+    if st.query_params.get(SHARED_FILE) != blob:
+        st.query_params[SHARED_FILE] = blob
+    if st.query_params.get(SHARED_NAME) != base["name"]:
+        st.query_params[SHARED_NAME] = base["name"]
+
+
+def scenario_from_link() -> tuple[str, bytes] | None:
+    """The scenario file a shared link carries, ``(name, bytes)``, read once a session and
+    only when no file is loaded yet; None otherwise. A damaged parameter becomes the upload
+    error (shown where the answer would be)."""
+    if st.session_state.get(SHARED_READ):
+        return None
+    st.session_state[SHARED_READ] = True
+    if SHARED_FILE not in st.query_params or loaded_base() is not None:
+        return None
+    name = Path(st.query_params.get(SHARED_NAME) or "shared-scenario.yaml").name
+    try:
+        return name, decode_scenario(st.query_params[SHARED_FILE])
+    except PlannerError as e:
+        st.session_state[_UPLOAD_ERROR] = f"{name}: {e}"
+        return None
 
 
 # form keys -> the scenario's constraint keys they set

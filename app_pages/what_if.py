@@ -258,11 +258,11 @@ def cards_html(vals: dict[str, tuple[float, str, str]], base: dict | None) -> st
 def alerts(res: dict) -> None:
     """Errors and warnings of the simulation (Streamlit alerts, above the numbers)."""
     if "error" in res:
-        st.error(f"Cannot simulate this deployment: {res['error']}")
+        st.error(w.md(f"Cannot simulate this deployment: {res['error']}"))
     if res.get("fit_warning"):
-        st.warning(res["fit_warning"])
+        st.warning(w.md(res["fit_warning"]))
     if res.get("no_capacity"):
-        st.warning(f"This deployment cannot meet the SLO: {res['no_capacity']}.")
+        st.warning(w.md(f"This deployment cannot meet the SLO: {res['no_capacity']}."))
 
 
 def latency_note(res: dict, sc: Any) -> str:
@@ -307,8 +307,12 @@ def curve_html(res: dict, sc: Any, metric: str) -> str:
 
 def _cap(text: str) -> str:
     """A caption (Streamlit's caption style, :data:`app_pages.widgets.HTML_CSS`) of escaped
-    ``text``."""
-    return f'<p class="pl-cap">{html.escape(text)}</p>' if text else ""
+    ``text``, the first mention of each term of :data:`LINKED` linked to the Definitions page."""
+    return f'<p class="pl-cap">{w.link_terms_html(html.escape(text), LINKED)}</p>' if text else ""
+
+
+#: the terms linked to the Definitions page where a caption first names them
+LINKED = ("knee", "error band", "SLO", "planning peak", "provenance")
 
 
 def outputs_html(cards: str, note: str, memory: str, curve: str, deltas: str) -> str:
@@ -334,12 +338,12 @@ st.caption(
 try:
     cat = w.session_catalog()
 except PlannerError as e:
-    st.error(f"Cannot load the catalogs: {e}")
+    st.error(w.md(f"Cannot load the catalogs: {e}"))
     st.stop()
 form = w.scenario_sidebar(cat, search=False)
 key = w.custom_key()
 if not form.ok:
-    st.error("Fix the scenario first: " + "; ".join(m for _, m in form.errors))
+    st.error(w.md("Fix the scenario first: " + "; ".join(m for _, m in form.errors)))
     st.stop()
 sc = w.build_scenario(key, form.scenario_json)
 if sc.classes:
@@ -430,12 +434,14 @@ def deployment() -> None:
     g = cat.gpu(gpu)
     if g.memory_gb is None:
         st.error(
-            f"{g.name}: memory size not in the catalog; pick another GPU or add it on Catalog."
+            w.md(
+                f"{g.name}: memory size not in the catalog; pick another GPU or add it on Catalog."
+            )
         )
         st.stop()
     plan = w.memory_plan(key, setup)
     if "error" in plan:
-        st.error(f"Cannot plan this deployment: {plan['error']}")
+        st.error(w.md(f"Cannot plan this deployment: {plan['error']}"))
         st.stop()
 
     res = evaluate(key, form.scenario_json, knobs)
