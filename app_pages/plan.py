@@ -483,6 +483,9 @@ with right:
 
 # ---------------------------------------------------------------- recommendation
 n_gpus = len(sc.constraints.gpus) or len(cat.accelerators)
+first_compile = st.empty()
+if not w.kernel_cached():  # a fresh install that skipped scripts/warm_up.py: say why it waits
+    first_compile.info(w.md(w.COMPILE_NOTE))
 with st.status(f"Searching deployments on {n_gpus} GPU types ...", expanded=False) as status:
     res = w.run_recommend(key, form.scenario_json, form.objective, form.top_n)
     if "error" in res:
@@ -503,6 +506,7 @@ with st.status(f"Searching deployments on {n_gpus} GPU types ...", expanded=Fals
             ),
             state="complete",
         )
+first_compile.empty()
 if "error" in res:
     st.error(w.md(res["error"]))
     st.info(

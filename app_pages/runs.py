@@ -50,6 +50,29 @@ def warm_up() -> float:
     return time.perf_counter() - t0
 
 
+#: what a page says while the simulator compiles (a fresh install without the warm-up)
+COMPILE_NOTE = (
+    "Compiling the simulator once (20-60 s after installing or upgrading; later searches "
+    "take about a second). The README's first line does it at install: "
+    "`python scripts/warm_up.py`."
+)
+
+
+def kernel_cached() -> bool:
+    """Whether numba's on-disk cache holds the simulator's compiled event loop
+    (``planner/serving/_kernel.py``, next to the package or under ``NUMBA_CACHE_DIR``): a
+    page then says nothing about compiling. By its file names only (an entry for an older
+    kernel compiles again, ~20 s, without the note)."""
+    import os
+
+    import planner.serving
+
+    roots = [Path(planner.serving.__file__).resolve().parent / "__pycache__"]
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        roots.append(Path(os.environ["NUMBA_CACHE_DIR"]))
+    return any(next(r.rglob("_kernel._loop-*.nbi"), None) is not None for r in roots if r.is_dir())
+
+
 #: seconds between the end of a server's first script run and its warm-up: the browser is
 #: still drawing that page (loading the code of charts and tables), and on a 2-core machine
 #: the warm-up's kernel load would take a core from it

@@ -72,6 +72,7 @@ from app_pages.deployment import (  # noqa: F401
 from app_pages.runs import (  # noqa: F401
     _DEFAULT_LOCK,
     _NO_CUSTOM,
+    COMPILE_NOTE,
     REJECTED_COLUMNS,
     REJECTED_SHOWN,
     WARM_UP_DELAY_S,
@@ -85,6 +86,7 @@ from app_pages.runs import (  # noqa: F401
     command_line,
     default_plan,
     default_scenario_json,
+    kernel_cached,
     length_histogram,
     nice_bins,
     recommend_kwargs,

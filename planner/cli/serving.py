@@ -22,12 +22,14 @@ from planner.cli._common import (
 from planner.errors import PlannerError
 
 SIMULATE_EXAMPLE = (
-    "planner simulate chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm --precision bf16 "
-    "--rate 20 --requests 5000\n  planner simulate batch-offline.yaml --offline --format json"
+    "planner simulate examples/chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm "
+    "--precision bf16 --rate 20 --requests 5000\n"
+    "  planner simulate examples/batch-offline.yaml --offline --format json"
 )
 CAPACITY_EXAMPLE = (
-    "planner capacity rag-70b.yaml --gpu nvidia-h100-sxm --framework vllm --precision fp8 "
-    "--tp 4 --compare-tp 2,4,8\n  planner capacity chat-8b.yaml --format csv > curve.csv"
+    "planner capacity examples/rag-70b.yaml --gpu nvidia-h100-sxm --framework vllm "
+    "--precision fp8 --tp 4 --compare-tp 2,4,8\n"
+    "  planner capacity examples/chat-8b.yaml --format csv > curve.csv"
 )
 SCENARIOS_NOTE = (
     " Scenario files: see the examples/ folder (chat-8b.yaml, rag-70b.yaml, batch-offline.yaml, "

@@ -811,7 +811,8 @@ def test_what_if_clear_baseline_drops_every_delta_in_the_same_run():
 def _what_if_curve(cat) -> list[dict]:
     """The curve the What-if page simulates by default for llama-3.1-8b: H100, vLLM, fp8, TP 2,
     the parameters of the model family's fit, the page's KV default (vLLM with an fp8
-    checkpoint -> fp8 KV) and the engine's own max_num_seqs on an H100 (1,024)."""
+    checkpoint -> fp8 KV) and the engine's own max_num_seqs on an H100 (1,024); the curve
+    of `planner capacity` (its default request counts, seed 0)."""
     from planner.catalog import model_family, resolve_params
     from planner.serving import build_replica, throughput_latency_curve
 
@@ -824,9 +825,7 @@ def _what_if_curve(cat) -> list[dict]:
         "llama-3.1-8b", "nvidia-h100-sxm", "fp8", "vllm", tp=2, kv_precision="fp8",
         params=params, params_source=prov, catalog=cat, max_num_seqs=1024, context_len=8192,
     )  # fmt: skip
-    return throughput_latency_curve(
-        rep, wl, slo=slo, requests_per_client=4, min_requests=150, max_requests=1000
-    )
+    return throughput_latency_curve(rep, wl, slo=slo, rng=np.random.default_rng(0))
 
 
 def _curve_points(chart: ET.Element) -> list[tuple[float, float]]:
