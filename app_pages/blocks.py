@@ -279,7 +279,7 @@ DEFINITIONS_MD = "\n".join(f"- **{term}**: {text}" for term, text in GLOSSARY)
 
 def glossary_md() -> str:
     """The Definitions page's text: each term a heading (its anchor: :func:`term_anchor`)."""
-    return "\n\n".join(f"##### {term}\n{md(text)}" for term, text in GLOSSARY)
+    return "\n\n".join(f"##### {md(term)}\n{md(text)}" for term, text in GLOSSARY)
 
 
 def md(text: str) -> str:

@@ -197,6 +197,19 @@ def _form_values(sc: Any, data: dict[str, Any], cat: Catalog) -> tuple[dict[str,
     vals["precisions"] = [cat.precision(p).id for p in c.precisions]
     vals["max_gpus"] = int(c.max_total_gpus or 0)
     vals["budget"] = int(c.max_usd_per_month or 0)
+    d = sc.deployment  # What-if's knobs start where `planner capacity FILE` starts
+    if d.gpu and "deployment" in data:
+        vals["wi_gpu"] = cat.gpu(d.gpu).id
+    if d.framework and d.framework != "pytorch":
+        vals["wi_fw"] = cat.framework(d.framework).id
+    if d.precision:
+        vals["wi_prec"] = cat.precision(d.precision).id
+    if "deployment" in data and d.tp in (1, 2, 4, 8):
+        vals["wi_tp"] = int(d.tp)
+    if d.kv_precision and "wi_fw" in vals and "wi_prec" in vals:
+        vals[f"wi_kv_{vals['wi_prec']}_{vals['wi_fw']}"] = d.kv_precision
+    if "deployment" in data and (d.pp != 1 or d.tp not in (1, 2, 4, 8)):
+        notes.append(f"deployment tp={d.tp} pp={d.pp}: What-if offers TP 1, 2, 4, 8 and PP 1")
     shown = {ck for _, ck in _CONSTRAINT_WIDGETS}
     hidden = [k for k in (data.get("constraints") or {}) if k not in shown]
     if "serving" in data:

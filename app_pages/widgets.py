@@ -117,6 +117,7 @@ from app_pages.scenario_state import (  # noqa: F401
     PRESET_NAMES,
     SCENARIO_DEFAULTS,
     SHARED_FILE,
+    SHARED_MAX_BYTES,
     SHARED_NAME,
     UPLOAD,
     ScenarioForm,
