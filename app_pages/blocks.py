@@ -17,6 +17,7 @@ from app_pages import tables
 from planner import (
     Catalog,
     PlannerError,
+    fmt,
 )
 
 HTML_CSS = (
@@ -297,8 +298,6 @@ def definitions_expander() -> None:
 
 def fmt_money(v: float | None, digits: int = 2) -> str:
     """Dollars for people (:func:`planner.fmt.usd`; ``digits`` is kept for old callers)."""
-    from planner import fmt
-
     return fmt.usd(v)
 
 
@@ -307,3 +306,52 @@ def gpu_name(cat: Catalog, gpu_id: str) -> str:
         return cat.gpu(gpu_id).name
     except PlannerError:
         return gpu_id
+
+
+# --------------------------------------------------------------------------- options
+def option_label(r: dict) -> str:
+    kv = f" kv {r['kv_precision']}" if r.get("kv_precision") else ""
+    lay = f"TP{r['tp']}" + (f" PP{r['pp']}" if r.get("pp", 1) > 1 else "")
+    return f"{r['gpu']} {r['framework']} {r['precision']}{kv} {lay}"
+
+
+def dominated_note(recs: list[dict], objective: str, objective_text: str) -> str | None:
+    """Why the recommendation (#1) is not on the cost / latency front of its own chart: the
+    first option at most as costly per output token and at most as slow (P99 E2E), better on
+    one, and the rule that ranked #1 first anyway (the objective, or its tie-break:
+    :data:`planner.recommend.objective.TIE_REL`). None when #1 is on the front."""
+    from planner.recommend.objective import TIE_REL
+
+    win = recs[0]
+    c0, l0 = win["usd_per_mtok_output"], win["e2e_p99_s"]
+    better = [
+        r
+        for r in recs[1:]
+        if r["usd_per_mtok_output"] <= c0 and r["e2e_p99_s"] <= l0
+        and (r["usd_per_mtok_output"] < c0 or r["e2e_p99_s"] < l0)
+    ]  # fmt: skip
+    if not better:
+        return None
+    d = better[0]
+    head = (
+        f"Why #1 is not on the front: #{d['rank']} ({option_label(d)}) costs "
+        f"{fmt.usd(d['usd_per_mtok_output'])} per million output tokens at a P99 E2E of "
+        f"{d['e2e_p99_s']:.2f} s, #1 {fmt.usd(c0)} at {l0:.2f} s. "
+    )
+    if objective != "cost":
+        return head + (
+            f"The ranking is by the objective ({objective_text}), not by this chart's axes."
+        )
+    a, b = win["usd_per_hour"], d["usd_per_hour"]
+    if abs(a - b) <= TIE_REL * max(a, b):
+        return head + (
+            f"On the objective, fleet $/h, they tie (within {TIE_REL:.0%}: {fmt.usd(a)}/h and "
+            f"{fmt.usd(b)}/h), and a tie goes to the lower fleet $/h, then the fewer GPUs "
+            f"(#1: {win['num_gpus']:,}, #{d['rank']}: {d['num_gpus']:,}), then more bits per "
+            f"weight (#1: {win['precision']}, #{d['rank']}: {d['precision']}); latency does not "
+            f"break a tie ({term_link('tie-break')})."
+        )
+    return (
+        head
+        + f"On the objective, fleet $/h, #1 costs {fmt.usd(a)}/h and #{d['rank']} {fmt.usd(b)}/h."
+    )

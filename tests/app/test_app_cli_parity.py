@@ -287,3 +287,27 @@ def test_every_glossary_link_in_the_pages_names_a_defined_term():
     text = " ".join(m.value for m in at.markdown)
     for t in terms:
         assert f"##### {w.md(t)}\n" in text, t
+
+
+# --------------------------------------------------------------------------- tie-break
+def _opt(rank: int, usd_h: float, mtok: float, e2e: float, gpus: int, prec: str) -> dict:
+    return {"rank": rank, "gpu": "nvidia-h100-sxm", "framework": "vllm", "precision": prec,
+            "kv_precision": "fp8", "tp": 1, "pp": 1, "usd_per_hour": usd_h,
+            "usd_per_mtok_output": mtok, "e2e_p99_s": e2e, "num_gpus": gpus}  # fmt: skip
+
+
+def test_the_tie_break_is_said_when_the_winner_is_off_its_own_front():
+    """Issue 33: #1 drawn dominated in its cost / latency chart, without a word. Objective
+    cost: #2 costs the same $/h (a tie within 1 %) and is faster, but a tie goes to the fewer
+    GPUs, so #1 (2 GPUs) ranks above #2 (4 GPUs)."""
+    win = _opt(1, 10.0, 1.0, 5.0, 2, "fp8")
+    faster = _opt(2, 10.0, 1.0, 3.0, 4, "fp4")
+    note = w.dominated_note([win, faster], "cost", "fleet $/h")
+    assert note.startswith("Why #1 is not on the front: #2 ")
+    assert "they tie (within 1%: $10.00/h and $10.00/h)" in note
+    assert "(#1: 2, #2: 4)" in note and "(#1: fp8, #2: fp4)" in note
+    assert "latency does not break a tie" in note
+    # on the front (nothing both cheaper-or-equal and faster-or-equal): no note
+    assert w.dominated_note([win, _opt(2, 12.0, 1.2, 3.0, 4, "fp4")], "cost", "x") is None
+    # another objective ranks by itself, not by the chart's axes
+    assert "not by this chart's axes" in w.dominated_note([win, faster], "energy", "J/token")
