@@ -219,8 +219,10 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
      "and `energy` at full load, or `latency` (P99 E2E among options costing at most the "
      "latency cost cap times the cheapest; docs/recommend.md)."),
     ("tie-break", "Options whose objective values agree within 1 % tie; a tie goes to the lower "
-     "fleet $/h, then the fewer GPUs, then more bits per weight. Latency does not break a tie, "
-     "so the recommendation can sit off the cost / latency front of its chart."),
+     "fleet $/h, then the fewer GPUs, then more bits per weight, then the nearer evidence "
+     "(provenance), then the higher tested rate. Latency does not break a tie, so the "
+     "recommendation can sit off the cost / latency front of its chart (the Plan page says "
+     "why when it does)."),
     ("Pareto front", "The options no other option beats on both cost ($/M output tokens) and "
      "P99 E2E latency."),
     ("error band", "The range of a prediction given the calibration's measured error (about 80 "
@@ -315,11 +317,19 @@ def option_label(r: dict) -> str:
     return f"{r['gpu']} {r['framework']} {r['precision']}{kv} {lay}"
 
 
-def dominated_note(recs: list[dict], objective: str, objective_text: str) -> str | None:
+def dominated_note(
+    recs: list[dict], objective: str, objective_text: str, cat: Catalog | None = None
+) -> str | None:
     """Why the recommendation (#1) is not on the cost / latency front of its own chart: the
     first option at most as costly per output token and at most as slow (P99 E2E), better on
-    one, and the rule that ranked #1 first anyway (the objective, or its tie-break:
-    :data:`planner.recommend.objective.TIE_REL`). None when #1 is on the front."""
+    one, and the rule that ranked #1 first anyway: the objective, or, for ``cost``, the
+    ranking's tie-break (:func:`planner.recommend.objective.sort_key`: the same
+    :data:`~planner.recommend.objective.TIE_REL` log bucket of fleet $/h, then the lower $/h,
+    the fewer GPUs, more bits per weight (``cat``'s precisions), the nearer evidence, the
+    higher tested rate). None when #1 is on the front."""
+    import math
+
+    from planner.catalog.profile import TIERS, provenance_tier
     from planner.recommend.objective import TIE_REL
 
     win = recs[0]
@@ -332,26 +342,59 @@ def dominated_note(recs: list[dict], objective: str, objective_text: str) -> str
     ]  # fmt: skip
     if not better:
         return None
-    d = better[0]
+    d, k = better[0], f"#{better[0]['rank']}"
     head = (
-        f"Why #1 is not on the front: #{d['rank']} ({option_label(d)}) costs "
+        f"Why #1 is not on the front: {k} ({option_label(d)}) costs "
         f"{fmt.usd(d['usd_per_mtok_output'])} per million output tokens at a P99 E2E of "
         f"{d['e2e_p99_s']:.2f} s, #1 {fmt.usd(c0)} at {l0:.2f} s. "
     )
     if objective != "cost":
-        return head + (
-            f"The ranking is by the objective ({objective_text}), not by this chart's axes."
+        return (
+            head + f"The ranking is by the objective ({objective_text}), not by this chart's axes."
         )
     a, b = win["usd_per_hour"], d["usd_per_hour"]
-    if abs(a - b) <= TIE_REL * max(a, b):
-        return head + (
-            f"On the objective, fleet $/h, they tie (within {TIE_REL:.0%}: {fmt.usd(a)}/h and "
-            f"{fmt.usd(b)}/h), and a tie goes to the lower fleet $/h, then the fewer GPUs "
-            f"(#1: {win['num_gpus']:,}, #{d['rank']}: {d['num_gpus']:,}), then more bits per "
-            f"weight (#1: {win['precision']}, #{d['rank']}: {d['precision']}); latency does not "
-            f"break a tie ({term_link('tie-break')})."
+
+    def bucket(v: float) -> int:
+        return round(math.log(v) / math.log1p(TIE_REL))
+
+    if bucket(a) != bucket(b):
+        return (
+            head + f"On the objective, fleet $/h, #1 costs {fmt.usd(a)}/h and {k} {fmt.usd(b)}/h."
         )
-    return (
-        head
-        + f"On the objective, fleet $/h, #1 costs {fmt.usd(a)}/h and #{d['rank']} {fmt.usd(b)}/h."
+
+    def evidence(r: dict) -> int:
+        try:
+            return TIERS.index(provenance_tier(str(r.get("provenance", ""))))
+        except PlannerError:
+            return len(TIERS)
+
+    def bits(r: dict) -> float | None:
+        try:
+            return cat.precision(r["precision"]).weight_bits if cat is not None else None
+        except PlannerError:
+            return None
+
+    steps = (  # (what decides, #1's value, the other's, the better is the lower)
+        ("the lower fleet $/h", a, b, True),
+        ("the fewer GPUs", win["num_gpus"], d["num_gpus"], True),
+        ("more bits per weight", bits(win), bits(d), False),
+        ("the nearer evidence (fit, then transferred from nearer relatives, then prior)",
+         evidence(win), evidence(d), True),
+        ("the higher tested rate per replica", win.get("max_rate_per_replica"),
+         d.get("max_rate_per_replica"), False),
+    )  # fmt: skip
+    decided = next(
+        (s for s in steps if s[1] is not None and s[2] is not None and s[1] != s[2]), None
     )
+    rule = (
+        f"On the objective, fleet $/h, they tie ({fmt.usd(a)}/h and {fmt.usd(b)}/h, within "
+        f"{TIE_REL:.0%}); a tie goes to the lower fleet $/h, then the fewer GPUs, then more bits "
+        "per weight, then the nearer evidence, then the higher tested rate"
+    )
+    if decided is None:
+        why = "; here every tie-break is equal, and the search's order decides"
+    elif decided[0].startswith("the nearer"):
+        why = f": here {decided[0]}: #1 {win.get('provenance')}; {k} {d.get('provenance')}"
+    else:
+        why = f": here {decided[0]} (#1: {decided[1]:,.4g}, {k}: {decided[2]:,.4g})"
+    return head + rule + why + f". Latency does not break a tie ({term_link('tie-break')})."

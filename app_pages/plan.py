@@ -618,7 +618,9 @@ st.caption(
         "(band low to band high in the table); hover any point for its details."
     )
 )
-note = dominated_note(recs, form.objective, res["summary"].get("objective_text", form.objective))
+note = dominated_note(
+    recs, form.objective, res["summary"].get("objective_text", form.objective), cat
+)
 if note:
     st.info(w.md(note))
 

@@ -25,9 +25,14 @@ import pytest
 from planner.cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
-#: seconds one example may take (the slowest, a full `planner calibrate` of the public data
-#: and `planner validate`, take about a minute on the 2-core test machine)
-EXAMPLE_TIMEOUT_S = 600
+#: seconds one example may take
+EXAMPLE_TIMEOUT_S = 1800
+#: the examples that refit the whole public data set (`planner calibrate data/benchmarks/
+#: public.csv ...`: ~70 s) or cross-validate it (`planner validate ...`: minutes each on the
+#: 2-core test machine); they run where PLANNER_SLOW_EXAMPLES=1 (CI) and are otherwise skipped
+#: with that reason in the summary (-rs), never silently
+SLOW = ("planner validate", "planner calibrate data/benchmarks/public.csv")
+RUN_SLOW = os.environ.get("PLANNER_SLOW_EXAMPLES") == "1"
 
 
 def _epilogs() -> list[tuple[str, str]]:
@@ -94,6 +99,8 @@ def scratch_root(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize(("command", "line"), EXAMPLES, ids=[e[1][:70] for e in EXAMPLES])
 def test_a_help_example_runs_when_pasted(command, line, scratch_root):
+    if line.startswith(SLOW) and not RUN_SLOW:
+        pytest.skip(f"slow example (minutes): set PLANNER_SLOW_EXAMPLES=1 to run `{line}`")
     env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",

@@ -298,15 +298,27 @@ def _opt(rank: int, usd_h: float, mtok: float, e2e: float, gpus: int, prec: str)
 
 def test_the_tie_break_is_said_when_the_winner_is_off_its_own_front():
     """Issue 33: #1 drawn dominated in its cost / latency chart, without a word. Objective
-    cost: #2 costs the same $/h (a tie within 1 %) and is faster, but a tie goes to the fewer
-    GPUs, so #1 (2 GPUs) ranks above #2 (4 GPUs)."""
+    cost: #2 costs the same $/h (one TIE_REL bucket) and is faster, but a tie goes to the
+    fewer GPUs, so #1 (2 GPUs) ranks above #2 (4 GPUs)."""
+    from planner import load_catalog
+
     win = _opt(1, 10.0, 1.0, 5.0, 2, "fp8")
     faster = _opt(2, 10.0, 1.0, 3.0, 4, "fp4")
     note = w.dominated_note([win, faster], "cost", "fleet $/h")
     assert note.startswith("Why #1 is not on the front: #2 ")
-    assert "they tie (within 1%: $10.00/h and $10.00/h)" in note
-    assert "(#1: 2, #2: 4)" in note and "(#1: fp8, #2: fp4)" in note
-    assert "latency does not break a tie" in note
+    assert "they tie ($10.00/h and $10.00/h, within 1%)" in note
+    assert "here the fewer GPUs (#1: 2, #2: 4)" in note
+    assert "Latency does not break a tie" in note
+    # equal GPUs: more bits per weight decides (data/precisions.yaml: fp8 8 bits, fp4 4.25:
+    # 4-bit values plus their block scales)
+    same = _opt(2, 10.0, 1.0, 3.0, 2, "fp4")
+    note = w.dominated_note([win, same], "cost", "fleet $/h", load_catalog())
+    assert "here more bits per weight (#1: 8, #2: 4.25)" in note
+    # equal bits too: the nearer evidence decides (a fit before a transfer)
+    win["provenance"] = "fit (vllm/nvidia-h100-sxm/fp8, 40 rows)"
+    twin = {**_opt(2, 10.0, 1.0, 3.0, 2, "fp8"), "provenance": "prior"}
+    note = w.dominated_note([win, twin], "cost", "fleet $/h", load_catalog())
+    assert "here the nearer evidence" in note and "#2 prior" in note
     # on the front (nothing both cheaper-or-equal and faster-or-equal): no note
     assert w.dominated_note([win, _opt(2, 12.0, 1.2, 3.0, 4, "fp4")], "cost", "x") is None
     # another objective ranks by itself, not by the chart's axes
