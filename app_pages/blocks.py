@@ -170,7 +170,7 @@ def table(
 #: every term the pages use, ``(term, definition)`` in Markdown; the Definitions page shows
 #: each under a heading whose anchor is :func:`term_anchor` (a link: :func:`term_link`)
 GLOSSARY: tuple[tuple[str, str], ...] = (
-    ("TTFT", "Time to first token, queueing included: from a request's arrival to its first "
+    ("TTFT", "Time to first token, which includes queueing: from a request's arrival to its first "
      "output token [s]."),
     ("TPOT", "Time per output token after the first: `(E2E - TTFT) / (output tokens - 1)` "
      "[s/token]; a one-token answer meets any TPOT target."),

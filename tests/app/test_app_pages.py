@@ -419,7 +419,7 @@ def test_definitions_page():
     at.switch_page("app_pages/definitions.py").run()
     _no_exception(at)
     text = " ".join(md.value for md in at.markdown)
-    assert "TTFT" in text and "queueing included" in text
+    assert "TTFT" in text and "includes queueing" in text
     assert "TPOT" in text and "after the first" in text
     for term in ("goodput", "ITL", "E2E", "attainment", "headroom", "binding constraint",
                  "knee", "robustness", "provenance", "transferred from"):  # fmt: skip
