@@ -133,8 +133,9 @@ _DEFAULT_LOCK = threading.Lock()
 
 @functools.lru_cache(maxsize=1)
 def _fingerprint() -> str:
-    """Hash of everything a recommendation depends on: planner's code and data files and
-    app_pages/runs.py (the shape of the cached dict)."""
+    """Hash of everything a recommendation depends on: planner's code and data files,
+    app_pages/runs.py (the shape of the cached dict) and the default scenario itself (the
+    form's defaults live in app_pages/scenario_state.py)."""
     import hashlib
 
     import planner
@@ -147,6 +148,7 @@ def _fingerprint() -> str:
             if f.is_file() and "__pycache__" not in f.parts:
                 h.update(str(f.relative_to(base)).encode())
                 h.update(f.read_bytes())
+    h.update(default_scenario_json().encode())
     return h.hexdigest()[:16]
 
 
