@@ -189,7 +189,13 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
                     help="the day's average (autoscaled cost, kWh per day); it follows Peak "
                     "until you set it, as `planner recommend --peak-rps R` without "
                     "`--mean-rps` plans a flat day at the peak",
-                    **_default("mean_rps", value=D["mean_rps"]),
+                    # following: the value is the one set above (a value= too would be a
+                    # second default, which Streamlit warns about)
+                    **(
+                        _default("mean_rps", value=D["mean_rps"])
+                        if st.session_state[MEAN_SET]
+                        else {}
+                    ),
                 )
                 shapes = list(DAILY_SHAPES)
                 daily = st.selectbox(
