@@ -33,6 +33,7 @@ from app_pages.scenario_state import (
     _stash,
     accept_scenario_upload,
     forget_scenario,
+    form_changed,
     loaded_base,
     scenario_from_link,
     share_loaded_scenario,
@@ -278,7 +279,12 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
                     Workload.model_validate(wl)
                 except ValidationError as e:
                     msg = validation_message(e)
-                    if not any(k == "traffic" for k, _ in errors):
+                    # a loaded file's own lengths are used while these widgets are untouched
+                    # (they may show them clamped to their ranges)
+                    mine = base is None or form_changed(
+                        base, "preset", "in_mean", "in_p90", "out_mean", "out_p90"
+                    )
+                    if mine and not any(k == "traffic" for k, _ in errors):
                         st.error(msg)
                         errors.append(("lengths", msg))
 

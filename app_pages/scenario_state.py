@@ -138,8 +138,46 @@ class ScenarioForm:
         return not self.errors
 
 
-def _length_to_form(dist: Any) -> tuple[int, int]:
-    return int(round(dist.mean_tokens())), int(round(dist.quantile_tokens(0.9)))
+def _length_to_form(dist: Any) -> tuple[float, float]:
+    """A length distribution's mean and p90 [tokens] for the form's lognormal fields (not
+    rounded here: :func:`_within_form` clamps and rounds, a huge or infinite value included)."""
+    return float(dist.mean_tokens()), float(dist.quantile_tokens(0.9))
+
+
+#: the form's widgets' ranges (scenario_form.py): a file's value outside one is shown clamped
+#: (with a note) and the file's own value is used, as the CLI uses it
+FORM_LIMITS: dict[str, tuple[float, float]] = {
+    "in_mean": (1, 2_000_000),
+    "in_p90": (1, 2_000_000),
+    "out_mean": (1, 2_000_000),
+    "out_p90": (1, 2_000_000),
+    "ttft": (0.0, 3600.0),
+    "tpot_ms": (0, 100_000),
+    "e2e": (0.0, 86_400.0),
+    "attainment": (0.5, 1.0),
+    "headroom": (0.0, 1.0),
+    "max_gpus": (0, 100_000),
+    "budget": (0, 10**9),
+}
+_INT_FIELDS = {"in_mean", "in_p90", "out_mean", "out_p90", "tpot_ms", "max_gpus", "budget"}
+
+
+def _within_form(vals: dict[str, Any], notes: list[str]) -> None:
+    """Clamp ``vals`` to :data:`FORM_LIMITS` (a widget refuses a value outside its range, and
+    the page would stop with Streamlit's error), noting each field clamped."""
+    import math
+
+    for k, (lo, hi) in FORM_LIMITS.items():
+        if k not in vals:
+            continue
+        v = float(vals[k])
+        shown = min(max(v, lo), hi) if math.isfinite(v) else hi
+        if shown != v:
+            notes.append(
+                f"{k} = {v:g} is outside the form's range ({lo:g} to {hi:g}): the form shows "
+                f"{shown:g}; the file's value is used"
+            )
+        vals[k] = int(round(shown)) if k in _INT_FIELDS else shown
 
 
 def _form_values(sc: Any, data: dict[str, Any], cat: Catalog) -> tuple[dict[str, Any], list[str]]:
@@ -216,6 +254,7 @@ def _form_values(sc: Any, data: dict[str, Any], cat: Catalog) -> tuple[dict[str,
         hidden.append("serving")
     if hidden:
         notes.append("used from the file (not in the form): " + ", ".join(hidden))
+    _within_form(vals, notes)
     return vals, notes
 
 
@@ -274,7 +313,7 @@ def accept_scenario_upload(name: str, raw: bytes, cat: Catalog) -> str | None:
         text = json.dumps(data)
     except PlannerError as e:
         return str(e)
-    except (TypeError, ValueError) as e:  # a YAML timestamp or set: not JSON
+    except (TypeError, ValueError, OverflowError) as e:  # a YAML timestamp or set: not JSON
         return f"{name}: cannot use this scenario: {e}"
     _set_form(vals)
     st.session_state[_BASE] = {
@@ -382,6 +421,12 @@ _CONSTRAINT_WIDGETS = (
 )
 
 
+def form_changed(base: dict[str, Any], *keys: str) -> bool:
+    """Whether any of the form's widgets ``keys`` differs from what the loaded file set."""
+    cur, applied = _stash(), base["applied"]
+    return any(k in cur and cur[k] != applied.get(k) for k in keys)
+
+
 def _merged(base: dict[str, Any], form: dict[str, Any], search: bool) -> dict[str, Any]:
     """The loaded file with the sections whose widgets were changed taken from the form: an
     unchanged form is the file exactly as the CLI reads it (serving, TP sizes, price
@@ -389,10 +434,9 @@ def _merged(base: dict[str, Any], form: dict[str, Any], search: bool) -> dict[st
     import json
 
     d = json.loads(base["json"])
-    cur, applied = _stash(), base["applied"]
 
     def changed(*keys: str) -> bool:
-        return any(k in cur and cur[k] != applied.get(k) for k in keys)
+        return form_changed(base, *keys)
 
     if changed("model"):
         d["model"] = form["model"]

@@ -323,3 +323,44 @@ def test_the_tie_break_is_said_when_the_winner_is_off_its_own_front():
     assert w.dominated_note([win, _opt(2, 12.0, 1.2, 3.0, 4, "fp4")], "cost", "x") is None
     # another objective ranks by itself, not by the chart's axes
     assert "not by this chart's axes" in w.dominated_note([win, faster], "energy", "J/token")
+
+
+# --------------------------------------------------------------------------- hostile uploads
+HOSTILE = """\
+model: llama-3.1-8b
+workload:
+  preset: chat
+  traffic: {peak_rps: 2, mean_rps: 1}
+  output_tokens: {kind: lognormal, median: 100, sigma: 5, max_tokens: 500}
+slo:
+  tpot: {max_s: 0.1, percentile: p99}
+  attainment: 0.3
+constraints:
+  gpus: [nvidia-h100-sxm]
+  frameworks: [vllm]
+  max_total_gpus: 500000
+  headroom: 1.5
+"""
+
+
+def test_an_upload_with_values_beyond_the_forms_ranges_gives_the_cli_answer(tmp_path, monkeypatch):
+    """Issue 33: limits above a widget's maximum (max_total_gpus 500,000 > 100,000, headroom
+    1.5 > 1, attainment 0.3 < 0.5) crashed the Plan page; the CLI accepts the file. The form
+    now shows each clamped, with a note, and the file's own values are used."""
+    p = tmp_path / "hostile.yaml"
+    p.write_text(HOSTILE, encoding="utf-8")
+    ref = _cli(["recommend", str(p), "--format", "json"])["recommendations"][0]
+    monkeypatch.chdir(tmp_path)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state[w.UPLOAD] = ("hostile.yaml", HOSTILE.encode())
+    at.run()
+    _no_exception(at)
+    assert not at.main.error, [e.value for e in at.main.error]
+    notes = " ".join(c.value for c in at.sidebar.caption)
+    for field in ("max_gpus = 500000", "headroom = 1.5", "attainment = 0.3"):
+        assert field in notes, field
+    cards = _cards(at)
+    assert cards["GPUs"] == fmt.count(ref["num_gpus"])
+    assert cards["$/M output tokens"] == fmt.usd(ref["usd_per_mtok_output"])
+    (argv,) = _commands(at, "planner recommend")
+    assert argv[1] == "hostile.yaml"  # the file unchanged: its own values, not the clamped ones
