@@ -11,7 +11,9 @@ caches first and compare with and without ``python scripts/warm_up.py``::
     python tests/e2e/time_first_page.py                     # before: ~36 s (compile + search)
     python scripts/warm_up.py && python tests/e2e/time_first_page.py   # after: ~3 s
 
-Needs Debian's chromium (``/usr/bin/chromium``, or ``$CHROMIUM``) and the playwright package.
+Needs Debian's chromium (``/usr/bin/chromium``, or ``$CHROMIUM``) and the playwright package;
+``APP_PYTHON=/other/.venv/bin/python`` serves the app from another environment (a fresh
+install without playwright), ``APP_ROOT`` from another checkout.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(os.environ.get("APP_ROOT") or Path(__file__).resolve().parents[2])
 
 
 def main() -> None:
@@ -42,7 +44,7 @@ def main() -> None:
         page = browser.new_page(viewport={"width": 1500, "height": 1000})
         t0 = time.monotonic()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+            [os.environ.get("APP_PYTHON", sys.executable), "-m", "streamlit", "run", "app.py", "--server.headless", "true",
              "--server.port", str(port), "--server.address", "127.0.0.1",
              "--browser.gatherUsageStats", "false"],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
