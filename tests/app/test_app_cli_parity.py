@@ -364,3 +364,26 @@ def test_an_upload_with_values_beyond_the_forms_ranges_gives_the_cli_answer(tmp_
     assert cards["$/M output tokens"] == fmt.usd(ref["usd_per_mtok_output"])
     (argv,) = _commands(at, "planner recommend")
     assert argv[1] == "hostile.yaml"  # the file unchanged: its own values, not the clamped ones
+
+
+# --------------------------------------------------------------------------- compile note
+def test_kernel_cached_looks_for_numbas_index_of_the_event_loop(tmp_path, monkeypatch):
+    """The Plan page says it compiles (runs.COMPILE_NOTE) when neither the package's
+    __pycache__ nor NUMBA_CACHE_DIR holds the index of planner/serving/_kernel.py's _loop."""
+    import planner.serving
+    from app_pages import runs
+
+    pkg = tmp_path / "serving"
+    (pkg / "__pycache__").mkdir(parents=True)
+    monkeypatch.setattr(planner.serving, "__file__", str(pkg / "__init__.py"))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    assert not runs.kernel_cached()  # a fresh install
+    d = tmp_path / "numba" / "serving_0123"
+    d.mkdir(parents=True)
+    (d / "_kernel._loop-139.py311.nbi").write_bytes(b"")
+    assert runs.kernel_cached()  # compiled into NUMBA_CACHE_DIR
+    monkeypatch.delenv("NUMBA_CACHE_DIR")
+    assert not runs.kernel_cached()
+    (pkg / "__pycache__" / "_kernel._loop-139.py311.nbi").write_bytes(b"")
+    assert runs.kernel_cached()  # compiled next to the package
+    assert "scripts/warm_up.py" in runs.COMPILE_NOTE
