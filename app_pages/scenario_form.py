@@ -190,13 +190,11 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
                     help="the day's average (autoscaled cost, kWh per day); it follows Peak "
                     "until you set it, as `planner recommend --peak-rps R` without "
                     "`--mean-rps` plans a flat day at the peak",
-                    # following: the value is the one set above (a value= too would be a
-                    # second default, which Streamlit warns about)
-                    **(
-                        _default("mean_rps", value=D["mean_rps"])
-                        if st.session_state[MEAN_SET]
-                        else {}
-                    ),
+                    # value= also while following (the value set above): without it the
+                    # widget's default is 0, the URL carries the mean, and in the browser a
+                    # Peak change lost peak_rps from the URL (e2e plan test); Streamlit logs
+                    # a warning for a key set both ways, as it does for "model"
+                    **_default("mean_rps", value=D["mean_rps"]),
                 )
                 shapes = list(DAILY_SHAPES)
                 daily = st.selectbox(
