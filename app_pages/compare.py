@@ -98,13 +98,13 @@ st.caption(
 try:
     cat = w.session_catalog()
 except PlannerError as e:
-    st.error(f"Cannot load the catalogs: {e}")
+    st.error(w.md(f"Cannot load the catalogs: {e}"))
     st.stop()
 
 form = w.scenario_sidebar(cat)
 key = w.custom_key()
 if not form.ok:
-    st.error("Fix the scenario first: " + "; ".join(m for _, m in form.errors))
+    st.error(w.md("Fix the scenario first: " + "; ".join(m for _, m in form.errors)))
     st.stop()
 sc = w.build_scenario(key, form.scenario_json)
 if sc.classes:
@@ -115,9 +115,11 @@ if sc.classes:
     st.stop()
 n = len(sc.constraints.gpus) or len(cat.accelerators)
 st.markdown(
-    f"**{sc.model}** at a planning peak of {fmt.rate(sc.workload.traffic.peak())} "
-    f"(+{sc.constraints.headroom:.0%} headroom); {sc.slo.describe()}; "
-    f"{sc.constraints.price_basis.replace('_', '-')} prices."
+    w.md(
+        f"**{sc.model}** at a planning peak of {fmt.rate(sc.workload.traffic.peak())} "
+        f"(+{sc.constraints.headroom:.0%} headroom); {sc.slo.describe()}; "
+        f"{sc.constraints.price_basis.replace('_', '-')} prices."
+    )
 )
 
 with st.status(f"Comparing {n} GPUs ...", expanded=False) as status:
@@ -126,12 +128,14 @@ with st.status(f"Comparing {n} GPUs ...", expanded=False) as status:
         status.update(label="Cannot compare", state="error")
     else:
         status.update(
-            label=f"Compared {n} GPUs: {len(res['rows'])} meet the targets, "
-            f"{len(res['unanswered'])} cannot (cached for these inputs)",
+            label=w.md(
+                f"Compared {n} GPUs: {len(res['rows'])} meet the targets, "
+                f"{len(res['unanswered'])} cannot (cached for these inputs)"
+            ),
             state="complete",
         )
 if "error" in res:
-    st.error(res["error"])
+    st.error(w.md(res["error"]))
     st.stop()
 
 rows = res["rows"]
@@ -161,10 +165,12 @@ if rows:
     st.subheader("Side by side")
     w.table(df, SIDE_BY_SIDE)
     st.caption(
-        "Click a column header to sort. Tokens per $ and tok/s per GPU at full load (the "
-        "bisected maximum rate meeting the SLO); $/M output tokens and the fleet at the planned "
-        "traffic. Provenance: fit = calibrated on this GPU/framework/precision, transferred = "
-        "from a coarser group, prior = no calibration."
+        w.md(
+            "Click a column header to sort. Tokens per $ and tok/s per GPU at full load (the "
+            "bisected maximum rate meeting the SLO); $/M output tokens and the fleet at the planned "
+            f"traffic. {w.term_link('provenance', 'Provenance')}: fit = calibrated on this GPU/framework/precision, transferred = "
+            "from a coarser group, prior = no calibration."
+        )
     )
     st.caption("Same answer from the command line (the scenario: sidebar, Load / save):")
     w.command_line(w.cli_command(form, per_gpu=True))
@@ -214,7 +220,7 @@ else:
     st.warning("No GPU meets this scenario; the reasons are below.")
 
 if res["unanswered"]:
-    st.subheader(f"GPUs that cannot serve this scenario ({len(res['unanswered'])})")
+    st.subheader(w.md(f"GPUs that cannot serve this scenario ({len(res['unanswered'])})"))
     w.table(
         [
             {"GPU": u["gpu"], "name": w.gpu_name(cat, u["gpu"]), "stage": u["stage"], "reason": u["reason"]}

@@ -7,8 +7,11 @@ import streamlit as st
 from app_pages import widgets as w
 
 st.title("Definitions")
-st.caption("The metric definitions every page and the CLI use (README.md, 'Metric definitions').")
-st.markdown(w.DEFINITIONS_MD)
+st.caption(
+    "Every term the pages and the CLI use (README.md, 'Metric definitions'); the pages link "
+    "each term here."
+)
+st.markdown(w.glossary_md())
 st.subheader("Where the numbers come from")
 st.markdown(
     "- **Formulas**: `docs/formulas.md` (memory, KV cache, decode and prefill time).\n"

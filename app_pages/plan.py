@@ -1,6 +1,6 @@
 """Plan page: scenario in, ranked deployments out (planner.recommend.recommend).
 
-The scenario form lives in the sidebar (app_pages/widgets.py, shared with What-if and Compare
+The scenario form lives in the sidebar (app_pages/scenario_form.py, shared with What-if and Compare
 GPUs); this page shows the chosen lengths, the ranked recommendations, the Pareto chart of
 $/M output tokens vs P99 end-to-end latency, why the winner wins, and every rejected option.
 """
@@ -102,10 +102,7 @@ SHARED_COLUMNS = [
 REJECTED = {"gpu": "GPU", "kv_precision": "KV precision", "tp": "TP", "pp": "PP"}
 
 
-def option_label(r: dict) -> str:
-    kv = f" kv {r['kv_precision']}" if r.get("kv_precision") else ""
-    lay = f"TP{r['tp']}" + (f" PP{r['pp']}" if r.get("pp", 1) > 1 else "")
-    return f"{r['gpu']} {r['framework']} {r['precision']}{kv} {lay}"
+option_label = w.option_label
 
 
 def table(recs: list[dict]) -> pd.DataFrame:
@@ -299,6 +296,9 @@ def pareto_chart(rows: list[dict], win: dict) -> str:
     )
 
 
+dominated_note = w.dominated_note
+
+
 # =========================================================================== page
 st.title("Plan: which GPUs, how many, at what cost")
 w.html_css()  # the style of the tables and number cards
@@ -309,15 +309,17 @@ st.caption(
 try:
     cat = w.session_catalog()
 except PlannerError as e:
-    st.error(f"Cannot load the catalogs: {e}")
+    st.error(w.md(f"Cannot load the catalogs: {e}"))
     st.stop()
 
 form = w.scenario_sidebar(cat)
 key = w.custom_key()
 if not form.ok:
     st.error(
-        "Fix the scenario first (the message is next to the widget in the sidebar): "
-        + "; ".join(m for _, m in form.errors)
+        w.md(
+            "Fix the scenario first (the message is next to the widget in the sidebar): "
+            + "; ".join(m for _, m in form.errors)
+        )
     )
     st.stop()
 sc = w.build_scenario(key, form.scenario_json)
@@ -329,15 +331,17 @@ def classes_view() -> None:
     with st.status(f"Sizing {n} request classes, then one shared pool ...") as status:
         out = w.run_classes(key, form.scenario_json, form.objective, form.top_n)
         status.update(
-            label="Cannot plan these classes"
-            if "error" in out
-            else f"Sized {n} request classes, each in its own pool and all in one shared pool",
+            label=w.md(
+                "Cannot plan these classes"
+                if "error" in out
+                else f"Sized {n} request classes, each in its own pool and all in one shared pool"
+            ),
             state="error" if "error" in out else "complete",
         )
     if "error" in out:
-        st.error(out["error"])
+        st.error(w.md(out["error"]))
         return
-    st.subheader(out["verdict"])
+    st.subheader(w.md(out["verdict"]))
     tot = out.get("per_class_total") or {}
     sh = out["shared"]
     best = sh["recommendations"][0] if sh else None
@@ -374,9 +378,11 @@ def classes_view() -> None:
     st.markdown("#### One shared pool")
     if best:
         st.markdown(
-            f"**{fmt.count(best['num_gpus'])} x {w.gpu_name(cat, best['gpu'])}** "
-            f"({option_label(best)}, {best['replicas']} replicas) at "
-            f"{fmt.usd(best['usd_per_hour'])}/h; {best['provenance']}"
+            w.md(
+                f"**{fmt.count(best['num_gpus'])} x {w.gpu_name(cat, best['gpu'])}** "
+                f"({option_label(best)}, {best['replicas']} replicas) at "
+                f"{fmt.usd(best['usd_per_hour'])}/h; {best['provenance']}"
+            )
         )
         rows = []
         for k in sc.classes:
@@ -395,10 +401,10 @@ def classes_view() -> None:
         w.table(rows, SHARED_COLUMNS, download=("Shared pool by class (CSV)", f"plan-shared-{sc.model}.csv"))  # fmt: skip
         st.caption("each class's latency and attainment on its own requests in the merged stream, at the rate the shared fleet is sized for")  # fmt: skip
         if sh.get("why"):
-            st.markdown(f"**Why this shared pool.** {sh['why']}")
+            st.markdown(w.md(f"**Why this shared pool.** {sh['why']}"))
     else:
-        st.warning(f"No shared deployment serves every class: {out.get('shared_not')}")
-    st.markdown("**Notes.** " + "; ".join(out["notes"]))
+        st.warning(w.md(f"No shared deployment serves every class: {out.get('shared_not')}"))
+    st.markdown(w.md("**Notes.** " + "; ".join(out["notes"])))
     st.markdown("Same answer from the command line:")
     w.command_line(w.cli_command(form))
 
@@ -416,22 +422,28 @@ with left:
     st.subheader("Workload")
     peak = wl.traffic.peak()
     st.markdown(
-        f"- **{sc.model}**, planning peak **{fmt.rate(peak)}** x (1 + {sc.constraints.headroom:g} "
-        f"headroom) = {fmt.rate(peak * (1 + sc.constraints.headroom))}; mean "
-        f"{fmt.rate(wl.traffic.base_mean_rps())}\n"
-        f"- prompt: mean **{wl.mean_input_tokens():,.0f}** tokens, p99 "
-        f"{wl.input_quantile_tokens(0.99):,.0f}\n"
-        f"- answer: mean **{wl.mean_output_tokens():,.0f}** tokens, p99 "
-        f"{wl.output_quantile_tokens(0.99):,.0f}\n"
-        f"- SLO: {sc.slo.describe()}"
+        w.md(
+            f"- **{sc.model}**, {w.term_link('planning peak')} **{fmt.rate(peak)}** x (1 + "
+            f"{sc.constraints.headroom:g} {w.term_link('headroom')}) = "
+            f"{fmt.rate(peak * (1 + sc.constraints.headroom))}; {w.term_link('mean rate', 'mean')} "
+            f"{fmt.rate(wl.traffic.base_mean_rps())}\n"
+            f"- prompt: mean **{wl.mean_input_tokens():,.0f}** tokens, p99 "
+            f"{wl.input_quantile_tokens(0.99):,.0f}\n"
+            f"- answer: mean **{wl.mean_output_tokens():,.0f}** tokens, p99 "
+            f"{wl.output_quantile_tokens(0.99):,.0f}\n"
+            f"- SLO: {sc.slo.describe()}"
+        )
     )
     if wl.source:
-        st.caption(f"Preset source: {wl.source}")
+        st.caption(w.md(f"Preset source: {wl.source}"))
 with right:
     w.svg_chart(length_charts(w.length_histogram(key, form.scenario_json)))
 
 # ---------------------------------------------------------------- recommendation
 n_gpus = len(sc.constraints.gpus) or len(cat.accelerators)
+first_compile = st.empty()
+if not w.kernel_cached():  # a fresh install that skipped scripts/warm_up.py: say why it waits
+    first_compile.info(w.md(w.COMPILE_NOTE))
 with st.status(f"Searching deployments on {n_gpus} GPU types ...", expanded=False) as status:
     res = w.run_recommend(key, form.scenario_json, form.objective, form.top_n)
     if "error" in res:
@@ -440,18 +452,21 @@ with st.status(f"Searching deployments on {n_gpus} GPU types ...", expanded=Fals
         s = res["summary"]
         status.update(
             label=(
-                f"Searched {s['options_enumerated']:,} options on {n_gpus} GPU types: "
-                f"{s['options_simulated']} simulated, {s['options_pruned']:,} pruned by bound "
-                + (
-                    f"(searched ahead of this page in {s['elapsed_s']:.1f} s and kept)"
-                    if s.get("precomputed")
-                    else f"({s['elapsed_s']:.1f} s; cached for these inputs)"
+                w.md(
+                    f"Searched {s['options_enumerated']:,} options on {n_gpus} GPU types: "
+                    f"{s['options_simulated']} simulated, {s['options_pruned']:,} pruned by bound "
+                    + (
+                        f"(searched ahead of this page in {s['elapsed_s']:.1f} s and kept)"
+                        if s.get("precomputed")
+                        else f"({s['elapsed_s']:.1f} s; cached for these inputs)"
+                    )
                 )
             ),
             state="complete",
         )
+first_compile.empty()
 if "error" in res:
-    st.error(res["error"])
+    st.error(w.md(res["error"]))
     st.info(
         "Loosen a target (TTFT / TPOT / E2E), allow more GPUs (sidebar: Search and "
         "constraints) or a lower precision."
@@ -461,8 +476,10 @@ if "error" in res:
 recs = res["recommendations"]
 win = recs[0]
 st.subheader(
-    f"Recommended: {fmt.count(win['num_gpus'])} x {w.gpu_name(cat, win['gpu'])} "
-    f"({win['framework']}, {win['precision']}, TP {win['tp']})"
+    w.md(
+        f"Recommended: {fmt.count(win['num_gpus'])} x {w.gpu_name(cat, win['gpu'])} "
+        f"({win['framework']}, {win['precision']}, TP {win['tp']})"
+    )
 )
 w.cards(
     [
@@ -493,31 +510,43 @@ band = win.get("error_band") or {}
 if win.get("num_gpus_low") is not None:
     lo, hi = win["num_gpus_low"], win["num_gpus_high"]
     st.caption(
-        f"Uncertainty: with the {band.get('tier', '')} error band of the performance numbers "
-        f"(capacity x {band.get('low_ratio', float('nan')):.2f} to "
-        f"{band.get('high_ratio', float('nan')):.2f}, ~80 % of held-out measurements), the "
-        f"fleet needs **{fmt.count(lo)} to {fmt.count(hi)} GPUs** and costs "
-        f"{fmt.usd(win['usd_per_mtok_output_low'])} to {fmt.usd(win['usd_per_mtok_output_high'])}"
-        " per million output tokens"
-        + (f"; the choice is {win['robustness']}." if win.get("robustness") else ".")
+        w.md(
+            f"Uncertainty: with the {band.get('tier', '')} error band of the performance numbers "
+            f"(capacity x {band.get('low_ratio', float('nan')):.2f} to "
+            f"{band.get('high_ratio', float('nan')):.2f}, ~80 % of held-out measurements), the "
+            f"fleet needs **{fmt.count(lo)} to {fmt.count(hi)} GPUs** and costs "
+            f"{fmt.usd(win['usd_per_mtok_output_low'])} to {fmt.usd(win['usd_per_mtok_output_high'])}"
+            " per million output tokens"
+            + (
+                f"; the choice is {win['robustness']} ({w.term_link('robustness')})."
+                if win.get("robustness")
+                else "."
+            )
+        )
     )
-st.markdown(f"**Why it wins.** {res['why']}")
+st.markdown(w.md(f"**Why it wins.** {res['why']}"))
 spread = win.get("price_spread") or {}
 st.markdown(
-    f"- **Binding constraint:** {win['binding_constraint']}\n"
-    f"- **Price:** ${win['usd_per_gpu_hour']:.2f} per GPU-hour from {win['price_provider']} "
-    f"(as of {win['price_as_of']}; {win['price_rule']}); spread of {spread.get('n_rows', '?')} "
-    f"{str(spread.get('kind', '')).replace('_', '-')} rows: "
-    f"${spread.get('min', float('nan')):.2f} / ${spread.get('median', float('nan')):.2f} / "
-    f"${spread.get('max', float('nan')):.2f} (min / median / max). "
-    f"[source]({win['price_source']})"
-    if str(win.get("price_source", "")).startswith("http")
-    else f"- **Binding constraint:** {win['binding_constraint']}\n"
-    f"- **Price:** ${win['usd_per_gpu_hour']:.2f} per GPU-hour ({win.get('price_source')})"
+    w.md(
+        f"- **{w.term_link('binding constraint', 'Binding constraint')}:** "
+        f"{win['binding_constraint']}\n"
+        f"- **Price:** ${win['usd_per_gpu_hour']:.2f} per GPU-hour from {win['price_provider']} "
+        f"(as of {win['price_as_of']}; {win['price_rule']}); spread of {spread.get('n_rows', '?')} "
+        f"{str(spread.get('kind', '')).replace('_', '-')} rows: "
+        f"${spread.get('min', float('nan')):.2f} / ${spread.get('median', float('nan')):.2f} / "
+        f"${spread.get('max', float('nan')):.2f} (min / median / max). "
+        f"[source]({win['price_source']})"
+        if str(win.get("price_source", "")).startswith("http")
+        else f"- **{w.term_link('binding constraint', 'Binding constraint')}:** "
+        f"{win['binding_constraint']}\n"
+        f"- **Price:** ${win['usd_per_gpu_hour']:.2f} per GPU-hour ({win.get('price_source')})"
+    )
 )
 st.markdown(
-    f"- **Quality:** {win['quality']}\n"
-    f"- **Performance numbers:** {win['provenance']}; {win['numbers']}"
+    w.md(
+        f"- **Quality:** {win['quality']}\n"
+        f"- **Performance numbers:** {win['provenance']}; {win['numbers']}"
+    )
 )
 
 st.subheader("Ranked options")
@@ -580,12 +609,20 @@ for r in recs:
     )
 w.svg_chart(pareto_chart(rows, win))
 st.caption(
-    "Each point is a ranked option at the traffic the fleet is sized for; the dashed line "
-    "joins the options no other beats on both cost and P99 end-to-end latency (the Pareto "
-    f"front); the red diamond is the recommendation, #1 {option_label(win)}. Labels: the "
-    "ranks in the table above of the front's options; vertical bars: the cost's error band "
-    "(band low to band high in the table); hover any point for its details."
+    w.md(
+        "Each point is a ranked option at the traffic the fleet is sized for; the dashed line "
+        "joins the options no other beats on both cost and P99 end-to-end latency (the "
+        f"{w.term_link('Pareto front')}); the red diamond is the recommendation, #1 {option_label(win)}. Labels: the "
+        "ranks in the table above of the front's options; vertical bars: the cost's "
+        f"{w.term_link('error band')} "
+        "(band low to band high in the table); hover any point for its details."
+    )
 )
+note = dominated_note(
+    recs, form.objective, res["summary"].get("objective_text", form.objective), cat
+)
+if note:
+    st.info(w.md(note))
 
 # ---------------------------------------------------------------- rejected
 by_stage = res["rejected_by_stage"]
@@ -611,10 +648,12 @@ with st.expander(
             )  # fmt: skip
             if by_stage[stage]["n"] > len(by_stage[stage]["rows"]):
                 st.caption(
-                    f"first {len(by_stage[stage]['rows']):,} of {by_stage[stage]['n']:,}; "
-                    "the CSV of the CLI has all"
+                    w.md(
+                        f"first {len(by_stage[stage]['rows']):,} of {by_stage[stage]['n']:,}; "
+                        "the CSV of the CLI has all"
+                    )
                 )
 with st.expander("Assumptions"):
-    st.markdown("\n".join(f"- {a}" for a in res["assumptions"]))
+    st.markdown(w.md("\n".join(f"- {a}" for a in res["assumptions"])))
 w.definitions_expander()
 w.table_sort()

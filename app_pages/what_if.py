@@ -44,13 +44,16 @@ class Knobs:
 def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
     """Everything the page shows for one deployment (planner calls only), or {"error"}.
 
-    The curve is closed-loop (``throughput_latency_curve``, modest request counts); the
-    capacity per replica is its best point meeting the SLO, the fleet the smallest number of
+    The replica is the scenario's (its ``serving:`` section applied, then the knobs), as
+    ``planner capacity FILE --gpu .. --framework .. --precision .. --tp .. --kv-precision ..
+    --max-num-seqs ..`` builds it (:func:`capacity_command`); the curve is that command's
+    closed-loop curve (``throughput_latency_curve`` with its defaults, seed 0); the capacity
+    per replica is the curve's best point meeting the SLO, the fleet the smallest number of
     replicas whose per-replica rate passes an open-loop simulation at the scenario's rate.
     """
     from planner.catalog import model_family, resolve_params
     from planner.cost import quote_price
-    from planner.serving import build_replica, simulate, throughput_latency_curve
+    from planner.serving import simulate, throughput_latency_curve
 
     cat = w.catalog_for(key)
     sc = w.build_scenario(key, scenario_json)
@@ -60,13 +63,13 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
         params, prov = resolve_params(
             k.gpu, k.framework, k.precision, catalog=cat, family=model_family(cat.model(sc.model))
         )
-        rep = build_replica(
-            sc.model,
+        rep = sc.build_replica(
             k.gpu,
-            k.precision,
             k.framework,
-            tp=k.tp,
-            kv_precision=k.kv_precision,
+            k.precision,
+            k.tp,
+            1,
+            k.kv_precision,
             params=params,
             params_source=prov,
             catalog=cat,
@@ -92,9 +95,8 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
             "requests are cut in the simulation; raise the context length"
         )
     try:
-        rows = throughput_latency_curve(
-            rep, wl, slo=slo, requests_per_client=4, min_requests=150, max_requests=1000
-        )
+        # planner capacity's curve: its defaults and its seed (--seed 0); ~0.06 s for chat-8b
+        rows = throughput_latency_curve(rep, wl, slo=slo, rng=np.random.default_rng(0))
     except PlannerError as e:
         return {**out, "error": str(e)}
     out["curve"] = rows
@@ -141,6 +143,16 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
         mean_out = wl.mean_output_tokens() * wl.traffic.base_mean_rps()
         out["usd_per_mtok_planned"] = usd * out["num_gpus"] / (mean_out * 3600.0) * 1e6
     return out
+
+
+def capacity_command(form: Any, k: Knobs) -> str:
+    """The ``planner capacity`` command whose ``curve`` (``--format json``) is the page's
+    curve for the knobs ``k`` (the replica's context aside: the command uses the model's)."""
+    cmd = w.cli_command(form).split(" --objective")[0].replace("recommend", "capacity", 1)
+    return (
+        f"{cmd} --gpu {k.gpu} --framework {k.framework} --precision {k.precision} --tp {k.tp} "
+        f"--kv-precision {k.kv_precision} --max-num-seqs {k.max_num_seqs} --format json"
+    )
 
 
 def band_bounds(x: np.ndarray, y: np.ndarray, band: Any) -> tuple | None:
@@ -258,11 +270,11 @@ def cards_html(vals: dict[str, tuple[float, str, str]], base: dict | None) -> st
 def alerts(res: dict) -> None:
     """Errors and warnings of the simulation (Streamlit alerts, above the numbers)."""
     if "error" in res:
-        st.error(f"Cannot simulate this deployment: {res['error']}")
+        st.error(w.md(f"Cannot simulate this deployment: {res['error']}"))
     if res.get("fit_warning"):
-        st.warning(res["fit_warning"])
+        st.warning(w.md(res["fit_warning"]))
     if res.get("no_capacity"):
-        st.warning(f"This deployment cannot meet the SLO: {res['no_capacity']}.")
+        st.warning(w.md(f"This deployment cannot meet the SLO: {res['no_capacity']}."))
 
 
 def latency_note(res: dict, sc: Any) -> str:
@@ -307,8 +319,12 @@ def curve_html(res: dict, sc: Any, metric: str) -> str:
 
 def _cap(text: str) -> str:
     """A caption (Streamlit's caption style, :data:`app_pages.widgets.HTML_CSS`) of escaped
-    ``text``."""
-    return f'<p class="pl-cap">{html.escape(text)}</p>' if text else ""
+    ``text``, the first mention of each term of :data:`LINKED` linked to the Definitions page."""
+    return f'<p class="pl-cap">{w.link_terms_html(html.escape(text), LINKED)}</p>' if text else ""
+
+
+#: the terms linked to the Definitions page where a caption first names them
+LINKED = ("knee", "error band", "SLO", "planning peak", "provenance")
 
 
 def outputs_html(cards: str, note: str, memory: str, curve: str, deltas: str) -> str:
@@ -334,12 +350,12 @@ st.caption(
 try:
     cat = w.session_catalog()
 except PlannerError as e:
-    st.error(f"Cannot load the catalogs: {e}")
+    st.error(w.md(f"Cannot load the catalogs: {e}"))
     st.stop()
 form = w.scenario_sidebar(cat, search=False)
 key = w.custom_key()
 if not form.ok:
-    st.error("Fix the scenario first: " + "; ".join(m for _, m in form.errors))
+    st.error(w.md("Fix the scenario first: " + "; ".join(m for _, m in form.errors)))
     st.stop()
 sc = w.build_scenario(key, form.scenario_json)
 if sc.classes:
@@ -395,8 +411,9 @@ def deployment() -> None:
         format_func=lambda v: f"{v:,}",
         **w._default("wi_ctx", value=8192 if 8192 in ctx_opts else ctx_opts[-1]),
     )  # fmt: skip
-    # the engine's own default on this GPU (vLLM V1: 1024 on >= 70 GiB GPUs), as recommend uses
-    seqs0, _ = cat.framework(fw).scheduler_defaults(cat.gpu(gpu))
+    # the scenario's serving.max_num_seqs, else the engine's own default on this GPU (vLLM
+    # V1: 1024 on >= 70 GiB GPUs), as recommend and capacity use them
+    seqs0 = sc.serving.max_num_seqs or cat.framework(fw).scheduler_defaults(cat.gpu(gpu))[0]
     seqs_def = min(MAX_SEQS, key=lambda v: abs(v - seqs0))
     mns = row.select_slider(
         "Max concurrency (max_num_seqs)", MAX_SEQS, key="wi_seqs", bind="query-params",
@@ -430,12 +447,14 @@ def deployment() -> None:
     g = cat.gpu(gpu)
     if g.memory_gb is None:
         st.error(
-            f"{g.name}: memory size not in the catalog; pick another GPU or add it on Catalog."
+            w.md(
+                f"{g.name}: memory size not in the catalog; pick another GPU or add it on Catalog."
+            )
         )
         st.stop()
     plan = w.memory_plan(key, setup)
     if "error" in plan:
-        st.error(f"Cannot plan this deployment: {plan['error']}")
+        st.error(w.md(f"Cannot plan this deployment: {plan['error']}"))
         st.stop()
 
     res = evaluate(key, form.scenario_json, knobs)
@@ -489,6 +508,12 @@ def deployment() -> None:
             f"Deltas against the baseline: {base['label']}." if base else "",
         )
     )
+    st.caption(
+        "Same numbers from the command line: the curve and its best point meeting the SLO "
+        "(the scenario: sidebar, Load / save), and the sequences that fit:"
+    )
+    w.command_line(capacity_command(form, knobs))
+    w.command_line(w.memory_command(setup, cat))
 
 
 deployment()

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -50,7 +51,9 @@ def _commands() -> list[str]:
 def test_every_command_has_help_with_example(capsys, command):
     code, out, _ = run(capsys, command, "--help")
     assert code == 0
-    assert "example" in out and "planner " in out.split("example")[-1]
+    # the epilog's section ("example:" or "examples:"; an example's own path may hold
+    # "examples/", so split on the heading); tests/test_help_examples.py runs each line
+    assert "example" in out and "planner " in re.split(r"\nexamples?:", out)[-1]
     assert "--format" in out and "--data-dir" in out and "--calibration" in out
 
 
@@ -323,10 +326,12 @@ def test_app_memory_page_renders():
     at.switch_page("app_pages/memory.py")  # the landing page is Plan
     at.run()
     assert not at.exception, at.exception
-    labels = {m.label: m.value for m in at.metric}
-    # default: llama-3.1-70b, fp8 weights, vLLM -> the fp8 checkpoint's fp8 KV, TP 2 -> 4 of
-    # 8 KV heads per GPU
-    assert labels["KV cache per token"] == "81.9 kB"  # 80 x 2 x 4 x 128 x 1 = 81,920 B
+    from app_pages.widgets import cards_of  # the page's number cards (HTML)
+
+    labels = {k: v for h in at.get("html") for k, v in cards_of(h.value).items()}
+    # default: llama-3.1-70b, fp8 weights, no framework (`planner memory`'s default) -> bf16
+    # KV, TP 2 -> 4 of 8 KV heads per GPU
+    assert labels["KV cache per token"] == "163.8 kB"  # 80 x 2 x 4 x 128 x 2 = 163,840 B
     assert int(labels["Max concurrent sequences"].replace(",", "")) > 0
     assert at.success and not at.error
     at.sidebar.selectbox[0].select("llama-3.1-405b").run()  # 405B does not fit on two H100s

@@ -16,9 +16,13 @@ POOR_FIT_MDAPE = 0.25
 CALIBRATE_EPILOG = """\
 examples:
   planner calibrate data/benchmarks/public.csv data/benchmarks/pytorch_h200.csv -o my_profile.yaml
-  planner calibrate my_runs.csv -o profile.yaml && planner estimate ... --calibration profile.yaml
-  planner calibrate result.json --gpu nvidia-h100-sxm --model llama-3.1-8b --precision bf16 -o p.yaml
-  planner calibrate my_steps.csv --iterations my_server_iterations.csv.gz -o profile.yaml
+  planner calibrate data/benchmarks/reference_h200.csv -o profile.yaml && planner estimate \
+      --model llama-3.1-8b --gpu nvidia-h200-sxm --precision bf16 --framework vllm --batch 8 \
+      --input-len 1024 --output-len 256 --calibration profile.yaml
+  planner calibrate data/benchmarks/reference_h200.csv tests/fixtures/calibration/vllm_bench_rate.json \
+      --gpu nvidia-h200-sxm --model llama-3.1-8b --precision bf16 -o p.yaml
+  planner calibrate data/benchmarks/reference_h200.csv \
+      --iterations data/benchmarks/serving_raw/reference_h200_iterations.csv.gz -o profile.yaml
 
 A CSV follows the benchmark schema (planner/benchmarks/README.md); a .json is the
 file `vllm bench serve --save-result` writes (GPU, model, precision and TP are not in it, so

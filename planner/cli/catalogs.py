@@ -11,7 +11,7 @@ from planner.errors import PlannerError
 PRICES_EXAMPLE = """\
   planner prices
   planner prices --gpu h100 --kind on_demand
-  planner prices --gpu mi300x --prices our-quotes.yaml
+  planner prices --gpu mi300x --prices data/prices.yaml  # your own rows, in this format
   planner prices --gpu h200 --quote --format json
   planner prices --format csv > prices.csv
   planner prices --own

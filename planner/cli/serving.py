@@ -22,14 +22,16 @@ from planner.cli._common import (
 from planner.errors import PlannerError
 
 SIMULATE_EXAMPLE = (
-    "planner simulate chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm --precision bf16 "
-    "--rate 20 --requests 5000\n  planner simulate batch-offline.yaml --offline --format json"
-    "\n  planner simulate disagg/disagg-r1.yaml --rate 4   # two pools (xPyD)"
+    "planner simulate examples/chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm "
+    "--precision bf16 --rate 20 --requests 5000\n"
+    "  planner simulate examples/batch-offline.yaml --offline --format json\n"
+    "  planner simulate examples/disagg/disagg-r1.yaml --rate 4   # two pools (xPyD)"
 )
 CAPACITY_EXAMPLE = (
-    "planner capacity rag-70b.yaml --gpu nvidia-h100-sxm --framework vllm --precision fp8 "
-    "--tp 4 --compare-tp 2,4,8\n  planner capacity chat-8b.yaml --format csv > curve.csv"
-    "\n  planner capacity disagg/disagg-r1.yaml   # xPyD: pool rates, x:y, groups"
+    "planner capacity examples/rag-70b.yaml --gpu nvidia-h100-sxm --framework vllm "
+    "--precision fp8 --tp 4 --compare-tp 2,4,8\n"
+    "  planner capacity examples/chat-8b.yaml --format csv > curve.csv\n"
+    "  planner capacity examples/disagg/disagg-r1.yaml   # xPyD: pool rates, x:y, groups"
 )
 SCENARIOS_NOTE = (
     " Scenario files: see the examples/ folder (chat-8b.yaml, rag-70b.yaml, batch-offline.yaml, "

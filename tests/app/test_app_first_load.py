@@ -14,6 +14,8 @@ import pytest
 
 pytest.importorskip("streamlit.testing.v1")
 
+import streamlit as st  # noqa: E402
+
 from app_pages import widgets as w  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,7 +83,7 @@ def test_an_svg_chart_cannot_end_its_script(monkeypatch):
     from app_pages import svg
 
     sent = []
-    monkeypatch.setattr(w.st, "html", lambda body, **kw: sent.append((body, kw)))
+    monkeypatch.setattr(st, "html", lambda body, **kw: sent.append((body, kw)))
     evil = "</script><script>alert(1)</script><!--"
     chart = svg.hbar_chart([svg.Bar(evil, 1.0, tooltip=evil)], x_axis=svg.Axis("v"), label=evil)
     w.svg_chart(chart)

@@ -193,8 +193,7 @@ def expected_max_seqs(**kw) -> str:
         kw.get("precision", "fp8"),
         tp=kw.get("tp", 2),
         context_len=kw.get("context", 8192),
-        framework="vllm",
-        memory_utilization=0.92,  # vllm's default, the slider's initial value
+        # the page's defaults are `planner memory`'s: no framework, 0.9 of the card
     )
     return f"{plan.max_concurrent_sequences:,}"
 
@@ -204,9 +203,10 @@ def test_memory_page_in_a_browser(server, browser, shots):
     page = browser.new_page(viewport={"width": 1500, "height": 1700})
     try:
         page.goto(f"{server}/memory", wait_until="domcontentloaded", timeout=WAIT_MS)
-        page.wait_for_selector('[data-testid="stMetric"]', timeout=WAIT_MS)
+        page.wait_for_selector(".pl-card", timeout=WAIT_MS)
         wait_idle(page)
-        wait_metric(page, "Max concurrent sequences", expected_max_seqs())
+        wait_metric(page, "Max concurrent sequences", expected_max_seqs(), card_value)
+        assert expected_max_seqs() == "29"  # the README's opening question
         page.screenshot(path=str(shots / "memory_default.png"), full_page=True)
         charts = page.locator(CHART)
         assert charts.count() == 3  # memory bar, decode step, tokens/s
@@ -221,7 +221,7 @@ def test_memory_page_in_a_browser(server, browser, shots):
         ctx = page.locator('input[aria-label="Context per sequence [tokens]"]')
         ctx.fill("32768")
         ctx.press("Enter")
-        wait_metric(page, "Max concurrent sequences", expected_max_seqs(context=32768))
+        wait_metric(page, "Max concurrent sequences", expected_max_seqs(context=32768), card_value)
         wait_idle(page)
         limit = expected_max_seqs(context=32768)
         chart = page.locator(CHART).nth(1)
@@ -236,6 +236,7 @@ def test_memory_page_in_a_browser(server, browser, shots):
             page,
             "Max concurrent sequences",
             expected_max_seqs(gpu="nvidia-h200-sxm", context=32768),
+            card_value,
         )
         assert "gpu=nvidia-h200-sxm" in page.url
         wait_idle(page)
@@ -255,6 +256,23 @@ def test_memory_page_in_a_browser(server, browser, shots):
         )
         page.screenshot(path=str(shots / "memory_unknown_gpu.png"), full_page=True)
         assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        page.close()
+
+
+def test_memory_cards_keep_their_values_whole_at_800_px(server, browser, shots):
+    """Issue 33: at 800 px the page's number cards cut their values; each value now fits its
+    card (the text shrinks to the card's width: widgets.value_size)."""
+    page = browser.new_page(viewport={"width": 800, "height": 1200})
+    try:
+        page.goto(f"{server}/memory", wait_until="domcontentloaded", timeout=WAIT_MS)
+        page.wait_for_selector(".pl-card", timeout=WAIT_MS)
+        wait_idle(page)
+        cut = page.locator(".pl-v").evaluate_all(
+            "els => els.filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)"
+        )
+        assert page.locator(".pl-v").count() >= 4 and not cut, cut
+        page.screenshot(path=str(shots / "memory_800px.png"), full_page=True)
     finally:
         page.close()
 
@@ -296,7 +314,10 @@ def expected_recs(peak: float = 10.0, preset: str = "chat") -> list[dict]:
     from planner.recommend import recommend
     from planner.workload import SLO, Workload
 
-    wl = Workload.model_validate({"preset": preset, "traffic": {"mean_rps": 4.0, "peak_rps": peak}})
+    # the app's Mean follows Peak (as `planner recommend --peak-rps` alone plans a flat day)
+    wl = Workload.model_validate(
+        {"preset": preset, "traffic": {"mean_rps": peak, "peak_rps": peak}}
+    )
     slo = SLO.model_validate({"ttft": {"max_s": 1.0}, "tpot": {"max_s": 0.05}, "attainment": 0.99})
     res = recommend(
         "llama-3.1-8b",
