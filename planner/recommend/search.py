@@ -605,8 +605,7 @@ class _Search:
         return (
             f"planner capacity SCENARIO.yaml --gpu {o.gpu.id} --framework {o.framework.id} "
             f"--precision {o.precision.id} --kv-precision {o.kv_precision} --tp {o.tp} "
-            f"--pp {o.pp} "
-            + ("" if o.is_plain else f"--ep {o.ep} --attention-dp {o.attention_dp} ")
+            f"--pp {o.pp} --ep {o.ep} --attention-dp {o.attention_dp} "
             + f"--max-num-seqs {e.max_num_seqs // o.attention_dp} --max-num-batched-tokens "
             f"{e.max_num_batched_tokens // o.attention_dp} --headroom {c.headroom!r} --fit-percentile "
             f"{c.fit_percentile!r} --requests {self.n_requests} --seed {seed} --no-curve"
