@@ -34,6 +34,7 @@ from planner.serving._engine import _run_continuous, _run_static, loop_key
 from planner.serving._jit import freeze_long_lived
 from planner.serving.replica import Replica, check_fits
 from planner.serving.result import SimResult
+from planner.serving.speculative import as_tokens, as_verify_steps
 from planner.serving.steady_state import (
     SteadyStateResult,
     _constants,
@@ -61,16 +62,16 @@ def run(
     static_batching: bool | None = None,
     stop: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> SimResult:
-    """Simulate ``requests`` on ``replica`` with the engine's runner (continuous batching
-    or static batching; ``static_batching`` forces one). ``concurrency``: closed loop with
-    this many clients (arrival times are then ignored). ``stop``: an early-stop rule for a
-    verdict-only run (:func:`stop_rule`; continuous batching only, ignored otherwise)."""
+    """Simulate ``requests`` on ``replica`` with the engine's runner (continuous or static
+    batching; ``static_batching`` forces one); ``concurrency``: closed loop with this many
+    clients; ``stop``: an early-stop rule of a verdict-only run (:func:`stop_rule`)."""
     static = (
         (not replica.engine.continuous_batching) if static_batching is None else static_batching
     )
+    steps = as_verify_steps(replica.spec, requests)  # speculative decoding: verify steps
     if static:
-        return _run_static(replica, requests, concurrency)
-    return _run_continuous(replica, requests, concurrency, stop)
+        return as_tokens(replica.spec, _run_static(replica, steps, concurrency), requests)
+    return as_tokens(replica.spec, _run_continuous(replica, steps, concurrency, stop), requests)
 
 
 def scored_requests(
