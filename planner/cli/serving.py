@@ -19,15 +19,20 @@ from planner.cli._common import (
     _tp_list,
     add_common_args,
 )
+from planner.cli.speculative import add_spec_args, spec_kwargs
 from planner.errors import PlannerError
 
 SIMULATE_EXAMPLE = (
     "planner simulate chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm --precision bf16 "
-    "--rate 20 --requests 5000\n  planner simulate batch-offline.yaml --offline --format json"
+    "--rate 20 --requests 5000\n  planner simulate batch-offline.yaml --offline --format json\n"
+    "  planner simulate chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm --precision bf16 "
+    "--spec-method eagle3 --spec-tokens 7"
 )
 CAPACITY_EXAMPLE = (
     "planner capacity rag-70b.yaml --gpu nvidia-h100-sxm --framework vllm --precision fp8 "
-    "--tp 4 --compare-tp 2,4,8\n  planner capacity chat-8b.yaml --format csv > curve.csv"
+    "--tp 4 --compare-tp 2,4,8\n  planner capacity chat-8b.yaml --format csv > curve.csv\n"
+    "  planner capacity chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm --precision bf16 "
+    "--spec-method eagle3 --spec-tokens 7 --acceptance-length 2.8"
 )
 SCENARIOS_NOTE = (
     " Scenario files: see the examples/ folder (chat-8b.yaml, rag-70b.yaml, batch-offline.yaml, "
@@ -87,6 +92,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="attention data-parallel ranks (MoE models; e.g. --tp 1 --attention-dp 8 --ep 8 "
         "is DEP8)",
     )
+    add_spec_args(d)
     d.add_argument(
         "--max-num-seqs", type=_positive_int, default=None, help="engine: max running sequences"
     )
@@ -231,6 +237,7 @@ def _context(args: argparse.Namespace):
         args.kv_precision,
         ep=args.ep,
         attention_dp=args.attention_dp,
+        **spec_kwargs(args),
     )
     params, prov = _resolve_params(
         dep.gpu, dep.framework, dep.precision, args.calibration, cat, sc.model
@@ -244,6 +251,7 @@ def _context(args: argparse.Namespace):
         dep.kv_precision,
         ep=dep.ep,
         attention_dp=dep.attention_dp,
+        spec=spec_kwargs(args),
         catalog=cat,
         params=params,
         params_source=prov,

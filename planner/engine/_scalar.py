@@ -122,7 +122,7 @@ def step_time_scalar(
     if tp_gt1 != 0.0:
         t += ring * comm_b * T / link
         t += comm_lat2
-    if eager != 0.0 and num_seqs < T:
+    if eager != 0.0 and num_seqs < T0:  # a prompt chunk: eager (verify steps replay graphs)
         t = (t**eager_k + eager_e_k) ** (1.0 / eager_k)
     t += over0 + seq_o * num_seqs
     t = t * pp

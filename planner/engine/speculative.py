@@ -30,7 +30,7 @@ from planner.catalog.records import Precision
 from planner.catalog.speculative import SpecDecode
 from planner.engine.memory import _bits, kv_layer_bytes_per_token, param_counts, weight_memory
 
-__all__ = ["DraftCost", "draft_cost", "with_spec"]
+__all__ = ["DraftCost", "draft_cost", "per_token", "with_spec"]
 
 
 @dataclass(frozen=True)
@@ -154,3 +154,23 @@ def with_spec(sm, spec: SpecDecode | None, catalog: Catalog | None = None):
     if spec is None:
         return sm
     return replace(sm, spec_tokens=int(spec.spec_tokens), draft=draft_cost(sm, spec, catalog))
+
+
+def per_token(est, spec: SpecDecode | None, batch: int, output_len: int, al: float | None = None):
+    """A static-batch :class:`planner.engine.phases.Estimate` of a speculative step model
+    with its decode steps turned into tokens: each verify step gives ``al`` tokens (default
+    the spec's AL), so TPOT = step time / AL, E2E = TTFT + TPOT x (output_len - 1), and the
+    throughputs follow. ``est`` itself without speculative decoding."""
+    if spec is None:
+        return est
+    a = float(al if al is not None else spec.acceptance_length)
+    tpot = est.tpot_s / a
+    e2e = est.ttft_s + tpot * max(output_len - 1, 0)
+    input_len = est.total_tok_s * est.e2e_s / batch - output_len
+    return replace(
+        est,
+        tpot_s=tpot,
+        e2e_s=e2e,
+        output_tok_s=batch * output_len / e2e,
+        total_tok_s=batch * (input_len + output_len) / e2e,
+    )

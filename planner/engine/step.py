@@ -256,7 +256,7 @@ class StepModel:
         t_over = t_over + 0.0 * T
         gpu = t_gemm + t_attn + t_comm
         if p.eager_layer_s:
-            eager = np.asarray(np.asarray(num_seqs, float) < T)
+            eager = np.asarray(np.asarray(num_seqs, float) < T0)
             gpu = np.where(eager, _soft_max(gpu, p.eager_layer_s * self.layers), gpu)
             t_over = t_over + (gpu - (t_gemm + t_attn + t_comm))
         if self.pp > 1:  # one step traverses every stage in turn: each term counts pp times

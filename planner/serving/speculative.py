@@ -26,7 +26,6 @@ each step by the sequences it advanced, not by their tokens.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import numpy as np
@@ -96,5 +95,3 @@ def as_tokens(spec: SpecDecode | None, result, reqs: Requests):
         return result
     result.output_tokens = np.asarray(reqs.output_tokens).copy()
     return result
-
-
