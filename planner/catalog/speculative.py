@@ -65,6 +65,13 @@ class AcceptanceRecord(Sourced):
             return (hi - lo) / 2.0
         return 0.0
 
+    @property
+    def band(self) -> tuple[float, float]:
+        """(low, high) AL of the row: the printed range, else AL -/+ std, else AL."""
+        if self.acceptance_length_range is not None:
+            return self.acceptance_length_range
+        return (self.acceptance_length - self.spread, self.acceptance_length + self.spread)
+
     def label(self) -> str:
         return f"{self.model} {self.method} K={self.spec_tokens} (AL {self.acceptance_length:.2f})"
 
@@ -227,8 +234,8 @@ def spec_decode(
             "(scenario deployment.acceptance_length)"
         )
     mean = sum(r.acceptance_length for r in hits) / len(hits)
-    lo = min(r.acceptance_length - r.spread for r in hits)
-    hi = max(r.acceptance_length + r.spread for r in hits)
+    lo = min(r.band[0] for r in hits)
+    hi = max(r.band[1] for r in hits)
     spread = max(mean - lo, hi - mean)
     basis = "; ".join(sorted({r.source.split(",")[0] for r in hits}))
     return SpecDecode(
