@@ -1,0 +1,138 @@
+"""Benchmark rows measured with speculative decoding: method and K from their notes, the
+same rows without it, and the predicted vs measured speed-up.
+
+Rows tagged ``layout_unsupported: speculative decoding (...)`` stay unfitted and unpredicted
+by :class:`planner.benchmarks.predict.Predictor`; this module reads their method (and K
+where the notes print it, e.g. SGLang's ``3 steps, topk 1, 4 draft tokens``: K = 3), pairs
+each with the rows of the same hardware, engine, precision, layout, lengths and concurrency
+measured without speculative decoding (:func:`spec_pairs`), and predicts both with the
+serving simulator (:func:`predicted_ratio`), the speculative one with a given acceptance
+length. The measured ratio of a pair is the median over its baselines (InferenceX re-runs
+a configuration on several dates).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from statistics import median
+from typing import Any
+
+from planner.benchmarks.schema import cell, layout_unsupported, number
+from planner.benchmarks.serving_rows import predict_serving_row
+from planner.catalog.catalog import Catalog
+from planner.catalog.efficiency import EfficiencyParams
+
+__all__ = ["SpecPair", "predicted_ratio", "spec_of_row", "spec_pairs"]
+
+_DRAFT_TOKENS = re.compile(r"(\d+) draft tokens")
+_STEPS = re.compile(r"(\d+) steps")
+
+
+def spec_of_row(row: Mapping[str, Any]) -> tuple[str, int | None] | None:
+    """(method, K or None) of a row measured with speculative decoding, None otherwise."""
+    notes = cell(row, "notes") or ""
+    why = layout_unsupported(notes) or ""
+    if "speculative decoding" not in why and "spec 'mtp'" not in notes:
+        return None
+    low = why.lower()
+    method = "eagle3" if "eagle3" in low or "eagle-3" in low else "mtp"
+    k = None
+    if m := _DRAFT_TOKENS.search(why):  # SGLang chain: draft tokens = steps + 1
+        k = int(m.group(1)) - 1
+    elif m := _STEPS.search(why):
+        k = int(m.group(1))
+    return method, k
+
+
+def _layout_key(notes: str) -> tuple:
+    tp = re.search(r"TP=(\d+)", notes)
+    ep = re.search(r"EP=(\d+)", notes)
+    dpa = "DP-attention=true" in notes or (
+        "attention data-parallel" in notes and "no attention data-parallel" not in notes
+    )
+    isl = re.search(r"nominal input (\d+)", notes) or re.search(r"random_input_len=(\d+)", notes)
+    osl = re.search(r"output (\d+) tokens", notes) or re.search(r"random_output_len=(\d+)", notes)
+    g = lambda x: int(x.group(1)) if x else None  # noqa: E731
+    return g(tp), g(ep), dpa, g(isl), g(osl), "multi-node" in notes
+
+
+def _key(row: Mapping[str, Any]) -> tuple:
+    return (
+        cell(row, "hardware"),
+        cell(row, "framework"),
+        cell(row, "precision"),
+        cell(row, "model"),
+        number(row, "n_gpus"),
+        number(row, "concurrency"),
+        number(row, "isl"),
+        number(row, "osl"),
+        cell(row, "metric"),
+        *_layout_key(cell(row, "notes") or ""),
+    )
+
+
+@dataclass(frozen=True)
+class SpecPair:
+    """A row measured with speculative decoding and its baselines (same key, no spec)."""
+
+    spec_row: dict[str, Any]
+    base_rows: tuple[dict[str, Any], ...]
+    method: str
+    spec_tokens: int | None
+
+    @property
+    def measured_ratio(self) -> float:
+        """Speculative value / median baseline value (a speed: > 1 is faster)."""
+        v = float(cell(self.spec_row, "value"))
+        return v / median(float(cell(r, "value")) for r in self.base_rows)
+
+    @property
+    def concurrency(self) -> float | None:
+        return number(self.spec_row, "concurrency")
+
+
+def spec_pairs(rows: Iterable[Mapping[str, Any]]) -> list[SpecPair]:
+    """Pair every speculative row with the rows of the same key measured without it."""
+    rows = [dict(r) for r in rows]
+    spec = [(r, spec_of_row(r)) for r in rows]
+    base: dict[tuple, list[dict[str, Any]]] = {}
+    for r, s in spec:
+        if s is None and not layout_unsupported(cell(r, "notes") or ""):
+            base.setdefault(_key(r), []).append(r)
+    out = []
+    for r, s in spec:
+        if s is not None and _key(r) in base:
+            out.append(SpecPair(r, tuple(base[_key(r)]), s[0], s[1]))
+    return out
+
+
+def predicted_ratio(
+    pair: SpecPair,
+    acceptance_length: float,
+    catalog: Catalog,
+    params: EfficiencyParams,
+    spec_tokens: int | None = None,
+) -> tuple[float | None, str]:
+    """(predicted speculative / baseline ratio of the pair's metric, reason when None).
+
+    Both are simulated from the pair's first baseline row (its notes carry the client's
+    length distribution and the engine settings), the speculative one with
+    ``acceptance_length`` and K = the speculative row's own (from its notes), else
+    ``spec_tokens``: the ratio isolates speculative decoding."""
+    k = pair.spec_tokens or spec_tokens
+    if k is None:
+        return None, "K (draft tokens) not in the row's notes and none given"
+    brow = pair.base_rows[0]  # its notes carry the client's lengths and engine settings
+    srow = {
+        **brow,
+        "_spec_method": pair.method,
+        "_spec_tokens": int(k),
+        "_acceptance_length": float(acceptance_length),
+    }
+    v1, why1 = predict_serving_row(srow, catalog, params)
+    v0, why0 = predict_serving_row(brow, catalog, params)
+    if v1 is None or v0 is None:
+        return None, why1 or why0
+    return v1 / v0, ""
