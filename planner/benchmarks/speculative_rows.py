@@ -13,6 +13,7 @@ a configuration on several dates).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -24,9 +25,31 @@ from planner.benchmarks.serving_rows import predict_serving_row
 from planner.catalog.catalog import Catalog
 from planner.catalog.efficiency import EfficiencyParams
 
-__all__ = ["SpecPair", "predicted_ratio", "spec_of_row", "spec_pairs"]
+__all__ = [
+    "INFERENCEX_SPEC_TOKENS",
+    "SpecPair",
+    "chain_acceptance_length",
+    "held_out_ratios",
+    "predicted_ratio",
+    "spec_of_row",
+    "spec_pairs",
+]
 
 _DRAFT_TOKENS = re.compile(r"(\d+) draft tokens")
+
+#: K of InferenceX's single-node DeepSeek-R1 MTP runs, whose notes do not print it:
+#: SemiAnalysisAI/InferenceX benchmarks/single_node/fixed_seq_len/dsr1_*_mtp.sh @ 843c6254f
+#: (SGLang --speculative-num-steps / --speculative-num-draft-tokens, chain topk 1;
+#: TensorRT-LLM num_nextn_predict_layers: 3, or 1 with attention DP): (hardware, framework,
+#: attention DP) -> K
+INFERENCEX_SPEC_TOKENS = {
+    ("amd-mi325x", "sglang", False): 3,  # dsr1_fp8_mi325x_mtp.sh: steps 3, draft tokens 4
+    ("amd-mi355x", "sglang", False): 3,  # dsr1_fp8/fp4_mi355x_mtp.sh: steps 3, draft tokens 4
+    ("nvidia-h200-sxm", "sglang", False): 2,  # dsr1_fp8_h200_mtp.sh: steps 2, draft tokens 3
+    ("nvidia-b200", "sglang", False): 2,  # dsr1_fp8_b200_mtp.sh (the template of H200's)
+    ("nvidia-b200", "trtllm", False): 3,  # dsr1_fp8_b200_trt_mtp.sh: MTP=3
+    ("nvidia-b200", "trtllm", True): 1,  # ... MTP=1 with DP attention
+}
 _STEPS = re.compile(r"(\d+) steps")
 
 
@@ -43,6 +66,9 @@ def spec_of_row(row: Mapping[str, Any]) -> tuple[str, int | None] | None:
         k = int(m.group(1)) - 1
     elif m := _STEPS.search(why):
         k = int(m.group(1))
+    elif "InferenceX" in (cell(row, "source") or "") and "multi-node" not in notes:
+        dpa = "DP-attention=true" in notes
+        k = INFERENCEX_SPEC_TOKENS.get((cell(row, "hardware"), cell(row, "framework"), dpa))
     return method, k
 
 
@@ -121,7 +147,7 @@ def predicted_ratio(
     length distribution and the engine settings), the speculative one with
     ``acceptance_length`` and K = the speculative row's own (from its notes), else
     ``spec_tokens``: the ratio isolates speculative decoding."""
-    k = pair.spec_tokens or spec_tokens
+    k = spec_tokens or pair.spec_tokens
     if k is None:
         return None, "K (draft tokens) not in the row's notes and none given"
     brow = pair.base_rows[0]  # its notes carry the client's lengths and engine settings
@@ -136,3 +162,83 @@ def predicted_ratio(
     if v1 is None or v0 is None:
         return None, why1 or why0
     return v1 / v0, ""
+
+
+#: per-position acceptance probabilities the held-out fit tries
+RATE_GRID = tuple(round(0.30 + 0.025 * i, 3) for i in range(27))  # 0.30 .. 0.95
+
+
+def chain_acceptance_length(rate: float, spec_tokens: int) -> float:
+    """Mean tokens per verify step of a chain of K drafts each accepted with probability
+    ``rate`` given the previous ones: ``(1 - rate^(K+1)) / (1 - rate)`` (the bonus token
+    included)."""
+    return (1.0 - rate ** (spec_tokens + 1)) / (1.0 - rate)
+
+
+def held_out_ratios(
+    pairs: list[SpecPair],
+    catalog: Catalog,
+    params_of,
+    fit_max_concurrency: float = 16,
+) -> list[dict[str, Any]]:
+    """Leave-one-hardware-out check of the speed-up's shape over concurrency.
+
+    Acceptance is a property of the model, drafter and data, not of the GPU, and runs differ
+    in K: the fitted quantity is the per-position acceptance ``rate`` of the chain (grid
+    :data:`RATE_GRID`, least median absolute log error of the ratio), giving each pair
+    ``AL = chain_acceptance_length(rate, K)``. For each hardware the rate is fitted on the
+    OTHER hardware's pairs at concurrency <= ``fit_max_concurrency``, then every pair of the
+    held-out hardware is predicted with it. ``params_of``: row -> EfficiencyParams. Result
+    rows: id, hardware, precision, concurrency, K, measured and predicted ratio, the rate and
+    AL used, and the error ``predicted / measured - 1``."""
+    curves: dict[str, dict[float, float]] = {}
+    for p in pairs:
+        if p.spec_tokens is None:
+            continue
+        params = params_of(p.base_rows[0])
+        c = {}
+        for rate in RATE_GRID:
+            al = chain_acceptance_length(rate, p.spec_tokens)
+            v, _ = predicted_ratio(p, al, catalog, params)
+            if v is None:
+                break
+            c[rate] = v
+        if len(c) == len(RATE_GRID):
+            curves[cell(p.spec_row, "id")] = c
+    ok = [p for p in pairs if cell(p.spec_row, "id") in curves]
+    out = []
+    for hw in sorted({cell(p.spec_row, "hardware") for p in ok}):
+        train = [
+            p
+            for p in ok
+            if cell(p.spec_row, "hardware") != hw and (p.concurrency or 0) <= fit_max_concurrency
+        ]
+        if not train:
+            continue
+
+        def loss(rate: float, train: list[SpecPair] = train) -> float:
+            return median(
+                abs(math.log(curves[cell(p.spec_row, "id")][rate] / p.measured_ratio))
+                for p in train
+            )
+
+        rate = min(RATE_GRID, key=loss)
+        for p in ok:
+            if cell(p.spec_row, "hardware") != hw:
+                continue
+            pred = curves[cell(p.spec_row, "id")][rate]
+            out.append(
+                {
+                    "id": cell(p.spec_row, "id"),
+                    "hardware": hw,
+                    "precision": cell(p.spec_row, "precision"),
+                    "concurrency": p.concurrency,
+                    "spec_tokens": p.spec_tokens,
+                    "measured_ratio": p.measured_ratio,
+                    "predicted_ratio": pred,
+                    "rate": rate,
+                    "acceptance_length": chain_acceptance_length(rate, p.spec_tokens),
+                    "error": pred / p.measured_ratio - 1.0,
+                }
+            )
+    return out
