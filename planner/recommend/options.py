@@ -112,6 +112,11 @@ class Option:
             "ep": self.ep,
             "attention_dp": self.attention_dp,
             "layout": self.layout.describe(self.gpu),
+            # speculative decoding is not searched yet (the steady-state bounds count one
+            # token per decode step): None = off
+            "spec_method": None,
+            "spec_tokens": None,
+            "acceptance_length": None,
         }
 
     def label(self) -> str:
