@@ -19,7 +19,7 @@ from planner.cli._common import (
     _tp_list,
     add_common_args,
 )
-from planner.cli.speculative import add_spec_args, spec_kwargs
+from planner.cli.speculative import acceptance_scaled, add_spec_args, spec_kwargs
 from planner.errors import PlannerError
 
 SIMULATE_EXAMPLE = (
@@ -498,6 +498,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         prov, load_profile(args.calibration), rep.sm.gpu.vendor, rep.engine.framework or None
     )
     rate_lo, rate_hi = band.speed_interval(cap.max_rate_rps)
+    rate_lo, rate_hi = acceptance_scaled(rep.spec, rate_lo, rate_hi)
     gpus_band = [  # fewer GPUs at the band's high capacity, more at its low one
         size_fleet(r, peak, headroom=headroom, gpus_per_replica=rep.num_gpus)["num_gpus"]
         if r is not None and r > 0

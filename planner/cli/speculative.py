@@ -67,3 +67,18 @@ def spec_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "acceptance_length": getattr(args, "acceptance_length", None),
         "draft_model": getattr(args, "draft_model", None),
     }
+
+
+def acceptance_scaled(spec, low, high):
+    """A capacity band (``low``, ``high``) [req/s] widened by the acceptance spread: the
+    low end at ``AL_low / AL``, the high end at ``AL_high / AL`` (a decode-bound replica's
+    capacity scales with the tokens each step gives; an upper bound of the spread's effect,
+    since prefill does not scale). Unchanged without speculative decoding or spread."""
+    if spec is None or not spec.spread:
+        return low, high
+    al_lo, al_hi = spec.al_band
+    al = spec.acceptance_length
+    return (
+        None if low is None else low * al_lo / al,
+        None if high is None else high * al_hi / al,
+    )
