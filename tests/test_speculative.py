@@ -254,3 +254,58 @@ def test_scenario_deployment_takes_spec_fields(tmp_path):
     rep = sc.build_replica(catalog=_CAT)
     assert rep.spec is not None and rep.spec.acceptance_length == 1.8
     assert "MTP k=1, AL 1.80" in rep.label()
+
+
+# --------------------------------------------------------------------------- bands, benchmark rows
+def test_capacity_band_takes_the_acceptance_spread():
+    from planner.cli.speculative import acceptance_scaled
+
+    # AL 2.0 +- 0.5 (K = 3): the low end x 1.5 / 2.0 = 0.75, the high end x 2.5 / 2.0 = 1.25
+    spec = SpecDecode(method="ngram", spec_tokens=3, acceptance_length=2.0, spread=0.5)
+    assert acceptance_scaled(spec, 8.0, 12.0) == pytest.approx((6.0, 15.0))
+    assert acceptance_scaled(None, 8.0, 12.0) == (8.0, 12.0)
+
+
+def test_spec_rows_method_and_k_from_notes():
+    from planner.benchmarks.speculative_rows import chain_acceptance_length, spec_of_row
+
+    sgl = {"notes": "x; layout_unsupported: speculative decoding (EAGLE/NextN MTP, 3 steps, "
+           "topk 1, 4 draft tokens, --cuda-graph-max-bs 2); y", "source": "SGLang"}  # fmt: skip
+    assert spec_of_row(sgl) == ("mtp", 3)
+    ix = {"notes": "layout_unsupported: speculative decoding (MTP); InferenceX single-node "
+          "fixed-seq-len sweep, spec 'mtp'; TP=8, EP=1, DP-attention=false",
+          "source": "SemiAnalysis InferenceX (InferenceMAX) open results",
+          "hardware": "nvidia-h200-sxm", "framework": "sglang"}  # fmt: skip
+    assert spec_of_row(ix) == ("mtp", 2)  # dsr1_fp8_h200_mtp.sh: 2 steps, 3 draft tokens
+    assert spec_of_row({"notes": "TP=8", "source": "x"}) is None
+    # chain of K = 2 drafts at rate 0.5: 1 + 0.5 + 0.25 = 1.75
+    assert chain_acceptance_length(0.5, 2) == pytest.approx(1.75)
+
+
+def test_mtp_rows_at_concurrency_16_are_predicted_in_the_measured_ratio():
+    """InferenceX DeepSeek-R1 rows with and without MTP (same GPU, engine, precision, layout,
+    lengths, concurrency): the per-position acceptance fitted on the OTHER hardware's pairs
+    predicts each held-out pair's speed-up at concurrency 16 within 15 % (median; measured
+    5.0 % on 5 pairs). Concurrency >= 32 is not yet within it (median 15.4 %, changes/spec.md).
+    """
+    import csv
+    from statistics import median
+
+    from planner.benchmarks.speculative_rows import held_out_ratios, spec_pairs
+    from planner.catalog.profile import model_family, resolve_efficiency
+
+    with open(DATA_DIR / "benchmarks" / "public_inferencex.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    pairs = [p for p in spec_pairs(rows) if p.spec_row["metric"] == "total_tok_s"]
+    assert len(pairs) >= 10
+
+    def params(r):
+        fam = model_family(_CAT.model(r["model"]))
+        return resolve_efficiency(r["hardware"], r["framework"], r["precision"], None, _CAT, fam)[0]
+
+    res = held_out_ratios(pairs, _CAT, params)
+    low = [abs(r["error"]) for r in res if r["concurrency"] <= 16]
+    assert len(low) >= 4
+    assert median(low) <= 0.15
+    # gains fall with batch in the measurements; the model's must not rise without bound
+    assert all(r["predicted_ratio"] < r["acceptance_length"] for r in res)
