@@ -173,7 +173,7 @@ def test_scalar_path_equals_vector_path_with_spec(model, gpu, prec, tp, method, 
 def test_plain_step_model_is_untouched_by_spec_off():
     sm = step_model("deepseek-v3", H200, "fp8", tp=8, catalog=_CAT)
     assert with_spec(sm, None) is sm
-    assert sm._coeffs[35:] == (0.0,) * 9  # speculative coefficients off
+    assert sm._coeffs[35:] == (0.0,) * 10  # speculative coefficients off
 
 
 @PROPS
@@ -309,3 +309,22 @@ def test_mtp_rows_at_concurrency_16_are_predicted_in_the_measured_ratio():
     assert median(low) <= 0.15
     # gains fall with batch in the measurements; the model's must not rise without bound
     assert all(r["predicted_ratio"] < r["acceptance_length"] for r in res)
+
+
+def test_verify_steps_beyond_the_cuda_graph_limit_run_eager():
+    # SGLang's --cuda-graph-max-bs 2: a verify step of 4 sequences runs eager, one of 2 not;
+    # with eager_layer_s the eager step is the smooth max of GPU time and dispatch time
+    params = IDEAL.with_(eager_layer_s=1e-3)
+    sm = step_model("llama-3.1-8b", H100, "bf16", params=params, catalog=_CAT)
+    spec = SpecDecode(method="ngram", spec_tokens=3, acceptance_length=2.0, graph_max_seqs=2)
+    ss, free = (
+        with_spec(sm, spec, _CAT),
+        with_spec(sm, spec.model_copy(update={"graph_max_seqs": None}), _CAT),
+    )
+    for B in (2, 4):
+        a = (B, B, B, B * 1000, B * 1000)
+        assert ss.step_time(*a) == pytest.approx(ss.step(*a).time_s, rel=1e-12)
+    a2, a4 = (2, 2, 2, 2000, 2000), (4, 4, 4, 4000, 4000)
+    assert ss.step_time(*a2) == free.step_time(*a2)
+    # 32 layers x 1 ms of dispatch: the eager step takes at least 32 ms
+    assert free.step_time(*a4) < 0.032 <= ss.step_time(*a4)

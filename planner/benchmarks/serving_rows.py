@@ -120,6 +120,7 @@ def row_spec(row: dict[str, Any]) -> dict[str, Any]:
         "spec_method": method,
         "spec_tokens": row.get("_spec_tokens"),
         "acceptance_length": row.get("_acceptance_length"),
+        "spec_graph_max_seqs": row.get("_spec_graph_max_seqs"),
     }
 
 

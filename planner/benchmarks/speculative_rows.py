@@ -51,6 +51,7 @@ INFERENCEX_SPEC_TOKENS = {
     ("nvidia-b200", "trtllm", True): 1,  # ... MTP=1 with DP attention
 }
 _STEPS = re.compile(r"(\d+) steps")
+_GRAPH_MAX = re.compile(r"--cuda-graph-max-bs[ =](\d+)")
 
 
 def spec_of_row(row: Mapping[str, Any]) -> tuple[str, int | None] | None:
@@ -97,6 +98,12 @@ def _key(row: Mapping[str, Any]) -> tuple:
         cell(row, "metric"),
         *_layout_key(cell(row, "notes") or ""),
     )
+
+
+def graph_max_of_row(row: Mapping[str, Any]) -> int | None:
+    """SGLang's ``--cuda-graph-max-bs`` of a row (its notes), None when not given."""
+    m = _GRAPH_MAX.search(cell(row, "notes") or "")
+    return int(m.group(1)) if m else None
 
 
 @dataclass(frozen=True)
@@ -156,6 +163,7 @@ def predicted_ratio(
         "_spec_method": pair.method,
         "_spec_tokens": int(k),
         "_acceptance_length": float(acceptance_length),
+        "_spec_graph_max_seqs": graph_max_of_row(pair.spec_row),
     }
     v1, why1 = predict_serving_row(srow, catalog, params)
     v0, why0 = predict_serving_row(brow, catalog, params)

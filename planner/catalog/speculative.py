@@ -94,6 +94,8 @@ class SpecDecode(Frozen):
     spread : published spread of AL (std or half range) [tokens/step]; 0 for a user value
     draft_model : catalog id of the draft model (method ``draft``)
     basis : where AL came from (a source, or "given")
+    graph_max_seqs : the engine's CUDA-graph capture limit for verify steps (SGLang
+        ``--cuda-graph-max-bs``): a verify step of more sequences runs eager; None: no limit
     """
 
     method: Method
@@ -102,6 +104,7 @@ class SpecDecode(Frozen):
     spread: float = Field(0.0, ge=0.0)
     draft_model: str | None = None
     basis: str = "given"
+    graph_max_seqs: int | None = Field(None, ge=1)
 
     @property
     def al_band(self) -> tuple[float, float]:

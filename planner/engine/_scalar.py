@@ -88,6 +88,7 @@ def step_time_scalar(
         d_comm,
         d_lat,
         d_over,
+        spec_g,
     ) = c
     T0 = T
     n_dec = num_logits
@@ -122,7 +123,8 @@ def step_time_scalar(
     if tp_gt1 != 0.0:
         t += ring * comm_b * T / link
         t += comm_lat2
-    if eager != 0.0 and num_seqs < T0:  # a prompt chunk: eager (verify steps replay graphs)
+    if eager != 0.0 and (num_seqs < T0 or (spec_g > 0.0 and num_seqs > spec_g)):
+        # a prompt chunk, or a verify step beyond the CUDA-graph batch limit: eager
         t = (t**eager_k + eager_e_k) ** (1.0 / eager_k)
     t += over0 + seq_o * num_seqs
     t = t * pp

@@ -153,7 +153,12 @@ def with_spec(sm, spec: SpecDecode | None, catalog: Catalog | None = None):
     None."""
     if spec is None:
         return sm
-    return replace(sm, spec_tokens=int(spec.spec_tokens), draft=draft_cost(sm, spec, catalog))
+    return replace(
+        sm,
+        spec_tokens=int(spec.spec_tokens),
+        draft=draft_cost(sm, spec, catalog),
+        spec_graph_max=float(spec.graph_max_seqs or 0),
+    )
 
 
 def per_token(est, spec: SpecDecode | None, batch: int, output_len: int, al: float | None = None):

@@ -136,6 +136,7 @@ class StepModel:
     # speculative decoding: K draft tokens verified per decoding sequence, and the drafter
     spec_tokens: int = 0
     draft: DraftCost | None = None
+    spec_graph_max: float = 0.0  # verify steps of more sequences run eager (0: no limit)
 
     @property
     def local_experts(self) -> float:
@@ -256,7 +257,10 @@ class StepModel:
         t_over = t_over + 0.0 * T
         gpu = t_gemm + t_attn + t_comm
         if p.eager_layer_s:
-            eager = np.asarray(np.asarray(num_seqs, float) < T0)
+            n_seqs = np.asarray(num_seqs, float)
+            eager = np.asarray(n_seqs < T0)
+            if self.spec_graph_max:  # beyond the engine's CUDA-graph batch limit
+                eager = eager | (n_seqs > self.spec_graph_max)
             gpu = np.where(eager, _soft_max(gpu, p.eager_layer_s * self.layers), gpu)
             t_over = t_over + (gpu - (t_gemm + t_attn + t_comm))
         if self.pp > 1:  # one step traverses every stage in turn: each term counts pp times
@@ -350,7 +354,7 @@ class StepModel:
     # ---- the hot scalar path of :meth:`step` (plain floats, no numpy) ------------------
     @cached_property
     def _coeffs(self) -> tuple[float, ...]:
-        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (44 floats): the
+        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (45 floats): the
         step's constants, with the products that do not depend on its counts done once."""
         p = self.params
         ne = self.num_experts
@@ -411,6 +415,7 @@ class StepModel:
                     if d is not None
                     else (0.0,) * 8
                 ),
+                self.spec_graph_max,
             )
         )
 

@@ -121,6 +121,7 @@ def build_replica(
     spec_tokens: int | None = None,
     acceptance_length: float | None = None,
     draft_model: str | None = None,
+    spec_graph_max_seqs: int | None = None,
 ) -> Replica:
     """Resolve a (model, GPU, precision, framework, layout) combination into a :class:`Replica`.
 
@@ -144,7 +145,8 @@ def build_replica(
         default the model's limit, reduced to what the KV cache holds if needed
     spec_method, spec_tokens, acceptance_length, draft_model : speculative decoding
         (:func:`planner.catalog.speculative.spec_decode`: ``mtp``, ``eagle3``, ``draft``,
-        ``ngram``; K draft tokens per step; mean tokens per verify step, default published)
+        ``ngram``; K draft tokens per step; mean tokens per verify step, default published);
+        ``spec_graph_max_seqs``: the engine's CUDA-graph batch limit for verify steps
 
     Raises
     ------
@@ -170,6 +172,8 @@ def build_replica(
         params = params.with_(eager_layer_s=params.serving_eager_layer_s)
     sm = step_model(m, g, p, kv.id, tp, pp, params, cat, layout=None if layout.is_plain else layout)
     spec = spec_decode(m, spec_method, spec_tokens, acceptance_length, draft_model, fw)
+    if spec is not None and spec_graph_max_seqs:
+        spec = spec.model_copy(update={"graph_max_seqs": int(spec_graph_max_seqs)})
     sm = with_spec(sm, spec, cat)
     cb = (
         continuous_batching
