@@ -30,6 +30,7 @@ __all__ = [
     "SpecPair",
     "chain_acceptance_length",
     "held_out_ratios",
+    "predict_spec_row",
     "predicted_ratio",
     "spec_of_row",
     "spec_pairs",
@@ -250,3 +251,39 @@ def held_out_ratios(
                 }
             )
     return out
+
+
+_NOMINAL = re.compile(
+    r"nominal input (\d+) / output (\d+) tokens, range ratio ([0-9.]+)", re.IGNORECASE
+)
+
+
+def predict_spec_row(
+    row: Mapping[str, Any],
+    acceptance_length: float,
+    catalog: Catalog,
+    params: EfficiencyParams,
+) -> tuple[float | None, str]:
+    """Predict a speculative row's own value (its metric and unit) with ``acceptance_length``
+    and K from :func:`spec_of_row`. InferenceX's "nominal input I / output O tokens, range
+    ratio r" is read as the client's ``random_input_len`` / ``random_output_len`` /
+    ``random_range_ratio``."""
+    spec = spec_of_row(row)
+    if spec is None or spec[1] is None:
+        return None, "not a speculative row with a known K"
+    notes = cell(row, "notes") or ""
+    if m := _NOMINAL.search(notes):
+        notes += (
+            "; client: InferenceX utils/bench_serving/benchmark_serving.py closed loop; "
+            f"random_input_len={m.group(1)}; random_output_len={m.group(2)}; "
+            f"random_range_ratio={m.group(3)}"
+        )
+    r = {
+        **row,
+        "notes": notes,
+        "_spec_method": spec[0],
+        "_spec_tokens": spec[1],
+        "_acceptance_length": float(acceptance_length),
+        "_spec_graph_max_seqs": graph_max_of_row(row),
+    }
+    return predict_serving_row(r, catalog, params)
