@@ -40,6 +40,7 @@ from planner.serving.steady_state import (
     _constants,
     shape_of_requests,
     steady_state,
+    tokens_per_step,
 )
 from planner.serving.verdict import stop_rule
 from planner.serving.zero_load import (  # noqa: F401 - unloaded_latency: re-exported
@@ -266,11 +267,9 @@ class WorkloadCache:
 
     def slo_rate(self, replica: Replica, cap_rps: float, steps: int = 14) -> float:
         """Largest rate [req/s] at which the analytic steady state's MEAN TTFT, TPOT and E2E
-        meet every class's SLO thresholds (bisection on the rate up to ``cap_rps``).
-
-        A percentile is at least the mean for the latency distributions met here, so the
-        simulated rate meeting a p99 target is below this one, up to the analytic model's
-        error against the simulation (tested within 10 % on mean throughput)."""
+        meet every class's SLO thresholds (bisection up to ``cap_rps``). A percentile is at
+        least the mean here, so the simulated rate meeting a p99 target is below this one, up
+        to the analytic model's error (tested within 10 % on mean throughput)."""
         tgs = [c.slo.targets() for c in self.classes]
         if not any(tgs):
             return cap_rps
@@ -282,6 +281,7 @@ class WorkloadCache:
             n: min((tg[n].max_s for tg in tgs if n in tg), default=math.inf)
             for n in ("ttft", "tpot", "e2e")
         }
+        worst["tpot"] *= tokens_per_step(replica)  # x s per token: x AL per speculative step
         rate = float(
             slo_rate_kernel()(
                 k, dec, budget, lam_sat, t_sat, worst["ttft"], worst["tpot"], worst["e2e"],
