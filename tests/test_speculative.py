@@ -328,3 +328,35 @@ def test_verify_steps_beyond_the_cuda_graph_limit_run_eager():
     assert ss.step_time(*a2) == free.step_time(*a2)
     # 32 layers x 1 ms of dispatch: the eager step takes at least 32 ms
     assert free.step_time(*a4) < 0.032 <= ss.step_time(*a4)
+
+
+def test_recommender_searches_published_spec_settings_only_when_asked():
+    from planner.recommend.options import enumerate_options, spec_flags
+
+    m = _CAT.model("deepseek-v3")
+    kw = dict(gpus=(H200,), frameworks=("sglang",), precisions=("fp8",), tps=(8,))
+    off, _ = enumerate_options(_CAT, m, **kw)
+    on, _ = enumerate_options(_CAT, m, speculative=True, **kw)
+    assert all(o.spec is None for o in off)
+    spec = [o for o in on if o.spec is not None]
+    # one published setting for DeepSeek-V3 on SGLang (MTP, K = 1): one spec twin per option
+    assert len(spec) == len(off) and {o.spec.label() for o in spec} == {
+        "MTP k=1, AL 1.88±0.02"
+    }  # 0.025 - 1e-17
+    ids = spec[0].ids()
+    assert (ids["spec_method"], ids["spec_tokens"]) == ("mtp", 1)
+    assert off[0].ids()["spec_method"] is None
+    assert spec_flags(spec[0].spec).startswith("--spec-method mtp --spec-tokens 1 ")
+
+
+def test_analytic_paths_count_acceptance_length_tokens_per_step():
+    from planner.serving import build_replica, steady_state
+
+    kw = dict(tp=8, catalog=_CAT)
+    r0 = build_replica("deepseek-v3", H200, "fp8", "sglang", **kw)
+    r2 = build_replica("deepseek-v3", H200, "fp8", "sglang", spec_method="mtp", spec_tokens=1,
+                       acceptance_length=2.0, **kw)  # fmt: skip
+    s0, s2 = steady_state(r0, (1000, 501), 0.5), steady_state(r2, (1000, 501), 0.5)
+    # TPOT = iteration / AL; 500 decode tokens take 250 verify steps: E2E falls
+    assert s2.tpot_s == pytest.approx(s2.iteration_s / 2.0)
+    assert s2.e2e_s < s0.e2e_s and s2.saturation_rps > s0.saturation_rps

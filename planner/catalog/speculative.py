@@ -33,6 +33,7 @@ __all__ = [
     "SpecDecode",
     "acceptance_records",
     "engine_support",
+    "published_specs",
     "spec_decode",
 ]
 
@@ -249,3 +250,26 @@ def spec_decode(
         draft_model=draft_model,
         basis=basis,
     )
+
+
+def published_specs(
+    model: ModelArch, framework: Framework, data_dir: Path | None = None
+) -> list[SpecDecode]:
+    """Every speculative setting with a published acceptance length that ``framework`` runs
+    for ``model`` (one per method x K; ``draft`` needs a draft model and is left to the
+    user): what the recommender searches besides speculation off."""
+    runs = engine_support(data_dir).get(framework.id, ())
+    keys = sorted(
+        {
+            (r.method, r.spec_tokens)
+            for r in acceptance_records(data_dir)
+            if r.model == model.id and r.method in runs and r.method != "draft"
+        }
+    )
+    out = []
+    for method, k in keys:
+        try:
+            out.append(spec_decode(model, method, k, framework=framework, data_dir=data_dir))
+        except PlannerError:
+            continue
+    return out
