@@ -360,3 +360,21 @@ def test_analytic_paths_count_acceptance_length_tokens_per_step():
     # TPOT = iteration / AL; 500 decode tokens take 250 verify steps: E2E falls
     assert s2.tpot_s == pytest.approx(s2.iteration_s / 2.0)
     assert s2.e2e_s < s0.e2e_s and s2.saturation_rps > s0.saturation_rps
+
+
+def test_capacity_verdict_judges_tpot_per_token_not_per_verify_step():
+    # DeepSeek-V3 fp8 TP8 H200 with MTP at AL 1.875: a verify step takes ~7 ms at low load,
+    # a token ~3.8 ms. A p99 TPOT target of 5.5 ms is met per token; the early-stop rule,
+    # which would count the loop's per-step TPOT, must not declare a miss
+    from planner.serving import CapacityProbe, RequestClass, WorkloadCache, build_replica
+    from planner.workload import SLO, FixedLength, Traffic, Workload
+
+    rep = build_replica("deepseek-v3", H200, "fp8", "sglang", tp=8, spec_method="mtp",
+                        catalog=_CAT)  # fmt: skip
+    wl = Workload(traffic=Traffic(mean_rps=0.1, peak_rps=0.1),
+                  input_tokens=FixedLength(tokens=1000), output_tokens=FixedLength(tokens=200))  # fmt: skip
+    slo = SLO.model_validate({"tpot": {"max_s": 0.0055, "percentile": "p99"}})
+    cache = WorkloadCache([RequestClass("all", wl, slo)])
+    for early in (False, True):
+        probe = CapacityProbe(rep, cache, n_requests=300, early_stop=early)
+        assert probe.ok(0.05)

@@ -70,6 +70,7 @@ def run(
         (not replica.engine.continuous_batching) if static_batching is None else static_batching
     )
     steps = as_verify_steps(replica.spec, requests)  # speculative decoding: verify steps
+    stop = None if replica.spec is not None else stop  # its loop's TPOT is per step, not token
     if static:
         return as_tokens(replica.spec, _run_static(replica, steps, concurrency), requests)
     return as_tokens(replica.spec, _run_continuous(replica, steps, concurrency, stop), requests)
