@@ -19,7 +19,12 @@ from planner.cli._common import (
     _tp_list,
     add_common_args,
 )
-from planner.cli.speculative import acceptance_scaled, add_spec_args, spec_kwargs
+from planner.cli.speculative import (
+    acceptance_scaled,
+    add_spec_args,
+    replica_spec_kwargs,
+    spec_kwargs,
+)
 from planner.errors import PlannerError
 
 SIMULATE_EXAMPLE = (
@@ -560,6 +565,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
             **EngineOverrides(
                 max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens
             ).kwargs(),
+            **replica_spec_kwargs(rep),  # the same speculative decoding at every TP
         }
         tp_rows = compare_tp(
             sc.model,

@@ -82,3 +82,17 @@ def acceptance_scaled(spec, low, high):
         None if low is None else low * al_lo / al,
         None if high is None else high * al_hi / al,
     )
+
+
+def replica_spec_kwargs(rep) -> dict[str, Any]:
+    """build_replica's speculative decoding arguments that rebuild ``rep``'s setting (empty
+    when off), e.g. for the other TP sizes of ``capacity --compare-tp``."""
+    s = rep.spec
+    if s is None:
+        return {}
+    return {
+        "spec_method": s.method,
+        "spec_tokens": s.spec_tokens,
+        "acceptance_length": s.acceptance_length,
+        "draft_model": s.draft_model,
+    }
