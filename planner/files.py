@@ -1,11 +1,13 @@
 """Reading and writing the user's files safely.
 
 One place for the mechanisms every command shares, so each reader and writer gets them the
-same way (this module imports only :mod:`planner.errors`, the standard library and yaml):
+same way (this module imports only :mod:`planner.errors`, :mod:`planner.parse_cache`, the standard
+library and yaml):
 
 - :func:`load_yaml` parses YAML text: duplicate keys are errors naming the key and both lines,
   alias expansion and nesting are bounded, messages quote at most a short excerpt; a
-  catalog's parsed value is kept on disk for the next process (:func:`parse_cache_dir`);
+  catalog's parsed value is kept on disk for the next process (:mod:`planner.parse_cache`:
+  data only, checked, private to the user);
 - :func:`load_json` parses JSON text with the nesting bounded;
 - :func:`atomic_write_text` writes an output so that the old file survives any failure;
 - :class:`Progress` prints a progress line on stderr when it is a terminal;
@@ -17,10 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
 import json
 import os
-import pickle
 import sys
 import tempfile
 import time
@@ -31,15 +31,18 @@ from typing import IO, Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from . import parse_cache
 from .errors import PlannerError, printable
+from .parse_cache import PARSE_CACHE_MIN_CHARS, parse_cache_dir  # noqa: F401 - re-exported
 
 try:  # the C parser is ~10x faster; fall back where libyaml is absent
     _BaseLoader: type = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover
     _BaseLoader = yaml.SafeLoader
 
-# A YAML document may expand (through aliases) to at most this many nodes. The bundled
-# catalogs have ~20,000; an alias bomb ("billion laughs") has 10^9 and is refused at once.
+# Aliases may add at most this many nodes to a YAML document (beyond the nodes written out,
+# which the size of the text bounds). The bundled catalogs have ~20,000 nodes and use few
+# aliases; an alias bomb ("billion laughs") adds 10^9 and is refused at once.
 YAML_MAX_NODES = 2_000_000
 # Nesting deeper than this in YAML or JSON is refused (Python's recursion would fail anyway).
 MAX_DEPTH = 200
@@ -104,10 +107,13 @@ def _check_size(root: Node) -> None:
             on_path.discard(key)
             kids = _children(node)
             total = 1 + sum(size.get(id(k), 0) for k in kids)
-            if total > YAML_MAX_NODES:
+            # the values aliases add: the expansion less the distinct nodes (a lower bound:
+            # the subtree holds at most len(size) + 1 distinct ones); a large file written
+            # out adds none, however large
+            if total - len(size) - 1 > YAML_MAX_NODES:
                 raise PlannerError(
-                    f"expands to more than {YAML_MAX_NODES:,} values through aliases "
-                    "(an alias bomb?); write the values out or use fewer aliases"
+                    f"aliases expand it by more than {YAML_MAX_NODES:,} values (an alias "
+                    "bomb?); write the values out or use fewer aliases"
                 )
             size[key] = total
             continue
@@ -142,16 +148,18 @@ def load_yaml(text: str, where: str | os.PathLike[str], *, keep: bool = False) -
     (:func:`parse_cache_dir`) under a hash of the text, and a later process reads it back
     instead of parsing again (the bundled catalogs and calibration profile took ~0.1 s to
     parse, a tenth of a CLI run; reading them back takes ~15 ms). Only a text that parsed
-    without error is kept, so the answer and every error are the same either way.
+    without error is kept, so the answer and every error are the same either way; an entry
+    is JSON data checked against the sha256 of the text, never code
+    (:mod:`planner.parse_cache`).
     """
     if not keep or len(text) < PARSE_CACHE_MIN_CHARS:
         return _parse_yaml(text, where)
-    key = _parse_key(text)
-    hit = _parse_cache_get(key)
-    if hit is not _MISS:
+    key = parse_cache.cache_key(text)
+    hit = parse_cache.get(key, text)
+    if hit is not parse_cache.MISS:
         return hit
     value = _parse_yaml(text, where)
-    _parse_cache_put(key, value)
+    parse_cache.put(key, text, value)
     return value
 
 
@@ -179,77 +187,6 @@ def _yaml_message(e: yaml.YAMLError) -> str:
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         return f"{excerpt(e.problem or e.context or 'syntax error')}{where}"
     return excerpt(str(e).splitlines()[0] if str(e) else type(e).__name__)
-
-
-# --------------------------------------------------------------------------- parse cache
-#: texts shorter than this [characters] are parsed every time (a scenario file: < 1 ms)
-PARSE_CACHE_MIN_CHARS = 4096
-#: most parsed texts kept on disk; the oldest go first (an edited catalog leaves its old one)
-PARSE_CACHE_MAX_FILES = 64
-#: what a cached value depends on besides the text: this format, the parser and pickle's
-_PARSE_FORMAT = f"1-yaml{yaml.__version__}-py{sys.version_info[0]}.{sys.version_info[1]}"
-_MISS = object()
-#: the folder for each setting of the environment variables it depends on (None: no cache)
-_cache_dirs: dict[tuple[str, str], Path | None] = {}
-
-
-def parse_cache_dir() -> Path | None:
-    """Where parsed YAML texts are kept: ``$PLANNER_CACHE_DIR/yaml``, else
-    ``$XDG_CACHE_HOME/planner/yaml``, else ``~/.cache/planner/yaml``; None where it cannot be
-    created (then every process parses; nothing else changes). ``PLANNER_CACHE_DIR=off``
-    turns the cache off."""
-    env = os.environ.get("PLANNER_CACHE_DIR", "").strip()
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    if (env, xdg) not in _cache_dirs:
-        path: Path | None = None
-        if env.lower() not in ("off", "0", "none"):
-            try:
-                base = Path(env) if env else Path(xdg or Path.home() / ".cache") / "planner"
-                path = base / "yaml"
-                path.mkdir(parents=True, exist_ok=True)
-            except (OSError, RuntimeError):  # unwritable, or no home directory
-                path = None
-        _cache_dirs[(env, xdg)] = path
-    return _cache_dirs[(env, xdg)]
-
-
-def _parse_key(text: str) -> str:
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20)
-    return f"{digest.hexdigest()}-{_PARSE_FORMAT}"
-
-
-def _parse_cache_get(key: str) -> Any:
-    """The value kept under ``key``, or :data:`_MISS` (absent, unreadable or damaged: the
-    text is parsed again and the file replaced)."""
-    d = parse_cache_dir()
-    if d is None:
-        return _MISS
-    try:
-        data = (d / f"{key}.pickle").read_bytes()
-    except OSError:
-        return _MISS
-    try:
-        return pickle.loads(data)
-    except Exception:  # noqa: BLE001 - a damaged file is a miss, never an error
-        return _MISS
-
-
-def _parse_cache_put(key: str, value: Any) -> None:
-    """Keep ``value`` under ``key`` (:func:`atomic_writer`: a reader sees the old file or the
-    new one), then drop the oldest files past :data:`PARSE_CACHE_MAX_FILES`; a failure keeps
-    nothing and is no error."""
-    d = parse_cache_dir()
-    if d is None:
-        return
-    try:
-        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        with atomic_writer(d / f"{key}.pickle", what="parse cache", binary=True) as f:
-            f.write(data)
-        kept = sorted(d.glob("*.pickle"), key=lambda p: p.stat().st_mtime)
-        for old in kept[: max(0, len(kept) - PARSE_CACHE_MAX_FILES)]:
-            old.unlink(missing_ok=True)
-    except (PlannerError, OSError, pickle.PicklingError, RecursionError):
-        pass
 
 
 def load_json(text: str, where: str | os.PathLike[str]) -> Any:

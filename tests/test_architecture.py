@@ -11,7 +11,7 @@ PKG = Path(__file__).resolve().parent.parent / "planner"
 
 #: layers, lowest first; a module may import its own layer and the layers before it
 ORDER = (
-    ("errors", "fmt", "report", "files"),
+    ("errors", "fmt", "report", "parse_cache", "files"),
     ("catalog",),
     ("cost",),
     ("engine",),

@@ -182,7 +182,11 @@ def test_dispatch_table_is_extensible(catalog, prior_only):
 
 
 def test_output_keeps_every_input_column(tmp_path, catalog, prior_only, no_simulator):
-    rows = [_row(id="a"), _row(id="b", metric="decode_step_s"), _row(id="c", metric="req_s")]
+    rows = [
+        _row(id="a"),
+        _row(id="b", metric="decode_step_s"),
+        _row(id="c", metric="req_s", unit="req/s"),  # its own unit: refused for the metric
+    ]
     path = _write(tmp_path / "in.csv", rows)
     out, cols = predict_file(path, catalog)
     assert cols == SCHEMA + list(OUTPUT_COLUMNS)

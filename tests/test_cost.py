@@ -306,7 +306,7 @@ def test_own_quote_via_quote_price(cat):
     o = own_cost_per_gpu_hour(cat.gpu("nvidia-h100-sxm"), cat.purchase_prices[0], pue=1.2)
     assert q.basis == "own" and q.usd_per_gpu_hour == pytest.approx(o.usd_per_gpu_hour)
     assert "capital" in q.notes and "power" in q.notes
-    with pytest.raises(PlannerError, match="no purchase price for nvidia-l4.*--purchase-usd"):
+    with pytest.raises(PlannerError, match="no purchase price for nvidia-l4.*--prices FILE"):
         quote_price(cat, "nvidia-l4", basis="own")
     q2 = quote_price(cat, "nvidia-l4", basis="own", purchase_usd=2500)
     assert q2.usd_per_gpu_hour > 0

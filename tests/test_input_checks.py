@@ -295,7 +295,7 @@ def test_the_rule_covers_every_number_field():
 def test_a_reversed_range_is_refused():
     from pydantic import ValidationError
 
-    from planner.catalog.records import PurchasePrice
+    from planner.catalog.prices import PurchasePrice
 
     row = {"gpu": "nvidia-h100-sxm", "kind": "estimate", "source": "test", "as_of": "2025-01-01"}
     with pytest.raises(ValidationError, match="low <= high"):

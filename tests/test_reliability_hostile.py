@@ -39,14 +39,13 @@ from hypothesis import strategies as st
 
 from planner.catalog import load_catalog
 from planner.catalog.catalog import _validate_list
+from planner.catalog.prices import PurchasePrice, RentalPrice
 from planner.catalog.profile import load_profile
 from planner.catalog.records import (
     Accelerator,
     Framework,
     KvPrecision,
     Precision,
-    PurchasePrice,
-    RentalPrice,
 )
 from planner.cli.main import main
 from planner.errors import PlannerError

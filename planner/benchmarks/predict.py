@@ -53,7 +53,7 @@ from planner.benchmarks.schema import (
     unexpressible_reason,
     whole,
 )
-from planner.benchmarks.serving_rows import predict_serving_row
+from planner.benchmarks.serving_rows import SERVING_METRICS, predict_serving_row
 from planner.benchmarks.step_rows import row_predictor
 from planner.catalog.catalog import (
     Catalog,
@@ -191,6 +191,25 @@ def _convert(value_si: float, si_unit: str, row_unit: str) -> float:
     return value_si
 
 
+#: default most distinct serving setups one predict run simulates (~8 s of 8B rows on 2 cores)
+MAX_SIMULATIONS = 2_000
+#: the cells a serving simulation depends on (a superset of its cache key)
+_SETUP_COLUMNS = (
+    "hardware", "model", "precision", "kv_precision", "framework", "framework_version", "as_of",
+    "n_gpus", "tp", "pp", "mode", "isl", "osl", "batch", "concurrency", "request_rate", "notes",
+)  # fmt: skip
+
+
+def _unit_reason(metric: str, row: Mapping[str, Any]) -> str:
+    """Why a row's ``unit`` contradicts its metric (a ``*_ms_*`` metric answers in ms: a
+    row in ``s`` would get a prediction 1000x off), or ``""``."""
+    want = SERVING_METRICS.get(metric)
+    unit = cell(row, "unit")
+    if want is not None and unit != want:
+        return f"unit {unit or '(empty)'!r} does not match metric {metric} (in {want})"
+    return ""
+
+
 # --------------------------------------------------------------------------- resolution
 class Predictor:
     """Predicts rows, caching catalog lookups, efficiency parameters and step models.
@@ -221,6 +240,9 @@ class Predictor:
         self._serving = predict_serving_row
         self._kv_tags: dict[str, Any] = {}
         self._bands: dict[str, Any] = {}
+        #: most distinct serving setups simulated (:meth:`_over_budget`; None: no limit)
+        self.max_simulations: int | None = None
+        self._setups: set[tuple] = set()
         self._profile: Profile | None = None
 
     def band(
@@ -357,6 +379,23 @@ class Predictor:
         )
         return kv + "; " + st.describe(seqs0, btok0, fw.id)
 
+    def _over_budget(self, row: Mapping[str, Any]) -> str:
+        """Why a serving row is not simulated: its setup is new and the file has already
+        used :attr:`max_simulations` distinct ones (each costs a simulation, 4-50 ms; a
+        million rows that each differ would take hours), or ``""``."""
+        if self.max_simulations is None:
+            return ""
+        key = tuple(row.get(c) for c in _SETUP_COLUMNS)
+        if key in self._setups:
+            return ""
+        if len(self._setups) >= self.max_simulations:
+            return (
+                f"not simulated: the file has more than {self.max_simulations:,} distinct "
+                "serving setups (--max-simulations N raises the limit)"
+            )
+        self._setups.add(key)
+        return ""
+
     # ---- one row
     def predict_row(self, row: Mapping[str, str], *, copy: bool = True) -> dict[str, Any]:
         """Return the row with ``predicted``, ``provenance`` and ``reason`` filled in
@@ -368,8 +407,8 @@ class Predictor:
         metric = cell(row, "metric")
         entry = METRICS.get(metric)
         note = ""
-        why = unexpressible_reason(row, None, None)  # before assumed_layout guesses one
-        if why:
+        why = unexpressible_reason(row, None, None) or _unit_reason(metric, row)
+        if why:  # before assumed_layout guesses one
             out["reason"] = why
             return out
         try:
@@ -395,6 +434,10 @@ class Predictor:
             else:
                 value, reason = self._calibrated(row, ctx)
                 if value is None:
+                    over = self._over_budget(row)
+                    if over:
+                        out["reason"] = over
+                        return out
                     value, reason = self._serving(dict(row), self.catalog, ctx.params)
         except PlannerError as e:
             out["reason"] = _reason(e)
@@ -450,13 +493,18 @@ def predict_stream(
     path: str | os.PathLike[str],
     catalog: Catalog | None = None,
     profile_path: str | os.PathLike[str] | None = None,
+    max_simulations: int | None = MAX_SIMULATIONS,
 ) -> tuple[list[str], Iterator[dict[str, Any]]]:
     """Predict a benchmark CSV row by row: (output columns, predicted rows as they come).
+
+    ``max_simulations``: most distinct serving setups simulated; a serving row with a new
+    setup past it gets a ``reason`` instead (None: no limit).
 
     Memory stays flat in the number of rows (the input text is read once); a progress line
     goes to a terminal's stderr for files over 10,000 rows."""
     cols, n, rows = iter_rows(path, keep_text=True)
     pred = Predictor(catalog, Path(path).resolve().parent, profile_path)
+    pred.max_simulations = max_simulations
     columns = [c for c in cols if c not in OUTPUT_COLUMNS] + list(OUTPUT_COLUMNS)
 
     def gen() -> Iterator[dict[str, Any]]:

@@ -65,6 +65,19 @@ SERVER_REQUESTS = 3000
 RATE_SEEDS = 3
 
 _ROW_CACHE: dict[tuple, dict[str, Any] | str] = {}
+#: most requests one row simulates per replica (~0.4 KB each); a row that needs more (a
+#: concurrency of 10^9, a stated count of 10^12) gets a reason, and the other rows of its
+#: file are still predicted
+MAX_ROW_REQUESTS = 200_000
+#: most simulated rows remembered (emptied when full)
+_ROW_CACHE_MAX = 20_000
+
+
+def _too_many(n: float, what: str) -> str:
+    return (
+        f"{what} needs {n:,.0f} simulated requests per replica, above the "
+        f"{MAX_ROW_REQUESTS:,} one row may simulate"
+    )
 
 
 def steady_throughput(res: SimResult, t_lo: float, t_hi: float) -> tuple[float, float, float]:
@@ -345,6 +358,8 @@ def _serving_row_result(
         r = rate / replicas
         if mode == "rate" and count:
             n = math.ceil(count / replicas)
+            if n > MAX_ROW_REQUESTS:
+                return _too_many(n, f"{count:,.0f} requests over {replicas} replica(s)")
             seeds = RATE_SEEDS
             mask_fn = None
         else:
@@ -381,6 +396,8 @@ def _serving_row_result(
             return "concurrency row without a concurrency"
         c = max(1, int(round(conc / replicas)))
         n = int(count / replicas) if count else max(8 * c, 500)
+        if n > MAX_ROW_REQUESTS or c > MAX_ROW_REQUESTS:
+            return _too_many(max(n, c), f"concurrency {conc:,.0f} over {replicas} replica(s)")
         res = run(rep, requests(n, None), c, static_batching=False)
         s = res.summary()
         out = _row_metrics(s, replicas, rep.num_gpus)
@@ -396,6 +413,8 @@ def _serving_row_result(
         )
     if rep.params_source != "prior":
         out["_note"] += f"; params {rep.params_source}"
+    if len(_ROW_CACHE) >= _ROW_CACHE_MAX:  # a file of a million distinct rows: memory stays flat
+        _ROW_CACHE.clear()
     _ROW_CACHE[key] = out
     return out
 

@@ -19,6 +19,14 @@ from planner.catalog.catalog import (
 )
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.hf_config import model_from_hf_config
+from planner.catalog.prices import (
+    MAX_PURCHASE_USD,
+    MAX_USD_PER_GPU_HOUR,
+    MIN_USD_PER_GPU_HOUR,
+    PRICE_BAND_REASON,
+    PurchasePrice,
+    RentalPrice,
+)
 from planner.catalog.profile import (
     DEFAULT_PROFILE,
     Profile,
@@ -30,10 +38,6 @@ from planner.catalog.profile import (
     save_profile,
 )
 from planner.catalog.records import (
-    MAX_PURCHASE_USD,
-    MAX_USD_PER_GPU_HOUR,
-    MIN_USD_PER_GPU_HOUR,
-    PRICE_BAND_REASON,
     Accelerator,
     ComputeDtype,
     Framework,
@@ -41,8 +45,6 @@ from planner.catalog.records import (
     KvPrecision,
     ModelArch,
     Precision,
-    PurchasePrice,
-    RentalPrice,
     Sourced,
 )
 

@@ -22,6 +22,7 @@ from pydantic import ValidationError, model_validator
 
 from planner.catalog.compat import check_framework_gpu
 from planner.catalog.hf_config import _hf_config_cached, model_from_hf_config
+from planner.catalog.prices import PurchasePrice, RentalPrice
 from planner.catalog.records import (
     Accelerator,
     Framework,
@@ -29,8 +30,6 @@ from planner.catalog.records import (
     KvPrecision,
     ModelArch,
     Precision,
-    PurchasePrice,
-    RentalPrice,
     _fmt_loc,
     field_error,
 )
@@ -437,6 +436,29 @@ def _load_cached(data_dir: str) -> Catalog:
 def load_catalog(data_dir: str | os.PathLike[str] | None = None) -> Catalog:
     """Load and validate every catalog under ``data_dir`` (default: the bundled ``data/``).
 
-    Results are cached per directory; the returned object is immutable.
+    Results are cached per directory; the returned object is immutable. The default comes
+    from ``$PLANNER_DATA_DIR`` where it is set: an empty value or one that is not a folder is
+    an error naming the variable.
     """
+    if not data_dir:
+        check_data_dir_env()
     return _load_cached(str(Path(data_dir) if data_dir else DATA_DIR))
+
+
+def check_data_dir_env() -> None:
+    """Raise a PlannerError naming ``PLANNER_DATA_DIR`` when it is set to an empty value
+    or to something that is not a folder (otherwise a missing file's message would not say
+    where the folder came from)."""
+    env = os.environ.get("PLANNER_DATA_DIR")
+    if env is None:
+        return
+    if not env.strip():
+        raise PlannerError(
+            "PLANNER_DATA_DIR is set but empty; unset it (the bundled data/ is used) or "
+            "name a folder with hardware.yaml, models.yaml, ..."
+        )
+    if not os.path.isdir(env):
+        raise PlannerError(
+            f"PLANNER_DATA_DIR={printable(env)}: not a folder; unset it or name a folder with "
+            "hardware.yaml, models.yaml, ..."
+        )

@@ -116,9 +116,9 @@ def add_price_args(parser) -> None:
     parser.add_argument(
         "--prices-mode",
         choices=("replace", "extend"),
-        default="replace",
-        help="replace (default): the file's rows for a GPU and kind replace the catalog's "
-        "rows of that GPU and kind; extend: they are added to the catalog's rows",
+        default=None,
+        help="with --prices: replace (default): the file's rows for a GPU and kind replace the "
+        "catalog's rows of that GPU and kind; extend: they are added to the catalog's rows",
     )
 
 
@@ -130,15 +130,19 @@ def _catalog(args: argparse.Namespace):
         raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
     cat = load_catalog(args.data_dir)
     path = getattr(args, "prices", None)
+    mode = getattr(args, "prices_mode", None)
+    if mode is not None and path is None:
+        raise PlannerError(
+            f"--prices-mode {mode} applies to the rows of a --prices FILE; add --prices or drop "
+            "--prices-mode"
+        )
     if path is not None:
         from planner.cost import apply_price_rows, load_price_file
 
         if not str(path).strip():
             raise PlannerError("--prices: expected a file name, got an empty string")
         rental, purchase = load_price_file(path, cat)
-        cat = apply_price_rows(
-            cat, rental, purchase, getattr(args, "prices_mode", "replace"), f"--prices {path}"
-        )
+        cat = apply_price_rows(cat, rental, purchase, mode or "replace", f"--prices {path}")
     return cat
 
 

@@ -16,6 +16,15 @@ from planner.cli._common import _positive_int as _pos_int
 from planner.cli._common import _seed, add_price_args, parse_length
 from planner.cli._common import _tp_list as _ints
 from planner.errors import PlannerError, shown
+from planner.recommend.limits import (
+    MAX_GPUS,
+    MAX_HEADROOM,
+    MAX_LATENCY_COST_CAP,
+    MAX_TOP,
+    MAX_TOP_PER_GPU,
+    MAX_USD_BUDGET,
+    MAX_WEIGHT_BITS,
+)
 
 RECOMMEND_EXAMPLE = """\
   planner recommend examples/chat-8b.yaml
@@ -84,9 +93,9 @@ def _price_override(text: str) -> tuple[str, float]:
 # up to a day, fleets up to 100k GPUs, prices up to $10k per GPU-hour
 _rps = _bounded(_pos_float, 1e-6, 1e7, " req/s")
 _seconds = _bounded(_pos_float, None, 86_400.0, " s")
-_gpus = _bounded(_pos_int, None, 100_000, " GPUs")
+_gpus = _bounded(_pos_int, None, MAX_GPUS, " GPUs")
 _usd_per_gpu_hour = _bounded(_pos_float, None, 10_000.0, " USD/GPU-h")
-_usd_budget = _bounded(_pos_float, None, 1e12, " USD")
+_usd_budget = _bounded(_pos_float, None, MAX_USD_BUDGET, " USD")
 
 
 # --------------------------------------------------------------------------- register
@@ -132,9 +141,10 @@ def register(subparsers: Any) -> None:
                    help="what to minimise (default cost: the cheapest fleet meeting the SLOs)")  # fmt: skip
     c.add_argument(
         "--top",
-        type=_bounded(_pos_int, None, 10_000),
+        type=_bounded(_pos_int, None, MAX_TOP),
         default=None,
-        help="recommendations to show (default 5; with --per-gpu: per GPU, default 1)",
+        help=f"recommendations to show (default 5, at most {MAX_TOP}; with --per-gpu: per GPU, "
+        f"default 1, at most {MAX_TOP_PER_GPU})",
     )
     c.add_argument("--gpus", type=_ids, help="allowed GPU ids or aliases, e.g. h100,h200,mi300x")
     c.add_argument("--frameworks", type=_ids, help="allowed frameworks, e.g. vllm,sglang")
@@ -146,13 +156,13 @@ def register(subparsers: Any) -> None:
     c.add_argument("--speculative", choices=("off", "auto"), default=None,
                    help="auto: also search speculative decoding (published method x K the "
                    "engine runs; default off)")  # fmt: skip
-    c.add_argument("--min-weight-bits", type=_bounded(_pos_float, None, 64.0, " bits"),
+    c.add_argument("--min-weight-bits", type=_bounded(_pos_float, None, MAX_WEIGHT_BITS, " bits"),
                    help="quality floor [bits per weight], e.g. 8 excludes 4-bit formats")  # fmt: skip
     c.add_argument("--budget-usd-per-hour", type=_usd_budget, help="fleet budget [USD/h]")
     c.add_argument("--budget-usd-per-month", type=_usd_budget, help="fleet budget [USD/month]")
     c.add_argument(
         "--headroom",
-        type=_bounded(float, None, 100.0),
+        type=_bounded(float, None, MAX_HEADROOM),
         help="spare capacity above the peak (default 0.2)",
     )
     c.add_argument("--price-basis", choices=BASES,
@@ -165,7 +175,7 @@ def register(subparsers: Any) -> None:
                    "(hyperscaler-owned, neocloud-owned, rented-3y; see planner prices "
                    "--segments); only the segment's GPUs are ranked")  # fmt: skip
     add_price_args(c)
-    c.add_argument("--latency-cost-cap", type=_bounded(_pos_float, 1.0, 1e6, "x"),
+    c.add_argument("--latency-cost-cap", type=_bounded(_pos_float, 1.0, MAX_LATENCY_COST_CAP, "x"),
                    help="--objective latency: only options costing at most this multiple of the "
                    "cheapest feasible one (default 2)")  # fmt: skip
     c.add_argument("--fit-percentile", type=_bounded(_pos_float, None, 100.0), default=None,
@@ -177,7 +187,7 @@ def register(subparsers: Any) -> None:
     c.add_argument("--rejected", choices=("summary", "all"), default="summary",
                    help="rejected options in the output: 'summary' (default: counts per reason "
                    "and the first --show-rejected of each) or 'all'")  # fmt: skip
-    c.add_argument("--show-rejected", type=_bounded(int, 0, 100_000), default=3, metavar="N",
+    c.add_argument("--show-rejected", type=_bounded(int, 0, 100_000), default=None, metavar="N",
                    help="rejected options shown per reason in the table (default 3; JSON has all)")  # fmt: skip
     c.add_argument(
         "--per-gpu",
@@ -308,8 +318,39 @@ def _constraints(args: argparse.Namespace, sc, cat):
     return constraints_of(c, fields)
 
 
+def _per_reason(args: argparse.Namespace) -> int:
+    return 3 if args.show_rejected is None else args.show_rejected
+
+
+def _check_flag_pairs(args: argparse.Namespace) -> None:
+    """Refuse a flag that would be ignored: each one here works only with another."""
+    if args.latency_cost_cap is not None and args.objective != "latency":
+        raise PlannerError(
+            f"--latency-cost-cap applies to --objective latency (this run ranks by "
+            f"{args.objective}); add --objective latency or drop --latency-cost-cap"
+        )
+    if args.show_rejected is not None and (args.rejected == "all" or args.format == "csv"):
+        why = (
+            "--rejected all lists every one" if args.rejected == "all" else "CSV has no rejections"
+        )
+        raise PlannerError(f"--show-rejected would be ignored ({why}); drop it")
+    if args.per_gpu and (args.top or 1) > MAX_TOP_PER_GPU:
+        raise PlannerError(
+            f"--top {args.top} with --per-gpu lists that many options of every GPU: at most "
+            f"{MAX_TOP_PER_GPU} (a GPU has few frameworks; a longer list per GPU prunes nothing "
+            "and simulates every option)"
+        )
+    if args.providers and args.price_basis == "own":
+        raise PlannerError(
+            "--providers picks rental rows; --price-basis own prices owned cards (purchase "
+            "rows); drop one of them"
+        )
+
+
 def cmd_recommend(args: argparse.Namespace) -> int:
     import os
+
+    _check_flag_pairs(args)
 
     from planner.catalog.profile import load_profile
     from planner.cli._common import _catalog
@@ -346,7 +387,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     from planner.cli.buyer_views import label_segment
 
     label_segment(res, args)
-    _print_recommendation(res, args.format, args.show_rejected, sc.name or args.scenario, args)
+    _print_recommendation(res, args.format, _per_reason(args), sc.name or args.scenario, args)
     return 0
 
 
@@ -536,14 +577,23 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
         out.write("\npareto front ($/M output tokens vs P99 E2E latency, among the shown)\n")
         emit(res.pareto, "table", out)
     if res.rejected:
-        out.write("\nrejected (by reason; --rejected all lists every one)\n")
         by: dict[str, list[dict[str, Any]]] = {}
         for r in res.rejected:
             by.setdefault(r["stage"], []).append(r)
+        total = sum(items[0].get("stage_count", len(items)) for items in by.values())
+        keep = len(res.rejected) if rejected_all else max(per_reason, 0)
+        shown_n = sum(min(len(items), keep) for items in by.values())
+        more = (
+            ""
+            if shown_n >= total
+            else f", {shown_n:,} shown (--show-rejected N per reason; --rejected all lists "
+            "every one)"
+        )
+        out.write(f"\nrejected: {total:,} options by reason{more}\n")
         rows = []
         for stage, items in sorted(by.items(), key=lambda kv: -len(kv[1])):
             n = items[0].get("stage_count", len(items))
-            for r in items[: max(per_reason, 0)]:
+            for r in items[:keep]:
                 rows.append(
                     {
                         "stage": f"{stage} ({n})",

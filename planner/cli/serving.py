@@ -356,6 +356,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         ("--rate", "--concurrency", args.rate is not None and args.concurrency),
         ("--rate", "--offline", args.rate is not None and args.offline),
     ]
+    for b, given in (
+        ("--rate", args.rate is not None),
+        ("--concurrency", bool(args.concurrency)),
+        ("--offline", args.offline),
+    ):
+        if args.replicas is not None and given:
+            raise PlannerError(
+                f"--replicas would be ignored with {b}: it splits the scenario's peak rate "
+                f"over replicas, and {b} sets this replica's traffic itself; drop one"
+            )
     for a, b, both in conflicts:
         if both:
             raise PlannerError(
@@ -376,6 +386,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             f"queued at t=0); drop {flag}, or set offline: false for open- or closed-loop traffic"
         )
     offline = args.offline or wl.offline
+    if offline and args.replicas is not None:
+        raise PlannerError(
+            "--replicas would be ignored: the scenario's workload has offline: true (every "
+            "request queued at t=0, no arrival rate to split); drop --replicas"
+        )
     replicas, replicas_from = args.replicas, "--replicas"
     if replicas is None and args.rate is None and not offline and not args.concurrency:
         # as many replicas as 'planner capacity' sizes for the peak (with headroom)
@@ -471,6 +486,11 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     from planner.catalog.profile import error_band, load_profile
     from planner.serving import compare_tp, max_rate, size_fleet, throughput_latency_curve
 
+    if args.no_curve and args.format == "csv":
+        raise PlannerError(
+            "--no-curve would be ignored: the CSV output is the curve; drop --no-curve or use "
+            "--format table or json"
+        )
     sc, rep, cat, prov = _context(args)
     wl = sc.require_workload()
     headroom = args.headroom if args.headroom is not None else sc.constraints.headroom

@@ -316,6 +316,13 @@ def _csv_rows(path: Path, text: str) -> dict[str, Any]:
     reader = csv.DictReader(io.StringIO(text))
     if not reader.fieldnames:
         raise PlannerError(f"{path}: empty CSV file (expected a header row of price fields)")
+    seen: set[str] = set()
+    for f in reader.fieldnames:
+        if f in seen:  # DictReader would keep the last column's value without a word
+            raise PlannerError(
+                f"{path.name}: column {shown(f)} appears twice in the header; give each field once"
+            )
+        seen.add(f)
     unknown = [f for f in reader.fieldnames if f not in RentalPrice.model_fields]
     if unknown:
         allowed = ", ".join(sorted(RentalPrice.model_fields))
@@ -375,6 +382,12 @@ def load_price_file(
         raise PlannerError(
             f"{p}: expected a mapping with a 'rental' and/or 'purchase' list (the format of "
             "data/prices.yaml) or a CSV file with a header row"
+        )
+    extra = [k for k in raw if k not in ("rental", "purchase")]
+    if extra:  # e.g. 'currency: EUR' would be read as USD without a word
+        raise PlannerError(
+            f"{p.name}: unknown top-level key {shown(extra[0])} (allowed: rental, purchase; "
+            "every price is in USD)"
         )
     for key in ("rental", "purchase"):
         items = raw.get(key)

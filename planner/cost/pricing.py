@@ -336,7 +336,7 @@ def quote_price(
     ------
     PlannerError
         no price of that kind ("no on-demand price for X in data/prices.yaml; kinds
-        available: spot (1 row); pass --usd-per-gpu-hour"), a price outside the plausible
+        available: spot (1 row); add rows with --prices FILE, ..."), a price outside the plausible
         band, an unknown GPU / provider / basis.
     """
     _check_basis(basis)
@@ -363,7 +363,8 @@ def quote_price(
     if not all_opts:
         raise PlannerError(
             f"no {_kind_label(basis)} price for {gpu.id} in {_PRICES_FILE}; kinds available: "
-            f"{_available(rows)}; pass --usd-per-gpu-hour"
+            f"{_available(rows)}; add rows with --prices FILE, or give a price "
+            "(recommend: --usd-per-gpu-hour GPU=USD; Python: usd_per_gpu_hour=)"
         )
     opts = price_options(cat, gpu.id, basis, provider) if provider is not None else all_opts
     return _median_quote(gpu.id, basis, opts, spread, provider, today)
@@ -472,7 +473,7 @@ def own_cost(
     Raises
     ------
     PlannerError
-        no purchase row (naming the GPUs that have one and ``--purchase-usd``), a bad value.
+        no purchase row (naming the GPUs that have one and ``--prices FILE``), a bad value.
     """
     gpu = cat.gpu(gpu_id)
     if purchase_usd is not None:
@@ -483,7 +484,8 @@ def own_cost(
             have = sorted({p.gpu for p in cat.purchase_prices})
             raise PlannerError(
                 f"no purchase price for {gpu.id} in {_PRICES_FILE} (GPUs with one: "
-                f"{', '.join(have) or 'none'}); pass --purchase-usd"
+                f"{', '.join(have) or 'none'}); add a 'purchase' row with --prices FILE "
+                "(Python: purchase_usd=)"
             )
         purchase = max(rows, key=lambda p: p.as_of)  # the newest row
     return own_cost_per_gpu_hour(gpu, purchase, ownership, **overrides)

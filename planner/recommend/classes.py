@@ -73,8 +73,8 @@ def recommend_classes(
                 objective=objective, top_n=1, seed=seed, **search_kw,
             )  # fmt: skip
             per[rc.name] = res.recommendations[0]
-        except PlannerError as e:
-            per[rc.name], per_not[rc.name] = None, str(e)
+        except PlannerError as e:  # named with its SLO: the blame stays on this class
+            per[rc.name], per_not[rc.name] = None, f"(SLO {rc.slo.describe()}): {e}"
     shared_error = None
     try:
         shared = search(
@@ -84,7 +84,8 @@ def recommend_classes(
     except PlannerError as e:
         shared, shared_error = None, str(e)
     if shared is None and per_not:
-        raise PlannerError(f"one shared pool: {shared_error}")
+        failed = "; ".join(f"class '{k}' {v}" for k, v in per_not.items())
+        raise PlannerError(f"no option serves {failed}; one shared pool: {shared_error}")
     total = None
     if not per_not:
         usd = [r.get("usd_per_hour") for r in per.values()]

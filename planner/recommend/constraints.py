@@ -8,7 +8,14 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from planner.catalog.records import Frozen
-from planner.errors import PlannerError
+from planner.errors import PlannerError, shown
+from planner.recommend.limits import (
+    MAX_GPUS,
+    MAX_HEADROOM,
+    MAX_LATENCY_COST_CAP,
+    MAX_USD_BUDGET,
+    MAX_WEIGHT_BITS,
+)
 
 __all__ = ["Constraints", "budget_limits", "constraints_of"]
 
@@ -18,9 +25,11 @@ class Constraints(Frozen):
     ``planner capacity``; every other field is used by ``planner recommend`` (the search over
     deployments; see docs/recommend.md), not by ``simulate`` / ``capacity``."""
 
-    headroom: float = Field(0.2, ge=0, description="spare capacity above the peak (0.2 = 20 %)")
-    max_gpus_per_replica: int | None = Field(None, gt=0)
-    max_total_gpus: int | None = Field(None, gt=0)
+    headroom: float = Field(
+        0.2, ge=0, le=MAX_HEADROOM, description="spare capacity above the peak (0.2 = 20 %)"
+    )
+    max_gpus_per_replica: int | None = Field(None, gt=0, le=MAX_GPUS)
+    max_total_gpus: int | None = Field(None, gt=0, le=MAX_GPUS)
     gpus: tuple[str, ...] = ()
     frameworks: tuple[str, ...] = ()
     precisions: tuple[str, ...] = ()
@@ -32,10 +41,10 @@ class Constraints(Frozen):
         "engine runs for the model, data/speculative.yaml)",
     )
     min_weight_bits: float | None = Field(
-        None, gt=0, description="quality floor, e.g. 8 excludes 4-bit"
+        None, gt=0, le=MAX_WEIGHT_BITS, description="quality floor, e.g. 8 excludes 4-bit"
     )
-    max_usd_per_hour: float | None = Field(None, gt=0)
-    max_usd_per_month: float | None = Field(None, gt=0)
+    max_usd_per_hour: float | None = Field(None, gt=0, le=MAX_USD_BUDGET)
+    max_usd_per_month: float | None = Field(None, gt=0, le=MAX_USD_BUDGET)
     price_basis: Literal["on_demand", "reserved", "spot", "serverless", "community", "own"] = (
         "on_demand"
     )
@@ -49,6 +58,7 @@ class Constraints(Frozen):
     latency_cost_cap: float = Field(
         2.0,
         ge=1.0,
+        le=MAX_LATENCY_COST_CAP,
         allow_inf_nan=False,
         description="objective latency: only options costing at most this multiple of the "
         "cheapest feasible option [x]",
@@ -59,6 +69,19 @@ class Constraints(Frozen):
     def _tps(cls, v: tuple[int, ...]) -> tuple[int, ...]:
         if any(t < 1 for t in v):
             raise ValueError("TP sizes must be >= 1")
+        if any(t > MAX_GPUS for t in v):
+            raise ValueError(f"TP sizes must be at most {MAX_GPUS} GPUs")
+        return v
+
+    @field_validator("usd_per_gpu_hour", mode="before")
+    @classmethod
+    def _strict_prices(cls, v: Any) -> Any:
+        # a price is a number: ``true`` or ``"2.5"`` is refused, as in a price file
+        for gpu, usd in v.items() if isinstance(v, dict) else ():
+            if isinstance(usd, (bool, str)) or not isinstance(usd, (int, float)):
+                raise ValueError(
+                    f"price for {gpu} must be a number [USD per GPU-hour], not {shown(usd)}"
+                )
         return v
 
     @field_validator("usd_per_gpu_hour")
