@@ -7,9 +7,10 @@ speculative decoding one iteration (a verify step, priced by the step model at w
 from prefill, then ``s`` verify steps), ``s`` drawn per request (:func:`verify_steps`); the
 result's per-request output is set back to ``n`` (:func:`as_tokens`), so TPOT = (E2E - TTFT)
 / (n - 1) and token throughput count real tokens while every step's time is the verify
-step's. Gains fall with batch size the way measurements show because the verify width
-multiplies the batch's token terms (GEMM FLOPs, activations, expert weights touched) once
-decode stops being weight-bound.
+step's. Gains fall with batch size because the verify width multiplies the batch's token
+terms (GEMM FLOPs, activations, expert weights touched) once decode stops being weight-bound;
+measured gains of MoE models fall faster at concurrency >= 32 than this gives (docs/formulas.md
+section 5c, "Validation").
 
 Per-step acceptance: a chain draft accepted position by position with probability ``a``
 (the standard model of speculative sampling, Leviathan et al. 2023): ``P(A = j) = a^(j-1)
