@@ -296,7 +296,7 @@ def _constraints(args: argparse.Namespace, sc, cat):
         "kv_precisions": args.kv_precisions,
         "tps": args.tp,
         "max_gpus_per_replica": args.max_gpus_per_replica,
-        "speculative": args.speculative,
+        "speculative": getattr(args, "speculative", None),  # grow shares these flags
         "max_total_gpus": args.max_gpus,
         "min_weight_bits": args.min_weight_bits,
         "max_usd_per_hour": args.budget_usd_per_hour,
