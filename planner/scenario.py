@@ -72,6 +72,10 @@ class Deployment(Frozen):
     disaggregated: Disaggregated | None = Field(
         None, description="prefill and decode pools (xPyD) instead of one replica kind"
     )
+    spec_method: str | None = Field(None, description="speculative decoding: none, mtp, ...")
+    spec_tokens: int | None = Field(None, gt=0, description="draft tokens per step, K")
+    acceptance_length: float | None = Field(None, description="tokens per verify step, AL")
+    draft_model: str | None = Field(None, description="draft model id (spec_method draft)")
 
     @model_validator(mode="after")
     def _width_rule(self) -> Deployment:
@@ -167,6 +171,10 @@ class Scenario(Frozen):
         kv_precision: str | None = None,
         ep: int | None = None,
         attention_dp: int | None = None,
+        spec_method: str | None = None,
+        spec_tokens: int | None = None,
+        acceptance_length: float | None = None,
+        draft_model: str | None = None,
     ) -> Deployment:
         """The deployment with explicit arguments taking precedence over the file's."""
         d = self.deployment
@@ -185,6 +193,10 @@ class Scenario(Frozen):
             pp=lay.pp,
             ep=lay.ep,
             attention_dp=lay.attention_dp,
+            spec_method=spec_method or d.spec_method,
+            spec_tokens=spec_tokens or d.spec_tokens,
+            acceptance_length=acceptance_length or d.acceptance_length,
+            draft_model=draft_model or d.draft_model,
         )
         missing = [k for k in ("gpu", "framework", "precision") if getattr(out, k) is None]
         if missing:
@@ -209,12 +221,16 @@ class Scenario(Frozen):
         catalog=None,
         params=None,
         params_source: str = "prior",
+        spec: dict[str, Any] | None = None,
         **engine: Any,
     ):
-        """A :class:`planner.serving.replica.Replica` for this scenario's model and engine settings."""
+        """A :class:`planner.serving.replica.Replica` for this scenario's model and engine
+        settings; ``spec``: speculative decoding fields (spec_method, spec_tokens,
+        acceptance_length, draft_model) over the file's."""
         d = self.resolve_deployment(
-            gpu, framework, precision, tp, pp, kv_precision, ep=ep, attention_dp=attention_dp
-        )
+            gpu, framework, precision, tp, pp, kv_precision, ep=ep, attention_dp=attention_dp,
+            **(spec or {}),
+        )  # fmt: skip
         kw = {**self.serving.kwargs(), **{k: v for k, v in engine.items() if v is not None}}
         return build_replica(
             self.model,
@@ -226,6 +242,10 @@ class Scenario(Frozen):
             params=params,
             params_source=params_source,
             catalog=catalog,
+            spec_method=d.spec_method,
+            spec_tokens=d.spec_tokens,
+            acceptance_length=d.acceptance_length,
+            draft_model=d.draft_model,
             **kw,
         )
 

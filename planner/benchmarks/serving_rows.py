@@ -122,6 +122,21 @@ def _dataset_lengths(row: dict[str, Any], model_id: str) -> tuple[Any, Any, str]
     return "isl/osl are empty and the notes name no dataset with a known length distribution"
 
 
+def row_spec(row: dict[str, Any]) -> dict[str, Any]:
+    """Speculative decoding of a row to simulate: the hidden cells ``_spec_method``,
+    ``_spec_tokens``, ``_acceptance_length`` (set by
+    :mod:`planner.benchmarks.speculative_rows`; empty: off)."""
+    method = row.get("_spec_method") or None
+    if method is None:
+        return {}
+    return {
+        "spec_method": method,
+        "spec_tokens": row.get("_spec_tokens"),
+        "acceptance_length": row.get("_acceptance_length"),
+        "spec_graph_max_seqs": row.get("_spec_graph_max_seqs"),
+    }
+
+
 def predict_serving_row(
     row: dict[str, Any], catalog: Catalog, params: EfficiencyParams
 ) -> tuple[float | None, str]:
@@ -235,6 +250,7 @@ def _serving_row_result(
         settings,
         notes if isl is None else "",
         params,
+        tuple(row_spec(row).values()),
     )
     if key in _ROW_CACHE:
         return _ROW_CACHE[key]
@@ -259,6 +275,7 @@ def _serving_row_result(
         memory_utilization=util if util is not None else fw_rec.memory_utilization_default(version),
         max_num_seqs=settings.max_num_seqs or seqs0,
         max_num_batched_tokens=settings.max_num_batched_tokens or btok0,
+        **row_spec(row),
     )
     if (isl is not None and osl is not None) or mode in ("static_batch", "single_stream"):
         ilen: Any = None

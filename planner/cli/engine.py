@@ -13,6 +13,7 @@ from planner.cli._common import (
     token_count,
     utilization,
 )
+from planner.cli.speculative import add_spec_args, spec_kwargs
 
 
 # --------------------------------------------------------------------------- memory
@@ -61,8 +62,10 @@ def _framework_warnings(fw, gpu, prec) -> list[str]:
 def cmd_estimate(args: argparse.Namespace) -> int:
     from planner.catalog import default_kv_precision
     from planner.catalog.profile import error_band, load_profile, model_family, resolve_efficiency
+    from planner.catalog.speculative import spec_decode
     from planner.engine import estimate, step_model
     from planner.engine.memory import plan_memory
+    from planner.engine.speculative import per_token, with_spec
 
     cat = _catalog(args)
     m = cat.model(args.model)
@@ -74,6 +77,10 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     )
     kv = args.kv_precision or default_kv_precision(prec, fw, m).id
     lay = _layout(args)
+    spec = spec_decode(m, *spec_kwargs(args).values(), framework=fw)
+    sm = with_spec(
+        step_model(m, gpu, prec, kv, args.tp, args.pp, params, cat, layout=lay), spec, cat
+    )
     plan = plan_memory(
         m,
         gpu,
@@ -84,9 +91,10 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         framework=fw,
         catalog=cat,
         suggest=False,
+        draft=sm.draft,
     )
-    sm = step_model(m, gpu, prec, kv, args.tp, args.pp, params, cat, layout=lay)
-    est = estimate(sm, args.batch, args.input_len, args.output_len)
+    est0 = estimate(sm, args.batch, args.input_len, args.output_len)
+    est = per_token(est0, spec, args.batch, args.output_len)
     warnings = _framework_warnings(fw, gpu, prec)
     if not plan.fits:
         warnings.append(plan.reason)
@@ -124,6 +132,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         "output_tok_s_high": band.speed_interval(est.output_tok_s)[1],
         "tpot_s_low": band.time_interval(est.tpot_s)[0],
         "tpot_s_high": band.time_interval(est.tpot_s)[1],
+        **_spec_fields(est0, spec, band, args),
         "error_band": band.describe(),
         "fits_in_memory": bool(plan.fits and args.batch <= plan.max_concurrent_sequences),
         "max_concurrent_sequences": plan.max_concurrent_sequences,
@@ -135,6 +144,31 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     }
     _emit(out, args)
     return 0
+
+
+def _spec_fields(est0, spec, band, args) -> dict:
+    """Speculative decoding's fields of ``estimate``: the settings, and the acceptance
+    spread folded into the TPOT and throughput bands (AL high: the fast end)."""
+    from planner.engine.speculative import per_token
+
+    if spec is None:
+        return {"spec_method": None, "spec_tokens": None, "acceptance_length": None}
+    lo, hi = spec.al_band
+    fast = per_token(est0, spec, args.batch, args.output_len, hi)
+    slow = per_token(est0, spec, args.batch, args.output_len, lo)
+    return {
+        "spec_method": spec.method,
+        "spec_tokens": spec.spec_tokens,
+        "acceptance_length": spec.acceptance_length,
+        "acceptance_length_band": [lo, hi],
+        "acceptance_basis": spec.basis,
+        "speculative": spec.label(),
+        "verify_step_s": est0.tpot_s,
+        "tpot_s_low": band.time_interval(fast.tpot_s)[0],
+        "tpot_s_high": band.time_interval(slow.tpot_s)[1],
+        "output_tok_s_low": band.speed_interval(slow.output_tok_s)[0],
+        "output_tok_s_high": band.speed_interval(fast.output_tok_s)[1],
+    }
 
 
 # --------------------------------------------------------------------------- parser
@@ -188,9 +222,12 @@ def register(sub) -> None:
         "estimate",
         "Static-batch latency and throughput: prefill, TPOT, tokens/s with a full breakdown.",
         "planner estimate --model llama-3.1-8b --gpu nvidia-h100-sxm --precision bf16 "
-        "--framework vllm --batch 8 --input-len 1024 --output-len 256",
+        "--framework vllm --batch 8 --input-len 1024 --output-len 256\n"
+        "  planner estimate --model deepseek-v3 --gpu nvidia-h200-sxm --precision fp8 --tp 8 "
+        "--framework sglang --batch 1 --input-len 1024 --output-len 1024 --spec-method mtp",
         cmd_estimate,
     )
+    add_spec_args(p)
     p.add_argument("--model", required=True, help="catalog id or path to a HF config.json")
     p.add_argument("--gpu", required=True, help="accelerator id")
     p.add_argument("--precision", required=True, help="weight format id")

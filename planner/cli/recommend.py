@@ -154,6 +154,9 @@ def register(subparsers: Any) -> None:
     c.add_argument("--tp", type=_ints, help="TP sizes to try (default 1,2,4,8)")
     c.add_argument("--max-gpus", type=_gpus, help="most GPUs in the fleet")
     c.add_argument("--max-gpus-per-replica", type=_gpus, help="most GPUs in one replica")
+    c.add_argument("--speculative", choices=("off", "auto"), default=None,
+                   help="auto: also search speculative decoding (published method x K the "
+                   "engine runs; default off)")  # fmt: skip
     c.add_argument("--min-weight-bits", type=_bounded(_pos_float, None, MAX_WEIGHT_BITS, " bits"),
                    help="quality floor [bits per weight], e.g. 8 excludes 4-bit formats")  # fmt: skip
     c.add_argument("--budget-usd-per-hour", type=_usd_budget, help="fleet budget [USD/h]")
@@ -298,6 +301,7 @@ def _constraints(args: argparse.Namespace, sc, cat):
         "kv_precisions": args.kv_precisions,
         "tps": args.tp,
         "max_gpus_per_replica": args.max_gpus_per_replica,
+        "speculative": getattr(args, "speculative", None),  # grow shares these flags
         "max_total_gpus": args.max_gpus,
         "min_weight_bits": args.min_weight_bits,
         "max_usd_per_hour": args.budget_usd_per_hour,

@@ -19,19 +19,29 @@ from planner.cli._common import (
     _tp_list,
     add_common_args,
 )
+from planner.cli.speculative import (
+    acceptance_scaled,
+    add_spec_args,
+    replica_spec_kwargs,
+    spec_kwargs,
+)
 from planner.errors import PlannerError
 
 SIMULATE_EXAMPLE = (
     "planner simulate examples/chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm "
     "--precision bf16 --rate 20 --requests 5000\n"
     "  planner simulate examples/batch-offline.yaml --offline --format json\n"
-    "  planner simulate examples/disagg/disagg-r1.yaml --rate 4   # two pools (xPyD)"
+    "  planner simulate examples/disagg/disagg-r1.yaml --rate 4   # two pools (xPyD)\n"
+    "  planner simulate examples/chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm "
+    "--precision bf16 --spec-method eagle3 --spec-tokens 7"
 )
 CAPACITY_EXAMPLE = (
     "planner capacity examples/rag-70b.yaml --gpu nvidia-h100-sxm --framework vllm "
     "--precision fp8 --tp 4 --compare-tp 2,4,8\n"
     "  planner capacity examples/chat-8b.yaml --format csv > curve.csv\n"
-    "  planner capacity examples/disagg/disagg-r1.yaml   # xPyD: pool rates, x:y, groups"
+    "  planner capacity examples/disagg/disagg-r1.yaml   # xPyD: pool rates, x:y, groups\n"
+    "  planner capacity examples/chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm "
+    "--precision bf16 --spec-method eagle3 --spec-tokens 7 --acceptance-length 2.8"
 )
 SCENARIOS_NOTE = (
     " Scenario files: see the examples/ folder (chat-8b.yaml, rag-70b.yaml, batch-offline.yaml, "
@@ -91,6 +101,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="attention data-parallel ranks (MoE models; e.g. --tp 1 --attention-dp 8 --ep 8 "
         "is DEP8)",
     )
+    add_spec_args(d)
     d.add_argument(
         "--max-num-seqs", type=_positive_int, default=None, help="engine: max running sequences"
     )
@@ -235,6 +246,7 @@ def _context(args: argparse.Namespace):
         args.kv_precision,
         ep=args.ep,
         attention_dp=args.attention_dp,
+        **spec_kwargs(args),
     )
     params, prov = _resolve_params(
         dep.gpu, dep.framework, dep.precision, args.calibration, cat, sc.model
@@ -248,6 +260,7 @@ def _context(args: argparse.Namespace):
         dep.kv_precision,
         ep=dep.ep,
         attention_dp=dep.attention_dp,
+        spec=spec_kwargs(args),
         catalog=cat,
         params=params,
         params_source=prov,
@@ -521,6 +534,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         prov, load_profile(args.calibration), rep.sm.gpu.vendor, rep.engine.framework or None
     )
     rate_lo, rate_hi = band.speed_interval(cap.max_rate_rps)
+    rate_lo, rate_hi = acceptance_scaled(rep.spec, rate_lo, rate_hi)
     gpus_band = [  # fewer GPUs at the band's high capacity, more at its low one
         size_fleet(r, peak, headroom=headroom, gpus_per_replica=rep.num_gpus)["num_gpus"]
         if r is not None and r > 0
@@ -582,6 +596,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
             **EngineOverrides(
                 max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens
             ).kwargs(),
+            **replica_spec_kwargs(rep),  # the same speculative decoding at every TP
         }
         tp_rows = compare_tp(
             sc.model,

@@ -79,7 +79,24 @@ def step_time_scalar(
         k_ep,
         skew1,
         z_ep,
+        spec_k,
+        d_w,
+        d_exp,
+        d_act,
+        d_mm,
+        d_kvb,
+        d_comm,
+        d_lat,
+        d_over,
+        spec_g,
     ) = c
+    T0 = T
+    n_dec = num_logits
+    if spec_k > 0.0:  # speculative decoding: K + 1 verify positions per decoding sequence
+        T = T + spec_k * n_dec
+        num_logits = n_dec + spec_k * n_dec
+        pairs_full = pairs_full + spec_k * kv_full
+        pairs_sw = pairs_sw + spec_k * kv_sw
     if n_exp > 0.0:
         ex = n_exp * (1.0 - q_exp**T)
     else:
@@ -106,10 +123,34 @@ def step_time_scalar(
     if tp_gt1 != 0.0:
         t += ring * comm_b * T / link
         t += comm_lat2
-    if eager != 0.0 and num_seqs < T:
+    if eager != 0.0 and (num_seqs < T0 or (spec_g > 0.0 and num_seqs > spec_g)):
+        # a prompt chunk, or a verify step beyond the CUDA-graph batch limit: eager
         t = (t**eager_k + eager_e_k) ** (1.0 / eager_k)
     t += over0 + seq_o * num_seqs
-    return t * pp
+    t = t * pp
+    if spec_k > 0.0:  # the draft passes: one over the step's tokens, K - 1 over the decoders
+        for j in range(2):
+            n = T0 if j == 0 else n_dec
+            reps = 1.0 if j == 0 else spec_k - 1.0
+            if reps <= 0.0 or n <= 0.0:
+                continue
+            if n_exp > 0.0:
+                ex = n_exp * (1.0 - q_exp**n)
+            else:
+                ex = 0.0
+            tg = (d_w + ex * d_exp + d_act * n) / bw_gemm
+            if chalf != 0.0:
+                eff = ceff * n / (n + chalf)
+            else:
+                eff = ceff
+            tc = d_mm * n / (peak * eff)
+            td = (tg if tg > tc else tc) + d_kvb * (kv_full + n) / bw_kv
+            if tp_gt1 != 0.0:
+                td += ring * d_comm * n / link
+                td += d_lat
+            td += d_over
+            t += reps * td
+    return t
 
 
 def straggler_time_scalar(c, n_decode, max_ctx, sum_ctx):

@@ -16,7 +16,7 @@ All sizes are bytes (decimal GB = 1e9 bytes in reports). Formulas are in
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -444,6 +444,7 @@ def plan_memory(
     ep: int = 1,
     attention_dp: int = 1,
     layout: Layout | None = None,
+    draft=None,
 ) -> MemoryPlan:
     """Memory plan of one GPU in a replica and the largest concurrency it allows.
 
@@ -462,6 +463,8 @@ def plan_memory(
     context_len : tokens each sequence holds (prompt + output) [tokens]
     memory_utilization : fraction of GPU memory the engine may use; default from the framework
     framework : framework id, for block size, memory utilization and batching defaults
+    draft : the speculative drafter (:class:`planner.engine.speculative.DraftCost`): its
+        weights (``held_bytes``) join the weights per GPU and its KV per token the cache's
 
     Returns
     -------
@@ -500,6 +503,9 @@ def plan_memory(
     seqs = max_num_seqs or seqs0
     btok = max_batched_tokens or btok0 or 8192
     w = weight_memory(m, p, tp, pp, layout.ep, layout.moe_split)
+    if draft is not None and draft.held_bytes:
+        w = replace(w, per_gpu_bytes=w.per_gpu_bytes + draft.held_bytes)
+        assumptions.append(f"speculative draft weights: {draft.held_bytes / 1e9:.2f} GB per GPU")
     act = activation_workspace_bytes(m, btok, seqs, tp)
     # what the engine's own KV sizing sets aside besides weights and activations (non-torch
     # buffers, CUDA graphs, context; NCCL buffers once tp > 1): Framework.memory_semantics
@@ -510,6 +516,9 @@ def plan_memory(
     layers_frac = math.ceil(m.num_hidden_layers / pp) / m.num_hidden_layers
     kv_tok = kv_bytes_per_token(m, kvp.bits, tp) * layers_frac
     kv_seq = float(kv_bytes_per_sequence(m, context_len, kvp.bits, tp, block)) * layers_frac
+    if draft is not None and draft.kv_bytes_per_token and kv_tok > 0:  # the draft's KV too
+        grow = (kv_tok + draft.kv_bytes_per_token * dp) / kv_tok
+        kv_tok, kv_seq = kv_tok * grow, kv_seq * grow
     if fw is not None and fw.memory_utilization_of == "free":
         budget = (cap - w.per_gpu_bytes - act - overhead) * util
     else:

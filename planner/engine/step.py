@@ -42,6 +42,7 @@ from planner.engine.memory import (
     kv_layer_bytes_per_token,
     param_counts,
 )
+from planner.engine.speculative import DraftCost
 from planner.errors import MissingDataError
 
 
@@ -66,6 +67,7 @@ class StepBreakdown:
     comm_bytes: np.ndarray | float
     gemm_memory_bound: np.ndarray | bool
     attn_memory_bound: np.ndarray | bool
+    t_draft_s: np.ndarray | float = 0.0  # speculative decoding's draft passes (in time_s)
 
     @property
     def bound(self):
@@ -131,6 +133,10 @@ class StepModel:
     comm_ring: float = -1.0  # ring factor of comm_bytes_per_token (-1: 2 (tp-1)/tp)
     comm_collectives: float = -1.0  # collectives per step on the busiest stage (-1: 2 x layers)
     layout_label: str = ""
+    # speculative decoding: K draft tokens verified per decoding sequence, and the drafter
+    spec_tokens: int = 0
+    draft: DraftCost | None = None
+    spec_graph_max: float = 0.0  # verify steps of more sequences run eager (0: no limit)
 
     @property
     def local_experts(self) -> float:
@@ -182,6 +188,17 @@ class StepModel:
         p = self.params
         T = np.asarray(new_tokens, dtype=float)
         dp = self.attention_dp  # each attention rank runs 1/dp of the tokens and sequences
+        T0, n_dec = T, np.asarray(num_logits, dtype=float)
+        if self.spec_tokens:  # verify K + 1 positions per decoding sequence (one per logit)
+            K = float(self.spec_tokens)
+            T = T + K * n_dec
+            num_logits = n_dec + K * n_dec
+            attn_pairs_full = np.asarray(attn_pairs_full, float) + K * np.asarray(
+                kv_read_tokens_full, float
+            )
+            attn_pairs_sw = np.asarray(attn_pairs_sw, float) + K * np.asarray(
+                kv_read_tokens_sw, float
+            )
         # GEMMs
         experts = self.expected_experts(T) * self.expert_bytes
         w_bytes = self.dense_weight_bytes + experts + self.lm_head_bytes
@@ -240,12 +257,19 @@ class StepModel:
         t_over = t_over + 0.0 * T
         gpu = t_gemm + t_attn + t_comm
         if p.eager_layer_s:
-            eager = np.asarray(np.asarray(num_seqs, float) < T)
+            n_seqs = np.asarray(num_seqs, float)
+            eager = np.asarray(n_seqs < T0)
+            if self.spec_graph_max:  # beyond the engine's CUDA-graph batch limit
+                eager = eager | (n_seqs > self.spec_graph_max)
             gpu = np.where(eager, _soft_max(gpu, p.eager_layer_s * self.layers), gpu)
             t_over = t_over + (gpu - (t_gemm + t_attn + t_comm))
         if self.pp > 1:  # one step traverses every stage in turn: each term counts pp times
             t_gemm, t_attn, t_comm, t_over = (x * self.pp for x in (t_gemm, t_attn, t_comm, t_over))
         time = t_gemm + t_attn + t_comm + t_over
+        t_draft = 0.0 * T
+        if self.spec_tokens:
+            t_draft = self.draft_time(T0, n_dec, kv_read_tokens_full)
+            time = time + t_draft
         return StepBreakdown(
             time_s=_s(time),
             t_gemm_s=_s(t_gemm),
@@ -261,7 +285,54 @@ class StepModel:
             comm_bytes=_s(comm_bytes),
             gemm_memory_bound=_s(t_gm >= t_gc),
             attn_memory_bound=_s(t_am >= t_ac),
+            t_draft_s=_s(t_draft),
         )
+
+    def draft_time(self, new_tokens, num_decode, kv_read_tokens_full):
+        """Time of the draft passes of one speculative step [s] (0 without them).
+
+        One pass over the step's ``new_tokens`` (the prompt chunks' tokens and each decoding
+        sequence's last accepted one), then ``K - 1`` passes over the ``num_decode`` decoding
+        sequences; each pass: ``max(weights + expected experts + activations at memory
+        bandwidth, FLOPs at the GEMM efficiency) + the draft KV of every sequence's context
+        at KV bandwidth + its collectives + layer_overhead_s x draft layers``
+        (:class:`planner.engine.speculative.DraftCost`)."""
+        d = self.draft
+        out = 0.0 * np.asarray(new_tokens, float)
+        if not self.spec_tokens or d is None:
+            return _s(out)
+        p = self.params
+        kv = np.asarray(kv_read_tokens_full, float)
+        for n, reps in (
+            (np.asarray(new_tokens, float), 1.0),
+            (np.asarray(num_decode, float), self.spec_tokens - 1.0),
+        ):
+            if reps <= 0:
+                continue
+            ex = self.expected_experts(n) * d.expert_bytes
+            t_gm = (d.weight_bytes + ex + d.act_bytes_per_token * n) / (self.bw_bytes_s * p.mem_eff)
+            eff_c = (
+                p.compute_eff * n / (n + p.compute_half_tokens * self.attention_dp)
+                if p.compute_half_tokens
+                else p.compute_eff
+            )
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t_gc = np.where(
+                    n > 0,
+                    d.matmul_flops_per_token * n / (self.peak_flops * np.maximum(eff_c, 1e-12)),
+                    0.0,
+                )
+            t = np.maximum(t_gm, t_gc) + d.kv_bytes_per_token * (kv + n) / (
+                self.bw_bytes_s * p.kv_mem_eff
+            )
+            if self.has_comm:
+                t = t + self.ring_factor * d.comm_bytes_per_token * n / (
+                    self.link_bytes_s * p.comm_eff
+                )
+                t = t + d.collectives * p.comm_latency_s
+            t = t + p.layer_overhead_s * d.layers
+            out = out + np.where(n > 0, reps * t, 0.0)
+        return _s(out)
 
     # ---- communication of the layout ------------------------------------------------
     @property
@@ -283,11 +354,12 @@ class StepModel:
     # ---- the hot scalar path of :meth:`step` (plain floats, no numpy) ------------------
     @cached_property
     def _coeffs(self) -> tuple[float, ...]:
-        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (35 floats): the
+        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (45 floats): the
         step's constants, with the products that do not depend on its counts done once."""
         p = self.params
         ne = self.num_experts
         dp = self.attention_dp
+        d = self.draft
         z = math.sqrt(2.0 * math.log(self.ep)) if self.ep > 1 else 0.0
         return tuple(
             float(x)
@@ -327,6 +399,23 @@ class StepModel:
                 self.top_k / self.ep,
                 1.0 + p.moe_imbalance,
                 z,
+                # speculative decoding (0: off): K, then the draft pass terms
+                self.spec_tokens,
+                *(
+                    (
+                        d.weight_bytes,
+                        d.expert_bytes,
+                        d.act_bytes_per_token,
+                        d.matmul_flops_per_token,
+                        d.kv_bytes_per_token,
+                        d.comm_bytes_per_token,
+                        d.collectives * p.comm_latency_s,
+                        p.layer_overhead_s * d.layers,
+                    )
+                    if d is not None
+                    else (0.0,) * 8
+                ),
+                self.spec_graph_max,
             )
         )
 

@@ -35,6 +35,11 @@ class Constraints(Frozen):
     precisions: tuple[str, ...] = ()
     kv_precisions: tuple[str, ...] = ()
     tps: tuple[int, ...] = Field((1, 2, 4, 8), min_length=1)
+    speculative: Literal["off", "auto"] = Field(
+        "off",
+        description="auto: also search speculative decoding (each published method x K the "
+        "engine runs for the model, data/speculative.yaml)",
+    )
     min_weight_bits: float | None = Field(
         None, gt=0, le=MAX_WEIGHT_BITS, description="quality floor, e.g. 8 excludes 4-bit"
     )

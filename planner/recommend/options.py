@@ -42,7 +42,7 @@ same n GPUs) for n in ``EP_SIZES`` up to the GPU's scale-up domain
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..catalog import (
@@ -56,6 +56,7 @@ from ..catalog import (
 )
 from ..catalog.compat import framework_gpu_problem
 from ..catalog.layout import Layout, layout_of
+from ..catalog.speculative import SpecDecode, published_specs
 from ..errors import PlannerError
 
 #: TP sizes tried within one node
@@ -87,6 +88,7 @@ class Option:
     pp: int = 1
     ep: int = 1
     attention_dp: int = 1
+    spec: SpecDecode | None = None  # speculative decoding (None: off)
 
     @property
     def layout(self) -> Layout:
@@ -112,6 +114,9 @@ class Option:
             "ep": self.ep,
             "attention_dp": self.attention_dp,
             "layout": self.layout.describe(self.gpu),
+            "spec_method": self.spec.method if self.spec else None,
+            "spec_tokens": self.spec.spec_tokens if self.spec else None,
+            "acceptance_length": self.spec.acceptance_length if self.spec else None,
         }
 
     def label(self) -> str:
@@ -122,7 +127,8 @@ class Option:
             shape = f"tp={self.tp}{pp}"
         else:
             shape = self.layout.describe(self.gpu)
-        return f"{self.gpu.id} {self.framework.id} {self.precision.id}{kv} {shape}"
+        spec = f", {self.spec.label()}" if self.spec else ""
+        return f"{self.gpu.id} {self.framework.id} {self.precision.id}{kv} {shape}{spec}"
 
 
 @dataclass(frozen=True)
@@ -205,6 +211,7 @@ def enumerate_options(
     tps: tuple[int, ...] = DEFAULT_TPS,
     max_gpus_per_replica: int | None = None,
     min_weight_bits: float | None = None,
+    speculative: bool = False,
 ) -> tuple[list[Option], list[Rejection]]:
     """Every (GPU, framework, precision, KV precision, TP) the catalog and constraints allow.
 
@@ -217,6 +224,8 @@ def enumerate_options(
     tps : TP sizes to try [GPUs]
     max_gpus_per_replica : largest TP x PP allowed
     min_weight_bits : quality floor [bits per weight], e.g. 8 excludes 4-bit formats
+    speculative : also every option with each published speculative setting its engine
+        runs for the model (:func:`planner.catalog.speculative.published_specs`)
 
     Returns
     -------
@@ -294,6 +303,9 @@ def enumerate_options(
                             rejected.append(Rejection.of(opt, why[0], why[1]))
                         else:
                             options.append(opt)
+    if speculative:  # speculation on, per published method x K, beside every option
+        specs = {f.id: published_specs(model, f) for f in f_list}
+        options += [replace(o, spec=s) for o in options for s in specs[o.framework.id]]
     return options, rejected
 
 
@@ -425,3 +437,14 @@ def layout_text(r: dict[str, Any]) -> str:
     if r.get("ep", 1) in (1, None) and r.get("attention_dp", 1) in (1, None):
         return f"tp={r['tp']}" + (f" pp={r['pp']}" if (r.get("pp") or 1) > 1 else "")
     return str(r.get("layout") or f"tp={r['tp']} ep={r['ep']} attention_dp={r['attention_dp']}")
+
+
+def spec_flags(spec: SpecDecode | None) -> str:
+    """The CLI flags of a speculative setting (``--spec-method none`` when off, so that a
+    scenario file's own setting cannot leak in), e.g. for ``reproduce``."""
+    if spec is None:
+        return "--spec-method none "
+    return (
+        f"--spec-method {spec.method} --spec-tokens {spec.spec_tokens} "
+        f"--acceptance-length {spec.acceptance_length!r} "
+    )

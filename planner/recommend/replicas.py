@@ -24,7 +24,7 @@ def _replica(m, opt: Option, params, prov: str, cat: Catalog, eng_kw: dict[str, 
     objs = (m, opt.gpu, opt.precision, opt.framework, params, cat)
     key = (
         *map(id, objs), opt.tp, opt.pp, opt.ep, opt.attention_dp, opt.kv_precision, prov,
-        tuple(sorted(eng_kw.items())),
+        tuple(sorted(eng_kw.items())), opt.spec,
     )  # fmt: skip
     try:
         hit = _REPLICAS.get(key)
@@ -36,7 +36,7 @@ def _replica(m, opt: Option, params, prov: str, cat: Catalog, eng_kw: dict[str, 
                 m, opt.gpu, opt.precision, opt.framework, tp=opt.tp, pp=opt.pp,
                 ep=opt.ep, attention_dp=opt.attention_dp,
                 kv_precision=opt.kv_precision, params=params, params_source=prov,
-                catalog=cat, **eng_kw,
+                catalog=cat, **eng_kw, **_spec_kw(opt),
             )  # fmt: skip
         except PlannerError as e:
             out = e.with_traceback(None)
@@ -50,12 +50,25 @@ def _replica(m, opt: Option, params, prov: str, cat: Catalog, eng_kw: dict[str, 
     return hit[1]
 
 
+def _spec_kw(opt: Option) -> dict[str, Any]:
+    """build_replica's speculative decoding arguments of ``opt`` (none when off)."""
+    s = opt.spec
+    if s is None:
+        return {}
+    return {
+        "spec_method": s.method,
+        "spec_tokens": s.spec_tokens,
+        "acceptance_length": s.acceptance_length,
+    }
+
+
 def _tpot_floor(rep: Replica, ctx_tokens: float) -> float:
     """Time of one decode step of a lone sequence at ``ctx_tokens`` of context [s]."""
     sm, W = rep.sm, rep.sm.window if rep.sm.layers_sw > 0 else 0
     c = ctx_tokens + 1
     kvs = min(c, W) if W else 0.0
-    return sm.step_time(1, 1, 1, c, c, kvs, kvs) + rep.engine.host_time_s(1)
+    t = sm.step_time(1, 1, 1, c, c, kvs, kvs) + rep.engine.host_time_s(1)
+    return t / rep.spec.acceptance_length if rep.spec is not None else t
 
 
 def _why_tpot(rep: Replica, floor_s: float, target_s: float) -> str:

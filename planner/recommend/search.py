@@ -64,6 +64,7 @@ from .options import (
     enumerate_options,
     layout_text,
     pp_options,
+    spec_flags,
 )
 from .replicas import _replica, _tpot_floor, _why_tpot
 from .threads import Prefetch, each, run_ahead, threads
@@ -500,6 +501,7 @@ class _Search:
             self.cat, m, gpus=c.gpus, frameworks=c.frameworks, precisions=c.precisions,
             kv_precisions=c.kv_precisions, tps=c.tps,
             max_gpus_per_replica=c.max_gpus_per_replica, min_weight_bits=c.min_weight_bits,
+            speculative=c.speculative == "auto",
         )  # fmt: skip
         n_enumerated = len(options) + len(self.rejected)
         # best-first over a heap of (bound, stage, seq, item): stage 0 = not yet screened
@@ -606,6 +608,7 @@ class _Search:
             f"planner capacity SCENARIO.yaml --gpu {o.gpu.id} --framework {o.framework.id} "
             f"--precision {o.precision.id} --kv-precision {o.kv_precision} --tp {o.tp} "
             f"--pp {o.pp} --ep {o.ep} --attention-dp {o.attention_dp} "
+            + spec_flags(o.spec)
             + f"--max-num-seqs {e.max_num_seqs // o.attention_dp} --max-num-batched-tokens "
             f"{e.max_num_batched_tokens // o.attention_dp} --headroom {c.headroom!r} --fit-percentile "
             f"{c.fit_percentile!r} --requests {self.n_requests} --seed {seed} --no-curve"

@@ -34,11 +34,13 @@ from planner.serving._engine import _run_continuous, _run_static, loop_key
 from planner.serving._jit import freeze_long_lived
 from planner.serving.replica import Replica, check_fits
 from planner.serving.result import SimResult
+from planner.serving.speculative import as_tokens, as_verify_steps
 from planner.serving.steady_state import (
     SteadyStateResult,
     _constants,
     shape_of_requests,
     steady_state,
+    tokens_per_step,
 )
 from planner.serving.verdict import stop_rule
 from planner.serving.zero_load import (  # noqa: F401 - unloaded_latency: re-exported
@@ -61,16 +63,17 @@ def run(
     static_batching: bool | None = None,
     stop: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> SimResult:
-    """Simulate ``requests`` on ``replica`` with the engine's runner (continuous batching
-    or static batching; ``static_batching`` forces one). ``concurrency``: closed loop with
-    this many clients (arrival times are then ignored). ``stop``: an early-stop rule for a
-    verdict-only run (:func:`stop_rule`; continuous batching only, ignored otherwise)."""
+    """Simulate ``requests`` on ``replica`` with the engine's runner (continuous or static
+    batching; ``static_batching`` forces one); ``concurrency``: closed loop with this many
+    clients; ``stop``: an early-stop rule of a verdict-only run (:func:`stop_rule`)."""
     static = (
         (not replica.engine.continuous_batching) if static_batching is None else static_batching
     )
+    steps = as_verify_steps(replica.spec, requests)  # speculative decoding: verify steps
+    stop = None if replica.spec is not None else stop  # its loop's TPOT is per step, not token
     if static:
-        return _run_static(replica, requests, concurrency)
-    return _run_continuous(replica, requests, concurrency, stop)
+        return as_tokens(replica.spec, _run_static(replica, steps, concurrency), requests)
+    return as_tokens(replica.spec, _run_continuous(replica, steps, concurrency, stop), requests)
 
 
 def scored_requests(
@@ -265,11 +268,9 @@ class WorkloadCache:
 
     def slo_rate(self, replica: Replica, cap_rps: float, steps: int = 14) -> float:
         """Largest rate [req/s] at which the analytic steady state's MEAN TTFT, TPOT and E2E
-        meet every class's SLO thresholds (bisection on the rate up to ``cap_rps``).
-
-        A percentile is at least the mean for the latency distributions met here, so the
-        simulated rate meeting a p99 target is below this one, up to the analytic model's
-        error against the simulation (tested within 10 % on mean throughput)."""
+        meet every class's SLO thresholds (bisection up to ``cap_rps``). A percentile is at
+        least the mean here, so the simulated rate meeting a p99 target is below this one, up
+        to the analytic model's error (tested within 10 % on mean throughput)."""
         tgs = [c.slo.targets() for c in self.classes]
         if not any(tgs):
             return cap_rps
@@ -281,6 +282,7 @@ class WorkloadCache:
             n: min((tg[n].max_s for tg in tgs if n in tg), default=math.inf)
             for n in ("ttft", "tpot", "e2e")
         }
+        worst["tpot"] *= tokens_per_step(replica)  # x s per token: x AL per speculative step
         rate = float(
             slo_rate_kernel()(
                 k, dec, budget, lam_sat, t_sat, worst["ttft"], worst["tpot"], worst["e2e"],

@@ -15,7 +15,9 @@ from planner.catalog.catalog import Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.layout import Layout, check_for_model, check_framework_layout, layout_of
 from planner.catalog.records import Accelerator, Framework, ModelArch, Precision
+from planner.catalog.speculative import SpecDecode, spec_decode
 from planner.engine.memory import MemoryPlan, plan_memory
+from planner.engine.speculative import with_spec
 from planner.engine.step import StepModel, step_model
 from planner.errors import PlannerError, require_positive
 from planner.workload.workload import Requests, Workload
@@ -61,6 +63,7 @@ class Replica:
     params_source: str = "prior"
     assumptions: tuple[str, ...] = ()
     layout: Layout | None = None  # None: a plain tp x pp group
+    spec: SpecDecode | None = None  # speculative decoding (None: off)
 
     @property
     def the_layout(self) -> Layout:
@@ -79,9 +82,10 @@ class Replica:
             if lay.is_plain
             else lay.describe(self.sm.gpu)
         )
+        spec = f", {self.spec.label()}" if self.spec is not None else ""
         return (
             f"{self.sm.model.id} on {self.num_gpus}x {self.sm.gpu.id} ({self.sm.precision.id}, "
-            f"{shape}, {fw})"
+            f"{shape}, {fw}{spec})"
         )
 
     def with_engine(self, **kw: Any) -> Replica:
@@ -113,6 +117,11 @@ def build_replica(
     ep: int = 1,
     attention_dp: int = 1,
     layout: Layout | None = None,
+    spec_method: str | None = None,
+    spec_tokens: int | None = None,
+    acceptance_length: float | None = None,
+    draft_model: str | None = None,
+    spec_graph_max_seqs: int | None = None,
 ) -> Replica:
     """Resolve a (model, GPU, precision, framework, layout) combination into a :class:`Replica`.
 
@@ -134,6 +143,10 @@ def build_replica(
         memory, or of the memory left after weights for TensorRT-LLM)
     context_len : longest sequence the engine accepts (``max_model_len``) [tokens];
         default the model's limit, reduced to what the KV cache holds if needed
+    spec_method, spec_tokens, acceptance_length, draft_model : speculative decoding
+        (:func:`planner.catalog.speculative.spec_decode`: ``mtp``, ``eagle3``, ``draft``,
+        ``ngram``; K draft tokens per step; mean tokens per verify step, default published);
+        ``spec_graph_max_seqs``: the engine's CUDA-graph batch limit for verify steps
 
     Raises
     ------
@@ -158,6 +171,10 @@ def build_replica(
         # a serving loop dispatches its eager iterations at its own host's pace
         params = params.with_(eager_layer_s=params.serving_eager_layer_s)
     sm = step_model(m, g, p, kv.id, tp, pp, params, cat, layout=None if layout.is_plain else layout)
+    spec = spec_decode(m, spec_method, spec_tokens, acceptance_length, draft_model, fw)
+    if spec is not None and spec_graph_max_seqs:
+        spec = spec.model_copy(update={"graph_max_seqs": int(spec_graph_max_seqs)})
+    sm = with_spec(sm, spec, cat)
     cb = (
         continuous_batching
         if continuous_batching is not None
@@ -202,6 +219,7 @@ def build_replica(
         max_batched_tokens=btok,
         catalog=cat,
         suggest=False,
+        draft=sm.draft,
     )
     # the KV cache's size (max_kv_tokens) does not depend on the context: the plan at the
     # model's context gives it, and is the final plan unless the cache holds less
@@ -257,6 +275,7 @@ def build_replica(
         params_source=params_source,
         assumptions=tuple(assumptions),
         layout=None if layout.is_plain else layout,
+        spec=spec,
     )
 
 

@@ -158,6 +158,13 @@ def _slo_rate(k, dec, budget, lam_sat, t_sat, ttft_max, tpot_max, e2e_max, cap, 
 _st = step_time_scalar  # the compiled twin in planner.serving._steady
 
 
+def tokens_per_step(replica: Replica) -> float:
+    """Tokens a decoding sequence gains per iteration: the acceptance length with
+    speculative decoding (:mod:`planner.serving.speculative`), else 1."""
+    spec = getattr(replica, "spec", None)
+    return float(spec.acceptance_length) if spec is not None else 1.0
+
+
 def _constants(replica: Replica, shape: tuple[float, float, float, float]) -> tuple:
     """The constants of :data:`Shape`, the answer's decode iterations and the token budget,
     and the saturation point ``(a_sat, t_sat, lam_sat, limit)`` of ``replica`` for requests
@@ -173,7 +180,7 @@ def _constants(replica: Replica, shape: tuple[float, float, float, float]) -> tu
     limit = "max_num_seqs" if eng.max_num_seqs <= n_max_kv else "kv_cache"
     pf_pairs = n_pf * c_ + n_pf * (n_pf + 1) / 2
     pf_pairs_sw = window_pairs(int(c_), int(n_pf), W) if W else 0.0
-    dec = O_ - 1.0
+    dec = (O_ - 1.0) / tokens_per_step(replica)  # speculative: AL tokens per decode step
     k = (
         sm._coeffs, float(eng.sched_overhead_s), float(eng.sched_seq_overhead_s), I_, n_pf, c_,
         ctx_run, float(W), pf_pairs, pf_pairs_sw,
@@ -229,7 +236,7 @@ def steady_state(
         decode_batch=a * dec,
         concurrency=lam_eff * e2e,
         ttft_s=ttft if stable else float("inf"),
-        tpot_s=t,
+        tpot_s=t / tokens_per_step(replica),
         e2e_s=e2e if stable else float("inf"),
         output_tok_s=lam_eff * O_,
         total_tok_s=lam_eff * (O_ + I_),

@@ -1,0 +1,289 @@
+"""Benchmark rows measured with speculative decoding: method and K from their notes, the
+same rows without it, and the predicted vs measured speed-up.
+
+Rows tagged ``layout_unsupported: speculative decoding (...)`` stay unfitted and unpredicted
+by :class:`planner.benchmarks.predict.Predictor`; this module reads their method (and K
+where the notes print it, e.g. SGLang's ``3 steps, topk 1, 4 draft tokens``: K = 3), pairs
+each with the rows of the same hardware, engine, precision, layout, lengths and concurrency
+measured without speculative decoding (:func:`spec_pairs`), and predicts both with the
+serving simulator (:func:`predicted_ratio`), the speculative one with a given acceptance
+length. The measured ratio of a pair is the median over its baselines (InferenceX re-runs
+a configuration on several dates).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from statistics import median
+from typing import Any
+
+from planner.benchmarks.schema import cell, layout_unsupported, number
+from planner.benchmarks.serving_rows import predict_serving_row
+from planner.catalog.catalog import Catalog
+from planner.catalog.efficiency import EfficiencyParams
+
+__all__ = [
+    "INFERENCEX_SPEC_TOKENS",
+    "SpecPair",
+    "chain_acceptance_length",
+    "held_out_ratios",
+    "predict_spec_row",
+    "predicted_ratio",
+    "spec_of_row",
+    "spec_pairs",
+]
+
+_DRAFT_TOKENS = re.compile(r"(\d+) draft tokens")
+
+#: K of InferenceX's single-node DeepSeek-R1 MTP runs, whose notes do not print it:
+#: SemiAnalysisAI/InferenceX benchmarks/single_node/fixed_seq_len/dsr1_*_mtp.sh @ 843c6254f
+#: (SGLang --speculative-num-steps / --speculative-num-draft-tokens, chain topk 1;
+#: TensorRT-LLM num_nextn_predict_layers: 3, or 1 with attention DP): (hardware, framework,
+#: attention DP) -> K
+INFERENCEX_SPEC_TOKENS = {
+    ("amd-mi325x", "sglang", False): 3,  # dsr1_fp8_mi325x_mtp.sh: steps 3, draft tokens 4
+    ("amd-mi355x", "sglang", False): 3,  # dsr1_fp8/fp4_mi355x_mtp.sh: steps 3, draft tokens 4
+    ("nvidia-h200-sxm", "sglang", False): 2,  # dsr1_fp8_h200_mtp.sh: steps 2, draft tokens 3
+    ("nvidia-b200", "sglang", False): 2,  # dsr1_fp8_b200_mtp.sh (the template of H200's)
+    ("nvidia-b200", "trtllm", False): 3,  # dsr1_fp8_b200_trt_mtp.sh: MTP=3
+    ("nvidia-b200", "trtllm", True): 1,  # ... MTP=1 with DP attention
+}
+_STEPS = re.compile(r"(\d+) steps")
+_GRAPH_MAX = re.compile(r"--cuda-graph-max-bs[ =](\d+)")
+
+
+def spec_of_row(row: Mapping[str, Any]) -> tuple[str, int | None] | None:
+    """(method, K or None) of a row measured with speculative decoding, None otherwise."""
+    notes = cell(row, "notes") or ""
+    why = layout_unsupported(notes) or ""
+    if "speculative decoding" not in why and "spec 'mtp'" not in notes:
+        return None
+    low = why.lower()
+    method = "eagle3" if "eagle3" in low or "eagle-3" in low else "mtp"
+    k = None
+    if m := _DRAFT_TOKENS.search(why):  # SGLang chain: draft tokens = steps + 1
+        k = int(m.group(1)) - 1
+    elif m := _STEPS.search(why):
+        k = int(m.group(1))
+    elif "InferenceX" in (cell(row, "source") or "") and "multi-node" not in notes:
+        dpa = "DP-attention=true" in notes
+        k = INFERENCEX_SPEC_TOKENS.get((cell(row, "hardware"), cell(row, "framework"), dpa))
+    return method, k
+
+
+def _layout_key(notes: str) -> tuple:
+    tp = re.search(r"TP=(\d+)", notes)
+    ep = re.search(r"EP=(\d+)", notes)
+    dpa = "DP-attention=true" in notes or (
+        "attention data-parallel" in notes and "no attention data-parallel" not in notes
+    )
+    isl = re.search(r"nominal input (\d+)", notes) or re.search(r"random_input_len=(\d+)", notes)
+    osl = re.search(r"output (\d+) tokens", notes) or re.search(r"random_output_len=(\d+)", notes)
+    g = lambda x: int(x.group(1)) if x else None  # noqa: E731
+    return g(tp), g(ep), dpa, g(isl), g(osl), "multi-node" in notes
+
+
+def _key(row: Mapping[str, Any]) -> tuple:
+    return (
+        cell(row, "hardware"),
+        cell(row, "framework"),
+        cell(row, "precision"),
+        cell(row, "model"),
+        number(row, "n_gpus"),
+        number(row, "concurrency"),
+        number(row, "isl"),
+        number(row, "osl"),
+        cell(row, "metric"),
+        *_layout_key(cell(row, "notes") or ""),
+    )
+
+
+def graph_max_of_row(row: Mapping[str, Any]) -> int | None:
+    """SGLang's ``--cuda-graph-max-bs`` of a row (its notes), None when not given."""
+    m = _GRAPH_MAX.search(cell(row, "notes") or "")
+    return int(m.group(1)) if m else None
+
+
+@dataclass(frozen=True)
+class SpecPair:
+    """A row measured with speculative decoding and its baselines (same key, no spec)."""
+
+    spec_row: dict[str, Any]
+    base_rows: tuple[dict[str, Any], ...]
+    method: str
+    spec_tokens: int | None
+
+    @property
+    def measured_ratio(self) -> float:
+        """Speculative value / median baseline value (a speed: > 1 is faster)."""
+        v = float(cell(self.spec_row, "value"))
+        return v / median(float(cell(r, "value")) for r in self.base_rows)
+
+    @property
+    def concurrency(self) -> float | None:
+        return number(self.spec_row, "concurrency")
+
+
+def spec_pairs(rows: Iterable[Mapping[str, Any]]) -> list[SpecPair]:
+    """Pair every speculative row with the rows of the same key measured without it."""
+    rows = [dict(r) for r in rows]
+    spec = [(r, spec_of_row(r)) for r in rows]
+    base: dict[tuple, list[dict[str, Any]]] = {}
+    for r, s in spec:
+        if s is None and not layout_unsupported(cell(r, "notes") or ""):
+            base.setdefault(_key(r), []).append(r)
+    out = []
+    for r, s in spec:
+        if s is not None and _key(r) in base:
+            out.append(SpecPair(r, tuple(base[_key(r)]), s[0], s[1]))
+    return out
+
+
+def predicted_ratio(
+    pair: SpecPair,
+    acceptance_length: float,
+    catalog: Catalog,
+    params: EfficiencyParams,
+    spec_tokens: int | None = None,
+) -> tuple[float | None, str]:
+    """(predicted speculative / baseline ratio of the pair's metric, reason when None).
+
+    Both are simulated from the pair's first baseline row (its notes carry the client's
+    length distribution and the engine settings), the speculative one with
+    ``acceptance_length`` and K = the speculative row's own (from its notes), else
+    ``spec_tokens``: the ratio isolates speculative decoding."""
+    k = spec_tokens or pair.spec_tokens
+    if k is None:
+        return None, "K (draft tokens) not in the row's notes and none given"
+    brow = pair.base_rows[0]  # its notes carry the client's lengths and engine settings
+    srow = {
+        **brow,
+        "_spec_method": pair.method,
+        "_spec_tokens": int(k),
+        "_acceptance_length": float(acceptance_length),
+        "_spec_graph_max_seqs": graph_max_of_row(pair.spec_row),
+    }
+    v1, why1 = predict_serving_row(srow, catalog, params)
+    v0, why0 = predict_serving_row(brow, catalog, params)
+    if v1 is None or v0 is None:
+        return None, why1 or why0
+    return v1 / v0, ""
+
+
+#: per-position acceptance probabilities the held-out fit tries
+RATE_GRID = tuple(round(0.30 + 0.025 * i, 3) for i in range(27))  # 0.30 .. 0.95
+
+
+def chain_acceptance_length(rate: float, spec_tokens: int) -> float:
+    """Mean tokens per verify step of a chain of K drafts each accepted with probability
+    ``rate`` given the previous ones: ``(1 - rate^(K+1)) / (1 - rate)`` (the bonus token
+    included)."""
+    return (1.0 - rate ** (spec_tokens + 1)) / (1.0 - rate)
+
+
+def held_out_ratios(
+    pairs: list[SpecPair],
+    catalog: Catalog,
+    params_of,
+    fit_max_concurrency: float = 16,
+) -> list[dict[str, Any]]:
+    """Leave-one-hardware-out check of the speed-up's shape over concurrency.
+
+    Acceptance is a property of the model, drafter and data, not of the GPU, and runs differ
+    in K: the fitted quantity is the per-position acceptance ``rate`` of the chain (grid
+    :data:`RATE_GRID`, least median absolute log error of the ratio), giving each pair
+    ``AL = chain_acceptance_length(rate, K)``. For each hardware the rate is fitted on the
+    OTHER hardware's pairs at concurrency <= ``fit_max_concurrency``, then every pair of the
+    held-out hardware is predicted with it. ``params_of``: row -> EfficiencyParams. Result
+    rows: id, hardware, precision, concurrency, K, measured and predicted ratio, the rate and
+    AL used, and the error ``predicted / measured - 1``."""
+    curves: dict[str, dict[float, float]] = {}
+    for p in pairs:
+        if p.spec_tokens is None:
+            continue
+        params = params_of(p.base_rows[0])
+        c = {}
+        for rate in RATE_GRID:
+            al = chain_acceptance_length(rate, p.spec_tokens)
+            v, _ = predicted_ratio(p, al, catalog, params)
+            if v is None:
+                break
+            c[rate] = v
+        if len(c) == len(RATE_GRID):
+            curves[cell(p.spec_row, "id")] = c
+    ok = [p for p in pairs if cell(p.spec_row, "id") in curves]
+    out = []
+    for hw in sorted({cell(p.spec_row, "hardware") for p in ok}):
+        train = [
+            p
+            for p in ok
+            if cell(p.spec_row, "hardware") != hw and (p.concurrency or 0) <= fit_max_concurrency
+        ]
+        if not train:
+            continue
+
+        def loss(rate: float, train: list[SpecPair] = train) -> float:
+            return median(
+                abs(math.log(curves[cell(p.spec_row, "id")][rate] / p.measured_ratio))
+                for p in train
+            )
+
+        rate = min(RATE_GRID, key=loss)
+        for p in ok:
+            if cell(p.spec_row, "hardware") != hw:
+                continue
+            pred = curves[cell(p.spec_row, "id")][rate]
+            out.append(
+                {
+                    "id": cell(p.spec_row, "id"),
+                    "hardware": hw,
+                    "precision": cell(p.spec_row, "precision"),
+                    "concurrency": p.concurrency,
+                    "spec_tokens": p.spec_tokens,
+                    "measured_ratio": p.measured_ratio,
+                    "predicted_ratio": pred,
+                    "rate": rate,
+                    "acceptance_length": chain_acceptance_length(rate, p.spec_tokens),
+                    "error": pred / p.measured_ratio - 1.0,
+                }
+            )
+    return out
+
+
+_NOMINAL = re.compile(
+    r"nominal input (\d+) / output (\d+) tokens, range ratio ([0-9.]+)", re.IGNORECASE
+)
+
+
+def predict_spec_row(
+    row: Mapping[str, Any],
+    acceptance_length: float,
+    catalog: Catalog,
+    params: EfficiencyParams,
+) -> tuple[float | None, str]:
+    """Predict a speculative row's own value (its metric and unit) with ``acceptance_length``
+    and K from :func:`spec_of_row`. InferenceX's "nominal input I / output O tokens, range
+    ratio r" is read as the client's ``random_input_len`` / ``random_output_len`` /
+    ``random_range_ratio``."""
+    spec = spec_of_row(row)
+    if spec is None or spec[1] is None:
+        return None, "not a speculative row with a known K"
+    notes = cell(row, "notes") or ""
+    if m := _NOMINAL.search(notes):
+        notes += (
+            "; client: InferenceX utils/bench_serving/benchmark_serving.py closed loop; "
+            f"random_input_len={m.group(1)}; random_output_len={m.group(2)}; "
+            f"random_range_ratio={m.group(3)}"
+        )
+    r = {
+        **row,
+        "notes": notes,
+        "_spec_method": spec[0],
+        "_spec_tokens": spec[1],
+        "_acceptance_length": float(acceptance_length),
+        "_spec_graph_max_seqs": graph_max_of_row(row),
+    }
+    return predict_serving_row(r, catalog, params)

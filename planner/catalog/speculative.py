@@ -1,0 +1,275 @@
+"""Speculative decoding settings and their published acceptance data (``data/speculative.yaml``).
+
+A decode step with speculative decoding drafts ``K`` tokens per sequence (``spec_tokens``),
+verifies the ``K + 1`` positions in one forward pass of the target model and keeps the
+accepted prefix plus the target's own next token: on average ``acceptance_length`` (AL)
+tokens per step, ``1 <= AL <= K + 1``. AL is read from published measurements per model x
+method x K (:class:`AcceptanceRecord`); a combination without data is refused with the list
+of what exists, unless the user gives AL. :func:`spec_decode` turns loose values (CLI,
+scenario, recommend) into one checked :class:`SpecDecode`.
+
+Methods: ``mtp`` (the model's own MTP / NextN modules, ``num_nextn_predict_layers > 0``),
+``eagle3`` (an EAGLE-3 one-layer draft head), ``draft`` (a separate small catalog model),
+``ngram`` (prompt lookup: no draft compute).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError
+
+from planner.catalog.catalog import DATA_DIR
+from planner.catalog.records import Framework, Frozen, ModelArch, Sourced
+from planner.errors import PlannerError, shown
+from planner.files import load_yaml
+
+__all__ = [
+    "METHODS",
+    "AcceptanceRecord",
+    "EngineSpecSupport",
+    "SpecDecode",
+    "acceptance_records",
+    "engine_support",
+    "published_specs",
+    "spec_decode",
+]
+
+#: speculative decoding methods the planner models (``none`` turns it off)
+METHODS = ("mtp", "eagle3", "draft", "ngram")
+Method = Literal["mtp", "eagle3", "draft", "ngram"]
+
+
+class AcceptanceRecord(Sourced):
+    """One published acceptance length: model x method x K (x task, temperature)."""
+
+    model: str
+    method: Method
+    spec_tokens: int = Field(ge=1)
+    acceptance_length: float = Field(ge=1.0)
+    acceptance_length_range: tuple[float, float] | None = None
+    acceptance_length_std: float | None = Field(None, ge=0.0)
+    task: str | None = None
+    temperature: float | None = Field(None, ge=0.0)
+    draft_model: str | None = None
+
+    @property
+    def spread(self) -> float:
+        """Half-width of the published spread [tokens/step]: the std where printed, else
+        half the range, else 0."""
+        if self.acceptance_length_std is not None:
+            return float(self.acceptance_length_std)
+        if self.acceptance_length_range is not None:
+            lo, hi = self.acceptance_length_range
+            return (hi - lo) / 2.0
+        return 0.0
+
+    @property
+    def band(self) -> tuple[float, float]:
+        """(low, high) AL of the row: the printed range, else AL -/+ std, else AL."""
+        if self.acceptance_length_range is not None:
+            return self.acceptance_length_range
+        return (self.acceptance_length - self.spread, self.acceptance_length + self.spread)
+
+    def label(self) -> str:
+        return f"{self.model} {self.method} K={self.spec_tokens} (AL {self.acceptance_length:.2f})"
+
+
+class EngineSpecSupport(Sourced):
+    """Speculative decoding methods one serving engine runs."""
+
+    framework: str
+    methods: tuple[Method, ...]
+
+
+class SpecDecode(Frozen):
+    """Speculative decoding of one deployment (checked by :func:`spec_decode`).
+
+    Attributes
+    ----------
+    method : ``mtp``, ``eagle3``, ``draft`` or ``ngram``
+    spec_tokens : draft tokens verified per step, K
+    acceptance_length : mean tokens per verify step incl. the bonus token [tokens/step]
+    spread : published spread of AL (std or half range) [tokens/step]; 0 for a user value
+    draft_model : catalog id of the draft model (method ``draft``)
+    basis : where AL came from (a source, or "given")
+    graph_max_seqs : the engine's CUDA-graph capture limit for verify steps (SGLang
+        ``--cuda-graph-max-bs``): a verify step of more sequences runs eager; None: no limit
+    """
+
+    method: Method
+    spec_tokens: int = Field(ge=1)
+    acceptance_length: float = Field(ge=1.0)
+    spread: float = Field(0.0, ge=0.0)
+    draft_model: str | None = None
+    basis: str = "given"
+    graph_max_seqs: int | None = Field(None, ge=1)
+
+    @property
+    def al_band(self) -> tuple[float, float]:
+        """(low, high) acceptance length of the spread, clipped to [1, K + 1]."""
+        k1 = self.spec_tokens + 1.0
+        lo = max(1.0, self.acceptance_length - self.spread)
+        return lo, min(k1, self.acceptance_length + self.spread)
+
+    def label(self) -> str:
+        """e.g. ``MTP k=3, AL 2.60±0.30``."""
+        pm = f"±{self.spread:.2f}" if self.spread else ""
+        name = {"mtp": "MTP", "eagle3": "EAGLE-3", "draft": "draft", "ngram": "n-gram"}
+        drafted = f" {self.draft_model}" if self.draft_model else ""
+        return (
+            f"{name[self.method]}{drafted} k={self.spec_tokens}, "
+            f"AL {self.acceptance_length:.2f}{pm}"
+        )
+
+
+@lru_cache(maxsize=4)
+def _load(data_dir: Path) -> tuple[tuple[AcceptanceRecord, ...], tuple[EngineSpecSupport, ...]]:
+    path = data_dir / "speculative.yaml"
+    if not path.exists():
+        return (), ()
+    raw = load_yaml(path.read_text(encoding="utf-8"), path) or {}
+    try:
+        recs = tuple(AcceptanceRecord(**r) for r in raw.get("acceptance") or ())
+        eng = tuple(EngineSpecSupport(**r) for r in raw.get("engines") or ())
+    except (ValidationError, TypeError) as e:
+        first = str(e).splitlines()
+        raise PlannerError(f"{path}: {first[0] if first else e}") from None
+    return recs, eng
+
+
+def acceptance_records(data_dir: Path | None = None) -> tuple[AcceptanceRecord, ...]:
+    """Every published acceptance length in ``data/speculative.yaml``."""
+    return _load(Path(data_dir or DATA_DIR))[0]
+
+
+def engine_support(data_dir: Path | None = None) -> dict[str, tuple[str, ...]]:
+    """framework id -> the speculative methods a source says it runs."""
+    return {e.framework: tuple(e.methods) for e in _load(Path(data_dir or DATA_DIR))[1]}
+
+
+def _whole(name: str, v) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < 1:
+        raise PlannerError(f"{name} must be a whole number >= 1, got {shown(v)}")
+    return int(v)
+
+
+def spec_decode(
+    model: ModelArch,
+    method: str | None,
+    spec_tokens: int | None = None,
+    acceptance_length: float | None = None,
+    draft_model: str | None = None,
+    framework: Framework | None = None,
+    data_dir: Path | None = None,
+) -> SpecDecode | None:
+    """Check a deployment's speculative decoding settings; None when off.
+
+    Parameters
+    ----------
+    model : the target model
+    method : ``none`` / None (off), ``mtp``, ``eagle3``, ``draft`` or ``ngram``
+    spec_tokens : K, draft tokens per step (default: the published K when only one exists)
+    acceptance_length : mean tokens per verify step [tokens/step]; default: the published
+        value for ``model`` x ``method`` x K (mean of the rows, spread over their ranges)
+    draft_model : catalog id of the draft model (method ``draft`` only)
+    framework : the serving engine, which must run ``method`` (``data/speculative.yaml``)
+
+    Raises
+    ------
+    PlannerError
+        one line naming the field: an unknown method, AL outside [1, K + 1], MTP on a model
+        without MTP modules, a method the engine does not run, no published AL.
+    """
+    if method is None or method == "none":
+        for name, v in (("spec_tokens", spec_tokens), ("acceptance_length", acceptance_length)):
+            if v is not None:
+                raise PlannerError(f"{name} is set but spec_method is none; set spec_method too")
+        return None
+    if method not in METHODS:
+        raise PlannerError(
+            f"spec_method must be one of none, {', '.join(METHODS)}; got {shown(method)}"
+        )
+    if method == "mtp" and not model.num_nextn_predict_layers:
+        raise PlannerError(
+            f"spec_method: mtp needs a model with MTP / NextN modules "
+            f"(num_nextn_predict_layers > 0); {model.id} has none"
+        )
+    if method == "draft" and not draft_model:
+        raise PlannerError("draft_model: spec_method draft needs a draft model (a catalog id)")
+    if method != "draft" and draft_model:
+        raise PlannerError(f"draft_model is only for spec_method draft, not {method}")
+    if framework is not None:
+        runs = engine_support(data_dir)
+        if method not in runs.get(framework.id, ()):
+            known = ", ".join(f"{f}: {'/'.join(m)}" for f, m in sorted(runs.items()))
+            raise PlannerError(
+                f"spec_method: no source says {framework.id} runs {method} speculative decoding "
+                f"(data/speculative.yaml lists {known or 'none'})"
+            )
+    rows = [r for r in acceptance_records(data_dir) if r.model == model.id and r.method == method]
+    if spec_tokens is None:
+        ks = sorted({r.spec_tokens for r in rows})
+        if len(ks) != 1:
+            raise PlannerError(
+                f"spec_tokens: give K, the draft tokens per step, for {model.id} {method}"
+                + (f" (published: K = {', '.join(map(str, ks))})" if ks else "")
+            )
+        spec_tokens = ks[0]
+    k = _whole("spec_tokens", spec_tokens)
+    if acceptance_length is not None:
+        al = acceptance_length
+        if isinstance(al, bool) or not isinstance(al, (int, float)) or not 1.0 <= al <= k + 1:
+            raise PlannerError(
+                f"acceptance_length must be in [1, K + 1] = [1, {k + 1}] tokens per step "
+                f"(K = spec_tokens = {k}), got {shown(al)}"
+            )
+        return SpecDecode(
+            method=method, spec_tokens=k, acceptance_length=float(al), draft_model=draft_model
+        )
+    hits = [r for r in rows if r.spec_tokens == k]
+    if not hits:
+        have = "; ".join(r.label() for r in acceptance_records(data_dir)) or "none"
+        raise PlannerError(
+            f"acceptance_length: no published acceptance length for {model.id} with {method} "
+            f"K={k} (data/speculative.yaml has: {have}); pass --acceptance-length "
+            "(scenario deployment.acceptance_length)"
+        )
+    mean = sum(r.acceptance_length for r in hits) / len(hits)
+    lo = min(r.band[0] for r in hits)
+    hi = max(r.band[1] for r in hits)
+    spread = max(mean - lo, hi - mean)
+    basis = "; ".join(sorted({r.source.split(",")[0] for r in hits}))
+    return SpecDecode(
+        method=method,
+        spec_tokens=k,
+        acceptance_length=mean,
+        spread=spread,
+        draft_model=draft_model,
+        basis=basis,
+    )
+
+
+def published_specs(
+    model: ModelArch, framework: Framework, data_dir: Path | None = None
+) -> list[SpecDecode]:
+    """Every speculative setting with a published acceptance length that ``framework`` runs
+    for ``model`` (one per method x K; ``draft`` needs a draft model and is left to the
+    user): what the recommender searches besides speculation off."""
+    runs = engine_support(data_dir).get(framework.id, ())
+    keys = sorted(
+        {
+            (r.method, r.spec_tokens)
+            for r in acceptance_records(data_dir)
+            if r.model == model.id and r.method in runs and r.method != "draft"
+        }
+    )
+    out = []
+    for method, k in keys:
+        try:
+            out.append(spec_decode(model, method, k, framework=framework, data_dir=data_dir))
+        except PlannerError:
+            continue
+    return out
