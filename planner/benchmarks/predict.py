@@ -48,8 +48,8 @@ from planner.benchmarks.schema import (
     TIME_UNITS_S,
     cell,
     engine_settings,
-    layout,
     row_kv_precision,
+    row_parallel_layout,
     unexpressible_reason,
     whole,
 )
@@ -331,14 +331,14 @@ class Predictor:
         # the row's KV precision (column, or a kv_cache_dtype tag), else the framework's default
         kv_id = row_kv_precision(row) or default_kv_precision(prec, fw, model).id
         kv = cat.kv_precision(kv_id).id
-        lay = layout(row)  # tp, pp, ep, attention_dp: the width rule and n_gpus checked
+        lay = row_parallel_layout(row)  # tp, pp, ep, attention_dp under the width rule
         tp, pp = lay.tp, lay.pp
         plain = None
-        if not lay.plain:
-            check_for_model(model, lay.layout)
+        if not lay.is_plain:
+            check_for_model(model, lay)
             if fw is not None:
-                check_framework_layout(fw, lay.layout)
-            plain = lay.layout
+                check_framework_layout(fw, lay)
+            plain = lay
         params, prov = self.params(gpu.id, framework, prec.id, model_family(model))
         return (model, gpu, prec, kv, tp, pp, plain, params, prov)
 
