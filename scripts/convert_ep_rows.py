@@ -98,14 +98,24 @@ def convert(row: dict[str, str]) -> tuple[int, int, int, str] | str | None:
         if ver is None:
             return f"{why} (SGLang release not stated: the meaning of --dp's default changed)"
         if ver <= (0, 4, 3, 2):
-            return 1, 1, t, (
-                f"SGLang {'.'.join(map(str, ver[:3]))}: --enable-dp-attention sets dp_size = "
-                f"tp_size = {t} (server_args.py), experts split {t} ways"
+            return (
+                1,
+                1,
+                t,
+                (
+                    f"SGLang {'.'.join(map(str, ver[:3]))}: --enable-dp-attention sets dp_size = "
+                    f"tp_size = {t} (server_args.py), experts split {t} ways"
+                ),
             )
         if ver >= (0, 5, 3, 0):
-            return t, 1, 1, (
-                f"SGLang {'.'.join(map(str, ver[:3]))}: --enable-dp-attention without --dp "
-                "is turned off (dp_size 1, server_args.py), a plain TP group"
+            return (
+                t,
+                1,
+                1,
+                (
+                    f"SGLang {'.'.join(map(str, ver[:3]))}: --enable-dp-attention without --dp "
+                    "is turned off (dp_size 1, server_args.py), a plain TP group"
+                ),
             )
         return f"{why} (SGLang release between 0.4.3.post2 and 0.5.3 not checked)"
     # InferenceX: TP=a, EP=b, DP-attention=true|false

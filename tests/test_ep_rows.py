@@ -192,3 +192,27 @@ def test_attention_dp_multiplies_the_engine_limits(catalog):
     assert rc == ""
     # 3.7x here: 8 sequences touch more experts per step than one; the old rule gives 1x
     assert fn1(PRIOR) > 2 * fnc(PRIOR)
+
+
+# ---------------------------------------------------------------- calibration
+def test_ep_rows_leave_the_plain_fit_alone_and_fit_moe_imbalance(catalog):
+    """Two-stage fit (planner.calibration.ep_fit): adding the DEP rows of the TensorRT-LLM
+    release/1.2 table changes no parameter of any node except ``moe_imbalance``, which moves
+    off its floor (the rows run slower than the physics with imbalance 0 says)."""
+    from planner.benchmarks.io import load_measurements
+    from planner.calibration.fit import fit_profile, prepare_rows
+
+    df = load_measurements(DATA_DIR / "benchmarks" / "public_nvidia.csv", catalog)
+    df = df[df["source"].str.contains("release/1.2", regex=False)]
+    rows = [r for r in prepare_rows(df, catalog) if r.ok]
+    plain = [r for r in rows if not r.expert_parallel]
+    ep = [r for r in rows if r.expert_parallel]
+    assert len(ep) >= 40 and len(plain) >= 40
+    a, b = fit_profile(plain), fit_profile(rows)
+    assert len(a.nodes) == len(b.nodes)
+    for na, nb in zip(a.nodes, b.nodes, strict=True):
+        da, db = na.params.model_dump(), nb.params.model_dump()
+        assert da.pop("moe_imbalance") == 0.0
+        assert db.pop("moe_imbalance") > 0.01
+        assert da == db, (na.gpu, na.precision)
+    assert "moe_imbalance fitted on the" in b.method and "expert-parallel rows" in b.method

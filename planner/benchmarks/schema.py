@@ -229,7 +229,7 @@ def request_count(notes: str) -> int | None:
 
 
 #: the tag a data row's ``notes`` carries when the source's layout cannot be expressed
-#: (expert parallel, attention data-parallel, disaggregated prefill/decode):
+#: (disaggregated prefill/decode, speculative decoding, an expert-parallel size not stated):
 #: ``layout_unsupported: <reason>``; such rows are kept, never fitted, never predicted
 LAYOUT_UNSUPPORTED_TAG = "layout_unsupported:"
 

@@ -563,6 +563,10 @@ def write_report(
 #: a section of the report another generator owns (scripts/serving_comparison.py --write):
 #: kept as it is when validate rewrites the file
 KEPT_SECTION = ("<!-- serving-comparison:begin -->", "<!-- serving-comparison:end -->")
+#: the error table by layout kind (TP, TP multi-node, TP+EP, DEP / DP-attention) that
+#: scripts/ep_accuracy.py --write owns: kept the same way
+LAYOUT_SECTION = ("<!-- layout-kinds:begin -->", "<!-- layout-kinds:end -->")
+KEPT_SECTIONS = (LAYOUT_SECTION, KEPT_SECTION)
 
 
 def _kept_section(path: str | Path) -> str:
@@ -570,11 +574,12 @@ def _kept_section(path: str | Path) -> str:
         old = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return ""
-    begin, end = KEPT_SECTION
-    i, j = old.find(begin), old.find(end)
-    if i < 0 or j < i:
-        return ""
-    return "\n" + old[i : j + len(end)] + "\n"
+    out = ""
+    for begin, end in KEPT_SECTIONS:
+        i, j = old.find(begin), old.find(end)
+        if i >= 0 and j >= i:
+            out += "\n" + old[i : j + len(end)] + "\n"
+    return out
 
 
 # =========================================================================== validation
