@@ -216,3 +216,20 @@ def test_ep_rows_leave_the_plain_fit_alone_and_fit_moe_imbalance(catalog):
         assert db.pop("moe_imbalance") > 0.01
         assert da == db, (na.gpu, na.precision)
     assert "moe_imbalance fitted on the" in b.method and "expert-parallel rows" in b.method
+
+
+def test_validate_keeps_the_layout_kinds_section(tmp_path):
+    """`planner validate` rewrites docs/accuracy.md but keeps the section
+    scripts/ep_accuracy.py --write owns (and the serving comparison after it)."""
+    from planner.calibration.accuracy import _kept_section
+
+    doc = tmp_path / "accuracy.md"
+    doc.write_text(
+        "# old\n<!-- layout-kinds:begin -->\nA\n<!-- layout-kinds:end -->\n"
+        "<!-- serving-comparison:begin -->\nB\n<!-- serving-comparison:end -->\n"
+    )
+    kept = _kept_section(doc)
+    assert kept.index("layout-kinds:begin") < kept.index("serving-comparison:begin")
+    assert "\nA\n" in kept and "\nB\n" in kept and "# old" not in kept
+    text = (REPO_ROOT / "docs" / "accuracy.md").read_text()
+    assert "<!-- layout-kinds:begin -->" in text and "DEP / DP-attention" in text
