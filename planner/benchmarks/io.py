@@ -216,7 +216,10 @@ def load_measurements(
     dup = df.loc[df["id"].duplicated(keep=False), "id"].unique().tolist()
     if dup:
         problems.append(f"duplicate row ids {_few(dup)} (ids must be unique across files)")
-    for col in ("n_gpus", "tp", "pp", "isl", "osl", "batch", "concurrency", "context_len"):
+    for col in (
+        "n_gpus", "tp", "pp", "ep", "attention_dp", "moe_tp",
+        "isl", "osl", "batch", "concurrency", "context_len",
+    ):  # fmt: skip
         raw = df[col]
         v = pd.to_numeric(raw, errors="coerce")
         badc = df.loc[v.notna() & (v <= 0), "id"].tolist()
@@ -232,11 +235,15 @@ def load_measurements(
             )
     tp_ = pd.to_numeric(df["tp"], errors="coerce")
     pp_ = pd.to_numeric(df["pp"], errors="coerce").fillna(1)
+    # attention data-parallel ranks multiply the GPUs of a replica (schema.layout)
+    dp_ = pd.to_numeric(df["attention_dp"], errors="coerce").fillna(1)
     ng_ = pd.to_numeric(df["n_gpus"], errors="coerce")
-    uneven = ng_.notna() & tp_.notna() & (tp_ > 0) & (pp_ > 0) & ((ng_ % (tp_ * pp_)) != 0)
+    per_ = tp_ * pp_ * dp_
+    uneven = ng_.notna() & tp_.notna() & (per_ > 0) & ((ng_ % per_) != 0)
     if uneven.any():
+        what = "tp x pp" if (dp_[uneven] == 1).all() else "tp x attention_dp x pp"
         problems.append(
-            f"n_gpus is not a multiple of tp x pp in rows {_few(df.loc[uneven, 'id'].tolist())}"
+            f"n_gpus is not a multiple of {what} in rows {_few(df.loc[uneven, 'id'].tolist())}"
         )
     for col, finder in (("precision", cat.precision), ("kv_precision", cat.kv_precision)):
         unknown_p: dict[str, list[str]] = {}

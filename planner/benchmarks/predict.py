@@ -48,8 +48,8 @@ from planner.benchmarks.schema import (
     TIME_UNITS_S,
     cell,
     engine_settings,
-    parallelism,
     row_kv_precision,
+    row_parallel_layout,
     unexpressible_reason,
     whole,
 )
@@ -62,6 +62,7 @@ from planner.catalog.catalog import (
     load_catalog,
 )
 from planner.catalog.efficiency import EfficiencyParams
+from planner.catalog.layout import Layout, check_for_model, check_framework_layout
 from planner.catalog.profile import (
     Profile,
     error_band,
@@ -119,6 +120,7 @@ class RowContext:
     kv_precision: str
     tp: int
     pp: int
+    layout: Layout | None  # None: a plain tp x pp group
     params: EfficiencyParams
     provenance: str
     _cache: dict[tuple, StepModel] = field(default_factory=dict, repr=False)
@@ -137,6 +139,7 @@ class RowContext:
             self.kv_precision,
             self.tp,
             self.pp,
+            self.layout,
             id(self.params),  # the Predictor keeps each parameter set alive: ids are stable
         )
         sm = self._cache.get(key)
@@ -150,6 +153,7 @@ class RowContext:
                 self.pp,
                 self.params,
                 self.catalog,
+                layout=self.layout,
             )
             self._cache[key] = sm
         return sm
@@ -308,6 +312,7 @@ class Predictor:
         key = (
             get("hardware"), get("model"), get("precision"), get("kv_precision"), kv_tag,
             get("framework"), get("tp"), get("pp"), get("n_gpus"),
+            get("ep"), get("attention_dp"), get("moe_tp"),
         )  # fmt: skip
         hit = self._contexts.get(key)
         if hit is None:
@@ -348,9 +353,16 @@ class Predictor:
         # the row's KV precision (column, or a kv_cache_dtype tag), else the framework's default
         kv_id = row_kv_precision(row) or default_kv_precision(prec, fw, model).id
         kv = cat.kv_precision(kv_id).id
-        tp, pp = parallelism(row)
+        lay = row_parallel_layout(row)  # tp, pp, ep, attention_dp under the width rule
+        tp, pp = lay.tp, lay.pp
+        plain = None
+        if not lay.is_plain:
+            check_for_model(model, lay)
+            if fw is not None:
+                check_framework_layout(fw, lay)
+            plain = lay
         params, prov = self.params(gpu.id, framework, prec.id, model_family(model))
-        return (model, gpu, prec, kv, tp, pp, params, prov)
+        return (model, gpu, prec, kv, tp, pp, plain, params, prov)
 
     def _calibrated(self, row: Mapping[str, str], ctx: RowContext) -> tuple[float | None, str]:
         """Static-batch, single-stream and offline-throughput rows: the same predictors the

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from planner.catalog.layout import Layout, layout_of
 from planner.errors import PlannerError, shown
 
 REQUIRED_COLUMNS = (
@@ -28,6 +29,9 @@ SCHEMA_COLUMNS = (
     "n_gpus",
     "tp",
     "pp",
+    "ep",
+    "attention_dp",
+    "moe_tp",
     "model",
     "precision",
     "kv_precision",
@@ -107,13 +111,42 @@ class UnknownLayoutError(PlannerError):
 
 
 @dataclass(frozen=True)
-class Layout:
-    """Parallel layout of a row: ``n_gpus = replicas x tp x pp``."""
+class RowLayout:
+    """Parallel layout of a row: ``n_gpus = replicas x layout.num_gpus``.
 
-    tp: int
-    pp: int
+    Attributes
+    ----------
+    layout : the replica's :class:`planner.catalog.layout.Layout` (tp, pp, ep,
+        attention_dp, moe_tp; the width rule holds)
+    n_gpus : GPUs of the measurement
+    replicas : independent replicas sharing the load
+    """
+
+    layout: Layout
     n_gpus: int
     replicas: int
+
+    @property
+    def tp(self) -> int:
+        return self.layout.tp
+
+    @property
+    def pp(self) -> int:
+        return self.layout.pp
+
+    @property
+    def gpus_per_replica(self) -> int:
+        """GPUs of one replica: ``tp x attention_dp x pp`` (= ``moe_tp x ep x pp``)."""
+        return self.layout.num_gpus
+
+    @property
+    def plain(self) -> bool:
+        """True for a TP x PP layout (no expert or attention-data parallel)."""
+        return self.layout.is_plain
+
+
+#: optional layout columns of a row beside tp / pp (empty = 1; moe_tp empty = the width rule's)
+LAYOUT_COLUMNS = ("ep", "attention_dp", "moe_tp")
 
 
 def parallelism(row: Mapping[str, Any]) -> tuple[int, int]:
@@ -126,17 +159,31 @@ def parallelism(row: Mapping[str, Any]) -> tuple[int, int]:
     return whole(row, "tp", default=1), whole(row, "pp", default=1)
 
 
-def layout(row: Mapping[str, Any]) -> Layout:
-    """THE tp / pp / n_gpus / replicas rule of a row: :func:`parallelism`, then ``n_gpus``
-    (empty: one replica) must be a multiple of ``tp x pp``; ``n_gpus / (tp x pp)`` independent
-    replicas share the load."""
+def row_parallel_layout(row: Mapping[str, Any]) -> Layout:
+    """The replica :class:`~planner.catalog.layout.Layout` of a row: :func:`parallelism`
+    with the optional ``ep``, ``attention_dp`` (empty = 1) and ``moe_tp`` (empty = the width
+    rule's ``tp x attention_dp / ep``) columns; a one-line error naming the field when a
+    cell is not a whole number or the width rule fails."""
     tp, pp = parallelism(row)
+    ep = whole(row, "ep", default=1)
+    dp = whole(row, "attention_dp", default=1)
+    mtp = whole(row, "moe_tp", default=0) if cell(row, "moe_tp") else None
+    return layout_of(tp, pp, ep, dp, mtp)
+
+
+def layout(row: Mapping[str, Any]) -> RowLayout:
+    """THE layout / n_gpus / replicas rule of a row: :func:`row_parallel_layout`, then
+    ``n_gpus`` (empty: one replica) must be a multiple of the replica's GPUs ``tp x
+    attention_dp x pp``; ``n_gpus / that`` independent replicas share the load."""
+    lay = row_parallel_layout(row)
+    per = lay.num_gpus
     if not cell(row, "n_gpus"):
-        return Layout(tp, pp, tp * pp, 1)
+        return RowLayout(lay, per, 1)
     n_gpus = whole(row, "n_gpus")
-    if n_gpus % (tp * pp):
-        raise PlannerError(f"n_gpus={n_gpus} is not a multiple of tp x pp = {tp * pp}")
-    return Layout(tp, pp, n_gpus, n_gpus // (tp * pp))
+    if n_gpus % per:
+        what = "tp x pp" if lay.is_plain else "tp x attention_dp x pp"
+        raise PlannerError(f"n_gpus={n_gpus} is not a multiple of {what} = {per}")
+    return RowLayout(lay, n_gpus, n_gpus // per)
 
 
 # --------------------------------------------------------------------------- notes
@@ -182,7 +229,7 @@ def request_count(notes: str) -> int | None:
 
 
 #: the tag a data row's ``notes`` carries when the source's layout cannot be expressed
-#: (expert parallel, attention data-parallel, disaggregated prefill/decode):
+#: (disaggregated prefill/decode, speculative decoding, an expert-parallel size not stated):
 #: ``layout_unsupported: <reason>``; such rows are kept, never fitted, never predicted
 LAYOUT_UNSUPPORTED_TAG = "layout_unsupported:"
 

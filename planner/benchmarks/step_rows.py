@@ -19,6 +19,7 @@ from planner.benchmarks.schema import (
 from planner.catalog.catalog import Catalog, default_kv_precision
 from planner.catalog.compat import check_framework_gpu
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
+from planner.catalog.layout import Layout, check_for_model, check_framework_layout
 from planner.engine.memory import plan_memory
 from planner.engine.phases import decode_time, mean_decode_time, prefill_time
 from planner.engine.step import StepModel, step_model
@@ -40,13 +41,16 @@ _SETUPS: dict[tuple, tuple] = {}
 _WITH_PARAMS: dict[tuple[int, int], tuple] = {}
 
 
-def _shared_setup(m, g, p, kv, tp, pp, cat: Catalog) -> StepModel:
-    key = (id(m), g.id, p.id, kv, tp, pp, id(cat))
+def _shared_setup(m, g, p, kv, lay: Layout, cat: Catalog) -> StepModel:
+    key = (id(m), g.id, p.id, kv, lay, id(cat))
     hit = _SETUPS.get(key)
     if hit is None:
         if len(_SETUPS) > 4096:
             _SETUPS.clear()
-        hit = _SETUPS[key] = (m, cat, step_model(m, g, p, kv, tp, pp, PRIOR, cat))
+        sm = step_model(
+            m, g, p, kv, lay.tp, lay.pp, PRIOR, cat, layout=None if lay.is_plain else lay
+        )
+        hit = _SETUPS[key] = (m, cat, sm)
     return hit[2]
 
 
@@ -76,6 +80,9 @@ def _row_setup(row: dict, cat: Catalog) -> tuple | str:
         return str(e)
     try:
         lay = layout(row)
+        if not lay.plain:  # expert parallel / attention DP: the model and engine offer it
+            check_for_model(m, lay.layout)
+            check_framework_layout(fw, lay.layout)
     except UnknownLayoutError:
         return "tp not stated by the source"
     except PlannerError as e:
@@ -85,7 +92,7 @@ def _row_setup(row: dict, cat: Catalog) -> tuple | str:
         # the row's KV precision (column or kv_cache_dtype tag), else the framework's default
         kv = cell(row, "kv_precision") or settings.kv_cache_dtype
         kv = cat.kv_precision(kv).id if kv else default_kv_precision(p, fw, m).id
-        sm0 = _shared_setup(m, g, p, kv, lay.tp, lay.pp, cat)
+        sm0 = _shared_setup(m, g, p, kv, lay.layout, cat)
     except PlannerError as e:
         return str(e)
     return m, g, p, fw, kv, settings, sm0, lay
@@ -99,7 +106,7 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
     if isinstance(setup, str):
         return None, setup, ""
     m, g, p, fw, kv, settings, sm0, lay = setup
-    tp, pp, replicas = lay.tp, lay.pp, lay.replicas
+    replicas = lay.replicas
     isl, osl = number(row, "isl"), number(row, "osl")
     batch = number(row, "batch")
     ctx = number(row, "context_len")
@@ -157,7 +164,7 @@ def row_predictor(row: dict, cat: Catalog) -> tuple[Callable | None, str, str]:
         if metric in ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "req_s"):
             per = {
                 "output_tok_s_total": b * osl * replicas,
-                "output_tok_s_per_gpu": b * osl / (tp * pp),
+                "output_tok_s_per_gpu": b * osl / lay.gpus_per_replica,
                 "total_tok_s": b * (isl + osl) * replicas,
                 "req_s": b * replicas,
             }[metric]
@@ -199,12 +206,14 @@ def _steady_predictor(
     metric = str(row.get("metric", ""))
     lay = layout(row)
     tp, pp, replicas = lay.tp, lay.pp, lay.replicas
+    dp = lay.layout.attention_dp
     # a tuned run's own settings (notes tags), else the defaults its engine release picks
     # on this GPU (vLLM V1: 1024 / 8192 on >= 70 GiB GPUs other than A100s)
     version = cell(row, "framework_version")
     seqs0, btok0 = fw.scheduler_defaults(g, version, cell(row, "as_of"))
-    max_seqs = settings.max_num_seqs or seqs0
-    budget = float(settings.max_num_batched_tokens or btok0 or 8192)
+    # per attention rank (vLLM / SGLang / TensorRT-LLM): the replica schedules dp times as many
+    max_seqs = (settings.max_num_seqs or seqs0) * dp
+    budget = float(settings.max_num_batched_tokens or btok0 or 8192) * dp
     try:
         util = memory_fraction_from_notes(cell(row, "notes"))
         mp = plan_memory(
@@ -217,10 +226,11 @@ def _steady_predictor(
             int(round(isl + osl)),
             util if util is not None else fw.memory_utilization_default(version),
             fw,
-            max_num_seqs=max_seqs,
-            max_batched_tokens=int(budget),
+            max_num_seqs=max_seqs // dp,
+            max_batched_tokens=int(budget) // dp,
             catalog=cat,
             suggest=False,
+            layout=None if lay.plain else lay.layout,
         )
     except PlannerError as e:
         return None, str(e), ""
@@ -234,7 +244,7 @@ def _steady_predictor(
         if cap is not None and cap >= 1:
             B = min(B, float(cap))
     per_gpu = metric == "output_tok_s_per_gpu"
-    mult = (1.0 / (tp * pp)) if per_gpu else replicas
+    mult = (1.0 / lay.gpus_per_replica) if per_gpu else replicas
     if metric == "total_tok_s":
         mult *= (isl + osl) / osl
     if metric == "req_s":

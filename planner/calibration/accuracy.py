@@ -567,10 +567,14 @@ def write_report(
 #: a section of the report another generator owns (scripts/serving_comparison.py --write):
 #: kept as it is when validate rewrites the file
 KEPT_SECTION = ("<!-- serving-comparison:begin -->", "<!-- serving-comparison:end -->")
-#: every such section, in the order they are kept: the leave-one-GPU-out transfers
-#: (scripts/transfer_validation.py --write), the H100 runs (scripts/h100_transfer.py
+#: the error table by layout kind (TP, TP multi-node, TP+EP, DEP / DP-attention) that
+#: scripts/ep_accuracy.py --write owns
+LAYOUT_SECTION = ("<!-- layout-kinds:begin -->", "<!-- layout-kinds:end -->")
+#: every such section, in the order they are kept: the layout kinds, the leave-one-GPU-out
+#: transfers (scripts/transfer_validation.py --write), the H100 runs (scripts/h100_transfer.py
 #: --write) and the H200 serving comparison
 KEPT_SECTIONS = (
+    LAYOUT_SECTION,
     ("<!-- sibling-transfer:begin -->", "<!-- sibling-transfer:end -->"),
     ("<!-- h100-transfer:begin -->", "<!-- h100-transfer:end -->"),
     KEPT_SECTION,

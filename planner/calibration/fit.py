@@ -49,6 +49,7 @@ from planner.benchmarks.step_rows import (
     closed_loop_predictor,
     row_predictor,
 )
+from planner.calibration.ep_fit import fit_ep_fields
 from planner.calibration.iterations import (
     check_enough_iterations,
     fit_iterations,
@@ -137,6 +138,9 @@ class PreparedRow:
     #: a closed-loop serving row's steady-state throughput predictor (the fit's; the row
     #: itself is predicted by the simulator)
     steady: Callable[[EfficiencyParams], float] | None = None
+    #: the row's layout is expert parallel or attention data-parallel (``ep > 1`` or
+    #: ``attention_dp > 1``): fitted in the second stage only (:mod:`planner.calibration.ep_fit`)
+    expert_parallel: bool = False
 
     @property
     def ok(self) -> bool:
@@ -193,9 +197,21 @@ def prepare_rows(df, catalog: Catalog | None = None) -> list[PreparedRow]:
                 vendor=vendor,
                 family=_family(cat, row),
                 steady=steady,
+                expert_parallel=_expert_parallel(row),
             )
         )
     return out
+
+
+def _expert_parallel(row: dict) -> bool:
+    """True when a row's ``ep`` or ``attention_dp`` cell is a number above 1."""
+    for c in ("ep", "attention_dp"):
+        try:
+            if float(str(row.get(c) or 1)) > 1:
+                return True
+        except ValueError:
+            continue
+    return False
 
 
 def _family(cat: Catalog, row: dict) -> str:
@@ -337,7 +353,10 @@ def fit_profile(
             f"split_families {', '.join(split_families)}: the model families are "
             f"{', '.join(FAMILIES)}"
         )
-    use = [r for r in rows if r.fit_predictor(kinds) is not None]
+    # expert-parallel / attention-DP rows are fitted in a second stage (ep_fit):
+    # the first is the fit of the plain TP x PP rows, unchanged by them
+    use = [r for r in rows if r.fit_predictor(kinds) is not None and not r.expert_parallel]
+    ep_use = [r for r in rows if r.fit_predictor(kinds) is not None and r.expert_parallel]
     if not use:
         raise PlannerError(f"no measurement row can be used for the fit: {_why_none(rows, kinds)}")
     base = base or PRIOR.with_(**_START)
@@ -389,7 +408,7 @@ def fit_profile(
     for key in sorted(tree, key=lambda t: (_level(t[0]), str(t[0]), t[1])):
         add(key, tree[key], _parent_key(key, tree))
     bar.close()
-    return Profile(
+    prof = Profile(
         created=_dt.date.today(),
         data_hash=data_hash,
         data_files=tuple(data_files),
@@ -407,6 +426,7 @@ def fit_profile(
         nodes=tuple(nodes),
         split_families=split,
     )
+    return fit_ep_fields(prof, ep_use, kinds, max_nfev) if ep_use else prof
 
 
 _ROOT = _node_keys(None, None, None, None, None)[0]

@@ -1,0 +1,296 @@
+"""Held-out error of the published rows by layout kind (issue 29: EP / DEP / DP-attention).
+
+Leave-one-source-out over the sources that publish expert-parallel, attention data-parallel
+or multi-node rows (``planner.calibration.accuracy.run_validation`` with ``holdout``: each of
+those sources is refitted without its own rows and predicted), then one table by layout kind:
+
+* ``TP``: a tensor (x pipeline) parallel group inside one node;
+* ``TP multi-node``: a TP group wider than one 8-GPU node (SGLang ``--tp 16 --nnodes 2``);
+* ``TP+EP``: expert parallel inside a TP group (``ep > 1``, no attention data-parallel);
+* ``DEP / DP-attention``: attention data-parallel ranks (``attention_dp > 1``), with or
+  without expert parallel.
+
+``--as-tp`` reads every EP / DP-attention row as the plain TP group of the same GPUs
+(``tp = tp x attention_dp``, ``ep = attention_dp = 1``): what the planner did before it could
+express these layouts. ``--write`` puts the tables into docs/accuracy.md between the
+``layout-kinds`` markers (``planner validate`` keeps that section).
+
+Usage (from the repository root; a few minutes on two cores)::
+
+    python scripts/ep_accuracy.py                    # print the table
+    python scripts/ep_accuracy.py --as-tp            # the same rows read as TP
+    python scripts/ep_accuracy.py --save /tmp/ep.csv # keep the per-row predictions
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from planner.calibration.accuracy import _md_table, run_validation  # noqa: E402
+from planner.calibration.fit import own_files_default, public_files_default  # noqa: E402
+
+#: the sources that publish EP / DP-attention / multi-node rows (substrings of ``source``)
+EP_SOURCES = (
+    "dstack benchmark: DeepSeek-R1",
+    "SemiAnalysis InferenceX",
+    "TensorRT-LLM perf-overview (release/1.2 data)",
+    "TensorRT-LLM perf-overview (per-GPU tables",
+    "GPUStack performance lab",
+    "SGLang DeepSeek-V3 H200 benchmark",
+)
+#: GPUs of one node (HGX / MI300X platform) when the catalog does not say
+NODE_GPUS = 8
+KINDS = ("TP", "TP multi-node", "TP+EP", "DEP / DP-attention")
+
+
+def _int(v, default: int = 1) -> int:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return default
+    return int(f) if f == f else default
+
+
+def layout_kind(row) -> str:
+    """One of :data:`KINDS` for a benchmark row (its tp, pp, ep, attention_dp cells)."""
+    tp, pp = _int(row.get("tp")), _int(row.get("pp"))
+    ep, dp = _int(row.get("ep")), _int(row.get("attention_dp"))
+    if dp > 1:
+        return "DEP / DP-attention"
+    if ep > 1:
+        return "TP+EP"
+    return "TP multi-node" if tp * pp > NODE_GPUS else "TP"
+
+
+def as_tp(df: pd.DataFrame) -> pd.DataFrame:
+    """Every EP / DP-attention row read as a plain TP group of the same GPUs."""
+    out = df.copy()
+    for c in ("ep", "attention_dp"):
+        if c not in out:
+            out[c] = ""
+    ep = pd.to_numeric(out["ep"], errors="coerce").fillna(1)
+    dp = pd.to_numeric(out["attention_dp"], errors="coerce").fillna(1)
+    tp = pd.to_numeric(out["tp"], errors="coerce")
+    moved = (ep > 1) | (dp > 1)
+    out.loc[moved, "tp"] = (tp[moved] * dp[moved]).astype(int).astype(str)
+    out.loc[moved, ["ep", "attention_dp"]] = ""
+    if "moe_tp" in out:
+        out.loc[moved, "moe_tp"] = ""
+    return out
+
+
+def _files(read_as_tp: bool, tmp: Path) -> list[Path]:
+    files = public_files_default()
+    if not read_as_tp:
+        return files
+    out = []
+    for f in files:
+        df = pd.read_csv(f, dtype=str, keep_default_na=False)
+        p = tmp / f.name
+        as_tp(df).to_csv(p, index=False)
+        out.append(p)
+    return out
+
+
+def evaluate(read_as_tp: bool = False, sources=EP_SOURCES) -> pd.DataFrame:
+    """Per-row held-out predictions of ``sources`` with their layout kind."""
+    with tempfile.TemporaryDirectory() as d:
+        files = _files(read_as_tp, Path(d))
+        res = run_validation(files, own_files_default(), kfold=False, holdout=list(sources))
+        loso = res["loso"]
+        frames = [pd.read_csv(f, dtype=str, keep_default_na=False) for f in public_files_default()]
+    rows = pd.concat(frames, ignore_index=True).set_index("id")
+    loso = loso[loso["source"].apply(lambda s: any(k in s for k in sources))].copy()
+    loso["layout_kind"] = [layout_kind(rows.loc[i]) for i in loso["id"]]
+    return loso
+
+
+def kind_table(loso: pd.DataFrame) -> pd.DataFrame:
+    """Rows, sources, throughput MdAPE, TPOT MdAPE and throughput bias by layout kind."""
+    recs = []
+    for kind in KINDS:
+        g = loso[loso["layout_kind"] == kind]
+        thr = g[g["metric_class"] == "throughput"]
+        tpot = g[g["metric"].str.startswith(("tpot", "itl"))]
+
+        def md(x):
+            return round(100 * float(np.median(x["ape"])), 1) if len(x) else None
+
+        recs.append(
+            {
+                "layout kind": kind,
+                "rows": len(g),
+                "sources": g["source"].nunique(),
+                "throughput rows": len(thr),
+                "throughput sources": thr["source"].nunique(),
+                "throughput MdAPE %": md(thr),
+                "throughput bias %": round(100 * float(np.expm1(np.median(thr["log_err"]))), 1)
+                if len(thr)
+                else None,
+                "TPOT rows": len(tpot),
+                "TPOT sources": tpot["source"].nunique(),
+                "TPOT MdAPE %": md(tpot),
+                "TPOT bias %": round(100 * float(np.expm1(np.median(tpot["log_err"]))), 1)
+                if len(tpot)
+                else None,
+            }
+        )
+    return pd.DataFrame(recs)
+
+
+BEGIN, END = "<!-- layout-kinds:begin -->", "<!-- layout-kinds:end -->"
+DOC = ROOT / "docs" / "accuracy.md"
+
+
+def section(before: pd.DataFrame, as_tp_: pd.DataFrame, after: pd.DataFrame, note: str) -> str:
+    """The docs/accuracy.md section: the three tables and what they mean."""
+    ep = after[after["layout_kind"].isin(["TP+EP", "DEP / DP-attention"])]
+    thr = ep[ep["metric_class"] == "throughput"]
+    tpot = ep[ep["metric"].str.startswith(("tpot", "itl"))]
+    lines = [
+        BEGIN,
+        "## Published rows by layout kind (issue 29), leave-one-source-out",
+        "",
+        "Generated by `python scripts/ep_accuracy.py --write` from the held-out predictions of "
+        "the sources that publish expert-parallel (EP), attention data-parallel (DEP, DP "
+        "attention) or multi-node rows: "
+        + "; ".join(sorted(after["source"].unique()))
+        + ". Each source is refitted without its own rows (`planner validate --holdout`), "
+        "closed-loop and rate rows simulated. TPOT = TPOT and ITL rows; bias = median(predicted"
+        " / measured) - 1. Targets on EP / DEP / DP-attention rows: throughput MdAPE <= 20%, "
+        "TPOT <= 25%, each over >= 100 rows from >= 3 sources.",
+        "",
+        "**Before** (main before issue 29: these layouts were `layout_unsupported`, never "
+        "predicted nor fitted; only the TP rows of the same sources are scored):",
+        "",
+        _md_table(kind_table(before)),
+        "**Read as TP** (the same rows with their layout ignored: DEP8 read as TP8, `TP8 EP8` as"
+        " TP8, so the fit also sees them as TP):",
+        "",
+        _md_table(kind_table(as_tp_)),
+        "**After** (each row's own layout; the plain rows fitted as before, then `moe_imbalance` "
+        "fitted per framework on the expert-parallel rows: planner/calibration/ep_fit.py):",
+        "",
+        _md_table(kind_table(after)),
+        f"EP / DEP / DP-attention rows after: {len(thr)} throughput rows from "
+        f"{thr['source'].nunique()} sources, {len(tpot)} TPOT rows from "
+        f"{tpot['source'].nunique()} sources.",
+        "",
+        "By source and metric (EP / DEP / DP-attention rows, after):",
+        "",
+        _md_table(
+            ep.groupby(["source", "layout_kind", "metric"])
+            .agg(
+                n=("ape", "size"),
+                mdape_pct=("ape", lambda x: round(100 * float(np.median(x)), 1)),
+                bias_pct=("log_err", lambda x: round(100 * float(np.expm1(np.median(x))), 1)),
+            )
+            .reset_index()
+        ),
+        note,
+        END,
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_section(text: str, path: Path = DOC) -> None:
+    """Replace the layout-kinds section of ``path`` (or put it before the serving comparison)."""
+    doc = path.read_text(encoding="utf-8")
+    if BEGIN in doc:
+        doc = doc[: doc.index(BEGIN)] + text + doc[doc.index(END) + len(END) + 1 :]
+    elif "<!-- serving-comparison:begin -->" in doc:
+        i = doc.index("<!-- serving-comparison:begin -->")
+        doc = doc[:i] + text + "\n" + doc[i:]
+    else:
+        doc = doc.rstrip("\n") + "\n\n" + text
+    path.write_text(doc, encoding="utf-8")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--as-tp", action="store_true", help="read EP / DP-attention rows as TP")
+    ap.add_argument("--save", help="write the per-row predictions to this CSV")
+    ap.add_argument(
+        "--write",
+        nargs=3,
+        metavar=("BEFORE", "AS_TP", "AFTER"),
+        help="write the docs/accuracy.md section from three saved runs (--save of the code "
+        "before issue 29, of --as-tp, and of this code)",
+    )
+    ap.add_argument("--note", default="", help="text after the tables (--write)")
+    a = ap.parse_args(argv)
+    if a.write:
+        before, as_tp_, after = (pd.read_csv(p) for p in a.write)
+        write_section(section(before, as_tp_, after, a.note))
+        return 0
+    loso = evaluate(a.as_tp)
+    if a.save:
+        loso.to_csv(a.save, index=False)
+    print(_md_table(kind_table(loso)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+def deepseek_frontier(loso: pd.DataFrame, levels=(20.0, 40.0, 60.0)) -> pd.DataFrame:
+    """DeepSeek-R1 on one 8-GPU server (InferenceX, single node, no MTP, no disaggregation):
+    the best output tok/s per GPU among the measured points whose interactivity (1000 /
+    median TPOT [tok/s/user]) reaches each level, measured and as the planner predicts it
+    (the planner's own TPOT decides which points qualify). Only points that publish TPOT
+    enter (InferenceX's EP / DEP points publish total_tok_s only)."""
+    rows = pd.concat(
+        [pd.read_csv(f, dtype=str, keep_default_na=False) for f in public_files_default()],
+        ignore_index=True,
+    ).set_index("id")
+    ix = loso[loso["source"].str.contains("InferenceX")].copy()
+    ix = ix[ix["metric"].isin(["output_tok_s_total", "tpot_ms_median"])]
+    meta = rows.loc[ix["id"]]
+    ix["n_gpus"] = pd.to_numeric(meta["n_gpus"].to_numpy())
+    ix["point"] = [
+        re.sub(r"^(?:output_tok_s_total|tpot_ms_median) = [^;]*;", "", n)
+        + f"|{c}|{h}|{p}|{t}"
+        for n, c, h, p, t in zip(
+            meta["notes"], meta["concurrency"], meta["hardware"], meta["precision"], meta["tp"],
+            strict=True,
+        )
+    ]  # fmt: skip
+    ix = ix[ix["n_gpus"] == 8]
+    wide = ix.pivot_table(
+        index=["point", "gpu", "framework", "precision"],
+        columns="metric",
+        values=["measured", "predicted"],
+    ).dropna()
+    recs = []
+    for gpu, g in wide.groupby(level="gpu"):
+        thr_m = g[("measured", "output_tok_s_total")] / 8
+        thr_p = g[("predicted", "output_tok_s_total")] / 8
+        int_m = 1000 / g[("measured", "tpot_ms_median")]
+        int_p = 1000 / g[("predicted", "tpot_ms_median")]
+        for lv in levels:
+            m = thr_m[int_m >= lv]
+            p = thr_p[int_p >= lv]
+            recs.append(
+                {
+                    "gpu": gpu,
+                    "interactivity >= tok/s/user": lv,
+                    "points": len(g),
+                    "measured best tok/s/GPU": round(float(m.max()), 0) if len(m) else None,
+                    "planner best tok/s/GPU": round(float(p.max()), 0) if len(p) else None,
+                }
+            )
+    out = pd.DataFrame(recs)
+    out["ratio"] = (out["planner best tok/s/GPU"] / out["measured best tok/s/GPU"]).round(2)
+    return out
