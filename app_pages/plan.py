@@ -325,6 +325,42 @@ if not form.ok:
 sc = w.build_scenario(key, form.scenario_json)
 
 
+def growth_section(sc, win: dict, cat) -> None:
+    """Cards and $ month by month as traffic grows: ``planner grow`` itself
+    (:func:`planner.recommend.grow.plan_growth`: the option ``recommend`` picks at month 1,
+    its exact capacity per replica, then each month re-sized), so the numbers are the CLI's."""
+    from planner.recommend.grow import chart_rows, default_lead_time, plan_growth
+    from planner.workload.growth import grown_traffic
+
+    g1, g2, g3 = st.columns(3)
+    growth = g1.number_input("growth per month [%]", 0.0, 100.0, 10.0, 1.0, key="grow_pct")
+    months = int(g2.number_input("months", 1, 60, 12, 1, key="grow_months"))
+    basis = sc.constraints.price_basis
+    lead = int(g3.number_input("lead time [months]", 0, 24, default_lead_time(basis), 1,
+                               key="grow_lead"))  # fmt: skip
+    wl = sc.require_workload()
+    plan = plan_growth(
+        sc.model,
+        wl,
+        sc.slo,
+        grown_traffic(wl.traffic, growth / 100.0, months),
+        catalog=cat,
+        constraints=sc.constraints,
+        lead_time_months=lead,
+        engine=sc.serving.kwargs(),
+    )
+    df = pd.DataFrame(chart_rows(plan)).set_index("month")
+    st.line_chart(df[["num_gpus", "gpus_held"]], x_label="month", y_label="GPUs")
+    st.dataframe(df.drop(columns=["date"], errors="ignore"), width="stretch")
+    st.caption(
+        w.md(
+            f"{option_label(win)} picked at month 1 and kept all year. Same numbers: "
+            f"`planner grow SCENARIO.yaml --growth-per-month {growth / 100:g} --months "
+            f"{months} --lead-time-months {lead}`"
+        )
+    )
+
+
 def classes_view() -> None:
     """A request-class scenario: a pool per class against one shared pool (as the CLI)."""
     n = len(sc.classes)
@@ -623,6 +659,12 @@ note = dominated_note(
 )
 if note:
     st.info(w.md(note))
+
+# ---------------------------------------------------------------- growth
+with st.expander("Growth over the year (planner grow)", expanded=False, key="grow_open",
+                 on_change="rerun"):  # fmt: skip
+    if st.session_state.get("grow_open"):
+        growth_section(sc, win, cat)
 
 # ---------------------------------------------------------------- rejected
 by_stage = res["rejected_by_stage"]

@@ -387,3 +387,25 @@ def test_kernel_cached_looks_for_numbas_index_of_the_event_loop(tmp_path, monkey
     (pkg / "__pycache__" / "_kernel._loop-139.py311.nbi").write_bytes(b"")
     assert runs.kernel_cached()  # compiled next to the package
     assert "scripts/warm_up.py" in runs.COMPILE_NOTE
+
+
+def test_plan_growth_chart_equals_planner_grow(tmp_path, monkeypatch):
+    """Issue 33 (growth "in the app as a chart"): Plan's growth section gives, month by month,
+    the cards of ``planner grow`` for the same scenario, growth and lead time."""
+    src = (EXAMPLES / "chat-8b.yaml").read_text(encoding="utf-8")
+    ref = _cli(["grow", str(EXAMPLES / "chat-8b.yaml"), "--growth-per-month", "0.1",
+                "--months", "6", "--lead-time-months", "0", "--format", "json"])  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state[w.UPLOAD] = ("chat-8b.yaml", src.encode())
+    at.session_state["grow_open"] = True
+    at.session_state["grow_pct"] = 10.0
+    at.session_state["grow_months"] = 6
+    at.session_state["grow_lead"] = 0
+    at.run()
+    _no_exception(at)
+    frames = [d.value for d in at.dataframe if "num_gpus" in d.value.columns]
+    assert frames, "the growth table is shown"
+    got = [int(x) for x in frames[-1]["num_gpus"]]
+    assert got == [m["num_gpus"] for m in ref["months"]]
+    assert got == sorted(got)  # traffic grows: cards never fall
