@@ -11,7 +11,13 @@ import subprocess
 from pathlib import Path
 
 README = Path(__file__).resolve().parent.parent / "README.md"
-REFRESH = ("$ planner estimate", "$ planner capacity", "$ planner simulate", "$ planner recommend")
+REFRESH = (
+    "$ planner memory",
+    "$ planner estimate",
+    "$ planner capacity",
+    "$ planner simulate",
+    "$ planner recommend",
+)
 
 
 def main() -> None:
@@ -31,7 +37,9 @@ def main() -> None:
         i += 1
         out.extend(cmd_lines)
         cmd = " ".join(x.strip().rstrip("\\").strip() for x in cmd_lines)[2:]
-        res = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, check=True)
+        res = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True)
+        if res.returncode != 0:  # a block that shows an error: kept as written
+            continue
         out.append(res.stdout)
         while lines[i].strip() != "```":  # skip the old output
             i += 1
