@@ -581,7 +581,7 @@ def plan_memory(
         kv_precision_basis=kv_precision_basis(kv_precision, p, fw, m),
         ep=layout.ep,
         attention_dp=dp,
-        moe_tp=layout.moe_split,
+        moe_tp=layout.moe_split if m.is_moe else 1,  # a dense model has no experts to split
         layout=layout.label,
         num_gpus=layout.num_gpus,
     )
