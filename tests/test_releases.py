@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from planner.benchmarks.schema import row_release
 from planner.catalog.releases import (
@@ -164,9 +165,9 @@ def test_release_key_ignores_trailing_zeros_and_local_label():
 
 def test_engine_release_is_frozen_and_strict():
     r = parse_release("vllm", "v0.11.0")
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         r.engine = "sglang"
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         EngineRelease(engine="vllm", version=(0, 11), text="x", surprise=1)
 
 
