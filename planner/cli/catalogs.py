@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from planner.cli._common import _catalog, _emit, _sub, add_price_args
@@ -130,13 +131,18 @@ def _benchmark_rows(args: argparse.Namespace) -> list[dict[str, str]]:
 
     from planner.catalog.catalog import DATA_DIR
 
+    if args.data_dir and not os.path.isdir(args.data_dir):
+        raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
     d = Path(args.data_dir or DATA_DIR) / "benchmarks"
     out: list[dict[str, str]] = []
     for p in sorted(d.glob("*.csv")):
-        with open(p, newline="", encoding="utf-8") as fh:
-            rows = csv.DictReader(fh)
-            if "framework_version" in (rows.fieldnames or ()):
-                out.extend(rows)
+        try:
+            with open(p, newline="", encoding="utf-8") as fh:
+                rows = csv.DictReader(fh)
+                if "framework_version" in (rows.fieldnames or ()):
+                    out.extend(rows)
+        except (OSError, UnicodeDecodeError, csv.Error) as e:
+            raise PlannerError(f"{p}: not a readable CSV file ({e})") from None
     return out
 
 
