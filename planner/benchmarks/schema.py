@@ -349,3 +349,11 @@ def row_kv_precision(row: Mapping[str, Any]) -> str | None:
     """The KV precision a row states: its ``kv_precision`` cell, else a ``kv_cache_dtype``
     tag of its notes; None when neither says (the default then applies)."""
     return cell(row, "kv_precision") or engine_settings(cell(row, "notes")).kv_cache_dtype
+
+
+def row_release(row: Mapping[str, Any]):
+    """The engine release a row's ``framework_version`` names (``EngineRelease``), or None
+    when the text names none (``planner frameworks --releases --unparsed`` lists those)."""
+    from planner.catalog.releases import parse_release
+
+    return parse_release(cell(row, "framework"), cell(row, "framework_version"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from planner.cli._common import _catalog, _emit, _sub, add_price_args
@@ -116,7 +117,75 @@ def cmd_precisions(args: argparse.Namespace) -> int:
     return 0
 
 
+FRAMEWORKS_EXAMPLE = """\
+  planner frameworks
+  planner frameworks --releases
+  planner frameworks --releases --framework vllm@0.11.0 --format json
+  planner frameworks --releases --unparsed --format csv"""
+
+
+def _benchmark_rows(args: argparse.Namespace) -> list[dict[str, str]]:
+    """Rows of every ``benchmarks/*.csv`` of the data folder that has ``framework_version``."""
+    import csv
+    from pathlib import Path
+
+    from planner.catalog.catalog import DATA_DIR
+
+    if args.data_dir and not os.path.isdir(args.data_dir):
+        raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
+    d = Path(args.data_dir or DATA_DIR) / "benchmarks"
+    out: list[dict[str, str]] = []
+    for p in sorted(d.glob("*.csv")):
+        try:
+            with open(p, newline="", encoding="utf-8") as fh:
+                rows = csv.DictReader(fh)
+                if "framework_version" in (rows.fieldnames or ()):
+                    out.extend(rows)
+        except (OSError, UnicodeDecodeError, csv.Error) as e:
+            raise PlannerError(f"{p}: not a readable CSV file ({e})") from None
+    return out
+
+
+def cmd_releases(args: argparse.Namespace) -> int:
+    """``planner frameworks --releases``: the engine releases with benchmark rows."""
+    from planner.catalog.releases import (
+        parse_framework_spec,
+        parse_release,
+        release_inventory,
+        unparsed_versions,
+    )
+
+    rows = _benchmark_rows(args)
+    if args.unparsed:
+        if args.framework:
+            raise PlannerError("--unparsed lists every engine; drop --framework")
+        _emit(unparsed_versions(rows), args)
+        return 0
+    table = release_inventory(rows)
+    if args.framework:
+        have: dict[str, list] = {}
+        for r in rows:
+            rel = parse_release(r.get("framework", ""), r.get("framework_version"))
+            if rel is not None:
+                have.setdefault(rel.engine, []).append(rel)
+        ids = {f.id for f in _catalog(args).frameworks} | set(have)
+        engine, rel = parse_framework_spec(args.framework, sorted(ids), have)
+        table = [
+            t
+            for t in table
+            if t["engine"] == engine and (rel is None or t["release"] in {
+                x.release for x in have[engine] if x.key == rel.key
+            })
+        ]  # fmt: skip
+    _emit(table, args)
+    return 0
+
+
 def cmd_frameworks(args: argparse.Namespace) -> int:
+    if args.releases:
+        return cmd_releases(args)
+    if args.unparsed or args.framework:
+        raise PlannerError("--unparsed and --framework go with --releases")
     cat = _catalog(args)
     rows = [
         {
@@ -261,8 +330,17 @@ def register(sub) -> None:
          "planner models --format json", cmd_models)  # fmt: skip
     _sub(sub, "precisions", "List weight formats (bits per weight, compute dtype, support).",
          "planner precisions", cmd_precisions)  # fmt: skip
-    _sub(sub, "frameworks", "List serving frameworks and their scheduler defaults.",
-         "planner frameworks", cmd_frameworks)  # fmt: skip
+    f = _sub(sub, "frameworks", "List serving frameworks and their scheduler defaults "
+             "(--releases: the engine releases with benchmark rows).",
+             FRAMEWORKS_EXAMPLE.strip(), cmd_frameworks)  # fmt: skip
+    f.add_argument("--releases", action="store_true",
+                   help="list per engine and GPU the releases named by benchmark rows' "
+                   "framework_version (rows, first/last as_of, number of sources)")  # fmt: skip
+    f.add_argument("--framework", metavar="ENGINE[@RELEASE]",
+                   help="with --releases: only this engine, or one release (vllm@0.11.0)")  # fmt: skip
+    f.add_argument("--unparsed", action="store_true",
+                   help="with --releases: every framework_version that names no release, "
+                   "with its row count and sources")  # fmt: skip
     q = _sub(
         sub,
         "prices",
