@@ -147,11 +147,13 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
 
 def capacity_command(form: Any, k: Knobs) -> str:
     """The ``planner capacity`` command whose ``curve`` (``--format json``) is the page's
-    curve for the knobs ``k`` (the replica's context aside: the command uses the model's)."""
+    curve for the knobs ``k`` (every knob, the context as ``--max-model-len``; requests
+    longer than it are cut, as the page does and says, hence ``--allow-truncation``)."""
     cmd = w.cli_command(form).split(" --objective")[0].replace("recommend", "capacity", 1)
     return (
         f"{cmd} --gpu {k.gpu} --framework {k.framework} --precision {k.precision} --tp {k.tp} "
-        f"--kv-precision {k.kv_precision} --max-num-seqs {k.max_num_seqs} --format json"
+        f"--kv-precision {k.kv_precision} --max-num-seqs {k.max_num_seqs} --max-model-len "
+        f"{k.context} --allow-truncation --format json"  # the page cuts longer requests too
     )
 
 

@@ -111,6 +111,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         default=None,
         help="engine: token budget per iteration (chunked-prefill size)",
     )
+    d.add_argument(
+        "--max-model-len",
+        type=_positive_int,
+        default=None,
+        help="engine: longest sequence (prompt + answer) it accepts [tokens] (default: the "
+        "scenario's serving.context_len, else the model's limit)",
+    )
     d.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
     w = p.add_argument_group("workload overrides (default: the scenario's)")
     w.add_argument("--peak-rps", type=_rate, default=None, help="peak arrival rate [req/s]")
@@ -266,6 +273,7 @@ def _context(args: argparse.Namespace):
         params_source=prov,
         max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens,
+        context_len=args.max_model_len,
     )
     return sc, rep, cat, prov
 
@@ -594,7 +602,9 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         eng = {
             **sc.serving.kwargs(),
             **EngineOverrides(
-                max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens
+                max_num_seqs=args.max_num_seqs,
+                max_num_batched_tokens=args.max_num_batched_tokens,
+                context_len=args.max_model_len,
             ).kwargs(),
             **replica_spec_kwargs(rep),  # the same speculative decoding at every TP
         }
