@@ -309,3 +309,19 @@ def test_hostile_layout_fields_in_a_scenario_are_one_line_errors(tmp_path, dep, 
     # (runpy may warn about ``-m planner.cli.main`` first: the error is the last line)
     err = out.stderr.strip().splitlines()[-1]
     assert words in err and err.startswith("planner: error: ")
+
+
+def test_an_absurd_lognormal_sigma_is_a_field_error_not_an_overflow():
+    """Found by the app's hostile uploads (issue 33): sigma 40 overflowed recommend's mean
+    (e^(40^2/2)); now a field error naming the limit, 5 (mean e^12.5 = 268,337 x the median)."""
+    from pydantic import ValidationError
+
+    from planner.workload.lengths import LognormalLength
+
+    with pytest.raises(ValidationError, match="sigma 40 is beyond 5"):
+        LognormalLength(median=100, sigma=40)
+    with pytest.raises(ValidationError, match="beyond 5"):  # p99 1e9 x the median: sigma 8.9
+        LognormalLength(median=100, p99=1e11)
+    ok = LognormalLength(median=100, sigma=5, max_tokens=500)
+    assert math.isfinite(ok.mean_tokens()) and ok.mean_tokens() <= 500
+    assert math.exp(5**2 / 2) == pytest.approx(268_337.3, rel=1e-6)

@@ -116,6 +116,11 @@ class NormalLength(Frozen):
         return float(min(v, self.max_tokens) if self.max_tokens else v)
 
 
+#: largest sigma of a lognormal length: exp(5**2 / 2) = 268,337 times the median for the mean
+#: (a sigma of 40, as a typo might give, overflows every moment)
+MAX_LOGNORMAL_SIGMA = 5.0
+
+
 class LognormalLength(Frozen):
     """Lognormal lengths from the mean (or median) and one upper percentile [tokens].
 
@@ -145,7 +150,18 @@ class LognormalLength(Frozen):
         return self
 
     def params(self) -> tuple[float, float]:
-        """(mu, sigma) of the underlying normal."""
+        """(mu, sigma) of the underlying normal; sigma at most :data:`MAX_LOGNORMAL_SIGMA`."""
+        mu, s = self._params()
+        if s > MAX_LOGNORMAL_SIGMA:
+            raise ValueError(
+                f"sigma {s:.3g} is beyond {MAX_LOGNORMAL_SIGMA:g}: such a lognormal's mean is "
+                f"over e^{MAX_LOGNORMAL_SIGMA**2 / 2:g} = {math.exp(MAX_LOGNORMAL_SIGMA**2 / 2):,.0f} "
+                "times its median, far more skewed than any prompt or answer lengths "
+                "(ShareGPT-like traffic has sigma near 1); give a smaller sigma or percentile"
+            )
+        return mu, s
+
+    def _params(self) -> tuple[float, float]:
         if self.sigma is not None:
             s = float(self.sigma)
             mu = math.log(self.median) if self.median else math.log(self.mean) - s * s / 2
