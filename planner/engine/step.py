@@ -26,7 +26,7 @@ numpy-vectorized: every count may be an array and the result broadcasts.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import cached_property
 
 import numpy as np
@@ -516,7 +516,8 @@ def step_model(
     m, g, prec, kv, _ = cat.resolve(model, gpu, precision, None, kv_precision)
     if layout is not None and not layout.is_plain:
         check_for_model(m, layout)
-        return _step_model_ep(m, g, prec, kv.bits, layout, params or PRIOR)
+        plain = step_model(m, g, prec, kv.id, layout.tp, layout.pp, params, cat)
+        return _as_expert_parallel(plain, layout)
     if layout is not None:
         tp, pp = layout.tp, layout.pp
     tp, pp = check_layout(m, tp, pp)
@@ -620,10 +621,10 @@ def _link_bytes_s(g: Accelerator, num_gpus: int, group: int) -> float:
     return link
 
 
-def _step_model_ep(
-    m: ModelArch, g: Accelerator, prec: Precision, kv_bits: float, lay: Layout, params
-) -> StepModel:
-    """:func:`step_model` of an expert-parallel / attention data-parallel layout.
+def _as_expert_parallel(plain: StepModel, lay: Layout) -> StepModel:
+    """:func:`step_model` of an expert-parallel / attention data-parallel layout: the plain
+    model of the attention split (``tp`` x ``pp``: weights, KV, attention and activations
+    per GPU of one rank) with the expert, FLOP and communication terms of the layout.
 
     Per GPU of the busiest pipeline stage, for a step of T tokens of the whole replica:
 
@@ -642,75 +643,35 @@ def _step_model_ep(
       the all-reduce of a plain TP group has the same volume); scale-out bandwidth once the
       replica spans several scale-up domains (:func:`_link_bytes_s`).
     """
-    tp, pp, dp, ep, mtp = lay.tp, lay.pp, lay.attention_dp, lay.ep, lay.moe_split
-    dtype = compute_dtype_for(prec, g)
-    peak = g.peak_tflops(dtype) * 1e12
+    m, g = plain.model, plain.gpu
+    tp, dp, ep, mtp = lay.tp, lay.attention_dp, lay.ep, lay.moe_split
     pc = param_counts(m)
-    L = m.num_hidden_layers
-    Ls = math.ceil(L / pp)
-    frac = Ls / L
-    b_exp = _bits(prec, "experts", m) / 8
-    b16 = 2.0
-    dense_w = dense_layer_bytes_per_gpu(m, prec, tp, pc) * frac
-    expert_bytes = pc.expert_one / mtp * b_exp * (pc.num_moe_layers * frac)
-    lm_head_params = pc.lm_head if pc.lm_head else pc.embedding
-    lm_bytes = lm_head_params / tp * b16
-    k = m.num_experts_per_tok or 0
+    frac = plain.layers / m.num_hidden_layers
+    b_exp = _bits(plain.precision, "experts", m) / 8
     dense_mm = pc.attention + pc.mlp_dense + pc.shared_experts + pc.router
-    mm_per_token = 2.0 * dense_mm / (tp * dp) * frac
-    expert_flops_routed = 2.0 * pc.expert_one / mtp * pc.num_moe_layers * frac
-    h = m.hidden_size
-    qkv = (m.num_attention_heads + 2 * m.num_key_value_heads) * m.head_dim
-    inter = (m.moe_intermediate_size or m.intermediate_size or 0) * (k + m.num_shared_experts)
-    act_layer = (h + qkv) + (m.num_attention_heads * m.head_dim + h) + (h + 2 * inter) + (inter + h)
-    act_bytes = act_layer / tp * b16 * Ls
-    kv_layer = kv_layer_bytes_per_token(m, kv_bits, tp)
-    n_sw = m.num_sliding_layers
-    v_dim = m.v_head_dim or m.head_dim
-    attn_flops_pair = 2.0 * (m.num_attention_heads / tp) * (m.head_dim + v_dim)
-    w = lay.width
+    h, b16, w = m.hidden_size, 2.0, lay.width
     moe_s = pc.num_moe_layers * frac
-    dense_s = Ls - moe_s
+    dense_s = plain.layers - moe_s
     # ring-weighted bytes per replica token on one GPU; collectives per step
     comm = 0.0
     coll = 0.0
     if tp > 1:  # attention (every layer) and dense-MLP layers all-reduce inside the rank
-        comm += 2 * (tp - 1) / tp * h * b16 * (Ls + dense_s) / dp
-        coll += Ls + dense_s
+        comm += 2 * (tp - 1) / tp * h * b16 * (plain.layers + dense_s) / dp
+        coll += plain.layers + dense_s
     if w > 1:  # dispatch (all-gather) and combine (reduce-scatter) around each MoE layer
         comm += 2 * (w - 1) / w * h * b16 * moe_s
         coll += 2 * moe_s
     link = _link_bytes_s(g, lay.num_gpus, max(tp, w))
-    return StepModel(
-        model=m,
-        gpu=g,
-        precision=prec,
-        kv_bits=kv_bits,
-        tp=tp,
-        pp=pp,
-        params=params,
-        bw_bytes_s=g.mem_bw_bytes_s,
-        peak_flops=peak,
-        layers=Ls,
-        layers_full=(L - n_sw) * frac,
-        layers_sw=n_sw * frac,
-        window=float(m.sliding_window or 0),
-        dense_weight_bytes=dense_w,
-        expert_bytes=expert_bytes,
-        num_experts=m.num_experts if m.is_moe else 0,
-        top_k=k,
-        lm_head_bytes=lm_bytes,
-        matmul_flops_per_token=mm_per_token,
-        lm_head_flops_per_logit=2.0 * lm_head_params / tp,
-        act_bytes_per_token=act_bytes,
-        kv_bytes_per_token_layer=kv_layer,
-        attn_flops_per_pair_layer=attn_flops_pair,
+    return replace(
+        plain,
+        expert_bytes=pc.expert_one / mtp * b_exp * moe_s,
+        matmul_flops_per_token=2.0 * dense_mm / (tp * dp) * frac,
         comm_bytes_per_token=comm,
         link_bytes_s=link if link > 0 else 1.0,
         ep=ep,
         attention_dp=dp,
         moe_tp=mtp,
-        expert_flops_per_routed_token=expert_flops_routed,
+        expert_flops_per_routed_token=2.0 * pc.expert_one / mtp * moe_s,
         comm_ring=1.0 if comm > 0 else 0.0,
         comm_collectives=coll,
         layout_label=lay.label,
