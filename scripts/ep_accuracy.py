@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from planner.calibration.accuracy import _md_table, run_validation  # noqa: E402
 from planner.calibration.fit import own_files_default, public_files_default  # noqa: E402
+from planner.calibration.sections import put_section  # noqa: E402
 
 #: the sources that publish EP / DP-attention / multi-node rows (substrings of ``source``)
 EP_SOURCES = (
@@ -205,16 +206,8 @@ def section(before: pd.DataFrame, as_tp_: pd.DataFrame, after: pd.DataFrame, not
 
 
 def write_section(text: str, path: Path = DOC) -> None:
-    """Replace the layout-kinds section of ``path`` (or put it before the serving comparison)."""
-    doc = path.read_text(encoding="utf-8")
-    if BEGIN in doc:
-        doc = doc[: doc.index(BEGIN)] + text + doc[doc.index(END) + len(END) + 1 :]
-    elif "<!-- serving-comparison:begin -->" in doc:
-        i = doc.index("<!-- serving-comparison:begin -->")
-        doc = doc[:i] + text + "\n" + doc[i:]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + text
-    path.write_text(doc, encoding="utf-8")
+    """Replace the layout-kinds section of ``path`` (or put it before the next kept one)."""
+    put_section(path, text, (BEGIN, END))
 
 
 def main(argv=None) -> int:

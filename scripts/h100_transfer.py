@@ -29,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from planner.calibration.sections import put_section  # noqa: E402
 from planner.catalog import load_catalog, resolve_params  # noqa: E402
 from planner.serving import build_replica, simulate, steady_state  # noqa: E402
 from planner.workload import Workload  # noqa: E402
@@ -222,15 +223,7 @@ def main() -> int:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.write:
-        acc = ROOT / "docs" / "accuracy.md"
-        doc = acc.read_text(encoding="utf-8")
-        block = f"{BEGIN}\n{text}{END}\n"
-        if BEGIN in doc:
-            doc = doc[: doc.index(BEGIN)] + block + doc[doc.index(END) + len(END) + 1 :]
-        else:
-            i = doc.find("<!-- serving-comparison:begin -->")
-            doc = doc[:i] + block + "\n" + doc[i:] if i >= 0 else doc.rstrip("\n") + "\n\n" + block
-        acc.write_text(doc, encoding="utf-8")
+        put_section(ROOT / "docs" / "accuracy.md", f"{BEGIN}\n{text}{END}\n", (BEGIN, END))
     return 0
 
 

@@ -23,6 +23,7 @@ import pandas as pd  # noqa: E402
 
 from planner.benchmarks.io import load_measurements  # noqa: E402
 from planner.calibration.fit import data_files_default, prepare_rows  # noqa: E402
+from planner.calibration.sections import put_section  # noqa: E402
 from planner.calibration.transfer import transfer_band, transfer_validation  # noqa: E402
 from planner.catalog import load_catalog  # noqa: E402
 from planner.catalog.profile import load_profile  # noqa: E402
@@ -128,15 +129,7 @@ def main() -> int:
     )
     print(text)
     if args.write:
-        acc = ROOT / "docs" / "accuracy.md"
-        doc = acc.read_text(encoding="utf-8")
-        block = f"{BEGIN}\n{text}{END}\n"
-        if BEGIN in doc:
-            doc = doc[: doc.index(BEGIN)] + block + doc[doc.index(END) + len(END) + 1 :]
-        else:
-            i = doc.find("<!-- h100-transfer:begin -->")
-            doc = doc[:i] + block + "\n" + doc[i:] if i >= 0 else doc.rstrip("\n") + "\n\n" + block
-        acc.write_text(doc, encoding="utf-8")
+        put_section(ROOT / "docs" / "accuracy.md", f"{BEGIN}\n{text}{END}\n", (BEGIN, END))
     return 0
 
 

@@ -221,14 +221,14 @@ def test_ep_rows_leave_the_plain_fit_alone_and_fit_moe_imbalance(catalog):
 def test_validate_keeps_the_layout_kinds_section(tmp_path):
     """`planner validate` rewrites docs/accuracy.md but keeps the section
     scripts/ep_accuracy.py --write owns (and the serving comparison after it)."""
-    from planner.calibration.accuracy import _kept_section
+    from planner.calibration.sections import kept_sections
 
     doc = tmp_path / "accuracy.md"
     doc.write_text(
         "# old\n<!-- layout-kinds:begin -->\nA\n<!-- layout-kinds:end -->\n"
         "<!-- serving-comparison:begin -->\nB\n<!-- serving-comparison:end -->\n"
     )
-    kept = _kept_section(doc)
+    kept = kept_sections(doc)
     assert kept.index("layout-kinds:begin") < kept.index("serving-comparison:begin")
     assert "\nA\n" in kept and "\nB\n" in kept and "# old" not in kept
     text = (REPO_ROOT / "docs" / "accuracy.md").read_text()

@@ -45,6 +45,7 @@ from planner.calibration.fit import (
     prepare_rows,
     split_public_own,
 )
+from planner.calibration.sections import kept_sections
 from planner.calibration.transfer import sibling_band, transfer_validation
 from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR
@@ -557,41 +558,11 @@ def write_report(
                 .sort_values("rows", ascending=False)
             ),
         ]
-    text = "\n".join(out) + "\n" + _kept_section(path)
+    text = "\n".join(out) + "\n" + kept_sections(path)
     if not any(x is not None and len(x) for x in (loso, kf)):
         raise PlannerError(f"refusing to write {path}: the accuracy report has no rows")
     atomic_write_text(path, text, inputs=inputs, what="accuracy report")
     return text
-
-
-#: a section of the report another generator owns (scripts/serving_comparison.py --write):
-#: kept as it is when validate rewrites the file
-KEPT_SECTION = ("<!-- serving-comparison:begin -->", "<!-- serving-comparison:end -->")
-#: the error table by layout kind (TP, TP multi-node, TP+EP, DEP / DP-attention) that
-#: scripts/ep_accuracy.py --write owns
-LAYOUT_SECTION = ("<!-- layout-kinds:begin -->", "<!-- layout-kinds:end -->")
-#: every such section, in the order they are kept: the layout kinds, the leave-one-GPU-out
-#: transfers (scripts/transfer_validation.py --write), the H100 runs (scripts/h100_transfer.py
-#: --write) and the H200 serving comparison
-KEPT_SECTIONS = (
-    LAYOUT_SECTION,
-    ("<!-- sibling-transfer:begin -->", "<!-- sibling-transfer:end -->"),
-    ("<!-- h100-transfer:begin -->", "<!-- h100-transfer:end -->"),
-    KEPT_SECTION,
-)
-
-
-def _kept_section(path: str | Path) -> str:
-    try:
-        old = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return ""
-    kept = []
-    for begin, end in KEPT_SECTIONS:
-        i, j = old.find(begin), old.find(end)
-        if i >= 0 and j > i:
-            kept.append("\n" + old[i : j + len(end)] + "\n")
-    return "".join(kept)
 
 
 # =========================================================================== validation
