@@ -313,7 +313,8 @@ def gpu_name(cat: Catalog, gpu_id: str) -> str:
 # --------------------------------------------------------------------------- options
 def option_label(r: dict) -> str:
     kv = f" kv {r['kv_precision']}" if r.get("kv_precision") else ""
-    lay = f"TP{r['tp']}" + (f" PP{r['pp']}" if r.get("pp", 1) > 1 else "")
+    plain = f"TP{r['tp']}" + (f" PP{r['pp']}" if r.get("pp", 1) > 1 else "")
+    lay = r.get("layout") or plain  # DEP8, TP8 EP8, TP16 (2 nodes): planner's own name
     return f"{r['gpu']} {r['framework']} {r['precision']}{kv} {lay}"
 
 

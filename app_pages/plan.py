@@ -26,6 +26,7 @@ TABLE = {
     "kv_precision": "KV precision",
     "tp": "TP",
     "pp": "PP",
+    "layout": "layout",
     "replicas": "replicas",
     "num_gpus": "GPUs",
     "num_gpus_low": "GPUs, band low",
