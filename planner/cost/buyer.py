@@ -207,18 +207,24 @@ def _row_warnings(row: ApiPrice, today: _dt.date) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _top_list(path: Path, key: str) -> list:
+    """The list under ``key``, the one top-level key a price-side file may have."""
+    raw = _read_yaml(path)
+    if not isinstance(raw, dict) or not isinstance(raw.get(key), list):
+        raise PlannerError(f"{path}: expected a top-level mapping with a list '{key}'")
+    extra = sorted(set(raw) - {key})
+    if extra:
+        raise PlannerError(f"{path.name}: unknown top-level key {extra[0]!r} (allowed: {key})")
+    return raw[key]
+
+
 @lru_cache(maxsize=8)
 def _api_cached(file: str, _mtime_ns: int, _size: int) -> tuple[ApiPrice, ...]:
     path = Path(file)
-    raw = _read_yaml(path)
-    if not isinstance(raw, dict) or not isinstance(raw.get("api_prices"), list):
-        raise PlannerError(f"{path}: expected a top-level mapping with a list 'api_prices'")
-    extra = sorted(set(raw) - {"api_prices"})
-    if extra:
-        raise PlannerError(f"{path.name}: unknown top-level key {extra[0]!r} (allowed: api_prices)")
+    raw = _top_list(path, "api_prices")
     rows: list[ApiPrice] = []
     seen: dict[tuple[str, str, str, _dt.date], int] = {}
-    for i, item in enumerate(raw["api_prices"]):
+    for i, item in enumerate(raw):
         ident = item.get("model", "?") if isinstance(item, dict) else "?"
         try:
             rows.append(ApiPrice.model_validate(item))
@@ -322,14 +328,9 @@ class BuyerSegment(Frozen):
 @lru_cache(maxsize=8)
 def _segments_cached(file: str, _mtime_ns: int, _size: int) -> tuple[BuyerSegment, ...]:
     path = Path(file)
-    raw = _read_yaml(path)
-    if not isinstance(raw, dict) or not isinstance(raw.get("segments"), list):
-        raise PlannerError(f"{path}: expected a top-level mapping with a list 'segments'")
-    extra = sorted(set(raw) - {"segments"})
-    if extra:
-        raise PlannerError(f"{path.name}: unknown top-level key {extra[0]!r} (allowed: segments)")
+    raw = _top_list(path, "segments")
     out: list[BuyerSegment] = []
-    for i, item in enumerate(raw["segments"]):
+    for i, item in enumerate(raw):
         ident = item.get("id", "?") if isinstance(item, dict) else "?"
         try:
             out.append(BuyerSegment.model_validate(item))
