@@ -72,7 +72,7 @@ class Replica:
 
     @property
     def num_gpus(self) -> int:
-        return self.the_layout.num_gpus
+        return self.layout.num_gpus if self.layout is not None else self.tp * self.pp
 
     def label(self) -> str:
         fw = self.engine.framework or "engine"
