@@ -45,11 +45,20 @@ from planner.calibration.fit import (
     prepare_rows,
     split_public_own,
 )
+from planner.calibration.release_fit import (
+    fit_release_nodes,
+    params_for,
+    predict_rows_by_release,
+    release_bands,
+    release_cols,
+    release_kw,
+    release_params_for_row,
+    signed,
+)
 from planner.calibration.sections import kept_sections
 from planner.calibration.transfer import sibling_band, transfer_validation
 from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
-from planner.catalog.efficiency import PRIOR
-from planner.catalog.profile import Profile, model_family, resolve_params
+from planner.catalog.profile import Profile, model_family
 from planner.errors import PlannerError
 from planner.files import Progress, atomic_write_text
 
@@ -66,19 +75,8 @@ def serving_predictions(
             continue
         fold = fold_of(r)
         prof = profile_for(fold)
-        try:
-            params, prov = (
-                resolve_params(
-                    r.gpu,
-                    r.framework,
-                    r.precision or None,
-                    catalog=catalog,
-                    profile=prof,
-                    family=r.family,
-                )
-                if prof is not None
-                else (PRIOR, "prior")  # the fold could not be fitted: never the bundled fit
-            )
+        try:  # the row's release node (prior when the fold could not be fitted)
+            params, prov, used, dist = release_params_for_row(r, prof, catalog)
         except PlannerError:
             continue
         try:
@@ -87,7 +85,7 @@ def serving_predictions(
             value = None
         if value is None or not (value > 0) or not math.isfinite(value):
             continue
-        out.append(oos_record(r, float(value), prov, fold))
+        out.append({**oos_record(r, float(value), prov, fold), **release_cols(r, used, dist)})
     return out
 
 
@@ -96,7 +94,7 @@ def assumed_layout_predictions(df, profile_for, catalog: Catalog) -> list[dict[s
     serving simulator with the layout a submitter would tune
     (:func:`planner.benchmarks.layouts.assumed_layout`) and the held-out fold's profile."""
     from planner.benchmarks.layouts import assumed_layout, needs_layout
-    from planner.benchmarks.schema import cell, layout_unsupported
+    from planner.benchmarks.schema import cell, layout_unsupported, row_release
 
     out: list[dict[str, Any]] = []
     for rec in df.to_dict("records"):
@@ -110,12 +108,9 @@ def assumed_layout_predictions(df, profile_for, catalog: Catalog) -> list[dict[s
         family = _family(catalog, cell(row, "model"))
         try:
             gpu = catalog.gpu(cell(row, "hardware")).id
-            params, prov = (
-                resolve_params(gpu, cell(row, "framework"), cell(row, "precision"),
-                               catalog=catalog, profile=prof, family=family)
-                if prof is not None
-                else (PRIOR, "prior")
-            )  # fmt: skip
+            rel = row_release(row)
+            params, prov, used, dist = params_for(gpu, cell(row, "framework"),
+                cell(row, "precision"), rel.release if rel else "", prof, catalog, family)  # fmt: skip
             filled, note = assumed_layout(row, catalog, params)
             value, _ = predict_serving_row(filled, catalog, params)
         except PlannerError:
@@ -140,6 +135,10 @@ def assumed_layout_predictions(df, profile_for, catalog: Catalog) -> list[dict[s
                 "predicted": float(value),
                 "provenance": f"{prov}; {note.split(' (')[0]}",
                 "fold": str(rec["source"]),
+                "release": rel.release if rel else "",
+                "release_used": used,
+                "release_distance": dist,
+                "release_signed": signed(cell(row, "framework"), rel, used, dist),
             }
         )
     return out
@@ -312,16 +311,16 @@ def run_validation(
             # parameters as a full refit, at a fraction of its cost
             targets = [(r.vendor or None, r.framework, r.arch, r.gpu, r.precision or None,
                         r.family) for r in rows if r.source == s and r.vendor != "?"]  # fmt: skip
-            try:
+            try:  # and the release nodes the held-out rows may use (release_fit)
                 prof = fit_profile(train, targets=targets, **fit_kw)
+                only = {(r.framework, r.arch, r.precision) for r in rows if r.source == s}
+                prof = fit_release_nodes(prof, train, cat, only=only, **release_kw(fit_kw))
             except PlannerError:
                 prof = None
             profiles[s] = prof
             test = [r for r in rows if r.source == s and r.ok]
-            for r, v, prov in predict_rows(test, prof, cat):
-                if v is None:
-                    continue
-                recs.append(oos_record(r, v, prov, s))
+            for r, v, prov, used, dist in predict_rows_by_release(test, prof, cat):
+                recs.append({**oos_record(r, v, prov, s), **release_cols(r, used, dist)})
         bar.close()
         if serving:
             held = set(sources)  # with ``holdout`` the other sources are not predicted
@@ -340,7 +339,8 @@ def run_validation(
             loso["metric_class"] = [metric_class(m) for m in loso["metric"]]
             result["coverage"] = band_coverage(loso)
             # the tiers' and groups' bands, and the paired bands of comparisons
-            result["bands"] = {**fit_error_bands(loso), **fit_pair_bands(loso, df)}
+            result["bands"] = {**fit_error_bands(loso), **fit_pair_bands(loso, df),
+                               **release_bands(loso)}  # fmt: skip
             if not holdout:  # the sibling tier: its LOSO rows and the leave-one-GPU-out ones
                 moved = transfer_validation([*rows, *own_rows], cat, **fit_kw)
                 sib = sibling_band(loso, moved)

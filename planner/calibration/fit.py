@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from planner.benchmarks.io import _hash_files, load_measurements
-from planner.benchmarks.schema import unexpressible_reason
+from planner.benchmarks.schema import row_release, unexpressible_reason
 from planner.benchmarks.step_rows import (
     _canonical_precision,
     closed_loop_predictor,
@@ -141,6 +141,7 @@ class PreparedRow:
     #: the row's layout is expert parallel or attention data-parallel (``ep > 1`` or
     #: ``attention_dp > 1``): fitted in the second stage only (:mod:`planner.calibration.ep_fit`)
     expert_parallel: bool = False
+    release: str = ""  # the engine release the row names (``0.11.0``; "" when none)
 
     @property
     def ok(self) -> bool:
@@ -198,6 +199,7 @@ def prepare_rows(df, catalog: Catalog | None = None) -> list[PreparedRow]:
                 family=_family(cat, row),
                 steady=steady,
                 expert_parallel=_expert_parallel(row),
+                release=getattr(row_release(row), "release", ""),
             )
         )
     return out

@@ -66,6 +66,7 @@ class ProfileNode(Frozen):
     #: the model families of the node's rows (``?``: a model that could not be read);
     #: empty in profiles written before families (then any family may use the node)
     families: tuple[str, ...] = ()
+    release: str = ""  #: a release node's engine release (``0.11.0``), else ""
 
     @property
     def label(self) -> str:
@@ -137,6 +138,7 @@ class Profile(Frozen):
     #: prediction of one of them uses only nodes holding its rows (:meth:`find`); empty in
     #: profiles written before families
     split_families: tuple[str, ...] = ()
+    release_nodes: tuple[ProfileNode, ...] = ()  #: one engine release's rows each
 
     def find(
         self,

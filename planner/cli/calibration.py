@@ -154,6 +154,9 @@ def cmd_calibrate(args) -> int:
         prior_scale=args.prior_scale,
         progress="calibrate: fitting",
     )
+    from planner.calibration.release_fit import fit_release_nodes
+
+    prof = fit_release_nodes(prof, rows, cat, prior_scale=args.prior_scale)  # issue 31
     if not args.no_error_bands and not (args.gpu or args.model or args.precision or args.tp):
         from planner.calibration.accuracy import with_error_bands
 

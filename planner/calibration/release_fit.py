@@ -1,0 +1,254 @@
+"""The release level of the calibration (issue 31): one node per engine release below the
+(GPU, framework, precision) fit, and what its held-out rows say.
+
+* :func:`fit_release_nodes`: for every (GPU, framework, precision, release) with at least
+  :data:`RELEASE_MIN_ROWS` fittable rows, a node fitted on those rows with the parameters the
+  profile gives (GPU, framework, precision) as its prior (partial pooling, as every node of
+  ``planner.calibration.fit``); where the profile splits a model family (dense) and the
+  release's rows hold it beside others, a child fitted on that family's rows. Rows of one
+  publication without step rows move only the efficiencies (``_free_fields``).
+* :func:`release_params_for_row`: the parameters a row of a known release is predicted with
+  (:func:`planner.catalog.release_profile.resolve_release_params`); rows naming no release
+  keep the fit over every release.
+* :func:`release_widening`: the widening of the error band per release step, from rows held
+  out by source whose release had no node in their fold (predicted from the nearest other
+  release) against rows whose release had one.
+* :func:`release_trend_check`: whether a trend of the error over release distance predicts
+  held-out releases better than the nearest release (leave-one-release-out).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from planner.calibration.fit import FITTED_KINDS, PreparedRow, _fit_node, _rounded
+from planner.catalog.catalog import Catalog, load_catalog
+from planner.catalog.profile import ErrorBand, Profile, ProfileNode, resolve_params
+from planner.catalog.release_profile import (
+    RELEASE_STEP_KEY,
+    release_order,
+    resolve_release_params,
+)
+from planner.errors import PlannerError
+
+#: a release gets its own node only with at least this many fittable rows (fewer rows of one
+#: setup cannot tell a release's kernels from the setup's; 8 keeps 60 of the 110 engine x GPU
+#: x release groups of the bundled data and leaves out two-to-seven-row fragments)
+RELEASE_MIN_ROWS = 8
+
+
+def _groups(rows: Sequence[PreparedRow], kinds: set[str], min_rows: int, split: Sequence[str]):
+    """(vendor, framework, arch, gpu, precision, release, family) -> rows; family "" holds
+    every family, a split family's child only where the release's rows are mixed."""
+    g: dict[tuple, list[PreparedRow]] = {}
+    for r in rows:
+        if not r.release or r.vendor == "?" or r.expert_parallel:
+            continue
+        if r.fit_predictor(kinds) is None:
+            continue
+        g.setdefault((r.vendor, r.framework, r.arch, r.gpu, r.precision, r.release), []).append(r)
+    out = {}
+    for k, rs in g.items():
+        if len(rs) < min_rows:
+            continue
+        out[(*k, "")] = rs
+        for fam in split:
+            sub = [r for r in rs if r.family == fam]
+            if len(sub) >= min_rows and len(sub) < len(rs):
+                out[(*k, fam)] = sub
+    return out
+
+
+def fit_release_nodes(
+    profile: Profile,
+    rows: Sequence[PreparedRow],
+    catalog: Catalog | None = None,
+    *,
+    min_rows: int = RELEASE_MIN_ROWS,
+    prior_scale: float = 1.0,
+    max_nfev: int = 60,
+    include_kinds: Iterable[str] = FITTED_KINDS,
+    only: set[tuple] | None = None,
+    **_: Any,
+) -> Profile:
+    """``profile`` with one release node per (GPU, framework, precision, release[, family])
+    of ``rows`` holding at least ``min_rows`` fittable rows (module docstring).
+
+    ``only``: (framework, arch, precision) triples; when given, only releases of those are
+    fitted (leave-one-source-out fits the release nodes its held-out rows can use)."""
+    cat = catalog or load_catalog()
+    kinds = set(include_kinds)
+    nodes: list[ProfileNode] = []
+    for key, rs in sorted(_groups(rows, kinds, min_rows, profile.split_families).items()):
+        vendor, fw, arch, gpu, prec, rel, fam = key
+        if only is not None and (fw, arch, prec) not in only:
+            continue
+        try:
+            prior, _ = resolve_params(gpu, fw, prec, catalog=cat, profile=profile,
+                                      family=fam or None)  # fmt: skip
+        except PlannerError:
+            continue
+        params, mdape = _fit_node(rs, prior, prior_scale, max_nfev, kinds)
+        nodes.append(
+            ProfileNode(
+                vendor=vendor, framework=fw, arch=arch, gpu=gpu, precision=prec, level=5,
+                n_rows=len(rs), sources=tuple(sorted({r.source for r in rs})), gpus=(gpu,),
+                in_sample_mdape=round(mdape, 4), params=_rounded(params), family=fam,
+                families=tuple(sorted({r.family or "?" for r in rs})), release=rel,
+            )
+        )  # fmt: skip
+    return profile.model_copy(update={"release_nodes": tuple(nodes)})
+
+
+def params_for(gpu, framework, precision, release, profile, catalog, family=None):
+    """(params, provenance, release used, release distance) of a prediction of ``release``
+    (text; "" = a row naming none): the release's node where the profile has one, else the
+    nearest release's (:func:`~planner.catalog.release_profile.resolve_release_params`); the
+    fit over every release for a row naming none (release used "", distance 0); the prior
+    without a profile (a fold that could not be fitted: never the bundled fit)."""
+    from planner.catalog.efficiency import PRIOR
+
+    if profile is None:
+        return PRIOR, "prior", "", 0
+    if not release or not framework:
+        p, prov = resolve_params(gpu, framework or None, precision or None, catalog=catalog,
+                                 profile=profile, family=family)  # fmt: skip
+        return p, prov, "", 0
+    p, prov, ch = resolve_release_params(gpu, framework, precision or None, release,
+                                         catalog=catalog, profile=profile, family=family)  # fmt: skip
+    if ch is None or ch.used is None:
+        return p, prov, "", 0
+    return p, prov, ch.used, ch.distance
+
+
+def release_params_for_row(r: PreparedRow, profile: Profile | None, catalog: Catalog):
+    """:func:`params_for` of a prepared row."""
+    return params_for(r.gpu, r.framework, r.precision, r.release, profile, catalog, r.family)
+
+
+def signed(engine: str, release, used: str, distance: int) -> int:
+    """``distance`` with a sign: + when the release used is older than the row's (``release``:
+    text or EngineRelease), - when newer, 0 when the same or either is unknown."""
+    req = getattr(release, "release", release) or ""
+    if not req or not used or not distance:
+        return 0
+    return distance if release_order(engine, used) < release_order(engine, req) else -distance
+
+
+def release_cols(r: PreparedRow, used: str, distance: int) -> dict[str, Any]:
+    """The release columns of an out-of-sample record: the row's release, the release whose
+    node predicted it, their distance and its sign (:func:`signed`)."""
+    return {"release": r.release, "release_used": used, "release_distance": distance,
+            "release_signed": signed(r.framework, r.release, used, distance)}  # fmt: skip
+
+
+def release_kw(fit_kw: dict[str, Any]) -> dict[str, Any]:
+    """The options of a fit that the release nodes share (not ``min_rows`` or ``targets``)."""
+    return {k: v for k, v in fit_kw.items() if k in ("prior_scale", "max_nfev", "include_kinds")}
+
+
+def predict_rows_by_release(rows: Sequence[PreparedRow], profile: Profile | None, catalog):
+    """As :func:`planner.calibration.fit.predict_rows`, each row with its release's parameters:
+    (row, value, provenance, release used, release distance)."""
+    out = []
+    for r in rows:
+        if not r.ok:
+            continue
+        try:
+            p, prov, used, d = release_params_for_row(r, profile, catalog)
+            v = float(r.predict(p))  # type: ignore[misc]
+        except (PlannerError, ValueError, ZeroDivisionError, OverflowError):
+            continue
+        out.append((r, v, prov, used, d))
+    return out
+
+
+# --------------------------------------------------------------------------- held-out release
+def _abs_err(d) -> np.ndarray:
+    return np.abs(np.log(d["predicted"].to_numpy() / d["measured"].to_numpy()))
+
+
+def release_widening(loso, classes: Sequence[str] = ("throughput",)) -> ErrorBand | None:
+    """The widening of a band per release step, from leave-one-source-out rows of a named
+    release: ``a0`` = median |log(predicted / measured)| of rows whose own release had a node
+    in their fold, ``a_i`` = the same for the rows of each held-out (source, release) that
+    was predicted from another release ``d_i`` releases away; the step is the median over
+    those groups of ``max(0, (a_i - a0) / d_i)``. None with fewer than 2 such groups or no
+    distance-0 rows. Stored as ``ratio_p90 = exp(step)``."""
+    if loso is None or not len(loso) or "release_distance" not in loso:
+        return None
+    d = loso[loso["metric_class"].isin(list(classes)) & (loso["release"] != "")]
+    d0 = d[d["release_distance"] == 0]
+    far = d[d["release_distance"] > 0]
+    if not len(d0) or not len(far):
+        return None
+    a0 = float(np.median(_abs_err(d0)))
+    steps = []
+    for _, g in far.groupby(["source", "framework", "release"]):
+        dist = float(g["release_distance"].median())
+        steps.append(max(0.0, (float(np.median(_abs_err(g))) - a0) / dist))
+    if len(steps) < 2:
+        return None
+    s = float(np.median(steps))
+    return ErrorBand(ratio_p10=round(math.exp(-s), 4), ratio_p90=round(math.exp(s), 4),
+                     n_rows=len(far), n_sources=int(far["source"].nunique()))  # fmt: skip
+
+
+def widening_table(loso):
+    """Median |error| of held-out rows by release distance (0 = own release's node)."""
+    import pandas as pd
+
+    cols = ["release_distance", "n", "groups", "mdape_pct"]
+    if loso is None or not len(loso) or "release_distance" not in loso:
+        return pd.DataFrame(columns=cols)
+    d = loso[(loso["metric_class"] == "throughput") & (loso["release"] != "")]
+    recs = []
+    for dist, g in d.groupby("release_distance"):
+        recs.append({"release_distance": int(dist), "n": len(g),
+                     "groups": g.groupby(["source", "release"]).ngroups,
+                     "mdape_pct": round(100 * float(np.median(g["ape"])), 1)})  # fmt: skip
+    return pd.DataFrame(recs, columns=cols)
+
+
+def release_trend_check(loso) -> dict[str, Any]:
+    """Does a trend over releases predict held-out releases? On the rows predicted from
+    another release (distance > 0), the trend is ``log(predicted / measured) = beta x signed
+    distance`` (signed: + when the release used is older than the row's), fitted leaving
+    each (source, release) group out and applied to it. Returns the median absolute error of
+    the nearest release alone and with the trend's correction, over the same groups, and
+    ``validates`` (the trend lowers it)."""
+    out: dict[str, Any] = {"groups": 0, "nearest_mdape_pct": None, "trend_mdape_pct": None,
+                           "validates": False}  # fmt: skip
+    if loso is None or not len(loso) or "release_signed" not in loso:
+        return out
+    d = loso[(loso["metric_class"] == "throughput") & (loso["release_distance"] > 0)].copy()
+    if not len(d):
+        return out
+    d["e"] = np.log(d["predicted"] / d["measured"])
+    keys = list(d.groupby(["source", "framework", "release"]).groups)
+    if len(keys) < 3:
+        return out
+    gid = [tuple(x) for x in d[["source", "framework", "release"]].to_numpy()]
+    d["g"] = gid
+    near, trend = [], []
+    for k in keys:
+        tr, te = d[d["g"] != k], d[d["g"] == k]
+        x, y = tr["release_signed"].to_numpy(float), tr["e"].to_numpy()
+        beta = float(x @ y / (x @ x)) if x @ x > 0 else 0.0
+        near += list(np.abs(te["e"]))
+        trend += list(np.abs(te["e"] - beta * te["release_signed"].to_numpy(float)))
+    out.update(groups=len(keys), rows=len(d),
+               nearest_mdape_pct=round(100 * float(np.median(np.expm1(near))), 1),
+               trend_mdape_pct=round(100 * float(np.median(np.expm1(trend))), 1))  # fmt: skip
+    out["validates"] = out["trend_mdape_pct"] < out["nearest_mdape_pct"]
+    return out
+
+
+def release_bands(loso) -> dict[str, ErrorBand]:
+    """``{RELEASE_STEP_KEY: band}`` when :func:`release_widening` finds one, else {}."""
+    b = release_widening(loso)
+    return {RELEASE_STEP_KEY: b} if b is not None else {}

@@ -1,0 +1,247 @@
+"""Engine releases as a level of the calibration profile (issue 31).
+
+Below every (GPU, framework, precision) fit, the profile holds one node per engine release
+with enough rows (:attr:`~planner.catalog.profile.Profile.release_nodes`, fitted by
+``planner.calibration.release_fit`` with the (GPU, framework, precision) parameters as their
+prior). A prediction for a release takes, in this order:
+
+1. the node of that release on the same GPU and precision (``fit (vllm@0.11.0/...)``);
+2. the node of that release on the nearest GPU of the same architecture (the sibling rule of
+   :func:`~planner.catalog.profile.nearest_sibling`);
+3. the node of the nearest release of the same engine on the same GPU family and precision
+   (release distance: :func:`release_distance`); the output says so ("predicted from vllm
+   0.6.3 rows; 0.11.0 requested") and the error band widens with the distance
+   (:func:`widen_band`);
+4. without any release node of the engine on that family and precision: the fit over every
+   release (:func:`~planner.catalog.profile.resolve_params`).
+
+Without a release named, the newest release with a node on the GPU family (and precision) is
+used and the output names it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, replace
+
+from planner.catalog.catalog import Catalog, load_catalog
+from planner.catalog.efficiency import EfficiencyParams
+from planner.catalog.profile import (
+    Band,
+    Profile,
+    ProfileNode,
+    load_profile,
+    resolve_params,
+    sibling_distance,
+)
+from planner.catalog.releases import EngineRelease, parse_release_text
+from planner.errors import PlannerError
+
+#: the key of ``Profile.error_bands`` holding the widening of a band per release step:
+#: ``ratio_p90`` = exp(step), ``ratio_p10`` = exp(-step) (``planner.calibration.release_fit``)
+RELEASE_STEP_KEY = "release:step"
+
+
+def release_order(engine: str, release: str) -> tuple:
+    """Sort key of a release text: numbers (trailing zeros dropped), then pre-releases (a, b,
+    rc, dev) before the final release before ``.postN``."""
+    rel = parse_release_text(engine, release)
+    if rel is None:
+        raise PlannerError(f"{engine} release {release!r} is not a version")
+    nums, tag = rel.key
+    rank = 2 if tag.startswith("post") else (1 if not tag else 0)
+    return nums, rank, tag
+
+
+def engine_releases(profile: Profile, engine: str) -> list[str]:
+    """Releases of ``engine`` with a node in ``profile`` (any GPU), oldest first."""
+    have = {n.release for n in profile.release_nodes if n.framework == engine and n.release}
+    return sorted(have, key=lambda r: release_order(engine, r))
+
+
+def release_distance(profile: Profile, engine: str, a: str, b: str) -> int:
+    """How many releases apart ``a`` and ``b`` are among the releases of ``engine`` with a node
+    in ``profile`` (both counted in): 0 for the same release (``0.17`` == ``0.17.0``)."""
+    if release_order(engine, a) == release_order(engine, b):
+        return 0
+    keys = sorted({release_order(engine, r) for r in [*engine_releases(profile, engine), a, b]})
+    return abs(keys.index(release_order(engine, a)) - keys.index(release_order(engine, b)))
+
+
+@dataclass(frozen=True)
+class ReleaseChoice:
+    """Which release node a prediction uses.
+
+    Attributes
+    ----------
+    engine : str
+        framework id
+    requested : str or None
+        the release named (None: none named, the newest with data is used)
+    used : str or None
+        the release whose node gives the parameters (None: no release node of the engine on
+        the GPU family and precision; the fit over every release is used)
+    distance : int
+        releases between ``requested`` and ``used`` (:func:`release_distance`); 0 when equal
+        or nothing was requested
+    node : ProfileNode or None
+        the release node used
+    note : str
+        one line for the output
+    """
+
+    engine: str
+    requested: str | None
+    used: str | None
+    distance: int
+    node: ProfileNode | None
+    note: str
+
+    @property
+    def older(self) -> bool:
+        """The prediction is for an older build than the one requested."""
+        if self.requested is None or self.used is None:
+            return False
+        return release_order(self.engine, self.used) < release_order(self.engine, self.requested)
+
+    @property
+    def spec(self) -> str:
+        """``vllm@0.11.0`` (the release used), or the engine alone without a release node."""
+        return f"{self.engine}@{self.used}" if self.used else self.engine
+
+
+def _candidates(prof: Profile, g, fw: str, prec: str | None, family: str | None):
+    """Release nodes of ``fw`` at ``prec`` on GPUs of ``g``'s architecture (and vendor) that a
+    prediction of ``family`` may use: the family's own child where the family is split, the
+    node of every family otherwise (as :meth:`Profile.find` picks base nodes)."""
+    fam = family if family in prof.split_families else ""
+    out = [
+        n
+        for n in prof.release_nodes
+        if n.framework == fw and n.arch == g.arch and n.precision == prec
+        and (n.vendor is None or n.vendor == g.vendor) and n.holds(fam or None)
+    ]  # fmt: skip
+    if fam:  # a family child replaces its node of every family
+        childs = {(n.gpu, n.release) for n in out if n.family == fam}
+        out = [n for n in out if n.family == fam or (n.gpu, n.release) not in childs]
+    else:
+        out = [n for n in out if not n.family]
+    return out
+
+
+def choose_release(
+    profile: Profile,
+    catalog: Catalog,
+    gpu: str,
+    framework: str,
+    precision: str | None,
+    release: str | EngineRelease | None = None,
+    family: str | None = None,
+) -> ReleaseChoice:
+    """The release node for a prediction (module docstring order); ties between nodes at the
+    same release distance go to the same GPU, then the nearest sibling by datasheet
+    (:func:`~planner.catalog.profile.sibling_distance`), then the newer release, then more
+    rows."""
+    g = catalog.gpu(gpu)
+    fw = catalog.framework(framework).id
+    prec = catalog.precision(precision).id if precision else None
+    req = release.release if isinstance(release, EngineRelease) else release
+    cands = _candidates(profile, g, fw, prec, family)
+    where = f"{g.arch} GPUs at {prec}"
+    if not cands:
+        note = f"no {fw} release has a fit on {where}: the fit over every release"
+        return ReleaseChoice(fw, req, None, 0, None, note + (f" ({req} requested)" if req else ""))
+
+    def gpu_rank(n):
+        if n.gpu == g.id:
+            return 0.0
+        try:
+            return sibling_distance(g, catalog.gpu(n.gpu))
+        except PlannerError:
+            return math.inf
+
+    def rank(n):
+        d = release_distance(profile, fw, req, n.release) if req else 0
+        newer = tuple(-x for x in release_order(fw, n.release)[0])
+        return (d, gpu_rank(n), newer, -n.n_rows, n.gpu or "")
+
+    if req is None:
+        newest = max(release_order(fw, n.release) for n in cands)
+        best = min((n for n in cands if release_order(fw, n.release) == newest), key=rank)
+        note = f"{fw} {best.release}: the newest release with a fit on {where} ({best.n_rows} rows)"
+        return ReleaseChoice(fw, None, best.release, 0, best, note)
+    best = min(cands, key=rank)
+    d = release_distance(profile, fw, req, best.release)
+    if d == 0:
+        note = f"{fw} {req}: fit on its own rows ({best.n_rows} rows on {best.gpu})"
+    else:
+        note = (
+            f"predicted from {fw} {best.release} rows; {req} requested (nearest release with a "
+            f"fit on {where}, {d} release{'s' if d > 1 else ''} apart)"
+        )
+    return ReleaseChoice(fw, req, best.release, d, best, note)
+
+
+def resolve_release_params(
+    gpu: str,
+    framework: str | None,
+    precision: str | None,
+    release: str | EngineRelease | None = None,
+    profile_path: str | os.PathLike[str] | None = None,
+    catalog: Catalog | None = None,
+    profile: Profile | None = None,
+    family: str | None = None,
+) -> tuple[EfficiencyParams, str, ReleaseChoice | None]:
+    """Parameters for (gpu, framework, precision, release), their provenance label and the
+    release choice (:func:`choose_release`; None without a framework or profile).
+
+    The label has the shape of :func:`~planner.catalog.profile.resolve_params`' labels with
+    the release in the node's name (``fit (vllm@0.11.0/nvidia-h100-sxm/fp8, 74 rows)``,
+    ``transferred from vllm@0.11.0/nvidia-h200-sxm/fp8, nearest hopper sibling (18 rows)``),
+    so :func:`~planner.catalog.profile.error_band` reads its tier; :func:`widen_band` adds
+    the release distance.
+    """
+    cat = catalog or load_catalog()
+    prof = profile if profile is not None else load_profile(profile_path)
+    if prof is None or not framework or not prof.release_nodes:
+        p, prov = resolve_params(gpu, framework, precision, profile_path, cat, prof, family)
+        return p, prov, None
+    choice = choose_release(prof, cat, gpu, framework, precision, release, family)
+    n = choice.node
+    if n is None:
+        p, prov = resolve_params(gpu, framework, precision, profile_path, cat, prof, family)
+        return p, prov, choice
+    g = cat.gpu(gpu)
+    rows = f"{n.n_rows} {n.family} rows" if n.family else f"{n.n_rows} rows"
+    name = f"{n.framework}@{n.release}/{n.gpu}/{n.precision}"
+    if n.gpu == g.id:
+        return n.params, f"fit ({name}, {rows})", choice
+    return n.params, f"transferred from {name}, nearest {g.arch} sibling ({rows})", choice
+
+
+def release_step(profile: Profile | None = None) -> float:
+    """The widening of an error band per release step [log ratio] (``error_bands`` key
+    :data:`RELEASE_STEP_KEY`; the bundled profile's when ``profile`` has none); 0 when unknown."""
+    bands = profile.error_bands if profile is not None else {}
+    if RELEASE_STEP_KEY not in bands:
+        bundled = load_profile()
+        bands = bundled.error_bands if bundled is not None else {}
+    b = bands.get(RELEASE_STEP_KEY)
+    return math.log(b.ratio_p90) if b is not None and b.ratio_p90 > 1 else 0.0
+
+
+def widen_band(band: Band, distance: int, step: float) -> Band:
+    """``band`` widened by ``exp(step x distance)`` on both sides (a prediction made from
+    rows of a release ``distance`` releases away from the one requested); unchanged at
+    distance 0, without a known band or with ``step <= 0``."""
+    if not band.known or distance <= 0 or step <= 0:
+        return band
+    f = math.exp(step * distance)
+    note = f"widened x{f:.2f} for {distance} release{'s' if distance > 1 else ''} of distance"
+    return replace(
+        band,
+        low_ratio=band.low_ratio / f,  # type: ignore[operator]
+        high_ratio=band.high_ratio * f,  # type: ignore[operator]
+        note=f"{band.note}; {note}" if band.note else note,
+    )
