@@ -40,6 +40,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from planner.catalog.layout import Layout, layout_of
 from planner.catalog.records import Frozen, field_error
+from planner.catalog.releases import parse_release_text
 from planner.errors import PlannerError, read_text, shown
 from planner.files import load_yaml
 from planner.recommend.constraints import Constraints
@@ -63,6 +64,11 @@ class Deployment(Frozen):
 
     gpu: str | None = None
     framework: str | None = None
+    release: str | None = Field(
+        None,
+        description="engine release (0.11.0; or framework: vllm@0.11.0); none: the newest "
+        "release with a fit on the GPU family",
+    )
     precision: str | None = None
     kv_precision: str | None = None
     tp: int = Field(1, gt=0)
@@ -84,6 +90,28 @@ class Deployment(Frozen):
         except PlannerError as e:
             raise ValueError(str(e)) from None
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _framework_at_release(cls, data: Any) -> Any:
+        """``framework: vllm@0.11.0`` is ``framework: vllm`` + ``release: 0.11.0``; a release
+        must read as a version (which releases have data is checked where it is used)."""
+        if not isinstance(data, dict):
+            return data
+        fw, rel = data.get("framework"), data.get("release")
+        if isinstance(fw, str) and "@" in fw:
+            fw, _, at = fw.partition("@")
+            if rel not in (None, at.strip()):
+                raise ValueError(f"framework {data['framework']} and release {rel} disagree")
+            data = {**data, "framework": fw.strip(), "release": at.strip()}
+        rel = data.get("release")
+        if rel is not None and (
+            not isinstance(rel, str) or parse_release_text(str(fw), rel) is None
+        ):
+            raise ValueError(
+                f"release {rel!r} is not a version (write X.Y[.Z][rcN|.postN], e.g. 0.11.0)"
+            )
+        return data
 
     @property
     def layout(self) -> Layout:
@@ -175,9 +203,13 @@ class Scenario(Frozen):
         spec_tokens: int | None = None,
         acceptance_length: float | None = None,
         draft_model: str | None = None,
+        release: str | None = None,
     ) -> Deployment:
-        """The deployment with explicit arguments taking precedence over the file's."""
+        """The deployment with explicit arguments taking precedence over the file's (the
+        file's ``release`` only goes with the file's framework)."""
         d = self.deployment
+        if release is None and (framework is None or framework == d.framework):
+            release = d.release
         lay = layout_of(
             int(tp) if tp else d.tp,
             int(pp) if pp else d.pp,
@@ -187,6 +219,7 @@ class Scenario(Frozen):
         out = Deployment(
             gpu=gpu or d.gpu,
             framework=framework or d.framework,
+            release=release,
             precision=precision or d.precision,
             kv_precision=kv_precision or d.kv_precision,
             tp=lay.tp,

@@ -238,3 +238,67 @@ def _tp_list(text: str) -> tuple[int, ...]:
     if any(t > 100_000 for t in out):
         raise argparse.ArgumentTypeError(f"sizes must be at most 100000 GPUs, got {shown(text)}")
     return out
+
+
+# --------------------------------------------------------------------------- engine releases
+def known_releases(data_dir: str | None) -> dict[str, list]:
+    """Engine -> the releases (:class:`~planner.catalog.releases.EngineRelease`) that rows of
+    the data folder's ``benchmarks/*.csv`` name."""
+    from planner.catalog.releases import parse_release
+    from planner.cli.catalogs import _benchmark_rows
+
+    have: dict[str, list] = {}
+    for r in _benchmark_rows(argparse.Namespace(data_dir=data_dir)):
+        rel = parse_release(r.get("framework", ""), r.get("framework_version"))
+        if rel is not None:
+            have.setdefault(rel.engine, []).append(rel)
+    return have
+
+
+def checked_release(
+    framework: str | None, release: str | None, args: argparse.Namespace, cat, field: str
+):
+    """(framework id, release or None) of ``--framework ENGINE[@RELEASE]`` or a scenario's
+    ``framework`` + ``release``: a release must be one that benchmark rows name (one-line
+    error listing those of the engine; :func:`planner.catalog.releases.parse_framework_spec`)."""
+    from planner.catalog.releases import parse_framework_spec
+
+    if not framework:
+        return framework, None
+    engine, at, rel = (framework if release is None else f"{framework}@{release}").partition("@")
+    fw = cat.framework(engine.strip()).id  # an unknown engine: the catalog's one-line error
+    if not at:
+        return fw, None
+    ids = sorted({f.id for f in cat.frameworks})
+    return parse_framework_spec(f"{fw}@{rel}", ids, known_releases(args.data_dir), field=field)
+
+
+def release_params(args: argparse.Namespace, gpu, fw, prec, release, cat, family):
+    """(params, provenance, release choice) for a prediction, the release choice (which
+    release node, :func:`planner.catalog.release_profile.choose_release`) said on stderr
+    when the output is a table."""
+    import sys
+
+    from planner.catalog.release_profile import resolve_release_params
+
+    params, prov, choice = resolve_release_params(
+        gpu, fw, prec, release, args.calibration, cat, family=family
+    )
+    if choice is not None and getattr(args, "format", "table") == "table":
+        print(f"planner: release: {choice.note}", file=sys.stderr)
+    return params, prov, choice
+
+
+def release_fields(choice, band=None, profile=None) -> tuple[dict[str, Any], Any]:
+    """The output fields of a release choice (``release``: ``vllm@0.11.0``,
+    ``release_requested``, ``release_note``) and ``band`` widened by its release distance
+    (:func:`planner.catalog.release_profile.widen_band`; None stays None)."""
+    from planner.catalog.release_profile import release_step, widen_band
+
+    if choice is None:
+        return {}, band
+    out = {"release": choice.spec, "release_requested": choice.requested,
+           "release_note": choice.note}  # fmt: skip
+    if band is None or not choice.distance:
+        return out, band
+    return out, widen_band(band, choice.distance, release_step(profile))

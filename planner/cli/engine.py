@@ -9,7 +9,10 @@ from planner.cli._common import (
     _emit,
     _sub,
     batch_size,
+    checked_release,
     gpu_count,
+    release_fields,
+    release_params,
     token_count,
     utilization,
 )
@@ -29,7 +32,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
         layout=_layout(args),
         context_len=args.context,
         memory_utilization=args.memory_utilization,
-        framework=args.framework,
+        framework=checked_release(args.framework, None, args, cat, "--framework")[0],
         catalog=cat,
     )
     out = plan.as_dict()
@@ -61,7 +64,7 @@ def _framework_warnings(fw, gpu, prec) -> list[str]:
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     from planner.catalog import default_kv_precision
-    from planner.catalog.profile import error_band, load_profile, model_family, resolve_efficiency
+    from planner.catalog.profile import error_band, load_profile, model_family
     from planner.catalog.speculative import spec_decode
     from planner.engine import estimate, step_model
     from planner.engine.memory import plan_memory
@@ -71,9 +74,10 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     m = cat.model(args.model)
     gpu = cat.gpu(args.gpu)
     prec = cat.precision(args.precision)
-    fw = cat.framework(args.framework)
-    params, provenance = resolve_efficiency(
-        gpu.id, fw.id, prec.id, args.calibration, cat, model_family(m)
+    fw_id, release = checked_release(args.framework, None, args, cat, "--framework")
+    fw = cat.framework(fw_id)
+    params, provenance, choice = release_params(
+        args, gpu.id, fw.id, prec.id, release, cat, model_family(m)
     )
     kv = args.kv_precision or default_kv_precision(prec, fw, m).id
     lay = _layout(args)
@@ -105,13 +109,15 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         )
     n_gpus = lay.num_gpus
     decode = est.decode_mid.as_dict()
-    band = error_band(provenance, load_profile(args.calibration), gpu.vendor, fw.id)
+    prof = load_profile(args.calibration)
+    rel_out, band = release_fields(choice, error_band(provenance, prof, gpu.vendor, fw.id), prof)
     out = {
         "model": m.id,
         "gpu": gpu.id,
         "precision": prec.id,
         "kv_precision": plan.kv_precision_basis,
         "framework": fw.id,
+        **rel_out,
         "tp": lay.tp,
         "pp": lay.pp,
         "ep": lay.ep,
@@ -213,7 +219,11 @@ def register(sub) -> None:
     _layout_flags(p)
     p.add_argument("--context", type=token_count, default=4096,
                    help="tokens per sequence, prompt + output [tokens] (default 4096)")  # fmt: skip
-    p.add_argument("--framework", default=None, help="serving framework id (block size, defaults)")
+    p.add_argument(
+        "--framework",
+        default=None,
+        help="serving framework id, optionally @release (block size, defaults)",
+    )
     p.add_argument("--memory-utilization", type=utilization, default=None,
                    help="fraction of GPU memory the engine may use (default: framework's, or 0.9)")  # fmt: skip
 
@@ -224,14 +234,21 @@ def register(sub) -> None:
         "planner estimate --model llama-3.1-8b --gpu nvidia-h100-sxm --precision bf16 "
         "--framework vllm --batch 8 --input-len 1024 --output-len 256\n"
         "  planner estimate --model deepseek-v3 --gpu nvidia-h200-sxm --precision fp8 --tp 8 "
-        "--framework sglang --batch 1 --input-len 1024 --output-len 1024 --spec-method mtp",
+        "--framework sglang --batch 1 --input-len 1024 --output-len 1024 --spec-method mtp\n"
+        "  planner estimate --model llama-3.1-70b --gpu nvidia-h100-sxm --precision fp8 --tp 2 "
+        "--framework vllm@0.11.0 --batch 64 --input-len 1024 --output-len 1024",
         cmd_estimate,
     )
     add_spec_args(p)
     p.add_argument("--model", required=True, help="catalog id or path to a HF config.json")
     p.add_argument("--gpu", required=True, help="accelerator id")
     p.add_argument("--precision", required=True, help="weight format id")
-    p.add_argument("--framework", required=True, help="serving framework id (selects efficiencies)")
+    p.add_argument(
+        "--framework",
+        required=True,
+        help="serving framework id, optionally @release: vllm or vllm@0.11.0 (selects efficiencies; "
+        "default release: the newest with a fit on the GPU family)",
+    )
     p.add_argument("--batch", type=batch_size, required=True, help="sequences in the batch")
     p.add_argument("--input-len", type=token_count, required=True, help="prompt tokens")
     p.add_argument("--output-len", type=token_count, required=True, help="generated tokens")

@@ -18,6 +18,9 @@ from planner.cli._common import (
     _seed,
     _tp_list,
     add_common_args,
+    checked_release,
+    release_fields,
+    release_params,
 )
 from planner.cli.speculative import (
     acceptance_scaled,
@@ -237,27 +240,32 @@ def _context(args: argparse.Namespace):
     """(scenario, replica, catalog, params provenance) from the arguments."""
     import os
 
-    from planner.catalog import load_catalog
+    from planner.catalog import load_catalog, model_family
     from planner.scenario import load_scenario
 
     if args.data_dir and not os.path.isdir(args.data_dir):
         raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
     cat = load_catalog(args.data_dir)
     sc = _with_overrides(load_scenario(args.scenario), args)
+    fw_arg, rel_arg = checked_release(args.framework, None, args, cat, "--framework")
     dep = sc.resolve_deployment(
         args.gpu,
-        args.framework,
+        fw_arg,
         args.precision,
         args.tp,
         args.pp,
         args.kv_precision,
         ep=args.ep,
         attention_dp=args.attention_dp,
+        release=rel_arg.release if rel_arg else None,
         **spec_kwargs(args),
     )
-    params, prov = _resolve_params(
-        dep.gpu, dep.framework, dep.precision, args.calibration, cat, sc.model
-    )
+    where = "--framework" if rel_arg else f"{args.scenario}: deployment.release"
+    fw_id, release = checked_release(dep.framework, dep.release, args, cat, where)
+    params, prov, choice = release_params(
+        args, cat.gpu(dep.gpu).id, fw_id, dep.precision, release, cat,
+        model_family(cat.model(sc.model)),
+    )  # fmt: skip
     rep = sc.build_replica(
         dep.gpu,
         dep.framework,
@@ -275,7 +283,12 @@ def _context(args: argparse.Namespace):
         max_num_batched_tokens=args.max_num_batched_tokens,
         context_len=args.max_model_len,
     )
-    return sc, rep, cat, prov
+    return sc, rep, cat, prov, choice
+
+
+def _rel(choice) -> dict[str, Any]:
+    """The release fields of a simulation (its band is not widened: simulate gives none)."""
+    return release_fields(choice)[0]
 
 
 def _kv(rep) -> str | None:
@@ -309,19 +322,6 @@ def _fit_percentile(sc, args: argparse.Namespace) -> float | None:
     if args.allow_truncation:
         return None
     return args.fit_percentile if args.fit_percentile is not None else sc.constraints.fit_percentile
-
-
-def _resolve_params(
-    gpu: str, framework: str | None, precision: str | None, profile: str | None, cat, model: str
-):
-    """(EfficiencyParams, provenance) from the calibration profile (priors without one), for
-    ``model``'s family (dense or MoE)."""
-    from planner.catalog import model_family, resolve_params
-
-    family = model_family(cat.model(model))
-    return resolve_params(
-        cat.gpu(gpu).id, framework, precision, profile, catalog=cat, family=family
-    )
 
 
 def _emit(obj: Any, fmt: str, stream=None) -> None:
@@ -392,7 +392,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     if (dsc := disagg.disagg_scenario(args)) is not None:
         return disagg.simulate(args, dsc)
-    sc, rep, _cat, prov = _context(args)
+    sc, rep, _cat, prov, choice = _context(args)
     wl = sc.require_workload()
     check_workload_fits(rep, wl, _fit_percentile(sc, args))
     if wl.offline and (args.rate is not None or args.concurrency):
@@ -451,6 +451,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         "replica": rep.label(),
         "kv_precision": _kv(rep),
         "params": prov,
+        **_rel(choice),
         "mode": mode + (", static batching" if res.mode == "static" else ""),
         "rate_rps": None if (offline or args.concurrency) else rate,
         "replicas": None if args.rate is not None else replicas,
@@ -510,7 +511,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         )
     if (dsc := disagg.disagg_scenario(args)) is not None:
         return disagg.capacity(args, dsc)
-    sc, rep, cat, prov = _context(args)
+    sc, rep, cat, prov, choice = _context(args)
     wl = sc.require_workload()
     headroom = args.headroom if args.headroom is not None else sc.constraints.headroom
     fit = _fit_percentile(sc, args)
@@ -538,8 +539,9 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         hourly_rps=wl.traffic.hourly_rps(),
     )
     s = cap.summary
-    band = error_band(
-        prov, load_profile(args.calibration), rep.sm.gpu.vendor, rep.engine.framework or None
+    prof = load_profile(args.calibration)
+    rel_out, band = release_fields(
+        choice, error_band(prov, prof, rep.sm.gpu.vendor, rep.engine.framework or None), prof
     )
     rate_lo, rate_hi = band.speed_interval(cap.max_rate_rps)
     rate_lo, rate_hi = acceptance_scaled(rep.spec, rate_lo, rate_hi)
@@ -554,6 +556,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         "replica": rep.label(),
         "kv_precision": _kv(rep),
         "params": prov,
+        **rel_out,
         "slo": sc.slo.describe(),
         "max_rate_per_replica": cap.max_rate_rps,
         "max_rate_per_replica_low": rate_lo,
