@@ -535,6 +535,7 @@ def _rows(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in recs:
         row = {short: r.get(k) for k, short in TABLE_COLS}
         row["precision"] = r.get("precision_label") or r.get("precision")
+        row["framework"] = r.get("release") or r.get("framework")  # vllm@0.11.0
         row["gpus"] = _range(r["num_gpus"], r.get("num_gpus_low"), r.get("num_gpus_high"), ",d")
         row["usd_per_mtok_out"] = _range(
             r.get("usd_per_mtok_output"),

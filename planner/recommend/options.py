@@ -89,6 +89,14 @@ class Option:
     ep: int = 1
     attention_dp: int = 1
     spec: SpecDecode | None = None  # speculative decoding (None: off)
+    #: the engine release whose fit predicts the option (``0.11.0``; None: the fit over
+    #: every release), set by the search (:mod:`planner.catalog.release_profile`)
+    release: str | None = None
+
+    @property
+    def engine(self) -> str:
+        """``vllm@0.11.0``, or the framework id without a release."""
+        return f"{self.framework.id}@{self.release}" if self.release else self.framework.id
 
     @property
     def layout(self) -> Layout:
@@ -107,6 +115,7 @@ class Option:
         return {
             "gpu": self.gpu.id,
             "framework": self.framework.id,
+            "release": self.engine if self.release else None,
             "precision": self.precision.id,
             "kv_precision": self.kv_precision,
             "tp": self.tp,
@@ -128,7 +137,7 @@ class Option:
         else:
             shape = self.layout.describe(self.gpu)
         spec = f", {self.spec.label()}" if self.spec else ""
-        return f"{self.gpu.id} {self.framework.id} {self.precision.id}{kv} {shape}{spec}"
+        return f"{self.gpu.id} {self.engine} {self.precision.id}{kv} {shape}{spec}"
 
 
 @dataclass(frozen=True)

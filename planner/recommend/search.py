@@ -22,6 +22,7 @@ classes (:func:`search` with a multi-class :class:`planner.serving.WorkloadCache
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import heapq
 import math
@@ -31,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from ..catalog import Catalog, model_family, resolve_params
+from ..catalog import Catalog, model_family
+from ..catalog.release_profile import resolve_release_params
 from ..cost import load_ownership, quote_price
 from ..engine.memory import weight_memory
 from ..errors import MissingDataError, PlannerError
@@ -269,7 +271,7 @@ class _Search:
             mean_output_tokens=mean(lambda w: w.mean_output_tokens()),
         )
         self.price_cache: dict[str, Any] = {}
-        self.param_cache: dict[tuple[str, str, str], tuple[Any, str]] = {}
+        self.param_cache: dict[tuple[str, str, str], tuple[Any, str, str | None]] = {}
         self.weight_fit: dict[tuple[str, str, int, int], str | None] = {}
         self.rejected: list[Rejection] = []
         self.done: list[Screened] = []
@@ -350,11 +352,14 @@ class _Search:
         """Build the replica and bound the option analytically (no simulation)."""
         c, ld = self.c, self.load
         key = (opt.gpu.id, opt.framework.id, opt.precision.id)
-        if key not in self.param_cache:
-            self.param_cache[key] = resolve_params(
+        if key not in self.param_cache:  # the newest release with a fit (issue 31)
+            params, prov, ch = resolve_release_params(
                 *key, catalog=self.cat, profile=self.profile, family=model_family(self.m)
             )
-        params, prov = self.param_cache[key]
+            self.param_cache[key] = (params, prov, ch.used if ch is not None else None)
+        params, prov, release = self.param_cache[key]
+        if release:
+            opt = dataclasses.replace(opt, release=release)
         try:
             rep = _replica(self.m, opt, params, prov, self.cat, self.eng_kw)
         except MissingDataError as e:
