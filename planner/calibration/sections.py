@@ -12,10 +12,15 @@ KEPT_SECTION = ("<!-- serving-comparison:begin -->", "<!-- serving-comparison:en
 #: the error table by layout kind (TP, TP multi-node, TP+EP, DEP / DP-attention) that
 #: scripts/ep_accuracy.py --write owns
 LAYOUT_SECTION = ("<!-- layout-kinds:begin -->", "<!-- layout-kinds:end -->")
-#: every such section, in the order they are kept: the layout kinds, the leave-one-GPU-out
+#: the leave-one-source-out error by engine release that ``planner validate --output`` writes
+#: after the report (planner/calibration/release_report.py)
+RELEASE_SECTION = ("<!-- engine-releases:begin -->", "<!-- engine-releases:end -->")
+#: every such section, in the order they are kept: the engine releases, the layout kinds,
+#: the leave-one-GPU-out
 #: transfers (scripts/transfer_validation.py --write), the H100 runs (scripts/h100_transfer.py
 #: --write) and the H200 serving comparison
 KEPT_SECTIONS = (
+    RELEASE_SECTION,
     LAYOUT_SECTION,
     ("<!-- sibling-transfer:begin -->", "<!-- sibling-transfer:end -->"),
     ("<!-- h100-transfer:begin -->", "<!-- h100-transfer:end -->"),

@@ -247,6 +247,10 @@ def cmd_validate(args) -> int:
     cmd = "planner validate" + (f" --output {args.output}" if args.output else "")
     if args.output:
         write_report(res, args.output, cmd, inputs=inputs)
+        from planner.calibration.release_report import release_section
+        from planner.calibration.sections import RELEASE_SECTION, put_section
+
+        put_section(args.output, release_section(res), RELEASE_SECTION)  # issue 31
     rows = []
     if res.get("kfold_own") is not None and len(res["kfold_own"]):
         t = error_table(res["kfold_own"].assign(scheme="5-fold own"), ["scheme", "metric"])
