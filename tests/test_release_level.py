@@ -19,7 +19,6 @@ from planner.catalog import load_catalog
 from planner.catalog.efficiency import PRIOR
 from planner.catalog.profile import Band, Profile, ProfileNode
 from planner.catalog.release_profile import (
-    choose_release,
     engine_releases,
     release_distance,
     release_order,
