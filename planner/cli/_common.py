@@ -245,7 +245,6 @@ def known_releases(data_dir: str | None) -> dict[str, list]:
     """Engine -> the releases (:class:`~planner.catalog.releases.EngineRelease`) that rows of
     the data folder's ``benchmarks/*.csv`` name."""
     from planner.catalog.releases import parse_release
-    from planner.cli.catalogs import _benchmark_rows
 
     have: dict[str, list] = {}
     for r in _benchmark_rows(argparse.Namespace(data_dir=data_dir)):
@@ -302,3 +301,25 @@ def release_fields(choice, band=None, profile=None) -> tuple[dict[str, Any], Any
     if band is None or not choice.distance:
         return out, band
     return out, widen_band(band, choice.distance, release_step(profile))
+
+
+def _benchmark_rows(args: argparse.Namespace) -> list[dict[str, str]]:
+    """Rows of every ``benchmarks/*.csv`` of the data folder that has ``framework_version``."""
+    import csv
+    from pathlib import Path
+
+    from planner.catalog.catalog import DATA_DIR
+
+    if args.data_dir and not os.path.isdir(args.data_dir):
+        raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
+    d = Path(args.data_dir or DATA_DIR) / "benchmarks"
+    out: list[dict[str, str]] = []
+    for p in sorted(d.glob("*.csv")):
+        try:
+            with open(p, newline="", encoding="utf-8") as fh:
+                rows = csv.DictReader(fh)
+                if "framework_version" in (rows.fieldnames or ()):
+                    out.extend(rows)
+        except (OSError, UnicodeDecodeError, csv.Error) as e:
+            raise PlannerError(f"{p}: not a readable CSV file ({e})") from None
+    return out

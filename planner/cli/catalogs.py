@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
-from planner.cli._common import _catalog, _emit, _sub, add_price_args
+from planner.cli._common import _benchmark_rows, _catalog, _emit, _sub, add_price_args
 from planner.errors import PlannerError
 
 PRICES_EXAMPLE = """\
@@ -122,28 +121,6 @@ FRAMEWORKS_EXAMPLE = """\
   planner frameworks --releases
   planner frameworks --releases --framework vllm@0.11.0 --format json
   planner frameworks --releases --unparsed --format csv"""
-
-
-def _benchmark_rows(args: argparse.Namespace) -> list[dict[str, str]]:
-    """Rows of every ``benchmarks/*.csv`` of the data folder that has ``framework_version``."""
-    import csv
-    from pathlib import Path
-
-    from planner.catalog.catalog import DATA_DIR
-
-    if args.data_dir and not os.path.isdir(args.data_dir):
-        raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
-    d = Path(args.data_dir or DATA_DIR) / "benchmarks"
-    out: list[dict[str, str]] = []
-    for p in sorted(d.glob("*.csv")):
-        try:
-            with open(p, newline="", encoding="utf-8") as fh:
-                rows = csv.DictReader(fh)
-                if "framework_version" in (rows.fieldnames or ()):
-                    out.extend(rows)
-        except (OSError, UnicodeDecodeError, csv.Error) as e:
-            raise PlannerError(f"{p}: not a readable CSV file ({e})") from None
-    return out
 
 
 def cmd_releases(args: argparse.Namespace) -> int:
