@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from planner.benchmarks.schema import SCHEMA_COLUMNS
@@ -119,10 +120,11 @@ def result_rows(
                         "notes": "; ".join(tags + [f"poisson arrivals at {r.request_rate_rps:g} req/s"]),
                     }
                 )
-    stem = r.where.replace(" ", "_")
+    stem = Path(r.path).stem + (f"-run{r.index + 1}" if r.index else "")
     for i, row in enumerate(rows):
         row["id"] = f"{stem}-{i:02d}"
-    return pd.DataFrame(rows, columns=list(SCHEMA_COLUMNS)), check.warnings
+    df = pd.DataFrame(rows, columns=list(SCHEMA_COLUMNS), dtype=object)
+    return df.astype(object).where(df.notna(), None), check.warnings
 
 
 def _fit_row(r: BenchResult, replicas: int) -> dict[str, Any]:
