@@ -117,7 +117,9 @@ def result_rows(
                         "metric": metric,
                         "value": 1000.0 * v,
                         "unit": "ms",
-                        "notes": "; ".join(tags + [f"poisson arrivals at {r.request_rate_rps:g} req/s"]),
+                        "notes": "; ".join(
+                            tags + [f"poisson arrivals at {r.request_rate_rps:g} req/s"]
+                        ),
                     }
                 )
     stem = Path(r.path).stem + (f"-run{r.index + 1}" if r.index else "")
@@ -153,7 +155,11 @@ def _fit_note(r: BenchResult) -> str:
     if not math.isfinite(r.request_rate_rps):
         return "the run as measured"
     e2e = r.e2e_mean_s()
-    how = "mean_e2el_ms" if r.latency("e2e", "mean") is not None else "mean TTFT + mean TPOT x (mean output - 1)"
+    how = (
+        "mean_e2el_ms"
+        if r.latency("e2e", "mean") is not None
+        else "mean TTFT + mean TPOT x (mean output - 1)"
+    )
     return (
         f"closed-loop equivalent of a {r.request_rate_rps:g} req/s run: requests in flight = "
         f"request_throughput {r.request_throughput_rps:.4g} req/s x mean E2E {e2e:.4g} s ({how})"
@@ -182,14 +188,18 @@ def with_measurement(
         raise PlannerError(f"the measurement cannot be fitted: {why}")
     groups: dict[tuple, list[PreparedRow]] = {}
     for r in use:
-        groups.setdefault((r.vendor, r.framework, r.arch, r.gpu, r.precision, r.family), []).append(r)
+        groups.setdefault((r.vendor, r.framework, r.arch, r.gpu, r.precision, r.family), []).append(
+            r
+        )
     nodes = list(profile.nodes)
     said = []
     for (vendor, fw, arch, gpu, prec, fam), g in groups.items():
         prior, prov = resolve_params(gpu, fw, prec, catalog=catalog, profile=profile, family=fam)
         params, mdape = _fit_node(g, prior, prior_scale, max_nfev, kinds)
         key = (vendor, fw, arch, gpu, prec)
-        here = {n.family: n for n in nodes if (n.vendor, n.framework, n.arch, n.gpu, n.precision) == key}
+        here = {
+            n.family: n for n in nodes if (n.vendor, n.framework, n.arch, n.gpu, n.precision) == key
+        }
         child = fam in profile.split_families and "" in here and here[""].holds(fam)
         node = ProfileNode(
             vendor=vendor,
@@ -207,7 +217,11 @@ def with_measurement(
             families=(fam,),
         )
         drop = {fam} if child else {"", fam}
-        nodes = [n for n in nodes if not ((n.vendor, n.framework, n.arch, n.gpu, n.precision) == key and n.family in drop)]
+        nodes = [
+            n
+            for n in nodes
+            if not ((n.vendor, n.framework, n.arch, n.gpu, n.precision) == key and n.family in drop)
+        ]
         nodes.append(node)
         said.append(
             f"{node.label}: fitted on {len(g)} row(s) of your measurement (in-sample error "

@@ -345,7 +345,9 @@ def _validate_against(args) -> int:
     for w in check.warnings:
         print(f"planner: warning: {res.where}: {w}", file=sys.stderr)
     if args.format == "json":
-        emit({"comparison": check.rows, "verdict": check.verdict, "warnings": check.warnings}, "json")
+        emit(
+            {"comparison": check.rows, "verdict": check.verdict, "warnings": check.warnings}, "json"
+        )
         return 0
     emit(check.rows, args.format)
     print(check.verdict, file=sys.stdout if args.format == "table" else sys.stderr)

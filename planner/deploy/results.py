@@ -124,7 +124,9 @@ def read_results(path: str | os.PathLike[str]) -> list[BenchResult]:
     text = read_text(p, "benchmark result", "JSON file", limit=DATA_READ_LIMIT)
     stripped = text.strip()
     if not stripped:
-        raise PlannerError(f"{p}: empty file; expected the JSON of `vllm bench serve --save-result`")
+        raise PlannerError(
+            f"{p}: empty file; expected the JSON of `vllm bench serve --save-result`"
+        )
     try:
         docs = [load_json(stripped, p)]
     except PlannerError:
@@ -229,4 +231,3 @@ def _result(p: Path, i: int, d: Any) -> BenchResult:
         total_token_throughput_tok_s=num("total_token_throughput"),
         latency_s=lat,
     )
-

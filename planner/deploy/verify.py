@@ -221,7 +221,7 @@ def compare(exp: Expected, r: BenchResult, catalog: Catalog | None = None) -> Ch
                 "low": lo,
                 "high": hi,
                 "measured": meas,
-                "error_pct": None if err is None else round(err, 1),
+                "error_pct": err,
                 "in_band": inside,
                 "note": "" if meas is not None else "not in the result file",
             }
@@ -235,7 +235,9 @@ def _verdict(rows: list[dict[str, Any]], warnings: list[str], scale: int, n: int
     inside = sum(1 for x in banded if x["in_band"])
     who = f"the fleet of {n} replicas" if scale > 1 else "one replica"
     if not scored:
-        return f"verdict: nothing to compare ({who}): the result holds none of the predicted metrics"
+        return (
+            f"verdict: nothing to compare ({who}): the result holds none of the predicted metrics"
+        )
     worst = max(scored, key=lambda x: abs(x["error_pct"]))
     text = (
         f"verdict: {inside} of {len(banded)} measured metrics inside the predicted band "
