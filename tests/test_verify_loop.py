@@ -13,6 +13,7 @@ import json
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from planner.calibration.fit import FITTED_KINDS, prepare_rows
@@ -255,3 +256,47 @@ def test_round_trip_calibrate_then_recommend_names_the_measurement(capsys, tmp_p
     assert code == 0, err
     assert f"your measurement: {RESULT}" in out
     assert '"provenance": "fit (vllm/nvidia-l40s/bf16, 1 rows; your measurement: ' in out
+
+
+SWEEP = FIX / "llmd_l40s_llama-3.2-3b_sweep.json"  # the same deployment at 10, 30 and inf req/s
+
+
+def test_a_sweep_frees_the_overheads_a_single_run_cannot_move():
+    """One run is one source: the fit moves only the efficiencies (ONE_SOURCE_FIELDS), the
+    overheads stay the prior's. Runs at three loads are three sources: the fit may move the
+    fixed per-step and per-layer costs too (they change differently with the batch)."""
+    cat, base = load_catalog(), load_profile()
+    exp = read_expected(EXPECTED)
+    prior, _ = resolve_params(
+        "nvidia-l40s", "vllm", "bf16", catalog=cat, profile=base, family="dense"
+    )
+
+    def fitted(results, replicas):
+        frames = [result_rows(r, exp, cat, replicas)[0] for r in results]
+        prof, _ = with_measurement(base, prepare_rows(pd.concat(frames), cat), cat)
+        return resolve_params(
+            "nvidia-l40s", "vllm", "bf16", catalog=cat, profile=prof, family="dense"
+        )
+
+    one, label_one = fitted([read_result(RESULT)], None)
+    assert one.layer_overhead_s == prior.layer_overhead_s
+    assert one.sched_overhead_s == prior.sched_overhead_s
+    runs = read_results(SWEEP)
+    assert [r.request_rate_rps for r in runs] == [10.0, 30.0, math.inf]
+    three, label = fitted(runs, 4)
+    assert three.layer_overhead_s != prior.layer_overhead_s
+    assert label.startswith("fit (vllm/nvidia-l40s/bf16, 3 rows; your measurement: ")
+    assert label.endswith(f"{SWEEP}, {SWEEP} (run 2), {SWEEP} (run 3))")
+
+
+def test_a_run_at_another_rate_is_taken_as_one_replica_unless_told():
+    cat, exp = load_catalog(), read_expected(EXPECTED)
+    run2 = read_results(SWEEP)[1]  # 30 req/s: neither 2.5 (a replica) nor 10 (the fleet)
+    df, notes = result_rows(run2, exp, cat)
+    assert df.iloc[0]["n_gpus"] == 1 and "--bench-replicas" in notes[0]
+    df, notes = result_rows(run2, exp, cat, replicas=4)
+    # in flight = 22.101 req/s x (80.19 ms + 24.943 ms x (264.30 - 1)) = 22.101 x 6.6477 s = 146.9
+    assert (df.iloc[0]["n_gpus"], df.iloc[0]["concurrency"], notes) == (4, 147, [])
+    inf_run = read_results(SWEEP)[2]  # every request at once: an offline row of 900 requests
+    df, _ = result_rows(inf_run, exp, cat, replicas=4)
+    assert (df.iloc[0]["mode"], len(df)) == ("offline", 1)

@@ -35,7 +35,7 @@ from planner.calibration.fit import FITTED_KINDS, PreparedRow, _fit_node, _round
 from planner.catalog.catalog import Catalog
 from planner.catalog.profile import Profile, ProfileNode, resolve_params
 from planner.deploy.results import BenchResult
-from planner.deploy.verify import Expected, compare
+from planner.deploy.verify import Expected, compare, loaded_replicas
 from planner.errors import PlannerError
 
 #: the ``source`` of a user's measurement row (the file's path follows)
@@ -51,13 +51,18 @@ LATENCY_ROWS = (
 
 
 def result_rows(
-    result: BenchResult, expected: Expected, catalog: Catalog | None = None
+    result: BenchResult,
+    expected: Expected,
+    catalog: Catalog | None = None,
+    replicas: int | None = None,
 ) -> tuple[Any, list[str]]:
     """Benchmark-schema rows (a DataFrame) of one result, and the comparison's warnings.
 
     The deployment (GPU, framework, release, precision, layout, engine settings) comes from
-    ``expected``; the lengths (means of the run), rate, date and values from ``result``. The
-    run loaded one replica or, when its request rate is the fleet's, ``replicas`` of them.
+    ``expected``; the lengths (means of the run), rate, date and values from ``result``.
+    ``replicas``: how many replicas the run's endpoint spread its load over; default: told by
+    the run's rate (:func:`~planner.deploy.verify.loaded_replicas`), else one (said in the
+    returned notes).
 
     Raises
     ------
@@ -67,14 +72,23 @@ def result_rows(
     """
     import pandas as pd
 
-    check = compare(expected, result, catalog)
+    compare(expected, result, catalog)  # refuses a run of another model
     opt, r = expected.option, result
+    notes = []
+    if replicas is None:
+        replicas = loaded_replicas(expected, r)
+        if replicas is None:
+            replicas = 1
+            if opt.replicas > 1:
+                notes.append(
+                    "its rate is neither one replica's nor the fleet's of expected.json: "
+                    "taken as a run on one replica (--bench-replicas N says otherwise)"
+                )
     if r.as_of is None:
         raise PlannerError(
             f"{r.where}: date {r.date!r} is not the client's %Y%m%d-%H%M%S; the measurement "
             "needs the day it was taken (as_of)"
         )
-    replicas = check.fleet_scale
     gpus = opt.tp * opt.pp * opt.attention_dp * replicas
     isl, osl = round(r.input_tokens_mean), round(r.output_tokens_mean)
     tags = [f"{r.completed} requests", f"{r.backend or 'vllm'} bench serve result"]
@@ -126,7 +140,7 @@ def result_rows(
     for i, row in enumerate(rows):
         row["id"] = f"{stem}-{i:02d}"
     df = pd.DataFrame(rows, columns=list(SCHEMA_COLUMNS), dtype=object)
-    return df.astype(object).where(df.notna(), None), check.warnings
+    return df.astype(object).where(df.notna(), None), notes
 
 
 def _fit_row(r: BenchResult, replicas: int) -> dict[str, Any]:
@@ -245,6 +259,7 @@ def measurement_profile(
     pairs: Sequence[tuple[BenchResult, Expected]],
     catalog: Catalog,
     prior_scale: float = 1.0,
+    replicas: int | None = None,
 ) -> tuple[Profile, Any, list[str]]:
     """:func:`with_measurement` of the rows of every (result, expected) pair: (profile, the
     rows as a DataFrame, warnings and what each node replaced)."""
@@ -252,7 +267,7 @@ def measurement_profile(
 
     frames, notes = [], []
     for r, e in pairs:
-        df, warn = result_rows(r, e, catalog)
+        df, warn = result_rows(r, e, catalog, replicas)
         frames.append(df)
         notes += [f"{r.where}: {w}" for w in warn]
     df = pd.concat(frames, ignore_index=True)

@@ -95,6 +95,15 @@ def register(sub) -> None:
         help="expected.json of the option the --results ran on (`planner recommend --emit`)",
     )
     p.add_argument(
+        "--bench-replicas",
+        type=_number(int, minimum=1, maximum=100000),
+        default=None,
+        metavar="N",
+        help="replicas the benchmark's endpoint spread the --results load over (default: "
+        "told by each run's rate: 1 at expected.json's rate per replica, its replicas at the "
+        "fleet's rate, else 1)",
+    )
+    p.add_argument(
         "--rows-out",
         metavar="ROWS.csv",
         default=None,
@@ -188,7 +197,7 @@ def cmd_calibrate(args) -> int:
 
     check_output(args.output, [*args.files, *(args.iterations or [])], "calibration profile")
     cat = load_catalog(getattr(args, "data_dir", None))
-    if args.results or args.expected or args.rows_out:
+    if args.results or args.expected or args.rows_out or args.bench_replicas:
         return _calibrate_measurement(args, cat)
     prof, rows = calibrate(
         args.files or None,
@@ -261,7 +270,7 @@ def _calibrate_measurement(args, cat) -> int:
     from planner.calibration import calibrate, save_profile
     from planner.calibration.measured import measurement_profile
     from planner.catalog.profile import load_profile
-    from planner.deploy.results import read_result, split_run
+    from planner.deploy.results import read_result, read_results, split_run
     from planner.deploy.verify import read_expected
     from planner.report import emit
 
@@ -275,7 +284,12 @@ def _calibrate_measurement(args, cat) -> int:
     if args.output and args.rows_out and Path(args.output) == Path(args.rows_out):
         raise PlannerError("--output and --rows-out name the same file; give two paths")
     exp = read_expected(args.expected)
-    pairs = [(read_result(*split_run(s)), exp) for s in args.results]
+    pairs = []
+    for spec in args.results:  # FILE:N is run N; a FILE holding several runs gives them all
+        path, run = split_run(spec)
+        pairs += [
+            (r, exp) for r in (read_results(path) if run is None else [read_result(path, run)])
+        ]
     if args.files or args.iterations:
         base, _ = calibrate(
             args.files or None,
@@ -291,7 +305,9 @@ def _calibrate_measurement(args, cat) -> int:
                 "no profile to add the measurement to: pass --calibration PROFILE.yaml or "
                 "measurement files to fit"
             )
-    prof, df, notes = measurement_profile(base, pairs, cat, prior_scale=args.prior_scale)
+    prof, df, notes = measurement_profile(
+        base, pairs, cat, prior_scale=args.prior_scale, replicas=args.bench_replicas
+    )
     for line in notes:
         print(f"planner: {line}", file=sys.stderr)
     if args.rows_out:

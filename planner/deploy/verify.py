@@ -158,6 +158,17 @@ def _measured(r: BenchResult, accessor: str) -> float | None:
     return getattr(r, accessor)
 
 
+def loaded_replicas(exp: Expected, r: BenchResult) -> int | None:
+    """How many replicas the run loaded, told by its request rate: 1 at the replica's rate,
+    ``replicas`` at the fleet's (within :data:`RATE_TOLERANCE`); None for another rate."""
+    rate, per, n = r.request_rate_rps, exp.workload.rate_rps_per_replica, exp.option.replicas
+    if not math.isfinite(rate):
+        return None
+    if n > 1 and abs(rate - per * n) <= RATE_TOLERANCE * per * n:
+        return n
+    return 1 if abs(rate - per) <= RATE_TOLERANCE * per else None
+
+
 def compare(exp: Expected, r: BenchResult, catalog: Catalog | None = None) -> Check:
     """Per metric: predicted (for the replica or the fleet the run loaded), its band, the
     measurement, the error ``(predicted - measured) / measured`` [%] and whether the
@@ -189,20 +200,18 @@ def compare(exp: Expected, r: BenchResult, catalog: Catalog | None = None) -> Ch
                 )
             )
     n = exp.option.replicas
-    rate = r.request_rate_rps
-    scale = 1
-    if math.isfinite(rate):
-        if n > 1 and abs(rate - w.rate_rps_per_replica * n) <= RATE_TOLERANCE * rate:
-            scale = n
-        elif abs(rate - w.rate_rps_per_replica) > RATE_TOLERANCE * w.rate_rps_per_replica:
-            warnings.append(
-                f"request rate {rate:g} req/s, expected {w.rate_rps_per_replica:g} per replica"
-                + (f" ({w.rate_rps_per_replica * n:g} for {n} replicas)" if n > 1 else "")
-            )
-    else:
+    scale = loaded_replicas(exp, r)
+    if scale is None:
+        scale = 1
+        rate = r.request_rate_rps
         warnings.append(
-            "the run sent every request at once (request rate inf), expected "
-            f"{w.rate_rps_per_replica:g} req/s per replica"
+            (
+                f"request rate {rate:g} req/s"
+                if math.isfinite(rate)
+                else "the run sent every request at once (request rate inf)"
+            )
+            + f", expected {w.rate_rps_per_replica:g} per replica"
+            + (f" ({w.rate_rps_per_replica * n:g} for {n} replicas)" if n > 1 else "")
         )
     rows = []
     for key, (accessor, kind) in METRICS.items():
