@@ -300,3 +300,8 @@ def test_a_run_at_another_rate_is_taken_as_one_replica_unless_told():
     inf_run = read_results(SWEEP)[2]  # every request at once: an offline row of 900 requests
     df, _ = result_rows(inf_run, exp, cat, replicas=4)
     assert (df.iloc[0]["mode"], len(df)) == ("offline", 1)
+
+
+def test_against_refuses_the_accuracy_reports_options(capsys):
+    code, _, err = run(capsys, "validate", "--against", EXPECTED, RESULT, "--no-serving")
+    assert code != 0 and "--no-serving belong to the accuracy report" in err

@@ -279,7 +279,7 @@ def _calibrate_measurement(args, cat) -> int:
             "--results and --expected go together: the result files of a benchmark and the "
             "expected.json of the option they ran on"
         )
-    ins = [*args.files, *args.results, args.expected]
+    ins = [*args.files, *(split_run(s)[0] for s in args.results), args.expected]
     check_output(args.rows_out, ins, "rows CSV")
     if args.output and args.rows_out and Path(args.output) == Path(args.rows_out):
         raise PlannerError("--output and --rows-out name the same file; give two paths")
@@ -372,6 +372,16 @@ def _validate_against(args) -> int:
 
 def cmd_validate(args) -> int:
     if args.against:
+        other = [
+            f"--{k.replace('_', '-')}"
+            for k in ("public", "own", "output", "details", "holdout", "bands_into")
+            if getattr(args, k) is not None
+        ] + (["--no-serving"] if args.no_serving else [])
+        if other:
+            raise PlannerError(
+                f"--against compares one prediction with one run; {', '.join(other)} belong to "
+                "the accuracy report: give one or the other"
+            )
         return _validate_against(args)
     from planner.calibration import error_table
     from planner.calibration.accuracy import run_validation, write_report
