@@ -19,6 +19,7 @@ ORDER = (
     ("serving",),
     ("recommend",),
     ("scenario",),
+    ("deploy",),
     ("benchmarks",),
     ("calibration",),
     ("cli",),

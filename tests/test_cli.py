@@ -373,3 +373,24 @@ def test_report_units_and_formats():
     assert buf.getvalue().splitlines()[0].split() == ["id", "time_s", "extra"]
     with pytest.raises(ValueError):
         render(rows, "xml")
+
+
+def test_peak_rps_flag_on_a_scenario_with_a_daily_curve_is_the_rate_planned():
+    # examples/chat-8b.yaml: mean 25 req/s, peak_rps 60, a daily curve whose 24 multipliers
+    # sum to 25.0 (mean 25/24) and peak at 1.8: busiest hour = 25 x 1.8 / (25/24) = 43.2 req/s.
+    # --peak-rps 30 asks to plan for 30: the curve keeps its shape, its mean becomes
+    # 30 x (25/24) / 1.8 = 17.36 req/s, and the planned peak is 30 (not the curve's 43.2)
+    from planner.cli.main import build_parser
+    from planner.cli.recommend import _scenario
+
+    def peak(*flags: str) -> tuple[float, float]:
+        args = build_parser().parse_args(["recommend", "examples/chat-8b.yaml", *flags])
+        tr = _scenario(args).workload.traffic
+        return tr.peak(), tr.base_mean_rps()
+
+    assert peak() == pytest.approx((60.0, 25.0))
+    assert peak("--peak-rps", "30") == pytest.approx((30.0, 30 * (25 / 24) / 1.8))
+    assert peak("--peak-rps", "100") == pytest.approx((100.0, 25.0))  # above the curve: kept
+    # both given: the mean is the user's, so the curve's busiest hour 20 x 1.8 x 24/25 = 34.56
+    # is above the peak and is planned (the larger of the two, as the traffic model says)
+    assert peak("--peak-rps", "30", "--mean-rps", "20") == pytest.approx((34.56, 20.0))

@@ -177,6 +177,26 @@ def test_price_file_csv(tmp_path):
     assert (row.gpu, row.usd_per_gpu_hour, row.gpus_per_instance) == ("amd-mi300x", 2.0, 8)
 
 
+def test_the_prices_table_as_csv_reads_back_as_a_price_file(tmp_path, capsys):
+    # `planner prices --format csv` writes derived columns (flags) and purchase rows (usd,
+    # usd_range); read back with --prices it must give the catalog's own quotes: every rental
+    # row, its low-confidence flag and every purchase row survive the round trip
+    assert main(["prices", "--format", "csv"]) == 0
+    f = _write(tmp_path, "all.csv", capsys.readouterr().out)
+    rental, purchase = load_price_file(f, CAT)
+    assert len(rental) == len(CAT.rental_prices) and len(purchase) == len(CAT.purchase_prices)
+    assert {r.dedup_key() for r in rental} == {r.dedup_key() for r in CAT.rental_prices}
+    assert sum(r.low_confidence for r in rental) == sum(r.low_confidence for r in CAT.rental_prices)
+    assert {(p.gpu, p.usd, p.usd_range) for p in purchase} == {
+        (p.gpu, p.usd, p.usd_range) for p in CAT.purchase_prices
+    }
+    cat = apply_price_rows(CAT, rental, purchase, "replace")
+    for gpu in sorted({r.gpu for r in CAT.rental_prices if r.kind == "on_demand"}):
+        # the table has no notes column: everything else of the quote is the same
+        got, want = (quote_price(c, gpu, today=TODAY).model_dump() for c in (cat, CAT))
+        assert {**got, "notes": None} == {**want, "notes": None}, gpu
+
+
 # --------------------------------------------------------------------------- hostile rows
 ROW = "{gpu: h200, provider: P, kind: on_demand, source: src1, as_of: 2026-11-01, %s}"
 BAD_ROWS = [

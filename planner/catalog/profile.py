@@ -407,8 +407,10 @@ def nearest_sibling(
 
 
 def _rows(n: ProfileNode) -> str:
-    """``48 rows``, or ``34 dense rows`` for a family child."""
-    return f"{n.n_rows} {n.family} rows" if n.family else f"{n.n_rows} rows"
+    """``48 rows``, or ``34 dense rows`` for a family child; the user's measurements named."""
+    own = ", ".join(s[18:] for s in n.sources if s.startswith("your measurement: "))
+    rows = f"{n.n_rows} {n.family} rows" if n.family else f"{n.n_rows} rows"
+    return rows + (f"; your measurement: {own}" if own else "")
 
 
 def _gpu_list(n: ProfileNode) -> str:

@@ -23,6 +23,15 @@ examples:
       --gpu nvidia-h200-sxm --model llama-3.1-8b --precision bf16 -o p.yaml
   planner calibrate data/benchmarks/reference_h200.csv \
       --iterations data/benchmarks/serving_raw/reference_h200_iterations.csv.gz -o profile.yaml
+  planner calibrate --results tests/fixtures/verify/llmd_l40s_llama-3.2-3b_rate10.json \
+      --expected tests/fixtures/verify/llmd_l40s_llama-3.2-3b.expected.json -o my-profile.yaml
+
+--results adds your own benchmark of a deployment (the `vllm bench serve --save-result` JSON
+that bench.sh of `planner recommend --emit` writes) to a profile (--calibration, default the
+bundled one, or the fit of the files given): the deployment is the option of --expected
+(its expected.json), and one node fitted on your runs alone takes that (GPU, framework,
+precision); `planner recommend --calibration my-profile.yaml` then names your measurement as
+the provenance of that option.
 
 A CSV follows the benchmark schema (planner/benchmarks/README.md); a .json is the
 file `vllm bench serve --save-result` writes (GPU, model, precision and TP are not in it, so
@@ -39,6 +48,13 @@ examples:
   planner validate --output docs/accuracy.md
   planner validate --no-serving --format json
   planner validate --holdout dstack GPUStack --no-serving   # only these sources held out
+  planner validate --against tests/fixtures/verify/llmd_l40s_llama-3.2-3b.expected.json \
+      tests/fixtures/verify/llmd_l40s_llama-3.2-3b_rate10.json
+
+--against EXPECTED RESULT compares what `planner recommend --emit` predicted for an option
+(its expected.json) with the saved result of the benchmark run on it (`vllm bench serve
+--save-result`; FILE:N picks run N of a file holding several): per metric the prediction,
+its band, the measurement and the error (predicted - measured) / measured, then a verdict.
 """
 
 
@@ -62,6 +78,36 @@ def register(sub) -> None:
         default=None,
         help="serving iteration logs (CSV or .csv.gz) to fit the serving terms on (default: "
         "the bundled ones when no measurement files are given, else none)",
+    )
+    p.add_argument(
+        "--results",
+        nargs="+",
+        metavar="RESULT.json",
+        default=None,
+        help="your saved `vllm bench serve --save-result` runs of the deployment of --expected "
+        "(FILE:N = run N of a file holding several); fitted into the profile with the highest "
+        "priority for that GPU, framework and precision",
+    )
+    p.add_argument(
+        "--expected",
+        metavar="EXPECTED.json",
+        default=None,
+        help="expected.json of the option the --results ran on (`planner recommend --emit`)",
+    )
+    p.add_argument(
+        "--bench-replicas",
+        type=_number(int, minimum=1, maximum=100000),
+        default=None,
+        metavar="N",
+        help="replicas the benchmark's endpoint spread the --results load over (default: "
+        "told by each run's rate: 1 at expected.json's rate per replica, its replicas at the "
+        "fleet's rate, else 1)",
+    )
+    p.add_argument(
+        "--rows-out",
+        metavar="ROWS.csv",
+        default=None,
+        help="also write the --results as benchmark-schema rows to this CSV",
     )
     p.add_argument("--gpu", help="GPU id for vllm bench JSON files")
     p.add_argument(
@@ -93,6 +139,14 @@ def register(sub) -> None:
         "measurements), predict what was left out, and report MdAPE, P90 APE and bias.",
         epilog=VALIDATE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    v.add_argument(
+        "--against",
+        nargs=2,
+        metavar=("EXPECTED.json", "RESULT.json"),
+        default=None,
+        help="compare a prediction (expected.json of `planner recommend --emit`) with the saved "
+        "result of the benchmark run on it, instead of the accuracy report",
     )
     v.add_argument(
         "--public",
@@ -143,6 +197,8 @@ def cmd_calibrate(args) -> int:
 
     check_output(args.output, [*args.files, *(args.iterations or [])], "calibration profile")
     cat = load_catalog(getattr(args, "data_dir", None))
+    if args.results or args.expected or args.rows_out or args.bench_replicas:
+        return _calibrate_measurement(args, cat)
     prof, rows = calibrate(
         args.files or None,
         catalog=cat,
@@ -212,7 +268,124 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
+def _calibrate_measurement(args, cat) -> int:
+    """``calibrate --results R --expected E``: the user's runs into a profile."""
+    from planner.calibration import calibrate, save_profile
+    from planner.calibration.measured import measurement_profile
+    from planner.catalog.profile import load_profile
+    from planner.deploy.results import read_result, read_results, split_run
+    from planner.deploy.verify import read_expected
+    from planner.report import emit
+
+    if not args.results or not args.expected:
+        raise PlannerError(
+            "--results and --expected go together: the result files of a benchmark and the "
+            "expected.json of the option they ran on"
+        )
+    ins = [*args.files, *(split_run(s)[0] for s in args.results), args.expected]
+    check_output(args.rows_out, ins, "rows CSV")
+    if args.output and args.rows_out and Path(args.output) == Path(args.rows_out):
+        raise PlannerError("--output and --rows-out name the same file; give two paths")
+    exp = read_expected(args.expected)
+    pairs = []
+    for spec in args.results:  # FILE:N is run N; a FILE holding several runs gives them all
+        path, run = split_run(spec)
+        pairs += [
+            (r, exp) for r in (read_results(path) if run is None else [read_result(path, run)])
+        ]
+    if args.files or args.iterations:
+        base, _ = calibrate(
+            args.files or None,
+            catalog=cat,
+            iteration_logs=args.iterations,
+            prior_scale=args.prior_scale,
+            progress="calibrate: fitting",
+        )
+    else:
+        base = load_profile(args.calibration)
+        if base is None:
+            raise PlannerError(
+                "no profile to add the measurement to: pass --calibration PROFILE.yaml or "
+                "measurement files to fit"
+            )
+    prof, df, notes = measurement_profile(
+        base, pairs, cat, prior_scale=args.prior_scale, replicas=args.bench_replicas
+    )
+    for line in notes:
+        print(f"planner: {line}", file=sys.stderr)
+    if args.rows_out:
+        import io
+
+        from planner.benchmarks.io import write_rows
+
+        buf = io.StringIO()
+        write_rows(df.to_dict("records"), list(df.columns), buf)
+        atomic_write_text(args.rows_out, buf.getvalue(), inputs=ins, what="rows CSV")
+    if args.output:
+        save_profile(prof, args.output, inputs=ins)
+    mine = [n for n in prof.nodes if any(s.startswith("your measurement") for s in n.sources)]
+    emit(
+        [
+            {
+                "node": n.label,
+                "rows": n.n_rows,
+                "in_sample_mdape_pct": None
+                if n.in_sample_mdape is None
+                else round(100 * n.in_sample_mdape, 1),
+                "mem_eff": n.params.mem_eff,
+                "compute_eff": n.params.compute_eff,
+                "attn_eff": n.params.attn_eff,
+                "sources": "; ".join(n.sources),
+            }
+            for n in mine
+        ],
+        args.format,
+    )
+    print(
+        f"added {len(df)} rows of your measurement ({len(mine)} node(s))"
+        + (f"; wrote {args.output}" if args.output else "; nothing written (no -o)")
+        + (f" and {args.rows_out}" if args.rows_out else ""),
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _validate_against(args) -> int:
+    """``validate --against EXPECTED RESULT``: how far the prediction was off."""
+    from planner.catalog import load_catalog
+    from planner.deploy.results import read_result, split_run
+    from planner.deploy.verify import compare, read_expected
+    from planner.report import emit
+
+    exp_path, res_spec = args.against
+    exp = read_expected(exp_path)
+    res = read_result(*split_run(res_spec))
+    check = compare(exp, res, load_catalog(getattr(args, "data_dir", None)))
+    for w in check.warnings:
+        print(f"planner: warning: {res.where}: {w}", file=sys.stderr)
+    if args.format == "json":
+        emit(
+            {"comparison": check.rows, "verdict": check.verdict, "warnings": check.warnings}, "json"
+        )
+        return 0
+    emit(check.rows, args.format)
+    print(check.verdict, file=sys.stdout if args.format == "table" else sys.stderr)
+    return 0
+
+
 def cmd_validate(args) -> int:
+    if args.against:
+        other = [
+            f"--{k.replace('_', '-')}"
+            for k in ("public", "own", "output", "details", "holdout", "bands_into")
+            if getattr(args, k) is not None
+        ] + (["--no-serving"] if args.no_serving else [])
+        if other:
+            raise PlannerError(
+                f"--against compares one prediction with one run; {', '.join(other)} belong to "
+                "the accuracy report: give one or the other"
+            )
+        return _validate_against(args)
     from planner.calibration import error_table
     from planner.calibration.accuracy import run_validation, write_report
     from planner.calibration.fit import own_files_default, public_files_default

@@ -261,6 +261,13 @@ def _apply_workload_flags(args: argparse.Namespace, wl: dict[str, Any]) -> None:
             tr.pop("daily_profile", None)
         if "mean_rps" not in tr and args.mean_rps is None:
             tr["mean_rps"] = args.peak_rps
+        prof = tr.get("daily_profile")
+        if args.mean_rps is None and prof and tr.get("mean_rps") and sum(prof) > 0:
+            # the file's daily curve peaks above the peak asked for: keep its shape, scale its
+            # mean so that the busiest hour is the given peak (--peak-rps is the rate planned)
+            busiest = tr["mean_rps"] * max(prof) / (sum(prof) / 24)
+            if busiest > args.peak_rps:
+                tr["mean_rps"] = args.peak_rps * (sum(prof) / 24) / max(prof)
     if args.mean_rps is not None:
         tr["mean_rps"] = args.mean_rps
     if args.input_tokens is not None:

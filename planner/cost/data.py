@@ -286,6 +286,9 @@ def load_quality(data_dir: str | os.PathLike[str] | None = None) -> QualityData:
 PRICE_FILE_MODES = ("replace", "extend")
 _CSV_NUMBERS = ("usd_per_gpu_hour", "usd_per_instance_hour")
 _CSV_INTS = ("gpus_per_instance",)
+#: columns of the `planner prices --format csv` table that are not rental fields: ``flags``
+#: is derived (read again, it is recomputed); ``usd`` / ``usd_range`` belong to purchase rows
+_PRICES_TABLE_COLUMNS = frozenset({"flags", "usd", "usd_range"})
 
 
 def _csv_number(text: str, path: Path, row: int, field: str, kind: type) -> float | int:
@@ -323,22 +326,32 @@ def _csv_rows(path: Path, text: str) -> dict[str, Any]:
                 f"{path.name}: column {shown(f)} appears twice in the header; give each field once"
             )
         seen.add(f)
-    unknown = [f for f in reader.fieldnames if f not in RentalPrice.model_fields]
+    known = set(RentalPrice.model_fields) | _PRICES_TABLE_COLUMNS
+    unknown = [f for f in reader.fieldnames if f not in known]
     if unknown:
         allowed = ", ".join(sorted(RentalPrice.model_fields))
         raise PlannerError(f"{path.name}: unknown column {shown(unknown[0])} (allowed: {allowed})")
-    rows = []
+    rows: list[dict[str, Any]] = []
+    purchases: list[dict[str, Any]] = []
     for i, rec in enumerate(reader):
+        kind = (rec.get("kind") or "").strip()
+        if kind.startswith("purchase "):  # a purchase row of `planner prices --format csv`
+            purchases.append(_csv_purchase(rec, kind, path, i))
+            continue
         row: dict[str, Any] = {}
+        if "low confidence" in (rec.get("flags") or ""):  # how the prices table writes it
+            row["low_confidence"] = True
         for k, v in rec.items():
-            if k is None or v is None or not v.strip():
+            if k is None or v is None or not v.strip() or k in _PRICES_TABLE_COLUMNS:
                 continue
             if k in _CSV_NUMBERS:
                 row[k] = _csv_number(v, path, i, k, float)
             elif k in _CSV_INTS:
                 row[k] = _csv_number(v, path, i, k, int)
             elif k == "usd_per_gpu_hour_range":
-                lo, sep, hi = v.strip().strip("[]").replace(",", "-").partition("-")
+                lo, sep, hi = (
+                    v.strip().strip("[]").replace(";", "-").replace(",", "-").partition("-")
+                )
                 if not sep:
                     raise PlannerError(
                         f"{path.name}: rental[{i}]: field '{k}': expected low-high, e.g. "
@@ -356,7 +369,29 @@ def _csv_rows(path: Path, text: str) -> dict[str, Any]:
             else:
                 row[k] = v.strip()
         rows.append(row)
-    return {"rental": rows}
+    return {"rental": rows, "purchase": purchases} if purchases else {"rental": rows}
+
+
+def _csv_purchase(rec: dict[str, Any], kind: str, path: Path, i: int) -> dict[str, Any]:
+    """A purchase row of the ``planner prices --format csv`` table (``kind`` ``purchase
+    msrp`` etc., ``usd`` or ``usd_range`` ``low-high``) as a ``PurchasePrice`` mapping."""
+    row: dict[str, Any] = {"kind": kind.removeprefix("purchase ").strip()}
+    for k in ("gpu", "source", "as_of"):
+        if (rec.get(k) or "").strip():
+            row[k] = rec[k].strip()
+    if (rec.get("usd") or "").strip():
+        row["usd"] = _csv_number(rec["usd"], path, i, "usd", float)
+    if (rec.get("usd_range") or "").strip():
+        lo, sep, hi = (
+            rec["usd_range"].strip().strip("[]").replace(";", "-").replace(",", "-").partition("-")
+        )
+        if not sep:
+            raise PlannerError(
+                f"{path.name}: rental[{i}]: field 'usd_range': expected low-high, got "
+                f"{shown(rec['usd_range'])}"
+            )
+        row["usd_range"] = [_csv_number(x, path, i, "usd_range", float) for x in (lo, hi)]
+    return row
 
 
 def load_price_file(

@@ -1,0 +1,1 @@
+"""From a recommended option to a running deployment, and back: its benchmark results."""
