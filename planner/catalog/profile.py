@@ -8,15 +8,13 @@ The hierarchy (each node shrunk toward its parent by the fit, ``planner.calibrat
     global -> vendor -> vendor x framework -> x arch -> x gpu -> x precision
     global -> framework (all vendors)
 
-and, under every node whose rows hold more than one model family, one child per split
-family (``Profile.split_families``; :data:`SPLIT_FAMILIES` by default: dense) fitted on that
-family's rows only.
+and one child per split family (``Profile.split_families``, :data:`SPLIT_FAMILIES`: dense)
+under every node of several families; release nodes below (``release_profile``).
 
-An unmeasured (gpu, framework, precision) borrows from its nearest measured relative, in
-this order: same GPU other precision, same vendor + framework + architecture, same vendor +
-framework, same vendor, same framework (other vendors), global. A prediction for a split
-model family uses only relatives that hold rows of that family (their family child where
-there is one); only when none does, the nearest relative of any family (the label says so).
+An unmeasured (gpu, framework, precision) borrows from its nearest measured relative: the
+nearest GPU of its architecture (same framework and precision), same GPU other precision,
+same vendor + framework (+ arch), same vendor, same framework (other vendors), global; a split
+family uses only relatives holding its rows (their family child) unless none does.
 """
 
 from __future__ import annotations
