@@ -271,3 +271,28 @@ def test_scenario_bad_release_names_the_field():
                                                    "release": "newest", "precision": "bf16"}})  # fmt: skip
     assert "\n" not in str(e.value)
     assert "deployment" in str(e.value)
+
+
+def test_release_section_is_put_between_the_kept_sections(tmp_path):
+    """``validate --output`` writes the section by release with put_section: the other kept
+    sections stay, the release section goes before the layout kinds (KEPT_SECTIONS order),
+    and a second write replaces it."""
+    from planner.calibration.release_report import release_section
+    from planner.calibration.sections import LAYOUT_SECTION, RELEASE_SECTION, put_section
+
+    rows = [("S0", "0.9", "0.9", 0, 0, 110.0), ("A", "0.8", "0.9", 1, -1, 121.0),
+            ("B", "0.7", "0.9", 2, -2, 100 / 1.331)]  # fmt: skip
+    loso = _loso(rows).assign(
+        vendor="nvidia", log_err=lambda d: (d["predicted"] / 100).map(math.log)
+    )
+    block = release_section({"loso": loso})
+    assert block.startswith(RELEASE_SECTION[0]) and block.endswith(RELEASE_SECTION[1] + "\n")
+    assert "| own release |" in block and "| nearest release |" in block
+    p = tmp_path / "accuracy.md"
+    layout = f"{LAYOUT_SECTION[0]}\nlayouts\n{LAYOUT_SECTION[1]}\n"
+    p.write_text("# report\n\n" + layout, encoding="utf-8")
+    put_section(p, block, RELEASE_SECTION)
+    put_section(p, block, RELEASE_SECTION)
+    doc = p.read_text(encoding="utf-8")
+    assert doc.count(RELEASE_SECTION[0]) == 1 and layout in doc
+    assert doc.index(RELEASE_SECTION[0]) < doc.index(LAYOUT_SECTION[0])
