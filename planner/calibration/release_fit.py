@@ -39,6 +39,9 @@ from planner.errors import PlannerError
 #: setup cannot tell a release's kernels from the setup's; 8 gives nodes to 64 of the 110
 #: engine x GPU x release groups of the bundled data, 88 nodes with their dense children)
 RELEASE_MIN_ROWS = 8
+#: a trend over releases is used only when it lowers the held-out error by this many points
+#: of MdAPE and improves most held-out groups (:func:`release_trend_check`)
+TREND_MIN_GAIN_PCT = 1.0
 
 
 def _groups(rows: Sequence[PreparedRow], kinds: set[str], min_rows: int, split: Sequence[str]):
@@ -173,15 +176,17 @@ def _abs_err(d) -> np.ndarray:
 
 
 def release_widening(loso, classes: Sequence[str] = ("throughput",)) -> ErrorBand | None:
-    """The widening of a band per release step, from leave-one-source-out rows of a named
-    release: ``a0`` = median |log(predicted / measured)| of rows whose own release had a node
-    in their fold, ``a_i`` = the same for the rows of each held-out (source, release) that
-    was predicted from another release ``d_i`` releases away; the step is the median over
-    those groups of ``max(0, (a_i - a0) / d_i)``. None with fewer than 2 such groups or no
-    distance-0 rows. Stored as ``ratio_p90 = exp(step)``."""
+    """The widening of a band per release step, from leave-one-source-out rows predicted by a
+    release node: ``a0`` = median |log(predicted / measured)| of rows whose own release had a
+    node in their fold, ``a_i`` = the same for the rows of each held-out (source, release)
+    that was predicted from another release ``d_i`` releases away; the step is the median
+    over those groups of ``max(0, (a_i - a0) / d_i)``. Rows that kept the fit over every
+    release count in neither. None with fewer than 2 such groups or no distance-0 rows.
+    Stored as ``ratio_p90 = exp(step)``."""
     if loso is None or not len(loso) or "release_distance" not in loso:
         return None
-    d = loso[loso["metric_class"].isin(list(classes)) & (loso["release"] != "")]
+    used = loso["release_used"].fillna("") != ""
+    d = loso[loso["metric_class"].isin(list(classes)) & used]
     d0 = d[d["release_distance"] == 0]
     far = d[d["release_distance"] > 0]
     if not len(d0) or not len(far):
@@ -199,16 +204,18 @@ def release_widening(loso, classes: Sequence[str] = ("throughput",)) -> ErrorBan
 
 
 def widening_table(loso):
-    """Median |error| of held-out rows by release distance (0 = own release's node)."""
+    """Median |error| of held-out rows predicted by a release node, by release distance (0 =
+    their own release's node)."""
     import pandas as pd
 
     cols = ["release_distance", "n", "groups", "mdape_pct"]
     if loso is None or not len(loso) or "release_distance" not in loso:
         return pd.DataFrame(columns=cols)
-    d = loso[(loso["metric_class"] == "throughput") & (loso["release"] != "")]
+    used = loso["release_used"].fillna("") != ""
+    d = loso[(loso["metric_class"] == "throughput") & used]
     recs = []
     for dist, g in d.groupby("release_distance"):
-        recs.append({"release_distance": int(dist), "n": len(g),
+        recs.append({"release_distance": dist, "n": len(g),
                      "groups": g.groupby(["source", "release"]).ngroups,
                      "mdape_pct": round(100 * float(np.median(g["ape"])), 1)})  # fmt: skip
     return pd.DataFrame(recs, columns=cols)
@@ -219,8 +226,11 @@ def release_trend_check(loso) -> dict[str, Any]:
     another release (distance > 0), the trend is ``log(predicted / measured) = beta x signed
     distance`` (signed: + when the release used is older than the row's), fitted leaving
     each (source, release) group out and applied to it. Returns the median absolute error of
-    the nearest release alone and with the trend's correction, over the same groups, and
-    ``validates`` (the trend lowers it)."""
+    the nearest release alone and with the trend's correction over the same rows, how many
+    groups the trend improves, beta fitted on every group, and ``validates``: the trend
+    lowers the error by at least :data:`TREND_MIN_GAIN_PCT` points and improves most groups
+    (a smaller gain is within what a refit moves: the release level itself moved the
+    bundled leave-one-source-out MdAPE by 0.2-1 point)."""
     out: dict[str, Any] = {"groups": 0, "nearest_mdape_pct": None, "trend_mdape_pct": None,
                            "validates": False}  # fmt: skip
     if loso is None or not len(loso) or "release_signed" not in loso:
@@ -232,19 +242,23 @@ def release_trend_check(loso) -> dict[str, Any]:
     keys = list(d.groupby(["source", "framework", "release"]).groups)
     if len(keys) < 3:
         return out
-    gid = [tuple(x) for x in d[["source", "framework", "release"]].to_numpy()]
-    d["g"] = gid
-    near, trend = [], []
+    d["g"] = [tuple(x) for x in d[["source", "framework", "release"]].to_numpy()]
+    near, trend, better = [], [], 0
     for k in keys:
         tr, te = d[d["g"] != k], d[d["g"] == k]
         x, y = tr["release_signed"].to_numpy(float), tr["e"].to_numpy()
         beta = float(x @ y / (x @ x)) if x @ x > 0 else 0.0
-        near += list(np.abs(te["e"]))
-        trend += list(np.abs(te["e"] - beta * te["release_signed"].to_numpy(float)))
-    out.update(groups=len(keys), rows=len(d),
+        a = np.abs(te["e"].to_numpy())
+        b = np.abs(te["e"].to_numpy() - beta * te["release_signed"].to_numpy(float))
+        near, trend = near + list(a), trend + list(b)
+        better += int(np.median(b) < np.median(a))
+    x, y = d["release_signed"].to_numpy(float), d["e"].to_numpy()
+    out.update(groups=len(keys), rows=len(d), improved_groups=better,
+               beta_per_release=round(float(x @ y / (x @ x)), 4) if x @ x > 0 else 0.0,
                nearest_mdape_pct=round(100 * float(np.median(np.expm1(near))), 1),
                trend_mdape_pct=round(100 * float(np.median(np.expm1(trend))), 1))  # fmt: skip
-    out["validates"] = out["trend_mdape_pct"] < out["nearest_mdape_pct"]
+    gain = out["nearest_mdape_pct"] - out["trend_mdape_pct"]
+    out["validates"] = bool(gain >= TREND_MIN_GAIN_PCT and 2 * better > len(keys))
     return out
 
 

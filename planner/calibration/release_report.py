@@ -9,6 +9,7 @@ from typing import Any
 from planner.calibration.accuracy import TARGET_GROUPS, _md_table, error_table, ordering_pairs
 from planner.calibration.release_fit import (
     RELEASE_MIN_ROWS,
+    TREND_MIN_GAIN_PCT,
     release_trend_check,
     release_widening,
     widening_table,
@@ -102,11 +103,14 @@ def release_section(result: dict[str, Any]) -> str:
         "",
         (
             f"{trend['groups']} groups, {trend.get('rows', 0)} rows: nearest release MdAPE "
-            f"{trend['nearest_mdape_pct']}%, with the trend {trend['trend_mdape_pct']}%: "
+            f"{trend['nearest_mdape_pct']}%, with the trend {trend['trend_mdape_pct']}% "
+            f"(beta {100 * trend.get('beta_per_release', 0):+.1f}% per release on every group; "
+            f"{trend.get('improved_groups', 0)} of {trend['groups']} groups improved): "
             + (
                 "the trend validates."
                 if trend["validates"]
-                else "the trend does not validate, so the planner does not use one."
+                else f"the trend does not validate (it must be at least {TREND_MIN_GAIN_PCT:g} point "
+                "lower and improve most groups), so the planner does not use one."
             )
             if trend["groups"]
             else "Too few held-out releases to check a trend; the planner uses none."
