@@ -215,7 +215,7 @@ def widening_table(loso):
     d = loso[(loso["metric_class"] == "throughput") & used]
     recs = []
     for dist, g in d.groupby("release_distance"):
-        recs.append({"release_distance": dist, "n": len(g),
+        recs.append({"release_distance": int(dist), "n": len(g),
                      "groups": g.groupby(["source", "release"]).ngroups,
                      "mdape_pct": round(100 * float(np.median(g["ape"])), 1)})  # fmt: skip
     return pd.DataFrame(recs, columns=cols)
