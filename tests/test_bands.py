@@ -244,7 +244,8 @@ def test_bundled_profile_loads_with_bands():
     assert tiers <= set(TIERS) and "fit" in tiers
     # group bands: "<level>:<value>" with a level of GROUP_LEVELS (vendor_framework:amd/vllm, ...);
     # paired bands of comparisons: "pair:<kind>" and "pair:<kind>:<vendor>" (issue 32)
-    assert {k.split(":")[0] for k in groups} <= {*GROUP_LEVELS, "pair"}
+    # and the widening per engine release step: "release:step" (issue 31)
+    assert {k.split(":")[0] for k in groups} <= {*GROUP_LEVELS, "pair", "release"}
     assert {k.split(":")[1] for k in groups if k.startswith("pair:")} <= set(PAIR_KINDS)
     assert "vendor_framework:nvidia/trtllm" in groups
     assert DATA_DIR.exists()

@@ -273,19 +273,20 @@ def checked_release(
 
 
 def release_params(args: argparse.Namespace, gpu, fw, prec, release, cat, family):
-    """(params, provenance, release choice) for a prediction, the release choice (which
-    release node, :func:`planner.catalog.release_profile.choose_release`) said on stderr
-    when the output is a table."""
-    import sys
-
+    """(params, provenance, release choice) for a prediction
+    (:func:`planner.catalog.release_profile.resolve_release_params`); :func:`say_release`
+    prints the choice once the command's answer is ready."""
     from planner.catalog.release_profile import resolve_release_params
 
-    params, prov, choice = resolve_release_params(
-        gpu, fw, prec, release, args.calibration, cat, family=family
-    )
+    return resolve_release_params(gpu, fw, prec, release, args.calibration, cat, family=family)
+
+
+def say_release(args: argparse.Namespace, choice) -> None:
+    """The release a table's numbers are for, on stderr (JSON and CSV carry it as fields)."""
+    import sys
+
     if choice is not None and getattr(args, "format", "table") == "table":
         print(f"planner: release: {choice.note}", file=sys.stderr)
-    return params, prov, choice
 
 
 def release_fields(choice, band=None, profile=None) -> tuple[dict[str, Any], Any]:

@@ -13,6 +13,7 @@ from planner.cli._common import (
     gpu_count,
     release_fields,
     release_params,
+    say_release,
     token_count,
     utilization,
 )
@@ -148,6 +149,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         "decode": {"context_len": args.input_len + (args.output_len - 1) // 2, **decode},
         "warnings": warnings,
     }
+    say_release(args, choice)
     _emit(out, args)
     return 0
 

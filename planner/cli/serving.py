@@ -21,6 +21,7 @@ from planner.cli._common import (
     checked_release,
     release_fields,
     release_params,
+    say_release,
 )
 from planner.cli.speculative import (
     acceptance_scaled,
@@ -491,6 +492,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         _emit([{**_clean(r), "truncated_requests": trunc} for r in table], "csv")
     else:
         head["assumptions"] = "; ".join(rep.assumptions) or "-"
+        say_release(args, choice)
         _print_blocks(
             [("", _clean(head)), ("latency percentiles", [_clean(r) for r in table])], "table"
         )
@@ -655,5 +657,6 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         )
     if tp_rows is not None:
         blocks.append(("one big-TP replica vs several small ones", [_clean(r) for r in tp_rows]))
+    say_release(args, choice)
     _print_blocks(blocks, "table")
     return 0
