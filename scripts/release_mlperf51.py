@@ -51,8 +51,8 @@ def main() -> None:
     with open(ROOT / "data/benchmarks/public_hopper.csv", newline="", encoding="utf-8") as fh:
         rows = [r for r in csv.DictReader(fh) if r["id"].startswith("krai51")
                 and r["framework"] == "vllm"]  # fmt: skip
-    print("| row | gpu | n_gpus | mode | release | measured tok/s/GPU | all releases | ratio | "
-          "release level | ratio | provenance |")  # fmt: skip
+    print("| row | gpu | n_gpus | mode | release | measured tok/s/GPU | all releases | "
+          "predicted/measured | release level | predicted/measured | provenance |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         rel = row_release(r)
