@@ -19,9 +19,9 @@ from planner import (
     default_kv_precision,
     model_family,
     plan_memory,
-    resolve_efficiency,
     step_model,
 )
+from planner.catalog.release_profile import resolve_release_params
 
 GB = 1e9
 NO_FRAMEWORK = "(none)"
@@ -223,7 +223,9 @@ def decode_curve(key: tuple, s: Setup, max_batch: int) -> dict[str, Any]:
     cat = catalog_for(key)
     try:
         family = model_family(cat.model(s.model))
-        params, provenance = resolve_efficiency(s.gpu, s.framework, s.precision, None, cat, family)
+        params, provenance, _ = resolve_release_params(  # the newest release with a fit, as the CLI
+            s.gpu, s.framework or None, s.precision, None, catalog=cat, family=family
+        )
         sm = step_model(s.model, s.gpu, s.precision, s.kv_precision, s.tp, s.pp, params, cat)
         n = max(int(max_batch), 1)
         batch = np.unique(np.concatenate([np.geomspace(1, n, 80).round(), [1, n]]).astype(int))

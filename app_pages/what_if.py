@@ -51,7 +51,8 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
     per replica is the curve's best point meeting the SLO, the fleet the smallest number of
     replicas whose per-replica rate passes an open-loop simulation at the scenario's rate.
     """
-    from planner.catalog import model_family, resolve_params
+    from planner.catalog import model_family
+    from planner.catalog.release_profile import resolve_release_params
     from planner.cost import quote_price
     from planner.serving import simulate, throughput_latency_curve
 
@@ -60,9 +61,12 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
     wl, slo = sc.workload, sc.slo
     out: dict = {}
     try:
-        params, prov = resolve_params(
-            k.gpu, k.framework, k.precision, catalog=cat, family=model_family(cat.model(sc.model))
-        )
+        # the release the CLI takes: the file's (with its framework), else the newest with a fit
+        rel = sc.deployment.release if k.framework == sc.deployment.framework else None
+        params, prov, _ = resolve_release_params(
+            k.gpu, k.framework, k.precision, rel, catalog=cat,
+            family=model_family(cat.model(sc.model)),
+        )  # fmt: skip
         rep = sc.build_replica(
             k.gpu,
             k.framework,
