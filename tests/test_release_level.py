@@ -296,3 +296,18 @@ def test_release_section_is_put_between_the_kept_sections(tmp_path):
     doc = p.read_text(encoding="utf-8")
     assert doc.count(RELEASE_SECTION[0]) == 1 and layout in doc
     assert doc.index(RELEASE_SECTION[0]) < doc.index(LAYOUT_SECTION[0])
+
+
+def test_recommend_option_carries_its_release():
+    """An option's release shows as ENGINE@RELEASE in its JSON record and label; without one
+    the record says None and the label the framework alone."""
+    from dataclasses import replace
+
+    from planner.recommend.options import Option
+
+    opt = Option(CAT.gpu(H100), CAT.framework("vllm"), CAT.precision("bf16"), "bf16", 1)
+    assert (opt.engine, opt.ids()["release"]) == ("vllm", None)
+    rel = replace(opt, release="0.11.0")
+    assert rel.engine == "vllm@0.11.0" and rel.ids()["release"] == "vllm@0.11.0"
+    assert rel.ids()["framework"] == "vllm"
+    assert rel.label().startswith("nvidia-h100-sxm vllm@0.11.0 bf16")
