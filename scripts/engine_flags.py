@@ -27,10 +27,16 @@ ENGINES = {
         ],
         "tag": "v{r}",
         "settings": {
-            "command": ("the server command", [
-                ("python -m vllm.entrypoints.openai.api_server", "file:vllm/entrypoints/openai/api_server.py"),
-                ("vllm serve", "file:vllm/scripts.py|vllm/entrypoints/cli/serve.py"),
-            ]),
+            "command": (
+                "the server command",
+                [
+                    (
+                        "python -m vllm.entrypoints.openai.api_server",
+                        "file:vllm/entrypoints/openai/api_server.py",
+                    ),
+                    ("vllm serve", "file:vllm/scripts.py|vllm/entrypoints/cli/serve.py"),
+                ],
+            ),
             "model": ("the model (--model of the API server)", [("--model", None)]),
             "host": ("the listen address", [("--host", None)]),
             "port": ("the port", [("--port", None)]),
@@ -42,16 +48,31 @@ ENGINES = {
             "quantization": ("the weight quantization", [("--quantization", None)]),
             "kv_dtype": ("the KV-cache dtype", [("--kv-cache-dtype", None)]),
             "max_num_seqs": ("the sequence cap", [("--max-num-seqs", None)]),
-            "max_num_batched_tokens": ("the token budget per step", [("--max-num-batched-tokens", None)]),
+            "max_num_batched_tokens": (
+                "the token budget per step",
+                [("--max-num-batched-tokens", None)],
+            ),
             "memory_fraction": ("the GPU memory fraction", [("--gpu-memory-utilization", None)]),
             "max_model_len": ("the context limit", [("--max-model-len", None)]),
             "chunked_prefill": ("chunked prefill", [("--enable-chunked-prefill", None)]),
             "prefix_caching": ("prefix caching", [("--enable-prefix-caching", None)]),
-            "spec_model": ("the draft model / speculative method (old spelling)", [("--speculative-model", None)]),
-            "spec_tokens": ("the number of speculative tokens (old spelling)", [("--num-speculative-tokens", None)]),
+            "spec_model": (
+                "the draft model / speculative method (old spelling)",
+                [("--speculative-model", None)],
+            ),
+            "spec_tokens": (
+                "the number of speculative tokens (old spelling)",
+                [("--num-speculative-tokens", None)],
+            ),
             "spec_config": ("speculative decoding", [("--speculative-config", None)]),
-            "kv_transfer": ("the KV connector of disaggregated serving", [("--kv-transfer-config", None)]),
-            "bench_command": ("the benchmark client", [("vllm bench serve", "file:vllm/entrypoints/cli/benchmark/serve.py")]),
+            "kv_transfer": (
+                "the KV connector of disaggregated serving",
+                [("--kv-transfer-config", None)],
+            ),
+            "bench_command": (
+                "the benchmark client",
+                [("vllm bench serve", "file:vllm/entrypoints/cli/benchmark/serve.py")],
+            ),
             "bench_backend": ("the benchmark backend", [("--backend", "bench")]),
             "bench_base_url": ("the server URL", [("--base-url", "bench")]),
             "bench_dataset": ("the dataset", [("--dataset-name", "bench")]),
@@ -64,6 +85,10 @@ ENGINES = {
             "bench_save": ("saving the result", [("--save-result", "bench")]),
             "bench_result_file": ("the result file name", [("--result-filename", "bench")]),
             "bench_percentiles": ("the percentiles reported", [("--metric-percentiles", "bench")]),
+            "bench_percentile_metrics": (
+                "the metrics with percentiles",
+                [("--percentile-metrics", "bench")],
+            ),
             "bench_ignore_eos": ("fixed answer lengths", [("--ignore-eos", "bench")]),
         },
     },
@@ -72,7 +97,10 @@ ENGINES = {
         "files": ["sglang/srt/server_args.py"],
         "tag": "v{r}",
         "settings": {
-            "command": ("the server command", [("python -m sglang.launch_server", "file:sglang/launch_server.py")]),
+            "command": (
+                "the server command",
+                [("python -m sglang.launch_server", "file:sglang/launch_server.py")],
+            ),
             "model": ("the model", [("--model-path", None)]),
             "host": ("the listen address", [("--host", None)]),
             "port": ("the port", [("--port", None)]),
@@ -86,16 +114,28 @@ ENGINES = {
             "quantization": ("the weight quantization", [("--quantization", None)]),
             "kv_dtype": ("the KV-cache dtype", [("--kv-cache-dtype", None)]),
             "max_num_seqs": ("the sequence cap", [("--max-running-requests", None)]),
-            "max_num_batched_tokens": ("the prefill chunk (token budget)", [("--chunked-prefill-size", None)]),
+            "max_num_batched_tokens": (
+                "the prefill chunk (token budget)",
+                [("--chunked-prefill-size", None)],
+            ),
             "memory_fraction": ("the static memory fraction", [("--mem-fraction-static", None)]),
             "max_model_len": ("the context limit", [("--context-length", None)]),
-            "no_prefix_caching": ("turning the radix (prefix) cache off", [("--disable-radix-cache", None)]),
+            "no_prefix_caching": (
+                "turning the radix (prefix) cache off",
+                [("--disable-radix-cache", None)],
+            ),
             "spec_algorithm": ("speculative decoding", [("--speculative-algorithm", None)]),
-            "spec_tokens": ("the number of draft tokens", [("--speculative-num-draft-tokens", None)]),
+            "spec_tokens": (
+                "the number of draft tokens",
+                [("--speculative-num-draft-tokens", None)],
+            ),
             "spec_steps": ("the number of draft steps", [("--speculative-num-steps", None)]),
             "spec_topk": ("the draft top-k", [("--speculative-eagle-topk", None)]),
             "disagg_mode": ("the disaggregation role", [("--disaggregation-mode", None)]),
-            "disagg_backend": ("the KV transfer backend", [("--disaggregation-transfer-backend", None)]),
+            "disagg_backend": (
+                "the KV transfer backend",
+                [("--disaggregation-transfer-backend", None)],
+            ),
         },
     },
 }
@@ -129,7 +169,9 @@ def main(engine: str, folder: str) -> None:
         tag = spec["tag"].format(r=r)
         print(f'      - release: "{r}"\n        files: [{", ".join(have)}]')
         print(f'        source: "{repo}/blob/{tag}/{have[0]}"')
-        print(f'        read: "{engine}-{r} wheel from PyPI (pip download {engine}=={r} --no-deps), the files unpacked"')
+        print(
+            f'        read: "{engine}-{r} wheel from PyPI (pip download {engine}=={r} --no-deps), the files unpacked"'
+        )
         print(f"        as_of: {TODAY}")
     print("    settings:")
     for key, (what, spellings) in spec["settings"].items():

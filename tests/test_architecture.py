@@ -21,6 +21,7 @@ ORDER = (
     ("scenario",),
     ("benchmarks",),
     ("calibration",),
+    ("deploy",),
     ("cli",),
 )
 LAYER = {name: i for i, names in enumerate(ORDER) for name in names}

@@ -181,9 +181,7 @@ def resolve(
     key = release_order(release)
     if key is None or release not in known:
         listed = sorted(set(read) | set(known), key=lambda x: release_order(x) or ((0,),))
-        raise PlannerError(
-            f"unknown {engine} release {release!r}; known: {', '.join(listed)}"
-        )
+        raise PlannerError(f"unknown {engine} release {release!r}; known: {', '.join(listed)}")
     below = [r for r in eng.releases if (release_order(r.release) or ((0,),)) <= key]
     if not below:
         raise PlannerError(

@@ -105,9 +105,7 @@ def _precision(la: Launch, res: F.Resolved, k: Knobs) -> None:
     """dtype / quantization: a bf16/fp16 checkpoint, an online-quantized one, or a note that
     MODEL must be a checkpoint of the precision (the engine reads its quantization config)."""
     if k.precision in _DTYPE:
-        if k.framework in ("vllm", "sglang", "lmdeploy"):
-            _add(la, res, "dtype", _DTYPE[k.precision])
-        elif k.framework == "tgi":
+        if k.framework in ("vllm", "sglang", "lmdeploy", "tgi"):
             _add(la, res, "dtype", _DTYPE[k.precision])
         return
     online = _ONLINE.get((k.framework, k.precision))
@@ -191,7 +189,10 @@ def _sglang(la: Launch, res: F.Resolved, k: Knobs) -> None:
         _add(la, res, "kv_dtype", kv)
     if k.max_num_seqs:
         _add(la, res, "max_num_seqs", k.max_num_seqs * k.attention_dp)
-        la.comments.append("--max-running-requests is the server's total (all DP ranks)")
+        la.comments.append(
+            "--max-running-requests: the planner's cap per attention rank x dp-size, taken as "
+            "the server's total (its split over DP ranks was not read in server_args.py)"
+        )
     if k.max_num_batched_tokens:
         size = k.max_num_batched_tokens if k.chunked_prefill is not False else -1
         _add(la, res, "max_num_batched_tokens", size)

@@ -1,0 +1,318 @@
+"""``planner recommend --emit DIR``: one folder per ranked option with ``serve.sh``, ``k8s/``,
+``bench.sh``, ``expected.json`` and a ``README.md`` of what was assumed."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import math
+import os
+import shlex
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from planner.catalog.layout import layout_of, nodes_spanned
+from planner.catalog.releases import parse_release
+from planner.deploy import flags as F
+from planner.deploy.bench import bench_plan, bench_script
+from planner.deploy.expected import (
+    Band,
+    Expected,
+    ExpectedOption,
+    ExpectedWorkload,
+    Predicted,
+    write_expected,
+)
+from planner.deploy.k8s import manifests, validate
+from planner.deploy.serve import ENGINES, HEALTH, PORT, Knobs, launch, serve_script
+from planner.errors import PlannerError
+
+#: container images whose tag is the engine's release (as benchmark rows name them,
+#: planner/catalog/releases.py ENGINE_IMAGES); other engines get IMAGE to fill in
+_IMAGES = {
+    "vllm": "vllm/vllm-openai:v{r}",
+    "sglang": "lmsysorg/sglang:v{r}",
+    "trtllm": "nvcr.io/nvidia/tensorrt-llm/release:{r}",
+}
+
+
+class _NoAliases(yaml.SafeDumper):
+    """Writes a shared object twice instead of as a YAML anchor and alias."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+@functools.lru_cache(maxsize=2)
+def data_releases(data_dir: str | None = None) -> dict[str, tuple[str, ...]]:
+    """Per engine, the releases named by benchmark rows (oldest first)."""
+    from planner.catalog.catalog import DATA_DIR
+
+    d = Path(data_dir or DATA_DIR) / "benchmarks"
+    have: dict[str, dict[Any, str]] = {}
+    for p in sorted(d.glob("*.csv")):
+        with open(p, newline="", encoding="utf-8") as fh:
+            for row in csv.DictReader(fh):
+                rel = parse_release(row.get("framework") or "", row.get("framework_version"))
+                if rel is not None:
+                    have.setdefault(rel.engine, {})[rel.key] = rel.release
+    return {
+        e: tuple(sorted(v.values(), key=lambda r: F.release_order(r) or ((0,),)))
+        for e, v in have.items()
+    }
+
+
+def pick_release(
+    framework: str, option_release: str | None, asked: dict[str, str], data_dir: str | None
+) -> F.Resolved:
+    """The release to emit for: asked (``--emit-release``), the option's, the newest with
+    benchmark rows, else the newest whose flags were read."""
+    known = data_releases(data_dir).get(framework, ())
+    if framework in asked:
+        return F.resolve(framework, asked[framework], "named with --emit-release", known)
+    if option_release:
+        return F.resolve(framework, option_release, "the option's release", known)
+    if known:
+        return F.resolve(framework, known[-1], "the newest release with benchmark rows", known)
+    return F.resolve(framework, None, "no benchmark row names a release: the newest read")
+
+
+def check_target(out: str | os.PathLike[str], force: bool) -> Path:
+    """The output folder: refuse a non-empty one unless ``force``, and an unwritable one."""
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        raise PlannerError(f"--emit {out}: exists and is not a folder")
+    if p.is_dir() and any(p.iterdir()) and not force:
+        raise PlannerError(
+            f"--emit {out}: folder exists and is not empty; add --force to overwrite, "
+            "or pick another folder"
+        )
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        probe = p / ".planner-write-test"
+        probe.write_text("", encoding="utf-8")
+        probe.unlink()
+    except OSError as e:
+        raise PlannerError(f"--emit {out}: cannot write there ({e.strerror or e})") from None
+    return p
+
+
+def _slug(r: dict[str, Any]) -> str:
+    parts = [r["gpu"], r["framework"], r.get("precision_label") or r["precision"], r["layout"]]
+    import re
+
+    return re.sub(r"[^a-z0-9._]+", "-", "-".join(str(x) for x in parts).lower()).strip("-")
+
+
+def knobs_of(r: dict[str, Any], catalog: Any, model: str) -> Knobs:
+    """What the planner assumed for recommendation row ``r``."""
+    es = r.get("engine_settings") or {}
+    m = catalog.model(model)
+    lay = layout_of(r["tp"], r.get("pp") or 1, r.get("ep") or 1, r.get("attention_dp") or 1)
+    return Knobs(
+        model_id=m.id,
+        hf_repo=m.hf_repo,
+        framework=r["framework"],
+        precision=r["precision"],
+        kv_precision=r["kv_precision"],
+        tp=r["tp"],
+        pp=r.get("pp") or 1,
+        ep=r.get("ep") or 1,
+        attention_dp=r.get("attention_dp") or 1,
+        max_num_seqs=es.get("max_num_seqs"),
+        max_num_batched_tokens=es.get("max_num_batched_tokens"),
+        memory_utilization=es.get("memory_utilization"),
+        max_model_len=es.get("max_model_len"),
+        chunked_prefill=es.get("chunked_prefill"),
+        prefix_caching=es.get("prefix_caching"),
+        spec_method=r.get("spec_method"),
+        spec_tokens=r.get("spec_tokens"),
+        nodes=nodes_spanned(lay, catalog.gpu(r["gpu"])),
+    )
+
+
+def _band(v: Any) -> Band:
+    return Band(value=float(v) if v is not None else float("nan"))
+
+
+def expected_of(r: dict[str, Any], k: Knobs, plan: Any, release: str | None) -> Expected:
+    """The prediction at the benchmark's rate: the planner's latencies at its planned load
+    per replica (``latency_at_rps``, the rate bench.sh runs); throughput = rate x answer."""
+    from planner import __version__
+
+    rate = plan.rate_rps
+    for key in ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p99_s"):
+        if r.get(key) is None or not math.isfinite(float(r[key])):
+            raise PlannerError(f"option {r['rank']}: no predicted {key} to write")
+    es = r.get("engine_settings") or {}
+    return Expected(
+        planner_version=__version__,
+        option=ExpectedOption(
+            label=f"{r['gpu']} {r['framework']} {r.get('precision_label') or r['precision']} "
+            f"kv={r['kv_precision']} {r['layout']}",
+            gpu=r["gpu"],
+            framework=r["framework"],
+            release=release,
+            precision=r["precision"],
+            kv_precision=r["kv_precision"],
+            tp=k.tp,
+            pp=k.pp,
+            ep=k.ep,
+            attention_dp=k.attention_dp,
+            replicas=r["replicas"],
+            max_num_seqs=es.get("max_num_seqs"),
+            max_num_batched_tokens=es.get("max_num_batched_tokens"),
+            gpu_memory_utilization=es.get("memory_utilization"),
+        ),  # fmt: skip
+        workload=ExpectedWorkload(
+            model=k.model_id,
+            input_tokens=plan.input_tokens,
+            output_tokens=plan.output_tokens,
+            rate_rps_per_replica=rate,
+            num_prompts=plan.num_prompts,
+            arrival=plan.arrival,
+        ),
+        predicted=Predicted(
+            output_throughput_tok_s=Band(value=rate * plan.output_tokens),
+            request_throughput_rps=Band(value=rate),
+            ttft_p50_s=_band(r["ttft_p50_s"]),
+            ttft_p99_s=_band(r["ttft_p99_s"]),
+            tpot_p50_s=_band(r["tpot_p50_s"]),
+            tpot_p99_s=_band(r["tpot_p99_s"]),
+            e2e_p99_s=_band(r["e2e_p99_s"]),
+        ),
+        provenance=str(r.get("provenance") or ""),
+    )
+
+
+def emit_option(
+    r: dict[str, Any], scenario: Any, catalog: Any, folder: Path, release: F.Resolved | None
+) -> list[str]:
+    """Write one option's folder; the files written (relative to ``folder``)."""
+    k = knobs_of(r, catalog, scenario.model)
+    gpu = catalog.gpu(r["gpu"])
+    plan = bench_plan(scenario.workload, float(r["latency_at_rps"]))
+    label = f"rank {r['rank']}: {r['gpu']} {r['framework']} {r['precision']} kv={r['kv_precision']} {r['layout']}, {r['replicas']} replica(s) x {r['gpus_per_replica']} GPU(s)"
+    head = [f"planner recommend --emit, {label}"]
+    written: dict[str, str] = {}
+    notes: list[str] = []
+    folder.mkdir(parents=True, exist_ok=True)
+    if release is not None:
+        head.append("engine: " + release.note())
+        la = launch(k, release)
+        written["serve.sh"] = serve_script(la, k, head)
+        written.update(la.files)
+        image = _IMAGES.get(k.framework, "IMAGE").format(r=release.release)
+        files = {n: t for n, t in written.items()}
+        worker = None
+        if k.nodes > 1:
+            notes.append(
+                f"the replica spans {k.nodes} nodes: a LeaderWorkerSet; the workers join the "
+                "leader's distributed runtime (Ray for vLLM: worker.sh); check your engine's "
+                "multi-node guide"
+            )
+            files["worker.sh"] = (
+                "#!/usr/bin/env bash\n# joins the leader's Ray cluster (vLLM multi-node)\n"
+                'exec ray start --block --address="${LWS_LEADER_ADDRESS}:6379"\n'
+            )
+            written["worker.sh"] = files["worker.sh"]
+        for name, obj in manifests(
+            _slug(r), r["replicas"], r["gpus_per_replica"], k.nodes, gpu.vendor, image,
+            HEALTH[k.framework], PORT, files, worker,
+        ).items():  # fmt: skip
+            validate(obj, f"k8s/{name}")
+            written[f"k8s/{name}"] = yaml.dump(obj, Dumper=_NoAliases, sort_keys=False)
+        if image == "IMAGE":
+            notes.append("k8s: set the container image (no image is known for this engine)")
+    else:
+        notes.append(
+            f"no serve.sh or k8s/: no launch command for {k.framework} "
+            f"(engines with one: {', '.join(ENGINES)})"
+        )
+    written["bench.sh"] = bench_script(plan, k.framework, head)
+    exp = expected_of(r, k, plan, release.release if release else None)
+    for name, text in written.items():
+        p = folder / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+        if name.endswith(".sh"):
+            p.chmod(0o755)
+    write_expected(exp, folder / "expected.json")
+    (folder / "README.md").write_text(_readme(r, k, plan, release, notes), encoding="utf-8")
+    return sorted([*written, "expected.json", "README.md"])
+
+
+def _readme(r, k: Knobs, plan, release, notes: list[str]) -> str:
+    es = r.get("engine_settings") or {}
+    lines = [
+        f"# Rank {r['rank']}: {r['gpu']} {r['framework']} {r['precision']} {r['layout']}",
+        "",
+        f"* replicas: {r['replicas']} x {r['gpus_per_replica']} GPU(s) ({r['num_gpus']} GPUs), "
+        f"{k.nodes} node(s) per replica",
+        f"* engine release: {release.note() if release else 'none (no launch command)'}",
+        f"* model: {k.hf_repo or k.model_id} ({'data/models.yaml hf_repo' if k.hf_repo else 'no Hugging Face id in data/models.yaml: set MODEL'})",
+        f"* weights {k.precision}, KV cache {k.kv_precision}; layout tp={k.tp} pp={k.pp} "
+        f"ep={k.ep} attention_dp={k.attention_dp}",
+        f"* engine settings assumed: {', '.join(f'{a}={b}' for a, b in es.items()) or '-'}",
+        f"* benchmark: {plan.num_prompts} prompts of {plan.input_tokens} tokens -> "
+        f"{plan.output_tokens} tokens (range ratio {plan.range_ratio:g}), {plan.arrival} "
+        f"arrivals at {plan.rate_rps:.4g} req/s per replica (the planner's planned load, "
+        "peak x headroom / replicas)",
+        f"* provenance of the prediction: {r.get('provenance')}",
+        f"* reproduce: `{r.get('reproduce')}`",
+        "",
+        "Run: `MODEL=... ./serve.sh` on a node with the GPUs (or `kubectl apply -f k8s/`), "
+        "then `MODEL=... ./bench.sh`; compare `result.json` with `expected.json`.",
+    ]
+    lines += [""] + [f"* {n}" for n in [*notes, *plan.notes]]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def emit_all(
+    result: Any,
+    scenario: Any,
+    catalog: Any,
+    out: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    top: int | None = None,
+    releases: dict[str, str] | None = None,
+    data_dir: str | None = None,
+) -> list[str]:
+    """Write ``out/<rank>-<slug>/`` for the first ``top`` ranked options; the folders.
+
+    Everything is built and checked before the first file is written, so a refusal leaves
+    no partial output.
+    """
+    if scenario.workload is None:
+        raise PlannerError("--emit takes a scenario with one workload, not request classes")
+    recs = list(result.recommendations)[: top or None]
+    if not recs:
+        raise PlannerError("--emit: no ranked option to write")
+    asked = dict(releases or {})
+    picked = []
+    for r in recs:
+        rel = None
+        if r["framework"] in ENGINES:
+            rel = pick_release(r["framework"], r.get("release"), asked, data_dir)
+            launch(knobs_of(r, catalog, scenario.model), rel)  # flag check before writing
+        picked.append((r, rel))
+    root = check_target(out, force)
+    done = []
+    for r, rel in picked:
+        name = f"{r['rank']}-{_slug(r)}"
+        emit_option(r, scenario, catalog, root / name, rel)
+        done.append(str(root / name))
+    return done
+
+
+def parse_emit_release(text: str) -> tuple[str, str]:
+    """``ENGINE@RELEASE`` (``vllm@0.10.1``) of ``--emit-release``."""
+    engine, at, rel = text.partition("@")
+    if not at or not engine.strip() or not rel.strip():
+        raise PlannerError(
+            f"--emit-release {shlex.quote(text)}: write ENGINE@RELEASE, e.g. vllm@0.10.1"
+        )
+    return engine.strip(), rel.strip()
