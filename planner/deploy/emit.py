@@ -201,6 +201,7 @@ def emit_option(
     folder.mkdir(parents=True, exist_ok=True)
     if release is not None:
         head.append("engine: " + release.note())
+        head.append(f"flags read at: {release.read}")
         la = launch(k, release)
         written["serve.sh"] = serve_script(la, k, head)
         written.update(la.files)
