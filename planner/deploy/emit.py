@@ -75,7 +75,15 @@ def pick_release(
     if option_release:
         return F.resolve(framework, option_release, "the option's release", known)
     if known:
-        return F.resolve(framework, known[-1], "the newest release with benchmark rows", known)
+        try:
+            return F.resolve(framework, known[-1], "the newest release with benchmark rows", known)
+        except PlannerError:  # rows only of releases older than every read one
+            return F.resolve(
+                framework,
+                None,
+                f"the newest read release: benchmark rows name only {framework} releases older "
+                f"than every read one (newest {known[-1]})",
+            )
     return F.resolve(framework, None, "no benchmark row names a release: the newest read")
 
 
