@@ -69,6 +69,10 @@ ENGINES = {
                 "the KV connector of disaggregated serving",
                 [("--kv-transfer-config", None)],
             ),
+            "executor": (
+                "the distributed executor (Ray across nodes)",
+                [("--distributed-executor-backend", None)],
+            ),
             "bench_command": (
                 "the benchmark client",
                 [("vllm bench serve", "file:vllm/entrypoints/cli/benchmark/serve.py")],
@@ -131,6 +135,9 @@ ENGINES = {
             ),
             "spec_steps": ("the number of draft steps", [("--speculative-num-steps", None)]),
             "spec_topk": ("the draft top-k", [("--speculative-eagle-topk", None)]),
+            "nnodes": ("the number of nodes", [("--nnodes", None)]),
+            "node_rank": ("this node's rank", [("--node-rank", None)]),
+            "dist_init_addr": ("the rendezvous address across nodes", [("--dist-init-addr", None)]),
             "disagg_mode": ("the disaggregation role", [("--disaggregation-mode", None)]),
             "disagg_backend": (
                 "the KV transfer backend",

@@ -236,3 +236,70 @@ def test_expected_round_trip_and_bad_file(tmp_path, recs):
     (tmp_path / "bad.json").write_text(json.dumps(d))
     with pytest.raises(PlannerError, match="field option.tp"):
         read_expected(tmp_path / "bad.json")
+
+
+# --------------------------------------------------------------------------- multi-node, xPyD
+def test_multi_node_sglang_is_a_valid_leaderworkerset(tmp_path):
+    """TP16 over two 8-GPU nodes: a LeaderWorkerSet of size 2, 8 GPUs per pod, every pod
+    running serve.sh with its rank from the LWS environment; pod templates valid."""
+    from planner.deploy.emit import launch_files
+
+    k = _knobs("sglang", tp=16, nodes=2)
+    res = F.resolve("sglang", "0.5.12", "t")
+    files, notes = launch_files(k, res, "x", 3, 16, "nvidia", ["t"])
+    lws = yaml.safe_load(files["k8s/leaderworkerset.yaml"])
+    assert lws["apiVersion"] == "leaderworkerset.x-k8s.io/v1" and lws["spec"]["replicas"] == 3
+    t = lws["spec"]["leaderWorkerTemplate"]
+    assert t["size"] == 2
+    for key in ("leaderTemplate", "workerTemplate"):
+        c = t[key]["spec"]["containers"][0]
+        assert c["resources"]["limits"]["nvidia.com/gpu"] == 8  # 16 GPUs / 2 nodes
+        assert c["command"] == ["/planner/serve.sh"]
+    flags = serve_flags(files["serve.sh"])
+    assert {"--nnodes", "--node-rank", "--dist-init-addr"} <= set(flags)
+    assert "deployment.yaml" not in " ".join(files)
+
+
+def test_multi_node_vllm_uses_ray():
+    k = _knobs("vllm", tp=8, pp=2, nodes=2)
+    la = launch(k, F.resolve("vllm", "0.10.1", "t"))
+    assert dict(la.args)["--distributed-executor-backend"] == "ray"
+    assert la.workers == "ray" and la.before[0].startswith("ray start --head")
+
+
+def test_layout_the_engine_cannot_launch_gets_a_reason_not_a_script(tmp_path):
+    """TRT-LLM over two nodes (MPI launcher not emitted): the folder has bench.sh,
+    expected.json and a README saying why, and no serve.sh."""
+    from planner.cli.main import main
+
+    out = tmp_path / "o"
+    rc = main(["recommend", "examples/moe-r1.yaml", "--gpus", "h100", "--precisions", "fp8",
+               "--frameworks", "trtllm", "--emit", str(out), "--emit-top", "1",
+               "--disagg", "off", "--format", "json"])  # fmt: skip
+    assert rc == 0
+    (folder,) = out.iterdir()
+    names = {p.name for p in folder.iterdir()}
+    assert "serve.sh" not in names and {"bench.sh", "expected.json", "README.md"} <= names
+    assert "multi-node launcher" in (folder / "README.md").read_text()
+
+
+def test_disaggregated_pools_that_pay_get_a_folder(tmp_path, capsys):
+    """moe-r1 on H100 fp8 with SGLang: xPyD pays (the run says so); its folder holds a
+    prefill/ and a decode/ serve.sh with the disaggregation role and the transfer backend."""
+    from planner.cli.main import main
+
+    out = tmp_path / "o"
+    rc = main(["recommend", "examples/moe-r1.yaml", "--gpus", "h100", "--precisions", "fp8",
+               "--frameworks", "sglang", "--emit", str(out), "--emit-top", "1",
+               "--format", "json"])  # fmt: skip
+    assert rc == 0
+    rows = json.loads(capsys.readouterr().out)["summary"]["disaggregated"]
+    paying = [r for r in rows if r.get("pays")]
+    folders = sorted(p.name for p in out.iterdir() if p.name.startswith("disagg-"))
+    assert len(folders) == len(paying) >= 1
+    for role in ("prefill", "decode"):
+        text = (out / folders[0] / role / "serve.sh").read_text()
+        args = serve_flags(text)
+        assert "--disaggregation-mode" in args and "--disaggregation-transfer-backend" in args
+        assert f"--disaggregation-mode {role}" in text
+        assert set(args) <= F.all_flags("sglang", re.search(r"flags read at: (\S+)", text)[1])

@@ -7,6 +7,7 @@ import csv
 import functools
 import math
 import os
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from planner.deploy.expected import (
     write_expected,
 )
 from planner.deploy.k8s import manifests, validate
-from planner.deploy.serve import ENGINES, HEALTH, PORT, Knobs, launch, serve_script
+from planner.deploy.serve import ENGINES, HEALTH, PORT, RAY_PORT, Knobs, launch, serve_script
 from planner.errors import PlannerError
 
 #: container images whose tag is the engine's release (as benchmark rows name them,
@@ -108,9 +109,7 @@ def check_target(out: str | os.PathLike[str], force: bool) -> Path:
 
 
 def _slug(r: dict[str, Any]) -> str:
-    parts = [r["gpu"], r["framework"], r.get("precision_label") or r["precision"], r["layout"]]
-    import re
-
+    parts = [r["gpu"], r["framework"], r["precision"], r["layout"]]
     return re.sub(r"[^a-z0-9._]+", "-", "-".join(str(x) for x in parts).lower()).strip("-")
 
 
@@ -195,46 +194,84 @@ def expected_of(r: dict[str, Any], k: Knobs, plan: Any, release: str | None) -> 
     )
 
 
+def launch_files(
+    k: Knobs, release: F.Resolved, slug: str, replicas: int, gpus: int, vendor: str,
+    head: list[str],
+) -> tuple[dict[str, str], list[str]]:  # fmt: skip
+    """serve.sh (+ its YAML, worker.sh) and the checked k8s/ manifests of ``replicas``
+    copies of ``k``; the files (name -> text) and notes for the README."""
+    head = [*head, "engine: " + release.note(), f"flags read at: {release.read}"]
+    la = launch(k, release)
+    written = {"serve.sh": serve_script(la, k, head), **la.files}
+    notes: list[str] = []
+    image = _IMAGES.get(k.framework, "IMAGE").format(r=release.release)
+    files = dict(written)
+    worker = None
+    if k.nodes > 1 and la.workers == "ray":
+        written["worker.sh"] = files["worker.sh"] = (
+            "#!/usr/bin/env bash\n# a worker pod of a multi-node vLLM replica: joins the "
+            "leader's Ray cluster\nset -euo pipefail\n"
+            f'exec ray start --block --address="${{LWS_LEADER_ADDRESS}}:{RAY_PORT}"\n'
+        )
+        worker = ["/planner/worker.sh"]
+        notes.append(
+            f"the replica spans {k.nodes} nodes: a LeaderWorkerSet whose leader starts a Ray "
+            "head and vLLM (--distributed-executor-backend ray), the workers join it"
+        )
+    elif k.nodes > 1:
+        worker = ["/planner/serve.sh"]
+        notes.append(
+            f"the replica spans {k.nodes} nodes: a LeaderWorkerSet; every pod runs serve.sh, "
+            "its rank and the leader's address from LWS_WORKER_INDEX / LWS_LEADER_ADDRESS"
+        )
+    for name, obj in manifests(
+        slug, replicas, gpus, k.nodes, vendor, image, HEALTH[k.framework], PORT, files, worker
+    ).items():
+        validate(obj, f"k8s/{name}")
+        written[f"k8s/{name}"] = yaml.dump(obj, Dumper=_NoAliases, sort_keys=False)
+    if image == "IMAGE":
+        notes.append("k8s: set the container image (no image is known for this engine)")
+    return written, notes
+
+
+def _write(folder: Path, written: dict[str, str]) -> None:
+    for name, text in written.items():
+        p = folder / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+        if name.endswith(".sh"):
+            p.chmod(0o755)
+
+
 def emit_option(
-    r: dict[str, Any], scenario: Any, catalog: Any, folder: Path, release: F.Resolved | None
+    r: dict[str, Any],
+    scenario: Any,
+    catalog: Any,
+    folder: Path,
+    release: F.Resolved | None,
+    reason: str | None = None,
 ) -> list[str]:
-    """Write one option's folder; the files written (relative to ``folder``)."""
+    """Write one option's folder; the files written (relative to ``folder``). ``reason``:
+    why no launch command is written (the option's layout is not one the engine's flags
+    express); None with a release: serve.sh and k8s/ are written."""
     k = knobs_of(r, catalog, scenario.model)
     gpu = catalog.gpu(r["gpu"])
     plan = bench_plan(scenario.workload, float(r["latency_at_rps"]))
-    label = f"rank {r['rank']}: {r['gpu']} {r['framework']} {r['precision']} kv={r['kv_precision']} {r['layout']}, {r['replicas']} replica(s) x {r['gpus_per_replica']} GPU(s)"
+    label = (
+        f"rank {r['rank']}: {r['gpu']} {r['framework']} {r['precision']} "
+        f"kv={r['kv_precision']} {r['layout']}, {r['replicas']} replica(s) x "
+        f"{r['gpus_per_replica']} GPU(s)"
+    )
     head = [f"planner recommend --emit, {label}"]
     written: dict[str, str] = {}
     notes: list[str] = []
     folder.mkdir(parents=True, exist_ok=True)
-    if release is not None:
-        head.append("engine: " + release.note())
-        head.append(f"flags read at: {release.read}")
-        la = launch(k, release)
-        written["serve.sh"] = serve_script(la, k, head)
-        written.update(la.files)
-        image = _IMAGES.get(k.framework, "IMAGE").format(r=release.release)
-        files = {n: t for n, t in written.items()}
-        worker = None
-        if k.nodes > 1:
-            notes.append(
-                f"the replica spans {k.nodes} nodes: a LeaderWorkerSet; the workers join the "
-                "leader's distributed runtime (Ray for vLLM: worker.sh); check your engine's "
-                "multi-node guide"
-            )
-            files["worker.sh"] = (
-                "#!/usr/bin/env bash\n# joins the leader's Ray cluster (vLLM multi-node)\n"
-                'exec ray start --block --address="${LWS_LEADER_ADDRESS}:6379"\n'
-            )
-            written["worker.sh"] = files["worker.sh"]
-        for name, obj in manifests(
-            _slug(r), r["replicas"], r["gpus_per_replica"], k.nodes, gpu.vendor, image,
-            HEALTH[k.framework], PORT, files, worker,
-        ).items():  # fmt: skip
-            validate(obj, f"k8s/{name}")
-            written[f"k8s/{name}"] = yaml.dump(obj, Dumper=_NoAliases, sort_keys=False)
-        if image == "IMAGE":
-            notes.append("k8s: set the container image (no image is known for this engine)")
+    if release is not None and reason is None:
+        written, notes = launch_files(
+            k, release, _slug(r), r["replicas"], r["gpus_per_replica"], gpu.vendor, head
+        )
+    elif release is not None:
+        notes.append(f"no serve.sh or k8s/: {reason}")
     else:
         notes.append(
             f"no serve.sh or k8s/: no launch command for {k.framework} "
@@ -242,12 +279,7 @@ def emit_option(
         )
     written["bench.sh"] = bench_script(plan, k.framework, head)
     exp = expected_of(r, k, plan, release.release if release else None)
-    for name, text in written.items():
-        p = folder / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
-        if name.endswith(".sh"):
-            p.chmod(0o755)
+    _write(folder, written)
     write_expected(exp, folder / "expected.json")
     (folder / "README.md").write_text(_readme(r, k, plan, release, notes), encoding="utf-8")
     return sorted([*written, "expected.json", "README.md"])
@@ -303,18 +335,94 @@ def emit_all(
     asked = dict(releases or {})
     picked = []
     for r in recs:
-        rel = None
+        rel, reason = None, None
         if r["framework"] in ENGINES:
             rel = pick_release(r["framework"], r.get("release"), asked, data_dir)
-            launch(knobs_of(r, catalog, scenario.model), rel)  # flag check before writing
-        picked.append((r, rel))
+            try:  # every flag checked before the first file is written
+                launch(knobs_of(r, catalog, scenario.model), rel)
+            except PlannerError as e:
+                if r["framework"] in asked:  # the release the user named lacks a flag
+                    raise
+                reason = str(e)
+        picked.append((r, rel, reason))
+    pools = _disagg_pools(result, scenario, catalog, asked, data_dir)
     root = check_target(out, force)
     done = []
-    for r, rel in picked:
+    for r, rel, reason in picked:
         name = f"{r['rank']}-{_slug(r)}"
-        emit_option(r, scenario, catalog, root / name, rel)
+        emit_option(r, scenario, catalog, root / name, rel, reason)
+        done.append(str(root / name))
+    for name, (row, built) in pools.items():
+        _emit_disagg(row, built, root / name)
         done.append(str(root / name))
     return done
+
+
+def _pool_knobs(pool: dict[str, Any], catalog: Any, model: str, role: str) -> Knobs:
+    m = catalog.model(model)
+    lay = layout_of(pool["tp"], pool.get("pp") or 1, pool.get("ep") or 1,
+                    pool.get("attention_dp") or 1)  # fmt: skip
+    return Knobs(
+        model_id=m.id, hf_repo=m.hf_repo, framework=pool["framework"],
+        precision=pool["precision"], kv_precision=pool.get("kv_precision") or "bf16",
+        tp=pool["tp"], pp=pool.get("pp") or 1, ep=pool.get("ep") or 1,
+        attention_dp=pool.get("attention_dp") or 1,
+        max_num_seqs=pool.get("max_num_seqs"),
+        max_num_batched_tokens=pool.get("max_num_batched_tokens"),
+        nodes=nodes_spanned(lay, catalog.gpu(pool["gpu"])), role=role,
+    )  # fmt: skip
+
+
+def _disagg_pools(result, scenario, catalog, asked, data_dir) -> dict[str, tuple]:
+    """The xPyD deployments the run compared (``summary["disaggregated"]``) that pay: per
+    folder name, the row and per pool (knobs, release, count) - built and checked now."""
+    out: dict[str, tuple] = {}
+    for i, row in enumerate((result.summary or {}).get("disaggregated") or [], 1):
+        if not row.get("pays") or "prefill" not in row:
+            continue
+        built = []
+        for role in ("prefill", "decode"):
+            pool = row[role]
+            if pool["framework"] not in ("vllm", "sglang"):
+                built = []
+                break
+            k = _pool_knobs(pool, catalog, scenario.model, role)
+            rel = pick_release(pool["framework"], None, asked, data_dir)
+            launch(k, rel)
+            built.append((k, rel, int(pool["count"]), catalog.gpu(pool["gpu"])))
+        if built:
+            label = row["option"].lower().removeprefix("disagg")
+            out[f"disagg-{i}-{re.sub(r'[^a-z0-9.]+', '-', label).strip('-')}"] = (
+                row,
+                built,
+            )
+    return out
+
+
+def _emit_disagg(row: dict[str, Any], built: list, folder: Path) -> None:
+    """One folder per pool (prefill/, decode/) with serve.sh and k8s/, and a README."""
+    notes = []
+    for k, rel, count, g in built:
+        head = [f"planner recommend --emit, disaggregated {row['option']}: {k.role} pool, "
+                f"{count} replica(s)"]  # fmt: skip
+        gpus = k.tp * k.attention_dp * k.pp
+        written, n = launch_files(k, rel, f"{k.role}-{g.id}", count, gpus, g.vendor, head)
+        (folder / k.role).mkdir(parents=True, exist_ok=True)
+        _write(folder / k.role, written)
+        notes += [f"{k.role}: {x}" for x in n]
+    lines = [
+        f"# Disaggregated: {row['option']} on {row['gpu']}",
+        "",
+        f"* {row['num_gpus']} GPUs in {row['groups']} group(s) instead of the aggregated "
+        f"{row['aggregated']} ({row['aggregated_gpus']} GPUs): " + "; ".join(row.get("why") or []),
+        f"* KV transfer per request (planner's estimate): {row.get('transfer_s', float('nan')):.3g} s",
+        "* KV connector assumed: vLLM NixlConnector (--kv-transfer-config), SGLang mooncake "
+        "(--disaggregation-transfer-backend); both need RDMA between the pools",
+        "* not emitted: the router in front of the pools (vLLM's proxy, sgl-router) and a "
+        "benchmark of the pair (bench.sh of the aggregated options targets one server)",
+    ]
+    lines += [f"* {n}" for n in notes]
+    (folder / "README.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def parse_emit_release(text: str) -> tuple[str, str]:

@@ -80,6 +80,10 @@ class Launch:
     positional: list[str] = field(default_factory=list)
     comments: list[str] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)  # extra files (trtllm YAML)
+    before: list[str] = field(default_factory=list)  # shell lines run before the engine
+    #: what the other pods of a multi-node replica run: "serve" (serve.sh with their rank
+    #: from the LeaderWorkerSet's environment) or "ray" (join the leader's Ray cluster)
+    workers: str | None = None
 
     def flags(self) -> list[str]:
         return [f for f, _ in self.args]
@@ -118,6 +122,39 @@ def _precision(la: Launch, res: F.Resolved, k: Knobs) -> None:
     la.comments.append(
         f"weights: {k.precision}: set MODEL to a {k.precision} checkpoint of {k.model_id} "
         "(the planner names none); the engine reads the quantization from its config"
+    )
+
+
+#: the rendezvous port of a multi-node SGLang / LMDeploy replica on its leader
+DIST_PORT = 20000
+RAY_PORT = 6379
+
+
+def _multi_node(la: Launch, res: F.Resolved, k: Knobs) -> None:
+    """A replica over ``k.nodes`` pods: the engine's own multi-node flags, each pod's rank and
+    the leader's address from the LeaderWorkerSet's environment (LWS_GROUP_SIZE,
+    LWS_WORKER_INDEX, LWS_LEADER_ADDRESS), or Ray for vLLM."""
+    if k.nodes <= 1:
+        return
+    if k.framework == "vllm":
+        _add(la, res, "executor", "ray")
+        la.before.append(
+            f"ray start --head --port={RAY_PORT}  # the workers join it (worker.sh); vLLM "
+            "places its ranks on the Ray cluster"
+        )
+        la.workers = "ray"
+        return
+    if k.framework in ("sglang", "lmdeploy"):
+        _add(la, res, "nnodes", f'"${{LWS_GROUP_SIZE:-{k.nodes}}}"')
+        _add(la, res, "node_rank", '"${LWS_WORKER_INDEX:-0}"')
+        _add(la, res, "dist_init_addr", f'"${{LWS_LEADER_ADDRESS:-127.0.0.1}}:{DIST_PORT}"')
+        la.workers = "serve"
+        return
+    raise PlannerError(
+        f"{k.framework}: a replica over {k.nodes} nodes needs the engine's multi-node launcher "
+        "(MPI / RPC), which is not emitted here"
+        if k.framework != "tgi"
+        else f"tgi: the launcher serves one node; this replica spans {k.nodes}"
     )
 
 
@@ -351,6 +388,7 @@ def launch(k: Knobs, res: F.Resolved) -> Launch:
     _add(la, res, "host", host)
     _add(la, res, "port", '"$PORT"')
     _BUILD[k.framework](la, res, k)
+    _multi_node(la, res, k)
     return la
 
 
@@ -369,6 +407,7 @@ def serve_script(la: Launch, k: Knobs, header: list[str]) -> str:
         f'MODEL="${{MODEL:-{model}}}"',
         f'PORT="${{PORT:-{PORT}}}"',
     ]
+    lines += la.before
     parts = [la.command + "".join(f" {p}" for p in la.positional)]
     for fl, v in la.args:
         parts.append(fl if v is None else f"{fl} {v}")
