@@ -26,6 +26,19 @@ ENGINES = {
             "vllm/benchmarks/datasets/datasets.py",
         ],
         "tag": "v{r}",
+        "value_files": [
+            "vllm/config.py",
+            "vllm/config/__init__.py",
+            "vllm/config/cache.py",
+            "vllm/config/model.py",
+            "vllm/config/parallel.py",
+        ],
+        "values": {
+            "kv_dtype": ["fp8"],
+            "quantization": ["fp8"],
+            "dtype": ["bfloat16", "float16"],
+            "executor": ["ray"],
+        },
         "settings": {
             "command": (
                 "the server command",
@@ -100,6 +113,14 @@ ENGINES = {
         "repo": "https://github.com/sgl-project/sglang",
         "files": ["sglang/srt/server_args.py"],
         "tag": "v{r}",
+        "value_files": [],
+        "values": {
+            "kv_dtype": ["fp8_e4m3"],
+            "quantization": ["fp8"],
+            "dtype": ["bfloat16", "float16"],
+            "spec_algorithm": ["EAGLE", "EAGLE3"],
+            "disagg_backend": ["mooncake"],
+        },
         "settings": {
             "command": (
                 "the server command",
@@ -211,6 +232,31 @@ def main(engine: str, folder: str) -> None:
                 print(f'            until: "{until}"')
             print(f'            source: "{repo}/blob/{spec["tag"].format(r=since)}/{f}"')
             print(f"            as_of: {TODAY}")
+        vals = spec.get("values", {}).get(key)
+        if vals:
+            vfiles = spec["files"] + spec.get("value_files", [])
+            print("        values:")
+            for v in vals:
+                present = [_present(Path(folder) / r, vfiles, v, None) for r in rels]
+                for i, j in _runs(present):
+                    print(f'          - value: "{v}"\n            since: "{rels[i]}"')
+                    if j < len(rels) - 1:
+                        print(f'            until: "{rels[j]}"')
+
+
+def _runs(present: list[bool]) -> list[tuple[int, int]]:
+    """(first, last) index of each run of consecutive True."""
+    out, i = [], 0
+    while i < len(present):
+        if present[i]:
+            j = i
+            while j + 1 < len(present) and present[j + 1]:
+                j += 1
+            out.append((i, j))
+            i = j + 1
+        else:
+            i += 1
+    return out
 
 
 if __name__ == "__main__":

@@ -139,7 +139,8 @@ def test_launch_uses_only_flags_of_each_read_release(engine):
         res = F.resolve(engine, rel.release, "test")
         if engine == "vllm" and not F.has(res, "chunked_prefill"):
             continue
-        la = launch(_knobs(engine), res)
+        kv = {"lmdeploy": "int8", "llama.cpp": "int8"}.get(engine, "bf16")
+        la = launch(_knobs(engine, kv_precision=kv), res)
         allowed = F.all_flags(engine, rel.release)
         assert set(la.flags()) <= allowed
         assert la.command in allowed
@@ -169,6 +170,14 @@ def test_sglang_dep_layout():
 def test_ep_before_the_engine_had_it():
     with pytest.raises(PlannerError, match=r"vllm 0.7.3 has no flag for expert parallelism"):
         launch(_knobs("vllm", tp=8, ep=8), F.resolve("vllm", "0.7.3", "t"))
+
+
+def test_a_value_the_release_lacks():
+    """SGLang's fp8_e4m3 KV dtype is first in 0.4.2.post4 among the read releases."""
+    with pytest.raises(PlannerError, match=r"sglang 0.4.1 has no value 'fp8_e4m3'"):
+        launch(_knobs("sglang"), F.resolve("sglang", "0.4.1", "t"))
+    la = launch(_knobs("sglang"), F.resolve("sglang", "0.4.2.post4", "t"))
+    assert dict(la.args)["--kv-cache-dtype"] == "fp8_e4m3"
 
 
 def test_unknown_release_lists_known():

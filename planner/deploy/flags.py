@@ -71,11 +71,21 @@ class Spelling(Frozen):
     as_of: date
 
 
+class ValueRange(Frozen):
+    """A choice value of a setting, present from ``since`` to ``until`` (read releases)."""
+
+    value: str = Field(min_length=1)
+    since: str = Field(min_length=1)
+    until: str | None = None
+
+
 class Setting(Frozen):
-    """A setting the emitter sets, with its spellings over releases."""
+    """A setting the emitter sets, with its spellings over releases and, for choice
+    settings, the values the emitter passes (a value not listed is not checked)."""
 
     what: str = Field(min_length=1, description="what the setting is, for error messages")
     spellings: tuple[Spelling, ...] = Field(min_length=1)
+    values: tuple[ValueRange, ...] = ()
 
 
 class Engine(Frozen):
@@ -106,7 +116,7 @@ def load_engine_flags(path: str | None = None) -> EngineFlags:
         for key, s in eng.settings.items():
             for sp in s.spellings:
                 for r in (sp.since, sp.until):
-                    if r is not None and r not in names:
+                    if r is not None and r not in names:  # pragma: no cover - data check
                         raise PlannerError(
                             f"{p}: {eid}.{key} {sp.flag}: release {r} is not among the read "
                             f"releases ({', '.join(names)})"
@@ -192,16 +202,34 @@ def resolve(
     return Resolved(engine=engine, release=release, read=r.release, how=how, source=r.source)
 
 
-def flag(res: Resolved, key: str, flags: EngineFlags | None = None) -> str:
-    """The spelling of setting ``key`` in ``res``'s read release.
+def _in(eng: Engine, i: int, since: str, until: str | None) -> bool:
+    hi = _index(eng, until) if until else len(eng.releases) - 1
+    return _index(eng, since) <= i <= hi
+
+
+def flag(
+    res: Resolved, key: str, flags: EngineFlags | None = None, value: str | None = None
+) -> str:
+    """The spelling of setting ``key`` in ``res``'s read release (and ``value`` checked
+    when the setting lists it).
 
     Raises
     ------
     PlannerError
-        The release has no flag for it (named with the releases that have one).
+        The release has no flag for it, or lacks the value (named with the releases that
+        have it).
     """
     eng = (flags or load_engine_flags()).engines[res.engine]
     s = eng.settings.get(key)
+    if s is not None and value is not None:
+        ranges = [v for v in s.values if v.value == value]
+        i = _index(eng, res.read)
+        if ranges and not any(_in(eng, i, v.since, v.until) for v in ranges):
+            have = "; ".join(f"{v.since}" + (f"-{v.until}" if v.until else "+") for v in ranges)
+            raise PlannerError(
+                f"{res.engine} {res.release} has no value {value!r} for {s.what} (read at "
+                f"{res.read}; {value} in {have}); emit for a release that has it"
+            )
     if s is None:
         raise PlannerError(f"{res.engine}: no flag for {key!r} in data/engine_flags.yaml")
     i = _index(eng, res.read)

@@ -90,7 +90,9 @@ class Launch:
 
 
 def _add(la: Launch, res: F.Resolved, key: str, value: Any = None) -> None:
-    la.args.append((F.flag(res, key), None if value is None else str(value)))
+    """Append setting ``key`` (its value checked against the release where listed)."""
+    v = None if value is None else str(value)
+    la.args.append((F.flag(res, key, value=v), v))
 
 
 def _kv_value(k: Knobs) -> str | None:
@@ -227,8 +229,9 @@ def _sglang(la: Launch, res: F.Resolved, k: Knobs) -> None:
     if k.max_num_seqs:
         _add(la, res, "max_num_seqs", k.max_num_seqs * k.attention_dp)
         la.comments.append(
-            "--max-running-requests: the planner's cap per attention rank x dp-size, taken as "
-            "the server's total (its split over DP ranks was not read in server_args.py)"
+            "--max-running-requests: the planner's cap per attention rank x dp-size (SGLang "
+            "gives each DP worker max_running_requests // dp_size: 0.5.12 "
+            "model_runner_kv_cache_mixin.py _resolve_max_num_reqs)"
         )
     if k.max_num_batched_tokens:
         size = k.max_num_batched_tokens if k.chunked_prefill is not False else -1
