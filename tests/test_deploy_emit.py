@@ -312,3 +312,31 @@ def test_disaggregated_pools_that_pay_get_a_folder(tmp_path, capsys):
         assert "--disaggregation-mode" in args and "--disaggregation-transfer-backend" in args
         assert f"--disaggregation-mode {role}" in text
         assert set(args) <= F.all_flags("sglang", re.search(r"flags read at: (\S+)", text)[1])
+
+
+def test_expected_time_bands_follow_the_error_band(tmp_path, recs):
+    """A time measured r x slower is a speed ratio 1/r: with the option's speed band
+    [low, high], TPOT P99 lies in [tpot / high, tpot / low]."""
+    sc, res, cat = recs("moe-r1", "cost")
+    r = res.recommendations[0]
+    eb = r["error_band"]
+    exp = read_expected(Path(emit_all(res, sc, cat, tmp_path / "o", top=1)[0]) / "expected.json")
+    b = exp.predicted.tpot_p99_s
+    assert b.low == pytest.approx(r["tpot_p99_s"] / eb["high_ratio"])
+    assert b.high == pytest.approx(r["tpot_p99_s"] / eb["low_ratio"])
+    assert b.low < b.value < b.high or eb["low_ratio"] == eb["high_ratio"] == 1
+
+
+def test_emit_zip_holds_the_folders(recs):
+    import io
+    import zipfile
+
+    from planner.deploy import emit_zip
+
+    sc, res, cat = recs("moe-r1", "cost")
+    z = zipfile.ZipFile(io.BytesIO(emit_zip(res, sc, cat, top=1)))
+    names = z.namelist()
+    assert any(n.endswith("/serve.sh") for n in names)
+    assert any(n.endswith("/expected.json") for n in names)
+    info = next(i for i in z.infolist() if i.filename.endswith("serve.sh"))
+    assert (info.external_attr >> 16) & 0o111  # executable

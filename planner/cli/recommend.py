@@ -410,6 +410,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         )  # fmt: skip
         if args.disagg == "only":
             _print_disagg(res.summary["disaggregated"], args)
+            if args.emit:
+                run_emit(args, res, sc, cat, asked)
             return 0
     _print_recommendation(res, args.format, _per_reason(args), sc.name or args.scenario, args)
     if args.emit:

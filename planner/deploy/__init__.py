@@ -1,7 +1,7 @@
 """Deployment artefacts for a ranked option: launch command per engine release, Kubernetes
 manifests, a load test and the planner's expected result (``planner recommend --emit``)."""
 
-from planner.deploy.emit import emit_all
+from planner.deploy.emit import emit_all, emit_zip
 from planner.deploy.expected import Expected, read_expected, write_expected
 
-__all__ = ["Expected", "emit_all", "read_expected", "write_expected"]
+__all__ = ["Expected", "emit_all", "emit_zip", "read_expected", "write_expected"]

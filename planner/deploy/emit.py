@@ -140,8 +140,15 @@ def knobs_of(r: dict[str, Any], catalog: Any, model: str) -> Knobs:
     )
 
 
-def _band(v: Any) -> Band:
-    return Band(value=float(v) if v is not None else float("nan"))
+def _band(v: Any, eb: dict[str, Any]) -> Band:
+    """A predicted time with the option's error band: the band is the p10-p90 of the speed
+    ratio measured / predicted over held-out rows (planner/calibration/bands.py), and a time
+    measured r times slower is a speed ratio 1/r, so the time lies in [v / high, v / low]."""
+    v = float(v)
+    lo, hi = eb.get("low_ratio"), eb.get("high_ratio")
+    if not lo or not hi:
+        return Band(value=v)
+    return Band(value=v, low=v / float(hi), high=v / float(lo))
 
 
 def expected_of(r: dict[str, Any], k: Knobs, plan: Any, release: str | None) -> Expected:
@@ -154,6 +161,15 @@ def expected_of(r: dict[str, Any], k: Knobs, plan: Any, release: str | None) -> 
         if r.get(key) is None or not math.isfinite(float(r[key])):
             raise PlannerError(f"option {r['rank']}: no predicted {key} to write")
     es = r.get("engine_settings") or {}
+    eb = r.get("error_band") or {}
+    prov = str(r.get("provenance") or "")
+    if eb.get("low_ratio") and eb.get("high_ratio"):
+        prov += (
+            f"; time bands: the speed ratio measured/predicted {eb['low_ratio']}-"
+            f"{eb['high_ratio']} (p10-p90 of held-out throughput rows, {eb.get('tier')}, "
+            f"{eb.get('group')}) applied as time / ratio; queueing near saturation can "
+            "exceed them"
+        )
     return Expected(
         planner_version=__version__,
         option=ExpectedOption(
@@ -184,13 +200,13 @@ def expected_of(r: dict[str, Any], k: Knobs, plan: Any, release: str | None) -> 
         predicted=Predicted(
             output_throughput_tok_s=Band(value=rate * plan.output_tokens),
             request_throughput_rps=Band(value=rate),
-            ttft_p50_s=_band(r["ttft_p50_s"]),
-            ttft_p99_s=_band(r["ttft_p99_s"]),
-            tpot_p50_s=_band(r["tpot_p50_s"]),
-            tpot_p99_s=_band(r["tpot_p99_s"]),
-            e2e_p99_s=_band(r["e2e_p99_s"]),
+            ttft_p50_s=_band(r["ttft_p50_s"], eb),
+            ttft_p99_s=_band(r["ttft_p99_s"], eb),
+            tpot_p50_s=_band(r["tpot_p50_s"], eb),
+            tpot_p99_s=_band(r["tpot_p99_s"], eb),
+            e2e_p99_s=_band(r["e2e_p99_s"], eb),
         ),
-        provenance=str(r.get("provenance") or ""),
+        provenance=prov,
     )
 
 
@@ -433,3 +449,22 @@ def parse_emit_release(text: str) -> tuple[str, str]:
             f"--emit-release {shlex.quote(text)}: write ENGINE@RELEASE, e.g. vllm@0.10.1"
         )
     return engine.strip(), rel.strip()
+
+
+def emit_zip(result: Any, scenario: Any, catalog: Any, **kw: Any) -> bytes:
+    """The folders of :func:`emit_all` as one zip archive (for a download button)."""
+    import io
+    import tempfile
+    import zipfile
+
+    buf = io.BytesIO()
+    with tempfile.TemporaryDirectory(prefix="planner-emit-") as tmp:
+        root = Path(tmp) / "planner-deploy"
+        emit_all(result, scenario, catalog, root, **kw)
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+            for p in sorted(root.rglob("*")):
+                if p.is_file():
+                    info = zipfile.ZipInfo(str(p.relative_to(root.parent)))
+                    info.external_attr = (0o755 if p.suffix == ".sh" else 0o644) << 16
+                    z.writestr(info, p.read_bytes())
+    return buf.getvalue()
