@@ -340,3 +340,25 @@ def test_emit_zip_holds_the_folders(recs):
     assert any(n.endswith("/expected.json") for n in names)
     info = next(i for i in z.infolist() if i.filename.endswith("serve.sh"))
     assert (info.external_attr >> 16) & 0o111  # executable
+
+
+def test_image_is_one_the_release_ran_in():
+    """SGLang 0.5.12 rows name their images: an NVIDIA GPU gets a non-ROCm one, an MI300X
+    the ROCm mi30x build, both as written in data/benchmarks; a release no row names an
+    image for gets the engine's repository tag, said to be assumed."""
+    import csv
+
+    from planner.deploy.emit import image_for
+
+    texts = ""
+    for p in sorted((ROOT / "data" / "benchmarks").glob("*.csv")):
+        with open(p, encoding="utf-8") as fh:
+            for row in csv.DictReader(fh):
+                if row.get("framework") == "sglang":
+                    texts += " " + (row.get("framework_version") or "")
+    nv, why = image_for("sglang", "0.5.12", "nvidia", gpu="nvidia-h200-sxm")
+    assert nv in texts and "rocm" not in nv and "benchmark rows" in why
+    amd, _ = image_for("sglang", "0.5.12", "amd", gpu="amd-mi300x")
+    assert amd in texts and "mi30x" in amd
+    img, why = image_for("vllm", "0.4.3", "nvidia")
+    assert img == "vllm/vllm-openai:v0.4.3" and "assumed" in why

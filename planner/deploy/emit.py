@@ -65,6 +65,46 @@ def data_releases(data_dir: str | None = None) -> dict[str, tuple[str, ...]]:
     }
 
 
+@functools.lru_cache(maxsize=2)
+def data_images(data_dir: str | None = None) -> dict[tuple[str, str], tuple[str, ...]]:
+    """Per (engine, release), the engine's own container images benchmark rows name
+    (``image lmsysorg/sglang:v0.5.12-cu130 | ...``)."""
+    from planner.catalog.catalog import DATA_DIR
+
+    out: dict[tuple[str, str], set[str]] = {}
+    for p in sorted((Path(data_dir or DATA_DIR) / "benchmarks").glob("*.csv")):
+        with open(p, newline="", encoding="utf-8") as fh:
+            for row in csv.DictReader(fh):
+                text = row.get("framework_version") or ""
+                rel = parse_release(row.get("framework") or "", text)
+                m = re.match(r"image\s+(\S+)", text)
+                if rel is not None and m:
+                    out.setdefault((rel.engine, rel.release), set()).add(m.group(1).rstrip(")"))
+    return {k: tuple(sorted(v)) for k, v in out.items()}
+
+
+def image_for(
+    engine: str, release: str, vendor: str, data_dir: str | None = None, gpu: str = ""
+) -> tuple[str, str]:
+    """(image, where it comes from): an image benchmark rows of this release ran (a ROCm
+    build for AMD GPUs, another for the rest), else the engine's repository tagged with the
+    release (assumed), else ``IMAGE`` to fill in."""
+    seen = data_images(data_dir).get((engine, release), ())
+    amd = [i for i in seen if "rocm" in i]
+    other = [i for i in seen if "rocm" not in i and not i.endswith(":dev")]
+    pick = amd if vendor == "amd" else other
+    if vendor == "amd":  # ROCm images built per Instinct generation (mi30x: MI300X/MI325X)
+        fam = "mi35x" if "mi35" in gpu else "mi30x"
+        pick = [i for i in pick if fam in i] or [i for i in pick if "mi3" not in i]
+    if pick:
+        return pick[-1], "named by benchmark rows of this release"
+    if engine in _IMAGES and vendor != "amd":
+        return _IMAGES[engine].format(
+            r=release
+        ), "the engine's repository tagged with the release (tag assumed: check it exists)"
+    return "IMAGE", "no image known for this engine, release and GPU vendor: set it"
+
+
 def pick_release(
     framework: str, option_release: str | None, asked: dict[str, str], data_dir: str | None
 ) -> F.Resolved:
@@ -212,7 +252,7 @@ def expected_of(r: dict[str, Any], k: Knobs, plan: Any, release: str | None) -> 
 
 def launch_files(
     k: Knobs, release: F.Resolved, slug: str, replicas: int, gpus: int, vendor: str,
-    head: list[str],
+    head: list[str], gpu_id: str = "",
 ) -> tuple[dict[str, str], list[str]]:  # fmt: skip
     """serve.sh (+ its YAML, worker.sh) and the checked k8s/ manifests of ``replicas``
     copies of ``k``; the files (name -> text) and notes for the README."""
@@ -220,7 +260,8 @@ def launch_files(
     la = launch(k, release)
     written = {"serve.sh": serve_script(la, k, head), **la.files}
     notes: list[str] = []
-    image = _IMAGES.get(k.framework, "IMAGE").format(r=release.release)
+    image, why = image_for(k.framework, release.release, vendor, gpu=gpu_id)
+    notes.append(f"k8s image {image}: {why}")
     files = dict(written)
     worker = None
     if k.nodes > 1 and la.workers == "ray":
@@ -245,8 +286,6 @@ def launch_files(
     ).items():
         validate(obj, f"k8s/{name}")
         written[f"k8s/{name}"] = yaml.dump(obj, Dumper=_NoAliases, sort_keys=False)
-    if image == "IMAGE":
-        notes.append("k8s: set the container image (no image is known for this engine)")
     return written, notes
 
 
@@ -284,7 +323,7 @@ def emit_option(
     folder.mkdir(parents=True, exist_ok=True)
     if release is not None and reason is None:
         written, notes = launch_files(
-            k, release, _slug(r), r["replicas"], r["gpus_per_replica"], gpu.vendor, head
+            k, release, _slug(r), r["replicas"], r["gpus_per_replica"], gpu.vendor, head, gpu.id
         )
     elif release is not None:
         notes.append(f"no serve.sh or k8s/: {reason}")
@@ -422,7 +461,7 @@ def _emit_disagg(row: dict[str, Any], built: list, folder: Path) -> None:
         head = [f"planner recommend --emit, disaggregated {row['option']}: {k.role} pool, "
                 f"{count} replica(s)"]  # fmt: skip
         gpus = k.tp * k.attention_dp * k.pp
-        written, n = launch_files(k, rel, f"{k.role}-{g.id}", count, gpus, g.vendor, head)
+        written, n = launch_files(k, rel, f"{k.role}-{g.id}", count, gpus, g.vendor, head, g.id)
         (folder / k.role).mkdir(parents=True, exist_ok=True)
         _write(folder / k.role, written)
         notes += [f"{k.role}: {x}" for x in n]
