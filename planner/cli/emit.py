@@ -40,8 +40,6 @@ def check_emit_args(args: argparse.Namespace) -> dict[str, str]:
         if extra:
             raise PlannerError(f"{extra[0]} goes with --emit DIR")
         return {}
-    if args.format != "table" and args.format != "json":
-        raise PlannerError("--emit goes with --format table or json")
     from planner.deploy.emit import check_target, parse_emit_release
     from planner.deploy.flags import resolve
 
