@@ -45,6 +45,22 @@ def _binding(s: Screened, need: float) -> str:
     return f"throughput: {_LIMIT_TEXT.get(probe.saturation_limit, probe.saturation_limit)}"
 
 
+def engine_settings(e: Any, attention_dp: int = 1) -> dict[str, Any]:
+    """The engine settings an option was simulated with, as a launch command sets them:
+    sequence and token limits per attention rank (what ``--max-num-seqs`` takes), the memory
+    fraction in the engine's own sense (``data/frameworks.yaml``), the context limit
+    [tokens], chunked prefill and prefix caching."""
+    return {
+        "max_num_seqs": e.max_num_seqs // attention_dp,
+        "max_num_batched_tokens": e.max_num_batched_tokens // attention_dp,
+        "memory_utilization": e.memory_utilization,
+        "max_model_len": e.context_limit_tokens,
+        "chunked_prefill": e.chunked_prefill,
+        "prefix_caching": e.prefix_caching,
+        "block_size_tokens": e.block_size_tokens,
+    }
+
+
 def finish(
     s: Screened,
     cache: WorkloadCache,
@@ -104,6 +120,7 @@ def finish(
         "kv_util_at_peak": planned.get("kv_util_mean"),
         "memory_headroom": 1.0 - float(planned.get("kv_util_max", 0.0)),
         "max_concurrent_sequences": rep.engine.max_num_seqs,
+        "engine_settings": engine_settings(rep.engine, opt.attention_dp),
         "gpu_hours_per_day": fl["gpu_hours_per_day"],
         "gpu_hours_per_day_autoscaled": fl.get("gpu_hours_per_day_autoscaled"),
         "output_tok_s_per_gpu": mr * mean_out / gpr,
