@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from planner.catalog.layout import layout_of
 from planner.deploy import flags as F
 from planner.deploy.bench import bench_plan
 from planner.deploy.emit import check_target, emit_all, parse_emit_release
@@ -128,7 +129,8 @@ def _knobs(engine: str, **kw) -> Knobs:
                 max_model_len=8192, chunked_prefill=True, prefix_caching=True)  # fmt: skip
     if engine == "llama.cpp":
         base.update(precision="gguf-q4_k_m", kv_precision="int8")
-    base.update(kw)
+    shape = {k: kw.pop(k) for k in ("tp", "pp", "ep", "attention_dp") if k in kw}
+    base.update(kw, layout=layout_of(**shape))
     return Knobs(**base)
 
 
@@ -243,7 +245,7 @@ def test_expected_round_trip_and_bad_file(tmp_path, recs):
     assert read_expected(tmp_path / "again.json") == exp
     d["option"].pop("tp")
     (tmp_path / "bad.json").write_text(json.dumps(d))
-    with pytest.raises(PlannerError, match="field option.tp"):
+    with pytest.raises(PlannerError, match="option.tp: field required"):
         read_expected(tmp_path / "bad.json")
 
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from planner.catalog.records import Frozen
-from planner.errors import PlannerError
+from planner.errors import PlannerError, read_text
 from planner.files import atomic_write_text, load_json
 
 SCHEMA = "planner-expected/1"
@@ -83,24 +83,22 @@ def write_expected(exp: Expected, path: str | os.PathLike[str]) -> None:
 
 
 def read_expected(path: str | os.PathLike[str]) -> Expected:
-    """Read an ``expected.json``.
-
-    Raises
-    ------
-    PlannerError
-        Unreadable file, not JSON, another schema or a missing / wrong field (named).
-    """
-    p = Path(path)
+    """Read expected.json; a wrong shape is one line naming the field path and what it needs."""
+    text = read_text(path, "expected.json", "JSON file")
+    d = load_json(text, path)
+    if not isinstance(d, dict):
+        raise PlannerError(f"{path}: expected a JSON object (planner-expected/1)")
+    schema = d.get("schema")
+    if not (isinstance(schema, str) and schema.startswith("planner-expected/")):
+        raise PlannerError(
+            f"{path}: schema: expected 'planner-expected/1' (the expected.json of "
+            f"`planner recommend --emit`), got {schema!r}"
+        )
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise PlannerError(f"{p}: cannot read ({e.__class__.__name__})") from None
-    data = load_json(text, p)
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise PlannerError(f"{p}: not a {SCHEMA} file (field 'schema')")
-    try:
-        return Expected.model_validate(data)
+        return Expected.model_validate(d)
     except ValidationError as e:
         err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])
-        raise PlannerError(f"{p}: field {where}: {err['msg']}") from None
+        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        got = err.get("input")
+        shown = "missing" if err["type"] == "missing" else f"got {got!r}"[:80]
+        raise PlannerError(f"{path}: {loc}: {err['msg'].lower()} ({shown})") from None

@@ -11,6 +11,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner.catalog.layout import Layout
 from planner.deploy import flags as F
 from planner.errors import PlannerError
 
@@ -49,10 +50,7 @@ class Knobs:
     framework: str
     precision: str
     kv_precision: str
-    tp: int = 1
-    pp: int = 1
-    ep: int = 1
-    attention_dp: int = 1
+    layout: Layout = Layout()
     max_num_seqs: int | None = None  # per attention rank
     max_num_batched_tokens: int | None = None  # per attention rank
     memory_utilization: float | None = None
@@ -66,9 +64,25 @@ class Knobs:
     role: str | None = None  # None, "prefill" or "decode"
 
     @property
+    def tp(self) -> int:
+        return self.layout.tp
+
+    @property
+    def pp(self) -> int:
+        return self.layout.pp
+
+    @property
+    def ep(self) -> int:
+        return self.layout.ep
+
+    @property
+    def attention_dp(self) -> int:
+        return self.layout.attention_dp
+
+    @property
     def width(self) -> int:
         """GPUs of one pipeline stage: ``tp x attention_dp``."""
-        return self.tp * self.attention_dp
+        return self.layout.width
 
 
 @dataclass
