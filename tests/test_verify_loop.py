@@ -108,7 +108,10 @@ def test_a_missing_result_file_is_a_clean_error(capsys, tmp_path):
 @pytest.mark.parametrize(
     ("edit", "match"),
     [
-        (lambda d: d["option"].update(tp=0), r"option\.tp: input should be greater than 0 \(got 0\)"),
+        (
+            lambda d: d["option"].update(tp=0),
+            r"option\.tp: input should be greater than 0 \(got 0\)",
+        ),
         (lambda d: d["workload"].pop("model"), r"workload\.model: field required \(missing\)"),
         (
             lambda d: d["predicted"]["ttft_p50_s"].update(value="fast"),
