@@ -203,7 +203,8 @@ def answer_for_deployment(
     need = peak * (1.0 + float(headroom))
     if not (math.isfinite(need) and need > 0):
         raise PlannerError(
-            f"peak rate {peak:g} req/s: the fleet needs a finite peak > 0 (traffic.peak_rps)"
+            f"peak rate {peak:g} req/s x (1 + headroom {headroom:g}) is not a finite number "
+            "> 0; set the scenario's traffic (peak_rps)"
         )
     cache = WorkloadCache.of(workload, slo, int(seed))
     probe = CapacityProbe(replica, cache, n_requests=n_requests, early_stop=True)
