@@ -515,7 +515,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     from planner.catalog.profile import error_band, load_profile
     from planner.cli import disagg
     from planner.serving import compare_tp, size_fleet, throughput_latency_curve
-    from planner.serving.answer import answer_for_deployment
+    from planner.serving.answer import CURVE_REQUESTS, answer_for_deployment, curve_noise
 
     if args.no_curve and args.format == "csv":
         raise PlannerError(
@@ -587,7 +587,11 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     }
     curve: list[dict[str, Any]] = []
     if not args.no_curve or args.format == "csv":
-        curve = throughput_latency_curve(rep, wl, slo=sc.slo, rng=np.random.default_rng(args.seed))
+        curve = throughput_latency_curve(
+            rep, wl, slo=sc.slo, rng=np.random.default_rng(args.seed), **CURVE_REQUESTS
+        )
+        noise = [curve_noise(curve, k) for k in ("ttft_p99_s", "tpot_p99_s")]
+        out["curve_noise"] = "; ".join(n for n in noise if n) or None
         knee = next((r for r in curve if r["is_knee"]), None)
         if knee:
             out["knee_concurrency"] = knee["concurrency"]

@@ -33,6 +33,14 @@ REL_TOL = 0.02
 MAX_REFINE_STEPS = 16
 #: most replicas the search for ``k`` tries (a gallop: O(log k) simulations)
 MAX_REPLICAS = 1_000_000
+#: requests per point of the throughput-latency curve that ``planner capacity`` prints and
+#: What-if draws (:func:`planner.serving.throughput_latency_curve`'s keywords): 2,000 at least,
+#: so a P99 rests on 20 requests beyond it (on 150 a point it was the 2nd largest and the
+#: curve zigzagged, issue 32)
+CURVE_REQUESTS = {"requests_per_client": 16, "min_requests": 2000, "max_requests": 16000}
+#: a curve's P99 that falls more than this fraction below an earlier point's (fewer clients)
+#: is sampling noise, not physics: the curve says so (:func:`curve_noise`)
+CURVE_NOISE_REL = 0.05
 #: the latency fields each caller prints from a run (:meth:`DeploymentAnswer.fields`)
 LATENCY_KEYS = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p99_s")
 
@@ -237,4 +245,28 @@ def answer_for_deployment(
         simulations=probe.simulations,
         mean_output_tokens=float(workload.mean_output_tokens()),
         probe=probe,
+    )
+
+
+def curve_noise(rows: list[dict[str, Any]], key: str, rel: float = CURVE_NOISE_REL) -> str:
+    """Where a closed-loop curve's latency ``key`` (e.g. ``"ttft_p99_s"``) falls more than
+    ``rel`` below its value at fewer clients (more clients never serve a request sooner, so
+    such a fall is the sampling noise of a percentile): one sentence, or "" when none."""
+    falls = []
+    best_c, best = None, -math.inf
+    for r in sorted(rows, key=lambda r: r["concurrency"]):
+        v = r.get(key)
+        if v is None or not math.isfinite(v):
+            continue
+        if best > 0 and v < best * (1 - rel):
+            falls.append(f"{best * 1e3:,.0f} ms at {best_c:,} clients to {v * 1e3:,.0f} ms at "
+                         f"{int(r['concurrency']):,}")  # fmt: skip
+        if v > best:
+            best_c, best = int(r["concurrency"]), v
+    if not falls:
+        return ""
+    return (
+        f"{key.split('_')[0].upper()} {key.split('_')[1].upper()} is noisy here (it falls from "
+        + "; ".join(falls)
+        + f", more than {rel:.0%}; more clients never serve a request sooner): read the trend"
     )

@@ -14,7 +14,6 @@ from planner.catalog.catalog import Catalog
 from planner.catalog.efficiency import EfficiencyParams
 from planner.errors import PlannerError, require_positive
 from planner.serving.answer import answer_for_deployment
-from planner.serving.fleet import size_fleet
 from planner.serving.probe import CapacityProbe, WorkloadCache, run
 from planner.serving.replica import Replica, build_replica, check_workload_fits
 from planner.serving.result import SimResult
