@@ -86,6 +86,7 @@ def finish(
         "max_rate_basis": "the highest simulated rate that met the SLO (bisected to 2 % "
         "between peak x headroom / replicas and peak x headroom / (replicas - 1))",
         **{k[:-2] + "_at_max_rate_s": at_max.get(k) for k in LATENCY_KEYS},
+        **{k[:-2] + "_at_planned_s": planned.get(k) for k in LATENCY_KEYS},
         **engine_knobs(rep).as_dict(),
         "saturation_rps_per_replica": s.saturation_rps,
         "utilization_at_peak": fl["utilization_at_peak"],
