@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
+from app_pages import pools
 from app_pages import widgets as w
 from planner import PlannerError, default_kv_precision, fmt
 
@@ -35,11 +36,31 @@ class Knobs:
     tp: int
     context: int
     max_num_seqs: int
+    spec_method: str | None = None  # speculative decoding (None: off)
+    spec_tokens: int | None = None
+    acceptance_length: float | None = None
+    pd: str = pools.AGGREGATED  # prefill:decode: aggregated, auto or x:y
+
+    def spec(self) -> dict[str, Any]:
+        """build_replica's speculative decoding arguments (empty when off)."""
+        if self.spec_method is None:
+            return {}
+        return {
+            "spec_method": self.spec_method,
+            "spec_tokens": self.spec_tokens,
+            "acceptance_length": self.acceptance_length,
+        }
 
     def label(self) -> str:
+        spec = (
+            f" / {self.spec_method} k={self.spec_tokens} AL {self.acceptance_length or '-'}"
+            if self.spec_method
+            else ""
+        )
+        pd = f" / P:D {self.pd}" if self.pd != pools.AGGREGATED else ""
         return (
             f"{self.gpu} / {self.framework} / {self.precision} (KV {self.kv_precision}) / "
-            f"TP {self.tp} / {self.context:,} ctx / {self.max_num_seqs} seqs"
+            f"TP {self.tp} / {self.context:,} ctx / {self.max_num_seqs} seqs{spec}{pd}"
         )
 
 
@@ -80,6 +101,7 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
             catalog=cat,
             max_num_seqs=k.max_num_seqs,
             context_len=k.context,
+            spec=k.spec(),
         )
     except PlannerError as e:
         return {"error": str(e)}
@@ -145,6 +167,51 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
     return out
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def evaluate_disagg(key: tuple, scenario_json: str, k: Knobs) -> dict:
+    """The knobs' deployment in a prefill pool and a decode pool at the P:D ratio ``k.pd``
+    (:func:`planner.serving.answer.disagg_answer`: each pool's capacity, the groups the
+    scenario's need takes, one group simulated), as a row of :func:`pools.pools_html`;
+    or {"error"}."""
+    from planner.serving.answer import disagg_answer
+    from planner.serving.disagg import Disaggregated, Pool, build_disagg
+
+    cat = w.catalog_for(key)
+    sc = w.build_scenario(key, scenario_json)
+    pool = {"gpu": k.gpu, "framework": k.framework, "precision": k.precision, "tp": k.tp}
+    p = Pool(**pool, kv_precision=k.kv_precision, max_num_seqs=k.max_num_seqs)
+    need = sc.workload.traffic.peak() * (1.0 + sc.constraints.headroom)
+    try:
+        d = build_disagg(
+            sc.model, Disaggregated(prefill=p, decode=p), catalog=cat, where="P:D",
+            **{**sc.serving.kwargs(), "context_len": k.context, **k.spec()},
+        )  # fmt: skip
+        a = disagg_answer(d, sc.workload, sc.slo, need, pools.ratio_of(k.pd))
+    except PlannerError as e:
+        return {"error": str(e)}
+    return {**pools.disagg_row(a, pool), "balanced": a.balanced, "check": a.check}
+
+
+def disagg_html(r: dict, res: dict) -> str:
+    """The P:D knob's answer: the pools, the KV transfer, and the GPUs against the
+    aggregated fleet's (``res``: :func:`evaluate`'s)."""
+    if "error" in r:
+        return _cap(f"Cannot disaggregate this deployment: {r['error']}")
+    c = r["check"]
+    agg = res.get("num_gpus")
+    vs = f" against {agg:,} aggregated" if agg else ""
+    return (
+        "<h3>Disaggregated prefill/decode</h3>"
+        + pools.pools_html(r)
+        + _cap(
+            f"{r['num_gpus']:,} GPUs{vs}. One group at {c['rate_rps']:.3g} req/s: TTFT P99 "
+            f"{(c.get('ttft_p99_s') or float('nan')) * 1e3:,.0f} ms, TPOT P99 "
+            f"{(c.get('tpot_p99_s') or float('nan')) * 1e3:,.1f} ms. The ratio needing the "
+            f"fewest GPUs is {r['balanced'][0]}:{r['balanced'][1]} (P:D auto)."
+        )
+    )
+
+
 def capacity_command(form: Any, k: Knobs) -> str:
     """The ``planner capacity`` command whose ``curve`` (``--format json``) is the page's
     curve for the knobs ``k`` (every knob, the context as ``--max-model-len``; requests
@@ -153,7 +220,14 @@ def capacity_command(form: Any, k: Knobs) -> str:
     return (
         f"{cmd} --gpu {k.gpu} --framework {k.framework} --precision {k.precision} --tp {k.tp} "
         f"--kv-precision {k.kv_precision} --max-num-seqs {k.max_num_seqs} --max-model-len "
-        f"{k.context} --allow-truncation --format json"  # the page cuts longer requests too
+        f"{k.context} "
+        + (
+            f"--spec-method {k.spec_method} --spec-tokens {k.spec_tokens} "
+            + (f"--acceptance-length {k.acceptance_length:g} " if k.acceptance_length else "")
+            if k.spec_method
+            else ""
+        )
+        + "--allow-truncation --format json"  # the page cuts longer requests too
     )
 
 
@@ -450,7 +524,10 @@ def deployment() -> None:
     )
     for k_, v_ in (("wi_gpu", gpu), ("wi_fw", fw), ("wi_prec", prec), ("wi_tp", tp), ("wi_ctx", context), ("wi_seqs", mns)):  # fmt: skip
         w._keep(k_, v_)
-    knobs = Knobs(gpu, fw, prec, kv, int(tp), int(context), int(mns))
+    row = st.container(horizontal=True, gap="medium")  # issue 30: AL and P:D
+    sm, sk, sal = pools.spec_knobs(row, cat, model, fw)
+    pd = pools.pd_knob(row)
+    knobs = Knobs(gpu, fw, prec, kv, int(tp), int(context), int(mns), sm, sk, sal, pd)
 
     # ---------------------------------------------------------------- memory
     fwrec = cat.framework(fw)
@@ -529,6 +606,8 @@ def deployment() -> None:
             f"Deltas against the baseline: {base['label']}." if base else "",
         )
     )
+    if knobs.pd != pools.AGGREGATED:
+        w.html_block(disagg_html(evaluate_disagg(key, form.scenario_json, knobs), res))
     st.caption(
         "Same numbers from the command line: the replicas, the max rate per replica, the "
         "latencies, the engine settings and the curve (the scenario: sidebar, Load / save), "

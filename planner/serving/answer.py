@@ -270,3 +270,95 @@ def curve_noise(rows: list[dict[str, Any]], key: str, rel: float = CURVE_NOISE_R
         + "; ".join(falls)
         + f", more than {rel:.0%}; more clients never serve a request sooner): read the trend"
     )
+
+
+# =========================================================================== xPyD
+@dataclass(frozen=True)
+class DisaggAnswer:
+    """An xPyD deployment at a prefill:decode ratio ``x``:``y``: each pool's capacity per
+    replica [req/s], the groups a need takes, the GPUs, the KV transfer and the simulated
+    verdict of one group at ``need / groups`` (``check``: slo_ok, P99 TTFT / TPOT)."""
+
+    label: str
+    x: int
+    y: int
+    balanced: tuple[int, int]  # the ratio the sizing picks (fewest GPUs)
+    groups: int
+    num_gpus: int
+    prefill_rps: float
+    decode_rps: float
+    group_rps: float
+    transfer_s: float
+    link_kind: str
+    prefill_gpus: int  # GPUs per prefill replica
+    decode_gpus: int
+    check: dict[str, Any]
+
+    def pools(self) -> dict[str, Any]:
+        """The pools with their counts over the whole fleet (as ``recommend``'s JSON)."""
+        return {
+            "prefill_count": self.x * self.groups,
+            "decode_count": self.y * self.groups,
+            "prefill_gpus_per_replica": self.prefill_gpus,
+            "decode_gpus_per_replica": self.decode_gpus,
+        }
+
+
+def disagg_answer(
+    d: Any,
+    workload: Workload,
+    slo: SLO,
+    need_rps: float,
+    ratio: tuple[int, int] | None = None,
+    *,
+    n_requests: int = 600,
+    seed: int = 0,
+) -> DisaggAnswer:
+    """The xPyD answer for the built pools ``d`` (:class:`planner.serving.disagg.DisaggReplicas`)
+    at the prefill:decode ``ratio`` (None: the sizing's own, the fewest GPUs): the pool
+    capacities of :func:`~planner.serving.disagg_sizing.size_disagg` (the same requests
+    and seed), ``ceil(need / min(x p, y d))`` groups, and one group simulated at
+    ``need / groups``.
+
+    Raises
+    ------
+    PlannerError
+        when a pool misses its share of the SLO even at light load (the sizing's message),
+        or ``ratio`` is not two whole numbers in [1, 64].
+    """
+    import numpy as np
+
+    from planner.serving.disagg import sample_disagg_requests, simulate_disagg
+    from planner.serving.disagg_sizing import _scaled, size_disagg, with_counts
+
+    sz = size_disagg(d, workload, slo, need_rps, n_requests=n_requests, seed=seed, verify=False)
+    x, y = (sz.x, sz.y) if ratio is None else ratio
+    for name, v in (("prefill replicas (P of P:D)", x), ("decode replicas (D of P:D)", y)):
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 64:
+            raise PlannerError(f"{name} must be a whole number in [1, 64], got {v!r}")
+    group = min(x * sz.prefill_rps, y * sz.decode_rps)
+    groups = max(1, math.ceil(need_rps / group - 1e-9))
+    dd = with_counts(d, x, y)
+    base = sample_disagg_requests(d, workload, n_requests, np.random.default_rng(seed), 1.0)
+    s = simulate_disagg(dd, _scaled(base, base.arrival_s, need_rps / groups)).summary(
+        slo, warmup_frac=0.25
+    )
+    check = {k: s.get(k) for k in ("slo_ok", "slo_attainment", "ttft_p99_s", "tpot_p99_s")}
+    check["rate_rps"] = need_rps / groups
+    gp, gd = d.prefill.num_gpus, d.decode.num_gpus
+    return DisaggAnswer(
+        label=dd.spec.label(),
+        x=x,
+        y=y,
+        balanced=(sz.x, sz.y),
+        groups=groups,
+        num_gpus=groups * (x * gp + y * gd),
+        prefill_rps=sz.prefill_rps,
+        decode_rps=sz.decode_rps,
+        group_rps=group,
+        transfer_s=sz.transfer_s,
+        link_kind=d.link_kind,
+        prefill_gpus=gp,
+        decode_gpus=gd,
+        check=check,
+    )
