@@ -204,10 +204,11 @@ def test_curve_noise_names_each_fall_below_the_running_maximum():
     assert curve_noise([_row(c, 100 + c) for c in (1, 2, 4, 8)], "ttft_p99_s") == ""
 
 
-def test_more_requests_a_point_remove_the_zigzag_of_the_old_curve():
-    """The H100 vLLM fp8 TP2 curve on the old 400 requests a point (8 per client) has a TTFT
-    P99 that falls with more clients (the zigzag of the issue); on 2,000 a point
-    (``CURVE_REQUESTS``, what capacity and What-if draw) the falls that remain are named."""
+def test_more_requests_a_point_shrink_the_zigzag_and_the_rest_is_named():
+    """The H100 vLLM fp8 TP2 curve on 150 requests a point (the issue's zigzag) has a TTFT
+    P99 that falls steeply with more clients (747 ms at 32 clients to 404 ms at 128 when
+    measured); on 2,000 a point (``CURVE_REQUESTS``, what capacity and What-if draw) the
+    largest fall is smaller (337 to 313 ms, 7 %), and the page names any fall over 5 %."""
     import tempfile
 
     from planner.catalog import load_catalog, model_family, resolve_params
