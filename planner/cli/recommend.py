@@ -182,7 +182,7 @@ def register(subparsers: Any) -> None:
     c.add_argument("--fit-percentile", type=_bounded(_pos_float, None, 100.0), default=None,
                    help="percentile of prompt + answer that must fit in memory (default 99)")  # fmt: skip
     c.add_argument("--exact", action="store_true",
-                   help="bisect each recommendation's max rate per replica to 3%% (slower)")  # fmt: skip
+                   help="kept for old command lines: every recommendation's max rate per replica is bisected to 2%% (as planner capacity does)")  # fmt: skip
     c.add_argument("--exhaustive", action="store_true",
                    help="simulate every feasible option (no pruning; slow, for validation)")  # fmt: skip
     c.add_argument("--rejected", choices=("summary", "all"), default="summary",
