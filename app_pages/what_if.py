@@ -500,11 +500,12 @@ def deployment() -> None:
         bind="query-params",
         **w._default("wi_tp", value=2),
     )
+    ctx0 = sc.serving.context_len or 8192  # the scenario's serving.context_len, as the CLI
     ctx_opts = [x for x in CONTEXTS if not model.max_position_embeddings or x <= model.max_position_embeddings]  # fmt: skip
     context = row.select_slider(
         "Context length (max_model_len) [tokens]", ctx_opts, key="wi_ctx", bind="query-params",
         format_func=lambda v: f"{v:,}",
-        **w._default("wi_ctx", value=8192 if 8192 in ctx_opts else ctx_opts[-1]),
+        **w._default("wi_ctx", value=next(c for c in (ctx0, 8192, ctx_opts[-1]) if c in ctx_opts)),
     )  # fmt: skip
     # the scenario's serving.max_num_seqs, else the engine's own default on this GPU (vLLM
     # V1: 1024 on >= 70 GiB GPUs), as recommend and capacity use them
