@@ -13,6 +13,7 @@ import platform
 import pandas as pd
 import streamlit as st
 
+from app_pages import pools
 from app_pages import tables as T
 from app_pages import widgets as w
 from planner import PlannerError, fmt
@@ -666,6 +667,12 @@ with st.expander("Growth over the year (planner grow)", expanded=False, key="gro
                  on_change="rerun"):  # fmt: skip
     if st.session_state.get("grow_open"):
         growth_section(sc, win, cat)
+
+# ---------------------------------------------------------------- xPyD (issue 30)
+with st.expander("Disaggregated prefill/decode (xPyD)", expanded=False, key="xpyd_open",
+                 on_change="rerun"):  # fmt: skip
+    if st.session_state.get("xpyd_open"):  # sized only once the expander is open
+        pools.plan_pools(key, form.scenario_json, recs)
 
 # ---------------------------------------------------------------- rejected
 by_stage = res["rejected_by_stage"]

@@ -183,7 +183,7 @@ def register(subparsers: Any) -> None:
     c.add_argument("--fit-percentile", type=_bounded(_pos_float, None, 100.0), default=None,
                    help="percentile of prompt + answer that must fit in memory (default 99)")  # fmt: skip
     c.add_argument("--exact", action="store_true",
-                   help="bisect each recommendation's max rate per replica to 3%% (slower)")  # fmt: skip
+                   help="kept for old command lines: every recommendation's max rate per replica is bisected to 2%% (as planner capacity does)")  # fmt: skip
     c.add_argument("--exhaustive", action="store_true",
                    help="simulate every feasible option (no pruning; slow, for validation)")  # fmt: skip
     c.add_argument("--rejected", choices=("summary", "all"), default="summary",
@@ -626,7 +626,10 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
             "price_spread",
             "usd_per_month_autoscaled", "usd_per_mtok_total", "usd_per_mtok_output_full_load",
             "gpu_hours_per_day", "gpu_hours_per_day_autoscaled", "max_rate_bracket_rps",
-            "max_rate_basis", "latency_at_rps", "saturation_rps_per_replica", "utilization_at_peak",
+            "max_rate_basis", "ttft_p99_at_max_rate_s", "tpot_p99_at_max_rate_s",
+            "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype",
+            "prefill_chunk_tokens", "max_model_len",  # the knobs capacity / simulate print too
+            "latency_at_rps", "saturation_rps_per_replica", "utilization_at_peak",
             "weights_gb_per_gpu", "kv_cache_gb_per_gpu", "memory_headroom", "decode_bound",
             "kwh_per_day", "energy_basis", "quality_detail", "truncated_requests", "numbers",
             "price_notes", "price_flag", "winner_with_trusted_prices", "breakeven_note",

@@ -19,6 +19,7 @@ from ..cost import (
 from ..errors import PlannerError
 from ..fmt import count
 from ..serving import WorkloadCache, size_fleet
+from ..serving.answer import LATENCY_KEYS, engine_knobs
 from .objective import Load, Objective, Screened, _max_rate, bracket
 from .options import Rejection, layout_text
 
@@ -77,7 +78,9 @@ def finish(
     need, peak, hourly = load.need_rps, load.peak_rps, load.hourly_rps
     mean_in, mean_out = load.mean_input_tokens, load.mean_output_tokens
     gpr = opt.gpus_per_replica
-    mr = _max_rate(s, load, refine)
+    # the max rate and its latencies as every command finds them (planner.serving.answer)
+    mr = _max_rate(s, load, True)
+    at_max = probe.full(mr)
     lo, hi = bracket(s, need)
     fl = size_fleet(mr, peak, headroom=headroom, gpus_per_replica=gpr, hourly_rps=hourly)
     replicas = fl["replicas"]
@@ -96,9 +99,11 @@ def finish(
         "num_gpus": num_gpus,
         "max_rate_per_replica": mr,
         "max_rate_bracket_rps": [lo, hi],
-        "max_rate_basis": "the highest simulated rate that met the SLO (bisected to 3 %)"
-        if refine
-        else "the simulated rate that met the SLO (peak x headroom / replicas)",
+        "max_rate_basis": "the highest simulated rate that met the SLO (bisected to 2 % "
+        "between peak x headroom / replicas and peak x headroom / (replicas - 1))",
+        **{k[:-2] + "_at_max_rate_s": at_max.get(k) for k in LATENCY_KEYS},
+        **{k[:-2] + "_at_planned_s": planned.get(k) for k in LATENCY_KEYS},
+        **engine_knobs(rep).as_dict(),
         "saturation_rps_per_replica": s.saturation_rps,
         "utilization_at_peak": fl["utilization_at_peak"],
         "latency_at_rps": need / s.replicas,
