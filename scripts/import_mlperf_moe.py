@@ -40,13 +40,36 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "data" / "benchmarks" / "public_mlperf_moe.csv"
 MIRRORS = Path("/work/.mirror")
 
-COLUMNS = (
-    "id,source,source_detail,as_of,hardware,n_gpus,tp,pp,ep,attention_dp,model,precision,"
-    "kv_precision,framework,framework_version,mode,isl,osl,batch,concurrency,request_rate,"
-    "context_len,metric,value,unit,notes"
-).split(",")
+COLUMNS = [
+    "id",
+    "source",
+    "source_detail",
+    "as_of",
+    "hardware",
+    "n_gpus",
+    "tp",
+    "pp",
+    "ep",
+    "attention_dp",
+    "model",
+    "precision",
+    "kv_precision",
+    "framework",
+    "framework_version",
+    "mode",
+    "isl",
+    "osl",
+    "batch",
+    "concurrency",
+    "request_rate",
+    "context_len",
+    "metric",
+    "value",
+    "unit",
+    "notes",
+]
 
-#: round -> (mirror dir, repo label, source name, id prefix, as_of, as_of reason)
+#: round -> (mirror dir, repo label, source name, id prefix, as_of)
 ROUNDS = {
     "v5.1": (
         "mlcommons+inference_results_v5.1",
@@ -217,7 +240,7 @@ def rows_of_round(rnd: str) -> list[dict[str, str]]:
             detail += " (the submitter's config of the other division: this one has none)"
         base_notes = [
             f"MLPerf Inference {rnd} {division}, submitter {submitter}, system {system} "
-            f"({sysj.get('system_name', '')}; {sysj.get('number_of_nodes')} node(s) x "
+            f"({sysj.get('system_name') or 'system_name not given'}; {sysj.get('number_of_nodes')} node(s) x "
             f"{sysj.get('accelerators_per_node')} {sysj.get('accelerator_model_name')}; status "
             f"{sysj.get('status', '')})",
             DATASET,
@@ -226,8 +249,8 @@ def rows_of_round(rnd: str) -> list[dict[str, str]]:
         smp_s = s.get("Samples per second") or s.get("Completed samples per second")
         if isinstance(tok_s, float) and isinstance(smp_s, float) and smp_s > 0:
             base_notes.append(
-                f"mean generated tokens per sample {tok_s / smp_s:.0f} (tokens/s {tok_s:g} / "
-                f"samples/s {smp_s:g} of the same run)"
+                f"mean generated tokens per sample {tok_s / smp_s:.0f} (tokens/s {tok_s} / "
+                f"samples/s {smp_s} of the same run)"
             )
         row = {
             "source": source,
@@ -274,7 +297,12 @@ def rows_of_round(rnd: str) -> list[dict[str, str]]:
                 f"free_gpu_memory_fraction {pools['decode']['mem_frac']}; NVIDIA Dynamo "
                 f"frontend (configs {', '.join(cfg['yml'])})"
             )
-            notes = [why, *base_notes, pool_txt + (f"; spec 'mtp' (num_nextn_predict_layers {k})" if k else ""), eng]
+            notes = [
+                why,
+                *base_notes,
+                pool_txt + (f"; spec 'mtp' (num_nextn_predict_layers {k})" if k else ""),
+                eng,
+            ]
         else:
             tp, ep, adp = cfg["tp"], cfg["ep"] or 1, cfg["adp"]
             if not tp or n_gpus % (tp * cfg["pp"]):
@@ -332,18 +360,20 @@ def rows_of_round(rnd: str) -> list[dict[str, str]]:
         )
         for metric, key, scale, unit in metrics:
             v = s.get(key)
-            if key == TPOT_MEAN:  # v5.1 loadgen: "to"; v6.0 loadgen: "per"
-                v = s.get("Mean Time to Output Token (ns)", s.get("Mean Time per Output Token (ns)"))
+            if key == TPOT_MEAN and v is None:  # v5.1 loadgen: "to"; v6.0 loadgen: "per"
+                key = "Mean Time per Output Token (ns)"
+                v = s.get(key)
             if not isinstance(v, float):
                 skipped.append(f"{p}: no '{key}'")
                 continue
-            val = round(v * scale, 3)
-            where = f'loadgen "{key}" {v:g}' + (" x 1e-6" if scale != 1 else "")
+            val = f"{v * scale:.3f}".rstrip("0").rstrip(".")  # ms to the ns-derived 0.001
+            where = f'loadgen "{key}" {v:.0f}' if scale != 1 else f'loadgen "{key}" {val}'
+            where += " x 1e-6" if scale != 1 else ""
             out.append(
                 {
                     **row,
                     "metric": metric,
-                    "value": f"{val:g}",
+                    "value": val,
                     "unit": unit,
                     "notes": "; ".join(n for n in [notes[0], where, cons, *notes[1:]] if n),
                 }
