@@ -212,3 +212,11 @@ def test_sglang_pool_rows_are_node_totals(by_id):
     assert float(by_id["sgep-0004"]["value"]) == 9 * 22282
     assert by_id["sgep-0004"]["batch"] == str(256 * 72)
     assert all(is_disagg_row(by_id[f"sgep-000{i}"]) for i in range(1, 5))
+
+
+def test_mlperf_mtp_runs_pair_with_no_other_scenario(mlperf):
+    """The MTP runs are Interactive (Poisson at 1.3 req/s on one B300 node); no run of the
+    same system, scenario and rate without MTP was published, so no baseline exists:
+    spec_pairs must not pair them with other systems' Server or Offline runs (which once gave
+    'speed-ups' of 0.08 to 0.87)."""
+    assert [r["id"] for r in mlperf if spec_of_row(r)] and not spec_pairs(mlperf)
