@@ -87,7 +87,15 @@ def _layout_key(notes: str) -> tuple:
 
 
 def _key(row: Mapping[str, Any]) -> tuple:
+    """What a speculative row and its baseline share: the source, deployment, layout (columns
+    and notes), workload (mode, rate, concurrency, lengths) and metric."""
     return (
+        cell(row, "source"),
+        cell(row, "mode"),
+        cell(row, "request_rate"),
+        cell(row, "tp"),
+        cell(row, "ep"),
+        cell(row, "attention_dp"),
         cell(row, "hardware"),
         cell(row, "framework"),
         cell(row, "precision"),
