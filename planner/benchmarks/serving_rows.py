@@ -61,6 +61,8 @@ SERVING_ROW_MODES = (
 #: simulated requests: offline rows (extrapolated to the row's request count), MLPerf Server
 OFFLINE_MIN_REQUESTS = 2000
 OFFLINE_WAVES = 6
+#: an offline row without a request count is taken as this many times the simulated waves
+OFFLINE_LONG_RUN_WAVES = 4
 SERVER_REQUESTS = 3000
 #: an MLPerf Server / Interactive row is simulated until its arrivals span this many mean
 #: request lifetimes (arrival to last token), so the steady window is past the ramp-up
@@ -95,6 +97,22 @@ def steady_throughput(res: SimResult, t_lo: float, t_hi: float) -> tuple[float, 
     span = max(t_hi - t_lo, 1e-12)
     o = float(res.output_tokens[m].sum())
     return float(m.sum()) / span, o / span, (o + float(res.input_tokens[m].sum())) / span
+
+
+def steady_token_rate(res: SimResult, t_lo: float, t_hi: float) -> float:
+    """Output tokens generated between ``t_lo`` and ``t_hi`` per second [tok/s].
+
+    Each request's tokens after the first are spread evenly over its decode span
+    (first token to finish); the window takes the part of every span inside it. Unlike
+    counting completions, this is unbiased while answers of minutes (long reasoning
+    traces) are still in flight at the window's edges.
+    """
+    first, fin = res.first_token_s, res.finish_s
+    n_dec = np.maximum(res.output_tokens - 1, 0).astype(float)
+    dur = np.maximum(fin - first, 1e-12)
+    overlap = np.clip(np.minimum(fin, t_hi) - np.maximum(first, t_lo), 0.0, None)
+    firsts = ((first >= t_lo) & (first <= t_hi)).sum()
+    return float((n_dec * overlap / dur).sum() + firsts) / max(t_hi - t_lo, 1e-12)
 
 
 def _dataset_lengths(row: dict[str, Any], model_id: str) -> tuple[Any, Any, str] | str:
@@ -347,6 +365,9 @@ def _serving_row_result(
         ctx_mean = (isl + osl) if ilen is None else (ilen.mean_tokens() + olen.mean_tokens())
         b_max = min(eng.max_num_seqs, eng.kv_capacity_tokens / max(ctx_mean, 1.0))
         per_rep = math.ceil(total / replicas)
+        if count is None:  # a run of unstated length (MLPerf: >= 10 min): long enough that
+            # the drain of the longest answers is a small part of it; steady rate extrapolated
+            per_rep = max(per_rep, int(OFFLINE_LONG_RUN_WAVES * OFFLINE_WAVES * b_max))
         n = int(min(per_rep, max(OFFLINE_MIN_REQUESTS, OFFLINE_WAVES * b_max)))
         res = run(rep, requests(n, None))
         s = res.summary()
@@ -405,6 +426,7 @@ def _serving_row_result(
                 s["throughput_rps"], s["output_tok_s"], s["total_tok_s"] = steady_throughput(
                     res, lo_t, hi_t
                 )
+                s["output_tok_s"] = steady_token_rate(res, lo_t, hi_t)
             else:
                 s = res.summary()
             acc.append(s)
