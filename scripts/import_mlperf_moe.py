@@ -16,8 +16,9 @@ and, for disaggregated Interactive runs, the prefill / decode worker ``.yml`` fi
 (DEP-T: the planner's ``tp 1, attention_dp T``), ``moe_expert_parallelism`` is ``ep``.
 
 The MLPerf DeepSeek-R1 dataset (4,388 samples, outputs up to 20,000 tokens) has variable
-lengths whose distribution the planner does not bundle, so ``isl`` / ``osl`` stay empty; the
-notes give the mean generated tokens per sample (tokens/s / samples/s of the same run).
+lengths, so ``isl`` / ``osl`` stay empty and the notes name the set (the serving predictor
+reads its distribution, ``planner.workload.presets.mlperf_deepseek_r1_lengths``); the notes
+give the mean generated tokens per sample (tokens/s / samples/s of the same run).
 
 Usage (from the repository root)::
 
@@ -98,8 +99,8 @@ GPUS = (
 #: loadgen constraint of each scenario (mlperf_log_summary.txt "Test Parameters Used")
 DATASET = (
     "dataset: the MLPerf DeepSeek-R1 performance set (4,388 samples, outputs up to 20,000 "
-    "tokens, reasoning traces), variable ISL/OSL whose length distribution the planner does "
-    "not bundle (isl/osl empty)"
+    "tokens, reasoning traces), variable ISL/OSL (isl/osl empty; lengths: "
+    "workload.presets.mlperf_deepseek_r1_lengths)"
 )
 
 
