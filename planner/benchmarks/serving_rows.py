@@ -65,8 +65,10 @@ OFFLINE_WAVES = 6
 OFFLINE_LONG_RUN_WAVES = 4
 SERVER_REQUESTS = 3000
 #: an MLPerf Server / Interactive row is simulated until its arrivals span this many mean
-#: request lifetimes (arrival to last token), so the steady window is past the ramp-up
+#: request lifetimes (arrival to last token) and STEADY_TAIL p99 ones, so the steady window
+#: starts after the ramp-up of even the longest answers
 STEADY_LIFETIMES = 5.0
+STEADY_TAIL = 2.5
 RATE_SEEDS = 3
 
 _ROW_CACHE: dict[tuple, dict[str, Any] | str] = {}
@@ -97,6 +99,42 @@ def steady_throughput(res: SimResult, t_lo: float, t_hi: float) -> tuple[float, 
     span = max(t_hi - t_lo, 1e-12)
     o = float(res.output_tokens[m].sum())
     return float(m.sum()) / span, o / span, (o + float(res.input_tokens[m].sum())) / span
+
+
+def _lifetimes(res: SimResult) -> tuple[float, float]:
+    e = res.finish_s - res.arrival_s
+    if not np.isfinite(e).any():
+        return float("nan"), float("nan")
+    return float(np.nanmean(e)), float(np.nanpercentile(e, 99))
+
+
+def steady_requests(res: SimResult, n: int) -> int:
+    """Requests an open-loop run of ``n`` needs so its arrivals span
+    :data:`STEADY_LIFETIMES` mean and :data:`STEADY_TAIL` p99 request lifetimes (``n``
+    when they already do; at most :data:`MAX_ROW_REQUESTS`)."""
+    mean_e, p99_e = _lifetimes(res)
+    span = float(res.arrival_s.max() - res.arrival_s.min())
+    need = max(STEADY_LIFETIMES * mean_e, STEADY_TAIL * p99_e)
+    if not math.isfinite(need) or span <= 0 or span >= need:
+        return n
+    return min(MAX_ROW_REQUESTS, math.ceil(n * need / span))
+
+
+def steady_window(res: SimResult) -> tuple[float, float, np.ndarray | None]:
+    """(start, end, scored requests) of an open-loop run's steady part [s]: from the later of
+    the 20 % arrival and the first arrival + the p99 lifetime, to the last arrival; latencies
+    of the requests arriving in it, the last 10 % of the span left out. The mask is None when
+    the 20 % arrival already is the later one (the usual window of a short-answer run)."""
+    a = np.sort(res.arrival_s)
+    n = len(a)
+    a0, a1 = float(a[0]), float(a[-1])
+    lo = float(a[int(0.2 * (n - 1))])
+    _, p99_e = _lifetimes(res)
+    if not math.isfinite(p99_e) or a0 + p99_e <= lo:
+        return lo, a1, None
+    lo = min(a0 + p99_e, a0 + 0.5 * (a1 - a0))
+    arr = res.arrival_s
+    return lo, a1, (arr >= lo) & (arr <= a0 + 0.9 * (a1 - a0))
 
 
 def steady_token_rate(res: SimResult, t_lo: float, t_hi: float) -> float:
@@ -154,6 +192,10 @@ def _dataset_lengths(row: dict[str, Any], model_id: str) -> tuple[Any, Any, str]
     if "sharegpt" in notes:
         return "ShareGPT rows need their filtered length distribution, which no source here gives"
     return "isl/osl are empty and the notes name no dataset with a known length distribution"
+
+
+#: (input dist, output dist, note) of a variable-length row, or the reason (public name)
+dataset_lengths = _dataset_lengths
 
 
 def row_spec(row: dict[str, Any]) -> dict[str, Any]:
@@ -409,20 +451,18 @@ def _serving_row_result(
         for _ in range(seeds):
             reqs = requests(n, r)
             res = run(rep, reqs)
-            warm = 0.2
             if mask_fn:
                 # long answers (MLPerf DeepSeek-R1: ~3,900 tokens, minutes per request) fill
-                # the replica only after about one request lifetime: simulate until the
-                # arrivals span STEADY_LIFETIMES of them and score after the first 1.5
-                e2e = float(np.nanmean(res.finish_s - res.arrival_s))
-                span_a = float(res.arrival_s.max() - res.arrival_s.min())
-                if math.isfinite(e2e) and span_a < STEADY_LIFETIMES * e2e:
-                    n = min(MAX_ROW_REQUESTS, math.ceil(n * STEADY_LIFETIMES * e2e / span_a))
+                # the replica only after a request lifetime: simulate until the arrivals
+                # span enough of them (steady_requests), score after the longest one
+                n2 = steady_requests(res, n)
+                if n2 > n:
+                    n = n2
                     res = run(rep, requests(n, r))
-                    warm = min(0.5, 1.5 / STEADY_LIFETIMES)
-                s = res.summary(warmup_frac=warm, cooldown_frac=0.1)
-                a = np.sort(res.arrival_s)
-                lo_t, hi_t = float(a[int(warm * (n - 1))]), float(a[-1])
+                lo_t, hi_t, win = steady_window(res)
+                s = res.summary(warmup_frac=0.2, cooldown_frac=0.1) if win is None else (
+                    res.summary(mask=win)
+                )  # fmt: skip
                 s["throughput_rps"], s["output_tok_s"], s["total_tok_s"] = steady_throughput(
                     res, lo_t, hi_t
                 )
