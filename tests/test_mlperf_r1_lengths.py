@@ -103,3 +103,37 @@ def test_blog1_acceptance_lengths_loaded():
     s1 = spec_decode(m, "mtp", 1)
     assert s1.acceptance_length == pytest.approx(1.8975)
     assert s1.spread == pytest.approx(0.0475)
+
+
+def test_steady_token_rate_spreads_each_answer_over_its_decode_span():
+    # two requests: A decodes 101 tokens between t = 0 and 10 s (first token at 0, 100 more
+    # tokens evenly to 10 s), B has its first token at 5 s and 51 tokens to 15 s. Window
+    # [5, 10]: A gives 100 x 5/10 = 50, B gives 50 x 5/10 = 25 plus its first token (at 5 s,
+    # inside): 76 tokens / 5 s = 15.2 tok/s
+    import numpy as np
+
+    from planner.benchmarks.serving_rows import steady_token_rate
+
+    class R:
+        first_token_s = np.array([0.0, 5.0])
+        finish_s = np.array([10.0, 15.0])
+        output_tokens = np.array([101, 51])
+
+    assert steady_token_rate(R(), 5.0, 10.0) == pytest.approx(76 / 5)
+
+
+def test_disaggregated_mlperf_rows_are_predicted():
+    # GB200 NVL72 Interactive: 2 prefill DEP4 + 4 decode DEP16 workers at target_qps 64, MTP 3
+    # with the published K = 3 acceptance length 2.82 (TensorRT-LLM blog 1)
+    from planner.benchmarks.disagg_rows import predict_disagg_row
+
+    rows, _ = read_rows(MLPERF)
+    cat = load_catalog()
+    row = next(r for r in rows if r["id"] == "mlds60-0069")  # tpot_ms_mean, measured 11.89
+    out = predict_disagg_row(row, cat)
+    assert not isinstance(out, str), out
+    tpot_ms, note = out
+    # a verify step of AL 2.82 tokens cannot be below a per-token time of 1 ms nor above
+    # the scenario's 15 ms p99 limit by much: a loose physical range
+    assert 1.0 < tpot_ms < 30.0
+    assert "MTP k=3, AL 2.82" in note and "2P(DEP4)+4D(DEP16)" in note
