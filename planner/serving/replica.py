@@ -165,7 +165,7 @@ def build_replica(
     tp, pp, dp = layout.tp, layout.pp, layout.attention_dp
     check_for_model(m, layout)
     if fw is not None:
-        check_framework_layout(fw, layout)
+        check_framework_layout(fw, layout, g)
     assumptions: list[str] = []
     if params is not None and params.serving_eager_layer_s:
         # a serving loop dispatches its eager iterations at its own host's pace
