@@ -20,6 +20,8 @@ from planner.benchmarks.schema import (
 )
 from planner.catalog.catalog import Catalog
 from planner.catalog.efficiency import EfficiencyParams
+from planner.catalog.latency import prefill_scale
+from planner.catalog.profile import model_family
 from planner.errors import PlannerError
 from planner.serving import run
 from planner.serving.replica import build_replica
@@ -138,7 +140,10 @@ def row_spec(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def predict_serving_row(
-    row: dict[str, Any], catalog: Catalog, params: EfficiencyParams
+    row: dict[str, Any],
+    catalog: Catalog,
+    params: EfficiencyParams,
+    prefill_scale: float | None = None,
 ) -> tuple[float | None, str]:
     """Predict one serving row of the benchmark schema with the simulator.
 
@@ -146,7 +151,9 @@ def predict_serving_row(
     ``interactive`` (open-loop Poisson at ``request_rate``), ``concurrency`` (closed loop),
     ``static_batch`` / ``single_stream`` (one static batch). Metrics: see
     :data:`SERVING_METRICS`. A multi-GPU row is split into ``n_gpus / (tp * pp)``
-    replicas sharing the load evenly; system totals add them up.
+    replicas sharing the load evenly; system totals add them up. ``prefill_scale``: the
+    simulator's prefill scale (:mod:`planner.catalog.latency`; None: the bundled value of
+    the row's engine and model family).
 
     Returns
     -------
@@ -167,7 +174,7 @@ def predict_serving_row(
     if mode not in SERVING_ROW_MODES:
         return None, f"mode {mode or '(empty)'} not supported by the serving simulator"
     try:
-        out = _serving_row_result(row, catalog, params)
+        out = _serving_row_result(row, catalog, params, prefill_scale)
     except PlannerError as e:
         return None, str(e)
     if isinstance(out, str):
@@ -182,12 +189,15 @@ def predict_serving_row(
 
 
 def serving_row_details(
-    row: dict[str, Any], catalog: Catalog, params: EfficiencyParams
+    row: dict[str, Any],
+    catalog: Catalog,
+    params: EfficiencyParams,
+    prefill_scale: float | None = None,
 ) -> dict[str, Any]:
     """Every metric of the simulation behind a serving row, plus ``note`` (how it was run)
     or ``reason`` (why it cannot be)."""
     try:
-        out = _serving_row_result(row, catalog, params)
+        out = _serving_row_result(row, catalog, params, prefill_scale)
     except PlannerError as e:
         return {"reason": str(e)}
     if isinstance(out, str):
@@ -198,7 +208,7 @@ def serving_row_details(
 
 
 def _serving_row_result(
-    row: dict[str, Any], cat: Catalog, params: EfficiencyParams
+    row: dict[str, Any], cat: Catalog, params: EfficiencyParams, scale: float | None = None
 ) -> dict[str, Any] | str:
     mode = cell(row, "mode")
     hw = cell(row, "hardware")
@@ -228,7 +238,11 @@ def _serving_row_result(
     rate = number(row, "request_rate")
     count = request_count(notes)
     util = memory_fraction_from_notes(notes)
+    m = cat.model_ref(model_key, cell(row, "_dir") or None)
+    if scale is None:
+        scale = prefill_scale(fw_id, model_family(m))
     key = (
+        scale,
         hw,
         model_key,
         prec,
@@ -255,7 +269,6 @@ def _serving_row_result(
     )
     if key in _ROW_CACHE:
         return _ROW_CACHE[key]
-    m = cat.model_ref(model_key, cell(row, "_dir") or None)
     # a tuned run's own settings (notes tags), else the defaults its engine release picks on
     # this GPU (vLLM V1: 1024 / 8192 on >= 70 GiB GPUs other than A100s)
     fw_rec = cat.framework(fw_id)
@@ -277,6 +290,7 @@ def _serving_row_result(
         memory_utilization=util if util is not None else fw_rec.memory_utilization_default(version),
         max_num_seqs=settings.max_num_seqs or seqs0,
         max_num_batched_tokens=settings.max_num_batched_tokens or btok0,
+        prefill_scale=scale,
         **row_spec(row),
     )
     if (isl is not None and osl is not None) or mode in ("static_batch", "single_stream"):
@@ -413,6 +427,8 @@ def _serving_row_result(
         out["_note"] += "; " + settings.describe(
             eng.max_num_seqs, eng.max_num_batched_tokens, eng.framework or "engine"
         )
+    if scale != 1.0:
+        out["_note"] += f"; prefill scale {scale:.3g}"
     if rep.params_source != "prior":
         out["_note"] += f"; params {rep.params_source}"
     if len(_ROW_CACHE) >= _ROW_CACHE_MAX:  # a file of a million distinct rows: memory stays flat
