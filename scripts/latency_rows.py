@@ -27,11 +27,16 @@ from planner.benchmarks.io import load_measurements
 from planner.benchmarks.schema import cell
 from planner.benchmarks.serving_rows import serving_row_details
 from planner.calibration.bands import metric_class
-from planner.calibration.fit import fit_profile, prepare_rows, public_files_default
-from planner.calibration.fit import own_files_default
+from planner.calibration.fit import (
+    fit_profile,
+    own_files_default,
+    prepare_rows,
+    public_files_default,
+)
 from planner.calibration.latency_fit import fit_prefill_scales, ratio_band, scale_for
 from planner.catalog.catalog import load_catalog
 from planner.catalog.efficiency import PRIOR
+from planner.catalog.latency import latency_family
 from planner.catalog.profile import resolve_params
 from planner.errors import PlannerError
 
@@ -71,7 +76,7 @@ def _predict(r, row, profiles, cat, scale):
         "vendor": r.vendor,
         "gpu": r.gpu,
         "model": r.model,
-        "family": r.family,
+        "family": latency_family(cat.model_ref(r.model)),
         "precision": r.precision,
         "tp": cell(row, "tp"),
         "mode": r.mode,

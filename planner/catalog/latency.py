@@ -3,7 +3,8 @@
 
 ``prefill_scale`` multiplies the prompt chunks' share of an iteration's time (the step
 time of the iteration minus the same step of its decoders alone), per serving engine and
-model family (dense / moe). The throughput fit (``planner calibrate``) sets the step
+model family (:func:`latency_family`: ``mla`` for latent-attention models such as
+DeepSeek-V3, whose prompts run the decompressed multi-head form; else ``moe`` / ``dense``). The throughput fit (``planner calibrate``) sets the step
 model's efficiencies from rows whose time is mostly decode; the public serving runs' TTFT
 says how much slower (or faster) their prompts ran than that step model predicts. A
 (framework, family) with no fitted value takes its family's value over all engines, else 1.
@@ -29,7 +30,7 @@ class PrefillScale(Frozen):
     """One fitted prefill scale: ``framework`` None = every engine of the family."""
 
     framework: str | None = None
-    family: str = Field(pattern="^(dense|moe)$")
+    family: str = Field(pattern="^(dense|moe|mla)$")
     scale: float = Field(gt=0)
     n_rows: int = Field(ge=0)
     n_sources: int = Field(ge=0)
@@ -76,7 +77,15 @@ def load_latency(path: str | Path | None = None) -> LatencyTerms | None:
         raise PlannerError(f"{p}: {str(e).splitlines()[0]}") from None
 
 
+def latency_family(model) -> str:
+    """``mla``, ``moe`` or ``dense``: the family of a
+    :class:`~planner.catalog.records.ModelArch` whose prompts share a prefill scale."""
+    if model.is_mla:
+        return "mla"
+    return "moe" if model.is_moe else "dense"
+
+
 def prefill_scale(framework: str | None, family: str) -> float:
-    """The bundled prefill scale of ``framework`` (an id) and model ``family`` (dense/moe)."""
+    """The bundled prefill scale of ``framework`` (an id) and :func:`latency_family`."""
     terms = load_latency()
     return 1.0 if terms is None else terms.prefill_scale(framework, family)[0]
