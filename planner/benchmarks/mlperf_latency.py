@@ -93,7 +93,9 @@ def predict_per_gpu(
     )
     i, o = openorca_lengths()
     wl = Workload(traffic=Traffic(mean_rps=1.0), input_tokens=i, output_tokens=o)
-    slo = SLO(ttft=SloTarget(max_s=ttft_s, percentile=99), tpot=SloTarget(max_s=tpot_s, percentile=99))
+    slo = SLO(
+        ttft=SloTarget(max_s=ttft_s, percentile=99), tpot=SloTarget(max_s=tpot_s, percentile=99)
+    )
     res = max_rate(rep, wl, slo, n_requests=n_requests, rng=np.random.default_rng(0))
     per_gpu = res.max_rate_rps * o.mean_tokens() / rep.num_gpus
     return per_gpu, f"{prov}; tp={tp}; limited by {res.limited_by}"
