@@ -184,3 +184,11 @@ def test_bundled_latency_file_has_provenance():
     assert t.source and t.as_of
     for p in t.prefill_scales:
         assert 0.25 <= p.scale <= 8.0 and p.n_sources >= 2
+
+
+def test_continuous_decode_steps_from_notes():
+    from planner.benchmarks.serving_rows import continuous_decode_steps
+
+    assert continuous_decode_steps("server: sglang --num-continuous-decode-steps 4 --x") == 4
+    assert continuous_decode_steps("num_continuous_decode_steps=8; tp=8") == 8
+    assert continuous_decode_steps("no such flag") == 1

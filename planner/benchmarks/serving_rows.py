@@ -5,6 +5,7 @@ static_batch, single_stream) predicted with the simulator; see ``planner/benchma
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -121,6 +122,20 @@ def _dataset_lengths(row: dict[str, Any], model_id: str) -> tuple[Any, Any, str]
     if "sharegpt" in notes:
         return "ShareGPT rows need their filtered length distribution, which no source here gives"
     return "isl/osl are empty and the notes name no dataset with a known length distribution"
+
+
+def continuous_decode_steps(notes: str) -> int:
+    """SGLang's ``--num-continuous-decode-steps`` of a run (its notes; 1 when unstated):
+    the scheduler runs that many decode iterations before it looks at new requests
+    ("Run multiple continuous decoding steps to reduce scheduling overhead. This can
+    potentially increase throughput but may also increase time-to-first-token latency. The
+    default value is 1", SGLang server arguments, docs/advanced_features/server_arguments.md).
+    A request arriving at a random point of such a run waits (k - 1) / 2 decode iterations
+    on average before its prompt is scheduled, up to k - 1: the serving rows add
+    (k - 1) / 2 x the predicted ITL median to TTFT (mean, median) and E2E, twice that to
+    their P99 (the event loop itself schedules at every iteration)."""
+    m = re.search(r"num[-_]continuous[-_]decode[-_]steps[ =]+(\d+)", notes)
+    return max(1, int(m.group(1))) if m else 1
 
 
 def row_spec(row: dict[str, Any]) -> dict[str, Any]:
@@ -242,6 +257,7 @@ def _serving_row_result(
         scale = prefill_scale(fw_id, latency_family(m))
     key = (
         scale,
+        continuous_decode_steps(notes),
         hw,
         model_key,
         prec,
@@ -421,6 +437,18 @@ def _serving_row_result(
         )
     else:  # pragma: no cover
         return f"mode {mode} not supported"
+    k_dec = continuous_decode_steps(notes)
+    if (
+        k_dec > 1
+        and math.isfinite(out["itl_ms_median"])
+        and mode not in ("static_batch", "single_stream", "offline")
+    ):
+        wait = (k_dec - 1) / 2 * out["itl_ms_median"]
+        for m_ in ("ttft_ms_mean", "ttft_ms_median", "e2e_ms_mean", "e2e_ms_median"):
+            out[m_] += wait
+        out["ttft_ms_p99"] += 2 * wait
+        out["e2e_ms_p99"] += 2 * wait
+        out["_note"] += f"; {k_dec} decode steps per schedule: TTFT + {wait:.3g} ms"
     if mode not in ("static_batch", "single_stream"):  # a static batch sets its own size
         eng = rep.engine
         out["_note"] += "; " + settings.describe(

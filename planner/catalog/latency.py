@@ -46,6 +46,10 @@ class LatencyTerms(Frozen):
     as_of: _dt.date
     method: str
     prefill_scales: tuple[PrefillScale, ...] = ()
+    #: the TTFT band: p10 / p90 of measured / predicted TTFT over every held-out public
+    #: serving row (each predicted with the scale fitted without its source)
+    ttft_ratio_p10: float | None = None
+    ttft_ratio_p90: float | None = None
 
     def prefill_scale(self, framework: str | None, family: str) -> tuple[float, str]:
         """(scale, provenance) of an engine and model family: the engine's own value, else
