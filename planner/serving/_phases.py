@@ -484,7 +484,8 @@ def step_cost(s, coef, srv, pf, rq, mh):
     after p, window-capped on sliding-window layers; the ``c p`` part with a cached
     prefix), plus the host time and the straggler term. ``srv[4]`` (the engine's
     ``prefill_scale``) multiplies the chunks' share of the step time: the step minus the
-    same step of its decoders alone (the whole step when there are none). ``(0, 0, 0.0)`` when it is empty."""
+    same step of its decoders alone (the whole step when there are none). ``(0, 0, 0.0)``
+    when it is empty."""
     B = s[DEC]
     S = s[DEC_KV]
     W = s[WINDOW]
