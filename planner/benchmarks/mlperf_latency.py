@@ -26,7 +26,7 @@ from planner.benchmarks.schema import (
     row_kv_precision,
 )
 from planner.catalog.catalog import Catalog
-from planner.catalog.latency import latency_family, prefill_scale
+from planner.catalog.latency import APPLY_PREFILL_SCALE, latency_family, prefill_scale
 from planner.catalog.profile import Profile, resolve_params
 from planner.errors import PlannerError
 from planner.serving.capacity import max_rate
@@ -89,7 +89,7 @@ def predict_per_gpu(
         memory_utilization=util if util is not None else fw_rec.memory_utilization_default(None),
         max_num_seqs=settings.max_num_seqs or seqs0,
         max_num_batched_tokens=settings.max_num_batched_tokens or btok0,
-        prefill_scale=prefill_scale(fw, latency_family(m)),
+        prefill_scale=prefill_scale(fw, latency_family(m)) if APPLY_PREFILL_SCALE else 1.0,
     )
     i, o = openorca_lengths()
     wl = Workload(traffic=Traffic(mean_rps=1.0), input_tokens=i, output_tokens=o)

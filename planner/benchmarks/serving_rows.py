@@ -21,7 +21,7 @@ from planner.benchmarks.schema import (
 )
 from planner.catalog.catalog import Catalog
 from planner.catalog.efficiency import EfficiencyParams
-from planner.catalog.latency import latency_family, prefill_scale
+from planner.catalog.latency import APPLY_PREFILL_SCALE, latency_family, prefill_scale
 from planner.errors import PlannerError
 from planner.serving import run
 from planner.serving.replica import build_replica
@@ -254,7 +254,7 @@ def _serving_row_result(
     util = memory_fraction_from_notes(notes)
     m = cat.model_ref(model_key, cell(row, "_dir") or None)
     if scale is None:
-        scale = prefill_scale(fw_id, latency_family(m))
+        scale = prefill_scale(fw_id, latency_family(m)) if APPLY_PREFILL_SCALE else 1.0
     key = (
         scale,
         continuous_decode_steps(notes),

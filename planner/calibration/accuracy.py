@@ -50,7 +50,7 @@ from planner.calibration.sections import kept_sections
 from planner.calibration.transfer import sibling_band, transfer_validation
 from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR
-from planner.catalog.latency import latency_family
+from planner.catalog.latency import APPLY_PREFILL_SCALE, latency_family
 from planner.catalog.profile import Profile, model_family, resolve_params
 from planner.errors import PlannerError
 from planner.files import Progress, atomic_write_text
@@ -102,6 +102,9 @@ def serving_predictions(
     scales: dict[Any, Any] = {}
     out: list[dict[str, Any]] = []
     for r, params, prov, fold, value in first:
+        if not APPLY_PREFILL_SCALE:
+            out.append(oos_record(r, float(value), prov, fold))
+            continue
         if fold not in scales:
             scales[fold] = fit_prefill_scales(ttft, exclude_source=fold)
         sc, group = scale_for(scales[fold], r.framework, fam[r.model])
