@@ -65,11 +65,34 @@ SOURCE = "SemiAnalysis InferenceX benchmarks history (InferenceX-app fixtures)"
 REPO = "SemiAnalysisAI/InferenceX-app"
 FIXTURE_DIR = "packages/app/cypress/fixtures/api"
 FIRST_DAY = "2026-01-21"
-COLUMNS = (
-    "id,source,source_detail,as_of,hardware,n_gpus,tp,pp,ep,attention_dp,model,precision,"
-    "kv_precision,framework,framework_version,mode,isl,osl,batch,concurrency,request_rate,"
-    "context_len,metric,value,unit,notes"
-).split(",")
+COLUMNS = [
+    "id",
+    "source",
+    "source_detail",
+    "as_of",
+    "hardware",
+    "n_gpus",
+    "tp",
+    "pp",
+    "ep",
+    "attention_dp",
+    "model",
+    "precision",
+    "kv_precision",
+    "framework",
+    "framework_version",
+    "mode",
+    "isl",
+    "osl",
+    "batch",
+    "concurrency",
+    "request_rate",
+    "context_len",
+    "metric",
+    "value",
+    "unit",
+    "notes",
+]
 HARDWARE = {
     "h100": "nvidia-h100-sxm",
     "h200": "nvidia-h200-sxm",
@@ -233,11 +256,26 @@ def existing_keys(paths: list[Path]) -> set[tuple]:
     return keys
 
 
-_IDENT = (
-    "run_url hardware framework precision spec_method disagg prefill_tp prefill_ep "
-    "prefill_dp_attention prefill_num_workers decode_tp decode_ep decode_dp_attention "
-    "decode_num_workers num_prefill_gpu num_decode_gpu isl osl"
-).split()
+_IDENT = [
+    "run_url",
+    "hardware",
+    "framework",
+    "precision",
+    "spec_method",
+    "disagg",
+    "prefill_tp",
+    "prefill_ep",
+    "prefill_dp_attention",
+    "prefill_num_workers",
+    "decode_tp",
+    "decode_ep",
+    "decode_dp_attention",
+    "decode_num_workers",
+    "num_prefill_gpu",
+    "num_decode_gpu",
+    "isl",
+    "osl",
+]
 
 
 def run_ident(r: dict) -> tuple:
