@@ -399,7 +399,7 @@ def _row(r: dict, metric: str, detail: str, img: str, where: str, words: str) ->
             label = f"DEP{tp}" if ep == tp else f"attention DP {tp} EP{ep}"
         else:
             out.update(tp=str(tp), pp="1", ep=str(ep), attention_dp="1")
-            label = f"TP{tp} EP{ep}"
+            label = f"TP{tp} EP{ep}" if ep > 1 else f"TP{tp}"
         lay_note = (
             f"layout {label} (tp={out['tp']}, ep={ep}, attention_dp={out['attention_dp']}; "
             f"from InferenceX TP={tp}, EP={ep}, DP-attention={'true' if dpa else 'false'}); "
