@@ -19,8 +19,9 @@ Rules (the same as ``public_inferencex.csv``'s, sources.yaml):
   recorded). Only configs that are not plain TP (plain TP points are in
   ``public_inferencex.csv``). The AMD ATOM engine is left out (not in frameworks.yaml).
 * Throughputs: InferenceX divides the client's token throughput by the TP GPUs on one node and
-  by prefill + decode GPUs for disaggregated runs (``utils/process_result.py``), so the row
-  multiplies ``tput_per_gpu`` back (the fixture's ``num_decode_gpu`` of a single-node EP run
+  by prefill + decode GPUs for disaggregated runs, but their output throughput by the decode
+  GPUs only (``utils/process_result.py`` @ 450d834a9 .. 843c6254f), so the row multiplies
+  ``tput_per_gpu`` / ``output_tput_per_gpu`` back (the fixture's ``num_decode_gpu`` of a single-node EP run
   is tp x ep, not the GPUs used, and is not read).
 * Layout columns: ``DP-attention=true`` -> DEP (tp 1, attention_dp = TP, ep = EP); else
   tp = TP, ep = EP. Disaggregated rows leave tp/ep empty and state the pools in the notes
@@ -416,7 +417,15 @@ def _row(r: dict, metric: str, detail: str, img: str, where: str, words: str) ->
         ]
     if spec != "none":
         unsupported.append(f"speculative decoding ({spec.upper()})")
-    if factor is None:
+    if factor is None and r["disagg"] and metric == "output_tok_s_total":
+        # utils/process_result.py (multi-node, from 450d834a9 2025-11-05 to 843c6254f):
+        # output_tput_per_gpu = output_throughput / decode_gpus
+        value = raw * r["num_decode_gpu"]
+        how = (
+            f"{metric} = {mkey} {raw!r} x {r['num_decode_gpu']} decode GPUs (InferenceX "
+            "divides the client's output throughput by the decode GPUs)"
+        )
+    elif factor is None:
         value = raw * gpus
         how = (
             f"{metric} = {mkey} {raw!r} x {gpus} GPUs (InferenceX divides the client's "
