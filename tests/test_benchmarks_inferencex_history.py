@@ -301,3 +301,29 @@ def test_converter_on_hand_made_records(tmp_path):
     # a key already in the repository's files is not written again
     key = next(iter(mod.existing_keys([OLD])))
     assert key[9] in {m[0] for m in mod.METRICS}
+
+
+def test_disaggregated_latencies_come_from_one_closed_loop_run(rows, catalog):
+    """The five metrics of a disaggregated point (GB200 1P TP4 + 2D TP4, 1k/1k, conc 4) are
+    predicted from one composed closed-loop run, so they agree with each other:
+
+    * total / output = (E[I] + E[O]) / E[O]: both lengths ~ U{819 .. 1024} (0.8 x 1024 =
+      819.2 -> 819), so the ratio is 2 up to the drawn sample means (600 draws: within 3 %);
+    * Little's law of the closed loop: output tok/s = C x E[O] / E[E2E] = 4 x 921.5 / E2E,
+      with the median E2E standing in for the mean (within 10 %);
+    * E2E = TTFT + (O - 1) x TPOT per request, so median E2E is near median TTFT + 920.5 x
+      median TPOT (within 10 %)."""
+    from planner.benchmarks.disagg_rows import predict_disagg_row
+
+    got = {}
+    for m in ("total_tok_s", "output_tok_s_total", "tpot_ms_median", "ttft_ms_median",
+              "e2e_ms_median"):  # fmt: skip
+        r = _one(rows, "21793201578", "nvidia-gb200", "4", m, "1P/2D workers")
+        p = predict_disagg_row(r, catalog)
+        assert not isinstance(p, str), p
+        got[m] = p[0]
+    assert got["total_tok_s"] / got["output_tok_s_total"] == pytest.approx(2.0, rel=0.03)
+    e2e_s = got["e2e_ms_median"] / 1e3
+    assert got["output_tok_s_total"] == pytest.approx(4 * 921.5 / e2e_s, rel=0.10)
+    ttft_plus = got["ttft_ms_median"] + 920.5 * got["tpot_ms_median"]
+    assert got["e2e_ms_median"] == pytest.approx(ttft_plus, rel=0.10)
