@@ -164,7 +164,7 @@ def predict_disagg_row(
     if isinstance(lens, str):
         return lens
     key = (
-        id(catalog), n_min, seed, iters, conc, lens, cell(row, "notes").split("; run ")[0],
+        id(catalog), n_min, seed, iters, conc, lens, repr(disagg_layout(cell(row, "notes"))),
         *(cell(row, k) for k in ("hardware", "framework", "precision", "model",
                                  "framework_version", "as_of")),
     )  # fmt: skip
