@@ -227,7 +227,15 @@ def test_parsers_read_the_layouts(rows):
         if k.startswith("DEP"):
             assert lay.tp == 1 and lay.attention_dp == lay.ep == int(r["n_gpus"])  # DEP4, DEP8
         if k.endswith("+MTP"):
-            assert spec_of_row(r)[0] == "mtp"
+            # K of every single-node MTP run: SGLang steps, TRT-LLM num_nextn_predict_layers
+            # (dsr1_fp8_b300_mtp.sh: SPECULATIVE_NUM_STEPS=2; dsr1_fp8_h200_trt_mtp.sh: MTP=1
+            # with DP attention, else 3)
+            method, spec_k = spec_of_row(r)
+            assert method == "mtp" and spec_k in (1, 2, 3), r["id"]
+            if (r["hardware"], r["framework"]) == ("nvidia-b300", "sglang"):
+                assert spec_k == 2
+            if (r["hardware"], r["framework"]) == ("nvidia-h200-sxm", "trtllm"):
+                assert spec_k == (1 if k.startswith("DEP") else 3)
         else:
             assert layout_unsupported(r["notes"]) is None, r["id"]
     assert seen["disagg parsed"] >= 0.9 * (seen["disagg parsed"] + seen["disagg not parsed"])
