@@ -222,7 +222,6 @@ def existing_keys(paths: list[Path]) -> set[tuple]:
                 disagg = "disaggregated prefill/decode" in n
                 if disagg:
                     w = re.search(r"(\d+)P/(\d+)D workers", n)
-                    pools = pool.findall(n)  # noqa: F841 (the groups are the names)
                     lay = f"{w.group(1)}P/{w.group(2)}D; " + "; ".join(
                         m.group(0) for m in pool.finditer(n)
                     )
