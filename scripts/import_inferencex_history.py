@@ -36,16 +36,25 @@ Rules (the same as ``public_inferencex.csv``'s, sources.yaml):
   isl, osl, mtp, disagg, metric) agree; rows already in ``--existing`` files are not written,
   and among the new records the latest run is kept.
 
-Usage (from the repository root)::
+Usage (from the repository root; the committed file was made from four fixtures: both files at
+the upstream commits 528c4146b8f5 (PR #458) and cac6246e9fef (PR #318), read from a clone that
+holds them, e.g. the vngcloud/InferenceX-app fork)::
 
-    git --git-dir=<InferenceX-app git> show 528c4146b8f5:packages/app/cypress/fixtures/api/\\
-        benchmarks-history.json > /tmp/hist.json      # likewise benchmarks.json
-    python scripts/import_inferencex_history.py \\
-        --fixture /tmp/hist.json 528c4146b8f502fcbce8df7870a935a970cbae25 benchmarks-history.json \\
-        --fixture /tmp/bench.json 528c4146b8f502fcbce8df7870a935a970cbae25 benchmarks.json \\
-        --inferencex-git /work/.mirror/SemiAnalysisAI+InferenceX/repo \\
-        --existing data/benchmarks/public_inferencex.csv \\
+    G=<InferenceX-app git dir>; A=packages/app/cypress/fixtures/api
+    C1=528c4146b8f502fcbce8df7870a935a970cbae25; C0=cac6246e9fef70841e48e1434cbf10bb9a2802a8
+    for c in $C1 $C0; do for f in benchmarks-history benchmarks; do
+        git --git-dir=$G show $c:$A/$f.json > /tmp/$f-$c.json; done; done
+    python scripts/import_inferencex_history.py \
+        --fixture /tmp/benchmarks-history-$C1.json $C1 benchmarks-history.json \
+        --fixture /tmp/benchmarks-$C1.json $C1 benchmarks.json \
+        --fixture /tmp/benchmarks-history-$C0.json $C0 benchmarks-history.json \
+        --fixture /tmp/benchmarks-$C0.json $C0 benchmarks.json \
+        --inferencex-git <SemiAnalysisAI/InferenceX git dir> \
+        --existing data/benchmarks/public_inferencex.csv \
         -o data/benchmarks/public_inferencex_history.csv
+
+The fixture order matters only for which fixture a row's source_detail names when the same run
+is in several (the first given).
 """
 
 from __future__ import annotations
