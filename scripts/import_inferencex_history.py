@@ -480,7 +480,12 @@ def _row(r: dict, metric: str, detail: str, img: str, where: str, words: str) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example (the committed file; see the module docstring for the fixtures):\n"
+        + __doc__[__doc__.index("    G=<") :],
+    )
     ap.add_argument("--fixture", nargs=3, action="append", required=True,
                     metavar=("PATH", "COMMIT", "NAME"),
                     help="a fetched fixture JSON, the InferenceX-app commit it was read at, and "
