@@ -44,13 +44,13 @@ holds them, e.g. the vngcloud/InferenceX-app fork)::
     C1=528c4146b8f502fcbce8df7870a935a970cbae25; C0=cac6246e9fef70841e48e1434cbf10bb9a2802a8
     for c in $C1 $C0; do for f in benchmarks-history benchmarks; do
         git --git-dir=$G show $c:$A/$f.json > /tmp/$f-$c.json; done; done
-    python scripts/import_inferencex_history.py \
-        --fixture /tmp/benchmarks-history-$C1.json $C1 benchmarks-history.json \
-        --fixture /tmp/benchmarks-$C1.json $C1 benchmarks.json \
-        --fixture /tmp/benchmarks-history-$C0.json $C0 benchmarks-history.json \
-        --fixture /tmp/benchmarks-$C0.json $C0 benchmarks.json \
-        --inferencex-git <SemiAnalysisAI/InferenceX git dir> \
-        --existing data/benchmarks/public_inferencex.csv \
+    python scripts/import_inferencex_history.py \\
+        --fixture /tmp/benchmarks-history-$C1.json $C1 benchmarks-history.json \\
+        --fixture /tmp/benchmarks-$C1.json $C1 benchmarks.json \\
+        --fixture /tmp/benchmarks-history-$C0.json $C0 benchmarks-history.json \\
+        --fixture /tmp/benchmarks-$C0.json $C0 benchmarks.json \\
+        --inferencex-git <SemiAnalysisAI/InferenceX git dir> \\
+        --existing data/benchmarks/public_inferencex.csv \\
         -o data/benchmarks/public_inferencex_history.csv
 
 The fixture order matters only for which fixture a row's source_detail names when the same run
