@@ -590,7 +590,7 @@ st.markdown(
 st.subheader("Ranked options")
 df = table(recs)
 w.table(df, RANKED_COLUMNS)
-c0, c1, c2, c3 = st.columns(4)
+c0, c1, c2, c3, c4 = st.columns(5)
 c0.page_link(
     "app_pages/what_if.py",
     label="Open #1 in What-if",
@@ -621,6 +621,16 @@ c2.download_button(
 )
 c3.download_button(
     "Scenario (YAML)", w.scenario_yaml(form), file_name="scenario.yaml", mime="application/x-yaml"
+)
+
+c4.download_button(  # planner recommend --emit: made when clicked
+    "Deploy files (zip)",
+    lambda: w.deploy_zip(res, sc, cat),
+    file_name=f"deploy-{sc.model}.zip",
+    mime="application/zip",
+    on_click="ignore",
+    help="per ranked option: serve.sh for its engine release, Kubernetes manifests, bench.sh "
+    "and expected.json (the same folders as `planner recommend ... --emit DIR`; docs/deploy.md)",
 )
 
 st.caption("Same answer from the command line (download the scenario above):")

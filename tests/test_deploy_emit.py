@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from planner.catalog.layout import layout_of
+from planner.catalog.layout import hosts_spanned, layout_of
 from planner.deploy import flags as F
 from planner.deploy.bench import bench_plan
 from planner.deploy.emit import check_target, emit_all, parse_emit_release
@@ -68,7 +68,13 @@ def test_emit_every_example(recs, tmp_path, name, objective):
     for folder, r in zip(done, res.recommendations, strict=True):
         f = Path(folder)
         assert {"bench.sh", "expected.json", "README.md"} <= {p.name for p in f.iterdir()}
-        if r["framework"] in ENGINES:
+        multi_host = hosts_spanned(layout_of(r["tp"], r["pp"], r["ep"], r["attention_dp"]),
+                                   cat.gpu(r["gpu"])) > 1  # fmt: skip
+        if multi_host and r["framework"] not in ("vllm", "sglang", "lmdeploy"):
+            # no multi-host launcher is emitted for it (MPI / RPC): the README says why
+            assert not (f / "serve.sh").exists()
+            assert "no serve.sh or k8s/" in (f / "README.md").read_text()
+        elif r["framework"] in ENGINES:
             text = (f / "serve.sh").read_text()
             eng = r["framework"]
             read = re.search(r"# flags read at: (\S+)", text).group(1)

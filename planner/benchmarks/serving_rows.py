@@ -5,6 +5,7 @@ static_batch, single_stream) predicted with the simulator; see ``planner/benchma
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from planner.benchmarks.schema import (
 )
 from planner.catalog.catalog import Catalog
 from planner.catalog.efficiency import EfficiencyParams
+from planner.catalog.latency import APPLY_PREFILL_SCALE, latency_family, prefill_scale
 from planner.errors import PlannerError
 from planner.serving import run
 from planner.serving.replica import build_replica
@@ -198,6 +200,20 @@ def _dataset_lengths(row: dict[str, Any], model_id: str) -> tuple[Any, Any, str]
 dataset_lengths = _dataset_lengths
 
 
+def continuous_decode_steps(notes: str) -> int:
+    """SGLang's ``--num-continuous-decode-steps`` of a run (its notes; 1 when unstated):
+    the scheduler runs that many decode iterations before it looks at new requests
+    ("Run multiple continuous decoding steps to reduce scheduling overhead. This can
+    potentially increase throughput but may also increase time-to-first-token latency. The
+    default value is 1", SGLang server arguments, docs/advanced_features/server_arguments.md).
+    A request arriving at a random point of such a run waits (k - 1) / 2 decode iterations
+    on average before its prompt is scheduled, up to k - 1: the serving rows add
+    (k - 1) / 2 x the predicted ITL median to TTFT (mean, median) and E2E, twice that to
+    their P99 (the event loop itself schedules at every iteration)."""
+    m = re.search(r"num[-_]continuous[-_]decode[-_]steps[ =]+(\d+)", notes)
+    return max(1, int(m.group(1))) if m else 1
+
+
 def row_spec(row: dict[str, Any]) -> dict[str, Any]:
     """Speculative decoding of a row to simulate: the hidden cells ``_spec_method``,
     ``_spec_tokens``, ``_acceptance_length`` (set by
@@ -214,7 +230,10 @@ def row_spec(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def predict_serving_row(
-    row: dict[str, Any], catalog: Catalog, params: EfficiencyParams
+    row: dict[str, Any],
+    catalog: Catalog,
+    params: EfficiencyParams,
+    prefill_scale: float | None = None,
 ) -> tuple[float | None, str]:
     """Predict one serving row of the benchmark schema with the simulator.
 
@@ -222,7 +241,9 @@ def predict_serving_row(
     ``interactive`` (open-loop Poisson at ``request_rate``), ``concurrency`` (closed loop),
     ``static_batch`` / ``single_stream`` (one static batch). Metrics: see
     :data:`SERVING_METRICS`. A multi-GPU row is split into ``n_gpus / (tp * pp)``
-    replicas sharing the load evenly; system totals add them up.
+    replicas sharing the load evenly; system totals add them up. ``prefill_scale``: the
+    simulator's prefill scale (:mod:`planner.catalog.latency`; None: the bundled value of
+    the row's engine and model family).
 
     Returns
     -------
@@ -243,7 +264,7 @@ def predict_serving_row(
     if mode not in SERVING_ROW_MODES:
         return None, f"mode {mode or '(empty)'} not supported by the serving simulator"
     try:
-        out = _serving_row_result(row, catalog, params)
+        out = _serving_row_result(row, catalog, params, prefill_scale)
     except PlannerError as e:
         return None, str(e)
     if isinstance(out, str):
@@ -258,12 +279,15 @@ def predict_serving_row(
 
 
 def serving_row_details(
-    row: dict[str, Any], catalog: Catalog, params: EfficiencyParams
+    row: dict[str, Any],
+    catalog: Catalog,
+    params: EfficiencyParams,
+    prefill_scale: float | None = None,
 ) -> dict[str, Any]:
     """Every metric of the simulation behind a serving row, plus ``note`` (how it was run)
     or ``reason`` (why it cannot be)."""
     try:
-        out = _serving_row_result(row, catalog, params)
+        out = _serving_row_result(row, catalog, params, prefill_scale)
     except PlannerError as e:
         return {"reason": str(e)}
     if isinstance(out, str):
@@ -274,7 +298,7 @@ def serving_row_details(
 
 
 def _serving_row_result(
-    row: dict[str, Any], cat: Catalog, params: EfficiencyParams
+    row: dict[str, Any], cat: Catalog, params: EfficiencyParams, scale: float | None = None
 ) -> dict[str, Any] | str:
     mode = cell(row, "mode")
     hw = cell(row, "hardware")
@@ -304,7 +328,12 @@ def _serving_row_result(
     rate = number(row, "request_rate")
     count = request_count(notes)
     util = memory_fraction_from_notes(notes)
+    m = cat.model_ref(model_key, cell(row, "_dir") or None)
+    if scale is None:
+        scale = prefill_scale(fw_id, latency_family(m)) if APPLY_PREFILL_SCALE else 1.0
     key = (
+        scale,
+        continuous_decode_steps(notes),
         hw,
         model_key,
         prec,
@@ -331,7 +360,6 @@ def _serving_row_result(
     )
     if key in _ROW_CACHE:
         return _ROW_CACHE[key]
-    m = cat.model_ref(model_key, cell(row, "_dir") or None)
     # a tuned run's own settings (notes tags), else the defaults its engine release picks on
     # this GPU (vLLM V1: 1024 / 8192 on >= 70 GiB GPUs other than A100s)
     fw_rec = cat.framework(fw_id)
@@ -353,6 +381,7 @@ def _serving_row_result(
         memory_utilization=util if util is not None else fw_rec.memory_utilization_default(version),
         max_num_seqs=settings.max_num_seqs or seqs0,
         max_num_batched_tokens=settings.max_num_batched_tokens or btok0,
+        prefill_scale=scale,
         **row_spec(row),
     )
     if (isl is not None and osl is not None) or mode in ("static_batch", "single_stream"):
@@ -496,11 +525,25 @@ def _serving_row_result(
         )
     else:  # pragma: no cover
         return f"mode {mode} not supported"
+    k_dec = continuous_decode_steps(notes)
+    if (
+        k_dec > 1
+        and math.isfinite(out["itl_ms_median"])
+        and mode not in ("static_batch", "single_stream", "offline")
+    ):
+        wait = (k_dec - 1) / 2 * out["itl_ms_median"]
+        for m_ in ("ttft_ms_mean", "ttft_ms_median", "e2e_ms_mean", "e2e_ms_median"):
+            out[m_] += wait
+        out["ttft_ms_p99"] += 2 * wait
+        out["e2e_ms_p99"] += 2 * wait
+        out["_note"] += f"; {k_dec} decode steps per schedule: TTFT + {wait:.3g} ms"
     if mode not in ("static_batch", "single_stream"):  # a static batch sets its own size
         eng = rep.engine
         out["_note"] += "; " + settings.describe(
             eng.max_num_seqs, eng.max_num_batched_tokens, eng.framework or "engine"
         )
+    if scale != 1.0:
+        out["_note"] += f"; prefill scale {scale:.3g}"
     if rep.params_source != "prior":
         out["_note"] += f"; params {rep.params_source}"
     if len(_ROW_CACHE) >= _ROW_CACHE_MAX:  # a file of a million distinct rows: memory stays flat

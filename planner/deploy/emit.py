@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from planner.catalog.layout import layout_of, nodes_spanned
+from planner.catalog.layout import hosts_spanned, layout_of
 from planner.catalog.releases import parse_release
 from planner.deploy import flags as F
 from planner.deploy.bench import bench_plan, bench_script
@@ -173,7 +173,7 @@ def knobs_of(r: dict[str, Any], catalog: Any, model: str) -> Knobs:
         prefix_caching=es.get("prefix_caching"),
         spec_method=r.get("spec_method"),
         spec_tokens=r.get("spec_tokens"),
-        nodes=nodes_spanned(lay, catalog.gpu(r["gpu"])),
+        nodes=hosts_spanned(lay, catalog.gpu(r["gpu"])),
     )
 
 
@@ -420,7 +420,7 @@ def _pool_knobs(pool: dict[str, Any], catalog: Any, model: str, role: str) -> Kn
         layout=lay,
         max_num_seqs=pool.get("max_num_seqs"),
         max_num_batched_tokens=pool.get("max_num_batched_tokens"),
-        nodes=nodes_spanned(lay, catalog.gpu(pool["gpu"])), role=role,
+        nodes=hosts_spanned(lay, catalog.gpu(pool["gpu"])), role=role,
     )  # fmt: skip
 
 
