@@ -13,6 +13,7 @@ import platform
 import pandas as pd
 import streamlit as st
 
+from app_pages import pools
 from app_pages import tables as T
 from app_pages import widgets as w
 from planner import PlannerError, fmt
@@ -589,7 +590,7 @@ st.markdown(
 st.subheader("Ranked options")
 df = table(recs)
 w.table(df, RANKED_COLUMNS)
-c0, c1, c2, c3 = st.columns(4)
+c0, c1, c2, c3, c4 = st.columns(5)
 c0.page_link(
     "app_pages/what_if.py",
     label="Open #1 in What-if",
@@ -620,6 +621,16 @@ c2.download_button(
 )
 c3.download_button(
     "Scenario (YAML)", w.scenario_yaml(form), file_name="scenario.yaml", mime="application/x-yaml"
+)
+
+c4.download_button(  # planner recommend --emit: made when clicked
+    "Deploy files (zip)",
+    lambda: w.deploy_zip(res, sc, cat),
+    file_name=f"deploy-{sc.model}.zip",
+    mime="application/zip",
+    on_click="ignore",
+    help="per ranked option: serve.sh for its engine release, Kubernetes manifests, bench.sh "
+    "and expected.json (the same folders as `planner recommend ... --emit DIR`; docs/deploy.md)",
 )
 
 st.caption("Same answer from the command line (download the scenario above):")
@@ -666,6 +677,12 @@ with st.expander("Growth over the year (planner grow)", expanded=False, key="gro
                  on_change="rerun"):  # fmt: skip
     if st.session_state.get("grow_open"):
         growth_section(sc, win, cat)
+
+# ---------------------------------------------------------------- xPyD (issue 30)
+with st.expander("Disaggregated prefill/decode (xPyD)", expanded=False, key="xpyd_open",
+                 on_change="rerun"):  # fmt: skip
+    if st.session_state.get("xpyd_open"):  # sized only once the expander is open
+        pools.plan_pools(key, form.scenario_json, recs)
 
 # ---------------------------------------------------------------- rejected
 by_stage = res["rejected_by_stage"]

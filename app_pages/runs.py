@@ -374,3 +374,22 @@ def length_histogram(key: tuple, scenario_json: str, n: int = 2000) -> pd.DataFr
             )
         )
     return pd.concat(parts, ignore_index=True)
+
+
+def deploy_zip(res: dict[str, Any], sc: Any, cat: Any) -> bytes:
+    """The ``--emit`` folders of the ranked options as one zip; a text file saying why when
+    an option cannot be written (the CLI's one-line error)."""
+    import io
+    import zipfile
+    from types import SimpleNamespace
+
+    from planner.deploy import emit_zip
+
+    result = SimpleNamespace(recommendations=res["recommendations"], summary=res.get("summary"))
+    try:
+        return emit_zip(result, sc, cat)
+    except PlannerError as e:
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as z:
+            z.writestr("planner-deploy/NOT-WRITTEN.txt", f"{e}\n")
+        return buf.getvalue()

@@ -5,13 +5,13 @@ tokens/s per GPU and $/M tokens; "pin as baseline" shows every number's delta.""
 from __future__ import annotations
 
 import html
-import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import streamlit as st
 
+from app_pages import pools
 from app_pages import widgets as w
 from planner import PlannerError, default_kv_precision, fmt
 
@@ -19,6 +19,10 @@ BASELINE = "wi_baseline"
 TPS = [1, 2, 4, 8]
 CONTEXTS = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
 MAX_SEQS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
+#: requests a point of the curve at least (planner.serving.answer.CURVE_REQUESTS)
+CURVE_MIN_REQUESTS = 2000
+#: the curve's y-axis choices and the curve rows' keys
+CURVE_KEYS = {"TPOT P99": "tpot_p99_s", "TTFT P99": "ttft_p99_s"}
 COLUMN_PX = 520  # a half column's width in a 1500 px window: the charts' text at its size
 GPU_BOX_PX = 320  # the GPU selectbox's width [px]: the longest GPU id (36 characters) fits
 
@@ -32,11 +36,31 @@ class Knobs:
     tp: int
     context: int
     max_num_seqs: int
+    spec_method: str | None = None  # speculative decoding (None: off)
+    spec_tokens: int | None = None
+    acceptance_length: float | None = None
+    pd: str = pools.AGGREGATED  # prefill:decode: aggregated, auto or x:y
+
+    def spec(self) -> dict[str, Any]:
+        """build_replica's speculative decoding arguments (empty when off)."""
+        if self.spec_method is None:
+            return {}
+        return {
+            "spec_method": self.spec_method,
+            "spec_tokens": self.spec_tokens,
+            "acceptance_length": self.acceptance_length,
+        }
 
     def label(self) -> str:
+        spec = (
+            f" / {self.spec_method} k={self.spec_tokens} AL {self.acceptance_length or '-'}"
+            if self.spec_method
+            else ""
+        )
+        pd = f" / P:D {self.pd}" if self.pd != pools.AGGREGATED else ""
         return (
             f"{self.gpu} / {self.framework} / {self.precision} (KV {self.kv_precision}) / "
-            f"TP {self.tp} / {self.context:,} ctx / {self.max_num_seqs} seqs"
+            f"TP {self.tp} / {self.context:,} ctx / {self.max_num_seqs} seqs{spec}{pd}"
         )
 
 
@@ -47,14 +71,16 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
     The replica is the scenario's (its ``serving:`` section applied, then the knobs), as
     ``planner capacity FILE --gpu .. --framework .. --precision .. --tp .. --kv-precision ..
     --max-num-seqs ..`` builds it (:func:`capacity_command`); the curve is that command's
-    closed-loop curve (``throughput_latency_curve`` with its defaults, seed 0); the capacity
-    per replica is the curve's best point meeting the SLO, the fleet the smallest number of
-    replicas whose per-replica rate passes an open-loop simulation at the scenario's rate.
+    closed-loop curve (``throughput_latency_curve`` with
+    :data:`planner.serving.answer.CURVE_REQUESTS`, seed 0); the replicas, max rate per replica,
+    latencies and knobs are :func:`planner.serving.answer.answer_for_deployment`'s, the one
+    answer ``planner capacity``, ``simulate`` and ``recommend`` print for this deployment.
     """
     from planner.catalog import model_family
     from planner.catalog.release_profile import resolve_release_params
     from planner.cost import quote_price
-    from planner.serving import simulate, throughput_latency_curve
+    from planner.serving import throughput_latency_curve
+    from planner.serving.answer import CURVE_REQUESTS, answer_for_deployment, curve_noise
 
     cat = w.catalog_for(key)
     sc = w.build_scenario(key, scenario_json)
@@ -79,6 +105,7 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
             catalog=cat,
             max_num_seqs=k.max_num_seqs,
             context_len=k.context,
+            spec=k.spec(),
         )
     except PlannerError as e:
         return {"error": str(e)}
@@ -99,15 +126,14 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
             "requests are cut in the simulation; raise the context length"
         )
     try:
-        # planner capacity's curve: its defaults and its seed (--seed 0); ~0.06 s for chat-8b
-        rows = throughput_latency_curve(rep, wl, slo=slo, rng=np.random.default_rng(0))
+        # planner capacity's curve: its requests per point and its seed (--seed 0)
+        rows = throughput_latency_curve(
+            rep, wl, slo=slo, rng=np.random.default_rng(0), **CURVE_REQUESTS
+        )
     except PlannerError as e:
         return {**out, "error": str(e)}
     out["curve"] = rows
-    ok = [r for r in rows if r.get("slo_ok")]
-    best = max(ok, key=lambda r: r["throughput_rps"]) if ok else None
-    out["best"] = best
-    gpus_per = rep.num_gpus
+    out["curve_noise"] = [n for n in (curve_noise(rows, m) for m in CURVE_KEYS.values()) if n]
     try:
         q = quote_price(
             cat,
@@ -120,33 +146,74 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
     except PlannerError as e:
         out["usd_per_gpu_hour"] = None
         out["price_note"] = str(e)
-    if best is None:
-        out["no_capacity"] = "no point of the curve meets the SLO (even one client)"
+    try:  # the deployment's answer: planner capacity's (and recommend's, simulate's) numbers
+        ans = answer_for_deployment(
+            rep, wl, slo, headroom=sc.constraints.headroom, seed=0, fit_percentile=None
+        )
+    except PlannerError as e:
+        out["no_capacity"] = str(e)
         return out
-    need = wl.traffic.peak() * (1.0 + sc.constraints.headroom)
-    replicas = max(1, math.ceil(need / best["throughput_rps"]))
-    summ = None
-    for _ in range(8):  # open-loop check at the scenario's rate per replica
-        rate = need / replicas
-        res = simulate(rep, wl, rate_rps=rate, n_requests=600, rng=np.random.default_rng(0))
-        summ = res.summary(slo)
-        if summ.get("slo_ok", True):
-            break
-        replicas += max(1, replicas // 4)
     out.update(
-        replicas=replicas,
-        rate_per_replica=need / replicas,
-        num_gpus=replicas * gpus_per,
-        summary={k2: summ[k2] for k2 in summ if isinstance(summ[k2], (int, float, bool))},
-        tok_s_per_gpu=best["output_tok_s_per_gpu"],
+        answer=ans.fields(),
+        replicas=ans.replicas,
+        rate_per_replica=ans.planned_rate_rps,
+        max_rate_per_replica=ans.max_rate_rps,
+        num_gpus=ans.num_gpus,
+        summary={k2: v for k2, v in ans.at_planned.items() if isinstance(v, (int, float, bool))},
+        tok_s_per_gpu=ans.fields()["output_tok_s_per_gpu"],
     )
     usd = out["usd_per_gpu_hour"]
     if usd:
-        out["usd_per_mtok_full"] = usd / (best["output_tok_s_per_gpu"] * 3600.0) * 1e6
+        out["usd_per_mtok_full"] = usd / (out["tok_s_per_gpu"] * 3600.0) * 1e6
         out["usd_per_month"] = usd * out["num_gpus"] * 730.0
         mean_out = wl.mean_output_tokens() * wl.traffic.base_mean_rps()
         out["usd_per_mtok_planned"] = usd * out["num_gpus"] / (mean_out * 3600.0) * 1e6
     return out
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def evaluate_disagg(key: tuple, scenario_json: str, k: Knobs) -> dict:
+    """The knobs' deployment in a prefill pool and a decode pool at the P:D ratio ``k.pd``
+    (:func:`planner.serving.answer.disagg_answer`: each pool's capacity, the groups the
+    scenario's need takes, one group simulated), as a row of :func:`pools.pools_html`;
+    or {"error"}."""
+    from planner.serving.answer import disagg_answer
+    from planner.serving.disagg import Disaggregated, Pool, build_disagg
+
+    cat = w.catalog_for(key)
+    sc = w.build_scenario(key, scenario_json)
+    pool = {"gpu": k.gpu, "framework": k.framework, "precision": k.precision, "tp": k.tp}
+    p = Pool(**pool, kv_precision=k.kv_precision, max_num_seqs=k.max_num_seqs)
+    need = sc.workload.traffic.peak() * (1.0 + sc.constraints.headroom)
+    try:
+        d = build_disagg(
+            sc.model, Disaggregated(prefill=p, decode=p), catalog=cat, where="P:D",
+            **{**sc.serving.kwargs(), "context_len": k.context, **k.spec()},
+        )  # fmt: skip
+        a = disagg_answer(d, sc.workload, sc.slo, need, pools.ratio_of(k.pd))
+    except PlannerError as e:
+        return {"error": str(e)}
+    return {**pools.disagg_row(a, pool), "balanced": a.balanced, "check": a.check}
+
+
+def disagg_html(r: dict, res: dict) -> str:
+    """The P:D knob's answer: the pools, the KV transfer, and the GPUs against the
+    aggregated fleet's (``res``: :func:`evaluate`'s)."""
+    if "error" in r:
+        return _cap(f"Cannot disaggregate this deployment: {r['error']}")
+    c = r["check"]
+    agg = res.get("num_gpus")
+    vs = f" against {agg:,} aggregated" if agg else ""
+    return (
+        "<h3>Disaggregated prefill/decode</h3>"
+        + pools.pools_html(r)
+        + _cap(
+            f"{r['num_gpus']:,} GPUs{vs}. One group at {c['rate_rps']:.3g} req/s: TTFT P99 "
+            f"{(c.get('ttft_p99_s') or float('nan')) * 1e3:,.0f} ms, TPOT P99 "
+            f"{(c.get('tpot_p99_s') or float('nan')) * 1e3:,.1f} ms. The ratio needing the "
+            f"fewest GPUs is {r['balanced'][0]}:{r['balanced'][1]} (P:D auto)."
+        )
+    )
 
 
 def capacity_command(form: Any, k: Knobs) -> str:
@@ -157,7 +224,26 @@ def capacity_command(form: Any, k: Knobs) -> str:
     return (
         f"{cmd} --gpu {k.gpu} --framework {k.framework} --precision {k.precision} --tp {k.tp} "
         f"--kv-precision {k.kv_precision} --max-num-seqs {k.max_num_seqs} --max-model-len "
-        f"{k.context} --allow-truncation --format json"  # the page cuts longer requests too
+        f"{k.context} "
+        + (
+            f"--spec-method {k.spec_method} --spec-tokens {k.spec_tokens} "
+            + (f"--acceptance-length {k.acceptance_length:g} " if k.acceptance_length else "")
+            if k.spec_method
+            else ""
+        )
+        + "--allow-truncation --format json"  # the page cuts longer requests too
+    )
+
+
+def knobs_text(a: dict) -> str:
+    """The engine settings of an answer's fields (:meth:`DeploymentAnswer.fields`), one line."""
+    chunk = a["prefill_chunk_tokens"]
+    return (
+        f"max_num_seqs {a['max_num_seqs']:,}, max_num_batched_tokens "
+        f"{a['max_num_batched_tokens']:,}, gpu_memory_utilization "
+        f"{a['gpu_memory_utilization']:g}, KV {a['kv_cache_dtype']}, prefill chunk "
+        + (f"{chunk:,}" if chunk else "off")
+        + f", max_model_len {a['max_model_len']:,}"
     )
 
 
@@ -182,7 +268,7 @@ def curve_svg(curve: list[dict], metric: str, slo_ms: float | None, band: Any) -
     ``metric``: "TPOT P99" or "TTFT P99"."""
     from app_pages import svg
 
-    key = "tpot_p99_s" if metric == "TPOT P99" else "ttft_p99_s"
+    key = CURVE_KEYS[metric]
     curve = sorted(curve, key=lambda r: r["output_tok_s_per_gpu"])  # by x, as Vega drew it
     conc = [int(r["concurrency"]) for r in curve]
     x = np.array([r["output_tok_s_per_gpu"] for r in curve], float)
@@ -223,7 +309,8 @@ TIPS = {
     "output tokens per hour, as on the Plan page",
     "$/M tokens, full load": "output tokens at full load: price / (output tok/s per GPU "
     "x 3600) x 1e6",
-    "Output tok/s per GPU": "the curve's best point meeting the SLO",
+    "Output tok/s per GPU": "at the max rate per replica within the SLO (open loop), as "
+    "planner capacity and recommend report it",
     "Sequences that fit": "full-context sequences that fit in the KV cache",
 }
 GOOD, BAD, SAME = "#09ab3b", "#ff2b2b", "#808495"  # Streamlit's delta colours
@@ -287,15 +374,18 @@ def latency_note(res: dict, sc: Any) -> str:
     """How the latency numbers were obtained (text; empty when nothing was simulated)."""
     if "replicas" not in res:
         return ""
+    a = res["answer"]
     return (
         f"Latency percentiles simulated at the scenario's rate per replica: planning peak "
         f"{fmt.rate(sc.workload.traffic.peak())} x (1 + {sc.constraints.headroom:g}) over "
-        f"{res['replicas']} replica(s) = {res['rate_per_replica']:.2f} req/s each. Output tok/s "
-        "per GPU: the curve's best point meeting the SLO (closed loop); $/M output tokens at the "
-        "planned mean traffic with this fleet, and at that full load, with "
-        f"${res['usd_per_gpu_hour'] or float('nan'):.2f}/GPU-h ({res['price_note']}). "
-        f"Performance parameters: {res['provenance']}. The Plan page's numbers come from a "
-        "finer capacity search and can differ slightly."
+        f"{res['replicas']} replica(s) = {res['rate_per_replica']:.2f} req/s each. Max rate per "
+        f"replica within the SLO: {a['max_rate_per_replica']:.3g} req/s (TTFT P99 "
+        f"{a['ttft_p99_at_max_rate_s'] * 1e3:,.0f} ms, TPOT P99 "
+        f"{a['tpot_p99_at_max_rate_s'] * 1e3:,.1f} ms there); output tok/s per GPU at that "
+        "rate; $/M output tokens at the planned mean traffic with this fleet, and at that full "
+        f"load, with ${res['usd_per_gpu_hour'] or float('nan'):.2f}/GPU-h ({res['price_note']}). "
+        f"Engine: {knobs_text(a)}. Performance parameters: {res['provenance']}. The same "
+        "numbers as planner capacity, simulate and recommend for this deployment (one function)."
     )
 
 
@@ -308,8 +398,11 @@ def curve_html(res: dict, sc: Any, metric: str) -> str:
     target = sc.slo.tpot if metric == "TPOT P99" else sc.slo.ttft
     b = res.get("band")
     chart, banded = curve_svg(curve, metric, target.max_s * 1e3 if target else None, b)
+    n_min = CURVE_MIN_REQUESTS
+    noise = [n for n in res.get("curve_noise", []) if n.startswith(metric)]
     return chart + _cap(
-        "Each point: that many clients sending back to back (closed loop). The knee "
+        f"Each point: that many clients sending back to back (closed loop), at least {n_min:,} "
+        "requests a point. " + "".join(f"{n}. " for n in noise) + "The knee "
         "(orange) is the point of best throughput per unit of latency; the red line is the "
         "SLO target. Beyond the knee latency grows faster than throughput. "
         + (
@@ -411,11 +504,12 @@ def deployment() -> None:
         bind="query-params",
         **w._default("wi_tp", value=2),
     )
+    ctx0 = sc.serving.context_len or 8192  # the scenario's serving.context_len, as the CLI
     ctx_opts = [x for x in CONTEXTS if not model.max_position_embeddings or x <= model.max_position_embeddings]  # fmt: skip
     context = row.select_slider(
         "Context length (max_model_len) [tokens]", ctx_opts, key="wi_ctx", bind="query-params",
         format_func=lambda v: f"{v:,}",
-        **w._default("wi_ctx", value=8192 if 8192 in ctx_opts else ctx_opts[-1]),
+        **w._default("wi_ctx", value=next(c for c in (ctx0, 8192, ctx_opts[-1]) if c in ctx_opts)),
     )  # fmt: skip
     # the scenario's serving.max_num_seqs, else the engine's own default on this GPU (vLLM
     # V1: 1024 on >= 70 GiB GPUs), as recommend and capacity use them
@@ -435,7 +529,10 @@ def deployment() -> None:
     )
     for k_, v_ in (("wi_gpu", gpu), ("wi_fw", fw), ("wi_prec", prec), ("wi_tp", tp), ("wi_ctx", context), ("wi_seqs", mns)):  # fmt: skip
         w._keep(k_, v_)
-    knobs = Knobs(gpu, fw, prec, kv, int(tp), int(context), int(mns))
+    row = st.container(horizontal=True, gap="medium")  # issue 30: AL and P:D
+    sm, sk, sal = pools.spec_knobs(row, cat, model, fw)
+    pd = pools.pd_knob(row)
+    knobs = Knobs(gpu, fw, prec, kv, int(tp), int(context), int(mns), sm, sk, sal, pd)
 
     # ---------------------------------------------------------------- memory
     fwrec = cat.framework(fw)
@@ -514,9 +611,12 @@ def deployment() -> None:
             f"Deltas against the baseline: {base['label']}." if base else "",
         )
     )
+    if knobs.pd != pools.AGGREGATED:
+        w.html_block(disagg_html(evaluate_disagg(key, form.scenario_json, knobs), res))
     st.caption(
-        "Same numbers from the command line: the curve and its best point meeting the SLO "
-        "(the scenario: sidebar, Load / save), and the sequences that fit:"
+        "Same numbers from the command line: the replicas, the max rate per replica, the "
+        "latencies, the engine settings and the curve (the scenario: sidebar, Load / save), "
+        "and the sequences that fit:"
     )
     w.command_line(capacity_command(form, knobs))
     w.command_line(w.memory_command(setup, cat))

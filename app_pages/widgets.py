@@ -88,6 +88,7 @@ from app_pages.runs import (  # noqa: F401
     command_line,
     default_plan,
     default_scenario_json,
+    deploy_zip,
     kernel_cached,
     length_histogram,
     nice_bins,

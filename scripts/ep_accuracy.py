@@ -48,6 +48,10 @@ EP_SOURCES = (
     "TensorRT-LLM perf-overview (per-GPU tables",
     "GPUStack performance lab",
     "SGLang DeepSeek-V3 H200 benchmark",
+    "TensorRT-LLM DeepSeek-R1 best-performance guide",
+    "TensorRT-LLM tech blog 1: DeepSeek-R1 min-latency on B200",
+    "MLPerf Inference v5.1 DeepSeek-R1",
+    "MLPerf Inference v6.0 DeepSeek-R1",
 )
 #: GPUs of one node (HGX / MI300X platform) when the catalog does not say
 NODE_GPUS = 8

@@ -383,7 +383,7 @@ def test_summary_groups_by_source_and_mtp():
     ]
     out = {(g["source"], g["mtp"]): g for g in summarize(rows)}
     # median of 10 % and 30 % = 20 %; the unpredicted row counts in rows, not in predicted
-    assert out[("a", False)]["throughput_mdape"] == pytest.approx(0.2)
+    assert out[("a", False)]["mdape"] == pytest.approx(0.2)
     assert (out[("a", False)]["rows"], out[("a", False)]["predicted"]) == (3, 2)
     assert out[("a", True)]["median_signed"] == pytest.approx(-0.5)
 

@@ -325,3 +325,31 @@ def test_an_absurd_lognormal_sigma_is_a_field_error_not_an_overflow():
     ok = LognormalLength(median=100, sigma=5, max_tokens=500)
     assert math.isfinite(ok.mean_tokens()) and ok.mean_tokens() <= 500
     assert math.exp(5**2 / 2) == pytest.approx(268_337.3, rel=1e-6)
+
+
+# --------------------------------------------------------------------------- multi-node engines
+def test_one_replica_across_hosts_needs_an_engine_that_serves_across_nodes():
+    # DeepSeek-V3 fp8 TP16 on H100 (8 GPUs per HGX host): 16 / 8 = 2 hosts. SGLang documents
+    # --nnodes 2 --tp 16 (frameworks.yaml multi_node_source); TGI's maintainers say multi-node
+    # is "probably never going to land" (issue 1275); llama.cpp has no documented mode
+    from planner.engine.memory import plan_memory
+
+    kw = dict(model="deepseek-v3", gpu="nvidia-h100-sxm", precision="fp8", tp=16)
+    assert plan_memory(framework="sglang", **kw).fits
+    with pytest.raises(PlannerError, match=r"TP16 spans 2 hosts .*issues/1275"):
+        plan_memory(framework="tgi", **kw)
+    with pytest.raises(PlannerError, match="no multi-node mode of llama.cpp"):
+        plan_memory(framework="llama.cpp", **{**kw, "precision": "gguf-q4_k_m"})
+
+
+def test_a_gb200_host_is_a_compute_tray_of_four_gpus():
+    # DGX GB200 user guide: "18x 1RU compute trays, each with 2 Grace CPUs and 4 Blackwell
+    # GPUs" in one 72-GPU NVLink domain: TP8 is one NVLink domain but two hosts
+    from planner.catalog import load_catalog
+    from planner.catalog.layout import hosts_spanned, layout_of, nodes_spanned
+
+    gb200 = load_catalog().gpu("nvidia-gb200")
+    assert (nodes_spanned(layout_of(8), gb200), hosts_spanned(layout_of(8), gb200)) == (1, 2)
+    assert hosts_spanned(layout_of(4), gb200) == 1
+    h100 = load_catalog().gpu("nvidia-h100-sxm")
+    assert hosts_spanned(layout_of(8), h100) == 1 and hosts_spanned(layout_of(16), h100) == 2

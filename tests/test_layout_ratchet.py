@@ -28,7 +28,7 @@ ALLOWED = frozenset(
         "planner/scenario.py:Scenario.build_replica",
         "app_pages/deployment.py:Setup",
         # the expected.json file written with a deployment's predictions (issue 31)
-        "planner/deploy/verify.py:ExpectedOption",
+        "planner/deploy/expected.py:ExpectedOption",
         # to be moved onto Layout
         "planner/benchmarks/predict.py:RowContext",
         "planner/catalog/catalog.py:check_layout",

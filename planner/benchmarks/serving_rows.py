@@ -5,6 +5,7 @@ static_batch, single_stream) predicted with the simulator; see ``planner/benchma
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -20,11 +21,12 @@ from planner.benchmarks.schema import (
 )
 from planner.catalog.catalog import Catalog
 from planner.catalog.efficiency import EfficiencyParams
+from planner.catalog.latency import APPLY_PREFILL_SCALE, latency_family, prefill_scale
 from planner.errors import PlannerError
 from planner.serving import run
 from planner.serving.replica import build_replica
 from planner.serving.result import SimResult
-from planner.workload.presets import openorca_lengths
+from planner.workload.presets import mlperf_deepseek_r1_lengths, openorca_lengths
 from planner.workload.workload import Requests, make_requests
 
 # =========================================================================== serving rows
@@ -61,7 +63,14 @@ SERVING_ROW_MODES = (
 #: simulated requests: offline rows (extrapolated to the row's request count), MLPerf Server
 OFFLINE_MIN_REQUESTS = 2000
 OFFLINE_WAVES = 6
+#: an offline row without a request count is taken as this many times the simulated waves
+OFFLINE_LONG_RUN_WAVES = 4
 SERVER_REQUESTS = 3000
+#: an MLPerf Server / Interactive row is simulated until its arrivals span this many mean
+#: request lifetimes (arrival to last token) and STEADY_TAIL p99 ones, so the steady window
+#: starts after the ramp-up of even the longest answers
+STEADY_LIFETIMES = 5.0
+STEADY_TAIL = 2.5
 RATE_SEEDS = 3
 
 _ROW_CACHE: dict[tuple, dict[str, Any] | str] = {}
@@ -94,12 +103,77 @@ def steady_throughput(res: SimResult, t_lo: float, t_hi: float) -> tuple[float, 
     return float(m.sum()) / span, o / span, (o + float(res.input_tokens[m].sum())) / span
 
 
+def _lifetimes(res: SimResult) -> tuple[float, float]:
+    e = res.finish_s - res.arrival_s
+    if not np.isfinite(e).any():
+        return float("nan"), float("nan")
+    return float(np.nanmean(e)), float(np.nanpercentile(e, 99))
+
+
+def steady_requests(res: SimResult, n: int) -> int:
+    """Requests an open-loop run of ``n`` needs so its arrivals span
+    :data:`STEADY_LIFETIMES` mean and :data:`STEADY_TAIL` p99 request lifetimes (``n``
+    when they already do; at most :data:`MAX_ROW_REQUESTS`)."""
+    mean_e, p99_e = _lifetimes(res)
+    span = float(res.arrival_s.max() - res.arrival_s.min())
+    need = max(STEADY_LIFETIMES * mean_e, STEADY_TAIL * p99_e)
+    if not math.isfinite(need) or span <= 0 or span >= need:
+        return n
+    return min(MAX_ROW_REQUESTS, math.ceil(n * need / span))
+
+
+def steady_window(res: SimResult) -> tuple[float, float, np.ndarray | None]:
+    """(start, end, scored requests) of an open-loop run's steady part [s]: from the later of
+    the 20 % arrival and the first arrival + the p99 lifetime, to the last arrival; latencies
+    of the requests arriving in it, the last 10 % of the span left out. The mask is None when
+    the 20 % arrival already is the later one (the usual window of a short-answer run)."""
+    a = np.sort(res.arrival_s)
+    n = len(a)
+    a0, a1 = float(a[0]), float(a[-1])
+    lo = float(a[int(0.2 * (n - 1))])
+    _, p99_e = _lifetimes(res)
+    if not math.isfinite(p99_e) or a0 + p99_e <= lo:
+        return lo, a1, None
+    lo = min(a0 + p99_e, a0 + 0.5 * (a1 - a0))
+    arr = res.arrival_s
+    return lo, a1, (arr >= lo) & (arr <= a0 + 0.9 * (a1 - a0))
+
+
+def steady_token_rate(res: SimResult, t_lo: float, t_hi: float) -> float:
+    """Output tokens generated between ``t_lo`` and ``t_hi`` per second [tok/s].
+
+    Each request's tokens after the first are spread evenly over its decode span
+    (first token to finish); the window takes the part of every span inside it. Unlike
+    counting completions, this is unbiased while answers of minutes (long reasoning
+    traces) are still in flight at the window's edges.
+    """
+    first, fin = res.first_token_s, res.finish_s
+    n_dec = np.maximum(res.output_tokens - 1, 0).astype(float)
+    dur = np.maximum(fin - first, 1e-12)
+    overlap = np.clip(np.minimum(fin, t_hi) - np.maximum(first, t_lo), 0.0, None)
+    firsts = ((first >= t_lo) & (first <= t_hi)).sum()
+    return float((n_dec * overlap / dur).sum() + firsts) / max(t_hi - t_lo, 1e-12)
+
+
 def _dataset_lengths(row: dict[str, Any], model_id: str) -> tuple[Any, Any, str] | str:
     """(input dist, output dist, note) for a variable-length row, or a reason string."""
     rnd = random_dataset_lengths(row)
     if rnd is not None:
         return rnd
     notes = cell(row, "notes").lower()
+    if "mlperf deepseek-r1 performance set" in notes:
+        if not model_id.startswith(("deepseek-v3", "deepseek-r1")):
+            return (
+                f"MLPerf DeepSeek-R1 lengths are known in DeepSeek tokens only; model {model_id} "
+                "tokenizes differently"
+            )
+        i, o = mlperf_deepseek_r1_lengths()
+        return (
+            i,
+            o,
+            "MLPerf DeepSeek-R1 length distribution (4,388-sample quantiles; answers capped at "
+            "20,000 tokens, mean 3,899)",
+        )
     if "openorca" in notes and "mix" not in notes.split("dataset", 1)[-1][:20]:
         if not model_id.startswith("llama-2-70b"):
             return (
@@ -122,6 +196,24 @@ def _dataset_lengths(row: dict[str, Any], model_id: str) -> tuple[Any, Any, str]
     return "isl/osl are empty and the notes name no dataset with a known length distribution"
 
 
+#: (input dist, output dist, note) of a variable-length row, or the reason (public name)
+dataset_lengths = _dataset_lengths
+
+
+def continuous_decode_steps(notes: str) -> int:
+    """SGLang's ``--num-continuous-decode-steps`` of a run (its notes; 1 when unstated):
+    the scheduler runs that many decode iterations before it looks at new requests
+    ("Run multiple continuous decoding steps to reduce scheduling overhead. This can
+    potentially increase throughput but may also increase time-to-first-token latency. The
+    default value is 1", SGLang server arguments, docs/advanced_features/server_arguments.md).
+    A request arriving at a random point of such a run waits (k - 1) / 2 decode iterations
+    on average before its prompt is scheduled, up to k - 1: the serving rows add
+    (k - 1) / 2 x the predicted ITL median to TTFT (mean, median) and E2E, twice that to
+    their P99 (the event loop itself schedules at every iteration)."""
+    m = re.search(r"num[-_]continuous[-_]decode[-_]steps[ =]+(\d+)", notes)
+    return max(1, int(m.group(1))) if m else 1
+
+
 def row_spec(row: dict[str, Any]) -> dict[str, Any]:
     """Speculative decoding of a row to simulate: the hidden cells ``_spec_method``,
     ``_spec_tokens``, ``_acceptance_length`` (set by
@@ -138,7 +230,10 @@ def row_spec(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def predict_serving_row(
-    row: dict[str, Any], catalog: Catalog, params: EfficiencyParams
+    row: dict[str, Any],
+    catalog: Catalog,
+    params: EfficiencyParams,
+    prefill_scale: float | None = None,
 ) -> tuple[float | None, str]:
     """Predict one serving row of the benchmark schema with the simulator.
 
@@ -146,7 +241,9 @@ def predict_serving_row(
     ``interactive`` (open-loop Poisson at ``request_rate``), ``concurrency`` (closed loop),
     ``static_batch`` / ``single_stream`` (one static batch). Metrics: see
     :data:`SERVING_METRICS`. A multi-GPU row is split into ``n_gpus / (tp * pp)``
-    replicas sharing the load evenly; system totals add them up.
+    replicas sharing the load evenly; system totals add them up. ``prefill_scale``: the
+    simulator's prefill scale (:mod:`planner.catalog.latency`; None: the bundled value of
+    the row's engine and model family).
 
     Returns
     -------
@@ -167,7 +264,7 @@ def predict_serving_row(
     if mode not in SERVING_ROW_MODES:
         return None, f"mode {mode or '(empty)'} not supported by the serving simulator"
     try:
-        out = _serving_row_result(row, catalog, params)
+        out = _serving_row_result(row, catalog, params, prefill_scale)
     except PlannerError as e:
         return None, str(e)
     if isinstance(out, str):
@@ -182,12 +279,15 @@ def predict_serving_row(
 
 
 def serving_row_details(
-    row: dict[str, Any], catalog: Catalog, params: EfficiencyParams
+    row: dict[str, Any],
+    catalog: Catalog,
+    params: EfficiencyParams,
+    prefill_scale: float | None = None,
 ) -> dict[str, Any]:
     """Every metric of the simulation behind a serving row, plus ``note`` (how it was run)
     or ``reason`` (why it cannot be)."""
     try:
-        out = _serving_row_result(row, catalog, params)
+        out = _serving_row_result(row, catalog, params, prefill_scale)
     except PlannerError as e:
         return {"reason": str(e)}
     if isinstance(out, str):
@@ -198,7 +298,7 @@ def serving_row_details(
 
 
 def _serving_row_result(
-    row: dict[str, Any], cat: Catalog, params: EfficiencyParams
+    row: dict[str, Any], cat: Catalog, params: EfficiencyParams, scale: float | None = None
 ) -> dict[str, Any] | str:
     mode = cell(row, "mode")
     hw = cell(row, "hardware")
@@ -228,7 +328,12 @@ def _serving_row_result(
     rate = number(row, "request_rate")
     count = request_count(notes)
     util = memory_fraction_from_notes(notes)
+    m = cat.model_ref(model_key, cell(row, "_dir") or None)
+    if scale is None:
+        scale = prefill_scale(fw_id, latency_family(m)) if APPLY_PREFILL_SCALE else 1.0
     key = (
+        scale,
+        continuous_decode_steps(notes),
         hw,
         model_key,
         prec,
@@ -255,7 +360,6 @@ def _serving_row_result(
     )
     if key in _ROW_CACHE:
         return _ROW_CACHE[key]
-    m = cat.model_ref(model_key, cell(row, "_dir") or None)
     # a tuned run's own settings (notes tags), else the defaults its engine release picks on
     # this GPU (vLLM V1: 1024 / 8192 on >= 70 GiB GPUs other than A100s)
     fw_rec = cat.framework(fw_id)
@@ -277,6 +381,7 @@ def _serving_row_result(
         memory_utilization=util if util is not None else fw_rec.memory_utilization_default(version),
         max_num_seqs=settings.max_num_seqs or seqs0,
         max_num_batched_tokens=settings.max_num_batched_tokens or btok0,
+        prefill_scale=scale,
         **row_spec(row),
     )
     if (isl is not None and osl is not None) or mode in ("static_batch", "single_stream"):
@@ -331,6 +436,9 @@ def _serving_row_result(
         ctx_mean = (isl + osl) if ilen is None else (ilen.mean_tokens() + olen.mean_tokens())
         b_max = min(eng.max_num_seqs, eng.kv_capacity_tokens / max(ctx_mean, 1.0))
         per_rep = math.ceil(total / replicas)
+        if count is None:  # a run of unstated length (MLPerf: >= 10 min): long enough that
+            # the drain of the longest answers is a small part of it; steady rate extrapolated
+            per_rep = max(per_rep, int(OFFLINE_LONG_RUN_WAVES * OFFLINE_WAVES * b_max))
         n = int(min(per_rep, max(OFFLINE_MIN_REQUESTS, OFFLINE_WAVES * b_max)))
         res = run(rep, requests(n, None))
         s = res.summary()
@@ -373,12 +481,21 @@ def _serving_row_result(
             reqs = requests(n, r)
             res = run(rep, reqs)
             if mask_fn:
-                s = res.summary(warmup_frac=0.2, cooldown_frac=0.1)
-                a = np.sort(res.arrival_s)
-                lo_t, hi_t = float(a[int(0.2 * (n - 1))]), float(a[-1])
+                # long answers (MLPerf DeepSeek-R1: ~3,900 tokens, minutes per request) fill
+                # the replica only after a request lifetime: simulate until the arrivals
+                # span enough of them (steady_requests), score after the longest one
+                n2 = steady_requests(res, n)
+                if n2 > n:
+                    n = n2
+                    res = run(rep, requests(n, r))
+                lo_t, hi_t, win = steady_window(res)
+                s = res.summary(warmup_frac=0.2, cooldown_frac=0.1) if win is None else (
+                    res.summary(mask=win)
+                )  # fmt: skip
                 s["throughput_rps"], s["output_tok_s"], s["total_tok_s"] = steady_throughput(
                     res, lo_t, hi_t
                 )
+                s["output_tok_s"] = steady_token_rate(res, lo_t, hi_t)
             else:
                 s = res.summary()
             acc.append(s)
@@ -408,11 +525,25 @@ def _serving_row_result(
         )
     else:  # pragma: no cover
         return f"mode {mode} not supported"
+    k_dec = continuous_decode_steps(notes)
+    if (
+        k_dec > 1
+        and math.isfinite(out["itl_ms_median"])
+        and mode not in ("static_batch", "single_stream", "offline")
+    ):
+        wait = (k_dec - 1) / 2 * out["itl_ms_median"]
+        for m_ in ("ttft_ms_mean", "ttft_ms_median", "e2e_ms_mean", "e2e_ms_median"):
+            out[m_] += wait
+        out["ttft_ms_p99"] += 2 * wait
+        out["e2e_ms_p99"] += 2 * wait
+        out["_note"] += f"; {k_dec} decode steps per schedule: TTFT + {wait:.3g} ms"
     if mode not in ("static_batch", "single_stream"):  # a static batch sets its own size
         eng = rep.engine
         out["_note"] += "; " + settings.describe(
             eng.max_num_seqs, eng.max_num_batched_tokens, eng.framework or "engine"
         )
+    if scale != 1.0:
+        out["_note"] += f"; prefill scale {scale:.3g}"
     if rep.params_source != "prior":
         out["_note"] += f"; params {rep.params_source}"
     if len(_ROW_CACHE) >= _ROW_CACHE_MAX:  # a file of a million distinct rows: memory stays flat

@@ -50,6 +50,11 @@ INFERENCEX_SPEC_TOKENS = {
     ("nvidia-b200", "sglang", False): 2,  # dsr1_fp8_b200_mtp.sh (the template of H200's)
     ("nvidia-b200", "trtllm", False): 3,  # dsr1_fp8_b200_trt_mtp.sh: MTP=3
     ("nvidia-b200", "trtllm", True): 1,  # ... MTP=1 with DP attention
+    # the same scripts at the last commits on or before the runs of 2026-04-17, 05-18 and
+    # 05-22 (dd9c285b3, f3dbc40c9, d4948f993; benchmarks/single_node/) and @ 843c6254f:
+    ("nvidia-b300", "sglang", False): 2,  # dsr1_fp8_b300_mtp.sh: steps 2, draft tokens 3
+    ("nvidia-h200-sxm", "trtllm", False): 3,  # dsr1_fp8_h200_trt_mtp.sh: MTP=3
+    ("nvidia-h200-sxm", "trtllm", True): 1,  # ... MTP=1 with DP attention
 }
 _STEPS = re.compile(r"(\d+) steps")
 _GRAPH_MAX = re.compile(r"--cuda-graph-max-bs[ =](\d+)")
@@ -87,7 +92,15 @@ def _layout_key(notes: str) -> tuple:
 
 
 def _key(row: Mapping[str, Any]) -> tuple:
+    """What a speculative row and its baseline share: the source, deployment, layout (columns
+    and notes), workload (mode, rate, concurrency, lengths) and metric."""
     return (
+        cell(row, "source"),
+        cell(row, "mode"),
+        cell(row, "request_rate"),
+        cell(row, "tp"),
+        cell(row, "ep"),
+        cell(row, "attention_dp"),
         cell(row, "hardware"),
         cell(row, "framework"),
         cell(row, "precision"),

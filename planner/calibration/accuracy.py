@@ -45,6 +45,7 @@ from planner.calibration.fit import (
     prepare_rows,
     split_public_own,
 )
+from planner.calibration.latency_fit import fit_prefill_scales, scale_for
 from planner.calibration.release_fit import (
     fit_release_nodes,
     params_for,
@@ -58,6 +59,7 @@ from planner.calibration.release_fit import (
 from planner.calibration.sections import kept_sections
 from planner.calibration.transfer import sibling_band, transfer_validation
 from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
+from planner.catalog.latency import APPLY_PREFILL_SCALE, latency_family
 from planner.catalog.profile import Profile, model_family
 from planner.errors import PlannerError
 from planner.files import Progress, atomic_write_text
@@ -66,10 +68,11 @@ from planner.files import Progress, atomic_write_text
 def serving_predictions(
     df, rows: Sequence[PreparedRow], profile_for, catalog: Catalog, fold_of
 ) -> list[dict[str, Any]]:
-    """Predict serving rows with the simulator, using the fold's profile."""
-    fn = predict_serving_row
-    out: list[dict[str, Any]] = []
+    """Predict serving rows with the simulator, using the fold's profile and the fold's
+    prefill scale (:func:`planner.calibration.latency_fit.fit_prefill_scales` on the TTFT
+    rows of the other folds, predicted first with no scale)."""
     records = {str(r["id"]): r for r in df.to_dict("records")}
+    first: list[tuple[PreparedRow, Any, str, Any, float, dict[str, Any]]] = []
     for r in rows:
         if r.fit_kind != "serving":
             continue
@@ -79,14 +82,47 @@ def serving_predictions(
             params, prov, used, dist = release_params_for_row(r, prof, catalog)
         except PlannerError:
             continue
-        try:
-            value, _ = fn(records[r.id], catalog, params)
-        except PlannerError:
-            value = None
-        if value is None or not (value > 0) or not math.isfinite(value):
+        value = _serving_value(records[r.id], catalog, params, 1.0)
+        if value is not None:
+            first.append((r, params, prov, fold, value, release_cols(r, used, dist)))
+    fam = {}
+    for r, *_ in first:
+        if r.model not in fam:
+            try:
+                fam[r.model] = latency_family(catalog.model_ref(r.model))
+            except PlannerError:
+                fam[r.model] = r.family
+    ttft = [
+        {"framework": r.framework, "family": fam[r.model], "source": fold, "measured": r.value,
+         "predicted": v, "as_of": records[r.id].get("as_of")}
+        for r, _, _, fold, v, _ in first if metric_class(r.metric) == "ttft"
+    ]  # fmt: skip
+    scales: dict[Any, Any] = {}
+    out: list[dict[str, Any]] = []
+    for r, params, prov, fold, value, rel in first:
+        if not APPLY_PREFILL_SCALE:
+            out.append({**oos_record(r, float(value), prov, fold), **rel})
             continue
-        out.append({**oos_record(r, float(value), prov, fold), **release_cols(r, used, dist)})
+        if fold not in scales:
+            scales[fold] = fit_prefill_scales(ttft, exclude_source=fold)
+        sc, group = scale_for(scales[fold], r.framework, fam[r.model])
+        if sc != 1.0:
+            value = _serving_value(records[r.id], catalog, params, sc)
+            if value is None:
+                continue
+            prov = f"{prov}; prefill scale {sc:.3g} ({group})"
+        out.append({**oos_record(r, float(value), prov, fold), **rel})
     return out
+
+
+def _serving_value(record, catalog: Catalog, params, scale: float) -> float | None:
+    try:
+        value, _ = predict_serving_row(record, catalog, params, prefill_scale=scale)
+    except PlannerError:
+        return None
+    if value is None or not (value > 0) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 def assumed_layout_predictions(df, profile_for, catalog: Catalog) -> list[dict[str, Any]]:
@@ -112,7 +148,7 @@ def assumed_layout_predictions(df, profile_for, catalog: Catalog) -> list[dict[s
             params, prov, used, dist = params_for(gpu, cell(row, "framework"),
                 cell(row, "precision"), rel.release if rel else "", prof, catalog, family)  # fmt: skip
             filled, note = assumed_layout(row, catalog, params)
-            value, _ = predict_serving_row(filled, catalog, params)
+            value, _ = predict_serving_row(filled, catalog, params, prefill_scale=1.0)
         except PlannerError:
             continue
         if value is None or not (value > 0) or not math.isfinite(value):

@@ -34,8 +34,9 @@ from planner.benchmarks.schema import SCHEMA_COLUMNS
 from planner.calibration.fit import FITTED_KINDS, PreparedRow, _fit_node, _rounded, prepare_rows
 from planner.catalog.catalog import Catalog
 from planner.catalog.profile import Profile, ProfileNode, resolve_params
+from planner.deploy.expected import Expected
 from planner.deploy.results import BenchResult
-from planner.deploy.verify import Expected, compare, loaded_replicas
+from planner.deploy.verify import compare, loaded_replicas
 from planner.errors import PlannerError
 
 #: the ``source`` of a user's measurement row (the file's path follows)

@@ -19,8 +19,12 @@ RELEASE_SECTION = ("<!-- engine-releases:begin -->", "<!-- engine-releases:end -
 #: the leave-one-GPU-out
 #: transfers (scripts/transfer_validation.py --write), the H100 runs (scripts/h100_transfer.py
 #: --write) and the H200 serving comparison
+#: the serving latency tables (TTFT / TPOT by engine and vendor, before and after the
+#: latency terms; MLPerf Server / Interactive) that scripts/latency_rows.py --write owns
+LATENCY_SECTION = ("<!-- serving-latency:begin -->", "<!-- serving-latency:end -->")
 KEPT_SECTIONS = (
     RELEASE_SECTION,
+    LATENCY_SECTION,
     LAYOUT_SECTION,
     ("<!-- sibling-transfer:begin -->", "<!-- sibling-transfer:end -->"),
     ("<!-- h100-transfer:begin -->", "<!-- h100-transfer:end -->"),

@@ -37,7 +37,14 @@ from pydantic import Field, model_validator
 from planner.catalog.records import Accelerator, Framework, Frozen, ModelArch
 from planner.errors import PlannerError, shown
 
-__all__ = ["Layout", "check_for_model", "check_framework_layout", "layout_of", "nodes_spanned"]
+__all__ = [
+    "Layout",
+    "check_for_model",
+    "check_framework_layout",
+    "hosts_spanned",
+    "layout_of",
+    "nodes_spanned",
+]
 
 
 class Layout(Frozen):
@@ -219,10 +226,36 @@ def nodes_spanned(layout: Layout, gpu: Accelerator) -> int:
     return math.ceil(layout.num_gpus / dom)
 
 
-def check_framework_layout(fw: Framework, layout: Layout) -> Layout:
+def hosts_spanned(layout: Layout, gpu: Accelerator) -> int:
+    """Hosts (OS instances, each its own engine process group) a replica spans:
+    ``ceil(GPUs / gpus_per_host)``, where the host is smaller than the scale-up domain (4 GPUs
+    of a GB200 NVL72 compute tray), else :func:`nodes_spanned`."""
+    per_host = getattr(gpu, "gpus_per_host", None)
+    if per_host:
+        return math.ceil(layout.num_gpus / per_host)
+    return nodes_spanned(layout, gpu)
+
+
+def check_framework_layout(fw: Framework, layout: Layout, gpu: Accelerator | None = None) -> Layout:
     """Refuse a layout the framework does not offer (one line naming the field and the
     framework's source): ``ep > 1`` needs ``Framework.expert_parallel``, ``attention_dp >
-    1`` needs ``Framework.attention_dp``."""
+    1`` needs ``Framework.attention_dp``, and (with ``gpu``) a replica over more than one
+    node or scale-up domain needs ``Framework.multi_node`` (documented, not unknown)."""
+    if gpu is not None and fw.multi_node is not True:
+        n = hosts_spanned(layout, gpu)
+        if n > 1:
+            why = (
+                f"{fw.name} does not serve one replica across nodes (frameworks.yaml "
+                f"multi_node: false; {(fw.multi_node_source or '').split(' ')[0]})"
+                if fw.multi_node is False
+                else f"no multi-node mode of {fw.name} is documented in data/frameworks.yaml "
+                "(multi_node)"
+            )
+            raise PlannerError(
+                f"{layout.label} spans {n} hosts ({gpu.gpus_per_host or gpu.nvlink_domain_gpus} "
+                f"{gpu.id} each): {why}; "
+                "use vllm, sglang or trtllm, or a layout inside one node"
+            )
     if layout.ep > 1 and not fw.expert_parallel:
         raise PlannerError(
             f"ep={layout.ep}: {fw.name} does not offer expert parallel (frameworks.yaml "

@@ -187,6 +187,13 @@ class Accelerator(Sourced):
         None, gt=0, le=1e5, description="scale-out network per GPU, one way [GB/s] (400 Gb/s = 50)"
     )
     scaleout: str | None = Field(None, description="the scale-out NICs the figure describes")
+    gpus_per_host: int | None = Field(
+        None,
+        gt=0,
+        le=64,
+        description="GPUs of one host (OS instance) where it differs from the scale-up domain: "
+        "a GB200 NVL72 compute tray holds 4 of the domain's 72",
+    )
     pcie_gen: int | None = Field(None, ge=3, le=6)
     form_factor: str | None = None
     launch_year: int | None = None
@@ -550,6 +557,10 @@ class Framework(Sourced):
     expert_parallel: bool = False  # EP: --enable-expert-parallel / --ep-size / moe_ep_size
     attention_dp: bool = False  # attention data-parallel for MoE models (DP attention)
     parallel_source: str | None = None
+    #: one replica across several nodes / scale-up domains (multi-node TP, PP or EP):
+    #: True documented, False documented as not offered, None not read in a source
+    multi_node: bool | None = None
+    multi_node_source: str | None = None
     recommended_formats: dict[str, tuple[str, ...]] = {}  # per GPU arch, best first
     recommended_formats_source: str | None = None
 

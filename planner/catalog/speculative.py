@@ -171,7 +171,8 @@ def spec_decode(
     ----------
     model : the target model
     method : ``none`` / None (off), ``mtp``, ``eagle3``, ``draft`` or ``ngram``
-    spec_tokens : K, draft tokens per step (default: the published K when only one exists)
+    spec_tokens : K, draft tokens per step (default: for ``mtp`` the model's own MTP module
+        count when published, else the published K when only one exists)
     acceptance_length : mean tokens per verify step [tokens/step]; default: the published
         value for ``model`` x ``method`` x K (mean of the rows, spread over their ranges)
     draft_model : catalog id of the draft model (method ``draft`` only)
@@ -212,6 +213,8 @@ def spec_decode(
     rows = [r for r in acceptance_records(data_dir) if r.model == model.id and r.method == method]
     if spec_tokens is None:
         ks = sorted({r.spec_tokens for r in rows})
+        if method == "mtp" and model.num_nextn_predict_layers in ks:
+            ks = [model.num_nextn_predict_layers]  # the MTP modules the model ships, once each
         if len(ks) != 1:
             raise PlannerError(
                 f"spec_tokens: give K, the draft tokens per step, for {model.id} {method}"

@@ -273,8 +273,8 @@ def _calibrate_measurement(args, cat) -> int:
     from planner.calibration import calibrate, save_profile
     from planner.calibration.measured import measurement_profile
     from planner.catalog.profile import load_profile
+    from planner.deploy.expected import read_expected
     from planner.deploy.results import read_result, read_results, split_run
-    from planner.deploy.verify import read_expected
     from planner.report import emit
 
     if not args.results or not args.expected:
@@ -353,8 +353,9 @@ def _calibrate_measurement(args, cat) -> int:
 def _validate_against(args) -> int:
     """``validate --against EXPECTED RESULT``: how far the prediction was off."""
     from planner.catalog import load_catalog
+    from planner.deploy.expected import read_expected
     from planner.deploy.results import read_result, split_run
-    from planner.deploy.verify import compare, read_expected
+    from planner.deploy.verify import compare
     from planner.report import emit
 
     exp_path, res_spec = args.against

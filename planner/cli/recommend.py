@@ -32,6 +32,7 @@ RECOMMEND_EXAMPLE = """\
   planner recommend examples/rag-70b.yaml --price-basis own --top 3
   planner recommend examples/chat-8b.yaml --segment hyperscaler-owned --format json
   planner recommend examples/rag-70b.yaml --disagg only   # aggregated vs xPyD, same GPUs
+  planner recommend examples/moe-r1.yaml --emit /tmp/planner-emit-example --force --emit-top 2
   planner recommend --model llama-3.1-70b --peak-rps 50 --input-tokens 1500 \\
       --output-tokens 300 --ttft-p99 2 --tpot-p99 0.05 --gpus h100,h200,mi300x
   planner recommend --model llama-3.1-8b --preset chat --peak-rps 20 \\
@@ -182,7 +183,7 @@ def register(subparsers: Any) -> None:
     c.add_argument("--fit-percentile", type=_bounded(_pos_float, None, 100.0), default=None,
                    help="percentile of prompt + answer that must fit in memory (default 99)")  # fmt: skip
     c.add_argument("--exact", action="store_true",
-                   help="bisect each recommendation's max rate per replica to 3%% (slower)")  # fmt: skip
+                   help="kept for old command lines: every recommendation's max rate per replica is bisected to 2%% (as planner capacity does)")  # fmt: skip
     c.add_argument("--exhaustive", action="store_true",
                    help="simulate every feasible option (no pruning; slow, for validation)")  # fmt: skip
     c.add_argument("--rejected", choices=("summary", "all"), default="summary",
@@ -201,6 +202,9 @@ def register(subparsers: Any) -> None:
                    help="also size disaggregated prefill/decode (xPyD) with the top options' "
                    "GPUs and say whether it pays (auto, default), skip it (off), or show "
                    "only the xPyD comparison (only)")  # fmt: skip
+    from planner.cli.emit import add_emit_args
+
+    add_emit_args(p)
     p.set_defaults(func=cmd_recommend)
 
 
@@ -363,7 +367,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     import os
 
     _check_flag_pairs(args)
+    from planner.cli.emit import check_emit_args, run_emit
 
+    asked = check_emit_args(args)
     from planner.catalog.profile import load_profile
     from planner.cli._common import _catalog
 
@@ -383,6 +389,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         refine=args.exact or args.per_gpu,
     )
     if sc.classes:
+        if args.emit:
+            raise PlannerError("--emit takes a scenario with one workload, not request classes")
         return _classes(args, sc, kw)
     from planner.recommend.search import recommend
 
@@ -409,8 +417,12 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         )  # fmt: skip
         if args.disagg == "only":
             _print_disagg(res.summary["disaggregated"], args)
+            if args.emit:
+                run_emit(args, res, sc, cat, asked)
             return 0
     _print_recommendation(res, args.format, _per_reason(args), sc.name or args.scenario, args)
+    if args.emit:
+        run_emit(args, res, sc, cat, asked)
     if args.format == "table" and res.summary.get("disaggregated"):
         sys.stdout.write("\n")
         _print_disagg(res.summary["disaggregated"], args)
@@ -615,7 +627,10 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
             "price_spread",
             "usd_per_month_autoscaled", "usd_per_mtok_total", "usd_per_mtok_output_full_load",
             "gpu_hours_per_day", "gpu_hours_per_day_autoscaled", "max_rate_bracket_rps",
-            "max_rate_basis", "latency_at_rps", "saturation_rps_per_replica", "utilization_at_peak",
+            "max_rate_basis", "ttft_p99_at_max_rate_s", "tpot_p99_at_max_rate_s",
+            "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype",
+            "prefill_chunk_tokens", "max_model_len",  # the knobs capacity / simulate print too
+            "latency_at_rps", "saturation_rps_per_replica", "utilization_at_peak",
             "weights_gb_per_gpu", "kv_cache_gb_per_gpu", "memory_headroom", "decode_bound",
             "kwh_per_day", "energy_basis", "quality_detail", "truncated_requests", "numbers",
             "price_notes", "price_flag", "winner_with_trusted_prices", "breakeven_note",

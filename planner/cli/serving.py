@@ -53,6 +53,11 @@ SCENARIOS_NOTE = (
 )
 
 
+#: scored requests per rate of the capacity search (``planner capacity --requests``'s
+#: default; ``planner simulate`` sizes its default fleet with the same)
+CAPACITY_REQUESTS = 1200
+#: fields of simulate's own run that the deployment's answer must not replace in its output
+RUN_OWN = ("replicas", "output_tok_s_per_gpu")
 MAX_RATE_RPS = 1e7  # no single replica or scenario plausibly sees more requests per second
 
 
@@ -220,7 +225,7 @@ def register(subparsers: Any) -> None:
     c.add_argument(
         "--requests",
         type=_positive_int,
-        default=1200,
+        default=CAPACITY_REQUESTS,
         help="scored requests per simulated rate in the search, at least (default 1200; "
         "scaled up to ~50 expected SLO misses for far-tail targets and bursty arrivals; at "
         "most 1,000,000)",
@@ -362,7 +367,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from planner.serving import check_workload_fits, max_rate, simulate, size_fleet, steady_state
+    from planner.serving import check_workload_fits, simulate, steady_state
+    from planner.serving.answer import answer_for_deployment, engine_knobs
 
     conflicts = [
         ("--offline", "--concurrency", args.offline and args.concurrency),
@@ -409,19 +415,23 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             "request queued at t=0, no arrival rate to split); drop --replicas"
         )
     replicas, replicas_from = args.replicas, "--replicas"
+    ans = None
     if replicas is None and args.rate is None and not offline and not args.concurrency:
-        # as many replicas as 'planner capacity' sizes for the peak (with headroom)
-        cap = max_rate(rep, wl, sc.slo, rng=np.random.default_rng(args.seed), fit_percentile=None)
-        if cap.max_rate_rps > 0:
-            replicas = size_fleet(
-                cap.max_rate_rps, wl.traffic.peak(), headroom=sc.constraints.headroom
-            )["replicas"]
+        # as many replicas as 'planner capacity' sizes for the peak (with headroom): the same
+        # function, requests and seed, so the two commands print the same fleet and max rate
+        try:
+            ans = answer_for_deployment(
+                rep, wl, sc.slo, headroom=sc.constraints.headroom, n_requests=CAPACITY_REQUESTS,
+                seed=args.seed, fit_percentile=_fit_percentile(sc, args),
+            )  # fmt: skip
+        except PlannerError as e:
+            replicas_from = f"1 (no replica count meets the SLO: {e})"
+        else:
+            replicas = ans.replicas
             replicas_from = (
-                f"capacity search: {cap.max_rate_rps:.3g} req/s per replica within the SLO, "
+                f"capacity search: {ans.max_rate_rps:.3g} req/s per replica within the SLO, "
                 f"headroom {sc.constraints.headroom:g}"
             )
-        else:
-            replicas_from = "1 (no rate meets the SLO on this replica; see planner capacity)"
     replicas = replicas or 1
     rate = args.rate if args.rate is not None else wl.traffic.peak() / replicas
     if not offline and not args.concurrency and not (math.isfinite(rate) and rate > 0):
@@ -453,10 +463,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         "kv_precision": _kv(rep),
         "params": prov,
         **_rel(choice),
+        **engine_knobs(rep).as_dict(),
         "mode": mode + (", static batching" if res.mode == "static" else ""),
         "rate_rps": None if (offline or args.concurrency) else rate,
         "replicas": None if args.rate is not None else replicas,
         "replicas_from": None if args.rate is not None else replicas_from,
+        # the deployment's answer (planner capacity's numbers) when this run used its fleet
+        **({k: v for k, v in ans.fields().items() if k not in RUN_OWN} if ans else {}),
         "requests": s["requests"],
         "slo": sc.slo.describe(),
         "slo_ok": s.get("slo_ok"),
@@ -504,7 +517,8 @@ def cmd_capacity(args: argparse.Namespace) -> int:
 
     from planner.catalog.profile import error_band, load_profile
     from planner.cli import disagg
-    from planner.serving import compare_tp, max_rate, size_fleet, throughput_latency_curve
+    from planner.serving import compare_tp, size_fleet, throughput_latency_curve
+    from planner.serving.answer import CURVE_REQUESTS, answer_for_deployment, curve_noise
 
     if args.no_curve and args.format == "csv":
         raise PlannerError(
@@ -517,35 +531,25 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     wl = sc.require_workload()
     headroom = args.headroom if args.headroom is not None else sc.constraints.headroom
     fit = _fit_percentile(sc, args)
-    cap = max_rate(
-        rep,
-        wl,
-        sc.slo,
-        n_requests=args.requests,
-        rng=np.random.default_rng(args.seed),
+    # the one answer for this deployment (recommend, simulate and What-if print the same)
+    ans = answer_for_deployment(
+        rep, wl, sc.slo, headroom=headroom, n_requests=args.requests, seed=args.seed,
         fit_percentile=fit,
-        need_rps=wl.traffic.peak() * (1 + headroom),
-    )
-    if not cap.max_rate_rps > 0:
-        ev = ", ".join(f"{r:.3g} req/s: {a:.1%}" for r, _, a in cap.evaluations[-3:])
-        raise PlannerError(
-            f"no arrival rate meets the SLO ({sc.slo.describe()}) on {rep.label()}; attainment at the "
-            f"lowest rates tried: {ev}"
-        )
+    )  # fmt: skip
     peak = wl.traffic.peak()
     fleet = size_fleet(
-        cap.max_rate_rps,
+        ans.max_rate_rps,
         peak,
         headroom=headroom,
         gpus_per_replica=rep.num_gpus,
         hourly_rps=wl.traffic.hourly_rps(),
     )
-    s = cap.summary
+    s = ans.at_max_rate
     prof = load_profile(args.calibration)
     rel_out, band = release_fields(
         choice, error_band(prov, prof, rep.sm.gpu.vendor, rep.engine.framework or None), prof
     )
-    rate_lo, rate_hi = band.speed_interval(cap.max_rate_rps)
+    rate_lo, rate_hi = band.speed_interval(ans.max_rate_rps)
     rate_lo, rate_hi = acceptance_scaled(rep.spec, rate_lo, rate_hi)
     gpus_band = [  # fewer GPUs at the band's high capacity, more at its low one
         size_fleet(r, peak, headroom=headroom, gpus_per_replica=rep.num_gpus)["num_gpus"]
@@ -560,17 +564,15 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         "params": prov,
         **rel_out,
         "slo": sc.slo.describe(),
-        "max_rate_per_replica": cap.max_rate_rps,
+        **ans.fields(),
         "max_rate_per_replica_low": rate_lo,
         "max_rate_per_replica_high": rate_hi,
-        "max_rate_per_gpu": cap.max_rate_per_gpu_rps,
-        "limited_by": cap.limited_by,
-        "saturation_rps": cap.saturation_rps,
+        "max_rate_per_gpu": ans.max_rate_rps / rep.num_gpus,
+        "limited_by": ans.limited_by,
+        "saturation_rps": ans.saturation_rps,
         "peak_rps": peak,
         "headroom": headroom,
-        "replicas": fleet["replicas"],
         "gpus_per_replica": rep.num_gpus,
-        "num_gpus": fleet["num_gpus"],
         "num_gpus_low": gpus_band[0],
         "num_gpus_high": gpus_band[1],
         "error_band": band.describe(),
@@ -583,15 +585,18 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         "tpot_p99_s": s.get("tpot_p99_s"),
         "e2e_p99_s": s.get("e2e_p99_s"),
         "slo_attainment": s.get("slo_attainment"),
-        "output_tok_s_per_gpu": cap.max_rate_rps * s.get("mean_output_tokens", 0.0) / rep.num_gpus,
         "batch_size_mean": s.get("batch_size_mean"),
         "kv_util_mean": s.get("kv_util_mean"),
         "truncated_requests": int(s.get("truncated_requests", 0)),
-        "zero_load": cap.zero_load,
+        "zero_load": ans.zero_load,
     }
     curve: list[dict[str, Any]] = []
     if not args.no_curve or args.format == "csv":
-        curve = throughput_latency_curve(rep, wl, slo=sc.slo, rng=np.random.default_rng(args.seed))
+        curve = throughput_latency_curve(
+            rep, wl, slo=sc.slo, rng=np.random.default_rng(args.seed), **CURVE_REQUESTS
+        )
+        noise = [curve_noise(curve, k) for k in ("ttft_p99_s", "tpot_p99_s")]
+        out["curve_noise"] = "; ".join(n for n in noise if n) or None
         knee = next((r for r in curve if r["is_knee"]), None)
         if knee:
             out["knee_concurrency"] = knee["concurrency"]

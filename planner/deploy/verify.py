@@ -1,8 +1,8 @@
 """How far a prediction was off: ``expected.json`` (what ``recommend --emit`` predicted for an
 option) against the saved result of the benchmark that ``bench.sh`` ran on it.
 
-``expected.json`` is read tolerantly (unknown keys ignored, schema ``planner-expected/1``):
-the option (GPU, engine, release, precision, layout, replicas), the workload (model, prompt
+``expected.json`` (schema ``planner-expected/1``, :mod:`planner.deploy.expected`, the one model
+that writes and reads it) gives the option (GPU, engine, release, precision, layout, replicas), the workload (model, prompt
 and answer lengths, the request rate per replica) and, per metric, the predicted value with
 its band (``low``/``high``, None when unknown). Its throughputs are per replica at
 ``rate_rps_per_replica``; a result whose request rate is the whole fleet's
@@ -17,74 +17,18 @@ about and the verdict says the run is not the predicted workload.
 from __future__ import annotations
 
 import math
-import os
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from planner.catalog.catalog import Catalog
+from planner.deploy.expected import Expected
 from planner.deploy.results import BenchResult
-from planner.errors import PlannerError, read_text
-from planner.files import load_json
+from planner.errors import PlannerError
 
 #: relative difference of mean prompt / answer length or request rate still read as "the same"
 LENGTH_TOLERANCE = 0.10
 RATE_TOLERANCE = 0.05
-
-
-class _Loose(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore", allow_inf_nan=False)
-
-
-class Predicted(_Loose):
-    """One predicted metric: value and band (seconds or per second)."""
-
-    value: float = Field(gt=0)
-    low: float | None = Field(default=None, ge=0)
-    high: float | None = Field(default=None, ge=0)
-
-
-class ExpectedOption(_Loose):
-    """The deployment the prediction is for (``option`` of expected.json)."""
-
-    label: str = ""
-    gpu: str
-    framework: str
-    release: str | None = None
-    precision: str
-    kv_precision: str | None = None
-    tp: int = Field(default=1, ge=1)
-    pp: int = Field(default=1, ge=1)
-    ep: int = Field(default=1, ge=1)
-    attention_dp: int = Field(default=1, ge=1)
-    replicas: int = Field(default=1, ge=1)
-    max_num_seqs: int | None = Field(default=None, ge=1)
-    max_num_batched_tokens: int | None = Field(default=None, ge=1)
-    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
-
-
-class ExpectedWorkload(_Loose):
-    """The load ``bench.sh`` sends (``workload`` of expected.json)."""
-
-    model: str
-    input_tokens: int = Field(ge=1)
-    output_tokens: int = Field(ge=1)
-    rate_rps_per_replica: float = Field(gt=0)
-    num_prompts: int | None = Field(default=None, ge=1)
-    arrival: str = "poisson"
-
-
-class Expected(_Loose):
-    """``expected.json`` (schema ``planner-expected/1``)."""
-
-    schema_: str = Field(alias="schema")
-    planner_version: str = ""
-    option: ExpectedOption
-    workload: ExpectedWorkload
-    predicted: dict[str, Predicted]
-    provenance: str = ""
 
 
 #: the metrics compared: expected.json key -> (result accessor, kind: speed or time)
@@ -97,28 +41,6 @@ METRICS: dict[str, tuple[str, str]] = {
     "tpot_p99_s": ("tpot:p99", "time"),
     "e2e_p99_s": ("e2e:p99", "time"),
 }
-
-
-def read_expected(path: str | os.PathLike[str]) -> Expected:
-    """Read expected.json; a wrong shape is one line naming the field path and what it needs."""
-    text = read_text(path, "expected.json", "JSON file")
-    d = load_json(text, path)
-    if not isinstance(d, dict):
-        raise PlannerError(f"{path}: expected a JSON object (planner-expected/1)")
-    schema = d.get("schema")
-    if not (isinstance(schema, str) and schema.startswith("planner-expected/")):
-        raise PlannerError(
-            f"{path}: schema: expected 'planner-expected/1' (the expected.json of "
-            f"`planner recommend --emit`), got {schema!r}"
-        )
-    try:
-        return Expected.model_validate(d)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
-        got = err.get("input")
-        shown = "missing" if err["type"] == "missing" else f"got {got!r}"[:80]
-        raise PlannerError(f"{path}: {loc}: {err['msg'].lower()} ({shown})") from None
 
 
 @dataclass(frozen=True)
@@ -215,7 +137,7 @@ def compare(exp: Expected, r: BenchResult, catalog: Catalog | None = None) -> Ch
         )
     rows = []
     for key, (accessor, kind) in METRICS.items():
-        p = exp.predicted.get(key)
+        p = getattr(exp.predicted, key, None)
         meas = _measured(r, accessor)
         mult = scale if kind == "speed" else 1
         pred = None if p is None else p.value * mult

@@ -89,6 +89,7 @@ def step_time_scalar(
         d_lat,
         d_over,
         spec_g,
+        attn_fd,
     ) = c
     T0 = T
     n_dec = num_logits
@@ -116,7 +117,21 @@ def step_time_scalar(
     else:
         t_gc = 0.0
     t_am = kvb * (lf * kv_full + lsw * kv_sw + lall * T) / bw_kv
-    t_ac = attn_f * (lf * (pairs_full - pairs_prefix) + lsw * pairs_sw) / peak_attn
+    if attn_fd != 0.0:  # MLA: decode queries run absorbed (StepModel.decode_pairs)
+        a_pairs = kv_full * (1.0 + spec_k)
+        cap = pairs_full - pairs_prefix
+        if cap < 0.0:
+            cap = 0.0
+        if a_pairs < 0.0:
+            a_pairs = 0.0
+        if a_pairs > cap:
+            a_pairs = cap
+        t_ac = (
+            attn_f * (lf * (pairs_full - pairs_prefix - a_pairs) + lsw * pairs_sw)
+            + attn_fd * lf * a_pairs
+        ) / peak_attn
+    else:
+        t_ac = attn_f * (lf * (pairs_full - pairs_prefix) + lsw * pairs_sw) / peak_attn
     if pairs_prefix > 0.0:
         t_ac += attn_f * lf * pairs_prefix / peak_prefix
     t = (t_gm if t_gm > t_gc else t_gc) + (t_am if t_am > t_ac else t_ac)

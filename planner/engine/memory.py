@@ -482,7 +482,7 @@ def plan_memory(
         layout = layout_of(tp, pp, ep, attention_dp)
     check_for_model(m, layout)
     if fw is not None:
-        check_framework_layout(fw, layout)
+        check_framework_layout(fw, layout, g)
     tp, pp, dp = layout.tp, layout.pp, layout.attention_dp
     compute_dtype_for(p, g)  # the GPU must run this precision (natively or weight-only)
     util = (

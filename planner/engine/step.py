@@ -10,7 +10,11 @@ sequences (prefill chunks and/or one token per decoding sequence). Its time is
   out; FLOPs = 2 x active matmul parameters x tokens (+ lm head on the tokens that
   need logits only).
 * Attention: bytes = KV read (each sequence's context, once per layer) + KV write
-  (new tokens); FLOPs = 4 x heads x head_dim x query-key pairs (QK^T and PV).
+  (new tokens); FLOPs = 4 x heads x head_dim x query-key pairs (QK^T and PV). MLA
+  (DeepSeek-V2/V3) decodes in the absorbed form: a decode query's pairs cost
+  ``2 x heads x (2 x kv_lora_rank + qk_rope_head_dim)`` FLOPs (scores and values on the
+  latent), its prompt chunks the ``2 x heads x (qk_head_dim + v_head_dim)`` of the expanded
+  form (:func:`mla_decode_flops_per_pair`).
 * Memory time uses the peak bandwidth x ``mem_eff``; compute time uses the dense
   peak of the precision's compute dtype x ``compute_eff * T / (T + compute_half_tokens)``
   (a GEMM with few rows cannot fill the tensor cores).
@@ -137,6 +141,8 @@ class StepModel:
     spec_tokens: int = 0
     draft: DraftCost | None = None
     spec_graph_max: float = 0.0  # verify steps of more sequences run eager (0: no limit)
+    # MLA decode in the absorbed form: FLOPs per decode query-key pair per layer (0: not MLA)
+    attn_flops_per_decode_pair_layer: float = 0.0
 
     @property
     def local_experts(self) -> float:
@@ -160,6 +166,20 @@ class StepModel:
         mean = t * self.top_k / self.ep
         z = math.sqrt(2.0 * math.log(self.ep)) if self.ep > 1 else 0.0
         return mean * (1.0 + self.params.moe_imbalance) + z * np.sqrt(mean)
+
+    @staticmethod
+    def decode_pairs(kv_read_tokens_full, attn_pairs_full, attn_pairs_prefix=0.0, spec_tokens=0):
+        """Query-key pairs of a full-attention layer that an MLA engine runs in the absorbed
+        (decode) form [pairs]: each sequence's context read once per query it decodes,
+        ``kv_read_tokens_full x (1 + spec_tokens)``, capped by the step's pairs outside the
+        prompt-chunk prefixes. Exact for decode-only steps (a decoding sequence's pairs are
+        its context); a prompt chunk of n tokens after p cached ones adds its p + n reads,
+        about 1/n of its ``n p + n (n + 1) / 2`` pairs (engines run it expanded)."""
+        kv = np.asarray(kv_read_tokens_full, float) * (1.0 + spec_tokens)
+        cap = np.maximum(
+            np.asarray(attn_pairs_full, float) - np.asarray(attn_pairs_prefix, float), 0.0
+        )
+        return np.minimum(np.maximum(kv, 0.0), cap)
 
     def step(
         self,
@@ -228,6 +248,19 @@ class StepModel:
             attn_pairs_sw, float
         )
         a_flops = self.attn_flops_per_pair_layer / dp * pairs
+        if self.attn_flops_per_decode_pair_layer:  # MLA: decode queries run absorbed
+            a_pairs = self.decode_pairs(
+                kv_read_tokens_full, attn_pairs_full, attn_pairs_prefix, self.spec_tokens
+            )
+            a_flops = (
+                self.attn_flops_per_pair_layer
+                / dp
+                * (
+                    self.layers_full * (np.asarray(attn_pairs_full, float) - a_pairs)
+                    + self.layers_sw * np.asarray(attn_pairs_sw, float)
+                )
+                + self.attn_flops_per_decode_pair_layer / dp * self.layers_full * a_pairs
+            )
         pf_flops = (
             self.attn_flops_per_pair_layer
             / dp
@@ -354,7 +387,7 @@ class StepModel:
     # ---- the hot scalar path of :meth:`step` (plain floats, no numpy) ------------------
     @cached_property
     def _coeffs(self) -> tuple[float, ...]:
-        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (45 floats): the
+        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (46 floats): the
         step's constants, with the products that do not depend on its counts done once."""
         p = self.params
         ne = self.num_experts
@@ -416,6 +449,7 @@ class StepModel:
                     else (0.0,) * 8
                 ),
                 self.spec_graph_max,
+                self.attn_flops_per_decode_pair_layer / dp,
             )
         )
 
@@ -562,6 +596,7 @@ def step_model(
     v_dim = m.v_head_dim or m.head_dim
     heads_per_gpu = m.num_attention_heads / tp
     attn_flops_pair = 2.0 * heads_per_gpu * (qk_dim + v_dim)
+    attn_flops_decode = mla_decode_flops_per_pair(m) / tp if m.is_mla else 0.0
     comm_per_token = h * b16 * 2 * Ls  # two all-reduces per layer
     link = _link_bytes_s(g, tp * pp, tp)
     return StepModel(
@@ -588,10 +623,33 @@ def step_model(
         act_bytes_per_token=act_bytes,
         kv_bytes_per_token_layer=kv_layer,
         attn_flops_per_pair_layer=attn_flops_pair,
+        attn_flops_per_decode_pair_layer=attn_flops_decode,
         comm_bytes_per_token=comm_per_token,
         link_bytes_s=link if link > 0 else 1.0,
         layout_label=f"TP{tp}" + (f" PP{pp}" if pp > 1 else ""),
     )
+
+
+def mla_decode_flops_per_pair(m: ModelArch) -> float:
+    """FLOPs per query-key pair per layer of MLA attention in the absorbed (decode) form,
+    all heads of one layer [FLOP]: ``2 x heads x (kv_lora_rank + qk_rope_head_dim)`` for the
+    scores (the query, its no-rope part multiplied by W_UK into the latent space, against
+    the cached latent and rope key) + ``2 x heads x kv_lora_rank`` for the values (weights
+    times the latent; W_UV applied after). DeepSeek-V3: 2 x 128 x (576 + 512) = 278,528,
+    3.4x the 2 x 128 x (192 + 128) = 81,920 of the expanded form that prompt chunks run.
+
+    Engines decode MLA this way: DeepSeek-V2 paper (arXiv 2405.04434, section 2.1.2: W_UK
+    absorbed into W_Q, W_UV into W_O, so the keys and values are never expanded); vLLM
+    ``vllm/v1/attention/backends/mla/common.py`` ("data-movement friendly approach" for
+    decode, "compute friendly approach" for prefill, latent 512 and rope 64 in DSV3);
+    FlashMLA (deepseek-ai/FlashMLA: head dim 576 for QK, 512 for V); SGLang's and
+    TensorRT-LLM's MLA generation kernels. The per-token W_UK / W_UV products cost what
+    ``kv_b_proj`` costs in the expanded form (``2 x kv_lora_rank x heads x (qk_nope + v)``
+    per token), already among the matmul parameters. 0 for a model without MLA."""
+    if not m.is_mla:
+        return 0.0
+    r, rope = m.kv_lora_rank, m.qk_rope_head_dim
+    return 2.0 * m.num_attention_heads * (r + rope) + 2.0 * m.num_attention_heads * r
 
 
 def _link_bytes_s(g: Accelerator, num_gpus: int, group: int) -> float:

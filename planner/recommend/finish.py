@@ -19,6 +19,7 @@ from ..cost import (
 from ..errors import PlannerError
 from ..fmt import count
 from ..serving import WorkloadCache, size_fleet
+from ..serving.answer import LATENCY_KEYS, engine_knobs
 from .objective import Load, Objective, Screened, _max_rate, bracket
 from .options import Rejection, layout_text
 
@@ -45,6 +46,22 @@ def _binding(s: Screened, need: float) -> str:
     return f"throughput: {_LIMIT_TEXT.get(probe.saturation_limit, probe.saturation_limit)}"
 
 
+def engine_settings(e: Any, attention_dp: int = 1) -> dict[str, Any]:
+    """The engine settings an option was simulated with, as a launch command sets them:
+    sequence and token limits per attention rank (what ``--max-num-seqs`` takes), the memory
+    fraction in the engine's own sense (``data/frameworks.yaml``), the context limit
+    [tokens], chunked prefill and prefix caching."""
+    return {
+        "max_num_seqs": e.max_num_seqs // attention_dp,
+        "max_num_batched_tokens": e.max_num_batched_tokens // attention_dp,
+        "memory_utilization": e.memory_utilization,
+        "max_model_len": e.context_limit_tokens,
+        "chunked_prefill": e.chunked_prefill,
+        "prefix_caching": e.prefix_caching,
+        "block_size_tokens": e.block_size_tokens,
+    }
+
+
 def finish(
     s: Screened,
     cache: WorkloadCache,
@@ -61,7 +78,9 @@ def finish(
     need, peak, hourly = load.need_rps, load.peak_rps, load.hourly_rps
     mean_in, mean_out = load.mean_input_tokens, load.mean_output_tokens
     gpr = opt.gpus_per_replica
-    mr = _max_rate(s, load, refine)
+    # the max rate and its latencies as every command finds them (planner.serving.answer)
+    mr = _max_rate(s, load, True)
+    at_max = probe.full(mr)
     lo, hi = bracket(s, need)
     fl = size_fleet(mr, peak, headroom=headroom, gpus_per_replica=gpr, hourly_rps=hourly)
     replicas = fl["replicas"]
@@ -80,9 +99,11 @@ def finish(
         "num_gpus": num_gpus,
         "max_rate_per_replica": mr,
         "max_rate_bracket_rps": [lo, hi],
-        "max_rate_basis": "the highest simulated rate that met the SLO (bisected to 3 %)"
-        if refine
-        else "the simulated rate that met the SLO (peak x headroom / replicas)",
+        "max_rate_basis": "the highest simulated rate that met the SLO (bisected to 2 % "
+        "between peak x headroom / replicas and peak x headroom / (replicas - 1))",
+        **{k[:-2] + "_at_max_rate_s": at_max.get(k) for k in LATENCY_KEYS},
+        **{k[:-2] + "_at_planned_s": planned.get(k) for k in LATENCY_KEYS},
+        **engine_knobs(rep).as_dict(),
         "saturation_rps_per_replica": s.saturation_rps,
         "utilization_at_peak": fl["utilization_at_peak"],
         "latency_at_rps": need / s.replicas,
@@ -104,6 +125,7 @@ def finish(
         "kv_util_at_peak": planned.get("kv_util_mean"),
         "memory_headroom": 1.0 - float(planned.get("kv_util_max", 0.0)),
         "max_concurrent_sequences": rep.engine.max_num_seqs,
+        "engine_settings": engine_settings(rep.engine, opt.attention_dp),
         "gpu_hours_per_day": fl["gpu_hours_per_day"],
         "gpu_hours_per_day_autoscaled": fl.get("gpu_hours_per_day_autoscaled"),
         "output_tok_s_per_gpu": mr * mean_out / gpr,

@@ -39,6 +39,7 @@ import numpy as np
 from ..catalog.profile import TIERS, provenance_tier
 from ..errors import PlannerError
 from ..serving import CapacityProbe, Replica, WorkloadCache, unloaded_latency
+from ..serving.answer import max_rate_in_bracket
 from .options import Option, Rejection
 
 #: objective values within this relative distance are a tie (then cost decides)
@@ -139,11 +140,14 @@ def _zero_load_e2e(s: Screened, cache: WorkloadCache) -> float:
 
 
 def _max_rate(s: Screened, load: Load, refine: bool) -> float:
-    """Per-replica rate within the SLO [req/s]: the tested rate, or bisected to 3 %; always
-    a rate that was simulated and met the SLO."""
+    """Per-replica rate within the SLO [req/s]: the tested rate ``need / replicas``, or
+    (``refine``) the max rate every command reports for this deployment
+    (:func:`planner.serving.answer.max_rate_in_bracket`, bisected to 2 %); always a rate
+    that was simulated and met the SLO."""
+    if not refine:
+        return bracket(s, load.need_rps)[0]
     if "max_rate_rps" not in s.result:
-        lo, hi = bracket(s, load.need_rps)
-        s.result["max_rate_rps"] = s.probe.refine_max_rate(lo, hi) if refine else lo
+        s.result["max_rate_rps"] = max_rate_in_bracket(s.probe, load.need_rps, s.replicas)
     return s.result["max_rate_rps"]
 
 

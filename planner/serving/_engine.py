@@ -100,7 +100,13 @@ def _run_continuous(
         npre,
         sm._coeffs,
         np.array(
-            [eng.sched_overhead_s, eng.sched_seq_overhead_s, *sm._straggler_coeffs], np.float64
+            [
+                eng.sched_overhead_s,
+                eng.sched_seq_overhead_s,
+                *sm._straggler_coeffs,
+                eng.prefill_scale,
+            ],
+            np.float64,
         ),
         int(bs),
         int(eng.max_num_seqs),

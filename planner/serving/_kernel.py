@@ -251,7 +251,8 @@ def _loop(
     iteration and per sequence [s] and the straggler coefficients
     (``StepModel._straggler_coeffs``): an iteration of ``nseq`` sequences whose ``B`` decoders
     hold ``S`` tokens, the longest ``mx``, takes ``step_time + srv[0] + srv[1] * nseq +
-    straggler_time(B, mx, S)``. Returns
+    straggler_time(B, mx, S)``, its prompt chunks' share scaled by ``srv[4]`` (the engine's
+    ``prefill_scale``). Returns
     ``(err, iterations, busy, area, kv_area, kv_max, pf_tokens, ev_int, ev_t, n_events)``
     where ``ev_int[:n_events]`` holds (decoders, sequences, iterations) and
     ``ev_t[:n_events]`` (t_first, t_last) of every iteration record; ``err`` is 0 or an

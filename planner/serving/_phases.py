@@ -482,7 +482,10 @@ def step_cost(s, coef, srv, pf, rq, mh):
     """The iteration's tokens, sequences and duration [s]: the step time of its decoders
     and prefill chunks (attention pairs ``c p + c (c + 1) / 2`` for a chunk of c tokens
     after p, window-capped on sliding-window layers; the ``c p`` part with a cached
-    prefix), plus the host time and the straggler term. ``(0, 0, 0.0)`` when it is empty."""
+    prefix), plus the host time and the straggler term. ``srv[4]`` (the engine's
+    ``prefill_scale``) multiplies the chunks' share of the step time: the step minus the
+    same step of its decoders alone (the whole step when there are none). ``(0, 0, 0.0)``
+    when it is empty."""
     B = s[DEC]
     S = s[DEC_KV]
     W = s[WINDOW]
@@ -521,6 +524,14 @@ def step_cost(s, coef, srv, pf, rq, mh):
     dt = step_time_scalar(
         coef, float(T), float(nseq), float(nlog), float(kvf), prf, float(kvs), prs, prp
     )
+    if srv[4] != 1.0 and T > B:  # the prefill scale: the chunks' share of the step, scaled
+        d0 = 0.0
+        if B > 0:
+            d0 = step_time_scalar(
+                coef, float(B), float(B), float(B), float(S + B), float(S + B),
+                float(s[DEC_SW]), float(s[DEC_SW]), 0.0,
+            )  # fmt: skip
+        dt = d0 + srv[4] * (dt - d0)
     return T, nseq, dt + extra
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from planner.catalog.catalog import Catalog
 from planner.catalog.efficiency import EfficiencyParams
 from planner.errors import PlannerError, require_positive
-from planner.serving.fleet import size_fleet
+from planner.serving.answer import answer_for_deployment
 from planner.serving.probe import CapacityProbe, WorkloadCache, run
 from planner.serving.replica import Replica, build_replica, check_workload_fits
 from planner.serving.result import SimResult
@@ -306,9 +306,9 @@ def compare_tp(
     """One big-TP replica against several small ones: capacity per replica and per GPU,
     replicas and GPUs for the peak, and the P99 latencies, for each TP size.
 
-    Every TP size keeps the deployment's ``pp`` and ``kv_precision``, and its capacity
-    search draws its requests from ``np.random.default_rng(seed)``, so the row of the
-    deployment's own TP equals :func:`max_rate` of that replica with the same seed."""
+    Every TP size keeps the deployment's ``pp`` and ``kv_precision``, and each row is
+    :func:`planner.serving.answer.answer_for_deployment` of its replica with ``seed``, so
+    the row of the deployment's own TP is ``planner capacity``'s answer for it."""
     peak = peak_rps if peak_rps is not None else workload.traffic.peak()
     rows: list[dict[str, Any]] = []
     for tp in tps:
@@ -326,25 +326,24 @@ def compare_tp(
                 catalog=catalog,
                 **(engine or {}),
             )
-            cap = max_rate(
+            ans = answer_for_deployment(
                 rep,
                 workload,
                 slo,
+                headroom=headroom,
+                peak_rps=peak,
                 n_requests=n_requests,
-                rng=np.random.default_rng(seed),
+                seed=seed,
                 fit_percentile=fit_percentile,
-            )
-            fl = size_fleet(
-                cap.max_rate_rps, peak, headroom=headroom, gpus_per_replica=rep.num_gpus
             )
             row.update(
                 fits=True,
-                max_rate_per_replica=cap.max_rate_rps,
-                max_rate_per_gpu=cap.max_rate_per_gpu_rps,
-                replicas=fl["replicas"],
-                num_gpus=fl["num_gpus"],
-                ttft_p99_s=cap.summary.get("ttft_p99_s"),
-                tpot_p99_s=cap.summary.get("tpot_p99_s"),
+                max_rate_per_replica=ans.max_rate_rps,
+                max_rate_per_gpu=ans.max_rate_rps / rep.num_gpus,
+                replicas=ans.replicas,
+                num_gpus=ans.num_gpus,
+                ttft_p99_s=ans.at_max_rate.get("ttft_p99_s"),
+                tpot_p99_s=ans.at_max_rate.get("tpot_p99_s"),
                 reason="",
             )
         except PlannerError as e:

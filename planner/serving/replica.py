@@ -40,6 +40,10 @@ class EngineConfig:
     memory_utilization: float
     sched_overhead_s: float
     sched_seq_overhead_s: float = 0.0
+    #: multiplies the prefill chunks' share of an iteration's time (1: the step model's
+    #: prefill; :mod:`planner.catalog.latency` holds the fitted values per engine and model
+    #: family)
+    prefill_scale: float = 1.0
 
     @property
     def kv_capacity_tokens(self) -> int:
@@ -122,6 +126,7 @@ def build_replica(
     acceptance_length: float | None = None,
     draft_model: str | None = None,
     spec_graph_max_seqs: int | None = None,
+    prefill_scale: float = 1.0,
 ) -> Replica:
     """Resolve a (model, GPU, precision, framework, layout) combination into a :class:`Replica`.
 
@@ -147,6 +152,9 @@ def build_replica(
         (:func:`planner.catalog.speculative.spec_decode`: ``mtp``, ``eagle3``, ``draft``,
         ``ngram``; K draft tokens per step; mean tokens per verify step, default published);
         ``spec_graph_max_seqs``: the engine's CUDA-graph batch limit for verify steps
+    prefill_scale : multiplies the prompt chunks' share of each iteration's time in the
+        simulator (1: the step model's; :func:`planner.catalog.latency.prefill_scale`
+        gives the fitted value of an engine and model family)
 
     Raises
     ------
@@ -163,9 +171,10 @@ def build_replica(
         require_positive("pp", pp)
         layout = layout_of(tp, pp, ep, attention_dp)
     tp, pp, dp = layout.tp, layout.pp, layout.attention_dp
+    require_positive("prefill_scale", prefill_scale)
     check_for_model(m, layout)
     if fw is not None:
-        check_framework_layout(fw, layout)
+        check_framework_layout(fw, layout, g)
     assumptions: list[str] = []
     if params is not None and params.serving_eager_layer_s:
         # a serving loop dispatches its eager iterations at its own host's pace
@@ -265,6 +274,7 @@ def build_replica(
         memory_utilization=float(plan.memory_utilization),
         sched_overhead_s=float(params.sched_overhead_s),
         sched_seq_overhead_s=float(params.sched_seq_overhead_s),
+        prefill_scale=float(prefill_scale),
     )
     return Replica(
         sm=sm,

@@ -16,7 +16,7 @@ from planner.workload.lengths import (
     TraceLength,
     UniformLength,
 )
-from planner.workload.presets import PRESETS, openorca_lengths
+from planner.workload.presets import PRESETS, mlperf_deepseek_r1_lengths, openorca_lengths
 from planner.workload.slo import SLO, SloTarget
 from planner.workload.traffic import PrefixReuse, Trace, Traffic, load_trace
 from planner.workload.workload import (
@@ -48,6 +48,7 @@ __all__ = [
     "Workload",
     "load_trace",
     "make_requests",
+    "mlperf_deepseek_r1_lengths",
     "openorca_lengths",
     "preset",
     "resolve_path",

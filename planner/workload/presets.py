@@ -1,4 +1,5 @@
-"""Workload presets and bundled length datasets (OpenOrca), plus scenario path resolution."""
+"""Workload presets and bundled length datasets (OpenOrca, MLPerf DeepSeek-R1), plus scenario
+path resolution."""
 
 from __future__ import annotations
 
@@ -121,6 +122,98 @@ def openorca_lengths() -> tuple[QuantileLength, QuantileLength]:
         max_tokens=1024,
         source=src
         + "; answers scaled to the ~290 generated tokens/sample of MLPerf v4.1 Server logs",
+    )
+    return inp, out
+
+
+# MLPerf Inference DeepSeek-R1 dataset: the 4,388-sample performance set
+# (mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl: AIME, MATH500, GPQA, MMLU-Pro, LiveCodeBench;
+# DeepSeek-R1 tokenizer). Quantiles at OPENORCA_PROBS (numpy "inverted_cdf") of
+# ``tok_input_len`` and of the reference run's ``tok_ref_output_len`` over all 4,388 samples of
+# github:openshift-psap/performance-dashboard mlperf-data/summaries/deepseek-r1.csv @7cd1065
+# (input mean 803.8, median 901.5, max 3,140; reference output mean 4,043.4, median 2,194,
+# 83 samples at the 32,768-token cap of the reference run). MLPerf caps generation at 20,000
+# tokens (mlcommons/inference language/deepseek-r1/utils/backend_registry.py MAX_OSL =
+# 20 * 1000; MAX_ISL = 3136 plus 4 template tokens); capped there, the samples' mean is
+# 3,886.2274 tokens, the "mean-output-tok-len": 3886.2274 that the reference README prints for
+# its 4,388-sample evaluation (language/deepseek-r1/README.md, "Reference Evals"). Submitters'
+# runs generate 3,650-3,828 tokens per sample (public_mlperf_moe.csv notes: tokens/s over
+# samples/s), 2-6 % fewer; the reference shape is kept unscaled.
+DEEPSEEK_R1_INPUT_QUANTILES = (
+    52,
+    100,
+    124,
+    155,
+    231,
+    479,
+    759,
+    846,
+    865,
+    884,
+    901,
+    922,
+    952,
+    990,
+    1037,
+    1088,
+    1141,
+    1212,
+    1281,
+    1312,
+    1334,
+    1359,
+    1432,
+    1480,
+    3140,
+)
+DEEPSEEK_R1_REF_OUTPUT_QUANTILES = (
+    209,
+    502,
+    626,
+    736,
+    867,
+    996,
+    1157,
+    1363,
+    1598,
+    1883,
+    2192,
+    2607,
+    3038,
+    3583,
+    4217,
+    4912,
+    5950,
+    7419,
+    9490,
+    13859,
+    17271,
+    19261,
+    32768,
+    32768,
+    32768,
+)
+#: MLPerf's generation cap for DeepSeek-R1 (reference backend_registry.py MAX_OSL)
+DEEPSEEK_R1_MAX_OUTPUT_TOKENS = 20_000
+
+
+def mlperf_deepseek_r1_lengths() -> tuple[QuantileLength, QuantileLength]:
+    """(prompt, answer) distributions of the MLPerf DeepSeek-R1 performance set (see source).
+
+    Answers are the reference run's lengths capped at MLPerf's 20,000-token limit.
+    """
+    src = (
+        "MLPerf Inference DeepSeek-R1 4,388-sample set; quantiles of all samples from "
+        "github:openshift-psap/performance-dashboard mlperf-data/summaries/deepseek-r1.csv @7cd1065"
+    )
+    inp = QuantileLength(
+        values=DEEPSEEK_R1_INPUT_QUANTILES, probs=OPENORCA_PROBS, max_tokens=3140, source=src
+    )
+    out = QuantileLength(
+        values=DEEPSEEK_R1_REF_OUTPUT_QUANTILES,
+        probs=OPENORCA_PROBS,
+        max_tokens=DEEPSEEK_R1_MAX_OUTPUT_TOKENS,
+        source=src + "; reference answers capped at MLPerf's 20,000 generated tokens",
     )
     return inp, out
 

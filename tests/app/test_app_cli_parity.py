@@ -124,13 +124,11 @@ def test_plan_what_if_and_memory_equal_the_cli_for_every_example(name, monkeypat
     mem = _cli(_json(mem_argv))
     cards = _cards(at)
     assert cards["Sequences that fit"] == f"{mem['max_concurrent_sequences']:,.0f}"
-    ok = [r for r in cap["curve"] if r["slo_ok"]]
-    if ok:  # the curve's best point meeting the SLO: the page's tokens/s per GPU
-        best = max(ok, key=lambda r: r["throughput_rps"])
-        assert cards["Output tok/s per GPU"] == f"{best['output_tok_s_per_gpu']:,.0f}"
-    else:  # no point meets the SLO: the page says so, and shows no tokens/s
-        assert any("cannot meet the SLO" in x.value for x in at.warning)
-        assert cards["Output tok/s per GPU"] == "nan"
+    # the deployment's answer (issue 32): the command's fleet, tokens/s and latencies
+    assert cards["Output tok/s per GPU"] == f"{cap['output_tok_s_per_gpu']:,.0f}"
+    assert cards["GPUs needed"] == f"{cap['num_gpus']:,.0f}"
+    assert cards["TTFT P99 [ms]"] == f"{cap['ttft_p99_at_planned_s'] * 1e3:,.0f}"
+    assert cards["TPOT P99 [ms]"] == f"{cap['tpot_p99_at_planned_s'] * 1e3:,.1f}"
 
     # ---- Memory: the scenario's model and deployment, and the page's `planner memory ...`
     at.switch_page("app_pages/memory.py")

@@ -812,9 +812,20 @@ def _what_if_curve(cat) -> list[dict]:
     """The curve the What-if page simulates by default for llama-3.1-8b: H100, vLLM, fp8, TP 2,
     the parameters of the model family's fit, the page's KV default (vLLM with an fp8
     checkpoint -> fp8 KV) and the engine's own max_num_seqs on an H100 (1,024); the curve
-    of `planner capacity` (its default request counts, seed 0)."""
+    of `planner capacity` (its request counts, CURVE_REQUESTS, seed 0)."""
+    from planner.serving import throughput_latency_curve
+    from planner.serving.answer import CURVE_REQUESTS
+
+    rep, wl, slo = _what_if_replica(cat)
+    return throughput_latency_curve(
+        rep, wl, slo=slo, rng=np.random.default_rng(0), **CURVE_REQUESTS
+    )
+
+
+def _what_if_replica(cat):
+    """(replica, workload, SLO) of the What-if page's default for llama-3.1-8b (above)."""
     from planner.catalog import model_family, resolve_params
-    from planner.serving import build_replica, throughput_latency_curve
+    from planner.serving import build_replica
 
     wl, slo = _workload()
     params, prov = resolve_params(
@@ -825,7 +836,7 @@ def _what_if_curve(cat) -> list[dict]:
         "llama-3.1-8b", "nvidia-h100-sxm", "fp8", "vllm", tp=2, kv_precision="fp8",
         params=params, params_source=prov, catalog=cat, max_num_seqs=1024, context_len=8192,
     )  # fmt: skip
-    return throughput_latency_curve(rep, wl, slo=slo, rng=np.random.default_rng(0))
+    return rep, wl, slo
 
 
 def _curve_points(chart: ET.Element) -> list[tuple[float, float]]:
@@ -898,19 +909,25 @@ def test_what_if_max_num_seqs_defaults_to_the_engines_own_on_that_gpu():
     assert at.select_slider(key="wi_seqs").value == 256
 
 
-def test_what_if_tok_s_per_gpu_and_cost_come_from_the_curve():
+def test_what_if_tok_s_per_gpu_and_cost_come_from_the_deployments_answer():
+    """GPUs needed and output tok/s per GPU are the deployment's answer (issue 32: the numbers
+    of planner capacity, simulate and recommend), not the closed-loop curve's best point."""
     from planner.cost import quote_price
+    from planner.serving.answer import answer_for_deployment
 
     at = _app(page=WHAT_IF, model="llama-3.1-8b")
     _no_exception(at)
     cat = load_catalog()
-    wl, _ = _workload()
-    rows = _what_if_curve(cat)
-    best = max((r for r in rows if r["slo_ok"]), key=lambda r: r["throughput_rps"])
+    rep, wl, slo = _what_if_replica(cat)
+    ans = answer_for_deployment(rep, wl, slo, headroom=0.2, seed=0, fit_percentile=None)
     m = {k: c.value for k, c in _cards(at).items()}
-    assert m["Output tok/s per GPU"] == f"{best['output_tok_s_per_gpu']:,.0f}"
+    # tok/s per GPU at the max rate: rate x mean answer / GPUs per replica (2)
+    tok_s = ans.max_rate_rps * wl.mean_output_tokens() / 2
+    assert m["Output tok/s per GPU"] == f"{tok_s:,.0f}"
+    assert m["GPUs needed"] == f"{ans.num_gpus:,.0f}"
+    assert m["TTFT P99 [ms]"] == f"{ans.at_planned['ttft_p99_s'] * 1e3:,.0f}"
     usd = quote_price(cat, "nvidia-h100-sxm", "on_demand").usd_per_gpu_hour
-    full = usd / (best["output_tok_s_per_gpu"] * 3600) * 1e6
+    full = usd / (tok_s * 3600) * 1e6
     assert m["$/M tokens, full load"] == f"${full:,.3f}"
     n_gpus = int(m["GPUs needed"])
     planned = usd * n_gpus / (wl.mean_output_tokens() * wl.traffic.base_mean_rps() * 3600) * 1e6

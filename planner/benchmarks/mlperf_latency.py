@@ -1,0 +1,159 @@
+"""MLPerf Llama-2-70B Server and Interactive: the per-GPU throughput the planner predicts
+under the scenario's latency constraints, against the submitted results (issue 32).
+
+A Server / Interactive result is the largest Poisson rate (``target_qps``) at which the
+system met the scenario's P99 TTFT and P99 TPOT limits, times the mean answer length. The
+planner's answer to the same question is :func:`planner.serving.capacity.max_rate` of one
+replica under the same two limits, with the OpenOrca lengths, times the replicas of the
+system. Constraints (MLPerf Inference rules for llama2-70b, as transcribed in the rows'
+notes): Server TTFT P99 <= 2 s and TPOT P99 <= 200 ms; Interactive TTFT P99 <= 450 ms and
+TPOT P99 <= 40 ms.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from planner.benchmarks.layouts import assumed_layout, needs_layout
+from planner.benchmarks.schema import (
+    cell,
+    engine_settings,
+    memory_fraction_from_notes,
+    number,
+    row_kv_precision,
+)
+from planner.catalog.catalog import Catalog
+from planner.catalog.latency import APPLY_PREFILL_SCALE, latency_family, prefill_scale
+from planner.catalog.profile import Profile, resolve_params
+from planner.errors import PlannerError
+from planner.serving.capacity import max_rate
+from planner.serving.replica import build_replica
+from planner.workload.presets import openorca_lengths
+from planner.workload.slo import SLO, SloTarget
+from planner.workload.traffic import Traffic
+from planner.workload.workload import Workload
+
+#: (TTFT P99, TPOT P99) limits [s] per scenario
+CONSTRAINTS_S = {"server": (2.0, 0.2), "interactive": (0.45, 0.04)}
+GPUS = (
+    "nvidia-h100-sxm",
+    "nvidia-h200-sxm",
+    "nvidia-b200",
+    "amd-mi300x",
+    "amd-mi325x",
+    "amd-mi355x",
+)
+
+
+def mlperf_latency_rows(df, gpus=GPUS):
+    """The MLPerf Llama-2-70B Server / Interactive output-throughput rows of ``gpus``."""
+    return df[
+        df["source"].astype(str).str.startswith("MLPerf Inference")
+        & (df["model"] == "llama-2-70b")
+        & df["mode"].isin(list(CONSTRAINTS_S))
+        & (df["metric"] == "output_tok_s_total")
+        & df["hardware"].isin(list(gpus))
+    ]
+
+
+def predict_per_gpu(
+    row: dict[str, Any], catalog: Catalog, profile: Profile | None, n_requests: int = 1200
+) -> tuple[float, str]:
+    """(predicted output tok/s per GPU at the scenario's constraints, provenance)."""
+    mode = cell(row, "mode")
+    ttft_s, tpot_s = CONSTRAINTS_S[mode]
+    gpu = catalog.gpu(cell(row, "hardware")).id
+    fw, prec = cell(row, "framework"), cell(row, "precision")
+    params, prov = resolve_params(gpu, fw, prec, catalog=catalog, profile=profile, family="dense")
+    if needs_layout(row):
+        row, note = assumed_layout(row, catalog, params)
+        prov += "; " + note.split(" (")[0]
+    tp = int(number(row, "tp") or 1)
+    settings = engine_settings(cell(row, "notes"))
+    fw_rec = catalog.framework(fw)
+    seqs0, btok0 = fw_rec.scheduler_defaults(catalog.gpu(gpu), cell(row, "framework_version"))
+    util = memory_fraction_from_notes(cell(row, "notes"))
+    m = catalog.model_ref("llama-2-70b")
+    rep = build_replica(
+        m,
+        gpu,
+        prec,
+        fw,
+        tp=tp,
+        kv_precision=row_kv_precision(row),
+        params=params,
+        catalog=catalog,
+        memory_utilization=util if util is not None else fw_rec.memory_utilization_default(None),
+        max_num_seqs=settings.max_num_seqs or seqs0,
+        max_num_batched_tokens=settings.max_num_batched_tokens or btok0,
+        prefill_scale=prefill_scale(fw, latency_family(m)) if APPLY_PREFILL_SCALE else 1.0,
+    )
+    i, o = openorca_lengths()
+    wl = Workload(traffic=Traffic(mean_rps=1.0), input_tokens=i, output_tokens=o)
+    slo = SLO(
+        ttft=SloTarget(max_s=ttft_s, percentile=99), tpot=SloTarget(max_s=tpot_s, percentile=99)
+    )
+    res = max_rate(rep, wl, slo, n_requests=n_requests, rng=np.random.default_rng(0))
+    per_gpu = res.max_rate_rps * o.mean_tokens() / rep.num_gpus
+    return per_gpu, f"{prov}; tp={tp}; limited by {res.limited_by}"
+
+
+def tight_tpot_table(df, catalog: Catalog, profile: Profile | None):
+    """Per (scenario, GPU): measured output tok/s per GPU (median over the rows' systems,
+    min, max), predicted, error and the ranks of each within the scenario (1 = fastest).
+    Rows of one configuration (GPU, layout, precision, engine, KV, engine tags) share one
+    prediction."""
+    import pandas as pd
+
+    rows = mlperf_latency_rows(df)
+    preds: dict[tuple, tuple[float, str] | None] = {}
+    recs = []
+    for rec in rows.to_dict("records"):
+        row = {k: ("" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
+               for k, v in rec.items()}  # fmt: skip
+        n = number(row, "n_gpus")
+        if not n:
+            continue
+        key = tuple(cell(row, c) for c in ("mode", "hardware", "tp", "n_gpus", "precision",
+                                            "kv_precision", "framework"))  # fmt: skip
+        key += (str(engine_settings(cell(row, "notes"))),)
+        if key not in preds:
+            try:
+                preds[key] = predict_per_gpu(row, catalog, profile)
+            except PlannerError as e:
+                preds[key] = None
+                print("no prediction:", key, e)
+        if preds[key] is None:
+            continue
+        recs.append(
+            {
+                "mode": cell(row, "mode"),
+                "gpu": cell(row, "hardware"),
+                "round": cell(row, "source").replace("MLPerf Inference ", ""),
+                "measured": float(rec["value"]) / n,
+                "predicted": preds[key][0],
+                "provenance": preds[key][1],
+            }
+        )
+    d = pd.DataFrame(recs)
+    if not len(d):
+        return d
+    t = (
+        d.groupby(["mode", "gpu"])
+        .agg(
+            rounds=("round", lambda x: ",".join(sorted(set(x)))),
+            systems=("measured", "size"),
+            measured_per_gpu=("measured", "median"),
+            measured_min=("measured", "min"),
+            measured_max=("measured", "max"),
+            predicted_per_gpu=("predicted", "median"),
+        )
+        .reset_index()
+    )
+    t["error_pct"] = 100 * (t["predicted_per_gpu"] / t["measured_per_gpu"] - 1)
+    t["measured_rank"] = t.groupby("mode")["measured_per_gpu"].rank(ascending=False).astype(int)
+    t["predicted_rank"] = t.groupby("mode")["predicted_per_gpu"].rank(ascending=False).astype(int)
+    return t.round(1)

@@ -1,0 +1,105 @@
+"""Latency terms of the serving simulator that the throughput fit cannot see
+(``data/calibration/latency.yaml``, written by ``scripts/latency_rows.py --write``).
+
+``prefill_scale`` multiplies the prompt chunks' share of an iteration's time (the step
+time of the iteration minus the same step of its decoders alone), per serving engine and
+model family (:func:`latency_family`: ``mla`` for latent-attention models such as
+DeepSeek-V3, whose prompts run the decompressed multi-head form; else ``moe`` / ``dense``). The throughput fit (``planner calibrate``) sets the step
+model's efficiencies from rows whose time is mostly decode; the public serving runs' TTFT
+says how much slower (or faster) their prompts ran than that step model predicts. A
+(framework, family) with no fitted value takes its family's value over all engines, else 1.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+
+from planner.catalog.catalog import DATA_DIR
+from planner.catalog.records import Frozen
+from planner.errors import PlannerError
+from planner.files import load_yaml
+
+LATENCY_FILE = DATA_DIR / "calibration" / "latency.yaml"
+
+#: whether predictions apply the fitted prefill scale. Off (2026-12-06): the scale fitted on
+#: public TTFT (SGLang / MLA 1.28, vLLM / MoE 1.47) lowers the TTFT bias (-26.8% -> -4.4%,
+#: leave-one-source-out) but makes closed-loop serving throughput worse (18.3% -> 19.9%) and
+#: disaggregated DeepSeek-R1 throughput 31% low on InferenceX points it predicted within 25%:
+#: a slower prefill contradicts the measured prefill-pool throughput, so the gap is taken to
+#: be queueing / scheduling before the first token, not prefill compute. The product (recommend,
+#: capacity, simulate) and the accuracy report both predict with scale 1 until a model of that
+#: gap exists; scripts/latency_rows.py reports what the scale would do.
+APPLY_PREFILL_SCALE = False
+
+
+class PrefillScale(Frozen):
+    """One fitted prefill scale: ``framework`` None = every engine of the family."""
+
+    framework: str | None = None
+    family: str = Field(pattern="^(dense|moe|mla)$")
+    scale: float = Field(gt=0)
+    n_rows: int = Field(ge=0)
+    n_sources: int = Field(ge=0)
+    #: p10 / p90 of measured / predicted TTFT of the held-out rows after the scale
+    ttft_ratio_p10: float | None = None
+    ttft_ratio_p90: float | None = None
+
+
+class LatencyTerms(Frozen):
+    """The file's content: fitted terms with their provenance."""
+
+    source: str
+    as_of: _dt.date
+    method: str
+    prefill_scales: tuple[PrefillScale, ...] = ()
+    #: the TTFT band: p10 / p90 of measured / predicted TTFT over every held-out public
+    #: serving row (each predicted with the scale fitted without its source)
+    ttft_ratio_p10: float | None = None
+    ttft_ratio_p90: float | None = None
+
+    def prefill_scale(self, framework: str | None, family: str) -> tuple[float, str]:
+        """(scale, provenance) of an engine and model family: the engine's own value, else
+        the family's over all engines, else (1.0, 'none')."""
+        for fw in (framework, None):
+            for p in self.prefill_scales:
+                if p.framework == fw and p.family == family:
+                    return p.scale, f"{p.framework or 'all engines'}/{p.family}"
+        return 1.0, "none"
+
+    def ttft_band(self, framework: str | None, family: str) -> tuple[float, float] | None:
+        """(p10, p90) of measured / predicted TTFT of the group the scale came from."""
+        for fw in (framework, None):
+            for p in self.prefill_scales:
+                if p.framework == fw and p.family == family and p.ttft_ratio_p10 is not None:
+                    return p.ttft_ratio_p10, p.ttft_ratio_p90 or p.ttft_ratio_p10
+        return None
+
+
+@lru_cache(maxsize=4)
+def load_latency(path: str | Path | None = None) -> LatencyTerms | None:
+    """The latency terms of ``path`` (default the bundled file); None when it is absent."""
+    p = Path(path) if path else LATENCY_FILE
+    if not p.exists():
+        return None
+    try:
+        return LatencyTerms.model_validate(load_yaml(p.read_text(), p))
+    except ValueError as e:
+        raise PlannerError(f"{p}: {str(e).splitlines()[0]}") from None
+
+
+def latency_family(model) -> str:
+    """``mla``, ``moe`` or ``dense``: the family of a
+    :class:`~planner.catalog.records.ModelArch` whose prompts share a prefill scale."""
+    if model.is_mla:
+        return "mla"
+    return "moe" if model.is_moe else "dense"
+
+
+def prefill_scale(framework: str | None, family: str) -> float:
+    """The bundled prefill scale of ``framework`` (an id) and :func:`latency_family`."""
+    terms = load_latency()
+    return 1.0 if terms is None else terms.prefill_scale(framework, family)[0]

@@ -1,0 +1,432 @@
+"""``serve.sh``: the engine launch command of one ranked option, for one engine release.
+
+:class:`Knobs` holds what the planner assumed for the option (model, layout, precisions,
+engine limits); :func:`launch` turns them into the engine's arguments, each spelled as the
+release spells it (:mod:`planner.deploy.flags`), and :func:`serve_script` into the script.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from planner.catalog.layout import Layout
+from planner.deploy import flags as F
+from planner.errors import PlannerError
+
+#: engines with a launch command here
+ENGINES = ("vllm", "sglang", "trtllm", "tgi", "llama.cpp", "lmdeploy")
+PORT = 8000
+#: the health endpoint each engine's HTTP server answers (probes)
+HEALTH = {
+    "vllm": "/health",
+    "sglang": "/health",
+    "trtllm": "/health",
+    "tgi": "/health",
+    "llama.cpp": "/health",
+    "lmdeploy": "/v1/models",
+}
+_DTYPE = {"bf16": "bfloat16", "fp16": "float16"}
+#: weight precisions an engine quantizes on the fly from a bf16/fp16 checkpoint
+_ONLINE = {("vllm", "fp8"): "fp8", ("sglang", "fp8"): "fp8", ("tgi", "fp8"): "fp8"}
+#: KV precision -> the value of the engine's KV dtype setting
+_KV = {
+    "vllm": {"fp8": "fp8"},
+    "sglang": {"fp8": "fp8_e4m3"},
+    "trtllm": {"fp8": "fp8"},
+    "tgi": {"fp8": "fp8"},
+    "lmdeploy": {"int8": "8", "int4": "4"},
+    "llama.cpp": {"int8": "q8_0", "fp16": "f16", "bf16": "bf16"},
+}
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """What the planner assumed for one option (one replica, or one pool of xPyD)."""
+
+    model_id: str
+    hf_repo: str | None
+    framework: str
+    precision: str
+    kv_precision: str
+    layout: Layout = Layout()
+    max_num_seqs: int | None = None  # per attention rank
+    max_num_batched_tokens: int | None = None  # per attention rank
+    memory_utilization: float | None = None
+    max_model_len: int | None = None
+    chunked_prefill: bool | None = None
+    prefix_caching: bool | None = None
+    spec_method: str | None = None
+    spec_tokens: int | None = None
+    draft_model: str | None = None
+    nodes: int = 1
+    role: str | None = None  # None, "prefill" or "decode"
+
+    @property
+    def tp(self) -> int:
+        return self.layout.tp
+
+    @property
+    def pp(self) -> int:
+        return self.layout.pp
+
+    @property
+    def ep(self) -> int:
+        return self.layout.ep
+
+    @property
+    def attention_dp(self) -> int:
+        return self.layout.attention_dp
+
+    @property
+    def width(self) -> int:
+        """GPUs of one pipeline stage: ``tp x attention_dp``."""
+        return self.layout.width
+
+
+@dataclass
+class Launch:
+    """An engine command: the executable, its arguments in order, and comments."""
+
+    command: str
+    args: list[tuple[str, str | None]] = field(default_factory=list)  # (flag, value)
+    positional: list[str] = field(default_factory=list)
+    comments: list[str] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)  # extra files (trtllm YAML)
+    before: list[str] = field(default_factory=list)  # shell lines run before the engine
+    #: what the other pods of a multi-node replica run: "serve" (serve.sh with their rank
+    #: from the LeaderWorkerSet's environment) or "ray" (join the leader's Ray cluster)
+    workers: str | None = None
+
+    def flags(self) -> list[str]:
+        return [f for f, _ in self.args]
+
+
+def _add(la: Launch, res: F.Resolved, key: str, value: Any = None) -> None:
+    """Append setting ``key`` (its value checked against the release where listed)."""
+    v = None if value is None else str(value)
+    la.args.append((F.flag(res, key, value=v), v))
+
+
+def _kv_value(k: Knobs) -> str | None:
+    """The engine's KV dtype value, or None when the KV stays in the model's dtype."""
+    if k.kv_precision in ("bf16", "fp16") and k.framework != "llama.cpp":
+        return None
+    v = _KV.get(k.framework, {}).get(k.kv_precision)
+    if v is None:
+        raise PlannerError(
+            f"{k.framework}: no KV-cache dtype value for kv precision {k.kv_precision!r} here"
+        )
+    return v
+
+
+def _precision(la: Launch, res: F.Resolved, k: Knobs) -> None:
+    """dtype / quantization: a bf16/fp16 checkpoint, an online-quantized one, or a note that
+    MODEL must be a checkpoint of the precision (the engine reads its quantization config)."""
+    if k.precision in _DTYPE:
+        if k.framework in ("vllm", "sglang", "lmdeploy", "tgi"):
+            _add(la, res, "dtype", _DTYPE[k.precision])
+        return
+    online = _ONLINE.get((k.framework, k.precision))
+    if online:
+        _add(la, res, "quantization", online)
+        la.comments.append(
+            f"weights: {k.precision}, quantized by the engine on load from the bf16 checkpoint"
+        )
+        return
+    la.comments.append(
+        f"weights: {k.precision}: set MODEL to a {k.precision} checkpoint of {k.model_id} "
+        "(the planner names none); the engine reads the quantization from its config"
+    )
+
+
+#: the rendezvous port of a multi-node SGLang / LMDeploy replica on its leader
+DIST_PORT = 20000
+RAY_PORT = 6379
+
+
+def _multi_node(la: Launch, res: F.Resolved, k: Knobs) -> None:
+    """A replica over ``k.nodes`` pods: the engine's own multi-node flags, each pod's rank and
+    the leader's address from the LeaderWorkerSet's environment (LWS_GROUP_SIZE,
+    LWS_WORKER_INDEX, LWS_LEADER_ADDRESS), or Ray for vLLM."""
+    if k.nodes <= 1:
+        return
+    if k.framework == "vllm":
+        _add(la, res, "executor", "ray")
+        la.before.append(
+            f"ray start --head --port={RAY_PORT}  # the workers join it (worker.sh); vLLM "
+            "places its ranks on the Ray cluster"
+        )
+        la.workers = "ray"
+        return
+    if k.framework in ("sglang", "lmdeploy"):
+        _add(la, res, "nnodes", f'"${{LWS_GROUP_SIZE:-{k.nodes}}}"')
+        _add(la, res, "node_rank", '"${LWS_WORKER_INDEX:-0}"')
+        _add(la, res, "dist_init_addr", f'"${{LWS_LEADER_ADDRESS:-127.0.0.1}}:{DIST_PORT}"')
+        la.workers = "serve"
+        return
+    raise PlannerError(
+        f"{k.framework}: a replica over {k.nodes} nodes needs the engine's multi-node launcher "
+        "(MPI / RPC), which is not emitted here"
+        if k.framework != "tgi"
+        else f"tgi: the launcher serves one node; this replica spans {k.nodes}"
+    )
+
+
+def _vllm(la: Launch, res: F.Resolved, k: Knobs) -> None:
+    if k.ep > 1 and k.ep != k.width:
+        raise PlannerError(
+            f"vllm: ep={k.ep} with tp={k.tp} x attention_dp={k.attention_dp}: vLLM's "
+            "--enable-expert-parallel spans every TP x DP rank; no flag sets a smaller EP"
+        )
+    _add(la, res, "tp", k.tp)
+    if k.pp > 1:
+        _add(la, res, "pp", k.pp)
+    if k.attention_dp > 1:
+        _add(la, res, "dp", k.attention_dp)
+    if k.ep > 1:
+        _add(la, res, "ep")
+    _precision(la, res, k)
+    kv = _kv_value(k)
+    if kv:
+        _add(la, res, "kv_dtype", kv)
+    if k.max_num_seqs:
+        _add(la, res, "max_num_seqs", k.max_num_seqs)
+    if k.max_num_batched_tokens:
+        _add(la, res, "max_num_batched_tokens", k.max_num_batched_tokens)
+    if k.memory_utilization:
+        _add(la, res, "memory_fraction", round(k.memory_utilization, 4))
+    if k.max_model_len:
+        _add(la, res, "max_model_len", k.max_model_len)
+    if k.chunked_prefill:
+        _add(la, res, "chunked_prefill")
+    if k.prefix_caching:
+        _add(la, res, "prefix_caching")
+    elif k.prefix_caching is False:
+        la.comments.append("prefix caching: assumed off; no disable flag emitted (see docs)")
+    if k.spec_method:
+        import json
+
+        if F.has(res, "spec_config"):
+            cfg: dict[str, Any] = {"method": k.spec_method, "num_speculative_tokens": k.spec_tokens}
+            if k.draft_model:
+                cfg["model"] = k.draft_model
+            _add(la, res, "spec_config", shlex.quote(json.dumps(cfg, separators=(",", ":"))))
+        else:
+            _add(la, res, "spec_model", k.draft_model or k.spec_method)
+            _add(la, res, "spec_tokens", k.spec_tokens)
+    if k.role:
+        la.comments.append(
+            f"{k.role} pool: KV connector assumed NixlConnector (vLLM's --kv-transfer-config; "
+            "the planner's KV transfer time assumes the scale-out link's bandwidth)"
+        )
+        cfg = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+        _add(la, res, "kv_transfer", shlex.quote(json.dumps(cfg, separators=(",", ":"))))
+
+
+def _sglang(la: Launch, res: F.Resolved, k: Knobs) -> None:
+    _add(la, res, "tp", k.width)  # SGLang's tp_size counts every rank of the attention DP too
+    if k.pp > 1:
+        _add(la, res, "pp", k.pp)
+    if k.attention_dp > 1:
+        _add(la, res, "dp_attention")
+        _add(la, res, "dp", k.attention_dp)
+    if k.ep > 1:
+        _add(la, res, "ep", k.ep)
+        if F.has(res, "enable_ep_moe"):
+            _add(la, res, "enable_ep_moe")
+    _precision(la, res, k)
+    kv = _kv_value(k)
+    if kv:
+        _add(la, res, "kv_dtype", kv)
+    if k.max_num_seqs:
+        _add(la, res, "max_num_seqs", k.max_num_seqs * k.attention_dp)
+        la.comments.append(
+            "--max-running-requests: the planner's cap per attention rank x dp-size (SGLang "
+            "gives each DP worker max_running_requests // dp_size: 0.5.12 "
+            "model_runner_kv_cache_mixin.py _resolve_max_num_reqs)"
+        )
+    if k.max_num_batched_tokens:
+        size = k.max_num_batched_tokens if k.chunked_prefill is not False else -1
+        _add(la, res, "max_num_batched_tokens", size)
+    if k.memory_utilization:
+        _add(la, res, "memory_fraction", round(k.memory_utilization, 4))
+    if k.max_model_len:
+        _add(la, res, "max_model_len", k.max_model_len)
+    if k.prefix_caching is False:
+        _add(la, res, "no_prefix_caching")
+    if k.spec_method:
+        algo = {"mtp": "EAGLE", "eagle": "EAGLE", "eagle3": "EAGLE3"}.get(k.spec_method)
+        if algo is None:
+            raise PlannerError(f"sglang: speculative method {k.spec_method!r} has no mapping here")
+        _add(la, res, "spec_algorithm", algo)
+        _add(la, res, "spec_tokens", (k.spec_tokens or 1) + 1)
+        _add(la, res, "spec_steps", k.spec_tokens)
+        _add(la, res, "spec_topk", 1)
+    if k.role:
+        _add(la, res, "disagg_mode", k.role)
+        _add(la, res, "disagg_backend", "mooncake")
+        la.comments.append(f"{k.role} pool: KV transfer backend assumed mooncake (RDMA)")
+
+
+def _trtllm(la: Launch, res: F.Resolved, k: Knobs) -> None:
+    import yaml
+
+    _add(la, res, "backend", "pytorch")
+    _add(la, res, "tp", k.width)
+    if k.pp > 1:
+        _add(la, res, "pp", k.pp)
+    if k.ep > 1:
+        _add(la, res, "ep", k.ep)
+    if k.max_num_seqs:
+        _add(la, res, "max_num_seqs", k.max_num_seqs)
+    if k.max_num_batched_tokens:
+        _add(la, res, "max_num_batched_tokens", k.max_num_batched_tokens)
+    if k.max_model_len:
+        _add(la, res, "max_model_len", k.max_model_len)
+    if k.memory_utilization:
+        _add(la, res, "memory_fraction", round(k.memory_utilization, 4))
+    _precision(la, res, k)
+    extra: dict[str, Any] = {}
+    if k.attention_dp > 1:
+        extra[F.flag(res, "yaml_attention_dp")] = True
+    kv = _kv_value(k)
+    kvc: dict[str, Any] = {}
+    if kv:
+        kvc[F.flag(res, "yaml_kv_dtype")] = kv
+    if k.prefix_caching is not None:
+        kvc[F.flag(res, "yaml_block_reuse")] = bool(k.prefix_caching)
+    if kvc:
+        extra[F.flag(res, "yaml_kv_cache_config")] = kvc
+    if k.chunked_prefill:
+        _add(la, res, "chunked_prefill")
+    if k.spec_method:
+        raise PlannerError(
+            f"trtllm: no checked speculative_config keys here for {k.spec_method!r}; "
+            "emit the option without speculative decoding"
+        )
+    if extra:
+        la.files["extra_llm_api_options.yaml"] = yaml.safe_dump(extra, sort_keys=False)
+        _add(la, res, "extra_options", '"$(dirname "$0")/extra_llm_api_options.yaml"')
+
+
+def _tgi(la: Launch, res: F.Resolved, k: Knobs) -> None:
+    if k.ep > 1 or k.attention_dp > 1 or k.pp > 1:
+        raise PlannerError("tgi: the launcher has no flag for pipeline, expert or attention-DP")
+    _add(la, res, "tp", k.tp)
+    _precision(la, res, k)
+    kv = _kv_value(k)
+    if kv:
+        _add(la, res, "kv_dtype", kv)
+    if k.max_num_seqs:
+        _add(la, res, "max_num_seqs", k.max_num_seqs)
+    if k.max_num_batched_tokens:
+        _add(la, res, "max_num_batched_tokens", k.max_num_batched_tokens)
+    if k.max_model_len:
+        _add(la, res, "max_model_len", k.max_model_len)
+    la.comments.append(
+        "memory: TGI sizes its KV cache from the memory left after warm-up; no fraction passed"
+    )
+
+
+def _llama_cpp(la: Launch, res: F.Resolved, k: Knobs) -> None:
+    if k.ep > 1 or k.attention_dp > 1 or k.pp > 1 or k.tp > 1:
+        la.comments.append(
+            f"{k.tp * k.pp} GPUs: llama.cpp splits layers over every visible GPU by default"
+        )
+    _add(la, res, "gpu_layers", 999)
+    la.comments.append("weights: MODEL must be a GGUF file of the precision (" + k.precision + ")")
+    kv = _kv_value(k)
+    if kv:
+        _add(la, res, "kv_dtype_k", kv)
+        _add(la, res, "kv_dtype_v", kv)
+    if k.max_num_seqs:
+        _add(la, res, "max_num_seqs", k.max_num_seqs)
+    if k.max_model_len:
+        # the context is shared by the slots: n_ctx = slots x context per slot
+        _add(la, res, "max_model_len", k.max_model_len * (k.max_num_seqs or 1))
+    if k.max_num_batched_tokens:
+        _add(la, res, "max_num_batched_tokens", k.max_num_batched_tokens)
+
+
+def _lmdeploy(la: Launch, res: F.Resolved, k: Knobs) -> None:
+    _add(la, res, "tp", k.tp)
+    if k.ep > 1:
+        _add(la, res, "ep", k.ep)
+    if k.attention_dp > 1:
+        _add(la, res, "dp", k.attention_dp)
+    _precision(la, res, k)
+    kv = _kv_value(k)
+    if kv:
+        _add(la, res, "kv_dtype", kv)
+    if k.max_num_seqs:
+        _add(la, res, "max_num_seqs", k.max_num_seqs)
+    if k.max_num_batched_tokens:
+        _add(la, res, "max_num_batched_tokens", k.max_num_batched_tokens)
+    if k.max_model_len:
+        _add(la, res, "max_model_len", k.max_model_len)
+    if k.memory_utilization:
+        _add(la, res, "memory_fraction", round(k.memory_utilization, 4))
+    if k.prefix_caching:
+        _add(la, res, "prefix_caching")
+
+
+_BUILD = {
+    "vllm": _vllm,
+    "sglang": _sglang,
+    "trtllm": _trtllm,
+    "tgi": _tgi,
+    "llama.cpp": _llama_cpp,
+    "lmdeploy": _lmdeploy,
+}
+
+
+def launch(k: Knobs, res: F.Resolved) -> Launch:
+    """The launch command of ``k`` for release ``res`` (every flag checked against it).
+
+    Raises
+    ------
+    PlannerError
+        An engine without a launch command here, or a flag the release lacks.
+    """
+    if k.framework not in _BUILD:
+        raise PlannerError(
+            f"no launch command for {k.framework} (engines with one: {', '.join(ENGINES)})"
+        )
+    cmd = F.flag(res, "command")
+    la = Launch(command=cmd)
+    model = '"$MODEL"'
+    if (k.framework, cmd) == ("vllm", "vllm serve") or k.framework in ("trtllm", "lmdeploy"):
+        la.positional.append(model)
+    else:
+        _add(la, res, "model", model)
+    host = "0.0.0.0"
+    _add(la, res, "host", host)
+    _add(la, res, "port", '"$PORT"')
+    _BUILD[k.framework](la, res, k)
+    _multi_node(la, res, k)
+    return la
+
+
+def serve_script(la: Launch, k: Knobs, header: list[str]) -> str:
+    """``serve.sh``: a bash script that runs the launch command (MODEL and PORT overridable)."""
+    lines = ["#!/usr/bin/env bash"]
+    lines += [f"# {h}" for h in header]
+    lines += [f"# {c}" for c in la.comments]
+    model = k.hf_repo or k.model_id
+    if not k.hf_repo:
+        lines.append(
+            f"# model: data/models.yaml has no Hugging Face id for {k.model_id}; set MODEL"
+        )
+    lines += [
+        "set -euo pipefail",
+        f'MODEL="${{MODEL:-{model}}}"',
+        f'PORT="${{PORT:-{PORT}}}"',
+    ]
+    lines += la.before
+    parts = [la.command + "".join(f" {p}" for p in la.positional)]
+    for fl, v in la.args:
+        parts.append(fl if v is None else f"{fl} {v}")
+    lines.append("exec " + " \\\n  ".join(parts))
+    return "\n".join(lines) + "\n"

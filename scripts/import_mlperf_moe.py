@@ -1,0 +1,414 @@
+"""MLPerf Inference DeepSeek-R1 results with their layouts -> data/benchmarks/public_mlperf_moe.csv.
+
+Reads the submissions of two rounds from local git mirrors (no work tree needed):
+
+* v5.1: ``mlcommons/inference_results_v5.1`` (the ``fetch`` tool's mirror);
+* v6.0: ``gbeezybez/inference_results_v6.0`` (a copy of ``mlcommons/inference_results_v6.0``,
+  whose own snapshot is not stored).
+
+For every ``<division>/<submitter>/results/<system>/deepseek-r1/<scenario>/performance/run_1/
+mlperf_log_summary.txt`` it writes one row per published number: Offline "Tokens per second";
+Server / Interactive "Completed tokens per second" and the mean and 99th-percentile TTFT and
+TPOT (loadgen's "first token latency" and "time to output token", ns -> ms). The layout
+comes from the submitter's TensorRT-LLM config (``configs/<system>/<scenario>/deepseek-r1.py``
+and, for disaggregated Interactive runs, the prefill / decode worker ``.yml`` files it names):
+``tensor_parallelism T`` with ``enable_attention_dp`` is TensorRT-LLM's attention-DP layout
+(DEP-T: the planner's ``tp 1, attention_dp T``), ``moe_expert_parallelism`` is ``ep``.
+
+The MLPerf DeepSeek-R1 dataset (4,388 samples, outputs up to 20,000 tokens) has variable
+lengths, so ``isl`` / ``osl`` stay empty and the notes name the set (the serving predictor
+reads its distribution, ``planner.workload.presets.mlperf_deepseek_r1_lengths``); the notes
+give the mean generated tokens per sample (tokens/s / samples/s of the same run).
+
+Usage (from the repository root)::
+
+    python scripts/import_mlperf_moe.py            # rewrite the CSV
+    python scripts/import_mlperf_moe.py --check    # compare with the committed CSV
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "data" / "benchmarks" / "public_mlperf_moe.csv"
+MIRRORS = Path("/work/.mirror")
+
+COLUMNS = [
+    "id",
+    "source",
+    "source_detail",
+    "as_of",
+    "hardware",
+    "n_gpus",
+    "tp",
+    "pp",
+    "ep",
+    "attention_dp",
+    "model",
+    "precision",
+    "kv_precision",
+    "framework",
+    "framework_version",
+    "mode",
+    "isl",
+    "osl",
+    "batch",
+    "concurrency",
+    "request_rate",
+    "context_len",
+    "metric",
+    "value",
+    "unit",
+    "notes",
+]
+
+#: round -> (mirror dir, repo label, source name, id prefix, as_of)
+ROUNDS = {
+    "v5.1": (
+        "mlcommons+inference_results_v5.1",
+        "mlcommons/inference_results_v5.1",
+        "MLPerf Inference v5.1 DeepSeek-R1",
+        "mlds51",
+        "2025-09-09",
+    ),
+    "v6.0": (
+        "gbeezybez+inference_results_v6.0",
+        "gbeezybez/inference_results_v6.0 (copy of mlcommons/inference_results_v6.0)",
+        "MLPerf Inference v6.0 DeepSeek-R1",
+        "mlds60",
+        "2026-04-01",
+    ),
+}
+
+#: accelerator_model_name of the system json -> catalog id
+GPUS = (
+    ("GB300", "nvidia-gb300"),
+    ("GB200", "nvidia-gb200"),
+    ("B300", "nvidia-b300"),
+    ("B200", "nvidia-b200"),
+    ("H200", "nvidia-h200-sxm"),
+)
+#: loadgen constraint of each scenario (mlperf_log_summary.txt "Test Parameters Used")
+DATASET = (
+    "dataset: the MLPerf DeepSeek-R1 performance set (4,388 samples, outputs up to 20,000 "
+    "tokens, reasoning traces), variable ISL/OSL (isl/osl empty; lengths: "
+    "workload.presets.mlperf_deepseek_r1_lengths)"
+)
+
+
+TPOT_MEAN = "Mean Time to Output Token (ns)"
+
+
+def git(mirror: str, *args: str) -> str:
+    d = MIRRORS / mirror / "repo"
+    return subprocess.run(
+        ["git", f"--git-dir={d}", *args], check=True, capture_output=True, text=True
+    ).stdout
+
+
+def show(mirror: str, path: str) -> str | None:
+    try:
+        return git(mirror, "show", f"HEAD:{path}")
+    except subprocess.CalledProcessError:
+        return None
+
+
+def summary(text: str) -> dict[str, float | str]:
+    """The numbers of a loadgen mlperf_log_summary.txt (ns latencies kept in ns)."""
+    out: dict[str, float | str] = {}
+    for line in text.splitlines():
+        if ":" not in line:
+            continue
+        k, v = (s.strip() for s in line.split(":", 1))
+        try:
+            out[k] = float(v)
+        except ValueError:
+            out[k] = v
+    return out
+
+
+def _int(pat: str, text: str) -> int | None:
+    m = re.search(pat, text)
+    return int(m.group(1)) if m else None
+
+
+def _float(pat: str, text: str) -> float | None:
+    m = re.search(pat, text)
+    return float(m.group(1)) if m else None
+
+
+def _code(text: str) -> str:
+    """A python config without its comment lines (commented-out alternatives)."""
+    return "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
+
+
+def py_config(text: str) -> dict:
+    """Layout and engine settings of an NVIDIA-harness ``deepseek-r1.py`` config."""
+    t = _code(text)
+    return {
+        "tp": _int(r"tensor_parallelism:\s*(\d+)", t),
+        "pp": _int(r"pipeline_parallelism:\s*(\d+)", t) or 1,
+        "ep": _int(r"moe_expert_parallelism:\s*(\d+)", t),
+        "adp": bool(re.search(r"'enable_attention_dp':\s*True", t)),
+        "batch": _int(r"gpu_batch_size:\s*\{[^}]*'deepseek-r1':\s*(\d+)", t),
+        "max_tokens": _int(r"'max_num_tokens':\s*(\d+)", t),
+        "mem_frac": _float(r"'kvcache_free_gpu_mem_frac':\s*([\d.]+)", t),
+        "kv": (re.search(r"'kv_cache_dtype':\s*'(\w+)'", t) or [None, None])[1],
+        "precision": (re.search(r"precision:\s*'(\w+)'", t) or [None, None])[1],
+        "mtp": _int(r"'num_nextn_predict_layers':\s*(\d+)", t),
+        "moe_backend": (re.search(r"'moe_backend':\s*'(\w+)'", t) or [None, None])[1],
+        "prefill_workers": _int(r"'num_prefill_workers':\s*(\d+)", t),
+        "decode_workers": _int(r"'num_decode_workers':\s*(\d+)", t),
+        "yml": re.findall(r"'trtllm_yml_override':\s*'/work/([^']+)'", t),
+    }
+
+
+def yml_config(text: str) -> dict:
+    """Layout and engine settings of a TensorRT-LLM worker ``.yml`` (disaggregated pools)."""
+    return {
+        "tp": _int(r"(?m)^tensor_parallel_size:\s*(\d+)", text),
+        "ep": _int(r"(?m)^moe_expert_parallel_size:\s*(\d+)", text),
+        "adp": bool(re.search(r"(?m)^enable_attention_dp:\s*true", text)),
+        "batch": _int(r"(?m)^max_batch_size:\s*(\d+)", text),
+        "max_tokens": _int(r"(?m)^max_num_tokens:\s*(\d+)", text),
+        "mem_frac": _float(r"free_gpu_memory_fraction:\s*([\d.]+)", text),
+        "mtp": _int(r"num_nextn_predict_layers:\s*(\d+)", text),
+    }
+
+
+def find_config(mirror: str, div_sub: str, system: str, scenario: str) -> tuple[str, str] | None:
+    division, submitter = div_sub.split("/")
+    other = "closed" if division == "open" else "open"
+    for d in (div_sub, f"{other}/{submitter}"):  # an Open run may use its Closed config
+        for name in (system, re.sub(r"_TRT$", "", system)):
+            p = f"{d}/configs/{name}/{scenario}/deepseek-r1.py"
+            t = show(mirror, p)
+            if t is not None:
+                return p, t
+    return None
+
+
+def gpu_id(model_name: str) -> str | None:
+    for key, gid in GPUS:
+        if key in model_name:
+            return gid
+    return None
+
+
+def layout_words(tp: int, ep: int, adp: bool) -> str:
+    return f"DEP{tp}" if adp and ep == tp else (f"TP{tp} EP{ep}" + (" attention-DP" if adp else ""))
+
+
+def rows_of_round(rnd: str) -> list[dict[str, str]]:
+    mirror, repo, source, prefix, as_of = ROUNDS[rnd]
+    commit = git(mirror, "rev-parse", "HEAD").strip()
+    paths = git(mirror, "ls-tree", "-r", "--name-only", "HEAD").splitlines()
+    pat = re.compile(
+        r"^((?:closed|open)/[^/]+)/results/([^/]+)/deepseek-r1/(Offline|Server|Interactive)"
+        r"/performance/run_1/mlperf_log_summary\.txt$"
+    )
+    out: list[dict[str, str]] = []
+    skipped: list[str] = []
+    for p in sorted(paths):
+        m = pat.match(p)
+        if not m:
+            continue
+        div_sub, system, scenario = m.groups()
+        s = summary(show(mirror, p) or "")
+        if s.get("Result is") != "VALID":
+            skipped.append(f"{p}: result not VALID")
+            continue
+        sysj = json.loads(show(mirror, f"{div_sub}/systems/{system}.json") or "{}")
+        hw = gpu_id(sysj.get("accelerator_model_name", ""))
+        n_gpus = int(sysj.get("number_of_nodes", 0)) * int(sysj.get("accelerators_per_node", 0))
+        cfg_found = find_config(mirror, div_sub, system, scenario)
+        if not hw or not n_gpus or cfg_found is None:
+            skipped.append(f"{p}: gpu {hw!r}, {n_gpus} GPUs, config {cfg_found is not None}")
+            continue
+        cfg_path, cfg_text = cfg_found
+        cfg = py_config(cfg_text)
+        division, submitter = div_sub.split("/")
+        detail = f"{repo} @ {commit[:12]} {p}; config {cfg_path}"
+        if not cfg_path.startswith(div_sub + "/"):
+            detail += " (the submitter's config of the other division: this one has none)"
+        base_notes = [
+            f"MLPerf Inference {rnd} {division}, submitter {submitter}, system {system} "
+            f"({sysj.get('system_name') or 'system_name not given'}; {sysj.get('number_of_nodes')} node(s) x "
+            f"{sysj.get('accelerators_per_node')} {sysj.get('accelerator_model_name')}; status "
+            f"{sysj.get('status', '')})",
+            DATASET,
+        ]
+        tok_s = s.get("Tokens per second") or s.get("Completed tokens per second")
+        smp_s = s.get("Samples per second") or s.get("Completed samples per second")
+        if isinstance(tok_s, float) and isinstance(smp_s, float) and smp_s > 0:
+            base_notes.append(
+                f"mean generated tokens per sample {tok_s / smp_s:.0f} (tokens/s {tok_s} / "
+                f"samples/s {smp_s} of the same run)"
+            )
+        row = {
+            "source": source,
+            "source_detail": detail,
+            "as_of": as_of,
+            "hardware": hw,
+            "n_gpus": str(n_gpus),
+            "model": "deepseek-v3",
+            "precision": {"fp4": "nvfp4", "fp8": "fp8"}.get(cfg["precision"] or "", ""),
+            "kv_precision": "fp8" if cfg["kv"] == "fp8" else "",
+            "framework": "trtllm",
+            "framework_version": sysj.get("framework", ""),
+            "mode": scenario.lower(),
+            "request_rate": "inf"
+            if scenario == "Offline"
+            else f"{float(s.get('target_qps', 0)):g}",
+        }
+        if cfg["prefill_workers"]:  # disaggregated: two pools of worker configs
+            pools = {}
+            for y in cfg["yml"]:
+                kind = "prefill" if "disagg_prefill" in y else "decode"
+                pools[kind] = yml_config(show(mirror, f"{div_sub}/{y}") or "")
+            x, yy = cfg["prefill_workers"], cfg["decode_workers"]
+            pg, dg = x * pools["prefill"]["tp"], yy * pools["decode"]["tp"]
+            if pg + dg != n_gpus:
+                skipped.append(f"{p}: {pg} + {dg} pool GPUs != {n_gpus}")
+                continue
+            k = pools["decode"]["mtp"]
+            why = (
+                f"layout_unsupported: disaggregated prefill/decode ({pg} prefill + {dg} decode "
+                f"GPUs, {x}P/{yy}D workers), multi-node"
+                + (f", speculative decoding (MTP, {k} steps)" if k else "")
+            )
+            pool_txt = "; ".join(
+                f"{kind} TP={pools[kind]['tp']} EP={pools[kind]['ep']} DP-attention="
+                f"{'true' if pools[kind]['adp'] else 'false'} x {g} GPUs"
+                for kind, g in (("prefill", pg), ("decode", dg))
+            )
+            eng = (
+                f"prefill workers max_batch_size {pools['prefill']['batch']}, max_num_tokens "
+                f"{pools['prefill']['max_tokens']}, free_gpu_memory_fraction "
+                f"{pools['prefill']['mem_frac']}; decode workers max_batch_size "
+                f"{pools['decode']['batch']}, max_num_tokens {pools['decode']['max_tokens']}, "
+                f"free_gpu_memory_fraction {pools['decode']['mem_frac']}; NVIDIA Dynamo "
+                f"frontend (configs {', '.join(cfg['yml'])})"
+            )
+            notes = [
+                why,
+                *base_notes,
+                pool_txt + (f"; spec 'mtp' (num_nextn_predict_layers {k})" if k else ""),
+                eng,
+            ]
+        else:
+            tp, ep, adp = cfg["tp"], cfg["ep"] or 1, cfg["adp"]
+            if not tp or n_gpus % (tp * cfg["pp"]):
+                skipped.append(f"{p}: TP {tp} does not divide {n_gpus} GPUs")
+                continue
+            row.update(
+                {
+                    "tp": "1" if adp else str(tp),
+                    "pp": str(cfg["pp"]),
+                    "ep": str(ep),
+                    "attention_dp": str(tp) if adp else "1",
+                }
+            )
+            lay = (
+                f"layout {layout_words(tp, ep, adp)} (TensorRT-LLM tensor_parallelism {tp}"
+                f"{' with enable_attention_dp' if adp else ''}, moe_expert_parallelism {ep}); "
+                f"{n_gpus // (tp * cfg['pp'])} replica(s) of {tp * cfg['pp']} GPUs"
+            )
+            notes = []
+            if cfg["mtp"]:
+                notes.append(
+                    f"layout_unsupported: speculative decoding (MTP, {cfg['mtp']} steps: "
+                    f"num_nextn_predict_layers {cfg['mtp']})"
+                )
+            notes += [*base_notes, lay]
+            eng = [
+                f"max_num_seqs={cfg['batch']}" if cfg["batch"] else "",
+                f"max_num_batched_tokens={cfg['max_tokens']}" if cfg["max_tokens"] else "",
+                f"kv_cache_dtype={cfg['kv']}" if cfg["kv"] else "",
+                f"kv_cache_free_gpu_mem_fraction={cfg['mem_frac']}" if cfg["mem_frac"] else "",
+            ]
+            notes.append(
+                "engine settings from the config (gpu_batch_size = TensorRT-LLM max_batch_size "
+                "per attention-DP rank, max_num_tokens, kvcache_free_gpu_mem_frac, moe_backend "
+                f"{cfg['moe_backend']}): " + " ".join(e for e in eng if e)
+            )
+        cons = ""
+        if scenario != "Offline":
+            cons = (
+                f"{scenario} scenario (Poisson arrivals at target_qps "
+                f"{float(s['target_qps']):g}; constraints TTFT p99 <= "
+                f"{float(s['ttft_latency (ns)']) / 1e9:g} s, TPOT p99 <= "
+                f"{float(s['tpot_latency (ns)']) / 1e6:g} ms; result VALID)"
+            )
+        metrics = (
+            [("output_tok_s_total", "Tokens per second", 1.0, "tok/s")]
+            if scenario == "Offline"
+            else [
+                ("output_tok_s_total", "Completed tokens per second", 1.0, "tok/s"),
+                ("ttft_ms_mean", "Mean First Token latency (ns)", 1e-6, "ms"),
+                ("ttft_ms_p99", "99.00 percentile first token latency (ns)", 1e-6, "ms"),
+                ("tpot_ms_mean", TPOT_MEAN, 1e-6, "ms"),
+                ("tpot_ms_p99", "99.00 percentile time to output token (ns)", 1e-6, "ms"),
+            ]
+        )
+        for metric, key, scale, unit in metrics:
+            v = s.get(key)
+            if key == TPOT_MEAN and v is None:  # v5.1 loadgen: "to"; v6.0 loadgen: "per"
+                key = "Mean Time per Output Token (ns)"
+                v = s.get(key)
+            if not isinstance(v, float):
+                skipped.append(f"{p}: no '{key}'")
+                continue
+            val = f"{v * scale:.3f}".rstrip("0").rstrip(".")  # ms to the ns-derived 0.001
+            where = f'loadgen "{key}" {v:.0f}' if scale != 1 else f'loadgen "{key}" {val}'
+            where += " x 1e-6" if scale != 1 else ""
+            out.append(
+                {
+                    **row,
+                    "metric": metric,
+                    "value": val,
+                    "unit": unit,
+                    "notes": "; ".join(n for n in [notes[0], where, cons, *notes[1:]] if n),
+                }
+            )
+    for i, r in enumerate(out, 1):
+        r["id"] = f"{prefix}-{i:04d}"
+    for s_ in skipped:
+        print(f"skipped {rnd}: {s_}", file=sys.stderr)
+    return out
+
+
+def render(rows: list[dict[str, str]]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({c: r.get(c, "") for c in COLUMNS})
+    return buf.getvalue()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="compare with the committed CSV")
+    a = ap.parse_args(argv)
+    rows = [r for rnd in ROUNDS for r in rows_of_round(rnd)]
+    text = render(rows)
+    if a.check:
+        same = OUT.read_text(encoding="utf-8") == text
+        print("up to date" if same else "differs")
+        return 0 if same else 1
+    OUT.write_text(text, encoding="utf-8")
+    print(f"{len(rows)} rows -> {OUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

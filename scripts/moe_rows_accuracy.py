@@ -1,0 +1,283 @@
+"""What the planner makes of the MLPerf / blog MoE rows (public_mlperf_moe.csv, public_blogs_moe.csv).
+
+Three tables:
+
+1. rows by source and layout kind (TP, TP+EP, DEP / DP-attention, disaggregated, speculative)
+   and metric class, with how many the planner predicts;
+2. leave-one-source-out errors of the predicted rows (``scripts/ep_accuracy.py``'s
+   ``evaluate``: each source refitted without its own rows), by layout kind;
+3. speculative decoding: the measured speed-up of each MTP row over its baseline without MTP
+   (``planner.benchmarks.speculative_rows.spec_pairs``, also over the InferenceX file for the
+   pairs at concurrency >= 32) and the predicted one (``predicted_ratio``), with the
+   acceptance length the source prints, with the DeepSeek-V3 report's prior (K = 1: AL 1.875,
+   i.e. a per-position rate of 0.875 in a chain of K drafts) and with the catalog's published
+   AL for that K (``data/speculative.yaml`` via ``spec_decode``);
+4. issue 30's rows: every aggregated speculative row predicted with the catalog's AL
+   (``predict_spec_row``) and every disaggregated row (``disagg_rows.disagg_accuracy``), by
+   source and metric. These rows are never fitted; their GPU x engine x precision parameters
+   come from the bundled profile (which the rows' non-speculative twins of the same source
+   helped fit), so this table is not held out by source.
+
+Usage (from the repository root; a few minutes on two cores)::
+
+    python scripts/moe_rows_accuracy.py
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from ep_accuracy import evaluate, kind_table  # noqa: E402
+
+from planner.benchmarks.disagg_rows import disagg_accuracy, is_disagg_row  # noqa: E402
+from planner.benchmarks.io import read_rows  # noqa: E402
+from planner.benchmarks.predict import Predictor  # noqa: E402
+from planner.benchmarks.schema import cell  # noqa: E402
+from planner.benchmarks.speculative_rows import (  # noqa: E402
+    chain_acceptance_length,
+    predict_spec_row,
+    predicted_ratio,
+    spec_of_row,
+    spec_pairs,
+)
+from planner.calibration.accuracy import _md_table  # noqa: E402
+from planner.catalog.catalog import load_catalog  # noqa: E402
+from planner.catalog.profile import model_family, resolve_efficiency  # noqa: E402
+from planner.catalog.speculative import spec_decode  # noqa: E402
+from planner.errors import PlannerError  # noqa: E402
+
+FILES = [
+    ROOT / "data/benchmarks/public_mlperf_moe.csv",
+    ROOT / "data/benchmarks/public_blogs_moe.csv",
+]
+#: InferenceX: its MTP / no-MTP pairs at high concurrency and its disaggregated rows
+INFERENCEX = ROOT / "data/benchmarks/public_inferencex.csv"
+#: the new sources with rows the planner predicts (held out one at a time)
+PREDICTED_SOURCES = (
+    "TensorRT-LLM DeepSeek-R1 best-performance guide",
+    "TensorRT-LLM tech blog 1: DeepSeek-R1 min-latency on B200",
+    "MLPerf Inference v5.1 DeepSeek-R1",
+    "MLPerf Inference v6.0 DeepSeek-R1",
+)
+#: DeepSeek-V3 report: 2nd-token acceptance 85-90 % (data/speculative.yaml): K = 1, AL 1.875
+PRIOR_RATE = 0.875
+
+
+def kind(row) -> str:
+    notes = cell(row, "notes")
+    if "disaggregated prefill/decode" in notes:
+        return "disaggregated" + (" + MTP" if "speculative decoding" in notes else "")
+    if "speculative decoding" in notes:
+        return "speculative (MTP)"
+    dp = int(cell(row, "attention_dp") or 1)
+    ep = int(cell(row, "ep") or 1)
+    return "DEP / DP-attention" if dp > 1 else ("TP+EP" if ep > 1 else "TP")
+
+
+def metric_class(metric: str) -> str:
+    return (
+        "TPOT"
+        if metric.startswith(("tpot", "itl"))
+        else ("TTFT" if metric.startswith("ttft") else "throughput")
+    )
+
+
+def counts() -> pd.DataFrame:
+    cat = load_catalog()
+    pred = Predictor(catalog=cat)
+    recs = []
+    for f in FILES:
+        rows = read_rows(f)[0]
+        for r, p in zip(rows, pred.predict_rows(rows), strict=True):
+            v = p.get("predicted")
+            recs.append(
+                {
+                    "source": cell(r, "source"),
+                    "layout kind": kind(r),
+                    "metric": metric_class(cell(r, "metric")),
+                    "predicted": isinstance(v, (int, float)) and v == v,
+                }
+            )
+    d = pd.DataFrame(recs)
+    return (
+        d.groupby(["source", "layout kind", "metric"])
+        .agg(rows=("predicted", "size"), predicted=("predicted", "sum"))
+        .reset_index()
+    )
+
+
+def _params(cat, row):
+    m = cat.model_ref(cell(row, "model"), None)
+    params, _ = resolve_efficiency(
+        cell(row, "hardware"), cell(row, "framework"), cat.precision(cell(row, "precision")).id,
+        None, cat, model_family(m),
+    )  # fmt: skip
+    return params
+
+
+def catalog_al(cat, row, method: str, k: int | None) -> float | None:
+    """The published acceptance length of the row's model x method x K (None: none)."""
+    if k is None:
+        return None
+    try:
+        s = spec_decode(cat.model_ref(cell(row, "model"), None), method, k)
+    except PlannerError:
+        return None
+    return s.acceptance_length if s is not None else None
+
+
+def _pct(pred, meas):
+    return round(100 * (pred / meas - 1), 1) if pred else None
+
+
+def spec_table() -> pd.DataFrame:
+    cat = load_catalog()
+    rows = [r for f in [*FILES, INFERENCEX] for r in read_rows(f)[0]]
+    recs = []
+    for p in spec_pairs(rows):
+        if p.spec_tokens is None:
+            continue
+        b = p.base_rows[0]
+        params = _params(cat, b)
+        al_src = re.search(r"Acceptance Rate ([\d.]+)", cell(p.spec_row, "notes"))
+        al_prior = chain_acceptance_length(PRIOR_RATE, p.spec_tokens)
+        al_cat = catalog_al(cat, b, p.method, p.spec_tokens)
+        r_src = predicted_ratio(p, float(al_src.group(1)), cat, params)[0] if al_src else None
+        r_prior, why = predicted_ratio(p, al_prior, cat, params)
+        r_cat = predicted_ratio(p, al_cat, cat, params)[0] if al_cat else None
+        recs.append(
+            {
+                "id": cell(p.spec_row, "id"),
+                "gpu": cell(p.spec_row, "hardware"),
+                "concurrency": p.concurrency,
+                "K": p.spec_tokens,
+                "measured ratio": round(p.measured_ratio, 3),
+                "AL (source)": float(al_src.group(1)) if al_src else None,
+                "predicted (source AL)": round(r_src, 3) if r_src else None,
+                "error (source AL) %": round(100 * (r_src / p.measured_ratio - 1), 1)
+                if r_src
+                else None,
+                "AL (prior)": round(al_prior, 2),
+                "predicted (prior AL)": round(r_prior, 3) if r_prior else why,
+                "error (prior AL) %": round(100 * (r_prior / p.measured_ratio - 1), 1)
+                if r_prior
+                else None,
+                "AL (catalog)": round(al_cat, 4) if al_cat else None,
+                "predicted (catalog AL)": round(r_cat, 3) if r_cat else None,
+                "error (catalog AL) %": _pct(r_cat, p.measured_ratio),
+            }
+        )
+    return pd.DataFrame(recs)
+
+
+def issue30_rows() -> pd.DataFrame:
+    """Every speculative (aggregated) and disaggregated row: measured, predicted, error."""
+    cat = load_catalog()
+    recs = []
+    for f in [*FILES, INFERENCEX]:
+        rows = read_rows(f)[0]
+        for r in rows:
+            if is_disagg_row(r):
+                continue
+            s = spec_of_row(r)
+            if s is None:
+                continue
+            al = catalog_al(cat, r, s[0], s[1])
+            base = {
+                "id": cell(r, "id"),
+                "source": cell(r, "source"),
+                "kind": "speculative",
+                "metric": metric_class(cell(r, "metric")),
+                "measured": float(cell(r, "value")),
+            }
+            if al is None:
+                recs.append({**base, "reason": f"no published AL for {s[0]} K={s[1]}"})
+                continue
+            v, why = predict_spec_row(r, al, cat, _params(cat, r))
+            recs.append({**base, "predicted": v, "reason": why})
+        for d in disagg_accuracy(rows, cat):
+            row = next(r for r in rows if cell(r, "id") == d["id"])
+            recs.append(
+                {
+                    "id": d["id"],
+                    "source": d["source"],
+                    "kind": "disaggregated" + (" + MTP" if d["mtp"] else ""),
+                    "metric": metric_class(cell(row, "metric")),
+                    "measured": d["value"],
+                    "predicted": d.get("predicted"),
+                    "reason": d.get("reason", ""),
+                }
+            )
+    df = pd.DataFrame(recs)
+    ok = df["predicted"].notna()
+    df.loc[ok, "ape"] = (df.loc[ok, "predicted"] / df.loc[ok, "measured"] - 1).abs()
+    df.loc[ok, "signed"] = df.loc[ok, "predicted"] / df.loc[ok, "measured"] - 1
+    return df
+
+
+def issue30_table(df: pd.DataFrame) -> pd.DataFrame:
+    recs = []
+    for (kind, metric), g in df.groupby(["kind", "metric"]):
+        ok = g[g["predicted"].notna()]
+        recs.append(
+            {
+                "kind": kind,
+                "metric": metric,
+                "rows": len(g),
+                "predicted": len(ok),
+                "sources": ok["source"].nunique(),
+                "MdAPE %": round(100 * float(ok["ape"].median()), 1) if len(ok) else None,
+                "median signed %": round(100 * float(ok["signed"].median()), 1)
+                if len(ok)
+                else None,
+            }
+        )
+    ok = df[df["predicted"].notna()]
+    for metric in ("throughput", "TPOT"):
+        g = ok[ok["metric"] == metric]
+        recs.append(
+            {
+                "kind": "all speculative + disaggregated",
+                "metric": metric,
+                "rows": int((df["metric"] == metric).sum()),
+                "predicted": len(g),
+                "sources": g["source"].nunique(),
+                "MdAPE %": round(100 * float(g["ape"].median()), 1) if len(g) else None,
+                "median signed %": round(100 * float(g["signed"].median()), 1) if len(g) else None,
+            }
+        )
+    return pd.DataFrame(recs)
+
+
+def main() -> int:
+    print("## Rows by source, layout kind and metric\n")
+    print(_md_table(counts()))
+    print("## Speculative decoding: MTP rows over their baseline\n")
+    print(_md_table(spec_table()))
+    print("## Issue 30: speculative (catalog AL) and disaggregated rows\n")
+    i30 = issue30_rows()
+    print(_md_table(issue30_table(i30)))
+    print(_md_table(i30.groupby(["source", "kind", "metric"]).agg(
+        rows=("id", "size"), predicted=("predicted", "count"), mdape=("ape", "median"),
+    ).reset_index()))  # fmt: skip
+    print("## Leave-one-source-out errors of the predicted rows, by layout kind\n")
+    loso = evaluate(sources=PREDICTED_SOURCES)
+    cols = ["id", "source", "gpu", "metric", "measured", "predicted", "ape", "layout_kind"]
+    if "--rows" in sys.argv:
+        print(_md_table(loso[[c for c in cols if c in loso]]))
+    print(_md_table(kind_table(loso)))
+    by = loso.groupby(["source", "metric_class"]).agg(rows=("id", "size"), mdape=("ape", "median"))
+    print(_md_table(by.reset_index()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,222 @@
+"""Published MoE rows with expert-parallel, attention-DP, disaggregated and speculative layouts.
+
+Two files, five sources (each registered in ``data/benchmarks/sources.yaml``):
+
+* ``public_mlperf_moe.csv``: MLPerf Inference v5.1 and v6.0 DeepSeek-R1 results with the
+  submitters' TensorRT-LLM layouts, written by ``scripts/import_mlperf_moe.py``;
+* ``public_blogs_moe.csv``: tables printed by the TensorRT-LLM DeepSeek-R1 best-performance
+  guide, TensorRT-LLM tech blog 1 (MTP) and the SGLang large-scale EP blog.
+
+The tests pin rows to the numbers the sources print (the line of the source quoted in each
+test), check provenance, uniqueness and that the planner's parsers read the layouts.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import re
+
+import pytest
+import yaml
+from _benchmark_rows import check_loads, check_provenance, read_rows
+
+from planner.benchmarks.disagg_rows import disagg_layout, is_disagg_row
+from planner.benchmarks.schema import engine_settings, memory_fraction_from_notes
+from planner.benchmarks.speculative_rows import spec_of_row, spec_pairs
+from planner.catalog import DATA_DIR
+
+MLPERF = DATA_DIR / "benchmarks" / "public_mlperf_moe.csv"
+BLOGS = DATA_DIR / "benchmarks" / "public_blogs_moe.csv"
+ML51, ML60 = "MLPerf Inference v5.1 DeepSeek-R1", "MLPerf Inference v6.0 DeepSeek-R1"
+BP = "TensorRT-LLM DeepSeek-R1 best-performance guide"
+BL1 = "TensorRT-LLM tech blog 1: DeepSeek-R1 min-latency on B200"
+SG = "SGLang blog: PD disaggregation + large-scale EP on 96 H100"
+
+
+@pytest.fixture(scope="module")
+def mlperf() -> list[dict[str, str]]:
+    return read_rows(MLPERF)
+
+
+@pytest.fixture(scope="module")
+def blogs() -> list[dict[str, str]]:
+    return read_rows(BLOGS)
+
+
+@pytest.fixture(scope="module")
+def by_id(mlperf, blogs) -> dict[str, dict[str, str]]:
+    return {r["id"]: r for r in mlperf + blogs}
+
+
+def _one(rows, detail: str, metric: str) -> dict[str, str]:
+    (r,) = [r for r in rows if detail in r["source_detail"] and r["metric"] == metric]
+    return r
+
+
+def test_files_load_with_the_planners_loader(mlperf, blogs, catalog):
+    assert check_loads(MLPERF, mlperf, catalog) == 173
+    assert check_loads(BLOGS, blogs, catalog) == 15
+
+
+def test_every_row_has_provenance_and_a_date(mlperf, blogs):
+    check_provenance(
+        mlperf,
+        {ML51: "mlds51", ML60: "mlds60"},
+        (dt.date(2025, 9, 9), dt.date(2026, 4, 1)),
+        ("nvidia-b200", "nvidia-b300", "nvidia-gb200", "nvidia-gb300", "nvidia-h200-sxm"),
+        ("trtllm",),
+    )
+    check_provenance(
+        blogs,
+        {BP: "trtbp", BL1: "trtb1", SG: "sgep"},
+        (dt.date(2025, 5, 5), dt.date(2026, 12, 6)),
+        ("nvidia-b200", "nvidia-h200-sxm", "nvidia-h100-sxm"),
+        ("trtllm", "sglang"),
+    )
+
+
+def test_no_duplicate_measurement(mlperf, blogs):
+    """One row per (source file + table, metric): no number transcribed twice, and no
+    (hardware, GPUs, mode, rate, metric, value) repeated within a file."""
+    for rows in (mlperf, blogs):
+        keys = [(r["source_detail"], r["metric"], r["value"]) for r in rows]
+        assert len(set(keys)) == len(keys)
+        vals = [
+            (r["hardware"], r["n_gpus"], r["mode"], r["request_rate"], r["metric"], r["value"])
+            for r in rows
+        ]
+        dup = [k for k, n in collections.Counter(vals).items() if n > 1]
+        assert not dup, dup
+
+
+def test_sources_yaml_lists_each_source_with_its_file_and_row_count(mlperf, blogs):
+    doc = yaml.safe_load((DATA_DIR / "benchmarks" / "sources.yaml").read_text(encoding="utf-8"))
+    for rows, name in ((mlperf, "public_mlperf_moe.csv"), (blogs, "public_blogs_moe.csv")):
+        for source, n in collections.Counter(r["source"] for r in rows).items():
+            (entry,) = [s for s in doc["sources"] if s["source"] == source]
+            assert (entry["file"], entry["rows"]) == (name, n)
+            dt.date.fromisoformat(str(entry["as_of"]))
+
+
+def test_mlperf_v51_nvidia_b200_server_matches_the_log(by_id, mlperf):
+    """closed/NVIDIA/results/B200-SXM-180GBx8_TRT/deepseek-r1/Server/performance/run_1/
+    mlperf_log_summary.txt: "Completed tokens per second: 18592.24", "Mean Time to Output
+    Token (ns) : 66461232", "99.00 percentile time to output token (ns) : 72180235", "Mean
+    First Token latency (ns) : 726163084", "target_qps : 5", "tpot_latency (ns):
+    80000000"; configs/B200-SXM-180GBx8/Server/deepseek-r1.py: tensor_parallelism 8,
+    moe_expert_parallelism 8, 'enable_attention_dp': True, gpu_batch_size 512,
+    max_num_tokens 3456, kvcache_free_gpu_mem_frac 0.9 -> DEP8 (tp 1, attention_dp 8, ep 8).
+    ns -> ms: 66461232 / 1e6 = 66.461 ms; 72180235 / 1e6 = 72.18 ms; 726163084 / 1e6 = 726.163 ms."""
+    d = "closed/NVIDIA/results/B200-SXM-180GBx8_TRT/deepseek-r1/Server"
+    rows = [r for r in mlperf if r["source"] == ML51]
+    thr = _one(rows, d, "output_tok_s_total")
+    assert float(thr["value"]) == 18592.24
+    assert float(_one(rows, d, "tpot_ms_mean")["value"]) == pytest.approx(66.461232, abs=5e-4)
+    assert float(_one(rows, d, "tpot_ms_p99")["value"]) == pytest.approx(72.180235, abs=5e-4)
+    assert float(_one(rows, d, "ttft_ms_mean")["value"]) == pytest.approx(726.163084, abs=5e-4)
+    assert (thr["hardware"], thr["n_gpus"], thr["tp"], thr["attention_dp"], thr["ep"]) == (
+        "nvidia-b200",
+        "8",
+        "1",
+        "8",
+        "8",
+    )
+    assert (thr["mode"], thr["request_rate"], thr["precision"], thr["kv_precision"]) == (
+        "server",
+        "5",
+        "nvfp4",
+        "fp8",
+    )
+    assert "TPOT p99 <= 80 ms" in thr["notes"]
+    eng = engine_settings(thr["notes"])
+    assert (eng.max_num_seqs, eng.max_num_batched_tokens, eng.kv_cache_dtype) == (512, 3456, "fp8")
+    assert memory_fraction_from_notes(thr["notes"]) == 0.9
+
+
+def test_mlperf_v60_gb300_interactive_is_disaggregated_with_mtp(mlperf):
+    """closed/NVIDIA/results/GB300-NVL72_GB300-288GB_aarch64x72_TRT/deepseek-r1/Interactive:
+    "Completed tokens per second: 250633.67", "Mean Time per Output Token (ns) : 11538776",
+    "99.00 percentile time to output token (ns) : 13865504", "tpot_latency (ns): 15000000";
+    the config's header: "4 CTX DEP2 + 4 GEN DEP16 = 8 + 64 = 72 GPUs", worker yml
+    speculative_config MTP num_nextn_predict_layers 3. The system json: 18 nodes x 4 GPUs."""
+    d = "GB300-NVL72_GB300-288GB_aarch64x72_TRT/deepseek-r1/Interactive"
+    thr = _one(mlperf, d, "output_tok_s_total")
+    assert float(thr["value"]) == 250633.67
+    assert thr["n_gpus"] == str(18 * 4)
+    p99 = float(_one(mlperf, d, "tpot_ms_p99")["value"])
+    assert p99 == pytest.approx(13.865504, abs=5e-4) and p99 <= 15.0
+    lay = disagg_layout(thr["notes"])
+    assert (lay["x"], lay["y"], lay["mtp"]) == (4, 4, True)
+    assert lay["prefill"] == {"tp": 1, "attention_dp": 2, "ep": 2}
+    assert lay["decode"] == {"tp": 1, "attention_dp": 16, "ep": 16}
+    # 4 prefill workers x 2 GPUs + 4 decode workers x 16 GPUs = 72 GPUs
+    assert int(thr["n_gpus"]) == 4 * 2 + 4 * 16
+    assert spec_of_row(thr) == ("mtp", 3)
+
+
+def test_server_and_interactive_latencies_meet_their_constraints(mlperf):
+    """Every transcribed run is VALID, so its measured TPOT and TTFT p99 sit under the
+    scenario's limits the notes record (Server 80 ms / 2 s; Interactive 15 ms / 1.5 s)."""
+    n = 0
+    for r in mlperf:
+        if r["metric"] == "tpot_ms_p99":
+            lim = float(re.search(r"TPOT p99 <= ([\d.]+) ms", r["notes"]).group(1))
+            assert float(r["value"]) <= lim, r["id"]
+            n += 1
+        if r["metric"] == "ttft_ms_p99":
+            lim = 1e3 * float(re.search(r"TTFT p99 <= ([\d.]+) s", r["notes"]).group(1))
+            assert float(r["value"]) <= lim, r["id"]
+    assert n == 29  # 8 v5.1 + 21 v6.0 Server / Interactive runs (one p99 row each)
+
+
+def test_best_practice_guide_rows(by_id):
+    """Best_perf_practice_on_DeepSeek-R1_in_TensorRT-LLM.md: 'H200 max-throughput' prints
+    "Total Output Throughput (tokens/sec): 11489.2671" and "Total Token Throughput
+    (tokens/sec): 17233.9007"; 17233.9007 / 11489.2671 = 1.5000 = (1024 + 2048) / 2048, the
+    fixed lengths of its prepare_dataset command. 'B200 min-latency' prints 274.4168 with
+    --tp 8 --ep 2 and MTP 3 (num_nextn_predict_layers: 3)."""
+    h = by_id["trtbp-0005"]
+    assert float(h["value"]) == 11489.2671
+    # the row's output tok/s x (1024 + 2048) / 2048 gives the printed total token throughput
+    assert float(h["value"]) * (1024 + 2048) / 2048 == pytest.approx(17233.9007, rel=1e-6)
+    assert "17233.9007" in h["notes"]
+    assert (h["isl"], h["osl"], h["concurrency"], h["tp"], h["attention_dp"], h["ep"]) == (
+        "1024",
+        "2048",
+        "1024",
+        "1",
+        "8",
+        "8",
+    )
+    b = by_id["trtbp-0001"]
+    assert float(b["value"]) == 274.4168 and (b["tp"], b["ep"]) == ("8", "2")
+    assert spec_of_row(b) == ("mtp", 3)
+
+
+def test_blog1_mtp_table_pairs_with_its_baseline(blogs):
+    """blog1 'Autoregressive MTP Layers': TPS/User 111 without MTP; 198, 250, 253, 245, 239
+    with 1..5 MTP layers, printed speed-ups 1.78, 2.25, 2.28, 2.21, 2.15 (= 198 / 111 =
+    1.784, 250 / 111 = 2.252, 253 / 111 = 2.279, 245 / 111 = 2.207, 239 / 111 = 2.153)."""
+    pairs = sorted(spec_pairs(r for r in blogs if r["source"] == BL1), key=lambda p: p.spec_tokens)
+    assert [p.spec_tokens for p in pairs] == [1, 2, 3, 4, 5]
+    assert [round(p.measured_ratio, 2) for p in pairs] == [1.78, 2.25, 2.28, 2.21, 2.15]
+    assert all(p.base_rows[0]["id"] == "trtb1-0001" for p in pairs)
+
+
+def test_sglang_pool_rows_are_node_totals(by_id):
+    """'per-node throughputs of 57,674, 54,543, and 50,302 tokens per second for prompt
+    lengths of 1K, 2K, and 4K' on 4 nodes; decode 'Throughput (per node) 22,282' on 9 nodes:
+    4 x 57,674 = 230,696; 9 x 22,282 = 200,538. Pools measured alone are kept, not predicted."""
+    assert float(by_id["sgep-0001"]["value"]) == 4 * 57674
+    assert float(by_id["sgep-0004"]["value"]) == 9 * 22282
+    assert by_id["sgep-0004"]["batch"] == str(256 * 72)
+    assert all(is_disagg_row(by_id[f"sgep-000{i}"]) for i in range(1, 5))
+
+
+def test_mlperf_mtp_runs_pair_with_no_other_scenario(mlperf):
+    """The MTP runs are Interactive (Poisson at 1.3 req/s on one B300 node); no run of the
+    same system, scenario and rate without MTP was published, so no baseline exists:
+    spec_pairs must not pair them with other systems' Server or Offline runs (which once gave
+    'speed-ups' of 0.08 to 0.87)."""
+    assert [r["id"] for r in mlperf if spec_of_row(r)] and not spec_pairs(mlperf)
