@@ -220,6 +220,23 @@ def test_unknown_release_is_a_one_line_error_listing_the_known_ones(capsys):
     assert "0.11.0" in err and "0.6.3.post2.dev308" in err  # releases with rows are listed
 
 
+def test_a_published_release_without_rows_borrows_and_says_it_extrapolates(capsys):
+    # data/engine_releases.yaml (pip index versions vllm, 2026-12-06) lists vLLM 0.34.0; no
+    # benchmark row names it, so it is accepted, predicted from the nearest release with a fit
+    # and flagged as newer than every release with a fit; 0.99.0 is listed nowhere: refused
+    from planner.catalog.releases import published_releases
+
+    assert any(r.release == "0.34.0" for r in published_releases()["vllm"])
+    code = main(["estimate", "--model", "llama-3.1-8b", "--gpu", H100, "--precision", "bf16",
+                 "--framework", "vllm@0.34.0", "--batch", "8", "--input-len", "1024",
+                 "--output-len", "256", "--format", "json"])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["release_requested"] == "0.34.0"
+    assert out["release"] != "vllm@0.34.0"  # predicted from another release's rows
+    assert "newer than every vllm release with a fit" in out["release_note"]
+    assert "an extrapolation" in out["release_note"]
+
+
 def test_malformed_release_is_a_one_line_error(capsys):
     code = main(["memory", "--model", "llama-3.1-8b", "--gpu", H100, "--precision", "bf16",
                  "--framework", "vllm@latest"])  # fmt: skip

@@ -180,7 +180,30 @@ def choose_release(
             f"predicted from {fw} {best.release} rows; {req} requested (nearest release with a "
             f"fit on {where}, {d} release{'s' if d > 1 else ''} apart)"
         )
-    return ReleaseChoice(fw, req, best.release, d, best, note)
+    return ReleaseChoice(fw, req, best.release, d, best, note + _beyond(profile, fw, req))
+
+
+def _beyond(profile: Profile, fw: str, req: str) -> str:
+    """A warning when ``req`` lies outside every release with a fit: how many releases the
+    package index lists between (``data/engine_releases.yaml``)."""
+    from planner.catalog.releases import published_releases
+
+    have = [release_order(fw, r) for r in engine_releases(profile, fw)]
+    if not have:
+        return ""
+    key = release_order(fw, req)
+    lo, hi = min(have), max(have)
+    if lo <= key <= hi:
+        return ""
+    edge = hi if key > hi else lo
+    between = sum(
+        1
+        for r in published_releases().get(fw, ())
+        if min(edge, key) < release_order(fw, r.release) <= max(edge, key)
+    )
+    side = "newer" if key > hi else "older"
+    count = f" ({between} releases on the package index between)" if between else ""
+    return f"; {req} is {side} than every {fw} release with a fit{count}: an extrapolation"
 
 
 def resolve_release_params(

@@ -147,6 +147,28 @@ def parse_release_text(engine: str, text: str) -> EngineRelease | None:
     return _release(engine, m, text, None) if m else None
 
 
+# --------------------------------------------------------------------------- published
+def published_releases(data_dir: str | None = None) -> dict[str, list[EngineRelease]]:
+    """Engine -> every release its package index lists (``data/engine_releases.yaml``, read
+    with ``pip index versions``; empty when the file is absent). A release listed here but
+    named by no benchmark row is real: it borrows the nearest release with a fit (and the
+    output says so); one listed nowhere is refused."""
+    from pathlib import Path
+
+    from planner.catalog.catalog import DATA_DIR
+    from planner.files import load_yaml
+
+    path = Path(data_dir or DATA_DIR) / "engine_releases.yaml"
+    if not path.exists():
+        return {}
+    raw = load_yaml(path.read_text(encoding="utf-8"), path) or {}
+    out: dict[str, list[EngineRelease]] = {}
+    for engine, rec in (raw.get("engines") or {}).items():
+        rels = (parse_release_text(engine, str(v)) for v in rec.get("releases") or ())
+        out[engine] = [r for r in rels if r is not None]
+    return out
+
+
 # --------------------------------------------------------------------------- inventory
 def release_inventory(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per engine, GPU and release: rows, first/last ``as_of`` and sources.

@@ -269,6 +269,13 @@ def checked_release(
     if not at:
         return fw, None
     ids = sorted({f.id for f in cat.frameworks})
+    from planner.catalog.releases import parse_release_text, published_releases
+
+    typed = parse_release_text(fw, rel)
+    published = published_releases(args.data_dir).get(fw, [])
+    if typed is not None and any(r.key == typed.key for r in published):
+        # a real release no row names: it borrows the nearest release with a fit (said)
+        return parse_framework_spec(f"{fw}@{rel}", ids, None, field=field)
     return parse_framework_spec(f"{fw}@{rel}", ids, known_releases(args.data_dir), field=field)
 
 
