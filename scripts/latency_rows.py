@@ -206,6 +206,12 @@ def _write_section(base, out, cov0, cov1, cat):
             "(`planner.calibration.latency_fit`; `scripts/latency_rows.py --write`). Targets: "
             "TTFT MdAPE <= 20% with |bias| <= 10%, TPOT <= 15%, TTFT band coverage >= 75%.",
             "",
+            "**What planner uses: *before*.** The prefill scale is not applied "
+            "(`planner.catalog.latency.APPLY_PREFILL_SCALE = False`): it slowed disaggregated "
+            "DeepSeek-R1 prefill pools 31% below InferenceX points they matched, and on the "
+            "merged rows it makes TTFT and TPOT worse, not better. *after* is kept as the "
+            "record of that test.",
+            "",
             f"TTFT band coverage (each source against the p10-p90 band of the other sources' "
             f"held-out TTFT ratios, all engines pooled): before {cov0:.1f}%, after "
             f"{cov1:.1f}%.",
