@@ -290,7 +290,8 @@ def test_mtp_rows_at_concurrency_16_are_predicted_in_the_measured_ratio():
     """InferenceX DeepSeek-R1 rows with and without MTP (same GPU, engine, precision, layout,
     lengths, concurrency): the per-position acceptance fitted on the OTHER hardware's pairs
     predicts each held-out pair's speed-up at concurrency 16 within 15 % (median; measured
-    5.0 % on 5 pairs). Concurrency >= 32 is not yet within it (median 15.4 %, changes/spec.md).
+    5.0 % on 5 pairs; 2.2 % after the draft-extend width, changes/specfix.md). Concurrency
+    >= 32 is not yet within it (median 25.7 %, 4 of 10 pairs, changes/specfix.md).
     """
     import csv
     from statistics import median
