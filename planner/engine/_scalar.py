@@ -143,9 +143,9 @@ def step_time_scalar(
         t = (t**eager_k + eager_e_k) ** (1.0 / eager_k)
     t += over0 + seq_o * num_seqs
     t = t * pp
-    if spec_k > 0.0:  # the draft passes: one over the step's tokens, K - 1 over the decoders
+    if spec_k > 0.0:  # the draft passes: one over the verify width T, K - 1 over the decoders
         for j in range(2):
-            n = T0 if j == 0 else n_dec
+            n = T if j == 0 else n_dec
             reps = 1.0 if j == 0 else spec_k - 1.0
             if reps <= 0.0 or n <= 0.0:
                 continue

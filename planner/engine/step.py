@@ -301,7 +301,7 @@ class StepModel:
         time = t_gemm + t_attn + t_comm + t_over
         t_draft = 0.0 * T
         if self.spec_tokens:
-            t_draft = self.draft_time(T0, n_dec, kv_read_tokens_full)
+            t_draft = self.draft_time(T, n_dec, kv_read_tokens_full)
             time = time + t_draft
         return StepBreakdown(
             time_s=_s(time),
@@ -324,9 +324,11 @@ class StepModel:
     def draft_time(self, new_tokens, num_decode, kv_read_tokens_full):
         """Time of the draft passes of one speculative step [s] (0 without them).
 
-        One pass over the step's ``new_tokens`` (the prompt chunks' tokens and each decoding
-        sequence's last accepted one), then ``K - 1`` passes over the ``num_decode`` decoding
-        sequences; each pass: ``max(weights + expected experts + activations at memory
+        One pass over ``new_tokens``: the prompt chunks' tokens and the verify step's K + 1
+        positions of each decoding sequence (the drafter extends its own KV over every
+        verified token: SGLang's draft-extend graph runs ``speculative_num_steps + 1`` tokens
+        per sequence, eagle_draft_extend_cuda_graph_runner.py @ 212c357a), then ``K - 1``
+        passes over the ``num_decode`` decoding sequences; each pass: ``max(weights + expected experts + activations at memory
         bandwidth, FLOPs at the GEMM efficiency) + the draft KV of every sequence's context
         at KV bandwidth + its collectives + layer_overhead_s x draft layers``
         (:class:`planner.engine.speculative.DraftCost`)."""
