@@ -25,7 +25,6 @@ from planner import (  # noqa: E402
     model_family,
     plan_memory,
     predict_file,
-    resolve_efficiency,
     step_model,
 )
 
@@ -207,9 +206,15 @@ def test_memory_curve_stops_at_the_memory_limit():
     util = at.slider[0].value
     cat = load_catalog()
     # the page resolves the parameters of the model's family (a dense model: the dense fit)
+    # at the newest vLLM release with a fit on Hopper at fp8, as the CLI does (issue 31)
+    from planner.catalog.release_profile import resolve_release_params
+
     family = model_family(cat.model("llama-3.1-70b"))
     assert family == "dense"
-    params, _ = resolve_efficiency("nvidia-h100-sxm", "vllm", "fp8", None, cat, family)
+    params, _, choice = resolve_release_params(
+        "nvidia-h100-sxm", "vllm", "fp8", None, catalog=cat, family=family
+    )
+    assert choice is not None and choice.used is not None  # a release node, named
     # the page's KV default: vLLM with an fp8 checkpoint -> fp8 KV (the memory plan's too)
     sm = step_model("llama-3.1-70b", "nvidia-h100-sxm", "fp8", "fp8", 2, 1, params, cat)
     t_ms = float(np.asarray(decode_step(sm, limit, 8192).time_s)) * 1e3
