@@ -24,6 +24,7 @@ from typing import Any
 from planner.errors import PlannerError
 from planner.serving.probe import CapacityProbe, WorkloadCache
 from planner.serving.replica import Replica, check_workload_fits
+from planner.serving.simulate import MAX_CAPACITY_REQUESTS, _check_request_count
 from planner.workload.slo import SLO
 from planner.workload.workload import Workload
 
@@ -206,6 +207,7 @@ def answer_for_deployment(
         when the ``fit_percentile`` request does not fit, a request alone misses the SLO, or
         no replica count up to :data:`MAX_REPLICAS` meets it.
     """
+    _check_request_count(n_requests, MAX_CAPACITY_REQUESTS, "requests per rate")
     check_workload_fits(replica, workload, fit_percentile)
     peak = float(workload.traffic.peak() if peak_rps is None else peak_rps)
     need = peak * (1.0 + float(headroom))
