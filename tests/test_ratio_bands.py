@@ -178,5 +178,8 @@ def test_70b_chat_at_50_rps_a_far_dearer_option_is_not_within_model_uncertainty(
         assert (r["robustness"] == "within model uncertainty") == (lo <= 1.0 <= hi)
         if r["ratio_to_winner"] >= 2.55:
             assert r["robustness"] != "within model uncertainty"
-    far = [r for r in recs[1:] if r["ratio_to_winner"] >= 2.0]
+    # the case: the runners-up 2.55x dearer or more are told apart. (A 2.0x option can
+    # still be within it when its numbers are transferred, not fitted: SGLang on B200 has no
+    # fit of its own, and its ratio band to the winner runs 0.98-4.1x after the 2026-12-06 refit.)
+    far = [r for r in recs[1:] if r["ratio_to_winner"] >= 2.55]
     assert far and all(r["robustness"] != "within model uncertainty" for r in far)

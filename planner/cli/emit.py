@@ -9,7 +9,7 @@ from typing import Any
 from planner.errors import PlannerError
 
 EMIT_EXAMPLE = """\
-  planner recommend examples/moe-r1.yaml --emit /tmp/planner-emit-example --force --emit-top 2"""
+  planner recommend examples/moe-r1.yaml --emit planner-deploy --force --emit-top 2"""
 
 
 def add_emit_args(p: argparse.ArgumentParser) -> None:

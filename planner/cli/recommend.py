@@ -32,7 +32,7 @@ RECOMMEND_EXAMPLE = """\
   planner recommend examples/rag-70b.yaml --price-basis own --top 3
   planner recommend examples/chat-8b.yaml --segment hyperscaler-owned --format json
   planner recommend examples/rag-70b.yaml --disagg only   # aggregated vs xPyD, same GPUs
-  planner recommend examples/moe-r1.yaml --emit /tmp/planner-emit-example --force --emit-top 2
+  planner recommend examples/moe-r1.yaml --emit planner-deploy --force --emit-top 2
   planner recommend --model llama-3.1-70b --peak-rps 50 --input-tokens 1500 \\
       --output-tokens 300 --ttft-p99 2 --tpot-p99 0.05 --gpus h100,h200,mi300x
   planner recommend --model llama-3.1-8b --preset chat --peak-rps 20 \\

@@ -111,10 +111,15 @@ def pick_release(
     """The release to emit for: asked (``--emit-release``), the option's, the newest with
     benchmark rows, else the newest whose flags were read."""
     known = data_releases(data_dir).get(framework, ())
+    # a release the package index lists (data/engine_releases.yaml) is real too
+    from planner.catalog.releases import published_releases
+
+    real = (*known, *(r.release for r in published_releases(data_dir).get(framework, ())))
     if framework in asked:
-        return F.resolve(framework, asked[framework], "named with --emit-release", known)
-    if option_release:
-        return F.resolve(framework, option_release, "the option's release", known)
+        return F.resolve(framework, asked[framework], "named with --emit-release", real)
+    if option_release:  # recommend writes it as ENGINE@RELEASE (vllm@0.11.0)
+        rel = option_release.split("@", 1)[-1]
+        return F.resolve(framework, rel, "the option's release", real)
     if known:
         try:
             return F.resolve(framework, known[-1], "the newest release with benchmark rows", known)

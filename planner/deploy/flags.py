@@ -189,7 +189,7 @@ def resolve(
         r = eng.releases[read.index(release)]
         return Resolved(engine=engine, release=release, read=release, how=how, source=r.source)
     key = release_order(release)
-    if key is None or release not in known:
+    if key is None or not any(release_order(k) == key for k in known):
         listed = sorted(set(read) | set(known), key=lambda x: release_order(x) or ((0,),))
         raise PlannerError(f"unknown {engine} release {release!r}; known: {', '.join(listed)}")
     below = [r for r in eng.releases if (release_order(r.release) or ((0,),)) <= key]

@@ -829,12 +829,14 @@ def _what_if_curve(cat) -> list[dict]:
 
 def _what_if_replica(cat):
     """(replica, workload, SLO) of the What-if page's default for llama-3.1-8b (above)."""
-    from planner.catalog import model_family, resolve_params
+    from planner.catalog import model_family
+    from planner.catalog.release_profile import resolve_release_params
     from planner.serving import build_replica
 
     wl, slo = _workload()
-    params, prov = resolve_params(
-        "nvidia-h100-sxm", "vllm", "fp8", catalog=cat,
+    # the newest vLLM release with a fit on Hopper at fp8, as the page and the CLI take it
+    params, prov, _ = resolve_release_params(
+        "nvidia-h100-sxm", "vllm", "fp8", None, catalog=cat,
         family=model_family(cat.model("llama-3.1-8b")),
     )  # fmt: skip
     rep = build_replica(

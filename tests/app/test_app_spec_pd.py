@@ -61,14 +61,17 @@ def _cards(at: AppTest) -> dict[str, str]:
 def _replica_8b(**spec):
     """What-if's default deployment for llama-3.1-8b (H100, vLLM, fp8, TP2, KV fp8, 1,024
     sequences, 8,192 context) with ``spec`` (build_replica's speculative arguments)."""
-    from planner.catalog import model_family, resolve_params
+    from planner.catalog import model_family
+    from planner.catalog.release_profile import resolve_release_params
     from planner.serving import build_replica
 
     cat = load_catalog()
-    params, prov = resolve_params(
+    # the newest vLLM release with a fit on Hopper at fp8, as the page and the CLI take it
+    params, prov, _ = resolve_release_params(
         "nvidia-h100-sxm",
         "vllm",
         "fp8",
+        None,
         catalog=cat,
         family=model_family(cat.model("llama-3.1-8b")),
     )
