@@ -71,38 +71,14 @@ from pathlib import Path
 
 import yaml
 
+from planner.benchmarks.schema import SCHEMA_COLUMNS
+
 SOURCE = "SemiAnalysis InferenceX benchmarks history (InferenceX-app fixtures)"
 REPO = "SemiAnalysisAI/InferenceX-app"
 FIXTURE_DIR = "packages/app/cypress/fixtures/api"
 FIRST_DAY = "2026-01-21"
-COLUMNS = [
-    "id",
-    "source",
-    "source_detail",
-    "as_of",
-    "hardware",
-    "n_gpus",
-    "tp",
-    "pp",
-    "ep",
-    "attention_dp",
-    "model",
-    "precision",
-    "kv_precision",
-    "framework",
-    "framework_version",
-    "mode",
-    "isl",
-    "osl",
-    "batch",
-    "concurrency",
-    "request_rate",
-    "context_len",
-    "metric",
-    "value",
-    "unit",
-    "notes",
-]
+#: the row schema's columns (planner/benchmarks/schema.py); these files state no moe_tp
+COLUMNS = [c for c in SCHEMA_COLUMNS if c != "moe_tp"]
 HARDWARE = {
     "h100": "nvidia-h100-sxm",
     "h200": "nvidia-h200-sxm",

@@ -37,38 +37,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from planner.benchmarks.schema import SCHEMA_COLUMNS
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "data" / "benchmarks" / "public_mlperf_moe.csv"
 MIRRORS = Path("/work/.mirror")
 
-COLUMNS = [
-    "id",
-    "source",
-    "source_detail",
-    "as_of",
-    "hardware",
-    "n_gpus",
-    "tp",
-    "pp",
-    "ep",
-    "attention_dp",
-    "model",
-    "precision",
-    "kv_precision",
-    "framework",
-    "framework_version",
-    "mode",
-    "isl",
-    "osl",
-    "batch",
-    "concurrency",
-    "request_rate",
-    "context_len",
-    "metric",
-    "value",
-    "unit",
-    "notes",
-]
+#: the row schema's columns (planner/benchmarks/schema.py); these files state no moe_tp
+COLUMNS = [c for c in SCHEMA_COLUMNS if c != "moe_tp"]
 
 #: round -> (mirror dir, repo label, source name, id prefix, as_of)
 ROUNDS = {

@@ -222,10 +222,10 @@ def expected_of(r: dict[str, Any], k: Knobs, plan: Any, release: str | None) -> 
             release=release,
             precision=r["precision"],
             kv_precision=r["kv_precision"],
-            tp=k.tp,
-            pp=k.pp,
-            ep=k.ep,
-            attention_dp=k.attention_dp,
+            tp=k.layout.tp,
+            pp=k.layout.pp,
+            ep=k.layout.ep,
+            attention_dp=k.layout.attention_dp,
             replicas=r["replicas"],
             max_num_seqs=es.get("max_num_seqs"),
             max_num_batched_tokens=es.get("max_num_batched_tokens"),
@@ -351,8 +351,8 @@ def _readme(r, k: Knobs, plan, release, notes: list[str]) -> str:
         f"{k.nodes} node(s) per replica",
         f"* engine release: {release.note() if release else 'none (no launch command)'}",
         f"* model: {k.hf_repo or k.model_id} ({'data/models.yaml hf_repo' if k.hf_repo else 'no Hugging Face id in data/models.yaml: set MODEL'})",
-        f"* weights {k.precision}, KV cache {k.kv_precision}; layout tp={k.tp} pp={k.pp} "
-        f"ep={k.ep} attention_dp={k.attention_dp}",
+        f"* weights {k.precision}, KV cache {k.kv_precision}; layout tp={k.layout.tp} pp={k.layout.pp} "
+        f"ep={k.layout.ep} attention_dp={k.layout.attention_dp}",
         f"* engine settings assumed: {', '.join(f'{a}={b}' for a, b in es.items()) or '-'}",
         f"* benchmark: {plan.num_prompts} prompts of {plan.input_tokens} tokens -> "
         f"{plan.output_tokens} tokens (range ratio {plan.range_ratio:g}), {plan.arrival} "
@@ -461,7 +461,7 @@ def _emit_disagg(row: dict[str, Any], built: list, folder: Path) -> None:
     for k, rel, count, g in built:
         head = [f"planner recommend --emit, disaggregated {row['option']}: {k.role} pool, "
                 f"{count} replica(s)"]  # fmt: skip
-        gpus = k.tp * k.attention_dp * k.pp
+        gpus = k.layout.num_gpus
         written, n = launch_files(k, rel, f"{k.role}-{g.id}", count, gpus, g.vendor, head, g.id)
         (folder / k.role).mkdir(parents=True, exist_ok=True)
         _write(folder / k.role, written)

@@ -63,27 +63,6 @@ class Knobs:
     nodes: int = 1
     role: str | None = None  # None, "prefill" or "decode"
 
-    @property
-    def tp(self) -> int:
-        return self.layout.tp
-
-    @property
-    def pp(self) -> int:
-        return self.layout.pp
-
-    @property
-    def ep(self) -> int:
-        return self.layout.ep
-
-    @property
-    def attention_dp(self) -> int:
-        return self.layout.attention_dp
-
-    @property
-    def width(self) -> int:
-        """GPUs of one pipeline stage: ``tp x attention_dp``."""
-        return self.layout.width
-
 
 @dataclass
 class Launch:
@@ -175,17 +154,17 @@ def _multi_node(la: Launch, res: F.Resolved, k: Knobs) -> None:
 
 
 def _vllm(la: Launch, res: F.Resolved, k: Knobs) -> None:
-    if k.ep > 1 and k.ep != k.width:
+    if k.layout.ep > 1 and k.layout.ep != k.layout.width:
         raise PlannerError(
-            f"vllm: ep={k.ep} with tp={k.tp} x attention_dp={k.attention_dp}: vLLM's "
+            f"vllm: ep={k.layout.ep} with tp={k.layout.tp} x attention_dp={k.layout.attention_dp}: vLLM's "
             "--enable-expert-parallel spans every TP x DP rank; no flag sets a smaller EP"
         )
-    _add(la, res, "tp", k.tp)
-    if k.pp > 1:
-        _add(la, res, "pp", k.pp)
-    if k.attention_dp > 1:
-        _add(la, res, "dp", k.attention_dp)
-    if k.ep > 1:
+    _add(la, res, "tp", k.layout.tp)
+    if k.layout.pp > 1:
+        _add(la, res, "pp", k.layout.pp)
+    if k.layout.attention_dp > 1:
+        _add(la, res, "dp", k.layout.attention_dp)
+    if k.layout.ep > 1:
         _add(la, res, "ep")
     _precision(la, res, k)
     kv = _kv_value(k)
@@ -226,14 +205,16 @@ def _vllm(la: Launch, res: F.Resolved, k: Knobs) -> None:
 
 
 def _sglang(la: Launch, res: F.Resolved, k: Knobs) -> None:
-    _add(la, res, "tp", k.width)  # SGLang's tp_size counts every rank of the attention DP too
-    if k.pp > 1:
-        _add(la, res, "pp", k.pp)
-    if k.attention_dp > 1:
+    _add(
+        la, res, "tp", k.layout.width
+    )  # SGLang's tp_size counts every rank of the attention DP too
+    if k.layout.pp > 1:
+        _add(la, res, "pp", k.layout.pp)
+    if k.layout.attention_dp > 1:
         _add(la, res, "dp_attention")
-        _add(la, res, "dp", k.attention_dp)
-    if k.ep > 1:
-        _add(la, res, "ep", k.ep)
+        _add(la, res, "dp", k.layout.attention_dp)
+    if k.layout.ep > 1:
+        _add(la, res, "ep", k.layout.ep)
         if F.has(res, "enable_ep_moe"):
             _add(la, res, "enable_ep_moe")
     _precision(la, res, k)
@@ -241,7 +222,7 @@ def _sglang(la: Launch, res: F.Resolved, k: Knobs) -> None:
     if kv:
         _add(la, res, "kv_dtype", kv)
     if k.max_num_seqs:
-        _add(la, res, "max_num_seqs", k.max_num_seqs * k.attention_dp)
+        _add(la, res, "max_num_seqs", k.max_num_seqs * k.layout.attention_dp)
         la.comments.append(
             "--max-running-requests: the planner's cap per attention rank x dp-size (SGLang "
             "gives each DP worker max_running_requests // dp_size: 0.5.12 "
@@ -274,11 +255,11 @@ def _trtllm(la: Launch, res: F.Resolved, k: Knobs) -> None:
     import yaml
 
     _add(la, res, "backend", "pytorch")
-    _add(la, res, "tp", k.width)
-    if k.pp > 1:
-        _add(la, res, "pp", k.pp)
-    if k.ep > 1:
-        _add(la, res, "ep", k.ep)
+    _add(la, res, "tp", k.layout.width)
+    if k.layout.pp > 1:
+        _add(la, res, "pp", k.layout.pp)
+    if k.layout.ep > 1:
+        _add(la, res, "ep", k.layout.ep)
     if k.max_num_seqs:
         _add(la, res, "max_num_seqs", k.max_num_seqs)
     if k.max_num_batched_tokens:
@@ -289,7 +270,7 @@ def _trtllm(la: Launch, res: F.Resolved, k: Knobs) -> None:
         _add(la, res, "memory_fraction", round(k.memory_utilization, 4))
     _precision(la, res, k)
     extra: dict[str, Any] = {}
-    if k.attention_dp > 1:
+    if k.layout.attention_dp > 1:
         extra[F.flag(res, "yaml_attention_dp")] = True
     kv = _kv_value(k)
     kvc: dict[str, Any] = {}
@@ -312,9 +293,9 @@ def _trtllm(la: Launch, res: F.Resolved, k: Knobs) -> None:
 
 
 def _tgi(la: Launch, res: F.Resolved, k: Knobs) -> None:
-    if k.ep > 1 or k.attention_dp > 1 or k.pp > 1:
+    if k.layout.ep > 1 or k.layout.attention_dp > 1 or k.layout.pp > 1:
         raise PlannerError("tgi: the launcher has no flag for pipeline, expert or attention-DP")
-    _add(la, res, "tp", k.tp)
+    _add(la, res, "tp", k.layout.tp)
     _precision(la, res, k)
     kv = _kv_value(k)
     if kv:
@@ -331,9 +312,9 @@ def _tgi(la: Launch, res: F.Resolved, k: Knobs) -> None:
 
 
 def _llama_cpp(la: Launch, res: F.Resolved, k: Knobs) -> None:
-    if k.ep > 1 or k.attention_dp > 1 or k.pp > 1 or k.tp > 1:
+    if k.layout.ep > 1 or k.layout.attention_dp > 1 or k.layout.pp > 1 or k.layout.tp > 1:
         la.comments.append(
-            f"{k.tp * k.pp} GPUs: llama.cpp splits layers over every visible GPU by default"
+            f"{k.layout.tp * k.layout.pp} GPUs: llama.cpp splits layers over every visible GPU by default"
         )
     _add(la, res, "gpu_layers", 999)
     la.comments.append("weights: MODEL must be a GGUF file of the precision (" + k.precision + ")")
@@ -351,11 +332,11 @@ def _llama_cpp(la: Launch, res: F.Resolved, k: Knobs) -> None:
 
 
 def _lmdeploy(la: Launch, res: F.Resolved, k: Knobs) -> None:
-    _add(la, res, "tp", k.tp)
-    if k.ep > 1:
-        _add(la, res, "ep", k.ep)
-    if k.attention_dp > 1:
-        _add(la, res, "dp", k.attention_dp)
+    _add(la, res, "tp", k.layout.tp)
+    if k.layout.ep > 1:
+        _add(la, res, "ep", k.layout.ep)
+    if k.layout.attention_dp > 1:
+        _add(la, res, "dp", k.layout.attention_dp)
     _precision(la, res, k)
     kv = _kv_value(k)
     if kv:
