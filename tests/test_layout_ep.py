@@ -277,6 +277,27 @@ def test_collectives_cross_nodes_at_the_scale_out_bandwidth():
     assert layout_of(1, 1, 16, 16).describe(CAT.gpu("nvidia-h200-sxm")) == "DEP16 (2 nodes)"
 
 
+def test_tp16_over_servers_is_offered_only_where_the_scale_out_network_is_known():
+    """The recommender's multi-node TP16 of Llama-3.1-405B: offered on H100 (8-GPU HGX
+    domain, 50 GB/s scale-out per GPU in hardware.yaml) and on GB200 (inside its 72-GPU
+    NVL72 domain), refused on MI325X (no platform's scale-out NICs read: null) and on L40S
+    (PCIe cards, no domain, no scale-out figure), where the step model would otherwise
+    charge the all-reduces at the in-server link."""
+    from planner.recommend.options import Option, pp_options
+
+    model = CAT.model("llama-3.1-405b")
+
+    def tps(gpu):
+        o = Option(CAT.gpu(gpu), CAT.framework("vllm"), CAT.precision("fp8"), None, 8, 1)
+        return sorted({x.tp for x in pp_options(model, o)})
+
+    assert 16 in tps("nvidia-h100-sxm")
+    assert 16 in tps("nvidia-gb200")
+    assert 16 not in tps("amd-mi325x")
+    assert 16 not in tps("nvidia-l40s")
+    assert tps("amd-mi325x") == [8]  # pp across nodes stays on offer
+
+
 @pytest.mark.parametrize(
     "dep, words",
     [

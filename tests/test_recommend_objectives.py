@@ -213,3 +213,29 @@ def test_equal_cost_ties_go_to_the_nearer_evidence():
     vendor = _evidence_rank("transferred from all frameworks on amd (amd-mi300x, 111 rows)")
     assert (fit, vendor) == (TIERS.index("fit"), TIERS.index("vendor"))
     assert fit < vendor < _evidence_rank("made-up label")
+
+
+def test_save_scenario_writes_the_question_and_the_reproduce_line_names_it(tmp_path, capsys):
+    """A question asked with flags: --save-scenario writes it as a scenario file that reads
+    back equal (same model, fixed 1500/300 lengths, 5 req/s flat, TTFT/TPOT p99 targets), and
+    the reproduce line runs 'planner capacity' on that file to the same GPU count."""
+    import shlex
+
+    path = tmp_path / "q.yaml"
+    argv = ["recommend", "--model", "llama-3.1-8b", "--peak-rps", "5", "--input-tokens", "1500",
+            "--output-tokens", "300", "--ttft-p99", "2", "--tpot-p99", "0.05",
+            "--gpus", "nvidia-h100-sxm", "--frameworks", "vllm", "--precisions", "fp8",
+            "--disagg", "off", "--top", "1", "--format", "json", "--save-scenario", str(path)]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err
+    r = json.loads(capsys.readouterr().out)["recommendations"][0]
+    sc = load_scenario(path)
+    wl = sc.require_workload()
+    assert sc.model == "llama-3.1-8b"
+    assert (wl.input_tokens.kind, wl.input_tokens.tokens) == ("fixed", 1500)
+    assert (wl.output_tokens.kind, wl.output_tokens.tokens) == ("fixed", 300)
+    assert wl.traffic.peak_rps == wl.traffic.mean_rps == 5
+    assert (sc.slo.ttft.max_s, sc.slo.tpot.max_s) == (2, 0.05)
+    line = shlex.split(r["reproduce"])
+    assert "SCENARIO.yaml" not in line and line[2] == str(path)
+    assert main(line[1:] + ["--format", "json"]) == 0, capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)["num_gpus"] == r["num_gpus"]

@@ -34,7 +34,8 @@ RECOMMEND_EXAMPLE = """\
   planner recommend examples/rag-70b.yaml --disagg only   # aggregated vs xPyD, same GPUs
   planner recommend examples/moe-r1.yaml --emit planner-deploy --force --emit-top 2
   planner recommend --model llama-3.1-70b --peak-rps 50 --input-tokens 1500 \\
-      --output-tokens 300 --ttft-p99 2 --tpot-p99 0.05 --gpus h100,h200,mi300x
+      --output-tokens 300 --ttft-p99 2 --tpot-p99 0.05 --gpus h100,h200,mi300x \\
+      --save-scenario chat-70b.yaml   # reproduce lines then name chat-70b.yaml
   planner recommend --model llama-3.1-8b --preset chat --peak-rps 20 \\
       --input-tokens lognormal:mean=800,p90=1600 --tpot-p99 0.04 --price-basis spot
 
@@ -135,6 +136,11 @@ def register(subparsers: Any) -> None:
     w.add_argument("--ttft-p99", type=_seconds, help="TTFT p99 target [s] (queueing included)")
     w.add_argument("--tpot-p99", type=_seconds, help="TPOT p99 target [s]")
     w.add_argument("--e2e-p99", type=_seconds, help="end-to-end p99 target [s]")
+    w.add_argument(
+        "--save-scenario", metavar="FILE",
+        help="write the question asked (model, workload, SLO, the file's constraints and "
+        "deployment) as a scenario file; every reproduce line then names it",
+    )  # fmt: skip
     w.add_argument(
         "--attainment", type=_pos_float, help="fraction of requests that must meet every target"
     )
@@ -377,6 +383,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
     cat = _catalog(args)  # with --prices applied
     sc = _scenario(args)
+    if args.save_scenario:
+        save_scenario(sc, args.save_scenario)
     c = _constraints(args, sc, cat)
     profile = load_profile(args.calibration) if args.calibration else None
     kw = dict(
@@ -468,11 +476,32 @@ def _fill_reproduce(recs: list[dict[str, Any]], args: argparse.Namespace) -> Non
         extra += f" --calibration {shlex.quote(args.calibration)}"
     if args.data_dir:
         extra += f" --data-dir {shlex.quote(args.data_dir)}"
+    path = getattr(args, "save_scenario", None)
+    if path is None and args.scenario and all(v is None for v in flags):
+        path = args.scenario
     for r in recs:
         line = r.get("reproduce") or ""
-        if args.scenario and all(v is None for v in flags):
-            line = line.replace("SCENARIO.yaml", shlex.quote(args.scenario))
+        if path is not None:
+            line = line.replace("SCENARIO.yaml", shlex.quote(path))
         r["reproduce"] = line + extra
+
+
+def save_scenario(sc, path: str) -> None:
+    """Write the scenario that was answered (flags applied) as YAML that
+    :func:`planner.scenario.load_scenario` reads back to an equal scenario."""
+    import yaml
+
+    from planner.scenario import load_scenario
+
+    d = sc.model_dump(mode="json", exclude_none=True)
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("# written by planner recommend --save-scenario\n")
+            yaml.safe_dump(d, f, sort_keys=False)
+    except OSError as e:
+        raise PlannerError(f"--save-scenario {path}: {e.strerror or e}") from None
+    if load_scenario(path) != sc:  # the file must answer the same question
+        raise PlannerError(f"--save-scenario {path}: the written file does not read back equal")
 
 
 def _classes(args, sc, kw) -> int:
@@ -639,6 +668,11 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
     }  # fmt: skip
     detail["assumptions"] = "; ".join(w.get("assumptions") or []) or "-"
     emit(detail, "table", out)
+    if "SCENARIO.yaml" in (w.get("reproduce") or ""):
+        out.write(
+            "(SCENARIO.yaml in the reproduce line: the question came from flags; add "
+            "--save-scenario FILE to write it to a file the line can name)\n"
+        )
     if res.pareto:
         out.write("\npareto front ($/M output tokens vs P99 E2E latency, among the shown)\n")
         emit(res.pareto, "table", out)

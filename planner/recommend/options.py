@@ -411,6 +411,14 @@ def _layout_problem(
             f"tp={tp} exceeds the {MAX_TP_PER_NODE} GPUs of one node (planner assumption: "
             "8-GPU baseboards); use pp across nodes",
         )
+    if tp > MAX_TP_PER_NODE and tp > (gpu.nvlink_domain_gpus or 0) and not gpu.scaleout_gbs_per_gpu:
+        # a TP group over several servers runs its all-reduces over the scale-out network,
+        # whose bandwidth the catalog must give (hardware.yaml scaleout_gbs_per_gpu)
+        return (
+            "tp_node",
+            f"tp={tp} spans servers of {gpu.id}, whose scale-out network bandwidth per GPU is "
+            "unknown (hardware.yaml scaleout_gbs_per_gpu); use pp across nodes",
+        )
     if pp > model.num_hidden_layers:
         return ("tp_node", f"pp={pp} exceeds the {model.num_hidden_layers} layers of {model.id}")
     if max_gpus is not None and tp * pp > max_gpus:
