@@ -381,7 +381,7 @@ def test_peak_rps_flag_on_a_scenario_with_a_daily_curve_is_the_rate_planned():
     # --peak-rps 30 asks to plan for 30: the curve keeps its shape, its mean becomes
     # 30 x (25/24) / 1.8 = 17.36 req/s, and the planned peak is 30 (not the curve's 43.2)
     from planner.cli.main import build_parser
-    from planner.cli.recommend import _scenario
+    from planner.cli.question import scenario_of as _scenario
 
     def peak(*flags: str) -> tuple[float, float]:
         args = build_parser().parse_args(["recommend", "examples/chat-8b.yaml", *flags])

@@ -288,8 +288,8 @@ def test_tp16_over_servers_is_offered_only_where_the_scale_out_network_is_known(
     model = CAT.model("llama-3.1-405b")
 
     def tps(gpu):
-        o = Option(CAT.gpu(gpu), CAT.framework("vllm"), CAT.precision("fp8"), None, 8, 1)
-        return sorted({x.tp for x in pp_options(model, o)})
+        o = Option(CAT.gpu(gpu), CAT.framework("vllm"), CAT.precision("fp8"), None, layout_of(8))
+        return sorted({x.layout.tp for x in pp_options(model, o)})
 
     assert 16 in tps("nvidia-h100-sxm")
     assert 16 in tps("nvidia-gb200")

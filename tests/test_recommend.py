@@ -90,7 +90,7 @@ def test_a_constraint_never_adds_options():
     some, _ = enumerate_options(
         CAT, CAT.model("llama-3.1-8b"), gpus=("h100", "mi300x"), min_weight_bits=8
     )
-    key = lambda o: (o.gpu.id, o.framework.id, o.precision.id, o.kv_precision, o.tp)  # noqa: E731
+    key = lambda o: (o.gpu.id, o.framework.id, o.precision.id, o.kv_precision, o.layout.tp)  # noqa: E731
     assert {key(o) for o in some} < {key(o) for o in all_opts}
 
 

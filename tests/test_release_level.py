@@ -320,9 +320,10 @@ def test_recommend_option_carries_its_release():
     the record says None and the label the framework alone."""
     from dataclasses import replace
 
+    from planner.catalog.layout import layout_of
     from planner.recommend.options import Option
 
-    opt = Option(CAT.gpu(H100), CAT.framework("vllm"), CAT.precision("bf16"), "bf16", 1)
+    opt = Option(CAT.gpu(H100), CAT.framework("vllm"), CAT.precision("bf16"), "bf16", layout_of(1))
     assert (opt.engine, opt.ids()["release"]) == ("vllm", None)
     rel = replace(opt, release="0.11.0")
     assert rel.engine == "vllm@0.11.0" and rel.ids()["release"] == "vllm@0.11.0"

@@ -59,7 +59,7 @@ def diverse(ranked: list[Screened], top_n: int) -> list[tuple[Screened, list[Scr
         if key in lead:
             first, variants = lead[key]
             same_bits = s.opt.precision.weight_bits == first.opt.precision.weight_bits
-            same_layout = (s.opt.tp, s.opt.pp) == (first.opt.tp, first.opt.pp)
+            same_layout = s.opt.layout == first.opt.layout
             if same_bits and same_layout and _tie(first, s):
                 variants.append(s)
             continue

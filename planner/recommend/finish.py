@@ -117,7 +117,7 @@ def finish(
         "decode_bound": bound,
         "weights_gb_per_gpu": mem.weight_bytes_per_gpu / 1e9 if mem else None,
         "kv_cache_gb_per_gpu": rep.engine.kv_capacity_tokens
-        / opt.attention_dp
+        / opt.layout.attention_dp
         * mem.kv_cache_bytes_per_token
         / 1e9
         if mem
@@ -125,7 +125,7 @@ def finish(
         "kv_util_at_peak": planned.get("kv_util_mean"),
         "memory_headroom": 1.0 - float(planned.get("kv_util_max", 0.0)),
         "max_concurrent_sequences": rep.engine.max_num_seqs,
-        "engine_settings": engine_settings(rep.engine, opt.attention_dp),
+        "engine_settings": engine_settings(rep.engine, opt.layout.attention_dp),
         "gpu_hours_per_day": fl["gpu_hours_per_day"],
         "gpu_hours_per_day_autoscaled": fl.get("gpu_hours_per_day_autoscaled"),
         "output_tok_s_per_gpu": mr * mean_out / gpr,
@@ -418,6 +418,7 @@ def nothing_meets(rejected: list[Rejection]) -> str:
         near = [r for r in rejected if r.stage == stage]
         if near:
             r = near[0]
-            head += f"; {what}, e.g. {r.gpu} {r.framework} {r.precision} tp={r.tp}: {r.reason}"
+            shape = f" {r.layout.label}" if r.layout else ""
+            head += f"; {what}, e.g. {r.gpu} {r.framework} {r.precision}{shape}: {r.reason}"
             break
     return head

@@ -84,10 +84,8 @@ class Option:
     framework: Framework
     precision: Precision
     kv_precision: str
-    tp: int
-    pp: int = 1
-    ep: int = 1
-    attention_dp: int = 1
+    #: the parallel layout of one replica (tp, pp, ep, attention_dp)
+    layout: Layout
     spec: SpecDecode | None = None  # speculative decoding (None: off)
     #: the engine release whose fit predicts the option (``0.11.0``; None: the fit over
     #: every release), set by the search (:mod:`planner.catalog.release_profile`)
@@ -99,30 +97,26 @@ class Option:
         return f"{self.framework.id}@{self.release}" if self.release else self.framework.id
 
     @property
-    def layout(self) -> Layout:
-        """The option's :class:`~planner.catalog.layout.Layout`."""
-        return layout_of(self.tp, self.pp, self.ep, self.attention_dp)
-
-    @property
     def gpus_per_replica(self) -> int:
-        return self.tp * self.attention_dp * self.pp
+        return self.layout.num_gpus
 
     @property
     def is_plain(self) -> bool:
-        return self.ep == 1 and self.attention_dp == 1
+        return self.layout.ep == 1 and self.layout.attention_dp == 1
 
     def ids(self) -> dict[str, Any]:
+        lay = self.layout
         return {
             "gpu": self.gpu.id,
             "framework": self.framework.id,
             "release": self.engine if self.release else None,
             "precision": self.precision.id,
             "kv_precision": self.kv_precision,
-            "tp": self.tp,
-            "pp": self.pp,
-            "ep": self.ep,
-            "attention_dp": self.attention_dp,
-            "layout": self.layout.describe(self.gpu),
+            "tp": lay.tp,
+            "pp": lay.pp,
+            "ep": lay.ep,
+            "attention_dp": lay.attention_dp,
+            "layout": lay.describe(self.gpu),
             "spec_method": self.spec.method if self.spec else None,
             "spec_tokens": self.spec.spec_tokens if self.spec else None,
             "acceptance_length": self.spec.acceptance_length if self.spec else None,
@@ -132,8 +126,8 @@ class Option:
         default = default_kv_precision(self.precision, self.framework).id
         kv = "" if self.kv_precision == default else f" kv={self.kv_precision}"
         if self.is_plain:
-            pp = f" pp={self.pp}" if self.pp > 1 else ""
-            shape = f"tp={self.tp}{pp}"
+            pp = f" pp={self.layout.pp}" if self.layout.pp > 1 else ""
+            shape = f"tp={self.layout.tp}{pp}"
         else:
             shape = self.layout.describe(self.gpu)
         spec = f", {self.spec.label()}" if self.spec else ""
@@ -150,29 +144,33 @@ class Rejection:
     framework: str | None = None
     precision: str | None = None
     kv_precision: str | None = None
-    tp: int | None = None
-    pp: int | None = None
-    ep: int | None = None
-    attention_dp: int | None = None
+    #: the rejected option's layout (None: a whole group of options was rejected)
+    layout: Layout | None = None
 
     @classmethod
     def of(cls, opt: Option, stage: str, reason: str) -> Rejection:
         # positional, in field order (a search makes ~10,000 of them)
         return cls(
             stage, reason, opt.gpu.id, opt.framework.id, opt.precision.id, opt.kv_precision,
-            opt.tp, opt.pp, opt.ep, opt.attention_dp,
+            opt.layout,
         )  # fmt: skip
 
+    @property
+    def tp(self) -> int | None:
+        """The rejected option's tensor-parallel size (None for a group)."""
+        return self.layout.tp if self.layout else None
+
     def as_dict(self) -> dict[str, Any]:
+        lay = self.layout
         return {
             "gpu": self.gpu,
             "framework": self.framework,
             "precision": self.precision,
             "kv_precision": self.kv_precision,
-            "tp": self.tp,
-            "pp": self.pp,
-            "ep": self.ep,
-            "attention_dp": self.attention_dp,
+            "tp": lay.tp if lay else None,
+            "pp": lay.pp if lay else None,
+            "ep": lay.ep if lay else None,
+            "attention_dp": lay.attention_dp if lay else None,
             "stage": self.stage,
             "reason": self.reason,
         }
@@ -298,15 +296,15 @@ def enumerate_options(
                 kvs = kv_choices(p, kv_precisions, fw, model)
                 for tp in tps:
                     for kv in kvs:
-                        opt = Option(g, fw, p, kv, tp, 1)
-                        why = _layout_problem(model, g, tp, 1, max_gpus_per_replica)
+                        opt = Option(g, fw, p, kv, layout_of(tp))
+                        why = _layout_problem(model, g, opt.layout, max_gpus_per_replica)
                         if why:
                             rejected.append(Rejection.of(opt, why[0], why[1]))
                         else:
                             options.append(opt)
                 for ep, dp in ep_layouts(model, g, fw, tps):
                     for kv in kvs:
-                        opt = Option(g, fw, p, kv, ep // dp, 1, ep, dp)
+                        opt = Option(g, fw, p, kv, layout_of(ep // dp, 1, ep, dp))
                         why = _ep_problem(model, opt, max_gpus_per_replica)
                         if why:
                             rejected.append(Rejection.of(opt, why[0], why[1]))
@@ -357,15 +355,16 @@ def ep_layouts(
 
 def _ep_problem(model: ModelArch, opt: Option, max_gpus: int | None) -> tuple[str, str] | None:
     n_exp = int(model.num_experts or 0)
-    if n_exp % opt.ep:
+    lay = opt.layout
+    if n_exp % lay.ep:
         return (
             "ep_experts",
-            f"ep={opt.ep} does not divide the {n_exp} routed experts of {model.id}",
+            f"ep={lay.ep} does not divide the {n_exp} routed experts of {model.id}",
         )
-    if opt.tp > 1 and model.num_attention_heads % opt.tp:
+    if lay.tp > 1 and model.num_attention_heads % lay.tp:
         return (
             "tp_heads",
-            f"tp={opt.tp} does not divide the {model.num_attention_heads} attention heads "
+            f"tp={lay.tp} does not divide the {model.num_attention_heads} attention heads "
             f"of {model.id}",
         )
     n = opt.gpus_per_replica
@@ -393,17 +392,17 @@ def _same_as_bf16(g: Accelerator, fw: Framework, cat: Catalog) -> bool:
 def _layout_problem(
     model: ModelArch,
     gpu: Accelerator,
-    tp: int,
-    pp: int,
+    lay: Layout,
     max_gpus: int | None,
     max_tp: int = MAX_TP_PER_NODE,
 ) -> tuple[str, str] | None:
+    tp, pp = lay.tp, lay.pp
     if tp > 1 and model.num_attention_heads % tp:
         return (
             "tp_heads",
             f"tp={tp} does not divide the {model.num_attention_heads} attention heads of {model.id}",
         )
-    if gpu.vendor == "apple" and tp * pp > 1:
+    if gpu.vendor == "apple" and lay.num_gpus > 1:
         return ("tp_node", f"{gpu.id} is one system-on-chip: no tensor or pipeline parallelism")
     if tp > max_tp:
         return (
@@ -421,10 +420,10 @@ def _layout_problem(
         )
     if pp > model.num_hidden_layers:
         return ("tp_node", f"pp={pp} exceeds the {model.num_hidden_layers} layers of {model.id}")
-    if max_gpus is not None and tp * pp > max_gpus:
+    if max_gpus is not None and lay.num_gpus > max_gpus:
         return (
             "constraint",
-            f"{tp * pp} GPUs per replica exceed constraints.max_gpus_per_replica={max_gpus}",
+            f"{lay.num_gpus} GPUs per replica exceed constraints.max_gpus_per_replica={max_gpus}",
         )
     return None
 
@@ -436,16 +435,14 @@ def pp_options(
     TP = 8 within a node with PP across nodes, and TP 16 over two nodes (or inside one
     NVL72-class scale-up domain); the step model charges TP 16's all-reduces at the
     scale-out bandwidth when it crosses domains (``Accelerator.scaleout_gbs_per_gpu``)."""
-    out = []
-    for pp in PP_WHEN_NEEDED:
-        if _layout_problem(model, opt.gpu, MAX_TP_PER_NODE, pp, max_gpus_per_replica) is None:
-            out.append(
-                Option(opt.gpu, opt.framework, opt.precision, opt.kv_precision, MAX_TP_PER_NODE, pp)
-            )
     tp2 = 2 * MAX_TP_PER_NODE
-    if _layout_problem(model, opt.gpu, tp2, 1, max_gpus_per_replica, max_tp=tp2) is None:
-        out.append(Option(opt.gpu, opt.framework, opt.precision, opt.kv_precision, tp2, 1))
-    return out
+    cands = [(layout_of(MAX_TP_PER_NODE, pp), MAX_TP_PER_NODE) for pp in PP_WHEN_NEEDED]
+    cands.append((layout_of(tp2), tp2))
+    return [
+        replace(opt, layout=lay, spec=None, release=None)
+        for lay, max_tp in cands
+        if _layout_problem(model, opt.gpu, lay, max_gpus_per_replica, max_tp=max_tp) is None
+    ]
 
 
 def layout_text(r: dict[str, Any]) -> str:

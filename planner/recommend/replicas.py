@@ -23,7 +23,7 @@ def _replica(m, opt: Option, params, prov: str, cat: Catalog, eng_kw: dict[str, 
     """:func:`build_replica` for ``opt`` (remembered in :data:`_REPLICAS`)."""
     objs = (m, opt.gpu, opt.precision, opt.framework, params, cat)
     key = (
-        *map(id, objs), opt.tp, opt.pp, opt.ep, opt.attention_dp, opt.kv_precision, prov,
+        *map(id, objs), opt.layout, opt.kv_precision, prov,
         tuple(sorted(eng_kw.items())), opt.spec,
     )  # fmt: skip
     try:
@@ -33,8 +33,7 @@ def _replica(m, opt: Option, params, prov: str, cat: Catalog, eng_kw: dict[str, 
     if hit is None or any(a is not b for a, b in zip(hit[0], objs, strict=True)):
         try:
             out: Replica | PlannerError = build_replica(
-                m, opt.gpu, opt.precision, opt.framework, tp=opt.tp, pp=opt.pp,
-                ep=opt.ep, attention_dp=opt.attention_dp,
+                m, opt.gpu, opt.precision, opt.framework, layout=opt.layout,
                 kv_precision=opt.kv_precision, params=params, params_source=prov,
                 catalog=cat, **eng_kw, **_spec_kw(opt),
             )  # fmt: skip

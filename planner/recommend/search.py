@@ -310,7 +310,7 @@ class _Search:
 
     def weights_problem(self, opt: Option) -> str | None:
         """Cheap check before building a replica: do the weights alone fit one GPU?"""
-        key = (opt.gpu.id, opt.precision.id, opt.tp, opt.pp, opt.ep, opt.attention_dp)
+        key = (opt.gpu.id, opt.precision.id, opt.layout)
         if key not in self.weight_fit:
             g, m = opt.gpu, self.m
             if g.memory_gb is None:
@@ -325,7 +325,7 @@ class _Search:
                     f"does not fit: {m.id} in {opt.precision.id} needs {w / 1e9:.1f} GB of weights "
                     f"per GPU at "
                     + (
-                        f"tp={opt.tp}" + (f" pp={opt.pp}" if opt.pp > 1 else "")
+                        f"tp={lay.tp}" + (f" pp={lay.pp}" if lay.pp > 1 else "")
                         if opt.is_plain
                         else lay.label
                     )
@@ -595,8 +595,8 @@ class _Search:
         if (
             r.stage == "memory"
             and opt.is_plain
-            and opt.tp == max_tp == MAX_TP_PER_NODE
-            and opt.pp == 1
+            and opt.layout.tp == max_tp == MAX_TP_PER_NODE
+            and opt.layout.pp == 1
         ):
             for o in pp_options(self.m, opt, self.c.max_gpus_per_replica):  # PP only where needed
                 heapq.heappush(heap, (self.lb0(o), 0, self.seq, o))
@@ -608,14 +608,15 @@ class _Search:
         it does not depend on any command's defaults. ``SCENARIO.yaml``: the scenario file
         (the CLI fills in its path)."""
         o, e, c = s.opt, s.replica.engine, self.c
+        lay = o.layout
         seed = self.cache.seed if isinstance(self.cache.seed, int) else 0
         return (
             f"planner capacity SCENARIO.yaml --gpu {o.gpu.id} --framework {o.framework.id} "
-            f"--precision {o.precision.id} --kv-precision {o.kv_precision} --tp {o.tp} "
-            f"--pp {o.pp} --ep {o.ep} --attention-dp {o.attention_dp} "
+            f"--precision {o.precision.id} --kv-precision {o.kv_precision} --tp {lay.tp} "
+            f"--pp {lay.pp} --ep {lay.ep} --attention-dp {lay.attention_dp} "
             + spec_flags(o.spec)
-            + f"--max-num-seqs {e.max_num_seqs // o.attention_dp} --max-num-batched-tokens "
-            f"{e.max_num_batched_tokens // o.attention_dp} --headroom {c.headroom!r} --fit-percentile "
+            + f"--max-num-seqs {e.max_num_seqs // lay.attention_dp} --max-num-batched-tokens "
+            f"{e.max_num_batched_tokens // lay.attention_dp} --headroom {c.headroom!r} --fit-percentile "
             f"{c.fit_percentile!r} --requests {self.n_requests} --seed {seed} --no-curve"
         )
 
