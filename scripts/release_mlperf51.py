@@ -54,6 +54,7 @@ def main() -> None:
     print("| row | gpu | n_gpus | mode | release | measured tok/s/GPU | all releases | "
           "predicted/measured | release level | predicted/measured | provenance |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|")
+    ratios: list[tuple[float, float]] = []
     for r in rows:
         rel = row_release(r)
         fam = "dense"
@@ -71,9 +72,23 @@ def main() -> None:
             v, why = serving_rows.predict_serving_row(row, cat, p)
             vals.append(v / n if v else math.nan)
         meas = float(r["value"]) / n
+        ratios.append((vals[0] / meas, vals[1] / meas))
         print(f"| {r['id']} | {r['hardware']} | {r['n_gpus']} | {r['mode']} | "
               f"{rel.release if rel else '?'} | {meas:,.0f} | {vals[0]:,.0f} | "
               f"{vals[0] / meas:.2f} | {vals[1]:,.0f} | {vals[1] / meas:.2f} | {prov} |", flush=True)  # fmt: skip
+    _summary(ratios)
+
+
+def _summary(ratios: list[tuple[float, float]]) -> None:
+    """One line per path: predicted / measured range and the rows within 20 % (issue 31)."""
+    for i, name in enumerate(("all releases", "release level")):
+        xs = [x[i] for x in ratios if math.isfinite(x[i])]
+        if not xs:
+            continue
+        ok = sum(abs(x - 1.0) <= 0.20 for x in xs)
+        print(f"\n{name}: predicted / measured {min(xs):.2f} to {max(xs):.2f}; within 20 %: "
+              f"{ok} of {len(xs)} rows", end="")  # fmt: skip
+    print()
 
 
 if __name__ == "__main__":
