@@ -101,14 +101,36 @@ def predict_per_gpu(
     return per_gpu, f"{prov}; tp={tp}; limited by {res.limited_by}"
 
 
-def tight_tpot_table(df, catalog: Catalog, profile: Profile | None):
-    """Per (scenario, GPU): measured output tok/s per GPU (median over the rows' systems,
-    min, max), predicted, error and the ranks of each within the scenario (1 = fastest).
-    Rows of one configuration (GPU, layout, precision, engine, KV, engine tags) share one
-    prediction."""
+def fit_sources(profile: Profile | None) -> set[str]:
+    """The sources of the rows ``profile`` was fitted on (every node, release nodes too)."""
+    if profile is None:
+        return set()
+    return {src for n in (*profile.nodes, *profile.release_nodes) for src in n.sources}
+
+
+def tight_tpot_records(df, catalog: Catalog, profile: Profile | None):
+    """One record per MLPerf Server / Interactive row of :data:`GPUS`: mode, gpu, round,
+    source, id, n_gpus, measured and predicted output tok/s per GPU, provenance. Rows of one
+    configuration (GPU, layout, precision, engine, KV, engine tags) share one prediction.
+
+    Out of sample by construction: a row whose source is among the profile's fitted sources
+    (:func:`fit_sources`) raises, so a profile fitted on a round cannot predict it.
+
+    Raises
+    ------
+    PlannerError
+        when ``profile`` was fitted on the source of a row it is asked to predict.
+    """
     import pandas as pd
 
     rows = mlperf_latency_rows(df)
+    seen = fit_sources(profile) & set(rows["source"].astype(str))
+    if seen:
+        raise PlannerError(
+            f"the profile was fitted on {', '.join(sorted(seen))}: MLPerf Server / Interactive "
+            "rows must be predicted by a profile fitted without their source (planner "
+            "validate --holdout SOURCE fits one)"
+        )
     preds: dict[tuple, tuple[float, str] | None] = {}
     recs = []
     for rec in rows.to_dict("records"):
@@ -133,12 +155,22 @@ def tight_tpot_table(df, catalog: Catalog, profile: Profile | None):
                 "mode": cell(row, "mode"),
                 "gpu": cell(row, "hardware"),
                 "round": cell(row, "source").replace("MLPerf Inference ", ""),
+                "source": cell(row, "source"),
+                "id": cell(row, "id"),
+                "n_gpus": n,
                 "measured": float(rec["value"]) / n,
                 "predicted": preds[key][0],
                 "provenance": preds[key][1],
             }
         )
-    d = pd.DataFrame(recs)
+    return pd.DataFrame(recs)
+
+
+def tight_tpot_table(df, catalog: Catalog, profile: Profile | None):
+    """Per (scenario, GPU): measured output tok/s per GPU (median over the rows' systems,
+    min, max), predicted, error and the ranks of each within the scenario (1 = fastest),
+    pooled over rounds (:func:`tight_tpot_rounds` ranks within each round)."""
+    d = tight_tpot_records(df, catalog, profile)
     if not len(d):
         return d
     t = (
@@ -157,3 +189,40 @@ def tight_tpot_table(df, catalog: Catalog, profile: Profile | None):
     t["measured_rank"] = t.groupby("mode")["measured_per_gpu"].rank(ascending=False).astype(int)
     t["predicted_rank"] = t.groupby("mode")["predicted_per_gpu"].rank(ascending=False).astype(int)
     return t.round(1)
+
+
+def tight_tpot_rounds(records):
+    """Per (scenario and round, GPU), from :func:`tight_tpot_records`: the median over the
+    round's systems of measured and predicted output tok/s per GPU, the measured spread
+    (min, max), the error and both ranks within the scenario's round (1 = fastest).
+
+    ``round`` is ``"<mode> <round>"`` (``server v4.1``), so the table has the columns of the
+    MLPerf Offline ordering table and :func:`planner.calibration.accuracy.ordering_pairs`
+    lists its wrongly ordered pairs. Within a round the GPUs ran one rules text and the
+    software of one season; across rounds the same GPU gains 10-30% from software alone
+    (H100 Offline v4.1 3,017 -> v5.0 3,913 tok/s per GPU, docs/accuracy.md), which no
+    hardware model should be asked to predict."""
+    import pandas as pd
+
+    cols = ["round", "gpu", "systems", "measured_per_gpu", "measured_min", "measured_max",
+            "predicted_per_gpu", "error_pct", "measured_rank", "predicted_rank"]  # fmt: skip
+    if records is None or not len(records):
+        return pd.DataFrame(columns=cols)
+    d = records.assign(round=records["mode"] + " " + records["round"])
+    t = (
+        d.groupby(["round", "gpu"])
+        .agg(
+            systems=("measured", "size"),
+            measured_per_gpu=("measured", "median"),
+            measured_min=("measured", "min"),
+            measured_max=("measured", "max"),
+            predicted_per_gpu=("predicted", "median"),
+        )
+        .reset_index()
+    )
+    t["error_pct"] = 100 * (t["predicted_per_gpu"] / t["measured_per_gpu"] - 1)
+    by = t.groupby("round")
+    t["measured_rank"] = by["measured_per_gpu"].rank(ascending=False, method="min").astype(int)
+    t["predicted_rank"] = by["predicted_per_gpu"].rank(ascending=False, method="min").astype(int)
+    t = t.sort_values(["round", "measured_rank"]).reset_index(drop=True)
+    return t.round(1)[cols]
