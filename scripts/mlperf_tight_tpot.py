@@ -14,9 +14,9 @@ import pandas as pd
 
 from planner.benchmarks.io import load_measurements
 from planner.benchmarks.mlperf_latency import (
+    tight_tpot_pooled,
     tight_tpot_records,
     tight_tpot_rounds,
-    tight_tpot_table,
 )
 from planner.calibration.accuracy import ordering_pairs
 from planner.calibration.fit import public_files_default
@@ -35,7 +35,7 @@ def main(argv=None) -> int:
     prof = load_profile()
     recs = tight_tpot_records(df, cat, prof)
     recs.to_csv(a.rows, index=False)
-    t = tight_tpot_table(df, cat, prof)
+    t = tight_tpot_pooled(recs)
     t.to_csv(a.output, index=False)
     print("Per scenario and GPU, pooled over rounds:")
     print(t.to_string())

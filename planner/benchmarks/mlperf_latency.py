@@ -169,9 +169,16 @@ def tight_tpot_records(df, catalog: Catalog, profile: Profile | None):
 def tight_tpot_table(df, catalog: Catalog, profile: Profile | None):
     """Per (scenario, GPU): measured output tok/s per GPU (median over the rows' systems,
     min, max), predicted, error and the ranks of each within the scenario (1 = fastest),
-    pooled over rounds (:func:`tight_tpot_rounds` ranks within each round)."""
-    d = tight_tpot_records(df, catalog, profile)
-    if not len(d):
+    pooled over rounds (:func:`tight_tpot_pooled` of :func:`tight_tpot_records`;
+    :func:`tight_tpot_rounds` ranks within each round)."""
+    return tight_tpot_pooled(tight_tpot_records(df, catalog, profile))
+
+
+def tight_tpot_pooled(records):
+    """Per (scenario, GPU) over every round of :func:`tight_tpot_records` (see
+    :func:`tight_tpot_table`)."""
+    d = records
+    if d is None or not len(d):
         return d
     t = (
         d.groupby(["mode", "gpu"])
