@@ -25,6 +25,7 @@ from planner.benchmarks.schema import (
     number,
     row_kv_precision,
 )
+from planner.benchmarks.serving_rows import predict_serving_row
 from planner.catalog.catalog import Catalog
 from planner.catalog.latency import APPLY_PREFILL_SCALE, latency_family, prefill_scale
 from planner.catalog.profile import Profile, resolve_params
@@ -36,6 +37,10 @@ from planner.workload.slo import SLO, SloTarget
 from planner.workload.traffic import Traffic
 from planner.workload.workload import Workload
 
+#: the largest fraction of the saturation rate (and of the Offline throughput) a Server /
+#: Interactive answer may reach: :func:`planner.serving.capacity.max_rate`'s default
+#: ``max_utilization`` (a queue closer to saturation has no stable percentiles)
+MAX_UTILIZATION = 0.95
 #: (TTFT P99, TPOT P99) limits [s] per scenario
 CONSTRAINTS_S = {"server": (2.0, 0.2), "interactive": (0.45, 0.04)}
 GPUS = (
@@ -96,9 +101,42 @@ def predict_per_gpu(
     slo = SLO(
         ttft=SloTarget(max_s=ttft_s, percentile=99), tpot=SloTarget(max_s=tpot_s, percentile=99)
     )
-    res = max_rate(rep, wl, slo, n_requests=n_requests, rng=np.random.default_rng(0))
+    res = max_rate(
+        rep,
+        wl,
+        slo,
+        n_requests=n_requests,
+        rng=np.random.default_rng(0),
+        max_utilization=MAX_UTILIZATION,
+    )
     per_gpu = res.max_rate_rps * o.mean_tokens() / rep.num_gpus
-    return per_gpu, f"{prov}; tp={tp}; limited by {res.limited_by}"
+    limited = f"limited by {res.limited_by}"
+    offline = offline_per_gpu(row, catalog, params)
+    if offline is not None and per_gpu > MAX_UTILIZATION * offline:
+        per_gpu = MAX_UTILIZATION * offline
+        limited = (
+            f"limited by the Offline throughput ({MAX_UTILIZATION:.0%} of {offline:,.0f} tok/s "
+            f"per GPU simulated on the OpenOrca set; the search's bound was {res.limited_by})"
+        )
+    return per_gpu, f"{prov}; tp={tp}; {limited}"
+
+
+def offline_per_gpu(row: dict[str, Any], catalog: Catalog, params) -> float | None:
+    """Output tok/s per GPU of the row's deployment in MLPerf's Offline scenario (every
+    request queued at t = 0; :func:`planner.benchmarks.serving_rows.predict_serving_row`,
+    the prediction of the Offline ordering check), or None when it cannot be simulated.
+
+    A Server or Interactive result can never exceed the Offline throughput of the same
+    deployment: Offline keeps the engine at its largest batch, a Poisson stream cannot.
+    The MLPerf rounds agree: Server / Offline per system is 0.88 (H100, v4.1), 0.95 (H200,
+    v4.1), 0.92-0.93 (MI300X, MI325X), 0.95-0.98 (B200) (changes/mlserver.md). The search's
+    own bound, ``max_utilization`` x the analytic saturation rate of the mean lengths
+    (:func:`planner.serving.steady_state`), can lie above it when the KV cache binds: the
+    length distribution fills it unevenly."""
+    off = dict(row, mode="offline", request_rate="inf", metric="output_tok_s_total")
+    value, _ = predict_serving_row(off, catalog, params)
+    n = number(row, "n_gpus")
+    return value / n if value and n else None
 
 
 def fit_sources(profile: Profile | None) -> set[str]:
