@@ -32,6 +32,7 @@ from planner.catalog.profile import Profile, resolve_params
 from planner.errors import PlannerError
 from planner.serving.capacity import max_rate
 from planner.serving.replica import build_replica
+from planner.serving.simulate import simulate
 from planner.workload.presets import openorca_lengths
 from planner.workload.slo import SLO, SloTarget
 from planner.workload.traffic import Traffic
@@ -64,12 +65,12 @@ def mlperf_latency_rows(df, gpus=GPUS):
     ]
 
 
-def predict_per_gpu(
-    row: dict[str, Any], catalog: Catalog, profile: Profile | None, n_requests: int = 1200
-) -> tuple[float, str]:
-    """(predicted output tok/s per GPU at the scenario's constraints, provenance)."""
-    mode = cell(row, "mode")
-    ttft_s, tpot_s = CONSTRAINTS_S[mode]
+def scenario_replica(row: dict[str, Any], catalog: Catalog, profile: Profile | None):
+    """(replica, workload, params, provenance, row with its layout) of an MLPerf Server /
+    Interactive row: the row's GPU, engine, precision, KV precision and stated engine tags
+    (max_num_seqs, max_num_batched_tokens, memory fraction; the engine's defaults for the
+    rest), its layout (assumed when unstated, :func:`assumed_layout`), the parameters of
+    the profile's nearest node, and the OpenOrca lengths at a unit rate."""
     gpu = catalog.gpu(cell(row, "hardware")).id
     fw, prec = cell(row, "framework"), cell(row, "precision")
     params, prov = resolve_params(gpu, fw, prec, catalog=catalog, profile=profile, family="dense")
@@ -98,6 +99,47 @@ def predict_per_gpu(
     )
     i, o = openorca_lengths()
     wl = Workload(traffic=Traffic(mean_rps=1.0), input_tokens=i, output_tokens=o)
+    return rep, wl, params, f"{prov}; tp={tp}", row
+
+
+def at_measured_rate(
+    row: dict[str, Any], catalog: Catalog, profile: Profile | None, n_requests: int = 3000
+) -> dict[str, Any]:
+    """What the simulator says at the rate the submission ran: the row's per-replica
+    request rate (its ``request_rate``, loadgen's target_qps for the system, else its
+    tokens/s over the OpenOrca mean answer), and the simulated P99 TTFT [s], P99 TPOT [s],
+    mean batch and KV use of one replica at that Poisson rate (first 30% and last 10% of
+    the requests dropped). Which limit is close says what the prediction misses: neither
+    close = the saturation throughput; TPOT far below its limit = a step time too short."""
+    rep, wl, _, prov, row = scenario_replica(row, catalog, profile)
+    n = number(row, "n_gpus") or 1
+    replicas = n / rep.num_gpus
+    qps = number(row, "request_rate")
+    if not qps:
+        qps = float(cell(row, "value")) / wl.output_tokens.mean_tokens()
+    rate = qps / replicas
+    res = simulate(rep, wl, rng=np.random.default_rng(0), n_requests=n_requests, rate_rps=rate)
+    s = res.summary(warmup_frac=0.3, cooldown_frac=0.1)
+    return {
+        "rate_rps_per_replica": rate,
+        "ttft_p99_s": s["ttft_p99_s"],
+        "tpot_p99_s": s["tpot_p99_s"],
+        "batch_mean": s["batch_size_mean"],
+        "kv_util_mean": s["kv_util_mean"],
+        "provenance": prov,
+    }
+
+
+def predict_per_gpu(
+    row: dict[str, Any], catalog: Catalog, profile: Profile | None, n_requests: int = 1200
+) -> tuple[float, str]:
+    """(predicted output tok/s per GPU at the scenario's constraints, provenance): the
+    largest Poisson rate whose simulated P99 TTFT and P99 TPOT meet the scenario's limits
+    (:func:`planner.serving.capacity.max_rate`), at most ``MAX_UTILIZATION`` x the
+    simulated Offline throughput of the same deployment (:func:`offline_per_gpu`)."""
+    ttft_s, tpot_s = CONSTRAINTS_S[cell(row, "mode")]
+    rep, wl, params, prov, row = scenario_replica(row, catalog, profile)
+    o = wl.output_tokens
     slo = SLO(
         ttft=SloTarget(max_s=ttft_s, percentile=99), tpot=SloTarget(max_s=tpot_s, percentile=99)
     )
@@ -118,7 +160,7 @@ def predict_per_gpu(
             f"limited by the Offline throughput ({MAX_UTILIZATION:.0%} of {offline:,.0f} tok/s "
             f"per GPU simulated on the OpenOrca set; the search's bound was {res.limited_by})"
         )
-    return per_gpu, f"{prov}; tp={tp}; {limited}"
+    return per_gpu, f"{prov}; {limited}"
 
 
 def offline_per_gpu(row: dict[str, Any], catalog: Catalog, params) -> float | None:
