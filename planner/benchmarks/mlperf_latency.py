@@ -7,7 +7,15 @@ planner's answer to the same question is :func:`planner.serving.capacity.max_rat
 replica under the same two limits, with the OpenOrca lengths, times the replicas of the
 system. Constraints (MLPerf Inference rules for llama2-70b, as transcribed in the rows'
 notes): Server TTFT P99 <= 2 s and TPOT P99 <= 200 ms; Interactive TTFT P99 <= 450 ms and
-TPOT P99 <= 40 ms.
+TPOT P99 <= 40 ms. TPOT is each request's (E2E - TTFT) / (tokens - 1) and TTFT runs from the
+query's arrival, as loadgen reports them (``SimResult.tpot_s``, ``ttft_s``). The answer is
+at most ``MAX_UTILIZATION`` x the simulated Offline throughput of the same deployment
+(:func:`offline_per_gpu`): a Poisson stream never beats Offline on the same engine.
+
+The predictions are out of sample: :func:`tight_tpot_records` refuses a profile fitted on
+a row's own source (:func:`fit_sources`). :func:`tight_tpot_rounds` compares the GPUs within
+one round (one rules text, one software season); :func:`at_measured_rate` says which limit
+the simulation is near at the rate a submission ran.
 """
 
 from __future__ import annotations
