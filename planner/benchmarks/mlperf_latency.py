@@ -179,10 +179,10 @@ def offline_per_gpu(row: dict[str, Any], catalog: Catalog, params) -> float | No
     A Server or Interactive result can never exceed the Offline throughput of the same
     deployment: Offline keeps the engine at its largest batch, a Poisson stream cannot.
     The MLPerf rounds agree: Server / Offline per round and GPU is 0.88-1.00 (0.88 H100 and
-    MI300X v4.1, 0.95 H200 v4.1 and v5.0, 0.99 H100 v5.0, 0.95-1.00 B200; changes/mlserver.md). The search's
-    own bound, ``max_utilization`` x the analytic saturation rate of the mean lengths
-    (:func:`planner.serving.steady_state`), can lie above it when the KV cache binds: the
-    length distribution fills it unevenly."""
+    MI300X v4.1, 0.95 H200 v4.1 and v5.0, 0.99 H100 v5.0, 0.95-1.00 B200, 0.91-0.98 the
+    AMD GPUs of v5.x; changes/mlserver.md). The search's own bound, ``max_utilization`` x
+    the analytic saturation rate of the mean lengths (:func:`planner.serving.steady_state`),
+    can lie above it when the KV cache binds: the length distribution fills it unevenly."""
     off = dict(row, mode="offline", request_rate="inf", metric="output_tok_s_total")
     value, _ = predict_serving_row(off, catalog, params)
     n = number(row, "n_gpus")
