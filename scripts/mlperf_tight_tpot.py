@@ -1,15 +1,28 @@
 """MLPerf Llama-2-70B Server and Interactive (tight TPOT): predicted per-GPU throughput at
-the scenario's latency limits against the results, per GPU (planner/benchmarks/mlperf_latency.py).
+the scenario's latency limits against the results, per GPU pooled over rounds and per GPU
+within each round, and the pairs of GPUs a round orders one way and the planner the other
+(planner/benchmarks/mlperf_latency.py).
 
-Usage: PYTHONPATH=$PWD python scripts/mlperf_tight_tpot.py [-o table.csv]
+Usage: PYTHONPATH=$PWD python scripts/mlperf_tight_tpot.py [-o table.csv] [--rows rows.csv]
+       [--at-measured]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+
+import pandas as pd
 
 from planner.benchmarks.io import load_measurements
-from planner.benchmarks.mlperf_latency import tight_tpot_table
+from planner.benchmarks.mlperf_latency import (
+    CONSTRAINTS_S,
+    at_measured_rate,
+    tight_tpot_pooled,
+    tight_tpot_records,
+    tight_tpot_rounds,
+)
+from planner.calibration.accuracy import ordering_pairs
 from planner.calibration.fit import public_files_default
 from planner.catalog import load_catalog
 from planner.catalog.profile import load_profile
@@ -18,12 +31,59 @@ from planner.catalog.profile import load_profile
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-o", "--output", default="/tmp/mlperf_tight_tpot.csv")
+    ap.add_argument("--rows", default="/tmp/mlperf_tight_tpot_rows.csv", help="per-row CSV")
+    ap.add_argument(
+        "--at-measured",
+        action="store_true",
+        help="also simulate one row per (scenario, round, GPU) at the rate it ran",
+    )
     a = ap.parse_args(argv)
+    pd.set_option("display.width", 250)
     cat = load_catalog()
-    t = tight_tpot_table(load_measurements(public_files_default(), cat), cat, load_profile())
+    df = load_measurements(public_files_default(), cat)
+    prof = load_profile()
+    recs = tight_tpot_records(df, cat, prof)
+    recs.to_csv(a.rows, index=False)
+    t = tight_tpot_pooled(recs)
     t.to_csv(a.output, index=False)
+    print("Per scenario and GPU, pooled over rounds:")
     print(t.to_string())
+    r = tight_tpot_rounds(recs)
+    print("\nPer scenario and round:")
+    print(r.to_string())
+    p = ordering_pairs(r)
+    print("\nPairs predicted in the wrong order (ranges_overlap: the round's systems do not "
+          "separate them):")  # fmt: skip
+    print(p.to_string() if len(p) else "none")
+    if a.at_measured:
+        print("\nSimulated at the rate each submission ran (one row per scenario, round, GPU):")
+        print(measured_rate_table(df, recs, cat, prof).to_string())
     return 0
+
+
+def measured_rate_table(df, recs, cat, prof):
+    """:func:`at_measured_rate` of the first row of each (scenario, round, GPU)."""
+    out = []
+    first = recs.drop_duplicates(["mode", "round", "gpu"])
+    for rec in first.to_dict("records"):
+        src = df[df["id"] == rec["id"]].iloc[0].to_dict()
+        row = {k: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+               for k, v in src.items()}  # fmt: skip
+        r = at_measured_rate(row, cat, prof)
+        limit_ttft, limit_tpot = CONSTRAINTS_S[rec["mode"]]
+        out.append(
+            {
+                "mode": rec["mode"], "round": rec["round"], "gpu": rec["gpu"], "id": rec["id"],
+                "rate_per_replica": round(r["rate_rps_per_replica"], 2),
+                "ttft_p99_ms": round(1e3 * r["ttft_p99_s"], 1),
+                "ttft_limit_ms": 1e3 * limit_ttft,
+                "tpot_p99_ms": round(1e3 * r["tpot_p99_s"], 1),
+                "tpot_limit_ms": 1e3 * limit_tpot,
+                "batch_mean": round(r["batch_mean"], 1),
+                "kv_util_mean": round(r["kv_util_mean"], 3),
+            }
+        )  # fmt: skip
+    return pd.DataFrame(out)
 
 
 if __name__ == "__main__":

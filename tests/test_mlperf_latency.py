@@ -3,54 +3,145 @@ the planner predicts at each scenario's P99 TTFT / TPOT limits must be within 15
 results, and the per-GPU order right, for H100, H200, B200, MI300X, MI325X and MI355X.
 
 Marked xfail (strict) where the bundled profile misses, with the reason; a strict mark
-fails as soon as the case is met, so the mark must then go."""
+fails as soon as the case is met, so the mark must then go. The decomposition of each miss
+is in changes/mlserver.md (issue 32, item 3)."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from planner.benchmarks.io import load_measurements
-from planner.benchmarks.mlperf_latency import CONSTRAINTS_S, tight_tpot_table
+from planner.benchmarks.mlperf_latency import (
+    CONSTRAINTS_S,
+    GPUS,
+    MAX_UTILIZATION,
+    fit_sources,
+    mlperf_latency_rows,
+    offline_per_gpu,
+    tight_tpot_pooled,
+    tight_tpot_records,
+    tight_tpot_rounds,
+)
+from planner.calibration.accuracy import ordering_pairs
 from planner.calibration.fit import public_files_default
 from planner.catalog import load_catalog
-from planner.catalog.profile import load_profile
+from planner.catalog.profile import load_profile, resolve_params
+from planner.errors import PlannerError
 
 
 @pytest.fixture(scope="module")
-def table():
+def data():
     cat = load_catalog()
-    t = tight_tpot_table(load_measurements(public_files_default(), cat), cat, load_profile())
-    return t.set_index(["mode", "gpu"])
+    return cat, load_measurements(public_files_default(), cat), load_profile()
+
+
+@pytest.fixture(scope="module")
+def records(data):
+    cat, df, prof = data
+    return tight_tpot_records(df, cat, prof)
+
+
+@pytest.fixture(scope="module")
+def table(records):
+    return tight_tpot_pooled(records).set_index(["mode", "gpu"])
 
 
 def test_constraints_are_mlperfs():
     """llama2-70b: Server TTFT P99 2 s, TPOT P99 200 ms; Interactive 450 ms and 40 ms (the
-    limits the rows' notes transcribe from the MLPerf rules)."""
+    limits the rows' notes transcribe from the MLPerf rules; NVIDIA's MLPerf v5.0 blog:
+    Llama 2 70B Interactive 'more stringent latency constraints of 450 ms TTFT and 40 ms
+    TPOT')."""
     assert CONSTRAINTS_S == {"server": (2.0, 0.2), "interactive": (0.45, 0.04)}
 
 
+def test_bundled_profile_never_saw_an_mlperf_row():
+    """The table is out of sample: no node of the bundled profile (release nodes included)
+    was fitted on an MLPerf source (the Llama-2-70B rows give no ISL/OSL, so they are not
+    fittable; the DeepSeek-R1 rows are predicted, not fitted)."""
+    assert not [s for s in fit_sources(load_profile()) if "MLPerf" in s]
+
+
+def test_records_refuse_a_profile_fitted_on_their_source(data):
+    """A profile one of whose nodes holds a row's source must not predict that row."""
+    cat, df, prof = data
+    n0 = prof.nodes[0]
+    leaky = prof.model_copy(
+        update={
+            "nodes": (
+                n0.model_copy(update={"sources": (*n0.sources, "MLPerf Inference v4.1")}),
+                *prof.nodes[1:],
+            )
+        }  # fmt: skip
+    )
+    rows = mlperf_latency_rows(df)
+    one = df.loc[rows.index[rows["source"] == "MLPerf Inference v4.1"][:1]]
+    with pytest.raises(PlannerError, match="MLPerf Inference v4.1"):
+        tight_tpot_records(one, cat, leaky)
+
+
+def test_rounds_table_hand_derived():
+    """Round 'server v9': GPU A has two systems at 1,000 and 1,100 tok/s per GPU (median
+    1,050), both predicted 1,200; B one system at 1,100, predicted 1,000. Measured ranks B 1,
+    A 2; predicted A 1, B 2. Errors: A 1,200 / 1,050 - 1 = +14.3%, B 1,000 / 1,100 - 1 =
+    -9.1%. The pair is reversed, but B's only system (1,100) is not above A's fastest
+    (1,100): the round's systems do not separate them (ranges_overlap). Interactive rows of
+    the same round are ranked apart."""
+    recs = pd.DataFrame(
+        [
+            {"mode": m, "gpu": g, "round": "v9", "measured": x, "predicted": p}
+            for m, g, x, p in [("server", "A", 1000.0, 1200.0), ("server", "A", 1100.0, 1200.0),
+                               ("server", "B", 1100.0, 1000.0),
+                               ("interactive", "A", 500.0, 100.0)]
+        ]
+    )  # fmt: skip
+    t = tight_tpot_rounds(recs).set_index(["round", "gpu"])
+    a, b = t.loc[("server v9", "A")], t.loc[("server v9", "B")]
+    assert (a.systems, a.measured_per_gpu, a.measured_min, a.measured_max) == (2, 1050, 1000, 1100)
+    assert (b.measured_rank, a.measured_rank, a.predicted_rank, b.predicted_rank) == (1, 2, 1, 2)
+    assert a.error_pct == pytest.approx(14.3, abs=0.05)
+    assert b.error_pct == pytest.approx(-9.1, abs=0.05)
+    assert t.loc[("interactive v9", "A")].measured_rank == 1
+    p = ordering_pairs(t.reset_index())
+    assert len(p) == 1 and (p.iloc[0].faster, p.iloc[0].slower) == ("B", "A")
+    assert bool(p.iloc[0].ranges_overlap)
+
+
 _OFFLINE_TOO_HIGH = (
-    "the throughput fit of TensorRT-LLM fp8 on Hopper predicts MLPerf v4.1 Offline 28% (H100) "
-    "and 15% (H200) above the results too; at Server's loose limits capacity is the saturation "
-    "rate, so the same excess shows here (a throughput-fit matter, not the latency model)"
+    "11 of the 12 H100 systems are of v4.1; bounded by 0.95 x the simulated Offline "
+    "throughput of the same deployment, which the TensorRT-LLM fp8 Hopper fit (TensorRT-LLM "
+    "perf-overview tables, v0.12-1.0) puts 28% above the v4.1 Offline results of the same "
+    "systems: the v4.1 NVIDIA harness is slower than the fit (H100 Offline v4.1 3,017 -> "
+    "v5.0 3,913 tok/s per GPU); the v5.0 H100 Server row is predicted -5.8%"
 )
 _MISSES = {
     ("server", "nvidia-h100-sxm"): _OFFLINE_TOO_HIGH,
-    ("server", "nvidia-h200-sxm"): _OFFLINE_TOO_HIGH,
-    ("interactive", "amd-mi300x"): "predicted 18% low: P99 TPOT of 40 ms binds on iterations "
-    "that carry a prompt chunk of vLLM's default budget; the submission's own scheduler "
-    "settings are not stated",
-    ("interactive", "amd-mi325x"): "MI325X has no fit of its own (vLLM fp8 of MI300X "
-    "transferred): predicted equal to MI300X, measured 2.1x it in the same round (other "
-    "submitters' tuned stacks)",
-    ("interactive", "nvidia-b200"): "predicted 55% high: the system's layout is not stated and "
-    "the assumed one (TP1, most Offline throughput) is not what a 40 ms TPOT submission runs",
+    ("server", "amd-mi355x"): "bounded by 0.95 x the simulated Offline throughput of the same "
+    "deployment, 18.5% below the v6.0 Offline result (12,539 tok/s per GPU): MI355X has no "
+    "fit of its own, it takes the 'vllm on amd' level (MI300X rows, scaled by datasheet "
+    "peaks); the analytic saturation bound gave -12.6% before the Offline bound",
+    ("interactive", "amd-mi300x"): "predicted 19% low: at 40 ms the decode step binds, and "
+    "the vLLM fp8 MI300X fit (public vLLM rows) gives 33 ms at 32 sequences (25 ms of it a "
+    "compute floor: compute_half_tokens 196); the harness build of MLPerf is faster",
+    ("interactive", "amd-mi325x"): "MI325X has no fit of its own: the MI300X vLLM fp8 fit "
+    "transferred keeps its compute floor (same 2.6 PFLOPS fp8 peak), so MI325X is predicted "
+    "equal to MI300X; measured 2.1x it in the same round with the same vLLM build (the "
+    "MI300X submissions ran chunked prefill off and 8 scheduler steps)",
+    ("interactive", "nvidia-b200"): "v5.1 +42% with NVIDIA's stated config (TP1, batch 768, "
+    "max_num_tokens 768), v5.0 +56% (layout unstated, TP1 assumed): at the measured 25.7 "
+    "req/s per GPU the simulated TPOT P99 is 17 ms against the 40 ms limit; the fp4 fit "
+    "(perf-overview max-throughput rows) gives 13.5 ms steps at 107 sequences",
+    ("interactive", "nvidia-h200-sxm"): "predicted 19% high (v5.0, one system, layout "
+    "unstated: TP1 assumed, the layout of most Offline throughput)",
 }
 CASES = [
     ("server", g)
     for g in ("nvidia-h100-sxm", "nvidia-h200-sxm", "nvidia-b200", "amd-mi300x", "amd-mi325x",
               "amd-mi355x")
-] + [("interactive", g) for g in ("nvidia-b200", "amd-mi300x", "amd-mi325x", "amd-mi355x")]  # fmt: skip
+] + [
+    ("interactive", g)
+    for g in ("nvidia-h200-sxm", "nvidia-b200", "amd-mi300x", "amd-mi325x", "amd-mi355x")
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -75,9 +166,9 @@ def test_per_gpu_throughput_within_15_pct(table, case):
             "server",
             marks=pytest.mark.xfail(
                 strict=True,
-                reason="H100 and H200 predicted above MI300X and MI325X ("
-                + _OFFLINE_TOO_HIGH
-                + ")",
+                reason="pooled over rounds: H100 and H200 (mostly v4.1 systems) predicted "
+                "above MI300X and MI325X (v5.x) (" + _OFFLINE_TOO_HIGH + "); within each "
+                "round the order is right (test_per_round_order)",
             ),
         ),
         pytest.param(
@@ -91,3 +182,85 @@ def test_per_gpu_throughput_within_15_pct(table, case):
 def test_per_gpu_order(table, mode):
     t = table.loc[mode]
     assert list(t.measured_rank) == list(t.predicted_rank), t.to_string()
+
+
+def test_measured_server_stays_below_offline(data):
+    """The rule behind the Offline bound, on the results themselves: per round and GPU, the
+    median Server result per GPU is 0.88-1.00 of the median Offline result (v4.1 H100
+    2,666 / 3,017 = 0.884 the lowest; v5.0 B200 98,443.3 / 8 = 12,305.4 against the median
+    of 98,858 / 8 = 12,357.25 and 12,269.3, i.e. 12,313.3: 0.9994 the highest), so never
+    above it and never far below: MAX_UTILIZATION (0.95) lies inside that range."""
+    cat, df, _ = data
+    d = df[df["source"].astype(str).str.startswith("MLPerf Inference")
+           & (df["model"] == "llama-2-70b") & (df["metric"] == "output_tok_s_total")
+           & df["hardware"].isin(list(GPUS)) & df["mode"].isin(["offline", "server"])]  # fmt: skip
+    d = d.assign(per_gpu=d["value"] / d["n_gpus"])
+    m = d.groupby(["source", "hardware", "mode"])["per_gpu"].median().unstack().dropna()
+    ratio = m["server"] / m["offline"]
+    assert len(ratio) >= 8, ratio
+    assert ratio.min() == pytest.approx(2665.9 / 3016.7, abs=0.002)
+    assert ratio.max() == pytest.approx(12305.4 / 12313.3, abs=0.001)
+    assert ((ratio > 0.85) & (ratio < 1.0)).all(), ratio
+    assert ratio.min() < MAX_UTILIZATION < ratio.max()
+
+
+def test_server_prediction_is_bounded_by_the_offline_one(records, data):
+    """H200 v4.1 Server (TP1 assumed, as in NVIDIA's v4.1 Server config): the search's
+    bound (95% of the analytic saturation rate) lies above the simulated Offline throughput
+    of the same deployment, so the answer is 0.95 x that Offline throughput."""
+    cat, _, prof = data
+    r = records[(records["gpu"] == "nvidia-h200-sxm") & (records["mode"] == "server")]
+    assert r["provenance"].str.contains("limited by the Offline throughput").all()
+    params, _ = resolve_params("nvidia-h200-sxm", "trtllm", "fp8", catalog=cat, profile=prof,
+                               family="dense")  # fmt: skip
+    row = {"hardware": "nvidia-h200-sxm", "n_gpus": "8", "tp": "1", "pp": "1",
+           "model": "llama-2-70b", "precision": "fp8", "framework": "trtllm",
+           "mode": "server", "metric": "output_tok_s_total",
+           "notes": "dataset OpenOrca (24,576-sample perf set), variable ISL/OSL"}  # fmt: skip
+    off = offline_per_gpu(row, cat, params)
+    assert r["predicted"].median() == pytest.approx(MAX_UTILIZATION * off, rel=1e-6)
+
+
+def test_every_round_has_its_gpus(records):
+    """The rounds and GPUs the per-round check covers."""
+    got = set(zip(records["mode"] + " " + records["round"], records["gpu"], strict=True))
+    for need in [("server v4.1", "nvidia-b200"), ("server v4.1", "nvidia-h200-sxm"),
+                 ("server v4.1", "nvidia-h100-sxm"), ("server v4.1", "amd-mi300x"),
+                 ("server v5.0", "nvidia-b200"), ("server v5.0", "nvidia-h200-sxm"),
+                 ("server v5.0", "nvidia-h100-sxm"), ("server v5.0", "amd-mi325x"),
+                 ("interactive v5.0", "nvidia-b200"), ("interactive v5.0", "nvidia-h200-sxm"),
+                 ("server v5.1", "nvidia-b200"), ("server v5.1", "amd-mi325x"),
+                 ("server v5.1", "amd-mi300x"), ("interactive v5.1", "nvidia-b200"),
+                 ("interactive v5.1", "amd-mi325x"), ("interactive v5.1", "amd-mi300x")]:  # fmt: skip
+        assert need in got, (need, sorted(got))
+
+
+#: (scenario round) -> why the bundled profile orders a separated pair of it wrongly
+KNOWN_WRONG_ROUNDS = {
+    "interactive v5.1": "MI325X (1,946-2,356 tok/s per GPU) measured 2.1x MI300X "
+    "(1,057-1,105), predicted 1.4% below it: " + _MISSES[("interactive", "amd-mi325x")],
+}
+
+
+@pytest.mark.parametrize(
+    "rnd",
+    [
+        pytest.param(r, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WRONG_ROUNDS[r]))
+        if r in KNOWN_WRONG_ROUNDS
+        else r
+        for r in (
+            "server v4.1",
+            "server v5.0",
+            "server v5.1",
+            "interactive v5.0",
+            "interactive v5.1",
+        )  # fmt: skip
+    ],
+)
+def test_per_round_order(records, rnd):
+    """Every pair of GPUs of one scenario and round whose measured systems do not overlap
+    (the faster GPU's slowest system beats the slower GPU's fastest) is predicted in the
+    measured order (the rule of the Offline ordering check, tests/test_mlperf_ordering.py)."""
+    pairs = ordering_pairs(tight_tpot_rounds(records))
+    wrong = pairs[~pairs["ranges_overlap"] & (pairs["round"] == rnd)]
+    assert not len(wrong), wrong.to_string()
