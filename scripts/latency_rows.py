@@ -93,6 +93,8 @@ def _predict(r, row, profiles, cat, scale):
         "ttft_ms_median_pred": d.get("ttft_ms_median"),
         "tpot_ms_median_pred": d.get("tpot_ms_median"),
         "prefill_scale": scale,
+        "over_capacity": bool(d.get("over_capacity", False)),
+        "queue_growth": d.get("queue_growth", float("nan")),
         "provenance": prov,
         "note": d.get("note", ""),
     }
@@ -310,13 +312,19 @@ def main(argv=None) -> int:
     o = pd.DataFrame(out).drop(columns=["framework"])
     o.to_csv(a.output, index=False, float_format="%.4g")
     o["ape"] = o["err_pct"].abs()
-    for by in (["metric_class"], ["metric_class", "engine"], ["metric_class", "vendor"]):
-        g = o.groupby(by).agg(
-            n=("ape", "size"),
-            mdape=("ape", "median"),
-            bias=("err_pct", "median"),
-        )
-        print(g.round(1).to_string(), "\n")
+    over = o["over_capacity"].astype(bool)
+    for label, part in (("all rows", o), ("rows within the predicted capacity", o[~over])):
+        print(f"== {label} ({int(over.sum()) if part is o else 0} above capacity included)")
+        for by in (["metric_class"], ["metric_class", "engine"], ["metric_class", "vendor"]):
+            g = part.groupby(by).agg(
+                n=("ape", "size"),
+                mdape=("ape", "median"),
+                bias=("err_pct", "median"),
+            )
+            print(g.round(1).to_string(), "\n")
+    if over.any():
+        print("above the predicted capacity (open-loop rows whose simulated queue grows):")
+        print(o[over].groupby(["source", "metric_class"]).size().to_string(), "\n")
     return 0
 
 
