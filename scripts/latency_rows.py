@@ -50,6 +50,30 @@ def _client(row: dict) -> str:
     return c + (" (random-range-ratio)" if rr else "")
 
 
+#: the scheduler-recv-interval InferenceX's single-node DeepSeek-R1 SGLang scripts pass on
+#: B200 / B300 (benchmarks/dsr1_fp{4,8}_b{200,300}.sh and their single_node/ and
+#: single_node/fixed_seq_len/ successors, 2025-09-21 to 2026-06-02: 10, or 30 from
+#: CONC >= 16), for the history rows whose notes do not carry the server command
+#: (what-if only: ``--inferencex-recv-rule``; the rows themselves state no flag)
+def _inferencex_recv_rule(row: dict) -> dict:
+    notes = cell(row, "notes")
+    if (
+        "InferenceX benchmarks history" not in cell(row, "source")
+        or cell(row, "framework") != "sglang"
+        or cell(row, "hardware") not in ("nvidia-b200", "nvidia-b300")
+        or cell(row, "model") != "deepseek-v3"
+        or "recv-interval" in notes
+        or not (
+            dt.date(2025, 9, 21)
+            <= dt.date.fromisoformat(cell(row, "as_of")[:10])
+            < dt.date(2026, 6, 2)
+        )
+    ):
+        return row
+    k = 30 if float(cell(row, "concurrency") or 0) >= 16 else 10
+    return {**row, "notes": notes + f"; what-if: --scheduler-recv-interval {k} (harness rule)"}
+
+
 def _predict(r, row, profiles, cat, scale):
     prof = profiles[r.source]
     try:
@@ -62,6 +86,8 @@ def _predict(r, row, profiles, cat, scale):
         return None
     row = {k: ("" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
            for k, v in row.items()}  # fmt: skip
+    if _WHAT_IF["recv_rule"]:
+        row = _inferencex_recv_rule(row)
     d = serving_row_details(row, cat, params, prefill_scale=scale)
     v = d.get(r.metric)
     if v is None or not np.isfinite(v) or v <= 0:
@@ -98,6 +124,9 @@ def _predict(r, row, profiles, cat, scale):
         "provenance": prov,
         "note": d.get("note", ""),
     }
+
+
+_WHAT_IF = {"recv_rule": False}
 
 
 def _coverage(out):
@@ -247,7 +276,14 @@ def main(argv=None) -> int:
     ap.add_argument("--source", default=None, help="only sources containing this text")
     ap.add_argument("--no-scale", action="store_true", help="prefill scale 1 (the before)")
     ap.add_argument("--write", action="store_true", help="write data/calibration/latency.yaml")
+    ap.add_argument(
+        "--inferencex-recv-rule",
+        action="store_true",
+        help="what-if: InferenceX history SGLang B200/B300 rows get the harness's "
+        "--scheduler-recv-interval (10, or 30 from concurrency 16)",
+    )
     a = ap.parse_args(argv)
+    _WHAT_IF["recv_rule"] = a.inferencex_recv_rule
     cat = load_catalog()
     df = load_measurements(public_files_default(), cat)
     rows = prepare_rows(df, cat)
