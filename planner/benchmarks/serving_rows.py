@@ -5,7 +5,6 @@ static_batch, single_stream) predicted with the simulator; see ``planner/benchma
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import numpy as np
