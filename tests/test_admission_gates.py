@@ -12,6 +12,7 @@ from planner.benchmarks.scheduler_waits import (
     AdmissionGate,
     admission_gate,
     admission_wait,
+    adp_balance,
     batch_wait,
     recv_interval,
     window_iterations,
@@ -86,6 +87,29 @@ def test_trtllm_batch_wait_window_hand_derived():
     assert admission_wait(g, 27.0, arrivals_per_iteration_tokens=127, **kw) == pytest.approx(
         (540.0, 1080.0)
     )
+
+
+def test_trtllm_attention_dp_balance_window_hand_derived():
+    """InferenceX's B200 TensorRT-LLM scripts with DP attention set enable_balance, timeout
+    60, batching wait 0. DEP8 at concurrency 128 (1k/1k, ITL ~21 ms): ~128 / 19.5 s = 6.6
+    requests/s, 0.138 per iteration, so covering 8 ranks takes ceil(8 / 0.138) = 58
+    iterations (< 60): W = 58, a mean wait of 29 x 21 ms = 609 ms (measured 717-775 ms TTFT
+    against 20 ms predicted without the gate). An MLPerf submission's 9 / 3 at 0.75 arrivals
+    per iteration: ceil(8 / 0.75) = 11 > 9, so W = 9 + 3 = 12. One rank: no balancing."""
+    notes = 'attention_dp_config: {"batching_wait_iters": 0, "enable_balance": true, "timeout_iters": 60}'
+    g = admission_gate(notes)
+    assert (g.adp_timeout_iters, g.adp_batching_wait_iters) == (60, 0)
+    assert window_iterations(g, dp_ranks=8, arrivals_per_iteration=0.138) == 58
+    assert admission_wait(g, 21.0, dp_ranks=8, arrivals_per_iteration=0.138)[0] == pytest.approx(
+        609.0
+    )
+    mlperf = AdmissionGate(adp_timeout_iters=9, adp_batching_wait_iters=3)
+    assert window_iterations(mlperf, dp_ranks=8, arrivals_per_iteration=0.75) == 12
+    assert window_iterations(mlperf, dp_ranks=1, arrivals_per_iteration=0.75) == 0
+    # enabled without its numbers: TensorRT-LLM's defaults (timeout 50, batching wait 10);
+    # the batch-wait timeout is not read as the balance timeout
+    assert adp_balance('"enable_balance": true') == (50, 10)
+    assert adp_balance('"batch_wait_timeout_iters": 40') == (0, 0)
 
 
 @pytest.mark.parametrize("tokens", [1.0, 10.0, 50.0, 127.0, 400.0, 5000.0])

@@ -31,6 +31,13 @@ Gates (each read from the run's notes; absent: no gate):
   arrivals at ``lambda`` req/s of mean prompt ``I`` tokens and an iteration of ``s``
   seconds, the waiting prompt tokens grow ``lambda s I`` per iteration, so the window is
   ``W = min(n, ceil((r B - C) / (lambda s I)))`` (0 when ``C >= r B``).
+* **TensorRT-LLM attention-DP balance** (``attention_dp_config: {enable_balance: true,
+  timeout_iters T, batching_wait_iters b}``; PyExecutor ``_balance_adp_requests``): with
+  ``R`` attention-DP ranks, context requests are held until every rank has one (or ``T``
+  iterations have passed), then ``b`` more iterations while every rank decodes. New
+  requests go to the ranks in turn, so ``R`` arrivals cover them: at ``lambda s``
+  arrivals per iteration the window is ``W = min(T, ceil(R / (lambda s))) + b``.
+  Gates of both kinds add their windows.
 """
 
 from __future__ import annotations
@@ -44,6 +51,9 @@ _CDS = re.compile(r"num[-_]continuous[-_]decode[-_]steps[\"' =:]+(\d+)")
 _RECV = re.compile(r"scheduler[-_]recv[-_]interval[\"' =:]+(\d+)")
 _BW_ITERS = re.compile(r"batch_wait_timeout_iters[\"' =:]+(\d+)")
 _BW_RATIO = re.compile(r"batch_wait_max_tokens_ratio[\"' =:]+([0-9.]+)")
+_ADP = re.compile(r"enable_balance[\"' =:]+true", re.IGNORECASE)
+_ADP_T = re.compile(r"(?<!batch_wait_)timeout_iters[\"' =:]+(\d+)")
+_ADP_B = re.compile(r"batching_wait_iters[\"' =:]+(\d+)")
 
 
 def continuous_decode_steps(notes: str) -> int:
@@ -66,6 +76,17 @@ def batch_wait(notes: str) -> tuple[int, float]:
     return (int(n.group(1)) if n else 0, float(r.group(1)) if r else 0.0)
 
 
+def adp_balance(notes: str) -> tuple[int, int]:
+    """TensorRT-LLM's attention-DP balance ``(timeout_iters, batching_wait_iters)`` of a
+    run (its notes; ``(0, 0)``, i.e. off, unless ``enable_balance`` is true; TensorRT-LLM's
+    defaults 50 / 10 when the run enables it without stating them)."""
+    if not _ADP.search(notes):
+        return 0, 0
+    t = _ADP_T.search(notes)
+    b = _ADP_B.search(notes)
+    return (int(t.group(1)) if t else 50, int(b.group(1)) if b else 10)
+
+
 class AdmissionGate(Frozen):
     """The admission gate a run states (all off: every iteration admits)."""
 
@@ -73,6 +94,8 @@ class AdmissionGate(Frozen):
     recv_interval: int = 1
     batch_wait_iters: int = 0
     batch_wait_ratio: float = 0.0
+    adp_timeout_iters: int = 0
+    adp_batching_wait_iters: int = 0
 
     @property
     def off(self) -> bool:
@@ -81,17 +104,22 @@ class AdmissionGate(Frozen):
             and self.recv_interval == 1
             and self.batch_wait_iters == 0
             and self.batch_wait_ratio == 0.0
+            and self.adp_timeout_iters == 0
+            and self.adp_batching_wait_iters == 0
         )
 
 
 def admission_gate(notes: str) -> AdmissionGate:
     """The gate of a run, from its notes (flags of the engine it names)."""
     n, r = batch_wait(notes)
+    t, b = adp_balance(notes)
     return AdmissionGate(
         continuous_decode_steps=continuous_decode_steps(notes),
         recv_interval=recv_interval(notes),
         batch_wait_iters=n,
         batch_wait_ratio=r,
+        adp_timeout_iters=t,
+        adp_batching_wait_iters=b,
     )
 
 
@@ -101,6 +129,8 @@ def window_iterations(
     decoders: float = 0.0,
     arrivals_per_iteration_tokens: float = 0.0,
     max_num_tokens: int = 0,
+    dp_ranks: int = 1,
+    arrivals_per_iteration: float = 0.0,
 ) -> float:
     """``W``: the most decode iterations a request waits for admission [iterations].
 
@@ -114,6 +144,10 @@ def window_iterations(
         Prompt tokens arriving per iteration, ``lambda s I`` [tokens/iteration].
     max_num_tokens
         The engine's per-iteration token budget ``B`` [tokens].
+    dp_ranks
+        Attention data-parallel ranks ``R`` of the replica.
+    arrivals_per_iteration
+        Requests arriving per iteration, ``lambda s`` [requests/iteration].
     """
     w = float(gate.continuous_decode_steps * gate.recv_interval - 1)
     if gate.batch_wait_iters > 0 or gate.batch_wait_ratio > 0:
@@ -129,6 +163,11 @@ def window_iterations(
             k = math.inf
         tw = min(n, k)
         w += 0.0 if math.isinf(tw) else tw
+    if (gate.adp_timeout_iters > 0 or gate.adp_batching_wait_iters > 0) and dp_ranks > 1:
+        fill = (
+            math.ceil(dp_ranks / arrivals_per_iteration) if arrivals_per_iteration > 0 else math.inf
+        )
+        w += min(gate.adp_timeout_iters, fill) + gate.adp_batching_wait_iters
     return w
 
 
@@ -139,6 +178,8 @@ def admission_wait(
     decoders: float = 0.0,
     arrivals_per_iteration_tokens: float = 0.0,
     max_num_tokens: int = 0,
+    dp_ranks: int = 1,
+    arrivals_per_iteration: float = 0.0,
 ) -> tuple[float, float]:
     """``(mean wait, P99 wait)`` [ms] a run's admission gate adds to TTFT and E2E.
 
@@ -154,5 +195,7 @@ def admission_wait(
         decoders=decoders,
         arrivals_per_iteration_tokens=arrivals_per_iteration_tokens,
         max_num_tokens=max_num_tokens,
+        dp_ranks=dp_ranks,
+        arrivals_per_iteration=arrivals_per_iteration,
     )
     return w / 2 * itl_ms, w * itl_ms

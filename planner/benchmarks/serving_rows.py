@@ -561,6 +561,8 @@ def _serving_row_result(
             decoders=lam * max(out["e2e_ms_mean"] - out["ttft_ms_mean"], 0.0) / 1000.0,
             arrivals_per_iteration_tokens=lam * itl / 1000.0 * i_mean,
             max_num_tokens=rep.engine.max_num_batched_tokens,
+            dp_ranks=lay.layout.attention_dp,
+            arrivals_per_iteration=lam * itl / 1000.0,
         )
         if mean_w > 0:
             for m_ in ("ttft_ms_mean", "ttft_ms_median", "e2e_ms_mean", "e2e_ms_median"):
@@ -593,6 +595,11 @@ def _gate_text(gate: Any) -> str:
         parts.append(
             f"batch wait {gate.batch_wait_iters} iterations / {gate.batch_wait_ratio:g} of the"
             " token budget"
+        )
+    if gate.adp_timeout_iters or gate.adp_batching_wait_iters:
+        parts.append(
+            f"attention-DP balance, timeout {gate.adp_timeout_iters} / batching wait "
+            f"{gate.adp_batching_wait_iters} iterations"
         )
     return ", ".join(parts)
 
