@@ -139,6 +139,22 @@ def test_recv_interval_adds_its_wait_to_a_serving_row(catalog):
     assert gated["ttft_ms_p99"] == pytest.approx(base["ttft_ms_p99"] + 9 * itl)
     assert gated["tpot_ms_median"] == pytest.approx(base["tpot_ms_median"])
     assert "receives every 10 iterations" in gated["note"]
+    # one client: the engine is idle when its next request comes, and an idle engine
+    # receives at once (the recv counter and the batch wait run only while decoding)
+    one = {**row, "concurrency": "1", "notes": "10 requests"}
+    alone = serving_row_details(one, catalog, PRIOR)
+    alone_gated = serving_row_details(
+        {**one, "notes": "10 requests; --scheduler-recv-interval 10"}, catalog, PRIOR
+    )
+    assert alone_gated["ttft_ms_median"] == pytest.approx(alone["ttft_ms_median"])
+
+
+def test_wait_is_weighted_by_the_share_of_busy_arrivals():
+    """Half the arrivals finding a decoder: half the mean wait (recv 10, ITL 20 ms: 45 ms),
+    the P99 still the whole window (180 ms); under 2 % busy the P99 takes no wait."""
+    g = AdmissionGate(recv_interval=10)
+    assert admission_wait(g, 20.0, busy=0.5) == pytest.approx((45.0, 180.0))
+    assert admission_wait(g, 20.0, busy=0.01) == pytest.approx((0.9, 0.0))
 
 
 def _server(catalog, rate):

@@ -180,12 +180,17 @@ def admission_wait(
     max_num_tokens: int = 0,
     dp_ranks: int = 1,
     arrivals_per_iteration: float = 0.0,
+    busy: float = 1.0,
 ) -> tuple[float, float]:
     """``(mean wait, P99 wait)`` [ms] a run's admission gate adds to TTFT and E2E.
 
     Arrivals are spread over the window, so a request waits ``W / 2`` iterations on
     average and up to ``W`` (the P99); one iteration lasts the predicted ITL median
-    ``itl_ms``. Example: ``--scheduler-recv-interval 10`` alone, ITL 20 ms: ``W = 9``,
+    ``itl_ms``. Every gate holds new requests only while others decode (an idle engine
+    polls at once; TensorRT-LLM: "if no generation requests, no need to wait"), so the
+    mean wait is weighted by ``busy``, the share of arrivals that find a decoder running
+    (closed loop: 1 from two clients, 0 for one; Poisson arrivals: ``1 - exp(-C)`` with
+    ``C`` running decoders); the P99 takes ``W`` when at least 2 % of arrivals wait. Example: ``--scheduler-recv-interval 10`` alone, ITL 20 ms: ``W = 9``,
     mean 9 / 2 x 20 = 90 ms, P99 9 x 20 = 180 ms.
     """
     if gate.off or not math.isfinite(itl_ms) or itl_ms <= 0:
@@ -198,4 +203,5 @@ def admission_wait(
         dp_ranks=dp_ranks,
         arrivals_per_iteration=arrivals_per_iteration,
     )
-    return w / 2 * itl_ms, w * itl_ms
+    busy = min(max(busy, 0.0), 1.0)
+    return busy * w / 2 * itl_ms, (w * itl_ms if busy >= 0.02 else 0.0)

@@ -555,10 +555,16 @@ def _serving_row_result(
         lam = out["req_s"] / replicas
         i_mean = float(isl) if ilen is None else float(ilen.mean_tokens())
         itl = out["itl_ms_median"]
+        running = lam * max(out["e2e_ms_mean"] - out["ttft_ms_mean"], 0.0) / 1000.0
+        if mode == "concurrency":  # the other clients' requests decode when one arrives
+            busy = 1.0 if conc / replicas >= 2 else 0.0
+        else:
+            busy = 1.0 - math.exp(-running)
         mean_w, p99_w = admission_wait(
             gate,
             itl,
-            decoders=lam * max(out["e2e_ms_mean"] - out["ttft_ms_mean"], 0.0) / 1000.0,
+            busy=busy,
+            decoders=running,
             arrivals_per_iteration_tokens=lam * itl / 1000.0 * i_mean,
             max_num_tokens=rep.engine.max_num_batched_tokens,
             dp_ranks=lay.layout.attention_dp,
