@@ -205,6 +205,10 @@ def build_replica(
             "--max-num-seqs) to plan with more"
         )
     model_max = int(m.max_position_embeddings or 4096)
+    if not m.max_position_embeddings:
+        assumptions.append(
+            f"{m.id} states no max_position_embeddings: prompts are truncated to 4096 tokens"
+        )
     ctx = int(min(context_len or model_max, model_max))
     if context_len and context_len > model_max:
         assumptions.append(f"context {context_len} capped at the model's {model_max} tokens")
