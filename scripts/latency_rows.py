@@ -50,76 +50,6 @@ def _client(row: dict) -> str:
     return c + (" (random-range-ratio)" if rr else "")
 
 
-#: what-if only (``--inferencex-harness-rules``): the engine flags InferenceX's single-node
-#: DeepSeek-R1 scripts pass, for the history rows whose notes do not carry the server
-#: command (the rows themselves state no flag):
-#: * SGLang on B200 / B300: --scheduler-recv-interval 10, or 30 from CONC >= 16
-#:   (benchmarks/dsr1_fp{4,8}_b{200,300}.sh and their single_node/ and
-#:   single_node/fixed_seq_len/ successors, 2025-09-21 to 2026-06-02);
-#: * TensorRT-LLM on B200 with DP attention: attention_dp_config {enable_balance: true,
-#:   timeout_iters: 60, batching_wait_iters: 0} (benchmarks/dsr1_fp{4,8}_b200_trt.sh and
-#:   successors, from 2026-01-22, the scripts' first version in the repository)
-#: * MLPerf DeepSeek-R1 Server rows (TensorRT-LLM, DEP8): the submission's own
-#:   adp_balancing_* runtime flags, read from the config file the row names in the
-#:   results repositories' mirrors (``_MLPERF_REPOS``; rows are left as they are when the
-#:   mirror is absent)
-_MLPERF_REPOS = {
-    "v5.1": "/work/.mirror/mlcommons+inference_results_v5.1/repo",
-    "v6.0": "/work/.mirror/gbeezybez+inference_results_v6.0/repo",
-}
-
-
-def _mlperf_adp(row: dict) -> dict:
-    import re
-    import subprocess
-
-    m = re.search(r"config (\S+\.py)", cell(row, "source_detail"))
-    ver = next((v for v in _MLPERF_REPOS if f"MLPerf Inference {v}" in cell(row, "source")), None)
-    if m is None or ver is None or not Path(_MLPERF_REPOS[ver]).exists():
-        return row
-    txt = subprocess.run(
-        ["git", "-C", _MLPERF_REPOS[ver], "show", "HEAD:" + m.group(1)],
-        capture_output=True, text=True, check=False,
-    ).stdout  # fmt: skip
-    on = re.search(r"adp_balancing_enable[\"']?\s*:\s*True", txt)
-    t = re.search(r"adp_balancing_timeout_iters[\"']?\s*:\s*(\d+)", txt)
-    b = re.search(r"adp_balancing_batching_wait_iters[\"']?\s*:\s*(\d+)", txt)
-    if not (on and t and b):
-        return row
-    extra = f"; what-if: enable_balance: true, timeout_iters: {t.group(1)}, "
-    return {**row, "notes": cell(row, "notes") + extra + f"batching_wait_iters: {b.group(1)}"}
-
-
-def _inferencex_harness_rules(row: dict) -> dict:
-    notes = cell(row, "notes")
-    if "DeepSeek-R1" in cell(row, "source") and cell(row, "source").startswith("MLPerf"):
-        return _mlperf_adp(row)
-    if (
-        "InferenceX benchmarks history" not in cell(row, "source")
-        or cell(row, "model") != "deepseek-v3"
-        or "server:" in notes
-    ):
-        return row
-    day = dt.date.fromisoformat(cell(row, "as_of")[:10])
-    fw, hw = cell(row, "framework"), cell(row, "hardware")
-    if (
-        fw == "sglang"
-        and hw in ("nvidia-b200", "nvidia-b300")
-        and dt.date(2025, 9, 21) <= day < dt.date(2026, 6, 2)
-    ):
-        k = 30 if float(cell(row, "concurrency") or 0) >= 16 else 10
-        return {**row, "notes": notes + f"; what-if: --scheduler-recv-interval {k}"}
-    if (
-        fw == "trtllm"
-        and hw == "nvidia-b200"
-        and "DP-attention=true" in notes
-        and day >= dt.date(2026, 1, 22)
-    ):
-        extra = "; what-if: attention_dp_config: batching_wait_iters: 0, enable_balance: true, "
-        return {**row, "notes": notes + extra + "timeout_iters: 60"}
-    return row
-
-
 def _predict(r, row, profiles, cat, scale):
     prof = profiles[r.source]
     try:
@@ -132,8 +62,6 @@ def _predict(r, row, profiles, cat, scale):
         return None
     row = {k: ("" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
            for k, v in row.items()}  # fmt: skip
-    if _WHAT_IF["harness_rules"]:
-        row = _inferencex_harness_rules(row)
     d = serving_row_details(row, cat, params, prefill_scale=scale)
     v = d.get(r.metric)
     if v is None or not np.isfinite(v) or v <= 0:
@@ -170,9 +98,6 @@ def _predict(r, row, profiles, cat, scale):
         "provenance": prov,
         "note": d.get("note", ""),
     }
-
-
-_WHAT_IF = {"harness_rules": False}
 
 
 def _coverage(out):
@@ -333,14 +258,7 @@ def main(argv=None) -> int:
     ap.add_argument("--source", default=None, help="only sources containing this text")
     ap.add_argument("--no-scale", action="store_true", help="prefill scale 1 (the before)")
     ap.add_argument("--write", action="store_true", help="write data/calibration/latency.yaml")
-    ap.add_argument(
-        "--inferencex-harness-rules",
-        action="store_true",
-        help="what-if: InferenceX history rows without a server command get the engine "
-        "flags the harness scripts passed (SGLang recv interval, TensorRT-LLM DP balance)",
-    )
     a = ap.parse_args(argv)
-    _WHAT_IF["harness_rules"] = a.inferencex_harness_rules
     cat = load_catalog()
     df = load_measurements(public_files_default(), cat)
     rows = prepare_rows(df, cat)
