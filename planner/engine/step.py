@@ -167,6 +167,48 @@ class StepModel:
         z = math.sqrt(2.0 * math.log(self.ep)) if self.ep > 1 else 0.0
         return mean * (1.0 + self.params.moe_imbalance) + z * np.sqrt(mean)
 
+    def busiest_rank_work(self, new_tokens, num_seqs, kv_read_tokens_full, attn_pairs_full):
+        """Attention-side work of the busiest attention data-parallel rank, as replica-wide
+        counts whose ``1 / attention_dp`` is that rank's share: (extra tokens, extra
+        query-key pairs of a full-attention layer) to add to ``new_tokens`` and the pairs in
+        the rank-local terms (activations, dense and attention GEMMs, KV writes, attention);
+        both 0 for a plain layout (``attention_dp = 1``: bit-identical to before).
+
+        Decoding sequences spread evenly over the ranks, but a prompt chunk runs whole on the
+        rank that owns its request, and every rank waits for the slowest one at the next MoE
+        layer (TensorRT-LLM tech blog 10, "ADP Balance Strategy": "the iteration time is
+        dominated by the slowest rank"; on 8 GB200, DEP8 DeepSeek-V3, 803 / 3,653-token
+        requests, the mean over iterations of average / maximum tokens per rank was 54%).
+        From the step's counts, no free parameter:
+
+        * prompt tokens ``P = max(new_tokens - num_seqs, 0)`` (each sequence's first token
+          counted with the decoders);
+        * their pairs beyond one per token, ``X = max(pairs - kv_read, 0)``: ``n (n - 1) / 2``
+          for a fresh chunk of n (a decoding sequence adds 0), so ``n_eff = 2 X / P`` is the
+          size-weighted mean chunk (``sum n^2 / sum n``);
+        * chunks go to ranks round-robin, so the busiest rank holds ``P_hot = min(P,
+          max(P / dp, n_eff))`` prompt tokens and the fraction ``h = P_hot / P`` of ``X``;
+        * extra tokens ``(dp h - 1) P``, extra pairs ``(dp h - 1) X`` (0 when the prompt work
+          is balanced, ``h = 1 / dp``, or when there is none). The routed experts, their
+          dispatch and the KV reads of the decoders stay replica-wide (balanced).
+
+        Example: DEP8, 64 decoding sequences per rank and one fresh 1,024-token prompt:
+        T = 8 x 64 + 1,024 = 1,536, num_seqs = 513, P = 1,023; X = 1,024 x 1,023 / 2, so
+        n_eff = 1,024 and h = 1: extra 7 x 1,023 = 7,161 tokens, 8,697 / 8 = 1,087 on the
+        busiest rank (64 decode + 1,023 prompt + its first token) instead of 192."""
+        dp = self.attention_dp
+        T = np.asarray(new_tokens, dtype=float)
+        if dp <= 1:
+            return 0.0 * T, 0.0 * T
+        P = np.maximum(T - np.asarray(num_seqs, float), 0.0)
+        X = np.maximum(
+            np.asarray(attn_pairs_full, float) - np.asarray(kv_read_tokens_full, float), 0.0
+        )
+        with np.errstate(divide="ignore", invalid="ignore"):
+            hot = np.where(P > 0, np.minimum(P, np.maximum(P / dp, 2.0 * X / P)), 0.0)
+            g = np.where(P > 0, self.params.adp_prompt_imbalance * (dp * hot / P - 1.0), 0.0)
+        return g * P, g * X
+
     @staticmethod
     def decode_pairs(kv_read_tokens_full, attn_pairs_full, attn_pairs_prefix=0.0, spec_tokens=0):
         """Query-key pairs of a full-attention layer that an MLA engine runs in the absorbed
@@ -209,6 +251,8 @@ class StepModel:
         T = np.asarray(new_tokens, dtype=float)
         dp = self.attention_dp  # each attention rank runs 1/dp of the tokens and sequences
         T0, n_dec = T, np.asarray(num_logits, dtype=float)
+        # the busiest attention rank's prompt work (attention data-parallel only)
+        dT, X_hot = self.busiest_rank_work(T, num_seqs, kv_read_tokens_full, attn_pairs_full)
         if self.spec_tokens:  # verify K + 1 positions per decoding sequence (one per logit)
             K = float(self.spec_tokens)
             T = T + K * n_dec
@@ -222,15 +266,16 @@ class StepModel:
         # GEMMs
         experts = self.expected_experts(T) * self.expert_bytes
         w_bytes = self.dense_weight_bytes + experts + self.lm_head_bytes
-        act = self.act_bytes_per_token / dp * T
-        mm_flops = self.matmul_flops_per_token * T + self.lm_head_flops_per_logit / dp * np.asarray(
+        Ta = T + dT  # the busiest attention rank's tokens x dp (T when dp = 1)
+        act = self.act_bytes_per_token / dp * Ta
+        mm_flops = self.matmul_flops_per_token * Ta + self.lm_head_flops_per_logit / dp * np.asarray(
             num_logits, float
         )
         if self.expert_flops_per_routed_token:
             mm_flops = mm_flops + self.expert_flops_per_routed_token * self.routed_tokens_hot(T)
         t_gm = (w_bytes + act) / (self.bw_bytes_s * p.mem_eff)
         eff_c = (
-            p.compute_eff * T / (T + p.compute_half_tokens * dp)
+            p.compute_eff * Ta / (Ta + p.compute_half_tokens * dp)
             if p.compute_half_tokens
             else p.compute_eff
         )
@@ -243,10 +288,10 @@ class StepModel:
         ) + self.layers_sw * np.asarray(kv_read_tokens_sw, float)
         kvb = self.kv_bytes_per_token_layer / dp
         kv_read = kvb * kv_tok
-        kv_write = kvb * (self.layers_full + self.layers_sw) * T
-        pairs = self.layers_full * np.asarray(attn_pairs_full, float) + self.layers_sw * np.asarray(
-            attn_pairs_sw, float
-        )
+        kv_write = kvb * (self.layers_full + self.layers_sw) * Ta
+        pairs = self.layers_full * (
+            np.asarray(attn_pairs_full, float) + X_hot
+        ) + self.layers_sw * np.asarray(attn_pairs_sw, float)
         a_flops = self.attn_flops_per_pair_layer / dp * pairs
         if self.attn_flops_per_decode_pair_layer:  # MLA: decode queries run absorbed
             a_pairs = self.decode_pairs(
@@ -256,7 +301,7 @@ class StepModel:
                 self.attn_flops_per_pair_layer
                 / dp
                 * (
-                    self.layers_full * (np.asarray(attn_pairs_full, float) - a_pairs)
+                    self.layers_full * (np.asarray(attn_pairs_full, float) + X_hot - a_pairs)
                     + self.layers_sw * np.asarray(attn_pairs_sw, float)
                 )
                 + self.attn_flops_per_decode_pair_layer / dp * self.layers_full * a_pairs
@@ -389,7 +434,7 @@ class StepModel:
     # ---- the hot scalar path of :meth:`step` (plain floats, no numpy) ------------------
     @cached_property
     def _coeffs(self) -> tuple[float, ...]:
-        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (46 floats): the
+        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (48 floats): the
         step's constants, with the products that do not depend on its counts done once."""
         p = self.params
         ne = self.num_experts
@@ -452,6 +497,8 @@ class StepModel:
                 ),
                 self.spec_graph_max,
                 self.attn_flops_per_decode_pair_layer / dp,
+                dp,
+                p.adp_prompt_imbalance,
             )
         )
 
