@@ -268,8 +268,9 @@ class StepModel:
         w_bytes = self.dense_weight_bytes + experts + self.lm_head_bytes
         Ta = T + dT  # the busiest attention rank's tokens x dp (T when dp = 1)
         act = self.act_bytes_per_token / dp * Ta
-        mm_flops = self.matmul_flops_per_token * Ta + self.lm_head_flops_per_logit / dp * np.asarray(
-            num_logits, float
+        mm_flops = (
+            self.matmul_flops_per_token * Ta
+            + self.lm_head_flops_per_logit / dp * np.asarray(num_logits, float)
         )
         if self.expert_flops_per_routed_token:
             mm_flops = mm_flops + self.expert_flops_per_routed_token * self.routed_tokens_hot(T)
