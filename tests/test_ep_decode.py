@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from planner.catalog import load_catalog
 from planner.catalog.efficiency import PRIOR
 from planner.catalog.layout import layout_of
+from planner.engine.adp import busiest_rank_extra
 from planner.engine.step import step_model
 
 CAT = load_catalog()
@@ -34,19 +35,25 @@ def _one_prompt_step():
     return (1536, 513, 513, 513_024, 1_036_800)
 
 
+def _extra(sm, args=None):
+    """busiest_rank_extra of a step model's layout and share for a step's counts."""
+    T, seqs, _, kv, pairs = args or _one_prompt_step()
+    return busiest_rank_extra(sm.attention_dp, sm.params.adp_prompt_imbalance, T, seqs, kv, pairs)
+
+
 def test_one_prompt_chunk_runs_whole_on_one_rank_hand_derived():
     """P = 1,536 - 513 = 1,023 prompt tokens; X = 1,036,800 - 513,024 = 523,776
     (= 1,024 x 1,023 / 2); n_eff = 2 X / P = 1,024 >= P, so the busiest rank holds all of
     P: h = 1, extra tokens (8 x 1 - 1) x 1,023 = 7,161 and extra pairs 7 x 523,776 =
     3,666,432 (1,536 + 7,161 = 8,697 = 8 x 1,087: 64 decoders + the 1,023-token chunk)."""
-    dT, dX = _dep8().busiest_rank_work(*_one_prompt_step()[:2], *_one_prompt_step()[3:])
+    dT, dX = _extra(_dep8())
     assert float(dT) == pytest.approx(7_161.0)
     assert float(dX) == pytest.approx(3_666_432.0)
     # with the engine balancing prompt chunks (u = 0, TensorRT-LLM enable_balance): none
-    dT0, dX0 = _dep8(0.0).busiest_rank_work(*_one_prompt_step()[:2], *_one_prompt_step()[3:])
+    dT0, dX0 = _extra(_dep8(0.0))
     assert float(dT0) == 0.0 and float(dX0) == 0.0
     # half of the prompt work kept on its rank: half the extra work
-    dTh, dXh = _dep8(0.5).busiest_rank_work(*_one_prompt_step()[:2], *_one_prompt_step()[3:])
+    dTh, dXh = _extra(_dep8(0.5))
     assert float(dTh) == pytest.approx(3_580.5) and float(dXh) == pytest.approx(1_833_216.0)
 
 
@@ -54,7 +61,7 @@ def test_many_small_chunks_are_already_balanced_hand_derived():
     """16 fresh 64-token prompts, no decoders: T = 1,024, 16 sequences, P = 1,008; pairs
     16 x 64 x 65 / 2 = 33,280, KV reads 1,024, X = 32,256, n_eff = 2 X / P = 64 < P / 8 =
     126: round-robin gives each rank two chunks, the balanced share: no extra work."""
-    dT, dX = _dep8().busiest_rank_work(1024, 16, 1024, 33_280)
+    dT, dX = _extra(_dep8(), (1024, 16, 16, 1024, 33_280))
     assert float(dT) == 0.0 and float(dX) == 0.0
 
 
@@ -62,9 +69,7 @@ def test_plain_and_decode_only_steps_are_unchanged():
     """A plain TP8 step and a decode-only DEP8 step carry no prompt imbalance (the plain
     path is bit-identical to before: both increments are exactly 0)."""
     tp8 = step_model(**KW, layout=layout_of(8), params=PRIOR.with_(adp_prompt_imbalance=1.0))
-    assert [
-        float(x) for x in tp8.busiest_rank_work(*_one_prompt_step()[:2], 513_024, 1_036_800)
-    ] == [0.0, 0.0]
+    assert [float(x) for x in _extra(tp8)] == [0.0, 0.0]
     dec = (512, 512, 512, 512_000, 512_000)
     a, b = _dep8(0.0), _dep8(1.0)
     assert a.step(*dec).time_s == b.step(*dec).time_s
@@ -99,10 +104,10 @@ def test_prompt_imbalance_properties(dec, chunks, u, more):
     if T == 0:
         return
     lo, hi = _dep8(u), _dep8(min(1.0, u + more))
-    dT, dX = (float(x) for x in lo.busiest_rank_work(T, seqs, kv, pairs))
+    dT, dX = (float(x) for x in _extra(lo, (T, seqs, 0, kv, pairs)))
     P = T - seqs
     assert 0.0 <= dT <= 7 * P + 1e-6 and dX >= 0.0
-    dT2, _ = (float(x) for x in hi.busiest_rank_work(T, seqs, kv, pairs))
+    dT2, _ = (float(x) for x in _extra(hi, (T, seqs, 0, kv, pairs)))
     assert dT2 >= dT - 1e-9
     args = (T, seqs, dec + len(chunks), kv, pairs)
     assert hi.step_time(*args) >= lo.step_time(*args) * (1 - 1e-12)

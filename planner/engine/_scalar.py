@@ -95,7 +95,7 @@ def step_time_scalar(
     ) = c
     T0 = T
     n_dec = num_logits
-    # the busiest attention data-parallel rank's prompt work (StepModel.busiest_rank_work)
+    # the busiest attention data-parallel rank's prompt work (planner.engine.adp.busiest_rank_extra)
     dT = 0.0
     dX = 0.0
     if dp > 1.0 and adp_u > 0.0:
