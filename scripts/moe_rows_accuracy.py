@@ -21,6 +21,8 @@ Three tables:
 Usage (from the repository root; a few minutes on two cores)::
 
     python scripts/moe_rows_accuracy.py
+    python scripts/moe_rows_accuracy.py --spec   # only table 3 and its summary
+    python scripts/moe_rows_accuracy.py --issue30   # only table 4's summary
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from planner.benchmarks.speculative_rows import (  # noqa: E402
     chain_acceptance_length,
     predict_spec_row,
     predicted_ratio,
+    row_workload,
     spec_of_row,
     spec_pairs,
 )
@@ -123,12 +126,13 @@ def _params(cat, row):
     return params
 
 
-def catalog_al(cat, row, method: str, k: int | None) -> float | None:
-    """The published acceptance length of the row's model x method x K (None: none)."""
+def catalog_al(cat, row, method: str, k: int | None, workload: str | None = None) -> float | None:
+    """The published acceptance length of the row's model x method x K (None: none), for
+    ``workload`` (the prompts' kind, ``row_workload``) where given."""
     if k is None:
         return None
     try:
-        s = spec_decode(cat.model_ref(cell(row, "model"), None), method, k)
+        s = spec_decode(cat.model_ref(cell(row, "model"), None), method, k, workload=workload)
     except PlannerError:
         return None
     return s.acceptance_length if s is not None else None
@@ -150,6 +154,9 @@ def spec_table() -> pd.DataFrame:
         al_src = re.search(r"Acceptance Rate ([\d.]+)", cell(p.spec_row, "notes"))
         al_prior = chain_acceptance_length(PRIOR_RATE, p.spec_tokens)
         al_cat = catalog_al(cat, b, p.method, p.spec_tokens)
+        wl = row_workload(p.spec_row)
+        al_wl = catalog_al(cat, b, p.method, p.spec_tokens, wl)
+        r_wl = predicted_ratio(p, al_wl, cat, params)[0] if al_wl else None
         r_src = predicted_ratio(p, float(al_src.group(1)), cat, params)[0] if al_src else None
         r_prior, why = predicted_ratio(p, al_prior, cat, params)
         r_cat = predicted_ratio(p, al_cat, cat, params)[0] if al_cat else None
@@ -173,6 +180,10 @@ def spec_table() -> pd.DataFrame:
                 "AL (catalog)": round(al_cat, 4) if al_cat else None,
                 "predicted (catalog AL)": round(r_cat, 3) if r_cat else None,
                 "error (catalog AL) %": _pct(r_cat, p.measured_ratio),
+                "workload": wl,
+                "AL (workload prior)": round(al_wl, 4) if al_wl else None,
+                "predicted (workload AL)": round(r_wl, 3) if r_wl else None,
+                "error (workload AL) %": _pct(r_wl, p.measured_ratio),
             }
         )
     return pd.DataFrame(recs)
@@ -190,7 +201,7 @@ def issue30_rows() -> pd.DataFrame:
             s = spec_of_row(r)
             if s is None:
                 continue
-            al = catalog_al(cat, r, s[0], s[1])
+            al = catalog_al(cat, r, s[0], s[1], row_workload(r))
             base = {
                 "id": cell(r, "id"),
                 "source": cell(r, "source"),
@@ -257,11 +268,45 @@ def issue30_table(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(recs)
 
 
+def spec_summary(t: pd.DataFrame) -> pd.DataFrame:
+    """Pairs within 15 % and median |error| by concurrency class and AL basis."""
+    recs = []
+    for name, sel in (
+        ("batch 1", t["concurrency"].fillna(1) <= 1),
+        ("concurrency 2-16", (t["concurrency"] > 1) & (t["concurrency"] <= 16)),
+        ("concurrency >= 32", t["concurrency"] >= 32),
+    ):
+        g = t[sel]
+        for col in ("error (catalog AL) %", "error (workload AL) %"):
+            e = g[col].dropna().abs()
+            recs.append(
+                {
+                    "pairs": name,
+                    "AL": col.split("(")[1].split(")")[0],
+                    "n": len(e),
+                    "within 15 %": int((e <= 15).sum()),
+                    "median |error| %": round(float(e.median()), 1) if len(e) else None,
+                }
+            )
+    return pd.DataFrame(recs)
+
+
 def main() -> int:
+    if "--spec" in sys.argv:  # the MTP / no-MTP pairs only (a minute or two)
+        t = spec_table()
+        print(_md_table(t))
+        print(_md_table(spec_summary(t)))
+        return 0
+    if "--issue30" in sys.argv:  # table 4 only
+        i30 = issue30_rows()
+        print(_md_table(issue30_table(i30)))
+        return 0
     print("## Rows by source, layout kind and metric\n")
     print(_md_table(counts()))
     print("## Speculative decoding: MTP rows over their baseline\n")
-    print(_md_table(spec_table()))
+    t = spec_table()
+    print(_md_table(t))
+    print(_md_table(spec_summary(t)))
     print("## Issue 30: speculative (catalog AL) and disaggregated rows\n")
     i30 = issue30_rows()
     print(_md_table(issue30_table(i30)))

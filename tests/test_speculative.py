@@ -59,6 +59,83 @@ def test_llama70b_eagle3_rows_combine_into_one_band():
     assert s.spread == pytest.approx(max(mean - 2.88, 4.66 - mean))
 
 
+def test_acceptance_prior_by_workload_by_hand():
+    """DeepSeek-V3 MTP priors by the prompts' kind (data/speculative.yaml)."""
+    m = _CAT.model("deepseek-v3")
+
+    def al(k, w=None):
+        return spec_decode(m, "mtp", k, workload=w, data_dir=DATA_DIR)
+
+    # K = 3: InferenceX PR #649 prints ~2.50 for random tokens in the chat template and for
+    # MT-Bench, ~3.55 for random tokens without the template
+    assert al(3, "random").acceptance_length == pytest.approx(2.50)
+    assert al(3, "chat").acceptance_length == pytest.approx(2.50)
+    assert al(3, "random-raw").acceptance_length == pytest.approx(3.55)
+    # no workload: the natural-text rows at K = 3, (2.82 + 2.50) / 2 = 2.66, spread 0.16
+    assert (al(3).acceptance_length, al(3).spread) == pytest.approx((2.66, 0.16))
+    # code has no row at K = 3: the natural-text rows
+    assert al(3, "code").acceptance_length == pytest.approx(2.66)
+    # random at K = 2 is carried down from K = 3 by the chain rate: 1 + r + r^2 + r^3 = 2.5
+    # -> r = 0.6914 (0.6914 + 0.47804 + 0.33052 = 1.49996); K = 2: 1 + r + r^2 = 2.1695
+    s2 = al(2, "random")
+    assert s2.acceptance_length == pytest.approx(2.1695, abs=2e-3)
+    assert s2.basis.startswith("chain rate of K=3") and s2.workload == "random"
+    assert s2.label() == "MTP k=2, AL 2.17 (random)"
+    # nothing measured on random prompts at K >= 4: refused (never carried up)
+    with pytest.raises(PlannerError, match="acceptance_length: .* on random prompts"):
+        al(4, "random")
+    with pytest.raises(PlannerError, match="spec_workload must be one of"):
+        al(3, "poetry")
+
+
+def test_llama8b_eagle3_prior_by_task():
+    # nebius card, temperature 1, K = 7: MT-bench 2.77 (chat), HumanEval 3.49 (code), GSM8K
+    # 3.34 (math); no workload: their mean 9.60 / 3 = 3.20, spread max(3.20 - 2.77, 3.49 -
+    # 3.20) = 0.43
+    m = _CAT.model("llama-3.1-8b")
+    got = {w: spec_decode(m, "eagle3", 7, workload=w, data_dir=DATA_DIR) for w in
+           (None, "chat", "code", "math")}  # fmt: skip
+    assert got["chat"].acceptance_length == pytest.approx(2.77)
+    assert got["code"].acceptance_length == pytest.approx(3.49)
+    assert got["math"].acceptance_length == pytest.approx(3.34)
+    assert (got[None].acceptance_length, got[None].spread) == pytest.approx((3.20, 0.43))
+
+
+@PROPS
+@given(k=st.integers(1, 3))
+def test_random_prompt_prior_never_above_natural_text(k):
+    # InferenceX PR #649: random tokens in the chat template accept like MT-Bench (~2.50), and
+    # without the template more (~3.55, "inflated"); the TensorRT-LLM / DeepSeek rows are
+    # natural text. At K = 1..3 the random prior is <= the natural prior <= random-raw's.
+    m = _CAT.model("deepseek-v3")
+    rnd = spec_decode(m, "mtp", k, workload="random", data_dir=DATA_DIR).acceptance_length
+    nat = spec_decode(m, "mtp", k, data_dir=DATA_DIR).acceptance_length
+    raw = spec_decode(m, "mtp", k, workload="random-raw", data_dir=DATA_DIR).acceptance_length
+    assert 1.0 <= rnd <= nat + 1e-12
+    assert rnd <= raw <= k + 1
+
+
+@PROPS
+@given(k=st.integers(1, 8), frac=st.floats(0.0, 1.0))
+def test_chain_rate_inverts_chain_length(k, frac):
+    from planner.catalog.speculative import chain_acceptance_length, chain_rate
+
+    al = 1.0 + frac * k
+    r = chain_rate(al, k)
+    assert 0.0 <= r <= 1.0
+    assert chain_acceptance_length(r, k) == pytest.approx(al, abs=1e-9)
+
+
+def test_row_workload_from_notes():
+    from planner.benchmarks.speculative_rows import row_workload
+
+    ix = {"notes": "InferenceX fixed-seq-len sweep, spec 'mtp'; random dataset: nominal input "
+          "1024 / output 1024 tokens, range ratio 0.8"}  # fmt: skip
+    assert row_workload(ix) == "random"
+    assert row_workload({"notes": "--dataset-name random --random-input-len 1024"}) == "random"
+    assert row_workload({"notes": "ISL 1k / OSL 2k, batch 1"}) is None
+
+
 @pytest.mark.parametrize(
     "kw, field",
     [
@@ -344,15 +421,20 @@ def test_recommender_searches_published_spec_settings_only_when_asked():
     on, _ = enumerate_options(_CAT, m, speculative=True, **kw)
     assert all(o.spec is None for o in off)
     spec = [o for o in on if o.spec is not None]
-    # five published settings for DeepSeek-V3 on SGLang (MTP, K = 1..5: the DeepSeek-V3
-    # report at K = 1 and TensorRT-LLM tech blog 1 at K = 1..5): five spec twins per option
-    assert len(spec) == 5 * len(off) and {o.spec.label() for o in spec} == {
-        "MTP k=1, AL 1.90±0.05",  # (1.875 + 1.92) / 2 = 1.8975, spread 0.0475
-        "MTP k=2, AL 2.58",
-        "MTP k=3, AL 2.82",
-        "MTP k=4, AL 2.99",
-        "MTP k=5, AL 3.01",
-    }
+    # six published settings for DeepSeek-V3 on SGLang (MTP, K = 1..5 and 7: the DeepSeek-V3
+    # report at K = 1, TensorRT-LLM tech blog 1 at K = 1..5, InferenceX PR #649's MT-Bench
+    # 2.50 at K = 3, the nebius card's original MTP at K = 7): six spec twins per option
+    assert len(spec) == 6 * len(off)
+    als = {o.spec.spec_tokens: (o.spec.acceptance_length, o.spec.spread) for o in spec}
+    assert als[1] == pytest.approx((1.8975, 0.0475))  # (1.875 + 1.92) / 2, band 1.85..1.92
+    assert als[2] == pytest.approx((2.58, 0.0))
+    # K = 3: TensorRT-LLM 2.82 and MT-Bench 2.50 -> mean 2.66, spread 0.16 (the random-prompt
+    # row of the same PR is not natural text and stays out)
+    assert als[3] == pytest.approx((2.66, 0.16))
+    assert als[4] == pytest.approx((2.99, 0.0)) and als[5] == pytest.approx((3.01, 0.0))
+    # K = 7: original MTP 3.20 (temperature 0) and 3.09 (temperature 1): 3.145 +/- 0.055
+    assert als[7] == pytest.approx((3.145, 0.055))
+    assert "MTP k=1, AL 1.90±0.05" in {o.spec.label() for o in spec}
     spec = [o for o in spec if o.spec.spec_tokens == 1]
     ids = spec[0].ids()
     assert (ids["spec_method"], ids["spec_tokens"]) == ("mtp", 1)
