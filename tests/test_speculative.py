@@ -320,6 +320,16 @@ def test_cli_estimate_spec_fields_and_errors(capsys):
     err = capsys.readouterr().err
     assert rc != 0 and "acceptance_length must be in [1, K + 1]" in err
     assert len(err.strip().splitlines()) == 1
+    # the random-prompt prior (InferenceX PR #649: ~2.50 at K = 3), and its TPOT the slower
+    # one: fewer tokens per verify step than the natural-text mean (2.82 + 2.50) / 2 = 2.66
+    k3 = [*base, "--spec-method", "mtp", "--spec-tokens", "3"]
+    assert main([*k3, "--spec-workload", "random"]) == 0
+    rnd = json.loads(capsys.readouterr().out)
+    assert (rnd["acceptance_length"], rnd["spec_workload"]) == (pytest.approx(2.50), "random")
+    assert main(k3) == 0
+    nat = json.loads(capsys.readouterr().out)
+    assert nat["acceptance_length"] == pytest.approx(2.66) and nat["spec_workload"] is None
+    assert rnd["tpot_s"] > nat["tpot_s"]
 
 
 def test_scenario_deployment_takes_spec_fields(tmp_path):
@@ -335,6 +345,16 @@ def test_scenario_deployment_takes_spec_fields(tmp_path):
     rep = sc.build_replica(catalog=_CAT)
     assert rep.spec is not None and rep.spec.acceptance_length == 1.8
     assert "MTP k=1, AL 1.80" in rep.label()
+    # the prompts' kind picks the prior: K = 2 on random prompts, carried down from K = 3's
+    # 2.50 by the chain rate (test_acceptance_prior_by_workload_by_hand): 2.1695
+    p.write_text(
+        "model: deepseek-v3\nworkload: {preset: chat, traffic: {mean_rps: 1, peak_rps: 2}}\n"
+        "deployment: {gpu: nvidia-h200-sxm, framework: sglang, precision: fp8, tp: 8,\n"
+        "  spec_method: mtp, spec_tokens: 2, spec_workload: random}\n"
+    )
+    rep = load_scenario(p).build_replica(catalog=_CAT)
+    assert rep.spec.acceptance_length == pytest.approx(2.1695, abs=2e-3)
+    assert rep.spec.workload == "random"
 
 
 # --------------------------------------------------------------------------- bands, benchmark rows
