@@ -204,8 +204,9 @@ def spec_decode(
     framework : the serving engine, which must run ``method`` (``data/speculative.yaml``)
     workload : the prompts' kind (:data:`WORKLOADS`): the prior comes from rows measured on
         it (``random``: random tokens in the chat template, as InferenceX runs), carried down
-        from a larger K by the chain rate where none is at K; natural-text kinds fall back to every
-        natural-text row at K. None: natural text (every row except the random ones).
+        from a larger K by the chain rate where none is at K; natural-text kinds fall back to
+        the general natural-text rows at K (prompts not named or mixed; else every natural
+        one). None: that general natural-text prior (random rows never join it).
 
     Raises
     ------
@@ -301,8 +302,10 @@ def _prior_rows(
     rows: list[AcceptanceRecord], k: int, workload: str | None
 ) -> tuple[list[AcceptanceRecord], bool]:
     """The rows a prior for ``workload`` at K comes from, and whether they are at another K
-    (to be carried over by their chain rate). In order: the workload's own rows at K; for a
-    natural-text workload (or None), every natural-text row at K; the workload's rows at the
+    (to be carried over by their chain rate). In order: the named workload's own rows at K;
+    for a natural-text workload (or None) the general rows at K (prompts not named, or
+    ``mixed``), else every natural-text row at K (a task row, e.g. MT-Bench, informs the
+    general prior only where no general row exists); the named workload's rows at the
     nearest larger K; none."""
     if workload is not None and workload not in WORKLOADS:
         raise PlannerError(
@@ -315,8 +318,9 @@ def _prior_rows(
         return at_k, False
     if natural:
         nat = [r for r in rows if r.natural and r.spec_tokens == k]
-        if nat:
-            return nat, False
+        general = [r for r in nat if r.workload in (None, "mixed")]
+        if general or nat:
+            return general or nat, False
     if not own or workload is None:  # no named workload: published K only
         return [], False
     # only down to a smaller K: a chain fitted at K' > K counts the later positions at the
