@@ -12,8 +12,9 @@ Three tables:
    acceptance length the source prints, with the DeepSeek-V3 report's prior (K = 1: AL 1.875,
    i.e. a per-position rate of 0.875 in a chain of K drafts) and with the catalog's published
    AL for that K (``data/speculative.yaml`` via ``spec_decode``);
-4. issue 30's rows: every aggregated speculative row predicted with the catalog's AL
-   (``predict_spec_row``) and every disaggregated row (``disagg_rows.disagg_accuracy``), by
+4. issue 30's rows: every aggregated speculative row (also the InferenceX history file's)
+   predicted with the catalog's AL for the row's prompts (``predict_spec_row``,
+   ``row_workload``) and every disaggregated row (``disagg_rows.disagg_accuracy``), by
    source and metric. These rows are never fitted; their GPU x engine x precision parameters
    come from the bundled profile (which the rows' non-speculative twins of the same source
    helped fit), so this table is not held out by source.
@@ -23,6 +24,7 @@ Usage (from the repository root; a few minutes on two cores)::
     python scripts/moe_rows_accuracy.py
     python scripts/moe_rows_accuracy.py --spec   # only table 3 and its summary
     python scripts/moe_rows_accuracy.py --issue30   # only table 4's summary
+    python scripts/moe_rows_accuracy.py --history   # InferenceX history's MTP rows, by metric
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ FILES = [
 ]
 #: InferenceX: its MTP / no-MTP pairs at high concurrency and its disaggregated rows
 INFERENCEX = ROOT / "data/benchmarks/public_inferencex.csv"
+#: InferenceX dashboard history: aggregated MTP rows with TPOT / TTFT / E2E medians
+INFERENCEX_HISTORY = ROOT / "data/benchmarks/public_inferencex_history.csv"
 #: the new sources with rows the planner predicts (held out one at a time)
 PREDICTED_SOURCES = (
     "TensorRT-LLM DeepSeek-R1 best-performance guide",
@@ -190,10 +194,12 @@ def spec_table() -> pd.DataFrame:
 
 
 def issue30_rows() -> pd.DataFrame:
-    """Every speculative (aggregated) and disaggregated row: measured, predicted, error."""
+    """Every speculative (aggregated) and disaggregated row: measured, predicted, error
+    (the InferenceX history file's aggregated speculative rows too; its disaggregated rows,
+    whose K is not known, are left to ``disagg_rows``)."""
     cat = load_catalog()
     recs = []
-    for f in [*FILES, INFERENCEX]:
+    for f in [*FILES, INFERENCEX, INFERENCEX_HISTORY]:
         rows = read_rows(f)[0]
         for r in rows:
             if is_disagg_row(r):
@@ -214,7 +220,7 @@ def issue30_rows() -> pd.DataFrame:
                 continue
             v, why = predict_spec_row(r, al, cat, _params(cat, r))
             recs.append({**base, "predicted": v, "reason": why})
-        for d in disagg_accuracy(rows, cat):
+        for d in disagg_accuracy(rows, cat) if f != INFERENCEX_HISTORY else ():
             row = next(r for r in rows if cell(r, "id") == d["id"])
             recs.append(
                 {
@@ -268,6 +274,39 @@ def issue30_table(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(recs)
 
 
+def history_spec_table() -> pd.DataFrame:
+    """The aggregated speculative rows of the InferenceX history file (every metric),
+    predicted with the general natural-text prior and with the row's workload prior."""
+    cat = load_catalog()
+    recs = []
+    for r in read_rows(INFERENCEX_HISTORY)[0]:
+        s = spec_of_row(r)
+        if s is None or is_disagg_row(r):
+            continue
+        rec = {"id": cell(r, "id"), "metric": cell(r, "metric"), "K": s[1],
+               "measured": float(cell(r, "value"))}  # fmt: skip
+        for name, wl in (("natural", None), ("workload", row_workload(r))):
+            al = catalog_al(cat, r, s[0], s[1], wl)
+            v = predict_spec_row(r, al, cat, _params(cat, r))[0] if al else None
+            rec[f"AL {name}"] = al
+            rec[f"error {name} %"] = _pct(v, rec["measured"])
+        recs.append(rec)
+    return pd.DataFrame(recs)
+
+
+def history_summary(t: pd.DataFrame) -> pd.DataFrame:
+    recs = []
+    for metric, g in t.groupby("metric"):
+        rec = {"metric": metric, "rows": len(g)}
+        for name in ("natural", "workload"):
+            e = g[f"error {name} %"].dropna()
+            rec[f"predicted ({name})"] = len(e)
+            rec[f"MdAPE {name} %"] = round(float(e.abs().median()), 1) if len(e) else None
+            rec[f"median signed {name} %"] = round(float(e.median()), 1) if len(e) else None
+        recs.append(rec)
+    return pd.DataFrame(recs)
+
+
 def spec_summary(t: pd.DataFrame) -> pd.DataFrame:
     """Pairs within 15 % and median |error| by concurrency class and AL basis."""
     recs = []
@@ -296,6 +335,12 @@ def main() -> int:
         t = spec_table()
         print(_md_table(t))
         print(_md_table(spec_summary(t)))
+        return 0
+    if "--history" in sys.argv:  # InferenceX history's aggregated MTP rows, both priors
+        t = history_spec_table()
+        if "--rows" in sys.argv:
+            print(_md_table(t))
+        print(_md_table(history_summary(t)))
         return 0
     if "--issue30" in sys.argv:  # table 4 only
         i30 = issue30_rows()
