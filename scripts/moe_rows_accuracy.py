@@ -90,11 +90,11 @@ def kind(row) -> str:
 
 
 def metric_class(metric: str) -> str:
-    return (
-        "TPOT"
-        if metric.startswith(("tpot", "itl"))
-        else ("TTFT" if metric.startswith("ttft") else "throughput")
-    )
+    if metric.startswith(("tpot", "itl")):
+        return "TPOT"
+    if metric.startswith("ttft"):
+        return "TTFT"
+    return "E2E" if metric.startswith("e2e") else "throughput"
 
 
 def counts() -> pd.DataFrame:
