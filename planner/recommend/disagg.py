@@ -62,6 +62,21 @@ def _pool(r: dict[str, Any], engine: dict[str, Any]) -> Pool:
     )
 
 
+#: the speculative-decoding fields of a recommendation that both pools take
+_SPEC_KEYS = ("spec_method", "spec_tokens", "acceptance_length")
+
+
+def _spec_text(spec_kw: dict[str, Any]) -> str:
+    """``, mtp k=2, AL 2.58`` (empty without speculative decoding)."""
+    if not spec_kw.get("spec_method"):
+        return ""
+    k = spec_kw.get("spec_tokens")
+    al = spec_kw.get("acceptance_length")
+    return (
+        f", {spec_kw['spec_method']}" + (f" k={k}" if k else "") + (f", AL {al:.3g}" if al else "")
+    )
+
+
 def why_not(sz, agg_replicas: int, prefill_idle_s: float, agg_gpus: int | None = None) -> list[str]:
     """The reasons an xPyD sizing ``sz`` does not beat an aggregated fleet of
     ``agg_replicas`` (see the module docstring); ``prefill_idle_s`` is the TTFT
@@ -135,6 +150,9 @@ def compare_disagg(
             continue
         seen.add(r["gpu"])
         pool = _pool(r, engine)
+        # the option's speculative decoding runs in both pools, as in the aggregated replica
+        # (compared without it, an xPyD answer loses the MTP gain the option has)
+        spec_kw = {k: r[k] for k in _SPEC_KEYS if r.get(k) is not None}
         spec = Disaggregated(prefill=pool, decode=pool)
         row: dict[str, Any] = {
             "gpu": r["gpu"],
@@ -152,7 +170,7 @@ def compare_disagg(
                     catalog=catalog,
                     where="disaggregated",
                     profile=profile,
-                    **engine,
+                    **{**engine, **spec_kw},
                 )
                 s = size_disagg(dd, workload, slo, need_rps, n_requests=n_requests, seed=seed)
             except (PlannerError, ValueError) as e:  # a pool that cannot be built: say why
@@ -169,7 +187,8 @@ def compare_disagg(
         p = sz.x, sz.y
         spec = spec.model_copy(update={"x": p[0], "y": p[1]})
         row.update(
-            option=spec.label(),
+            option=spec.label() + _spec_text(spec_kw),
+            **{k: spec_kw.get(k) for k in _SPEC_KEYS},
             groups=sz.groups,
             num_gpus=sz.num_gpus,
             prefill={**spec.prefill.model_dump(exclude_none=True), "count": sz.x * sz.groups},
