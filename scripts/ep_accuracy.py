@@ -251,6 +251,7 @@ def best_at_levels(d: pd.DataFrame, by: list[str], levels) -> pd.DataFrame:
             if "kind" in g:
                 rec["measured kind"] = bm["kind"] if bm is not None else None
                 rec["measured config"] = bm.get("config") if bm is not None else None
+                rec["measured id"] = bm.get("id") if bm is not None else None
                 same = float(bm["thr_p"]) if bm is not None else float("nan")
                 ok = same == same
                 rec["planner on that point"] = round(same, 0) if ok else None

@@ -157,7 +157,7 @@ def points(gpus=GPUS, lengths=LENGTHS, files=FILES) -> pd.DataFrame:
                 "config": label,
                 "measured_thr": number(r, "value"),
                 "measured_tpot_ms": number(g[TPOT], "value"),
-                "_rows": (r, g[TPOT]),
+                "src_rows": (r, g[TPOT]),
             }
         )
     return pd.DataFrame(recs)
@@ -209,7 +209,7 @@ def predict_points(pts: pd.DataFrame, profile_path: str | Path | None) -> pd.Dat
     out = pts.copy()
     thr, tpot, why = [], [], []
     for rec in pts.itertuples():
-        r_thr, r_tpot = rec._rows
+        r_thr, r_tpot = rec.src_rows
         params, _ = resolve_efficiency(rec.gpu, rec.framework, cat.precision(rec.precision).id,
                                        profile_path, cat, model_family(model))  # fmt: skip
         v: dict[str, float | None] = {THR: None, TPOT: None}
@@ -239,7 +239,7 @@ def predict_points(pts: pd.DataFrame, profile_path: str | Path | None) -> pd.Dat
     out["predicted_thr"] = pd.to_numeric(pd.Series(thr, index=out.index), errors="coerce")
     out["predicted_tpot_ms"] = pd.to_numeric(pd.Series(tpot, index=out.index), errors="coerce")
     out["reason"] = why
-    return out.drop(columns=["_rows"])
+    return out.drop(columns=["src_rows"])
 
 
 def per_gpu(pred: pd.DataFrame) -> pd.DataFrame:
@@ -279,6 +279,77 @@ def kind_errors(pred: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(recs)
 
 
+def recommended(tpot_s: float, rps: float = 400.0, gpus: str = "nvidia-b200") -> dict:
+    """``planner recommend`` for DeepSeek-R1 at 1k/1k (fixed lengths), TPOT p99 ``tpot_s``
+    [s], TTFT p99 5 s, ``rps`` [req/s] peak, speculative decoding and xPyD searched: the
+    winner's ``kind`` (:func:`point_kind`'s words) and ``config``, and the aggregated
+    option it came from. The xPyD answer is the recommendation when it pays (fewer GPUs
+    than the aggregated fleet for the same need)."""
+    import contextlib
+    import io
+    import json
+
+    from planner.cli.main import main as cli
+
+    argv = ["recommend", "--model", "deepseek-v3", "--input-tokens", "1000",
+            "--output-tokens", "1000", "--gpus", gpus, "--tpot-p99", f"{tpot_s:.6g}",
+            "--ttft-p99", "5", "--peak-rps", f"{rps:g}", "--speculative", "auto",
+            "--disagg", "auto", "--format", "json"]  # fmt: skip
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = cli(argv)
+    if code != 0:
+        raise RuntimeError(f"planner {' '.join(argv)} exited {code}")
+    res = json.loads(buf.getvalue())
+    win = res["recommendations"][0]
+    p = {k: int(win[k] or 1) for k in ("tp", "ep", "attention_dp")}
+    agg = pool_label(p)
+    kind = "DEP" if p["attention_dp"] > 1 else ("TP+EP" if p["ep"] > 1 else "TP")
+    config = agg
+    dis = [d for d in res["summary"].get("disaggregated") or [] if d["gpu"] == win["gpu"]]
+    spec = win
+    if dis and dis[0].get("pays"):
+        spec = d = dis[0]  # its own speculative setting (none before the pools kept it)
+        kind = "disagg wide-EP" if d["decode"]["ep"] > 8 else "disagg"
+        config = d["option"].split(",")[0].removeprefix("disagg ")
+        config = f"{d['groups']} x {config}"
+    if spec.get("spec_method"):
+        kind += " + MTP"
+        config += f" MTP k={spec['spec_tokens']}"
+    return {
+        "kind": kind,
+        "config": config,
+        "engine": f"{win['framework']} {win['precision']}",
+        "aggregated": f"{win['replicas']}x {agg} ({win['num_gpus']} GPUs)",
+        "xpyd": (f"{dis[0].get('num_gpus')} GPUs, pays: {dis[0].get('pays')}" if dis else "-"),
+    }
+
+
+def recommend_table(front: pd.DataFrame, levels=LEVELS, rps: float = 400.0) -> pd.DataFrame:
+    """The recommender's kind at TPOT p99 = 1 / level against the measured front's kind at
+    that level (B200, 1k/1k, each precision of ``front``)."""
+    recs = []
+    f = front[(front["gpu"] == "nvidia-b200") & (front["lengths"] == "1024/1024")]
+    for lv in levels:
+        r = recommended(1.0 / lv, rps)
+        kinds = f[f["interactivity >= tok/s/user"] == lv]
+        measured = "; ".join(f"{k} ({p})" for k, p in zip(kinds["measured kind"],
+                             kinds["precision"], strict=True))  # fmt: skip
+        recs.append(
+            {
+                "interactivity >= tok/s/user": lv,
+                "TPOT p99 target ms": round(1000 / lv, 1),
+                "recommended kind": r["kind"],
+                "recommended": f"{r['engine']} {r['config']}",
+                "aggregated option": r["aggregated"],
+                "xPyD": r["xpyd"],
+                "measured front kind": measured,
+                "same kind": all(k == r["kind"] for k in kinds["measured kind"]),
+            }
+        )
+    return pd.DataFrame(recs)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpus", default=",".join(GPUS))
@@ -291,6 +362,12 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--save", help="write the per-point predictions to this CSV")
     ap.add_argument("--load", help="read per-point predictions saved by --save")
+    ap.add_argument(
+        "--recommend",
+        action="store_true",
+        help="also run `planner recommend` at TPOT p99 = 1 / level (B200, 1k/1k)",
+    )
+    ap.add_argument("--rps", type=float, default=400.0, help="peak req/s of --recommend")
     a = ap.parse_args(argv)
     levels = tuple(float(v) for v in a.levels.split(","))
     if a.load:
@@ -312,7 +389,11 @@ def main(argv=None) -> int:
     print("## Errors by GPU and layout kind\n")
     print(_md_table(kind_errors(pred)))
     print("## Best output tok/s per GPU at each interactivity level\n")
-    print(_md_table(frontier(pred, levels)))
+    front = frontier(pred, levels)
+    print(_md_table(front))
+    if a.recommend:
+        print(f"## planner recommend, DeepSeek-R1 1k/1k on B200 at {a.rps:g} req/s\n")
+        print(_md_table(recommend_table(front, levels, a.rps)))
     return 0
 
 
