@@ -194,8 +194,9 @@ def section(
         " TP8, so the fit also sees them as TP):",
         "",
         _md_table(kind_table(as_tp_)),
-        "**After** (each row's own layout; the plain rows fitted as before, then `moe_imbalance` "
-        "fitted per framework on the expert-parallel rows: planner/calibration/ep_fit.py):",
+        "**After** (each row's own layout; the plain rows fitted as before, then the "
+        "expert-parallel fields (planner/calibration/ep_fit.py `EP_BOUNDS`) fitted per framework "
+        "on the expert-parallel / attention-DP rows):",
         "",
         _md_table(kind_table(after)),
         f"EP / DEP / DP-attention rows after: {len(thr)} throughput rows from "

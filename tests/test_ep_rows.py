@@ -195,10 +195,11 @@ def test_attention_dp_multiplies_the_engine_limits(catalog):
 
 
 # ---------------------------------------------------------------- calibration
-def test_ep_rows_leave_the_plain_fit_alone_and_fit_moe_imbalance(catalog):
+def test_ep_rows_leave_the_plain_fit_alone_and_fit_the_ep_fields(catalog):
     """Two-stage fit (planner.calibration.ep_fit): adding the DEP rows of the TensorRT-LLM
-    release/1.2 table changes no parameter of any node except ``moe_imbalance``, which moves
-    off its floor (the rows run slower than the physics with imbalance 0 says)."""
+    release/1.2 table changes no parameter of any node except the EP fields: the routing
+    skew ``moe_imbalance`` (prior 0, moves up) and ``adp_prompt_imbalance`` (the share of
+    prompt work left on its attention rank, in [0, 1])."""
     from planner.benchmarks.io import load_measurements
     from planner.calibration.fit import fit_profile, prepare_rows
 
@@ -212,10 +213,12 @@ def test_ep_rows_leave_the_plain_fit_alone_and_fit_moe_imbalance(catalog):
     assert len(a.nodes) == len(b.nodes)
     for na, nb in zip(a.nodes, b.nodes, strict=True):
         da, db = na.params.model_dump(), nb.params.model_dump()
-        assert da.pop("moe_imbalance") == 0.0
+        assert da.pop("adp_prompt_imbalance") == 0.0 and da.pop("moe_imbalance") == 0.0
+        assert 0.0 <= db.pop("adp_prompt_imbalance") <= 1.0
         assert db.pop("moe_imbalance") > 0.01
         assert da == db, (na.gpu, na.precision)
-    assert "moe_imbalance fitted on the" in b.method and "expert-parallel rows" in b.method
+    assert "fitted on the" in b.method
+    assert "expert-parallel rows" in b.method
 
 
 def test_validate_keeps_the_layout_kinds_section(tmp_path):

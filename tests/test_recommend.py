@@ -335,3 +335,31 @@ def test_scenario_takes_a_workload_or_classes_not_both(tmp_path):
         scenario_from_dict({"model": "llama-3.1-8b"})
     assert main(["simulate", "examples/mixed-70b.yaml", "--gpu", "h100", "--framework", "vllm",
                  "--precision", "fp8", "--tp", "2"]) == 2  # fmt: skip
+
+
+def test_datacenter_only_leaves_out_the_geforce_cards_and_says_why():
+    """GeForce cards carry datacenter_licensed: false with the licence as source (NVIDIA's
+    GeForce software licence, section 2.1.3 'No Datacenter Deployment'). With
+    datacenter_only each is one 'licence' rejection and no option runs on it; without it
+    the options stay and the note names the licence."""
+    from planner.catalog.records import Accelerator
+    from planner.recommend.options import enumerate_options, licence_note
+
+    cat = load_catalog()
+    m = cat.model("llama-3.1-8b")
+    geforce = {g.id for g in cat.accelerators if g.datacenter_licensed is False}
+    assert geforce == {"nvidia-rtx-3090", "nvidia-rtx-3090-ti", "nvidia-rtx-4090",
+                       "nvidia-rtx-5090"}  # fmt: skip
+    opts, rej = enumerate_options(cat, m, datacenter_only=True)
+    assert not geforce & {o.gpu.id for o in opts}
+    lic = [r for r in rej if r.stage == "licence"]
+    assert sorted(r.gpu for r in lic) == sorted(geforce)
+    assert "section 2.1.3" in lic[0].reason and "datacenter deployment" in lic[0].reason
+    opts, _ = enumerate_options(cat, m)
+    assert geforce <= {o.gpu.id for o in opts}
+    assert licence_note(cat.gpu("nvidia-h100-sxm")) == ""
+    # the flag needs its source
+    with pytest.raises(ValueError, match="datacenter_licensed_source"):
+        Accelerator.model_validate(
+            {**cat.gpu("nvidia-rtx-4090").model_dump(), "datacenter_licensed_source": None}
+        )

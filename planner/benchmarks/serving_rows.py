@@ -5,12 +5,12 @@ static_batch, single_stream) predicted with the simulator; see ``planner/benchma
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import numpy as np
 
 from planner.benchmarks.random_lengths import random_dataset_lengths
+from planner.benchmarks.scheduler_waits import admission_gate, admission_wait
 from planner.benchmarks.schema import (
     cell,
     engine_settings,
@@ -78,6 +78,10 @@ _ROW_CACHE: dict[tuple, dict[str, Any] | str] = {}
 #: concurrency of 10^9, a stated count of 10^12) gets a reason, and the other rows of its
 #: file are still predicted
 MAX_ROW_REQUESTS = 200_000
+#: an open-loop row whose simulated queue grows by more than this share of the arrivals
+#: in its steady window is above the predicted capacity (:func:`queue_growth`): its
+#: latencies are those of a queue that grows for as long as the run lasts
+OVER_CAPACITY_GROWTH = 0.03
 #: most simulated rows remembered (emptied when full)
 _ROW_CACHE_MAX = 20_000
 
@@ -137,6 +141,20 @@ def steady_window(res: SimResult) -> tuple[float, float, np.ndarray | None]:
     lo = min(a0 + p99_e, a0 + 0.5 * (a1 - a0))
     arr = res.arrival_s
     return lo, a1, (arr >= lo) & (arr <= a0 + 0.9 * (a1 - a0))
+
+
+def queue_growth(res: SimResult, t_lo: float, t_hi: float) -> float:
+    """Growth of the waiting queue between ``t_lo`` and ``t_hi`` [s], per request arriving
+    in between: (arrivals - first tokens) in the window / arrivals in the window.
+
+    A replica that holds the offered rate starts prompts as fast as they arrive (a few
+    per cent either way: the queue at the window's two ends); one above its capacity
+    falls behind by ``1 - capacity / rate`` of the arrivals (:data:`OVER_CAPACITY_GROWTH`).
+    """
+    a, f = res.arrival_s, res.first_token_s
+    arrived = int(((a >= t_lo) & (a <= t_hi)).sum())
+    started = int(((f >= t_lo) & (f <= t_hi)).sum())
+    return (arrived - started) / max(arrived, 1)
 
 
 def steady_token_rate(res: SimResult, t_lo: float, t_hi: float) -> float:
@@ -202,16 +220,8 @@ dataset_lengths = _dataset_lengths
 
 def continuous_decode_steps(notes: str) -> int:
     """SGLang's ``--num-continuous-decode-steps`` of a run (its notes; 1 when unstated):
-    the scheduler runs that many decode iterations before it looks at new requests
-    ("Run multiple continuous decoding steps to reduce scheduling overhead. This can
-    potentially increase throughput but may also increase time-to-first-token latency. The
-    default value is 1", SGLang server arguments, docs/advanced_features/server_arguments.md).
-    A request arriving at a random point of such a run waits (k - 1) / 2 decode iterations
-    on average before its prompt is scheduled, up to k - 1: the serving rows add
-    (k - 1) / 2 x the predicted ITL median to TTFT (mean, median) and E2E, twice that to
-    their P99 (the event loop itself schedules at every iteration)."""
-    m = re.search(r"num[-_]continuous[-_]decode[-_]steps[ =]+(\d+)", notes)
-    return max(1, int(m.group(1))) if m else 1
+    see :mod:`planner.benchmarks.scheduler_waits`, which adds the admission wait."""
+    return admission_gate(notes).continuous_decode_steps
 
 
 def row_spec(row: dict[str, Any]) -> dict[str, Any]:
@@ -294,6 +304,8 @@ def serving_row_details(
         return {"reason": out}
     d = {k: v for k, v in out.items() if not k.startswith("_")}
     d["note"] = out["_note"]
+    d["over_capacity"] = bool(out.get("_over_capacity", False))
+    d["queue_growth"] = out.get("_queue_growth", float("nan"))
     return d
 
 
@@ -333,7 +345,7 @@ def _serving_row_result(
         scale = prefill_scale(fw_id, latency_family(m)) if APPLY_PREFILL_SCALE else 1.0
     key = (
         scale,
-        continuous_decode_steps(notes),
+        admission_gate(notes),
         hw,
         model_key,
         prec,
@@ -498,6 +510,9 @@ def _serving_row_result(
                 s["output_tok_s"] = steady_token_rate(res, lo_t, hi_t)
             else:
                 s = res.summary()
+                srt = np.sort(res.arrival_s)
+                lo_t, hi_t = float(srt[int(0.2 * (len(srt) - 1))]), float(srt[-1])
+            s["queue_growth"] = queue_growth(res, lo_t, hi_t)
             acc.append(s)
         s = {
             k: float(np.mean([a[k] for a in acc]))
@@ -505,10 +520,18 @@ def _serving_row_result(
             if isinstance(acc[0][k], (int, float))
         }
         out = _row_metrics(s, replicas, rep.num_gpus)
+        out["_queue_growth"] = s["queue_growth"]
+        out["_over_capacity"] = s["queue_growth"] > OVER_CAPACITY_GROWTH
         out["_note"] = (
             f"Poisson at {r:.4g} req/s per replica x {replicas}, {n} requests"
             + (f" x {seeds} seeds" if seeds > 1 else ", scored after warm-up")
             + f"; {note_len}"
+            + (
+                f"; above the predicted capacity (queue grows by {s['queue_growth']:.0%} of"
+                " the arrivals)"
+                if out["_over_capacity"]
+                else ""
+            )
         )
     elif mode == "concurrency":
         if not conc:
@@ -525,18 +548,34 @@ def _serving_row_result(
         )
     else:  # pragma: no cover
         return f"mode {mode} not supported"
-    k_dec = continuous_decode_steps(notes)
-    if (
-        k_dec > 1
-        and math.isfinite(out["itl_ms_median"])
-        and mode not in ("static_batch", "single_stream", "offline")
-    ):
-        wait = (k_dec - 1) / 2 * out["itl_ms_median"]
-        for m_ in ("ttft_ms_mean", "ttft_ms_median", "e2e_ms_mean", "e2e_ms_median"):
-            out[m_] += wait
-        out["ttft_ms_p99"] += 2 * wait
-        out["e2e_ms_p99"] += 2 * wait
-        out["_note"] += f"; {k_dec} decode steps per schedule: TTFT + {wait:.3g} ms"
+    gate = admission_gate(notes)
+    if not gate.off and mode not in ("static_batch", "single_stream", "offline"):
+        # requests per second and running decoders of one replica (Little's law), the
+        # prompt tokens arriving per iteration: what TensorRT-LLM's batch wait counts
+        lam = out["req_s"] / replicas
+        i_mean = float(isl) if ilen is None else float(ilen.mean_tokens())
+        itl = out["itl_ms_median"]
+        running = lam * max(out["e2e_ms_mean"] - out["ttft_ms_mean"], 0.0) / 1000.0
+        if mode == "concurrency":  # the other clients' requests decode when one arrives
+            busy = 1.0 if conc / replicas >= 2 else 0.0
+        else:
+            busy = 1.0 - math.exp(-running)
+        mean_w, p99_w = admission_wait(
+            gate,
+            itl,
+            busy=busy,
+            decoders=running,
+            arrivals_per_iteration_tokens=lam * itl / 1000.0 * i_mean,
+            max_num_tokens=rep.engine.max_num_batched_tokens,
+            dp_ranks=lay.layout.attention_dp,
+            arrivals_per_iteration=lam * itl / 1000.0,
+        )
+        if mean_w > 0:
+            for m_ in ("ttft_ms_mean", "ttft_ms_median", "e2e_ms_mean", "e2e_ms_median"):
+                out[m_] += mean_w
+            out["ttft_ms_p99"] += p99_w
+            out["e2e_ms_p99"] += p99_w
+            out["_note"] += f"; admission gate ({_gate_text(gate)}): TTFT + {mean_w:.3g} ms"
     if mode not in ("static_batch", "single_stream"):  # a static batch sets its own size
         eng = rep.engine
         out["_note"] += "; " + settings.describe(
@@ -550,6 +589,25 @@ def _serving_row_result(
         _ROW_CACHE.clear()
     _ROW_CACHE[key] = out
     return out
+
+
+def _gate_text(gate: Any) -> str:
+    parts = []
+    if gate.continuous_decode_steps > 1:
+        parts.append(f"{gate.continuous_decode_steps} decode steps per schedule")
+    if gate.recv_interval > 1:
+        parts.append(f"receives every {gate.recv_interval} iterations")
+    if gate.batch_wait_iters or gate.batch_wait_ratio:
+        parts.append(
+            f"batch wait {gate.batch_wait_iters} iterations / {gate.batch_wait_ratio:g} of the"
+            " token budget"
+        )
+    if gate.adp_timeout_iters or gate.adp_batching_wait_iters:
+        parts.append(
+            f"attention-DP balance, timeout {gate.adp_timeout_iters} / batching wait "
+            f"{gate.adp_batching_wait_iters} iterations"
+        )
+    return ", ".join(parts)
 
 
 def _row_metrics(s: dict[str, Any], replicas: int, gpus_per_replica: int) -> dict[str, Any]:

@@ -4,8 +4,8 @@ expert-parallel / attention data-parallel layouts (issue 29).
 :func:`planner.calibration.fit.fit_profile` fits every node on the plain TP x PP rows first
 (the fit of before: those rows and their parameters do not change), then calls
 :func:`fit_ep_fields` with the other rows. Only :data:`EP_FIELDS` move here
-(``EfficiencyParams.moe_imbalance``, which enters the step time of an expert-parallel layout
-only), so no plain prediction changes.
+(``EfficiencyParams.adp_prompt_imbalance``, which enters the step time of an attention
+data-parallel layout only), so no plain prediction changes.
 """
 
 from __future__ import annotations
@@ -20,12 +20,21 @@ from planner.catalog.catalog import load_catalog
 from planner.catalog.profile import Profile, resolve_params
 from planner.errors import PlannerError
 
-#: expert-parallel routing skew (``EfficiencyParams.moe_imbalance``): fitted by
-#: :func:`fit_ep_fields` on the expert-parallel / attention-DP rows only. Its lower bound stands for 0 in log space (0.1% more routed tokens on the busiest GPU).
-EP_BOUNDS: dict[str, tuple[float, float, float]] = {"moe_imbalance": (1e-3, 4.0, 5.0)}
+#: the attention data-parallel prompt imbalance (``EfficiencyParams.adp_prompt_imbalance``,
+#: 0: prompt chunks balanced over the ranks, 1: each stays on its own rank and every rank
+#: waits for it), fitted by :func:`fit_ep_fields` on the expert-parallel / attention-DP rows
+#: only. Its lower bound stands for 0 in log space. The routing skew ``moe_imbalance`` is still
+#: fitted beside it: free in [0, 4] it goes to its bound on every framework (the busiest GPU
+#: 5x the mean routed tokens), a stand-in for costs the step lacks (the attention-DP balance
+#: the rows' engines ran with or without); without it the DEP throughput rows held out go
+#: from 14.0% to 23.9% (TPOT 55.6% -> 35.4%), docs/changes/2026-12-06c/moetpot.md.
+EP_BOUNDS: dict[str, tuple[float, float, float]] = {
+    "moe_imbalance": (1e-3, 4.0, 5.0),
+    "adp_prompt_imbalance": (1e-3, 1.0, 5.0),
+}
 #: where the search for an EP field starts: in log space the slope vanishes at the floor
 #: (d value / d log x = x), so a search started there stays there
-_EP_START = {"moe_imbalance": 0.3}
+_EP_START = {"moe_imbalance": 0.3, "adp_prompt_imbalance": 0.3}
 EP_FIELDS = tuple(EP_BOUNDS)
 
 
@@ -59,7 +68,7 @@ def fit_ep_fields(
         except PlannerError:
             continue
         fn = r.fit_predictor(kinds)
-        try:  # a row whose prediction the EP fields do not move (attention DP without EP)
+        try:  # a row whose prediction the EP fields do not move (no prompt work, no attention DP)
             lo_v = fn(p0.with_(**{f: EP_BOUNDS[f][0] for f in fields}))
             hi_v = fn(p0.with_(**{f: EP_BOUNDS[f][1] for f in fields}))
         except (ValueError, ZeroDivisionError, OverflowError):

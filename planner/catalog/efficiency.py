@@ -90,7 +90,19 @@ class EfficiencyParams(Frozen):
         le=4,
         description="expert-parallel routing skew: the busiest EP GPU's routed tokens are the "
         "mean x (1 + this) plus the multinomial excess sqrt(2 ln ep x mean) (which alone is "
-        "uniform routing, the prior 0); fitted on expert-parallel rows",
+        "uniform routing, the prior 0); not fitted (a free skew went to its bound, 4, standing "
+        "in for other costs: docs/formulas.md 5b); a what-if knob",
+    )
+
+    adp_prompt_imbalance: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="attention data-parallel: share of a step's prompt work that stays on the "
+        "rank owning the request (1: every rank waits for the one running a prompt chunk, the "
+        "engines' default scheduling; 0, the prior: prompt chunks balanced over the ranks, as "
+        "TensorRT-LLM's attention_dp_config.enable_balance that InferenceX's DEP runs set); "
+        "fitted per framework on the expert-parallel / attention-DP rows",
     )
 
     def with_(self, **kw: float) -> EfficiencyParams:

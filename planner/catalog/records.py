@@ -197,6 +197,12 @@ class Accelerator(Sourced):
     pcie_gen: int | None = Field(None, ge=3, le=6)
     form_factor: str | None = None
     launch_year: int | None = None
+    datacenter_licensed: bool | None = Field(
+        None,
+        description="False where the card's driver licence excludes datacenter deployment "
+        "(GeForce: 'No Datacenter Deployment'); needs datacenter_licensed_source",
+    )
+    datacenter_licensed_source: str | None = Field(None, min_length=3)
 
     def peak_tflops(self, dtype: str) -> float:
         """Dense peak [TFLOPS] for a compute dtype; raises if no source gives it.
@@ -226,6 +232,8 @@ class Accelerator(Sourced):
     def _memory_reading_sourced(self) -> Accelerator:
         if self.memory_mib is not None and self.memory_mib_source is None:
             raise ValueError("memory_mib needs memory_mib_source (where the reading was taken)")
+        if self.datacenter_licensed is not None and self.datacenter_licensed_source is None:
+            raise ValueError("datacenter_licensed needs datacenter_licensed_source (the licence)")
         return self
 
     @property

@@ -95,7 +95,7 @@ def _start(text: str) -> _dt.date:
 # flags of `planner recommend` that grow does not offer (its constraints helper reads them)
 _NOT_OFFERED = (
     "min_weight_bits", "budget_usd_per_hour", "budget_usd_per_month", "fit_percentile",
-    "latency_cost_cap", "kv_precisions",
+    "latency_cost_cap", "kv_precisions", "datacenter_only",
 )  # fmt: skip
 
 

@@ -167,6 +167,9 @@ def register(subparsers: Any) -> None:
                    "engine runs; default off)")  # fmt: skip
     c.add_argument("--min-weight-bits", type=_bounded(_pos_float, None, MAX_WEIGHT_BITS, " bits"),
                    help="quality floor [bits per weight], e.g. 8 excludes 4-bit formats")  # fmt: skip
+    c.add_argument("--datacenter-only", action="store_true", default=None,
+                   help="leave out cards whose driver licence excludes datacenter deployment "
+                   "(GeForce; hardware.yaml datacenter_licensed)")  # fmt: skip
     c.add_argument("--budget-usd-per-hour", type=_usd_budget, help="fleet budget [USD/h]")
     c.add_argument("--budget-usd-per-month", type=_usd_budget, help="fleet budget [USD/month]")
     c.add_argument(
@@ -240,6 +243,7 @@ def _constraints(args: argparse.Namespace, sc, cat):
         "speculative": getattr(args, "speculative", None),  # grow shares these flags
         "max_total_gpus": args.max_gpus,
         "min_weight_bits": args.min_weight_bits,
+        "datacenter_only": args.datacenter_only or None,
         "max_usd_per_hour": args.budget_usd_per_hour,
         "max_usd_per_month": args.budget_usd_per_month,
         "price_basis": args.price_basis,
@@ -539,7 +543,7 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
             "weights_gb_per_gpu", "kv_cache_gb_per_gpu", "memory_headroom", "decode_bound",
             "kwh_per_day", "energy_basis", "quality_detail", "truncated_requests", "numbers",
             "price_notes", "price_flag", "winner_with_trusted_prices", "breakeven_note",
-            "api_crossover_note",
+            "api_crossover_note", "licence_note",
         )
     }  # fmt: skip
     detail["assumptions"] = "; ".join(w.get("assumptions") or []) or "-"

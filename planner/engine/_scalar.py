@@ -90,9 +90,28 @@ def step_time_scalar(
         d_over,
         spec_g,
         attn_fd,
+        dp,
+        adp_u,
     ) = c
     T0 = T
     n_dec = num_logits
+    # the busiest attention data-parallel rank's prompt work (planner.engine.adp.busiest_rank_extra)
+    dT = 0.0
+    dX = 0.0
+    if dp > 1.0 and adp_u > 0.0:
+        P = T - num_seqs
+        if P > 0.0:
+            X = pairs_full - kv_full
+            if X < 0.0:
+                X = 0.0
+            hot = 2.0 * X / P
+            if hot < P / dp:
+                hot = P / dp
+            if hot > P:
+                hot = P
+            g = adp_u * (dp * hot / P - 1.0)
+            dT = g * P
+            dX = g * X
     if spec_k > 0.0:  # speculative decoding: K + 1 verify positions per decoding sequence
         T = T + spec_k * n_dec
         num_logits = n_dec + spec_k * n_dec
@@ -103,20 +122,21 @@ def step_time_scalar(
     else:
         ex = 0.0
     w = dense_w + ex * exp_b + lm_b
-    t_gm = (w + act_b * T) / bw_gemm
+    Ta = T + dT
+    t_gm = (w + act_b * Ta) / bw_gemm
     if T > 0:
         if chalf != 0.0:
-            eff = ceff * T / (T + chalf)
+            eff = ceff * Ta / (Ta + chalf)
         else:
             eff = ceff
-        mm = mm_f * T + lm_f * num_logits
+        mm = mm_f * Ta + lm_f * num_logits
         if mm_e != 0.0:  # expert parallel: the busiest GPU's routed tokens (skew + multinomial)
             mean = T * k_ep
             mm += mm_e * (mean * skew1 + z_ep * mean**0.5)
         t_gc = mm / (peak * eff)
     else:
         t_gc = 0.0
-    t_am = kvb * (lf * kv_full + lsw * kv_sw + lall * T) / bw_kv
+    t_am = kvb * (lf * kv_full + lsw * kv_sw + lall * Ta) / bw_kv
     if attn_fd != 0.0:  # MLA: decode queries run absorbed (StepModel.decode_pairs)
         a_pairs = kv_full * (1.0 + spec_k)
         cap = pairs_full - pairs_prefix
@@ -127,11 +147,11 @@ def step_time_scalar(
         if a_pairs > cap:
             a_pairs = cap
         t_ac = (
-            attn_f * (lf * (pairs_full - pairs_prefix - a_pairs) + lsw * pairs_sw)
+            attn_f * (lf * (pairs_full + dX - pairs_prefix - a_pairs) + lsw * pairs_sw)
             + attn_fd * lf * a_pairs
         ) / peak_attn
     else:
-        t_ac = attn_f * (lf * (pairs_full - pairs_prefix) + lsw * pairs_sw) / peak_attn
+        t_ac = attn_f * (lf * (pairs_full + dX - pairs_prefix) + lsw * pairs_sw) / peak_attn
     if pairs_prefix > 0.0:
         t_ac += attn_f * lf * pairs_prefix / peak_prefix
     t = (t_gm if t_gm > t_gc else t_gc) + (t_am if t_am > t_ac else t_ac)

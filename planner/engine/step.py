@@ -40,6 +40,7 @@ from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.layout import Layout, check_for_model
 from planner.catalog.records import Accelerator, ModelArch, Precision
 from planner.engine import _scalar
+from planner.engine.adp import busiest_rank_extra
 from planner.engine.memory import (
     _bits,
     dense_layer_bytes_per_gpu,
@@ -209,6 +210,9 @@ class StepModel:
         T = np.asarray(new_tokens, dtype=float)
         dp = self.attention_dp  # each attention rank runs 1/dp of the tokens and sequences
         T0, n_dec = T, np.asarray(num_logits, dtype=float)
+        dT, X_hot = busiest_rank_extra(  # the busiest attention-DP rank's prompt work
+            dp, p.adp_prompt_imbalance, T, num_seqs, kv_read_tokens_full, attn_pairs_full
+        )
         if self.spec_tokens:  # verify K + 1 positions per decoding sequence (one per logit)
             K = float(self.spec_tokens)
             T = T + K * n_dec
@@ -222,15 +226,17 @@ class StepModel:
         # GEMMs
         experts = self.expected_experts(T) * self.expert_bytes
         w_bytes = self.dense_weight_bytes + experts + self.lm_head_bytes
-        act = self.act_bytes_per_token / dp * T
-        mm_flops = self.matmul_flops_per_token * T + self.lm_head_flops_per_logit / dp * np.asarray(
-            num_logits, float
+        Ta = T + dT  # the busiest attention rank's tokens x dp (T when dp = 1)
+        act = self.act_bytes_per_token / dp * Ta
+        mm_flops = (
+            self.matmul_flops_per_token * Ta
+            + self.lm_head_flops_per_logit / dp * np.asarray(num_logits, float)
         )
         if self.expert_flops_per_routed_token:
             mm_flops = mm_flops + self.expert_flops_per_routed_token * self.routed_tokens_hot(T)
         t_gm = (w_bytes + act) / (self.bw_bytes_s * p.mem_eff)
         eff_c = (
-            p.compute_eff * T / (T + p.compute_half_tokens * dp)
+            p.compute_eff * Ta / (Ta + p.compute_half_tokens * dp)
             if p.compute_half_tokens
             else p.compute_eff
         )
@@ -243,10 +249,10 @@ class StepModel:
         ) + self.layers_sw * np.asarray(kv_read_tokens_sw, float)
         kvb = self.kv_bytes_per_token_layer / dp
         kv_read = kvb * kv_tok
-        kv_write = kvb * (self.layers_full + self.layers_sw) * T
-        pairs = self.layers_full * np.asarray(attn_pairs_full, float) + self.layers_sw * np.asarray(
-            attn_pairs_sw, float
-        )
+        kv_write = kvb * (self.layers_full + self.layers_sw) * Ta
+        pairs = self.layers_full * (
+            np.asarray(attn_pairs_full, float) + X_hot
+        ) + self.layers_sw * np.asarray(attn_pairs_sw, float)
         a_flops = self.attn_flops_per_pair_layer / dp * pairs
         if self.attn_flops_per_decode_pair_layer:  # MLA: decode queries run absorbed
             a_pairs = self.decode_pairs(
@@ -256,7 +262,7 @@ class StepModel:
                 self.attn_flops_per_pair_layer
                 / dp
                 * (
-                    self.layers_full * (np.asarray(attn_pairs_full, float) - a_pairs)
+                    self.layers_full * (np.asarray(attn_pairs_full, float) + X_hot - a_pairs)
                     + self.layers_sw * np.asarray(attn_pairs_sw, float)
                 )
                 + self.attn_flops_per_decode_pair_layer / dp * self.layers_full * a_pairs
@@ -389,7 +395,7 @@ class StepModel:
     # ---- the hot scalar path of :meth:`step` (plain floats, no numpy) ------------------
     @cached_property
     def _coeffs(self) -> tuple[float, ...]:
-        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (46 floats): the
+        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (48 floats): the
         step's constants, with the products that do not depend on its counts done once."""
         p = self.params
         ne = self.num_experts
@@ -452,6 +458,8 @@ class StepModel:
                 ),
                 self.spec_graph_max,
                 self.attn_flops_per_decode_pair_layer / dp,
+                dp,
+                p.adp_prompt_imbalance,
             )
         )
 

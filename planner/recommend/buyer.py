@@ -182,6 +182,11 @@ def buyer(recs: list[dict[str, Any]], objective: str, search: Any) -> list[str]:
     if not recs:
         return sentences
     w = recs[0]
+    if w.get("licence_note"):  # a consumer card: the buyer must know before the price
+        sentences.append(
+            w["licence_note"] + "; --datacenter-only (constraints.datacenter_only) leaves "
+            "such cards out"
+        )
     miss = unpriced(search) if objective in _PRICED else {}
     w["unpriced_gpus"] = miss
     if miss:

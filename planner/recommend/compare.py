@@ -50,6 +50,7 @@ _STAGE_ORDER = (
     "tp_node",
     "tp_heads",
     "quality_floor",
+    "licence",
 )
 
 

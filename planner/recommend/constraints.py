@@ -43,6 +43,11 @@ class Constraints(Frozen):
     min_weight_bits: float | None = Field(
         None, gt=0, le=MAX_WEIGHT_BITS, description="quality floor, e.g. 8 excludes 4-bit"
     )
+    datacenter_only: bool = Field(
+        False,
+        description="leave out cards whose driver licence excludes datacenter deployment "
+        "(hardware.yaml datacenter_licensed: false, e.g. GeForce)",
+    )
     max_usd_per_hour: float | None = Field(None, gt=0, le=MAX_USD_BUDGET)
     max_usd_per_month: float | None = Field(None, gt=0, le=MAX_USD_BUDGET)
     price_basis: Literal["on_demand", "reserved", "spot", "serverless", "community", "own"] = (

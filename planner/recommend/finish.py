@@ -21,7 +21,7 @@ from ..fmt import count
 from ..serving import WorkloadCache, size_fleet
 from ..serving.answer import LATENCY_KEYS, engine_knobs
 from .objective import Load, Objective, Screened, _max_rate, bracket
-from .options import Rejection, layout_text
+from .options import Rejection, layout_text, licence_note
 
 # ---------------------------------------------------------------------- the full result
 _LIMIT_TEXT = {
@@ -215,6 +215,7 @@ def finish(
         "analytic: saturation_rps_per_replica; estimate: joules_per_token, kwh_per_day"
     )
     r["assumptions"] = list(rep.assumptions)
+    r["licence_note"] = licence_note(opt.gpu) or None  # GeForce: not for a datacenter
     s.result.update(r)
     s.result.pop("max_rate_rps", None)
 

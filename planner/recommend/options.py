@@ -219,6 +219,7 @@ def enumerate_options(
     max_gpus_per_replica: int | None = None,
     min_weight_bits: float | None = None,
     speculative: bool = False,
+    datacenter_only: bool = False,
 ) -> tuple[list[Option], list[Rejection]]:
     """Every (GPU, framework, precision, KV precision, TP) the catalog and constraints allow.
 
@@ -233,6 +234,8 @@ def enumerate_options(
     min_weight_bits : quality floor [bits per weight], e.g. 8 excludes 4-bit formats
     speculative : also every option with each published speculative setting its engine
         runs for the model (:func:`planner.catalog.speculative.published_specs`)
+    datacenter_only : leave out GPUs whose driver licence excludes datacenter deployment
+        (``Accelerator.datacenter_licensed`` False: GeForce), one rejection per GPU
 
     Returns
     -------
@@ -254,6 +257,9 @@ def enumerate_options(
     options: list[Option] = []
     rejected: list[Rejection] = []
     for g in g_list:
+        if datacenter_only and g.datacenter_licensed is False:
+            rejected.append(Rejection("licence", licence_note(g), gpu=g.id))
+            continue
         for fw in f_list:
             why = framework_gpu_problem(fw, g)
             if why:
@@ -374,6 +380,14 @@ def _ep_problem(model: ModelArch, opt: Option, max_gpus: int | None) -> tuple[st
             f"{n} GPUs per replica exceed constraints.max_gpus_per_replica={max_gpus}",
         )
     return None
+
+
+def licence_note(g: Accelerator) -> str:
+    """Why a card is not for a datacenter (its ``datacenter_licensed_source``), or ''."""
+    if g.datacenter_licensed is not False:
+        return ""
+    licence = (g.datacenter_licensed_source or "").split(" '")[0]  # the title, not the quote
+    return f"{g.id}: its driver licence does not permit datacenter deployment ({licence})"
 
 
 def _same_as_bf16(g: Accelerator, fw: Framework, cat: Catalog) -> bool:

@@ -506,7 +506,7 @@ class _Search:
             self.cat, m, gpus=c.gpus, frameworks=c.frameworks, precisions=c.precisions,
             kv_precisions=c.kv_precisions, tps=c.tps,
             max_gpus_per_replica=c.max_gpus_per_replica, min_weight_bits=c.min_weight_bits,
-            speculative=c.speculative == "auto",
+            speculative=c.speculative == "auto", datacenter_only=c.datacenter_only,
         )  # fmt: skip
         n_enumerated = len(options) + len(self.rejected)
         # best-first over a heap of (bound, stage, seq, item): stage 0 = not yet screened

@@ -1,0 +1,207 @@
+"""Engine admission gates a public run states in its notes, and the TTFT wait they add.
+
+Some engines do not look at new requests at every iteration: while decoders run, a
+request that has arrived waits for the next *admission* iteration before its prompt is
+scheduled. The serving simulator admits at every iteration, so the rows whose run sets
+such a gate add the wait here (:func:`admission_wait`). The wait is counted in decode
+iterations and converted with the row's predicted ITL median: a request arriving at a
+uniformly random point of a window of ``W`` iterations waits ``W / 2`` of them on average
+and up to ``W`` (the P99 takes ``W``).
+
+Gates (each read from the run's notes; absent: no gate):
+
+* **SGLang ``--num-continuous-decode-steps k``**: the scheduler runs ``k`` decode
+  iterations before it looks at new requests ("may also increase time-to-first-token
+  latency. The default value is 1", SGLang server arguments,
+  docs/advanced_features/server_arguments.md).
+* **SGLang ``--scheduler-recv-interval k``**: ``SchedulerRecvSkipper`` (sglang
+  ``srt/managers/scheduler_recv_skipper.py``) adds the weight of the last forward mode to
+  a counter (decode: 1; a prefill: 1000) and receives new requests only when the counter
+  reaches ``k``: while decoding, every ``k`` iterations (default 1: at every one).
+* Both at once (no public row sets both): receives every ``k_recv`` scheduler passes of
+  ``k_cds`` decode iterations each, a window of ``k_cds x k_recv`` iterations.
+  SGLang's window is ``W = k_cds x k_recv - 1`` iterations of waiting at most.
+* **TensorRT-LLM ``batch_wait_timeout_iters n`` / ``batch_wait_max_tokens_ratio r``**
+  (PyExecutor ``_waiting_requests``, tensorrt_llm/_torch/pyexecutor/py_executor.py; the
+  LLM API fields "Iterations to wait before scheduling context even if token budget not
+  reached" and "Threshold ratio of max_num_tokens for token accumulation before
+  scheduling context"): while generation requests run, context requests are held until
+  the iteration's scheduled tokens (waiting prompt tokens + one per running decoder)
+  reach ``r x max_num_tokens``, or ``n`` iterations have passed. With ``C`` decoders,
+  arrivals at ``lambda`` req/s of mean prompt ``I`` tokens and an iteration of ``s``
+  seconds, the waiting prompt tokens grow ``lambda s I`` per iteration, so the window is
+  ``W = min(n, ceil((r B - C) / (lambda s I)))`` (0 when ``C >= r B``).
+* **TensorRT-LLM attention-DP balance** (``attention_dp_config: {enable_balance: true,
+  timeout_iters T, batching_wait_iters b}``; PyExecutor ``_balance_adp_requests``): with
+  ``R`` attention-DP ranks, context requests are held until every rank has one (or ``T``
+  iterations have passed), then ``b`` more iterations while every rank decodes. New
+  requests go to the ranks in turn, so ``R`` arrivals cover them: at ``lambda s``
+  arrivals per iteration the window is ``W = min(T, ceil(R / (lambda s))) + b``.
+  Gates of both kinds add their windows.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from planner.catalog.records import Frozen
+
+_CDS = re.compile(r"num[-_]continuous[-_]decode[-_]steps[\"' =:]+(\d+)")
+_RECV = re.compile(r"scheduler[-_]recv[-_]interval[\"' =:]+(\d+)")
+_BW_ITERS = re.compile(r"batch_wait_timeout_iters[\"' =:]+(\d+)")
+_BW_RATIO = re.compile(r"batch_wait_max_tokens_ratio[\"' =:]+([0-9.]+)")
+_ADP = re.compile(r"enable_balance[\"' =:]+true", re.IGNORECASE)
+_ADP_T = re.compile(r"(?<!batch_wait_)timeout_iters[\"' =:]+(\d+)")
+_ADP_B = re.compile(r"batching_wait_iters[\"' =:]+(\d+)")
+
+
+def continuous_decode_steps(notes: str) -> int:
+    """SGLang's ``--num-continuous-decode-steps`` of a run (its notes; 1 when unstated)."""
+    m = _CDS.search(notes)
+    return max(1, int(m.group(1))) if m else 1
+
+
+def recv_interval(notes: str) -> int:
+    """SGLang's ``--scheduler-recv-interval`` of a run (its notes; 1 when unstated)."""
+    m = _RECV.search(notes)
+    return max(1, int(m.group(1))) if m else 1
+
+
+def batch_wait(notes: str) -> tuple[int, float]:
+    """TensorRT-LLM's ``(batch_wait_timeout_iters, batch_wait_max_tokens_ratio)`` of a run
+    (its notes; ``(0, 0.0)``, i.e. off, when unstated)."""
+    n = _BW_ITERS.search(notes)
+    r = _BW_RATIO.search(notes)
+    return (int(n.group(1)) if n else 0, float(r.group(1)) if r else 0.0)
+
+
+def adp_balance(notes: str) -> tuple[int, int]:
+    """TensorRT-LLM's attention-DP balance ``(timeout_iters, batching_wait_iters)`` of a
+    run (its notes; ``(0, 0)``, i.e. off, unless ``enable_balance`` is true; TensorRT-LLM's
+    defaults 50 / 10 when the run enables it without stating them)."""
+    if not _ADP.search(notes):
+        return 0, 0
+    t = _ADP_T.search(notes)
+    b = _ADP_B.search(notes)
+    return (int(t.group(1)) if t else 50, int(b.group(1)) if b else 10)
+
+
+class AdmissionGate(Frozen):
+    """The admission gate a run states (all off: every iteration admits)."""
+
+    continuous_decode_steps: int = 1
+    recv_interval: int = 1
+    batch_wait_iters: int = 0
+    batch_wait_ratio: float = 0.0
+    adp_timeout_iters: int = 0
+    adp_batching_wait_iters: int = 0
+
+    @property
+    def off(self) -> bool:
+        return (
+            self.continuous_decode_steps == 1
+            and self.recv_interval == 1
+            and self.batch_wait_iters == 0
+            and self.batch_wait_ratio == 0.0
+            and self.adp_timeout_iters == 0
+            and self.adp_batching_wait_iters == 0
+        )
+
+
+def admission_gate(notes: str) -> AdmissionGate:
+    """The gate of a run, from its notes (flags of the engine it names)."""
+    n, r = batch_wait(notes)
+    t, b = adp_balance(notes)
+    return AdmissionGate(
+        continuous_decode_steps=continuous_decode_steps(notes),
+        recv_interval=recv_interval(notes),
+        batch_wait_iters=n,
+        batch_wait_ratio=r,
+        adp_timeout_iters=t,
+        adp_batching_wait_iters=b,
+    )
+
+
+def window_iterations(
+    gate: AdmissionGate,
+    *,
+    decoders: float = 0.0,
+    arrivals_per_iteration_tokens: float = 0.0,
+    max_num_tokens: int = 0,
+    dp_ranks: int = 1,
+    arrivals_per_iteration: float = 0.0,
+) -> float:
+    """``W``: the most decode iterations a request waits for admission [iterations].
+
+    Parameters
+    ----------
+    gate
+        The run's gate (:func:`admission_gate`).
+    decoders
+        Running decoders ``C`` (TensorRT-LLM's token count includes one per decoder).
+    arrivals_per_iteration_tokens
+        Prompt tokens arriving per iteration, ``lambda s I`` [tokens/iteration].
+    max_num_tokens
+        The engine's per-iteration token budget ``B`` [tokens].
+    dp_ranks
+        Attention data-parallel ranks ``R`` of the replica.
+    arrivals_per_iteration
+        Requests arriving per iteration, ``lambda s`` [requests/iteration].
+    """
+    w = float(gate.continuous_decode_steps * gate.recv_interval - 1)
+    if gate.batch_wait_iters > 0 or gate.batch_wait_ratio > 0:
+        n = gate.batch_wait_iters if gate.batch_wait_iters > 0 else math.inf
+        need = gate.batch_wait_ratio * max_num_tokens - decoders
+        if gate.batch_wait_ratio <= 0:
+            k = math.inf  # no token threshold: the timeout alone ends the wait
+        elif need <= 0:
+            k = 0.0
+        elif arrivals_per_iteration_tokens > 0:
+            k = float(math.ceil(need / arrivals_per_iteration_tokens))
+        else:
+            k = math.inf
+        tw = min(n, k)
+        w += 0.0 if math.isinf(tw) else tw
+    if (gate.adp_timeout_iters > 0 or gate.adp_batching_wait_iters > 0) and dp_ranks > 1:
+        fill = (
+            math.ceil(dp_ranks / arrivals_per_iteration) if arrivals_per_iteration > 0 else math.inf
+        )
+        w += min(gate.adp_timeout_iters, fill) + gate.adp_batching_wait_iters
+    return w
+
+
+def admission_wait(
+    gate: AdmissionGate,
+    itl_ms: float,
+    *,
+    decoders: float = 0.0,
+    arrivals_per_iteration_tokens: float = 0.0,
+    max_num_tokens: int = 0,
+    dp_ranks: int = 1,
+    arrivals_per_iteration: float = 0.0,
+    busy: float = 1.0,
+) -> tuple[float, float]:
+    """``(mean wait, P99 wait)`` [ms] a run's admission gate adds to TTFT and E2E.
+
+    Arrivals are spread over the window, so a request waits ``W / 2`` iterations on
+    average and up to ``W`` (the P99); one iteration lasts the predicted ITL median
+    ``itl_ms``. Every gate holds new requests only while others decode (an idle engine
+    polls at once; TensorRT-LLM: "if no generation requests, no need to wait"), so the
+    mean wait is weighted by ``busy``, the share of arrivals that find a decoder running
+    (closed loop: 1 from two clients, 0 for one; Poisson arrivals: ``1 - exp(-C)`` with
+    ``C`` running decoders); the P99 takes ``W`` when at least 2 % of arrivals wait. Example: ``--scheduler-recv-interval 10`` alone, ITL 20 ms: ``W = 9``,
+    mean 9 / 2 x 20 = 90 ms, P99 9 x 20 = 180 ms.
+    """
+    if gate.off or not math.isfinite(itl_ms) or itl_ms <= 0:
+        return 0.0, 0.0
+    w = window_iterations(
+        gate,
+        decoders=decoders,
+        arrivals_per_iteration_tokens=arrivals_per_iteration_tokens,
+        max_num_tokens=max_num_tokens,
+        dp_ranks=dp_ranks,
+        arrivals_per_iteration=arrivals_per_iteration,
+    )
+    busy = min(max(busy, 0.0), 1.0)
+    return busy * w / 2 * itl_ms, (w * itl_ms if busy >= 0.02 else 0.0)

@@ -1,0 +1,64 @@
+"""The busiest attention data-parallel rank (issue 29): under attention data-parallel every
+rank meets the others at each MoE layer's dispatch, so a step lasts as long as its busiest
+rank. :func:`busiest_rank_extra` gives that rank's extra prompt work;
+:meth:`planner.engine.step.StepModel.step` adds it to the rank-local terms and
+:func:`planner.engine._scalar.step_time_scalar` repeats it in scalar form.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def busiest_rank_extra(dp, u, new_tokens, num_seqs, kv_read_tokens_full, attn_pairs_full):
+    """Attention-side work of the busiest attention data-parallel rank, as replica-wide
+    counts whose ``1 / attention_dp`` is that rank's share: (extra tokens, extra
+    query-key pairs of a full-attention layer) to add to ``new_tokens`` and the pairs in
+    the rank-local terms (activations, dense and attention GEMMs, KV writes, attention);
+    both 0 for a plain layout (``attention_dp = 1``: bit-identical to before).
+
+    Decoding sequences spread evenly over the ranks, but a prompt chunk runs whole on the
+    rank that owns its request, and every rank waits for the slowest one at the next MoE
+    layer (TensorRT-LLM tech blog 10, "ADP Balance Strategy": "the iteration time is
+    dominated by the slowest rank"; on 8 GB200, DEP8 DeepSeek-V3, 803 / 3,653-token
+    requests, the mean over iterations of average / maximum tokens per rank was 54%).
+    From the step's counts, with no free parameter but the share ``u`` that multiplies
+    the result (0: the engine balances prompt chunks over the ranks):
+
+    * prompt tokens ``P = max(new_tokens - num_seqs, 0)`` (each sequence's first token
+      counted with the decoders);
+    * their pairs beyond one per token, ``X = max(pairs - kv_read, 0)``: ``n (n - 1) / 2``
+      for a fresh chunk of n (a decoding sequence adds 0), so ``n_eff = 2 X / P`` is the
+      size-weighted mean chunk (``sum n^2 / sum n``);
+    * chunks go to ranks round-robin, so the busiest rank holds ``P_hot = min(P,
+      max(P / dp, n_eff))`` prompt tokens and the fraction ``h = P_hot / P`` of ``X``;
+    * extra tokens ``(dp h - 1) P``, extra pairs ``(dp h - 1) X`` (0 when the prompt work
+      is balanced, ``h = 1 / dp``, or when there is none). The routed experts, their
+      dispatch and the KV reads of the decoders stay replica-wide (balanced).
+
+    Example: DEP8, 64 decoding sequences per rank and one fresh 1,024-token prompt:
+    T = 8 x 64 + 1,024 = 1,536, num_seqs = 513, P = 1,023; X = 1,024 x 1,023 / 2, so
+    n_eff = 1,024 and h = 1: extra 7 x 1,023 = 7,161 tokens, 8,697 / 8 = 1,087 on the
+    busiest rank (64 decode + 1,023 prompt + its first token) instead of 192.
+
+    Parameters
+    ----------
+    dp : attention data-parallel ranks of the replica
+    u : ``adp_prompt_imbalance``, the share of prompt work left on its rank [0, 1]
+    new_tokens, num_seqs : the step's tokens and sequences, replica-wide
+    kv_read_tokens_full, attn_pairs_full : its KV reads and query-key pairs of a
+        full-attention layer, replica-wide [tokens], [pairs]
+
+    Returns
+    -------
+    (extra tokens, extra pairs), replica-wide [tokens], [pairs]
+    """
+    T = np.asarray(new_tokens, dtype=float)
+    if dp <= 1:
+        return 0.0 * T, 0.0 * T
+    P = np.maximum(T - np.asarray(num_seqs, float), 0.0)
+    X = np.maximum(np.asarray(attn_pairs_full, float) - np.asarray(kv_read_tokens_full, float), 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        hot = np.where(P > 0, np.minimum(P, np.maximum(P / dp, 2.0 * X / P)), 0.0)
+        g = np.where(P > 0, u * (dp * hot / P - 1.0), 0.0)
+    return g * P, g * X
