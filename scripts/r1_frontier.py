@@ -195,6 +195,17 @@ def predict_points(pts: pd.DataFrame, profile_path: str | Path | None) -> pd.Dat
     """Predicted output tok/s and median TPOT of each point (``profile_path``: the profile;
     None: the bundled one)."""
     import planner.catalog.profile as profile_mod
+
+    before = profile_mod.DEFAULT_PROFILE
+    if profile_path is not None:  # the disaggregated path resolves the default profile
+        profile_mod.DEFAULT_PROFILE = Path(profile_path)
+    try:
+        return _predict_points(pts, profile_path)
+    finally:
+        profile_mod.DEFAULT_PROFILE = before
+
+
+def _predict_points(pts: pd.DataFrame, profile_path: str | Path | None) -> pd.DataFrame:
     from planner.benchmarks.disagg_rows import predict_disagg_row
     from planner.benchmarks.serving_rows import serving_row_details
     from planner.benchmarks.speculative_rows import predict_spec_row
@@ -203,8 +214,6 @@ def predict_points(pts: pd.DataFrame, profile_path: str | Path | None) -> pd.Dat
     from planner.errors import PlannerError
 
     cat = load_catalog()
-    if profile_path is not None:  # the disaggregated path resolves the default profile
-        profile_mod.DEFAULT_PROFILE = Path(profile_path)
     model = cat.model_ref("deepseek-v3", None)
     out = pts.copy()
     thr, tpot, why = [], [], []

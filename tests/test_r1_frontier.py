@@ -79,10 +79,8 @@ def front_predictions(r1, b200_points, tmp_path_factory):
     import planner.catalog.profile as profile_mod
 
     before = profile_mod.DEFAULT_PROFILE
-    try:
-        pred = r1.predict_points(pts, path)
-    finally:
-        profile_mod.DEFAULT_PROFILE = before
+    pred = r1.predict_points(pts, path)
+    assert before == profile_mod.DEFAULT_PROFILE  # restored: recommend uses the bundled one
     return pred.set_index("id")
 
 
