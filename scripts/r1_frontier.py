@@ -31,6 +31,7 @@ Usage (from the repository root; ~5-10 min on two shared cores for both GPUs and
     python scripts/r1_frontier.py                              # B200 + GB200, 1k/1k and 8k/1k
     python scripts/r1_frontier.py --gpus nvidia-b200 --lengths 1024/1024 --save /tmp/r1.csv
     python scripts/r1_frontier.py --load /tmp/r1.csv           # the tables from a saved run
+    python scripts/r1_frontier.py --load /tmp/r1.csv --recommend [--recommend-gpu nvidia-gb200]
 """
 
 from __future__ import annotations
@@ -334,13 +335,15 @@ def recommended(tpot_s: float, rps: float = 400.0, gpus: str = "nvidia-b200") ->
     }
 
 
-def recommend_table(front: pd.DataFrame, levels=LEVELS, rps: float = 400.0) -> pd.DataFrame:
+def recommend_table(
+    front: pd.DataFrame, levels=LEVELS, rps: float = 400.0, gpu: str = "nvidia-b200"
+) -> pd.DataFrame:
     """The recommender's kind at TPOT p99 = 1 / level against the measured front's kind at
-    that level (B200, 1k/1k, each precision of ``front``)."""
+    that level (``gpu``, 1k/1k, each precision of ``front``)."""
     recs = []
-    f = front[(front["gpu"] == "nvidia-b200") & (front["lengths"] == "1024/1024")]
+    f = front[(front["gpu"] == gpu) & (front["lengths"] == "1024/1024")]
     for lv in levels:
-        r = recommended(1.0 / lv, rps)
+        r = recommended(1.0 / lv, rps, gpu)
         kinds = f[f["interactivity >= tok/s/user"] == lv]
         measured = "; ".join(f"{k} ({p})" for k, p in zip(kinds["measured kind"],
                              kinds["precision"], strict=True))  # fmt: skip
@@ -377,6 +380,7 @@ def main(argv=None) -> int:
         help="also run `planner recommend` at TPOT p99 = 1 / level (B200, 1k/1k)",
     )
     ap.add_argument("--rps", type=float, default=400.0, help="peak req/s of --recommend")
+    ap.add_argument("--recommend-gpu", default="nvidia-b200", help="GPU of --recommend")
     a = ap.parse_args(argv)
     levels = tuple(float(v) for v in a.levels.split(","))
     if a.load:
@@ -401,8 +405,9 @@ def main(argv=None) -> int:
     front = frontier(pred, levels)
     print(_md_table(front))
     if a.recommend:
-        print(f"## planner recommend, DeepSeek-R1 1k/1k on B200 at {a.rps:g} req/s\n")
-        print(_md_table(recommend_table(front, levels, a.rps)))
+        g = a.recommend_gpu
+        print(f"## planner recommend, DeepSeek-R1 1k/1k on {g} at {a.rps:g} req/s\n")
+        print(_md_table(recommend_table(front, levels, a.rps, g)))
     return 0
 
 
