@@ -84,7 +84,7 @@ def front_predictions(r1, b200_points, tmp_path_factory):
     return pred.set_index("id")
 
 
-# Measured on main @0759a04 + this branch: predicted / measured output tok/s of the front
+# Measured on this branch with main @a114a31 merged (the same at @0759a04): predicted / measured output tok/s of the front
 # point 0.84, 0.77, 0.77 (nvfp4 20/40/60), 0.77, 0.77, 0.68 (fp8). The disaggregated MTP
 # rows are simulated WITHOUT MTP: InferenceX's multi-node recipes do not state K
 # (planner/benchmarks/disagg_rows.py), so throughput is under- and TPOT over-predicted.
@@ -132,7 +132,9 @@ def test_front_point_predicted_interactivity_reaches_level(front_predictions, ke
 def test_recommend_b200_1k1k_picks_the_front_kind(r1, level):
     """``planner recommend`` for DeepSeek-R1 1k/1k on B200 at TPOT p99 = 1 / level (400 req/s,
     speculative decoding and xPyD searched) answers disaggregated with MTP, the measured
-    front's kind. Before the xPyD comparison kept the option's MTP it answered aggregated
-    TP4 / DEP4 + MTP at every level (the xPyD twin, compared without MTP, never paid)."""
+    front's kind. Before the xPyD comparison kept the option's MTP (main @0759a04) it
+    answered disaggregated without MTP at 20, aggregated TP4 + MTP at 40 and DEP4 + MTP at
+    60 tok/s/user (the xPyD twin, sized without MTP, needed 84 / 320 / 1,548 GPUs against
+    88 / 96 / 132 aggregated)."""
     r = r1.recommended(1.0 / level, rps=400.0)
     assert r["kind"] == "disagg + MTP", r
