@@ -26,7 +26,7 @@ the planner's own best among the measured points (its own TPOT deciding which qu
 :func:`ep_accuracy.best_at_levels` does the selection for this script and for
 ``ep_accuracy.deepseek_frontier``.
 
-Usage (from the repository root; ~5-10 min on two shared cores for both GPUs and lengths)::
+Usage (from the repository root; 1-3 min on two shared cores for both GPUs and lengths)::
 
     python scripts/r1_frontier.py                              # B200 + GB200, 1k/1k and 8k/1k
     python scripts/r1_frontier.py --gpus nvidia-b200 --lengths 1024/1024 --save /tmp/r1.csv
