@@ -62,6 +62,21 @@ def _pool(r: dict[str, Any], engine: dict[str, Any]) -> Pool:
     )
 
 
+#: the speculative-decoding fields of a recommendation that both pools take
+_SPEC_KEYS = ("spec_method", "spec_tokens", "acceptance_length")
+
+
+def _spec_text(spec_kw: dict[str, Any]) -> str:
+    """``, mtp k=2, AL 2.58`` (empty without speculative decoding)."""
+    if not spec_kw.get("spec_method"):
+        return ""
+    k = spec_kw.get("spec_tokens")
+    al = spec_kw.get("acceptance_length")
+    return (
+        f", {spec_kw['spec_method']}" + (f" k={k}" if k else "") + (f", AL {al:.3g}" if al else "")
+    )
+
+
 def why_not(sz, agg_replicas: int, prefill_idle_s: float, agg_gpus: int | None = None) -> list[str]:
     """The reasons an xPyD sizing ``sz`` does not beat an aggregated fleet of
     ``agg_replicas`` (see the module docstring); ``prefill_idle_s`` is the TTFT
@@ -91,10 +106,13 @@ def why_not(sz, agg_replicas: int, prefill_idle_s: float, agg_gpus: int | None =
     return out
 
 
-def _pool_pairs(pool: Pool, moe: bool) -> list[tuple[Pool, Pool]]:
+def _pool_pairs(pool: Pool, moe: bool, wider: tuple[int, ...] = ()) -> list[tuple[Pool, Pool]]:
     """(prefill, decode) pools to try for one aggregated option: its own layout in both, and
     for a MoE model of width ``w`` > 1 also ``TP w EP w`` and ``DEP w`` in either pool (the
-    layouts published xPyD set-ups pair: TP prefill with DEP decode, DEP with DEP)."""
+    layouts published xPyD set-ups pair: TP prefill with DEP decode, DEP with DEP), and a
+    wider decode pool ``DEP n`` for each ``n`` of ``wider`` (:func:`_wider_decode`) behind
+    the option's own or the ``DEP w`` prefill (InferenceX's B200 front: DEP4 prefill, DEP8
+    decode; GB200 NVL72: DEP8 prefill, DEP16-48 decode)."""
     out = [(pool, pool)]
     w = pool.tp * pool.attention_dp
     if not moe or w <= 1:
@@ -103,7 +121,26 @@ def _pool_pairs(pool: Pool, moe: bool) -> list[tuple[Pool, Pool]]:
     dep = pool.model_copy(update={"tp": 1, "attention_dp": w, "ep": w})
     layouts = list(dict.fromkeys([pool, tp, dep]))
     out += [(a, b) for a in layouts for b in layouts if (a, b) != (pool, pool)]
+    for n in wider:
+        wide = pool.model_copy(update={"tp": 1, "attention_dp": n, "ep": n})
+        out += [(a, wide) for a in dict.fromkeys([pool, dep])]
     return out
+
+
+def _wider_decode(pool: Pool, model: str, catalog: Catalog) -> tuple[int, ...]:
+    """Decode widths ``n`` above the option's width that the aggregated search also tries
+    as ``DEP n`` (:data:`planner.recommend.options.EP_SIZES` inside the GPU's scale-up
+    domain, for an engine with attention data-parallel), each dividing the routed experts."""
+    from planner.recommend.options import EP_SIZES, MAX_TP_PER_NODE
+
+    m = catalog.model(model)
+    fw = catalog.framework(pool.framework) if pool.framework else None
+    if not m.is_moe or fw is None or not fw.attention_dp or not fw.expert_parallel:
+        return ()
+    w = pool.tp * pool.attention_dp
+    dom = catalog.gpu(pool.gpu).nvlink_domain_gpus or MAX_TP_PER_NODE
+    n_exp = int(m.num_experts or 0)
+    return tuple(n for n in EP_SIZES if w < n <= dom and n_exp and n_exp % n == 0)
 
 
 def compare_disagg(
@@ -135,6 +172,9 @@ def compare_disagg(
             continue
         seen.add(r["gpu"])
         pool = _pool(r, engine)
+        # the option's speculative decoding runs in both pools, as in the aggregated replica
+        # (compared without it, an xPyD answer loses the MTP gain the option has)
+        spec_kw = {k: r[k] for k in _SPEC_KEYS if r.get(k) is not None}
         spec = Disaggregated(prefill=pool, decode=pool)
         row: dict[str, Any] = {
             "gpu": r["gpu"],
@@ -144,7 +184,8 @@ def compare_disagg(
         }
         best = None
         err = ""
-        for pre, dec in _pool_pairs(pool, catalog.model(model).is_moe):
+        wider = _wider_decode(pool, model, catalog)
+        for pre, dec in _pool_pairs(pool, catalog.model(model).is_moe, wider):
             try:
                 dd = build_disagg(
                     model,
@@ -152,7 +193,7 @@ def compare_disagg(
                     catalog=catalog,
                     where="disaggregated",
                     profile=profile,
-                    **engine,
+                    **{**engine, **spec_kw},
                 )
                 s = size_disagg(dd, workload, slo, need_rps, n_requests=n_requests, seed=seed)
             except (PlannerError, ValueError) as e:  # a pool that cannot be built: say why
@@ -169,7 +210,8 @@ def compare_disagg(
         p = sz.x, sz.y
         spec = spec.model_copy(update={"x": p[0], "y": p[1]})
         row.update(
-            option=spec.label(),
+            option=spec.label() + _spec_text(spec_kw),
+            **{k: spec_kw.get(k) for k in _SPEC_KEYS},
             groups=sz.groups,
             num_gpus=sz.num_gpus,
             prefill={**spec.prefill.model_dump(exclude_none=True), "count": sz.x * sz.groups},
