@@ -200,9 +200,9 @@ def issue30_rows(disagg_history: bool = False) -> pd.DataFrame:
     """Every speculative (aggregated) and disaggregated row: measured, predicted, error
     (the InferenceX history file's aggregated speculative rows too; its disaggregated rows
     only with ``disagg_history``: they record the same InferenceX runs as
-    ``public_inferencex.csv`` with more metrics). A disaggregated MTP row is ``+ MTP (K from
-    the recipe)`` where ``scripts/annotate_spec_recipes.py`` found its K, else ``+ MTP (K
-    unknown)`` (predicted without MTP)."""
+    ``public_inferencex.csv`` with more metrics). A disaggregated MTP row whose K is not known
+    (no ``scripts/annotate_spec_recipes.py`` note) is predicted without MTP and grouped as
+    ``+ MTP (not modelled: K unknown)``."""
     cat = load_catalog()
     recs = []
     for f in [*FILES, INFERENCEX, INFERENCEX_HISTORY]:
@@ -229,14 +229,14 @@ def issue30_rows(disagg_history: bool = False) -> pd.DataFrame:
         by_id = {cell(r, "id"): r for r in rows}
         for d in disagg_accuracy(rows, cat) if f != INFERENCEX_HISTORY or disagg_history else ():
             row = by_id[d["id"]]
-            known = "speculative recipe (" in cell(row, "notes")
+            off = "MTP not modelled" in d.get("note", "")
             recs.append(
                 {
                     "id": d["id"],
                     "source": d["source"],
                     "kind": "disaggregated"
                     + (
-                        (" + MTP (K from the recipe)" if known else " + MTP (K unknown)")
+                        (" + MTP (not modelled: K unknown)" if off else " + MTP")
                         if d["mtp"]
                         else ""
                     ),  # fmt: skip
