@@ -24,6 +24,9 @@ Usage (from the repository root; a few minutes on two cores)::
     python scripts/moe_rows_accuracy.py
     python scripts/moe_rows_accuracy.py --spec   # only table 3 and its summary
     python scripts/moe_rows_accuracy.py --issue30   # only table 4's summary
+    python scripts/moe_rows_accuracy.py --issue30 --disagg-history   # + the history file's
+        # disaggregated rows (every metric; a second record of InferenceX's runs); --csv PATH
+        # writes table 4's rows
     python scripts/moe_rows_accuracy.py --history   # InferenceX history's MTP rows, by metric
 """
 
@@ -193,10 +196,13 @@ def spec_table() -> pd.DataFrame:
     return pd.DataFrame(recs)
 
 
-def issue30_rows() -> pd.DataFrame:
+def issue30_rows(disagg_history: bool = False) -> pd.DataFrame:
     """Every speculative (aggregated) and disaggregated row: measured, predicted, error
-    (the InferenceX history file's aggregated speculative rows too; its disaggregated rows,
-    whose K is not known, are left to ``disagg_rows``)."""
+    (the InferenceX history file's aggregated speculative rows too; its disaggregated rows
+    only with ``disagg_history``: they record the same InferenceX runs as
+    ``public_inferencex.csv`` with more metrics). A disaggregated MTP row whose K is not known
+    (no ``scripts/annotate_spec_recipes.py`` note) is predicted without MTP and grouped as
+    ``+ MTP (not modelled: K unknown)``."""
     cat = load_catalog()
     recs = []
     for f in [*FILES, INFERENCEX, INFERENCEX_HISTORY]:
@@ -220,13 +226,20 @@ def issue30_rows() -> pd.DataFrame:
                 continue
             v, why = predict_spec_row(r, al, cat, _params(cat, r))
             recs.append({**base, "predicted": v, "reason": why})
-        for d in disagg_accuracy(rows, cat) if f != INFERENCEX_HISTORY else ():
-            row = next(r for r in rows if cell(r, "id") == d["id"])
+        by_id = {cell(r, "id"): r for r in rows}
+        for d in disagg_accuracy(rows, cat) if f != INFERENCEX_HISTORY or disagg_history else ():
+            row = by_id[d["id"]]
+            off = "MTP not modelled" in d.get("note", "")
             recs.append(
                 {
                     "id": d["id"],
                     "source": d["source"],
-                    "kind": "disaggregated" + (" + MTP" if d["mtp"] else ""),
+                    "kind": "disaggregated"
+                    + (
+                        (" + MTP (not modelled: K unknown)" if off else " + MTP")
+                        if d["mtp"]
+                        else ""
+                    ),  # fmt: skip
                     "metric": metric_class(cell(row, "metric")),
                     "measured": d["value"],
                     "predicted": d.get("predicted"),
@@ -343,7 +356,9 @@ def main() -> int:
         print(_md_table(history_summary(t)))
         return 0
     if "--issue30" in sys.argv:  # table 4 only
-        i30 = issue30_rows()
+        i30 = issue30_rows(disagg_history="--disagg-history" in sys.argv)
+        if "--csv" in sys.argv:
+            i30.to_csv(sys.argv[sys.argv.index("--csv") + 1], index=False)
         print(_md_table(issue30_table(i30)))
         return 0
     print("## Rows by source, layout kind and metric\n")

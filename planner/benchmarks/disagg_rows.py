@@ -14,8 +14,14 @@ rows stay as they are and the generic predictor still declines them):
   (``attention_dp = g``, whatever the DP-attention flag says). Other shapes (a TP group
   smaller than the worker, an EP that does not divide the 256 experts: redundant experts
   of EPLB) are not predicted and say why;
-* speculative decoding (``spec 'mtp'``) is not modelled here (the ``spec`` branch does):
-  such rows are predicted without it and reported as their own group.
+* speculative decoding (``spec 'mtp'``): K and the pools that run it come from the
+  ``speculative recipe (...)`` note that ``scripts/annotate_spec_recipes.py`` reads in the
+  recipe of the run (``method mtp, K 3 on decode (...); prefill K 3|none``). The decode pool
+  runs MTP with that K and the acceptance prior for the row's prompts
+  (:func:`planner.catalog.speculative.spec_decode` with ``workload=row_workload(row)``:
+  ``random`` for InferenceX's random-token datasets); the prefill pool carries the draft
+  pass over the prompt where the recipe enables MTP there too. A row without the note is
+  predicted without MTP and says so (``MTP not modelled``).
 
 A ``concurrency`` row is a closed loop of ``C`` clients. The composition is open loop, so
 the row is predicted at the arrival rate ``lambda`` where Little's law closes the loop:
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -46,13 +53,27 @@ from planner.serving.disagg import (
 from planner.serving.disagg_sizing import closed_loop
 from planner.workload.workload import make_requests
 
-__all__ = ["disagg_layout", "is_disagg_row", "predict_disagg_row"]
+__all__ = ["build_spec_row", "disagg_layout", "is_disagg_row", "predict_disagg_row", "spec_recipe"]
 
 _TAG = "disaggregated prefill/decode"
 _COUNTS = re.compile(r"(\d+) prefill \+ (\d+) decode GPUs, (\d+)P/(\d+)D workers")
 _POOL = re.compile(
     r"(prefill|decode) TP=(\d+) EP=(\d+) DP-attention=(true|false) x (\d+) GPUs", re.I
 )
+#: the note of scripts/annotate_spec_recipes.py
+_SPEC_RECIPE = re.compile(
+    r"speculative recipe \(.*?\): method (\w+), K (\d+) on decode \([^;]*\); prefill K (none|\d+)"
+)
+
+
+def spec_recipe(notes: str) -> dict[str, Any] | None:
+    """``{method, k_decode, k_prefill}`` (``k_prefill`` None: the prefill pool runs no
+    draft) from a row's ``speculative recipe (...)`` note, None without one."""
+    m = _SPEC_RECIPE.search(notes)
+    if m is None:
+        return None
+    kp = None if m.group(3) == "none" else int(m.group(3))
+    return {"method": m.group(1), "k_decode": int(m.group(2)), "k_prefill": kp}
 
 
 def is_disagg_row(row: Mapping[str, Any]) -> bool:
@@ -60,8 +81,8 @@ def is_disagg_row(row: Mapping[str, Any]) -> bool:
 
 
 def disagg_layout(notes: str) -> dict[str, Any] | str:
-    """``{x, y, prefill: {tp, ep, attention_dp}, decode: {...}, mtp}`` from a row's notes, or
-    the reason it cannot be read."""
+    """``{x, y, prefill: {tp, ep, attention_dp}, decode: {...}, mtp, spec}`` from a row's
+    notes (``spec``: :func:`spec_recipe`), or the reason it cannot be read."""
     m = _COUNTS.search(notes)
     if not m:
         return "disaggregated row without '<n> prefill + <m> decode GPUs, <x>P/<y>D workers'"
@@ -87,7 +108,8 @@ def disagg_layout(notes: str) -> dict[str, Any] | str:
         return "disaggregated row without both 'prefill TP=..' and 'decode TP=..' pools"
     if x * pools["prefill"]["tp"] * pools["prefill"]["attention_dp"] != p_gpus:
         return "prefill GPUs do not match the workers' layout"  # pragma: no cover
-    return {"x": x, "y": y, **pools, "mtp": "spec 'mtp'" in notes}
+    mtp = "spec 'mtp'" in notes
+    return {"x": x, "y": y, **pools, "mtp": mtp, "spec": spec_recipe(notes) if mtp else None}
 
 
 _NOMINAL = re.compile(
@@ -182,8 +204,45 @@ def predict_disagg_row(
     return got[0][metric], got[1]
 
 
+def build_spec_row(row: Mapping[str, Any], catalog: Catalog) -> tuple[DisaggReplicas, dict] | str:
+    """:func:`build_row` with the recipe's speculative decoding (:func:`spec_recipe`): the
+    decode pool with its K and the acceptance prior for the row's prompts, the prefill pool
+    with its own K (the draft pass over the prompt) or none."""
+    from planner.benchmarks.speculative_rows import row_workload
+
+    lay = disagg_layout(cell(row, "notes"))
+    sp = lay.get("spec") if isinstance(lay, dict) else None
+    if sp is None:
+        return build_row(row, catalog)
+
+    def kw(k: int | None) -> dict[str, Any]:
+        if k is None:
+            return {}
+        return {"spec_method": sp["method"], "spec_tokens": k, "spec_workload": row_workload(row)}
+
+    dec = build_row(row, catalog, **kw(sp["k_decode"]))
+    if isinstance(dec, str) or sp["k_prefill"] == sp["k_decode"]:
+        return dec
+    pre = build_row(row, catalog, **kw(sp["k_prefill"]))
+    if isinstance(pre, str):
+        return pre
+    return replace(dec[0], prefill=pre[0].prefill), dec[1]
+
+
+def _spec_note(d: DisaggReplicas, lay: dict) -> str:
+    if not lay["mtp"]:
+        return ""
+    s = d.decode.spec
+    if s is None:
+        return "; MTP not modelled (K not in the notes)"
+    pre = d.prefill.spec
+    return f"; decode {s.label()} (prior for the row's prompts), prefill " + (
+        f"draft K={pre.spec_tokens}" if pre is not None else "no draft"
+    )
+
+
 def _run(row, catalog, conc, lens, n_min, seed, iters) -> tuple[dict[str, float], str] | str:
-    built = build_row(row, catalog)
+    built = build_spec_row(row, catalog)
     if isinstance(built, str):
         return built
     d, lay = built
@@ -204,8 +263,7 @@ def _run(row, catalog, conc, lens, n_min, seed, iters) -> tuple[dict[str, float]
     note = (
         f"{d.spec.label()} ({d.num_gpus} GPUs, link {d.link_kind}); closed loop of {int(conc)} "
         f"by Little's law at {rate:.3g} req/s, TPOT mean {np.nanmean(res.tpot_s) * 1e3:.1f} ms, "
-        f"TTFT mean {np.mean(res.ttft_s) * 1e3:.0f} ms"
-        + ("; MTP not modelled" if lay["mtp"] else "")
+        f"TTFT mean {np.mean(res.ttft_s) * 1e3:.0f} ms" + _spec_note(d, lay)
     )
     return values, note
 
