@@ -174,6 +174,26 @@ def test_sglang_dep_layout():
     assert "--enable-dp-attention" in args
 
 
+def test_disaggregated_pools_launch_the_rows_speculative_decoding():
+    """An xPyD answer sized with MTP (planner/recommend/disagg.py runs the option's MTP in
+    both pools) launches both pools with it: SGLang --speculative-algorithm EAGLE with K."""
+    from planner.catalog import load_catalog
+    from planner.deploy.emit import _pool_knobs
+
+    cat = load_catalog()
+    row = {"spec_method": "mtp", "spec_tokens": 2, "acceptance_length": 2.58}
+    pool = {"gpu": "nvidia-b200", "framework": "sglang", "precision": "fp8",
+            "kv_precision": "fp8", "tp": 1, "ep": 8, "attention_dp": 8}  # fmt: skip
+    for role in ("prefill", "decode"):
+        k = _pool_knobs(pool, cat, "deepseek-r1", role, row)
+        assert (k.spec_method, k.spec_tokens, k.role) == ("mtp", 2, role)
+        args = dict(launch(k, F.resolve("sglang", "0.5.12", "t")).args)
+        assert args["--speculative-algorithm"] == "EAGLE"
+    # without speculative decoding in the row: no speculative flag
+    k = _knobs("sglang")
+    assert "--speculative-algorithm" not in dict(launch(k, F.resolve("sglang", "0.5.12", "t")).args)
+
+
 # --------------------------------------------------------------------------- refusals
 def test_ep_before_the_engine_had_it():
     with pytest.raises(PlannerError, match=r"vllm 0.7.3 has no flag for expert parallelism"):

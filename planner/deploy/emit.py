@@ -415,7 +415,11 @@ def emit_all(
     return done
 
 
-def _pool_knobs(pool: dict[str, Any], catalog: Any, model: str, role: str) -> Knobs:
+def _pool_knobs(
+    pool: dict[str, Any], catalog: Any, model: str, role: str, row: dict[str, Any]
+) -> Knobs:
+    """One pool's launch knobs; the row's speculative decoding runs in both pools, as the
+    xPyD comparison sized them (planner/recommend/disagg.py)."""
     m = catalog.model(model)
     lay = layout_of(pool["tp"], pool.get("pp") or 1, pool.get("ep") or 1,
                     pool.get("attention_dp") or 1)  # fmt: skip
@@ -425,6 +429,7 @@ def _pool_knobs(pool: dict[str, Any], catalog: Any, model: str, role: str) -> Kn
         layout=lay,
         max_num_seqs=pool.get("max_num_seqs"),
         max_num_batched_tokens=pool.get("max_num_batched_tokens"),
+        spec_method=row.get("spec_method"), spec_tokens=row.get("spec_tokens"),
         nodes=hosts_spanned(lay, catalog.gpu(pool["gpu"])), role=role,
     )  # fmt: skip
 
@@ -442,7 +447,7 @@ def _disagg_pools(result, scenario, catalog, asked, data_dir) -> dict[str, tuple
             if pool["framework"] not in ("vllm", "sglang"):
                 built = []
                 break
-            k = _pool_knobs(pool, catalog, scenario.model, role)
+            k = _pool_knobs(pool, catalog, scenario.model, role, row)
             rel = pick_release(pool["framework"], None, asked, data_dir)
             launch(k, rel)
             built.append((k, rel, int(pool["count"]), catalog.gpu(pool["gpu"])))
