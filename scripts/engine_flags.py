@@ -7,6 +7,13 @@ release (``DIR/0.10.1/vllm/engine/arg_utils.py``, unpacked from the release's wh
 spelling (``"--max-num-seqs"``) appears in one of the engine's argument files; a command when
 its module file exists. The output lists, per setting, the runs of consecutive read releases
 that have each spelling.
+
+TensorRT-LLM is not read this way: its trtllm section was written by hand from NVIDIA's versioned
+docs pages (https://nvidia.github.io/TensorRT-LLM/<release>/commands/trtllm-serve.html, from
+1.0.0 .../commands/trtllm-serve/trtllm-serve.html: the Syntax section sphinx-click renders from
+tensorrt_llm/commands/serve.py at the release) and, for the LLM-API YAML keys, the release's
+_modules/tensorrt_llm/llmapi/llm_args.html; tests/test_trtllm_flags.py quotes each page's
+option list and checks the section against it.
 """
 
 from __future__ import annotations

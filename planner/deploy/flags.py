@@ -143,6 +143,17 @@ class Resolved(Frozen):
         )  # fmt: skip
 
 
+def _order(eng: Engine, i: int) -> tuple:
+    """The sort key of read release ``i``: its version, or for a commit (``main@00209af1``)
+    the version of the nearest numbered read release listed before it (the list is oldest
+    first), so a commit read after 1.2.0 is the floor of releases above 1.2.0 only."""
+    for r in reversed(eng.releases[: i + 1]):
+        key = release_order(r.release)
+        if key is not None:
+            return key
+    return ((0,),)
+
+
 def _index(eng: Engine, release: str) -> int:
     return [r.release for r in eng.releases].index(release)
 
@@ -192,7 +203,7 @@ def resolve(
     if key is None or not any(release_order(k) == key for k in known):
         listed = sorted(set(read) | set(known), key=lambda x: release_order(x) or ((0,),))
         raise PlannerError(f"unknown {engine} release {release!r}; known: {', '.join(listed)}")
-    below = [r for r in eng.releases if (release_order(r.release) or ((0,),)) <= key]
+    below = [r for i, r in enumerate(eng.releases) if _order(eng, i) <= key]
     if not below:
         raise PlannerError(
             f"{engine} {release}: older than every release whose flags were read "

@@ -281,7 +281,10 @@ def _trtllm(la: Launch, res: F.Resolved, k: Knobs) -> None:
     if kvc:
         extra[F.flag(res, "yaml_kv_cache_config")] = kvc
     if k.chunked_prefill:
-        _add(la, res, "chunked_prefill")
+        if F.has(res, "chunked_prefill") or not F.has(res, "yaml_chunked_prefill"):
+            _add(la, res, "chunked_prefill")  # the one-line error where neither exists
+        else:  # before trtllm-serve had the flag: the LLM-API key, in the YAML file
+            extra[F.flag(res, "yaml_chunked_prefill")] = True
     if k.spec_method:
         raise PlannerError(
             f"trtllm: no checked speculative_config keys here for {k.spec_method!r}; "
