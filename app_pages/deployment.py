@@ -150,12 +150,7 @@ def setup_sidebar(cat: Catalog) -> Setup:
             0.01,
             key=f"util_{fw_choice}",  # the default follows the framework
             bind="query-params",
-            help="fraction of GPU memory the engine may use"
-            + {
-                "free": f" ({fw.id}: of the memory left after weights and activations)",
-                "static": f" ({fw.id}: of the memory left after its set-up, for weights and "
-                "KV; activations use the rest)",
-            }.get(fw.memory_utilization_of if fw is not None else "", " (of the whole card)"),
+            help="fraction of GPU memory the engine may use" + _util_help(fw),
         )
     return Setup(
         model=model_id,
@@ -321,3 +316,15 @@ def memory_bar(
 
 
 #: the style of the app's own HTML (:func:`cards_html`, What-if's outputs, captions and
+
+
+def _util_help(fw) -> str:
+    """What the engine's memory fraction is a fraction of (frameworks.yaml
+    memory_utilization_of), for the slider's help."""
+    if fw is None:
+        return " (of the whole card)"
+    return {
+        "free": f" ({fw.id}: of the memory left after weights and activations)",
+        "static": f" ({fw.id}: of the memory left after its set-up, for weights and KV; "
+        "activations use the rest)",
+    }.get(fw.memory_utilization_of, " (of the whole card)")
