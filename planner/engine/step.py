@@ -211,14 +211,8 @@ class StepModel:
         T = np.asarray(new_tokens, dtype=float)
         dp = self.attention_dp  # each attention rank runs 1/dp of the tokens and sequences
         T0, n_dec = T, np.asarray(num_logits, dtype=float)
-        dT, X_hot = busiest_rank_extra(  # the busiest attention-DP rank's prompt work
-            dp,
-            prompt_share(self.adp_balanced, p),
-            T,
-            num_seqs,
-            kv_read_tokens_full,
-            attn_pairs_full,
-        )
+        u = prompt_share(self.adp_balanced, p)  # the busiest attention-DP rank's prompt work
+        dT, X_hot = busiest_rank_extra(dp, u, T, num_seqs, kv_read_tokens_full, attn_pairs_full)
         if self.spec_tokens:  # verify K + 1 positions per decoding sequence (one per logit)
             K = float(self.spec_tokens)
             T = T + K * n_dec
