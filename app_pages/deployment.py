@@ -151,11 +151,11 @@ def setup_sidebar(cat: Catalog) -> Setup:
             key=f"util_{fw_choice}",  # the default follows the framework
             bind="query-params",
             help="fraction of GPU memory the engine may use"
-            + (
-                f" ({fw.id}: of the memory left after weights and activations)"
-                if fw is not None and fw.memory_utilization_of == "free"
-                else " (of the whole card)"
-            ),
+            + {
+                "free": f" ({fw.id}: of the memory left after weights and activations)",
+                "static": f" ({fw.id}: of the memory left after its set-up, for weights and "
+                "KV; activations use the rest)",
+            }.get(fw.memory_utilization_of if fw is not None else "", " (of the whole card)"),
         )
     return Setup(
         model=model_id,

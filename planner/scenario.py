@@ -87,6 +87,9 @@ class Deployment(Frozen):
     spec_tokens: int | None = Field(None, gt=0, description="draft tokens per step, K")
     acceptance_length: float | None = Field(None, description="tokens per verify step, AL")
     draft_model: str | None = Field(None, description="draft model id (spec_method draft)")
+    spec_workload: str | None = Field(
+        None, description="prompts' kind for the acceptance prior: chat, code, math, random, ..."
+    )
 
     @model_validator(mode="after")
     def _width_rule(self) -> Deployment:
@@ -212,6 +215,7 @@ class Scenario(Frozen):
         acceptance_length: float | None = None,
         draft_model: str | None = None,
         release: str | None = None,
+        spec_workload: str | None = None,
         attention_dp_balance: bool | None = None,
     ) -> Deployment:
         """The deployment with explicit arguments taking precedence over the file's (the
@@ -242,6 +246,7 @@ class Scenario(Frozen):
             spec_tokens=spec_tokens or d.spec_tokens,
             acceptance_length=acceptance_length or d.acceptance_length,
             draft_model=draft_model or d.draft_model,
+            spec_workload=spec_workload or d.spec_workload,
         )
         missing = [k for k in ("gpu", "framework", "precision") if getattr(out, k) is None]
         if missing:
@@ -272,7 +277,7 @@ class Scenario(Frozen):
     ):
         """A :class:`planner.serving.replica.Replica` for this scenario's model and engine
         settings; ``spec``: speculative decoding fields (spec_method, spec_tokens,
-        acceptance_length, draft_model) over the file's."""
+        acceptance_length, draft_model, spec_workload) over the file's."""
         d = self.resolve_deployment(
             gpu, framework, precision, tp, pp, kv_precision, ep=ep, attention_dp=attention_dp,
             attention_dp_balance=attention_dp_balance, **(spec or {}),
@@ -292,6 +297,7 @@ class Scenario(Frozen):
             spec_tokens=d.spec_tokens,
             acceptance_length=d.acceptance_length,
             draft_model=d.draft_model,
+            spec_workload=d.spec_workload,
             **kw,
         )
 

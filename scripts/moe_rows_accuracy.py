@@ -12,8 +12,9 @@ Three tables:
    acceptance length the source prints, with the DeepSeek-V3 report's prior (K = 1: AL 1.875,
    i.e. a per-position rate of 0.875 in a chain of K drafts) and with the catalog's published
    AL for that K (``data/speculative.yaml`` via ``spec_decode``);
-4. issue 30's rows: every aggregated speculative row predicted with the catalog's AL
-   (``predict_spec_row``) and every disaggregated row (``disagg_rows.disagg_accuracy``), by
+4. issue 30's rows: every aggregated speculative row (also the InferenceX history file's)
+   predicted with the catalog's AL for the row's prompts (``predict_spec_row``,
+   ``row_workload``) and every disaggregated row (``disagg_rows.disagg_accuracy``), by
    source and metric. These rows are never fitted; their GPU x engine x precision parameters
    come from the bundled profile (which the rows' non-speculative twins of the same source
    helped fit), so this table is not held out by source.
@@ -21,6 +22,9 @@ Three tables:
 Usage (from the repository root; a few minutes on two cores)::
 
     python scripts/moe_rows_accuracy.py
+    python scripts/moe_rows_accuracy.py --spec   # only table 3 and its summary
+    python scripts/moe_rows_accuracy.py --issue30   # only table 4's summary
+    python scripts/moe_rows_accuracy.py --history   # InferenceX history's MTP rows, by metric
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from planner.benchmarks.speculative_rows import (  # noqa: E402
     chain_acceptance_length,
     predict_spec_row,
     predicted_ratio,
+    row_workload,
     spec_of_row,
     spec_pairs,
 )
@@ -60,6 +65,8 @@ FILES = [
 ]
 #: InferenceX: its MTP / no-MTP pairs at high concurrency and its disaggregated rows
 INFERENCEX = ROOT / "data/benchmarks/public_inferencex.csv"
+#: InferenceX dashboard history: aggregated MTP rows with TPOT / TTFT / E2E medians
+INFERENCEX_HISTORY = ROOT / "data/benchmarks/public_inferencex_history.csv"
 #: the new sources with rows the planner predicts (held out one at a time)
 PREDICTED_SOURCES = (
     "TensorRT-LLM DeepSeek-R1 best-performance guide",
@@ -83,11 +90,11 @@ def kind(row) -> str:
 
 
 def metric_class(metric: str) -> str:
-    return (
-        "TPOT"
-        if metric.startswith(("tpot", "itl"))
-        else ("TTFT" if metric.startswith("ttft") else "throughput")
-    )
+    if metric.startswith(("tpot", "itl")):
+        return "TPOT"
+    if metric.startswith("ttft"):
+        return "TTFT"
+    return "E2E" if metric.startswith("e2e") else "throughput"
 
 
 def counts() -> pd.DataFrame:
@@ -123,12 +130,13 @@ def _params(cat, row):
     return params
 
 
-def catalog_al(cat, row, method: str, k: int | None) -> float | None:
-    """The published acceptance length of the row's model x method x K (None: none)."""
+def catalog_al(cat, row, method: str, k: int | None, workload: str | None = None) -> float | None:
+    """The published acceptance length of the row's model x method x K (None: none), for
+    ``workload`` (the prompts' kind, ``row_workload``) where given."""
     if k is None:
         return None
     try:
-        s = spec_decode(cat.model_ref(cell(row, "model"), None), method, k)
+        s = spec_decode(cat.model_ref(cell(row, "model"), None), method, k, workload=workload)
     except PlannerError:
         return None
     return s.acceptance_length if s is not None else None
@@ -150,6 +158,9 @@ def spec_table() -> pd.DataFrame:
         al_src = re.search(r"Acceptance Rate ([\d.]+)", cell(p.spec_row, "notes"))
         al_prior = chain_acceptance_length(PRIOR_RATE, p.spec_tokens)
         al_cat = catalog_al(cat, b, p.method, p.spec_tokens)
+        wl = row_workload(p.spec_row)
+        al_wl = catalog_al(cat, b, p.method, p.spec_tokens, wl)
+        r_wl = predicted_ratio(p, al_wl, cat, params)[0] if al_wl else None
         r_src = predicted_ratio(p, float(al_src.group(1)), cat, params)[0] if al_src else None
         r_prior, why = predicted_ratio(p, al_prior, cat, params)
         r_cat = predicted_ratio(p, al_cat, cat, params)[0] if al_cat else None
@@ -173,16 +184,22 @@ def spec_table() -> pd.DataFrame:
                 "AL (catalog)": round(al_cat, 4) if al_cat else None,
                 "predicted (catalog AL)": round(r_cat, 3) if r_cat else None,
                 "error (catalog AL) %": _pct(r_cat, p.measured_ratio),
+                "workload": wl,
+                "AL (workload prior)": round(al_wl, 4) if al_wl else None,
+                "predicted (workload AL)": round(r_wl, 3) if r_wl else None,
+                "error (workload AL) %": _pct(r_wl, p.measured_ratio),
             }
         )
     return pd.DataFrame(recs)
 
 
 def issue30_rows() -> pd.DataFrame:
-    """Every speculative (aggregated) and disaggregated row: measured, predicted, error."""
+    """Every speculative (aggregated) and disaggregated row: measured, predicted, error
+    (the InferenceX history file's aggregated speculative rows too; its disaggregated rows,
+    whose K is not known, are left to ``disagg_rows``)."""
     cat = load_catalog()
     recs = []
-    for f in [*FILES, INFERENCEX]:
+    for f in [*FILES, INFERENCEX, INFERENCEX_HISTORY]:
         rows = read_rows(f)[0]
         for r in rows:
             if is_disagg_row(r):
@@ -190,7 +207,7 @@ def issue30_rows() -> pd.DataFrame:
             s = spec_of_row(r)
             if s is None:
                 continue
-            al = catalog_al(cat, r, s[0], s[1])
+            al = catalog_al(cat, r, s[0], s[1], row_workload(r))
             base = {
                 "id": cell(r, "id"),
                 "source": cell(r, "source"),
@@ -203,7 +220,7 @@ def issue30_rows() -> pd.DataFrame:
                 continue
             v, why = predict_spec_row(r, al, cat, _params(cat, r))
             recs.append({**base, "predicted": v, "reason": why})
-        for d in disagg_accuracy(rows, cat):
+        for d in disagg_accuracy(rows, cat) if f != INFERENCEX_HISTORY else ():
             row = next(r for r in rows if cell(r, "id") == d["id"])
             recs.append(
                 {
@@ -257,11 +274,84 @@ def issue30_table(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(recs)
 
 
+def history_spec_table() -> pd.DataFrame:
+    """The aggregated speculative rows of the InferenceX history file (every metric),
+    predicted with the general natural-text prior and with the row's workload prior."""
+    cat = load_catalog()
+    recs = []
+    for r in read_rows(INFERENCEX_HISTORY)[0]:
+        s = spec_of_row(r)
+        if s is None or is_disagg_row(r):
+            continue
+        rec = {"id": cell(r, "id"), "metric": cell(r, "metric"), "K": s[1],
+               "measured": float(cell(r, "value"))}  # fmt: skip
+        for name, wl in (("natural", None), ("workload", row_workload(r))):
+            al = catalog_al(cat, r, s[0], s[1], wl)
+            v = predict_spec_row(r, al, cat, _params(cat, r))[0] if al else None
+            rec[f"AL {name}"] = al
+            rec[f"error {name} %"] = _pct(v, rec["measured"])
+        recs.append(rec)
+    return pd.DataFrame(recs)
+
+
+def history_summary(t: pd.DataFrame) -> pd.DataFrame:
+    recs = []
+    for metric, g in t.groupby("metric"):
+        rec = {"metric": metric, "rows": len(g)}
+        for name in ("natural", "workload"):
+            e = g[f"error {name} %"].dropna()
+            rec[f"predicted ({name})"] = len(e)
+            rec[f"MdAPE {name} %"] = round(float(e.abs().median()), 1) if len(e) else None
+            rec[f"median signed {name} %"] = round(float(e.median()), 1) if len(e) else None
+        recs.append(rec)
+    return pd.DataFrame(recs)
+
+
+def spec_summary(t: pd.DataFrame) -> pd.DataFrame:
+    """Pairs within 15 % and median |error| by concurrency class and AL basis."""
+    recs = []
+    for name, sel in (
+        ("batch 1", t["concurrency"].fillna(1) <= 1),
+        ("concurrency 2-16", (t["concurrency"] > 1) & (t["concurrency"] <= 16)),
+        ("concurrency >= 32", t["concurrency"] >= 32),
+    ):
+        g = t[sel]
+        for col in ("error (catalog AL) %", "error (workload AL) %"):
+            e = g[col].dropna().abs()
+            recs.append(
+                {
+                    "pairs": name,
+                    "AL": col.split("(")[1].split(")")[0],
+                    "n": len(e),
+                    "within 15 %": int((e <= 15).sum()),
+                    "median |error| %": round(float(e.median()), 1) if len(e) else None,
+                }
+            )
+    return pd.DataFrame(recs)
+
+
 def main() -> int:
+    if "--spec" in sys.argv:  # the MTP / no-MTP pairs only (a minute or two)
+        t = spec_table()
+        print(_md_table(t))
+        print(_md_table(spec_summary(t)))
+        return 0
+    if "--history" in sys.argv:  # InferenceX history's aggregated MTP rows, both priors
+        t = history_spec_table()
+        if "--rows" in sys.argv:
+            print(_md_table(t))
+        print(_md_table(history_summary(t)))
+        return 0
+    if "--issue30" in sys.argv:  # table 4 only
+        i30 = issue30_rows()
+        print(_md_table(issue30_table(i30)))
+        return 0
     print("## Rows by source, layout kind and metric\n")
     print(_md_table(counts()))
     print("## Speculative decoding: MTP rows over their baseline\n")
-    print(_md_table(spec_table()))
+    t = spec_table()
+    print(_md_table(t))
+    print(_md_table(spec_summary(t)))
     print("## Issue 30: speculative (catalog AL) and disaggregated rows\n")
     i30 = issue30_rows()
     print(_md_table(issue30_table(i30)))

@@ -42,7 +42,7 @@ def plan(catalog, fw: str, **kw):
 # added once tp > 1 [GB], a phrase of the source the number rests on)
 RULES = {
     "vllm": (0.92, "total", 1.4, 2.0, "llm-d-planner/blob/875a4fd"),
-    "sglang": (0.88, "total", 0.6, 2.1, "sglang/pull/11716"),
+    "sglang": (0.88, "static", 0.6, 2.1, "sglang/pull/11716"),
     "trtllm": (0.9, "free", 2.6, 2.0, "extra_consumption_mb = 2500"),
     "tgi": (0.9, "total", 0.6, 2.0, "vLLM start-up logs"),
     "llama.cpp": (1.0, "total", 1.6, 0.0, "default: 1024"),
@@ -135,15 +135,14 @@ def test_tgi_wiggle_room_by_release(catalog):
 
 
 def test_sglang_budget_by_hand(catalog):
-    """SGLang: mem_fraction_static (0.88 at TP1) x total holds weights and KV after the CUDA
-    context (0.6 GB at tp = 1); the planner also sets its activation estimate aside (4096
-    sequences, 8192 tokens on an 80 GB card)."""
+    """SGLang: mem_fraction_static (0.88 at TP1) of the memory free after the CUDA context
+    (0.6 GB at tp = 1) holds weights and KV; activations are served from the rest
+    (profile_max_num_token: rest = available after weights - total_after_init x (1 - f))."""
     p = plan(catalog, "sglang")
-    a = act(8192, 4096)  # 704,643,072 + 2,101,346,304
-    assert a == 2_805_989_376
-    # 75,258,312,785.92 - 16,060,522,496 - 2,805,989,376 - 0.6e9
-    budget = 0.88 * CAP - W8B - a - 0.6e9
-    assert budget == pytest.approx(55_791_800_913.92, abs=1)
+    # 0.88 x (85,520,809,984 - 600,000,000) - 16,060,522,496
+    # = 74,730,312,785.92 - 16,060,522,496
+    budget = 0.88 * (CAP - 0.6e9) - W8B
+    assert budget == pytest.approx(58_669_790_289.92, abs=1)
     assert p.kv_budget_bytes_per_gpu == pytest.approx(budget, rel=1e-12)
 
 

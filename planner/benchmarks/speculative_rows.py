@@ -24,6 +24,7 @@ from planner.benchmarks.schema import cell, layout_unsupported, number
 from planner.benchmarks.serving_rows import predict_serving_row
 from planner.catalog.catalog import Catalog
 from planner.catalog.efficiency import EfficiencyParams
+from planner.catalog.speculative import chain_acceptance_length
 
 __all__ = [
     "INFERENCEX_SPEC_TOKENS",
@@ -32,6 +33,7 @@ __all__ = [
     "held_out_ratios",
     "predict_spec_row",
     "predicted_ratio",
+    "row_workload",
     "spec_of_row",
     "spec_pairs",
 ]
@@ -77,6 +79,21 @@ def spec_of_row(row: Mapping[str, Any]) -> tuple[str, int | None] | None:
         dpa = "DP-attention=true" in notes
         k = INFERENCEX_SPEC_TOKENS.get((cell(row, "hardware"), cell(row, "framework"), dpa))
     return method, k
+
+
+def row_workload(row: Mapping[str, Any]) -> str | None:
+    """The workload kind of a row's prompts (``planner.catalog.speculative.WORKLOADS``):
+    ``random`` for a random-token dataset (InferenceX's speculative runs wrap it in the
+    chat template: ``--use-chat-template`` in every ``dsr1_*_mtp.sh``, InferenceX PR #649),
+    ``random-raw`` where the notes say the template was off; None (natural text or not
+    named) otherwise."""
+    notes = (cell(row, "notes") or "").lower()
+    if not any(t in notes for t in _RANDOM):
+        return None
+    return "random-raw" if "without chat template" in notes else "random"
+
+
+_RANDOM = ("random dataset", "dataset-name random", "random_input_len", "--random-input-len")
 
 
 def _layout_key(notes: str) -> tuple:
@@ -188,13 +205,6 @@ def predicted_ratio(
 
 #: per-position acceptance probabilities the held-out fit tries
 RATE_GRID = tuple(round(0.30 + 0.025 * i, 3) for i in range(27))  # 0.30 .. 0.95
-
-
-def chain_acceptance_length(rate: float, spec_tokens: int) -> float:
-    """Mean tokens per verify step of a chain of K drafts each accepted with probability
-    ``rate`` given the previous ones: ``(1 - rate^(K+1)) / (1 - rate)`` (the bonus token
-    included)."""
-    return (1.0 - rate ** (spec_tokens + 1)) / (1.0 - rate)
 
 
 def held_out_ratios(

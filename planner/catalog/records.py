@@ -545,11 +545,13 @@ class Framework(Sourced):
     default_max_num_seqs: int = Field(gt=0)
     default_max_num_batched_tokens: int | None = Field(None, gt=0)
     default_memory_utilization: float = Field(gt=0, le=1)
-    memory_utilization_of: Literal["total", "free"] = Field(
+    memory_utilization_of: Literal["total", "free", "static"] = Field(
         "total",
         description="'total': the fraction caps all memory (vLLM gpu_memory_utilization); "
         "'free': the fraction of memory left after weights goes to KV (TRT-LLM "
-        "kv_cache_free_gpu_mem_fraction)",
+        "kv_cache_free_gpu_mem_fraction); 'static': the fraction of the memory free after "
+        "the runtime's own set-up holds weights and KV, activations come from the rest "
+        "(SGLang mem_fraction_static)",
     )
     runtime_overhead_gb: float | None = Field(
         None, ge=0, le=1000, description="set aside beyond weights, activations, KV at tp=1 [GB]"

@@ -28,10 +28,14 @@ from planner.files import load_yaml
 
 __all__ = [
     "METHODS",
+    "NATURAL_WORKLOADS",
+    "WORKLOADS",
     "AcceptanceRecord",
     "EngineSpecSupport",
     "SpecDecode",
     "acceptance_records",
+    "chain_acceptance_length",
+    "chain_rate",
     "engine_support",
     "published_specs",
     "spec_decode",
@@ -40,6 +44,14 @@ __all__ = [
 #: speculative decoding methods the planner models (``none`` turns it off)
 METHODS = ("mtp", "eagle3", "draft", "ngram")
 Method = Literal["mtp", "eagle3", "draft", "ngram"]
+#: what a source measured acceptance on: natural text (chat: MT-Bench / ShareGPT, code:
+#: HumanEval / MBPP, math: GSM8K / MATH, mixed: a mean over several), ``random`` (random token
+#: ids wrapped in the model's chat template, the InferenceX / SA-bench convention for
+#: speculative runs) and ``random-raw`` (random token ids without a template)
+WORKLOADS = ("chat", "code", "math", "mixed", "random", "random-raw")
+Workload = Literal["chat", "code", "math", "mixed", "random", "random-raw"]
+#: natural-text workloads: a row that does not name its prompts counts as one of these
+NATURAL_WORKLOADS = ("chat", "code", "math", "mixed")
 
 
 class AcceptanceRecord(Sourced):
@@ -52,8 +64,14 @@ class AcceptanceRecord(Sourced):
     acceptance_length_range: tuple[float, float] | None = None
     acceptance_length_std: float | None = Field(None, ge=0.0)
     task: str | None = None
+    workload: Workload | None = None
     temperature: float | None = Field(None, ge=0.0)
     draft_model: str | None = None
+
+    @property
+    def natural(self) -> bool:
+        """Measured on natural text (a named natural workload, or prompts not named)."""
+        return self.workload is None or self.workload in NATURAL_WORKLOADS
 
     @property
     def spread(self) -> float:
@@ -74,7 +92,10 @@ class AcceptanceRecord(Sourced):
         return (self.acceptance_length - self.spread, self.acceptance_length + self.spread)
 
     def label(self) -> str:
-        return f"{self.model} {self.method} K={self.spec_tokens} (AL {self.acceptance_length:.2f})"
+        on = f", {self.workload}" if self.workload else ""
+        return (
+            f"{self.model} {self.method} K={self.spec_tokens} (AL {self.acceptance_length:.2f}{on})"
+        )
 
 
 class EngineSpecSupport(Sourced):
@@ -95,6 +116,7 @@ class SpecDecode(Frozen):
     spread : published spread of AL (std or half range) [tokens/step]; 0 for a user value
     draft_model : catalog id of the draft model (method ``draft``)
     basis : where AL came from (a source, or "given")
+    workload : the workload kind AL was chosen for (:data:`WORKLOADS`); None: natural text
     graph_max_seqs : the engine's CUDA-graph capture limit for verify steps (SGLang
         ``--cuda-graph-max-bs``): a verify step of more sequences runs eager; None: no limit
     """
@@ -105,6 +127,7 @@ class SpecDecode(Frozen):
     spread: float = Field(0.0, ge=0.0)
     draft_model: str | None = None
     basis: str = "given"
+    workload: Workload | None = None
     graph_max_seqs: int | None = Field(None, ge=1)
 
     @property
@@ -119,9 +142,10 @@ class SpecDecode(Frozen):
         pm = f"±{self.spread:.2f}" if self.spread else ""
         name = {"mtp": "MTP", "eagle3": "EAGLE-3", "draft": "draft", "ngram": "n-gram"}
         drafted = f" {self.draft_model}" if self.draft_model else ""
+        on = f" ({self.workload})" if self.workload else ""
         return (
             f"{name[self.method]}{drafted} k={self.spec_tokens}, "
-            f"AL {self.acceptance_length:.2f}{pm}"
+            f"AL {self.acceptance_length:.2f}{pm}{on}"
         )
 
 
@@ -164,6 +188,7 @@ def spec_decode(
     draft_model: str | None = None,
     framework: Framework | None = None,
     data_dir: Path | None = None,
+    workload: str | None = None,
 ) -> SpecDecode | None:
     """Check a deployment's speculative decoding settings; None when off.
 
@@ -177,6 +202,11 @@ def spec_decode(
         value for ``model`` x ``method`` x K (mean of the rows, spread over their ranges)
     draft_model : catalog id of the draft model (method ``draft`` only)
     framework : the serving engine, which must run ``method`` (``data/speculative.yaml``)
+    workload : the prompts' kind (:data:`WORKLOADS`): the prior comes from rows measured on
+        it (``random``: random tokens in the chat template, as InferenceX runs), carried down
+        from a larger K by the chain rate where none is at K; natural-text kinds fall back to
+        the general natural-text rows at K (prompts not named or mixed; else every natural
+        one). None: that general natural-text prior (random rows never join it).
 
     Raises
     ------
@@ -232,27 +262,96 @@ def spec_decode(
         return SpecDecode(
             method=method, spec_tokens=k, acceptance_length=float(al), draft_model=draft_model
         )
-    hits = [r for r in rows if r.spec_tokens == k]
+    hits, derived = _prior_rows(rows, k, workload)
     if not hits:
         have = "; ".join(r.label() for r in acceptance_records(data_dir)) or "none"
+        on = f" on {workload} prompts" if workload else ""
         raise PlannerError(
             f"acceptance_length: no published acceptance length for {model.id} with {method} "
-            f"K={k} (data/speculative.yaml has: {have}); pass --acceptance-length "
+            f"K={k}{on} (data/speculative.yaml has: {have}); pass --acceptance-length "
             "(scenario deployment.acceptance_length)"
         )
-    mean = sum(r.acceptance_length for r in hits) / len(hits)
-    lo = min(r.band[0] for r in hits)
-    hi = max(r.band[1] for r in hits)
-    spread = max(mean - lo, hi - mean)
+    if derived:  # the workload's rows at another K, carried to K by their chain rate
+        als = [
+            chain_acceptance_length(chain_rate(r.acceptance_length, r.spec_tokens), k) for r in hits
+        ]
+        los = [chain_acceptance_length(chain_rate(r.band[0], r.spec_tokens), k) for r in hits]
+        his = [chain_acceptance_length(chain_rate(r.band[1], r.spec_tokens), k) for r in hits]
+    else:
+        als = [r.acceptance_length for r in hits]
+        los = [r.band[0] for r in hits]
+        his = [r.band[1] for r in hits]
+    mean = sum(als) / len(als)
+    spread = max(mean - min(los), max(his) - mean)
     basis = "; ".join(sorted({r.source.split(",")[0] for r in hits}))
+    if derived:
+        ks = ", ".join(sorted({str(r.spec_tokens) for r in hits}))
+        basis = f"chain rate of K={ks} ({basis})"
     return SpecDecode(
         method=method,
         spec_tokens=k,
-        acceptance_length=mean,
+        acceptance_length=min(mean, k + 1.0),
         spread=spread,
         draft_model=draft_model,
         basis=basis,
+        workload=workload,
     )
+
+
+def _prior_rows(
+    rows: list[AcceptanceRecord], k: int, workload: str | None
+) -> tuple[list[AcceptanceRecord], bool]:
+    """The rows a prior for ``workload`` at K comes from, and whether they are at another K
+    (to be carried over by their chain rate). In order: the named workload's own rows at K;
+    for a natural-text workload (or None) the general rows at K (prompts not named, or
+    ``mixed``), else every natural-text row at K (a task row, e.g. MT-Bench, informs the
+    general prior only where no general row exists); the named workload's rows at the
+    nearest larger K; none."""
+    if workload is not None and workload not in WORKLOADS:
+        raise PlannerError(
+            f"spec_workload must be one of {', '.join(WORKLOADS)}; got {shown(workload)}"
+        )
+    natural = workload is None or workload in NATURAL_WORKLOADS
+    own = [r for r in rows if (r.workload == workload if workload else r.natural)]
+    at_k = [r for r in own if r.spec_tokens == k]
+    if at_k and workload not in (None, "mixed"):
+        return at_k, False
+    if natural:
+        nat = [r for r in rows if r.natural and r.spec_tokens == k]
+        general = [r for r in nat if r.workload in (None, "mixed")]
+        if general or nat:
+            return general or nat, False
+    if not own or workload is None:  # no named workload: published K only
+        return [], False
+    # only down to a smaller K: a chain fitted at K' > K counts the later positions at the
+    # mean rate, a lower bound where per-position acceptance falls (reused MTP modules);
+    # carrying it up to a larger K would overstate them
+    above = [r for r in own if r.spec_tokens > k]
+    if not above:
+        return [], False
+    near = min(r.spec_tokens for r in above)
+    return [r for r in above if r.spec_tokens == near], True
+
+
+def chain_acceptance_length(rate: float, spec_tokens: int) -> float:
+    """Mean tokens per verify step of a chain of K drafts, each accepted with probability
+    ``rate`` given the previous ones [tokens/step]: ``sum_{i=0..K} rate^i`` (the bonus token
+    included), e.g. rate 0.5, K = 2: 1 + 0.5 + 0.25 = 1.75."""
+    return float(sum(rate**i for i in range(spec_tokens + 1)))
+
+
+def chain_rate(acceptance_length: float, spec_tokens: int) -> float:
+    """The per-position rate of a chain of K drafts with mean ``acceptance_length``
+    (the inverse of :func:`chain_acceptance_length`, by bisection; 0 at AL 1, 1 at K + 1)."""
+    al = min(max(float(acceptance_length), 1.0), spec_tokens + 1.0)
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if chain_acceptance_length(mid, spec_tokens) < al:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
 
 
 def published_specs(

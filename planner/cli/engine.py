@@ -85,7 +85,11 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     )
     kv = args.kv_precision or default_kv_precision(prec, fw, m).id
     lay = _layout(args)
-    spec = spec_decode(m, *spec_kwargs(args).values(), framework=fw)
+    sk = spec_kwargs(args)
+    spec = spec_decode(
+        m, sk["spec_method"], sk["spec_tokens"], sk["acceptance_length"], sk["draft_model"],
+        framework=fw, workload=sk["spec_workload"],
+    )  # fmt: skip
     sm = with_spec(
         step_model(m, gpu, prec, kv, args.tp, args.pp, params, cat, layout=lay), spec, cat
     )
@@ -173,6 +177,7 @@ def _spec_fields(est0, spec, band, args) -> dict:
         "acceptance_length": spec.acceptance_length,
         "acceptance_length_band": [lo, hi],
         "acceptance_basis": spec.basis,
+        "spec_workload": spec.workload,
         "speculative": spec.label(),
         "verify_step_s": est0.tpot_s,
         "tpot_s_low": band.time_interval(fast.tpot_s)[0],

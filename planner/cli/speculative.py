@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from planner.catalog.speculative import METHODS
+from planner.catalog.speculative import METHODS, WORKLOADS
 
 SPEC_EXAMPLES = (
     "  planner estimate --model deepseek-v3 --gpu nvidia-h200-sxm --precision fp8 --tp 8 "
     "--framework sglang --spec-method mtp --spec-tokens 1\n"
     "  planner simulate examples/chat-8b.yaml --spec-method eagle3 --spec-tokens 3 "
     "--acceptance-length 2.4\n"
+    "  planner capacity examples/chat-8b.yaml --spec-method eagle3 --spec-tokens 7 "
+    "--spec-workload code\n"
 )
 
 
@@ -38,7 +40,7 @@ def _k(text: str) -> int:
 
 
 def add_spec_args(group) -> None:
-    """--spec-method, --spec-tokens, --acceptance-length, --draft-model."""
+    """--spec-method, --spec-tokens, --acceptance-length, --draft-model, --spec-workload."""
     group.add_argument(
         "--spec-method",
         choices=("none", *METHODS),
@@ -57,6 +59,14 @@ def add_spec_args(group) -> None:
         "published value for the model, method and K in data/speculative.yaml)",
     )
     group.add_argument("--draft-model", default=None, help="draft model id for --spec-method draft")
+    group.add_argument(
+        "--spec-workload",
+        choices=WORKLOADS,
+        default=None,
+        help="the prompts' kind the acceptance prior is read for: chat, code, math, mixed, "
+        "random (random tokens in the chat template, as InferenceX benchmarks), random-raw "
+        "(no template); default: every natural-text row",
+    )
 
 
 def spec_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -66,6 +76,7 @@ def spec_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "spec_tokens": getattr(args, "spec_tokens", None),
         "acceptance_length": getattr(args, "acceptance_length", None),
         "draft_model": getattr(args, "draft_model", None),
+        "spec_workload": getattr(args, "spec_workload", None),
     }
 
 
@@ -95,4 +106,5 @@ def replica_spec_kwargs(rep) -> dict[str, Any]:
         "spec_tokens": s.spec_tokens,
         "acceptance_length": s.acceptance_length,
         "draft_model": s.draft_model,
+        "spec_workload": s.workload,
     }

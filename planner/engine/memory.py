@@ -519,8 +519,11 @@ def plan_memory(
     if draft is not None and draft.kv_bytes_per_token and kv_tok > 0:  # the draft's KV too
         grow = (kv_tok + draft.kv_bytes_per_token * dp) / kv_tok
         kv_tok, kv_seq = kv_tok * grow, kv_seq * grow
-    if fw is not None and fw.memory_utilization_of == "free":
+    of = fw.memory_utilization_of if fw is not None else "total"
+    if of == "free":
         budget = (cap - w.per_gpu_bytes - act - overhead) * util
+    elif of == "static":  # the fraction of what the set-up leaves holds weights + KV
+        budget = (cap - overhead) * util - w.per_gpu_bytes
     else:
         budget = cap * util - w.per_gpu_bytes - act - overhead
     # one GPU's cache holds its attention rank's sequences: the replica holds dp times as many
@@ -535,10 +538,8 @@ def plan_memory(
             f"{budget / gb:.1f} GB left for KV = {max_seqs:,} sequences of {context_len:,} tokens"
             f"{per_rank}"
         )
-    elif (
-        cap if fw is not None and fw.memory_utilization_of == "free" else cap * util
-    ) < w.per_gpu_bytes:
-        offer = cap if fw is not None and fw.memory_utilization_of == "free" else cap * util
+    elif {"free": cap, "static": (cap - overhead) * util}.get(of, cap * util) < w.per_gpu_bytes:
+        offer = {"free": cap, "static": (cap - overhead) * util}.get(of, cap * util)
         reason = (
             f"does not fit: weights need {w.per_gpu_bytes / gb:.1f} GB per GPU but {g.id} offers "
             f"{offer / gb:.1f} GB" + ("" if offer == cap else f" at memory utilization {util:g}")

@@ -125,6 +125,7 @@ def build_replica(
     spec_tokens: int | None = None,
     acceptance_length: float | None = None,
     draft_model: str | None = None,
+    spec_workload: str | None = None,
     spec_graph_max_seqs: int | None = None,
     prefill_scale: float = 1.0,
 ) -> Replica:
@@ -151,7 +152,8 @@ def build_replica(
     spec_method, spec_tokens, acceptance_length, draft_model : speculative decoding
         (:func:`planner.catalog.speculative.spec_decode`: ``mtp``, ``eagle3``, ``draft``,
         ``ngram``; K draft tokens per step; mean tokens per verify step, default published);
-        ``spec_graph_max_seqs``: the engine's CUDA-graph batch limit for verify steps
+        ``spec_graph_max_seqs``: the engine's CUDA-graph batch limit for verify steps;
+        ``spec_workload``: the prompts' kind the published AL is read for (chat, code, random...)
     prefill_scale : multiplies the prompt chunks' share of each iteration's time in the
         simulator (1: the step model's; :func:`planner.catalog.latency.prefill_scale`
         gives the fitted value of an engine and model family)
@@ -180,7 +182,9 @@ def build_replica(
         # a serving loop dispatches its eager iterations at its own host's pace
         params = params.with_(eager_layer_s=params.serving_eager_layer_s)
     sm = step_model(m, g, p, kv.id, tp, pp, params, cat, layout=None if layout.is_plain else layout)
-    spec = spec_decode(m, spec_method, spec_tokens, acceptance_length, draft_model, fw)
+    spec = spec_decode(
+        m, spec_method, spec_tokens, acceptance_length, draft_model, fw, workload=spec_workload
+    )
     if spec is not None and spec_graph_max_seqs:
         spec = spec.model_copy(update={"graph_max_seqs": int(spec_graph_max_seqs)})
     sm = with_spec(sm, spec, cat)
