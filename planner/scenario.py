@@ -75,6 +75,11 @@ class Deployment(Frozen):
     pp: int = Field(1, gt=0)
     ep: int = Field(1, gt=0, description="expert-parallel size (MoE models)")
     attention_dp: int = Field(1, gt=0, description="attention data-parallel ranks (MoE models)")
+    attention_dp_balance: bool | None = Field(
+        None,
+        description="balance prompt work over the attention-DP ranks (TensorRT-LLM "
+        "attention_dp_config.enable_balance); none: the engine's default (off)",
+    )
     disaggregated: Disaggregated | None = Field(
         None, description="prefill and decode pools (xPyD) instead of one replica kind"
     )
@@ -89,7 +94,7 @@ class Deployment(Frozen):
     @model_validator(mode="after")
     def _width_rule(self) -> Deployment:
         try:
-            layout_of(self.tp, self.pp, self.ep, self.attention_dp)
+            self.layout  # noqa: B018 (the width rule and the balance rule)
         except PlannerError as e:
             raise ValueError(str(e)) from None
         return self
@@ -119,7 +124,10 @@ class Deployment(Frozen):
     @property
     def layout(self) -> Layout:
         """The deployment's :class:`~planner.catalog.layout.Layout`."""
-        return layout_of(self.tp, self.pp, self.ep, self.attention_dp)
+        return layout_of(
+            self.tp, self.pp, self.ep, self.attention_dp,
+            attention_dp_balance=self.attention_dp_balance,
+        )  # fmt: skip
 
 
 class EngineOverrides(Frozen):
@@ -208,6 +216,7 @@ class Scenario(Frozen):
         draft_model: str | None = None,
         release: str | None = None,
         spec_workload: str | None = None,
+        attention_dp_balance: bool | None = None,
     ) -> Deployment:
         """The deployment with explicit arguments taking precedence over the file's (the
         file's ``release`` only goes with the file's framework)."""
@@ -230,6 +239,9 @@ class Scenario(Frozen):
             pp=lay.pp,
             ep=lay.ep,
             attention_dp=lay.attention_dp,
+            attention_dp_balance=(
+                d.attention_dp_balance if attention_dp_balance is None else attention_dp_balance
+            ),
             spec_method=spec_method or d.spec_method,
             spec_tokens=spec_tokens or d.spec_tokens,
             acceptance_length=acceptance_length or d.acceptance_length,
@@ -256,6 +268,7 @@ class Scenario(Frozen):
         *,
         ep: int | None = None,
         attention_dp: int | None = None,
+        attention_dp_balance: bool | None = None,
         catalog=None,
         params=None,
         params_source: str = "prior",
@@ -267,7 +280,7 @@ class Scenario(Frozen):
         acceptance_length, draft_model, spec_workload) over the file's."""
         d = self.resolve_deployment(
             gpu, framework, precision, tp, pp, kv_precision, ep=ep, attention_dp=attention_dp,
-            **(spec or {}),
+            attention_dp_balance=attention_dp_balance, **(spec or {}),
         )  # fmt: skip
         kw = {**self.serving.kwargs(), **{k: v for k, v in engine.items() if v is not None}}
         return build_replica(

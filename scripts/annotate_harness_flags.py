@@ -13,6 +13,8 @@ Two harnesses, each read in its own repository:
   successors, from 2026-01-22, the scripts' first version in the repository). Applied to
   the InferenceX history rows (``public_inferencex_history.csv``) of those engines, GPUs
   and dates whose notes carry no server command.
+* **TensorRT-LLM perf-overview** attention-DP rows (``public_nvidia.csv``): the page's
+  ``llm_options.yml`` per model (:func:`_perf_overview_flags`).
 * **MLPerf DeepSeek-R1 Server submissions** (TensorRT-LLM, DEP8): the submission's own
   ``adp_balancing_*`` runtime flags, read from the config file the row's ``source_detail``
   names, in the results repositories (``MLPERF_REPOS``, local mirrors of
@@ -38,7 +40,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FILES = ("data/benchmarks/public_inferencex_history.csv", "data/benchmarks/public_mlperf_moe.csv")
+FILES = (
+    "data/benchmarks/public_inferencex_history.csv",
+    "data/benchmarks/public_mlperf_moe.csv",
+    "data/benchmarks/public_nvidia.csv",
+)
 TAG = "harness flags ("
 MLPERF_REPOS = {
     "v5.1": "/work/.mirror/mlcommons+inference_results_v5.1/repo",
@@ -92,13 +98,33 @@ def _inferencex_flags(row: dict) -> str | None:
     return None
 
 
+def _perf_overview_flags(row: dict) -> str | None:
+    """TensorRT-LLM perf-overview attention-DP rows: the page's ``llm_options.yml`` per model
+    (docs/source/performance/perf-overview.md, both the per-GPU pre-B300 and the release/1.2
+    texts): DeepSeek R1 with ``attention_dp_config: {batching_wait_iters: 0, enable_balance:
+    true, timeout_iters: 60}``; GPT-OSS, Qwen3 MoE (and Kimi K2, Llama4 Maverick) with
+    ``enable_attention_dp: true`` and no ``attention_dp_config`` (the engine's default,
+    ``AttentionDpConfig.enable_balance`` False, tensorrt_llm/llmapi/llm_args.py)."""
+    if "TensorRT-LLM perf-overview" not in row["source"]:
+        return None
+    if (row.get("attention_dp") or "1").strip() in ("", "1"):
+        return None
+    where = f"{TAG}NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md llm_options.yml"
+    if row["model"] == "deepseek-v3":
+        return (
+            f"{where}, DeepSeek R1): attention_dp_config: enable_balance: true, "
+            "timeout_iters: 60, batching_wait_iters: 0"
+        )
+    return f"{where}): enable_attention_dp: true, no attention_dp_config (balance off)"
+
+
 def flags_for(row: dict) -> str | None:
     """The harness-flags note for one CSV row (a dict of its cells), or None."""
     if TAG in row["notes"]:
         return None
     if row["source"].startswith("MLPerf") and "DeepSeek-R1" in row["source"]:
         return _mlperf_flags(row)
-    return _inferencex_flags(row)
+    return _perf_overview_flags(row) or _inferencex_flags(row)
 
 
 def main(argv=None) -> int:

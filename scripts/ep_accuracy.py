@@ -56,6 +56,9 @@ EP_SOURCES = (
 #: GPUs of one node (HGX / MI300X platform) when the catalog does not say
 NODE_GPUS = 8
 KINDS = ("TP", "TP multi-node", "TP+EP", "DEP / DP-attention")
+#: the issue's combined figure: the expert-parallel and attention-DP rows of every kind
+EP_KINDS = ("TP+EP", "DEP / DP-attention")
+COMBINED = "EP + DEP together"
 
 
 def _int(v, default: int = 1) -> int:
@@ -121,10 +124,11 @@ def evaluate(read_as_tp: bool = False, sources=EP_SOURCES) -> pd.DataFrame:
 
 
 def kind_table(loso: pd.DataFrame) -> pd.DataFrame:
-    """Rows, sources, throughput MdAPE, TPOT MdAPE and throughput bias by layout kind."""
+    """Rows, sources, throughput MdAPE, TPOT MdAPE and throughput bias by layout kind, and
+    the EP + DEP rows together (:data:`COMBINED`)."""
     recs = []
-    for kind in KINDS:
-        g = loso[loso["layout_kind"] == kind]
+    for kind in (*KINDS, COMBINED):
+        g = loso[loso["layout_kind"].isin(EP_KINDS if kind == COMBINED else (kind,))]
         thr = g[g["metric_class"] == "throughput"]
         tpot = g[g["metric"].str.startswith(("tpot", "itl"))]
 

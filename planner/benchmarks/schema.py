@@ -168,7 +168,21 @@ def row_parallel_layout(row: Mapping[str, Any]) -> Layout:
     ep = whole(row, "ep", default=1)
     dp = whole(row, "attention_dp", default=1)
     mtp = whole(row, "moe_tp", default=0) if cell(row, "moe_tp") else None
-    return layout_of(tp, pp, ep, dp, mtp)
+    bal = adp_balance_setting(cell(row, "notes")) if dp > 1 else None
+    return layout_of(tp, pp, ep, dp, mtp, attention_dp_balance=bal)
+
+
+#: ``enable_balance: true|false`` as a run's notes state it (TensorRT-LLM's
+#: ``attention_dp_config``, in a server command, an extra LLM-API YAML or a harness-flags note)
+_ADP_BALANCE = re.compile(r"enable_balance[\"' =:]+(true|false)\b", re.IGNORECASE)
+
+
+def adp_balance_setting(notes: str) -> bool | None:
+    """The attention-DP balance a run states in its notes (``attention_dp_config:
+    enable_balance: true`` -> True, ``false`` -> False), None when it does not say (the
+    engine's default, :data:`planner.catalog.layout.ADP_BALANCE_DEFAULT`)."""
+    m = _ADP_BALANCE.search(notes or "")
+    return None if m is None else m.group(1).lower() == "true"
 
 
 def layout(row: Mapping[str, Any]) -> RowLayout:

@@ -23,11 +23,16 @@ from planner.errors import PlannerError
 #: the attention data-parallel prompt imbalance (``EfficiencyParams.adp_prompt_imbalance``,
 #: 0: prompt chunks balanced over the ranks, 1: each stays on its own rank and every rank
 #: waits for it), fitted by :func:`fit_ep_fields` on the expert-parallel / attention-DP rows
-#: only. Its lower bound stands for 0 in log space. The routing skew ``moe_imbalance`` is still
-#: fitted beside it: free in [0, 4] it goes to its bound on every framework (the busiest GPU
-#: 5x the mean routed tokens), a stand-in for costs the step lacks (the attention-DP balance
-#: the rows' engines ran with or without); without it the DEP throughput rows held out go
-#: from 14.0% to 23.9% (TPOT 55.6% -> 35.4%), docs/changes/2026-12-06c/moetpot.md.
+#: only; a row whose deployment balances prompt work (``Layout.attention_dp_balance``, read
+#: from its notes) has share 0 and does not move it. Its lower bound stands for 0 in log
+#: space. The routing skew ``moe_imbalance`` is still fitted beside it: free in [0, 4] it goes
+#: to its bound on every framework (the busiest GPU 5x the mean routed tokens), a stand-in for
+#: costs the step lacks. It is not the attention-DP balance: with every row's balance known
+#: (changes/adpbal.md), leaving the skew out still takes the DEP throughput rows held out from
+#: 14.0% to 24.9% (TPOT 55.6% -> 35.4%), and the balanced DeepSeek-R1 rows of the pre-B300
+#: perf-overview page are then over-predicted as much (+47..+56%) as its unbalanced Qwen3 rows
+#: (+33..+69%); the share fixed at its physical 1 on the unbalanced rows is worse (24.9% ->
+#: 29.3%: InferenceX's SGLang DEP rows 10.9% -> 30.7%).
 EP_BOUNDS: dict[str, tuple[float, float, float]] = {
     "moe_imbalance": (1e-3, 4.0, 5.0),
     "adp_prompt_imbalance": (1e-3, 1.0, 5.0),

@@ -38,6 +38,8 @@ from planner.catalog.records import Accelerator, Framework, Frozen, ModelArch
 from planner.errors import PlannerError, shown
 
 __all__ = [
+    "ADP_BALANCE_DEFAULT",
+    "ADP_BALANCE_FRAMEWORKS",
     "Layout",
     "check_for_model",
     "check_framework_layout",
@@ -45,6 +47,15 @@ __all__ = [
     "layout_of",
     "nodes_spanned",
 ]
+
+
+#: the engines' default attention-DP balance: off. TensorRT-LLM ``AttentionDpConfig.enable_balance``
+#: "default=False" (tensorrt_llm/llmapi/llm_args.py, release/1.2); SGLang and vLLM have no such
+#: gate (each attention-DP rank schedules its own requests' prompts), so a prompt chunk runs
+#: on its own rank while the others wait at the next MoE layer.
+ADP_BALANCE_DEFAULT = False
+#: frameworks that offer the balance knob (TensorRT-LLM ``attention_dp_config``)
+ADP_BALANCE_FRAMEWORKS = ("trtllm",)
 
 
 class Layout(Frozen):
@@ -55,9 +66,20 @@ class Layout(Frozen):
     ep: int = Field(1, ge=1, le=4096)
     attention_dp: int = Field(1, ge=1, le=4096)
     moe_tp: int | None = Field(None, ge=1, le=4096)
+    attention_dp_balance: bool | None = Field(
+        None,
+        description="attention-DP balance (TensorRT-LLM attention_dp_config.enable_balance: "
+        "prompt work spread over the ranks); None: the engine's default, off "
+        "(ADP_BALANCE_DEFAULT)",
+    )
 
     @model_validator(mode="after")
     def _width_rule(self) -> Layout:
+        if self.attention_dp_balance and self.attention_dp == 1:
+            raise ValueError(
+                "attention_dp_balance: balancing needs attention data-parallel ranks "
+                "(attention_dp > 1), got attention_dp=1"
+            )
         width = self.tp * self.attention_dp
         if self.moe_tp is None:
             if width % self.ep:
@@ -93,6 +115,14 @@ class Layout(Frozen):
     def is_plain(self) -> bool:
         """True for a TP x PP layout (no expert or attention-data parallel)."""
         return self.ep == 1 and self.attention_dp == 1
+
+    @property
+    def balanced(self) -> bool:
+        """Whether the engine balances prompt work over the attention-DP ranks: the knob, or
+        the engine default :data:`ADP_BALANCE_DEFAULT` (off) when unset."""
+        if self.attention_dp_balance is None:
+            return ADP_BALANCE_DEFAULT
+        return self.attention_dp_balance
 
     # ------------------------------------------------------------------ text
     @property
@@ -138,6 +168,7 @@ def layout_of(
     ep: Any = 1,
     attention_dp: Any = 1,
     moe_tp: Any = None,
+    attention_dp_balance: bool | None = None,
 ) -> Layout:
     """A :class:`Layout` from loose values (CLI flags, scenario fields, CSV cells), with a
     one-line error naming the field: ``ep must be a whole number >= 1, got 2.5``."""
@@ -166,11 +197,17 @@ def layout_of(
             f"layout too large: tp x attention_dp = {vals['tp']} x {vals['attention_dp']} "
             f"(at most 4096 GPUs a stage), pp = {vals['pp']} (at most 1024)"
         )
+    if attention_dp_balance is not None and not isinstance(attention_dp_balance, bool):
+        raise PlannerError(
+            f"attention_dp_balance must be true or false, got {shown(attention_dp_balance)}"
+        )
     try:
-        return Layout(**vals)
+        return Layout(**vals, attention_dp_balance=attention_dp_balance)
     except ValueError as e:  # pydantic's ValidationError is a ValueError
         msg = str(e)
         i = msg.find("width rule")
+        if i < 0:
+            i = msg.find("attention_dp_balance: ")
         if i >= 0:
             raise PlannerError(msg[i:].splitlines()[0].split(" [type=")[0]) from None
         raise PlannerError(f"invalid layout {vals}: {msg.splitlines()[-1]}") from None
@@ -266,5 +303,10 @@ def check_framework_layout(fw: Framework, layout: Layout, gpu: Accelerator | Non
             f"attention_dp={layout.attention_dp}: {fw.name} does not offer attention "
             "data-parallel (frameworks.yaml attention_dp); use vllm, sglang or trtllm, or "
             "attention_dp=1"
+        )
+    if layout.attention_dp_balance and fw.id not in ADP_BALANCE_FRAMEWORKS:
+        raise PlannerError(
+            f"attention_dp_balance: {fw.name} has no attention-DP balance setting (TensorRT-LLM's "
+            "attention_dp_config.enable_balance); use trtllm, or leave it unset"
         )
     return layout

@@ -48,7 +48,10 @@ def _layout(args: argparse.Namespace):
     """The command line's :class:`~planner.catalog.layout.Layout` (one-line errors)."""
     from planner.catalog.layout import layout_of
 
-    return layout_of(args.tp, args.pp, args.ep, args.attention_dp)
+    return layout_of(
+        args.tp, args.pp, args.ep, args.attention_dp,
+        attention_dp_balance=getattr(args, "attention_dp_balance", None),
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- estimate
@@ -200,6 +203,13 @@ def _layout_flags(p) -> None:
         help="attention data-parallel ranks, each with its own sequences' KV (MoE models; "
         "default 1). DEP8 = --tp 1 --attention-dp 8 --ep 8",
     )
+    p.add_argument(
+        "--attention-dp-balance",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="balance prompt work over the attention-DP ranks (trtllm "
+        "attention_dp_config.enable_balance; default: the engine's, off)",
+    )
 
 
 def register(sub) -> None:
@@ -243,7 +253,10 @@ def register(sub) -> None:
         "  planner estimate --model deepseek-v3 --gpu nvidia-h200-sxm --precision fp8 --tp 8 "
         "--framework sglang --batch 1 --input-len 1024 --output-len 1024 --spec-method mtp\n"
         "  planner estimate --model llama-3.1-70b --gpu nvidia-h100-sxm --precision fp8 --tp 2 "
-        "--framework vllm@0.11.0 --batch 64 --input-len 1024 --output-len 1024",
+        "--framework vllm@0.11.0 --batch 64 --input-len 1024 --output-len 1024\n"
+        "  planner estimate --model deepseek-v3 --gpu nvidia-b200 --precision fp4 --framework "
+        "trtllm --attention-dp 8 --ep 8 --attention-dp-balance --batch 512 --input-len 1024 "
+        "--output-len 1024",
         cmd_estimate,
     )
     add_spec_args(p)

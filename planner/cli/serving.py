@@ -44,6 +44,7 @@ CAPACITY_EXAMPLE = (
     "--precision fp8 --tp 4 --compare-tp 2,4,8\n"
     "  planner capacity examples/chat-8b.yaml --format csv > curve.csv\n"
     "  planner capacity examples/disagg/disagg-r1.yaml   # xPyD: pool rates, x:y, groups\n"
+    "  planner capacity examples/moe-r1.yaml --attention-dp-balance   # trtllm DEP8, balanced\n"
     "  planner capacity examples/chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm "
     "--precision bf16 --spec-method eagle3 --spec-tokens 7 --acceptance-length 2.8"
 )
@@ -109,6 +110,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         default=None,
         help="attention data-parallel ranks (MoE models; e.g. --tp 1 --attention-dp 8 --ep 8 "
         "is DEP8)",
+    )
+    d.add_argument(
+        "--attention-dp-balance",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="balance prompt work over the attention-DP ranks (trtllm "
+        "attention_dp_config.enable_balance; default: the scenario's, else the engine's, off)",
     )
     add_spec_args(d)
     d.add_argument(
@@ -263,6 +271,7 @@ def _context(args: argparse.Namespace):
         args.kv_precision,
         ep=args.ep,
         attention_dp=args.attention_dp,
+        attention_dp_balance=args.attention_dp_balance,
         release=rel_arg.release if rel_arg else None,
         **spec_kwargs(args),
     )
@@ -281,6 +290,7 @@ def _context(args: argparse.Namespace):
         dep.kv_precision,
         ep=dep.ep,
         attention_dp=dep.attention_dp,
+        attention_dp_balance=dep.attention_dp_balance,
         spec=spec_kwargs(args),
         catalog=cat,
         params=params,

@@ -162,7 +162,10 @@ def knobs_of(r: dict[str, Any], catalog: Any, model: str) -> Knobs:
     """What the planner assumed for recommendation row ``r``."""
     es = r.get("engine_settings") or {}
     m = catalog.model(model)
-    lay = layout_of(r["tp"], r.get("pp") or 1, r.get("ep") or 1, r.get("attention_dp") or 1)
+    lay = layout_of(
+        r["tp"], r.get("pp") or 1, r.get("ep") or 1, r.get("attention_dp") or 1,
+        attention_dp_balance=r.get("attention_dp_balance"),
+    )  # fmt: skip
     return Knobs(
         model_id=m.id,
         hf_repo=m.hf_repo,

@@ -272,6 +272,10 @@ def _trtllm(la: Launch, res: F.Resolved, k: Knobs) -> None:
     extra: dict[str, Any] = {}
     if k.layout.attention_dp > 1:
         extra[F.flag(res, "yaml_attention_dp")] = True
+        if k.layout.attention_dp_balance is not None:  # unset: the engine's default (off)
+            extra[F.flag(res, "yaml_attention_dp_config")] = {
+                F.flag(res, "yaml_adp_enable_balance"): k.layout.attention_dp_balance
+            }
     kv = _kv_value(k)
     kvc: dict[str, Any] = {}
     if kv:

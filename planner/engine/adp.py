@@ -10,6 +10,24 @@ from __future__ import annotations
 import numpy as np
 
 
+def prompt_share(balanced: bool, params) -> float:
+    """The share ``u`` of prompt work left on its attention-DP rank: 0 when the engine
+    balances prompt work over the ranks (``Layout.attention_dp_balance``; TensorRT-LLM's
+    ``attention_dp_config.enable_balance`` holds prompts until every rank has one, tech blog
+    10), else the fitted ``EfficiencyParams.adp_prompt_imbalance`` (physical: 1).
+
+    Parameters
+    ----------
+    balanced : the layout's balance setting (``Layout.balanced``)
+    params : the step's ``EfficiencyParams``
+
+    Returns
+    -------
+    u [0, 1]
+    """
+    return 0.0 if balanced else float(params.adp_prompt_imbalance)
+
+
 def busiest_rank_extra(dp, u, new_tokens, num_seqs, kv_read_tokens_full, attn_pairs_full):
     """Attention-side work of the busiest attention data-parallel rank, as replica-wide
     counts whose ``1 / attention_dp`` is that rank's share: (extra tokens, extra

@@ -40,7 +40,7 @@ from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.layout import Layout, check_for_model
 from planner.catalog.records import Accelerator, ModelArch, Precision
 from planner.engine import _scalar
-from planner.engine.adp import busiest_rank_extra
+from planner.engine.adp import busiest_rank_extra, prompt_share
 from planner.engine.memory import (
     _bits,
     dense_layer_bytes_per_gpu,
@@ -138,6 +138,7 @@ class StepModel:
     comm_ring: float = -1.0  # ring factor of comm_bytes_per_token (-1: 2 (tp-1)/tp)
     comm_collectives: float = -1.0  # collectives per step on the busiest stage (-1: 2 x layers)
     layout_label: str = ""
+    adp_balanced: bool = False  # the engine balances prompt work over the attention-DP ranks
     # speculative decoding: K draft tokens verified per decoding sequence, and the drafter
     spec_tokens: int = 0
     draft: DraftCost | None = None
@@ -210,9 +211,8 @@ class StepModel:
         T = np.asarray(new_tokens, dtype=float)
         dp = self.attention_dp  # each attention rank runs 1/dp of the tokens and sequences
         T0, n_dec = T, np.asarray(num_logits, dtype=float)
-        dT, X_hot = busiest_rank_extra(  # the busiest attention-DP rank's prompt work
-            dp, p.adp_prompt_imbalance, T, num_seqs, kv_read_tokens_full, attn_pairs_full
-        )
+        u = prompt_share(self.adp_balanced, p)  # the busiest attention-DP rank's prompt work
+        dT, X_hot = busiest_rank_extra(dp, u, T, num_seqs, kv_read_tokens_full, attn_pairs_full)
         if self.spec_tokens:  # verify K + 1 positions per decoding sequence (one per logit)
             K = float(self.spec_tokens)
             T = T + K * n_dec
@@ -459,7 +459,7 @@ class StepModel:
                 self.spec_graph_max,
                 self.attn_flops_per_decode_pair_layer / dp,
                 dp,
-                p.adp_prompt_imbalance,
+                prompt_share(self.adp_balanced, p),
             )
         )
 
@@ -743,4 +743,5 @@ def _as_expert_parallel(plain: StepModel, lay: Layout) -> StepModel:
         comm_ring=1.0 if comm > 0 else 0.0,
         comm_collectives=coll,
         layout_label=lay.label,
+        adp_balanced=lay.balanced,
     )
