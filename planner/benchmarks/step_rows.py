@@ -284,9 +284,19 @@ def _steady_predictor(
 #: not switched: dstack's "benchmark_throughput.py extended to SGLang" does not say how it
 #: drives SGLang, and ``trtllm-bench`` rows are not validated for it yet.
 ONE_WAVE_CLIENTS = {"vllm": ("benchmark_throughput",)}
+#: whether such rows are predicted (and fitted) as one wave. Off: measured on the bundled
+#: data (leave-one-source-out, 2026-12-06, changes/amdrel.md) it fixes dstack's Llama-3.1-405B
+#: runs (MI300X 54.5% -> 10.4%) and moves AMD 25.4% -> 23.6%, but vLLM + SGLang goes
+#: 20.9% -> 21.9%: the H100 fit it changes predicts the Argonne fp16 static batches 12% lower
+#: (12.1% -> 20.4%), because dstack's H100 32k-token runs ran one sequence at a time (time
+#: grows linearly with the prompts) where the memory plan holds four. Kept as the record of
+#: that test until the memory plan explains those runs.
+ONE_WAVE_OFFLINE = False
 
 
 def _one_wave_client(row: dict) -> bool:
+    if not ONE_WAVE_OFFLINE:
+        return False
     text = f"{cell(row, 'framework_version')} {cell(row, 'notes')}"
     return any(c in text for c in ONE_WAVE_CLIENTS.get(cell(row, "framework"), ()))
 
