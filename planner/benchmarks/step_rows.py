@@ -22,7 +22,7 @@ from planner.catalog.compat import check_framework_gpu
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.layout import Layout, check_for_model, check_framework_layout
 from planner.engine.memory import plan_memory
-from planner.engine.phases import _window_sums, decode_time, mean_decode_time, prefill_time
+from planner.engine.phases import decode_time, mean_decode_time, prefill_time
 from planner.engine.step import StepModel, step_model
 from planner.errors import PlannerError
 from planner.serving.steady_state import closed_loop_throughput, offline_throughput
@@ -327,7 +327,10 @@ def one_wave_throughput(
     t = 0.0
     if k:
         seqs = max(1.0, n / k)
-        pf_sw = float(_window_sums(isl, isl, sm.window)[1]) * n / k if sm.window else 0.0
+        # query-key pairs of one prompt in a window-capped layer: sum_{i=1..isl} min(i, w)
+        w = float(sm.window or 0)
+        cap = min(w, float(isl))
+        pf_sw = (cap * (cap + 1) / 2 + (isl - cap) * w) * n / k if w else 0.0
         new = n * isl / k
         kv_sw = min(new, sm.window * seqs) if sm.window else 0.0
         t_pf = sm.step_time(new, seqs, seqs, new, n * isl * isl / (2.0 * k), kv_sw, pf_sw)
