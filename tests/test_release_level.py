@@ -139,6 +139,33 @@ def test_split_family_uses_only_nodes_holding_it():
     assert (ch.used, ch.node.params.mem_eff) == ("0.11.0", 0.9)
 
 
+def test_moe_prediction_never_takes_a_release_node_of_dense_rows_alone():
+    """A MoE prediction skips release nodes whose rows are dense models only, whether or not
+    the profile splits dense (the rule that kept the dense side, made symmetric): in the
+    leave-one-source-out run of 2026-12-06, DeepSeek-R1 on 8x MI300X with vLLM
+    0.7.3.dev138 (dstack) could be predicted from a node of Llama rows alone. Hopper nodes at
+    fp8: 0.11.0 of dense rows only (mem_eff 0.9), 0.9.2 of MoE rows (0.5). For 0.11.0 the
+    MoE row takes 0.9.2, one release away and older, the dense row its own node; with no
+    node holding MoE rows at all, the fit over every release (here the prior)."""
+    dense_only = _node(H100, "0.11.0", 0.9)  # families ("dense",)
+    moe = _node(H100, "0.9.2", 0.5).model_copy(update={"families": ("moe",)})
+    for split in ((), ("dense",)):
+        prof = _profile(dense_only, moe, split=split)
+        _, _, ch = resolve_release_params(H100, "vllm", "fp8", "0.11.0", catalog=CAT,
+                                          profile=prof, family="moe")  # fmt: skip
+        assert (ch.used, ch.distance, ch.older, ch.node.params.mem_eff) == ("0.9.2", 1, True, 0.5)
+        _, _, ch = resolve_release_params(H100, "vllm", "fp8", "0.11.0", catalog=CAT,
+                                          profile=prof, family="dense")  # fmt: skip
+        assert (ch.used, ch.distance, ch.node.params.mem_eff) == ("0.11.0", 0, 0.9)
+    p, prov, ch = resolve_release_params(H100, "vllm", "fp8", "0.11.0", catalog=CAT,
+                                         profile=_profile(dense_only), family="moe")  # fmt: skip
+    assert ch.used is None and prov == "prior" and p == PRIOR
+    # no family named (a caller that does not know the model): every node, as before
+    _, _, ch = resolve_release_params(H100, "vllm", "fp8", "0.11.0", catalog=CAT,
+                                      profile=_profile(dense_only, moe))  # fmt: skip
+    assert ch.used == "0.11.0"
+
+
 # --------------------------------------------------------------------------- band widening
 BAND = Band(0.8, 1.25, "fit", 100, 5)
 

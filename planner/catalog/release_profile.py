@@ -114,13 +114,20 @@ class ReleaseChoice:
 def _candidates(prof: Profile, g, fw: str, prec: str | None, family: str | None):
     """Release nodes of ``fw`` at ``prec`` on GPUs of ``g``'s architecture (and vendor) that a
     prediction of ``family`` may use: the family's own child where the family is split, the
-    node of every family otherwise (as :meth:`Profile.find` picks base nodes)."""
+    node of every family otherwise (as :meth:`Profile.find` picks base nodes).
+
+    Either way only nodes whose rows hold ``family``: a release's rows of dense models say
+    nothing of its MoE kernels (fused experts, MLA, block-scaled fp8 GEMMs are other code
+    paths of the engine), so a MoE prediction never takes a release node fitted on dense
+    rows alone, as a dense one never takes a node of MoE rows alone (e.g. DeepSeek-R1 on
+    MI300X with vLLM 0.7.3.dev138 was predicted from the vLLM 0.8.5 node of the ROCm
+    dev-docker's Llama rows)."""
     fam = family if family in prof.split_families else ""
     out = [
         n
         for n in prof.release_nodes
         if n.framework == fw and n.arch == g.arch and n.precision == prec
-        and (n.vendor is None or n.vendor == g.vendor) and n.holds(fam or None)
+        and (n.vendor is None or n.vendor == g.vendor) and n.holds(family or None)
     ]  # fmt: skip
     if fam:  # a family child replaces its node of every family
         childs = {(n.gpu, n.release) for n in out if n.family == fam}
