@@ -241,3 +241,26 @@ def test_emit_moe_r1_for_trtllm_0_18_2_refuses_in_one_line(tmp_path, capsys):
     assert len(err.splitlines()) == 1
     assert "trtllm 0.18.2 has no flag for expert parallelism" in err and "0.19.0+" in err
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_mtp_goes_into_the_llm_api_yaml_from_1_1_0():
+    """TensorRT-LLM MTP (DeepSeek-class): speculative_config: {decoding_type: MTP,
+    num_nextn_predict_layers: K} in the extra LLM-API YAML, as InferenceX's
+    dsr1_fp4_b200_trt_mtp_slurm.sh passes it on release 1.1.0rc2.post2 (commit bf3456727);
+    1.0.0 (the read release below) has no checked YAML key: a one-line refusal."""
+    import yaml
+
+    from planner.catalog.layout import layout_of
+    from planner.deploy import flags as F
+    from planner.deploy.serve import Knobs, launch
+    from planner.errors import PlannerError
+
+    k = Knobs(model_id="deepseek-r1", hf_repo="deepseek-ai/DeepSeek-R1", framework="trtllm",
+              precision="fp4", kv_precision="fp8", layout=layout_of(1, 1, 8, 8),
+              spec_method="mtp", spec_tokens=3)  # fmt: skip
+    la = launch(k, F.resolve("trtllm", "1.2.0", "t"))
+    cfg = yaml.safe_load(la.files["extra_llm_api_options.yaml"])
+    assert cfg["speculative_config"] == {"decoding_type": "MTP", "num_nextn_predict_layers": 3}
+    assert cfg["enable_attention_dp"] is True
+    with pytest.raises(PlannerError, match="1.0.0"):
+        launch(k, F.resolve("trtllm", "1.0.0", "t"))

@@ -119,7 +119,17 @@ def pick_release(
         return F.resolve(framework, asked[framework], "named with --emit-release", real)
     if option_release:  # recommend writes it as ENGINE@RELEASE (vllm@0.11.0)
         rel = option_release.split("@", 1)[-1]
-        return F.resolve(framework, rel, "the option's release", real)
+        try:
+            return F.resolve(framework, rel, "the option's release", real)
+        except PlannerError as e:
+            if "older than every release" not in str(e):
+                raise
+            return F.resolve(  # a fit of an old build: launch the newest read release
+                framework,
+                None,
+                f"the option's release {rel} is older than every release whose flags were "
+                "read: the newest read release, whose speed the prediction does not cover",
+            )
     if known:
         try:
             return F.resolve(framework, known[-1], "the newest release with benchmark rows", known)

@@ -289,7 +289,12 @@ def _trtllm(la: Launch, res: F.Resolved, k: Knobs) -> None:
             _add(la, res, "chunked_prefill")  # the one-line error where neither exists
         else:  # before trtllm-serve had the flag: the LLM-API key, in the YAML file
             extra[F.flag(res, "yaml_chunked_prefill")] = True
-    if k.spec_method:
+    if k.spec_method == "mtp":  # DeepSeek-class MTP: speculative_config in the LLM-API YAML
+        extra[F.flag(res, "yaml_speculative_config")] = {
+            "decoding_type": "MTP",
+            F.flag(res, "yaml_mtp_layers"): int(k.spec_tokens or 1),
+        }
+    elif k.spec_method:
         raise PlannerError(
             f"trtllm: no checked speculative_config keys here for {k.spec_method!r}; "
             "emit the option without speculative decoding"
