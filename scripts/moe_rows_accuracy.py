@@ -50,6 +50,7 @@ from planner.benchmarks.io import read_rows  # noqa: E402
 from planner.benchmarks.predict import Predictor  # noqa: E402
 from planner.benchmarks.schema import cell  # noqa: E402
 from planner.benchmarks.schema import layout as row_layout  # noqa: E402
+from planner.benchmarks.serving_rows import predict_serving_row  # noqa: E402
 from planner.benchmarks.speculative_rows import (  # noqa: E402
     chain_acceptance_length,
     predict_spec_row,
@@ -216,7 +217,9 @@ def verify_table() -> pd.DataFrame:
     says a verify step costs in plain steps, ``AL / measured ratio`` (the row's workload AL;
     prefill, scheduler and KV-lag terms taken equal in both runs), ``modelled`` the step
     model's ``t_verify / t_plain``; ``gap`` their difference in ms and per extra verify token
-    (``K x B``) in microseconds."""
+    (``K x B``) in microseconds; ``baseline error`` and ``MTP row error`` are each row's own
+    prediction (simulated, bundled profile) against its measured value, which says on which
+    side of the ratio an error sits."""
     cat = load_catalog()
     rows = [r for f in [*FILES, INFERENCEX] for r in read_rows(f)[0]]
     recs = []
@@ -250,6 +253,10 @@ def verify_table() -> pd.DataFrame:
                 f"{1e3 * float(getattr(steps[False], term)):.2f} -> "
                 f"{1e3 * float(getattr(steps[True], term)):.2f}"
             )
+        base_v = predict_serving_row(b, cat, params)[0]
+        spec_v = predict_spec_row(p.spec_row, al, cat, params)[0]
+        rec["baseline error %"] = _pct(base_v, float(cell(b, "value")))
+        rec["MTP row error %"] = _pct(spec_v, float(cell(p.spec_row, "value")))
         rec.update({"verify ms": round(1e3 * t1, 2), "modelled verify/plain": round(t1 / t0, 3),
                     "implied verify/plain": round(implied, 3), "gap ms": round(1e3 * gap_s, 1),
                     "gap us / extra token": round(1e6 * gap_s / (k * conc), 1)})  # fmt: skip
