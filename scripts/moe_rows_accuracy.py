@@ -28,6 +28,7 @@ Usage (from the repository root; a few minutes on two cores)::
         # disaggregated rows (every metric; a second record of InferenceX's runs); --csv PATH
         # writes table 4's rows
     python scripts/moe_rows_accuracy.py --history   # InferenceX history's MTP rows, by metric
+    python scripts/moe_rows_accuracy.py --verify   # the pairs' verify step, term by term
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ from planner.benchmarks.disagg_rows import disagg_accuracy, is_disagg_row  # noq
 from planner.benchmarks.io import read_rows  # noqa: E402
 from planner.benchmarks.predict import Predictor  # noqa: E402
 from planner.benchmarks.schema import cell  # noqa: E402
+from planner.benchmarks.schema import layout as row_layout  # noqa: E402
+from planner.benchmarks.serving_rows import predict_serving_row  # noqa: E402
 from planner.benchmarks.speculative_rows import (  # noqa: E402
     chain_acceptance_length,
     predict_spec_row,
@@ -61,6 +64,7 @@ from planner.catalog.catalog import load_catalog  # noqa: E402
 from planner.catalog.profile import model_family, resolve_efficiency  # noqa: E402
 from planner.catalog.speculative import spec_decode  # noqa: E402
 from planner.errors import PlannerError  # noqa: E402
+from planner.serving.replica import build_replica  # noqa: E402
 
 FILES = [
     ROOT / "data/benchmarks/public_mlperf_moe.csv",
@@ -193,6 +197,70 @@ def spec_table() -> pd.DataFrame:
                 "error (workload AL) %": _pct(r_wl, p.measured_ratio),
             }
         )
+    return pd.DataFrame(recs)
+
+
+def _nominal(row) -> tuple[float, float, float] | None:
+    """(input, output, range ratio) of an InferenceX row's random dataset, None elsewhere."""
+    m = re.search(r"nominal input (\d+) / output (\d+) tokens, range ratio ([\d.]+)",
+                  cell(row, "notes") or "")  # fmt: skip
+    return (float(m.group(1)), float(m.group(2)), float(m.group(3))) if m else None
+
+
+def verify_table() -> pd.DataFrame:
+    """The verify step of every MTP / no-MTP pair at concurrency >= 16, term by term.
+
+    Each pair's replica (bundled profile, the row's layout) steps ``B = concurrency`` decoding
+    sequences at the run's mean decode context, ``(1 + r) / 2 x (I + O / 2)`` for InferenceX's
+    nominal input I / output O at range ratio r, once plain and once as a verify step (K + 1
+    positions per sequence + the draft passes). ``implied`` is what the measured speed-up
+    says a verify step costs in plain steps, ``AL / measured ratio`` (the row's workload AL;
+    prefill, scheduler and KV-lag terms taken equal in both runs), ``modelled`` the step
+    model's ``t_verify / t_plain``; ``gap`` their difference in ms and per extra verify token
+    (``K x B``) in microseconds; ``baseline error`` and ``MTP row error`` are each row's own
+    prediction (simulated, bundled profile) against its measured value, which says on which
+    side of the ratio an error sits."""
+    cat = load_catalog()
+    rows = [r for f in [*FILES, INFERENCEX] for r in read_rows(f)[0]]
+    recs = []
+    for p in spec_pairs(rows):
+        conc = p.concurrency or 1
+        nom = _nominal(p.spec_row)
+        if p.spec_tokens is None or conc < 16 or nom is None:
+            continue
+        b = p.base_rows[0]
+        params = _params(cat, b)
+        k = p.spec_tokens
+        al = catalog_al(cat, b, p.method, k, row_workload(p.spec_row))
+        lay = row_layout(b)
+        fw = cell(b, "framework")
+        ctx = (1 + nom[2]) / 2 * (nom[0] + nom[1] / 2)
+        steps = {}
+        for on in (False, True):
+            kw = dict(spec_method=p.method, spec_tokens=k, acceptance_length=al) if on else {}
+            rep = build_replica(cell(b, "model"), cell(b, "hardware"), cell(b, "precision"), fw,
+                                layout=lay.layout, params=params, catalog=cat, **kw)  # fmt: skip
+            n = conc  # the replica's decoding sequences (step() splits them over DP ranks)
+            steps[on] = rep.sm.step(n, n, n, n * ctx, n * ctx)
+        t0, t1 = float(steps[False].time_s), float(steps[True].time_s)
+        implied = al / p.measured_ratio
+        gap_s = (implied - t1 / t0) * t0
+        rec = {"id": cell(p.spec_row, "id"), "gpu": cell(b, "hardware"), "engine": fw,
+               "ISL/OSL": f"{nom[0]:.0f}/{nom[1]:.0f}", "B": conc, "K": k, "AL": round(al, 3),
+               "measured ratio": round(p.measured_ratio, 3), "plain ms": round(1e3 * t0, 2)}  # fmt: skip
+        for term in ("t_gemm_s", "t_attn_s", "t_comm_s", "t_overhead_s", "t_draft_s"):
+            rec[f"{term[2:-2]} ms plain -> verify"] = (
+                f"{1e3 * float(getattr(steps[False], term)):.2f} -> "
+                f"{1e3 * float(getattr(steps[True], term)):.2f}"
+            )
+        base_v = predict_serving_row(b, cat, params)[0]
+        spec_v = predict_spec_row(p.spec_row, al, cat, params)[0]
+        rec["baseline error %"] = _pct(base_v, float(cell(b, "value")))
+        rec["MTP row error %"] = _pct(spec_v, float(cell(p.spec_row, "value")))
+        rec.update({"verify ms": round(1e3 * t1, 2), "modelled verify/plain": round(t1 / t0, 3),
+                    "implied verify/plain": round(implied, 3), "gap ms": round(1e3 * gap_s, 1),
+                    "gap us / extra token": round(1e6 * gap_s / (k * conc), 1)})  # fmt: skip
+        recs.append(rec)
     return pd.DataFrame(recs)
 
 
@@ -348,6 +416,9 @@ def main() -> int:
         t = spec_table()
         print(_md_table(t))
         print(_md_table(spec_summary(t)))
+        return 0
+    if "--verify" in sys.argv:  # the pairs' verify step term by term (seconds)
+        print(_md_table(verify_table()))
         return 0
     if "--history" in sys.argv:  # InferenceX history's aggregated MTP rows, both priors
         t = history_spec_table()
