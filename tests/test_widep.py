@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from planner.catalog import load_catalog
 from planner.catalog.efficiency import PRIOR
 from planner.catalog.layout import layout_of
+from planner.engine.adp import dispatch_bytes_per_token, expert_slots_per_rank
 from planner.engine.memory import weight_memory
-from planner.engine.step import dispatch_bytes_per_token, expert_slots_per_rank, step_model
+from planner.engine.step import step_model
 
 CAT = load_catalog()
 DSV3 = CAT.model("deepseek-v3")

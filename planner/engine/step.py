@@ -39,7 +39,7 @@ from planner.catalog.catalog import Catalog, check_layout, compute_dtype_for, lo
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.layout import Layout, check_for_model
 from planner.catalog.records import Accelerator, ModelArch, Precision
-from planner.engine import _scalar
+from planner.engine import _scalar, adp
 from planner.engine.adp import busiest_rank_extra, prompt_share
 from planner.engine.memory import (
     _bits,
@@ -149,8 +149,8 @@ class StepModel:
     @property
     def local_experts(self) -> float:
         """Routed-expert slots per GPU per MoE layer: ``num_experts / ep``, rounded up where
-        ``ep`` does not divide the experts (redundant slots, :func:`expert_slots_per_rank`)."""
-        return float(expert_slots_per_rank(self.num_experts, self.ep)) if self.num_experts else 0.0
+        ``ep`` does not divide the experts (redundant slots, :func:`adp.expert_slots_per_rank`)."""
+        return float(adp.expert_slots_per_rank(self.num_experts, self.ep))
 
     def expected_experts(self, tokens):
         """Expected distinct experts hit per MoE layer on one GPU by ``tokens`` tokens (of the
@@ -707,10 +707,10 @@ def _as_expert_parallel(plain: StepModel, lay: Layout) -> StepModel:
     * communication: inside each attention rank one all-reduce per layer over ``tp``
       (ring ``2 (tp-1)/tp``) on its T/dp tokens (attention output; the dense MLP layers
       too); around each MoE layer the dispatch and combine over the ``width`` GPUs of the
-      stage: an all-gather and a reduce-scatter of the tokens' hidden states, ``2 (w-1)/w``
-      of T hidden vectors per GPU (vLLM's default all2all backend ``allgather_reducescatter``;
-      the all-reduce of a plain TP group has the same volume); scale-out bandwidth once the
-      replica spans several scale-up domains (:func:`_link_bytes_s`).
+      stage (:func:`planner.engine.adp.dispatch_bytes_per_token`: the all-to-all of the
+      routed tokens for attention-DP ranks, else an all-gather and a reduce-scatter of the
+      T hidden vectors); scale-out bandwidth once the replica spans several scale-up domains
+      (:func:`_link_bytes_s`).
     """
     m, g = plain.model, plain.gpu
     tp, dp, ep, mtp = lay.tp, lay.attention_dp, lay.ep, lay.moe_split
@@ -727,11 +727,8 @@ def _as_expert_parallel(plain: StepModel, lay: Layout) -> StepModel:
     if tp > 1:  # attention (every layer) and dense-MLP layers all-reduce inside the rank
         comm += 2 * (tp - 1) / tp * h * b16 * (plain.layers + dense_s) / dp
         coll += plain.layers + dense_s
-    if w > 1:  # dispatch and combine around each MoE layer (:func:`dispatch_bytes_per_token`)
-        comm += (
-            dispatch_bytes_per_token(lay, int(m.num_experts or 0), m.num_experts_per_tok or 0, h)
-            * moe_s
-        )
+    if w > 1:  # dispatch and combine around each MoE layer (:func:`adp.dispatch_bytes_per_token`)
+        comm += adp.dispatch_bytes_per_token(lay, plain.num_experts, plain.top_k, h) * moe_s
         coll += 2 * moe_s
     link = _link_bytes_s(g, lay.num_gpus, max(tp, w))
     return replace(
@@ -749,52 +746,3 @@ def _as_expert_parallel(plain: StepModel, lay: Layout) -> StepModel:
         layout_label=lay.label,
         adp_balanced=lay.balanced,
     )
-
-
-def expert_slots_per_rank(num_experts: int, ep: int) -> int:
-    """Routed-expert slots per expert-parallel rank: ``ceil(E / ep)`` [experts].
-
-    ``E / ep`` where ``ep`` divides the experts; otherwise the engines fill
-    ``ep x ceil(E / ep)`` slots with every expert once and the rest as redundant copies
-    (TensorRT-LLM's MoE load balancer ``num_slots``, "must be >= total experts", e.g. 288
-    slots for DeepSeek-R1's 256 experts: examples/wide_ep/README.md; SGLang
-    ``--ep-num-redundant-experts``: "Allocate this number of redundant experts in expert
-    parallel", server_args.py). Each rank reads and holds its slots."""
-    if num_experts <= 0:
-        return 0
-    return -(-num_experts // max(1, ep))
-
-
-def dispatch_bytes_per_token(lay: Layout, num_experts: int, top_k: int, hidden: int) -> float:
-    """Bytes one GPU moves per replica token per MoE layer for the dispatch + combine of an
-    expert-parallel layout [B] (16-bit hidden states, send or receive side, whichever the
-    link carries; the ring factor is folded in).
-
-    * all-gather + reduce-scatter (vLLM's default ``allgather_reducescatter``; a TP x EP
-      group): every GPU gathers all ``T`` tokens' hidden states and reduce-scatters them
-      back: ``2 (w-1)/w x hidden x 2`` per replica token;
-    * all-to-all of the routed tokens (attention-DP ranks with one expert rank each, the way
-      wide-EP engines run it: SGLang's DeepEP ``--moe-a2a-backend deepep``, TensorRT-LLM's
-      WIDEEP backend with its NVLink all-to-all kernels on GB200: "Custom EP communication
-      kernels optimized for NVIDIA GB200 Multi-Node NVLink", examples/wide_ep/README.md):
-      each rank sends its ``T / dp`` tokens once to every other rank that holds one of their
-      top-k experts and receives the weighted results back:
-      ``(1/dp) x (ep-1) x q x hidden x 2 x 2`` with ``q = 1 - (1 - g/E)^k`` the chance that a
-      token picks at least one of a rank's ``g = E/ep`` experts (choices drawn uniformly).
-
-    The smaller of the two: an engine's all-to-all never moves more than the all-gather.
-
-    Example (DeepSeek-V3 DEP32: E = 256, k = 8, hidden 7168): g = 8, q = 1 - (31/32)^8 =
-    0.2244, all-to-all 31 x 0.2244 / 32 x 7168 x 4 = 6,233 B against the all-gather's
-    2 x 31/32 x 7168 x 2 = 27,776 B per replica token and MoE layer."""
-    w = lay.width
-    if w <= 1:
-        return 0.0
-    gather = 2.0 * (w - 1) / w * hidden * 2.0
-    dp, ep = lay.attention_dp, lay.ep
-    if dp <= 1 or ep != w or num_experts <= 0 or top_k <= 0:
-        return gather
-    g = expert_slots_per_rank(num_experts, ep)
-    q = 1.0 - (1.0 - min(1.0, g / num_experts)) ** top_k
-    a2a = (ep - 1) * q / dp * hidden * 2.0 * 2.0
-    return min(gather, a2a)
