@@ -70,8 +70,15 @@ def test_explicit_moe_tp_must_close_the_width_rule():
 
 def test_model_rules():
     q = CAT.model("qwen3-30b-a3b")
-    with pytest.raises(PlannerError, match="ep=3 does not divide the 128 routed experts"):
-        check_for_model(q, layout_of(1, 1, 3, 3))
+    # ep=3 does not divide 128 experts: redundant slots on the engines that offer them
+    # (layout.EP_REDUNDANT_FRAMEWORKS), refused elsewhere with the reason
+    for fw in (None, "trtllm", "sglang", "vllm"):
+        check_for_model(q, layout_of(1, 1, 3, 3), fw)
+    with pytest.raises(PlannerError, match="ep=3 does not divide the 128 routed experts") as e:
+        check_for_model(q, layout_of(1, 1, 3, 3), "lmdeploy")
+    assert "no redundant expert slots" in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(PlannerError, match="ep=256 exceeds the 128 routed experts"):
+        check_for_model(q, layout_of(1, 1, 256, 256))
     with pytest.raises(PlannerError, match="llama-3.1-8b is dense"):
         check_for_model(CAT.model("llama-3.1-8b"), layout_of(2, 1, 2))
     with pytest.raises(PlannerError, match="attention_dp=2.*dense"):

@@ -113,10 +113,10 @@ _K = {rid: _k_stated(rid) for rid in {v[0] for k, v in FRONT.items() if k[0] == 
 # @a114a31 merged (the same at @0759a04), K not stated: B200 0.84, 0.77, 0.77 (nvfp4
 # 20/40/60), 0.77, 0.77, 0.68 (fp8): throughput under- and TPOT over-predicted; and with the
 # disaggmtp branch merged on top (K from the recipes, checked in a scratch merge): 0.87,
-# 0.99, 0.99, 0.91, 0.91, 1.19. GB200 fp8: 0.49, 0.66, 1.09 either way: its wide-EP decode
-# (DEP32) is too slow in the planner (TPOT 81.1 / 35.4 ms against 33.0 / 21.1 measured).
+# 0.99, 0.99, 0.91, 0.91, 1.19. GB200 fp8: 0.49, 0.66, 1.09 while the wide-EP decode (DEP32)
+# dispatched by all-gather (TPOT 81.1 / 35.4 ms against 33.0 / 21.1 measured); 0.90, 1.07,
+# 1.09 with the all-to-all of the routed tokens (step.dispatch_bytes_per_token; widep).
 _NO_MTP = "disaggregated MTP point simulated without MTP (K not stated): "
-_WIDE = "wide-EP decode (DEP32) predicted too slow: "
 
 
 def _xfail(reason: str, when: bool = True):
@@ -125,8 +125,6 @@ def _xfail(reason: str, when: bool = True):
 
 _THR_MARKS = {
     ("nvidia-b200", "fp8", 60.0): _xfail(_NO_MTP + "0.68", not _K["ixh-0981"]),
-    ("nvidia-gb200", "fp8", 20.0): _xfail(_WIDE + "0.49"),
-    ("nvidia-gb200", "fp8", 40.0): _xfail(_WIDE + "0.66"),
 }
 
 
@@ -144,7 +142,8 @@ def test_front_point_throughput_within_25pct(front_predictions, key):
 # the planner's own TPOT of the same point must reach the level too (else the planner puts
 # the point below the level). Predicted TPOT, K not stated: 65.0 / 22.1 / 22.1 ms (nvfp4),
 # 35.6 / 35.6 / 25.6 ms (fp8) against 50 / 25 / 16.7 ms; with disaggmtp's K: 63.7 / 12.1 /
-# 12.1 (nvfp4), 30.4 / 30.4 / 12.4 (fp8); GB200 fp8 81.1 / 35.4 / 12.1 ms
+# 12.1 (nvfp4), 30.4 / 30.4 / 12.4 (fp8); GB200 fp8 81.1 / 35.4 / 12.1 ms with the all-gather
+# dispatch, within the levels with the all-to-all (widep)
 _SLOW = "predicted TPOT above 1 / level even with the recipe's K: "
 _TPOT_MARKS = {
     ("nvidia-b200", "nvfp4", 20.0): _xfail(_SLOW + "63.7 vs 50 ms" if _K["ixh-0926"]
@@ -153,8 +152,6 @@ _TPOT_MARKS = {
     ("nvidia-b200", "fp8", 40.0): _xfail(_SLOW + "30.4 vs 25 ms" if _K["ixh-0956"]
                                          else _NO_MTP + "35.6 vs 25 ms"),
     ("nvidia-b200", "fp8", 60.0): _xfail(_NO_MTP + "25.6 vs 16.7 ms", not _K["ixh-0981"]),
-    ("nvidia-gb200", "fp8", 20.0): _xfail(_WIDE + "81.1 vs 50 ms"),
-    ("nvidia-gb200", "fp8", 40.0): _xfail(_WIDE + "35.4 vs 25 ms"),
 }  # fmt: skip
 
 

@@ -40,6 +40,7 @@ from planner.errors import PlannerError, shown
 __all__ = [
     "ADP_BALANCE_DEFAULT",
     "ADP_BALANCE_FRAMEWORKS",
+    "EP_REDUNDANT_FRAMEWORKS",
     "Layout",
     "check_for_model",
     "check_framework_layout",
@@ -56,6 +57,15 @@ __all__ = [
 ADP_BALANCE_DEFAULT = False
 #: frameworks that offer the balance knob (TensorRT-LLM ``attention_dp_config``)
 ADP_BALANCE_FRAMEWORKS = ("trtllm",)
+#: frameworks that place ``E`` routed experts over ``ep`` ranks that do not divide them, with
+#: redundant copies filling ``ep x ceil(E / ep)`` slots (each rank holds ``ceil(E / ep)``):
+#: TensorRT-LLM's MoE load balancer ``num_slots`` ("Must be >= total experts", 288 slots for
+#: DeepSeek-R1's 256 experts: examples/wide_ep/README.md); SGLang ``--ep-num-redundant-experts``
+#: ("Allocate this number of redundant experts in expert parallel", server_args.py; 32 in its
+#: DeepSeek wide-EP recipes); vLLM ``--enable-eplb --num-redundant-experts``
+#: (``ParallelConfig.num_redundant_experts``, ``FusedMoE(num_redundant_experts=...)``).
+#: The other frameworks offer no expert parallel at all (frameworks.yaml expert_parallel).
+EP_REDUNDANT_FRAMEWORKS = ("trtllm", "sglang", "vllm")
 
 
 class Layout(Frozen):
@@ -217,7 +227,10 @@ def check_for_model(m: ModelArch, layout: Layout, framework_id: str | None = Non
     """Refuse a layout the model cannot take, with a one-line error naming the field.
 
     * ``tp`` divides the query heads; ``pp`` at most the layers (as for dense models);
-    * ``ep > 1`` needs a MoE model, and ``ep`` divides its routed experts;
+    * ``ep > 1`` needs a MoE model and at most as many ranks as routed experts; an ``ep``
+      that does not divide them is placed with redundant expert slots (``ceil(E / ep)`` per
+      rank) where the framework offers them (:data:`EP_REDUNDANT_FRAMEWORKS`; ``framework_id``
+      None: the caller checks the framework);
     * ``moe_tp`` divides the expert FFN width (each GPU holds whole columns);
     * ``attention_dp > 1`` needs a framework that offers attention data-parallel (checked by
       the caller with the framework record: :func:`check_framework_layout`).
@@ -241,10 +254,15 @@ def check_for_model(m: ModelArch, layout: Layout, framework_id: str | None = Non
             )
         return layout
     n_exp = int(m.num_experts or 0)
-    if layout.ep > 1 and n_exp % layout.ep:
+    if layout.ep > n_exp:
         raise PlannerError(
-            f"ep={layout.ep} does not divide the {n_exp} routed experts of {m.id} "
-            f"(each expert-parallel rank holds a whole number of experts)"
+            f"ep={layout.ep} exceeds the {n_exp} routed experts of {m.id} "
+            "(every expert-parallel rank holds at least one expert)"
+        )
+    if layout.ep > 1 and n_exp % layout.ep and framework_id not in (None, *EP_REDUNDANT_FRAMEWORKS):
+        raise PlannerError(
+            f"ep={layout.ep} does not divide the {n_exp} routed experts of {m.id}, and "
+            f"{framework_id} has no redundant expert slots (only {', '.join(EP_REDUNDANT_FRAMEWORKS)})"
         )
     inter = m.moe_intermediate_size or m.intermediate_size or 0
     if layout.moe_split > 1 and inter and inter % layout.moe_split:

@@ -2,12 +2,16 @@
 rank meets the others at each MoE layer's dispatch, so a step lasts as long as its busiest
 rank. :func:`busiest_rank_extra` gives that rank's extra prompt work;
 :meth:`planner.engine.step.StepModel.step` adds it to the rank-local terms and
-:func:`planner.engine._scalar.step_time_scalar` repeats it in scalar form.
+:func:`planner.engine._scalar.step_time_scalar` repeats it in scalar form. The expert side
+of the same layouts: :func:`expert_slots_per_rank` (redundant slots where ``ep`` does not
+divide the experts) and :func:`dispatch_bytes_per_token` (the dispatch / combine traffic).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from planner.catalog.layout import Layout
 
 
 def prompt_share(balanced: bool, params) -> float:
@@ -80,3 +84,52 @@ def busiest_rank_extra(dp, u, new_tokens, num_seqs, kv_read_tokens_full, attn_pa
         hot = np.where(P > 0, np.minimum(P, np.maximum(P / dp, 2.0 * X / P)), 0.0)
         g = np.where(P > 0, u * (dp * hot / P - 1.0), 0.0)
     return g * P, g * X
+
+
+def expert_slots_per_rank(num_experts: int, ep: int) -> int:
+    """Routed-expert slots per expert-parallel rank: ``ceil(E / ep)`` [experts].
+
+    ``E / ep`` where ``ep`` divides the experts; otherwise the engines fill
+    ``ep x ceil(E / ep)`` slots with every expert once and the rest as redundant copies
+    (TensorRT-LLM's MoE load balancer ``num_slots``, "must be >= total experts", e.g. 288
+    slots for DeepSeek-R1's 256 experts: examples/wide_ep/README.md; SGLang
+    ``--ep-num-redundant-experts``: "Allocate this number of redundant experts in expert
+    parallel", server_args.py). Each rank reads and holds its slots."""
+    if num_experts <= 0:
+        return 0
+    return -(-num_experts // max(1, ep))
+
+
+def dispatch_bytes_per_token(lay: Layout, num_experts: int, top_k: int, hidden: int) -> float:
+    """Bytes one GPU moves per replica token per MoE layer for the dispatch + combine of an
+    expert-parallel layout [B] (16-bit hidden states, send or receive side, whichever the
+    link carries; the ring factor is folded in).
+
+    * all-gather + reduce-scatter (vLLM's default ``allgather_reducescatter``; a TP x EP
+      group): every GPU gathers all ``T`` tokens' hidden states and reduce-scatters them
+      back: ``2 (w-1)/w x hidden x 2`` per replica token;
+    * all-to-all of the routed tokens (attention-DP ranks with one expert rank each, the way
+      wide-EP engines run it: SGLang's DeepEP ``--moe-a2a-backend deepep``, TensorRT-LLM's
+      WIDEEP backend with its NVLink all-to-all kernels on GB200: "Custom EP communication
+      kernels optimized for NVIDIA GB200 Multi-Node NVLink", examples/wide_ep/README.md):
+      each rank sends its ``T / dp`` tokens once to every other rank that holds one of their
+      top-k experts and receives the weighted results back:
+      ``(1/dp) x (ep-1) x q x hidden x 2 x 2`` with ``q = 1 - (1 - g/E)^k`` the chance that a
+      token picks at least one of a rank's ``g = E/ep`` experts (choices drawn uniformly).
+
+    The smaller of the two: an engine's all-to-all never moves more than the all-gather.
+
+    Example (DeepSeek-V3 DEP32: E = 256, k = 8, hidden 7168): g = 8, q = 1 - (31/32)^8 =
+    0.2244, all-to-all 31 x 0.2244 / 32 x 7168 x 4 = 6,233 B against the all-gather's
+    2 x 31/32 x 7168 x 2 = 27,776 B per replica token and MoE layer."""
+    w = lay.width
+    if w <= 1:
+        return 0.0
+    gather = 2.0 * (w - 1) / w * hidden * 2.0
+    dp, ep = lay.attention_dp, lay.ep
+    if dp <= 1 or ep != w or num_experts <= 0 or top_k <= 0:
+        return gather
+    g = expert_slots_per_rank(num_experts, ep)
+    q = 1.0 - (1.0 - min(1.0, g / num_experts)) ** top_k
+    a2a = (ep - 1) * q / dp * hidden * 2.0 * 2.0
+    return min(gather, a2a)

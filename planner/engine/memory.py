@@ -282,8 +282,13 @@ def _weight_memory(
     total = sum(parts.values())
     # per GPU
     L = m.num_hidden_layers
+    # expert-parallel ranks hold ceil(E / ep) expert slots (redundant copies where ep does
+    # not divide E: planner.catalog.layout.EP_REDUNDANT_FRAMEWORKS); E / ep where it divides
+    n_exp = int(m.num_experts or 0)
+    slots = -(-n_exp // ep) * ep / n_exp if n_exp and ep > 1 else 1.0
     per_layer = (
-        dense_layer_bytes_per_gpu(m, precision, tp, pc) + pc.experts * b["experts"] / (ep * moe_tp)
+        dense_layer_bytes_per_gpu(m, precision, tp, pc)
+        + pc.experts * b["experts"] * slots / (ep * moe_tp)
     ) / L
     layers_busiest = math.ceil(L / pp)
     if pp == 1:

@@ -39,7 +39,7 @@ from planner.catalog.catalog import Catalog, check_layout, compute_dtype_for, lo
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.layout import Layout, check_for_model
 from planner.catalog.records import Accelerator, ModelArch, Precision
-from planner.engine import _scalar
+from planner.engine import _scalar, adp
 from planner.engine.adp import busiest_rank_extra, prompt_share
 from planner.engine.memory import (
     _bits,
@@ -148,8 +148,9 @@ class StepModel:
 
     @property
     def local_experts(self) -> float:
-        """Routed experts per GPU per MoE layer (``num_experts / ep``)."""
-        return self.num_experts / self.ep if self.num_experts else 0.0
+        """Routed-expert slots per GPU per MoE layer: ``num_experts / ep``, rounded up where
+        ``ep`` does not divide the experts (redundant slots, :func:`adp.expert_slots_per_rank`)."""
+        return float(adp.expert_slots_per_rank(self.num_experts, self.ep))
 
     def expected_experts(self, tokens):
         """Expected distinct experts hit per MoE layer on one GPU by ``tokens`` tokens (of the
@@ -706,10 +707,10 @@ def _as_expert_parallel(plain: StepModel, lay: Layout) -> StepModel:
     * communication: inside each attention rank one all-reduce per layer over ``tp``
       (ring ``2 (tp-1)/tp``) on its T/dp tokens (attention output; the dense MLP layers
       too); around each MoE layer the dispatch and combine over the ``width`` GPUs of the
-      stage: an all-gather and a reduce-scatter of the tokens' hidden states, ``2 (w-1)/w``
-      of T hidden vectors per GPU (vLLM's default all2all backend ``allgather_reducescatter``;
-      the all-reduce of a plain TP group has the same volume); scale-out bandwidth once the
-      replica spans several scale-up domains (:func:`_link_bytes_s`).
+      stage (:func:`planner.engine.adp.dispatch_bytes_per_token`: the all-to-all of the
+      routed tokens for attention-DP ranks, else an all-gather and a reduce-scatter of the
+      T hidden vectors); scale-out bandwidth once the replica spans several scale-up domains
+      (:func:`_link_bytes_s`).
     """
     m, g = plain.model, plain.gpu
     tp, dp, ep, mtp = lay.tp, lay.attention_dp, lay.ep, lay.moe_split
@@ -726,8 +727,8 @@ def _as_expert_parallel(plain: StepModel, lay: Layout) -> StepModel:
     if tp > 1:  # attention (every layer) and dense-MLP layers all-reduce inside the rank
         comm += 2 * (tp - 1) / tp * h * b16 * (plain.layers + dense_s) / dp
         coll += plain.layers + dense_s
-    if w > 1:  # dispatch (all-gather) and combine (reduce-scatter) around each MoE layer
-        comm += 2 * (w - 1) / w * h * b16 * moe_s
+    if w > 1:  # dispatch and combine around each MoE layer (:func:`adp.dispatch_bytes_per_token`)
+        comm += adp.dispatch_bytes_per_token(lay, plain.num_experts, plain.top_k, h) * moe_s
         coll += 2 * moe_s
     link = _link_bytes_s(g, lay.num_gpus, max(tp, w))
     return replace(
