@@ -104,13 +104,18 @@ def test_every_round_has_its_gpus(bundled_ordering):
         assert need in got, (need, sorted(got))
 
 
-#: rounds whose separated pairs the bundled profile predicts in the wrong order (none since
-#: the refit of 2026-12-06 afternoon; strict marks go in here, with the reason, when one is).
+#: rounds whose separated pairs the bundled profile predicts in the wrong order (strict marks,
+#: with the reason).
 #: v5.0 was: MI325X (one system, 4,241 tok/s per GPU) measured 8.4% above H100 (3,913) and
 #: predicted 6.3% below it (3,599 vs 3,840). It is now in order, by a thin margin: 3,880 vs
 #: 3,854 (docs/accuracy.md, MLPerf Offline ordering), after the merged rows and the release
 #: level moved the CDNA3 vLLM node; a small change can flip it back.
-KNOWN_WRONG_ROUNDS: dict[str, str] = {}
+KNOWN_WRONG_ROUNDS: dict[str, str] = {
+    "v5.0": "MI325X (one system, 4,241 tok/s per GPU) is measured 8.4% above H100 (3,913) and "
+    "predicted 1.4% below it (3,799 vs 3,854) after the refit of the third pass: the thin "
+    "margin of the second pass (3,880 vs 3,854) flipped when the MI300X-borrowed CDNA3 vLLM "
+    "prediction fell 2%; MI325X has no fit of its own",
+}
 
 
 @pytest.mark.parametrize(
