@@ -32,6 +32,7 @@ rewrites those files. Usage: ``python scripts/annotate_harness_flags.py [--check
 from __future__ import annotations
 
 import argparse
+import collections
 import csv
 import datetime as dt
 import re
@@ -127,27 +128,40 @@ def flags_for(row: dict) -> str | None:
     return _perf_overview_flags(row) or _inferencex_flags(row)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--check", action="store_true", help="only count the rows to annotate")
-    a = ap.parse_args(argv)
-    for rel in FILES:
+def annotate(files, note_for, check: bool) -> None:
+    """Append ``note_for(row)`` to the notes of each row of ``files`` (repository paths) and
+    rewrite them unless ``check``; ``note_for`` gives the text, None to leave a row, or
+    ``"-reason"`` to leave it and count why. The files keep their exact format (csv module,
+    every cell a string, ``\\n`` line ends: a file read and written unchanged is byte-equal)."""
+    for rel in files:
         path = ROOT / rel
         with path.open(newline="", encoding="utf-8") as f:
             reader = csv.DictReader(f)
             fields, rows = reader.fieldnames, list(reader)
-        n = 0
+        n, why = 0, collections.Counter()
         for row in rows:
-            extra = flags_for(row)
-            if extra:
-                row["notes"] = f"{row['notes']}; {extra}" if row["notes"] else extra
-                n += 1
+            extra = note_for(row)
+            if not extra or extra.startswith("-"):
+                if extra:
+                    why[extra[1:]] += 1
+                continue
+            row["notes"] = f"{row['notes']}; {extra}" if row["notes"] else extra
+            n += 1
         print(f"{rel}: {n} rows annotated")
-        if n and not a.check:
+        for reason, c in why.most_common():
+            print(f"  left as they are: {c} rows: {reason}")
+        if n and not check:
             with path.open("w", newline="", encoding="utf-8") as f:
                 w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
                 w.writeheader()
                 w.writerows(rows)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true", help="only count the rows to annotate")
+    a = ap.parse_args(argv)
+    annotate(FILES, flags_for, a.check)
     return 0
 
 

@@ -38,8 +38,6 @@ Usage: ``python scripts/annotate_spec_recipes.py [--check] [--repo PATH]``
 from __future__ import annotations
 
 import argparse
-import collections
-import csv
 import functools
 import re
 import subprocess
@@ -49,6 +47,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from annotate_harness_flags import annotate  # noqa: E402  (the shared CSV rewriter)
+
 FILES = ("data/benchmarks/public_inferencex.csv", "data/benchmarks/public_inferencex_history.csv")
 TAG = "speculative recipe ("
 IX_REPO = "/work/.mirror/SemiAnalysisAI+InferenceX/repo"
@@ -312,28 +313,12 @@ def main(argv=None) -> int:
         print(f"no InferenceX mirror at {a.repo}: nothing annotated")
         return 0
     mirror = Mirror(a.repo)
-    for rel in FILES:
-        path = ROOT / rel
-        with path.open(newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            fields, rows = reader.fieldnames, list(reader)
-        n, why = 0, collections.Counter()
-        for row in rows:
-            extra = note_for(row, mirror)
-            if extra.startswith("-"):
-                if extra != "-not a disaggregated MTP row":
-                    why[extra[1:]] += 1
-                continue
-            row["notes"] = f"{row['notes']}; {extra}"
-            n += 1
-        print(f"{rel}: {n} rows annotated")
-        for reason, c in why.most_common():
-            print(f"  left as they are: {c} rows: {reason}")
-        if n and not a.check:
-            with path.open("w", newline="", encoding="utf-8") as f:
-                w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
-                w.writeheader()
-                w.writerows(rows)
+
+    def note(row: dict) -> str | None:
+        extra = note_for(row, mirror)
+        return None if extra == "-not a disaggregated MTP row" else extra
+
+    annotate(FILES, note, a.check)
     return 0
 
 
