@@ -88,6 +88,19 @@ def _add(la: Launch, res: F.Resolved, key: str, value: Any = None) -> None:
     la.args.append((F.flag(res, key, value=v), v))
 
 
+def _add_set(la: Launch, res: F.Resolved, *pairs: tuple[str, Any]) -> None:
+    """:func:`_add` each ``(setting, value)`` in order whose value is set (None, 0 and
+    False leave the setting to the engine's default)."""
+    for key, value in pairs:
+        if value:
+            _add(la, res, key, value)
+
+
+def _mem(k: Knobs) -> float | None:
+    """The memory fraction as the scripts write it (4 decimals), or None."""
+    return round(k.memory_utilization, 4) if k.memory_utilization else None
+
+
 def _kv_value(k: Knobs) -> str | None:
     """The engine's KV dtype value, or None when the KV stays in the model's dtype."""
     if k.kv_precision in ("bf16", "fp16") and k.framework != "llama.cpp":
@@ -167,17 +180,11 @@ def _vllm(la: Launch, res: F.Resolved, k: Knobs) -> None:
     if k.layout.ep > 1:
         _add(la, res, "ep")
     _precision(la, res, k)
-    kv = _kv_value(k)
-    if kv:
-        _add(la, res, "kv_dtype", kv)
-    if k.max_num_seqs:
-        _add(la, res, "max_num_seqs", k.max_num_seqs)
-    if k.max_num_batched_tokens:
-        _add(la, res, "max_num_batched_tokens", k.max_num_batched_tokens)
-    if k.memory_utilization:
-        _add(la, res, "memory_fraction", round(k.memory_utilization, 4))
-    if k.max_model_len:
-        _add(la, res, "max_model_len", k.max_model_len)
+    _add_set(
+        la, res, ("kv_dtype", _kv_value(k)), ("max_num_seqs", k.max_num_seqs),
+        ("max_num_batched_tokens", k.max_num_batched_tokens), ("memory_fraction", _mem(k)),
+        ("max_model_len", k.max_model_len),
+    )  # fmt: skip
     if k.chunked_prefill:
         _add(la, res, "chunked_prefill")
     if k.prefix_caching:
@@ -218,9 +225,7 @@ def _sglang(la: Launch, res: F.Resolved, k: Knobs) -> None:
         if F.has(res, "enable_ep_moe"):
             _add(la, res, "enable_ep_moe")
     _precision(la, res, k)
-    kv = _kv_value(k)
-    if kv:
-        _add(la, res, "kv_dtype", kv)
+    _add_set(la, res, ("kv_dtype", _kv_value(k)))
     if k.max_num_seqs:
         _add(la, res, "max_num_seqs", k.max_num_seqs * k.layout.attention_dp)
         la.comments.append(
@@ -231,10 +236,7 @@ def _sglang(la: Launch, res: F.Resolved, k: Knobs) -> None:
     if k.max_num_batched_tokens:
         size = k.max_num_batched_tokens if k.chunked_prefill is not False else -1
         _add(la, res, "max_num_batched_tokens", size)
-    if k.memory_utilization:
-        _add(la, res, "memory_fraction", round(k.memory_utilization, 4))
-    if k.max_model_len:
-        _add(la, res, "max_model_len", k.max_model_len)
+    _add_set(la, res, ("memory_fraction", _mem(k)), ("max_model_len", k.max_model_len))
     if k.prefix_caching is False:
         _add(la, res, "no_prefix_caching")
     if k.spec_method:
@@ -260,14 +262,11 @@ def _trtllm(la: Launch, res: F.Resolved, k: Knobs) -> None:
         _add(la, res, "pp", k.layout.pp)
     if k.layout.ep > 1:
         _add(la, res, "ep", k.layout.ep)
-    if k.max_num_seqs:
-        _add(la, res, "max_num_seqs", k.max_num_seqs)
-    if k.max_num_batched_tokens:
-        _add(la, res, "max_num_batched_tokens", k.max_num_batched_tokens)
-    if k.max_model_len:
-        _add(la, res, "max_model_len", k.max_model_len)
-    if k.memory_utilization:
-        _add(la, res, "memory_fraction", round(k.memory_utilization, 4))
+    _add_set(
+        la, res, ("max_num_seqs", k.max_num_seqs),
+        ("max_num_batched_tokens", k.max_num_batched_tokens),
+        ("max_model_len", k.max_model_len), ("memory_fraction", _mem(k)),
+    )  # fmt: skip
     _precision(la, res, k)
     extra: dict[str, Any] = {}
     if k.layout.attention_dp > 1:
@@ -309,15 +308,10 @@ def _tgi(la: Launch, res: F.Resolved, k: Knobs) -> None:
         raise PlannerError("tgi: the launcher has no flag for pipeline, expert or attention-DP")
     _add(la, res, "tp", k.layout.tp)
     _precision(la, res, k)
-    kv = _kv_value(k)
-    if kv:
-        _add(la, res, "kv_dtype", kv)
-    if k.max_num_seqs:
-        _add(la, res, "max_num_seqs", k.max_num_seqs)
-    if k.max_num_batched_tokens:
-        _add(la, res, "max_num_batched_tokens", k.max_num_batched_tokens)
-    if k.max_model_len:
-        _add(la, res, "max_model_len", k.max_model_len)
+    _add_set(
+        la, res, ("kv_dtype", _kv_value(k)), ("max_num_seqs", k.max_num_seqs),
+        ("max_num_batched_tokens", k.max_num_batched_tokens), ("max_model_len", k.max_model_len),
+    )  # fmt: skip
     la.comments.append(
         "memory: TGI sizes its KV cache from the memory left after warm-up; no fraction passed"
     )
@@ -350,17 +344,11 @@ def _lmdeploy(la: Launch, res: F.Resolved, k: Knobs) -> None:
     if k.layout.attention_dp > 1:
         _add(la, res, "dp", k.layout.attention_dp)
     _precision(la, res, k)
-    kv = _kv_value(k)
-    if kv:
-        _add(la, res, "kv_dtype", kv)
-    if k.max_num_seqs:
-        _add(la, res, "max_num_seqs", k.max_num_seqs)
-    if k.max_num_batched_tokens:
-        _add(la, res, "max_num_batched_tokens", k.max_num_batched_tokens)
-    if k.max_model_len:
-        _add(la, res, "max_model_len", k.max_model_len)
-    if k.memory_utilization:
-        _add(la, res, "memory_fraction", round(k.memory_utilization, 4))
+    _add_set(
+        la, res, ("kv_dtype", _kv_value(k)), ("max_num_seqs", k.max_num_seqs),
+        ("max_num_batched_tokens", k.max_num_batched_tokens),
+        ("max_model_len", k.max_model_len), ("memory_fraction", _mem(k)),
+    )  # fmt: skip
     if k.prefix_caching:
         _add(la, res, "prefix_caching")
 
