@@ -223,21 +223,19 @@ def cmd_calibrate(args) -> int:
         save_profile(prof, args.output, inputs=[*args.files, *(args.iterations or [])])
     summary = [
         {
-            "node": n.label,
-            "level": n.level,
-            "rows": n.n_rows,
-            "in_sample_mdape_pct": None
-            if n.in_sample_mdape is None
-            else round(100 * n.in_sample_mdape, 1),
-            "mem_eff": n.params.mem_eff,
-            "compute_eff": n.params.compute_eff,
-            "compute_half_tokens": n.params.compute_half_tokens,
-            "attn_eff": n.params.attn_eff,
-            "step_overhead_s": n.params.step_overhead_s,
-            "layer_overhead_s": n.params.layer_overhead_s,
-            "comm_eff": n.params.comm_eff,
-            "sched_overhead_s": n.params.sched_overhead_s,
-            "sched_seq_overhead_s": n.params.sched_seq_overhead_s,
+            **_node_row(
+                n,
+                "mem_eff",
+                "compute_eff",
+                "compute_half_tokens",
+                "attn_eff",
+                "step_overhead_s",
+                "layer_overhead_s",
+                "comm_eff",
+                "sched_overhead_s",
+                "sched_seq_overhead_s",
+                level=True,
+            ),  # fmt: skip
             "serving_terms": "fit on iteration logs" if n.serving_fit else "",
         }
         for n in prof.nodes
@@ -326,17 +324,7 @@ def _calibrate_measurement(args, cat) -> int:
     mine = [n for n in prof.nodes if any(s.startswith("your measurement") for s in n.sources)]
     emit(
         [
-            {
-                "node": n.label,
-                "rows": n.n_rows,
-                "in_sample_mdape_pct": None
-                if n.in_sample_mdape is None
-                else round(100 * n.in_sample_mdape, 1),
-                "mem_eff": n.params.mem_eff,
-                "compute_eff": n.params.compute_eff,
-                "attn_eff": n.params.attn_eff,
-                "sources": "; ".join(n.sources),
-            }
+            {**_node_row(n, "mem_eff", "compute_eff", "attn_eff"), "sources": "; ".join(n.sources)}
             for n in mine
         ],
         args.format,
@@ -463,3 +451,16 @@ def cmd_validate(args) -> int:
             )
     emit(rows, args.format)
     return 0
+
+
+def _node_row(n, *params: str, level: bool = False) -> dict:
+    """One profile node as ``calibrate`` prints it: label (and level), rows, in-sample error
+    [%] and the named efficiency parameters."""
+    mdape = None if n.in_sample_mdape is None else round(100 * n.in_sample_mdape, 1)
+    return {
+        "node": n.label,
+        **({"level": n.level} if level else {}),
+        "rows": n.n_rows,
+        "in_sample_mdape_pct": mdape,
+        **{p: getattr(n.params, p) for p in params},
+    }
