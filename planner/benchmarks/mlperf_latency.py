@@ -268,10 +268,20 @@ def tight_tpot_pooled(records):
     d = records
     if d is None or not len(d):
         return d
+    t = _medians(d, ["mode", "gpu"], rounds=("round", lambda x: ",".join(sorted(set(x)))))
+    t["measured_rank"] = t.groupby("mode")["measured_per_gpu"].rank(ascending=False).astype(int)
+    t["predicted_rank"] = t.groupby("mode")["predicted_per_gpu"].rank(ascending=False).astype(int)
+    return t.round(1)
+
+
+def _medians(d, by: list[str], **first):
+    """Per ``by`` group of records: the ``first`` aggregations, then the systems, the median,
+    min and max of measured and the median of predicted output tok/s per GPU, and the error
+    of the medians [%]."""
     t = (
-        d.groupby(["mode", "gpu"])
+        d.groupby(by)
         .agg(
-            rounds=("round", lambda x: ",".join(sorted(set(x)))),
+            **first,
             systems=("measured", "size"),
             measured_per_gpu=("measured", "median"),
             measured_min=("measured", "min"),
@@ -281,9 +291,7 @@ def tight_tpot_pooled(records):
         .reset_index()
     )
     t["error_pct"] = 100 * (t["predicted_per_gpu"] / t["measured_per_gpu"] - 1)
-    t["measured_rank"] = t.groupby("mode")["measured_per_gpu"].rank(ascending=False).astype(int)
-    t["predicted_rank"] = t.groupby("mode")["predicted_per_gpu"].rank(ascending=False).astype(int)
-    return t.round(1)
+    return t
 
 
 def tight_tpot_rounds(records):
@@ -304,18 +312,7 @@ def tight_tpot_rounds(records):
     if records is None or not len(records):
         return pd.DataFrame(columns=cols)
     d = records.assign(round=records["mode"] + " " + records["round"])
-    t = (
-        d.groupby(["round", "gpu"])
-        .agg(
-            systems=("measured", "size"),
-            measured_per_gpu=("measured", "median"),
-            measured_min=("measured", "min"),
-            measured_max=("measured", "max"),
-            predicted_per_gpu=("predicted", "median"),
-        )
-        .reset_index()
-    )
-    t["error_pct"] = 100 * (t["predicted_per_gpu"] / t["measured_per_gpu"] - 1)
+    t = _medians(d, ["round", "gpu"])
     by = t.groupby("round")
     t["measured_rank"] = by["measured_per_gpu"].rank(ascending=False, method="min").astype(int)
     t["predicted_rank"] = by["predicted_per_gpu"].rank(ascending=False, method="min").astype(int)
