@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from ep_accuracy import best_at_levels  # noqa: E402
+from ep_accuracy import _int, best_at_levels  # noqa: E402
 
 from planner.benchmarks.disagg_rows import disagg_layout, is_disagg_row  # noqa: E402
 from planner.benchmarks.io import read_rows  # noqa: E402
@@ -72,14 +72,6 @@ THR, TPOT = "output_tok_s_total", "tpot_ms_median"
 _METRIC_TEXT = re.compile(r"\b[a-z_0-9]+ = [^;]*; ?")
 _LEN = re.compile(r"(?:random_input_len=|nominal input )(\d+)")
 _OLEN = re.compile(r"(?:random_output_len=|nominal input \d+ / output )(\d+)")
-
-
-def _int(v, default: int = 1) -> int:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return default
-    return int(f) if f == f else default
 
 
 def pool_label(p: dict) -> str:
