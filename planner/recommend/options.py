@@ -155,11 +155,6 @@ class Rejection:
             opt.layout,
         )  # fmt: skip
 
-    @property
-    def tp(self) -> int | None:
-        """The rejected option's tensor-parallel size (None for a group)."""
-        return self.layout.tp if self.layout else None
-
     def as_dict(self) -> dict[str, Any]:
         lay = self.layout
         return {
