@@ -131,3 +131,33 @@ def test_busiest_gpu_excess_never_grows_with_ep(a, b, T, imb):
     s0 = _dep(hi)
     m = T * k / hi
     assert s0.routed_tokens_hot(T) - m == pytest.approx(math.sqrt(2 * math.log(hi) * m))
+
+
+def test_recommender_tries_redundant_dep_widths_only_where_they_fit():
+    """DEP24 / DEP48 (InferenceX's GB200 / GB300 decode workers) are tried for DeepSeek-V3's
+    256 experts on an NVL72 domain by the engines with redundant expert slots (256 % 24 = 16,
+    256 % 48 = 16: ceil(256 / 48) = 6 slots per rank), never inside an 8-GPU server, never
+    on an engine without redundant slots, and never wider than the routed experts."""
+    from planner.recommend.options import EP_SIZES_REDUNDANT, dep_sizes, ep_layouts
+
+    m = CAT.model("deepseek-v3")
+    assert EP_SIZES_REDUNDANT == (24, 48)
+    assert dep_sizes(m, "trtllm", 72) == (4, 8, 16, 24, 32, 48, 64)
+    assert dep_sizes(m, "sglang", 8) == (4, 8)
+    assert dep_sizes(m, "lmdeploy", 72) == (4, 8, 16, 32, 64)
+    gb200, b200 = CAT.gpu("nvidia-gb200"), CAT.gpu("nvidia-b200")
+    deps = {ep for ep, dp in ep_layouts(m, gb200, CAT.framework("trtllm")) if dp > 1}
+    assert {24, 48} <= deps
+    assert not {ep for ep, dp in ep_layouts(m, b200, CAT.framework("trtllm")) if ep > 8}
+    small = m.model_copy(update={"num_experts": 16})  # 16 experts: 24 > 16 is never tried
+    assert dep_sizes(small, "trtllm", 72) == (4, 8, 16, 32, 64)
+
+
+def test_recommend_rejects_ep_wider_than_the_experts_by_name():
+    from planner.recommend.options import Option, _ep_problem
+
+    m = CAT.model("deepseek-v3")
+    g, fw, p = CAT.gpu("nvidia-gb200"), CAT.framework("trtllm"), CAT.precision("fp4")
+    stage, why = _ep_problem(m, Option(g, fw, p, None, layout_of(1, 1, 512, 512)), None)
+    assert stage == "ep_experts" and "exceeds the 256 routed experts" in why
+    assert _ep_problem(m, Option(g, fw, p, None, layout_of(1, 1, 48, 48)), None) is None

@@ -29,6 +29,7 @@ import re
 from typing import Any
 
 from planner.catalog.catalog import Catalog
+from planner.catalog.layout import EP_REDUNDANT_FRAMEWORKS
 from planner.errors import PlannerError
 from planner.serving.disagg import Disaggregated, Pool, build_disagg
 from planner.serving.disagg_sizing import size_disagg
@@ -129,9 +130,10 @@ def _pool_pairs(pool: Pool, moe: bool, wider: tuple[int, ...] = ()) -> list[tupl
 
 def _wider_decode(pool: Pool, model: str, catalog: Catalog) -> tuple[int, ...]:
     """Decode widths ``n`` above the option's width that the aggregated search also tries
-    as ``DEP n`` (:data:`planner.recommend.options.EP_SIZES` inside the GPU's scale-up
-    domain, for an engine with attention data-parallel), each dividing the routed experts."""
-    from planner.recommend.options import EP_SIZES, MAX_TP_PER_NODE
+    as ``DEP n`` (:func:`planner.recommend.options.dep_sizes` inside the GPU's scale-up
+    domain, for an engine with attention data-parallel), each dividing the routed experts
+    unless the engine places them on redundant slots."""
+    from planner.recommend.options import MAX_TP_PER_NODE, dep_sizes
 
     m = catalog.model(model)
     fw = catalog.framework(pool.framework) if pool.framework else None
@@ -140,7 +142,10 @@ def _wider_decode(pool: Pool, model: str, catalog: Catalog) -> tuple[int, ...]:
     w = pool.tp * pool.attention_dp
     dom = catalog.gpu(pool.gpu).nvlink_domain_gpus or MAX_TP_PER_NODE
     n_exp = int(m.num_experts or 0)
-    return tuple(n for n in EP_SIZES if w < n <= dom and n_exp and n_exp % n == 0)
+    redundant = fw.id in EP_REDUNDANT_FRAMEWORKS
+    return tuple(
+        n for n in dep_sizes(m, fw.id, dom) if w < n <= n_exp and (redundant or n_exp % n == 0)
+    )
 
 
 def compare_disagg(

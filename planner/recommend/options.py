@@ -55,7 +55,7 @@ from ..catalog import (
     default_kv_precision,
 )
 from ..catalog.compat import framework_gpu_problem
-from ..catalog.layout import Layout, layout_of
+from ..catalog.layout import EP_REDUNDANT_FRAMEWORKS, Layout, layout_of
 from ..catalog.speculative import SpecDecode, published_specs
 from ..errors import PlannerError
 
@@ -72,6 +72,13 @@ PP_WHEN_NEEDED: tuple[int, ...] = (2, 4)
 NOT_SERVING_ENGINES = frozenset({"pytorch", "pytorch-naive"})
 #: expert-parallel / attention-DP widths tried for MoE models (DEPn, TPn EPn)
 EP_SIZES: tuple[int, ...] = (4, 8, 16, 32, 64)
+#: DEP widths that need not divide the routed experts, tried only on engines with redundant
+#: expert slots (``planner.catalog.layout.EP_REDUNDANT_FRAMEWORKS``) inside a scale-up domain
+#: that holds them: the rack-scale decode workers of InferenceX's GB200 / GB300 recipes, DEP48
+#: ("1 decode worker at DEP48", github:SemiAnalysisAI/InferenceX
+#: configs/deprecated/nvidia-1k1k-master.yaml @ 843c6254, 2026-08-21) and DEP24
+#: (benchmarks/multi_node/srt-slurm-recipes/sglang/deepseek-v4/8k1k/disagg-gb300-12p1d-dep4-dep24-18-c3000.yaml)
+EP_SIZES_REDUNDANT: tuple[int, ...] = (24, 48)
 #: engines for which GGUF is not a native datacenter format (``format_native``)
 _GGUF_FOREIGN = frozenset({"vllm", "sglang", "trtllm"})
 
@@ -350,17 +357,32 @@ def ep_layouts(
     dom = getattr(g, "nvlink_domain_gpus", None) or MAX_TP_PER_NODE
     out: list[tuple[int, int]] = [(t, 1) for t in tps if t > 1]
     if fw.attention_dp:
-        out += [(n, n) for n in EP_SIZES if n <= dom]
+        out += [(n, n) for n in dep_sizes(model, fw.id, dom)]
     return out
+
+
+def dep_sizes(model: ModelArch, framework_id: str, domain_gpus: int) -> tuple[int, ...]:
+    """``DEP n`` widths tried for ``model`` on an engine inside a scale-up domain of
+    ``domain_gpus``: :data:`EP_SIZES`, and :data:`EP_SIZES_REDUNDANT` where the engine places
+    experts on redundant slots and ``n`` does not divide the routed experts (a width that
+    divides them is a plain EP width, tried as such when listed), in increasing order."""
+    n_exp = int(model.num_experts or 0)
+    extra = ()
+    if framework_id in EP_REDUNDANT_FRAMEWORKS:
+        extra = tuple(n for n in EP_SIZES_REDUNDANT if n_exp and n_exp % n and n <= n_exp)
+    return tuple(sorted(n for n in (*EP_SIZES, *extra) if n <= domain_gpus))
 
 
 def _ep_problem(model: ModelArch, opt: Option, max_gpus: int | None) -> tuple[str, str] | None:
     n_exp = int(model.num_experts or 0)
     lay = opt.layout
-    if n_exp % lay.ep:
+    if lay.ep > n_exp:
+        return ("ep_experts", f"ep={lay.ep} exceeds the {n_exp} routed experts of {model.id}")
+    if n_exp % lay.ep and opt.framework.id not in EP_REDUNDANT_FRAMEWORKS:
         return (
             "ep_experts",
-            f"ep={lay.ep} does not divide the {n_exp} routed experts of {model.id}",
+            f"ep={lay.ep} does not divide the {n_exp} routed experts of {model.id}, and "
+            f"{opt.framework.id} has no redundant expert slots",
         )
     if lay.tp > 1 and model.num_attention_heads % lay.tp:
         return (
