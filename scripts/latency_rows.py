@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from planner.benchmarks.io import load_measurements
+from planner.benchmarks.scheduler_waits import first_token_wait, trtllm_pytorch_backend
 from planner.benchmarks.schema import cell
 from planner.benchmarks.serving_rows import serving_row_details
 from planner.calibration.bands import metric_class
@@ -37,6 +38,7 @@ from planner.calibration.fit import (
 )
 from planner.calibration.latency_fit import (
     CURRENT_SINCE,
+    fit_grid_value,
     fit_prefill_scales,
     ratio_band,
     scale_for,
@@ -168,7 +170,7 @@ def assign_causes(out: list[dict]) -> None:
         d["cause"] = c
 
 
-def _predict(r, row, profiles, cat, scale):
+def _predict(r, row, profiles, cat, scale, first_token_s=None):
     prof = profiles[r.source]
     try:
         params, prov = (
@@ -180,7 +182,7 @@ def _predict(r, row, profiles, cat, scale):
         return None
     row = {k: ("" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
            for k, v in row.items()}  # fmt: skip
-    d = serving_row_details(row, cat, params, prefill_scale=scale)
+    d = serving_row_details(row, cat, params, prefill_scale=scale, first_token_s=first_token_s)
     v = d.get(r.metric)
     if v is None or not np.isfinite(v) or v <= 0:
         return None
@@ -219,6 +221,10 @@ def _predict(r, row, profiles, cat, scale):
         **_engine_cells(d.get("note", "")),
         "client_detail": _client_detail(row),
         "notes_text": cell(row, "notes"),
+        "first_token_ms": 1e3
+        * first_token_wait(
+            r.framework, cell(row, "framework_version"), cell(row, "notes"), first_token_s
+        ),
     }
 
 
@@ -373,6 +379,37 @@ def _write_section(base, out, cov0, cov1, cat):
     print("wrote the latency section of docs/accuracy.md")
 
 
+#: candidate latencies of trtllm-serve's first-token path (PyTorch backend) [s]
+FIRST_TOKEN_GRID_S = tuple(0.02 * i for i in range(11))
+
+
+def _first_token_loso(keep, recs, profiles, cat) -> dict:
+    """Row id -> trtllm-serve's first-token latency [s] fitted without the row's source
+    (TensorRT-LLM rows on the PyTorch backend: ``trtllm_pytorch_backend``): the grid point
+    whose TTFT predictions of the other sources' such rows have the smallest median |log
+    error| (``fit_grid_value``); a fold with too few rows gets none."""
+    rows = [
+        r for r in keep
+        if r.framework == "trtllm" and metric_class(r.metric) == "ttft"
+        and trtllm_pytorch_backend(cell(recs[r.id], "framework_version"),
+                                   cell(recs[r.id], "notes"))
+    ]  # fmt: skip
+    preds = {}
+    for v in FIRST_TOKEN_GRID_S:
+        preds[v] = []
+        for r in rows:
+            d = _predict(r, recs[r.id], profiles, cat, 1.0, v)
+            if d is not None:
+                preds[v].append(d | {"metric": r.metric})
+    out = {}
+    for src in sorted({r.source for r in keep if r.framework == "trtllm"}):
+        v = fit_grid_value(preds, exclude_source=src)
+        print(f"first-token path without {src}: {v if v is None else f'{v * 1e3:.0f} ms'}")
+        if v:
+            out.update({r.id: v for r in keep if r.source == src})
+    return out
+
+
 _ROW_COLS = ["id", "source", "gpu", "model", "precision", "tp", "isl", "osl", "concurrency",
              "rate", "client", "client_detail", "chunked_prefill", "max_num_batched_tokens",
              "max_num_batched_tokens_from", "max_num_seqs", "max_num_seqs_from", "metric",
@@ -412,6 +449,11 @@ def main(argv=None) -> int:
         help="write the per-row TTFT tables of --engines and the misses by cause (Markdown)",
     )
     ap.add_argument("--engines", default="vllm,trtllm", help="engines of --rows-md")
+    ap.add_argument(
+        "--no-first-token",
+        action="store_true",
+        help="no fitted first-token latency for trtllm-serve's PyTorch backend (the before)",
+    )
     a = ap.parse_args(argv)
     cat = load_catalog()
     df = load_measurements(public_files_default(), cat)
@@ -448,7 +490,8 @@ def main(argv=None) -> int:
         except PlannerError:
             profiles[s] = None
         cache_p.write_bytes(pickle.dumps(profiles))
-    base = [_predict(r, recs[r.id], profiles, cat, 1.0) for r in keep]
+    ft = {} if a.no_first_token else _first_token_loso(keep, recs, profiles, cat)
+    base = [_predict(r, recs[r.id], profiles, cat, 1.0, ft.get(r.id)) for r in keep]
     base = [b for b in base if b is not None]
     ttft = [b for b in base if b["metric_class"] == "ttft"]
     if a.no_scale:
@@ -464,7 +507,7 @@ def main(argv=None) -> int:
                     continue
                 sc, grp = scale_for(scales, b["engine"], b["family"])
                 r = next(x for x in keep if x.id == b["id"] and x.metric == b["metric"])
-                d = b if sc == 1.0 else _predict(r, recs[r.id], profiles, cat, sc)
+                d = b if sc == 1.0 else _predict(r, recs[r.id], profiles, cat, sc, ft.get(r.id))
                 if d is None:
                     continue
                 d["measured_over_unscaled"] = b["measured"] / b["predicted"]
