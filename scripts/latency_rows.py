@@ -413,7 +413,7 @@ def _first_token_loso(keep, recs, profiles, cat) -> dict:
 _ROW_COLS = ["id", "source", "gpu", "model", "precision", "tp", "isl", "osl", "concurrency",
              "rate", "client", "client_detail", "chunked_prefill", "max_num_batched_tokens",
              "max_num_batched_tokens_from", "max_num_seqs", "max_num_seqs_from", "metric",
-             "measured", "predicted", "err_pct", "tpot_ratio_same_run", "cause"]  # fmt: skip
+             "measured", "predicted", "err_pct", "first_token_ms", "tpot_ratio_same_run", "cause"]  # fmt: skip
 
 
 def _rows_md(out: list[dict], engines: list[str]) -> str:
