@@ -9,7 +9,12 @@ Each held-out source's profile is fitted once (the same fit ``planner validate``
 kept in ``--cache`` (a pickle; delete it when the fit changes), so a change of the serving
 model alone re-runs only the simulations. Prints MdAPE / bias by metric class, engine and
 vendor; writes one CSV line per row: measured, predicted, error, source, engine and
-release, vendor, ISL/OSL, concurrency / rate, client and the latency terms applied.
+release, vendor, ISL/OSL, concurrency / rate, client and the latency terms applied, the
+engine flags (chunked prefill, max_num_seqs / max_num_batched_tokens and who set them), the
+client (warm-up, range ratio), the same run's TPOT ratio and a cause per TTFT miss
+(``assign_causes``; ``--rows-md`` writes the per-row tables of ``--engines`` and the misses
+by cause). trtllm-serve's first-token latency (PyTorch backend) is fitted per held-out
+source on the other sources' TTFT rows (``--no-first-token``: without it).
 """
 
 from __future__ import annotations
@@ -349,6 +354,11 @@ def _write_section(base, out, cov0, cov1, cat):
             f"{cov1:.1f}%.",
             "",
             *[x + "\n" for x in parts],
+            "trtllm-serve's first-token path on TensorRT-LLM's PyTorch backend (a latency "
+            "outside the engine loop, 100-120 ms fitted leave-one-source-out on the TTFT of "
+            "the PyTorch-backend rows; `planner.benchmarks.scheduler_waits.first_token_wait`) "
+            "is in both columns.",
+            "",
             f"Engine admission gates the rows' notes state (SGLang scheduler-recv-interval and "
             f"continuous decode steps, TensorRT-LLM batch wait and attention-DP balance; "
             f"`planner.benchmarks.scheduler_waits`) are in both columns. {len(over)} rows are "
