@@ -80,7 +80,8 @@ def _rec(metric_class, measured, predicted, **kw):
 
 
 def test_causes_hand_derived(lr):
-    """The rules, first match wins (thresholds ln 1.25 = 0.223):
+    """The rules, first match wins (thresholds ln 1.25 = 0.223): over capacity, within 25%,
+    old release, offline burst, step time, trtllm-serve, MLPerf harness, unexplained.
 
     * TTFT 100 / 200 = 0.5 with the same run's TPOT 11 / 20 = 0.55: |ln(0.5 / 0.55)| =
       0.095 <= 0.223 and |ln 0.5| = 0.693 > 0.223: a step-time miss;
@@ -88,7 +89,7 @@ def test_causes_hand_derived(lr):
       within 25%: unexplained (SGLang) or trtllm-serve's first-token excess (TRT-LLM closed
       loop served by trtllm-serve);
     * TTFT 90 / 100: |ln 0.9| = 0.105 <= 0.223: within 25%;
-    * dated 2025-03-18 (< 2025-07-01): an old release, whatever the ratios;
+    * dated 2025-03-18 (< 2025-07-01) and 9x off: an old release;
     * over capacity first of all.
     """
     recs = [
@@ -118,7 +119,7 @@ def test_causes_hand_derived(lr):
         "b": "unexplained",
         "c": "trtllm-serve first-token excess",
         "d": "within 25%",
-        "e": "release before 2025-07",
+        "e": "release before 2025-07 or undated",
         "f": "over capacity",
         "g": "offline burst (queue behind prompts)",
         "h": "MLPerf harness",
