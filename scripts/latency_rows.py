@@ -4,6 +4,10 @@ Interactive throughput), predicted leave-one-source-out by the serving simulator
 Usage::
 
     PYTHONPATH=$PWD python scripts/latency_rows.py [-o docs/latency_rows.csv] [--cache F]
+    # planner's serving model (no prefill scale), per-row tables of vLLM and TensorRT-LLM:
+    PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --rows-md /tmp/rows.md
+    # the same without trtllm-serve's fitted first-token latency (the before):
+    PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --no-first-token
 
 Each held-out source's profile is fitted once (the same fit ``planner validate`` does) and
 kept in ``--cache`` (a pickle; delete it when the fit changes), so a change of the serving

@@ -44,7 +44,7 @@ cannot see: **trtllm-serve on TensorRT-LLM's PyTorch backend delivers the first 
 near-constant time later than the simulated engine** (InferenceX B200 / H200, DeepSeek-R1
 fp4 / fp8, TP4 / TP8, 1.2.0rc6 and 1.3.0rc14: +115 to +140 ms at 1k prompts, at 4 to 64
 clients, with TPOT from 8 to 25 ms). It does not occupy the engine: the same runs' TPOT
-is predicted within 15% without it, and a per-iteration cost of that size (the eager
+is predicted within 11-16% (MdAPE) without it, and a per-iteration cost of that size (the eager
 dispatch of prompt iterations, ``ScheduledRequests.can_run_cuda_graph = not
 self.context_requests`` in tensorrt_llm/_torch/pyexecutor/scheduler.py, tried at 0.25-3 ms
 per layer) would raise TPOT at high concurrency by 10-15 points where it is measured
