@@ -4,19 +4,30 @@ Interactive throughput), predicted leave-one-source-out by the serving simulator
 Usage::
 
     PYTHONPATH=$PWD python scripts/latency_rows.py [-o docs/latency_rows.csv] [--cache F]
+    # planner's serving model (no prefill scale), per-row tables of vLLM and TensorRT-LLM:
+    PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --rows-md /tmp/rows.md
+    # the same without trtllm-serve's fitted first-token latency (the before):
+    PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --no-first-token
 
 Each held-out source's profile is fitted once (the same fit ``planner validate`` does) and
 kept in ``--cache`` (a pickle; delete it when the fit changes), so a change of the serving
 model alone re-runs only the simulations. Prints MdAPE / bias by metric class, engine and
 vendor; writes one CSV line per row: measured, predicted, error, source, engine and
-release, vendor, ISL/OSL, concurrency / rate, client and the latency terms applied.
+release, vendor, ISL/OSL, concurrency / rate, client and the latency terms applied, the
+engine flags (chunked prefill, max_num_seqs / max_num_batched_tokens and who set them), the
+client (warm-up, range ratio), the same run's TPOT ratio and a cause per TTFT miss
+(``assign_causes``; ``--rows-md`` writes the per-row tables of ``--engines`` and the misses
+by cause). trtllm-serve's first-token latency (PyTorch backend) is fitted per held-out
+source on the other sources' TTFT rows (``--no-first-token``: without it).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
 import pickle
+import re
 import sys
 from pathlib import Path
 
@@ -24,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from planner.benchmarks.io import load_measurements
+from planner.benchmarks.scheduler_waits import first_token_wait, trtllm_pytorch_backend
 from planner.benchmarks.schema import cell
 from planner.benchmarks.serving_rows import serving_row_details
 from planner.calibration.bands import metric_class
@@ -33,7 +45,13 @@ from planner.calibration.fit import (
     prepare_rows,
     public_files_default,
 )
-from planner.calibration.latency_fit import fit_prefill_scales, ratio_band, scale_for
+from planner.calibration.latency_fit import (
+    CURRENT_SINCE,
+    fit_grid_value,
+    fit_prefill_scales,
+    ratio_band,
+    scale_for,
+)
 from planner.catalog.catalog import load_catalog
 from planner.catalog.efficiency import PRIOR
 from planner.catalog.latency import latency_family
@@ -50,7 +68,115 @@ def _client(row: dict) -> str:
     return c + (" (random-range-ratio)" if rr else "")
 
 
-def _predict(r, row, profiles, cat, scale):
+_CHUNK_OFF = re.compile(
+    r"chunked[- _]prefill[^;,]{0,6}(?:off|false|disabled)|no-enable-chunked-prefill"
+    r"|enable_chunked_prefill\W{0,3}false",
+    re.I,
+)
+_CHUNK_ON = re.compile(
+    r"chunked[- _]prefill[^;,]{0,4}(?:on|true)\b|--enable[-_]chunked[-_]prefill(?![-_ =]*false)"
+    r"|chunked-prefill-size[ =](\d+)|chunked context",
+    re.I,
+)
+_WARM = re.compile(r"warm-?up of (\d+)|--num-warmups[ =](\d+)|--warmup-requests[ =](\d+)", re.I)
+_RANGE = re.compile(r"range[_ -]ratio[ =]*([0-9.]+)", re.I)
+_SETTING = re.compile(r"(max_num_seqs|max_num_batched_tokens)=(\d+) \(([^)]*)\)")
+
+
+def _chunked(notes: str) -> str:
+    """Chunked prefill as the row's notes state it: 'off', 'on', 'on (size N)' or ''."""
+    if _CHUNK_OFF.search(notes):
+        return "off"
+    m = _CHUNK_ON.search(notes)
+    if m is None:
+        return ""
+    return f"on (size {m.group(1)})" if m.group(1) else "on"
+
+
+def _client_detail(row: dict) -> str:
+    """Warm-up and random-range-ratio of the row's client, as its notes state them."""
+    notes = cell(row, "notes")
+    parts = []
+    w = _WARM.search(notes)
+    parts.append(f"warm-up {next(g for g in w.groups() if g)}" if w else "warm-up unstated")
+    r = _RANGE.search(notes)
+    if r:
+        parts.append(f"range ratio {r.group(1).rstrip('.')}")
+    return ", ".join(parts)
+
+
+def _engine_cells(note: str) -> dict:
+    """max_num_seqs / max_num_batched_tokens the simulation used and who set them (the
+    row or the engine default), read from the simulation's note."""
+    out = {}
+    for k, v, src in _SETTING.findall(note or ""):
+        out[k] = int(v)
+        out[k + "_from"] = "row" if src == "row" else "default"
+    return out
+
+
+#: a TTFT row whose TPOT (same run) is off by a factor within this of its TTFT's is a
+#: step-time miss: the first token waits on the same iterations the TPOT measures
+STEP_TRACK = 1.25
+#: a TTFT miss larger than this factor is "a miss" in the cause table
+MISS = 1.25
+
+
+def _run_key(d: dict) -> tuple:
+    return tuple(str(d.get(k)) for k in ("source", "gpu", "model", "precision", "tp", "mode",
+                                         "isl", "osl", "concurrency", "rate", "release",
+                                         "as_of", "note"))  # fmt: skip
+
+
+def assign_causes(out: list[dict]) -> None:
+    """Label each TTFT row with the cause of its miss (``cause``) and each row with the
+    measured / predicted TPOT of the same run (``tpot_ratio_same_run``).
+
+    Rules, first match wins: the simulated queue grows (over capacity); within
+    :data:`MISS` of the measurement (no miss); a run dated before :data:`CURRENT_SINCE` or
+    undated (an engine release of another season); an offline burst (every request sent
+    at t = 0: TTFT is the queue behind the other prompts, so it carries the step-time
+    error); the same run's TPOT off by the same factor within :data:`STEP_TRACK` (step
+    time, not the first-token path); trtllm-serve closed loop (the ~120 ms first-token
+    excess of InferenceX, where the term is not applied); an MLPerf Server / Interactive
+    harness; else unexplained.
+    """
+    tpot = {}
+    for d in out:
+        if d["metric_class"] == "tpot/itl":
+            tpot.setdefault(_run_key(d), d["measured"] / d["predicted"])
+    for d in out:
+        q = tpot.get(_run_key(d), float("nan"))
+        d["tpot_ratio_same_run"] = q
+        if d["metric_class"] != "ttft":
+            d["cause"] = ""
+            continue
+        r = d["measured"] / d["predicted"]
+        day = str(d.get("as_of") or "")[:10]
+        if d.get("over_capacity"):
+            c = "over capacity"
+        elif abs(math.log(r)) <= math.log(MISS):
+            c = "within 25%"
+        elif not day or day < CURRENT_SINCE.isoformat():
+            c = "release before 2025-07 or undated"
+        elif d["mode"] == "offline":
+            c = "offline burst (queue behind prompts)"
+        elif math.isfinite(q) and abs(math.log(r / q)) <= math.log(STEP_TRACK):
+            c = "step time (TPOT off alike)"
+        elif (
+            d["engine"] == "trtllm"
+            and d["mode"] == "concurrency"
+            and "trtllm-serve" in (d.get("notes_text") or "")
+        ):
+            c = "trtllm-serve first-token excess"
+        elif d["mode"] in ("server", "interactive"):
+            c = "MLPerf harness"
+        else:
+            c = "unexplained"
+        d["cause"] = c
+
+
+def _predict(r, row, profiles, cat, scale, first_token_s=None):
     prof = profiles[r.source]
     try:
         params, prov = (
@@ -62,7 +188,7 @@ def _predict(r, row, profiles, cat, scale):
         return None
     row = {k: ("" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
            for k, v in row.items()}  # fmt: skip
-    d = serving_row_details(row, cat, params, prefill_scale=scale)
+    d = serving_row_details(row, cat, params, prefill_scale=scale, first_token_s=first_token_s)
     v = d.get(r.metric)
     if v is None or not np.isfinite(v) or v <= 0:
         return None
@@ -97,6 +223,14 @@ def _predict(r, row, profiles, cat, scale):
         "queue_growth": d.get("queue_growth", float("nan")),
         "provenance": prov,
         "note": d.get("note", ""),
+        "chunked_prefill": _chunked(cell(row, "notes")),
+        **_engine_cells(d.get("note", "")),
+        "client_detail": _client_detail(row),
+        "notes_text": cell(row, "notes"),
+        "first_token_ms": 1e3
+        * first_token_wait(
+            r.framework, cell(row, "framework_version"), cell(row, "notes"), first_token_s
+        ),
     }
 
 
@@ -221,6 +355,11 @@ def _write_section(base, out, cov0, cov1, cat):
             f"{cov1:.1f}%.",
             "",
             *[x + "\n" for x in parts],
+            "trtllm-serve's first-token path on TensorRT-LLM's PyTorch backend (a latency "
+            "outside the engine loop, 100-120 ms fitted leave-one-source-out on the TTFT of "
+            "the PyTorch-backend rows; `planner.benchmarks.scheduler_waits.first_token_wait`) "
+            "is in both columns.",
+            "",
             f"Engine admission gates the rows' notes state (SGLang scheduler-recv-interval and "
             f"continuous decode steps, TensorRT-LLM batch wait and attention-DP balance; "
             f"`planner.benchmarks.scheduler_waits`) are in both columns. {len(over)} rows are "
@@ -251,6 +390,63 @@ def _write_section(base, out, cov0, cov1, cat):
     print("wrote the latency section of docs/accuracy.md")
 
 
+#: candidate latencies of trtllm-serve's first-token path (PyTorch backend) [s]
+FIRST_TOKEN_GRID_S = tuple(0.02 * i for i in range(11))
+
+
+def _first_token_loso(keep, recs, profiles, cat) -> dict:
+    """Row id -> trtllm-serve's first-token latency [s] fitted without the row's source
+    (TensorRT-LLM rows on the PyTorch backend: ``trtllm_pytorch_backend``): the grid point
+    whose TTFT predictions of the other sources' such rows have the smallest median |log
+    error| (``fit_grid_value``); a fold with too few rows gets none."""
+    rows = [
+        r for r in keep
+        if r.framework == "trtllm" and metric_class(r.metric) == "ttft"
+        and trtllm_pytorch_backend(cell(recs[r.id], "framework_version"),
+                                   cell(recs[r.id], "notes"))
+    ]  # fmt: skip
+    preds = {}
+    for v in FIRST_TOKEN_GRID_S:
+        preds[v] = []
+        for r in rows:
+            d = _predict(r, recs[r.id], profiles, cat, 1.0, v)
+            if d is not None:
+                preds[v].append(d | {"metric": r.metric})
+    out = {}
+    for src in sorted({r.source for r in keep if r.framework == "trtllm"}):
+        v = fit_grid_value(preds, exclude_source=src)
+        print(f"first-token path without {src}: {v if v is None else f'{v * 1e3:.0f} ms'}")
+        if v:
+            out.update({r.id: v for r in keep if r.source == src})
+    return out
+
+
+_ROW_COLS = ["id", "source", "gpu", "model", "precision", "tp", "isl", "osl", "concurrency",
+             "rate", "client", "client_detail", "chunked_prefill", "max_num_batched_tokens",
+             "max_num_batched_tokens_from", "max_num_seqs", "max_num_seqs_from", "metric",
+             "measured", "predicted", "err_pct", "first_token_ms", "tpot_ratio_same_run", "cause"]  # fmt: skip
+
+
+def _rows_md(out: list[dict], engines: list[str]) -> str:
+    """Per-row TTFT tables of ``engines`` and the TTFT misses by cause (every engine)."""
+    o = pd.DataFrame([d for d in out if d["metric_class"] == "ttft"])
+    o["ape"] = o["err_pct"].abs()
+    parts = ["# TTFT rows held out by source (scripts/latency_rows.py --rows-md)", ""]
+    by = o.groupby(["engine", "cause"]).agg(
+        n=("ape", "size"), mdape_pct=("ape", "median"), bias_pct=("err_pct", "median")
+    )
+    parts += ["## TTFT by engine and cause", "", _md(by), ""]
+    by_src = o.groupby(["engine", "source"]).agg(
+        n=("ape", "size"), mdape_pct=("ape", "median"), bias_pct=("err_pct", "median")
+    )
+    parts += ["## TTFT by engine and source", "", _md(by_src), ""]
+    for e in engines:
+        t = o[o["engine"] == e].sort_values(["cause", "source", "id"])
+        cols = [c for c in _ROW_COLS if c in t.columns]
+        parts += [f"## {e}: {len(t)} TTFT rows", "", _md(t[cols].set_index("id")), ""]
+    return "\n".join(parts)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-o", "--output", default="docs/latency_rows.csv")
@@ -258,6 +454,17 @@ def main(argv=None) -> int:
     ap.add_argument("--source", default=None, help="only sources containing this text")
     ap.add_argument("--no-scale", action="store_true", help="prefill scale 1 (the before)")
     ap.add_argument("--write", action="store_true", help="write data/calibration/latency.yaml")
+    ap.add_argument(
+        "--rows-md",
+        default=None,
+        help="write the per-row TTFT tables of --engines and the misses by cause (Markdown)",
+    )
+    ap.add_argument("--engines", default="vllm,trtllm", help="engines of --rows-md")
+    ap.add_argument(
+        "--no-first-token",
+        action="store_true",
+        help="no fitted first-token latency for trtllm-serve's PyTorch backend (the before)",
+    )
     a = ap.parse_args(argv)
     cat = load_catalog()
     df = load_measurements(public_files_default(), cat)
@@ -294,7 +501,8 @@ def main(argv=None) -> int:
         except PlannerError:
             profiles[s] = None
         cache_p.write_bytes(pickle.dumps(profiles))
-    base = [_predict(r, recs[r.id], profiles, cat, 1.0) for r in keep]
+    ft = {} if a.no_first_token else _first_token_loso(keep, recs, profiles, cat)
+    base = [_predict(r, recs[r.id], profiles, cat, 1.0, ft.get(r.id)) for r in keep]
     base = [b for b in base if b is not None]
     ttft = [b for b in base if b["metric_class"] == "ttft"]
     if a.no_scale:
@@ -310,7 +518,7 @@ def main(argv=None) -> int:
                     continue
                 sc, grp = scale_for(scales, b["engine"], b["family"])
                 r = next(x for x in keep if x.id == b["id"] and x.metric == b["metric"])
-                d = b if sc == 1.0 else _predict(r, recs[r.id], profiles, cat, sc)
+                d = b if sc == 1.0 else _predict(r, recs[r.id], profiles, cat, sc, ft.get(r.id))
                 if d is None:
                     continue
                 d["measured_over_unscaled"] = b["measured"] / b["predicted"]
@@ -320,7 +528,11 @@ def main(argv=None) -> int:
         if a.write:
             _write(ttft, out)
             _write_section(base, out, cov0, cov1, cat)
-    o = pd.DataFrame(out).drop(columns=["framework"])
+    assign_causes(out)
+    if a.rows_md:
+        Path(a.rows_md).write_text(_rows_md(out, a.engines.split(",")))
+        print("wrote", a.rows_md)
+    o = pd.DataFrame(out).drop(columns=["framework", "notes_text"])
     o.to_csv(a.output, index=False, float_format="%.4g")
     o["ape"] = o["err_pct"].abs()
     over = o["over_capacity"].astype(bool)

@@ -10,7 +10,11 @@ from typing import Any
 import numpy as np
 
 from planner.benchmarks.random_lengths import random_dataset_lengths
-from planner.benchmarks.scheduler_waits import admission_gate, admission_wait
+from planner.benchmarks.scheduler_waits import (
+    admission_gate,
+    admission_wait,
+    first_token_wait,
+)
 from planner.benchmarks.schema import (
     cell,
     engine_settings,
@@ -244,6 +248,7 @@ def predict_serving_row(
     catalog: Catalog,
     params: EfficiencyParams,
     prefill_scale: float | None = None,
+    first_token_s: float | None = None,
 ) -> tuple[float | None, str]:
     """Predict one serving row of the benchmark schema with the simulator.
 
@@ -253,7 +258,10 @@ def predict_serving_row(
     :data:`SERVING_METRICS`. A multi-GPU row is split into ``n_gpus / (tp * pp)``
     replicas sharing the load evenly; system totals add them up. ``prefill_scale``: the
     simulator's prefill scale (:mod:`planner.catalog.latency`; None: the bundled value of
-    the row's engine and model family).
+    the row's engine and model family). ``first_token_s``: latency of TensorRT-LLM's
+    PyTorch-backend first-token path outside the engine loop [s], added to the TTFT and E2E
+    of the rows that run it (:func:`planner.benchmarks.scheduler_waits.first_token_wait`);
+    None: none.
 
     Returns
     -------
@@ -274,7 +282,7 @@ def predict_serving_row(
     if mode not in SERVING_ROW_MODES:
         return None, f"mode {mode or '(empty)'} not supported by the serving simulator"
     try:
-        out = _serving_row_result(row, catalog, params, prefill_scale)
+        out = _serving_row_result(row, catalog, params, prefill_scale, first_token_s)
     except PlannerError as e:
         return None, str(e)
     if isinstance(out, str):
@@ -293,11 +301,12 @@ def serving_row_details(
     catalog: Catalog,
     params: EfficiencyParams,
     prefill_scale: float | None = None,
+    first_token_s: float | None = None,
 ) -> dict[str, Any]:
     """Every metric of the simulation behind a serving row, plus ``note`` (how it was run)
-    or ``reason`` (why it cannot be)."""
+    or ``reason`` (why it cannot be); arguments as :func:`predict_serving_row`."""
     try:
-        out = _serving_row_result(row, catalog, params, prefill_scale)
+        out = _serving_row_result(row, catalog, params, prefill_scale, first_token_s)
     except PlannerError as e:
         return {"reason": str(e)}
     if isinstance(out, str):
@@ -310,7 +319,11 @@ def serving_row_details(
 
 
 def _serving_row_result(
-    row: dict[str, Any], cat: Catalog, params: EfficiencyParams, scale: float | None = None
+    row: dict[str, Any],
+    cat: Catalog,
+    params: EfficiencyParams,
+    scale: float | None = None,
+    first_token_s: float | None = None,
 ) -> dict[str, Any] | str:
     mode = cell(row, "mode")
     hw = cell(row, "hardware")
@@ -343,7 +356,9 @@ def _serving_row_result(
     m = cat.model_ref(model_key, cell(row, "_dir") or None)
     if scale is None:
         scale = prefill_scale(fw_id, latency_family(m)) if APPLY_PREFILL_SCALE else 1.0
+    ft_s = first_token_wait(fw_id, cell(row, "framework_version"), notes, first_token_s)
     key = (
+        ft_s,
         scale,
         admission_gate(notes),
         hw,
@@ -583,6 +598,13 @@ def _serving_row_result(
         )
     if scale != 1.0:
         out["_note"] += f"; prefill scale {scale:.3g}"
+    if ft_s > 0 and mode not in ("static_batch", "single_stream"):
+        # trtllm-serve's first-token path (PyTorch backend): outside the engine loop
+        for m_ in ("ttft_ms_mean", "ttft_ms_median", "ttft_ms_p99"):
+            out[m_] += ft_s * 1000.0
+        for m_ in ("e2e_ms_mean", "e2e_ms_median", "e2e_ms_p99"):
+            out[m_] += ft_s * 1000.0
+        out["_note"] += f"; first-token path + {ft_s * 1e3:.3g} ms (trtllm-serve, PyTorch backend)"
     if rep.params_source != "prior":
         out["_note"] += f"; params {rep.params_source}"
     if len(_ROW_CACHE) >= _ROW_CACHE_MAX:  # a file of a million distinct rows: memory stays flat

@@ -126,3 +126,51 @@ def ratio_band(
     if len(x) < 5:
         return None
     return float(np.quantile(x, lo_q)), float(np.quantile(x, hi_q))
+
+
+def fit_grid_value(
+    predictions: Mapping[float, Iterable[Mapping[str, Any]]],
+    exclude_source: str | None = None,
+    min_rows: int = MIN_ROWS,
+    min_sources: int = MIN_SOURCES,
+    since: _dt.date | None = CURRENT_SINCE,
+) -> float | None:
+    """The candidate value of one latency parameter whose predictions fit best.
+
+    Parameters
+    ----------
+    predictions : candidate value -> the rows predicted with it: mappings with ``source``,
+        ``measured``, ``predicted`` (same unit) and ``as_of``; every candidate holds the
+        same rows (a row one candidate cannot predict is left out of all)
+    exclude_source : a source left out (the held-out fold of leave-one-source-out)
+    since : only rows dated on or after it count (None: every row)
+
+    Returns
+    -------
+    The candidate with the smallest median |ln(measured / predicted)| over the rows left
+    (ties: the smallest candidate), or None when fewer than ``min_rows`` rows from
+    ``min_sources`` sources are left.
+    """
+    keyed: dict[float, dict[tuple[str, str], float]] = {}
+    sources: dict[tuple[str, str], str] = {}
+    for v, recs in predictions.items():
+        k: dict[tuple[str, str], float] = {}
+        for r in recs:
+            if exclude_source is not None and r["source"] == exclude_source:
+                continue
+            if since is not None and ((d := _date(r.get("as_of"))) is None or d < since):
+                continue
+            m, p = float(r["measured"]), float(r["predicted"])
+            if not (m > 0 and p > 0 and math.isfinite(m) and math.isfinite(p)):
+                continue
+            key = (str(r["source"]), str(r.get("id", "")) + "|" + str(r.get("metric", "")))
+            k[key] = abs(math.log(m / p))
+            sources[key] = str(r["source"])
+        keyed[float(v)] = k
+    if not keyed:
+        return None
+    common = set.intersection(*(set(k) for k in keyed.values()))
+    if len(common) < min_rows or len({sources[c] for c in common}) < min_sources:
+        return None
+    score = {v: float(np.median([k[c] for c in common])) for v, k in keyed.items()}
+    return min(score, key=lambda v: (score[v], v))
