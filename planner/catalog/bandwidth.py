@@ -1,20 +1,23 @@
 """Streaming HBM bandwidth of a GPU from its micro-benchmarks, and the transfer of a fitted
-memory efficiency to a sibling GPU (:func:`transfer_mem_eff`).
+weight-read efficiency to a sibling GPU (:func:`transfer_mem_eff`).
 
 A weight read of ``S`` bytes by one matrix-vector kernel takes ``t0 + S / stream`` on the
 micro-benchmarks (``data/benchmarks/*_micro.csv``, ``bench/pytorch_ref.py``: bf16
-``F.linear`` of one row over weights of 34 MB to 1 GB): on the H200, ``t0`` = 5.2 us and
-``stream`` = 4.47 TB/s (0.93 of the datasheet's 4.8), so a 34 MB kernel reaches only 2.6 TB/s.
-The ramp and tail of each kernel (``t0``) is time of the SMs, not of the memory: it does not
-shrink with more bandwidth.
+``F.linear`` of one row over nine weight shapes of 34 MB to 1 GB, least squares): on the
+H200, ``t0`` = 5.2 us and ``stream`` = 4.47 TB/s (0.931 of the datasheet's 4.8), so a 34 MB
+kernel reaches only 2.6 TB/s; on the H100, 3.1 us and 3.03 TB/s (0.905 of 3.35). The ramp
+and tail of each kernel (``t0``) does not shrink with more bandwidth.
 
-A fitted ``mem_eff`` (achieved / datasheet bandwidth of the decode GEMMs, fitted on one GPU)
-holds both. The part of its time per byte above the streaming rate is that latency; a
-transfer keeps it in seconds per byte and scales only the streaming part with the target's
-own bandwidth (:func:`transfer_mem_eff`). Scaling the whole efficiency with the datasheet
-(the rule before) made the H100 (3.35 TB/s) read weights 1.43x slower than the H200, where
-the reference engine's decode iterations took 1.10-1.25x longer (issue 32; the H100 logs are
-held out, ``docs/accuracy.md`` "h100-transfer").
+A fitted ``mem_eff`` (achieved / datasheet bandwidth of the GEMMs, fitted on one GPU) holds
+both. A transfer splits the donor's time per byte into its streaming part and the rest
+(latency), scales the first with the target's streaming bandwidth and the second with the
+ratio of the two ``t0`` (1 when the target has no micro-benchmarks: one architecture, the
+same SMs), :func:`transfer_mem_eff`. Scaling the whole efficiency with the datasheet (the
+rule before) made the H100 read weights 1.43x slower than the H200; on the micro-benchmarks
+an 8B model's four GEMVs per layer take 1.32x longer, and the reference engine's graph decode
+iterations 1.10-1.25x (issue 32; the H100 serving logs are held out, ``docs/accuracy.md``
+"h100-transfer"). KV reads (``kv_mem_eff``) are other kernels: they still transfer as a
+fraction of the datasheet.
 """
 
 from __future__ import annotations
@@ -106,41 +109,54 @@ def stream_fits(directory: Path = MICRO_DIR) -> dict[str, StreamFit]:
     return fits
 
 
+def stream_fit(gpu, directory: Path = MICRO_DIR) -> StreamFit | None:
+    """``gpu``'s (a catalog record) :class:`StreamFit`, None when no micro-benchmark measures
+    it or its datasheet gives no bandwidth."""
+    f = stream_fits(directory).get(gpu.id)
+    return f if f is not None and gpu.mem_bw_gbs else None
+
+
 def stream_eff(gpu, directory: Path = MICRO_DIR) -> float | None:
     """Streaming bandwidth / datasheet bandwidth of ``gpu`` (a catalog record), None when no
     micro-benchmark measures it."""
-    f = stream_fits(directory).get(gpu.id)
-    if f is None or not gpu.mem_bw_gbs:
-        return None
-    return min(1.0, f.stream_bytes_s / (gpu.mem_bw_gbs * 1e9))
+    f = stream_fit(gpu, directory)
+    return None if f is None else min(1.0, f.stream_bytes_s / (gpu.mem_bw_gbs * 1e9))
 
 
 def transfer_mem_eff(
-    eff: float, donor_bw: float, target_bw: float, stream_donor: float, stream_target: float
+    eff: float,
+    donor_bw: float,
+    target_bw: float,
+    stream_donor: float,
+    stream_target: float,
+    latency_ratio: float = 1.0,
 ) -> float:
     """A memory efficiency fitted on the donor GPU, moved to the target GPU.
 
     The donor's time per byte, ``1 / (eff x donor_bw)``, is a streaming part
     ``1 / (stream_donor x donor_bw)`` that scales with the bandwidth and the rest, per-kernel
-    latency (:mod:`module docstring <planner.catalog.bandwidth>`), which does not::
+    latency (module docstring), which scales with the per-kernel time ``t0`` instead::
 
-        1 / eff_target = 1 / stream_target + (target_bw / donor_bw) x max(0, 1 / eff - 1 / stream_donor)
+        latency        = max(0, 1 / eff - 1 / stream_donor)       [per byte, x 1 / donor_bw]
+        1 / eff_target = 1 / stream_target + latency_ratio x (target_bw / donor_bw) x latency
 
-    (with ``1 / stream_target`` scaled by ``stream_donor x eff`` when ``eff`` is above the
-    donor's streaming rate: then all of it streams). Equal bandwidths and equal streaming
-    rates return ``eff``; the target's time per byte, ``streaming / target_bw + latency /
-    donor_bw``, falls as its bandwidth grows.
+    (when ``eff`` is at or above the donor's streaming rate, all of it streams: ``1 / eff x
+    stream_donor / stream_target``). Equal bandwidths, streaming rates and latencies return
+    ``eff``; the target's time per byte, ``1 / (stream_target x target_bw) + latency_ratio x
+    latency / donor_bw``, falls as its bandwidth grows.
 
     Parameters
     ----------
     eff : the donor's fitted efficiency (achieved / datasheet bandwidth) [1]
     donor_bw, target_bw : the two datasheet bandwidths [B/s or GB/s, the same unit]
     stream_donor, stream_target : streaming / datasheet bandwidth of each GPU [1]
+    latency_ratio : the target's per-kernel time ``t0`` over the donor's [1]; 1 when either
+        is unmeasured (one architecture: the same SMs issue the reads)
     """
-    if not (0 < eff <= 1 and donor_bw > 0 and target_bw > 0):
+    if not (0 < eff <= 1 and donor_bw > 0 and target_bw > 0 and latency_ratio >= 0):
         raise PlannerError(
-            f"transfer_mem_eff needs 0 < eff <= 1 and positive bandwidths, got {eff!r}, "
-            f"{donor_bw!r}, {target_bw!r}"
+            f"transfer_mem_eff needs 0 < eff <= 1, positive bandwidths and a latency ratio "
+            f">= 0, got {eff!r}, {donor_bw!r}, {target_bw!r}, {latency_ratio!r}"
         )
     if not (0 < stream_donor <= 1 and 0 < stream_target <= 1):
         raise PlannerError(
@@ -148,22 +164,22 @@ def transfer_mem_eff(
         )
     latency = max(0.0, 1.0 / eff - 1.0 / stream_donor)  # [1 / donor_bw per byte]
     streaming = (1.0 / eff - latency) * stream_donor / stream_target  # [1 / target_bw per byte]
-    return float(min(1.0, 1.0 / (streaming + target_bw / donor_bw * latency)))
+    return float(min(1.0, 1.0 / (streaming + latency_ratio * target_bw / donor_bw * latency)))
 
 
 def transfer_params(params, donor, target, directory: Path = MICRO_DIR):
     """``params`` fitted on the ``donor`` GPU (a catalog record), for the ``target``: the
-    weight-read and KV-read efficiencies through :func:`transfer_mem_eff`, with each GPU's
-    streaming rate from its micro-benchmarks (the target without any: the donor's, as one
-    architecture shares the SMs that issue the reads). Unchanged when the donor has no
-    micro-benchmarks (then the efficiencies transfer as fractions of the datasheet) or a
-    bandwidth is unknown."""
-    sd = stream_eff(donor, directory)
-    if sd is None or not target.mem_bw_gbs or donor.id == target.id:
+    weight-read efficiency (``mem_eff``) through :func:`transfer_mem_eff`, with each GPU's
+    streaming rate and per-kernel time from its micro-benchmarks (a target without any takes
+    the donor's: one architecture, the same SMs issue the reads). Unchanged when the donor has
+    no micro-benchmarks (then the efficiencies transfer as fractions of the datasheet) or the
+    target's bandwidth is unknown."""
+    fd = stream_fit(donor, directory)
+    if fd is None or not target.mem_bw_gbs or donor.id == target.id:
         return params
-    st = stream_eff(target, directory) or sd
+    sd = stream_eff(donor, directory)
+    ft = stream_fit(target, directory)
+    st = stream_eff(target, directory) if ft is not None else sd
+    lat = ft.t0_s / fd.t0_s if ft is not None and fd.t0_s > 0 else 1.0
     bw = (donor.mem_bw_gbs, target.mem_bw_gbs)
-    return params.with_(
-        mem_eff=round(transfer_mem_eff(params.mem_eff, *bw, sd, st), 5),
-        kv_mem_eff=round(transfer_mem_eff(params.kv_mem_eff, *bw, sd, st), 5),
-    )
+    return params.with_(mem_eff=round(transfer_mem_eff(params.mem_eff, *bw, sd, st, lat), 5))
