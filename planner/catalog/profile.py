@@ -30,6 +30,7 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
+from planner.catalog.bandwidth import transfer_params
 from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.records import Frozen, field_error
@@ -318,7 +319,7 @@ def resolve_params(
         sib = nearest_sibling(prof, cat, g.id, fw, prec, family)
         if sib is not None:
             rows = _rows(sib) + ("; serving terms fit on iteration logs" if sib.serving_fit else "")
-            return sib.params, (
+            return transfer_params(sib.params, cat.gpu(sib.gpu), g), (
                 f"transferred from {sib.framework}/{sib.gpu}/{sib.precision}, nearest "
                 f"{g.arch} sibling ({rows})"
             )

@@ -1,0 +1,185 @@
+"""Streaming HBM bandwidth of a GPU from its micro-benchmarks, and the transfer of a fitted
+weight-read efficiency to a sibling GPU (:func:`transfer_mem_eff`).
+
+A weight read of ``S`` bytes by one matrix-vector kernel takes ``t0 + S / stream`` on the
+micro-benchmarks (``data/benchmarks/*_micro.csv``, ``bench/pytorch_ref.py``: bf16
+``F.linear`` of one row over nine weight shapes of 34 MB to 1 GB, least squares): on the
+H200, ``t0`` = 5.2 us and ``stream`` = 4.47 TB/s (0.931 of the datasheet's 4.8), so a 34 MB
+kernel reaches only 2.6 TB/s; on the H100, 3.1 us and 3.03 TB/s (0.905 of 3.35). The ramp
+and tail of each kernel (``t0``) does not shrink with more bandwidth.
+
+A fitted ``mem_eff`` (achieved / datasheet bandwidth of the GEMMs, fitted on one GPU) holds
+both. A transfer splits the donor's time per byte into its streaming part and the rest
+(latency), scales the first with the target's streaming bandwidth and the second with the
+ratio of the two ``t0`` (1 when the target has no micro-benchmarks: one architecture, the
+same SMs), :func:`transfer_mem_eff`. Scaling the whole efficiency with the datasheet (the
+rule before) made the H100 read weights 1.43x slower than the H200; on the micro-benchmarks
+an 8B model's four GEMVs per layer take 1.32x longer, and the reference engine's graph decode
+iterations 1.10-1.25x (issue 32; the H100 serving logs are held out, ``docs/accuracy.md``
+"h100-transfer"). KV reads (``kv_mem_eff``) are other kernels: they still transfer as a
+fraction of the datasheet.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from planner.catalog.catalog import DATA_DIR
+from planner.errors import PlannerError
+
+MICRO_DIR = DATA_DIR / "benchmarks"
+#: a micro-benchmark file needs this many GEMV shapes for a fit of t0 and the stream rate
+MIN_SHAPES = 3
+#: the rows that measure a weight read: bf16 GEMM of one row (a decode step's GEMV)
+GEMV_ROWS = 1
+
+
+@dataclass(frozen=True)
+class StreamFit:
+    """``t = t0_s + bytes / stream_bytes_s`` over one GPU's GEMV micro-benchmarks (least
+    squares over the shapes)."""
+
+    gpu: str
+    t0_s: float  # per-kernel time that does not scale with bandwidth [s]
+    stream_bytes_s: float  # achieved bandwidth of a long read [B/s]
+    n_shapes: int
+    source: str  # the file and the command that wrote it
+
+
+def fit_stream(sizes_bytes, times_s) -> tuple[float, float]:
+    """(t0 [s], stream [B/s]) of ``t = t0 + S / stream`` by least squares.
+
+    Parameters
+    ----------
+    sizes_bytes : bytes read by each kernel [B]
+    times_s : their median times [s]
+    """
+    n = len(sizes_bytes)
+    if n < 2 or len(times_s) != n:
+        raise PlannerError(f"a stream fit needs two or more (bytes, time) pairs, got {n}")
+    mx = sum(sizes_bytes) / n
+    my = sum(times_s) / n
+    sxx = sum((x - mx) ** 2 for x in sizes_bytes)
+    if sxx <= 0:
+        raise PlannerError("a stream fit needs kernels of different sizes")
+    slope = sum((x - mx) * (y - my) for x, y in zip(sizes_bytes, times_s, strict=True)) / sxx
+    if not slope > 0:
+        raise PlannerError("the GEMV times do not grow with their size: no stream rate")
+    return my - slope * mx, 1.0 / slope
+
+
+def _read(path: Path) -> list[StreamFit]:
+    rows: dict[str, tuple[list[float], list[float], str]] = {}
+    try:
+        with path.open(encoding="utf-8", newline="") as f:
+            for r in csv.DictReader(f):
+                if r.get("bench") != "gemm" or r.get("dtype") != "bf16":
+                    continue
+                try:
+                    m, n, k, t = (float(r[c]) for c in ("m", "n", "k", "median_s"))
+                except (KeyError, TypeError, ValueError):
+                    continue
+                if m != GEMV_ROWS or not (t > 0 and n > 0 and k > 0):
+                    continue
+                gpu = (r.get("hardware") or "").strip()
+                s, ts, src = rows.setdefault(gpu, ([], [], f"{path.name}: {r.get('command', '')}"))
+                s.append(2.0 * n * k)
+                ts.append(t)
+    except OSError as e:
+        raise PlannerError(f"{path}: cannot read the micro-benchmarks ({e})") from None
+    out = []
+    for gpu, (s, ts, src) in sorted(rows.items()):
+        if gpu and len(s) >= MIN_SHAPES:
+            t0, bw = fit_stream(s, ts)
+            out.append(StreamFit(gpu, max(t0, 0.0), bw, len(s), src))
+    return out
+
+
+@lru_cache(maxsize=4)
+def stream_fits(directory: Path = MICRO_DIR) -> dict[str, StreamFit]:
+    """GPU id -> its :class:`StreamFit`, from every ``*_micro.csv`` under ``directory``
+    (the first file, by name, that measures a GPU)."""
+    fits: dict[str, StreamFit] = {}
+    for p in sorted(Path(directory).glob("*_micro.csv")):
+        for f in _read(p):
+            fits.setdefault(f.gpu, f)
+    return fits
+
+
+def stream_fit(gpu, directory: Path = MICRO_DIR) -> StreamFit | None:
+    """``gpu``'s (a catalog record) :class:`StreamFit`, None when no micro-benchmark measures
+    it or its datasheet gives no bandwidth."""
+    f = stream_fits(directory).get(gpu.id)
+    return f if f is not None and gpu.mem_bw_gbs else None
+
+
+def stream_eff(gpu, directory: Path = MICRO_DIR) -> float | None:
+    """Streaming bandwidth / datasheet bandwidth of ``gpu`` (a catalog record), None when no
+    micro-benchmark measures it."""
+    f = stream_fit(gpu, directory)
+    return None if f is None else min(1.0, f.stream_bytes_s / (gpu.mem_bw_gbs * 1e9))
+
+
+def transfer_mem_eff(
+    eff: float,
+    donor_bw: float,
+    target_bw: float,
+    stream_donor: float,
+    stream_target: float,
+    latency_ratio: float = 1.0,
+) -> float:
+    """A memory efficiency fitted on the donor GPU, moved to the target GPU.
+
+    The donor's time per byte, ``1 / (eff x donor_bw)``, is a streaming part
+    ``1 / (stream_donor x donor_bw)`` that scales with the bandwidth and the rest, per-kernel
+    latency (module docstring), which scales with the per-kernel time ``t0`` instead::
+
+        latency        = max(0, 1 / eff - 1 / stream_donor)       [per byte, x 1 / donor_bw]
+        1 / eff_target = 1 / stream_target + latency_ratio x (target_bw / donor_bw) x latency
+
+    (when ``eff`` is at or above the donor's streaming rate, all of it streams: ``1 / eff x
+    stream_donor / stream_target``). Equal bandwidths, streaming rates and latencies return
+    ``eff``; the target's time per byte, ``1 / (stream_target x target_bw) + latency_ratio x
+    latency / donor_bw``, falls as its bandwidth grows.
+
+    Parameters
+    ----------
+    eff : the donor's fitted efficiency (achieved / datasheet bandwidth) [1]
+    donor_bw, target_bw : the two datasheet bandwidths [B/s or GB/s, the same unit]
+    stream_donor, stream_target : streaming / datasheet bandwidth of each GPU [1]
+    latency_ratio : the target's per-kernel time ``t0`` over the donor's [1]; 1 when either
+        is unmeasured (one architecture: the same SMs issue the reads)
+    """
+    if not (0 < eff <= 1 and donor_bw > 0 and target_bw > 0 and latency_ratio >= 0):
+        raise PlannerError(
+            f"transfer_mem_eff needs 0 < eff <= 1, positive bandwidths and a latency ratio "
+            f">= 0, got {eff!r}, {donor_bw!r}, {target_bw!r}, {latency_ratio!r}"
+        )
+    if not (0 < stream_donor <= 1 and 0 < stream_target <= 1):
+        raise PlannerError(
+            f"streaming efficiencies must be in (0, 1], got {stream_donor!r}, {stream_target!r}"
+        )
+    latency = max(0.0, 1.0 / eff - 1.0 / stream_donor)  # [1 / donor_bw per byte]
+    streaming = (1.0 / eff - latency) * stream_donor / stream_target  # [1 / target_bw per byte]
+    return float(min(1.0, 1.0 / (streaming + latency_ratio * target_bw / donor_bw * latency)))
+
+
+def transfer_params(params, donor, target, directory: Path = MICRO_DIR):
+    """``params`` fitted on the ``donor`` GPU (a catalog record), for the ``target``: the
+    weight-read efficiency (``mem_eff``) through :func:`transfer_mem_eff`, with each GPU's
+    streaming rate and per-kernel time from its micro-benchmarks (a target without any takes
+    the donor's: one architecture, the same SMs issue the reads). Unchanged when the donor has
+    no micro-benchmarks (then the efficiencies transfer as fractions of the datasheet) or the
+    target's bandwidth is unknown."""
+    fd = stream_fit(donor, directory)
+    if fd is None or not target.mem_bw_gbs or donor.id == target.id:
+        return params
+    sd = stream_eff(donor, directory)
+    ft = stream_fit(target, directory)
+    st = stream_eff(target, directory) if ft is not None else sd
+    lat = ft.t0_s / fd.t0_s if ft is not None and fd.t0_s > 0 else 1.0
+    bw = (donor.mem_bw_gbs, target.mem_bw_gbs)
+    return params.with_(mem_eff=round(transfer_mem_eff(params.mem_eff, *bw, sd, st, lat), 5))

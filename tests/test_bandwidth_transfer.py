@@ -1,0 +1,151 @@
+"""Moving a fitted memory efficiency to a sibling GPU (planner.catalog.bandwidth, issue 32):
+the per-kernel latency of a weight read stays in seconds, only the streaming part scales with
+the target's bandwidth."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import DATA_DIR
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.catalog import load_catalog, resolve_params
+from planner.catalog.bandwidth import (
+    fit_stream,
+    stream_eff,
+    stream_fits,
+    transfer_mem_eff,
+    transfer_params,
+)
+from planner.catalog.profile import load_profile, nearest_sibling
+from planner.engine.step import step_model
+from planner.errors import PlannerError
+
+CAT = load_catalog(DATA_DIR)
+H100, H200 = "nvidia-h100-sxm", "nvidia-h200-sxm"
+
+
+def test_fit_stream_recovers_latency_and_rate():
+    # t = 5 us + S / 4 TB/s at 10, 100 and 1000 MB: 7.5, 30 and 255 us
+    sizes = [10e6, 100e6, 1000e6]
+    times = [7.5e-6, 30e-6, 255e-6]
+    t0, bw = fit_stream(sizes, times)
+    assert t0 == pytest.approx(5e-6, rel=1e-9)
+    assert bw == pytest.approx(4e12, rel=1e-9)
+    with pytest.raises(PlannerError, match="different sizes"):
+        fit_stream([1e6, 1e6], [1e-6, 2e-6])
+
+
+@pytest.mark.parametrize(
+    "gpu, datasheet, lm_head_rate, smallest_s, n_files",
+    [
+        # the 128256 x 4096 lm head (1,050.7 MB) in 241.5 us = 4.35 TB/s; 4096 x 4096 (33.6 MB)
+        # in 12.7 us
+        (H200, 4.8e12, 4.35e12, 12.7e-6, "pytorch_h200_micro.csv"),
+        # the same shapes on the H100: 1,050.7 MB in 352 us = 2.98 TB/s; 33.6 MB in 15.3 us
+        (H100, 3.35e12, 2.98e12, 15.3e-6, "pytorch_h100_micro.csv"),
+    ],
+)
+def test_gemv_micro_benchmarks_give_a_latency_and_a_stream_rate(
+    gpu, datasheet, lm_head_rate, smallest_s, n_files
+):
+    f = stream_fits(DATA_DIR / "benchmarks")[gpu]
+    assert f.n_shapes == 9 and f.source.startswith(n_files) and "pytorch_ref.py" in f.source
+    # t = t0 + S / stream with t0 > 0: the longest read (the lm head) comes closest to the
+    # stream rate from below, and the stream rate stays under the datasheet's
+    assert lm_head_rate < f.stream_bytes_s < datasheet
+    # the smallest kernel leaves t0 <= its time - 33.6 MB / datasheet rate
+    assert 1e-6 < f.t0_s < smallest_s - 33.6e6 / datasheet
+    assert stream_eff(CAT.gpu(gpu), DATA_DIR / "benchmarks") == pytest.approx(
+        f.stream_bytes_s / datasheet
+    )
+
+
+def test_the_h100_kernels_have_less_latency_and_a_lower_stream_fraction():
+    """What moves the transfer: per kernel the H100 spends about 3.1 us, the H200 5.2 us; the
+    H100 streams 0.905 of its datasheet, the H200 0.931 (fits of the two micro files)."""
+    fits = stream_fits(DATA_DIR / "benchmarks")
+    assert fits[H100].t0_s == pytest.approx(3.06e-6, abs=0.1e-6)
+    assert fits[H200].t0_s == pytest.approx(5.18e-6, abs=0.1e-6)
+    assert fits[H100].stream_bytes_s / 3.35e12 == pytest.approx(0.905, abs=0.003)
+    assert fits[H200].stream_bytes_s / 4.8e12 == pytest.approx(0.931, abs=0.003)
+
+
+def test_transfer_mem_eff_by_hand():
+    # donor H200 (4800 GB/s) fitted at 0.843, streaming at 0.931 on both GPUs:
+    # latency = 1/0.843 - 1/0.931 = 1.18624 - 1.07411 = 0.11213 (per byte, in 1/4800 GB/s)
+    # 1/eff_H100 = 1.07411 + 3350/4800 x 0.11213 = 1.07411 + 0.07826 = 1.15237 -> 0.86778
+    assert transfer_mem_eff(0.843, 4800, 3350, 0.931, 0.931) == pytest.approx(0.86778, abs=2e-5)
+    # the other way (H100 donor at 0.843 -> H200): 1.07411 + 4800/3350 x 0.11213 = 1.23477
+    assert transfer_mem_eff(0.843, 3350, 4800, 0.931, 0.931) == pytest.approx(0.80987, abs=2e-5)
+    # equal bandwidths and streaming rates: unchanged
+    assert transfer_mem_eff(0.843, 4800, 4800, 0.931, 0.931) == pytest.approx(0.843)
+    # with the H100's own micro fit (stream 0.905, t0 3.06 / 5.18 us = 0.5907 of the H200's):
+    # streaming = 1.07411 x 0.931 / 0.905 = 1.10497; latency 0.5907 x 0.69792 x 0.11213 = 0.04623
+    # 1/eff_H100 = 1.15120 -> 0.86866
+    got = transfer_mem_eff(0.843, 4800, 3350, 0.931, 0.905, 3.06 / 5.18)
+    assert got == pytest.approx(0.86866, abs=3e-5)
+    # above the streaming rate all of it streams: scaled by the streaming rates, 0.95 x 0.9 / 0.93
+    assert transfer_mem_eff(0.95, 4800, 3350, 0.93, 0.90) == pytest.approx(0.95 * 0.90 / 0.93)
+    with pytest.raises(PlannerError, match="eff"):
+        transfer_mem_eff(0.0, 4800, 3350, 0.9, 0.9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    eff=st.floats(0.2, 1.0),
+    sd=st.floats(0.5, 1.0),
+    stt=st.floats(0.5, 1.0),
+    lat=st.floats(0.0, 3.0),
+    donor=st.floats(500, 10000),
+    lo=st.floats(500, 10000),
+    more=st.floats(1.0, 3.0),
+)
+def test_more_bandwidth_never_slows_a_weight_read(eff, sd, stt, lat, donor, lo, more):
+    """Time per byte on the target, 1 / (eff_target x bandwidth), never grows with its bandwidth."""
+    hi = lo * more
+
+    def t(bw):
+        return 1.0 / (transfer_mem_eff(eff, donor, bw, sd, stt, lat) * bw)
+
+    assert t(hi) <= t(lo) * (1 + 1e-12)
+    assert 0 < transfer_mem_eff(eff, donor, lo, sd, stt, lat) <= 1
+
+
+def test_transferred_decode_never_slows_with_more_bandwidth():
+    """The whole transferred decode step (Llama-3.1-8B, batch 16 at 1,000 tokens of context)
+    on an H100 whose datasheet bandwidth runs from 2 to 8 TB/s."""
+    prof = load_profile()
+    donor = nearest_sibling(prof, CAT, H100, "pytorch", "bf16")
+    assert donor.gpu == H200
+    h200, h100 = CAT.gpu(H200), CAT.gpu(H100)
+    times = []
+    for bw in (2000, 3000, 3350, 4000, 4800, 6000, 8000):
+        g = h100.model_copy(update={"mem_bw_gbs": bw})
+        params = transfer_params(donor.params, h200, g, DATA_DIR / "benchmarks")
+        sm = step_model("llama-3.1-8b", g, "bf16", params=params, catalog=CAT)
+        times.append(sm.step_time(16, 16, 16, 16 * 1000, 16 * 1000))
+    assert all(b <= a for a, b in zip(times, times[1:], strict=False)), times
+
+
+def test_resolve_params_moves_the_h200_fit_to_the_h100_with_its_latency():
+    prof = load_profile()
+    donor = nearest_sibling(prof, CAT, H100, "pytorch", "bf16")
+    assert donor.gpu == H200
+    p, prov = resolve_params(H100, "pytorch", "bf16", catalog=CAT, profile=prof)
+    assert prov.startswith("transferred from pytorch/nvidia-h200-sxm/bf16, nearest hopper")
+    d = DATA_DIR / "benchmarks"
+    s200, s100 = stream_eff(CAT.gpu(H200), d), stream_eff(CAT.gpu(H100), d)
+    lat = stream_fits(d)[H100].t0_s / stream_fits(d)[H200].t0_s
+    want = transfer_mem_eff(donor.params.mem_eff, 4800, 3350, s200, s100, lat)
+    assert p.mem_eff == pytest.approx(want, abs=1e-5)
+    # the H100 reads weights faster than the datasheet fraction of the H200's fit, slower
+    # than its streaming rate
+    assert donor.params.mem_eff < p.mem_eff < s100
+    # the other terms transfer unchanged; the H200's own fit is untouched
+    assert p.layer_overhead_s == donor.params.layer_overhead_s
+    assert p.sched_overhead_s == donor.params.sched_overhead_s
+    own, prov200 = resolve_params(H200, "pytorch", "bf16", catalog=CAT, profile=prof)
+    assert prov200.startswith("fit (") and own.mem_eff == donor.params.mem_eff
+    # KV reads are other kernels than the micro-benchmarks' GEMVs: a datasheet fraction still
+    assert p.kv_mem_eff == donor.params.kv_mem_eff
