@@ -128,7 +128,7 @@ def test_transferred_decode_never_slows_with_more_bandwidth():
     assert all(b <= a for a, b in zip(times, times[1:], strict=False)), times
 
 
-def test_resolve_params_moves_the_h200_fit_to_the_h100_with_its_latency():
+def test_resolve_params_moves_the_h200_fit_to_the_h100_keeping_its_latency():
     prof = load_profile()
     donor = nearest_sibling(prof, CAT, H100, "pytorch", "bf16")
     assert donor.gpu == H200
@@ -136,8 +136,9 @@ def test_resolve_params_moves_the_h200_fit_to_the_h100_with_its_latency():
     assert prov.startswith("transferred from pytorch/nvidia-h200-sxm/bf16, nearest hopper")
     d = DATA_DIR / "benchmarks"
     s200, s100 = stream_eff(CAT.gpu(H200), d), stream_eff(CAT.gpu(H100), d)
-    lat = stream_fits(d)[H100].t0_s / stream_fits(d)[H200].t0_s
-    want = transfer_mem_eff(donor.params.mem_eff, 4800, 3350, s200, s100, lat)
+    # the per-kernel latency is kept in seconds (latency_ratio 1): the two t0 were timed on
+    # different hosts, so their ratio is not a property of the GPUs
+    want = transfer_mem_eff(donor.params.mem_eff, 4800, 3350, s200, s100, 1.0)
     assert p.mem_eff == pytest.approx(want, abs=1e-5)
     # the H100 reads weights faster than the datasheet fraction of the H200's fit, slower
     # than its streaming rate
