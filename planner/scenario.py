@@ -283,6 +283,7 @@ class Scenario(Frozen):
             attention_dp_balance=attention_dp_balance, **(spec or {}),
         )  # fmt: skip
         kw = {**self.serving.kwargs(), **{k: v for k, v in engine.items() if v is not None}}
+        kw.setdefault("release", d.release)  # the first-token path depends on it
         return build_replica(
             self.model,
             d.gpu,

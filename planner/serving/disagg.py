@@ -205,6 +205,8 @@ def build_disagg(
     for name in ("prefill", "decode"):
         p: Pool = getattr(spec, name)
         kw = {**engine}
+        if name == "prefill":  # its first token is the decode pool's to deliver
+            kw["first_token_s"] = 0.0
         for k in ("max_num_seqs", "max_num_batched_tokens"):
             if getattr(p, k) is not None:
                 kw[k] = getattr(p, k)
@@ -458,6 +460,8 @@ def simulate_disagg(d: DisaggReplicas, reqs: Requests) -> SimResult:
                 "decode_kv_blocks_reserved": d.decode.engine.num_blocks - dec.engine.num_blocks,
             }
         },
+        # the front end's first-token path: once, on the decode pool's tokens
+        first_token_offset_s=d.decode.engine.first_token_s,
     )
 
 
