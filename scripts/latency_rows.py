@@ -285,6 +285,10 @@ def _write(ttft, out, first_token=None):
             latency_s=first_token[0],
             n_rows=first_token[1],
             n_sources=first_token[2],
+            source="TTFT of the public serving rows on TensorRT-LLM's PyTorch backend "
+            "(data/benchmarks/public*.csv), predicted without the term (scripts/latency_rows.py "
+            "--write)",
+            as_of=dt.date.today(),
             note=FIRST_TOKEN_NOTE,
         ),
     )
