@@ -300,3 +300,61 @@ def test_first_token_folds_on_records():
     assert first_token_applies(rec, "e2e_ms_p99") is True
     assert first_token_applies({**rec, "mode": "static_batch"}, "ttft_ms_mean") is False
     assert not math.isnan(ft["a"])
+
+
+# --------------------------------------------------------------------------- the CLI
+def _cli(*argv: str) -> dict:
+    import contextlib
+    import io
+    import json
+
+    from planner.cli.main import main as cli_main
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+        rc = cli_main([*argv, "--format", "json"])
+    assert rc == 0, argv
+    return json.loads(buf.getvalue())
+
+
+@pytest.mark.parametrize("fw,expected", [("trtllm", OFFSET_S), ("trtllm@1.0.0", OFFSET_S),
+                                         ("trtllm@0.21.0", 0.0), ("vllm", 0.0)])  # fmt: skip
+def test_estimate_adds_it(fw, expected):
+    """``planner estimate``: TTFT = prefill (batch 1, nothing queued) + the path; E2E too."""
+    d = _cli(
+        "estimate", "--model", "llama-3.1-8b", "--gpu", "nvidia-h100-sxm", "--precision",
+        "bf16", "--framework", fw, "--batch", "1", "--input-len", "1000", "--output-len", "100",
+    )  # fmt: skip
+    assert d["first_token_path_s"] == expected
+    assert d["ttft_s"] == pytest.approx(d["prefill_s"] + expected, abs=1e-12)
+    assert any("first-token path +120 ms" in w for w in d["warnings"]) == bool(expected)
+
+
+SCENARIO = """\
+name: first-token
+model: llama-3.1-8b
+workload:
+  preset: chat
+  traffic: {{mean_rps: 4, peak_rps: 4}}
+slo:
+  ttft: {{max_s: 1.0, percentile: p99}}
+deployment: {{gpu: nvidia-h100-sxm, framework: trtllm, precision: bf16, tp: 1{rel}}}
+"""
+
+
+def test_simulate_follows_the_deployments_release(tmp_path):
+    """The same scenario at the current release and at 0.21.0: the simulated requests and
+    the engine are the same, so the P99 TTFT differs by exactly the 0.12 s path, TPOT not."""
+    out = {}
+    for rel in ("", ", release: 0.21.0"):
+        p = tmp_path / f"s{len(out)}.yaml"
+        p.write_text(SCENARIO.format(rel=rel), encoding="utf-8")
+        out[rel] = _cli("simulate", str(p))
+    new, old = out[""], out[", release: 0.21.0"]
+    assert new["params"] == old["params"]  # the same release node's parameters
+    k = "_at_planned_s"
+    assert new["ttft_p99" + k] == pytest.approx(old["ttft_p99" + k] + OFFSET_S, abs=1e-9)
+    assert new["e2e_p99" + k] == pytest.approx(old["e2e_p99" + k] + OFFSET_S, abs=1e-9)
+    assert new["tpot_p99" + k] == old["tpot_p99" + k]
+    assert "first-token path +120 ms" in "; ".join(new["assumptions"])
+    assert "first-token path" not in "; ".join(old["assumptions"])

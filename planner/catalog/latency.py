@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as _dt
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
@@ -127,11 +128,13 @@ def prefill_scale(framework: str | None, family: str) -> float:
     return 1.0 if terms is None else terms.prefill_scale(framework, family)[0]
 
 
-def first_token_path(framework: str | None, release: str | None = None) -> FirstTokenPath | None:
+def first_token_path(framework: str | None, release: Any = None) -> FirstTokenPath | None:
     """The bundled first-token latency of a deployment of ``framework`` (an id) at
-    ``release`` (None: the current one), or None when it has none: only TensorRT-LLM served
+    ``release`` (a version text or a parsed release; None: the current one), or None when it has none: only TensorRT-LLM served
     by trtllm-serve, whose default backend is PyTorch from ``since_release`` (1.0) on; an
     older release (the TensorRT engine flow) has none."""
+    if release is not None and not isinstance(release, str):  # a parsed EngineRelease
+        release = str(getattr(release, "release", "") or "") or None
     terms = load_latency()
     ft = None if terms is None else terms.trtllm_first_token
     if framework != "trtllm" or ft is None or ft.latency_s <= 0:

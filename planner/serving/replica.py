@@ -134,7 +134,7 @@ def build_replica(
     spec_workload: str | None = None,
     spec_graph_max_seqs: int | None = None,
     prefill_scale: float = 1.0,
-    release: str | None = None,
+    release: Any = None,
     first_token_s: float | None = None,
 ) -> Replica:
     """Resolve a (model, GPU, precision, framework, layout) combination into a :class:`Replica`.
