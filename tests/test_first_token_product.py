@@ -226,16 +226,20 @@ def test_the_verdict_counts_it(trt, trt0):
 
 
 def test_disagg_counts_it_once_on_the_decode_pool(catalog):
-    """A 1P1D TensorRT-LLM group: the prefill pool carries no path (its first token goes to
-    the decode pool), the decode pool does, and the group's TTFT is the engines' + 0.12 s."""
+    """A 1P1D TensorRT-LLM group as the product builds it: the prefill pool carries no path
+    (its first token goes to the decode pool), the decode pool does, and the group's TTFT and
+    E2E are the engines' + 0.12 s; TPOT does not change."""
     pool = Pool(gpu="nvidia-h100-sxm", framework="trtllm")
     spec = Disaggregated(prefill=pool, decode=pool, x=1, y=1)
-    d = build_disagg("llama-3.1-8b", spec, catalog=catalog)
+    d = build_disagg("llama-3.1-8b", spec, catalog=catalog, first_token_s=None)  # the product's
+    rows = build_disagg("llama-3.1-8b", spec, catalog=catalog)  # benchmark rows: their own
+    assert rows.decode.engine.first_token_s == 0.0
     assert d.prefill.engine.first_token_s == 0.0 and d.decode.engine.first_token_s == OFFSET_S
     d0 = dataclasses.replace(d, decode=d.decode.with_engine(first_token_s=0.0))
     reqs = _poisson(4.0, n=200)
     a, b = simulate_disagg(d, reqs), simulate_disagg(d0, reqs)
     np.testing.assert_allclose(a.ttft_s, b.ttft_s + OFFSET_S, atol=1e-12)
+    np.testing.assert_allclose(a.e2e_s, b.e2e_s + OFFSET_S, atol=1e-12)
     np.testing.assert_array_equal(a.tpot_s, b.tpot_s)
 
 
