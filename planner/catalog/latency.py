@@ -8,6 +8,12 @@ DeepSeek-V3, whose prompts run the decompressed multi-head form; else ``moe`` / 
 model's efficiencies from rows whose time is mostly decode; the public serving runs' TTFT
 says how much slower (or faster) their prompts ran than that step model predicts. A
 (framework, family) with no fitted value takes its family's value over all engines, else 1.
+
+``trtllm_first_token`` (:class:`FirstTokenPath`) is the latency of trtllm-serve's first-token
+path on TensorRT-LLM's PyTorch backend (:mod:`planner.benchmarks.scheduler_waits`): outside
+the engine loop, added to every TTFT and E2E of a TensorRT-LLM deployment at a release from
+``since_release`` (1.0, the PyTorch backend by default; :func:`first_token_path`), through
+:attr:`planner.serving.replica.EngineConfig.first_token_s`.
 """
 
 from __future__ import annotations
