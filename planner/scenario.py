@@ -188,6 +188,7 @@ class Scenario(Frozen):
         if spec is None:
             raise PlannerError("the scenario's deployment has no 'disaggregated' section")
         kw = {**self.serving.kwargs(), **{k: v for k, v in engine.items() if v is not None}}
+        kw.setdefault("first_token_s", None)  # the product: the bundled first-token path
         return build_disagg(self.model, spec, catalog=catalog, **kw)
 
     def require_workload(self) -> Workload:
@@ -283,6 +284,7 @@ class Scenario(Frozen):
             attention_dp_balance=attention_dp_balance, **(spec or {}),
         )  # fmt: skip
         kw = {**self.serving.kwargs(), **{k: v for k, v in engine.items() if v is not None}}
+        kw.setdefault("release", d.release)  # the first-token path depends on it
         return build_replica(
             self.model,
             d.gpu,

@@ -104,6 +104,7 @@ def _choose(
                 memory_utilization=util,
                 max_num_seqs=settings.max_num_seqs,
                 max_num_batched_tokens=settings.max_num_batched_tokens,
+                first_token_s=0.0,  # the MLPerf harness: its front end is not trtllm-serve
             )
             if rep.engine.context_limit_tokens < lengths[0] + lengths[1]:
                 why = (

@@ -104,6 +104,7 @@ def scenario_replica(row: dict[str, Any], catalog: Catalog, profile: Profile | N
         max_num_seqs=settings.max_num_seqs or seqs0,
         max_num_batched_tokens=settings.max_num_batched_tokens or btok0,
         prefill_scale=prefill_scale(fw, latency_family(m)) if APPLY_PREFILL_SCALE else 1.0,
+        first_token_s=0.0,  # the MLPerf harness: its front end is not trtllm-serve
     )
     i, o = openorca_lengths()
     wl = Workload(traffic=Traffic(mean_rps=1.0), input_tokens=i, output_tokens=o)

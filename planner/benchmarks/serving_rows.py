@@ -409,6 +409,7 @@ def _serving_row_result(
         max_num_seqs=settings.max_num_seqs or seqs0,
         max_num_batched_tokens=settings.max_num_batched_tokens or btok0,
         prefill_scale=scale,
+        first_token_s=0.0,  # the row's first-token path is added below (first_token_wait)
         **row_spec(row),
     )
     if (isl is not None and osl is not None) or mode in ("static_batch", "single_stream"):

@@ -45,7 +45,7 @@ from planner.calibration.fit import (
     prepare_rows,
     split_public_own,
 )
-from planner.calibration.latency_fit import fit_prefill_scales, scale_for
+from planner.calibration.latency_fit import first_token_folds, fit_prefill_scales, scale_for
 from planner.calibration.release_fit import (
     fit_release_nodes,
     params_for,
@@ -68,9 +68,8 @@ from planner.files import Progress, atomic_write_text
 def serving_predictions(
     df, rows: Sequence[PreparedRow], profile_for, catalog: Catalog, fold_of
 ) -> list[dict[str, Any]]:
-    """Predict serving rows with the simulator, using the fold's profile and the fold's
-    prefill scale (:func:`planner.calibration.latency_fit.fit_prefill_scales` on the TTFT
-    rows of the other folds, predicted first with no scale)."""
+    """Predict serving rows with the fold's profile, prefill scale and trtllm-serve first-token
+    latency (:mod:`planner.calibration.latency_fit`; fitted on the other folds' first pass)."""
     records = {str(r["id"]): r for r in df.to_dict("records")}
     first: list[tuple[PreparedRow, Any, str, Any, float, dict[str, Any]]] = []
     for r in rows:
@@ -99,18 +98,21 @@ def serving_predictions(
     ]  # fmt: skip
     scales: dict[Any, Any] = {}
     out: list[dict[str, Any]] = []
-    for r, params, prov, fold, value, rel in first:
-        if not APPLY_PREFILL_SCALE:
-            out.append({**oos_record(r, float(value), prov, fold), **rel})
-            continue
-        if fold not in scales:
-            scales[fold] = fit_prefill_scales(ttft, exclude_source=fold)
-        sc, group = scale_for(scales[fold], r.framework, fam[r.model])
-        if sc != 1.0:
-            value = _serving_value(records[r.id], catalog, params, sc)
-            if value is None:
-                continue
-            prov = f"{prov}; prefill scale {sc:.3g} ({group})"
+    on_path, ft = first_token_folds(
+        (f, records[r.id], r.metric, r.value, v) for r, _, _, f, v, _ in first
+    )
+    for i, (r, params, prov, fold, value, rel) in enumerate(first):
+        if APPLY_PREFILL_SCALE:
+            if fold not in scales:
+                scales[fold] = fit_prefill_scales(ttft, exclude_source=fold)
+            sc, group = scale_for(scales[fold], r.framework, fam[r.model])
+            if sc != 1.0:
+                value = _serving_value(records[r.id], catalog, params, sc)
+                if value is None:
+                    continue
+                prov = f"{prov}; prefill scale {sc:.3g} ({group})"
+        if i in on_path and fold in ft:  # trtllm-serve's first-token path: outside the loop
+            value, prov = value + 1e3 * ft[fold], f"{prov}; first token + {1e3 * ft[fold]:.0f} ms"
         out.append({**oos_record(r, float(value), prov, fold), **rel})
     return out
 

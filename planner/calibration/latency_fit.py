@@ -174,3 +174,127 @@ def fit_grid_value(
         return None
     score = {v: float(np.median([k[c] for c in common])) for v, k in keyed.items()}
     return min(score, key=lambda v: (score[v], v))
+
+
+#: candidate latencies of trtllm-serve's first-token path (TensorRT-LLM's PyTorch backend,
+#: :func:`planner.benchmarks.scheduler_waits.first_token_wait`) [s]: 0-200 ms by 20 ms
+FIRST_TOKEN_GRID_S = tuple(round(0.02 * i, 2) for i in range(11))
+
+
+def first_token_candidates(
+    records: Iterable[Mapping[str, Any]], grid: Iterable[float] = FIRST_TOKEN_GRID_S
+) -> dict[float, list[dict[str, Any]]]:
+    """:func:`fit_grid_value`'s predictions of the first-token latency, from one pass.
+
+    The latency sits outside the engine loop: it is added to a row's predicted TTFT after
+    the simulation (:func:`planner.benchmarks.serving_rows.predict_serving_row`), so the
+    prediction with a candidate ``v`` is the prediction without it plus ``v``, exactly; no
+    row is simulated again.
+
+    Parameters
+    ----------
+    records : the TTFT rows of the path (TensorRT-LLM on the PyTorch backend), predicted
+        WITHOUT the term: mappings with ``source``, ``measured`` and ``predicted`` [ms],
+        ``as_of``, and ``id`` / ``metric`` (a row's key)
+    grid : candidate latencies [s]
+
+    Returns
+    -------
+    candidate [s] -> the rows with ``predicted`` raised by it [ms]
+    """
+    recs = [dict(r) for r in records]
+    return {
+        float(v): [{**r, "predicted": float(r["predicted"]) + 1e3 * float(v)} for r in recs]
+        for v in grid
+    }
+
+
+def fit_first_token(
+    records: Iterable[Mapping[str, Any]],
+    exclude_source: str | None = None,
+    grid: Iterable[float] = FIRST_TOKEN_GRID_S,
+    since: _dt.date | None = CURRENT_SINCE,
+) -> tuple[float, int, int] | None:
+    """trtllm-serve's first-token latency fitted on TTFT rows predicted without it.
+
+    Parameters
+    ----------
+    records : as :func:`first_token_candidates` (first-pass predictions [ms])
+    exclude_source : a source left out (the held-out fold of leave-one-source-out)
+    grid : candidate latencies [s]
+    since : only rows dated on or after it count
+
+    Returns
+    -------
+    ``(latency [s], rows, sources)`` of :func:`fit_grid_value` on the rows left, or None
+    when too few rows are left (fewer than ``MIN_ROWS`` from ``MIN_SOURCES`` sources).
+    """
+    recs = [
+        r for r in records
+        if (exclude_source is None or r["source"] != exclude_source)
+        and (since is None or ((d := _date(r.get("as_of"))) is not None and d >= since))
+        and float(r["measured"]) > 0 and math.isfinite(float(r["measured"]))
+        and float(r["predicted"]) > 0 and math.isfinite(float(r["predicted"]))
+    ]  # fmt: skip
+    v = fit_grid_value(first_token_candidates(recs, grid), since=None)
+    if v is None:
+        return None
+    return (
+        v,
+        len({(str(r["source"]), str(r.get("id")), str(r.get("metric"))) for r in recs}),
+        len({str(r["source"]) for r in recs}),
+    )
+
+
+def _text(record: Mapping[str, Any], key: str) -> str:
+    v = record.get(key)
+    return "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+
+
+def first_token_applies(record: Mapping[str, Any], metric: str) -> bool:
+    """Whether trtllm-serve's first-token latency is added to ``metric`` of a public row
+    (a data-file record): its TTFT or E2E, on a TensorRT-LLM run on the PyTorch backend
+    (:func:`planner.benchmarks.scheduler_waits.first_token_wait`), not a static batch; as
+    :func:`planner.benchmarks.serving_rows.predict_serving_row` adds it."""
+    from planner.benchmarks.scheduler_waits import first_token_wait
+
+    if not metric.startswith(("ttft_ms_", "e2e_ms_")):
+        return False
+    if _text(record, "mode") in ("static_batch", "single_stream"):
+        return False
+    fw, ver, notes = (_text(record, k) for k in ("framework", "framework_version", "notes"))
+    return first_token_wait(fw, ver, notes, 1.0) > 0
+
+
+def first_token_folds(
+    rows: Iterable[tuple[Any, Mapping[str, Any], str, float, float]],
+) -> tuple[set[int], dict[Any, float]]:
+    """The first-token latency of each leave-one-source-out fold, from one pass.
+
+    Parameters
+    ----------
+    rows : ``(fold, record, metric, measured, predicted)`` per row: the fold (the row's
+        source), its data-file record, the metric and the prediction WITHOUT the latency
+        (same unit as ``measured``, [ms] for TTFT)
+
+    Returns
+    -------
+    ``(on_path, latency)``: the indices of the rows the latency applies to
+    (:func:`first_token_applies`), and fold -> the latency [s] fitted on the TTFT rows of
+    the other folds on that path (:func:`fit_first_token`; folds with too few such rows, or
+    a fitted 0, are absent).
+    """
+    rows = list(rows)
+    on_path = {i for i, (_, rec, metric, *_) in enumerate(rows) if first_token_applies(rec, metric)}
+    ttft = [
+        {"source": f, "measured": m, "predicted": p, "as_of": rec.get("as_of"),
+         "id": rec.get("id"), "metric": metric}
+        for i, (f, rec, metric, m, p) in enumerate(rows)
+        if i in on_path and metric.startswith("ttft_ms_")
+    ]  # fmt: skip
+    out: dict[Any, float] = {}
+    for fold in {rows[i][0] for i in on_path}:
+        fit = fit_first_token(ttft, exclude_source=fold)
+        if fit is not None and fit[0] > 0:
+            out[fold] = fit[0]
+    return on_path, out

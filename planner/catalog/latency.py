@@ -8,6 +8,12 @@ DeepSeek-V3, whose prompts run the decompressed multi-head form; else ``moe`` / 
 model's efficiencies from rows whose time is mostly decode; the public serving runs' TTFT
 says how much slower (or faster) their prompts ran than that step model predicts. A
 (framework, family) with no fitted value takes its family's value over all engines, else 1.
+
+``trtllm_first_token`` (:class:`FirstTokenPath`) is the latency of trtllm-serve's first-token
+path on TensorRT-LLM's PyTorch backend (:mod:`planner.benchmarks.scheduler_waits`): outside
+the engine loop, added to every TTFT and E2E of a TensorRT-LLM deployment at a release from
+``since_release`` (1.0, the PyTorch backend by default; :func:`first_token_path`), through
+:attr:`planner.serving.replica.EngineConfig.first_token_s`.
 """
 
 from __future__ import annotations
@@ -15,11 +21,12 @@ from __future__ import annotations
 import datetime as _dt
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
 from planner.catalog.catalog import DATA_DIR
-from planner.catalog.records import Frozen
+from planner.catalog.records import Frozen, version_tuple
 from planner.errors import PlannerError
 from planner.files import load_yaml
 
@@ -49,6 +56,26 @@ class PrefillScale(Frozen):
     ttft_ratio_p90: float | None = None
 
 
+class FirstTokenPath(Frozen):
+    """trtllm-serve's first-token latency on TensorRT-LLM's PyTorch backend: added to TTFT and
+    E2E, outside the engine loop (:mod:`planner.benchmarks.scheduler_waits`)."""
+
+    latency_s: float = Field(ge=0)
+    source: str = ""
+    as_of: _dt.date | None = None
+    n_rows: int = Field(ge=0)
+    n_sources: int = Field(ge=0)
+    #: the first release whose trtllm-serve runs the PyTorch backend by default
+    since_release: str = "1.0"
+    note: str = ""
+
+    def describe(self) -> str:
+        return (
+            f"trtllm-serve first-token path +{self.latency_s * 1e3:.0f} ms (fitted, "
+            f"{self.n_rows} rows, {self.n_sources} sources)"
+        )
+
+
 class LatencyTerms(Frozen):
     """The file's content: fitted terms with their provenance."""
 
@@ -60,6 +87,8 @@ class LatencyTerms(Frozen):
     #: serving row (each predicted with the scale fitted without its source)
     ttft_ratio_p10: float | None = None
     ttft_ratio_p90: float | None = None
+    #: trtllm-serve's first-token latency (None: not fitted, 0 is used)
+    trtllm_first_token: FirstTokenPath | None = None
 
     def prefill_scale(self, framework: str | None, family: str) -> tuple[float, str]:
         """(scale, provenance) of an engine and model family: the engine's own value, else
@@ -103,3 +132,20 @@ def prefill_scale(framework: str | None, family: str) -> float:
     """The bundled prefill scale of ``framework`` (an id) and :func:`latency_family`."""
     terms = load_latency()
     return 1.0 if terms is None else terms.prefill_scale(framework, family)[0]
+
+
+def first_token_path(framework: str | None, release: Any = None) -> FirstTokenPath | None:
+    """The bundled first-token latency of a deployment of ``framework`` (an id) at
+    ``release`` (a version text or a parsed release; None: the current one), or None when it has none: only TensorRT-LLM served
+    by trtllm-serve, whose default backend is PyTorch from ``since_release`` (1.0) on; an
+    older release (the TensorRT engine flow) has none."""
+    if release is not None and not isinstance(release, str):  # a parsed EngineRelease
+        release = str(getattr(release, "release", "") or "") or None
+    terms = load_latency()
+    ft = None if terms is None else terms.trtllm_first_token
+    if framework != "trtllm" or ft is None or ft.latency_s <= 0:
+        return None
+    v = version_tuple(release) if release else None
+    if v is not None and v < (version_tuple(ft.since_release) or (0, 0, 0)):
+        return None
+    return ft

@@ -68,6 +68,7 @@ def _framework_warnings(fw, gpu, prec) -> list[str]:
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     from planner.catalog import default_kv_precision
+    from planner.catalog.latency import first_token_path
     from planner.catalog.profile import error_band, load_profile, model_family
     from planner.catalog.speculative import spec_decode
     from planner.engine import estimate, step_model
@@ -108,6 +109,10 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     est0 = estimate(sm, args.batch, args.input_len, args.output_len)
     est = per_token(est0, spec, args.batch, args.output_len)
     warnings = _framework_warnings(fw, gpu, prec)
+    path = first_token_path(fw.id, release)  # trtllm-serve's, outside the engine
+    ft_s = path.latency_s if path is not None else 0.0
+    if path is not None:
+        warnings.append(f"TTFT and E2E include the {path.describe()}")
     if not plan.fits:
         warnings.append(plan.reason)
     elif args.batch > plan.max_concurrent_sequences:
@@ -136,9 +141,10 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         "input_len": args.input_len,
         "output_len": args.output_len,
         "prefill_s": est.prefill_s,
-        "ttft_s": est.ttft_s,
+        "ttft_s": est.ttft_s + ft_s,
         "tpot_s": est.tpot_s,
-        "e2e_s": est.e2e_s,
+        "e2e_s": est.e2e_s + ft_s,
+        "first_token_path_s": ft_s,
         "output_tok_s": est.output_tok_s,
         "total_tok_s": est.total_tok_s,
         "output_tok_s_per_gpu": est.output_tok_s / n_gpus,

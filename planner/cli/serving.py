@@ -295,6 +295,7 @@ def _context(args: argparse.Namespace):
         catalog=cat,
         params=params,
         params_source=prov,
+        release=release,
         max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens,
         context_len=args.max_model_len,

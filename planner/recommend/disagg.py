@@ -198,6 +198,7 @@ def compare_disagg(
                     catalog=catalog,
                     where="disaggregated",
                     profile=profile,
+                    first_token_s=None,  # the bundled first-token path (trtllm-serve)
                     **{**engine, **spec_kw},
                 )
                 s = size_disagg(dd, workload, slo, need_rps, n_requests=n_requests, seed=seed)

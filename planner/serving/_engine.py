@@ -14,6 +14,7 @@ from planner.errors import PlannerError, require_positive
 from planner.serving._jit import freeze_long_lived
 from planner.serving.replica import Replica
 from planner.serving.result import SimResult
+from planner.serving.verdict import engine_stop
 from planner.workload.workload import Requests
 
 
@@ -89,6 +90,8 @@ def _run_continuous(
     stats = np.zeros(6, np.int64)
     if stop is None:
         stop = (np.zeros(6), np.zeros(7, np.int64))  # s1 = s0 = 0: no early stop
+    else:  # the rule's thresholds are the client's; the loop counts the engine's times
+        stop = engine_stop(stop, eng.first_token_s)
     args = (
         inp,
         out,
@@ -166,6 +169,7 @@ def _run_continuous(
         truncated=reqs.truncated,
         # events: passes of the event loop (its cost), stop: the early-stop counts
         meta={"events": int(nev), **({"stop": stats} if stop[1][1] > stop[1][0] else {})},
+        first_token_offset_s=eng.first_token_s,
     )
 
 
@@ -367,4 +371,5 @@ def _run_static(replica: Replica, reqs: Requests, concurrency: int | None = None
         mode="static",
         label=replica.label(),
         truncated=reqs.truncated,
+        first_token_offset_s=eng.first_token_s,
     )

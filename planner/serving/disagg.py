@@ -184,9 +184,15 @@ def build_disagg(
     where: str = "deployment.disaggregated",
     profile: Any = None,
     profile_path: Any = None,
+    first_token_s: float | None = 0.0,
     **engine: Any,
 ) -> DisaggReplicas:
     """Build both pools of ``spec`` for ``model``.
+
+    ``first_token_s``: the front end's first-token path of the decode pool, which delivers
+    the first token [s] (None: the bundled fit of its framework,
+    :func:`planner.catalog.latency.first_token_path`, as the product plans; 0 by default:
+    benchmark rows add what their run states). The prefill pool never carries it.
 
     ``engine``: engine overrides for both pools (a pool's own ``max_num_seqs`` /
     ``max_num_batched_tokens`` win). Each pool's efficiency parameters are resolved for its
@@ -205,6 +211,8 @@ def build_disagg(
     for name in ("prefill", "decode"):
         p: Pool = getattr(spec, name)
         kw = {**engine}
+        # the first token reaches the client through the decode pool only
+        kw["first_token_s"] = 0.0 if name == "prefill" else first_token_s
         for k in ("max_num_seqs", "max_num_batched_tokens"):
             if getattr(p, k) is not None:
                 kw[k] = getattr(p, k)
@@ -458,6 +466,8 @@ def simulate_disagg(d: DisaggReplicas, reqs: Requests) -> SimResult:
                 "decode_kv_blocks_reserved": d.decode.engine.num_blocks - dec.engine.num_blocks,
             }
         },
+        # the front end's first-token path: once, on the decode pool's tokens
+        first_token_offset_s=d.decode.engine.first_token_s,
     )
 
 

@@ -38,9 +38,9 @@ from planner.serving.speculative import as_tokens, as_verify_steps
 from planner.serving.steady_state import (
     SteadyStateResult,
     _constants,
+    engine_limits,
     shape_of_requests,
     steady_state,
-    tokens_per_step,
 )
 from planner.serving.verdict import stop_rule
 from planner.serving.zero_load import (  # noqa: F401 - unloaded_latency: re-exported
@@ -282,7 +282,7 @@ class WorkloadCache:
             n: min((tg[n].max_s for tg in tgs if n in tg), default=math.inf)
             for n in ("ttft", "tpot", "e2e")
         }
-        worst["tpot"] *= tokens_per_step(replica)  # x s per token: x AL per speculative step
+        worst = engine_limits(worst, replica)  # TPOT x AL per step; TTFT, E2E - first-token path
         rate = float(
             slo_rate_kernel()(
                 k, dec, budget, lam_sat, t_sat, worst["ttft"], worst["tpot"], worst["e2e"],

@@ -13,6 +13,7 @@ import numpy as np
 
 from planner.catalog.catalog import Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
+from planner.catalog.latency import first_token_path
 from planner.catalog.layout import Layout, check_for_model, check_framework_layout, layout_of
 from planner.catalog.records import Accelerator, Framework, ModelArch, Precision
 from planner.catalog.speculative import SpecDecode, spec_decode
@@ -44,6 +45,11 @@ class EngineConfig:
     #: prefill; :mod:`planner.catalog.latency` holds the fitted values per engine and model
     #: family)
     prefill_scale: float = 1.0
+    #: latency of the serving front end's first-token path outside the engine loop [s]
+    #: (trtllm-serve on the PyTorch backend, :func:`planner.catalog.latency.first_token_path`):
+    #: every request's first and last token reach the client this much later than the engine
+    #: emits them (TTFT and E2E rise by it; TPOT and throughput do not change)
+    first_token_s: float = 0.0
 
     @property
     def kv_capacity_tokens(self) -> int:
@@ -128,6 +134,8 @@ def build_replica(
     spec_workload: str | None = None,
     spec_graph_max_seqs: int | None = None,
     prefill_scale: float = 1.0,
+    release: Any = None,
+    first_token_s: float | None = None,
 ) -> Replica:
     """Resolve a (model, GPU, precision, framework, layout) combination into a :class:`Replica`.
 
@@ -157,6 +165,10 @@ def build_replica(
     prefill_scale : multiplies the prompt chunks' share of each iteration's time in the
         simulator (1: the step model's; :func:`planner.catalog.latency.prefill_scale`
         gives the fitted value of an engine and model family)
+    release : the engine release (None: the current one); read for the first-token path
+    first_token_s : latency of the front end's first-token path added to TTFT and E2E [s]
+        (None: the bundled fit of the framework at ``release``,
+        :func:`planner.catalog.latency.first_token_path`: trtllm-serve >= 1.0, else 0)
 
     Raises
     ------
@@ -174,10 +186,21 @@ def build_replica(
         layout = layout_of(tp, pp, ep, attention_dp)
     tp, pp, dp = layout.tp, layout.pp, layout.attention_dp
     require_positive("prefill_scale", prefill_scale)
+    assumptions: list[str] = []
+    if first_token_s is None:
+        path = first_token_path(fw.id if fw else None, release)
+        first_token_s = path.latency_s if path is not None else 0.0
+        if path is not None:
+            assumptions.append(f"TTFT and E2E include the {path.describe()}")
+    elif first_token_s < 0 or not math.isfinite(first_token_s):
+        raise PlannerError(f"first_token_s must be a finite number >= 0, got {first_token_s!r}")
+    elif first_token_s > 0:
+        assumptions.append(
+            f"TTFT and E2E include a first-token path of +{first_token_s * 1e3:.0f} ms"
+        )
     check_for_model(m, layout)
     if fw is not None:
         check_framework_layout(fw, layout, g)
-    assumptions: list[str] = []
     if params is not None and params.serving_eager_layer_s:
         # a serving loop dispatches its eager iterations at its own host's pace
         params = params.with_(eager_layer_s=params.serving_eager_layer_s)
@@ -283,6 +306,7 @@ def build_replica(
         sched_overhead_s=float(params.sched_overhead_s),
         sched_seq_overhead_s=float(params.sched_seq_overhead_s),
         prefill_scale=float(prefill_scale),
+        first_token_s=float(first_token_s),
     )
     return Replica(
         sm=sm,

@@ -64,6 +64,11 @@ class SimResult:
         (these four come from ``iteration_stats``)
     kv_util_mean, kv_util_max : time-weighted and peak fraction of KV blocks in use
     in_system_area_s : integral over time of the number of requests in the system [req*s]
+    first_token_offset_s : latency of the front end's first-token path outside the engine
+        [s] (:attr:`planner.serving.replica.EngineConfig.first_token_s`): ``first_token_s``
+        and ``finish_s`` are the engine's times; the client receives each request's tokens
+        this much later, so :attr:`ttft_s` and :attr:`e2e_s` include it (TPOT, throughput and
+        the engine statistics do not)
     iteration_stats : ``(itl_values_s, itl_weights, batch_values, batch_weights)``, or a
         function returning them, called on first use: a verdict run (only its per-request
         latencies are read) never pays for them
@@ -88,6 +93,7 @@ class SimResult:
     label: str = ""
     truncated: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
+    first_token_offset_s: float = 0.0
 
     # ---- per iteration
     def _iteration_stats(self) -> tuple[np.ndarray, ...]:
@@ -116,11 +122,11 @@ class SimResult:
     @property
     def ttft_s(self) -> np.ndarray:
         """Time to first token, queueing included [s]."""
-        return self.first_token_s - self.arrival_s
+        return self.first_token_s - self.arrival_s + self.first_token_offset_s
 
     @property
     def e2e_s(self) -> np.ndarray:
-        return self.finish_s - self.arrival_s
+        return self.finish_s - self.arrival_s + self.first_token_offset_s
 
     @property
     def tpot_s(self) -> np.ndarray:

@@ -165,6 +165,18 @@ def tokens_per_step(replica: Replica) -> float:
     return float(spec.acceptance_length) if spec is not None else 1.0
 
 
+def engine_limits(worst: dict[str, float], replica: Replica) -> dict[str, float]:
+    """SLO thresholds [s] (``ttft``, ``tpot``, ``e2e``) in the engine's terms: TPOT's per
+    step (x the tokens per step, :func:`tokens_per_step`), TTFT's and E2E's less the front
+    end's first-token path (``EngineConfig.first_token_s``, added outside the engine)."""
+    off = replica.engine.first_token_s
+    return {
+        "ttft": worst["ttft"] - off,
+        "tpot": worst["tpot"] * tokens_per_step(replica),
+        "e2e": worst["e2e"] - off,
+    }
+
+
 def _constants(replica: Replica, shape: tuple[float, float, float, float]) -> tuple:
     """The constants of :data:`Shape`, the answer's decode iterations and the token budget,
     and the saturation point ``(a_sat, t_sat, lam_sat, limit)`` of ``replica`` for requests
@@ -229,15 +241,16 @@ def steady_state(
         t, a = t_sat, a_sat
     lam_eff = lam if stable else lam_sat
     ttft, e2e = _latencies(t, a, dec, n_pf, budget)
+    off = eng.first_token_s  # the front end's first-token path: the client's TTFT and E2E
     return SteadyStateResult(
         rate_rps=lam,
         stable=stable,
         iteration_s=t,
         decode_batch=a * dec,
         concurrency=lam_eff * e2e,
-        ttft_s=ttft if stable else float("inf"),
+        ttft_s=ttft + off if stable else float("inf"),
         tpot_s=t / tokens_per_step(replica),
-        e2e_s=e2e if stable else float("inf"),
+        e2e_s=e2e + off if stable else float("inf"),
         output_tok_s=lam_eff * O_,
         total_tok_s=lam_eff * (O_ + I_),
         saturation_rps=lam_sat,

@@ -62,6 +62,22 @@ def stop_rule(
     return stop_f, stop_i
 
 
+def engine_stop(
+    stop: tuple[np.ndarray, np.ndarray], first_token_s: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`stop_rule`'s ``(stop_f, stop_i)`` for the event loop of an engine whose front end
+    adds ``first_token_s`` [s] to every TTFT and E2E outside the loop
+    (:attr:`planner.serving.replica.EngineConfig.first_token_s`): the loop sees the engine's
+    times, so its TTFT and E2E thresholds (``stop_f[0, 2, 3, 5]``) are lowered by the
+    offset -- a request is bad for the client (``ttft + first_token_s > t``) exactly when
+    the engine's ``ttft > t - first_token_s``. TPOT's (``stop_f[1, 4]``) do not change."""
+    if not first_token_s:
+        return stop
+    f = np.array(stop[0], np.float64, copy=True)
+    f[[0, 2, 3, 5]] -= first_token_s
+    return f, stop[1]
+
+
 def percentile_over(x: np.ndarray, percentile: float, threshold: float) -> bool:
     """Whether ``np.percentile(x, percentile) > threshold`` (``x`` free of NaN, not empty),
     from counts where they decide it.

@@ -67,6 +67,8 @@ def unloaded_latency(
     )  # numba's objects, loaded by the first call: no collection walks them
     if replica.spec is not None:  # a step gives AL tokens (speculative decoding)
         tpot = tpot / replica.spec.acceptance_length
+    if eng.first_token_s:  # the front end's first-token path (E2E follows from TTFT)
+        ttft = ttft + eng.first_token_s
     if not e2e:
         return {"ttft_s": ttft, "tpot_s": tpot}
     # tpot is NaN for a one-token answer (no decode step) and finite otherwise (the compiled
