@@ -709,8 +709,9 @@ def _as_expert_parallel(plain: StepModel, lay: Layout) -> StepModel:
       too); around each MoE layer the dispatch and combine over the ``width`` GPUs of the
       stage (:func:`planner.engine.adp.dispatch_bytes_per_token`: the all-to-all of the
       routed tokens for attention-DP ranks, else an all-gather and a reduce-scatter of the
-      T hidden vectors); scale-out bandwidth once the replica spans several scale-up domains
-      (:func:`_link_bytes_s`).
+      T hidden vectors; one all-reduce's fixed cost without attention DP,
+      :func:`planner.engine.adp.moe_collectives_per_layer`); scale-out bandwidth once the
+      replica spans several scale-up domains (:func:`_link_bytes_s`).
     """
     m, g = plain.model, plain.gpu
     tp, dp, ep, mtp = lay.tp, lay.attention_dp, lay.ep, lay.moe_split
@@ -729,7 +730,7 @@ def _as_expert_parallel(plain: StepModel, lay: Layout) -> StepModel:
         coll += plain.layers + dense_s
     if w > 1:  # dispatch and combine around each MoE layer (:func:`adp.dispatch_bytes_per_token`)
         comm += adp.dispatch_bytes_per_token(lay, plain.num_experts, plain.top_k, h) * moe_s
-        coll += 2 * moe_s
+        coll += adp.moe_collectives_per_layer(lay) * moe_s
     link = _link_bytes_s(g, lay.num_gpus, max(tp, w))
     return replace(
         plain,
