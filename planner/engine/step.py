@@ -233,16 +233,16 @@ class StepModel:
             self.matmul_flops_per_token * Ta
             + self.lm_head_flops_per_logit / dp * np.asarray(num_logits, float)
         )
-        if self.expert_flops_per_routed_token:
-            mm_flops = mm_flops + self.expert_flops_per_routed_token * self.routed_tokens_hot(T)
         t_gm = (w_bytes + act) / (self.bw_bytes_s * p.mem_eff)
-        eff_c = (
-            p.compute_eff * Ta / (Ta + p.compute_half_tokens * dp)
-            if p.compute_half_tokens
-            else p.compute_eff
-        )
+        eff_c = _ramp(p.compute_eff, Ta, p.compute_half_tokens * dp)
         with np.errstate(divide="ignore", invalid="ignore"):
             t_gc = np.where(T > 0, mm_flops / (self.peak_flops * np.maximum(eff_c, 1e-12)), 0.0)
+            if self.expert_flops_per_routed_token:  # EP: the busiest GPU's expert GEMMs, whose
+                hd = self.routed_tokens_hot(T) * dp  # rows are its routed tokens (ramp on them)
+                e_flops = self.expert_flops_per_routed_token * (hd / dp)
+                eff_e = _ramp(p.compute_eff, hd, p.compute_half_tokens * dp)
+                t_gc = t_gc + np.where(hd > 0, e_flops / (self.peak_flops * eff_e), 0.0)
+                mm_flops = mm_flops + e_flops
         t_gemm = np.maximum(t_gm, t_gc)
         # attention
         kv_tok = self.layers_full * np.asarray(
@@ -353,11 +353,7 @@ class StepModel:
                 continue
             ex = self.expected_experts(n) * d.expert_bytes
             t_gm = (d.weight_bytes + ex + d.act_bytes_per_token * n) / (self.bw_bytes_s * p.mem_eff)
-            eff_c = (
-                p.compute_eff * n / (n + p.compute_half_tokens * self.attention_dp)
-                if p.compute_half_tokens
-                else p.compute_eff
-            )
+            eff_c = _ramp(p.compute_eff, n, p.compute_half_tokens * self.attention_dp)
             with np.errstate(divide="ignore", invalid="ignore"):
                 t_gc = np.where(
                     n > 0,
@@ -528,6 +524,11 @@ class StepModel:
             float(pairs_sw),
             float(pairs_prefix),
         )
+
+
+def _ramp(eff, rows, half):
+    """GEMM efficiency at ``rows`` rows, ``eff x rows / (rows + half)`` (few rows: idle cores)."""
+    return eff * rows / (rows + half) if half else eff
 
 
 def _soft_max(a, b):
