@@ -17,7 +17,7 @@ sequences (prefill chunks and/or one token per decoding sequence). Its time is
   form (:func:`mla_decode_flops_per_pair`).
 * Memory time uses the peak bandwidth x ``mem_eff``; compute time uses the dense
   peak of the precision's compute dtype x ``compute_eff * T / (T + compute_half_tokens)``
-  (a GEMM with few rows cannot fill the tensor cores).
+  (a GEMM with few rows cannot fill the tensor cores; EP expert GEMMs: their routed rows).
 * TP: two all-reduces per layer of ``new_tokens * hidden * 2`` bytes, ring cost
   ``2 (tp-1)/tp * bytes / (link_bw * comm_eff) + comm_latency_s``.
 * Overheads: ``step_overhead_s + layer_overhead_s * layers + seq_overhead_s * num_seqs``.
@@ -164,7 +164,8 @@ class StepModel:
         """Routed tokens of the busiest expert-parallel GPU per MoE layer [tokens]: the mean
         ``tokens x top_k / ep`` times ``1 + moe_imbalance`` (skewed routing, fitted) plus the
         multinomial excess of the largest of ``ep`` shares, ``sqrt(2 ln ep x mean)`` (the
-        expected maximum of ``ep`` near-Poisson counts). Only for EP layouts (``ep > 1``)."""
+        expected maximum of ``ep`` near-Poisson counts); the rows of its expert GEMMs, whose
+        compute ramp they set (:func:`_ramp`). Only for EP layouts (``ep > 1``)."""
         t = np.asarray(tokens, dtype=float)
         mean = t * self.top_k / self.ep
         z = math.sqrt(2.0 * math.log(self.ep)) if self.ep > 1 else 0.0
@@ -707,12 +708,11 @@ def _as_expert_parallel(plain: StepModel, lay: Layout) -> StepModel:
       busiest GPU's routed tokens (:meth:`StepModel.routed_tokens_hot`);
     * communication: inside each attention rank one all-reduce per layer over ``tp``
       (ring ``2 (tp-1)/tp``) on its T/dp tokens (attention output; the dense MLP layers
-      too); around each MoE layer the dispatch and combine over the ``width`` GPUs of the
-      stage (:func:`planner.engine.adp.dispatch_bytes_per_token`: the all-to-all of the
-      routed tokens for attention-DP ranks, else an all-gather and a reduce-scatter of the
-      T hidden vectors; one all-reduce's fixed cost without attention DP,
-      :func:`planner.engine.adp.moe_collectives_per_layer`); scale-out bandwidth once the
-      replica spans several scale-up domains (:func:`_link_bytes_s`).
+      too); around each MoE layer the dispatch and combine over the ``width`` GPUs of the stage
+      (:func:`planner.engine.adp.dispatch_bytes_per_token`: the all-to-all of the routed tokens
+      for attention-DP ranks, else an all-gather and a reduce-scatter of the T hidden vectors,
+      one collective without attention DP: :func:`planner.engine.adp.moe_collectives_per_layer`);
+      scale-out bandwidth once the replica spans several scale-up domains (:func:`_link_bytes_s`).
     """
     m, g = plain.model, plain.gpu
     tp, dp, ep, mtp = lay.tp, lay.attention_dp, lay.ep, lay.moe_split
