@@ -130,10 +130,16 @@ def step_time_scalar(
         else:
             eff = ceff
         mm = mm_f * Ta + lm_f * num_logits
+        t_gc = mm / (peak * eff)
         if mm_e != 0.0:  # expert parallel: the busiest GPU's routed tokens (skew + multinomial)
             mean = T * k_ep
-            mm += mm_e * (mean * skew1 + z_ep * mean**0.5)
-        t_gc = mm / (peak * eff)
+            hd = (mean * skew1 + z_ep * mean**0.5) * dp
+            if hd > 0.0:  # its expert GEMMs fill the tensor cores by their own rows
+                if chalf != 0.0:
+                    eff_e = ceff * hd / (hd + chalf)
+                else:
+                    eff_e = ceff
+                t_gc += mm_e * (hd / dp) / (peak * eff_e)
     else:
         t_gc = 0.0
     t_am = kvb * (lf * kv_full + lsw * kv_sw + lall * Ta) / bw_kv

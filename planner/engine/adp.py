@@ -4,7 +4,8 @@ rank. :func:`busiest_rank_extra` gives that rank's extra prompt work;
 :meth:`planner.engine.step.StepModel.step` adds it to the rank-local terms and
 :func:`planner.engine._scalar.step_time_scalar` repeats it in scalar form. The expert side
 of the same layouts: :func:`expert_slots_per_rank` (redundant slots where ``ep`` does not
-divide the experts) and :func:`dispatch_bytes_per_token` (the dispatch / combine traffic).
+divide the experts), :func:`dispatch_bytes_per_token` (the dispatch / combine traffic) and
+:func:`moe_collectives_per_layer` (how many collectives that traffic takes).
 """
 
 from __future__ import annotations
@@ -133,3 +134,33 @@ def dispatch_bytes_per_token(lay: Layout, num_experts: int, top_k: int, hidden: 
     q = 1.0 - (1.0 - min(1.0, g / num_experts)) ** top_k
     a2a = (ep - 1) * q / dp * hidden * 2.0 * 2.0
     return min(gather, a2a)
+
+
+def moe_collectives_per_layer(lay: Layout) -> int:
+    """Collectives around one MoE layer of an expert-parallel layout (each costs
+    ``comm_latency_s``): 2 (a dispatch and a combine) where the attention data-parallel ranks
+    hold different tokens, 1 where every GPU of the width already holds all ``T`` tokens
+    (``attention_dp = 1``: a TP x EP group after the attention all-reduce).
+
+    Without attention DP the engines run the routed experts on the replicated tokens and sum
+    the partial outputs with the one all-reduce a TP MoE layer has: SGLang's
+    ``DeepseekV2MoE.forward_normal`` (python/sglang/srt/models/deepseek_v2.py, commit
+    00114aef: ``if self.tp_size > 1: final_hidden_states =
+    tensor_model_parallel_all_reduce(final_hidden_states)``; the dispatch / combine pair is
+    ``forward_deepep`` only); TensorRT-LLM's ``Deepseekv3MoE.compute_routed_output``
+    (tensorrt_llm/_torch/models/modeling_deepseekv3.py) all-gathers the hidden states only
+    ``if self.use_dp and self.mapping.tp_size > 1`` (attention DP) and otherwise all-reduces
+    once after the experts. The bytes of that all-reduce, ring ``2 (w-1)/w x hidden x 2``, are
+    what :func:`dispatch_bytes_per_token` already counts for the all-gather + reduce-scatter,
+    so only the count of fixed costs differs: TP8 EP8 DeepSeek-V3 runs 61 + 3 + 58 = 122
+    collectives per step, as TP8 does, not 61 + 3 + 2 x 58 = 180.
+
+    Parameters
+    ----------
+    lay : the layout (``width > 1``)
+
+    Returns
+    -------
+    collectives per MoE layer [1 or 2]
+    """
+    return 2 if lay.attention_dp > 1 else 1

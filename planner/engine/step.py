@@ -17,7 +17,7 @@ sequences (prefill chunks and/or one token per decoding sequence). Its time is
   form (:func:`mla_decode_flops_per_pair`).
 * Memory time uses the peak bandwidth x ``mem_eff``; compute time uses the dense
   peak of the precision's compute dtype x ``compute_eff * T / (T + compute_half_tokens)``
-  (a GEMM with few rows cannot fill the tensor cores).
+  (a GEMM with few rows cannot fill the tensor cores; EP expert GEMMs: their routed rows).
 * TP: two all-reduces per layer of ``new_tokens * hidden * 2`` bytes, ring cost
   ``2 (tp-1)/tp * bytes / (link_bw * comm_eff) + comm_latency_s``.
 * Overheads: ``step_overhead_s + layer_overhead_s * layers + seq_overhead_s * num_seqs``.
@@ -164,7 +164,8 @@ class StepModel:
         """Routed tokens of the busiest expert-parallel GPU per MoE layer [tokens]: the mean
         ``tokens x top_k / ep`` times ``1 + moe_imbalance`` (skewed routing, fitted) plus the
         multinomial excess of the largest of ``ep`` shares, ``sqrt(2 ln ep x mean)`` (the
-        expected maximum of ``ep`` near-Poisson counts). Only for EP layouts (``ep > 1``)."""
+        expected maximum of ``ep`` near-Poisson counts); the rows of its expert GEMMs, whose
+        compute ramp they set (:func:`_ramp`). Only for EP layouts (``ep > 1``)."""
         t = np.asarray(tokens, dtype=float)
         mean = t * self.top_k / self.ep
         z = math.sqrt(2.0 * math.log(self.ep)) if self.ep > 1 else 0.0
@@ -233,16 +234,16 @@ class StepModel:
             self.matmul_flops_per_token * Ta
             + self.lm_head_flops_per_logit / dp * np.asarray(num_logits, float)
         )
-        if self.expert_flops_per_routed_token:
-            mm_flops = mm_flops + self.expert_flops_per_routed_token * self.routed_tokens_hot(T)
         t_gm = (w_bytes + act) / (self.bw_bytes_s * p.mem_eff)
-        eff_c = (
-            p.compute_eff * Ta / (Ta + p.compute_half_tokens * dp)
-            if p.compute_half_tokens
-            else p.compute_eff
-        )
+        eff_c = _ramp(p.compute_eff, Ta, p.compute_half_tokens * dp)
         with np.errstate(divide="ignore", invalid="ignore"):
             t_gc = np.where(T > 0, mm_flops / (self.peak_flops * np.maximum(eff_c, 1e-12)), 0.0)
+            if self.expert_flops_per_routed_token:  # EP: the busiest GPU's expert GEMMs, whose
+                hd = self.routed_tokens_hot(T) * dp  # rows are its routed tokens (ramp on them)
+                e_flops = self.expert_flops_per_routed_token * (hd / dp)
+                eff_e = _ramp(p.compute_eff, hd, p.compute_half_tokens * dp)
+                t_gc = t_gc + np.where(hd > 0, e_flops / (self.peak_flops * eff_e), 0.0)
+                mm_flops = mm_flops + e_flops
         t_gemm = np.maximum(t_gm, t_gc)
         # attention
         kv_tok = self.layers_full * np.asarray(
@@ -353,11 +354,7 @@ class StepModel:
                 continue
             ex = self.expected_experts(n) * d.expert_bytes
             t_gm = (d.weight_bytes + ex + d.act_bytes_per_token * n) / (self.bw_bytes_s * p.mem_eff)
-            eff_c = (
-                p.compute_eff * n / (n + p.compute_half_tokens * self.attention_dp)
-                if p.compute_half_tokens
-                else p.compute_eff
-            )
+            eff_c = _ramp(p.compute_eff, n, p.compute_half_tokens * self.attention_dp)
             with np.errstate(divide="ignore", invalid="ignore"):
                 t_gc = np.where(
                     n > 0,
@@ -528,6 +525,11 @@ class StepModel:
             float(pairs_sw),
             float(pairs_prefix),
         )
+
+
+def _ramp(eff, rows, half):
+    """GEMM efficiency at ``rows`` rows, ``eff x rows / (rows + half)`` (few rows: idle cores)."""
+    return eff * rows / (rows + half) if half else eff
 
 
 def _soft_max(a, b):
@@ -706,11 +708,11 @@ def _as_expert_parallel(plain: StepModel, lay: Layout) -> StepModel:
       busiest GPU's routed tokens (:meth:`StepModel.routed_tokens_hot`);
     * communication: inside each attention rank one all-reduce per layer over ``tp``
       (ring ``2 (tp-1)/tp``) on its T/dp tokens (attention output; the dense MLP layers
-      too); around each MoE layer the dispatch and combine over the ``width`` GPUs of the
-      stage (:func:`planner.engine.adp.dispatch_bytes_per_token`: the all-to-all of the
-      routed tokens for attention-DP ranks, else an all-gather and a reduce-scatter of the
-      T hidden vectors); scale-out bandwidth once the replica spans several scale-up domains
-      (:func:`_link_bytes_s`).
+      too); around each MoE layer the dispatch and combine over the ``width`` GPUs of the stage
+      (:func:`planner.engine.adp.dispatch_bytes_per_token`: the all-to-all of the routed tokens
+      for attention-DP ranks, else an all-gather and a reduce-scatter of the T hidden vectors,
+      one collective without attention DP: :func:`planner.engine.adp.moe_collectives_per_layer`);
+      scale-out bandwidth once the replica spans several scale-up domains (:func:`_link_bytes_s`).
     """
     m, g = plain.model, plain.gpu
     tp, dp, ep, mtp = lay.tp, lay.attention_dp, lay.ep, lay.moe_split
@@ -729,7 +731,7 @@ def _as_expert_parallel(plain: StepModel, lay: Layout) -> StepModel:
         coll += plain.layers + dense_s
     if w > 1:  # dispatch and combine around each MoE layer (:func:`adp.dispatch_bytes_per_token`)
         comm += adp.dispatch_bytes_per_token(lay, plain.num_experts, plain.top_k, h) * moe_s
-        coll += 2 * moe_s
+        coll += adp.moe_collectives_per_layer(lay) * moe_s
     link = _link_bytes_s(g, lay.num_gpus, max(tp, w))
     return replace(
         plain,
