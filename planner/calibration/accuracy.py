@@ -384,6 +384,7 @@ def run_validation(
                     result["bands"]["sibling"] = sib
             result["mlperf_ordering"] = mlperf_ordering(loso)
         result["loso"] = loso
+        result["profiles"] = profiles  # per held-out source (None: its fit failed)
         result["n_public_rows"] = len(rows)
         result["unpredicted"] = pd.DataFrame(
             [
