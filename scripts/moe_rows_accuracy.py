@@ -17,7 +17,8 @@ Three tables:
    ``row_workload``) and every disaggregated row (``disagg_rows.disagg_accuracy``), by
    source and metric. These rows are never fitted; their GPU x engine x precision parameters
    come from the bundled profile (which the rows' non-speculative twins of the same source
-   helped fit), so this table is not held out by source.
+   helped fit), so this table is not held out by source (``scripts/issue30_holdout.py``
+   predicts the same rows with profiles fitted without each row's source).
 
 Usage (from the repository root; a few minutes on two cores)::
 
