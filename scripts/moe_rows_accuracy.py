@@ -17,7 +17,8 @@ Three tables:
    ``row_workload``) and every disaggregated row (``disagg_rows.disagg_accuracy``), by
    source and metric. These rows are never fitted; their GPU x engine x precision parameters
    come from the bundled profile (which the rows' non-speculative twins of the same source
-   helped fit), so this table is not held out by source.
+   helped fit), so this table is not held out by source (``scripts/issue30_holdout.py``
+   predicts the same rows with profiles fitted without each row's source).
 
 Usage (from the repository root; a few minutes on two cores)::
 
@@ -61,7 +62,7 @@ from planner.benchmarks.speculative_rows import (  # noqa: E402
 )
 from planner.calibration.accuracy import _md_table  # noqa: E402
 from planner.catalog.catalog import load_catalog  # noqa: E402
-from planner.catalog.profile import model_family, resolve_efficiency  # noqa: E402
+from planner.catalog.profile import model_family, resolve_params  # noqa: E402
 from planner.catalog.speculative import spec_decode  # noqa: E402
 from planner.errors import PlannerError  # noqa: E402
 from planner.serving.replica import build_replica  # noqa: E402
@@ -128,11 +129,13 @@ def counts() -> pd.DataFrame:
     )
 
 
-def _params(cat, row):
+def _params(cat, row, profile=None):
+    """The row's efficiency parameters from ``profile`` (None: the bundled profile)."""
     m = cat.model_ref(cell(row, "model"), None)
-    params, _ = resolve_efficiency(
-        cell(row, "hardware"), cell(row, "framework"), cat.precision(cell(row, "precision")).id,
-        None, cat, model_family(m),
+    params, _ = resolve_params(
+        cell(row, "hardware"), cell(row, "framework") or None,
+        cat.precision(cell(row, "precision")).id, None, cat, profile=profile,
+        family=model_family(m),
     )  # fmt: skip
     return params
 
@@ -264,13 +267,17 @@ def verify_table() -> pd.DataFrame:
     return pd.DataFrame(recs)
 
 
-def issue30_rows(disagg_history: bool = False) -> pd.DataFrame:
+def issue30_rows(disagg_history: bool = False, profile_for=None) -> pd.DataFrame:
     """Every speculative (aggregated) and disaggregated row: measured, predicted, error
     (the InferenceX history file's aggregated speculative rows too; its disaggregated rows
     only with ``disagg_history``: they record the same InferenceX runs as
     ``public_inferencex.csv`` with more metrics). A disaggregated MTP row whose K is not known
     (no ``scripts/annotate_spec_recipes.py`` note) is predicted without MTP and grouped as
-    ``+ MTP (not modelled: K unknown)``."""
+    ``+ MTP (not modelled: K unknown)``.
+
+    ``profile_for``: source -> the profile to predict its rows with (``scripts/
+    issue30_holdout.py``: fitted without that source; a None profile leaves the row
+    unpredicted); None: the bundled profile for every row."""
     cat = load_catalog()
     recs = []
     for f in [*FILES, INFERENCEX, INFERENCEX_HISTORY]:
@@ -292,10 +299,15 @@ def issue30_rows(disagg_history: bool = False) -> pd.DataFrame:
             if al is None:
                 recs.append({**base, "reason": f"no published AL for {s[0]} K={s[1]}"})
                 continue
-            v, why = predict_spec_row(r, al, cat, _params(cat, r))
+            prof = profile_for(base["source"]) if profile_for is not None else None
+            if profile_for is not None and prof is None:
+                recs.append({**base, "reason": "no profile fitted without this source"})
+                continue
+            v, why = predict_spec_row(r, al, cat, _params(cat, r, prof))
             recs.append({**base, "predicted": v, "reason": why})
         by_id = {cell(r, "id"): r for r in rows}
-        for d in disagg_accuracy(rows, cat) if f != INFERENCEX_HISTORY or disagg_history else ():
+        dis = f != INFERENCEX_HISTORY or disagg_history
+        for d in disagg_accuracy(rows, cat, profile_for) if dis else ():
             row = by_id[d["id"]]
             off = "MTP not modelled" in d.get("note", "")
             recs.append(

@@ -33,7 +33,7 @@ GPUs of both pools (InferenceX divides by prefill + decode GPUs).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -42,7 +42,7 @@ import numpy as np
 from planner.benchmarks.random_lengths import inferencex_random_bounds, random_dataset_tags
 from planner.benchmarks.schema import cell, number
 from planner.catalog.catalog import Catalog
-from planner.catalog.profile import model_family, resolve_efficiency
+from planner.catalog.profile import Profile, model_family, resolve_params
 from planner.errors import PlannerError
 from planner.serving.disagg import (
     Disaggregated,
@@ -132,10 +132,11 @@ def _lengths(row: Mapping[str, Any]) -> tuple[tuple[int, int], tuple[int, int]] 
 
 
 def build_row(
-    row: Mapping[str, Any], catalog: Catalog, **spec: Any
+    row: Mapping[str, Any], catalog: Catalog, profile: Profile | None = None, **spec: Any
 ) -> tuple[DisaggReplicas, dict] | str:
     """The row's xPyD deployment (both pools with the calibrated efficiency of its GPU,
-    framework and precision; ``spec``: speculative decoding keywords of
+    framework and precision, from ``profile``, e.g. one fitted without the row's source;
+    None: the bundled profile; ``spec``: speculative decoding keywords of
     :func:`planner.serving.build_replica`), or the reason it cannot be built."""
     lay = disagg_layout(cell(row, "notes"))
     if isinstance(lay, str):
@@ -144,8 +145,8 @@ def build_row(
     try:
         m = catalog.model_ref(cell(row, "model"), None)
         gpu = catalog.gpu(hw)
-        params, _ = resolve_efficiency(gpu.id, fw, catalog.precision(prec).id, None, catalog,
-                                       model_family(m))  # fmt: skip
+        params, _ = resolve_params(gpu.id, fw or None, catalog.precision(prec).id, None,
+                                   catalog, profile=profile, family=model_family(m))  # fmt: skip
         seqs, btok = catalog.framework(fw).scheduler_defaults(
             gpu, cell(row, "framework_version"), cell(row, "as_of")
         )
@@ -171,6 +172,7 @@ def predict_disagg_row(
     row: Mapping[str, Any],
     catalog: Catalog,
     *,
+    profile: Profile | None = None,
     n_min: int = 600,
     seed: int = 20240601,
     iters: int = 14,
@@ -179,9 +181,9 @@ def predict_disagg_row(
     throughputs [tok/s] over all GPUs of both pools, medians [ms] over the steady part of the
     run, the first quarter and last eighth of the requests left out, as ``closed_loop``'s
     Little's-law mean) and a note, or the reason it is not predicted (MLPerf Server /
-    Interactive rows: :func:`predict_disagg_rate_row`)."""
+    Interactive rows: :func:`predict_disagg_rate_row`). ``profile``: as :func:`build_row`."""
     if cell(row, "mode") in ("server", "interactive"):
-        return predict_disagg_rate_row(row, catalog, seed=seed)
+        return predict_disagg_rate_row(row, catalog, profile=profile, seed=seed)
     metric = cell(row, "metric")
     if cell(row, "mode") != "concurrency" or metric not in METRICS:
         return f"only concurrency rows of {', '.join(METRICS)} are predicted"
@@ -192,19 +194,21 @@ def predict_disagg_row(
     if isinstance(lens, str):
         return lens
     key = (
-        id(catalog), n_min, seed, iters, conc, lens, repr(disagg_layout(cell(row, "notes"))),
+        id(catalog), id(profile), n_min, seed, iters, conc, lens, repr(disagg_layout(cell(row, "notes"))),
         *(cell(row, k) for k in ("hardware", "framework", "precision", "model",
                                  "framework_version", "as_of")),
     )  # fmt: skip
     if key not in _RUNS:
-        _RUNS[key] = _run(row, catalog, conc, lens, n_min, seed, iters)
+        _RUNS[key] = _run(row, catalog, profile, conc, lens, n_min, seed, iters)
     got = _RUNS[key]
     if isinstance(got, str):
         return got
     return got[0][metric], got[1]
 
 
-def build_spec_row(row: Mapping[str, Any], catalog: Catalog) -> tuple[DisaggReplicas, dict] | str:
+def build_spec_row(
+    row: Mapping[str, Any], catalog: Catalog, profile: Profile | None = None
+) -> tuple[DisaggReplicas, dict] | str:
     """:func:`build_row` with the recipe's speculative decoding (:func:`spec_recipe`): the
     decode pool with its K and the acceptance prior for the row's prompts, the prefill pool
     with its own K (the draft pass over the prompt) or none."""
@@ -213,17 +217,17 @@ def build_spec_row(row: Mapping[str, Any], catalog: Catalog) -> tuple[DisaggRepl
     lay = disagg_layout(cell(row, "notes"))
     sp = lay.get("spec") if isinstance(lay, dict) else None
     if sp is None:
-        return build_row(row, catalog)
+        return build_row(row, catalog, profile)
 
     def kw(k: int | None) -> dict[str, Any]:
         if k is None:
             return {}
         return {"spec_method": sp["method"], "spec_tokens": k, "spec_workload": row_workload(row)}
 
-    dec = build_row(row, catalog, **kw(sp["k_decode"]))
+    dec = build_row(row, catalog, profile, **kw(sp["k_decode"]))
     if isinstance(dec, str) or sp["k_prefill"] == sp["k_decode"]:
         return dec
-    pre = build_row(row, catalog, **kw(sp["k_prefill"]))
+    pre = build_row(row, catalog, profile, **kw(sp["k_prefill"]))
     if isinstance(pre, str):
         return pre
     return replace(dec[0], prefill=pre[0].prefill), dec[1]
@@ -241,8 +245,8 @@ def _spec_note(d: DisaggReplicas, lay: dict) -> str:
     )
 
 
-def _run(row, catalog, conc, lens, n_min, seed, iters) -> tuple[dict[str, float], str] | str:
-    built = build_spec_row(row, catalog)
+def _run(row, catalog, profile, conc, lens, n_min, seed, iters) -> tuple[dict, str] | str:
+    built = build_spec_row(row, catalog, profile)
     if isinstance(built, str):
         return built
     d, lay = built
@@ -277,7 +281,12 @@ _RATE_METRICS = {
 
 
 def predict_disagg_rate_row(
-    row: Mapping[str, Any], catalog: Catalog, *, seed: int = 20240601, n_min: int = 3000
+    row: Mapping[str, Any],
+    catalog: Catalog,
+    *,
+    profile: Profile | None = None,
+    seed: int = 20240601,
+    n_min: int = 3000,
 ) -> tuple[float, str] | str:
     """A disaggregated MLPerf Server / Interactive row (Poisson at ``request_rate`` over one
     xPyD group, the dataset's length distribution): ``output_tok_s_total`` (tokens generated
@@ -317,7 +326,7 @@ def predict_disagg_rate_row(
         spec_kw = {"spec_method": s.method, "spec_tokens": s.spec_tokens,
                    "acceptance_length": s.acceptance_length}  # fmt: skip
         spec_note = f"; {s.label()} (published AL)"
-    built = build_row(row, catalog, **spec_kw)
+    built = build_row(row, catalog, profile, **spec_kw)
     if isinstance(built, str):
         return built
     d, _ = built
@@ -354,9 +363,17 @@ def predict_disagg_rate_row(
     return val, note
 
 
-def disagg_accuracy(rows: list[Mapping[str, Any]], catalog: Catalog) -> list[dict[str, Any]]:
+def disagg_accuracy(
+    rows: list[Mapping[str, Any]],
+    catalog: Catalog,
+    profile_for: Callable[[str], Profile | None] | None = None,
+) -> list[dict[str, Any]]:
     """Each disaggregated row predicted: ``id, source, hardware, framework, concurrency,
-    mtp, value, predicted, ape`` (absolute percentage error) or ``reason``."""
+    mtp, value, predicted, ape`` (absolute percentage error) or ``reason``.
+
+    ``profile_for``: the profile of a row's source (e.g. fitted without that source: held
+    out; it must return a profile, a missing one is the row's ``reason``); None: the bundled
+    profile for every row (in sample for the sources it was fitted on)."""
     out = []
     for r in rows:
         if not is_disagg_row(r):
@@ -368,7 +385,11 @@ def disagg_accuracy(rows: list[Mapping[str, Any]], catalog: Catalog) -> list[dic
         }
         rec["mtp"] = bool(isinstance(lay, dict) and lay["mtp"])
         rec["value"] = number(r, "value")
-        p = predict_disagg_row(r, catalog)
+        prof = profile_for(cell(r, "source")) if profile_for is not None else None
+        if profile_for is not None and prof is None:
+            p: tuple[float, str] | str = "no profile fitted without this row's source"
+        else:
+            p = predict_disagg_row(r, catalog, profile=prof)
         if isinstance(p, str):
             rec["reason"] = p
         else:

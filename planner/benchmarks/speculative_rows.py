@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
-from planner.benchmarks.schema import cell, layout_unsupported, number
+from planner.benchmarks.schema import cell, engine_settings, layout_unsupported, number
 from planner.benchmarks.serving_rows import predict_serving_row
 from planner.catalog.catalog import Catalog
 from planner.catalog.efficiency import EfficiencyParams
 from planner.catalog.speculative import chain_acceptance_length
 
 __all__ = [
+    "INFERENCEX_SPEC_MAX_RUNNING",
     "INFERENCEX_SPEC_TOKENS",
     "SpecPair",
     "chain_acceptance_length",
@@ -57,6 +58,21 @@ INFERENCEX_SPEC_TOKENS = {
     ("nvidia-b300", "sglang", False): 2,  # dsr1_fp8_b300_mtp.sh: steps 2, draft tokens 3
     ("nvidia-h200-sxm", "trtllm", False): 3,  # dsr1_fp8_h200_trt_mtp.sh: MTP=3
     ("nvidia-h200-sxm", "trtllm", True): 1,  # ... MTP=1 with DP attention
+}
+#: the running-request cap of InferenceX's single-node SGLang MTP runs whose script leaves
+#: ``--max-running-requests`` unset: SGLang then resets it to 48 for EAGLE / NEXTN / MTP
+#: ("Max running requests is reset to 48 for speculative decoding. You can override this by
+#: explicitly setting --max-running-requests.": sglang 0.5.12 wheel from PyPI,
+#: sglang/srt/server_args.py ServerArgs._handle_speculative_decoding, line 3742; the runs
+#: used image lmsysorg/sglang:v0.5.12-rocm700-*). Every version of these two scripts
+#: (SemiAnalysisAI/InferenceX benchmarks/single_node/dsr1_fp8_mi325x_mtp.sh @ 8283444dd,
+#: 2026-05-18; dsr1_fp4_mi355x_mtp.sh @ 8a16828e6, 2026-05-20; both moved to fixed_seq_len/
+#: @ 1b234994f unchanged) passes no --max-running-requests; the other SGLang MTP scripts set
+#: it (H200 512 / 256, B200 / B300 the concurrency or 512, MI355X fp8 the concurrency from
+#: its first version c178e2822): (hardware, precision, framework) -> running requests
+INFERENCEX_SPEC_MAX_RUNNING = {
+    ("amd-mi325x", "fp8", "sglang"): 48,
+    ("amd-mi355x", "mxfp4", "sglang"): 48,
 }
 _STEPS = re.compile(r"(\d+) steps")
 _GRAPH_MAX = re.compile(r"--cuda-graph-max-bs[ =](\d+)")
@@ -131,6 +147,28 @@ def _key(row: Mapping[str, Any]) -> tuple:
     )
 
 
+def spec_max_running(row: Mapping[str, Any]) -> int | None:
+    """The engine's running-request cap of a speculative row whose notes state none
+    (:data:`INFERENCEX_SPEC_MAX_RUNNING`: InferenceX single-node runs), None otherwise."""
+    notes = cell(row, "notes") or ""
+    if "InferenceX" not in (cell(row, "source") or "") or "multi-node" in notes:
+        return None
+    if engine_settings(notes).max_num_seqs is not None:
+        return None
+    key = (cell(row, "hardware"), cell(row, "precision"), cell(row, "framework"))
+    return INFERENCEX_SPEC_MAX_RUNNING.get(key)
+
+
+def _capped(sim_row: dict[str, Any], spec_row: Mapping[str, Any]) -> dict[str, Any]:
+    """``sim_row`` (the row simulated with speculative decoding) with the running-request
+    cap of ``spec_row``'s engine as a ``max_num_seqs`` tag, where one applies."""
+    cap = spec_max_running(spec_row)
+    if cap is None or engine_settings(cell(sim_row, "notes") or "").max_num_seqs is not None:
+        return sim_row
+    note = f"; max_num_seqs={cap} (SGLang's running-request cap under speculative decoding)"
+    return {**sim_row, "notes": (cell(sim_row, "notes") or "") + note}
+
+
 def graph_max_of_row(row: Mapping[str, Any]) -> int | None:
     """SGLang's ``--cuda-graph-max-bs`` of a row (its notes), None when not given."""
     m = _GRAPH_MAX.search(cell(row, "notes") or "")
@@ -184,7 +222,9 @@ def predicted_ratio(
     Both are simulated from the pair's first baseline row (its notes carry the client's
     length distribution and the engine settings), the speculative one with
     ``acceptance_length`` and K = the speculative row's own (from its notes), else
-    ``spec_tokens``: the ratio isolates speculative decoding."""
+    ``spec_tokens``: the ratio isolates speculative decoding. The speculative run keeps its
+    engine's running-request cap (:func:`spec_max_running`), which the baseline does not
+    have."""
     k = spec_tokens or pair.spec_tokens
     if k is None:
         return None, "K (draft tokens) not in the row's notes and none given"
@@ -196,6 +236,7 @@ def predicted_ratio(
         "_acceptance_length": float(acceptance_length),
         "_spec_graph_max_seqs": graph_max_of_row(pair.spec_row),
     }
+    srow = _capped(srow, pair.spec_row)
     v1, why1 = predict_serving_row(srow, catalog, params)
     v0, why0 = predict_serving_row(brow, catalog, params)
     if v1 is None or v0 is None:
@@ -309,4 +350,4 @@ def predict_spec_row(
         "_acceptance_length": float(acceptance_length),
         "_spec_graph_max_seqs": graph_max_of_row(row),
     }
-    return predict_serving_row(r, catalog, params)
+    return predict_serving_row(_capped(r, row), catalog, params)

@@ -385,7 +385,7 @@ def run_validation(
                 if sib is not None:
                     result["bands"]["sibling"] = sib
             result["mlperf_ordering"] = mlperf_ordering(loso)
-        result["loso"] = loso
+        result["loso"], result["profiles"] = loso, profiles  # profiles: None where a fit failed
         result["n_public_rows"] = len(rows)
         result["unpredicted"] = pd.DataFrame(
             [
