@@ -395,3 +395,28 @@ def test_image_is_one_the_release_ran_in():
     assert amd in texts and "mi30x" in amd
     img, why = image_for("vllm", "0.4.3", "nvidia")
     assert img == "vllm/vllm-openai:v0.4.3" and "assumed" in why
+
+
+def test_an_old_fit_whose_release_lacks_the_layout_flag_launches_the_first_release_with_it():
+    """vLLM 0.7.3.dev138 (the MI300X fit's build) has no --data-parallel-size, read from
+    0.8.5 (data/engine_flags.yaml): a DEP8 option fitted on it is launched with 0.8.5, the
+    first read release whose flags express the layout, and the header says the prediction
+    is for 0.7.3.dev138. DeepSeek-V3 ships fp8 weights: no online quantization flag."""
+    from planner.catalog import load_catalog
+    from planner.deploy.emit import _newer_release_with_flags, knobs_of
+
+    cat = load_catalog()
+    r = {"gpu": "amd-mi325x", "framework": "vllm", "precision": "fp8", "kv_precision": "fp8",
+         "tp": 1, "pp": 1, "ep": 8, "attention_dp": 8,
+         "engine_settings": {"max_num_seqs": 128, "max_num_batched_tokens": 8192}}  # fmt: skip
+    old = F.resolve("vllm", "0.7.3.dev138", "the option's release", ("0.7.3.dev138",))
+    k = knobs_of(r, cat, "deepseek-v3")
+    with pytest.raises(PlannerError, match="data-parallel"):
+        launch(k, old)
+    rel, why = _newer_release_with_flags(r, old, cat, "deepseek-v3", "no flag")
+    assert why is None and rel.release == rel.read == "0.8.5"
+    assert "the prediction is for 0.7.3.dev138" in rel.note()
+    la = launch(k, rel)
+    assert ("--data-parallel-size", "8") in la.args
+    assert not any(f == "--quantization" for f, _ in la.args)
+    assert any("own release" in c for c in la.comments)

@@ -50,20 +50,20 @@ def test_the_loop_key_separates_replicas_that_simulate_differently():
 
 
 def test_a_shared_verdict_is_the_run_the_probe_would_make(rag):
-    """SGLang's fp8 and int8 on the H100 share a key (the same tensor rate and bits here). A
-    probe of int8 on the cache where a probe of fp8 ran four rates (passes and misses) takes
-    those verdicts without simulating; they equal, field for field, the runs of an int8
-    probe on a fresh cache. A rate not run before is simulated."""
+    """vLLM's int4-awq and int4-gptq at TP4 on the H100 share a key (4-bit weights, one
+    efficiency node). A probe of gptq on the cache where a probe of awq ran four rates (passes and
+    misses) takes those verdicts without simulating; they equal, field for field, the runs of
+    a gptq probe on a fresh cache. A rate not run before is simulated."""
     wl, slo = rag.workload, rag.slo
     shared = WorkloadCache.of(wl, slo)
-    fp8, int8 = _rep("fp8", "sglang"), _rep("int8", "sglang")
-    assert loop_key(fp8) == loop_key(int8)
-    first = CapacityProbe(fp8, shared, early_stop=True)
+    awq, gptq = _rep("int4-awq", tp=4), _rep("int4-gptq", tp=4)
+    assert loop_key(awq) == loop_key(gptq)
+    first = CapacityProbe(awq, shared, early_stop=True)
     rates = [first.cap_rps * f for f in (0.1, 0.3, 0.6, 0.9)]
     verdicts = {first.run(r)["slo_ok"] for r in rates}
     assert verdicts == {True, False}  # the rates cover both verdicts
-    second = CapacityProbe(int8, shared, early_stop=True)
-    alone = CapacityProbe(int8, WorkloadCache.of(wl, slo), early_stop=True)
+    second = CapacityProbe(gptq, shared, early_stop=True)
+    alone = CapacityProbe(gptq, WorkloadCache.of(wl, slo), early_stop=True)
     for r in rates:
         assert second.run(r) == alone.run(r)
     assert second.simulations == 0 and alone.simulations == len(rates)

@@ -192,6 +192,7 @@ def knobs_of(r: dict[str, Any], catalog: Any, model: str) -> Knobs:
         spec_method=r.get("spec_method"),
         spec_tokens=r.get("spec_tokens"),
         nodes=hosts_spanned(lay, catalog.gpu(r["gpu"])),
+        native_precision=m.native_precision,
     )
 
 
@@ -413,7 +414,7 @@ def emit_all(
             except PlannerError as e:
                 if r["framework"] in asked:  # the release the user named lacks a flag
                     raise
-                reason = str(e)
+                rel, reason = _newer_release_with_flags(r, rel, catalog, scenario.model, str(e))
         picked.append((r, rel, reason))
     pools = _disagg_pools(result, scenario, catalog, asked, data_dir)
     root = check_target(out, force)
@@ -426,6 +427,33 @@ def emit_all(
         _emit_disagg(row, built, root / name)
         done.append(str(root / name))
     return done
+
+
+def _newer_release_with_flags(
+    r: dict[str, Any], rel: F.Resolved, catalog: Any, model: str, why: str
+) -> tuple[F.Resolved, str | None]:
+    """The first read release newer than ``rel`` whose flags express option ``r`` (e.g. a
+    fit of vLLM 0.7.3 whose DEP layout needs ``--data-parallel-size``, read from 0.8.5), with
+    a header that says the prediction is for the older build; ``(rel, why)`` when none does."""
+    eng = F.load_engine_flags().engines[r["framework"]]
+    names = [x.release for x in eng.releases]
+    start = names.index(rel.read) + 1 if rel.read in names else len(names)
+    k = knobs_of(r, catalog, model)
+    for x in eng.releases[start:]:
+        how = (
+            f"the first read release whose flags express this layout: the option's release "
+            f"{rel.release} lacks one ({why.split(' (')[0]}); the prediction is for "
+            f"{rel.release}, not for this build: measure it with bench.sh"
+        )
+        newer = F.Resolved(
+            engine=rel.engine, release=x.release, read=x.release, how=how, source=x.source
+        )
+        try:
+            launch(k, newer)
+        except PlannerError:
+            continue
+        return newer, None
+    return rel, why
 
 
 def _pool_knobs(
@@ -444,6 +472,7 @@ def _pool_knobs(
         max_num_batched_tokens=pool.get("max_num_batched_tokens"),
         spec_method=row.get("spec_method"), spec_tokens=row.get("spec_tokens"),
         nodes=hosts_spanned(lay, catalog.gpu(pool["gpu"])), role=role,
+        native_precision=m.native_precision,
     )  # fmt: skip
 
 

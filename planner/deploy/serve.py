@@ -62,6 +62,9 @@ class Knobs:
     draft_model: str | None = None
     nodes: int = 1
     role: str | None = None  # None, "prefill" or "decode"
+    #: the precision the model's own release ships (DeepSeek-V3: fp8): MODEL is then that
+    #: checkpoint, and the engine reads its quantization config (no online quantization)
+    native_precision: str | None = None
 
 
 @dataclass
@@ -119,6 +122,12 @@ def _precision(la: Launch, res: F.Resolved, k: Knobs) -> None:
     if k.precision in _DTYPE:
         if k.framework in ("vllm", "sglang", "lmdeploy", "tgi"):
             _add(la, res, "dtype", _DTYPE[k.precision])
+        return
+    if k.precision == k.native_precision:
+        la.comments.append(
+            f"weights: {k.precision}, the format of {k.model_id}'s own release (MODEL is that "
+            "checkpoint); the engine reads the quantization from its config"
+        )
         return
     online = _ONLINE.get((k.framework, k.precision))
     if online:
