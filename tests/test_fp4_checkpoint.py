@@ -104,7 +104,7 @@ def test_other_models_ignore_the_arch():
         assert weight_memory(m, FP4, arch="blackwell") is weight_memory(m, FP4)
 
 
-def test_step_model_reads_bf16_attention_at_the_bf16_peak():
+def test_step_model_reads_bf16_attention_and_runs_its_projections_at_the_bf16_peak():
     b200 = CAT.gpu("nvidia-b200")
     sm = step_model(M, b200, FP4, "fp8", tp=8)
     # attention inputs bf16 split 8 ways, the rest of the dense part at 4.5 bits
@@ -114,13 +114,13 @@ def test_step_model_reads_bf16_attention_at_the_bf16_peak():
     assert sm.dense_weight_bytes == pytest.approx(dense, rel=1e-12)
     assert sm.expert_bytes == pytest.approx(3 * H * 2048 / 8 * NVFP4 * NMOE, rel=1e-12)
     # B200 dense peaks (data/hardware.yaml): bf16 2,250 TFLOPS, fp4 9,000 TFLOPS
-    assert sm.attn_peak_flops == 2250e12 and sm.peak_flops == 9000e12
+    assert sm.peak_flops == 9000e12
     # the bf16 input projections cost (9000/2250 - 1) = 3 extra FP4-peak FLOPs per FLOP:
     # 2 x 4,249,675,776 / 8 x 3 = 3,187,256,832 per token
     assert sm.matmul_slow_flops_per_token == pytest.approx(2 * ATTN_IN / 8 * 3, rel=1e-12)
     # the AMD MI355X keeps the format's one peak
     mi = step_model(M, "amd-mi355x", FP4, "fp8", tp=8)
-    assert mi.attn_peak_flops == 0.0 and mi.matmul_slow_flops_per_token == 0.0
+    assert mi.matmul_slow_flops_per_token == 0.0
 
 
 @pytest.mark.parametrize("layout", [None, "DEP8"])
@@ -133,8 +133,8 @@ def test_checkpoint_step_scalar_equals_vector_and_is_slower(layout):
         pairs = kv + n * (n + 1) / 2 if n > seqs else kv
         args = (n, seqs, seqs, kv, pairs, 0, 0, 0)
         assert sm.step_time(*args) == pytest.approx(sm.step(*args).time_s, rel=1e-12)
-    # slower than the same bytes with attention at the fp4 peak
-    dflt = replace(sm, matmul_slow_flops_per_token=0.0, attn_peak_flops=0.0)
+    # slower than the same bytes with the bf16 projections at the fp4 peak
+    dflt = replace(sm, matmul_slow_flops_per_token=0.0)
     for n, seqs, kv in [(1, 1, 1024), (4096, 1, 4096)]:
         args = (n, seqs, seqs, kv, kv + n * (n + 1) / 2 if n > 1 else kv, 0, 0, 0)
         assert sm.step_time(*args) >= dflt.step_time(*args)

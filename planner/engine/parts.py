@@ -1,7 +1,7 @@
 """Per-part compute terms of a layer that the step model adds to its matmul and attention
 totals: the absorbed MLA decode FLOPs, and the linears a published checkpoint leaves in a
 higher precision than its format (NVIDIA's NVFP4 DeepSeek-R1 keeps most of attention in
-bf16, :class:`planner.catalog.records.Checkpoint`), which compute at that dtype's peak."""
+bf16, :class:`planner.catalog.records.Checkpoint`), whose GEMMs run at that dtype's peak."""
 
 from __future__ import annotations
 
@@ -38,11 +38,15 @@ def unquantized_attention(m: ModelArch, prec: Precision, g: Accelerator) -> tupl
     ``(0, 0)`` where no checkpoint applies (:meth:`ModelArch.checkpoint_for`) or it
     quantizes them.
 
-    The step model runs these projections (and the attention core with them) at this peak
-    instead of the format's: TensorRT-LLM tech blog 1 ("Pushing Latency Boundaries",
-    Precision Strategy) runs DeepSeek-R1's attention modules in bf16 with its MoE and dense
-    FFN in nvfp4. DeepSeek-V3 under nvidia/DeepSeek-R1-0528-FP4-v2: 11,413,547,008 attention
-    parameters - 7,163,871,232 of wo (NVFP4) = 4,249,675,776 in bf16."""
+    The step model runs these projections at this peak instead of the format's (bf16
+    weights run bf16 GEMMs; TensorRT-LLM tech blog 1, "Pushing Latency Boundaries",
+    Precision Strategy: DeepSeek-R1's attention modules in bf16, its MoE and dense FFN in
+    nvfp4). The attention core (scores and values over the KV cache) keeps the format's
+    peak: with an fp8 KV cache the engines may run it in fp8 (the blog's footnote: FP8
+    attention is supported), which no source read settles; running it at the bf16 peak
+    made InferenceX's held-out DEP TPOT 46.8% off instead of 14.5% (changes/fp4parts.md).
+    DeepSeek-V3 under nvidia/DeepSeek-R1-0528-FP4-v2: 11,413,547,008 attention parameters
+    - 7,163,871,232 of wo (NVFP4) = 4,249,675,776 in bf16."""
     ckpt = m.checkpoint_for(prec.id, g.arch)
     if ckpt is None or "attention_in" in ckpt.quantized:
         return 0.0, 0.0

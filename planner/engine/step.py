@@ -139,10 +139,9 @@ class StepModel:
     comm_ring: float = -1.0  # ring factor of comm_bytes_per_token (-1: 2 (tp-1)/tp)
     comm_collectives: float = -1.0  # collectives per step on the busiest stage (-1: 2 x layers)
     layout_label: str = ""
-    # linears a published checkpoint leaves unquantized (planner.engine.parts): their extra
-    # FLOPs at peak_flops per token, and the peak of attention (0: peak_flops)
+    # the linears a published checkpoint leaves unquantized (planner.engine.parts) run at
+    # their own dtype's peak: their extra FLOPs at peak_flops per token
     matmul_slow_flops_per_token: float = 0.0
-    attn_peak_flops: float = 0.0
     adp_balanced: bool = False  # the engine balances prompt work over the attention-DP ranks
     # speculative decoding: K draft tokens verified per decoding sequence, and the drafter
     spec_tokens: int = 0
@@ -282,9 +281,8 @@ class StepModel:
             * np.asarray(attn_pairs_prefix, float)
         )
         t_am = (kv_read + kv_write) / (self.bw_bytes_s * p.kv_mem_eff)
-        a_peak = self.attn_peak_flops or self.peak_flops
-        t_ac = (a_flops - pf_flops) / (a_peak * p.attn_eff) + pf_flops / (
-            a_peak * (p.prefix_attn_eff or p.attn_eff)
+        t_ac = (a_flops - pf_flops) / (self.peak_flops * p.attn_eff) + pf_flops / (
+            self.peak_flops * (p.prefix_attn_eff or p.attn_eff)
         )
         t_attn = np.maximum(t_am, t_ac)
         # communication
@@ -428,8 +426,8 @@ class StepModel:
                 self.layers_full + self.layers_sw,
                 self.bw_bytes_s * p.kv_mem_eff,
                 self.attn_flops_per_pair_layer / dp,
-                (self.attn_peak_flops or self.peak_flops) * p.attn_eff,
-                (self.attn_peak_flops or self.peak_flops) * (p.prefix_attn_eff or p.attn_eff),
+                self.peak_flops * p.attn_eff,
+                self.peak_flops * (p.prefix_attn_eff or p.attn_eff),
                 self.has_comm,
                 self.ring_factor,
                 self.comm_bytes_per_token,
@@ -650,7 +648,6 @@ def step_model(
         link_bytes_s=link if link > 0 else 1.0,
         layout_label=f"TP{tp}" + (f" PP{pp}" if pp > 1 else ""),
         matmul_slow_flops_per_token=slow_mm,
-        attn_peak_flops=a_peak,
     )
 
 
