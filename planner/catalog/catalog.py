@@ -169,6 +169,13 @@ class Catalog(Frozen):
             bad = set(f.precisions) - prec_ids
             if bad:
                 raise ValueError(f"framework {f.id}: unknown precisions {sorted(bad)}")
+        for m in self.models:
+            pairs = [(c.precision, a) for c in m.checkpoints for a in c.archs]
+            for c in m.checkpoints:
+                if c.precision not in prec_ids:
+                    raise ValueError(f"model {m.id}: checkpoint {c.repo}: unknown precision")
+            if len(set(pairs)) != len(pairs):
+                raise ValueError(f"model {m.id}: two checkpoints for one (precision, arch)")
         return self
 
     # ---- lookups

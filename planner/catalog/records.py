@@ -279,6 +279,29 @@ class Accelerator(Sourced):
         return self.mem_bw_gbs * 1e9
 
 
+#: the linear-weight groups a checkpoint may quantize (or leave in higher precision)
+WeightPart = Literal["attention_in", "attention_out", "dense_mlp", "shared_experts", "experts"]
+
+
+class Checkpoint(Sourced):
+    """A published checkpoint of a model in one weight format whose quantized parts differ
+    from the format's default (``Precision.quantized_parts``): which linear weights it
+    quantizes, at how many bits, and what the rest stay in. Embeddings, lm head, router and
+    norms stay 16-bit under every format (planner.engine.memory)."""
+
+    precision: str = Field(description="catalog precision id this checkpoint is served as")
+    repo: str = Field(min_length=3, description="the checkpoint (Hugging Face repo id)")
+    archs: tuple[str, ...] = Field(
+        min_length=1, description="GPU architectures whose deployments load this checkpoint"
+    )
+    weight_bits: float = Field(gt=0, le=32, description="bits per quantized weight incl. scales")
+    quantized: tuple[WeightPart, ...] = Field(min_length=1)
+    other_bits: float = Field(16, gt=0, le=32, description="bits of the unquantized linears")
+    other_compute_dtype: ComputeDtype = Field(
+        "bf16", description="dtype of the math of the unquantized linears"
+    )
+
+
 class ModelArch(Sourced):
     """A transformer's shape, with Hugging Face ``config.json`` field names where they exist."""
 
@@ -347,9 +370,24 @@ class ModelArch(Sourced):
         "from a config.json (kv_cache_scheme) or hf_quant_config.json (kv_cache_quant_algo); "
         "'none': it quantizes weights but declares no KV quantization; None: not read",
     )
+    checkpoints: tuple[Checkpoint, ...] = Field(
+        (),
+        description="published checkpoints whose quantized parts differ from their format's "
+        "default (NVIDIA's NVFP4 DeepSeek-R1 keeps most of attention bf16)",
+    )
     published_total_params_b: float | None = Field(None, gt=0)
     published_active_params_b: float | None = Field(None, gt=0)
     params_source: str | None = None
+
+    def checkpoint_for(self, precision_id: str, arch: str | None) -> Checkpoint | None:
+        """The published checkpoint a deployment in ``precision_id`` on ``arch`` loads, if the
+        catalog lists one (None: the format's default parts and bits apply)."""
+        if arch is None:
+            return None
+        for c in self.checkpoints:
+            if c.precision == precision_id and arch in c.archs:
+                return c
+        return None
 
     @property
     def is_moe(self) -> bool:

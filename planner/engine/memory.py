@@ -174,12 +174,21 @@ def _param_counts(m: ModelArch) -> ParamCounts:
 
 
 # --------------------------------------------------------------------------- weights
-def _bits(precision: Precision | None, part: str, m: ModelArch) -> float:
-    """Bits per weight of one parameter group under a precision."""
+def _bits(precision: Precision | None, part: str, m: ModelArch, arch: str | None = None) -> float:
+    """Bits per weight of one parameter group under a precision.
+
+    ``part``: embedding, lm_head, norms, router (16-bit under every format), experts, or a
+    non-expert linear group (attention_in, attention_out, dense_mlp, shared_experts; "linear"
+    for any of them). With ``arch`` (the GPU architecture), a published checkpoint of the
+    model in this format (:meth:`ModelArch.checkpoint_for`) decides the parts and their bits:
+    NVIDIA's NVFP4 DeepSeek-R1 quantizes the MLPs at 4.5 bits and keeps attention bf16."""
     if precision is None:
         return BITS_16
     if part in ("embedding", "lm_head", "norms", "router"):
         return BITS_16  # kept at 16 bit by every quantized format in the catalog
+    ckpt = m.checkpoint_for(precision.id, arch) if m.checkpoints else None
+    if ckpt is not None:
+        return ckpt.weight_bits if part in ckpt.quantized else ckpt.other_bits
     parts = precision.quantized_parts
     if m.native_precision == precision.id and m.native_quantized_parts is not None:
         parts = m.native_quantized_parts  # the model's own release (gpt-oss: experts only)
@@ -188,23 +197,48 @@ def _bits(precision: Precision | None, part: str, m: ModelArch) -> float:
     return precision.weight_bits
 
 
+def attention_out_params(m: ModelArch) -> int:
+    """Parameters of the attention output projections (``o_proj`` / ``wo``) of all layers:
+    ``heads x v_head_dim x hidden`` per layer (+ its bias). DeepSeek-V3: 128 x 128 x 7168 =
+    117,440,512 per layer, 61 layers = 7,163,871,232."""
+    v = m.v_head_dim or m.head_dim
+    per_layer = m.num_attention_heads * v * m.hidden_size
+    per_layer += m.hidden_size if m.attention_out_bias else 0
+    return m.num_hidden_layers * per_layer
+
+
 def dense_layer_bytes_per_gpu(
-    m: ModelArch, precision: Precision | None, tp: int, pc: ParamCounts | None = None
+    m: ModelArch,
+    precision: Precision | None,
+    tp: int,
+    pc: ParamCounts | None = None,
+    arch: str | None = None,
 ) -> float:
     """Weight bytes of the non-expert layer parameters of ALL layers on one GPU of a TP group
     (before any PP split): attention (heads split by TP; K/V projections replicate once TP
     exceeds the KV heads), dense MLP and shared experts (columns split by TP), router and
     norms (replicated, 16 bit). The one per-GPU split of :func:`weight_memory` and
-    :func:`planner.engine.step.step_model`; routed experts are added by each (whole vs one)."""
+    :func:`planner.engine.step.step_model`; routed experts are added by each (whole vs one).
+    ``arch``: the GPU architecture, which picks a published checkpoint (:func:`_bits`)."""
     pc = pc or param_counts(m)
-    b_lin = _bits(precision, "linear", m) / 8
     kv_rep = max(1.0, tp / m.num_key_value_heads) if not m.is_mla else 1.0
     attn_per_gpu = (pc.attention - pc.attention_kv) / tp + pc.attention_kv * kv_rep / tp
+    fixed = (
+        pc.router * _bits(precision, "router", m) / 8 + pc.norms * _bits(precision, "norms", m) / 8
+    )
+    if precision is None or m.checkpoint_for(precision.id, arch) is None:
+        b_lin = _bits(precision, "linear", m) / 8  # the format's one bit width for all linears
+        return attn_per_gpu * b_lin + (pc.mlp_dense + pc.shared_experts) * b_lin / tp + fixed
+
+    def by(part: str) -> float:
+        return _bits(precision, part, m, arch) / 8
+
+    a_out = attention_out_params(m) / tp
     return (
-        attn_per_gpu * b_lin
-        + (pc.mlp_dense + pc.shared_experts) * b_lin / tp
-        + pc.router * _bits(precision, "router", m) / 8
-        + pc.norms * _bits(precision, "norms", m) / 8
+        (attn_per_gpu - a_out) * by("attention_in")
+        + a_out * by("attention_out")
+        + (pc.mlp_dense * by("dense_mlp") + pc.shared_experts * by("shared_experts")) / tp
+        + fixed
     )
 
 
@@ -233,6 +267,7 @@ def weight_memory(
     pp: int = 1,
     ep: int = 1,
     moe_tp: int | None = None,
+    arch: str | None = None,
 ) -> WeightMemory:
     """Weight bytes, total and on the most loaded GPU of a replica.
 
@@ -243,20 +278,32 @@ def weight_memory(
     are split ``ep x moe_tp`` ways (``moe_tp`` defaults to ``tp``: a plain TP group splits
     every expert's columns); with attention data-parallel (:class:`planner.catalog.layout.
     Layout`), ``tp`` is the attention split inside one rank and every rank holds a copy of
-    the attention, dense and shared-expert weights.
+    the attention, dense and shared-expert weights. ``arch`` (the GPU architecture) picks a
+    published checkpoint of the model in this format where the catalog lists one
+    (:meth:`ModelArch.checkpoint_for`: its quantized parts and bits replace the format's).
     """
     moe_tp = tp if moe_tp is None else moe_tp
+    if precision is None or m.checkpoint_for(precision.id, arch) is None:
+        arch = None  # the format's default parts: one answer for every architecture
     if type(tp) is not int or type(pp) is not int:
-        return _weight_memory(m, precision, tp, pp, ep, moe_tp)
+        return _weight_memory(m, precision, tp, pp, ep, moe_tp, arch)
     key = (tp, pp) if ep == 1 and moe_tp == tp else (tp, pp, ep, moe_tp)
+    key = key if arch is None else (*key, arch)
     hit = _WEIGHTS.get((m, precision), key)
     if hit is not None:
         return hit
-    return _WEIGHTS.put((m, precision), key, _weight_memory(m, precision, tp, pp, ep, moe_tp))
+    w = _weight_memory(m, precision, tp, pp, ep, moe_tp, arch)
+    return _WEIGHTS.put((m, precision), key, w)
 
 
 def _weight_memory(
-    m: ModelArch, precision: Precision | None, tp: int, pp: int, ep: int = 1, moe_tp: int = 1
+    m: ModelArch,
+    precision: Precision | None,
+    tp: int,
+    pp: int,
+    ep: int = 1,
+    moe_tp: int = 1,
+    arch: str | None = None,
 ) -> WeightMemory:
     """:func:`weight_memory`, computed."""
     require_positive("tp", tp)
@@ -267,14 +314,22 @@ def _weight_memory(
         raise PlannerError(f"pp={pp} exceeds the model's {m.num_hidden_layers} layers")
     pc = param_counts(m)
     b = {
-        part: _bits(precision, part, m) / 8
-        for part in ("embedding", "lm_head", "norms", "router", "experts", "linear")
+        part: _bits(precision, part, m, arch) / 8
+        for part in (
+            *("embedding", "lm_head", "norms", "router", "experts", "attention_in"),
+            *("attention_out", "dense_mlp", "shared_experts"),
+        )
     }
+    a_out = attention_out_params(m) if arch is not None else 0  # arch: a checkpoint's parts
     parts = {
         "embedding": pc.embedding * b["embedding"],
         "lm_head": pc.lm_head * b["lm_head"],
-        "attention": pc.attention * b["linear"],
-        "mlp": (pc.mlp_dense + pc.shared_experts) * b["linear"],
+        "attention": (pc.attention - a_out) * b["attention_in"] + a_out * b["attention_out"],
+        "mlp": (
+            pc.mlp_dense * b["dense_mlp"] + pc.shared_experts * b["shared_experts"]
+            if arch is not None
+            else (pc.mlp_dense + pc.shared_experts) * b["dense_mlp"]
+        ),
         "experts": pc.experts * b["experts"],
         "router": pc.router * b["router"],
         "norms": pc.norms * b["norms"],
@@ -287,7 +342,7 @@ def _weight_memory(
     n_exp = int(m.num_experts or 0)
     slots = -(-n_exp // ep) * ep / n_exp if n_exp and ep > 1 else 1.0
     per_layer = (
-        dense_layer_bytes_per_gpu(m, precision, tp, pc)
+        dense_layer_bytes_per_gpu(m, precision, tp, pc, arch)
         + pc.experts * b["experts"] * slots / (ep * moe_tp)
     ) / L
     layers_busiest = math.ceil(L / pp)
@@ -507,7 +562,7 @@ def plan_memory(
     seqs0, btok0 = fw.scheduler_defaults(g) if fw else (256, None)
     seqs = max_num_seqs or seqs0
     btok = max_batched_tokens or btok0 or 8192
-    w = weight_memory(m, p, tp, pp, layout.ep, layout.moe_split)
+    w = weight_memory(m, p, tp, pp, layout.ep, layout.moe_split, g.arch)
     if draft is not None and draft.held_bytes:
         w = replace(w, per_gpu_bytes=w.per_gpu_bytes + draft.held_bytes)
         assumptions.append(f"speculative draft weights: {draft.held_bytes / 1e9:.2f} GB per GPU")

@@ -47,6 +47,7 @@ from planner.engine.memory import (
     kv_layer_bytes_per_token,
     param_counts,
 )
+from planner.engine.parts import mla_decode_flops_per_pair, unquantized_attention
 from planner.engine.speculative import DraftCost
 from planner.errors import MissingDataError
 
@@ -138,6 +139,9 @@ class StepModel:
     comm_ring: float = -1.0  # ring factor of comm_bytes_per_token (-1: 2 (tp-1)/tp)
     comm_collectives: float = -1.0  # collectives per step on the busiest stage (-1: 2 x layers)
     layout_label: str = ""
+    # the linears a published checkpoint leaves unquantized (planner.engine.parts) run at
+    # their own dtype's peak: their extra FLOPs at peak_flops per token
+    matmul_slow_flops_per_token: float = 0.0
     adp_balanced: bool = False  # the engine balances prompt work over the attention-DP ranks
     # speculative decoding: K draft tokens verified per decoding sequence, and the drafter
     spec_tokens: int = 0
@@ -237,7 +241,8 @@ class StepModel:
         t_gm = (w_bytes + act) / (self.bw_bytes_s * p.mem_eff)
         eff_c = _ramp(p.compute_eff, Ta, p.compute_half_tokens * dp)
         with np.errstate(divide="ignore", invalid="ignore"):
-            t_gc = np.where(T > 0, mm_flops / (self.peak_flops * np.maximum(eff_c, 1e-12)), 0.0)
+            mm_t = mm_flops + self.matmul_slow_flops_per_token * Ta  # as FLOPs at peak_flops
+            t_gc = np.where(T > 0, mm_t / (self.peak_flops * np.maximum(eff_c, 1e-12)), 0.0)
             if self.expert_flops_per_routed_token:  # EP: the busiest GPU's expert GEMMs, whose
                 hd = self.routed_tokens_hot(T) * dp  # rows are its routed tokens (ramp on them)
                 e_flops = self.expert_flops_per_routed_token * (hd / dp)
@@ -412,7 +417,7 @@ class StepModel:
                 self.act_bytes_per_token / dp,
                 p.compute_eff,
                 p.compute_half_tokens * dp,
-                self.matmul_flops_per_token,
+                self.matmul_flops_per_token + self.matmul_slow_flops_per_token,
                 self.lm_head_flops_per_logit / dp,
                 self.peak_flops,
                 self.kv_bytes_per_token_layer / dp,
@@ -576,9 +581,9 @@ def step_model(
     L = m.num_hidden_layers
     Ls = math.ceil(L / pp)
     frac = Ls / L
-    b_exp = _bits(prec, "experts", m) / 8
+    b_exp = _bits(prec, "experts", m, g.arch) / 8
     b16 = 2.0
-    dense_w = dense_layer_bytes_per_gpu(m, prec, tp, pc) * frac
+    dense_w = dense_layer_bytes_per_gpu(m, prec, tp, pc, g.arch) * frac
     expert_bytes = pc.expert_one / tp * b_exp * (pc.num_moe_layers * frac)
     lm_head_params = (
         pc.lm_head if pc.lm_head else pc.embedding
@@ -612,6 +617,8 @@ def step_model(
     attn_flops_decode = mla_decode_flops_per_pair(m) / tp if m.is_mla else 0.0
     comm_per_token = h * b16 * 2 * Ls  # two all-reduces per layer
     link = _link_bytes_s(g, tp * pp, tp)
+    slow_params, a_peak = unquantized_attention(m, prec, g)  # (0, 0): the format's peak
+    slow_mm = 2.0 * slow_params / tp * frac * (peak / a_peak - 1.0) if a_peak else 0.0
     return StepModel(
         model=m,
         gpu=g,
@@ -640,29 +647,8 @@ def step_model(
         comm_bytes_per_token=comm_per_token,
         link_bytes_s=link if link > 0 else 1.0,
         layout_label=f"TP{tp}" + (f" PP{pp}" if pp > 1 else ""),
+        matmul_slow_flops_per_token=slow_mm,
     )
-
-
-def mla_decode_flops_per_pair(m: ModelArch) -> float:
-    """FLOPs per query-key pair per layer of MLA attention in the absorbed (decode) form,
-    all heads of one layer [FLOP]: ``2 x heads x (kv_lora_rank + qk_rope_head_dim)`` for the
-    scores (the query, its no-rope part multiplied by W_UK into the latent space, against
-    the cached latent and rope key) + ``2 x heads x kv_lora_rank`` for the values (weights
-    times the latent; W_UV applied after). DeepSeek-V3: 2 x 128 x (576 + 512) = 278,528,
-    3.4x the 2 x 128 x (192 + 128) = 81,920 of the expanded form that prompt chunks run.
-
-    Engines decode MLA this way: DeepSeek-V2 paper (arXiv 2405.04434, section 2.1.2: W_UK
-    absorbed into W_Q, W_UV into W_O, so the keys and values are never expanded); vLLM
-    ``vllm/v1/attention/backends/mla/common.py`` ("data-movement friendly approach" for
-    decode, "compute friendly approach" for prefill, latent 512 and rope 64 in DSV3);
-    FlashMLA (deepseek-ai/FlashMLA: head dim 576 for QK, 512 for V); SGLang's and
-    TensorRT-LLM's MLA generation kernels. The per-token W_UK / W_UV products cost what
-    ``kv_b_proj`` costs in the expanded form (``2 x kv_lora_rank x heads x (qk_nope + v)``
-    per token), already among the matmul parameters. 0 for a model without MLA."""
-    if not m.is_mla:
-        return 0.0
-    r, rope = m.kv_lora_rank, m.qk_rope_head_dim
-    return 2.0 * m.num_attention_heads * (r + rope) + 2.0 * m.num_attention_heads * r
 
 
 def _link_bytes_s(g: Accelerator, num_gpus: int, group: int) -> float:
@@ -718,7 +704,7 @@ def _as_expert_parallel(plain: StepModel, lay: Layout) -> StepModel:
     tp, dp, ep, mtp = lay.tp, lay.attention_dp, lay.ep, lay.moe_split
     pc = param_counts(m)
     frac = plain.layers / m.num_hidden_layers
-    b_exp = _bits(plain.precision, "experts", m) / 8
+    b_exp = _bits(plain.precision, "experts", m, g.arch) / 8
     dense_mm = pc.attention + pc.mlp_dense + pc.shared_experts + pc.router
     h, b16, w = m.hidden_size, 2.0, lay.width
     moe_s = pc.num_moe_layers * frac
@@ -737,6 +723,7 @@ def _as_expert_parallel(plain: StepModel, lay: Layout) -> StepModel:
         plain,
         expert_bytes=pc.expert_one / mtp * b_exp * moe_s,
         matmul_flops_per_token=2.0 * dense_mm / (tp * dp) * frac,
+        matmul_slow_flops_per_token=plain.matmul_slow_flops_per_token / dp,
         comm_bytes_per_token=comm,
         link_bytes_s=link if link > 0 else 1.0,
         ep=ep,

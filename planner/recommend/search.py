@@ -319,7 +319,7 @@ class _Search:
                 )
             else:
                 lay = opt.layout
-                w = weight_memory(m, opt.precision, lay.tp, lay.pp, lay.ep, lay.moe_split)
+                w = weight_memory(m, opt.precision, lay.tp, lay.pp, lay.ep, lay.moe_split, g.arch)
                 w = w.per_gpu_bytes
                 self.weight_fit[key] = (
                     f"does not fit: {m.id} in {opt.precision.id} needs {w / 1e9:.1f} GB of weights "
