@@ -139,3 +139,14 @@ def test_adding_later_release_rows_never_changes_the_prediction(extra):
                        for r, (_, d, _) in zip(added, extra, strict=True)}}  # fmt: skip
     value, _, _ = _predicted(EARLY + LATE + added, days)
     assert math.isclose(value, base, rel_tol=0, abs_tol=0)
+
+
+def test_dates_that_leave_out_the_same_rows_share_one_fit():
+    """Two release-free rows dated 2024-09-20 and 2024-12-01 both leave out the 10 rows of
+    2025 and nothing else: one fit serves both (leave-one-source-out stays cheap)."""
+    later = _row(1, "held")
+    days = {**DAYS, later.id: dt.date(2024, 12, 1)}
+    asof = AsOfFits(days, **FIT_KW)
+    asof.fit_fold("held", [HELD, later], EARLY + LATE)
+    a, b = asof.fits[("held", "vllm", HELD_DAY)], asof.fits[("held", "vllm", dt.date(2024, 12, 1))]
+    assert a[0] is b[0] and a[1] == b[1] == 10

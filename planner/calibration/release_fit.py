@@ -258,17 +258,21 @@ class AsOfFits:
             if not r.release and r.framework and day is not None and r.vendor != "?":
                 groups.setdefault((r.framework, day), []).append(r)
         grace = _dt.timedelta(days=ASOF_GRACE_DAYS)
+        cuts: dict[tuple[str, frozenset[str]], list[tuple[_dt.date, list[PreparedRow]]]] = {}
         for (fw, day), rs in sorted(groups.items()):
-            cut = [t for t in train if not self._later(t, fw, day + grace)]
-            if len(cut) == len(train):
-                continue
+            out = frozenset(t.id for t in train if self._later(t, fw, day + grace))
+            if out:  # dates that leave out the same rows share one fit
+                cuts.setdefault((fw, out), []).append((day, rs))
+        for (fw, out), dated in cuts.items():
+            cut = [t for t in train if t.id not in out]
             targets = [(r.vendor or None, r.framework, r.arch, r.gpu, r.precision or None,
-                        r.family) for r in rs]  # fmt: skip
+                        r.family) for _, rs in dated for r in rs]  # fmt: skip
             try:
                 prof = fit_profile(cut, targets=targets, **self.fit_kw)
             except PlannerError:
                 prof = None
-            self.fits[(fold, fw, day)] = (prof, len(train) - len(cut))
+            for day, _ in dated:
+                self.fits[(fold, fw, day)] = (prof, len(out))
 
     def _later(self, t: PreparedRow, fw: str, day: _dt.date) -> bool:
         """``t`` names a release of ``fw`` and is dated after ``day``."""
