@@ -93,7 +93,7 @@ def test_later_release_rows_do_not_move_an_earlier_release_free_row():
     every = fit_profile(EARLY + LATE, **FIT_KW)
     p_all, _, _, _ = params_for(H100, "vllm", "bf16", "", every, CAT, "dense")
     assert K * p_all.mem_eff > 1.2 * value
-    assert set(asof.fits) == {("held", "vllm", HELD_DAY)}
+    assert set(asof.plans) == {("held", "vllm", HELD_DAY)}
 
 
 def test_what_is_kept():
@@ -106,7 +106,7 @@ def test_what_is_kept():
     days = {**DAYS, **{r.id: dt.date(2025, 9, 1) for r in other + unnamed},
             **{r.id: HELD_DAY for r in same_day}}  # fmt: skip
     value, prov, asof = _predicted(EARLY + other + undated + unnamed + same_day, days)
-    assert asof.fits == {}
+    assert asof.plans == {}
     assert "as of" not in prov
 
 
@@ -114,7 +114,7 @@ def test_a_row_naming_a_release_keeps_the_fold_fit():
     named = _row(0, "held", release="0.6.0")
     days = {**DAYS, named.id: HELD_DAY}
     _, prov, asof = _predicted(EARLY + LATE, days, named)
-    assert asof.fits == {}
+    assert asof.plans == {}
     assert "as of" not in prov
 
 
@@ -141,12 +141,19 @@ def test_adding_later_release_rows_never_changes_the_prediction(extra):
     assert math.isclose(value, base, rel_tol=0, abs_tol=0)
 
 
-def test_dates_that_leave_out_the_same_rows_share_one_fit():
+def test_dates_that_leave_out_the_same_rows_share_one_fit_made_on_first_use():
     """Two release-free rows dated 2024-09-20 and 2024-12-01 both leave out the 10 rows of
-    2025 and nothing else: one fit serves both (leave-one-source-out stays cheap)."""
+    2025 and nothing else: one fit serves both, and it is made only when a row is predicted
+    (leave-one-source-out stays cheap)."""
     later = _row(1, "held")
     days = {**DAYS, later.id: dt.date(2024, 12, 1)}
     asof = AsOfFits(days, **FIT_KW)
     asof.fit_fold("held", [HELD, later], EARLY + LATE)
-    a, b = asof.fits[("held", "vllm", HELD_DAY)], asof.fits[("held", "vllm", dt.date(2024, 12, 1))]
-    assert a[0] is b[0] and a[1] == b[1] == 10
+    plan = asof.plans[("held", "vllm", HELD_DAY)]
+    assert asof.plans[("held", "vllm", dt.date(2024, 12, 1))] is plan
+    assert "fit" not in plan
+    a, note_a = asof.profile_for("held", "vllm", HELD.id, None)
+    b, note_b = asof.profile_for("held", "vllm", later.id, None)
+    assert a is b and a is not None
+    assert note_a == "; as of 2024-09-20 (10 later vllm release rows left out)"
+    assert note_b == "; as of 2024-12-01 (10 later vllm release rows left out)"

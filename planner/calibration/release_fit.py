@@ -245,13 +245,13 @@ class AsOfFits:
     def __init__(self, days: dict[str, _dt.date], **fit_kw: Any) -> None:
         self.days = days
         self.fit_kw = {k: v for k, v in fit_kw.items() if k != "targets"}
-        self.fits: dict[tuple, tuple[Profile | None, int]] = {}
+        self.plans: dict[tuple, dict[str, Any]] = {}
 
     def fit_fold(self, fold: Any, held: Sequence[PreparedRow], train: Sequence[PreparedRow]):
-        """Fit, for each (engine, date) of the release-free rows of ``held`` (fold ``fold``),
+        """Plan, for each (engine, date) of the release-free rows of ``held`` (fold ``fold``),
         the fold's profile on ``train`` without that engine's release-named rows dated after
-        the date (only the nodes those rows resolve to, as the fold's own fit); nothing where
-        no training row is left out."""
+        the date (only the nodes those rows resolve to, as the fold's own fit; fitted when a
+        row first needs it); nothing where no training row is left out."""
         groups: dict[tuple[str, _dt.date], list[PreparedRow]] = {}
         for r in held:
             day = self.days.get(r.id)
@@ -264,15 +264,23 @@ class AsOfFits:
             if out:  # dates that leave out the same rows share one fit
                 cuts.setdefault((fw, out), []).append((day, rs))
         for (fw, out), dated in cuts.items():
-            cut = [t for t in train if t.id not in out]
             targets = [(r.vendor or None, r.framework, r.arch, r.gpu, r.precision or None,
                         r.family) for _, rs in dated for r in rs]  # fmt: skip
+            plan = {"train": train, "out": out, "targets": targets}
+            for day, _ in dated:
+                self.plans[(fold, fw, day)] = plan
+
+    def _fit(self, plan: dict[str, Any]) -> tuple[Profile | None, int]:
+        """The fit of a plan, made on first use (a row the fold never predicts, such as a
+        disaggregated layout, costs nothing)."""
+        if "fit" not in plan:
+            cut = [t for t in plan["train"] if t.id not in plan["out"]]
             try:
-                prof = fit_profile(cut, targets=targets, **self.fit_kw)
+                prof = fit_profile(cut, targets=plan["targets"], **self.fit_kw)
             except PlannerError:
                 prof = None
-            for day, _ in dated:
-                self.fits[(fold, fw, day)] = (prof, len(out))
+            plan["fit"] = (prof, len(plan["out"]))
+        return plan["fit"]
 
     def _later(self, t: PreparedRow, fw: str, day: _dt.date) -> bool:
         """``t`` names a release of ``fw`` and is dated after ``day``."""
@@ -283,10 +291,11 @@ class AsOfFits:
         """(profile, provenance note) of a release-free row: the fit as of its date where
         :meth:`fit_fold` made one, else ``profile`` and no note."""
         day = self.days.get(row_id)
-        hit = self.fits.get((fold, framework, day))
-        if hit is None:
+        plan = self.plans.get((fold, framework, day))
+        if plan is None:
             return profile, ""
-        return hit[0], f"; as of {day} ({hit[1]} later {framework} release rows left out)"
+        prof, n = self._fit(plan)
+        return prof, f"; as of {day} ({n} later {framework} release rows left out)"
 
 
 # --------------------------------------------------------------------------- held-out release
