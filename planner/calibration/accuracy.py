@@ -47,6 +47,8 @@ from planner.calibration.fit import (
 )
 from planner.calibration.latency_fit import first_token_folds, fit_prefill_scales, scale_for
 from planner.calibration.release_fit import (
+    AsOfFits,
+    as_of_days,
     fit_release_nodes,
     params_for,
     predict_rows_by_release,
@@ -66,10 +68,10 @@ from planner.files import Progress, atomic_write_text
 
 
 def serving_predictions(
-    df, rows: Sequence[PreparedRow], profile_for, catalog: Catalog, fold_of
+    df, rows: Sequence[PreparedRow], profile_for, catalog: Catalog, fold_of, asof=None
 ) -> list[dict[str, Any]]:
-    """Predict serving rows with the fold's profile, prefill scale and trtllm-serve first-token
-    latency (:mod:`planner.calibration.latency_fit`; fitted on the other folds' first pass)."""
+    """Predict serving rows with the fold's profile (``asof``: AsOfFits), prefill scale and
+    trtllm-serve first-token latency (:mod:`planner.calibration.latency_fit`)."""
     records = {str(r["id"]): r for r in df.to_dict("records")}
     first: list[tuple[PreparedRow, Any, str, Any, float, dict[str, Any]]] = []
     for r in rows:
@@ -78,7 +80,7 @@ def serving_predictions(
         fold = fold_of(r)
         prof = profile_for(fold)
         try:  # the row's release node (prior when the fold could not be fitted)
-            params, prov, used, dist = release_params_for_row(r, prof, catalog)
+            params, prov, used, dist = release_params_for_row(r, prof, catalog, asof, fold)
         except PlannerError:
             continue
         value = _serving_value(records[r.id], catalog, params, 1.0)
@@ -127,7 +129,7 @@ def _serving_value(record, catalog: Catalog, params, scale: float) -> float | No
     return float(value)
 
 
-def assumed_layout_predictions(df, profile_for, catalog: Catalog) -> list[dict[str, Any]]:
+def assumed_layout_predictions(df, profile_for, catalog: Catalog, asof=None) -> list[dict]:
     """Rows that state ``n_gpus`` but no ``tp`` (MLPerf multi-GPU systems), predicted by the
     serving simulator with the layout a submitter would tune
     (:func:`planner.benchmarks.layouts.assumed_layout`) and the held-out fold's profile."""
@@ -148,7 +150,8 @@ def assumed_layout_predictions(df, profile_for, catalog: Catalog) -> list[dict[s
             gpu = catalog.gpu(cell(row, "hardware")).id
             rel = row_release(row)
             params, prov, used, dist = params_for(gpu, cell(row, "framework"),
-                cell(row, "precision"), rel.release if rel else "", prof, catalog, family)  # fmt: skip
+                cell(row, "precision"), rel.release if rel else "", prof, catalog, family,
+                asof=asof, fold=str(rec["source"]), row_id=str(rec["id"]))  # fmt: skip
             filled, note = assumed_layout(row, catalog, params)
             value, _ = predict_serving_row(filled, catalog, params, prefill_scale=1.0)
         except PlannerError:
@@ -337,7 +340,7 @@ def run_validation(
                     f"--holdout {' '.join(holdout)} matches no source; the sources are: "
                     + "; ".join(sorted({r.source for r in rows}))
                 )
-        recs = []
+        recs, asof = [], AsOfFits(as_of_days(df), **fit_kw)  # release-free rows: as of their date
         profiles: dict[str, Profile | None] = {}
         bar = Progress("validate: leave-one-source-out", total=len(sources))
         for i, s in enumerate(sources):
@@ -356,18 +359,17 @@ def run_validation(
             except PlannerError:
                 prof = None
             profiles[s] = prof
+            asof.fit_fold(s, [r for r in rows if r.source == s], train)
             test = [r for r in rows if r.source == s and r.ok]
-            for r, v, prov, used, dist in predict_rows_by_release(test, prof, cat):
+            for r, v, prov, used, dist in predict_rows_by_release(test, prof, cat, asof, s):
                 recs.append({**oos_record(r, v, prov, s), **release_cols(r, used, dist)})
         bar.close()
         if serving:
             held = set(sources)  # with ``holdout`` the other sources are not predicted
             sdf = df[df["source"].astype(str).isin(held)]
             srows = [r for r in rows if r.source in held]
-            recs += serving_predictions(
-                sdf, srows, lambda f: profiles.get(f), cat, lambda r: r.source
-            )
-            recs += assumed_layout_predictions(sdf, lambda f: profiles.get(f), cat)
+            recs += serving_predictions(sdf, srows, profiles.get, cat, lambda r: r.source, asof)
+            recs += assumed_layout_predictions(sdf, profiles.get, cat, asof)
         loso = pd.DataFrame(recs)
         if len(loso):
             n_gpus = dict(zip(df["id"].astype(str), df["n_gpus"], strict=True))
