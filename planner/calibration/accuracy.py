@@ -2,16 +2,14 @@
 
 Two schemes, both refitting the whole hierarchy without the held-out rows:
 
-* leave-one-source-out (LOSO): every public source in turn is held out, so a row is
-  predicted by parameters fitted on other documents, other software versions and,
-  often, other GPUs. Serving rows (request-rate, MLPerf server) are never fitted;
-  they are predicted by the serving simulator with the parameters of the fold.
+* leave-one-source-out (LOSO): every public source in turn is held out, so a row is predicted
+  by parameters fitted on other documents, software versions and often GPUs. Serving rows
+  (request-rate, MLPerf server) are never fitted: the simulator predicts them with the fold's.
 * 5-fold: random folds over all fitted rows (used for the project's own H200
   measurements, where a source is one harness).
 
-The report (``docs/accuracy.md``) gives median and P90 absolute percentage error
-(MdAPE, P90 APE) and the signed bias (median of predicted/measured - 1) per
-framework, hardware, metric and mode.
+The report (``docs/accuracy.md``) gives MdAPE, P90 APE and the signed bias (median of
+predicted/measured - 1) per framework, hardware, metric and mode.
 """
 
 from __future__ import annotations
