@@ -65,9 +65,10 @@ def release_section(result: dict[str, Any]) -> str:
         "(`planner.calibration.release_fit`): the node of its own release on its GPU (or the "
         "nearest sibling GPU of the architecture) where the other sources hold at least "
         f"{RELEASE_MIN_ROWS} fittable rows of it, else the node of the nearest release of the "
-        "same engine on the same GPU family and precision; rows naming no release, and "
-        "releases without a node on the family, keep the fit over every release. Throughput "
-        "rows only.",
+        "same engine on the same GPU family and precision; releases without a node on the "
+        "family keep the fit over every release, and rows naming no release the fit over "
+        "every release as of their date (without their engine's rows that name a release "
+        "and are dated after them: `release_fit.AsOfFits`). Throughput rows only.",
         "",
         "### The targets, scored with the release level",
         "",
