@@ -92,21 +92,21 @@ def shape_of_requests(r: Requests) -> tuple[float, float, float, float]:
 
 #: (coefficient tuple, host time per iteration [s], per sequence [s], mean prompt I,
 #: prefill tokens n_pf, cached tokens c, running context, window W, prefill pairs, windowed
-#: prefill pairs): what the step time of an iteration at rate lambda needs (:func:`_t_of`)
+#: prefill pairs, host overlapped): what the step time of an iteration at rate lambda needs (:func:`_t_of`)
 Shape = tuple
 
 
 def _t_of(k, a, b):
     """Step time [s] of an iteration that starts ``a`` prompts and carries ``b`` decoders,
     ``k`` the constants of :data:`Shape` (the replica and the request shape)."""
-    coeffs, h0, h1, I_, n_pf, c_, mean_ctx, W, pf_pairs, pf_pairs_sw = k
+    coeffs, h0, h1, I_, n_pf, c_, mean_ctx, W, pf_pairs, pf_pairs_sw, ov = k
     kv = b * (mean_ctx + 1) + a * I_
     pr = b * (mean_ctx + 1) + a * pf_pairs
     kvs = b * min(mean_ctx + 1, W) + a * min(I_, W) if W else 0.0
     prs = b * min(mean_ctx + 1, W) + a * pf_pairs_sw if W else 0.0
-    return _st(coeffs, b + a * n_pf, b + a, b + a, kv, pr, kvs, prs, a * n_pf * c_) + (
-        h0 + h1 * (b + a)
-    )
+    gpu = _st(coeffs, b + a * n_pf, b + a, b + a, kv, pr, kvs, prs, a * n_pf * c_)
+    host = h0 + h1 * (b + a)
+    return max(gpu, host) if ov else gpu + host  # the engine overlaps them: the longer
 
 
 def _fixed_point(k, lam, dec, t_sat):
@@ -195,7 +195,7 @@ def _constants(replica: Replica, shape: tuple[float, float, float, float]) -> tu
     dec = (O_ - 1.0) / tokens_per_step(replica)  # speculative: AL tokens per decode step
     k = (
         sm._coeffs, float(eng.sched_overhead_s), float(eng.sched_seq_overhead_s), I_, n_pf, c_,
-        ctx_run, float(W), pf_pairs, pf_pairs_sw,
+        ctx_run, float(W), pf_pairs, pf_pairs_sw, bool(eng.host_overlap),
     )  # fmt: skip
     # saturation
     if dec > 0:
