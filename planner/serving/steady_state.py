@@ -264,7 +264,12 @@ def steady_state(
 
 
 def offline_throughput(
-    sm: StepModel, input_tokens: float, output_tokens: float, max_batch: float, token_budget: float
+    sm: StepModel,
+    input_tokens: float,
+    output_tokens: float,
+    max_batch: float,
+    token_budget: float,
+    host_overlap: bool = False,
 ) -> tuple[float, float]:
     """Steady-state offline throughput of one replica [output tok/s] and its batch.
 
@@ -283,14 +288,24 @@ def offline_throughput(
     micro-batches advance in that time, so the replica delivers ``pp`` x the throughput of
     one micro-batch; the token budget holds per micro-batch. Fewer sequences than stages fill
     only that many micro-batches.
+
+    ``host_overlap``: the engine prepares the next iteration on the CPU while the GPU runs
+    this one (:attr:`~planner.serving.replica.EngineConfig.host_overlap`): an iteration takes
+    ``max(gpu, host)`` instead of ``gpu + host``.
     """
     B = max(1.0, float(max_batch))
     k = min(float(sm.pp), B)  # micro-batches in flight (1 without pipeline parallelism)
-    return k * _offline_cycle(sm, input_tokens, output_tokens, B / k, token_budget), B
+    cyc = _offline_cycle(sm, input_tokens, output_tokens, B / k, token_budget, host_overlap)
+    return k * cyc, B
 
 
 def closed_loop_throughput(
-    sm: StepModel, input_tokens: float, output_tokens: float, clients: float, token_budget: float
+    sm: StepModel,
+    input_tokens: float,
+    output_tokens: float,
+    clients: float,
+    token_budget: float,
+    host_overlap: bool = False,
 ) -> float:
     """Steady-state output throughput [tok/s] of ``clients`` closed-loop clients on one replica.
 
@@ -311,7 +326,7 @@ def closed_loop_throughput(
     k = float(math.ceil(isl / max(float(token_budget), 1.0)))
     n_dec = osl - 1.0 - k * (B - 1.0)
     if n_dec < 0.0 or sm.pp > 1:
-        return offline_throughput(sm, isl, osl, B, token_budget)[0]
+        return offline_throughput(sm, isl, osl, B, token_budget, host_overlap)[0]
     ctx = isl + osl / 2
     chunk = isl / k
     sched = sm.params.sched_overhead_s + sm.params.sched_seq_overhead_s * B
@@ -321,8 +336,8 @@ def closed_loop_throughput(
         pf_sw = float(prefill_pairs_sw) / k
     else:
         sw = pf_sw = 0.0
-    t_dec = sm.step_time(B, B, B, B * ctx, B * ctx, B * sw, B * sw) + sched
-    t_mix = (
+    t_dec = _wall(sm.step_time(B, B, B, B * ctx, B * ctx, B * sw, B * sw), sched, host_overlap)
+    t_mix = _wall(
         sm.step_time(
             chunk + B - 1.0,
             B,
@@ -331,14 +346,25 @@ def closed_loop_throughput(
             (B - 1.0) * ctx + isl * isl / (2.0 * k),
             B * sw,
             (B - 1.0) * sw + pf_sw,
-        )
-        + sched
+        ),
+        sched,
+        host_overlap,
     )
     return B * osl / (B * k * t_mix + n_dec * t_dec)
 
 
+def _wall(gpu_s: float, host_s: float, overlap: bool) -> float:
+    """An iteration's wall time [s]: ``gpu + host``, or ``max(gpu, host)`` overlapped."""
+    return max(gpu_s, host_s) if overlap else gpu_s + host_s
+
+
 def _offline_cycle(
-    sm: StepModel, input_tokens: float, output_tokens: float, B: float, token_budget: float
+    sm: StepModel,
+    input_tokens: float,
+    output_tokens: float,
+    B: float,
+    token_budget: float,
+    host_overlap: bool = False,
 ) -> float:
     """Output tok/s of ``B`` sequences run as one batch (:func:`offline_throughput`)."""
     isl, osl = input_tokens, output_tokens  # the benchmark schema's names, as in the formula
@@ -352,9 +378,9 @@ def _offline_cycle(
         pairs_sw = B * (float(prefill_pairs_sw) + osl * sw) / n_iter
     else:
         sw = pairs_sw = 0.0
-    t = (
-        sm.step_time(new, B, B, B * ctx, pairs, B * sw, pairs_sw)
-        + sm.params.sched_overhead_s
-        + sm.params.sched_seq_overhead_s * B
+    t = _wall(
+        sm.step_time(new, B, B, B * ctx, pairs, B * sw, pairs_sw),
+        sm.params.sched_overhead_s + sm.params.sched_seq_overhead_s * B,
+        host_overlap,
     )
     return B * osl / (n_iter * t)
