@@ -66,6 +66,21 @@ def test_framework_rule(catalog, fw, version, as_of, expected):
     assert catalog.framework(fw).overlaps_host(version, as_of) is expected
 
 
+def test_features_that_turn_the_overlap_off(catalog):
+    sgl, vllm = catalog.framework("sglang"), catalog.framework("vllm")
+    # SGLang turns it off for EAGLE / MTP speculative decoding and pipeline parallelism
+    assert not sgl.overlaps_host(speculative=True)
+    assert not sgl.overlaps_host(pipeline=True)
+    # vLLM 0.14 keeps it with MTP / EAGLE, not with pipeline parallelism
+    assert vllm.overlaps_host(speculative=True)
+    assert not vllm.overlaps_host(pipeline=True)
+    rep = build_replica(
+        "deepseek-v3", "nvidia-h200-sxm", "fp8", "sglang", tp=8, spec_method="mtp",
+        catalog=catalog,
+    )  # fmt: skip
+    assert not rep.engine.host_overlap
+
+
 def test_reference_engine_is_not_overlapped(catalog):
     # its serving terms are fitted on its iteration logs as gpu + host: they must not move
     rep = build_replica("llama-3.1-8b", "nvidia-h200-sxm", "bf16", "pytorch", catalog=catalog)

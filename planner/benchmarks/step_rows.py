@@ -212,7 +212,7 @@ def _steady_predictor(
     # on this GPU (vLLM V1: 1024 / 8192 on >= 70 GiB GPUs other than A100s)
     version = cell(row, "framework_version")
     seqs0, btok0 = fw.scheduler_defaults(g, version, cell(row, "as_of"))
-    ov = bool(fw and fw.overlaps_host(version, cell(row, "as_of")))  # host hidden behind GPU
+    ov = bool(fw and fw.overlaps_host(version, cell(row, "as_of"), pipeline=int(pp) > 1))
     # per attention rank (vLLM / SGLang / TensorRT-LLM): the replica schedules dp times as many
     max_seqs = (settings.max_num_seqs or seqs0) * dp
     budget = float(settings.max_num_batched_tokens or btok0 or 8192) * dp

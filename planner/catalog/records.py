@@ -607,12 +607,30 @@ class Framework(Sourced):
         "dated before it ran without the overlap)",
     )
     host_overlap_source: str | None = Field(None, min_length=3)
+    host_overlap_not_with: tuple[Literal["speculative", "pipeline"], ...] = Field(
+        (),
+        description="features with which the engine turns its overlap off (SGLang: EAGLE / "
+        "MTP speculative decoding and pipeline parallelism; vLLM: pipeline parallelism)",
+    )
 
-    def overlaps_host(self, version: Any = None, as_of: Any = None) -> bool:
+    def overlaps_host(
+        self,
+        version: Any = None,
+        as_of: Any = None,
+        *,
+        speculative: Any = False,
+        pipeline: bool = False,
+    ) -> bool:
         """Whether a run of release ``version`` (free text or a parsed release with a
         ``release`` attribute; None = current, or for a run dated ``as_of`` before
-        :attr:`host_overlap_since_date`, an older one) hides its host time behind the GPU."""
+        :attr:`host_overlap_since_date`, an older one) hides its host time behind the GPU;
+        ``speculative`` (speculative decoding on) and ``pipeline`` (pp > 1)
+        turn it off where :attr:`host_overlap_not_with` says so."""
         if self.host_overlap_since is None:
+            return False
+        if speculative and "speculative" in self.host_overlap_not_with:
+            return False
+        if pipeline and "pipeline" in self.host_overlap_not_with:
             return False
         if version is not None and not isinstance(version, str):
             version = str(getattr(version, "release", "") or "") or None

@@ -324,7 +324,13 @@ def build_replica(
         prefill_scale=float(prefill_scale),
         first_token_s=float(first_token_s),
         host_overlap=bool(
-            (fw.overlaps_host(release) if fw else False) if host_overlap is None else host_overlap
+            (
+                fw.overlaps_host(release, speculative=spec is not None, pipeline=pp > 1)
+                if fw
+                else False
+            )
+            if host_overlap is None
+            else host_overlap
         ),
     )
     return Replica(
