@@ -141,7 +141,11 @@ def test_old_release_is_unchanged(catalog, trt0):
     old = build_replica(
         "llama-3.1-8b", "nvidia-h100-sxm", "bf16", "trtllm", catalog=catalog, release="0.21.0"
     )
-    assert old.engine == trt0.engine  # the same engine as the one without the path
+    # the same engine as the one without the path, whose scheduler (the TensorRT engine flow
+    # before 1.0) does not overlap host and GPU either (changes/schedbound.md)
+    assert not old.engine.host_overlap
+    trt0 = dataclasses.replace(trt0, engine=dataclasses.replace(trt0.engine, host_overlap=False))
+    assert old.engine == trt0.engine
     reqs = _poisson(8.0, n=300)
     assert run(old, reqs).summary() == run(trt0, reqs).summary()
 
@@ -347,8 +351,9 @@ deployment: {{gpu: nvidia-h100-sxm, framework: trtllm, precision: bf16, tp: 1{re
 
 
 def test_simulate_follows_the_deployments_release(tmp_path):
-    """The same scenario at the current release and at 0.21.0: the simulated requests and
-    the engine are the same, so the P99 TTFT differs by exactly the 0.12 s path, TPOT not."""
+    """The same scenario at the current release and at 0.21.0: the simulated requests are
+    the same, so the P99 TTFT differs by the 0.12 s path (less the host time the current
+    release's overlap scheduler hides), TPOT does not rise."""
     out = {}
     for rel in ("", ", release: 0.21.0"):
         p = tmp_path / f"s{len(out)}.yaml"
@@ -357,8 +362,12 @@ def test_simulate_follows_the_deployments_release(tmp_path):
     new, old = out[""], out[", release: 0.21.0"]
     assert new["params"] == old["params"]  # the same release node's parameters
     k = "_at_planned_s"
-    assert new["ttft_p99" + k] == pytest.approx(old["ttft_p99" + k] + OFFSET_S, abs=1e-9)
-    assert new["e2e_p99" + k] == pytest.approx(old["e2e_p99" + k] + OFFSET_S, abs=1e-9)
-    assert new["tpot_p99" + k] == old["tpot_p99" + k]
+    # the current release also overlaps its host time with the GPU (the PyTorch backend's
+    # overlap scheduler, 1.0 on; changes/schedbound.md): each iteration is at most the
+    # node's host time (< 1 ms, sched_overhead_s of the bundled trtllm nodes) shorter, so
+    # TTFT rises by the 0.12 s path less a few iterations' host time, TPOT does not rise
+    assert 0 <= old["ttft_p99" + k] + OFFSET_S - new["ttft_p99" + k] < 0.01
+    assert new["e2e_p99" + k] <= old["e2e_p99" + k] + OFFSET_S + 1e-9
+    assert new["tpot_p99" + k] <= old["tpot_p99" + k]
     assert "first-token path +120 ms" in "; ".join(new["assumptions"])
     assert "first-token path" not in "; ".join(old["assumptions"])

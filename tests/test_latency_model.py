@@ -29,9 +29,11 @@ def catalog():
 
 def _replica(catalog, chunk, scale=1.0, **kw):
     p = PRIOR.with_(sched_overhead_s=HOST, sched_seq_overhead_s=HOST_SEQ)
+    # vLLM 0.13: the GPU waits for the host (async scheduling is on from 0.14), so every
+    # iteration adds the host time (changes/schedbound.md)
     return build_replica(
         M8B, H200, "bf16", "vllm", params=p, catalog=catalog,
-        max_num_batched_tokens=chunk, prefill_scale=scale, **kw,
+        max_num_batched_tokens=chunk, prefill_scale=scale, release="0.13.0", **kw,
     )  # fmt: skip
 
 

@@ -287,6 +287,7 @@ def test_compiled_unloaded_latency_equals_the_interpreted_loop(
         eng.max_num_batched_tokens if eng.chunked_prefill else 1 << 60,
         int(sm.window) if sm.layers_sw > 0 and sm.window > 0 else 0,
         eng.host_time_s(1),
+        eng.host_overlap,
     )
     assert np.array_equal(got["ttft_s"], ttft)
     assert np.array_equal(got["tpot_s"], tpot, equal_nan=True)

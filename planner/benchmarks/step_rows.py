@@ -212,6 +212,7 @@ def _steady_predictor(
     # on this GPU (vLLM V1: 1024 / 8192 on >= 70 GiB GPUs other than A100s)
     version = cell(row, "framework_version")
     seqs0, btok0 = fw.scheduler_defaults(g, version, cell(row, "as_of"))
+    ov = bool(fw and fw.overlaps_host(version, cell(row, "as_of"), pipeline=int(pp) > 1))
     # per attention rank (vLLM / SGLang / TensorRT-LLM): the replica schedules dp times as many
     max_seqs = (settings.max_num_seqs or seqs0) * dp
     budget = float(settings.max_num_batched_tokens or btok0 or 8192) * dp
@@ -259,7 +260,7 @@ def _steady_predictor(
     if closed_loop:
 
         def predict(q: EfficiencyParams) -> float:
-            return mult * closed_loop_throughput(_with_params(sm0, q), isl, osl, B, budget)
+            return mult * closed_loop_throughput(_with_params(sm0, q), isl, osl, B, budget, ov)
 
     elif wave:
         n = float(n_req) / replicas  # type: ignore[operator]
@@ -270,7 +271,7 @@ def _steady_predictor(
     else:
 
         def predict(q: EfficiencyParams) -> float:
-            return mult * offline_throughput(_with_params(sm0, q), isl, osl, B, budget)[0]
+            return mult * offline_throughput(_with_params(sm0, q), isl, osl, B, budget, ov)[0]
 
     return predict, "", "offline"
 

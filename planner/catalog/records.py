@@ -632,6 +632,58 @@ class Framework(Sourced):
         "default_max_num_seqs / default_max_num_batched_tokens)",
     )
 
+    host_overlap_since: str | None = Field(
+        None,
+        description="first release whose scheduler overlaps its host work with the GPU by "
+        "default (SGLang's overlap scheduler, vLLM's async scheduling, TensorRT-LLM's overlap "
+        "scheduler): the CPU prepares iteration n+1 while the GPU runs n, so an iteration "
+        "takes max(GPU, host) instead of GPU + host; None: not by default",
+    )
+    host_overlap_since_date: _dt.date | None = Field(
+        None,
+        description="release date of host_overlap_since (a run with no stated release "
+        "dated before it ran without the overlap)",
+    )
+    host_overlap_source: str | None = Field(None, min_length=3)
+    host_overlap_not_with: tuple[Literal["speculative", "pipeline"], ...] = Field(
+        (),
+        description="features with which the engine turns its overlap off (SGLang: EAGLE / "
+        "MTP speculative decoding and pipeline parallelism; vLLM: pipeline parallelism)",
+    )
+
+    def overlaps_host(
+        self,
+        version: Any = None,
+        as_of: Any = None,
+        *,
+        speculative: Any = False,
+        pipeline: bool = False,
+    ) -> bool:
+        """Whether a run of release ``version`` (free text or a parsed release with a
+        ``release`` attribute; None = current, or for a run dated ``as_of`` before
+        :attr:`host_overlap_since_date`, an older one) hides its host time behind the GPU;
+        ``speculative`` (speculative decoding on) and ``pipeline`` (pp > 1)
+        turn it off where :attr:`host_overlap_not_with` says so."""
+        if self.host_overlap_since is None:
+            return False
+        if speculative and "speculative" in self.host_overlap_not_with:
+            return False
+        if pipeline and "pipeline" in self.host_overlap_not_with:
+            return False
+        if version is not None and not isinstance(version, str):
+            version = str(getattr(version, "release", "") or "") or None
+        v, since = version_tuple(version), version_tuple(self.host_overlap_since)
+        if v is not None and since is not None:
+            return v >= since
+        if self.host_overlap_since_date is not None and as_of:
+            try:
+                day = as_of if isinstance(as_of, _dt.date) else _dt.date.fromisoformat(str(as_of))
+            except ValueError:
+                day = None
+            if day is not None and day < self.host_overlap_since_date:
+                return False
+        return True
+
     older_memory_utilization: tuple[OlderReleaseDefault, ...] = Field(
         (),
         description="default_memory_utilization of older releases (a benchmark row of a "

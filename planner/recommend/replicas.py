@@ -66,7 +66,7 @@ def _tpot_floor(rep: Replica, ctx_tokens: float) -> float:
     sm, W = rep.sm, rep.sm.window if rep.sm.layers_sw > 0 else 0
     c = ctx_tokens + 1
     kvs = min(c, W) if W else 0.0
-    t = sm.step_time(1, 1, 1, c, c, kvs, kvs) + rep.engine.host_time_s(1)
+    t = rep.engine.iteration_s(sm.step_time(1, 1, 1, c, c, kvs, kvs), 1)  # host overlap rule
     return t / rep.spec.acceptance_length if rep.spec is not None else t
 
 

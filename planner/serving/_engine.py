@@ -108,6 +108,7 @@ def _run_continuous(
                 eng.sched_seq_overhead_s,
                 *sm._straggler_coeffs,
                 eng.prefill_scale,
+                1.0 if eng.host_overlap else 0.0,
             ],
             np.float64,
         ),
@@ -235,7 +236,7 @@ def _run_static(replica: Replica, reqs: Requests, concurrency: int | None = None
     eng = replica.engine
     sm = replica.sm
     st = sm.step_time
-    host = eng.host_time_s
+    wall = eng.iteration_s  # GPU time + host time, or the longer when overlapped
     strag = sm.straggler_time
     bs = eng.block_size_tokens
     W = int(sm.window) if sm.layers_sw > 0 and sm.window > 0 else 0
@@ -290,16 +291,19 @@ def _run_static(replica: Replica, reqs: Requests, concurrency: int | None = None
             if W
             else 0.0
         )
-        t_pf = st(
-            float(c.sum()),
+        t_pf = wall(
+            st(
+                float(c.sum()),
+                b,
+                b,
+                float(end.sum()),
+                float((c * p + c * (c + 1) / 2).sum()),
+                kv_sw,
+                pr_sw,
+                float((c * p).sum()),
+            ),
             b,
-            b,
-            float(end.sum()),
-            float((c * p + c * (c + 1) / 2).sum()),
-            kv_sw,
-            pr_sw,
-            float((c * p).sum()),
-        ) + host(b)
+        )
         area += float((now - arr[idx]).sum())
         start = now
         now += t_pf
@@ -315,12 +319,12 @@ def _run_static(replica: Replica, reqs: Requests, concurrency: int | None = None
             sw0 = float(np.minimum(end + 1, W).sum()) if W else 0.0
             # padded static batch: every row decodes; the longest context stays ahead by
             # the same margin, so the straggler time is one constant
-            extra = host(b) + float(strag(b, float(end.max()), S))
-            t0 = st(b, b, b, S + b, S + b, sw0, sw0) + extra
+            extra = float(strag(b, float(end.max()), S))
+            t0 = wall(st(b, b, b, S + b, S + b, sw0, sw0) + extra, b)
             if L > 1:
                 S1 = S + b * (L - 1)
                 sw1 = float(np.minimum(end + L, W).sum()) if W else 0.0
-                t1 = st(b, b, b, S1 + b, S1 + b, sw1, sw1) + extra
+                t1 = wall(st(b, b, b, S1 + b, S1 + b, sw1, sw1) + extra, b)
                 d = (t1 - t0) / (L - 1)
             else:
                 t1, d = t0, 0.0

@@ -251,19 +251,22 @@ def decode_stride(k, s, f, coef, srv, req, rq, mh, cnt, ev_i, ev_t):
     bs = s[BS]
     fB = float(B)
     # host time and the straggler term stay constant over the stride (every decoder's
-    # context grows by one token per iteration)
-    extra = srv[0] + srv[1] * fB
+    # context grows by one token per iteration); with the host overlapped (srv[5]) an
+    # iteration is max(gpu, host), convex in k: the linear interpolation between the two
+    # ends is an upper bound of it, exact when the GPU or the host is longer at both
+    host = srv[0] + srv[1] * fB
+    strag = 0.0
     if srv[2] > 0.0:
-        extra += straggler(s, rq, mh, srv, B, S)
+        strag = straggler(s, rq, mh, srv, B, S)
     t0 = step_time_scalar(coef, fB, fB, fB, float(S + B), float(S + B), float(Tsw), float(Tsw), 0.0)
-    t0 += extra
+    t0 = wall_time(t0 + strag, host, srv[5])
     if k > 1:
         S1 = S + B * (k - 1)
         T1 = Tsw + nbelow * (k - 1)
         t1 = step_time_scalar(
             coef, fB, fB, fB, float(S1 + B), float(S1 + B), float(T1), float(T1), 0.0
         )
-        t1 += extra
+        t1 = wall_time(t1 + strag, host, srv[5])
         d = (t1 - t0) / (k - 1)
     else:
         t1, d = t0, 0.0
@@ -478,11 +481,22 @@ def admit(budget, s, req, rq, pf, ro, wq):
         s[N_CH] += 1
 
 
+def wall_time(gpu, host, overlap):
+    """An iteration's wall time [s] from its GPU time and its host time [s]: ``gpu + host``
+    when the GPU waits for the scheduler, ``max(gpu, host)`` when the engine overlaps them
+    (``overlap`` > 0: SGLang's overlap scheduler, vLLM's async scheduling, TensorRT-LLM's
+    overlap scheduler prepare iteration n + 1 on the CPU while the GPU runs n)."""
+    if overlap > 0.0:
+        return gpu if gpu > host else host
+    return gpu + host
+
+
 def step_cost(s, coef, srv, pf, rq, mh):
     """The iteration's tokens, sequences and duration [s]: the step time of its decoders
     and prefill chunks (attention pairs ``c p + c (c + 1) / 2`` for a chunk of c tokens
     after p, window-capped on sliding-window layers; the ``c p`` part with a cached
-    prefix), plus the host time and the straggler term. ``srv[4]`` (the engine's
+    prefix), plus the straggler term and the host time (hidden behind them when ``srv[5]``,
+    :func:`wall_time`). ``srv[4]`` (the engine's
     ``prefill_scale``) multiplies the chunks' share of the step time: the step minus the
     same step of its decoders alone (the whole step when there are none). ``(0, 0, 0.0)``
     when it is empty."""
@@ -518,9 +532,10 @@ def step_cost(s, coef, srv, pf, rq, mh):
             nlog += 1
     if T == 0:
         return 0, 0, 0.0
-    extra = srv[0] + srv[1] * nseq
+    host = srv[0] + srv[1] * nseq
+    strag = 0.0
     if srv[2] > 0.0 and B > 0:
-        extra += straggler(s, rq, mh, srv, B, S)
+        strag = straggler(s, rq, mh, srv, B, S)
     dt = step_time_scalar(
         coef, float(T), float(nseq), float(nlog), float(kvf), prf, float(kvs), prs, prp
     )
@@ -532,7 +547,7 @@ def step_cost(s, coef, srv, pf, rq, mh):
                 float(s[DEC_SW]), float(s[DEC_SW]), 0.0,
             )  # fmt: skip
         dt = d0 + srv[4] * (dt - d0)
-    return T, nseq, dt + extra
+    return T, nseq, wall_time(dt + strag, host, srv[5])
 
 
 def account_iteration(dt, nseq, s, f, ev_i, ev_t):
@@ -609,6 +624,7 @@ PHASES = (
     "grown",
     "record",
     "straggler",
+    "wall_time",
     "waiting_rule",
     "arrivals",
     "retire",

@@ -25,9 +25,11 @@ _wp = _scalar.window_pairs
 _compiled = None
 
 
-def _unloaded(coef, inp, out, cch, budget, window, sched):
+def _unloaded(coef, inp, out, cch, budget, window, sched, overlap):
     """TTFT and TPOT [s] of each request served alone (batch 1, no queueing); the same steps
-    in the same order of operations as the model in ``unloaded_latency``."""
+    in the same order of operations as the model in ``unloaded_latency``. Each step adds the
+    host time ``sched`` [s], or with ``overlap`` (the engine overlaps them) takes the longer
+    of the two."""
     n = len(inp)
     ttft = np.empty(n)
     tpot = np.full(n, np.nan)
@@ -41,22 +43,22 @@ def _unloaded(coef, inp, out, cch, budget, window, sched):
             end = pos + m
             kvs = min(end, window) if window else 0
             prs = _wp(pos, m, window) if window else 0.0
-            t += (
-                _st(
-                    coef, float(m), 1.0, 1.0 if end == p else 0.0, float(end),
-                    m * pos + m * (m + 1) / 2, float(kvs), float(prs), float(m * pos),
-                )
-                + sched
+            g = _st(
+                coef, float(m), 1.0, 1.0 if end == p else 0.0, float(end),
+                m * pos + m * (m + 1) / 2, float(kvs), float(prs), float(m * pos),
             )  # fmt: skip
+            t += max(g, sched) if overlap else g + sched
             pos = end
         ttft[k] = t
         if oq > 1:
             a = p + 1
             b = p + oq - 1
             t0 = _st(coef, 1.0, 1.0, 1.0, float(a), float(a), float(min(a, window)),
-                     float(min(a, window)), 0.0) + sched  # fmt: skip
+                     float(min(a, window)), 0.0)  # fmt: skip
             t1 = _st(coef, 1.0, 1.0, 1.0, float(b), float(b), float(min(b, window)),
-                     float(min(b, window)), 0.0) + sched  # fmt: skip
+                     float(min(b, window)), 0.0)  # fmt: skip
+            t0 = max(t0, sched) if overlap else t0 + sched
+            t1 = max(t1, sched) if overlap else t1 + sched
             tpot[k] = (t0 + t1) / 2
     return ttft, tpot
 

@@ -50,6 +50,11 @@ class EngineConfig:
     #: every request's first and last token reach the client this much later than the engine
     #: emits them (TTFT and E2E rise by it; TPOT and throughput do not change)
     first_token_s: float = 0.0
+    #: the engine prepares iteration n + 1 on the CPU while the GPU runs iteration n (SGLang's
+    #: overlap scheduler, vLLM's async scheduling, TensorRT-LLM's overlap scheduler:
+    #: :meth:`planner.catalog.records.Framework.overlaps_host`): an iteration takes
+    #: ``max(gpu, host)``, not ``gpu + host`` (:meth:`iteration_s`)
+    host_overlap: bool = False
 
     @property
     def kv_capacity_tokens(self) -> int:
@@ -59,6 +64,13 @@ class EngineConfig:
         """Scheduler time of one iteration of ``num_seqs`` sequences [s]: ``sched_overhead_s +
         sched_seq_overhead_s x num_seqs`` (the GPU waits for it)."""
         return self.sched_overhead_s + self.sched_seq_overhead_s * num_seqs
+
+    def iteration_s(self, gpu_s: float, num_seqs: float) -> float:
+        """Wall time of one iteration [s] whose GPU work takes ``gpu_s`` [s]: ``gpu_s +
+        host`` when the GPU waits for the host (:meth:`host_time_s`), ``max(gpu_s, host)``
+        when the engine overlaps them (:attr:`host_overlap`)."""
+        host = self.host_time_s(num_seqs)
+        return max(gpu_s, host) if self.host_overlap else gpu_s + host
 
 
 @dataclass(frozen=True)
@@ -136,6 +148,7 @@ def build_replica(
     prefill_scale: float = 1.0,
     release: Any = None,
     first_token_s: float | None = None,
+    host_overlap: bool | None = None,
 ) -> Replica:
     """Resolve a (model, GPU, precision, framework, layout) combination into a :class:`Replica`.
 
@@ -166,9 +179,12 @@ def build_replica(
         simulator (1: the step model's; :func:`planner.catalog.latency.prefill_scale`
         gives the fitted value of an engine and model family)
     release : the engine release (None: the current one); read for the first-token path
+        and whether the scheduler overlaps host and GPU (``Framework.overlaps_host``)
     first_token_s : latency of the front end's first-token path added to TTFT and E2E [s]
         (None: the bundled fit of the framework at ``release``,
         :func:`planner.catalog.latency.first_token_path`: trtllm-serve >= 1.0, else 0)
+    host_overlap : whether the scheduler's host time hides behind the GPU step (None: the
+        framework's default at ``release``, :meth:`Framework.overlaps_host`)
 
     Raises
     ------
@@ -307,6 +323,15 @@ def build_replica(
         sched_seq_overhead_s=float(params.sched_seq_overhead_s),
         prefill_scale=float(prefill_scale),
         first_token_s=float(first_token_s),
+        host_overlap=bool(
+            (
+                fw.overlaps_host(release, speculative=spec is not None, pipeline=pp > 1)
+                if fw
+                else False
+            )
+            if host_overlap is None
+            else host_overlap
+        ),
     )
     return Replica(
         sm=sm,

@@ -92,21 +92,21 @@ def shape_of_requests(r: Requests) -> tuple[float, float, float, float]:
 
 #: (coefficient tuple, host time per iteration [s], per sequence [s], mean prompt I,
 #: prefill tokens n_pf, cached tokens c, running context, window W, prefill pairs, windowed
-#: prefill pairs): what the step time of an iteration at rate lambda needs (:func:`_t_of`)
+#: prefill pairs, host overlapped): what the step time of an iteration at rate lambda needs (:func:`_t_of`)
 Shape = tuple
 
 
 def _t_of(k, a, b):
     """Step time [s] of an iteration that starts ``a`` prompts and carries ``b`` decoders,
     ``k`` the constants of :data:`Shape` (the replica and the request shape)."""
-    coeffs, h0, h1, I_, n_pf, c_, mean_ctx, W, pf_pairs, pf_pairs_sw = k
+    coeffs, h0, h1, I_, n_pf, c_, mean_ctx, W, pf_pairs, pf_pairs_sw, ov = k
     kv = b * (mean_ctx + 1) + a * I_
     pr = b * (mean_ctx + 1) + a * pf_pairs
     kvs = b * min(mean_ctx + 1, W) + a * min(I_, W) if W else 0.0
     prs = b * min(mean_ctx + 1, W) + a * pf_pairs_sw if W else 0.0
-    return _st(coeffs, b + a * n_pf, b + a, b + a, kv, pr, kvs, prs, a * n_pf * c_) + (
-        h0 + h1 * (b + a)
-    )
+    gpu = _st(coeffs, b + a * n_pf, b + a, b + a, kv, pr, kvs, prs, a * n_pf * c_)
+    host = h0 + h1 * (b + a)
+    return max(gpu, host) if ov else gpu + host  # the engine overlaps them: the longer
 
 
 def _fixed_point(k, lam, dec, t_sat):
@@ -195,7 +195,7 @@ def _constants(replica: Replica, shape: tuple[float, float, float, float]) -> tu
     dec = (O_ - 1.0) / tokens_per_step(replica)  # speculative: AL tokens per decode step
     k = (
         sm._coeffs, float(eng.sched_overhead_s), float(eng.sched_seq_overhead_s), I_, n_pf, c_,
-        ctx_run, float(W), pf_pairs, pf_pairs_sw,
+        ctx_run, float(W), pf_pairs, pf_pairs_sw, bool(eng.host_overlap),
     )  # fmt: skip
     # saturation
     if dec > 0:
@@ -264,7 +264,12 @@ def steady_state(
 
 
 def offline_throughput(
-    sm: StepModel, input_tokens: float, output_tokens: float, max_batch: float, token_budget: float
+    sm: StepModel,
+    input_tokens: float,
+    output_tokens: float,
+    max_batch: float,
+    token_budget: float,
+    host_overlap: bool = False,
 ) -> tuple[float, float]:
     """Steady-state offline throughput of one replica [output tok/s] and its batch.
 
@@ -283,14 +288,24 @@ def offline_throughput(
     micro-batches advance in that time, so the replica delivers ``pp`` x the throughput of
     one micro-batch; the token budget holds per micro-batch. Fewer sequences than stages fill
     only that many micro-batches.
+
+    ``host_overlap``: the engine prepares the next iteration on the CPU while the GPU runs
+    this one (:attr:`~planner.serving.replica.EngineConfig.host_overlap`): an iteration takes
+    ``max(gpu, host)`` instead of ``gpu + host``.
     """
     B = max(1.0, float(max_batch))
     k = min(float(sm.pp), B)  # micro-batches in flight (1 without pipeline parallelism)
-    return k * _offline_cycle(sm, input_tokens, output_tokens, B / k, token_budget), B
+    cyc = _offline_cycle(sm, input_tokens, output_tokens, B / k, token_budget, host_overlap)
+    return k * cyc, B
 
 
 def closed_loop_throughput(
-    sm: StepModel, input_tokens: float, output_tokens: float, clients: float, token_budget: float
+    sm: StepModel,
+    input_tokens: float,
+    output_tokens: float,
+    clients: float,
+    token_budget: float,
+    host_overlap: bool = False,
 ) -> float:
     """Steady-state output throughput [tok/s] of ``clients`` closed-loop clients on one replica.
 
@@ -311,7 +326,7 @@ def closed_loop_throughput(
     k = float(math.ceil(isl / max(float(token_budget), 1.0)))
     n_dec = osl - 1.0 - k * (B - 1.0)
     if n_dec < 0.0 or sm.pp > 1:
-        return offline_throughput(sm, isl, osl, B, token_budget)[0]
+        return offline_throughput(sm, isl, osl, B, token_budget, host_overlap)[0]
     ctx = isl + osl / 2
     chunk = isl / k
     sched = sm.params.sched_overhead_s + sm.params.sched_seq_overhead_s * B
@@ -321,8 +336,8 @@ def closed_loop_throughput(
         pf_sw = float(prefill_pairs_sw) / k
     else:
         sw = pf_sw = 0.0
-    t_dec = sm.step_time(B, B, B, B * ctx, B * ctx, B * sw, B * sw) + sched
-    t_mix = (
+    t_dec = _wall(sm.step_time(B, B, B, B * ctx, B * ctx, B * sw, B * sw), sched, host_overlap)
+    t_mix = _wall(
         sm.step_time(
             chunk + B - 1.0,
             B,
@@ -331,14 +346,25 @@ def closed_loop_throughput(
             (B - 1.0) * ctx + isl * isl / (2.0 * k),
             B * sw,
             (B - 1.0) * sw + pf_sw,
-        )
-        + sched
+        ),
+        sched,
+        host_overlap,
     )
     return B * osl / (B * k * t_mix + n_dec * t_dec)
 
 
+def _wall(gpu_s: float, host_s: float, overlap: bool) -> float:
+    """An iteration's wall time [s]: ``gpu + host``, or ``max(gpu, host)`` overlapped."""
+    return max(gpu_s, host_s) if overlap else gpu_s + host_s
+
+
 def _offline_cycle(
-    sm: StepModel, input_tokens: float, output_tokens: float, B: float, token_budget: float
+    sm: StepModel,
+    input_tokens: float,
+    output_tokens: float,
+    B: float,
+    token_budget: float,
+    host_overlap: bool = False,
 ) -> float:
     """Output tok/s of ``B`` sequences run as one batch (:func:`offline_throughput`)."""
     isl, osl = input_tokens, output_tokens  # the benchmark schema's names, as in the formula
@@ -352,9 +378,9 @@ def _offline_cycle(
         pairs_sw = B * (float(prefill_pairs_sw) + osl * sw) / n_iter
     else:
         sw = pairs_sw = 0.0
-    t = (
-        sm.step_time(new, B, B, B * ctx, pairs, B * sw, pairs_sw)
-        + sm.params.sched_overhead_s
-        + sm.params.sched_seq_overhead_s * B
+    t = _wall(
+        sm.step_time(new, B, B, B * ctx, pairs, B * sw, pairs_sw),
+        sm.params.sched_overhead_s + sm.params.sched_seq_overhead_s * B,
+        host_overlap,
     )
     return B * osl / (n_iter * t)

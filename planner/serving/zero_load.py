@@ -61,6 +61,7 @@ def unloaded_latency(
         int(budget),
         W,
         float(sched),
+        bool(eng.host_overlap),
     )
     freeze_long_lived(
         "unloaded"
