@@ -116,13 +116,6 @@ _OFFLINE_TOO_HIGH = (
 )
 _MISSES = {
     ("server", "nvidia-h100-sxm"): _OFFLINE_TOO_HIGH,
-    ("server", "amd-mi355x"): "bounded by 0.95 x the simulated Offline throughput of the same "
-    "deployment, 18.5% below the v6.0 Offline result (12,539 tok/s per GPU): MI355X has no "
-    "fit of its own, it takes the 'vllm on amd' level (MI300X rows, scaled by datasheet "
-    "peaks); the analytic saturation bound gave -12.6% before the Offline bound",
-    ("server", "amd-mi325x"): "-16.2% after the refit of the third pass (-14.9% before it): "
-    "MI325X has no fit of its own and takes the MI300X vLLM fp8 fit, scaled by datasheet "
-    "peaks; its Offline prediction fell 2% in that refit (3,880 -> 3,799 tok/s per GPU)",
     ("interactive", "amd-mi300x"): "predicted 19% low: at 40 ms the decode step binds, and "
     "the vLLM fp8 MI300X fit (public vLLM rows) gives 33 ms at 32 sequences (25 ms of it a "
     "compute floor: compute_half_tokens 196); the harness build of MLPerf is faster",

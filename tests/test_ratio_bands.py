@@ -162,7 +162,7 @@ def test_70b_chat_at_50_rps_a_far_dearer_option_is_not_within_model_uncertainty(
     from planner.cli import main
 
     args = ["recommend", "--model", "llama-3.1-70b", "--preset", "chat", "--peak-rps", "50",
-            "--ttft-p99", "1.0", "--tpot-p99", "0.05", "--gpus", "h100,h200,b200", "--top", "10",
+            "--ttft-p99", "1.0", "--tpot-p99", "0.05", "--gpus", "h100,h200,b200", "--top", "15",
             "--format", "json"]  # fmt: skip
     assert main(args) == 0
     recs = json.loads(capsys.readouterr().out)["recommendations"]
@@ -178,7 +178,8 @@ def test_70b_chat_at_50_rps_a_far_dearer_option_is_not_within_model_uncertainty(
         assert (r["robustness"] == "within model uncertainty") == (lo <= 1.0 <= hi)
         if r["ratio_to_winner"] >= 2.55:
             assert r["robustness"] != "within model uncertainty"
-    # the case: the runners-up 2.55x dearer or more are told apart. (A 2.0x option can
+    # the case: the runners-up 2.55x dearer or more are told apart (after the fourth
+    # pass's refit the first of them ranks 11th, 2.6x: hence the top 15). (A 2.0x option can
     # still be within it when its numbers are transferred, not fitted: SGLang on B200 has no
     # fit of its own, and its ratio band to the winner runs 0.98-4.1x after the 2026-12-06 refit.)
     far = [r for r in recs[1:] if r["ratio_to_winner"] >= 2.55]

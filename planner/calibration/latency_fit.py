@@ -52,6 +52,17 @@ def _groups(r: Mapping[str, Any]) -> tuple[tuple[str | None, str], ...]:
     return ((str(r["framework"]), str(r["family"])), (None, str(r["family"])))
 
 
+def _usable(r: Mapping[str, Any], exclude_source, since) -> tuple[float, float] | None:
+    """(measured, predicted) of a row that counts: not of ``exclude_source``, dated on or after
+    ``since`` (None: any date), both positive and finite; else None."""
+    if exclude_source is not None and r["source"] == exclude_source:
+        return None
+    if since is not None and ((d := _date(r.get("as_of"))) is None or d < since):
+        return None
+    m, p = float(r["measured"]), float(r["predicted"])
+    return (m, p) if m > 0 and p > 0 and math.isfinite(m) and math.isfinite(p) else None
+
+
 def fit_prefill_scales(
     records: Iterable[Mapping[str, Any]],
     exclude_source: str | None = None,
@@ -77,13 +88,9 @@ def fit_prefill_scales(
     """
     acc: dict[tuple[str | None, str], list[tuple[float, str]]] = {}
     for r in records:
-        if exclude_source is not None and r["source"] == exclude_source:
+        if (mp := _usable(r, exclude_source, since)) is None:
             continue
-        if since is not None and ((d := _date(r.get("as_of"))) is None or d < since):
-            continue
-        m, p = float(r["measured"]), float(r["predicted"])
-        if not (m > 0 and p > 0 and math.isfinite(m) and math.isfinite(p)):
-            continue
+        m, p = mp
         for g in _groups(r):
             acc.setdefault(g, []).append((math.log(m / p), str(r["source"])))
     out = []
@@ -156,13 +163,9 @@ def fit_grid_value(
     for v, recs in predictions.items():
         k: dict[tuple[str, str], float] = {}
         for r in recs:
-            if exclude_source is not None and r["source"] == exclude_source:
+            if (mp := _usable(r, exclude_source, since)) is None:
                 continue
-            if since is not None and ((d := _date(r.get("as_of"))) is None or d < since):
-                continue
-            m, p = float(r["measured"]), float(r["predicted"])
-            if not (m > 0 and p > 0 and math.isfinite(m) and math.isfinite(p)):
-                continue
+            m, p = mp
             key = (str(r["source"]), str(r.get("id", "")) + "|" + str(r.get("metric", "")))
             k[key] = abs(math.log(m / p))
             sources[key] = str(r["source"])
