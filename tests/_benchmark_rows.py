@@ -47,3 +47,18 @@ def check_loads(path: Path, rows: list[dict[str, str]], catalog) -> int:
     ids = [r["id"] for r in rows]
     assert len(set(ids)) == len(ids)
     return len(rows)
+
+
+def schema_row(**cells) -> dict[str, str]:
+    """One benchmark row as a CSV holds it (every column of
+    ``planner.benchmarks.schema.SCHEMA_COLUMNS``, blank unless given): a single-GPU serving
+    run at fixed concurrency whose TTFT is 10 ms, with ``cells`` (as strings) over that."""
+    from planner.benchmarks.schema import SCHEMA_COLUMNS
+
+    row = dict.fromkeys(SCHEMA_COLUMNS, "")
+    row.update(
+        id="t-0001", source="test", n_gpus="1", tp="1", pp="1", mode="concurrency",
+        metric="ttft_ms_median", value="10", unit="ms",
+    )  # fmt: skip
+    row.update({k: str(v) for k, v in cells.items()})
+    return row

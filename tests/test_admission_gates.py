@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from _benchmark_rows import schema_row
 
 from planner.benchmarks.scheduler_waits import (
     AdmissionGate,
@@ -18,30 +19,15 @@ from planner.benchmarks.scheduler_waits import (
     window_iterations,
 )
 from planner.benchmarks.serving_rows import continuous_decode_steps, serving_row_details
-from planner.catalog import PRIOR, load_catalog
-
-SCHEMA = [
-    "id", "source", "source_detail", "as_of", "hardware", "n_gpus", "tp", "pp", "model",
-    "precision", "kv_precision", "framework", "framework_version", "mode", "isl", "osl", "batch",
-    "concurrency", "request_rate", "context_len", "metric", "value", "unit", "notes",
-]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def catalog():
-    return load_catalog()
+from planner.catalog import PRIOR
 
 
 def _row(**kw) -> dict[str, str]:
-    base = dict.fromkeys(SCHEMA, "")
-    base.update(
-        id="t-0001", source="test", hardware="nvidia-h200-sxm", n_gpus="1", tp="1", pp="1",
-        model="llama-3.2-1b", precision="bf16", framework="sglang", mode="concurrency",
-        concurrency="8", isl="256", osl="64", metric="ttft_ms_median", value="10", unit="ms",
-        notes="80 requests",
-    )  # fmt: skip
-    base.update({k: str(v) for k, v in kw.items()})
-    return base
+    return schema_row(**{
+        "hardware": "nvidia-h200-sxm", "model": "llama-3.2-1b", "precision": "bf16",
+        "framework": "sglang", "concurrency": "8", "isl": "256", "osl": "64",
+        "notes": "80 requests", **kw,
+    })  # fmt: skip
 
 
 def test_flags_read_from_the_notes():

@@ -4,35 +4,21 @@ model"): which rows run it, the grid fit of its latency, and what it adds to a r
 from __future__ import annotations
 
 import pytest
+from _benchmark_rows import schema_row
 
 from planner.benchmarks.scheduler_waits import first_token_wait, trtllm_pytorch_backend
 from planner.benchmarks.serving_rows import serving_row_details
 from planner.calibration.latency_fit import fit_grid_value
-from planner.catalog import PRIOR, load_catalog
-
-SCHEMA = [
-    "id", "source", "source_detail", "as_of", "hardware", "n_gpus", "tp", "pp", "model",
-    "precision", "kv_precision", "framework", "framework_version", "mode", "isl", "osl",
-    "batch", "concurrency", "request_rate", "context_len", "metric", "value", "unit", "notes",
-]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def catalog():
-    return load_catalog()
+from planner.catalog import PRIOR
 
 
 def _row(**kw) -> dict[str, str]:
-    base = dict.fromkeys(SCHEMA, "")
-    base.update(
-        id="t-0001", source="test", hardware="nvidia-h200-sxm", n_gpus="1", tp="1", pp="1",
-        model="llama-3.1-8b", precision="bf16", framework="trtllm", mode="concurrency",
-        concurrency="4", isl="1024", osl="128", metric="ttft_ms_median", value="10", unit="ms",
-        framework_version="1.2.0rc6.post2 (image nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc6)",
-        notes="40 requests",
-    )  # fmt: skip
-    base.update({k: str(v) for k, v in kw.items()})
-    return base
+    return schema_row(**{
+        "hardware": "nvidia-h200-sxm", "model": "llama-3.1-8b", "precision": "bf16",
+        "framework": "trtllm", "concurrency": "4", "isl": "1024", "osl": "128",
+        "framework_version": "1.2.0rc6.post2 (image nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc6)",
+        "notes": "40 requests", **kw,
+    })  # fmt: skip
 
 
 @pytest.mark.parametrize(

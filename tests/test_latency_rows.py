@@ -9,17 +9,13 @@ import math
 import sys
 
 import pytest
+from _benchmark_rows import schema_row
 from conftest import REPO_ROOT
 
 from planner.benchmarks.serving_rows import serving_row_details
-from planner.catalog import PRIOR, load_catalog
+from planner.catalog import PRIOR
 
 SCRIPT = REPO_ROOT / "scripts" / "latency_rows.py"
-SCHEMA = [
-    "id", "source", "source_detail", "as_of", "hardware", "n_gpus", "tp", "pp", "model",
-    "precision", "kv_precision", "framework", "framework_version", "mode", "isl", "osl",
-    "batch", "concurrency", "request_rate", "context_len", "metric", "value", "unit", "notes",
-]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -31,21 +27,12 @@ def lr():
     return mod
 
 
-@pytest.fixture(scope="module")
-def catalog():
-    return load_catalog()
-
-
 def _row(**kw) -> dict[str, str]:
-    base = dict.fromkeys(SCHEMA, "")
-    base.update(
-        id="t-0001", source="test", hardware="nvidia-h100-sxm", n_gpus="1", tp="1", pp="1",
-        model="llama-3.1-8b", precision="bf16", framework="vllm", mode="concurrency",
-        concurrency="8", isl="512", osl="64", metric="ttft_ms_median", value="10", unit="ms",
-        notes="80 requests",
-    )  # fmt: skip
-    base.update({k: str(v) for k, v in kw.items()})
-    return base
+    return schema_row(**{
+        "hardware": "nvidia-h100-sxm", "model": "llama-3.1-8b", "precision": "bf16",
+        "framework": "vllm", "concurrency": "8", "isl": "512", "osl": "64",
+        "notes": "80 requests", **kw,
+    })  # fmt: skip
 
 
 def test_flags_read_from_the_notes(lr):
