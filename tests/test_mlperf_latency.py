@@ -24,6 +24,7 @@ from planner.benchmarks.mlperf_latency import (
     tight_tpot_records,
     tight_tpot_rounds,
 )
+from planner.benchmarks.schema import engine_settings, memory_fraction_from_notes
 from planner.calibration.accuracy import ordering_pairs
 from planner.calibration.fit import public_files_default
 from planner.catalog import load_catalog
@@ -336,3 +337,26 @@ def test_newest_round_order(newest, mode):
     in that order."""
     t = newest.loc[mode]
     assert list(t.measured_rank) == list(t.predicted_rank), t.to_string()
+
+
+@pytest.mark.parametrize(
+    "row_id, seqs",
+    [("mlp51-0006", 1024), ("mlp51-0002", 650), ("mlp51-0003", 600)],
+)
+def test_amd_v51_rows_carry_their_stated_engine_config(data, row_id, seqs):
+    """AMD's own v5.1 Server MI325X / Server MI300X / Interactive MI300X rows: the yaml the
+    Performance command names (closed/AMD/measurements/<system>/llama2-70b-99/<scenario>/
+    README.md: --config-name server_mi325x / server_mi300x / interactive_mi300x) states
+    tensor_parallel_size 1, max_num_seqs 1024 / 650 / 600, max_num_batched_tokens 40960,
+    gpu_memory_utilization 1.0; the MI325X Server run's target_qps is 109 (user_mi325x.conf
+    and its mlperf_log_summary.txt). Without them the MI325X row ran at vLLM's default 256
+    sequences (-26.7%)."""
+    _, df, _ = data
+    row = df[df["id"] == row_id].iloc[0]
+    notes = str(row["notes"])
+    s = engine_settings(notes)
+    assert (s.max_num_seqs, s.max_num_batched_tokens, s.kv_cache_dtype) == (seqs, 40960, "fp8")
+    assert memory_fraction_from_notes(notes) == 1.0
+    assert int(row["tp"]) == 1 and row["n_gpus"] == 8
+    if row_id == "mlp51-0006":
+        assert float(row["request_rate"]) == 109
