@@ -1,6 +1,6 @@
 """MLPerf Llama-2-70B Server and Interactive (tight TPOT): predicted per-GPU throughput at
-the scenario's latency limits against the results, per GPU pooled over rounds and per GPU
-within each round, and the pairs of GPUs a round orders one way and the planner the other
+the scenario's latency limits against the results, per GPU pooled over rounds, per GPU in
+its newest round and per GPU within each round, and the pairs of GPUs a round orders one way and the planner the other
 (planner/benchmarks/mlperf_latency.py).
 
 Usage: PYTHONPATH=$PWD python scripts/mlperf_tight_tpot.py [-o table.csv] [--rows rows.csv]
@@ -18,6 +18,7 @@ from planner.benchmarks.io import load_measurements
 from planner.benchmarks.mlperf_latency import (
     CONSTRAINTS_S,
     at_measured_rate,
+    tight_tpot_newest,
     tight_tpot_pooled,
     tight_tpot_records,
     tight_tpot_rounds,
@@ -48,6 +49,8 @@ def main(argv=None) -> int:
     t.to_csv(a.output, index=False)
     print("Per scenario and GPU, pooled over rounds:")
     print(t.to_string())
+    print("\nPer scenario and GPU, each GPU's newest round only:")
+    print(tight_tpot_newest(recs).to_string())
     r = tight_tpot_rounds(recs)
     print("\nPer scenario and round:")
     print(r.to_string())

@@ -9,6 +9,12 @@ the planner knows in Llama-2 token counts only, so ``planner calibrate`` never f
 token counts of OpenOrca (Llama-3.1's tokenizer needs fewer tokens for the same text, so the
 requests are somewhat longer here than in the runs): an approximation, said in the output.
 
+Controls (not scored): Krai's MLPerf v5.0 open rows of the same harness on the same kind of
+machine (HPE Cray XD670, 8x H200, 8 vLLM servers of TP1), with Llama-2-70B itself on OpenOrca
+(no token-count approximation) and vLLM 0.6.4 / 0.7.3. They show whether a miss is the
+release: the same prediction path is within 11% of vLLM 0.6.4 / 0.7.3 (default backend) and
+about half of vLLM 0.9.2 (changes/s5-mlperf70b.md).
+
     PYTHONPATH=$PWD python scripts/release_mlperf51.py [--calibration PROFILE.yaml]
 """
 
@@ -49,11 +55,20 @@ def main() -> None:
     cat = load_catalog()
     prof = load_profile(args.calibration)
     with open(ROOT / "data/benchmarks/public_hopper.csv", newline="", encoding="utf-8") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["id"].startswith("krai51")
-                and r["framework"] == "vllm"]  # fmt: skip
+        every = [r for r in csv.DictReader(fh) if r["framework"] == "vllm"]
+    rows = [r for r in every if r["id"].startswith("krai51")]
+    controls = [r for r in every if r["id"].startswith("krai50")]
     print("| row | gpu | n_gpus | mode | release | measured tok/s/GPU | all releases | "
           "predicted/measured | release level | predicted/measured | provenance |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|")
+    ratios = _table(rows, cat, prof)
+    _summary(ratios)
+    print("\nControls (Krai v5.0, Llama-2-70B, vLLM 0.6.4 / 0.7.3; not scored):")
+    _per_release(controls, _table(controls, cat, prof))
+
+
+def _table(rows, cat, prof) -> list[tuple[float, float]]:
+    """Print one table line per row; (all releases, release level) predicted / measured."""
     ratios: list[tuple[float, float]] = []
     for r in rows:
         rel = row_release(r)
@@ -76,7 +91,16 @@ def main() -> None:
         print(f"| {r['id']} | {r['hardware']} | {r['n_gpus']} | {r['mode']} | "
               f"{rel.release if rel else '?'} | {meas:,.0f} | {vals[0]:,.0f} | "
               f"{vals[0] / meas:.2f} | {vals[1]:,.0f} | {vals[1] / meas:.2f} | {prov} |", flush=True)  # fmt: skip
-    _summary(ratios)
+    return ratios
+
+
+def _per_release(rows, ratios: list[tuple[float, float]]) -> None:
+    """Predicted / measured (all releases) per release text of ``rows``, min to max."""
+    by: dict[str, list[float]] = {}
+    for r, x in zip(rows, ratios, strict=True):
+        by.setdefault(r["framework_version"].split(" (")[0], []).append(x[0])
+    for rel, xs in by.items():
+        print(f"{rel}: predicted / measured {min(xs):.2f} to {max(xs):.2f} ({len(xs)} rows)")
 
 
 def _summary(ratios: list[tuple[float, float]]) -> None:
