@@ -640,6 +640,8 @@ def _serving_row_result(
         out["_note"] += "; " + settings.describe(
             eng.max_num_seqs, eng.max_num_batched_tokens, eng.framework or "engine"
         )
+    if v0_btok is not None:
+        out["_note"] += "; vLLM V0 with MLA: chunked prefill off"
     if scale != 1.0:
         out["_note"] += f"; prefill scale {scale:.3g}"
     if ft_s > 0 and mode not in ("static_batch", "single_stream"):
