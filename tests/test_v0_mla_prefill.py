@@ -97,3 +97,46 @@ def test_more_prefill_throughput_never_raises_ttft(catalog, framework, load):
     assert t_med[0] >= t_med[1] >= t_med[2], t_med
     assert t_mean[0] >= t_mean[1] >= t_mean[2], t_mean
     assert t_med[0] > t_med[2]  # the scale reaches TTFT at all
+
+
+def _two_requests(catalog, prefill_first: bool, with_b: bool, b_alone: bool = False):
+    """A (2,000-token prompt, 50 tokens) at t = 0 and B (2,000-token prompt, a one-token
+    answer) arriving while A decodes, on one H100 without chunked prefill."""
+    from planner.serving import run
+    from planner.serving.replica import build_replica
+    from planner.workload.workload import make_requests
+
+    rep = build_replica(
+        "llama-3.1-8b", "nvidia-h100-sxm", "bf16", "vllm", catalog=catalog,
+        chunked_prefill=False, prefill_first=prefill_first, max_num_batched_tokens=8192,
+    )  # fmt: skip
+    if b_alone:
+        return run(rep, make_requests([0.0], [2000], [1]))
+    if not with_b:
+        return run(rep, make_requests([0.0], [2000], [50]))
+    alone = run(rep, make_requests([0.0], [2000], [50]))
+    t_b = float(alone.first_token_s[0]) + 20 * float(alone.tpot_s[0])  # mid-decode
+    return run(rep, make_requests([0.0, t_b], [2000, 2000], [50, 1]))
+
+
+def test_prefill_first_pauses_the_decoders_hand_derived(catalog):
+    """vLLM V0's default scheduler ("Don't schedule decodes if prefills are scheduled"):
+    when B's prompt arrives while A decodes, B runs in a step of its own and A does not
+    decode in it. A's 49 decode steps keep their batch (1) and contexts, so A finishes
+    later by exactly that step, the time B's prefill takes in an empty engine (B alone:
+    its E2E, a one-token answer). B's TTFT is that step plus its wait for the iteration
+    boundary (less than one of A's decode steps).
+
+    Mixed (no prefill-first): B's prompt joins A's decode step, so A loses only the part
+    of the fused step above a decode step, less than B's prefill alone (the fused step
+    reads the weights once)."""
+    t_pf = float(_two_requests(catalog, True, False, b_alone=True).e2e_s[0])
+    a0 = _two_requests(catalog, True, with_b=False)
+    pf = _two_requests(catalog, True, with_b=True)
+    mixed = _two_requests(catalog, False, with_b=True)
+    delay_pf = float(pf.finish_s[0] - a0.finish_s[0])
+    delay_mixed = float(mixed.finish_s[0] - a0.finish_s[0])
+    assert delay_pf == pytest.approx(t_pf, rel=1e-9)
+    step_a = float(a0.tpot_s[0])
+    assert t_pf <= float(pf.ttft_s[1]) < t_pf + 1.5 * step_a
+    assert 0.0 < delay_mixed < delay_pf

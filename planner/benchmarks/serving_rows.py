@@ -249,7 +249,10 @@ def v0_mla_unchunked_tokens(fw_id: str, version: str, model: Any, notes: str) ->
     default in V0"). Without chunked prefill V0's ``SchedulerConfig`` sets
     ``max_num_batched_tokens = max(max_model_len, 2048)``: a whole prompt joins a step or
     waits, and the prompts of a burst of clients run together in one step. ``max_model_len``
-    is the run's ``--max-model-len`` (its notes), else the model's context.
+    is the run's ``--max-model-len`` (its notes), else the model's context. V0's scheduler
+    then runs prompts first: "Don't schedule decodes if prefills are scheduled"
+    (``Scheduler._schedule_default`` in ``vllm/core/scheduler.py``), simulated with
+    ``prefill_first`` (:attr:`planner.serving.replica.EngineConfig.prefill_first`).
     """
     if fw_id != "vllm" or not getattr(model, "is_mla", False):
         return None
@@ -445,6 +448,7 @@ def _serving_row_result(
         max_num_seqs=settings.max_num_seqs or seqs0,
         max_num_batched_tokens=settings.max_num_batched_tokens or btok0,
         chunked_prefill=False if v0_btok is not None else None,
+        prefill_first=v0_btok is not None,
         prefill_scale=scale,
         first_token_s=0.0,  # the row's first-token path is added below (first_token_wait)
         # its release's rule; an MLPerf harness runs its own loop (NVIDIA's the TensorRT
