@@ -78,16 +78,17 @@ def _llama_row(framework: str, **kw) -> dict[str, str]:
     "load",
     [
         {"mode": "concurrency", "concurrency": "1", "notes": "60 requests"},
+        {"mode": "concurrency", "concurrency": "8", "notes": "160 requests"},
         {"mode": "rate", "request_rate": "4", "notes": "300 requests"},
         {"mode": "offline", "request_rate": "inf", "notes": "all 400 requests sent at once"},
     ],
-    ids=["one-client", "poisson", "burst"],
+    ids=["one-client", "eight-clients", "poisson", "burst"],
 )
 def test_more_prefill_throughput_never_raises_ttft(catalog, framework, load):
     """The prompt chunks' share of each step time times 2, 1, 0.5 (``prefill_scale``: the
     same GPU with half, the same, twice the prefill throughput): the median and mean TTFT
-    never rise as prefill gets faster (one closed-loop client, Poisson arrivals at
-    4 req/s, a burst of 400 prompts sent at once)."""
+    never rise as prefill gets faster (one closed-loop client, a closed loop of 8, Poisson
+    arrivals at 4 req/s, a burst of 400 prompts sent at once)."""
     t_med, t_mean = [], []
     for scale in (2.0, 1.0, 0.5):
         d = serving_row_details(_llama_row(framework, **load), catalog, PRIOR, prefill_scale=scale)
