@@ -224,7 +224,9 @@ def _predict(r, row, profiles, cat, scale, first_token_s=None):
         "queue_growth": d.get("queue_growth", float("nan")),
         "provenance": prov,
         "note": d.get("note", ""),
-        "chunked_prefill": _chunked(cell(row, "notes")),
+        "chunked_prefill": "off (vLLM V0, MLA)"
+        if "V0 with MLA: chunked prefill off" in d.get("note", "")
+        else _chunked(cell(row, "notes")),
         **_engine_cells(d.get("note", "")),
         "client_detail": _client_detail(row),
         "notes_text": cell(row, "notes"),

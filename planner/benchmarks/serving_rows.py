@@ -5,6 +5,7 @@ static_batch, single_stream) predicted with the simulator; see ``planner/benchma
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from planner.benchmarks.schema import (
 from planner.catalog.catalog import Catalog
 from planner.catalog.efficiency import EfficiencyParams
 from planner.catalog.latency import APPLY_PREFILL_SCALE, latency_family, prefill_scale
+from planner.catalog.records import version_tuple
 from planner.errors import PlannerError
 from planner.serving import run
 from planner.serving.replica import build_replica
@@ -228,6 +230,40 @@ def continuous_decode_steps(notes: str) -> int:
     return admission_gate(notes).continuous_decode_steps
 
 
+#: the first vLLM release whose default engine (V1) runs MLA models with chunked prefill:
+#: V0 releases before it force chunked prefill off for them
+V0_MLA_UNCHUNKED_BEFORE = (0, 8, 0)
+#: V0's token budget floor when chunked prefill is off (``max(max_model_len, 2048)``)
+V0_MIN_BATCHED_TOKENS = 2048
+_MAX_MODEL_LEN = re.compile(r"--max[-_]model[-_]len[ =](\d+)")
+
+
+def v0_mla_unchunked_tokens(fw_id: str, version: str, model: Any, notes: str) -> int | None:
+    """The token budget [tokens] of a vLLM V0 run of an MLA model, which runs without chunked
+    prefill; None for any other run.
+
+    vLLM's V0 engine (releases before 0.8.0) turns chunked prefill off for MLA models (its
+    log: "MLA is enabled; forcing chunked prefill and prefix caching to be disabled.", vLLM
+    0.7.1 and 0.7.3, quoted in vllm-project/vllm PR #13374; MLA with chunked prefill came
+    with PR #12639, "need to do more benchmarking to see if this makes sense to be on by
+    default in V0"). Without chunked prefill V0's ``SchedulerConfig`` sets
+    ``max_num_batched_tokens = max(max_model_len, 2048)``: a whole prompt joins a step or
+    waits, and the prompts of a burst of clients run together in one step. ``max_model_len``
+    is the run's ``--max-model-len`` (its notes), else the model's context. V0's scheduler
+    then runs prompts first: "Don't schedule decodes if prefills are scheduled"
+    (``Scheduler._schedule_default`` in ``vllm/core/scheduler.py``), simulated with
+    ``prefill_first`` (:attr:`planner.serving.replica.EngineConfig.prefill_first`).
+    """
+    if fw_id != "vllm" or not getattr(model, "is_mla", False):
+        return None
+    v = version_tuple(version)
+    if v is None or v >= V0_MLA_UNCHUNKED_BEFORE:
+        return None
+    mm = _MAX_MODEL_LEN.search(notes or "")
+    ctx = int(mm.group(1)) if mm else int(model.max_position_embeddings or 0)
+    return max(ctx, V0_MIN_BATCHED_TOKENS)
+
+
 def row_spec(row: dict[str, Any]) -> dict[str, Any]:
     """Speculative decoding of a row to simulate: the hidden cells ``_spec_method``,
     ``_spec_tokens``, ``_acceptance_length`` (set by
@@ -392,6 +428,9 @@ def _serving_row_result(
     fw_rec = cat.framework(fw_id)
     version = cell(row, "framework_version")
     seqs0, btok0 = fw_rec.scheduler_defaults(cat.gpu(hw), version, cell(row, "as_of"))
+    v0_btok = v0_mla_unchunked_tokens(fw_id, version, m, notes)
+    if v0_btok is not None:
+        btok0 = v0_btok
     if kv is not None and kv not in {k.id for k in cat.kv_precisions}:
         kv = None
     rep = build_replica(
@@ -408,6 +447,8 @@ def _serving_row_result(
         memory_utilization=util if util is not None else fw_rec.memory_utilization_default(version),
         max_num_seqs=settings.max_num_seqs or seqs0,
         max_num_batched_tokens=settings.max_num_batched_tokens or btok0,
+        chunked_prefill=False if v0_btok is not None else None,
+        prefill_first=v0_btok is not None,
         prefill_scale=scale,
         first_token_s=0.0,  # the row's first-token path is added below (first_token_wait)
         # its release's rule; an MLPerf harness runs its own loop (NVIDIA's the TensorRT
@@ -603,6 +644,8 @@ def _serving_row_result(
         out["_note"] += "; " + settings.describe(
             eng.max_num_seqs, eng.max_num_batched_tokens, eng.framework or "engine"
         )
+    if v0_btok is not None:
+        out["_note"] += "; vLLM V0 with MLA: chunked prefill off"
     if scale != 1.0:
         out["_note"] += f"; prefill scale {scale:.3g}"
     if ft_s > 0 and mode not in ("static_batch", "single_stream"):

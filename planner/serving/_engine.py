@@ -109,6 +109,7 @@ def _run_continuous(
                 *sm._straggler_coeffs,
                 eng.prefill_scale,
                 1.0 if eng.host_overlap else 0.0,
+                1.0 if eng.prefill_first else 0.0,
             ],
             np.float64,
         ),

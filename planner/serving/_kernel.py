@@ -53,11 +53,15 @@ from planner.serving._phases import (
     CHUNKED,
     CLOSED,
     CUR,
+    DEC,
+    DEC_KV,
+    DEC_SW,
     DONE,
     FREE,
     KV_AREA,
     KV_MAX,
     MAXSEQ,
+    N_CH,
     N_EV,
     N_F,
     N_FH,
@@ -252,7 +256,8 @@ def _loop(
     (``StepModel._straggler_coeffs``): an iteration of ``nseq`` sequences whose ``B`` decoders
     hold ``S`` tokens, the longest ``mx``, takes ``step_time + srv[0] + srv[1] * nseq +
     straggler_time(B, mx, S)``, its prompt chunks' share scaled by ``srv[4]`` (the engine's
-    ``prefill_scale``). Returns
+    ``prefill_scale``); ``srv[5]`` overlaps the host time; ``srv[6]`` > 0 runs prompts
+    before decoders (a step with prompts has no decoders). Returns
     ``(err, iterations, busy, area, kv_area, kv_max, pf_tokens, ev_int, ev_t, n_events)``
     where ``ev_int[:n_events]`` holds (decoders, sequences, iterations) and
     ``ev_t[:n_events]`` (t_first, t_last) of every iteration record; ``err`` is 0 or an
@@ -337,6 +342,36 @@ def _loop(
         if s[N_EV] == ev_i.shape[0]:  # room for this pass's iteration record
             ev_i_own, ev_t_own = grown(ev_i_own, ev_t_own)
             ev_i, ev_t = borrow(ev_i_own), borrow(ev_t_own)
+        # ---- prefill first (srv[6], vLLM V0): prompts that can join run in a step of their
+        # own with the whole budget; the decoders wait (they neither decode nor grow)
+        if srv[6] > 0.0 and s[WQ_LEN] > 0 and s[N_PF] == 0 and s[DEC] > 0:
+            dec, dkv, dsw = s[DEC], s[DEC_KV], s[DEC_SW]
+            s[DEC] = 0
+            s[DEC_KV] = 0
+            s[DEC_SW] = 0
+            admit(chunk_prefills(s, pf), s, req, rq, pf, ro, wq)
+            ran = s[N_CH] > 0
+            if ran:
+                T, nseq, dt = step_cost(s, coef, srv, pf, rq, mh)
+                account_iteration(dt, nseq, s, f, ev_i, ev_t)
+            s[DEC] = dec
+            s[DEC_KV] = dkv
+            s[DEC_SW] = dsw
+            if ran:
+                rows = max(s[N_FH], s[N_SWH], s[N_MH]) + s[N_PF]
+                if rows > fh.shape[0]:
+                    rows = 2 * rows + 64
+                    fh_own, swh_own, mh_own = (
+                        heap_grown(fh, rows),
+                        heap_grown(swh, rows),
+                        heap_grown(mh, rows),
+                    )
+                    fh, swh, mh = borrow(fh_own), borrow(swh_own), borrow(mh_own)
+                # the decoders did not move: the new ones start with them at iteration CUR
+                s[CUR] -= 1
+                advance_prefills(s, f, srv, req, rq, pf, cnt, fh, swh, mh, wq, es)
+                s[CUR] += 1
+                continue
         # ---- a stride of pure-decode iterations
         if decode_only(s, req, rq, wq, cnt):
             k = stride_length(s, rq, fh, swh, cnt)
@@ -352,7 +387,8 @@ def _loop(
             err = ERR_KV_RUNNING
             break
         budget = chunk_prefills(s, pf)
-        admit(budget, s, req, rq, pf, ro, wq)
+        if srv[6] == 0.0 or s[DEC] == 0:  # prefill first: no prompt joins the decoders
+            admit(budget, s, req, rq, pf, ro, wq)
         T, nseq, dt = step_cost(s, coef, srv, pf, rq, mh)
         if T == 0:
             err = ERR_NOTHING_SCHEDULABLE

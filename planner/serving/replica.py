@@ -55,6 +55,10 @@ class EngineConfig:
     #: :meth:`planner.catalog.records.Framework.overlaps_host`): an iteration takes
     #: ``max(gpu, host)``, not ``gpu + host`` (:meth:`iteration_s`)
     host_overlap: bool = False
+    #: a step that schedules prompts runs no decoders: they wait for the next step (vLLM V0's
+    #: default scheduler without chunked prefill, ``_schedule_default``: "Don't schedule
+    #: decodes if prefills are scheduled"); prompts then get the whole token budget
+    prefill_first: bool = False
 
     @property
     def kv_capacity_tokens(self) -> int:
@@ -149,6 +153,7 @@ def build_replica(
     release: Any = None,
     first_token_s: float | None = None,
     host_overlap: bool | None = None,
+    prefill_first: bool = False,
 ) -> Replica:
     """Resolve a (model, GPU, precision, framework, layout) combination into a :class:`Replica`.
 
@@ -180,6 +185,9 @@ def build_replica(
         gives the fitted value of an engine and model family)
     release : the engine release (None: the current one); read for the first-token path
         and whether the scheduler overlaps host and GPU (``Framework.overlaps_host``)
+    prefill_first : without chunked prefill, a step that schedules prompts runs no decoders
+        (vLLM V0's default scheduler, :attr:`EngineConfig.prefill_first`); ignored with
+        chunked prefill
     first_token_s : latency of the front end's first-token path added to TTFT and E2E [s]
         (None: the bundled fit of the framework at ``release``,
         :func:`planner.catalog.latency.first_token_path`: trtllm-serve >= 1.0, else 0)
@@ -323,6 +331,7 @@ def build_replica(
         sched_seq_overhead_s=float(params.sched_seq_overhead_s),
         prefill_scale=float(prefill_scale),
         first_token_s=float(first_token_s),
+        prefill_first=bool(prefill_first) and not bool(chunked),
         host_overlap=bool(
             (
                 fw.overlaps_host(release, speculative=spec is not None, pipeline=pp > 1)
