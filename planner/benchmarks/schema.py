@@ -263,6 +263,12 @@ def unexpressible_reason(row: Mapping[str, Any], gpu_vendor: str | None, fw_vend
     """Why a row cannot be modelled before any arithmetic ('' when it can): a
     ``layout_unsupported`` tag, or a framework that does not run on the GPU's vendor."""
     why = layout_unsupported(cell(row, "notes"))
+    if why is not None and ("disaggregated" in why or "speculative" in why):
+        return (
+            f"{why}: scored by the disaggregated / speculative model "
+            "(scripts/issue30_holdout.py, docs/accuracy.md), not predicted row by row here; "
+            "never fitted"
+        )
     if why is not None:
         return f"layout not expressible by the planner: {why} (layout_unsupported; never fitted)"
     if gpu_vendor is not None and fw_vendors is not None and gpu_vendor not in fw_vendors:
