@@ -169,7 +169,18 @@ def py_config(text: str) -> dict:
         "prefill_workers": _int(r"'num_prefill_workers':\s*(\d+)", t),
         "decode_workers": _int(r"'num_decode_workers':\s*(\d+)", t),
         "yml": re.findall(r"'trtllm_yml_override':\s*'/work/([^']+)'", t),
+        "qps": _product(re.search(r"server_target_qps:\s*([\d.]+(?:\s*\*\s*[\d.]+)*)", t)),
     }
+
+
+def _product(m: re.Match | None) -> float | None:
+    """The value of a config's ``a * b * ...`` literal (``5 * 9``), or None."""
+    if m is None:
+        return None
+    out = 1.0
+    for x in m.group(1).split("*"):
+        out *= float(x)
+    return out
 
 
 def yml_config(text: str) -> dict:
@@ -403,6 +414,13 @@ def rows_of_round(rnd: str) -> list[dict[str, str]]:
                 f"{cfg['moe_backend']}): " + " ".join(e for e in eng if e)
             )
         cons = ""
+        if scenario != "Offline" and cfg["qps"] and abs(cfg["qps"] - float(s["target_qps"])) > 1e-9:
+            # loadgen's target_qps (the run's user.conf) is the rate; a config that names
+            # another one was tuned outside the file (or is not the file the run used)
+            notes.append(
+                f"the config's server_target_qps {cfg['qps']:g} differs from the run's loadgen "
+                f"target_qps {float(s['target_qps']):g} (user.conf): the rate is loadgen's"
+            )
         if scenario != "Offline":
             cons = (
                 f"{scenario} scenario (Poisson arrivals at target_qps "

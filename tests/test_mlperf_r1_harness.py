@@ -151,3 +151,26 @@ def test_tpot_rows_keep_the_printed_numbers(rows):
         "tpot_ms_mean",
     )
     assert float(gb300["value"]) == pytest.approx(56.151598, abs=5e-4)
+
+
+def test_a_rate_tuned_outside_the_config_is_said(rows):
+    """v6.0 closed/Google: configs/GB200-NVL72_GB200-186GB_aarch64x72/Server/deepseek-r1.py
+    "loadgen_fields.server_target_qps: 110," but the run's user.conf "*.Server.target_qps =
+    45.0" and its summary "target_qps : 45": the row's rate is loadgen's (45) and its notes
+    say the config names another."""
+    r = _row(
+        rows,
+        "v6.0",
+        "closed/Google/results/GB200-NVL72_GB200-186GB_aarch64x72_TRT/deepseek-r1/Server",
+        "tpot_ms_mean",
+    )
+    assert float(r["request_rate"]) == 45.0
+    assert "server_target_qps 110 differs from the run's loadgen target_qps 45" in r["notes"]
+    # the NVIDIA run of the same config file ran at the config's rate: no such note
+    n = _row(
+        rows,
+        "v6.0",
+        "closed/NVIDIA/results/GB200-NVL72_GB200-186GB_aarch64x72_TRT/deepseek-r1/Server",
+        "tpot_ms_mean",
+    )
+    assert float(n["request_rate"]) == 110.0 and "differs from the run's" not in n["notes"]
