@@ -126,17 +126,42 @@ def _code(text: str) -> str:
     return "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
 
 
+def flags_block(text: str, name: str) -> str:
+    """The body of the ``llm_fields.<name>: {...}`` dict of a config (braces matched), or ""."""
+    m = re.search(rf"{name}:\s*\{{", text)
+    if m is None:
+        return ""
+    depth, i = 1, m.end()
+    while i < len(text) and depth:
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        i += 1
+    return text[m.end() : i - 1]
+
+
 def py_config(text: str) -> dict:
-    """Layout and engine settings of an NVIDIA-harness ``deepseek-r1.py`` config."""
+    """Layout and engine settings of an NVIDIA-harness ``deepseek-r1.py`` config.
+
+    ``max_tokens`` is the runtime flag where the config states one: the harness passes
+    ``trtllm_runtime_flags['max_num_tokens']`` to ``trtllm-serve --max_num_tokens`` and
+    takes the build flag only when the runtime one is unset (``code/llmlib/config.py``:
+    ``runtime_flags[config] = runtime_flags.get(config) or build_flags[config]``;
+    ``code/llmlib/launch_server.py``)."""
     t = _code(text)
+    runtime = flags_block(t, "trtllm_runtime_flags")
+    graphs = re.search(r"'cuda_graph_batch_sizes':\s*\[([^\]]*)\]", runtime)
     return {
         "tp": _int(r"tensor_parallelism:\s*(\d+)", t),
         "pp": _int(r"pipeline_parallelism:\s*(\d+)", t) or 1,
         "ep": _int(r"moe_expert_parallelism:\s*(\d+)", t),
         "adp": bool(re.search(r"'enable_attention_dp':\s*True", t)),
         "batch": _int(r"gpu_batch_size:\s*\{[^}]*'deepseek-r1':\s*(\d+)", t),
-        "max_tokens": _int(r"'max_num_tokens':\s*(\d+)", t),
+        "max_tokens": _int(r"'max_num_tokens':\s*(\d+)", runtime)
+        or _int(r"'max_num_tokens':\s*(\d+)", t),
         "mem_frac": _float(r"'kvcache_free_gpu_mem_frac':\s*([\d.]+)", t),
+        "stream_interval": _int(r"[\"']stream_interval[\"']:\s*(\d+)", runtime),
+        "graph_sizes": " ".join(graphs.group(1).split()) if graphs else None,
+        "graph_padding": bool(re.search(r"'cuda_graph_padding_enabled':\s*True", runtime)),
+        "backend": (re.search(r"'trtllm_backend':\s*'(\w+)'", runtime) or [None, None])[1],
         "kv": (re.search(r"'kv_cache_dtype':\s*'(\w+)'", t) or [None, None])[1],
         "precision": (re.search(r"precision:\s*'(\w+)'", t) or [None, None])[1],
         "mtp": _int(r"'num_nextn_predict_layers':\s*(\d+)", t),
@@ -144,7 +169,18 @@ def py_config(text: str) -> dict:
         "prefill_workers": _int(r"'num_prefill_workers':\s*(\d+)", t),
         "decode_workers": _int(r"'num_decode_workers':\s*(\d+)", t),
         "yml": re.findall(r"'trtllm_yml_override':\s*'/work/([^']+)'", t),
+        "qps": _product(re.search(r"server_target_qps:\s*([\d.]+(?:\s*\*\s*[\d.]+)*)", t)),
     }
+
+
+def _product(m: re.Match | None) -> float | None:
+    """The value of a config's ``a * b * ...`` literal (``5 * 9``), or None."""
+    if m is None:
+        return None
+    out = 1.0
+    for x in m.group(1).split("*"):
+        out *= float(x)
+    return out
 
 
 def yml_config(text: str) -> dict:
@@ -170,6 +206,62 @@ def find_config(mirror: str, div_sub: str, system: str, scenario: str) -> tuple[
             if t is not None:
                 return p, t
     return None
+
+
+def _harness_file(mirror: str, div_sub: str, rel: str) -> tuple[str, str] | None:
+    """(path, text) of a harness source file: the submitter's own copy, else NVIDIA's of
+    the same round (the closed submissions run NVIDIA's harness; some ship no code)."""
+    for d in (div_sub, "closed/NVIDIA"):
+        t = show(mirror, f"{d}/{rel}")
+        if t is not None:
+            return f"{d}/{rel}", t
+    return None
+
+
+def front_end(mirror: str, div_sub: str, cfg_text: str, cfg: dict) -> str:
+    """What serves the run, from the harness source: the loadgen harness' core for
+    DeepSeek-R1 (``DEFAULT_CORE_TYPE`` of ``code/deepseek-r1/tensorrt/__init__.py``, unless
+    the config sets ``core_type``), the TensorRT-LLM backend (the config's
+    ``trtllm_backend``, else the harness default in ``code/llmlib/config.py``), the
+    ``stream_interval`` (config, else harness default) and the CUDA-graph batch sizes.
+    ``TRTLLM_ENDPOINT`` is ``trtllm-serve`` (``code/llmlib/launch_server.py`` starts
+    ``trtllm-serve ... --backend pytorch`` and loadgen's client streams from it); the text
+    then names the PyTorch backend, which
+    :func:`planner.benchmarks.scheduler_waits.trtllm_pytorch_backend` reads."""
+    init = _harness_file(mirror, div_sub, "code/deepseek-r1/tensorrt/__init__.py")
+    conf = _harness_file(mirror, div_sub, "code/llmlib/config.py")
+    if init is None or conf is None:
+        return ""
+    m = re.search(r"core_type:\s*[\w.]*?(TRTLLM_\w+|\w+)'?,", _code(cfg_text))
+    core = m.group(1).upper() if m else None
+    core_src = "the config's core_type"
+    if core is None:
+        m = re.search(r"DEFAULT_CORE_TYPE\s*=\s*CoreType\.(\w+)", init[1])
+        core, core_src = (m.group(1) if m else None), f"DEFAULT_CORE_TYPE of {init[0]}"
+    backend, back_src = cfg.get("backend"), "the config's trtllm_backend"
+    if backend is None:
+        m = re.search(r"'trtllm_backend':\s*'(\w+)'", conf[1])
+        backend, back_src = (m.group(1) if m else None), f"the harness default in {conf[0]}"
+    si, si_src = cfg.get("stream_interval"), "the config"
+    if si is None:
+        m = re.search(r"'stream_interval':\s*(\d+)", conf[1])
+        si, si_src = (int(m.group(1)) if m else None), f"the harness default in {conf[0]}"
+    out = []
+    if core == "TRTLLM_ENDPOINT" and backend == "pytorch":
+        out.append(
+            f"front end trtllm-serve on the PyTorch backend (harness core {core}: {core_src}; "
+            f"trtllm_backend 'pytorch': {back_src}; code/llmlib/launch_server.py starts "
+            "trtllm-serve --backend pytorch, loadgen's client streams the tokens from it)"
+        )
+    elif core or backend:
+        out.append(f"harness core {core or 'not stated'}, trtllm_backend {backend or 'not stated'}")
+    if si is not None:
+        every = "every iteration" if si == 1 else f"every {si} iterations"
+        out.append(f"stream_interval {si} (a streamed response per request {every}; {si_src})")
+    if cfg.get("graph_sizes"):
+        pad = ", padding on" if cfg.get("graph_padding") else ""
+        out.append(f"CUDA graphs for batch sizes [{cfg['graph_sizes']}] per rank{pad}")
+    return "; ".join(out)
 
 
 def gpu_id(model_name: str) -> str | None:
@@ -222,6 +314,11 @@ def rows_of_round(rnd: str) -> list[dict[str, str]]:
             f"{sysj.get('status', '')})",
             DATASET,
         ]
+        # a disaggregated run is served by its own front end (its worker .yml files say
+        # the rest): the endpoint core's facts are written for aggregated runs only
+        served = "" if cfg["prefill_workers"] else front_end(mirror, div_sub, cfg_text, cfg)
+        if served:
+            base_notes.append(served)
         tok_s = s.get("Tokens per second") or s.get("Completed tokens per second")
         smp_s = s.get("Samples per second") or s.get("Completed samples per second")
         if isinstance(tok_s, float) and isinstance(smp_s, float) and smp_s > 0:
@@ -317,6 +414,13 @@ def rows_of_round(rnd: str) -> list[dict[str, str]]:
                 f"{cfg['moe_backend']}): " + " ".join(e for e in eng if e)
             )
         cons = ""
+        if scenario != "Offline" and cfg["qps"] and abs(cfg["qps"] - float(s["target_qps"])) > 1e-9:
+            # loadgen's target_qps (the run's user.conf) is the rate; a config that names
+            # another one was tuned outside the file (or is not the file the run used)
+            notes.append(
+                f"the config's server_target_qps {cfg['qps']:g} differs from the run's loadgen "
+                f"target_qps {float(s['target_qps']):g} (user.conf): the rate is loadgen's"
+            )
         if scenario != "Offline":
             cons = (
                 f"{scenario} scenario (Poisson arrivals at target_qps "
