@@ -21,6 +21,7 @@ bundled profile and the row's workload AL (``moe_rows_accuracy.catalog_al``):
 Usage (from the repository root; about a minute)::
 
     python scripts/mtp_pairs_table.py
+    python scripts/mtp_pairs_table.py --tpot   # same-image TPOT speed-up at every concurrency
 """
 
 from __future__ import annotations
@@ -47,9 +48,12 @@ from moe_rows_accuracy import (  # noqa: E402
 
 from planner.benchmarks.io import read_rows  # noqa: E402
 from planner.benchmarks.schema import cell  # noqa: E402
+from planner.benchmarks.serving_rows import predict_serving_row  # noqa: E402
 from planner.benchmarks.speculative_rows import (  # noqa: E402
+    predict_spec_row,
     predicted_ratio,
     row_workload,
+    spec_of_row,
     spec_pairs,
 )
 from planner.calibration.accuracy import _md_table  # noqa: E402
@@ -123,7 +127,9 @@ def pairs_table() -> pd.DataFrame:
                 "K": p.spec_tokens,
                 "AL used": round(al, 3),
                 "tok/s MTP": float(cell(p.spec_row, "value")),
-                "tok/s base (median)": round(float(cell(p.spec_row, "value")) / p.measured_ratio, 1),
+                "tok/s base (median)": round(
+                    float(cell(p.spec_row, "value")) / p.measured_ratio, 1
+                ),
                 "tok/s base (same image)": float(cell(base, "value")),
                 "ratio (median)": round(p.measured_ratio, 3),
                 "ratio (same image)": round(same_ratio, 3),
@@ -144,13 +150,62 @@ def pairs_table() -> pd.DataFrame:
     return pd.DataFrame(recs)
 
 
+def tpot_pairs() -> pd.DataFrame:
+    """Every InferenceX MTP run's median TPOT (history file) next to the baseline run's of the
+    same hardware, precision, engine, TP, concurrency and lengths, on the same engine image
+    (nearest date), at every concurrency both swept: the speed-up by concurrency."""
+    rows = [*read_rows(INFERENCEX)[0], *read_rows(INFERENCEX_HISTORY)[0]]
+    base: dict[tuple, list] = {}
+    mtp = []
+    for r in rows:
+        k = _run_key(r)
+        if k is None or cell(r, "metric") != "tpot_ms_median" or "multi-node" in cell(r, "notes"):
+            continue
+        if "speculative decoding" in (cell(r, "notes") or ""):
+            mtp.append((k, r))
+        elif "layout_unsupported" not in (cell(r, "notes") or ""):
+            base.setdefault((_image(r), *k[1:]), []).append(r)
+    cat = load_catalog()
+    recs = {}
+    for k, r in mtp:
+        cands = base.get((_image(r), *k[1:]), [])
+        if not cands:
+            continue
+        b = min(
+            cands,
+            key=lambda b: abs(pd.Timestamp(cell(b, "as_of")) - pd.Timestamp(cell(r, "as_of"))),
+        )
+        t0, t1 = float(cell(b, "value")), float(cell(r, "value"))
+        params = _params(cat, b)
+        sp = spec_of_row(r)
+        al = catalog_al(cat, b, sp[0], sp[1], row_workload(r)) if sp and sp[1] else None
+        p0 = predict_serving_row(b, cat, params)[0]
+        p1 = predict_spec_row(r, al, cat, params)[0] if al else None
+        recs[(*k[1:],)] = {
+            "gpu": k[1], "prec": k[2], "engine": f"{k[3]} {_image(r).split(':')[-1]}", "TP": k[4],
+            "ISL/OSL": f"{k[6]}/{k[7]}", "c": float(k[5]), "TPOT base ms": t0, "TPOT MTP ms": t1,
+            "TPOT ratio": round(t0 / t1, 3), "K": sp[1] if sp else None,
+            "AL used": round(al, 3) if al else None,
+            "pred TPOT base / MTP ms": f"{p0:.2f} / {p1:.2f}" if p0 and p1 else "",
+            "pred ratio": round(p0 / p1, 3) if p0 and p1 else None,
+            "err %": _pct(p0 / p1, t0 / t1) if p0 and p1 else None,
+            "MTP id": cell(r, "id"), "base id": cell(b, "id"),
+        }  # fmt: skip
+    return pd.DataFrame(list(recs.values())).sort_values(["gpu", "prec", "ISL/OSL", "c"])
+
+
 def main() -> int:
+    if "--tpot" in sys.argv:
+        print(_md_table(tpot_pairs()))
+        return 0
     t = pairs_table()
     print(_md_table(t))
     hi = t[t["c"] >= 32]
     for col in ("err median %", "err same %"):
         e = hi[col].abs()
-        print(f"\nc >= 32, {col}: {int((e <= 15).sum())} of {len(e)} within 15 %, median {e.median():.1f} %")
+        print(
+            f"\nc >= 32, {col}: {int((e <= 15).sum())} of {len(e)} within 15 %, median {e.median():.1f} %"
+        )
     return 0
 
 

@@ -4,6 +4,7 @@ serving.speculative)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -720,3 +721,27 @@ def test_verify_step_costs_between_one_and_k_plus_1_plain_steps(batch, ctx, k, c
     t1 = float(v.time_s) - float(v.t_draft_s)
     assert t0 <= t1 * (1 + 1e-12)
     assert t1 <= (kk + 1) * t0 * (1 + 1e-12)
+
+
+def test_nvfp4_checkpoint_mtp_experts_are_bf16():
+    # NVIDIA's FP4 DeepSeek-R1 (nvidia/DeepSeek-R1-0528-FP4-v2, loaded on Blackwell) keeps
+    # the NextN module in bf16 (engine/speculative.MTP_16BIT_CHECKPOINTS): its routed experts
+    # weigh 16 / 4.5 = 3.5556x the target's NVFP4 experts (4 bits + an 8-bit scale per 16
+    # weights = 4.5 bits, models.yaml). DeepSeek-V3 has 58 MoE layers (61 - 3 dense), so one
+    # draft layer's expert = the target's per-expert bytes over all layers / 58 x 3.5556.
+    spec = SpecDecode(method="mtp", spec_tokens=2, acceptance_length=2.17)
+    sm = step_model("deepseek-v3", "nvidia-b200", "fp4", tp=8, catalog=_CAT)
+    d = draft_cost(sm, spec, _CAT)
+    assert d.expert_bytes * 58 / sm.expert_bytes == pytest.approx(16 / 4.5, rel=1e-9)
+    # the same model in fp8 on H200 (DeepSeek's own release): the target's bits, scale 1
+    sm8 = step_model("deepseek-v3", H200, "fp8", tp=8, catalog=_CAT)
+    assert draft_cost(sm8, spec, _CAT).expert_bytes * 58 == pytest.approx(sm8.expert_bytes)
+    # the bf16 module costs time: the speculative step of the fp4 deployment is slower than
+    # with the experts at the target's 4.5 bits (B = 16, 1k context), and AL 1 still never
+    # speeds decoding up (the verify step is never cheaper than a plain step)
+    ss = with_spec(sm, spec, _CAT)
+    light = dataclasses.replace(
+        ss, draft=dataclasses.replace(d, expert_bytes=d.expert_bytes * 4.5 / 16)
+    )
+    args = (16, 16, 16, 16 * 1024, 16 * 1024)
+    assert ss.step_time(*args) > light.step_time(*args) > sm.step_time(*args)
