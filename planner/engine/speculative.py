@@ -7,7 +7,10 @@ one replica, per GPU of the busiest stage, from the target's :class:`StepModel` 
   one decoder layer, the layer type of the model's MoE layers, plus the ``2h x h``
   projection ``eh_proj``; the embedding and the lm head are shared with the target): one
   average decoder layer of the target's weights, activations, FLOPs, KV and collectives,
-  the projection, and the lm head read again each pass. Reused for every one of the K
+  the projection, and the lm head read again each pass; its routed experts at 16 bits where
+  the checkpoint keeps the module unquantized (:data:`MTP_16BIT_CHECKPOINTS`: NVIDIA's FP4
+  DeepSeek-R1), at the target's bits otherwise (SGLang's optional fp8 cast of those experts
+  follows, in its words, "the real DeepSeek V3 quant config": fp8 in 128 x 128 blocks). Reused for every one of the K
   drafts (vLLM / SGLang / TensorRT-LLM's "MTP Eagle" run the one module K times).
 * ``eagle3``: a one-layer dense decoder head of the target's width (attention + gated MLP of
   ``intermediate_size``, the ``3h x h`` fusion ``fc``, and an lm head of the target's vocab,
@@ -30,7 +33,25 @@ from planner.catalog.records import Precision
 from planner.catalog.speculative import SpecDecode
 from planner.engine.memory import _bits, kv_layer_bytes_per_token, param_counts, weight_memory
 
-__all__ = ["DraftCost", "draft_cost", "per_token", "with_spec"]
+__all__ = [
+    "MTP_16BIT_CHECKPOINTS",
+    "DraftCost",
+    "draft_cost",
+    "mtp_expert_scale",
+    "per_token",
+    "with_spec",
+]
+
+#: published checkpoints whose MTP (NextN) module is stored and served unquantized (bf16)
+#: while the target's experts are quantized. NVIDIA's DeepSeek FP4 checkpoints: "The NVIDIA
+#: FP4 checkpoint stores NextN MoE weights in BF16, so the draft model runs entirely in BF16"
+#: (SGLang DeepseekV3ForCausalLMNextN, public copy, code index id 70483618410), and SGLang's
+#: deepseek_nextn.py sets ``quant_config = None`` for every ``modelopt_fp4`` model ("Overriding
+#: DeepseekV3ForCausalLMNextN quant config for modelopt_fp4 Deepseek model.", code index ids
+#: 54491606189, 69021504931); its bf16 -> fp8 cast of the NextN experts
+#: (``enable_nextn_moe_bf16_cast_to_fp8``) needs ``SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE`` and the
+#: DeepGEMM MoE runner, neither set by default (code index id 63085086449)
+MTP_16BIT_CHECKPOINTS = ("nvidia/DeepSeek-R1-0528-FP4-v2",)
 
 
 @dataclass(frozen=True)
@@ -80,7 +101,7 @@ def draft_cost(sm, spec: SpecDecode | None, catalog: Catalog | None = None) -> D
         pc = param_counts(m)
         frac = Ls / m.num_hidden_layers
         moe_stage = pc.num_moe_layers * frac
-        exp_layer = sm.expert_bytes / moe_stage if moe_stage else 0.0
+        exp_layer = sm.expert_bytes / moe_stage * mtp_expert_scale(sm) if moe_stage else 0.0
         proj = 2 * h * h / tp * _bits(sm.precision, "attention", m) / 8
         dense = sm.dense_weight_bytes / Ls + proj
         mm = sm.matmul_flops_per_token / Ls + (2.0 * 2 * h * h / tp + lm_flops) / dp
@@ -145,6 +166,18 @@ def draft_cost(sm, spec: SpecDecode | None, catalog: Catalog | None = None) -> D
         layers=float(L),
         held_bytes=w.per_gpu_bytes,
     )
+
+
+def mtp_expert_scale(sm) -> float:
+    """Bytes of the MTP module's routed experts over the target's per expert: ``16 /
+    weight_bits`` where the deployment loads a checkpoint of :data:`MTP_16BIT_CHECKPOINTS`
+    that quantizes the experts (NVFP4 DeepSeek-R1 on Blackwell: 16 / 4.5 = 3.56), else 1."""
+    m = sm.model
+    arch = getattr(sm.gpu, "arch", None)
+    ckpt = m.checkpoint_for(sm.precision.id, arch) if m.checkpoints else None
+    if ckpt is None or ckpt.repo not in MTP_16BIT_CHECKPOINTS or "experts" not in ckpt.quantized:
+        return 1.0
+    return 16.0 / ckpt.weight_bits
 
 
 def with_spec(sm, spec: SpecDecode | None, catalog: Catalog | None = None):
