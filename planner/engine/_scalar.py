@@ -92,6 +92,8 @@ def step_time_scalar(
         attn_fd,
         dp,
         adp_u,
+        skew_a,
+        skew_b,
     ) = c
     T0 = T
     n_dec = num_logits
@@ -117,8 +119,11 @@ def step_time_scalar(
         num_logits = n_dec + spec_k * n_dec
         pairs_full = pairs_full + spec_k * kv_full
         pairs_sw = pairs_sw + spec_k * kv_sw
-    if n_exp > 0.0:
-        ex = n_exp * (1.0 - q_exp**T)
+    if n_exp > 0.0:  # expected distinct experts (planner.engine.routing)
+        if skew_a != 0.0:
+            ex = n_exp * (1.0 - (1.0 + skew_a * T) ** skew_b)
+        else:
+            ex = n_exp * (1.0 - q_exp**T)
     else:
         ex = 0.0
     w = dense_w + ex * exp_b + lm_b
@@ -176,7 +181,10 @@ def step_time_scalar(
             if reps <= 0.0 or n <= 0.0:
                 continue
             if n_exp > 0.0:
-                ex = n_exp * (1.0 - q_exp**n)
+                if skew_a != 0.0:
+                    ex = n_exp * (1.0 - (1.0 + skew_a * n) ** skew_b)
+                else:
+                    ex = n_exp * (1.0 - q_exp**n)
             else:
                 ex = 0.0
             tg = (d_w + ex * d_exp + d_act * n) / bw_gemm
