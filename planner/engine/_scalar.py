@@ -16,6 +16,8 @@ no attribute access); the loop's cache is invalidated when this file changes (se
 
 from __future__ import annotations
 
+import math
+
 #: exponent of the smooth maximum between GPU time and eager CPU dispatch time: kernels
 #: overlap with dispatch, but not perfectly near the crossover (a coefficient of
 #: :func:`step_time_scalar`, so that compiled code calls pow() exactly as the interpreter)
@@ -121,7 +123,7 @@ def step_time_scalar(
         pairs_sw = pairs_sw + spec_k * kv_sw
     if n_exp > 0.0:  # expected distinct experts (planner.engine.routing)
         if skew_a != 0.0:
-            ex = n_exp * (1.0 - (1.0 + skew_a * T) ** skew_b)
+            ex = n_exp * (1.0 - math.exp(skew_b * math.log1p(skew_a * T)))
         else:
             ex = n_exp * (1.0 - q_exp**T)
     else:
@@ -182,7 +184,7 @@ def step_time_scalar(
                 continue
             if n_exp > 0.0:
                 if skew_a != 0.0:
-                    ex = n_exp * (1.0 - (1.0 + skew_a * n) ** skew_b)
+                    ex = n_exp * (1.0 - math.exp(skew_b * math.log1p(skew_a * n)))
                 else:
                     ex = n_exp * (1.0 - q_exp**n)
             else:

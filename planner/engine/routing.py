@@ -36,8 +36,9 @@ import numpy as np
 
 def skew_coeffs(num_experts: int, top_k: int, cv2: float) -> tuple[float, float]:
     """``(cv2 x lambda, -1 / cv2)`` of :func:`expected_distinct_experts`, or ``(0, 0)`` for
-    uniform routing (``cv2 = 0``, or no routed experts)."""
-    if cv2 <= 0.0 or not num_experts or top_k >= num_experts:
+    uniform routing (``cv2`` below 1e-12, whose effect, about ``cv2 lambda T / 2`` relative,
+    is under a float's precision; or no routed experts)."""
+    if cv2 < 1e-12 or not num_experts or top_k >= num_experts:
         return 0.0, 0.0
     lam = -math.log(1.0 - top_k / num_experts)
     return cv2 * lam, -1.0 / cv2
@@ -58,4 +59,4 @@ def expected_distinct_experts(tokens, local: float, num_experts: int, top_k: int
     a, b = skew_coeffs(num_experts, top_k, cv2)
     if a == 0.0:
         return local * (1.0 - (1.0 - top_k / num_experts) ** t)
-    return local * (1.0 - (1.0 + a * t) ** b)
+    return local * (1.0 - np.exp(b * np.log1p(a * t)))  # (1 + a t)^b, exact for small a
