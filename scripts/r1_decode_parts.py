@@ -48,8 +48,8 @@ def held_out_params(holdout: str = "SemiAnalysis InferenceX"):
     used = {}
     orig = acc.release_params_for_row
 
-    def wrap(r, prof, cat):
-        out = orig(r, prof, cat)
+    def wrap(r, prof, cat, *a, **kw):
+        out = orig(r, prof, cat, *a, **kw)
         used[r.id] = out[0]
         return out
 

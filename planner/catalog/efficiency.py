@@ -94,6 +94,17 @@ class EfficiencyParams(Frozen):
         "in for other costs: docs/formulas.md 5b); a what-if knob",
     )
 
+    moe_route_cv2: float = Field(
+        0.0,
+        ge=0,
+        le=8,
+        description="routing skew of the expert popularity: the squared coefficient of "
+        "variation of the experts' per-token hit rates (Gamma-distributed); a step reads "
+        "E (1 - (1 + this x lambda x T)^(-1/this)) distinct experts, lambda = -ln(1 - k/E), "
+        "instead of uniform routing's E (1 - (1 - k/E)^T) (the prior 0; "
+        "planner.engine.routing)",
+    )
+
     adp_prompt_imbalance: float = Field(
         0.0,
         ge=0,

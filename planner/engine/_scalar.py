@@ -16,6 +16,8 @@ no attribute access); the loop's cache is invalidated when this file changes (se
 
 from __future__ import annotations
 
+import math
+
 #: exponent of the smooth maximum between GPU time and eager CPU dispatch time: kernels
 #: overlap with dispatch, but not perfectly near the crossover (a coefficient of
 #: :func:`step_time_scalar`, so that compiled code calls pow() exactly as the interpreter)
@@ -92,6 +94,8 @@ def step_time_scalar(
         attn_fd,
         dp,
         adp_u,
+        skew_a,
+        skew_b,
     ) = c
     T0 = T
     n_dec = num_logits
@@ -117,8 +121,11 @@ def step_time_scalar(
         num_logits = n_dec + spec_k * n_dec
         pairs_full = pairs_full + spec_k * kv_full
         pairs_sw = pairs_sw + spec_k * kv_sw
-    if n_exp > 0.0:
-        ex = n_exp * (1.0 - q_exp**T)
+    if n_exp > 0.0:  # expected distinct experts (planner.engine.routing)
+        if skew_a != 0.0:
+            ex = n_exp * (1.0 - math.exp(skew_b * math.log1p(skew_a * T)))
+        else:
+            ex = n_exp * (1.0 - q_exp**T)
     else:
         ex = 0.0
     w = dense_w + ex * exp_b + lm_b
@@ -176,7 +183,10 @@ def step_time_scalar(
             if reps <= 0.0 or n <= 0.0:
                 continue
             if n_exp > 0.0:
-                ex = n_exp * (1.0 - q_exp**n)
+                if skew_a != 0.0:
+                    ex = n_exp * (1.0 - math.exp(skew_b * math.log1p(skew_a * n)))
+                else:
+                    ex = n_exp * (1.0 - q_exp**n)
             else:
                 ex = 0.0
             tg = (d_w + ex * d_exp + d_act * n) / bw_gemm

@@ -39,7 +39,7 @@ from planner.catalog.catalog import Catalog, check_layout, compute_dtype_for, lo
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.layout import Layout, check_for_model
 from planner.catalog.records import Accelerator, ModelArch, Precision
-from planner.engine import _scalar, adp
+from planner.engine import _scalar, adp, routing
 from planner.engine.adp import busiest_rank_extra, prompt_share
 from planner.engine.memory import (
     _bits,
@@ -158,11 +158,13 @@ class StepModel:
 
     def expected_experts(self, tokens):
         """Expected distinct experts hit per MoE layer on one GPU by ``tokens`` tokens (of the
-        whole replica) choosing top_k each: ``local x (1 - (1 - top_k / E)^tokens)``."""
+        whole replica) choosing top_k each: ``local x (1 - (1 - top_k / E)^tokens)``, or under
+        routing skew ``moe_route_cv2`` (:func:`routing.expected_distinct_experts`)."""
         if self.num_experts == 0:
             return 0.0
-        t = np.asarray(tokens, dtype=float)
-        return self.local_experts * (1.0 - (1.0 - self.top_k / self.num_experts) ** t)
+        return routing.expected_distinct_experts(
+            tokens, self.local_experts, self.num_experts, self.top_k, self.params.moe_route_cv2
+        )
 
     def routed_tokens_hot(self, tokens):
         """Routed tokens of the busiest expert-parallel GPU per MoE layer [tokens]: the mean
@@ -398,7 +400,7 @@ class StepModel:
     # ---- the hot scalar path of :meth:`step` (plain floats, no numpy) ------------------
     @cached_property
     def _coeffs(self) -> tuple[float, ...]:
-        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (48 floats): the
+        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (50 floats): the
         step's constants, with the products that do not depend on its counts done once."""
         p = self.params
         ne = self.num_experts
@@ -463,6 +465,7 @@ class StepModel:
                 self.attn_flops_per_decode_pair_layer / dp,
                 dp,
                 prompt_share(self.adp_balanced, p),
+                *routing.skew_coeffs(ne, self.top_k, p.moe_route_cv2),
             )
         )
 
