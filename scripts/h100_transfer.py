@@ -171,6 +171,84 @@ def host_lines(reps=None) -> list[str]:
     return out
 
 
+def sensitivity_params(p) -> dict:
+    """The transferred parameters with one term moved (a diagnosis, not a rule): KV reads at
+    the datasheet bandwidth (``kv_mem_eff`` 1: no KV transfer can do more), and the three host
+    terms halved (the H100 machine's host time per graph decode iteration is 0.27-0.59x the
+    H200 machine's in the two logs)."""
+    return {
+        "KV at datasheet": p.with_(kv_mem_eff=1.0),
+        "host halved": p.with_(
+            sched_overhead_s=p.sched_overhead_s / 2,
+            sched_seq_overhead_s=p.sched_seq_overhead_s / 2,
+            serving_eager_layer_s=p.serving_eager_layer_s / 2,
+        ),
+    }
+
+
+def run_parts(reps, sens, load) -> list[str]:
+    """Per run: the predicted decode iteration's parts at the run's own batch and context
+    (medians over the graph decode iterations of the held-out H100 log: read, never fitted)
+    against its measured GPU span and host time, and the TPOT p50 error of the run with each
+    term moved (``sens``: label -> {(model, scenario, rate): error})."""
+    import pandas as pd
+
+    d = pd.read_csv(
+        ROOT / "data" / "benchmarks" / "serving_raw" / "reference_h100_iterations.csv.gz"
+    )
+    d = d[(d["graph_batch"] > 0) & (d["n_prefill_seqs"] == 0)]
+    labels = list(sens)
+    out = [
+        "Where each run's TPOT p50 miss sits. Per run: the median batch and context of its graph "
+        "decode iterations in the H100 log (held out: read here, never fitted); the step model's "
+        "parts of one such iteration with the transferred parameters [ms]: weights (GEMMs), KV "
+        "reads (attention), fixed per-step and per-layer terms, the longest sequence's wait, and "
+        "the host (scheduler terms, fitted on the H200 machine); the measured GPU span and host "
+        "time (`sched_s + prep_launch_s + book_s`) of those iterations; then the run's TPOT p50 "
+        "error as transferred and with one term moved: "
+        + "; ".join(f"**{k}**" for k in labels[1:])
+        + ".",
+        "",
+        "| model | scenario | rate | load | batch | ctx/seq | weights | KV | fixed | wait | host "
+        "| GPU pred / meas | host pred / meas | "
+        + " | ".join(f"TPOT p50 {k}" for k in labels)
+        + " |",
+        "|" + "---|" * (13 + len(labels)),
+    ]
+    for key in sorted(
+        sens[labels[0]], key=lambda k: (list(MODEL_NAMES).index(k[0]), k[1], float(k[2]))
+    ):
+        m, scen, rate = key
+        x = d[(d["model"] == m) & (d["scenario"] == scen) & (d["rate"] == float(rate))]
+        if x.empty:
+            continue
+        n = float(x["n_decode"].median())
+        ctx = float((x["decode_ctx_tokens"] / x["n_decode"]).median())
+        sm = reps[m].sm
+        kv = n * (ctx + 1)
+        b = sm.step(n, n, n, kv, kv)
+        wait = float(sm.straggler_time(n, float(x["decode_ctx_max"].median()), n * ctx))
+        host = reps[m].engine.host_time_s(n)
+        gpu = float(b.time_s) + wait
+        h_meas = float((x["sched_s"] + x["prep_launch_s"] + x["book_s"]).median())
+        cells = [
+            MODEL_NAMES[m],
+            scen,
+            rate,
+            f"{load[key]:.0%}",
+            f"{n:.0f}",
+            f"{ctx:,.0f}",
+            *(f"{float(v) * 1e3:.2f}" for v in (b.t_gemm_s, b.t_attn_s, b.t_overhead_s)),
+            f"{wait * 1e3:.2f}",
+            f"{host * 1e3:.2f}",
+            f"{gpu * 1e3:.2f} / {float(x['gpu_span_s'].median()) * 1e3:.2f}",
+            f"{host * 1e3:.2f} / {h_meas * 1e3:.2f}",
+            *(f"{sens[k][key]:+.1%}" for k in labels),
+        ]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
 def median(v: list[float]) -> float:
     v = sorted(v)
     return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
@@ -186,11 +264,12 @@ def main() -> int:
     runs = measured_runs()
     models = [m for m in MODEL_NAMES if any(k[0] == m for k in runs)]
     rules = {"before": False, "after": True}
-    provs, reps = {}, {}
+    provs, reps, par = {}, {}, {}
     for rule, sib in rules.items():
         params, provs[rule] = resolve_params(
             GPU, FW, PREC, catalog=cat, siblings=sib, family="dense"
         )
+        par[rule] = params
         for m in models:
             reps[rule, m] = build_replica(m, GPU, PREC, FW, params=params,
                                           params_source=provs[rule], catalog=cat, **ENGINE)  # fmt: skip
@@ -269,6 +348,23 @@ def main() -> int:
         diag["datasheet", m] = build_replica(m, GPU, PREC, FW, params=donor.params, catalog=cat,
                                              **ENGINE)  # fmt: skip
     lines += ["", *host_lines(diag)]
+    load, sens = {}, {"as transferred": {}}
+    for (model, scen, rate), meas in runs.items():
+        sim, load[model, scen, rate] = simulate_run(reps["after", model], scen, rate)
+        sens["as transferred"][model, scen, rate] = (
+            sim["tpot_p50_s"] * 1e3 / meas["tpot_ms_median"] - 1
+        )
+    for label, moved in sensitivity_params(par["after"]).items():
+        sens[label] = {}
+        for m in models:
+            rep = build_replica(m, GPU, PREC, FW, params=moved, catalog=cat, **ENGINE)
+            for (model, scen, rate), meas in runs.items():
+                if model == m:
+                    sim = simulate_run(rep, scen, rate)[0]
+                    sens[label][model, scen, rate] = (
+                        sim["tpot_p50_s"] * 1e3 / meas["tpot_ms_median"] - 1
+                    )
+    lines += ["", *run_parts({m: reps["after", m] for m in models}, sens, load)]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.write:
