@@ -42,6 +42,10 @@ def test_h100_serving_runs_are_held_out_of_the_fit():
     assert H100_SERVING.name in HELD_OUT_FILES and H100_LOG.name in HELD_OUT_LOGS
     assert H100_SERVING not in data_files_default()
     assert H100_LOG not in iteration_logs_default()
+    # the H100 decode steps that move the KV transfer (planner.catalog.bandwidth) are a
+    # *_micro.csv file: never fitted either
+    steps = H100_SERVING.with_name("reference_h100_steps_micro.csv")
+    assert steps.exists() and steps not in data_files_default()
     # validate's split leaves a bundled file that is neither public nor own out
     assert split_public_own([H100_SERVING]) == ([], [])
     prof = load_profile()
