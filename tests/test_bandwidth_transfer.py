@@ -200,8 +200,9 @@ def test_kv_stream_fit_is_the_slope_over_the_context(tmp_path):
 
 def test_h200_kv_reads_stream_near_its_datasheet():
     """The reference engine's KV reads on the H200 (``reference_h200.csv``): series slopes of
-    4.3-4.65 TB/s at batches of 16-512 (Llama-3.1-8B batch 128: 4.45 TB/s), under the 4.8 TB/s
-    of the datasheet and above the 4.27 TB/s of a copy (which also writes)."""
+    4.30-4.65 TB/s at batches of 16-512 but two (3.39 and 5.74), median 4.45 (Llama-3.1-8B
+    batch 128: 4.45), under the 4.8 TB/s of the datasheet and above the 4.27 TB/s of a copy
+    (which also writes)."""
     f = kv_stream_fits(DATA_DIR / "benchmarks")[H200]
     assert f.n_series >= 10
     assert 4.27e12 < f.stream_bytes_s < 4.8e12
@@ -212,14 +213,15 @@ def test_h200_kv_reads_stream_near_its_datasheet():
 
 def test_h100_kv_reads_stream_at_the_h200s_fraction():
     """The same decode steps on one H100 (``reference_h100_steps_micro.csv``, device run of
-    2026-12-07, never fitted): series slopes of 3.04-3.17 TB/s at batches 16-512 (Llama-3.1-8B
-    batch 64: 3.12 TB/s, Llama-3.2-1B batch 256: 3.17), 0.69-0.71x the H200's at the same
+    2026-12-07, never fitted): series slopes of 3.04-3.17 TB/s at batches 16-512 but Llama-3.2-1B
+    at 16 (2.75) (Llama-3.1-8B batch 64: 3.12 TB/s, Llama-3.2-1B batch 256: 3.17), median 3.13,
+    0.69-0.71x the H200's at the same
     (model, batch) but Llama-3.2-1B at 16 (0.81x): the datasheet ratio, 3350 / 4800 = 0.698.
     As fractions of the two datasheets, 0.935 (H100) and 0.927 (H200)."""
     d = DATA_DIR / "benchmarks"
     fits = kv_stream_fits(d)
     assert fits[H100].n_series == 10 and fits[H100].source == "reference_h100_steps_micro.csv"
-    assert 3.04e12 < fits[H100].stream_bytes_s < 3.17e12
+    assert 3.04e12 < fits[H100].stream_bytes_s < 3.17e12  # the median lies in the range
     assert kv_stream_eff(CAT.gpu(H100), d) == pytest.approx(0.935, abs=0.002)
     assert kv_stream_eff(CAT.gpu(H200), d) == pytest.approx(0.927, abs=0.002)
 

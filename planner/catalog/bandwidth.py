@@ -22,9 +22,11 @@ KV reads (``kv_mem_eff``) are other kernels (the paged-attention kernel), moved 
 rule with their own streaming rate: the slope of the reference engine's decode step time over
 the context at a fixed batch (``bench/ref_engine.py`` step rows, ``decode_step_s``, bf16 KV,
 one GPU), whose intercept holds every per-kernel latency, :func:`kv_stream_fits`. On the H200
-(``reference_h200.csv``) the KV of a batch of 16-512 sequences streams at 4.3-4.65 TB/s
-(median 4.45, 0.93 of the datasheet); the H100's rows are ``reference_h100_steps_micro.csv``
-(a ``*_micro.csv``: never fitted).
+(``reference_h200.csv``, 23 (model, batch) series of batch 16-512) the KV streams at 4.30-4.65
+TB/s but two series (Llama-3.2-1B at 16: 3.39; the 20-layer 70B at 512: 5.74), median 4.45 =
+0.927 of the datasheet; on the H100 (``reference_h100_steps_micro.csv``, a ``*_micro.csv``:
+never fitted; 10 series) at 3.04-3.17 TB/s but Llama-3.2-1B at 16 (2.75), median 3.13 =
+0.935: per (model, batch) 0.69-0.71x the H200's (1B at 16: 0.81x), the datasheet ratio 0.698.
 """
 
 from __future__ import annotations
