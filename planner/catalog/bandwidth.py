@@ -170,7 +170,12 @@ def _kv_rows(path: Path):
                 except (KeyError, TypeError, ValueError):
                     continue
                 if m and b >= KV_MIN_BATCH and t > 0:
-                    yield r["hardware"], (r["model"], r["precision"], b), float(m.group(1)) * 1e9, t
+                    yield (
+                        (r.get("hardware") or "").strip(),
+                        (r.get("model"), r.get("precision"), b),
+                        float(m.group(1)) * 1e9,
+                        t,
+                    )
     except OSError as e:
         raise PlannerError(f"{path}: cannot read the decode-step rows ({e})") from None
 
