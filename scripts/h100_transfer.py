@@ -171,6 +171,133 @@ def host_lines(reps=None) -> list[str]:
     return out
 
 
+def step_rows_lines(after, datasheet) -> list[str]:
+    """The transferred step model against the reference engine's decode steps on the H100
+    (``reference_h100_steps_micro.csv``: static batches, CUDA graphs, never fitted), with the
+    KV reads moved by the rule (``after``) and as the H200's datasheet fraction."""
+    from planner.catalog.bandwidth import kv_stream_fits
+    from planner.engine.step import step_model
+
+    cat = load_catalog()
+    g = cat.gpu(GPU)
+    path = ROOT / "data" / "benchmarks" / "reference_h100_steps_micro.csv"
+    with path.open(encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if r["metric"] == "decode_step_s"]
+    groups: dict[str, dict[str, list[float]]] = {}
+    for label, p in (("after", after), ("before", datasheet)):
+        for r in rows:
+            b, ctx = int(r["batch"]), int(r["context_len"])
+            sm = step_model(r["model"], g, PREC, params=p, catalog=cat)
+            e = abs(sm.step_time(b, b, b, b * (ctx + 1), b * (ctx + 1)) / float(r["value"]) - 1)
+            for k in (
+                "all",
+                "KV-heavy (batch x context >= 64k tokens)" if b * ctx >= 65536 else "light",
+            ):
+                groups.setdefault(k, {}).setdefault(label, []).append(e * 100)
+    fits = kv_stream_fits()
+    k100, k200 = fits[GPU], fits["nvidia-h200-sxm"]
+    out = [
+        "KV reads: the marginal KV read rate of the reference engine's decode step (slope of the "
+        "step time over the KV bytes at a fixed batch of 16-512, median over (model, batch)) is "
+        f"{k200.stream_bytes_s / 1e12:.2f} TB/s on the H200 ({k200.n_series} series, "
+        f"`{k200.source}`) and {k100.stream_bytes_s / 1e12:.2f} TB/s on the H100 "
+        f"({k100.n_series} series, `{k100.source}`, device run of 2026-12-07, never fitted): "
+        "0.69-0.71x the H200's per (model, batch) but Llama-3.2-1B at batch 16 (0.81x): the datasheet "
+        "ratio (0.698). The KV efficiency moves by "
+        f"the weight-read rule with these rates: {datasheet.kv_mem_eff:.3f} -> "
+        f"{after.kv_mem_eff:.3f}. The transferred step model against those H100 decode steps, "
+        "median absolute error after / before (KV as the H200's datasheet fraction):",
+        "",
+        "| decode steps | n | after | before |",
+        "|---|---|---|---|",
+    ]
+    for k, v in groups.items():
+        out.append(
+            f"| {k} | {len(v['after'])} | {median(v['after']):.1f}% | {median(v['before']):.1f}% |"
+        )
+    return out
+
+
+def sensitivity_params(p) -> dict:
+    """The transferred parameters with one term moved (a diagnosis, not a rule): KV reads at
+    the datasheet bandwidth (``kv_mem_eff`` 1: no KV transfer can do more); the scheduler terms
+    (per iteration and per sequence) halved; the eager dispatch per layer of mixed iterations
+    halved (the H100 machine's host time per graph decode iteration is 0.27-0.59x the H200
+    machine's in the two logs, its eager launch time of a mixed iteration 0.53-0.72x, medians
+    per model)."""
+    return {
+        "KV at datasheet": p.with_(kv_mem_eff=1.0),
+        "scheduler halved": p.with_(
+            sched_overhead_s=p.sched_overhead_s / 2,
+            sched_seq_overhead_s=p.sched_seq_overhead_s / 2,
+        ),
+        "eager dispatch halved": p.with_(serving_eager_layer_s=p.serving_eager_layer_s / 2),
+    }
+
+
+def run_parts(reps, sens, load) -> list[str]:
+    """Per run: the predicted decode iteration's parts at the run's own batch and context
+    (medians over the graph decode iterations of the held-out H100 log: read, never fitted)
+    against its measured GPU span and host time, and the TPOT p50 error of the run with each
+    term moved (``sens``: label -> {(model, scenario, rate): error})."""
+    import pandas as pd
+
+    d = pd.read_csv(
+        ROOT / "data" / "benchmarks" / "serving_raw" / "reference_h100_iterations.csv.gz"
+    )
+    d = d[(d["graph_batch"] > 0) & (d["n_prefill_seqs"] == 0)]
+    labels = list(sens)
+    out = [
+        "Where each run's TPOT p50 miss sits. Per run: the median batch and context of its graph "
+        "decode iterations in the H100 log (held out: read here, never fitted); the step model's "
+        "parts of one such iteration with the transferred parameters [ms]: weights (GEMMs), KV "
+        "reads (attention), fixed per-step and per-layer terms, the longest sequence's wait, and "
+        "the host (scheduler terms, fitted on the H200 machine); the measured GPU span and host "
+        "time (`sched_s + prep_launch_s + book_s`) of those iterations; then the run's TPOT p50 "
+        "error as transferred and with one term moved: "
+        + "; ".join(f"**{k}**" for k in labels[1:])
+        + ".",
+        "",
+        "| model | scenario | rate | load | batch | ctx/seq | weights | KV | fixed | wait | host "
+        "| GPU pred / meas | host pred / meas | "
+        + " | ".join(f"TPOT p50 {k}" for k in labels)
+        + " |",
+        "|" + "---|" * (13 + len(labels)),
+    ]
+    for key in sorted(
+        sens[labels[0]], key=lambda k: (list(MODEL_NAMES).index(k[0]), k[1], float(k[2]))
+    ):
+        m, scen, rate = key
+        x = d[(d["model"] == m) & (d["scenario"] == scen) & (d["rate"] == float(rate))]
+        if x.empty:
+            continue
+        n = float(x["n_decode"].median())
+        ctx = float((x["decode_ctx_tokens"] / x["n_decode"]).median())
+        sm = reps[m].sm
+        kv = n * (ctx + 1)
+        b = sm.step(n, n, n, kv, kv)
+        wait = float(sm.straggler_time(n, float(x["decode_ctx_max"].median()), n * ctx))
+        host = reps[m].engine.host_time_s(n)
+        gpu = float(b.time_s) + wait
+        h_meas = float((x["sched_s"] + x["prep_launch_s"] + x["book_s"]).median())
+        cells = [
+            MODEL_NAMES[m],
+            scen,
+            rate,
+            f"{load[key]:.0%}",
+            f"{n:.0f}",
+            f"{ctx:,.0f}",
+            *(f"{float(v) * 1e3:.2f}" for v in (b.t_gemm_s, b.t_attn_s, b.t_overhead_s)),
+            f"{wait * 1e3:.2f}",
+            f"{host * 1e3:.2f}",
+            f"{gpu * 1e3:.2f} / {float(x['gpu_span_s'].median()) * 1e3:.2f}",
+            f"{host * 1e3:.2f} / {h_meas * 1e3:.2f}",
+            *(f"{sens[k][key]:+.1%}" for k in labels),
+        ]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
 def median(v: list[float]) -> float:
     v = sorted(v)
     return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
@@ -186,11 +313,12 @@ def main() -> int:
     runs = measured_runs()
     models = [m for m in MODEL_NAMES if any(k[0] == m for k in runs)]
     rules = {"before": False, "after": True}
-    provs, reps = {}, {}
+    provs, reps, par = {}, {}, {}
     for rule, sib in rules.items():
         params, provs[rule] = resolve_params(
             GPU, FW, PREC, catalog=cat, siblings=sib, family="dense"
         )
+        par[rule] = params
         for m in models:
             reps[rule, m] = build_replica(m, GPU, PREC, FW, params=params,
                                           params_source=provs[rule], catalog=cat, **ENGINE)  # fmt: skip
@@ -269,6 +397,27 @@ def main() -> int:
         diag["datasheet", m] = build_replica(m, GPU, PREC, FW, params=donor.params, catalog=cat,
                                              **ENGINE)  # fmt: skip
     lines += ["", *host_lines(diag)]
+    load, sens = {}, {"as transferred": {}}
+    for (model, scen, rate), meas in runs.items():
+        sim, load[model, scen, rate] = simulate_run(reps["after", model], scen, rate)
+        sens["as transferred"][model, scen, rate] = (
+            sim["tpot_p50_s"] * 1e3 / meas["tpot_ms_median"] - 1
+        )
+    for label, moved in sensitivity_params(par["after"]).items():
+        sens[label] = {}
+        for m in models:
+            rep = build_replica(m, GPU, PREC, FW, params=moved, catalog=cat, **ENGINE)
+            for (model, scen, rate), meas in runs.items():
+                if model == m:
+                    sim = simulate_run(rep, scen, rate)[0]
+                    sens[label][model, scen, rate] = (
+                        sim["tpot_p50_s"] * 1e3 / meas["tpot_ms_median"] - 1
+                    )
+    lines += ["", *run_parts({m: reps["after", m] for m in models}, sens, load)]
+    lines += [
+        "",
+        *step_rows_lines(par["after"], par["after"].with_(kv_mem_eff=donor.params.kv_mem_eff)),
+    ]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.write:

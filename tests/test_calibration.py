@@ -287,9 +287,9 @@ def test_provenance_same_arch_other_gpu(synth_profile):
         "nvidia-h100-sxm", "pytorch", "bf16", catalog=CAT, profile=synth_profile
     )
     sib = synth_profile.find("pytorch", "hopper", H200, "bf16", vendor="nvidia")
-    # the sibling's parameters; the weight-read efficiency moved with its per-kernel latency
-    # (planner.catalog.bandwidth, tests/test_bandwidth_transfer.py)
-    assert params == sib.params.with_(mem_eff=params.mem_eff)
+    # the sibling's parameters; the weight- and KV-read efficiencies moved with their
+    # per-kernel latency (planner.catalog.bandwidth, tests/test_bandwidth_transfer.py)
+    assert params == sib.params.with_(mem_eff=params.mem_eff, kv_mem_eff=params.kv_mem_eff)
     assert params.mem_eff > sib.params.mem_eff
     assert (
         prov == f"transferred from pytorch/{H200}/bf16, nearest hopper sibling ({sib.n_rows} rows)"

@@ -16,13 +16,24 @@ same SMs), :func:`transfer_mem_eff`. Scaling the whole efficiency with the datas
 rule before) made the H100 read weights 1.43x slower than the H200; on the micro-benchmarks
 an 8B model's four GEMVs per layer take 1.32x longer, and the reference engine's graph decode
 iterations 1.10-1.25x (issue 32; the H100 serving logs are held out, ``docs/accuracy.md``
-"h100-transfer"). KV reads (``kv_mem_eff``) are other kernels: they still transfer as a
-fraction of the datasheet.
+"h100-transfer").
+
+KV reads (``kv_mem_eff``) are other kernels (the paged-attention kernel), moved by the same
+rule with their own streaming rate: the slope of the reference engine's decode step time over
+the context at a fixed batch (``bench/ref_engine.py`` step rows, ``decode_step_s``, bf16 KV,
+one GPU), whose intercept holds every per-kernel latency, :func:`kv_stream_fits`. On the H200
+(``reference_h200.csv``, 23 (model, batch) series of batch 16-512) the KV streams at 4.30-4.65
+TB/s but two series (Llama-3.2-1B at 16: 3.39; the 20-layer 70B at 512: 5.74), median 4.45 =
+0.927 of the datasheet; on the H100 (``reference_h100_steps_micro.csv``, a ``*_micro.csv``:
+never fitted; 10 series) at 3.04-3.17 TB/s but Llama-3.2-1B at 16 (2.75), median 3.13 =
+0.935: per (model, batch) 0.69-0.71x the H200's (1B at 16: 0.81x), the datasheet ratio 0.698.
 """
 
 from __future__ import annotations
 
 import csv
+import re
+import statistics
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -35,6 +46,13 @@ MICRO_DIR = DATA_DIR / "benchmarks"
 MIN_SHAPES = 3
 #: the rows that measure a weight read: bf16 GEMM of one row (a decode step's GEMV)
 GEMV_ROWS = 1
+#: KV streaming rate: decode-step rows of batches from this size on (fewer sequences leave the
+#: split-KV kernel with too few programs: 3.4-3.8 TB/s at batch 1 on the H200) ...
+KV_MIN_BATCH = 16
+#: ... over this many contexts or more at one (model, batch)
+KV_MIN_CTXS = 3
+#: the reference engine's step rows name their KV bytes in ``notes``
+_KV_READ = re.compile(r"KV read ([\d.]+)\)?")
 
 
 @dataclass(frozen=True)
@@ -123,6 +141,82 @@ def stream_eff(gpu, directory: Path = MICRO_DIR) -> float | None:
     return None if f is None else min(1.0, f.stream_bytes_s / (gpu.mem_bw_gbs * 1e9))
 
 
+@dataclass(frozen=True)
+class KvStreamFit:
+    """The marginal KV read rate of the reference engine's decode step on one GPU: per (model,
+    batch), the least-squares slope of the step time over the KV bytes it reads (contexts of
+    256 to 32k tokens); the median over the series."""
+
+    gpu: str
+    stream_bytes_s: float  # marginal KV read rate [B/s]
+    n_series: int  # (model, batch) series with >= KV_MIN_CTXS contexts
+    source: str  # the files
+
+
+def _kv_rows(path: Path):
+    try:
+        with path.open(encoding="utf-8", newline="") as f:
+            for r in csv.DictReader(f):
+                if (
+                    r.get("metric") != "decode_step_s"
+                    or "bench/ref_engine.py" not in (r.get("source") or "")
+                    or r.get("kv_precision") != "bf16"
+                    or str(r.get("tp")) != "1"
+                ):
+                    continue
+                m = _KV_READ.search(r.get("notes") or "")
+                try:
+                    b, t = int(r["batch"]), float(r["value"])
+                except (KeyError, TypeError, ValueError):
+                    continue
+                if m and b >= KV_MIN_BATCH and t > 0:
+                    yield (
+                        (r.get("hardware") or "").strip(),
+                        (r.get("model"), r.get("precision"), b),
+                        float(m.group(1)) * 1e9,
+                        t,
+                    )
+    except OSError as e:
+        raise PlannerError(f"{path}: cannot read the decode-step rows ({e})") from None
+
+
+@lru_cache(maxsize=4)
+def kv_stream_fits(directory: Path = MICRO_DIR) -> dict[str, KvStreamFit]:
+    """GPU id -> its :class:`KvStreamFit`, from the reference engine's one-GPU decode-step rows
+    in ``directory``'s ``reference_*.csv`` files (module docstring)."""
+    series: dict[str, dict[tuple, tuple[list[float], list[float]]]] = {}
+    files: dict[str, set[str]] = {}
+    for p in sorted(Path(directory).glob("reference_*.csv")):
+        for gpu, key, kv_bytes, t in _kv_rows(p):
+            x, y = series.setdefault(gpu, {}).setdefault(key, ([], []))
+            x.append(kv_bytes)
+            y.append(t)
+            files.setdefault(gpu, set()).add(p.name)
+    out = {}
+    for gpu, by in sorted(series.items()):
+        rates = []
+        for x, y in by.values():
+            if len(set(x)) >= KV_MIN_CTXS:
+                try:
+                    rates.append(fit_stream(x, y)[1])
+                except PlannerError:  # a series whose time does not grow with its KV
+                    continue
+        if gpu and rates:
+            out[gpu] = KvStreamFit(
+                gpu, statistics.median(rates), len(rates), ", ".join(sorted(files[gpu]))
+            )
+    return out
+
+
+def kv_stream_eff(gpu, directory: Path = MICRO_DIR) -> float | None:
+    """Marginal KV read rate / datasheet bandwidth of ``gpu`` (a catalog record), None when no
+    decode-step rows measure it or its datasheet gives no bandwidth."""
+    f = kv_stream_fits(directory).get(gpu.id)
+    if f is None or not gpu.mem_bw_gbs:
+        return None
+    return min(1.0, f.stream_bytes_s / (gpu.mem_bw_gbs * 1e9))
+
+
 def transfer_mem_eff(
     eff: float,
     donor_bw: float,
@@ -170,21 +264,27 @@ def transfer_mem_eff(
 def transfer_params(params, donor, target, directory: Path = MICRO_DIR):
     """``params`` fitted on the ``donor`` GPU (a catalog record), for the ``target``: the
     weight-read efficiency (``mem_eff``) through :func:`transfer_mem_eff`, with each GPU's
-    streaming rate and per-kernel time from its micro-benchmarks (a target without any takes
-    the donor's: one architecture, the same SMs issue the reads; the per-kernel latency is
-    kept in seconds, see the comment below). Unchanged when the donor has
-    no micro-benchmarks (then the efficiencies transfer as fractions of the datasheet) or the
-    target's bandwidth is unknown."""
-    fd = stream_fit(donor, directory)
-    if fd is None or not target.mem_bw_gbs or donor.id == target.id:
+    streaming rate from its GEMV micro-benchmarks, and the KV-read efficiency (``kv_mem_eff``)
+    by the same rule with each GPU's marginal KV read rate (:func:`kv_stream_fits`). A target
+    without measurements takes the donor's fraction (one architecture, the same SMs issue the
+    reads); the per-kernel latency is kept in seconds (see the comment below). Each
+    efficiency is unchanged when the donor has no measurement of its kernels (then it
+    transfers as a fraction of the datasheet), and both when the target's bandwidth is unknown
+    or the two GPUs are one."""
+    if not target.mem_bw_gbs or not donor.mem_bw_gbs or donor.id == target.id:
         return params
-    sd = stream_eff(donor, directory)
-    st = stream_eff(target, directory)
-    st = sd if st is None else st
     bw = (donor.mem_bw_gbs, target.mem_bw_gbs)
+    moved = {}
     # the per-kernel latency stays in seconds (latency_ratio 1): the two t0 were timed on
     # different hosts (5.2 us on the H200 machine, 3.1 us on the H100 one; 4.3 us on other
     # shapes of the same H100), so their ratio carries the host's launch timing, not the
     # GPU's; scaling by it moved TensorRT-LLM fp16 H100 -> H200 from 0.762 to 0.634 with no
     # held-out row to check it, for 9.0% against 9.2% on the H100 item (h100xfer note)
-    return params.with_(mem_eff=round(transfer_mem_eff(params.mem_eff, *bw, sd, st, 1.0), 5))
+    for field, frac in (("mem_eff", stream_eff), ("kv_mem_eff", kv_stream_eff)):
+        sd = frac(donor, directory)
+        if sd is None:
+            continue
+        st = frac(target, directory)
+        st = sd if st is None else st
+        moved[field] = round(transfer_mem_eff(getattr(params, field), *bw, sd, st, 1.0), 5)
+    return params.with_(**moved) if moved else params
