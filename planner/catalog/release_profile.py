@@ -255,11 +255,15 @@ def choose_release_elsewhere(
 
 def _arch_has_engine(profile: Profile, catalog: Catalog, g, framework: str,
                      precision: str | None, family: str | None) -> bool:  # fmt: skip
-    """Whether the fit over every release has evidence of ``framework`` on ``g``'s
-    architecture: a node of the engine on ``g`` or its architecture, or a sibling of the
-    architecture (:func:`~planner.catalog.profile.nearest_sibling`)."""
+    """Whether the profile has evidence of ``framework`` on ``g``'s architecture: a release
+    node of the engine there (any precision or family), a node of the engine on ``g`` or its
+    architecture, or a sibling of the architecture
+    (:func:`~planner.catalog.profile.nearest_sibling`)."""
     from planner.catalog.profile import nearest_sibling
 
+    if any(n.framework == framework and n.arch == g.arch and n.vendor in (None, g.vendor)
+           for n in profile.release_nodes):  # fmt: skip
+        return True
     if nearest_sibling(profile, catalog, g.id, framework, precision, family) is not None:
         return True
     node, _ = profile.find_for_family(framework, g.arch, g.id, precision, g.vendor, family)
