@@ -15,7 +15,7 @@ from planner.catalog import load_catalog
 from planner.catalog.bandwidth import transfer_params
 from planner.catalog.efficiency import PRIOR
 from planner.catalog.profile import Profile, ProfileNode, provenance_tier
-from planner.catalog.release_profile import release_distance, resolve_release_params
+from planner.catalog.release_profile import _series, release_distance, resolve_release_params
 
 CAT = load_catalog()
 MI300X, MI355X, H200, B200 = "amd-mi300x", "amd-mi355x", "nvidia-h200-sxm", "nvidia-b200"
@@ -129,3 +129,17 @@ def test_leave_one_source_out_fits_the_donor_nodes():
         ("sglang", "cdna4", "fp4"), ("sglang", "cdna3", "fp8"), ("sglang", "hopper", "fp8"),
         ("sglang", "blackwell", "bf16"),
     }  # fmt: skip
+
+
+def test_only_the_same_release_series_gives():
+    """0.6.1 on the MI355X: no node of the 0.6 series anywhere, so no donor from another
+    architecture (0.5.6 is one release away, but of the 0.5 series): the fit over every
+    release, here the prior. 0.4.9 takes 0.4.2.post4, the only 0.4 node (on the MI300X)."""
+    assert _series("sglang", "0.5.8") == (0, 5) == _series("sglang", "0.5.6")
+    assert _series("vllm", "0.11.0") == (0, 11) != _series("vllm", "0.7.4.dev181")
+    assert _series("trtllm", "1.2.0rc5") == (1, 2)
+    assert _series("trtllm", "1.0") == (1, 0)  # trailing zeros dropped: (1,) padded
+    p, prov, ch = _resolve(MI355X, "0.6.1")
+    assert ch.used is None and prov == "prior" and p == PRIOR
+    _, _, ch = _resolve(MI355X, "0.4.9")
+    assert (ch.used, ch.node.gpu) == ("0.4.2.post4", MI300X)

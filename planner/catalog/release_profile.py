@@ -209,11 +209,17 @@ def choose_release_elsewhere(
     """The release node of step 4 of the module docstring: for a named ``release`` on a GPU
     whose architecture has neither a release node of the engine at ``precision`` nor any
     other fit of the engine (:func:`_arch_has_engine`), the node of the nearest release of
-    the same engine and precision on a GPU of another architecture (either vendor; of any
-    precision when the engine has no release node at ``precision``); ties go to the same
-    vendor, then the nearest GPU by datasheet
+    the same engine, release series (major.minor: :func:`_series`) and precision on a GPU of
+    another architecture (either vendor; of any precision when the series has no release
+    node at ``precision``); ties go to the same vendor, then the nearest GPU by datasheet
     (:func:`~planner.catalog.profile.sibling_distance`), then the newer release, then more
-    rows. None when the engine has no release node at all.
+    rows. None when the series has no release node at all (the fit over every release).
+
+    Only the same series: a series is one generation of the engine's scheduler and kernels
+    (vLLM's V1 engine, SGLang 0.5); across series the vendor's pooled node stays. Held out,
+    GPUStack's vLLM 0.11.0 MoE rows on the A100 moved from 27.6 % (the NVIDIA vLLM pool) to
+    34.3 % when any series could give (vLLM 0.7.4.dev181 on the H200, 2025); this rule was
+    added after that run, so GPUStack is no clean check of it.
 
     Why the release before the vendor: an engine release is one scheduler and one set of
     kernel choices for a model on every GPU it supports, while an old build on another
@@ -225,11 +231,16 @@ def choose_release_elsewhere(
     stays first (MI300X / MI325X 0.5.x: the 0.4.2.post4 MI300X node gives 0.88-1.01, the
     H200 0.5.3 node 1.68-1.78)."""
     g = catalog.gpu(gpu)
-    cands = _candidates(profile, g, framework, precision, family, any_arch=True)
-    if not cands:  # no release of the engine at ``precision`` anywhere: any precision
+    series = _series(framework, release)
+
+    def of_series(p):
+        return [n for n in _candidates(profile, g, framework, p, family, any_arch=True)
+                if _series(framework, n.release) == series]  # fmt: skip
+
+    cands = of_series(precision)
+    if not cands:  # no release of the series at ``precision`` anywhere: any precision
         precs = {n.precision for n in profile.release_nodes if n.framework == framework}
-        cands = [n for p in sorted(precs, key=str)
-                 for n in _candidates(profile, g, framework, p, family, any_arch=True)]  # fmt: skip
+        cands = [n for p in sorted(precs, key=str) for n in of_series(p)]
     if not cands:
         return None
 
@@ -251,6 +262,13 @@ def choose_release_elsewhere(
     )
     return ReleaseChoice(framework, release, best.release, d, best,
                          note + _beyond(profile, framework, release))  # fmt: skip
+
+
+def _series(engine: str, release: str) -> tuple:
+    """The release series: the first two numbers of the release (``0.5.8`` -> (0, 5),
+    ``0.11.0`` -> (0, 11), ``1.2.0rc5`` -> (1, 2))."""
+    nums = release_order(engine, release)[0]
+    return tuple(nums[:2]) + (0,) * (2 - len(nums[:2]))
 
 
 def _arch_has_engine(profile: Profile, catalog: Catalog, g, framework: str,
