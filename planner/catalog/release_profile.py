@@ -228,8 +228,8 @@ def choose_release_elsewhere(
     no SGLang node of its architecture in the fold) was predicted from the only AMD SGLang
     rows left, 0.4.2.post4 on MI300X (2025): output tok/s at 0.60-0.67 of measured; from the
     0.5.3 node on H200 at 0.92-0.95. Where the architecture has a node of the engine, it
-    stays first (MI300X / MI325X 0.5.x: the 0.4.2.post4 MI300X node gives 0.88-1.01, the
-    H200 0.5.3 node 1.68-1.78)."""
+    stays first (MI300X / MI325X 0.5.x: the 0.4.2.post4 MI300X node gives 0.70-1.01, the
+    H200 0.5.3 node 1.28-1.78)."""
     g = catalog.gpu(gpu)
     series = _series(framework, release)
 
