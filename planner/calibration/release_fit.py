@@ -69,6 +69,21 @@ def _groups(rows: Sequence[PreparedRow], kinds: set[str], min_rows: int, split: 
     return out
 
 
+def _with_elsewhere(only: set[tuple] | None, groups: dict[tuple, Any]) -> set[tuple] | None:
+    """``only`` and, for each (framework, arch, precision) of it without a release group on
+    its architecture, the (framework, arch, precision) of every group of that framework and
+    precision on other architectures."""
+    if only is None:
+        return None
+    have = {(k[1], k[2], k[4]) for k in groups}
+    out = set(only)
+    for fw, arch, prec in only:
+        if (fw, arch, prec) not in have:
+            same = {t for t in have if t[0] == fw and t[2] == prec}
+            out |= same or {t for t in have if t[0] == fw}
+    return out
+
+
 def fit_release_nodes(
     profile: Profile,
     rows: Sequence[PreparedRow],
@@ -85,11 +100,16 @@ def fit_release_nodes(
     of ``rows`` holding at least ``min_rows`` fittable rows (module docstring).
 
     ``only``: (framework, arch, precision) triples; when given, only releases of those are
-    fitted (leave-one-source-out fits the release nodes its held-out rows can use)."""
+    fitted (leave-one-source-out fits the release nodes its held-out rows can use), and for
+    a triple whose architecture has no release of the engine, the engine's releases at that
+    precision (any, without one) on every architecture (the donors of
+    :func:`~planner.catalog.release_profile.choose_release_elsewhere`)."""
     cat = catalog or load_catalog()
     kinds = set(include_kinds)
     nodes: list[ProfileNode] = []
-    for key, rs in sorted(_groups(rows, kinds, min_rows, profile.split_families).items()):
+    groups = _groups(rows, kinds, min_rows, profile.split_families)
+    only = _with_elsewhere(only, groups)
+    for key, rs in sorted(groups.items()):
         vendor, fw, arch, gpu, prec, rel, fam = key
         if only is not None and (fw, arch, prec) not in only:
             continue

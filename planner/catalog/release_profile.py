@@ -12,8 +12,12 @@ prior). A prediction for a release takes, in this order:
    (release distance: :func:`release_distance`); the output says so ("predicted from vllm
    0.6.3 rows; 0.11.0 requested") and the error band widens with the distance
    (:func:`widen_band`);
-4. without any release node of the engine on that family and precision: the fit over every
-   release (:func:`~planner.catalog.profile.resolve_params`).
+4. without any release node of the engine on that family and precision, for a named release
+   on an architecture where the engine has no fit at all: the node of the nearest release
+   of the engine (same precision) on another architecture, either vendor, its efficiencies
+   transferred by the two datasheets (:func:`choose_release_elsewhere`; provenance tier
+   ``framework``);
+5. otherwise: the fit over every release (:func:`~planner.catalog.profile.resolve_params`).
 
 Without a release named, the newest release with a node on the GPU family (and precision) is
 used and the output names it.
@@ -25,6 +29,7 @@ import math
 import os
 from dataclasses import dataclass, replace
 
+from planner.catalog.bandwidth import transfer_params
 from planner.catalog.catalog import Catalog, load_catalog
 from planner.catalog.efficiency import EfficiencyParams
 from planner.catalog.profile import (
@@ -111,10 +116,12 @@ class ReleaseChoice:
         return f"{self.engine}@{self.used}" if self.used else self.engine
 
 
-def _candidates(prof: Profile, g, fw: str, prec: str | None, family: str | None):
+def _candidates(prof: Profile, g, fw: str, prec: str | None, family: str | None,
+                any_arch: bool = False):  # fmt: skip
     """Release nodes of ``fw`` at ``prec`` on GPUs of ``g``'s architecture (and vendor) that a
     prediction of ``family`` may use: the family's own child where the family is split, the
-    node of every family otherwise (as :meth:`Profile.find` picks base nodes).
+    node of every family otherwise (as :meth:`Profile.find` picks base nodes). ``any_arch``:
+    on GPUs of every architecture and vendor (:func:`choose_release_elsewhere`).
 
     Either way only nodes whose rows hold ``family``: a release's rows of dense models say
     nothing of its MoE kernels (fused experts, MLA, block-scaled fp8 GEMMs are other code
@@ -126,8 +133,8 @@ def _candidates(prof: Profile, g, fw: str, prec: str | None, family: str | None)
     out = [
         n
         for n in prof.release_nodes
-        if n.framework == fw and n.arch == g.arch and n.precision == prec
-        and (n.vendor is None or n.vendor == g.vendor) and n.holds(family or None)
+        if n.framework == fw and n.precision == prec and n.holds(family or None)
+        and (any_arch or (n.arch == g.arch and (n.vendor is None or n.vendor == g.vendor)))
     ]  # fmt: skip
     if fam:  # a family child replaces its node of every family
         childs = {(n.gpu, n.release) for n in out if n.family == fam}
@@ -190,6 +197,97 @@ def choose_release(
     return ReleaseChoice(fw, req, best.release, d, best, note + _beyond(profile, fw, req))
 
 
+def choose_release_elsewhere(
+    profile: Profile,
+    catalog: Catalog,
+    gpu: str,
+    framework: str,
+    precision: str | None,
+    release: str,
+    family: str | None = None,
+) -> ReleaseChoice | None:
+    """The release node of step 4 of the module docstring: for a named ``release`` on a GPU
+    whose architecture has neither a release node of the engine at ``precision`` nor any
+    other fit of the engine (:func:`_arch_has_engine`), the node of the nearest release of
+    the same engine, release series (major.minor: :func:`_series`) and precision on a GPU of
+    another architecture (either vendor; of any precision when the series has no release
+    node at ``precision``); ties go to the same vendor, then the nearest GPU by datasheet
+    (:func:`~planner.catalog.profile.sibling_distance`), then the newer release, then more
+    rows. None when the series has no release node at all (the fit over every release).
+
+    Only the same series: a series is one generation of the engine's scheduler and kernels
+    (vLLM's V1 engine, SGLang 0.5); across series the vendor's pooled node stays. Held out,
+    GPUStack's vLLM 0.11.0 MoE rows on the A100 moved from 27.6 % (the NVIDIA vLLM pool) to
+    34.3 % when any series could give (vLLM 0.7.4.dev181 on the H200, 2025); this rule was
+    added after that run, so GPUStack is no clean check of it.
+
+    Why the release before the vendor: an engine release is one scheduler and one set of
+    kernel choices for a model on every GPU it supports, while an old build on another
+    architecture of the same vendor carries that build's kernels. Held out by source
+    (InferenceX open results, changes/s5-amdmoe.md), SGLang 0.5.8-0.5.12 on MI355X (CDNA4,
+    no SGLang node of its architecture in the fold) was predicted from the only AMD SGLang
+    rows left, 0.4.2.post4 on MI300X (2025): output tok/s at 0.60-0.67 of measured; from the
+    0.5.3 node on H200 at 0.92-0.95. Where the architecture has a node of the engine, it
+    stays first (MI300X / MI325X 0.5.x: the 0.4.2.post4 MI300X node gives 0.70-1.01, the
+    H200 0.5.3 node 1.28-1.78)."""
+    g = catalog.gpu(gpu)
+    series = _series(framework, release)
+
+    def of_series(p):
+        return [n for n in _candidates(profile, g, framework, p, family, any_arch=True)
+                if _series(framework, n.release) == series]  # fmt: skip
+
+    cands = of_series(precision)
+    if not cands:  # no release of the series at ``precision`` anywhere: any precision
+        precs = {n.precision for n in profile.release_nodes if n.framework == framework}
+        cands = [n for p in sorted(precs, key=str) for n in of_series(p)]
+    if not cands:
+        return None
+
+    def rank(n):
+        d = release_distance(profile, framework, release, n.release)
+        try:
+            near = sibling_distance(g, catalog.gpu(n.gpu))
+        except PlannerError:
+            near = math.inf
+        newer = tuple(-x for x in release_order(framework, n.release)[0])
+        return (d, n.vendor != g.vendor, near, newer, -n.n_rows, n.gpu or "")
+
+    best = min(cands, key=rank)
+    d = release_distance(profile, framework, release, best.release)
+    note = (
+        f"predicted from {framework} {best.release} rows on {best.gpu} ({best.arch}); "
+        f"{release} requested (no {framework} fit on {g.arch} GPUs at {precision}: the "
+        f"nearest release on another architecture, {d} release{'s' if d != 1 else ''} apart)"
+    )
+    return ReleaseChoice(framework, release, best.release, d, best,
+                         note + _beyond(profile, framework, release))  # fmt: skip
+
+
+def _series(engine: str, release: str) -> tuple:
+    """The release series: the first two numbers of the release (``0.5.8`` -> (0, 5),
+    ``0.11.0`` -> (0, 11), ``1.2.0rc5`` -> (1, 2))."""
+    nums = release_order(engine, release)[0]
+    return tuple(nums[:2]) + (0,) * (2 - len(nums[:2]))
+
+
+def _arch_has_engine(profile: Profile, catalog: Catalog, g, framework: str,
+                     precision: str | None, family: str | None) -> bool:  # fmt: skip
+    """Whether the profile has evidence of ``framework`` on ``g``'s architecture: a release
+    node of the engine there (any precision or family), a node of the engine on ``g`` or its
+    architecture, or a sibling of the architecture
+    (:func:`~planner.catalog.profile.nearest_sibling`)."""
+    from planner.catalog.profile import nearest_sibling
+
+    if any(n.framework == framework and n.arch == g.arch and n.vendor in (None, g.vendor)
+           for n in profile.release_nodes):  # fmt: skip
+        return True
+    if nearest_sibling(profile, catalog, g.id, framework, precision, family) is not None:
+        return True
+    node, _ = profile.find_for_family(framework, g.arch, g.id, precision, g.vendor, family)
+    return node is not None and node.framework == framework and node.arch == g.arch
+
+
 def _beyond(profile: Profile, fw: str, req: str) -> str:
     """A warning when ``req`` lies outside every release with a fit: how many releases the
     package index lists between (``data/engine_releases.yaml``)."""
@@ -239,10 +337,20 @@ def resolve_release_params(
         return p, prov, None
     choice = choose_release(prof, cat, gpu, framework, precision, release, family)
     n = choice.node
+    g = cat.gpu(gpu)
+    if n is None and choice.requested:
+        fw, prec = choice.engine, cat.precision(precision).id if precision else None
+        if not _arch_has_engine(prof, cat, g, fw, prec, family):
+            other = choose_release_elsewhere(prof, cat, gpu, fw, prec, choice.requested, family)
+            if other is not None and other.node is not None:
+                o = other.node
+                rows = f"{o.n_rows} {o.family} rows" if o.family else f"{o.n_rows} rows"
+                label = (f"transferred from {o.framework}@{o.release}/{o.gpu}/{o.precision} on "
+                         f"all GPUs ({rows}; nearest release on another architecture)")  # fmt: skip
+                return transfer_params(o.params, cat.gpu(o.gpu), g), label, other
     if n is None:
         p, prov = resolve_params(gpu, framework, precision, profile_path, cat, prof, family)
         return p, prov, choice
-    g = cat.gpu(gpu)
     rows = f"{n.n_rows} {n.family} rows" if n.family else f"{n.n_rows} rows"
     name = f"{n.framework}@{n.release}/{n.gpu}/{n.precision}"
     if n.gpu == g.id:
