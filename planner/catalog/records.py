@@ -300,6 +300,9 @@ class Checkpoint(Sourced):
     other_compute_dtype: ComputeDtype = Field(
         "bf16", description="dtype of the math of the unquantized linears"
     )
+    #: (engine ids, hidden multiple, intermediate multiple): those engines' weight-only MoE
+    #: kernels on ``archs`` round each expert's dims up to these (planner.engine.memory)
+    expert_pad: tuple[tuple[str, ...], int, int] | None = None
 
 
 class ModelArch(Sourced):

@@ -364,6 +364,34 @@ def _weight_memory(
     )
 
 
+def expert_pad_bytes(
+    m: ModelArch,
+    precision: Precision | None,
+    arch: str | None,
+    engine: str | None,
+    ep: int = 1,
+    moe_tp: int = 1,
+    pp: int = 1,
+) -> float:
+    """Bytes that ``engine``'s weight-only MoE kernel adds to one GPU's routed experts by
+    rounding each expert's hidden and per-rank intermediate dims up to the multiples of the
+    checkpoint's ``expert_pad`` (:class:`planner.catalog.records.Checkpoint`) [bytes]; 0
+    where none applies. Weights and block scales pad at ``weight_bits``, the bf16 biases at
+    16. vLLM's Marlin MXFP4 MoE (n % 256, k % 128): gpt-oss-120b's 2,880 x 2,880 experts
+    load as 3,072 x 2,944, +5,507,776,512 B on one GPU (tests/test_gptoss_checkpoint.py)."""
+    ckpt = m.checkpoint_for(precision.id, arch) if precision is not None else None
+    if ckpt is None or ckpt.expert_pad is None or engine not in ckpt.expert_pad[0]:
+        return 0.0
+    h_mul, i_mul = max(1, ckpt.expert_pad[1]), max(1, ckpt.expert_pad[2])
+    h, i = m.hidden_size, (m.moe_intermediate_size or m.intermediate_size or 0) / moe_tp
+    hp, ip = math.ceil(h / h_mul) * h_mul, math.ceil(i / i_mul) * i_mul
+    mats = 3 if m.mlp_gated else 2  # gate + up + down
+    bias = (mats - 1) * (ip - i) + (hp - h) if m.mlp_bias else 0.0
+    per_expert = mats * (hp * ip - h * i) * ckpt.weight_bits / 8 + 2 * bias
+    layers = param_counts(m).num_moe_layers * math.ceil(m.num_hidden_layers / pp)
+    return per_expert * math.ceil((m.num_experts or 0) / ep) * layers / m.num_hidden_layers
+
+
 # --------------------------------------------------------------------------- KV cache
 def kv_layer_bytes_per_token(m: ModelArch, kv_bits: float = 16, tp: int = 1) -> float:
     """KV bytes one token occupies in ONE layer on one GPU [bytes]."""
@@ -563,6 +591,10 @@ def plan_memory(
     seqs = max_num_seqs or seqs0
     btok = max_batched_tokens or btok0 or 8192
     w = weight_memory(m, p, tp, pp, layout.ep, layout.moe_split, g.arch)
+    pad = expert_pad_bytes(m, p, g.arch, fw.id if fw else None, layout.ep, layout.moe_split, pp)
+    if pad:  # the engine's kernel loads the experts padded (vLLM Marlin MXFP4 on Hopper)
+        w = replace(w, per_gpu_bytes=w.per_gpu_bytes + pad)
+        assumptions.append(f"{fw.id} pads the experts on {g.arch}: +{pad / 1e9:.2f} GB per GPU")
     if draft is not None and draft.held_bytes:
         w = replace(w, per_gpu_bytes=w.per_gpu_bytes + draft.held_bytes)
         assumptions.append(f"speculative draft weights: {draft.held_bytes / 1e9:.2f} GB per GPU")
