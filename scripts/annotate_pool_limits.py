@@ -13,7 +13,8 @@ Where they are read (SemiAnalysisAI/InferenceX, local mirror ``IX_REPO``), as
 2. its ``CONFIG_FILE=recipes/...`` (an srt-slurm recipe), read in InferenceX's own copies
    (``benchmarks/multi_node/srt-slurm-recipes/**``): the config's own path where it exists,
    else every copy of the same file name for the same engine, GPU, precision and ISL / OSL;
-   all copies must agree;
+   all copies must agree; for TensorRT-LLM the file name's ``batch<N>`` must equal the decode
+   pool's ``max_batch_size`` (it pins the value where the copy is dated after the run);
 3. per pool, the limits **per attention rank** (the planner's meaning of ``max_num_seqs``
    and ``max_num_batched_tokens`` under attention DP, ``build_replica``):
 
@@ -213,6 +214,10 @@ def note_for(row: dict, mirror: Mirror) -> str:
         got[p] = lim
     if len({repr(v) for v in got.values()}) != 1:
         return f"-copies of {cf} disagree on the limits"
+    lim0 = next(iter(got.values()))
+    nb = re.search(r"_batch(\d+)_", base)
+    if engine == "trtllm" and nb and int(nb.group(1)) != lim0["decode"].get("max_num_seqs"):
+        return f"-{cf}: file name and the decode max_batch_size disagree"
     first = min(cands, key=lambda p: copies[p][1])
     c, added = copies[first]
     late = " (after the run: the earliest text the mirror holds)" if added > day else ""
