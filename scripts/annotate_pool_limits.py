@@ -23,8 +23,9 @@ Where they are read (SemiAnalysisAI/InferenceX, local mirror ``IX_REPO``), as
      reads them;
    * **SGLang** (``sglang_config.<pool>``): ``max-running-requests`` is the server's total:
      with ``enable-dp-attention`` each of the ``data-parallel-size`` schedulers gets
-     ``max-running-requests // dp`` (sglang ``DataParallelController`` /
-     ``Scheduler.init_memory_pool_and_cache``: ``max_running_requests // dp_size``); the
+     ``max-running-requests // dp`` (sglang ``srt/model_executor/pool_configurator.py``:
+     ``requested_max_running_requests_per_worker``, i.e. ``max_running_requests // dp_size``,
+     in public copies of the source read through the code index); the
      per-step token budget is ``min(max-prefill-tokens, chunked-prefill-size)``, where
      ``chunked-prefill-size`` is likewise divided by ``dp`` under DP attention
      (``ServerArgs``: ``chunked_prefill_size // dp_size``). A limit the recipe does not set
