@@ -53,7 +53,14 @@ from planner.serving.disagg import (
 from planner.serving.disagg_sizing import closed_loop
 from planner.workload.workload import make_requests
 
-__all__ = ["build_spec_row", "disagg_layout", "is_disagg_row", "predict_disagg_row", "spec_recipe"]
+__all__ = [
+    "build_spec_row",
+    "disagg_layout",
+    "is_disagg_row",
+    "pool_limits",
+    "predict_disagg_row",
+    "spec_recipe",
+]
 
 _TAG = "disaggregated prefill/decode"
 _COUNTS = re.compile(r"(\d+) prefill \+ (\d+) decode GPUs, (\d+)P/(\d+)D workers")
@@ -74,6 +81,33 @@ def spec_recipe(notes: str) -> dict[str, Any] | None:
         return None
     kp = None if m.group(3) == "none" else int(m.group(3))
     return {"method": m.group(1), "k_decode": int(m.group(2)), "k_prefill": kp}
+
+
+#: the note of scripts/annotate_pool_limits.py: each pool's limits per attention rank
+_POOL_LIMITS = re.compile(
+    r"pool limits \(.*?\): prefill (?P<prefill>[^;(]*)\(recipe prefill section\); "
+    r"decode (?P<decode>[^;(]*)\(recipe decode section\)"
+)
+#: the limits of a pool the prediction applies: the prefill pool's batch and token budget,
+#: the decode pool's batch (its ``max_num_tokens`` is the verify width x batch, which the
+#: decode steps of the simulation do not meter)
+_APPLIED = {"prefill": ("max_num_seqs", "max_num_batched_tokens"), "decode": ("max_num_seqs",)}
+
+
+def pool_limits(notes: str) -> dict[str, dict[str, int]] | None:
+    """``{prefill: {...}, decode: {...}}``: the limits per attention rank that a row's
+    ``pool limits (...)`` note states (``max_num_seqs``, ``max_num_batched_tokens``; a pool
+    with ``engine defaults`` is empty), None without the note."""
+    m = _POOL_LIMITS.search(notes)
+    if m is None:
+        return None
+    return {
+        pool: {
+            k: int(v)
+            for k, v in re.findall(r"(max_num_seqs|max_num_batched_tokens) (\d+)", m[pool])
+        }
+        for pool in ("prefill", "decode")
+    }
 
 
 def is_disagg_row(row: Mapping[str, Any]) -> bool:
@@ -109,6 +143,11 @@ def disagg_layout(notes: str) -> dict[str, Any] | str:
     if x * pools["prefill"]["tp"] * pools["prefill"]["attention_dp"] != p_gpus:
         return "prefill GPUs do not match the workers' layout"  # pragma: no cover
     mtp = "spec 'mtp'" in notes
+    lim = pool_limits(notes) or {}
+    for name in ("prefill", "decode"):
+        for k in _APPLIED[name]:
+            if k in lim.get(name, {}):
+                pools[name][k] = lim[name][k]
     return {"x": x, "y": y, **pools, "mtp": mtp, "spec": spec_recipe(notes) if mtp else None}
 
 
