@@ -70,6 +70,7 @@ def main() -> None:
 def _table(rows, cat, prof) -> list[tuple[float, float]]:
     """Print one table line per row; (all releases, release level) predicted / measured."""
     ratios: list[tuple[float, float]] = []
+    notes: dict[str, None] = {}
     for r in rows:
         rel = row_release(r)
         fam = "dense"
@@ -78,6 +79,8 @@ def _table(rows, cat, prof) -> list[tuple[float, float]]:
         p1, prov, ch = resolve_release_params(r["hardware"], "vllm", r["precision"],
                                               rel.release if rel else None, catalog=cat,
                                               profile=prof, family=fam)  # fmt: skip
+        if ch is not None:  # which release node, or why none (engine generations)
+            notes[f"{rel.release if rel else '?'} on {r['hardware']}: {ch.note}"] = None
         n = float(r["n_gpus"])
         vals = []
         for p in (p0, p1):
@@ -91,6 +94,8 @@ def _table(rows, cat, prof) -> list[tuple[float, float]]:
         print(f"| {r['id']} | {r['hardware']} | {r['n_gpus']} | {r['mode']} | "
               f"{rel.release if rel else '?'} | {meas:,.0f} | {vals[0]:,.0f} | "
               f"{vals[0] / meas:.2f} | {vals[1]:,.0f} | {vals[1] / meas:.2f} | {prov} |", flush=True)  # fmt: skip
+    for note in notes:
+        print(f"release level, {note}")
     return ratios
 
 

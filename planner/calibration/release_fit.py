@@ -113,9 +113,15 @@ def fit_release_nodes(
         vendor, fw, arch, gpu, prec, rel, fam = key
         if only is not None and (fw, arch, prec) not in only:
             continue
+        # a release whose rows are all of one split family starts from that family's child,
+        # not from the mixed node (docs/changes/2026-12-07/mlperf70b.md)
+        only_fam = {r.family for r in rs}
+        prior_fam = fam or (next(iter(only_fam)) if len(only_fam) == 1 else "")
+        if prior_fam not in profile.split_families:
+            prior_fam = fam
         try:
             prior, _ = resolve_params(gpu, fw, prec, catalog=cat, profile=profile,
-                                      family=fam or None)  # fmt: skip
+                                      family=prior_fam or None)  # fmt: skip
         except PlannerError:
             continue
         params, mdape = _fit_node(rs, prior, prior_scale, max_nfev, kinds)

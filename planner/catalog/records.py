@@ -648,6 +648,8 @@ class Framework(Sourced):
         "dated before it ran without the overlap)",
     )
     host_overlap_source: str | None = Field(None, min_length=3)
+    generations: dict[str, str] = {}  # name -> first release; catalog/releases.generation
+    generations_source: str | None = Field(None, min_length=3)
     host_overlap_not_with: tuple[Literal["speculative", "pipeline"], ...] = Field(
         (),
         description="features with which the engine turns its overlap off (SGLang: EAGLE / "

@@ -40,7 +40,12 @@ from planner.catalog.profile import (
     resolve_params,
     sibling_distance,
 )
-from planner.catalog.releases import EngineRelease, parse_release_text
+from planner.catalog.releases import (
+    EngineRelease,
+    generation,
+    parse_release_text,
+    split_generation,
+)
 from planner.errors import PlannerError
 
 #: the key of ``Profile.error_bands`` holding the widening of a band per release step:
@@ -161,11 +166,14 @@ def choose_release(
     fw = catalog.framework(framework).id
     prec = catalog.precision(precision).id if precision else None
     req = release.release if isinstance(release, EngineRelease) else release
-    cands = _candidates(profile, g, fw, prec, family)
+    # only nodes of the release's engine generation (vLLM V0 / V1); none: every release's fit
+    cands, other = split_generation(fw, req, _candidates(profile, g, fw, prec, family), catalog)
     where = f"{g.arch} GPUs at {prec}"
     if not cands:
-        note = f"no {fw} release has a fit on {where}: the fit over every release"
-        return ReleaseChoice(fw, req, None, 0, None, note + (f" ({req} requested)" if req else ""))
+        gen = f" {generation(fw, req, catalog)}" if other else ""
+        note = f"no {fw}{gen} release has a fit on {where}: the fit over every release"
+        d = min((release_distance(profile, fw, req, n.release) for n in other), default=0)
+        return ReleaseChoice(fw, req, None, d, None, note + (f" ({req} requested)" if req else ""))
 
     def gpu_rank(n):
         if n.gpu == g.id:

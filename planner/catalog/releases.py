@@ -276,3 +276,79 @@ def parse_framework_spec(
                 f"releases of {engine} with rows: {listed}"
             )
     return engine, rel
+
+
+# --------------------------------------------------------------------------- generations
+def generation(engine: str, release: str | EngineRelease | None, catalog: Any = None) -> str | None:
+    """The engine generation a release belongs to (vLLM: ``V0`` before 0.8.0, ``V1`` from it).
+
+    Generations are data: ``generations`` of the engine in ``data/frameworks.yaml`` (name ->
+    first release, with ``generations_source``). A release belongs to the generation with the
+    newest first release at or before it (pre-releases of a first release, ``0.8.0rc1``,
+    belong to the generation before it).
+
+    Parameters
+    ----------
+    engine : str
+        Framework id (``vllm``).
+    release : str or EngineRelease or None
+        The release (``0.9.2``, ``0.6.3.post2.dev308``).
+    catalog : Catalog, optional
+        Where the engine's generations are read (the bundled catalog when None).
+
+    Returns
+    -------
+    str or None
+        The generation's name; None when the engine lists no generations, the release is
+        None or not a version, or it predates every listed generation.
+
+    Raises
+    ------
+    PlannerError
+        A listed first release that is not a version (names the engine and generation).
+    """
+    from planner.catalog.catalog import load_catalog
+
+    if release is None:
+        return None
+    text = release.release if isinstance(release, EngineRelease) else str(release)
+    rel = parse_release_text(engine, text)
+    cat = catalog or load_catalog()
+    try:
+        gens = cat.framework(engine).generations
+    except PlannerError:  # an engine the catalog does not list has no generations
+        gens = {}
+    if rel is None or not gens:
+        return None
+    key = _order(rel)
+    best: tuple[tuple, str] | None = None
+    for name, since in gens.items():
+        first = parse_release_text(engine, since)
+        if first is None:
+            raise PlannerError(
+                f"frameworks.yaml {engine}.generations.{name}: {since!r} is not a release"
+            )
+        if _order(first) <= key and (best is None or _order(first) > best[0]):
+            best = (_order(first), name)
+    return best[1] if best else None
+
+
+def _order(rel: EngineRelease) -> tuple:
+    """Sort key of a release: pre-releases (a, b, rc, dev) < the release < ``.postN``."""
+    nums, tag = rel.key
+    return nums, 2 if tag.startswith("post") else (1 if not tag else 0), tag
+
+
+def split_generation(
+    engine: str, release: str | None, nodes: Sequence[Any], catalog: Any = None
+) -> tuple[list[Any], list[Any]]:
+    """``nodes`` (anything with a ``release`` text) split into those of ``release``'s engine
+    generation (:func:`generation`) and the rest. A release never borrows a node of another
+    generation: vLLM V1 (0.8.0 on) schedules, batches and overlaps differently from V0, and
+    a V0 node predicted the V1 rows held out 0.4-0.6x (changes/s5-vllmv1.md). With no
+    ``release`` (the newest is wanted) every node is kept."""
+    if not release:
+        return list(nodes), []
+    gen = generation(engine, release, catalog)
+    same = [n for n in nodes if generation(engine, n.release, catalog) == gen]
+    return same, [n for n in nodes if generation(engine, n.release, catalog) != gen]
