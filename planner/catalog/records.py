@@ -642,11 +642,9 @@ class Framework(Sourced):
         "scheduler): the CPU prepares iteration n+1 while the GPU runs n, so an iteration "
         "takes max(GPU, host) instead of GPU + host; None: not by default",
     )
-    host_overlap_since_date: _dt.date | None = Field(
-        None,
-        description="release date of host_overlap_since (a run with no stated release "
-        "dated before it ran without the overlap)",
-    )
+    #: release date of host_overlap_since (a run with no stated release dated before it ran
+    #: without the overlap)
+    host_overlap_since_date: _dt.date | None = None
     host_overlap_source: str | None = Field(None, min_length=3)
     generations: dict[str, str] = {}  # name -> first release; catalog/releases.generation
     generations_source: str | None = Field(None, min_length=3)
