@@ -154,6 +154,7 @@ def build_replica(
     first_token_s: float | None = None,
     host_overlap: bool | None = None,
     prefill_first: bool = False,
+    mixed_chunk: bool = False,
 ) -> Replica:
     """Resolve a (model, GPU, precision, framework, layout) combination into a :class:`Replica`.
 
@@ -187,7 +188,11 @@ def build_replica(
         and whether the scheduler overlaps host and GPU (``Framework.overlaps_host``)
     prefill_first : without chunked prefill, a step that schedules prompts runs no decoders
         (vLLM V0's default scheduler, :attr:`EngineConfig.prefill_first`); ignored with
-        chunked prefill
+        chunked prefill. An engine whose scheduler never mixes prompts and decoders in one
+        step (``Framework.prefill_first_source`` set: SGLang) runs prefill-first always,
+        chunked or not
+    mixed_chunk : the run turned the engine's mixed prompt / decode steps on (SGLang
+        ``--enable-mixed-chunk``), so the framework's prefill-first policy is off
     first_token_s : latency of the front end's first-token path added to TTFT and E2E [s]
         (None: the bundled fit of the framework at ``release``,
         :func:`planner.catalog.latency.first_token_path`: trtllm-serve >= 1.0, else 0)
@@ -331,7 +336,8 @@ def build_replica(
         sched_seq_overhead_s=float(params.sched_seq_overhead_s),
         prefill_scale=float(prefill_scale),
         first_token_s=float(first_token_s),
-        prefill_first=bool(prefill_first) and not bool(chunked),
+        prefill_first=(bool(prefill_first) and not bool(chunked))
+        or (fw is not None and fw.prefill_first_source is not None and not mixed_chunk),
         host_overlap=bool(
             (
                 fw.overlaps_host(release, speculative=spec is not None, pipeline=pp > 1)
