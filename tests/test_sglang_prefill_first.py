@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from planner.serving.replica import ENGINE_PREFILL_FIRST_DEFAULT
+
 CHUNK = 1024  # SGLang chunked_prefill_size of these runs [tokens]
 
 
@@ -31,15 +33,18 @@ def _replica(catalog, framework: str, **kw):
 
 
 def test_build_replica_follows_the_engine(catalog):
-    """SGLang: prefill-first with chunked prefill on (its default) and off;
-    ``mixed_chunk=True`` (``--enable-mixed-chunk``) turns it off. vLLM and TensorRT-LLM
-    with chunked prefill: mixed steps."""
-    assert _replica(catalog, "sglang").engine.chunked_prefill
-    assert _replica(catalog, "sglang").engine.prefill_first
-    assert _replica(catalog, "sglang", chunked_prefill=False).engine.prefill_first
-    assert not _replica(catalog, "sglang", mixed_chunk=True).engine.prefill_first
-    assert not _replica(catalog, "vllm").engine.prefill_first
-    assert not _replica(catalog, "trtllm").engine.prefill_first
+    """SGLang following its policy: prefill-first with chunked prefill on (its default) and
+    off; ``engine_prefill_first=False`` (``--enable-mixed-chunk``) mixes. vLLM and
+    TensorRT-LLM with chunked prefill: mixed steps, whatever the flag."""
+    on = {"engine_prefill_first": True}
+    assert _replica(catalog, "sglang", **on).engine.chunked_prefill
+    assert _replica(catalog, "sglang", **on).engine.prefill_first
+    assert _replica(catalog, "sglang", chunked_prefill=False, **on).engine.prefill_first
+    assert not _replica(catalog, "sglang", engine_prefill_first=False).engine.prefill_first
+    assert not _replica(catalog, "vllm", **on).engine.prefill_first
+    assert not _replica(catalog, "trtllm", **on).engine.prefill_first
+    # the default follows ENGINE_PREFILL_FIRST_DEFAULT (off: the held-out TPOT got worse)
+    assert _replica(catalog, "sglang").engine.prefill_first == ENGINE_PREFILL_FIRST_DEFAULT
 
 
 def _two_requests(catalog, mixed_chunk: bool, case: str):
@@ -48,7 +53,9 @@ def _two_requests(catalog, mixed_chunk: bool, case: str):
     from planner.serving import run
     from planner.workload.workload import make_requests
 
-    rep = _replica(catalog, "sglang", max_num_batched_tokens=CHUNK, mixed_chunk=mixed_chunk)
+    rep = _replica(
+        catalog, "sglang", max_num_batched_tokens=CHUNK, engine_prefill_first=not mixed_chunk
+    )
     if case == "b_alone":
         return run(rep, make_requests([0.0], [2000], [1]))
     alone = run(rep, make_requests([0.0], [2000], [50]))
@@ -97,7 +104,7 @@ def test_more_prefill_throughput_never_raises_ttft(catalog, mixed_chunk, clients
     med, mean = [], []
     for scale in (2.0, 1.0, 0.5):
         rep = _replica(
-            catalog, "sglang", max_num_batched_tokens=2048, mixed_chunk=mixed_chunk,
+            catalog, "sglang", max_num_batched_tokens=2048, engine_prefill_first=not mixed_chunk,
             prefill_scale=scale,
         )  # fmt: skip
         res = run(rep, make_requests([0.0] * n, [3000] * n, [100] * n), concurrency=clients)
