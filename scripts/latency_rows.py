@@ -8,6 +8,8 @@ Usage::
     PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --rows-md /tmp/rows.md
     # the same without trtllm-serve's fitted first-token latency (the before):
     PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --no-first-token
+    # SGLang with its own scheduler policy (prompt chunks in steps of their own):
+    PYTHONPATH=$PWD python scripts/latency_rows.py --engine-prefill-first
 
 Each held-out source's profile is fitted once (the same fit ``planner validate`` does) and
 kept in ``--cache`` (a pickle; delete it when the fit changes), so a change of the serving
@@ -491,7 +493,17 @@ def main(argv=None) -> int:
         action="store_true",
         help="no fitted first-token latency for trtllm-serve's PyTorch backend (the before)",
     )
+    ap.add_argument(
+        "--engine-prefill-first",
+        action="store_true",
+        help="follow each framework's prefill-first policy (SGLang: prompt chunks in steps "
+        "of their own; planner.serving.replica.ENGINE_PREFILL_FIRST_DEFAULT is off)",
+    )
     a = ap.parse_args(argv)
+    if a.engine_prefill_first:
+        import planner.serving.replica as _replica
+
+        _replica.ENGINE_PREFILL_FIRST_DEFAULT = True
     cat = load_catalog()
     df = load_measurements(public_files_default(), cat)
     rows = prepare_rows(df, cat)

@@ -635,6 +635,9 @@ class Framework(Sourced):
         "default_max_num_seqs / default_max_num_batched_tokens)",
     )
 
+    #: where it is read that the default scheduler never mixes prompt chunks and decoders in
+    #: one step, a prompt step first whenever one can be formed (SGLang); None: mixed steps
+    prefill_first_source: str | None = Field(None, min_length=3)
     host_overlap_since: str | None = Field(
         None,
         description="first release whose scheduler overlaps its host work with the GPU by "

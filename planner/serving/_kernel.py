@@ -342,9 +342,10 @@ def _loop(
         if s[N_EV] == ev_i.shape[0]:  # room for this pass's iteration record
             ev_i_own, ev_t_own = grown(ev_i_own, ev_t_own)
             ev_i, ev_t = borrow(ev_i_own), borrow(ev_t_own)
-        # ---- prefill first (srv[6], vLLM V0): prompts that can join run in a step of their
-        # own with the whole budget; the decoders wait (they neither decode nor grow)
-        if srv[6] > 0.0 and s[WQ_LEN] > 0 and s[N_PF] == 0 and s[DEC] > 0:
+        # ---- prefill first (srv[6]: vLLM V0, SGLang): prompts that can join, and the chunks
+        # of prompts already admitted, run in a step of their own with the whole budget; the
+        # decoders wait (they neither decode nor grow)
+        if srv[6] > 0.0 and (s[WQ_LEN] > 0 or s[N_PF] > 0) and s[DEC] > 0:
             dec, dkv, dsw = s[DEC], s[DEC_KV], s[DEC_SW]
             s[DEC] = 0
             s[DEC_KV] = 0

@@ -23,8 +23,16 @@ from planner.engine.step import StepModel, step_model
 from planner.errors import PlannerError, require_positive
 from planner.workload.workload import Requests, Workload
 
-
 # =========================================================================== replica
+#: whether a replica follows its framework's prefill-first policy by default
+#: (``Framework.prefill_first_source``: SGLang's scheduler never mixes prompt chunks and
+#: decoders in one step). Off: held out by source (scripts/latency_rows.py, the note
+#: docs/changes/2026-12-07/sglsplit.md) it moved SGLang's TTFT from 21.9% to 21.5% but its
+#: TPOT from 30.3% to 33.2%; the TPOT over-prediction it adds to sits in the decode step,
+#: not the policy. ``build_replica(engine_prefill_first=True)`` runs it.
+ENGINE_PREFILL_FIRST_DEFAULT = False
+
+
 @dataclass(frozen=True)
 class EngineConfig:
     """Scheduler settings of one serving engine instance (one replica)."""
@@ -154,6 +162,7 @@ def build_replica(
     first_token_s: float | None = None,
     host_overlap: bool | None = None,
     prefill_first: bool = False,
+    engine_prefill_first: bool | None = None,
 ) -> Replica:
     """Resolve a (model, GPU, precision, framework, layout) combination into a :class:`Replica`.
 
@@ -187,7 +196,11 @@ def build_replica(
         and whether the scheduler overlaps host and GPU (``Framework.overlaps_host``)
     prefill_first : without chunked prefill, a step that schedules prompts runs no decoders
         (vLLM V0's default scheduler, :attr:`EngineConfig.prefill_first`); ignored with
-        chunked prefill
+        chunked prefill (see ``engine_prefill_first`` for SGLang's policy)
+    engine_prefill_first : follow the framework's own prefill-first policy
+        (``Framework.prefill_first_source``: SGLang runs prompt chunks in steps of their own
+        unless ``--enable-mixed-chunk``); False: mixed prompt / decode steps (what SGLang does
+        with ``--enable-mixed-chunk``); None: :data:`ENGINE_PREFILL_FIRST_DEFAULT`
     first_token_s : latency of the front end's first-token path added to TTFT and E2E [s]
         (None: the bundled fit of the framework at ``release``,
         :func:`planner.catalog.latency.first_token_path`: trtllm-serve >= 1.0, else 0)
@@ -331,7 +344,16 @@ def build_replica(
         sched_seq_overhead_s=float(params.sched_seq_overhead_s),
         prefill_scale=float(prefill_scale),
         first_token_s=float(first_token_s),
-        prefill_first=bool(prefill_first) and not bool(chunked),
+        prefill_first=(bool(prefill_first) and not bool(chunked))
+        or (
+            fw is not None
+            and fw.prefill_first_source is not None
+            and (
+                ENGINE_PREFILL_FIRST_DEFAULT
+                if engine_prefill_first is None
+                else engine_prefill_first
+            )
+        ),
         host_overlap=bool(
             (
                 fw.overlaps_host(release, speculative=spec is not None, pipeline=pp > 1)
