@@ -629,12 +629,9 @@ class Framework(Sourced):
     kv_default_source: str | None = Field(
         None, description="where the engine's default KV dtype behaviour was read"
     )
-    scheduler_tiers: tuple[SchedulerTier, ...] = Field(
-        (),
-        description="GPU-dependent scheduler defaults (the last tier that applies wins over "
-        "default_max_num_seqs / default_max_num_batched_tokens)",
-    )
-
+    #: GPU-dependent scheduler defaults (the last tier that applies wins over
+    #: default_max_num_seqs / default_max_num_batched_tokens)
+    scheduler_tiers: tuple[SchedulerTier, ...] = ()
     #: where it is read that the default scheduler never mixes prompt chunks and decoders in
     #: one step, a prompt step first whenever one can be formed (SGLang); None: mixed steps
     prefill_first_source: str | None = Field(None, min_length=3)
@@ -651,11 +648,9 @@ class Framework(Sourced):
     host_overlap_source: str | None = Field(None, min_length=3)
     generations: dict[str, str] = {}  # name -> first release; catalog/releases.generation
     generations_source: str | None = Field(None, min_length=3)
-    host_overlap_not_with: tuple[Literal["speculative", "pipeline"], ...] = Field(
-        (),
-        description="features with which the engine turns its overlap off (SGLang: EAGLE / "
-        "MTP speculative decoding and pipeline parallelism; vLLM: pipeline parallelism)",
-    )
+    #: features with which the engine turns its overlap off (SGLang: EAGLE / MTP speculative
+    #: decoding and pipeline parallelism; vLLM: pipeline parallelism)
+    host_overlap_not_with: tuple[Literal["speculative", "pipeline"], ...] = ()
 
     def overlaps_host(
         self,
