@@ -264,6 +264,89 @@ def front_end(mirror: str, div_sub: str, cfg_text: str, cfg: dict) -> str:
     return "; ".join(out)
 
 
+#: the TensorRT-LLM branch a v6.0 system description names in its ``framework`` field
+#: (``"TensorRT 10.14, CUDA 13.1, cuDNN 9.17, TensorRT-LLM feat/1.2-mlpinf, ..."``)
+_TRTLLM_BRANCH = re.compile(r"TensorRT-LLM (?P<branch>feat/(?P<rel>\d+\.\d+)-mlpinf)\b")
+#: a Makefile.build pin of the TensorRT-LLM source: the comment line above ``TRTLLM_HASH``
+#: (v5.1: ``# 7/24/25 1.0-mlpinf side branch (AG optimization)``) and its value
+_TRTLLM_PIN = re.compile(
+    r"^(?:#\s*(?P<comment>[^\n]*)\n)?TRTLLM_HASH\s*:?=\s*(?P<hash>[^\n]*?)\s*$", re.M
+)
+_TRTLLM_URL = re.compile(r"^TRTLLM_URL\s*=\s*(?P<url>\S+)", re.M)
+_PUBLIC_TRTLLM = "github.com/NVIDIA/TensorRT-LLM"
+
+
+def trtllm_release(mirror: str, div_sub: str, system: str, sysj: dict) -> tuple[str, str, str]:
+    """(release, what the version cell says of the build, the evidence) of the TensorRT-LLM a
+    run used; release "" when the submission does not establish one (the evidence says why).
+
+    Two statements are read, nothing else:
+
+    * the system description's ``framework`` field naming the branch ``feat/X.Y-mlpinf``
+      (v6.0: NVIDIA's and Nebius' systems) -> release X.Y;
+    * the submitter's own ``Makefile.build`` (this division) pinning ``TRTLLM_HASH`` to a
+      commit of the public repository under a comment naming the ``X.Y-mlpinf side branch``
+      (v5.1: ``# 7/24/25 1.0-mlpinf side branch (AG optimization)`` then ``TRTLLM_HASH =
+      18c0333e...``) -> release X.Y.
+
+    A hash taken from whatever checkout the build found (v6.0's ``TRTLLM_HASH := $(shell
+    cd $(TRTLLM_DIR) ... git rev-parse HEAD ...)``), a branch of NVIDIA's internal repository
+    or no build file leave the run release-free: the README's container tag is only an
+    example (``closed/NVIDIA/README.md``: "for example, use ..."), not the run's build.
+    """
+    sys_path = f"{div_sub}/systems/{system}.json"
+    m = _TRTLLM_BRANCH.search(str(sysj.get("framework") or ""))
+    if m:
+        return (
+            m.group("rel"),
+            f"TensorRT-LLM branch {m.group('branch')}",
+            f"TensorRT-LLM release {m.group('rel')}: the system description's framework field "
+            f"names the branch {m.group('branch')} ({sys_path}); a side branch of the "
+            f"{m.group('rel')} release line, not a tagged release",
+        )
+    mk_path = f"{div_sub}/Makefile.build"
+    mk = show(mirror, mk_path)
+    if mk is None:
+        return (
+            "",
+            "",
+            (
+                f"TensorRT-LLM release not established: {sys_path} names none and {div_sub} ships "
+                "no Makefile.build"
+            ),
+        )
+    pin, url = _TRTLLM_PIN.search(mk), _TRTLLM_URL.search(mk)
+    url_s = url.group("url") if url else "not stated"
+    if pin is None:
+        return (
+            "",
+            "",
+            (
+                f"TensorRT-LLM release not established: {sys_path} names none and {mk_path} "
+                "pins no TRTLLM_HASH"
+            ),
+        )
+    h, comment = pin.group("hash"), (pin.group("comment") or "").strip()
+    side = re.search(r"\b(\d+\.\d+)-mlpinf side branch\b", comment)
+    if re.fullmatch(r"[0-9a-f]{40}", h) and _PUBLIC_TRTLLM in url_s and side:
+        rel = side.group(1)
+        return (
+            rel,
+            f"TensorRT-LLM {rel}-mlpinf side branch @ {h[:9]}",
+            f"TensorRT-LLM release {rel}: {mk_path} pins TRTLLM_HASH = {h} of {url_s} under "
+            f"'# {comment}'; a side branch of the {rel} release line, not a tagged release",
+        )
+    return (
+        "",
+        "",
+        (
+            f"TensorRT-LLM release not established: {sys_path} names none and {mk_path} has "
+            f"TRTLLM_HASH {h}" + (f" under '# {comment}'" if comment else "") + f", TRTLLM_URL "
+            f"{url_s}: no commit of a public release line"
+        ),
+    )
+
+
 def gpu_id(model_name: str) -> str | None:
     for key, gid in GPUS:
         if key in model_name:
@@ -314,6 +397,8 @@ def rows_of_round(rnd: str) -> list[dict[str, str]]:
             f"{sysj.get('status', '')})",
             DATASET,
         ]
+        rel, build, rel_why = trtllm_release(mirror, div_sub, system, sysj)
+        base_notes.append(rel_why)
         # a disaggregated run is served by its own front end (its worker .yml files say
         # the rest): the endpoint core's facts are written for aggregated runs only
         served = "" if cfg["prefill_workers"] else front_end(mirror, div_sub, cfg_text, cfg)
@@ -336,7 +421,9 @@ def rows_of_round(rnd: str) -> list[dict[str, str]]:
             "precision": {"fp4": "nvfp4", "fp8": "fp8"}.get(cfg["precision"] or "", ""),
             "kv_precision": "fp8" if cfg["kv"] == "fp8" else "",
             "framework": "trtllm",
-            "framework_version": sysj.get("framework", ""),
+            # the release first (planner.catalog.releases.parse_release reads it), the
+            # build it names in brackets, then the system description's software field
+            "framework_version": (f"{rel} ({build}) | " if rel else "") + sysj.get("framework", ""),
             "mode": scenario.lower(),
             "request_rate": "inf"
             if scenario == "Offline"
