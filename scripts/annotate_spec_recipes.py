@@ -97,7 +97,7 @@ FORKS = {
     ),
     # the branch itself (cquil11/sglang_disagg mirror)
     "cquil11/sglang_disagg@cam/sa-260114": (
-        "/work/.mirror/cquil11+sglang_disagg/repo", "e86a160",
+        "/work/.mirror/cquil11+sglang_disagg/repo", "e86a160ace7164d83e0df8c11cb9bb1371f6bf74",
         "sglang_disagg_server.sh", _OLD, "1",
     ),
     # billishyahao/sglang_disagg@sa-260203 is in no mirror: InferenceX's first copy of the
