@@ -21,6 +21,7 @@ them). About 1-2 min on two shared cores.
 Usage::
 
     python scripts/r1_decode_parts.py [--save parts.csv]
+    python scripts/r1_decode_parts.py --disagg ixh-0989,ixh-1514 --profile /tmp/held.yaml
 """
 
 from __future__ import annotations
@@ -102,10 +103,70 @@ def parts_table(loso: pd.DataFrame, used: dict) -> pd.DataFrame:
     return out.round(2).reset_index()
 
 
+def disagg_parts(ids: list[str], profile: str | None) -> pd.DataFrame:
+    """The decode pool of disaggregated InferenceX rows ``ids`` (``disagg_rows``' build, its
+    recipe's K and per-rank batch limit), one decode step of ``min(concurrency / decode
+    replicas, limit x ranks)`` sequences at the mean context ``0.9 x ISL + OSL / 2``, split
+    as :meth:`StepModel.step` does (attention: KV read or MLA FLOPs, whichever binds).
+    ``profile``: a profile YAML (e.g. ``r1_frontier.py --profile``'s held-out fit; None:
+    the bundled one)."""
+    import planner.catalog.profile as profile_mod
+    from planner.benchmarks.disagg_rows import build_spec_row
+    from planner.benchmarks.schema import cell, number
+
+    if profile:
+        profile_mod.DEFAULT_PROFILE = Path(profile)
+    rows = pd.concat(
+        [pd.read_csv(f, dtype=str, keep_default_na=False) for f in public_files_default()]
+    ).set_index("id")
+    cat = load_catalog()
+    recs = []
+    for i in ids:
+        r = {"id": i, **rows.loc[i].to_dict()}
+        got = build_spec_row(r, cat)
+        if isinstance(got, str):
+            recs.append({"id": i, "reason": got})
+            continue
+        d, lay = got
+        sm, y = d.decode.sm, lay["y"]
+        isl = int(re.search(r"(?:random_input_len=|nominal input )(\d+)", r["notes"]).group(1))
+        osl = re.search(r"(?:random_output_len=|nominal input \d+ / output )(\d+)", r["notes"])
+        osl = int(osl.group(1))
+        cap = lay["decode"].get("max_num_seqs") or float("inf")
+        batch = min(number(r, "concurrency") / y, cap * sm.attention_dp)
+        b = decode_step(sm, batch, 0.9 * isl + osl / 2)
+        ms, p = 1e3, sm.params
+        recs.append({
+            "id": i, "gpu": cell(r, "hardware"), "prec": cell(r, "precision"),
+            "decode": f"{y} x {sm.layout_label}", "K": sm.spec_tokens,
+            "seqs/rank": round(batch / sm.attention_dp, 1), "step": b.time_s * ms,
+            "gemm": b.t_gemm_s * ms, "attn": b.t_attn_s * ms,
+            "attn_mem": (b.kv_read_bytes + b.kv_write_bytes) / (sm.bw_bytes_s * p.kv_mem_eff) * ms,
+            "attn_TFLOP": b.attention_flops / 1e12, "comm": b.t_comm_s * ms,
+            "fixed": b.t_overhead_s * ms, "draft": b.t_draft_s * ms,
+            "weights_GB": b.weight_bytes / 1e9, "kv_GB": b.kv_read_bytes / 1e9,
+            "attn_eff": p.attn_eff, "kv_mem_eff": p.kv_mem_eff,
+            "mla_TFLOPS": sm.mla_decode_flops_s / 1e12,
+        })  # fmt: skip
+    return pd.DataFrame(recs).round(2)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--save", help="write the table to this CSV")
+    ap.add_argument(
+        "--disagg",
+        help="comma-separated disaggregated row ids: their decode pool's step parts instead",
+    )
+    ap.add_argument("--profile", help="with --disagg: the profile YAML (default: bundled)")
     a = ap.parse_args(argv)
+    if a.disagg:
+        t = disagg_parts(a.disagg.split(","), a.profile)
+        with pd.option_context("display.width", 250, "display.max_columns", 50):
+            print(t.to_string(index=False))
+        if a.save:
+            t.to_csv(a.save, index=False)
+        return 0
     loso, used = held_out_params()
     t = parts_table(loso, used)
     if a.save:

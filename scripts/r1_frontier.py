@@ -31,6 +31,7 @@ Usage (from the repository root; 1-3 min on two shared cores for both GPUs and l
     python scripts/r1_frontier.py                              # B200 + GB200, 1k/1k and 8k/1k
     python scripts/r1_frontier.py --gpus nvidia-b200 --lengths 1024/1024 --save /tmp/r1.csv
     python scripts/r1_frontier.py --load /tmp/r1.csv           # the tables from a saved run
+    python scripts/r1_frontier.py --profile /tmp/held.yaml     # fit once, reuse the fit after
     python scripts/r1_frontier.py --load /tmp/r1.csv --recommend [--recommend-gpu nvidia-gb200]
 """
 
@@ -365,6 +366,10 @@ def main(argv=None) -> int:
         help="the bundled profile (NOT held out) instead of the held-out fit",
     )
     ap.add_argument("--save", help="write the per-point predictions to this CSV")
+    ap.add_argument(
+        "--profile",
+        help="the held-out profile's YAML: read it if the file exists, else fit and write it",
+    )
     ap.add_argument("--load", help="read per-point predictions saved by --save")
     ap.add_argument(
         "--recommend",
@@ -386,8 +391,9 @@ def main(argv=None) -> int:
             if not a.bundled:
                 from planner.catalog.profile import save_profile
 
-                path = Path(tmp) / "held_out.yaml"
-                save_profile(held_out_profile(gpus), path)
+                path = Path(a.profile) if a.profile else Path(tmp) / "held_out.yaml"
+                if not path.exists():
+                    save_profile(held_out_profile(gpus), path)
             pred = predict_points(pts, path)
         if a.save:
             pred.to_csv(a.save, index=False)

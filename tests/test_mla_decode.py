@@ -55,7 +55,10 @@ def test_tp8_decode_step_flops_and_bytes_by_hand():
     # roofline: the larger of the two times (intensity 34,816 / 576 = 60 FLOP/B)
     g, p = sm.gpu, sm.params
     t_mem = (4_497_408_000 + 2_248_704) / (g.mem_bw_bytes_s * p.kv_mem_eff)
-    t_comp = 271_851_520_000 / (sm.peak_flops * p.attn_eff)
+    # the absorbed decode FLOPs at the MLA kernel's rate (planner.engine.mla): H200 bf16 peak
+    # 989 TFLOPS x 660 / 990
+    t_comp = 271_843_328_000 / sm.mla_decode_flops_s
+    assert sm.mla_decode_flops_s == pytest.approx(989e12 * 660 / 990, rel=1e-3)
     assert s.t_attn_s == pytest.approx(max(t_mem, t_comp), rel=1e-12)
 
 

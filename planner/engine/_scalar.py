@@ -96,6 +96,7 @@ def step_time_scalar(
         adp_u,
         skew_a,
         skew_b,
+        peak_mla,
     ) = c
     T0 = T
     n_dec = num_logits
@@ -159,10 +160,11 @@ def step_time_scalar(
             a_pairs = 0.0
         if a_pairs > cap:
             a_pairs = cap
+        # the absorbed decode FLOPs at their own kernel's rate (planner.engine.mla)
         t_ac = (
-            attn_f * (lf * (pairs_full + dX - pairs_prefix - a_pairs) + lsw * pairs_sw)
-            + attn_fd * lf * a_pairs
-        ) / peak_attn
+            attn_f * (lf * (pairs_full + dX - pairs_prefix - a_pairs) + lsw * pairs_sw) / peak_attn
+            + attn_fd * lf * a_pairs / peak_mla
+        )
     else:
         t_ac = attn_f * (lf * (pairs_full + dX - pairs_prefix) + lsw * pairs_sw) / peak_attn
     if pairs_prefix > 0.0:

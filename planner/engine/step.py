@@ -39,7 +39,7 @@ from planner.catalog.catalog import Catalog, check_layout, compute_dtype_for, lo
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.layout import Layout, check_for_model
 from planner.catalog.records import Accelerator, ModelArch, Precision
-from planner.engine import _scalar, adp, routing
+from planner.engine import _scalar, adp, mla, routing
 from planner.engine.adp import busiest_rank_extra, prompt_share
 from planner.engine.memory import (
     _bits,
@@ -149,6 +149,7 @@ class StepModel:
     spec_graph_max: float = 0.0  # verify steps of more sequences run eager (0: no limit)
     # MLA decode in the absorbed form: FLOPs per decode query-key pair per layer (0: not MLA)
     attn_flops_per_decode_pair_layer: float = 0.0
+    mla_decode_flops_s: float = 0.0  # their achieved rate (planner.engine.mla) [FLOP/s]
 
     @property
     def local_experts(self) -> float:
@@ -263,10 +264,12 @@ class StepModel:
             np.asarray(attn_pairs_full, float) + X_hot
         ) + self.layers_sw * np.asarray(attn_pairs_sw, float)
         a_flops = self.attn_flops_per_pair_layer / dp * pairs
+        a_dec = None  # MLA: the absorbed decode FLOPs, at their own kernel's rate
         if self.attn_flops_per_decode_pair_layer:  # MLA: decode queries run absorbed
             a_pairs = self.decode_pairs(
                 kv_read_tokens_full, attn_pairs_full, attn_pairs_prefix, self.spec_tokens
             )
+            a_dec = self.attn_flops_per_decode_pair_layer / dp * self.layers_full * a_pairs
             a_flops = (
                 self.attn_flops_per_pair_layer
                 / dp
@@ -274,7 +277,7 @@ class StepModel:
                     self.layers_full * (np.asarray(attn_pairs_full, float) + X_hot - a_pairs)
                     + self.layers_sw * np.asarray(attn_pairs_sw, float)
                 )
-                + self.attn_flops_per_decode_pair_layer / dp * self.layers_full * a_pairs
+                + a_dec
             )
         pf_flops = (
             self.attn_flops_per_pair_layer
@@ -283,9 +286,12 @@ class StepModel:
             * np.asarray(attn_pairs_prefix, float)
         )
         t_am = (kv_read + kv_write) / (self.bw_bytes_s * p.kv_mem_eff)
-        t_ac = (a_flops - pf_flops) / (self.peak_flops * p.attn_eff) + pf_flops / (
-            self.peak_flops * (p.prefix_attn_eff or p.attn_eff)
-        )
+        if a_dec is None:
+            t_ac = (a_flops - pf_flops) / (self.peak_flops * p.attn_eff) + pf_flops / (
+                self.peak_flops * (p.prefix_attn_eff or p.attn_eff)
+            )
+        else:
+            t_ac = mla.attn_compute_s(self, a_flops, a_dec, pf_flops)
         t_attn = np.maximum(t_am, t_ac)
         # communication
         if self.has_comm:
@@ -400,7 +406,7 @@ class StepModel:
     # ---- the hot scalar path of :meth:`step` (plain floats, no numpy) ------------------
     @cached_property
     def _coeffs(self) -> tuple[float, ...]:
-        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (50 floats): the
+        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (51 floats): the
         step's constants, with the products that do not depend on its counts done once."""
         p = self.params
         ne = self.num_experts
@@ -466,6 +472,7 @@ class StepModel:
                 dp,
                 prompt_share(self.adp_balanced, p),
                 *routing.skew_coeffs(ne, self.top_k, p.moe_route_cv2),
+                self.mla_decode_flops_s or self.peak_flops * p.attn_eff,
             )
         )
 
@@ -647,6 +654,7 @@ def step_model(
         kv_bytes_per_token_layer=kv_layer,
         attn_flops_per_pair_layer=attn_flops_pair,
         attn_flops_per_decode_pair_layer=attn_flops_decode,
+        mla_decode_flops_s=mla.mla_decode_flops_s(g) if m.is_mla else 0.0,
         comm_bytes_per_token=comm_per_token,
         link_bytes_s=link if link > 0 else 1.0,
         layout_label=f"TP{tp}" + (f" PP{pp}" if pp > 1 else ""),
