@@ -6,11 +6,10 @@ A. **Node pairs (in-sample diagnosis).** Every pair of release nodes of the bund
    the same (engine, GPU, precision, family): the speed ratio newer / older, as the geometric
    mean over the rows of both nodes of ``speed(prediction with the newer node) /
    speed(prediction with the older node)`` (speed = the value for a throughput, 1 / value for
-   a time), against the date gap and the release distance. A release's date is the earliest
-   ``as_of`` of any benchmark row naming it (the release is no newer than its first
-   measurement; no release dates are stored). The rate per engine is the least-squares slope
-   through the origin of log(ratio) on the gap in years, with its spread (the rates of the
-   single pairs).
+   a time), against the date gap. A release's date is its upload date on PyPI
+   (``data/engine_release_dates.yaml``; a build PyPI does not list takes the date of the
+   newest listed release before it). The rate per engine is the least-squares slope through
+   the origin of log(ratio) on the gap in years, with its spread (the rates of single pairs).
 
 B. **Held out by source.** From the cached leave-one-source-out predictions
    (``--loso``, default /work/keep/ep_after_s4.csv), the rows a fold predicted from another
@@ -28,7 +27,6 @@ B. **Held out by source.** From the cached leave-one-source-out predictions
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import itertools
 import math
 import sys
@@ -40,17 +38,16 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planner.benchmarks.schema import row_release  # noqa: E402
 from planner.calibration.bands import TIME_CLASSES, metric_class  # noqa: E402
 from planner.calibration.fit import (  # noqa: E402
     FITTED_KINDS,
     prepare_rows,
     public_files_default,
 )
-from planner.calibration.release_fit import row_day  # noqa: E402
 from planner.catalog import load_catalog  # noqa: E402
 from planner.catalog.profile import load_profile  # noqa: E402
-from planner.catalog.release_profile import date_trend_ratio  # noqa: E402
+from planner.catalog.release_profile import date_trend_ratio, release_distance  # noqa: E402
+from planner.catalog.releases import release_date, release_dates  # noqa: E402
 
 YEAR_DAYS = 365.25
 
@@ -61,17 +58,16 @@ def load_rows() -> pd.DataFrame:
     )
 
 
-def release_dates(df: pd.DataFrame) -> dict[tuple[str, str], dt.date]:
-    """(engine, release) -> earliest ``as_of`` of the rows naming it."""
-    out: dict[tuple[str, str], dt.date] = {}
-    for row in df.to_dict("records"):
-        rel = row_release(row)
-        day = row_day(row.get("as_of"))
-        if rel is None or day is None:
-            continue
-        key = (row["framework"], rel.release)
-        out[key] = min(out.get(key, day), day)
-    return out
+class Dates(dict):
+    """(engine, release) -> release date (:func:`planner.catalog.releases.release_date`: the
+    upload date on the package index, data/engine_release_dates.yaml), None when unknown."""
+
+    def __missing__(self, key):
+        self[key] = release_date(*key, _TABLE)
+        return self[key]
+
+
+_TABLE = release_dates()
 
 
 # --------------------------------------------------------------------------- A: node pairs
@@ -99,7 +95,7 @@ def node_pairs(df: pd.DataFrame, dates) -> pd.DataFrame:
     for r in prepared:
         if r.release and not r.expert_parallel:
             by_key.setdefault((r.framework, r.gpu, r.precision, r.release), []).append(r)
-    nodes = [n for n in prof.release_nodes if (n.framework, n.release) in dates]
+    nodes = [n for n in prof.release_nodes if dates[(n.framework, n.release)]]
     recs = []
     groups = itertools.groupby(
         sorted(nodes, key=lambda n: (n.framework, n.gpu, n.precision, n.family)),
@@ -125,6 +121,7 @@ def node_pairs(df: pd.DataFrame, dates) -> pd.DataFrame:
             recs.append({
                 "engine": fw, "gpu": gpu, "precision": prec, "family": fam or "all",
                 "older": old.release, "newer": new.release, "gap_years": round(gap, 2),
+                "distance": release_distance(prof, fw, old.release, new.release),
                 "n_rows": len(logs), "ratio": round(math.exp(float(np.mean(logs))), 3),
                 "sources": sorted(set(old.sources) | set(new.sources)),
             })  # fmt: skip
@@ -163,7 +160,7 @@ def borrowed(loso: pd.DataFrame, dates) -> pd.DataFrame:
     d = loso[(loso["release_used"] != "") & (loso["release_distance"].astype(float) > 0)].copy()
     gaps = []
     for fw, rel, used in d[["framework", "release", "release_used"]].itertuples(index=False):
-        a, b = dates.get((fw, rel)), dates.get((fw, used))
+        a, b = dates[(fw, rel)], dates[(fw, used)]
         gaps.append((a - b).days / YEAR_DAYS if a and b else math.nan)
     d["gap_years"] = gaps
     d["e"] = np.log(d["predicted"].astype(float) / d["measured"].astype(float))
@@ -207,7 +204,9 @@ def heldout(d: pd.DataFrame, pairs: pd.DataFrame | None):
             rates["residual"][fw] = residual_rate(tr[tr["framework"] == fw])
             rates["clean"][fw] = residual_rate(clean[clean["framework"] == fw])
             if pairs is not None and len(pairs):
-                p = pairs[(pairs["engine"] == fw) & pairs["sources"].map(lambda s: src not in s)]
+                p = pairs[
+                    (pairs["engine"] == fw) & pairs["sources"].map(lambda s, x=src: x not in s)
+                ]
                 rates["pairs"][fw] = pair_rate(p)
         te = te.copy()
         for how, rate in rates.items():
@@ -252,7 +251,7 @@ def main() -> None:
     ap.add_argument("--no-pairs", action="store_true", help="skip A (it predicts every row)")
     args = ap.parse_args()
     df = load_rows()
-    dates = release_dates(df)
+    dates = Dates()
     pd.set_option("display.width", 250)
     pairs = None
     if not args.no_pairs:
