@@ -4,6 +4,7 @@ docs/changes/2026-12-07/reltrend.md)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from planner.catalog.release_profile import date_trend_ratio
+from planner.catalog.releases import release_date, release_dates
 from planner.errors import PlannerError
 
 
@@ -52,3 +54,25 @@ def test_ratio_bounded_and_antisymmetric(rate, gap, cap):
 def test_bad_input_one_line_error(args):
     with pytest.raises(PlannerError, match="date trend"):
         date_trend_ratio(*args)
+
+
+def test_release_dates_from_the_package_index():
+    # data/engine_release_dates.yaml (PyPI upload times): vllm 0.11.0 2025-10-04, 0.7.3 2025-02-20
+    assert release_date("vllm", "0.11.0") == dt.date(2025, 10, 4)
+    # a dev build PyPI never listed: the newest listed release before it (0.7.3, not 0.8.0)
+    assert release_date("vllm", "0.7.4.dev181") == dt.date(2025, 2, 20)
+    # 0.17 is 0.17.0 (trailing zeros dropped, as in PEP 440): TensorRT-LLM 0.17.0, 2025-01-30
+    assert release_date("trtllm", "0.17") == dt.date(2025, 1, 30)
+    assert release_date("vllm", "0.0.0.dev1") is None  # before every listed release
+    assert release_date("vllm", "not a version") is None
+    assert release_date("nosuchengine", "1.0") is None
+
+
+def test_release_dates_are_ordered_like_releases():
+    # every engine: a newer final release is never uploaded before an older one by more than
+    # a backport window (patch releases of an old series can follow a newer series)
+    table = release_dates()
+    assert {"vllm", "sglang", "trtllm"} <= set(table)
+    for engine in ("vllm", "sglang"):
+        days = [table[engine][k] for k in sorted(table[engine]) if k[1] == 1]
+        assert days[-1] == max(days)
