@@ -391,3 +391,20 @@ def widen_band(band: Band, distance: int, step: float) -> Band:
         high_ratio=band.high_ratio * f,  # type: ignore[operator]
         note=f"{band.note}; {note}" if band.note else note,
     )
+
+
+def date_trend_ratio(rate_per_year: float, gap_years: float, cap_years: float) -> float:
+    """The speed ratio of a release ``gap_years`` newer than the release whose node predicts
+    it, under a trend of ``rate_per_year`` [log ratio per year]: ``exp(rate x gap)``, the gap
+    clipped to ``[-cap_years, cap_years]`` (the range the trend was fitted on). A throughput
+    prediction is multiplied by it, a time divided; 1 at a zero gap, a zero rate or a zero cap.
+
+    Measured and left off (scripts/release_trend.py, docs/changes/2026-12-07/reltrend.md):
+    no rate fitted without a source predicts that source's borrowed releases better."""
+    if not (math.isfinite(rate_per_year) and math.isfinite(gap_years)) or cap_years < 0:
+        raise PlannerError(
+            f"date trend: rate {rate_per_year!r}/year, gap {gap_years!r} years and cap "
+            f"{cap_years!r} years must be finite, the cap >= 0"
+        )
+    gap = max(-cap_years, min(cap_years, gap_years))
+    return math.exp(rate_per_year * gap)

@@ -11,6 +11,7 @@ runtime images): a release is never guessed. :func:`unparsed_versions` lists wha
 
 from __future__ import annotations
 
+import datetime as _dt
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -167,6 +168,47 @@ def published_releases(data_dir: str | None = None) -> dict[str, list[EngineRele
         rels = (parse_release_text(engine, str(v)) for v in rec.get("releases") or ())
         out[engine] = [r for r in rels if r is not None]
     return out
+
+
+def release_dates(data_dir: str | None = None) -> dict[str, dict[tuple, _dt.date]]:
+    """Engine -> release sort key (:func:`_order`) -> upload date on the package index
+    (``data/engine_release_dates.yaml``; empty when the file is absent)."""
+    from pathlib import Path
+
+    from planner.catalog.catalog import DATA_DIR
+    from planner.files import load_yaml
+
+    path = Path(data_dir or DATA_DIR) / "engine_release_dates.yaml"
+    if not path.exists():
+        return {}
+    raw = load_yaml(path.read_text(encoding="utf-8"), path) or {}
+    out: dict[str, dict[tuple, _dt.date]] = {}
+    for engine, rec in (raw.get("engines") or {}).items():
+        got = out.setdefault(engine, {})
+        for text, day in (rec.get("dates") or {}).items():
+            rel = parse_release_text(engine, str(text))
+            if rel is not None:
+                got[_order(rel)] = _dt.date.fromisoformat(str(day))
+    return out
+
+
+def release_date(
+    engine: str, release: str, dates: dict[str, dict[tuple, _dt.date]] | None = None
+) -> _dt.date | None:
+    """The date of ``release`` of ``engine``: its upload date on the package index
+    (:func:`release_dates`); a build the index does not list (``0.7.4.dev181``, a container
+    tag) takes the date of the newest listed release ordered before it (a build is cut after
+    the release before it). None when the release is not a version or nothing listed
+    precedes it."""
+    rel = parse_release_text(engine, release)
+    table = (release_dates() if dates is None else dates).get(engine, {})
+    if rel is None or not table:
+        return None
+    key = _order(rel)
+    if key in table:
+        return table[key]
+    before = [k for k in table if k < key]
+    return table[max(before)] if before else None
 
 
 # --------------------------------------------------------------------------- inventory
