@@ -20,6 +20,8 @@ Usage (from the repository root; a few minutes on two cores)::
     python scripts/ep_accuracy.py                    # print the table
     python scripts/ep_accuracy.py --as-tp            # the same rows read as TP
     python scripts/ep_accuracy.py --save /tmp/ep.csv # keep the per-row predictions
+    # InferenceX only, with the DeepSeek-R1 8-GPU frontier (issue 29; about 2 min):
+    python scripts/ep_accuracy.py --sources "SemiAnalysis InferenceX" --frontier
 """
 
 from __future__ import annotations
@@ -287,20 +289,24 @@ def main(argv=None) -> int:
         "--before-label", help="what the BEFORE file is (default: main before issue 29)"
     )
     ap.add_argument("--note", default="", help="text after the tables (--write)")
+    ap.add_argument(
+        "--sources", nargs="+", metavar="TEXT", help="hold out only these sources (substrings)"
+    )
+    ap.add_argument(
+        "--frontier", action="store_true", help="also print the DeepSeek-R1 8-GPU frontier"
+    )
     a = ap.parse_args(argv)
     if a.write:
         before, as_tp_, after = (pd.read_csv(p) for p in a.write)
         write_section(section(before, as_tp_, after, a.note, a.before_label or BEFORE_LABEL))
         return 0
-    loso = evaluate(a.as_tp)
+    loso = evaluate(a.as_tp, tuple(a.sources) if a.sources else EP_SOURCES)
     if a.save:
         loso.to_csv(a.save, index=False)
     print(_md_table(kind_table(loso)))
+    if a.frontier:
+        print(_md_table(deepseek_frontier(loso)))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 def deepseek_frontier(loso: pd.DataFrame, levels=(20.0, 40.0, 60.0)) -> pd.DataFrame:
@@ -343,3 +349,7 @@ def deepseek_frontier(loso: pd.DataFrame, levels=(20.0, 40.0, 60.0)) -> pd.DataF
     out = best_at_levels(d, ["gpu"], levels)
     return out[["gpu", "interactivity >= tok/s/user", "points", "measured best tok/s/GPU",
                 "planner best tok/s/GPU", "ratio"]]  # fmt: skip
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -36,8 +36,11 @@ def test_free_fields_by_sources_and_kinds(synth_rows):  # noqa: F811
     assert _free_fields(step) == FIT_FIELDS  # one source, but step rows
     offline = _as(step, "offline")
     assert _free_fields(offline) == ONE_SOURCE_FIELDS
-    two = offline[:10] + _as(offline[10:], "offline", "another publication")
+    two = _as(step[:10], "static") + _as(step[10:], "static", "another publication")
     assert _free_fields(two) == FIT_FIELDS
+    # offline rows of two publications still cannot (tests/test_calibration_offline_fields.py)
+    two_offline = offline[:10] + _as(offline[10:], "offline", "another publication")
+    assert _free_fields(two_offline) == ONE_SOURCE_FIELDS
 
 
 @pytest.fixture(scope="module")

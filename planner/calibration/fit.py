@@ -108,6 +108,9 @@ FIT_FIELDS = tuple(FIT_BOUNDS)
 #: other layer counts or batch sizes the two answers differ by 2-3x. Such a node keeps its
 #: parent's overheads; step rows (decode and prefill steps timed apart) do separate them.
 ONE_SOURCE_FIELDS = ("mem_eff", "kv_mem_eff", "compute_eff", "attn_eff")
+#: row kinds that cannot tell overheads from efficiencies from any number of publications:
+#: an offline row times a whole run of mixed iterations (changes/s5-sgl053.md)
+OVERHEAD_BLIND_KINDS = ("offline",)
 #: row kinds the fit uses by default: ``closed_loop`` = the throughput of a closed loop of
 #: clients (a serving row), fitted through its steady state
 #: (:func:`planner.benchmarks.step_rows.closed_loop_predictor`) and, like every serving row,
@@ -242,8 +245,11 @@ def _from_x(
 
 def _free_fields(rows: Sequence[PreparedRow]) -> tuple[str, ...]:
     """The parameters ``rows`` can pin down: all of :data:`FIT_FIELDS`, or only
-    :data:`ONE_SOURCE_FIELDS` when the rows come from one publication and none is a step row."""
-    if len({r.source for r in rows}) < 2 and not any(r.fit_kind == "step" for r in rows):
+    :data:`ONE_SOURCE_FIELDS` when none is a step row and they come from one publication
+    or are all of :data:`OVERHEAD_BLIND_KINDS`."""
+    if any(r.fit_kind == "step" for r in rows):
+        return FIT_FIELDS
+    if len({r.source for r in rows}) < 2 or all(r.fit_kind in OVERHEAD_BLIND_KINDS for r in rows):
         return ONE_SOURCE_FIELDS
     return FIT_FIELDS
 
