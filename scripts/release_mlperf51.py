@@ -13,7 +13,7 @@ Controls (not scored): Krai's MLPerf v5.0 open rows of the same harness on the s
 machine (HPE Cray XD670, 8x H200, 8 vLLM servers of TP1), with Llama-2-70B itself on OpenOrca
 (no token-count approximation) and vLLM 0.6.4 / 0.7.3. They show whether a miss is the
 release: the same prediction path is within 11% of vLLM 0.6.4 / 0.7.3 (default backend) and
-about half of vLLM 0.9.2 (changes/s5-mlperf70b.md).
+about half of vLLM 0.9.2 (docs/changes/2026-12-07/mlperf70b.md).
 
     PYTHONPATH=$PWD python scripts/release_mlperf51.py [--calibration PROFILE.yaml]
 """

@@ -3,7 +3,7 @@ publications its rows come from (``planner.calibration.fit.OVERHEAD_BLIND_KINDS`
 
 An offline row times a whole run of mixed prompt + decode iterations, so a slower kernel, a
 fixed cost per layer and eager dispatch per layer trade off against each other. Measured on
-the bundled data (changes/s5-sgl053.md): with InferenceX held out, the SGLang H200 node had
+the bundled data (docs/changes/2026-12-07/sgl053.md): with InferenceX held out, the SGLang H200 node had
 20 offline DeepSeek rows of two publications (dstack 0.4.3.post2 and GPUStack 0.5.3). It
 was allowed every field, and its parent (SGLang on NVIDIA, 20 offline rows and the SGLang
 cookbook's serving rows) set eager dispatch to 1.36 ms per layer, 5.5x the NVIDIA node's

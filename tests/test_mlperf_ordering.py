@@ -121,7 +121,7 @@ KNOWN_WRONG_ROUNDS: dict[str, str] = {
     "(GPU, framework, precision) node (compute_eff 0.597, compute_half_tokens 52) instead of "
     "the dense child (0.472, 216): +12.6%. The fit over every release predicts the row "
     "-0.1% (4,238), and a release level whose single-family nodes start from their family's "
-    "child gives -0.5% and the right order (changes/s5-mlperf70b.md; release_fit.py)",
+    "child gives -0.5% and the right order (docs/changes/2026-12-07/mlperf70b.md; release_fit.py)",
 }
 
 

@@ -156,7 +156,7 @@ def test_front_point_throughput_within_25pct(front_predictions, key):
 # 12.1 (nvfp4), 30.4 / 30.4 / 12.4 (fp8); GB200 fp8 81.1 / 35.4 / 12.1 ms with the all-gather
 # dispatch, within the levels with the all-to-all (widep)
 # With the recipe's K the MLA decode attention at its own kernel's rate (planner/engine/mla.py,
-# changes/s5-r1long.md) brings them within the levels: 63.7 -> 30.1 ms (nvfp4 at 20, 50 ms
+# docs/changes/2026-12-07/r1long.md) brings them within the levels: 63.7 -> 30.1 ms (nvfp4 at 20, 50 ms
 # allowed), 30.4 -> 14.8 ms (fp8 at 40, 25 ms allowed); measured 46.9 and 24.1 ms
 _TPOT_MARKS = {
     ("nvidia-b200", "nvfp4", 20.0): _xfail(_NO_MTP + "65.0 vs 50 ms", not _K["ixh-0926"]),
@@ -243,7 +243,7 @@ def front_predictions_8k(r1, points_8k1k, held_out_path):
 
 
 # Predicted / measured output tok/s per GPU, held out. Before the MLA decode attention ran at
-# its own kernel's rate (changes/s5-r1long.md) 5 of 12 were within 25 % (rounded; 3 strictly):
+# its own kernel's rate (docs/changes/2026-12-07/r1long.md) 5 of 12 were within 25 % (rounded; 3 strictly):
 # ixh-0989 0.45, ixh-0786 1.99, ixh-1142 1.13, ixh-0934 0.69, ixh-0930 0.72, ixh-1510 0.84,
 # ixh-1505 0.93, ixh-1631 0.55, ixh-1514 0.53, ixh-1472 1.253. After: 1.00, 2.11, 1.23,
 # 0.75, 0.80, 0.85, 0.93, 0.96, 0.83, 1.253.

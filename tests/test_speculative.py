@@ -575,7 +575,7 @@ def test_mtp_pairs_at_batch_one_in_the_measured_ratio():
     reason="issue 30: at concurrency >= 32 (InferenceX SGLang / TensorRT-LLM DeepSeek-R1 "
     "pairs, random tokens in the chat template, sourced random-prompt AL 2.50 at K = 3, 2.17 "
     "at K = 2) 4 of 10 pairs are within 15 %, median 20.5 % (after the s4 refit; "
-    "changes/s5-mtppairs.md). The misses are the 1k/1k runs, over-predicted 23-49 %. Against "
+    "docs/changes/2026-12-07/mtppairs.md). The misses are the 1k/1k runs, over-predicted 23-49 %. Against "
     "the baseline run of the same engine image (scripts/mtp_pairs_table.py --tpot) the H200 "
     "SGLang v0.5.12 MTP runs give no TPOT speed-up at any concurrency, c4 included (0.94-0.99 "
     "at 1k, 1.08-1.15 at 8k), so they are not a high-concurrency effect; MI355X fp8 is right at "

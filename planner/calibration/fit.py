@@ -109,7 +109,7 @@ FIT_FIELDS = tuple(FIT_BOUNDS)
 #: parent's overheads; step rows (decode and prefill steps timed apart) do separate them.
 ONE_SOURCE_FIELDS = ("mem_eff", "kv_mem_eff", "compute_eff", "attn_eff")
 #: row kinds that cannot tell overheads from efficiencies from any number of publications:
-#: an offline row times a whole run of mixed iterations (changes/s5-sgl053.md)
+#: an offline row times a whole run of mixed iterations (docs/changes/2026-12-07/sgl053.md)
 OVERHEAD_BLIND_KINDS = ("offline",)
 #: row kinds the fit uses by default: ``closed_loop`` = the throughput of a closed loop of
 #: clients (a serving row), fitted through its steady state

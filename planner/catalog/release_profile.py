@@ -232,7 +232,7 @@ def choose_release_elsewhere(
     Why the release before the vendor: an engine release is one scheduler and one set of
     kernel choices for a model on every GPU it supports, while an old build on another
     architecture of the same vendor carries that build's kernels. Held out by source
-    (InferenceX open results, changes/s5-amdmoe.md), SGLang 0.5.8-0.5.12 on MI355X (CDNA4,
+    (InferenceX open results, docs/changes/2026-12-07/amdmoe.md), SGLang 0.5.8-0.5.12 on MI355X (CDNA4,
     no SGLang node of its architecture in the fold) was predicted from the only AMD SGLang
     rows left, 0.4.2.post4 on MI300X (2025): output tok/s at 0.60-0.67 of measured; from the
     0.5.3 node on H200 at 0.92-0.95. Where the architecture has a node of the engine, it

@@ -387,7 +387,7 @@ def split_generation(
     """``nodes`` (anything with a ``release`` text) split into those of ``release``'s engine
     generation (:func:`generation`) and the rest. A release never borrows a node of another
     generation: vLLM V1 (0.8.0 on) schedules, batches and overlaps differently from V0, and
-    a V0 node predicted the V1 rows held out 0.4-0.6x (changes/s5-vllmv1.md). With no
+    a V0 node predicted the V1 rows held out 0.4-0.6x (docs/changes/2026-12-07/vllmv1.md). With no
     ``release`` (the newest is wanted) every node is kept."""
     if not release:
         return list(nodes), []

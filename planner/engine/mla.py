@@ -15,7 +15,7 @@ format's peak x the fitted ``attn_eff``. Before this module they ran at fp8 / fp
 ``attn_eff``; the held-out fits put ``attn_eff`` at 0.06-0.18 on the Blackwell nodes (a
 fit of the prompt's attention), i.e. 300-800 TFLOPS for a kernel that reaches 660 TFLOPS on
 an H800, and the decode step of a DEP8 / DEP16 pool at 8k context came out 2-2.5x the
-measured TPOT (changes/s5-r1long.md).
+measured TPOT (docs/changes/2026-12-07/r1long.md).
 """
 
 from __future__ import annotations
