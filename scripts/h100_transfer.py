@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from planner.calibration.sections import put_section  # noqa: E402
 from planner.catalog import load_catalog, resolve_params  # noqa: E402
+from planner.catalog.host import host_of_gpu, host_ratio, scale_host_terms  # noqa: E402
 from planner.catalog.profile import load_profile, nearest_sibling  # noqa: E402
 from planner.serving import build_replica, simulate, steady_state  # noqa: E402
 from planner.workload import Workload  # noqa: E402
@@ -298,6 +299,54 @@ def run_parts(reps, sens, load) -> list[str]:
     return out
 
 
+def host_ratio_lines(cat, models, runs, after, donor_gpu) -> list[str]:
+    """The host terms of the transferred parameters (fitted on the H200 serving host) moved
+    by the host ratio of two measured machines (``planner.catalog.host``; measured by a
+    micro-benchmark on each, never by the serving logs); the runs below 80 % of saturation
+    scored before / after, and with the ratio's low and high end (its spread over benches)."""
+    tgt, don = host_of_gpu(GPU), host_of_gpu(donor_gpu)
+    if tgt is None or don is None:
+        return ["No host micro-benchmark for both machines (`data/benchmarks/"
+                "host_launch_micro.csv`): the host terms stay the donor host's."]  # fmt: skip
+    r, lo, hi = host_ratio(tgt, don)
+    variants = {"as transferred": 1.0, "host ratio": r, "ratio low": lo, "ratio high": hi}
+    errs: dict = {}
+    for label, k in variants.items():
+        params = scale_host_terms(after, k)
+        for m in models:
+            rep = build_replica(m, GPU, PREC, FW, params=params, catalog=cat, **ENGINE)
+            for (model, scen, rate), meas in runs.items():
+                if model != m:
+                    continue
+                sim, load = simulate_run(rep, scen, rate)
+                if label == "as transferred":
+                    errs.setdefault("load", {})[model, scen, rate] = load
+                if errs.get("load", {}).get((model, scen, rate), 1.0) >= 0.8:
+                    continue
+                for key, name, skey, scale in METRICS:
+                    e = abs(sim[skey] * scale / meas[key] - 1) * 100
+                    errs.setdefault((label, name), []).append(e)
+    out = [
+        "### The host terms moved by a measured host ratio",
+        "",
+        f"Host time per eager op (`data/benchmarks/host_launch_micro.csv`, "
+        f"`planner.catalog.host`): {tgt.host} {tgt.launch_latency_s * 1e6:.2f} us, "
+        f"{don.host} {don.launch_latency_s * 1e6:.2f} us ({tgt.launch_latency_s * 1e6:.2f} / "
+        f"{don.launch_latency_s * 1e6:.2f} = {r:.3f}; over the benches {lo:.3f}-{hi:.3f}). "
+        "The scheduler terms and the eager dispatch per layer of the transferred parameters "
+        "times that ratio; the GPU terms untouched. Median absolute error over the runs below "
+        "80 % of saturation:",
+        "",
+        "| metric | as transferred | x host ratio | x low end | x high end | target |",
+        "|---|---|---|---|---|---|",
+    ]
+    for _, name, _, _ in METRICS:
+        t = TARGET.get(name)
+        cells = [f"{median(errs[lab, name]):.1f}%" for lab in variants]
+        out.append(f"| {name} | " + " | ".join(cells) + f" | {f'{t:g}%' if t else '-'} |")
+    return out
+
+
 def median(v: list[float]) -> float:
     v = sorted(v)
     return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
@@ -397,6 +446,7 @@ def main() -> int:
         diag["datasheet", m] = build_replica(m, GPU, PREC, FW, params=donor.params, catalog=cat,
                                              **ENGINE)  # fmt: skip
     lines += ["", *host_lines(diag)]
+    lines += ["", *host_ratio_lines(cat, models, runs, par["after"], donor.gpu)]
     load, sens = {}, {"as transferred": {}}
     for (model, scen, rate), meas in runs.items():
         sim, load[model, scen, rate] = simulate_run(reps["after", model], scen, rate)
