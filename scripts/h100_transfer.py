@@ -32,7 +32,12 @@ sys.path.insert(0, str(ROOT))
 
 from planner.calibration.sections import put_section  # noqa: E402
 from planner.catalog import load_catalog, resolve_params  # noqa: E402
-from planner.catalog.host import host_of_gpu, host_ratio, scale_host_terms  # noqa: E402
+from planner.catalog.host import (  # noqa: E402
+    host_of_gpu,
+    host_ratio,
+    scale_host_terms,
+    step_sweep_host,
+)
 from planner.catalog.profile import load_profile, nearest_sibling  # noqa: E402
 from planner.serving import build_replica, simulate, steady_state  # noqa: E402
 from planner.workload import Workload  # noqa: E402
@@ -301,15 +306,25 @@ def run_parts(reps, sens, load) -> list[str]:
 
 def host_ratio_lines(cat, models, runs, after, donor_gpu) -> list[str]:
     """The host terms of the transferred parameters (fitted on the H200 serving host) moved
-    by the host ratio of two measured machines (``planner.catalog.host``; measured by a
-    micro-benchmark on each, never by the serving logs); the runs below 80 % of saturation
-    scored before / after, and with the ratio's low and high end (its spread over benches)."""
+    by the host ratio of two measured machines (``planner.catalog.host``: a host
+    micro-benchmark file if one holds both GPUs' machines, else the step sweeps' host-bound
+    eager prefill rows; never the serving logs); the runs below 80 % of saturation scored as
+    transferred / moved, and with the ratio's low and high end (its spread over benches)."""
     tgt, don = host_of_gpu(GPU), host_of_gpu(donor_gpu)
+    if tgt is None or don is None:  # no host micro-benchmark: the step sweeps' hosts
+        bench = ROOT / "data" / "benchmarks"
+        tgt = step_sweep_host(bench / "reference_h100_steps_micro.csv", GPU,
+                              "the H100 step-sweep machine (2026-12-07)")  # fmt: skip
+        don = step_sweep_host(bench / "reference_h200.csv", donor_gpu,
+                              "the H200 step-sweep machine (2026-12-01)")  # fmt: skip
     if tgt is None or don is None:
-        return ["No host micro-benchmark for both machines (`data/benchmarks/"
-                "host_launch_micro.csv`): the host terms stay the donor host's."]  # fmt: skip
+        return ["No host record for both machines: the host terms stay the donor host's."]
     r, lo, hi = host_ratio(tgt, don)
     variants = {"as transferred": 1.0, "host ratio": r, "ratio low": lo, "ratio high": hi}
+    per_bench = "; ".join(
+        f"{k}: {tgt.launch_s[k] * 1e3:.3f} / {don.launch_s[k] * 1e3:.3f} ms"
+        for k in sorted(set(tgt.launch_s) & set(don.launch_s))
+    )
     errs: dict = {}
     for label, k in variants.items():
         params = scale_host_terms(after, k)
@@ -329,10 +344,8 @@ def host_ratio_lines(cat, models, runs, after, donor_gpu) -> list[str]:
     out = [
         "### The host terms moved by a measured host ratio",
         "",
-        f"Host time per eager op (`data/benchmarks/host_launch_micro.csv`, "
-        f"`planner.catalog.host`): {tgt.host} {tgt.launch_latency_s * 1e6:.2f} us, "
-        f"{don.host} {don.launch_latency_s * 1e6:.2f} us ({tgt.launch_latency_s * 1e6:.2f} / "
-        f"{don.launch_latency_s * 1e6:.2f} = {r:.3f}; over the benches {lo:.3f}-{hi:.3f}). "
+        f"Host time per bench, {tgt.host} / {don.host} ({tgt.source}; {don.source}): "
+        f"{per_bench}; ratio (median) {r:.3f}, over the benches {lo:.3f}-{hi:.3f}. "
         "The scheduler terms and the eager dispatch per layer of the transferred parameters "
         "times that ratio; the GPU terms untouched. Median absolute error over the runs below "
         "80 % of saturation:",
@@ -344,6 +357,18 @@ def host_ratio_lines(cat, models, runs, after, donor_gpu) -> list[str]:
         t = TARGET.get(name)
         cells = [f"{median(errs[lab, name]):.1f}%" for lab in variants]
         out.append(f"| {name} | " + " | ".join(cells) + f" | {f'{t:g}%' if t else '-'} |")
+    out += [
+        "",
+        "Not adopted: the host ratio must come from the machine that served. The step sweeps "
+        "ran on other machine starts than the serving runs, and the pool's machines of one "
+        "kind differ more than the kinds do: this H100 step machine dispatched 1.4-2.0x slower "
+        "than this H200 step machine, while the H100 serving machine launched a mixed "
+        "iteration in 0.53-0.72x the H200 serving machine's time (its own log, above); on "
+        "the H200 pool alone, two machines dispatched at 0.47 and 0.23-0.31 ms per layer "
+        "(`bench/README.md`). The GEMV micro-benchmarks (`*_micro.csv`, t0 3.1-5.2 us) are "
+        "CUDA-graph replays, GPU time with no host launch in it, so they carry no host "
+        "either. A host record measured in the same call as the serving runs would.",
+    ]
     return out
 
 

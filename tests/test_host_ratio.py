@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 from datetime import date
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -32,12 +33,12 @@ def _host(name, gpu, **launch):
 
 def test_ratio_by_hand():
     # target 6.0 / 4.0 / 9.0 us, donor 10.0 / 5.0 / 12.0 us per op:
-    # ratio = 6 / 10 = 0.6 (the eager chain); tiny add 4 / 5 = 0.8; linear+silu 9 / 12 = 0.75
-    # -> band 0.6 .. 0.8
+    # eager chain 6 / 10 = 0.6; tiny add 4 / 5 = 0.8; linear+silu 9 / 12 = 0.75
+    # -> ratio = median 0.75, band 0.6 .. 0.8
     t = _host("a", GPU, eager_chain=6e-6, tiny_add=4e-6, eager_linear_silu=9e-6)
     d = _host("b", "nvidia-h200-sxm", eager_chain=10e-6, tiny_add=5e-6, eager_linear_silu=12e-6)
     r, lo, hi = host_ratio(t, d)
-    assert r == pytest.approx(0.6)
+    assert r == pytest.approx(0.75)
     assert lo == pytest.approx(0.6)
     assert hi == pytest.approx(0.8)
     # the same machine on both sides: 1, no spread
@@ -104,3 +105,20 @@ def test_faster_host_never_slows_an_iteration(ratio, seqs, prefill, ctx):
     t_fast, t_base = (r.engine.iteration_s(r.sm.step_time(*args), seqs) for r in (fast, _BASE))
     assert t_fast <= t_base * (1 + 1e-12)
     assert fast.engine.host_time_s(seqs) <= _BASE.engine.host_time_s(seqs)
+
+
+def test_step_sweep_hosts_from_the_data():
+    from planner.catalog.host import step_sweep_host
+
+    d = Path(__file__).resolve().parent.parent / "data" / "benchmarks"
+    h200 = step_sweep_host(d / "reference_h200.csv", "nvidia-h200-sxm", "h200 steps")
+    h100 = step_sweep_host(d / "reference_h100_steps_micro.csv", GPU, "h100 steps")
+    # Llama-3.2-1B bf16 prefill of one prompt, 16 layers (the rows' values / 16):
+    # H200 (ref200-0100/0101): 4.185 ms / 16 = 0.2616 ms at 128 tokens, 3.511 / 16 = 0.2194 at 512
+    # H100 (ref100, 2026-12-07): 5.919 / 16 = 0.3699 ms, 7.052 / 16 = 0.4408 ms
+    assert h200.launch_s["eager_prefill_128"] == pytest.approx(0.2616e-3, rel=1e-3)
+    assert h100.launch_s["eager_prefill_512"] == pytest.approx(0.4408e-3, rel=1e-3)
+    # quotients 0.3699 / 0.2616 = 1.414 and 0.4408 / 0.2194 = 2.009; median = mean of two = 1.711
+    r, lo, hi = host_ratio(h100, h200)
+    assert (r, lo, hi) == pytest.approx((1.711, 1.414, 2.009), rel=2e-3)
+    assert step_sweep_host(d / "reference_h200.csv", GPU, "none") is None

@@ -11,8 +11,8 @@ A record (:class:`HostLaunch`) holds one machine's host time per eager op [s] fr
 ``data/benchmarks/host_launch_micro.csv`` (``bench`` rows of one machine: a chain of tiny
 ``torch.mm`` + add ops with no sync per op, a 1-element ``add_`` loop, ``nn.Linear`` + SiLU;
 the host time per op is the wall time of enqueueing them, GPU far from busy). The ratio of two
-machines is taken on the eager chain (the closest to a layer's launches) and its spread over
-the three benches is the band (:func:`host_ratio`).
+machines is the median over the benches both ran, and its spread over them is the band (:func:`host_ratio`). A step sweep's host-bound eager prefill
+rows give the same kind of record for the machine that ran it (:func:`step_sweep_host`).
 
 Only the reference engine's transfer uses this (``scripts/h100_transfer.py``): a public
 engine's serving host is unknown, so no public transfer or fit reads these records.
@@ -21,6 +21,7 @@ engine's serving host is unknown, so no public transfer or fit reads these recor
 from __future__ import annotations
 
 import csv
+import statistics
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
@@ -92,13 +93,35 @@ def host_of_gpu(gpu: str, hosts: dict[str, HostLaunch] | None = None) -> HostLau
 def host_ratio(target: HostLaunch, donor: HostLaunch) -> tuple[float, float, float]:
     """Host time on ``target`` / on ``donor`` for the same eager work: (ratio, low, high).
 
-    ratio = the two launch latencies' quotient (:data:`LAUNCH_BENCH`); low / high = the least
-    and largest quotient over the benches both machines ran (the spread between kinds of
+    Over the benches both machines ran, the quotient of their host times per op: ratio =
+    the median quotient, low / high = the least and largest (the spread between kinds of
     eager op, carried into a prediction's band)."""
-    ratio = target.launch_latency_s / donor.launch_latency_s
     both = sorted(set(target.launch_s) & set(donor.launch_s))
-    qs = [target.launch_s[b] / donor.launch_s[b] for b in both]
-    return ratio, min(qs), max(qs)
+    if not both:
+        raise PlannerError(f"hosts {target.host!r} and {donor.host!r} share no bench")
+    qs = sorted(target.launch_s[b] / donor.launch_s[b] for b in both)
+    return statistics.median(qs), qs[0], qs[-1]
+
+
+def step_sweep_host(path: Path, gpu: str, host: str, model: str = "llama-3.2-1b",
+                    layers: int = 16, max_tokens: int = 512) -> HostLaunch | None:  # fmt: skip
+    """A host record from the eager prefill rows of a ``bench/ref_engine.py`` step sweep:
+    the rows of ``model`` (bf16, one prompt of at most ``max_tokens`` tokens, ``prefill_s``)
+    are host-bound (Llama-3.2-1B's 2.5 GB of weights take about 0.6 ms on an H200, its 16
+    layers' eager dispatch 3.5-4.2 ms), so each gives the host's dispatch time per layer
+    [s] = time / ``layers`` (bench ``eager_prefill_<tokens>``). None when no such row."""
+    launch, r0 = {}, None
+    with path.open(encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            if (r["metric"] == "prefill_s" and r["model"] == model and r["precision"] == "bf16"
+                    and r["hardware"] == gpu and float(r["isl"] or 0) <= max_tokens):  # fmt: skip
+                launch[f"eager_prefill_{int(float(r['isl']))}"] = float(r["value"]) / layers
+                r0 = r0 or r
+    if r0 is None:
+        return None
+    return HostLaunch(host=host, gpu=gpu, cpu="unrecorded", launch_s=launch,
+                      source=f"{path.name} ({r0['source']})", as_of=r0["as_of"],
+                      command=r0["source_detail"])  # fmt: skip
 
 
 def scale_host_terms(params, ratio: float):
