@@ -1,0 +1,124 @@
+"""The serving host's launch time (``planner.catalog.host``): the ratio arithmetic by hand,
+the file reader, and that a faster host never slows an iteration."""
+
+from __future__ import annotations
+
+import csv
+from datetime import date
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.catalog import load_catalog, resolve_params
+from planner.catalog.host import (
+    HOST_TERMS,
+    HostLaunch,
+    host_of_gpu,
+    host_ratio,
+    load_hosts,
+    scale_host_terms,
+)
+from planner.errors import PlannerError
+from planner.serving import build_replica
+
+GPU = "nvidia-h100-sxm"
+
+
+def _host(name, gpu, **launch):
+    return HostLaunch(host=name, gpu=gpu, cpu="x", launch_s=launch, source="test",
+                      as_of=date(2026, 12, 7), command="python3 -")  # fmt: skip
+
+
+def test_ratio_by_hand():
+    # target 6.0 / 4.0 / 9.0 us, donor 10.0 / 5.0 / 12.0 us per op:
+    # eager chain 6 / 10 = 0.6; tiny add 4 / 5 = 0.8; linear+silu 9 / 12 = 0.75
+    # -> ratio = median 0.75, band 0.6 .. 0.8
+    t = _host("a", GPU, eager_chain=6e-6, tiny_add=4e-6, eager_linear_silu=9e-6)
+    d = _host("b", "nvidia-h200-sxm", eager_chain=10e-6, tiny_add=5e-6, eager_linear_silu=12e-6)
+    r, lo, hi = host_ratio(t, d)
+    assert r == pytest.approx(0.75)
+    assert lo == pytest.approx(0.6)
+    assert hi == pytest.approx(0.8)
+    # the same machine on both sides: 1, no spread
+    assert host_ratio(t, t) == pytest.approx((1.0, 1.0, 1.0))
+
+
+def test_missing_launch_bench_is_a_clear_error():
+    with pytest.raises(PlannerError, match="eager_chain"):
+        _ = _host("a", GPU, tiny_add=4e-6).launch_latency_s
+
+
+def test_load_hosts_from_csv(tmp_path):
+    p = tmp_path / "host_launch_micro.csv"
+    cols = ["source", "as_of", "host", "hardware", "cpu", "bench", "host_s_per_op", "command"]
+    rows = [
+        ["s", "2026-12-07", "m1", GPU, "Xeon", "eager_chain", "7e-06", "c"],
+        ["s", "2026-12-07", "m1", GPU, "Xeon", "python_loop", "3e-08", "c"],
+        ["s", "2026-12-07", "m2", "nvidia-h200-sxm", "Xeon", "eager_chain", "1.4e-05", "c"],
+    ]
+    with p.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        w.writerows(rows)
+    hosts = load_hosts(p)
+    assert set(hosts) == {"m1", "m2"}
+    assert hosts["m1"].launch_s == {"eager_chain": 7e-6}  # the CPU-only loop is no launch
+    # 7 / 14 us = 0.5
+    assert host_ratio(hosts["m1"], hosts["m2"])[0] == pytest.approx(0.5)
+    assert host_of_gpu(GPU, hosts).host == "m1"
+    assert host_of_gpu("amd-mi300x", hosts) is None
+
+
+def test_scale_moves_only_host_terms():
+    p, _ = resolve_params(GPU, "pytorch", "bf16", catalog=load_catalog(), siblings=True,
+                          family="dense")  # fmt: skip
+    q = scale_host_terms(p, 0.5)
+    for k in HOST_TERMS:
+        assert getattr(q, k) == pytest.approx(getattr(p, k) * 0.5)
+    keep = set(type(p).model_fields) - set(HOST_TERMS)
+    assert all(getattr(q, k) == getattr(p, k) for k in keep)
+    with pytest.raises(PlannerError, match="host ratio"):
+        scale_host_terms(p, 0.0)
+
+
+_CAT = load_catalog()
+_P, _ = resolve_params(GPU, "pytorch", "bf16", catalog=_CAT, siblings=True, family="dense")
+_BASE = build_replica("llama-3.1-8b", GPU, "bf16", "pytorch", params=_P, catalog=_CAT,
+                      max_num_seqs=256, max_num_batched_tokens=2048)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ratio=st.floats(0.05, 1.0),
+    seqs=st.integers(1, 256),
+    prefill=st.integers(0, 2048),
+    ctx=st.integers(16, 8192),
+)
+def test_faster_host_never_slows_an_iteration(ratio, seqs, prefill, ctx):
+    fast = build_replica("llama-3.1-8b", GPU, "bf16", "pytorch",
+                         params=scale_host_terms(_P, ratio), catalog=_CAT,
+                         max_num_seqs=256, max_num_batched_tokens=2048)  # fmt: skip
+    kv = seqs * ctx
+    args = (seqs + prefill, seqs, seqs, kv, kv + prefill * prefill / 2)
+    t_fast, t_base = (r.engine.iteration_s(r.sm.step_time(*args), seqs) for r in (fast, _BASE))
+    assert t_fast <= t_base * (1 + 1e-12)
+    assert fast.engine.host_time_s(seqs) <= _BASE.engine.host_time_s(seqs)
+
+
+def test_step_sweep_hosts_from_the_data():
+    from planner.catalog.host import step_sweep_host
+
+    d = Path(__file__).resolve().parent.parent / "data" / "benchmarks"
+    h200 = step_sweep_host(d / "reference_h200.csv", "nvidia-h200-sxm", "h200 steps")
+    h100 = step_sweep_host(d / "reference_h100_steps_micro.csv", GPU, "h100 steps")
+    # Llama-3.2-1B bf16 prefill of one prompt, 16 layers (the rows' values / 16):
+    # H200 (ref200-0100/0101): 4.185 ms / 16 = 0.2616 ms at 128 tokens, 3.511 / 16 = 0.2194 at 512
+    # H100 (ref100, 2026-12-07): 5.919 / 16 = 0.3699 ms, 7.052 / 16 = 0.4408 ms
+    assert h200.launch_s["eager_prefill_128"] == pytest.approx(0.2616e-3, rel=1e-3)
+    assert h100.launch_s["eager_prefill_512"] == pytest.approx(0.4408e-3, rel=1e-3)
+    # quotients 0.3699 / 0.2616 = 1.414 and 0.4408 / 0.2194 = 2.009; median = mean of two = 1.711
+    r, lo, hi = host_ratio(h100, h200)
+    assert (r, lo, hi) == pytest.approx((1.711, 1.414, 2.009), rel=2e-3)
+    assert step_sweep_host(d / "reference_h200.csv", GPU, "none") is None
