@@ -49,7 +49,7 @@ from ep_accuracy import evaluate, kind_table  # noqa: E402
 from planner.benchmarks.disagg_rows import disagg_accuracy, is_disagg_row  # noqa: E402
 from planner.benchmarks.io import read_rows  # noqa: E402
 from planner.benchmarks.predict import Predictor  # noqa: E402
-from planner.benchmarks.schema import cell  # noqa: E402
+from planner.benchmarks.schema import cell, row_params  # noqa: E402
 from planner.benchmarks.schema import layout as row_layout  # noqa: E402
 from planner.benchmarks.serving_rows import predict_serving_row  # noqa: E402
 from planner.benchmarks.speculative_rows import (  # noqa: E402
@@ -62,7 +62,7 @@ from planner.benchmarks.speculative_rows import (  # noqa: E402
 )
 from planner.calibration.accuracy import _md_table  # noqa: E402
 from planner.catalog.catalog import load_catalog  # noqa: E402
-from planner.catalog.profile import model_family, resolve_params  # noqa: E402
+from planner.catalog.profile import model_family  # noqa: E402
 from planner.catalog.speculative import spec_decode  # noqa: E402
 from planner.errors import PlannerError  # noqa: E402
 from planner.serving.replica import build_replica  # noqa: E402
@@ -132,10 +132,9 @@ def counts() -> pd.DataFrame:
 def _params(cat, row, profile=None):
     """The row's efficiency parameters from ``profile`` (None: the bundled profile)."""
     m = cat.model_ref(cell(row, "model"), None)
-    params, _ = resolve_params(
-        cell(row, "hardware"), cell(row, "framework") or None,
-        cat.precision(cell(row, "precision")).id, None, cat, profile=profile,
-        family=model_family(m),
+    params, _ = row_params(
+        row, cat, cat.gpu(cell(row, "hardware")).id, cat.precision(cell(row, "precision")).id,
+        model_family(m), profile,
     )  # fmt: skip
     return params
 

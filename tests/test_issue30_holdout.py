@@ -25,13 +25,19 @@ IX = {r["id"]: r for r in read_rows(ROOT / "data/benchmarks/public_inferencex.cs
 
 
 def _slower(profile, extra_s: float):
-    """The profile with ``extra_s`` more fixed cost per forward step on every node."""
-    nodes = tuple(
-        n.model_copy(update={"params": n.params.model_copy(
-            update={"step_overhead_s": n.params.step_overhead_s + extra_s})})
-        for n in profile.nodes
-    )  # fmt: skip
-    return profile.model_copy(update={"nodes": nodes})
+    """The profile with ``extra_s`` more fixed cost per forward step on every node and every
+    release node (a row naming a release is predicted from the release level)."""
+
+    def slow(ns):
+        return tuple(
+            n.model_copy(update={"params": n.params.model_copy(
+                update={"step_overhead_s": n.params.step_overhead_s + extra_s})})
+            for n in ns
+        )  # fmt: skip
+
+    return profile.model_copy(
+        update={"nodes": slow(profile.nodes), "release_nodes": slow(profile.release_nodes)}
+    )
 
 
 def test_the_profile_reaches_the_disaggregated_prediction():

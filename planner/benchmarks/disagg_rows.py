@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 
 from planner.benchmarks.random_lengths import inferencex_random_bounds, random_dataset_tags
-from planner.benchmarks.schema import cell, number
+from planner.benchmarks.schema import cell, number, row_params
 from planner.catalog.catalog import Catalog
-from planner.catalog.profile import Profile, model_family, resolve_params
+from planner.catalog.profile import Profile, model_family
 from planner.errors import PlannerError
 from planner.serving.disagg import (
     Disaggregated,
@@ -184,8 +184,8 @@ def build_row(
     try:
         m = catalog.model_ref(cell(row, "model"), None)
         gpu = catalog.gpu(hw)
-        params, _ = resolve_params(gpu.id, fw or None, catalog.precision(prec).id, None,
-                                   catalog, profile=profile, family=model_family(m))  # fmt: skip
+        params, _ = row_params(row, catalog, gpu.id, catalog.precision(prec).id,
+                               model_family(m), profile)  # fmt: skip
         seqs, btok = catalog.framework(fw).scheduler_defaults(
             gpu, cell(row, "framework_version"), cell(row, "as_of")
         )

@@ -377,3 +377,23 @@ def row_release(row: Mapping[str, Any]):
     from planner.catalog.releases import parse_release
 
     return parse_release(cell(row, "framework"), cell(row, "framework_version"))
+
+
+def row_params(row: Mapping[str, Any], catalog, gpu: str, precision: str, family: str | None,
+               profile=None):  # fmt: skip
+    """The efficiency parameters of a row's (GPU, engine, precision) from ``profile`` (None:
+    the bundled one) and their provenance: with the release level
+    (:func:`planner.catalog.release_profile.resolve_release_params`: its own release's node,
+    the nearest release, or the nearest release of the series on another architecture) when
+    ``framework_version`` names a release, else the fit over every release, as
+    ``planner validate`` predicts the plain rows of a fold."""
+    from planner.catalog.profile import resolve_params
+    from planner.catalog.release_profile import resolve_release_params
+
+    fw = cell(row, "framework") or None
+    rel = row_release(row)
+    if fw and rel is not None:
+        p, prov, _ = resolve_release_params(gpu, fw, precision, rel, catalog=catalog,
+                                            profile=profile, family=family)  # fmt: skip
+        return p, prov
+    return resolve_params(gpu, fw, precision, None, catalog, profile=profile, family=family)
