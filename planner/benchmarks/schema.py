@@ -266,7 +266,7 @@ def unexpressible_reason(row: Mapping[str, Any], gpu_vendor: str | None, fw_vend
     if why is not None and ("disaggregated" in why or "speculative" in why):
         return (
             f"{why}: scored by the disaggregated / speculative model "
-            "(scripts/issue30_holdout.py, docs/accuracy.md), not predicted row by row here; "
+            "(scripts/issue30_holdout.py, docs/issue30_holdout.md), not predicted row by row here; "
             "never fitted"
         )
     if why is not None:
