@@ -412,8 +412,8 @@ FIRST_TOKEN_NOTE = (
     "trtllm-serve on TensorRT-LLM's PyTorch backend (the default from 1.0) delivers the first "
     "token a near-constant time later than the simulated engine; fitted on the public TTFT rows "
     "of that path (grid 0-200 ms by 20 ms, median |log error|, runs from 2025-07; "
-    "planner.calibration.latency_fit.fit_first_token over every source; leave-one-source-out "
-    "100 ms without InferenceX open results, 120 ms in the other folds). Added to TTFT and E2E "
+    "planner.calibration.latency_fit.fit_first_token over every source; refitted without "
+    "each held-out source in leave-one-source-out). Added to TTFT and E2E "
     "outside the engine loop. The mechanism in the source is not identified "
     "(planner/benchmarks/scheduler_waits.py)"
 )
