@@ -65,6 +65,7 @@ from annotate_spec_recipes import (  # noqa: E402
     RUNNER,
     Mirror,
     _settings,
+    dsr1_disagg_entries,
 )
 
 TAG = "pool limits ("
@@ -87,34 +88,12 @@ def _entry(row: dict, mirror: Mirror) -> tuple[str, str, dict, str] | str:
     conc = int(float(row["concurrency"]))
     want = (int(workers.group(1)), *pools.groups()[:3], int(workers.group(2)), *pools.groups()[3:])
     want = tuple(str(v).lower() for v in want)
-    hits = []
-    for key, c in cfg.items():
-        if not isinstance(c, dict) or not c.get("disagg") or c.get("model-prefix") != "dsr1":
-            continue
-        runner = str(c.get("runner", ""))
-        if c.get("framework") != framework or c.get("precision") != prec:
-            continue
-        if runner != hw and not runner.startswith(hw + "-"):
-            continue
-        seqs = (c.get("seq-len-configs") or []) + (
-            (c.get("scenarios") or {}).get("fixed-seq-len") or []
-        )
-        for s in seqs:
-            if (s.get("isl"), s.get("osl")) != (isl, osl):
-                continue
-            for e in s.get("search-space") or []:
-                if (e.get("spec-decoding") == "mtp") != (spec == "mtp"):
-                    continue
-                if conc not in (e.get("conc-list") or []):
-                    continue
-                p, d = e.get("prefill") or {}, e.get("decode") or {}
-                got = tuple(
-                    str(x.get(k)).lower()
-                    for x in (p, d)
-                    for k in ("num-worker", "tp", "ep", "dp-attn")
-                )
-                if got == want:
-                    hits.append((key, e))
+    hits = [
+        (key, e)
+        for key, e in dsr1_disagg_entries(cfg, hw, {framework}, prec, (isl, osl), want)
+        if (e.get("spec-decoding") == "mtp") == (spec == "mtp")
+        and conc in (e.get("conc-list") or [])
+    ]
     if len(hits) != 1:
         return f"{len(hits)} matching entries in nvidia-master.yaml @ {commit[:12]}"
     return commit, hits[0][0], hits[0][1], day.group(1)

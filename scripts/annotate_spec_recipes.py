@@ -174,7 +174,24 @@ def _entry(row: dict, mirror: Mirror) -> tuple[str, str, str, dict, str] | str:
     conc = int(float(row["concurrency"]))
     want = (int(workers.group(1)), *pools.groups()[:3], int(workers.group(2)), *pools.groups()[3:])
     want = tuple(str(v).lower() for v in want)
-    hits = []
+    hits = [
+        (key, e, conc in (e.get("conc-list") or []))
+        for key, e in dsr1_disagg_entries(cfg, hw, frameworks, prec, (isl, osl), want)
+        if e.get("spec-decoding") == "mtp"
+    ]
+    exact = [(k, e) for k, e, c in hits if c]
+    if len(exact) == 1:
+        return name, commit, exact[0][0], exact[0][1], day.group(1)
+    if not exact and hits:  # the row's concurrency is in no entry: all with its pools
+        return name, commit, hits[0][0], [e for _, e, _ in hits], day.group(1)
+    return f"{len(exact)} matching MTP entries in {name} @ {commit[:12]}"
+
+
+def dsr1_disagg_entries(cfg: dict, hw: str, frameworks, prec: str, lens: tuple, want: tuple):
+    """(config key, search-space entry) of every disaggregated DeepSeek-R1 entry of an
+    InferenceX master config on runner ``hw`` (or ``hw-*``), engine in ``frameworks``,
+    precision ``prec``, lengths ``lens`` = (isl, osl), whose pools (workers, tp, ep, dp-attn of
+    prefill then decode, lower-cased text) equal ``want``."""
     for key, c in cfg.items():
         if not isinstance(c, dict) or not c.get("disagg") or c.get("model-prefix") != "dsr1":
             continue
@@ -186,12 +203,10 @@ def _entry(row: dict, mirror: Mirror) -> tuple[str, str, str, dict, str] | str:
         seqs = (c.get("seq-len-configs") or []) + (
             (c.get("scenarios") or {}).get("fixed-seq-len") or []
         )
-        for s in seqs:
-            if (s.get("isl"), s.get("osl")) != (isl, osl):
+        for sq in seqs:
+            if (sq.get("isl"), sq.get("osl")) != lens:
                 continue
-            for e in s.get("search-space") or []:
-                if e.get("spec-decoding") != "mtp":
-                    continue
+            for e in sq.get("search-space") or []:
                 p, d = e.get("prefill") or {}, e.get("decode") or {}
                 got = tuple(
                     str(x.get(k)).lower()
@@ -199,13 +214,7 @@ def _entry(row: dict, mirror: Mirror) -> tuple[str, str, str, dict, str] | str:
                     for k in ("num-worker", "tp", "ep", "dp-attn")
                 )
                 if got == want:
-                    hits.append((key, e, conc in (e.get("conc-list") or [])))
-    exact = [(k, e) for k, e, c in hits if c]
-    if len(exact) == 1:
-        return name, commit, exact[0][0], exact[0][1], day.group(1)
-    if not exact and hits:  # the row's concurrency is in no entry: all with its pools
-        return name, commit, hits[0][0], [e for _, e, _ in hits], day.group(1)
-    return f"{len(exact)} matching MTP entries in {name} @ {commit[:12]}"
+                    yield key, e
 
 
 def _settings(pool: dict) -> dict[str, str]:
