@@ -1,8 +1,6 @@
-"""The absorbed MLA decode attention runs at its own kernel's rate (planner/engine/mla.py),
-not the format's peak x the fitted ``attn_eff``: bf16 dense peak x the published fraction of
-the architecture's default kernel (data/kernel_rates.yaml). On B200 that is TensorRT-LLM's
-trtllm-gen kernel, 2 x 256 x 16 x 4 x 80,000 x 1,088 = 2.852e12 FLOP in 4,855 us (vLLM PR
-#41778) = 5.8746e14 FLOP/s; elsewhere FlashMLA's 660 / 990 of the bf16 peak.
+"""The absorbed MLA decode attention runs at its own kernel's rate (planner/engine/mla.py):
+bf16 dense peak x 660 / 990 (FlashMLA, H800 SXM5: 660 TFLOPS compute bound against the 990
+TFLOPS its deep-dive gives as peak), not the format's peak x the fitted ``attn_eff``.
 
 Hand-derived values for DeepSeek-V3 (data/models.yaml: 61 layers, 128 heads, kv_lora_rank
 512, qk_rope_head_dim 64) on B200 (data/hardware.yaml: bf16 dense 2,250 TFLOPS, fp8 4,500,
@@ -36,18 +34,11 @@ def _dep8(params=PRIOR, **kw):
                       catalog=_CAT, **kw)  # fmt: skip
 
 
-#: B200's MLA decode rate: 2 x 256 x 16 x 4 x 80,000 x 1,088 = 2,852,126,720,000 FLOP in
-#: 4,855 us -> 5.87461e14 FLOP/s (0.2611 of 2,250 bf16 dense TFLOPS)
-B200_MLA = 2_852_126_720_000 / 4.855e-3
-
-
 def test_rate_by_hand_b200():
-    """B200 (trtllm-gen): 2.852e12 FLOP / 4,855 us = 587.46 TFLOPS; the rule's fraction
-    stays 2/3 for architectures with nothing published."""
+    """2,250e12 x 660 / 990 = 1.5e15 FLOP/s."""
     assert abs(MLA_DECODE_EFF - 2.0 / 3.0) < 1e-12
-    assert abs(B200_MLA / 587.46e12 - 1) < 1e-5
-    assert mla_decode_flops_s(_CAT.gpu(B200)) == pytest.approx(B200_MLA, rel=1e-12)
-    assert _dep8().mla_decode_flops_s == pytest.approx(B200_MLA, rel=1e-12)
+    assert mla_decode_flops_s(_CAT.gpu(B200)) == pytest.approx(1.5e15, rel=1e-12)
+    assert _dep8().mla_decode_flops_s == pytest.approx(1.5e15, rel=1e-12)
     dense = step_model("llama-3.1-8b", B200, "bf16", tp=1, catalog=_CAT)
     assert dense.mla_decode_flops_s == 0.0
 
@@ -57,17 +48,17 @@ def test_dep8_decode_step_at_8k_by_hand():
     attends 8,192 positions. Per GPU:
     FLOPs = 64 x 8,192 x 61 x 278,528 = 8,907,762,171,904 (64 x 8,192 x 61 = 31,981,568
     query-key pairs)
-    -> 8.9078e12 / 5.87461e14 = 15.163 ms at the trtllm-gen kernel's rate (5.938 ms at
-    FlashMLA's H800 fraction, 1.5e15);
+    -> 8.9078e12 / 1.5e15 = 5.938 ms at the MLA kernel's rate;
     KV read = 64 x 8,192 x 61 x 576 B (fp8 latent + rope key) = 18,421,383,168 B, + 64 x 61 x
     576 written = 2,248,704 B -> 18,423,631,872 / (8e12 x 0.8 kv_mem_eff prior) = 2.878 ms.
-    Compute bound: 15.163 ms."""
+    Compute bound: 5.938 ms. At the old rate (fp8 peak 4.5e15 x attn_eff prior 0.5 =
+    2.25e15) it was 3.959 ms; with the held-out B200 fit's attn_eff 0.066 it was 30 ms."""
     s = decode_step(_dep8(), 512, 8191)
     assert s.attention_flops == pytest.approx(8_907_762_171_904, rel=1e-12)
     assert s.kv_read_bytes == pytest.approx(18_421_383_168, rel=1e-12)
     assert not s.attn_memory_bound
-    assert s.t_attn_s == pytest.approx(8_907_762_171_904 / B200_MLA, rel=1e-12)
-    assert s.t_attn_s == pytest.approx(15.163e-3, rel=1e-3)
+    assert s.t_attn_s == pytest.approx(8_907_762_171_904 / 1.5e15, rel=1e-12)
+    assert s.t_attn_s == pytest.approx(5.938e-3, rel=1e-3)
 
 
 def test_decode_attention_does_not_read_attn_eff_but_prompts_do():
@@ -84,11 +75,11 @@ def test_decode_attention_does_not_read_attn_eff_but_prompts_do():
 
 def test_mtp_verify_positions_scale_the_compute():
     """K = 3 verify positions: 4 queries per sequence attend the same latent, so the
-    absorbed FLOPs are 4x (4 x 8.9078e12 / 5.87461e14 = 60.65 ms) while the KV read is not."""
+    absorbed FLOPs are 4x (4 x 8.9078e12 / 1.5e15 = 23.75 ms) while the KV read is not."""
     sm = replace(_dep8(), spec_tokens=3)
     s = sm.step(512, 512, 512, 512 * 8192, 512 * 8192)
     assert s.attention_flops == pytest.approx(4 * 8_907_762_171_904, rel=1e-12)
-    assert s.t_attn_s == pytest.approx(4 * 8_907_762_171_904 / B200_MLA, rel=1e-12)
+    assert s.t_attn_s == pytest.approx(4 * 8_907_762_171_904 / 1.5e15, rel=1e-12)
 
 
 _LAYS = [None, Layout(tp=8, ep=8), DEP8, Layout(tp=2, attention_dp=4, ep=8)]

@@ -11,9 +11,11 @@ bfloat16 and performs attention computation in bfloat16", FlashMLA README).
 
 The step model therefore runs the absorbed decode FLOPs (:func:`planner.engine.parts.
 mla_decode_flops_per_pair`) at ``bf16 peak x`` :func:`mla_decode_eff` instead of at the
-format's peak x the fitted ``attn_eff``: the published rate of the kernel the engines of the
-GPU's architecture run (``data/kernel_rates.yaml``: FlashMLA on Hopper, TensorRT-LLM's
-trtllm-gen kernel on Blackwell, which SGLang also picks there), else :data:`MLA_DECODE_EFF`. Before this module they ran at fp8 / fp4 peak x
+format's peak x the fitted ``attn_eff``: the published compute-bound rate of the kernel the
+engines of the GPU's architecture run with 128 heads (``data/kernel_rates.yaml``, the record
+marked ``default``), else :data:`MLA_DECODE_EFF`. Only Hopper has one (FlashMLA, the same
+660 / 990); the one published Blackwell timing of TensorRT-LLM's trtllm-gen MLA kernel is of
+its 16-head low-latency variant and is kept there unapplied (its notes say why). Before this module they ran at fp8 / fp4 peak x
 ``attn_eff``; the held-out fits put ``attn_eff`` at 0.06-0.18 on the Blackwell nodes (a
 fit of the prompt's attention), i.e. 300-800 TFLOPS for a kernel that reaches 660 TFLOPS on
 an H800, and the decode step of a DEP8 / DEP16 pool at 8k context came out 2-2.5x the
@@ -43,9 +45,9 @@ def mla_decode_eff(g: Accelerator) -> float:
 
 def mla_decode_flops_s(g: Accelerator) -> float:
     """Achieved rate of absorbed MLA decode attention on ``g`` [FLOP/s]: its bf16 dense peak
-    x :func:`mla_decode_eff`. B200 (trtllm-gen, 2,250 TFLOPS bf16 dense): 2.852e12 FLOP in
-    4,855 us = 5.874e14 FLOP/s; H200 (FlashMLA, 989 TFLOPS): 9.89e14 x 660 / 990 = 6.593e14;
-    MI355X (nothing published): its bf16 peak x 660 / 990."""
+    x :func:`mla_decode_eff`. H200 (FlashMLA record, 989 TFLOPS): 9.89e14 x 660 / 990 =
+    6.593e14; B200 and MI355X (no applied record): 2.25e15 / 2.5e15 x 660 / 990 = 1.5e15 /
+    1.667e15."""
     return g.peak_tflops("bf16") * 1e12 * mla_decode_eff(g)
 
 
