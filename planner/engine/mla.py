@@ -10,8 +10,12 @@ FlashAttention (the expanded form, ``attn_eff``), and its published rate is a fr
 bfloat16 and performs attention computation in bfloat16", FlashMLA README).
 
 The step model therefore runs the absorbed decode FLOPs (:func:`planner.engine.parts.
-mla_decode_flops_per_pair`) at ``bf16 peak x`` :data:`MLA_DECODE_EFF` instead of at the
-format's peak x the fitted ``attn_eff``. Before this module they ran at fp8 / fp4 peak x
+mla_decode_flops_per_pair`) at ``bf16 peak x`` :func:`mla_decode_eff` instead of at the
+format's peak x the fitted ``attn_eff``: the published compute-bound rate of the kernel the
+engines of the GPU's architecture run with 128 heads (``data/kernel_rates.yaml``, the record
+marked ``default``), else :data:`MLA_DECODE_EFF`. Only Hopper has one (FlashMLA, the same
+660 / 990); the one published Blackwell timing of TensorRT-LLM's trtllm-gen MLA kernel is of
+its 16-head low-latency variant and is kept there unapplied (its notes say why). Before this module they ran at fp8 / fp4 peak x
 ``attn_eff``; the held-out fits put ``attn_eff`` at 0.06-0.18 on the Blackwell nodes (a
 fit of the prompt's attention), i.e. 300-800 TFLOPS for a kernel that reaches 660 TFLOPS on
 an H800, and the decode step of a DEP8 / DEP16 pool at 8k context came out 2-2.5x the
@@ -20,6 +24,7 @@ measured TPOT (docs/changes/2026-12-07/r1long.md).
 
 from __future__ import annotations
 
+from planner.catalog.kernel_rates import mla_decode_rate
 from planner.catalog.records import Accelerator
 
 #: FlashMLA dense MLA decoding, compute-bound configuration: 660 TFLOPS on an H800 SXM5
@@ -29,10 +34,21 @@ from planner.catalog.records import Accelerator
 MLA_DECODE_EFF = 660.0 / 990.0
 
 
+def mla_decode_eff(g: Accelerator) -> float:
+    """Fraction of the bf16 dense peak the absorbed MLA decode kernel reaches on ``g`` [-]:
+    the published rate of its architecture's default kernel (``data/kernel_rates.yaml``,
+    :func:`planner.catalog.kernel_rates.mla_decode_rate`), else :data:`MLA_DECODE_EFF`
+    (FlashMLA's H800 fraction: the rule for an architecture with nothing published)."""
+    rec = mla_decode_rate(g.arch)
+    return rec.fraction if rec is not None else MLA_DECODE_EFF
+
+
 def mla_decode_flops_s(g: Accelerator) -> float:
     """Achieved rate of absorbed MLA decode attention on ``g`` [FLOP/s]: its bf16 dense peak
-    x :data:`MLA_DECODE_EFF`. B200 (2,250 TFLOPS bf16 dense): 2.25e15 x 0.6667 = 1.5e15."""
-    return g.peak_tflops("bf16") * 1e12 * MLA_DECODE_EFF
+    x :func:`mla_decode_eff`. H200 (FlashMLA record, 989 TFLOPS): 9.89e14 x 660 / 990 =
+    6.593e14; B200 and MI355X (no applied record): 2.25e15 / 2.5e15 x 660 / 990 = 1.5e15 /
+    1.667e15."""
+    return g.peak_tflops("bf16") * 1e12 * mla_decode_eff(g)
 
 
 def attn_compute_s(sm, a_flops, a_dec, pf_flops):
