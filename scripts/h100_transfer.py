@@ -402,6 +402,7 @@ def serving_host_runs(cat, after) -> tuple[list[dict], dict]:
     for mach, (day, rows_path, log_path) in MACHINES.items():
         runs = measured_runs(rows_path)
         host = serving_log_host(log_path, layers)
+        full = serving_host_ratios(host, donor)
         d = pd.read_csv(log_path)
         d = d[(d["graph_batch"] > 0) & (d["n_prefill_seqs"] == 0)]
         for key in sorted(runs, key=lambda k: (list(MODEL_NAMES).index(k[0]), k[1], float(k[2]))):
@@ -427,6 +428,7 @@ def serving_host_runs(cat, after) -> tuple[list[dict], dict]:
                     "key": key,
                     "load": load,
                     "ratios": (rs, re_),
+                    "full": full,
                     "batch": n,
                     "gpu": (gpu, float(x["gpu_span_s"].median())),
                     "host": (
@@ -456,7 +458,7 @@ def serving_host_lines(res: list[dict], meas_by: dict) -> list[str]:
              if r["machine"] in mach and r["load"] < 0.8]  # fmt: skip
         return median(v), len(v)
 
-    ra = {r["machine"]: r["ratios"] for r in res}
+    ra = {r["machine"]: r["full"] for r in res}
     out = [
         "### The host terms from the serving machine's own log (leave one trace out)",
         "",
@@ -473,7 +475,7 @@ def serving_host_lines(res: list[dict], meas_by: dict) -> list[str]:
         "(`data/benchmarks/reference_h100_repeat_serving.csv`, held out the same way), served "
         "6 of those traces, 3 of them twice in the same process. Ratios with all of a machine's "
         f"traces: A {ra['A'][0]:.2f} (graph decode host) / {ra['A'][1]:.2f} (eager launch per "
-        f"layer); B {ra['B'][0]:.2f} / {ra['B'][1]:.2f} (one run left out: the last run's).",
+        f"layer); B {ra['B'][0]:.2f} / {ra['B'][1]:.2f}.",
         "",
         "Median absolute error of the runs below 80 % of saturation, as transferred / with the "
         "machine's host record:",
@@ -552,8 +554,9 @@ def serving_host_lines(res: list[dict], meas_by: dict) -> list[str]:
             if name not in TARGET:
                 continue
             b = meas[key]
-            cells = [f"{a[key]:,.1f}" if a else "-", f"{b:,.1f}",
-                     f"{again[key]:,.1f}" if again else "-",
+            fmt = ".2f" if b < 100 else ",.0f"
+            cells = [f"{a[key]:{fmt}}" if a else "-", f"{b:{fmt}}",
+                     f"{again[key]:{fmt}}" if again else "-",
                      f"{(again[key] / b - 1) * 100:+.1f}%" if again else "-",
                      f"{(a[key] / b - 1) * 100:+.1f}%" if a else "-"]  # fmt: skip
             if again:
@@ -566,6 +569,20 @@ def serving_host_lines(res: list[dict], meas_by: dict) -> list[str]:
         "Median absolute difference: "
         + "; ".join(f"{k} {median(v):.1f}% (n={len(v)})" for k, v in spread.items())
         + ".",
+        "",
+        "What this says (2026-12-07): on machine A the transfer's TPOT p50 miss was the host "
+        "(all over-predicted, the 1B and the chat runs); A's own host record removes it. "
+        "Machine B's host was as slow as the H200 serving machine's (ratios near 1), so the "
+        "transfer as it is already fits B's host and the record changes little; what remains "
+        "on B are the chat runs (+7..+21 % with the record), and B's host moved from run to "
+        "run: the same trace on the same machine, one run after the other, moved TPOT p50 by "
+        "8 % and E2E p99 by 10 % (Llama-3.1-8B chat 15: host per graph decode iteration 0.44 "
+        "-> 0.32 ms, eager launch 16.4 -> 10.8 ms, GPU span 7.76 -> 7.73 ms), and "
+        "Llama-3.2-1B chat 50 spent 0.34 ms of host per graph decode iteration where B's "
+        "other runs predicted 0.51 ms. The 8 % target is at this noise floor. The GPU side needs no new term: a graph decode iteration's GPU span is "
+        "predicted within -4..+7 % on A and +0..+3 % on B for the 8B and 14B (the 1B's span on "
+        "B, -7..-10 %, holds host gaps between its short kernels). A host measured per machine "
+        "start is the input the transfer lacks; a GPU kind does not carry it.",
     ]
     return out
 
@@ -641,15 +658,27 @@ def main() -> int:
         "",
         f"Median absolute error over the {n} runs below 80 % of saturation:",
         "",
-        "| metric | after (nearest sibling) | before (pooled) | target (issue 32) |",
-        "|---|---|---|---|",
+        "| metric | after + the machine's host record | after (nearest sibling) "
+        "| before (pooled) | target (issue 32) |",
+        "|---|---|---|---|---|",
     ]
+    host_res = serving_host_runs(cat, par["after"])
     for _, name, _, _ in METRICS:
         t = TARGET.get(name)
+        rec = [abs(r["err"]["rule"][name]) for r in host_res[0]
+               if r["machine"] == "A" and r["load"] < 0.8]  # fmt: skip
         lines.append(
-            f"| {name} | {median(errs['after', name]):.1f}% | {median(errs['before', name]):.1f}% "
-            f"| {f'{t:g}%' if t else '-'} |"
+            f"| {name} | {median(rec):.1f}% | {median(errs['after', name]):.1f}% "
+            f"| {median(errs['before', name]):.1f}% | {f'{t:g}%' if t else '-'} |"
         )
+    lines += [
+        "",
+        "**after + the machine's host record**: the transfer with its host terms (scheduler, "
+        "eager dispatch) moved by the serving machine's own iteration log against the H200's, "
+        "each run scored with the ratios of the machine's other traces (section \"The host "
+        "terms from the serving machine's own log\" below, which also scores a second H100 "
+        "machine start and the run-to-run repeatability).",
+    ]
     lines += [
         "",
         "By model (after / before, median absolute error of the runs below 80 % of saturation):",
@@ -669,7 +698,7 @@ def main() -> int:
         diag["datasheet", m] = build_replica(m, GPU, PREC, FW, params=donor.params, catalog=cat,
                                              **ENGINE)  # fmt: skip
     lines += ["", *host_lines(diag)]
-    lines += ["", *serving_host_lines(*serving_host_runs(cat, par["after"]))]
+    lines += ["", *serving_host_lines(*host_res)]
     lines += ["", *host_ratio_lines(cat, models, runs, par["after"], donor.gpu)]
     load, sens = {}, {"as transferred": {}}
     for (model, scen, rate), meas in runs.items():
