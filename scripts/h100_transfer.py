@@ -581,7 +581,7 @@ def serving_host_lines(res: list[dict], meas_by: dict) -> list[str]:
         "Llama-3.2-1B chat 50 spent 0.34 ms of host per graph decode iteration where B's "
         "other runs predicted 0.51 ms. The 8 % target is at this noise floor. The GPU side needs no new term: a graph decode iteration's GPU span is "
         "predicted within -4..+7 % on A and +0..+3 % on B for the 8B and 14B (the 1B's span on "
-        "B, -7..-10 %, holds host gaps between its short kernels). A host measured per machine "
+        "B, -7..-10 %, likely holds host gaps between its short kernels). A host measured per machine "
         "start is the input the transfer lacks; a GPU kind does not carry it.",
     ]
     return out
