@@ -33,9 +33,12 @@ sys.path.insert(0, str(ROOT))
 from planner.calibration.sections import put_section  # noqa: E402
 from planner.catalog import load_catalog, resolve_params  # noqa: E402
 from planner.catalog.host import (  # noqa: E402
+    REPEAT_OF,
     host_of_gpu,
     host_ratio,
     scale_host_terms,
+    serving_host_ratios,
+    serving_log_host,
     step_sweep_host,
 )
 from planner.catalog.profile import load_profile, nearest_sibling  # noqa: E402
@@ -44,6 +47,9 @@ from planner.workload import Workload  # noqa: E402
 
 GPU, PREC, FW = "nvidia-h100-sxm", "bf16", "pytorch"
 DATA = ROOT / "data" / "benchmarks" / "reference_h100_serving.csv"
+#: the repeat runs of 2026-12-07 on another H100 machine start (held out the same way)
+REPEAT = ROOT / "data" / "benchmarks" / "reference_h100_repeat_serving.csv"
+LOGS = ROOT / "data" / "benchmarks" / "serving_raw"
 ENGINE = dict(
     max_num_seqs=256,
     max_num_batched_tokens=2048,
@@ -66,12 +72,13 @@ MODEL_NAMES = {"llama-3.2-1b": "Llama-3.2-1B", "llama-3.1-8b": "Llama-3.1-8B",
                "qwen2.5-14b": "Qwen2.5-14B"}  # fmt: skip
 
 
-def measured_runs() -> dict[tuple[str, str, str], dict[str, float]]:
-    """(model, scenario, rate) -> metric -> measured value."""
+def measured_runs(path: Path = DATA) -> dict[tuple[str, str, str], dict[str, float]]:
+    """(model, scenario, rate) -> metric -> measured value (scenario as the run names it:
+    ``chatb`` is a repeat of the chat trace, :data:`planner.catalog.host.REPEAT_OF`)."""
     runs: dict[tuple[str, str, str], dict[str, float]] = {}
-    with DATA.open(encoding="utf-8") as f:
+    with path.open(encoding="utf-8") as f:
         for r in csv.DictReader(f):
-            m = re.search(r"bench/traces/(\w+)_rate([\d.]+)\.csv", r["notes"])
+            m = re.search(r"/(\w+)_rate([\d.]+)\.csv", r["notes"])
             if m:
                 runs.setdefault((r["model"], m.group(1), m.group(2)), {})[r["metric"]] = float(
                     r["value"]
@@ -80,6 +87,7 @@ def measured_runs() -> dict[tuple[str, str, str], dict[str, float]]:
 
 
 def simulate_run(rep, scen: str, rate: str) -> tuple[dict[str, float], float]:
+    scen = REPEAT_OF.get(scen, scen)
     trace = ROOT / "bench" / "traces" / f"{scen}_rate{rate}.csv"
     wl = Workload.model_validate(
         {
@@ -372,6 +380,213 @@ def host_ratio_lines(cat, models, runs, after, donor_gpu) -> list[str]:
     return out
 
 
+MACHINES = {
+    "A": ("2026-12-06", DATA, LOGS / "reference_h100_iterations.csv.gz"),
+    "B": ("2026-12-07", REPEAT, LOGS / "reference_h100_repeat_iterations.csv.gz"),
+}
+
+
+def serving_host_runs(cat, after) -> tuple[list[dict], dict]:
+    """Every H100 run of both machine starts (:data:`MACHINES`) simulated with the transferred
+    parameters as they are and with their host terms moved by the serving machine's own host
+    record (``planner.catalog.host.serving_host_ratios``: that machine's iteration log against
+    the H200 serving log over the same traces, leaving out the scored run's trace and its
+    repeats). Returns (one dict per run, (machine, run key) -> measured metrics)."""
+    import pandas as pd
+
+    layers = {m: cat.model(m).num_hidden_layers for m in MODEL_NAMES}
+    donor = serving_log_host(LOGS / "reference_h200_iterations.csv.gz", layers)
+    base = {m: build_replica(m, GPU, PREC, FW, params=after, catalog=cat, **ENGINE)
+            for m in MODEL_NAMES}  # fmt: skip
+    out, meas_by = [], {}
+    for mach, (day, rows_path, log_path) in MACHINES.items():
+        runs = measured_runs(rows_path)
+        host = serving_log_host(log_path, layers)
+        full = serving_host_ratios(host, donor)
+        d = pd.read_csv(log_path)
+        d = d[(d["graph_batch"] > 0) & (d["n_prefill_seqs"] == 0)]
+        for key in sorted(runs, key=lambda k: (list(MODEL_NAMES).index(k[0]), k[1], float(k[2]))):
+            m, scen, rate = key
+            trace = (m, REPEAT_OF.get(scen, scen), f"{float(rate):g}")
+            rs, re_ = serving_host_ratios(host, donor, exclude=[trace])
+            rep = build_replica(m, GPU, PREC, FW, params=scale_host_terms(after, rs, re_),
+                                catalog=cat, **ENGINE)  # fmt: skip
+            (s0, load), (s1, _) = simulate_run(base[m], scen, rate), simulate_run(rep, scen, rate)
+            meas = runs[key]
+            meas_by[mach, key] = meas
+            x = d[(d["model"] == m) & (d["scenario"] == scen) & (d["rate"] == float(rate))]
+            n = float(x["n_decode"].median())
+            ctx = float((x["decode_ctx_tokens"] / x["n_decode"]).median())
+            sm = base[m].sm
+            gpu = float(sm.step(n, n, n, n * (ctx + 1), n * (ctx + 1)).time_s) + float(
+                sm.straggler_time(n, float(x["decode_ctx_max"].median()), n * ctx)
+            )
+            out.append(
+                {
+                    "machine": mach,
+                    "day": day,
+                    "key": key,
+                    "load": load,
+                    "ratios": (rs, re_),
+                    "full": full,
+                    "batch": n,
+                    "gpu": (gpu, float(x["gpu_span_s"].median())),
+                    "host": (
+                        base[m].engine.host_time_s(n),
+                        rep.engine.host_time_s(n),
+                        float((x["sched_s"] + x["prep_launch_s"] + x["book_s"]).median()),
+                    ),
+                    "tpot": (
+                        meas["tpot_ms_median"],
+                        s0["tpot_p50_s"] * 1e3,
+                        s1["tpot_p50_s"] * 1e3,
+                    ),
+                    "err": {
+                        lab: {name: (s[sk] * f / meas[k] - 1) * 100 for k, name, sk, f in METRICS}
+                        for lab, s in (("as", s0), ("rule", s1))
+                    },
+                }
+            )
+    return out, meas_by
+
+
+def serving_host_lines(res: list[dict], meas_by: dict) -> list[str]:
+    """The section of the serving machine's host record: summary, per run, repeatability."""
+
+    def med(mach, lab, name):
+        v = [abs(r["err"][lab][name]) for r in res
+             if r["machine"] in mach and r["load"] < 0.8]  # fmt: skip
+        return median(v), len(v)
+
+    ra = {r["machine"]: r["full"] for r in res}
+    out = [
+        "### The host terms from the serving machine's own log (leave one trace out)",
+        "",
+        "The serving machine's host record is its engine's iteration log "
+        "(`planner.catalog.host.serving_log_host`): the host time of each CUDA-graph decode "
+        "iteration (`sched_s + prep_launch_s + book_s`) and the launch time per layer of each "
+        "eager mixed iteration. Over the traces both machines served, the median of each on the "
+        "H100 machine over the H200 serving log's (`serving_host_ratios`) moves the transferred "
+        "scheduler terms (per iteration, per sequence) and the eager dispatch per layer "
+        "(`scale_host_terms`); the GPU terms stay the transfer's. Each run is scored with the "
+        "ratios of its machine's *other* traces (its own trace and its repeat left out): the "
+        "host is measured per machine, never fitted to the run. Two H100 machine starts: "
+        "**A** served the 20 runs above (2026-12-06); **B**, started afresh on 2026-12-07 "
+        "(`data/benchmarks/reference_h100_repeat_serving.csv`, held out the same way), served "
+        "6 of those traces, 3 of them twice in the same process. Ratios with all of a machine's "
+        f"traces: A {ra['A'][0]:.2f} (graph decode host) / {ra['A'][1]:.2f} (eager launch per "
+        f"layer); B {ra['B'][0]:.2f} / {ra['B'][1]:.2f}.",
+        "",
+        "Median absolute error of the runs below 80 % of saturation, as transferred / with the "
+        "machine's host record:",
+        "",
+        "| metric | A: as transferred | A: host record | B: as transferred | B: host record "
+        "| A+B: as transferred | A+B: host record | target |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for _, name, _, _ in METRICS:
+        t = TARGET.get(name)
+        cells = []
+        for mach in ("A", "B", "AB"):
+            for lab in ("as", "rule"):
+                v, n = med(mach, lab, name)
+                cells.append(f"{v:.1f}%")
+        out.append(f"| {name} | " + " | ".join(cells) + f" | {f'{t:g}%' if t else '-'} |")
+    na, nb = med("A", "as", "TPOT p50")[1], med("B", "as", "TPOT p50")[1]
+    out += [
+        "",
+        f"({na} runs of A, {nb} of B below 80 % of saturation.) Per run: load; the median batch "
+        "of its graph decode iterations (the concurrency a decode iteration sees); the GPU "
+        "time of such an iteration, predicted / measured span [ms]; its host time predicted as "
+        "transferred / with the record / measured [ms]; TPOT p50 measured, and predicted as "
+        "transferred and with the record (error); E2E p99 and throughput errors as "
+        "transferred / with the record.",
+        "",
+        "| machine | model | scenario | rate | load | batch | GPU pred / meas | host as transferred "
+        "/ record / meas | ratios (graph, eager) | TPOT p50 meas | TPOT p50 as transferred | "
+        "TPOT p50 record | E2E p99 | throughput |",
+        "|" + "---|" * 14,
+    ]
+    for r in res:
+        m, scen, rate = r["key"]
+        tm, t0, t1 = r["tpot"]
+        e0, e1 = r["err"]["as"], r["err"]["rule"]
+        out.append(
+            "| "
+            + " | ".join(
+                [
+                    f"{r['machine']} ({r['day']})",
+                    MODEL_NAMES[m],
+                    scen,
+                    rate,
+                    f"{r['load']:.0%}",
+                    f"{r['batch']:.0f}",
+                    f"{r['gpu'][0] * 1e3:.2f} / {r['gpu'][1] * 1e3:.2f}",
+                    " / ".join(f"{v * 1e3:.2f}" for v in r["host"]),
+                    f"{r['ratios'][0]:.2f}, {r['ratios'][1]:.2f}",
+                    f"{tm:.2f}",
+                    f"{t0:.2f} ({e0['TPOT p50']:+.1f}%)",
+                    f"{t1:.2f} ({e1['TPOT p50']:+.1f}%)",
+                    f"{e0['E2E p99']:+.1f} / {e1['E2E p99']:+.1f}%",
+                    f"{e0['throughput']:+.1f} / {e1['throughput']:+.1f}%",
+                ]
+            )
+            + " |"
+        )
+    out += [
+        "",
+        "Repeatability: the same trace served again, on the same machine (B, same process, "
+        "right after) and on another machine start (A, the day before). Measured values; "
+        "differences relative to B's first run:",
+        "",
+        "| model | trace | metric | A | B | B again | B again / B | A / B |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    spread: dict[str, list[float]] = {}
+    for (mach, (m, scen, rate)), meas in sorted(meas_by.items()):
+        if mach != "B" or scen in REPEAT_OF:
+            continue
+        again = meas_by.get(
+            ("B", (m, next((k for k, v in REPEAT_OF.items() if v == scen), ""), rate))
+        )
+        a = meas_by.get(("A", (m, scen, rate)))
+        for key, name, _, _ in METRICS:
+            if name not in TARGET:
+                continue
+            b = meas[key]
+            fmt = ".2f" if b < 100 else ",.0f"
+            cells = [f"{a[key]:{fmt}}" if a else "-", f"{b:{fmt}}",
+                     f"{again[key]:{fmt}}" if again else "-",
+                     f"{(again[key] / b - 1) * 100:+.1f}%" if again else "-",
+                     f"{(a[key] / b - 1) * 100:+.1f}%" if a else "-"]  # fmt: skip
+            if again:
+                spread.setdefault(f"same machine {name}", []).append(abs(again[key] / b - 1) * 100)
+            if a:
+                spread.setdefault(f"machine A vs B {name}", []).append(abs(a[key] / b - 1) * 100)
+            out.append(f"| {MODEL_NAMES[m]} | {scen} {rate} | {name} | " + " | ".join(cells) + " |")
+    out += [
+        "",
+        "Median absolute difference: "
+        + "; ".join(f"{k} {median(v):.1f}% (n={len(v)})" for k, v in spread.items())
+        + ".",
+        "",
+        "What this says (2026-12-07): on machine A the transfer's TPOT p50 miss was the host "
+        "(all over-predicted, the 1B and the chat runs); A's own host record removes it. "
+        "Machine B's host was as slow as the H200 serving machine's (ratios near 1), so the "
+        "transfer as it is already fits B's host and the record changes little; what remains "
+        "on B are the chat runs (+7..+21 % with the record), and B's host moved from run to "
+        "run: the same trace on the same machine, one run after the other, moved TPOT p50 by "
+        "8 % and E2E p99 by 10 % (Llama-3.1-8B chat 15: host per graph decode iteration 0.44 "
+        "-> 0.32 ms, eager launch 16.4 -> 10.8 ms, GPU span 7.76 -> 7.73 ms), and "
+        "Llama-3.2-1B chat 50 spent 0.34 ms of host per graph decode iteration where B's "
+        "other runs predicted 0.51 ms. The 8 % target is at this noise floor. The GPU side needs no new term: a graph decode iteration's GPU span is "
+        "predicted within -4..+7 % on A and +0..+3 % on B for the 8B and 14B (the 1B's span on "
+        "B, -7..-10 %, likely holds host gaps between its short kernels). A host measured per machine "
+        "start is the input the transfer lacks; a GPU kind does not carry it.",
+    ]
+    return out
+
+
 def median(v: list[float]) -> float:
     v = sorted(v)
     return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
@@ -443,15 +658,27 @@ def main() -> int:
         "",
         f"Median absolute error over the {n} runs below 80 % of saturation:",
         "",
-        "| metric | after (nearest sibling) | before (pooled) | target (issue 32) |",
-        "|---|---|---|---|",
+        "| metric | after + the machine's host record | after (nearest sibling) "
+        "| before (pooled) | target (issue 32) |",
+        "|---|---|---|---|---|",
     ]
+    host_res = serving_host_runs(cat, par["after"])
     for _, name, _, _ in METRICS:
         t = TARGET.get(name)
+        rec = [abs(r["err"]["rule"][name]) for r in host_res[0]
+               if r["machine"] == "A" and r["load"] < 0.8]  # fmt: skip
         lines.append(
-            f"| {name} | {median(errs['after', name]):.1f}% | {median(errs['before', name]):.1f}% "
-            f"| {f'{t:g}%' if t else '-'} |"
+            f"| {name} | {median(rec):.1f}% | {median(errs['after', name]):.1f}% "
+            f"| {median(errs['before', name]):.1f}% | {f'{t:g}%' if t else '-'} |"
         )
+    lines += [
+        "",
+        "**after + the machine's host record**: the transfer with its host terms (scheduler, "
+        "eager dispatch) moved by the serving machine's own iteration log against the H200's, "
+        "each run scored with the ratios of the machine's other traces (section \"The host "
+        "terms from the serving machine's own log\" below, which also scores a second H100 "
+        "machine start and the run-to-run repeatability).",
+    ]
     lines += [
         "",
         "By model (after / before, median absolute error of the runs below 80 % of saturation):",
@@ -471,6 +698,7 @@ def main() -> int:
         diag["datasheet", m] = build_replica(m, GPU, PREC, FW, params=donor.params, catalog=cat,
                                              **ENGINE)  # fmt: skip
     lines += ["", *host_lines(diag)]
+    lines += ["", *serving_host_lines(*host_res)]
     lines += ["", *host_ratio_lines(cat, models, runs, par["after"], donor.gpu)]
     load, sens = {}, {"as transferred": {}}
     for (model, scen, rate), meas in runs.items():

@@ -54,6 +54,21 @@ def test_h100_serving_runs_are_held_out_of_the_fit():
     assert not any(n.framework == "pytorch" and H100 in n.gpus for n in prof.nodes)
 
 
+def test_h100_repeat_runs_are_held_out_of_the_fit():
+    """The repeat runs of 2026-12-07 (another H100 machine start): never fitted either."""
+    rows = H100_SERVING.with_name("reference_h100_repeat_serving.csv")
+    log = H100_LOG.with_name("reference_h100_repeat_iterations.csv.gz")
+    assert rows.exists() and log.exists()
+    assert rows.name in HELD_OUT_FILES and log.name in HELD_OUT_LOGS
+    assert rows not in data_files_default() and log not in iteration_logs_default()
+    assert split_public_own([rows]) == ([], [])
+    d = pd.read_csv(rows)
+    # 9 runs x 14 metrics, all on the H100, each with the device call in its provenance
+    assert len(d) == 9 * 14 and set(d["hardware"]) == {H100}
+    assert d["source_detail"].str.contains("nvidia-h100-x1").all()
+    assert (d["as_of"] == "2026-12-07").all()
+
+
 def test_h100_serving_rows_are_the_h200_runs_on_an_h100():
     h100 = pd.read_csv(H100_SERVING)
     h200 = pd.read_csv(DATA_DIR / "benchmarks" / "reference_h200_serving.csv")

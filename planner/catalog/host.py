@@ -14,6 +14,13 @@ the host time per op is the wall time of enqueueing them, GPU far from busy). Th
 machines is the median over the benches both ran, and its spread over them is the band (:func:`host_ratio`). A step sweep's host-bound eager prefill
 rows give the same kind of record for the machine that ran it (:func:`step_sweep_host`).
 
+A serving engine's own iteration log is the most direct host record of the machine that
+served (:func:`serving_log_host`): the host time of every CUDA-graph decode iteration
+(scheduling, building the inputs, launching the graph, book-keeping) and the launch time per
+layer of every eager mixed iteration. Two machines that served the same traces give the ratios
+that move the scheduler terms and the eager dispatch from one to the other
+(:func:`serving_host_ratios`, applied by :func:`scale_host_terms`).
+
 Only the reference engine's transfer uses this (``scripts/h100_transfer.py``): a public
 engine's serving host is unknown, so no public transfer or fit reads these records.
 """
@@ -21,7 +28,9 @@ engine's serving host is unknown, so no public transfer or fit reads these recor
 from __future__ import annotations
 
 import csv
+import gzip
 import statistics
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
@@ -124,9 +133,70 @@ def step_sweep_host(path: Path, gpu: str, host: str, model: str = "llama-3.2-1b"
                       command=r0["source_detail"])  # fmt: skip
 
 
-def scale_host_terms(params, ratio: float):
-    """``params`` with every host term (:data:`HOST_TERMS`) times ``ratio`` (> 0); the GPU
-    terms untouched."""
-    if not ratio > 0:
-        raise PlannerError(f"host ratio must be > 0, got {ratio}")
-    return params.with_(**{k: getattr(params, k) * ratio for k in HOST_TERMS})
+#: a run of a serving log: (model, trace scenario, rate as ``f"{rate:g}"``)
+RunKey = tuple[str, str, str]
+#: scenario labels of a repeat run -> the trace it replays (``chatb``: the chat trace again,
+#: in the same process on the same machine; ``reference_h100_repeat_serving.csv``)
+REPEAT_OF = {"chatb": "chat"}
+
+
+def serving_log_host(
+    path: Path, layers: Mapping[str, int]
+) -> dict[RunKey, tuple[tuple[float, ...], tuple[float, ...]]]:
+    """A serving machine's host record from its engine's iteration log (``bench/serve_ref.py``,
+    columns as ``planner.calibration.iterations.ITERATION_COLUMNS``).
+
+    Returns run (model, trace, rate) -> (host time of each CUDA-graph decode iteration,
+    ``sched_s + prep_launch_s + book_s`` [s]; launch time per layer of each eager iteration,
+    ``prep_launch_s / layers[model]`` [s]). The repeats of a trace (:data:`REPEAT_OF`) join
+    its run. ``layers``: model -> decoder layers."""
+    out: dict[RunKey, tuple[list[float], list[float]]] = {}
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", newline="") as f:
+        for r in csv.DictReader(f):
+            m = r["model"]
+            if m not in layers:
+                raise PlannerError(f"{path.name}: model {m!r} has no layer count")
+            key = (m, REPEAT_OF.get(r["scenario"], r["scenario"]), f"{float(r['rate']):g}")
+            graph, eager = out.setdefault(key, ([], []))
+            if int(r["graph_batch"]) > 0 and int(r["n_prefill_seqs"]) == 0:
+                graph.append(float(r["sched_s"]) + float(r["prep_launch_s"]) + float(r["book_s"]))
+            elif int(r["graph_batch"]) == 0:
+                eager.append(float(r["prep_launch_s"]) / layers[m])
+    return {k: (tuple(g), tuple(e)) for k, (g, e) in out.items()}
+
+
+def serving_host_ratios(
+    target: Mapping[RunKey, tuple[Sequence[float], Sequence[float]]],
+    donor: Mapping[RunKey, tuple[Sequence[float], Sequence[float]]],
+    exclude: Iterable[RunKey] = (),
+) -> tuple[float, float]:
+    """(scheduler ratio, eager-dispatch ratio): host time on ``target`` / on ``donor`` for the
+    same traces (records of :func:`serving_log_host`).
+
+    Over the runs both machines served, less ``exclude`` (a run scored with the ratio: leave
+    it out), the median host time of a graph decode iteration on ``target`` over the one on
+    ``donor``, and likewise the median eager launch time per layer."""
+    keys = sorted((set(target) & set(donor)) - set(exclude))
+    if not keys:
+        raise PlannerError("the two serving logs share no run (model, trace, rate)")
+    ratios = []
+    for i, what in ((0, "graph decode"), (1, "eager")):
+        t = [v for k in keys for v in target[k][i]]
+        d = [v for k in keys for v in donor[k][i]]
+        if not t or not d:
+            raise PlannerError(f"the shared runs have no {what} iteration on both machines")
+        ratios.append(statistics.median(t) / statistics.median(d))
+    return ratios[0], ratios[1]
+
+
+def scale_host_terms(params, ratio: float, eager_ratio: float | None = None):
+    """``params`` with the scheduler terms (per iteration, per sequence) times ``ratio`` and
+    the eager dispatch per layer (serving and step) times ``eager_ratio`` (``ratio`` when
+    None); both > 0; the GPU terms untouched."""
+    eager = ratio if eager_ratio is None else eager_ratio
+    for name, v in (("host ratio", ratio), ("eager ratio", eager)):
+        if not v > 0:
+            raise PlannerError(f"{name} must be > 0, got {v}")
+    return params.with_(**{k: getattr(params, k) * (ratio if k.startswith("sched") else eager)
+                           for k in HOST_TERMS})  # fmt: skip
