@@ -79,7 +79,7 @@ def test_blackwell_keeps_the_rule():
 
 def test_a_default_blackwell_record_would_apply_its_fraction(tmp_path, monkeypatch):
     """Flip the recorded trtllm-gen timing to default: B200 then runs 5.87461e14 FLOP/s and
-    GB200 2,500 x 0.26109 = 652.74 TFLOPS (the what-if measured in changes/s6-frontier.md)."""
+    GB200 2,500 x 0.26109 = 652.74 TFLOPS (the what-if measured in docs/changes/2026-12-07b/frontier.md)."""
     import planner.engine.mla as mla
 
     text = (DATA_DIR / "kernel_rates.yaml").read_text().replace("default: false", "default: true")
