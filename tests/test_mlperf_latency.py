@@ -19,6 +19,8 @@ from planner.benchmarks.mlperf_latency import (
     fit_sources,
     mlperf_latency_rows,
     offline_per_gpu,
+    scenario_replica,
+    stated_chunked_prefill,
     tight_tpot_newest,
     tight_tpot_pooled,
     tight_tpot_records,
@@ -371,3 +373,35 @@ def test_amd_v51_rows_carry_their_stated_engine_config(data, row_id, seqs):
     assert int(row["tp"]) == 1 and row["n_gpus"] == 8
     if row_id == "mlp51-0006":
         assert float(row["request_rate"]) == 109
+
+
+def test_stated_chunked_prefill_reads_the_notes():
+    """The switch as the rows transcribe AMD's harness YAML (``enable_chunked_prefill``):
+    mlp51-0003 'num_scheduler_steps 8, enforce_eager, chunked prefill off', mlp51b-0009
+    'num_scheduler_steps 1, enforce_eager, chunked prefill on', mlp51-0005 'enforce_eager,
+    no chunked prefill'; a row that states nothing keeps the engine's default (None)."""
+    assert (
+        stated_chunked_prefill("num_scheduler_steps 8, enforce_eager, chunked prefill off,")
+        is False
+    )
+    assert stated_chunked_prefill("enforce_eager, Chunked Prefill ON, block_size 16") is True
+    assert (
+        stated_chunked_prefill("num_scheduler_steps 7, enforce_eager, no chunked prefill;") is False
+    )
+    assert stated_chunked_prefill("tp not stated in the files read") is None
+    assert stated_chunked_prefill("") is None
+
+
+def test_stated_chunked_prefill_is_a_what_if(data):
+    """AMD's v5.1 Interactive MI300X row (mlp51-0003) states chunked prefill off (vLLM V0):
+    with ``stated_chunked`` its replica runs V0's prompt-first steps; by default it keeps
+    vLLM's chunked prefill, as before (the what-if moves AMD's V0 rows 20-40% low on the
+    bundled profile: changes/s6-mlperf.md)."""
+    cat, df, prof = data
+    row = df[df["id"] == "mlp51-0003"].iloc[0].to_dict()
+    row = {k: "" if v is None or (isinstance(v, float) and v != v) else str(v)
+           for k, v in row.items()}  # fmt: skip
+    on = scenario_replica(row, cat, prof)[0].engine
+    off = scenario_replica(row, cat, prof, stated_chunked=True)[0].engine
+    assert (on.chunked_prefill, on.prefill_first) == (True, False)
+    assert (off.chunked_prefill, off.prefill_first) == (False, True)
