@@ -136,12 +136,18 @@ _MISSES = {
     "prefill, 1 scheduler step; MI300X: V0 sync, 8 steps, no chunked prefill), which the "
     "planner does not separate (changes/s6-mlperf.md)",
     ("interactive", "nvidia-b200"): "v5.1 +41% with NVIDIA's stated config (TP1, batch 768, "
-    "max_num_tokens 768), v5.0 +54% (layout unstated, TP1 assumed): at the measured 25.7 "
-    "req/s per GPU the simulated TPOT P99 is 17 ms against the 40 ms limit; the fp4 fit "
-    "(perf-overview max-throughput rows) gives 13.5 ms steps at 107 sequences",
+    "max_num_tokens 768), v5.0 +54% (layout unstated, TP1 assumed): at the run's target_qps "
+    "220 (27.5 req/s per GPU) the simulated TPOT P99 is 17.4 ms at a mean batch of 118; the "
+    "runs' summaries give 38.1 / 39.1 ms (mean 34.2 / 36.1 ms), i.e. ~256 sequences per GPU "
+    "by Little's law (27.5 req/s x 272 tokens x 34.2 ms): the fp4 fit (perf-overview "
+    "max-throughput rows) steps 2x too fast at this point. The Interactive configs set no "
+    "KV dtype (Offline / Server: fp8); bf16 KV would give +24.5% / +31.5%, but the quantized "
+    "checkpoint's path does not depend on that flag, so fp8 KV stays (changes/s6-mlperf.md)",
     ("interactive", "nvidia-h200-sxm"): "predicted 23% high (v5.0, one system, layout "
-    "unstated: TP1 assumed; at the measured 8.4 req/s per GPU the simulated TPOT P99 is "
-    "37 ms, just under the 40 ms limit, so the answer sits on a flat part of the curve)",
+    "unstated: TP1 assumed). Not the step: at the run's target_qps 67.2 (8.4 req/s per GPU) "
+    "the simulated TPOT P99 is 36.7 ms against the run's 35.7 ms and the mean batch 81 against "
+    "83 by Little's law; the simulated TTFT P99 is 105 ms against the run's 363 ms (limit 450), "
+    "so the simulation reaches the TPOT limit at a rate the run's TTFT did not allow",
 }
 CASES = [
     ("server", g)
