@@ -411,3 +411,32 @@ def test_stated_chunked_prefill_is_a_what_if(data):
     off = scenario_replica(row, cat, prof, stated_chunked=True)[0].engine
     assert (on.chunked_prefill, on.prefill_first) == (True, False)
     assert (off.chunked_prefill, off.prefill_first) == (False, True)
+
+
+@pytest.mark.parametrize(
+    ("row_id", "qps", "tok_s"),
+    [("mlp50-0009", 67.2, 19424.25), ("mlp50-0011", 220, 59409.3), ("mlp51-0012", 220, 59545.4)],
+)
+def test_nvidia_interactive_rows_carry_their_target_qps(data, row_id, qps, tok_s):
+    """NVIDIA's Interactive runs (H200 v5.0, B200 v5.0 and v5.1): each mlperf_log_summary.txt
+    states 'target_qps : 67.2 / 220 / 220' and 'Completed tokens per second' 19,424.25 /
+    59,409.25 / 59,545.45. Tokens per request: 19,424.25 / 67.2 = 289.1, 59,409.25 / 220 =
+    270.0, 59,545.45 / 220 = 270.7, inside the OpenOrca answers' 250-310 tokens (the v5.0
+    B200 results table: TOKENS_PER_SAMPLE 265.005), so rate and result agree."""
+    _, df, _ = data
+    row = df[df["id"] == row_id].iloc[0]
+    assert float(row["request_rate"]) == qps
+    assert f"'target_qps : {qps}'" in str(row["notes"])
+    assert float(row["value"]) == pytest.approx(tok_s, abs=0.1)
+    assert 250 < float(row["value"]) / float(row["request_rate"]) < 310
+
+
+@pytest.mark.parametrize("row_id", ["mlp50-0005", "mlp50-0006"])
+def test_amd_v50_rows_read_their_layout(data, row_id):
+    """AMD's v5.0 MI325X Offline / Server Performance commands run 'harness_config.
+    data_parallel_size=8' on the system's 8 GPUs: 8 replicas of 1 GPU, tp 1 (read, no
+    longer assumed)."""
+    _, df, _ = data
+    row = df[df["id"] == row_id].iloc[0]
+    assert "harness_config.data_parallel_size=8" in str(row["notes"])
+    assert (int(row["tp"]), int(row["pp"]), int(row["n_gpus"])) == (1, 1, 8)
