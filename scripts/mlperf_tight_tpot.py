@@ -4,7 +4,10 @@ its newest round and per GPU within each round, and the pairs of GPUs a round or
 (planner/benchmarks/mlperf_latency.py).
 
 Usage: PYTHONPATH=$PWD python scripts/mlperf_tight_tpot.py [-o table.csv] [--rows rows.csv]
-       [--at-measured]
+       [--at-measured] [--stated-chunked-prefill]
+
+--stated-chunked-prefill takes each row's stated chunked-prefill switch (AMD's V0 configs:
+off, prompt-first steps); a what-if, not the planner's default (changes/s6-mlperf.md).
 """
 
 from __future__ import annotations
@@ -38,12 +41,18 @@ def main(argv=None) -> int:
         action="store_true",
         help="also simulate one row per (scenario, round, GPU) at the rate it ran",
     )
+    ap.add_argument(
+        "--stated-chunked-prefill",
+        action="store_true",
+        help="take each row's stated chunked-prefill switch (off: V0 prompt-first steps)",
+    )
     a = ap.parse_args(argv)
     pd.set_option("display.width", 250)
     cat = load_catalog()
     df = load_measurements(public_files_default(), cat)
     prof = load_profile()
-    recs = tight_tpot_records(df, cat, prof)
+    sc = a.stated_chunked_prefill
+    recs = tight_tpot_records(df, cat, prof, stated_chunked=sc)
     recs.to_csv(a.rows, index=False)
     t = tight_tpot_pooled(recs)
     t.to_csv(a.output, index=False)
@@ -60,11 +69,11 @@ def main(argv=None) -> int:
     print(p.to_string() if len(p) else "none")
     if a.at_measured:
         print("\nSimulated at the rate each submission ran (one row per scenario, round, GPU):")
-        print(measured_rate_table(df, recs, cat, prof).to_string())
+        print(measured_rate_table(df, recs, cat, prof, stated_chunked=sc).to_string())
     return 0
 
 
-def measured_rate_table(df, recs, cat, prof):
+def measured_rate_table(df, recs, cat, prof, stated_chunked=False):
     """:func:`at_measured_rate` of the first row of each (scenario, round, GPU)."""
     out = []
     first = recs.drop_duplicates(["mode", "round", "gpu"])
@@ -72,7 +81,7 @@ def measured_rate_table(df, recs, cat, prof):
         src = df[df["id"] == rec["id"]].iloc[0].to_dict()
         row = {k: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
                for k, v in src.items()}  # fmt: skip
-        r = at_measured_rate(row, cat, prof)
+        r = at_measured_rate(row, cat, prof, stated_chunked=stated_chunked)
         limit_ttft, limit_tpot = CONSTRAINTS_S[rec["mode"]]
         out.append(
             {

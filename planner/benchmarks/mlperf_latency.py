@@ -21,6 +21,7 @@ the simulation is near at the rate a submission ran.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,19 @@ GPUS = (
 )
 
 
+#: a row's stated chunked-prefill switch, as the MLPerf rows' notes transcribe the engine
+#: config (``enable_chunked_prefill: True / False`` of AMD's harness YAML)
+_CHUNKED = re.compile(r"\b(no chunked prefill|chunked prefill (?:on|off))\b", re.IGNORECASE)
+
+
+def stated_chunked_prefill(notes: str) -> bool | None:
+    """The chunked-prefill switch a row's notes state ("chunked prefill on" / "off" / "no
+    chunked prefill", the transcription of the engine config's ``enable_chunked_prefill``),
+    or None when they state none (the engine's default then applies)."""
+    m = _CHUNKED.search(notes or "")
+    return None if m is None else m.group(1).lower().endswith(" on")
+
+
 def mlperf_latency_rows(df, gpus=GPUS):
     """The MLPerf Llama-2-70B Server / Interactive output-throughput rows of ``gpus``."""
     return df[
@@ -73,12 +87,22 @@ def mlperf_latency_rows(df, gpus=GPUS):
     ]
 
 
-def scenario_replica(row: dict[str, Any], catalog: Catalog, profile: Profile | None):
+def scenario_replica(
+    row: dict[str, Any],
+    catalog: Catalog,
+    profile: Profile | None,
+    stated_chunked: bool = False,
+):
     """(replica, workload, params, provenance, row with its layout) of an MLPerf Server /
     Interactive row: the row's GPU, engine, precision, KV precision and stated engine tags
     (max_num_seqs, max_num_batched_tokens, memory fraction; the engine's defaults for the
     rest), its layout (assumed when unstated, :func:`assumed_layout`), the parameters of
-    the profile's nearest node, and the OpenOrca lengths at a unit rate."""
+    the profile's nearest node, and the OpenOrca lengths at a unit rate.
+
+    ``stated_chunked``: also take the row's stated chunked-prefill switch
+    (:func:`stated_chunked_prefill`; off = vLLM V0's prompt-first steps). Off by default: on
+    the bundled profile it moves AMD's V0 rows 20-40% low (changes/s6-mlperf.md), because
+    the CDNA3 fit's compute rate is below the one AMD states for its tuned MLPerf harness."""
     gpu = catalog.gpu(cell(row, "hardware")).id
     fw, prec = cell(row, "framework"), cell(row, "precision")
     params, prov = resolve_params(gpu, fw, prec, catalog=catalog, profile=profile, family="dense")
@@ -90,6 +114,7 @@ def scenario_replica(row: dict[str, Any], catalog: Catalog, profile: Profile | N
     fw_rec = catalog.framework(fw)
     seqs0, btok0 = fw_rec.scheduler_defaults(catalog.gpu(gpu), cell(row, "framework_version"))
     util = memory_fraction_from_notes(cell(row, "notes"))
+    chunked = stated_chunked_prefill(cell(row, "notes")) if stated_chunked else None
     m = catalog.model_ref("llama-2-70b")
     rep = build_replica(
         m,
@@ -103,6 +128,10 @@ def scenario_replica(row: dict[str, Any], catalog: Catalog, profile: Profile | N
         memory_utilization=util if util is not None else fw_rec.memory_utilization_default(None),
         max_num_seqs=settings.max_num_seqs or seqs0,
         max_num_batched_tokens=settings.max_num_batched_tokens or btok0,
+        # the stated switch; off: vLLM V0's scheduler runs a step of prompts and no decoders
+        # ("Don't schedule decodes if prefills are scheduled", Scheduler._schedule_default)
+        chunked_prefill=chunked,
+        prefill_first=chunked is False,
         prefill_scale=prefill_scale(fw, latency_family(m)) if APPLY_PREFILL_SCALE else 1.0,
         first_token_s=0.0,  # the MLPerf harness: its front end is not trtllm-serve
         # the MLPerf harnesses run their own loops: NVIDIA's the TensorRT engine flow (its
@@ -116,7 +145,11 @@ def scenario_replica(row: dict[str, Any], catalog: Catalog, profile: Profile | N
 
 
 def at_measured_rate(
-    row: dict[str, Any], catalog: Catalog, profile: Profile | None, n_requests: int = 3000
+    row: dict[str, Any],
+    catalog: Catalog,
+    profile: Profile | None,
+    n_requests: int = 3000,
+    stated_chunked: bool = False,
 ) -> dict[str, Any]:
     """What the simulator says at the rate the submission ran: the row's per-replica
     request rate (its ``request_rate``, loadgen's target_qps for the system, else its
@@ -124,7 +157,7 @@ def at_measured_rate(
     mean batch and KV use of one replica at that Poisson rate (first 30% and last 10% of
     the requests dropped). Which limit is close says what the prediction misses: neither
     close = the saturation throughput; TPOT far below its limit = a step time too short."""
-    rep, wl, _, prov, row = scenario_replica(row, catalog, profile)
+    rep, wl, _, prov, row = scenario_replica(row, catalog, profile, stated_chunked)
     n = number(row, "n_gpus") or 1
     replicas = n / rep.num_gpus
     qps = number(row, "request_rate")
@@ -144,14 +177,18 @@ def at_measured_rate(
 
 
 def predict_per_gpu(
-    row: dict[str, Any], catalog: Catalog, profile: Profile | None, n_requests: int = 1200
+    row: dict[str, Any],
+    catalog: Catalog,
+    profile: Profile | None,
+    n_requests: int = 1200,
+    stated_chunked: bool = False,
 ) -> tuple[float, str]:
     """(predicted output tok/s per GPU at the scenario's constraints, provenance): the
     largest Poisson rate whose simulated P99 TTFT and P99 TPOT meet the scenario's limits
     (:func:`planner.serving.capacity.max_rate`), at most ``MAX_UTILIZATION`` x the
     simulated Offline throughput of the same deployment (:func:`offline_per_gpu`)."""
     ttft_s, tpot_s = CONSTRAINTS_S[cell(row, "mode")]
-    rep, wl, params, prov, row = scenario_replica(row, catalog, profile)
+    rep, wl, params, prov, row = scenario_replica(row, catalog, profile, stated_chunked)
     o = wl.output_tokens
     slo = SLO(
         ttft=SloTarget(max_s=ttft_s, percentile=99), tpot=SloTarget(max_s=tpot_s, percentile=99)
@@ -201,13 +238,14 @@ def fit_sources(profile: Profile | None) -> set[str]:
     return {src for n in (*profile.nodes, *profile.release_nodes) for src in n.sources}
 
 
-def tight_tpot_records(df, catalog: Catalog, profile: Profile | None):
+def tight_tpot_records(df, catalog: Catalog, profile: Profile | None, stated_chunked: bool = False):
     """One record per MLPerf Server / Interactive row of :data:`GPUS`: mode, gpu, round,
     source, id, n_gpus, measured and predicted output tok/s per GPU, provenance. Rows of one
     configuration (GPU, layout, precision, engine, KV, engine tags) share one prediction.
 
     Out of sample by construction: a row whose source is among the profile's fitted sources
     (:func:`fit_sources`) raises, so a profile fitted on a round cannot predict it.
+    ``stated_chunked``: see :func:`scenario_replica`.
 
     Raises
     ------
@@ -235,9 +273,11 @@ def tight_tpot_records(df, catalog: Catalog, profile: Profile | None):
         key = tuple(cell(row, c) for c in ("mode", "hardware", "tp", "n_gpus", "precision",
                                             "kv_precision", "framework"))  # fmt: skip
         key += (str(engine_settings(cell(row, "notes"))),)
+        if stated_chunked:
+            key += (stated_chunked_prefill(cell(row, "notes")),)
         if key not in preds:
             try:
-                preds[key] = predict_per_gpu(row, catalog, profile)
+                preds[key] = predict_per_gpu(row, catalog, profile, stated_chunked=stated_chunked)
             except PlannerError as e:
                 preds[key] = None
                 print("no prediction:", key, e)
