@@ -7,7 +7,7 @@ Usage: PYTHONPATH=$PWD python scripts/mlperf_tight_tpot.py [-o table.csv] [--row
        [--at-measured] [--stated-chunked-prefill]
 
 --stated-chunked-prefill takes each row's stated chunked-prefill switch (AMD's V0 configs:
-off, prompt-first steps); a what-if, not the planner's default (changes/s6-mlperf.md).
+off, prompt-first steps); a what-if, not the planner's default (docs/changes/2026-12-07b/mlperf.md).
 """
 
 from __future__ import annotations

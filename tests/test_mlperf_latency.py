@@ -134,7 +134,7 @@ _MISSES = {
     "compute_eff x1.32 gives 2,239 (-0.8%) but doubles MI300X to 2,264 (+109%): the two "
     "AMD Interactive configs are different engines (MI325X: VLLM_USE_V1 1, async, chunked "
     "prefill, 1 scheduler step; MI300X: V0 sync, 8 steps, no chunked prefill), which the "
-    "planner does not separate (changes/s6-mlperf.md)",
+    "planner does not separate (docs/changes/2026-12-07b/mlperf.md)",
     ("interactive", "nvidia-b200"): "v5.1 +41% with NVIDIA's stated config (TP1, batch 768, "
     "max_num_tokens 768), v5.0 +54% (layout unstated, TP1 assumed): at the run's target_qps "
     "220 (27.5 req/s per GPU) the simulated TPOT P99 is 17.4 ms at a mean batch of 118; the "
@@ -142,7 +142,7 @@ _MISSES = {
     "by Little's law (27.5 req/s x 272 tokens x 34.2 ms): the fp4 fit (perf-overview "
     "max-throughput rows) steps 2x too fast at this point. The Interactive configs set no "
     "KV dtype (Offline / Server: fp8); bf16 KV would give +24.5% / +31.5%, but the quantized "
-    "checkpoint's path does not depend on that flag, so fp8 KV stays (changes/s6-mlperf.md)",
+    "checkpoint's path does not depend on that flag, so fp8 KV stays (docs/changes/2026-12-07b/mlperf.md)",
     ("interactive", "nvidia-h200-sxm"): "predicted 23% high (v5.0, one system, layout "
     "unstated: TP1 assumed). Not the step: at the run's target_qps 67.2 (8.4 req/s per GPU) "
     "the simulated TPOT P99 is 36.7 ms against the run's 35.7 ms and the mean batch 81 against "
@@ -402,7 +402,7 @@ def test_stated_chunked_prefill_is_a_what_if(data):
     """AMD's v5.1 Interactive MI300X row (mlp51-0003) states chunked prefill off (vLLM V0):
     with ``stated_chunked`` its replica runs V0's prompt-first steps; by default it keeps
     vLLM's chunked prefill, as before (the what-if moves AMD's V0 rows 20-40% low on the
-    bundled profile: changes/s6-mlperf.md)."""
+    bundled profile: docs/changes/2026-12-07b/mlperf.md)."""
     cat, df, prof = data
     row = df[df["id"] == "mlp51-0003"].iloc[0].to_dict()
     row = {k: "" if v is None or (isinstance(v, float) and v != v) else str(v)

@@ -123,7 +123,7 @@ KNOWN_WRONG_ROUNDS: dict[str, str] = {
     "needs MI325X between the H100 and H200 predictions (3,853-4,533: -9.1% to +6.9% of its "
     "measured); AMD's stated GEMM rate (compute_eff x1.32, fit over every release) gives 4,739 "
     "(+11.7%), above H200. "
-    "docs/changes/2026-12-07/mlperf70b.md, changes/s6-mlperf.md",
+    "docs/changes/2026-12-07/mlperf70b.md, docs/changes/2026-12-07b/mlperf.md",
 }
 
 

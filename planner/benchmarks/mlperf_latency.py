@@ -101,7 +101,7 @@ def scenario_replica(
 
     ``stated_chunked``: also take the row's stated chunked-prefill switch
     (:func:`stated_chunked_prefill`; off = vLLM V0's prompt-first steps). Off by default: on
-    the bundled profile it moves AMD's V0 rows 20-40% low (changes/s6-mlperf.md), because
+    the bundled profile it moves AMD's V0 rows 20-40% low (docs/changes/2026-12-07b/mlperf.md), because
     the CDNA3 fit's compute rate is below the one AMD states for its tuned MLPerf harness."""
     gpu = catalog.gpu(cell(row, "hardware")).id
     fw, prec = cell(row, "framework"), cell(row, "precision")
