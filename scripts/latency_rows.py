@@ -499,7 +499,17 @@ def main(argv=None) -> int:
         help="follow each framework's prefill-first policy (SGLang: prompt chunks in steps "
         "of their own; planner.serving.replica.ENGINE_PREFILL_FIRST_DEFAULT is off)",
     )
+    ap.add_argument(
+        "--no-overlap-lag",
+        action="store_true",
+        help="no extra iteration before a prompt joins on overlap schedulers (the before; "
+        "planner.benchmarks.scheduler_waits.overlap_wait)",
+    )
     a = ap.parse_args(argv)
+    if a.no_overlap_lag:
+        import planner.benchmarks.serving_rows as _rows
+
+        _rows.OVERLAP_LAG = False
     if a.engine_prefill_first:
         import planner.serving.replica as _replica
 
