@@ -5,7 +5,9 @@ then waits for batch ``n``: a request arriving while ``n`` runs is received afte
 was formed, so its prompt joins ``n + 2``, one iteration later than the simulator's loop
 (which admits at the next iteration boundary). The public rows add that iteration to TTFT
 and E2E (:func:`planner.benchmarks.scheduler_waits.overlap_wait`) on engines that overlap the
-host (``Framework.overlaps_host``), only where no fitted first-token path holds it already.
+host (``Framework.overlaps_host``), only where no fitted first-token path holds it already,
+when ``serving_rows.OVERLAP_LAG`` is on (off by default: changes/s6-ttft.md has why). The
+tests set it both ways.
 """
 
 from __future__ import annotations

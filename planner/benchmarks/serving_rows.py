@@ -81,8 +81,13 @@ STEADY_TAIL = 2.5
 RATE_SEEDS = 3
 
 #: whether a row on an engine that overlaps the host (``Framework.overlaps_host``) waits one
-#: more iteration before its prompt joins (:func:`planner.benchmarks.scheduler_waits.overlap_wait`)
-OVERLAP_LAG = True
+#: more iteration before its prompt joins (:func:`planner.benchmarks.scheduler_waits.overlap_wait`).
+#: Off (2026-12-07): held out it moves the TTFT bias toward 0 (latency section -21.1% ->
+#: -14.0%, MdAPE 28.0% -> 27.2%) but InferenceX's AMD SGLang rows, unbiased before in
+#: ``planner validate``, go +12% (held-out InferenceX + GPUStack TTFT 21.2% -> 23.3%) and the
+#: latency section's band coverage falls 77.9% -> 72.4% (changes/s6-ttft.md);
+#: ``scripts/latency_rows.py --overlap-lag`` measures it
+OVERLAP_LAG = False
 
 _ROW_CACHE: dict[tuple, dict[str, Any] | str] = {}
 #: most requests one row simulates per replica (~0.4 KB each); a row that needs more (a
