@@ -10,6 +10,8 @@ Usage::
     PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --no-first-token
     # SGLang with its own scheduler policy (prompt chunks in steps of their own):
     PYTHONPATH=$PWD python scripts/latency_rows.py --engine-prefill-first
+    # overlap schedulers' extra iteration before a prompt joins (off in planner):
+    PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --overlap-lag
 
 Each held-out source's profile is fitted once (the same fit ``planner validate`` does) and
 kept in ``--cache`` (a pickle; delete it when the fit changes), so a change of the serving
@@ -499,7 +501,18 @@ def main(argv=None) -> int:
         help="follow each framework's prefill-first policy (SGLang: prompt chunks in steps "
         "of their own; planner.serving.replica.ENGINE_PREFILL_FIRST_DEFAULT is off)",
     )
+    ap.add_argument(
+        "--overlap-lag",
+        action="store_true",
+        help="one more iteration before a prompt joins on engines that overlap the host "
+        "(planner.benchmarks.scheduler_waits.overlap_wait; "
+        "planner.benchmarks.serving_rows.OVERLAP_LAG is off)",
+    )
     a = ap.parse_args(argv)
+    if a.overlap_lag:
+        import planner.benchmarks.serving_rows as _rows
+
+        _rows.OVERLAP_LAG = True
     if a.engine_prefill_first:
         import planner.serving.replica as _replica
 

@@ -269,6 +269,29 @@ def admission_wait(
     return busy * w / 2 * itl_ms, (w * itl_ms if busy >= 0.02 else 0.0)
 
 
+def overlap_wait(itl_ms: float, busy: float = 1.0) -> tuple[float, float]:
+    """``(mean wait, P99 wait)`` [ms] an overlap scheduler adds to TTFT and E2E: one iteration.
+
+    An engine that prepares iteration ``n + 1`` on the CPU while the GPU runs ``n`` (SGLang's
+    overlap scheduler, TensorRT-LLM's on the PyTorch backend, vLLM's async scheduling:
+    :meth:`planner.catalog.records.Framework.overlaps_host`) has already formed ``n + 1``
+    when a request arriving during ``n`` is received, so that request's prompt joins
+    ``n + 2`` at the earliest, one iteration later than in an engine that schedules after
+    each step (the simulator's loop). SGLang's ``Scheduler.event_loop_overlap``
+    (python/sglang/srt/managers/scheduler.py): ``recv_requests()``,
+    ``get_next_batch_to_run()``, ``run_batch(batch)`` (a non-blocking launch), then
+    ``process_batch_result`` of the *last* batch, which waits for its GPU work; the next
+    ``recv_requests()`` comes after that. The idle engine polls at once, so the wait is
+    weighted by ``busy``, the share of arrivals that find an iteration running (as
+    :func:`admission_wait`); one iteration lasts the predicted ITL median ``itl_ms``.
+    Example: ITL 20 ms, a closed loop of 8 clients (busy 1): +20 ms mean and P99.
+    """
+    if not math.isfinite(itl_ms) or itl_ms <= 0:
+        return 0.0, 0.0
+    busy = min(max(busy, 0.0), 1.0)
+    return busy * itl_ms, (itl_ms if busy >= 0.02 else 0.0)
+
+
 def first_token_wait(
     framework: str, framework_version: str, notes: str, first_token_s: float | None
 ) -> float:
