@@ -85,7 +85,7 @@ RATE_SEEDS = 3
 #: Off (2026-12-07): held out it moves the TTFT bias toward 0 (latency section -21.1% ->
 #: -14.0%, MdAPE 28.0% -> 27.2%) but InferenceX's AMD SGLang rows, unbiased before in
 #: ``planner validate``, go +12% (held-out InferenceX + GPUStack TTFT 21.2% -> 23.3%) and the
-#: latency section's band coverage falls 77.9% -> 72.4% (changes/s6-ttft.md);
+#: latency section's band coverage falls 77.9% -> 72.4% (docs/changes/2026-12-07b/ttft.md);
 #: ``scripts/latency_rows.py --overlap-lag`` measures it
 OVERLAP_LAG = False
 
