@@ -397,3 +397,18 @@ def row_params(row: Mapping[str, Any], catalog, gpu: str, precision: str, family
                                             profile=profile, family=family)  # fmt: skip
         return p, prov
     return resolve_params(gpu, fw, precision, None, catalog, profile=profile, family=family)
+
+
+_GRAPH_PADDING = re.compile(r"CUDA graphs for batch sizes \[([\d,\s]+)\] per rank, padding on")
+
+
+def graph_padding_sizes(notes: str) -> tuple[int, ...] | None:
+    """The decode batches per rank an engine captured as CUDA graphs with padding on, from a
+    row's notes clause ``CUDA graphs for batch sizes [1, 2, ..., 512] per rank, padding on``
+    (the MLPerf DeepSeek-R1 rows: TensorRT-LLM ``cuda_graph_config`` ``batch_sizes`` with
+    ``enable_padding: true``, ``scripts/import_mlperf_moe.py``); None when the notes do not
+    say (no padding is modelled: :func:`planner.engine.adp.graph_padded`)."""
+    m = _GRAPH_PADDING.search(notes or "")
+    if m is None:
+        return None
+    return tuple(sorted(int(x) for x in m.group(1).split(",") if x.strip()))

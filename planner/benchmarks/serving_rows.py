@@ -20,6 +20,7 @@ from planner.benchmarks.scheduler_waits import (
 from planner.benchmarks.schema import (
     cell,
     engine_settings,
+    graph_padding_sizes,
     layout,
     memory_fraction_from_notes,
     number,
@@ -430,6 +431,7 @@ def _serving_row_result(
         notes if isl is None else "",
         params,
         tuple(row_spec(row).values()),
+        graph_padding_sizes(notes),
     )
     if key in _ROW_CACHE:
         return _ROW_CACHE[key]
@@ -460,6 +462,7 @@ def _serving_row_result(
         chunked_prefill=False if v0_btok is not None else None,
         prefill_first=v0_btok is not None,
         prefill_scale=scale,
+        graph_batch_sizes=graph_padding_sizes(notes),  # decode steps padded (adp.graph_padded)
         first_token_s=0.0,  # the row's first-token path is added below (first_token_wait)
         # its release's rule; an MLPerf harness runs its own loop (NVIDIA's the TensorRT
         # engine flow, whose version cell names TensorRT's release): not overlapped

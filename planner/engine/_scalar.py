@@ -97,7 +97,23 @@ def step_time_scalar(
         skew_a,
         skew_b,
         peak_mla,
-    ) = c
+    ) = c[:51]
+    n_graph = c[51]  # decode steps padded to a captured CUDA-graph batch (adp.graph_padded)
+    if n_graph > 0.0 and T > 0.0 and num_seqs == T and num_logits == T:
+        b = math.ceil(num_seqs / dp)  # the busiest rank's sequences (even spread)
+        for j in range(int(n_graph)):
+            g = c[52 + j]
+            if g >= b:  # the smallest captured size holding it: dummies of one token fill it
+                d = g * dp - num_seqs
+                if d > 0.0:
+                    T += d
+                    num_seqs += d
+                    num_logits += d
+                    kv_full += d
+                    pairs_full += d
+                    kv_sw += d
+                    pairs_sw += d
+                break
     T0 = T
     n_dec = num_logits
     # the busiest attention data-parallel rank's prompt work (planner.engine.adp.busiest_rank_extra)

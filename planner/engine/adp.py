@@ -164,3 +164,68 @@ def moe_collectives_per_layer(lay: Layout) -> int:
     collectives per MoE layer [1 or 2]
     """
     return 2 if lay.attention_dp > 1 else 1
+
+
+#: captured CUDA-graph batch sizes a step model carries in its scalar coefficients
+#: (:attr:`planner.engine.step.StepModel.graph_sizes`; a longer list keeps its 16 smallest)
+GRAPH_SLOTS = 16
+
+
+def graph_slots(sizes) -> tuple[float, ...]:
+    """``(count, s_1 .. s_16)``: the first :data:`GRAPH_SLOTS` captured sizes, ascending, and
+    zeros after them (the fixed-length form of :func:`_scalar.step_time_scalar`'s tail)."""
+    s = tuple(float(x) for x in sorted(sizes))[:GRAPH_SLOTS]
+    return (float(len(s)), *s, *(0.0,) * (GRAPH_SLOTS - len(s)))
+
+
+def graph_padded(sizes, dp, new_tokens, num_seqs, num_logits, kv_full, pairs_full, kv_sw, pairs_sw):
+    """The counts of a step as the engine runs it when it pads decode batches to a captured
+    CUDA graph (TensorRT-LLM ``cuda_graph_config`` with ``enable_padding: true``).
+
+    TensorRT-LLM's ``_get_padded_batch`` (``tensorrt_llm/_torch/pyexecutor/
+    cuda_graph_runner.py``; ``model_engine.py`` before) takes, under attention DP, the
+    largest batch over the ranks (``tp_allgather`` of each rank's batch size), rounds it up to
+    the smallest captured size (``_round_up_batch_size``: ``bisect_left`` over the sizes) and
+    fills every rank's generation batch with dummy generation requests up to it; no padding
+    when any rank runs a prompt (``can_run_cuda_graph``) or the batch is above the largest
+    size. The dummies run the whole model: their tokens go through the GEMMs, the experts and
+    the dispatch like real ones, each with a context of one token.
+
+    A step is padded when it only decodes (``num_seqs == new_tokens == num_logits > 0``):
+    the busiest rank holds ``b = ceil(num_seqs / dp)`` sequences (the even spread), the step
+    runs ``g = min{s in sizes : s >= b}`` on every rank, i.e. ``d = dp g - num_seqs`` dummy
+    sequences of one token each; every count rises by ``d``. Example: DEP8 with 1,160
+    decoding sequences (145 a rank) and sizes ``(..., 128, 256, 384)``: ``g = 256``,
+    ``d = 8 x 256 - 1,160 = 888``, the step computes 2,048 tokens.
+
+    Parameters
+    ----------
+    sizes : the captured batch sizes per rank, ascending (empty: no padding)
+    dp : attention data-parallel ranks of the replica (1: one batch)
+    new_tokens, num_seqs, num_logits, kv_full, pairs_full, kv_sw, pairs_sw : the step's counts
+        as :meth:`planner.engine.step.StepModel.step` takes them (replica-wide; arrays broadcast)
+
+    Returns
+    -------
+    the seven counts, padded where the step is a decode step
+    """
+    T = np.asarray(new_tokens, dtype=float)
+    n = np.asarray(num_seqs, dtype=float)
+    lg = np.asarray(num_logits, dtype=float)
+    if not sizes:
+        return T, n, lg, kv_full, pairs_full, kv_sw, pairs_sw
+    s = np.sort(np.asarray(sizes, dtype=float))[:GRAPH_SLOTS]
+    b = np.ceil(n / dp)
+    idx = np.searchsorted(s, b, side="left")
+    g = np.where(idx < s.size, s[np.minimum(idx, s.size - 1)], 0.0)
+    decode = (n == T) & (lg == T) & (T > 0) & (g > 0)
+    d = np.where(decode, np.maximum(g * dp - n, 0.0), 0.0)
+    return (
+        T + d,
+        n + d,
+        lg + d,
+        np.asarray(kv_full, float) + d,
+        np.asarray(pairs_full, float) + d,
+        np.asarray(kv_sw, float) + d,
+        np.asarray(pairs_sw, float) + d,
+    )

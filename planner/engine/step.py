@@ -139,8 +139,7 @@ class StepModel:
     comm_ring: float = -1.0  # ring factor of comm_bytes_per_token (-1: 2 (tp-1)/tp)
     comm_collectives: float = -1.0  # collectives per step on the busiest stage (-1: 2 x layers)
     layout_label: str = ""
-    # the linears a published checkpoint leaves unquantized (planner.engine.parts) run at
-    # their own dtype's peak: their extra FLOPs at peak_flops per token
+    # unquantized linears (planner.engine.parts): their extra FLOPs at peak_flops per token
     matmul_slow_flops_per_token: float = 0.0
     adp_balanced: bool = False  # the engine balances prompt work over the attention-DP ranks
     # speculative decoding: K draft tokens verified per decoding sequence, and the drafter
@@ -150,6 +149,7 @@ class StepModel:
     # MLA decode in the absorbed form: FLOPs per decode query-key pair per layer (0: not MLA)
     attn_flops_per_decode_pair_layer: float = 0.0
     mla_decode_flops_s: float = 0.0  # their achieved rate (planner.engine.mla) [FLOP/s]
+    graph_sizes: tuple = ()  # CUDA-graph batches a decode step pads to (adp.graph_padded)
 
     @property
     def local_experts(self) -> float:
@@ -217,8 +217,11 @@ class StepModel:
             context cached before them (at ``prefix_attn_eff``)
         """
         p = self.params
-        T = np.asarray(new_tokens, dtype=float)
         dp = self.attention_dp  # each attention rank runs 1/dp of the tokens and sequences
+        a = (new_tokens, num_seqs, num_logits, kv_read_tokens_full, attn_pairs_full)
+        a = adp.graph_padded(self.graph_sizes, dp, *a, kv_read_tokens_sw, attn_pairs_sw)
+        T, num_seqs, num_logits, kv_read_tokens_full, attn_pairs_full = a[:5]
+        kv_read_tokens_sw, attn_pairs_sw = a[5:]
         T0, n_dec = T, np.asarray(num_logits, dtype=float)
         u = prompt_share(self.adp_balanced, p)  # the busiest attention-DP rank's prompt work
         dT, X_hot = busiest_rank_extra(dp, u, T, num_seqs, kv_read_tokens_full, attn_pairs_full)
@@ -406,7 +409,7 @@ class StepModel:
     # ---- the hot scalar path of :meth:`step` (plain floats, no numpy) ------------------
     @cached_property
     def _coeffs(self) -> tuple[float, ...]:
-        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (51 floats): the
+        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (68 floats): the
         step's constants, with the products that do not depend on its counts done once."""
         p = self.params
         ne = self.num_experts
@@ -473,6 +476,7 @@ class StepModel:
                 prompt_share(self.adp_balanced, p),
                 *routing.skew_coeffs(ne, self.top_k, p.moe_route_cv2),
                 self.mla_decode_flops_s or self.peak_flops * p.attn_eff,
+                *adp.graph_slots(self.graph_sizes),  # decode-graph padding
             )
         )
 
@@ -595,9 +599,7 @@ def step_model(
     b16 = 2.0
     dense_w = dense_layer_bytes_per_gpu(m, prec, tp, pc, g.arch) * frac
     expert_bytes = pc.expert_one / tp * b_exp * (pc.num_moe_layers * frac)
-    lm_head_params = (
-        pc.lm_head if pc.lm_head else pc.embedding
-    )  # tied: the embedding matrix is the head
+    lm_head_params = pc.lm_head or pc.embedding  # tied: the embedding matrix is the head
     lm_bytes = lm_head_params / tp * b16  # the lm head stays 16-bit under every format
     k = m.num_experts_per_tok or 0
     active_layer_mm = (pc.attention + pc.mlp_dense + pc.shared_experts + pc.router) + (

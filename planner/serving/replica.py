@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -157,6 +157,7 @@ def build_replica(
     draft_model: str | None = None,
     spec_workload: str | None = None,
     spec_graph_max_seqs: int | None = None,
+    graph_batch_sizes: tuple[int, ...] | None = None,
     prefill_scale: float = 1.0,
     release: Any = None,
     first_token_s: float | None = None,
@@ -189,6 +190,11 @@ def build_replica(
         ``ngram``; K draft tokens per step; mean tokens per verify step, default published);
         ``spec_graph_max_seqs``: the engine's CUDA-graph batch limit for verify steps;
         ``spec_workload``: the prompts' kind the published AL is read for (chat, code, random...)
+    graph_batch_sizes : the decode batches per attention rank the engine captured as CUDA
+        graphs with padding on (TensorRT-LLM ``cuda_graph_config.batch_sizes`` with
+        ``enable_padding``): a decode step runs padded to the smallest one that holds its
+        busiest rank (:func:`planner.engine.adp.graph_padded`); sizes above ``max_num_seqs``
+        are never run; None or empty: no padding (without speculative decoding only)
     prefill_scale : multiplies the prompt chunks' share of each iteration's time in the
         simulator (1: the step model's; :func:`planner.catalog.latency.prefill_scale`
         gives the fitted value of an engine and model family)
@@ -287,6 +293,10 @@ def build_replica(
     if seqs > btok:
         assumptions.append(f"max_num_seqs {seqs} limited to the token budget {btok}")
         seqs = btok
+    if graph_batch_sizes and spec is None:  # decode steps padded to a captured graph
+        sm = replace(
+            sm, graph_sizes=tuple(sorted(float(x) for x in graph_batch_sizes if x <= seqs))
+        )
     util = memory_utilization
     plan_kw = dict(
         kv_precision=kv_precision,
