@@ -35,7 +35,9 @@ from annotate_harness_flags import annotate  # noqa: E402
 from annotate_pool_limits import TAG, _fmt, recipe_limits  # noqa: E402
 from annotate_spec_recipes import FILES, SRT, SRT_REPO  # noqa: E402
 
-_TEXT = re.compile(r"recipe text: NVIDIA/srt-slurm (recipes/\S+\.yaml) @ ([0-9a-f]{7,40}), ([0-9-]{10})")
+_TEXT = re.compile(
+    r"recipe text: NVIDIA/srt-slurm (recipes/\S+\.yaml) @ ([0-9a-f]{7,40}), ([0-9-]{10})"
+)
 _DAY = re.compile(r"run date (\d{4}-\d{2}-\d{2})")
 
 
