@@ -93,13 +93,14 @@ def test_ixm1351_limits_parsed_and_applied():
 
 
 def test_every_annotated_row_parses_and_trt_names_agree():
-    n = 0
+    n = srt = 0
     for f in apl.FILES:
         with (ROOT / f).open(newline="", encoding="utf-8") as fh:
             for row in csv.DictReader(fh):
                 if apl.TAG not in row["notes"]:
                     continue
                 n += 1
+                srt += "pool limits (recipe text: NVIDIA/srt-slurm" in row["notes"]
                 assert "disaggregated prefill/decode" in row["notes"]
                 assert not row["hardware"].startswith("amd")
                 lim = pool_limits(row["notes"])
@@ -107,7 +108,10 @@ def test_every_annotated_row_parses_and_trt_names_agree():
                 b = re.search(r"CONFIG_FILE=\S*/trtllm/\S*_batch(\d+)_", row["notes"])
                 if b:
                     assert lim["decode"]["max_num_seqs"] == int(b.group(1)), row["id"]
-    assert n == 835  # 133 + 702 (scripts/annotate_pool_limits.py output)
+    # 133 + 702 from InferenceX's copies (scripts/annotate_pool_limits.py output), 13 + 97
+    # from the NVIDIA/srt-slurm text the speculative note names
+    # (scripts/annotate_pool_limits_srt.py output)
+    assert (n - srt, srt) == (835, 110)
 
 
 def test_a_decode_cap_moves_the_wait_into_ttft():
@@ -141,3 +145,27 @@ def test_rerun_changes_nothing():
     m = apl.Mirror(apl.IX_REPO)
     row = _row("ixm-1351")
     assert apl.note_for(row, m) == "-already annotated"
+
+
+def test_srt_text_ixh0786_sglang_dp_attention_chunk():
+    # ixh-0786 (B200 fp8 SGLang 2P(DEP8)+1D(DEP8) MTP, 8k/1k, 512 clients): its recipe
+    # recipes/b200-fp8/8k1k/mtp/max-tpt-dep8-2p1d.yaml @ 5063eb432640 sets, in both pools,
+    # max-running-requests 512, max-prefill-tokens 32768, chunked-prefill-size 32768,
+    # data-parallel-size 8 and enable-dp-attention: per rank 512 // 8 = 64 requests and
+    # min(32768, 32768 // 8) = 4096 tokens a step, so each 6,554-8,192-token prompt is two
+    # chunks (the TensorRT-LLM 4P run, ixh-0989, prefills one whole prompt per rank a step:
+    # max_batch_size 1, max_num_tokens 8320)
+    lay = disagg_layout(_row("ixh-0786")["notes"])
+    assert lay["prefill"]["max_num_seqs"] == 64
+    assert lay["prefill"]["max_num_batched_tokens"] == 4096
+    assert lay["decode"]["max_num_seqs"] == 64
+    assert disagg_layout(_row("ixh-0989")["notes"])["prefill"]["max_num_batched_tokens"] == 8320
+
+
+def test_srt_rerun_changes_nothing():
+    import annotate_pool_limits_srt as srt
+
+    assert srt.note_for(_row("ixh-0786")) == "-already annotated"
+    # a row without a named srt-slurm text is left, with the reason
+    row = {"notes": "layout_unsupported: disaggregated prefill/decode (8 prefill + 8 decode)"}
+    assert srt.note_for(row) == "-no NVIDIA/srt-slurm recipe text named in the notes"
