@@ -141,6 +141,11 @@ def test_row_workload_from_notes():
     assert row_workload(ix) == "random"
     assert row_workload({"notes": "--dataset-name random --random-input-len 1024"}) == "random"
     assert row_workload({"notes": "ISL 1k / OSL 2k, batch 1"}) is None
+    # SGLang's own client: its "random" dataset is ShareGPT text cut / repeated to length
+    # (random token ids are its "random-ids"), so chat prompts
+    sgl = "sglang.bench_serving --backend sglang --dataset-name random --random-input-len 1024"
+    assert row_workload({"notes": sgl}) == "chat"
+    assert row_workload({"notes": sgl.replace("name random", "name random-ids")}) == "random"
 
 
 @pytest.mark.parametrize(
