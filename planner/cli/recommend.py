@@ -35,7 +35,8 @@ RECOMMEND_EXAMPLE = """\
   planner recommend examples/chat-8b.yaml --segment hyperscaler-owned --format json
   planner recommend examples/rag-70b.yaml --disagg only   # aggregated vs xPyD, same GPUs
   planner recommend examples/moe-r1.yaml --emit planner-deploy --force --emit-top 2
-  planner recommend examples/moe-r1.yaml --speculative auto --spec-workload random
+  planner recommend examples/moe-r1.yaml --speculative auto --spec-workload random \\
+      --gpus h200 --frameworks sglang --tp 8   # MTP options priced at the random-prompt AL
   planner recommend --model llama-3.1-70b --peak-rps 50 --input-tokens 1500 \\
       --output-tokens 300 --ttft-p99 2 --tpot-p99 0.05 --gpus h100,h200,mi300x \\
       --save-scenario chat-70b.yaml   # reproduce lines then name chat-70b.yaml
