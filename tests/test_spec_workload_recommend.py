@@ -101,3 +101,31 @@ def test_recommender_options_carry_the_prompt_kind():
     assert all(o.spec.workload == "random" for o in spec)
     # the option's label shows the AL used and its source
     assert any(f"MTP k=3, AL 2.50 (random, {PR649})" in o.label() for o in spec)
+
+
+def test_recommend_flags_then_constraints_then_deployment_name_the_prompt_kind(tmp_path):
+    from planner.cli.main import build_parser
+    from planner.cli.recommend import _constraints
+    from planner.scenario import load_scenario
+
+    src = (DATA_DIR.parent / "examples" / "moe-r1.yaml").read_text(encoding="utf-8")
+
+    def got(text, *flags):
+        f = tmp_path / "s.yaml"
+        f.write_text(text, encoding="utf-8")
+        args = build_parser().parse_args(["recommend", str(f), *flags])
+        return _constraints(args, load_scenario(f), _CAT)
+
+    # the example names no kind: natural text
+    assert got(src).spec_workload is None
+    # the deployment's kind (what estimate / capacity read) reaches recommend
+    dep = src.replace("deployment:\n", "deployment:\n  spec_workload: random\n", 1)
+    assert got(dep).spec_workload == "random"
+    # the constraints' own kind wins over the deployment's; the flag over both
+    both = dep.replace("constraints:\n", "constraints:\n  spec_workload: code\n", 1)
+    assert got(both).spec_workload == "code"
+    assert got(both, "--spec-workload", "chat").spec_workload == "chat"
+    # the user's AL rides along as a constraint
+    assert got(src, "--acceptance-length", "2.2").acceptance_length == 2.2
+    with pytest.raises(SystemExit):  # argparse refuses an unknown kind
+        got(src, "--spec-workload", "noise")

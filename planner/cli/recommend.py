@@ -251,7 +251,9 @@ def _constraints(args: argparse.Namespace, sc, cat):
         "tps": args.tp,
         "max_gpus_per_replica": args.max_gpus_per_replica,
         "speculative": getattr(args, "speculative", None),  # grow shares these flags
-        "spec_workload": getattr(args, "spec_workload", None) or sc.deployment.spec_workload,
+        # the flag, else the constraints' own, else the prompts' kind the deployment names
+        "spec_workload": getattr(args, "spec_workload", None)
+        or (None if c.spec_workload else sc.deployment.spec_workload),
         "acceptance_length": getattr(args, "acceptance_length", None),
         "max_total_gpus": args.max_gpus,
         "min_weight_bits": args.min_weight_bits,
