@@ -171,7 +171,7 @@ def test_disagg_mtp_row_predicted_within_the_issue_bar(rows):
     got = predict_disagg_row(r, CAT)
     assert not isinstance(got, str), got
     assert got[0] == pytest.approx(142227.82, rel=0.25)
-    assert "MTP k=2, AL 2.17 (random)" in got[1]
+    assert "MTP k=2, AL 2.17 (random, SemiAnalysisAI/InferenceX PR #649" in got[1]
     plain = dict(r, notes=r["notes"].split("; " + ann.TAG)[0])
     base = predict_disagg_row(plain, CAT)
     assert "MTP not modelled" in base[1]

@@ -84,7 +84,10 @@ def test_acceptance_prior_by_workload_by_hand():
     s2 = al(2, "random")
     assert s2.acceptance_length == pytest.approx(2.1695, abs=2e-3)
     assert s2.basis.startswith("chain rate of K=3") and s2.workload == "random"
-    assert s2.label() == "MTP k=2, AL 2.17 (random)"
+    # the label names the prompts' kind and the source's short name (up to its title)
+    assert s2.label() == (
+        "MTP k=2, AL 2.17 (random, SemiAnalysisAI/InferenceX PR #649, carried from K=3)"
+    )
     # nothing measured on random prompts at K >= 4: refused (never carried up)
     with pytest.raises(PlannerError, match="acceptance_length: .* on random prompts"):
         al(4, "random")
@@ -138,6 +141,11 @@ def test_row_workload_from_notes():
     assert row_workload(ix) == "random"
     assert row_workload({"notes": "--dataset-name random --random-input-len 1024"}) == "random"
     assert row_workload({"notes": "ISL 1k / OSL 2k, batch 1"}) is None
+    # SGLang's own client: its "random" dataset is ShareGPT text cut / repeated to length
+    # (random token ids are its "random-ids"), so chat prompts
+    sgl = "sglang.bench_serving --backend sglang --dataset-name random --random-input-len 1024"
+    assert row_workload({"notes": sgl}) == "chat"
+    assert row_workload({"notes": sgl.replace("name random", "name random-ids")}) == "random"
 
 
 @pytest.mark.parametrize(
@@ -458,7 +466,12 @@ def test_recommender_searches_published_spec_settings_only_when_asked():
     assert als[4] == pytest.approx((2.99, 0.0)) and als[5] == pytest.approx((3.01, 0.0))
     # K = 7: original MTP 3.20 (temperature 0) and 3.09 (temperature 1): 3.145 +/- 0.055
     assert als[7] == pytest.approx((3.145, 0.055))
-    assert "MTP k=1, AL 1.90±0.05" in {o.spec.label() for o in spec}
+    # the label carries the AL used, its spread and where it came from: natural text (no
+    # workload named), the two K = 1 sources by their short names, sorted
+    assert (
+        "MTP k=1, AL 1.90±0.05 (natural text, DeepSeek-V3 Technical Report; "
+        "TensorRT-LLM tech blog 1)"
+    ) in {o.spec.label() for o in spec}
     spec = [o for o in spec if o.spec.spec_tokens == 1]
     ids = spec[0].ids()
     assert (ids["spec_method"], ids["spec_tokens"]) == ("mtp", 1)

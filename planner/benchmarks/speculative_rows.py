@@ -101,11 +101,17 @@ def row_workload(row: Mapping[str, Any]) -> str | None:
     """The workload kind of a row's prompts (``planner.catalog.speculative.WORKLOADS``):
     ``random`` for a random-token dataset (InferenceX's speculative runs wrap it in the
     chat template: ``--use-chat-template`` in every ``dsr1_*_mtp.sh``, InferenceX PR #649),
-    ``random-raw`` where the notes say the template was off; None (natural text or not
-    named) otherwise."""
+    ``random-raw`` where the notes say the template was off; ``chat`` for SGLang's own
+    client (``sglang.bench_serving --dataset-name random``), whose ``random`` dataset is
+    ShareGPT conversations cut or repeated to the length (``random_sample`` is true for
+    ``random``; random token ids are its ``random-ids``: sglang
+    python/sglang/benchmark/datasets/random.py, ``sample_random_requests``); None (natural
+    text or not named) otherwise."""
     notes = (cell(row, "notes") or "").lower()
     if not any(t in notes for t in _RANDOM):
         return None
+    if "sglang.bench_serving" in notes and "random-ids" not in notes:
+        return "chat"
     return "random-raw" if "without chat template" in notes else "random"
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "acceptance_records",
     "chain_acceptance_length",
     "chain_rate",
+    "cite_of",
     "engine_support",
     "published_specs",
     "spec_decode",
@@ -116,6 +117,7 @@ class SpecDecode(Frozen):
     spread : published spread of AL (std or half range) [tokens/step]; 0 for a user value
     draft_model : catalog id of the draft model (method ``draft``)
     basis : where AL came from (a source, or "given")
+    cite : the sources of AL, short (e.g. ``TensorRT-LLM tech blog 1``), or "given"
     workload : the workload kind AL was chosen for (:data:`WORKLOADS`); None: natural text
     graph_max_seqs : the engine's CUDA-graph capture limit for verify steps (SGLang
         ``--cuda-graph-max-bs``): a verify step of more sequences runs eager; None: no limit
@@ -127,6 +129,7 @@ class SpecDecode(Frozen):
     spread: float = Field(0.0, ge=0.0)
     draft_model: str | None = None
     basis: str = "given"
+    cite: str = "given"
     workload: Workload | None = None
     graph_max_seqs: int | None = Field(None, ge=1)
 
@@ -138,14 +141,20 @@ class SpecDecode(Frozen):
         return lo, min(k1, self.acceptance_length + self.spread)
 
     def label(self) -> str:
-        """e.g. ``MTP k=3, AL 2.60±0.30``."""
+        """The setting, its acceptance length and where that came from, e.g.
+        ``MTP k=2, AL 2.17 (random, SemiAnalysisAI/InferenceX PR #649)``,
+        ``MTP k=1, AL 1.90±0.05 (natural text, DeepSeek-V3 Technical Report; ...)`` or
+        ``MTP k=3, AL 2.40 (given)`` for a user's value."""
         pm = f"±{self.spread:.2f}" if self.spread else ""
         name = {"mtp": "MTP", "eagle3": "EAGLE-3", "draft": "draft", "ngram": "n-gram"}
         drafted = f" {self.draft_model}" if self.draft_model else ""
-        on = f" ({self.workload})" if self.workload else ""
+        if self.cite == "given":
+            why = "given"
+        else:
+            why = f"{self.workload or 'natural text'}, {self.cite}"
         return (
             f"{name[self.method]}{drafted} k={self.spec_tokens}, "
-            f"AL {self.acceptance_length:.2f}{pm}{on}"
+            f"AL {self.acceptance_length:.2f}{pm} ({why})"
         )
 
 
@@ -284,9 +293,11 @@ def spec_decode(
     mean = sum(als) / len(als)
     spread = max(mean - min(los), max(his) - mean)
     basis = "; ".join(sorted({r.source.split(",")[0] for r in hits}))
+    cite = "; ".join(sorted({cite_of(r.source) for r in hits}))
     if derived:
         ks = ", ".join(sorted({str(r.spec_tokens) for r in hits}))
         basis = f"chain rate of K={ks} ({basis})"
+        cite = f"{cite}, carried from K={ks}"
     return SpecDecode(
         method=method,
         spec_tokens=k,
@@ -294,8 +305,21 @@ def spec_decode(
         spread=spread,
         draft_model=draft_model,
         basis=basis,
+        cite=cite,
         workload=workload,
     )
+
+
+def cite_of(source: str) -> str:
+    """A source's short name: its text before the first title quote, parenthesis, comma or
+    colon, e.g. ``SemiAnalysisAI/InferenceX PR #649`` for ``SemiAnalysisAI/InferenceX PR
+    #649 '[AMD] fix: ...' (description): ...``."""
+    cut = len(source)
+    for mark in (" '", ' "', " (", ",", ": "):
+        i = source.find(mark)
+        if 0 < i < cut:
+            cut = i
+    return source[:cut].strip()
 
 
 def _prior_rows(
@@ -355,11 +379,23 @@ def chain_rate(acceptance_length: float, spec_tokens: int) -> float:
 
 
 def published_specs(
-    model: ModelArch, framework: Framework, data_dir: Path | None = None
+    model: ModelArch,
+    framework: Framework,
+    data_dir: Path | None = None,
+    workload: str | None = None,
+    acceptance_length: float | None = None,
 ) -> list[SpecDecode]:
     """Every speculative setting with a published acceptance length that ``framework`` runs
     for ``model`` (one per method x K; ``draft`` needs a draft model and is left to the
-    user): what the recommender searches besides speculation off."""
+    user): what the recommender searches besides speculation off.
+
+    Parameters
+    ----------
+    workload : the prompts' kind (:data:`WORKLOADS`): each setting's AL is the prior for it
+        (:func:`spec_decode`); a setting with no prior for it is left out
+    acceptance_length : the user's AL [tokens/step]: it replaces the prior of every setting
+        whose K allows it (AL <= K + 1); the others are left out
+    """
     runs = engine_support(data_dir).get(framework.id, ())
     keys = sorted(
         {
@@ -368,10 +404,29 @@ def published_specs(
             if r.model == model.id and r.method in runs and r.method != "draft"
         }
     )
+    if workload is not None and workload not in WORKLOADS:
+        raise PlannerError(
+            f"spec_workload must be one of {', '.join(WORKLOADS)}; got {shown(workload)}"
+        )
+    if acceptance_length is not None:
+        al = acceptance_length
+        if isinstance(al, bool) or not isinstance(al, (int, float)) or not al >= 1.0:
+            raise PlannerError(f"acceptance_length must be >= 1 tokens per step, got {shown(al)}")
+        keys = [(m, k) for m, k in keys if al <= k + 1]
     out = []
     for method, k in keys:
         try:
-            out.append(spec_decode(model, method, k, framework=framework, data_dir=data_dir))
+            out.append(
+                spec_decode(
+                    model,
+                    method,
+                    k,
+                    acceptance_length=acceptance_length,
+                    framework=framework,
+                    data_dir=data_dir,
+                    workload=workload,
+                )
+            )
         except PlannerError:
             continue
     return out

@@ -11,6 +11,7 @@ import math
 import sys
 from typing import Any
 
+from planner.catalog.speculative import WORKLOADS
 from planner.cli._common import _positive_float as _pos_float
 from planner.cli._common import _positive_int as _pos_int
 from planner.cli._common import _seed, add_price_args
@@ -34,6 +35,8 @@ RECOMMEND_EXAMPLE = """\
   planner recommend examples/chat-8b.yaml --segment hyperscaler-owned --format json
   planner recommend examples/rag-70b.yaml --disagg only   # aggregated vs xPyD, same GPUs
   planner recommend examples/moe-r1.yaml --emit planner-deploy --force --emit-top 2
+  planner recommend examples/moe-r1.yaml --speculative auto --spec-workload random \\
+      --gpus h200 --frameworks sglang --tp 8   # MTP options priced at the random-prompt AL
   planner recommend --model llama-3.1-70b --peak-rps 50 --input-tokens 1500 \\
       --output-tokens 300 --ttft-p99 2 --tpot-p99 0.05 --gpus h100,h200,mi300x \\
       --save-scenario chat-70b.yaml   # reproduce lines then name chat-70b.yaml
@@ -165,6 +168,13 @@ def register(subparsers: Any) -> None:
     c.add_argument("--speculative", choices=("off", "auto"), default=None,
                    help="auto: also search speculative decoding (published method x K the "
                    "engine runs; default off)")  # fmt: skip
+    c.add_argument("--spec-workload", choices=WORKLOADS, default=None,
+                   help="the prompts' kind the searched speculative settings read their "
+                   "published acceptance length for (default: the scenario's "
+                   "deployment.spec_workload, else natural text)")  # fmt: skip
+    c.add_argument("--acceptance-length", type=_bounded(_pos_float, None, 65.0, " tokens/step"),
+                   help="your acceptance length [tokens/step]: replaces the published one of "
+                   "every searched speculative setting with K + 1 >= it")  # fmt: skip
     c.add_argument("--min-weight-bits", type=_bounded(_pos_float, None, MAX_WEIGHT_BITS, " bits"),
                    help="quality floor [bits per weight], e.g. 8 excludes 4-bit formats")  # fmt: skip
     c.add_argument("--datacenter-only", action="store_true", default=None,
@@ -241,6 +251,10 @@ def _constraints(args: argparse.Namespace, sc, cat):
         "tps": args.tp,
         "max_gpus_per_replica": args.max_gpus_per_replica,
         "speculative": getattr(args, "speculative", None),  # grow shares these flags
+        # the flag, else the constraints' own, else the prompts' kind the deployment names
+        "spec_workload": getattr(args, "spec_workload", None)
+        or (None if c.spec_workload else sc.deployment.spec_workload),
+        "acceptance_length": getattr(args, "acceptance_length", None),
         "max_total_gpus": args.max_gpus,
         "min_weight_bits": args.min_weight_bits,
         "datacenter_only": args.datacenter_only or None,

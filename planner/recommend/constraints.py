@@ -40,6 +40,18 @@ class Constraints(Frozen):
         description="auto: also search speculative decoding (each published method x K the "
         "engine runs for the model, data/speculative.yaml)",
     )
+    spec_workload: str | None = Field(
+        None,
+        description="the prompts' kind the searched speculative settings read their "
+        "acceptance length for: chat, code, math, mixed, random, random-raw; none: natural text",
+    )
+    acceptance_length: float | None = Field(
+        None,
+        ge=1.0,
+        allow_inf_nan=False,
+        description="the user's acceptance length [tokens/step]: replaces the published one "
+        "of every searched speculative setting with K + 1 >= it",
+    )
     min_weight_bits: float | None = Field(
         None, gt=0, le=MAX_WEIGHT_BITS, description="quality floor, e.g. 8 excludes 4-bit"
     )
@@ -68,6 +80,15 @@ class Constraints(Frozen):
         description="objective latency: only options costing at most this multiple of the "
         "cheapest feasible option [x]",
     )
+
+    @field_validator("spec_workload")
+    @classmethod
+    def _spec_workload(cls, v: str | None) -> str | None:
+        from planner.catalog.speculative import WORKLOADS
+
+        if v is not None and v not in WORKLOADS:
+            raise ValueError(f"must be one of {', '.join(WORKLOADS)}")
+        return v
 
     @field_validator("tps")
     @classmethod

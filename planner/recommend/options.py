@@ -221,6 +221,8 @@ def enumerate_options(
     max_gpus_per_replica: int | None = None,
     min_weight_bits: float | None = None,
     speculative: bool = False,
+    spec_workload: str | None = None,
+    acceptance_length: float | None = None,
     datacenter_only: bool = False,
 ) -> tuple[list[Option], list[Rejection]]:
     """Every (GPU, framework, precision, KV precision, TP) the catalog and constraints allow.
@@ -236,6 +238,10 @@ def enumerate_options(
     min_weight_bits : quality floor [bits per weight], e.g. 8 excludes 4-bit formats
     speculative : also every option with each published speculative setting its engine
         runs for the model (:func:`planner.catalog.speculative.published_specs`)
+    spec_workload : the prompts' kind those settings read their acceptance length for
+        (chat, code, random, ...; None: natural text)
+    acceptance_length : the user's acceptance length, which replaces the published one
+        [tokens/step]
     datacenter_only : leave out GPUs whose driver licence excludes datacenter deployment
         (``Accelerator.datacenter_licensed`` False: GeForce), one rejection per GPU
 
@@ -319,7 +325,12 @@ def enumerate_options(
                         else:
                             options.append(opt)
     if speculative:  # speculation on, per published method x K, beside every option
-        specs = {f.id: published_specs(model, f) for f in f_list}
+        specs = {
+            f.id: published_specs(
+                model, f, workload=spec_workload, acceptance_length=acceptance_length
+            )
+            for f in f_list
+        }
         options += [replace(o, spec=s) for o in options for s in specs[o.framework.id]]
     return options, rejected
 

@@ -507,6 +507,7 @@ class _Search:
             kv_precisions=c.kv_precisions, tps=c.tps,
             max_gpus_per_replica=c.max_gpus_per_replica, min_weight_bits=c.min_weight_bits,
             speculative=c.speculative == "auto", datacenter_only=c.datacenter_only,
+            spec_workload=c.spec_workload, acceptance_length=c.acceptance_length,
         )  # fmt: skip
         n_enumerated = len(options) + len(self.rejected)
         # best-first over a heap of (bound, stage, seq, item): stage 0 = not yet screened
