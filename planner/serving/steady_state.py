@@ -380,11 +380,10 @@ def closed_loop_throughput(
     chunk in an iteration beside the ``B - 1`` other sequences' decodes, then ``osl - 1``
     decodes (the prompt's last chunk gives the first token). Per lifetime the ``B`` prompts
     take ``B k`` mixed iterations and the rest, ``osl - 1 - k (B - 1)``, decode all ``B``.
-    Unlike :func:`offline_throughput`'s even spread of prompt tokens over every iteration,
-    a decode iteration here holds only ``B`` tokens: an MoE layer at small ``B`` reads the
-    experts ``B`` tokens route to, not those of ``B`` tokens plus a share of the prompts.
-    When the prompts cannot be staggered (``k (B - 1) > osl - 1``: they overlap, as in an
-    offline run), the even spread of :func:`offline_throughput` is used.
+    A decode iteration holds only ``B`` tokens: an MoE layer at small ``B`` reads the experts
+    ``B`` tokens route to (the prompts wait in their own iterations, as in the mixed cycle
+    of :func:`offline_throughput`). When the prompts cannot be staggered (``k (B - 1) > osl
+    - 1``: they overlap, as in an offline run), :func:`offline_throughput`'s cycle is used.
     Pipeline parallelism is not modelled here (one micro-batch).
     """
     isl, osl, B = float(input_tokens), float(output_tokens), max(1.0, float(clients))
