@@ -41,18 +41,17 @@ def test_one_client_is_one_request_after_another():
 
 def test_moe_decode_reads_only_the_experts_of_its_batch():
     """DeepSeek-V3 at 4 clients, 1k/1k: a decode step of 4 tokens routes to at most 32 of 256
-    experts per layer. The closed loop keeps the prompts in their own steps, and so does the
-    offline cycle since 2026-12-07: ceil(4 x 1,024 / (8,192 - 4)) = 1 of its 1,024 iterations
-    carries the prompts, the other 1,023 decode 4 tokens (before, it spread the prompts over
-    every step, 4 decode + 4 prompt tokens, up to 64 experts, and came out > 20% slower). So
-    the two agree within a few percent, for the MoE as for a dense model."""
+    experts per layer. The even spread of offline_throughput puts 4 decode tokens plus
+    4 x 1024 / 1024 = 4 prompt tokens in every step (up to 64 experts), so it is slower; the
+    closed loop keeps the prompts in their own steps. A dense model has no such effect: the two
+    agree within a few percent."""
     moe = step_model(
         CAT.model("deepseek-v3"), CAT.gpu("nvidia-h200-sxm"), CAT.precision("fp8"), "fp8", 8, 1,
         PRIOR, CAT,
     )  # fmt: skip
     cl = closed_loop_throughput(moe, 1024, 1024, 4, 8192)
     off, _ = offline_throughput(moe, 1024, 1024, 4, 8192)
-    assert cl == pytest.approx(off, rel=0.05)
+    assert cl > 1.2 * off
     dense = _sm()
     assert closed_loop_throughput(dense, 1024, 1024, 4, 8192) == pytest.approx(
         offline_throughput(dense, 1024, 1024, 4, 8192)[0], rel=0.05

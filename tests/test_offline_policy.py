@@ -1,6 +1,8 @@
-"""The offline predictor schedules a cycle the way the engine does: only the iterations that
-carry prompt tokens run eagerly (:func:`planner.serving.steady_state.offline_throughput`,
-:func:`offline_cycle_iterations`), checked by hand and by two properties."""
+"""The offline predictor's engine policy (``engine_policy=True``, the switch
+:data:`planner.serving.steady_state.OFFLINE_ENGINE_POLICY`, off by default): a cycle runs the
+way the engine schedules it and only the iterations that carry prompt tokens run eagerly
+(:func:`planner.serving.steady_state.offline_throughput`, :func:`offline_cycle_iterations`),
+checked by hand and by a property; off, the even spread of before."""
 
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ def test_hundred_prompts_in_an_8k_budget_take_13_prompt_iterations():
     pairs = (100 * (1000**2 / 2 + 500 * 1250) - 487 * 100 * 1250) / 13
     t_mix = sm.step_time(101_300 / 13, 100, 100, 100 * 1250, pairs) + sched
     t_dec = sm.step_time(100, 100, 100, 100 * 1250, 100 * 1250) + sched
-    got, batch = offline_throughput(sm, 1000, 500, 100, 8192)
+    got, batch = offline_throughput(sm, 1000, 500, 100, 8192, engine_policy=True)
     assert batch == 100
     assert got == pytest.approx(100 * 500 / (13 * t_mix + 487 * t_dec), rel=1e-9)
 
@@ -82,8 +84,8 @@ def test_the_eager_floor_applies_to_at_most_the_prompt_iterations(B, isl, osl, b
     never more than the cycle's iterations max(osl, B (isl + osl) / budget)."""
     fast, slow = _sm(), _sm(PRIOR.with_(eager_layer_s=1.0))
     floor = 1.0 * fast.layers
-    cyc_fast = B * osl / offline_throughput(fast, isl, osl, B, budget)[0]
-    cyc_slow = B * osl / offline_throughput(slow, isl, osl, B, budget)[0]
+    cyc_fast = B * osl / offline_throughput(fast, isl, osl, B, budget, engine_policy=True)[0]
+    cyc_slow = B * osl / offline_throughput(slow, isl, osl, B, budget, engine_policy=True)[0]
     eager = (cyc_slow - cyc_fast) / floor
     bound = min(math.ceil(B * isl / (budget - B)), max(osl, B * (isl + osl) / budget))
     assert eager <= bound * 1.0001 + 1e-6
@@ -114,15 +116,22 @@ def _row(row_id: str) -> dict:
     ],
 )
 def test_the_row_is_predicted_with_its_engine_policy(monkeypatch, row_id, first, chunked, budget):
-    """The offline row's predictor calls offline_throughput with its engine's policy."""
+    """With the switch on, the offline row's predictor calls offline_throughput with its
+    engine's policy."""
+    import importlib
+
     import planner.benchmarks.step_rows as step_rows
+
+    steady_state = importlib.import_module("planner.serving.steady_state")
 
     seen = []
 
-    def spy(sm, isl, osl, B, tok, ov=False, prefill_first=False, chunk=True):
+    def spy(sm, isl, osl, B, tok, ov=False, prefill_first=False, chunk=True, policy=None):
+        assert policy is True
         seen.append((prefill_first, chunk, tok))
         return 1.0, B
 
+    monkeypatch.setattr(steady_state, "OFFLINE_ENGINE_POLICY", True)
     monkeypatch.setattr(step_rows, "offline_throughput", spy)
     f, why, kind = step_rows.row_predictor(_row(row_id), CAT)
     assert f is not None, why
@@ -131,3 +140,51 @@ def test_the_row_is_predicted_with_its_engine_policy(monkeypatch, row_id, first,
     assert [s[:2] for s in seen] == [(first, chunked)]
     if budget is not None:
         assert seen[0][2] == budget
+
+
+def test_off_is_the_even_spread_of_before():
+    """The switch off (the default): the 100 x 1,000 / 500 cycle of B = 100 in an 8,192-token
+    budget is max(500, 18.3) = 500 iterations, each with 100 x 1,500 / 500 = 300 new tokens,
+    100 sequences and 100 x (1,000^2 / 2 + 500 x 1,250) / 500 query-key pairs: all eager."""
+    sm = _sm(PRIOR.with_(eager_layer_s=1e-3))
+    assert offline_cycle_iterations(100, 1000, 500, 8192, even=True) == (500, 0)
+    sched = sm.params.sched_overhead_s + sm.params.sched_seq_overhead_s * 100
+    pairs = 100 * (1000**2 / 2 + 500 * 1250) / 500
+    t = sm.step_time(300, 100, 100, 100 * 1250, pairs) + sched
+    assert offline_throughput(sm, 1000, 500, 100, 8192)[0] == pytest.approx(
+        100 * 500 / (500 * t), rel=1e-9
+    )
+    assert (
+        offline_throughput(sm, 1000, 500, 100, 8192, engine_policy=False)[0]
+        == (offline_throughput(sm, 1000, 500, 100, 8192)[0])
+    )
+
+
+def test_with_the_policy_the_decode_steps_replay_the_cuda_graph():
+    """1 ms of eager dispatch per layer (32 ms per eager step of Llama-3.1-8B's 32 layers, far
+    above a decode step of 16 sequences on an H100, ~8 ms): the even spread is eager in all
+    512 iterations of the cycle and loses more than half; the engine's cycle only in
+    ceil(16 x 1,024 / (8,192 - 16)) = 3 of them and loses less than 5%."""
+    slow = PRIOR.with_(eager_layer_s=1e-3)
+    args = (1024, 512, 16, 8192)
+    even = [offline_throughput(_sm(q), *args)[0] for q in (PRIOR, slow)]
+    policy = [offline_throughput(_sm(q), *args, engine_policy=True)[0] for q in (PRIOR, slow)]
+    assert even[1] < 0.5 * even[0]
+    assert policy[1] > 0.95 * policy[0]
+
+
+def test_with_the_policy_an_moe_offline_cycle_matches_the_closed_loop():
+    """DeepSeek-V3 on 8 H200s at 4 sequences, 1k/1k: the closed loop keeps the prompts in
+    their own steps (a decode step of 4 tokens reads at most 32 of 256 experts per layer), and
+    so does the engine's cycle: ceil(4 x 1,024 / (8,192 - 4)) = 1 of its 1,024 iterations
+    carries prompts, the other 1,023 decode 4 tokens. They agree within 5% (the even spread
+    puts 4 prompt tokens in every step and is > 20% slower, tests/test_closed_loop_fit.py)."""
+    from planner.serving.steady_state import closed_loop_throughput
+
+    moe = step_model(
+        CAT.model("deepseek-v3"), CAT.gpu("nvidia-h200-sxm"), CAT.precision("fp8"), "fp8", 8, 1,
+        PRIOR, CAT,
+    )  # fmt: skip
+    cl = closed_loop_throughput(moe, 1024, 1024, 4, 8192)
+    off, _ = offline_throughput(moe, 1024, 1024, 4, 8192, engine_policy=True)
+    assert cl == pytest.approx(off, rel=0.05)

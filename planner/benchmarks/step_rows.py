@@ -28,6 +28,7 @@ from planner.errors import PlannerError
 from planner.serving.replica import ENGINE_PREFILL_FIRST_DEFAULT
 from planner.serving.steady_state import (
     closed_loop_throughput,
+    offline_engine_policy,
     offline_throughput,
     prefill_first_cycle,
 )
@@ -221,7 +222,9 @@ def _steady_predictor(
     # prefill_first; serving_rows.simulate_row): vLLM V0 serves MLA models without chunked
     # prefill, whole prompts first, in a budget of max(max_model_len, 2048) tokens;
     # SGLang runs prompts first only when ENGINE_PREFILL_FIRST_DEFAULT says so
-    v0_btok = v0_mla_unchunked_tokens(fw.id, version, m, cell(row, "notes"))
+    # (only with OFFLINE_ENGINE_POLICY: off, the even spread of before, budget included)
+    policy = offline_engine_policy()
+    v0_btok = v0_mla_unchunked_tokens(fw.id, version, m, cell(row, "notes")) if policy else None
     if v0_btok is not None:
         btok0 = v0_btok
     chunked = v0_btok is None
@@ -288,7 +291,7 @@ def _steady_predictor(
 
         def predict(q: EfficiencyParams) -> float:
             sm = _with_params(sm0, q)
-            return mult * offline_throughput(sm, isl, osl, B, budget, ov, first, chunked)[0]
+            return mult * offline_throughput(sm, isl, osl, B, budget, ov, first, chunked, policy)[0]
 
     return predict, "", "offline"
 

@@ -263,6 +263,24 @@ def steady_state(
     )
 
 
+#: whether :func:`offline_throughput` runs a cycle by its engine's policy (only the
+#: iterations that carry prompt tokens run eagerly) instead of the even spread of the prompts
+#: over every iteration (each then eager). Off: measured held out by source
+#: (changes/s6-offline.md, 2026-12-07) it fixes the offline rows' eager floor (GPUStack
+#: 42.3% -> 40.2%; dstack's H200 SGLang TP8 wave now agrees with its DP8 online run), but
+#: the fit then explains dstack's early-2025 decode (2-3x slower than 2026 builds) with a
+#: per-sequence cost (nvidia/sglang seq_overhead_s 7.5 us -> 108 us) in place of the eager
+#: floor (1.39 -> 0.29 ms per layer), and InferenceX held out goes 16.3% -> 23.4% (TTFT
+#: bias -16% -> -36%, MI355X frontier 0.96 -> 0.49-0.66). Turn it on with an era-aware
+#: efficiency for those releases.
+OFFLINE_ENGINE_POLICY = False
+
+
+def offline_engine_policy() -> bool:
+    """:data:`OFFLINE_ENGINE_POLICY` now (read when a predictor is built)."""
+    return OFFLINE_ENGINE_POLICY
+
+
 def offline_throughput(
     sm: StepModel,
     input_tokens: float,
@@ -272,6 +290,7 @@ def offline_throughput(
     host_overlap: bool = False,
     prefill_first: bool = False,
     chunked: bool = True,
+    engine_policy: bool | None = None,
 ) -> tuple[float, float]:
     """Steady-state offline throughput of one replica [output tok/s] and its batch.
 
@@ -318,10 +337,19 @@ def offline_throughput(
     ``host_overlap``: the engine prepares the next iteration on the CPU while the GPU runs
     this one (:attr:`~planner.serving.replica.EngineConfig.host_overlap`): an iteration takes
     ``max(gpu, host)`` instead of ``gpu + host``.
+
+    ``engine_policy`` (None: :data:`OFFLINE_ENGINE_POLICY`): False spreads the cycle's
+    prompts evenly over all ``n_iter`` iterations, every one eager (``prefill_first`` and
+    ``chunked`` ignored): the predictor before 2026-12-07.
     """
     B = max(1.0, float(max_batch))
     k = min(float(sm.pp), B)  # micro-batches in flight (1 without pipeline parallelism)
-    if prefill_first:
+    policy = OFFLINE_ENGINE_POLICY if engine_policy is None else bool(engine_policy)
+    if not policy:
+        cyc = _offline_cycle(
+            sm, input_tokens, output_tokens, B / k, token_budget, host_overlap, even=True
+        )
+    elif prefill_first:
         cyc = prefill_first_cycle(
             sm, input_tokens, output_tokens, B / k, token_budget, host_overlap, chunked
         )
@@ -351,11 +379,15 @@ def offline_cycle_iterations(
     token_budget: float,
     prefill_first: bool = False,
     chunked: bool = True,
+    even: bool = False,
 ) -> tuple[float, float]:
     """(iterations that carry prompt tokens, decode-only iterations) of one offline cycle of
-    ``B`` sequences (:func:`offline_throughput`)."""
+    ``B`` sequences (:func:`offline_throughput`); ``even``: the even spread, every
+    iteration carries prompt tokens."""
     B, isl, osl = max(1.0, float(B)), float(isl), float(osl)
     budget = max(float(token_budget), 1.0)
+    if even:
+        return max(osl, B * (isl + osl) / budget), 0.0
     if prefill_first:
         return prompt_iterations(B, isl, budget, chunked), max(osl - 1.0, 0.0)
     n_iter = max(osl, B * (isl + osl) / budget)
@@ -381,9 +413,9 @@ def closed_loop_throughput(
     decodes (the prompt's last chunk gives the first token). Per lifetime the ``B`` prompts
     take ``B k`` mixed iterations and the rest, ``osl - 1 - k (B - 1)``, decode all ``B``.
     A decode iteration holds only ``B`` tokens: an MoE layer at small ``B`` reads the experts
-    ``B`` tokens route to (the prompts wait in their own iterations, as in the mixed cycle
-    of :func:`offline_throughput`). When the prompts cannot be staggered (``k (B - 1) > osl
-    - 1``: they overlap, as in an offline run), :func:`offline_throughput`'s cycle is used.
+    ``B`` tokens route to, not those of ``B`` tokens plus a share of the prompts (as in
+    :func:`offline_throughput`'s even spread). When the prompts cannot be staggered (``k (B -
+    1) > osl - 1``: they overlap, as in an offline run), :func:`offline_throughput` is used.
     Pipeline parallelism is not modelled here (one micro-batch).
     """
     isl, osl, B = float(input_tokens), float(output_tokens), max(1.0, float(clients))
@@ -430,6 +462,7 @@ def _offline_cycle(
     token_budget: float,
     host_overlap: bool = False,
     chunked: bool = True,
+    even: bool = False,
 ) -> float:
     """Output tok/s of ``B`` sequences in mixed batches (:func:`offline_throughput`).
 
@@ -437,7 +470,7 @@ def _offline_cycle(
     ctx)``) less that of its ``n_dec`` decode-only iterations (B tokens, pairs ``B ctx``
     each) is spread evenly over its ``n_pf`` prompt-carrying iterations."""
     isl, osl = input_tokens, output_tokens  # the benchmark schema's names, as in the formula
-    n_pf, n_dec = offline_cycle_iterations(B, isl, osl, token_budget, False, chunked)
+    n_pf, n_dec = offline_cycle_iterations(B, isl, osl, token_budget, False, chunked, even)
     ctx = isl + osl / 2
     if sm.window:
         sw = min(ctx, sm.window)
