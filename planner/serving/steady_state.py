@@ -267,12 +267,12 @@ def steady_state(
 #: iterations that carry prompt tokens run eagerly) instead of the even spread of the prompts
 #: over every iteration (each then eager). Off: measured held out by source
 #: (changes/s6-offline.md, 2026-12-07) it fixes the offline rows' eager floor (GPUStack
-#: 42.3% -> 40.2%; dstack's H200 SGLang TP8 wave now agrees with its DP8 online run), but
-#: the fit then explains dstack's early-2025 decode (2-3x slower than 2026 builds) with a
-#: per-sequence cost (nvidia/sglang seq_overhead_s 7.5 us -> 108 us) in place of the eager
-#: floor (1.39 -> 0.29 ms per layer), and InferenceX held out goes 16.3% -> 23.4% (TTFT
-#: bias -16% -> -36%, MI355X frontier 0.96 -> 0.49-0.66). Turn it on with an era-aware
-#: efficiency for those releases.
+#: 42.3% -> 40.2%; dstack's H200 SGLang TP8 wave agrees with its DP8 online run), but
+#: InferenceX held out goes 16.3% -> 23.4% (TTFT bias -16% -> -36%, MI355X frontier 0.96 ->
+#: 0.49-0.66), with or without dstack's DeepSeek-R1 rows in the fit (18.7% -> 23.4%): the
+#: eager floor the offline rows taught (nvidia/sglang 1.39 ms per layer, 0.29 ms with the
+#: policy) is what lengthens the simulator's serving prefill steps to the measured TTFT.
+#: Turn it on together with a serving prefill cost that stands on its own.
 OFFLINE_ENGINE_POLICY = False
 
 
