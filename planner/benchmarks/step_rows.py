@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -17,6 +16,7 @@ from planner.benchmarks.schema import (
     number,
     request_count,
 )
+from planner.benchmarks.serving_rows import v0_mla_unchunked_tokens
 from planner.catalog.catalog import Catalog, default_kv_precision
 from planner.catalog.compat import check_framework_gpu
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
@@ -25,7 +25,13 @@ from planner.engine.memory import plan_memory
 from planner.engine.phases import decode_time, mean_decode_time, prefill_time
 from planner.engine.step import StepModel, step_model
 from planner.errors import PlannerError
-from planner.serving.steady_state import closed_loop_throughput, offline_throughput
+from planner.serving.replica import ENGINE_PREFILL_FIRST_DEFAULT
+from planner.serving.steady_state import (
+    closed_loop_throughput,
+    offline_engine_policy,
+    offline_throughput,
+    prefill_first_cycle,
+)
 
 
 def _static_parts(sm, batch, isl, osl):
@@ -212,6 +218,19 @@ def _steady_predictor(
     # on this GPU (vLLM V1: 1024 / 8192 on >= 70 GiB GPUs other than A100s)
     version = cell(row, "framework_version")
     seqs0, btok0 = fw.scheduler_defaults(g, version, cell(row, "as_of"))
+    # the engine's batching policy, as the serving simulator runs it (build_replica's
+    # prefill_first; serving_rows.simulate_row): vLLM V0 serves MLA models without chunked
+    # prefill, whole prompts first, in a budget of max(max_model_len, 2048) tokens;
+    # SGLang runs prompts first only when ENGINE_PREFILL_FIRST_DEFAULT says so
+    # (only with OFFLINE_ENGINE_POLICY: off, the even spread of before, budget included)
+    policy = offline_engine_policy()
+    v0_btok = v0_mla_unchunked_tokens(fw.id, version, m, cell(row, "notes")) if policy else None
+    if v0_btok is not None:
+        btok0 = v0_btok
+    chunked = v0_btok is None
+    first = v0_btok is not None or (
+        fw.prefill_first_source is not None and ENGINE_PREFILL_FIRST_DEFAULT
+    )
     ov = bool(fw and fw.overlaps_host(version, cell(row, "as_of"), pipeline=int(pp) > 1))
     # per attention rank (vLLM / SGLang / TensorRT-LLM): the replica schedules dp times as many
     max_seqs = (settings.max_num_seqs or seqs0) * dp
@@ -271,7 +290,8 @@ def _steady_predictor(
     else:
 
         def predict(q: EfficiencyParams) -> float:
-            return mult * offline_throughput(_with_params(sm0, q), isl, osl, B, budget, ov)[0]
+            sm = _with_params(sm0, q)
+            return mult * offline_throughput(sm, isl, osl, B, budget, ov, first, chunked, policy)[0]
 
     return predict, "", "offline"
 
@@ -319,27 +339,7 @@ def one_wave_throughput(
     (:attr:`~planner.catalog.efficiency.EfficiencyParams.eager_layer_s`): e.g. the dstack
     runs of 4 to 256 prompts of Llama-3.1-405B on 8 GPUs.
     """
-    n = max(1.0, float(n))
-    budget = max(float(token_budget), 1.0)
-    k = float(math.ceil(n * isl / budget)) if isl > 0 else 0.0
-    ctx = isl + osl / 2.0
-    sched = sm.params.sched_overhead_s + sm.params.sched_seq_overhead_s * n
-    sw = min(ctx, sm.window) if sm.window else 0.0
-    t = 0.0
-    if k:
-        seqs = max(1.0, n / k)
-        # query-key pairs of one prompt in a window-capped layer: sum_{i=1..isl} min(i, w)
-        w = float(sm.window or 0)
-        cap = min(w, float(isl))
-        pf_sw = (cap * (cap + 1) / 2 + (isl - cap) * w) * n / k if w else 0.0
-        new = n * isl / k
-        kv_sw = min(new, sm.window * seqs) if sm.window else 0.0
-        t_pf = sm.step_time(new, seqs, seqs, new, n * isl * isl / (2.0 * k), kv_sw, pf_sw)
-        t += k * (t_pf + sm.params.sched_overhead_s + sm.params.sched_seq_overhead_s * seqs)
-    if osl > 1:
-        t_dec = sm.step_time(n, n, n, n * ctx, n * ctx, n * sw, n * sw) + sched
-        t += (osl - 1.0) * t_dec
-    return n * osl / t
+    return prefill_first_cycle(sm, isl, osl, n, token_budget)
 
 
 def closed_loop_predictor(row: dict, cat: Catalog) -> Callable | None:

@@ -263,6 +263,24 @@ def steady_state(
     )
 
 
+#: whether :func:`offline_throughput` runs a cycle by its engine's policy (only the
+#: iterations that carry prompt tokens run eagerly) instead of the even spread of the prompts
+#: over every iteration (each then eager). Off: measured held out by source
+#: (changes/s6-offline.md, 2026-12-07) it fixes the offline rows' eager floor (GPUStack
+#: 42.3% -> 40.2%; dstack's H200 SGLang TP8 wave agrees with its DP8 online run), but
+#: InferenceX held out goes 16.3% -> 23.4% (TTFT bias -16% -> -36%, MI355X frontier 0.96 ->
+#: 0.49-0.66), with or without dstack's DeepSeek-R1 rows in the fit (18.7% -> 23.4%): the
+#: eager floor the offline rows taught (nvidia/sglang 1.39 ms per layer, 0.29 ms with the
+#: policy) is what lengthens the simulator's serving prefill steps to the measured TTFT.
+#: Turn it on together with a serving prefill cost that stands on its own.
+OFFLINE_ENGINE_POLICY = False
+
+
+def offline_engine_policy() -> bool:
+    """:data:`OFFLINE_ENGINE_POLICY` now (read when a predictor is built)."""
+    return OFFLINE_ENGINE_POLICY
+
+
 def offline_throughput(
     sm: StepModel,
     input_tokens: float,
@@ -270,15 +288,42 @@ def offline_throughput(
     max_batch: float,
     token_budget: float,
     host_overlap: bool = False,
+    prefill_first: bool = False,
+    chunked: bool = True,
+    engine_policy: bool | None = None,
 ) -> tuple[float, float]:
     """Steady-state offline throughput of one replica [output tok/s] and its batch.
 
-    Little's-law steady state: ``B = max_batch`` sequences run at once; per cycle of
-    ``n_iter = max(osl, B (isl + osl) / token_budget)`` iterations B requests finish
-    and B prompts are prefilled in chunks spread evenly over the iterations. One
-    iteration holds ``B (isl + osl) / n_iter`` new tokens, B sequences, contexts of
-    ``isl + osl / 2`` on average. Throughput = ``B osl / (n_iter t_iter)``.
-    Lengths are the means of a fixed-length row, ``isl = input_tokens``, ``osl = output_tokens``.
+    An offline run (every prompt handed over at once, request rate inf) keeps ``B =
+    max_batch`` sequences running; a finished sequence's slot goes to the next waiting
+    prompt. Per cycle B requests finish and B prompts (``isl`` tokens each) are prefilled;
+    :func:`offline_cycle_iterations` counts the cycle's iterations the way the engine
+    schedules them, and only the iterations that carry prompt tokens run eagerly (the step
+    model's rule, :attr:`~planner.catalog.efficiency.EfficiencyParams.eager_layer_s`); the
+    others are decode-only steps of B sequences, which replay the engine's CUDA graph.
+
+    * Mixed batches (``prefill_first`` False: vLLM V1, vLLM V0 with chunked prefill,
+      TensorRT-LLM's in-flight batching, SGLang with ``--enable-mixed-chunk``, and what the
+      serving simulator runs for SGLang by default,
+      :data:`planner.serving.replica.ENGINE_PREFILL_FIRST_DEFAULT`): the engine schedules the
+      running decoders first and fills what is left of the token budget with prompt
+      chunks (vLLM V1 ``Scheduler.schedule`` in ``vllm/v1/core/sched/scheduler.py``: the
+      RUNNING requests, then the WAITING ones while ``token_budget`` lasts; the simulator's
+      :func:`planner.serving._phases.chunk_prefills` / ``admit``). With fixed lengths the
+      B sequences finish within the few iterations that admitted them, and their
+      successors are admitted in those same iterations: a cycle is ``n_iter = max(osl, B
+      (isl + osl) / token_budget)`` iterations, of which only ``n_pf = ceil(B isl /
+      (token_budget - B))`` carry prompt tokens (all of them when prefill is the bound).
+    * Prompts first (``prefill_first``: vLLM V0's ``_schedule_default`` "Don't schedule
+      decodes if prefills are scheduled"; SGLang's ``get_next_batch_to_run``, which runs
+      a prefill batch whenever one can be formed and mixes no decoders into it,
+      ``Framework.prefill_first_source``): a cycle is ``k = ceil(B isl / token_budget)``
+      prompt-only iterations (without ``chunked`` prefill whole prompts, ``floor(budget /
+      isl)`` a step, at least one), then ``osl - 1`` decode-only iterations of all B
+      (the one-wave path, :func:`prefill_first_cycle`).
+
+    Throughput = ``B osl / (cycle time)``. Lengths are the means of a fixed-length row,
+    ``isl = input_tokens``, ``osl = output_tokens``.
 
     Pipeline parallelism (``sm.pp > 1``): the engine keeps ``pp`` micro-batches of ``B / pp``
     sequences in flight, one on each stage (TensorRT-LLM's in-flight batching sets its number
@@ -292,11 +337,63 @@ def offline_throughput(
     ``host_overlap``: the engine prepares the next iteration on the CPU while the GPU runs
     this one (:attr:`~planner.serving.replica.EngineConfig.host_overlap`): an iteration takes
     ``max(gpu, host)`` instead of ``gpu + host``.
+
+    ``engine_policy`` (None: :data:`OFFLINE_ENGINE_POLICY`): False spreads the cycle's
+    prompts evenly over all ``n_iter`` iterations, every one eager (``prefill_first`` and
+    ``chunked`` ignored): the predictor before 2026-12-07.
     """
     B = max(1.0, float(max_batch))
     k = min(float(sm.pp), B)  # micro-batches in flight (1 without pipeline parallelism)
-    cyc = _offline_cycle(sm, input_tokens, output_tokens, B / k, token_budget, host_overlap)
+    policy = OFFLINE_ENGINE_POLICY if engine_policy is None else bool(engine_policy)
+    if not policy:
+        cyc = _offline_cycle(
+            sm, input_tokens, output_tokens, B / k, token_budget, host_overlap, even=True
+        )
+    elif prefill_first:
+        cyc = prefill_first_cycle(
+            sm, input_tokens, output_tokens, B / k, token_budget, host_overlap, chunked
+        )
+    else:
+        cyc = _offline_cycle(
+            sm, input_tokens, output_tokens, B / k, token_budget, host_overlap, chunked
+        )
     return k * cyc, B
+
+
+def prompt_iterations(n: float, isl: float, room: float, chunked: bool = True) -> float:
+    """Iterations that ``n`` prompts of ``isl`` tokens take when each iteration has ``room``
+    prompt tokens [tokens]: ``ceil(n isl / room)`` with chunked prefill; without it whole
+    prompts only, ``floor(room / isl)`` a step (at least one: a longer prompt runs alone)."""
+    n, isl, room = max(float(n), 0.0), max(float(isl), 0.0), max(float(room), 1.0)
+    if n == 0.0 or isl == 0.0:
+        return 0.0
+    if chunked:
+        return float(math.ceil(n * isl / room - 1e-9))
+    return float(math.ceil(n / max(math.floor(room / isl), 1.0) - 1e-9))
+
+
+def offline_cycle_iterations(
+    B: float,
+    isl: float,
+    osl: float,
+    token_budget: float,
+    prefill_first: bool = False,
+    chunked: bool = True,
+    even: bool = False,
+) -> tuple[float, float]:
+    """(iterations that carry prompt tokens, decode-only iterations) of one offline cycle of
+    ``B`` sequences (:func:`offline_throughput`); ``even``: the even spread, every
+    iteration carries prompt tokens."""
+    B, isl, osl = max(1.0, float(B)), float(isl), float(osl)
+    budget = max(float(token_budget), 1.0)
+    if even:
+        return max(osl, B * (isl + osl) / budget), 0.0
+    if prefill_first:
+        return prompt_iterations(B, isl, budget, chunked), max(osl - 1.0, 0.0)
+    n_iter = max(osl, B * (isl + osl) / budget)
+    room = budget - B  # the running decoders are scheduled first
+    n_pf = n_iter if room < 1.0 else min(n_iter, max(1.0, prompt_iterations(B, isl, room, chunked)))
+    return n_pf, n_iter - n_pf
 
 
 def closed_loop_throughput(
@@ -315,11 +412,10 @@ def closed_loop_throughput(
     chunk in an iteration beside the ``B - 1`` other sequences' decodes, then ``osl - 1``
     decodes (the prompt's last chunk gives the first token). Per lifetime the ``B`` prompts
     take ``B k`` mixed iterations and the rest, ``osl - 1 - k (B - 1)``, decode all ``B``.
-    Unlike :func:`offline_throughput`'s even spread of prompt tokens over every iteration,
-    a decode iteration here holds only ``B`` tokens: an MoE layer at small ``B`` reads the
-    experts ``B`` tokens route to, not those of ``B`` tokens plus a share of the prompts.
-    When the prompts cannot be staggered (``k (B - 1) > osl - 1``: they overlap, as in an
-    offline run), the even spread of :func:`offline_throughput` is used.
+    A decode iteration holds only ``B`` tokens: an MoE layer at small ``B`` reads the experts
+    ``B`` tokens route to, not those of ``B`` tokens plus a share of the prompts (as in
+    :func:`offline_throughput`'s even spread). When the prompts cannot be staggered (``k (B -
+    1) > osl - 1``: they overlap, as in an offline run), :func:`offline_throughput` is used.
     Pipeline parallelism is not modelled here (one micro-batch).
     """
     isl, osl, B = float(input_tokens), float(output_tokens), max(1.0, float(clients))
@@ -365,22 +461,68 @@ def _offline_cycle(
     B: float,
     token_budget: float,
     host_overlap: bool = False,
+    chunked: bool = True,
+    even: bool = False,
 ) -> float:
-    """Output tok/s of ``B`` sequences run as one batch (:func:`offline_throughput`)."""
+    """Output tok/s of ``B`` sequences in mixed batches (:func:`offline_throughput`).
+
+    The cycle's work (B prompts, ``B osl`` tokens out, query-key pairs ``B (isl^2 / 2 + osl
+    ctx)``) less that of its ``n_dec`` decode-only iterations (B tokens, pairs ``B ctx``
+    each) is spread evenly over its ``n_pf`` prompt-carrying iterations."""
     isl, osl = input_tokens, output_tokens  # the benchmark schema's names, as in the formula
-    n_iter = max(osl, B * (isl + osl) / token_budget)
-    new = B * (isl + osl) / n_iter
+    n_pf, n_dec = offline_cycle_iterations(B, isl, osl, token_budget, False, chunked, even)
     ctx = isl + osl / 2
-    pairs = B * (isl * isl / 2 + osl * ctx) / n_iter
     if sm.window:
         sw = min(ctx, sm.window)
         _, prefill_pairs_sw = _window_sums(isl, isl, sm.window)
-        pairs_sw = B * (float(prefill_pairs_sw) + osl * sw) / n_iter
+        pf_sw = float(prefill_pairs_sw)
     else:
-        sw = pairs_sw = 0.0
-    t = _wall(
-        sm.step_time(new, B, B, B * ctx, pairs, B * sw, pairs_sw),
-        sm.params.sched_overhead_s + sm.params.sched_seq_overhead_s * B,
-        host_overlap,
-    )
-    return B * osl / (n_iter * t)
+        sw = pf_sw = 0.0
+    sched = sm.params.sched_overhead_s + sm.params.sched_seq_overhead_s * B
+    new = (B * (isl + osl) - B * n_dec) / n_pf
+    pairs = (B * (isl * isl / 2 + osl * ctx) - n_dec * B * ctx) / n_pf
+    pairs_sw = (B * (pf_sw + osl * sw) - n_dec * B * sw) / n_pf if sm.window else 0.0
+    t = n_pf * _wall(sm.step_time(new, B, B, B * ctx, pairs, B * sw, pairs_sw), sched, host_overlap)
+    if n_dec > 0:
+        t_dec = sm.step_time(B, B, B, B * ctx, B * ctx, B * sw, B * sw)
+        t += n_dec * _wall(t_dec, sched, host_overlap)
+    return B * osl / t
+
+
+def prefill_first_cycle(
+    sm: StepModel,
+    isl: float,
+    osl: float,
+    n: float,
+    token_budget: float,
+    host_overlap: bool = False,
+    chunked: bool = True,
+) -> float:
+    """Output throughput [tok/s] of ``n`` sequences run prompts first: ``k`` prompt-only
+    iterations (:func:`prompt_iterations`: ``n isl / k`` prompt tokens, ``n / k`` sequences
+    (at least one) and ``n isl^2 / (2k)`` query-key pairs each), then ``osl - 1``
+    decode-only iterations of all ``n`` at the mean context ``isl + osl / 2``; each
+    iteration with the scheduler's cost. Output tok/s = ``n osl / (k t_prefill + (osl - 1)
+    t_decode)``. One such cycle is also one wave of ``n`` requests submitted at once
+    (:func:`planner.benchmarks.step_rows.one_wave_throughput`)."""
+    n = max(1.0, float(n))
+    isl, osl = float(isl), float(osl)
+    k, n_dec = offline_cycle_iterations(n, isl, osl, token_budget, True, chunked)
+    ctx = isl + osl / 2.0
+    p = sm.params
+    sw = min(ctx, sm.window) if sm.window else 0.0
+    t = 0.0
+    if k:
+        seqs = max(1.0, n / k)
+        # query-key pairs of one prompt in a window-capped layer: sum_{i=1..isl} min(i, w)
+        w = float(sm.window or 0)
+        cap = min(w, isl)
+        pf_sw = (cap * (cap + 1) / 2 + (isl - cap) * w) * n / k if w else 0.0
+        new = n * isl / k
+        kv_sw = min(new, sm.window * seqs) if sm.window else 0.0
+        t_pf = sm.step_time(new, seqs, seqs, new, n * isl * isl / (2.0 * k), kv_sw, pf_sw)
+        t += k * _wall(t_pf, p.sched_overhead_s + p.sched_seq_overhead_s * seqs, host_overlap)
+    if n_dec > 0:
+        t_dec = sm.step_time(n, n, n, n * ctx, n * ctx, n * sw, n * sw)
+        t += n_dec * _wall(t_dec, p.sched_overhead_s + p.sched_seq_overhead_s * n, host_overlap)
+    return n * osl / t
