@@ -266,7 +266,7 @@ def steady_state(
 #: whether :func:`offline_throughput` runs a cycle by its engine's policy (only the
 #: iterations that carry prompt tokens run eagerly) instead of the even spread of the prompts
 #: over every iteration (each then eager). Off: measured held out by source
-#: (changes/s6-offline.md, 2026-12-07) it fixes the offline rows' eager floor (GPUStack
+#: (docs/changes/2026-12-07b/offline.md, 2026-12-07) it fixes the offline rows' eager floor (GPUStack
 #: 42.3% -> 40.2%; dstack's H200 SGLang TP8 wave agrees with its DP8 online run), but
 #: InferenceX held out goes 16.3% -> 23.4% (TTFT bias -16% -> -36%, MI355X frontier 0.96 ->
 #: 0.49-0.66), with or without dstack's DeepSeek-R1 rows in the fit (18.7% -> 23.4%): the
