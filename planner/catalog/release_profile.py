@@ -25,9 +25,11 @@ used and the output names it.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import dataclass, replace
+from typing import Any
 
 from planner.catalog.bandwidth import transfer_params
 from planner.catalog.catalog import Catalog, load_catalog
@@ -319,6 +321,95 @@ def _beyond(profile: Profile, fw: str, req: str) -> str:
     return f"; {req} is {side} than every {fw} release with a fit{count}: an extrapolation"
 
 
+#: the launch settings of ``data/engine_flags.yaml`` (read by ``planner.deploy.flags``) that
+#: express a layout feature, per engine: any spelling of any listed setting is enough
+LAYOUT_SETTINGS: dict[str, dict[str, tuple[str, ...]]] = {
+    "expert parallelism": {
+        "vllm": ("ep",), "sglang": ("ep", "enable_ep_moe"), "trtllm": ("ep",), "lmdeploy": ("ep",)
+    },
+    "attention data-parallel": {
+        "vllm": ("dp",), "sglang": ("dp_attention",), "trtllm": ("yaml_attention_dp",),
+        "lmdeploy": ("dp",),
+    },
+}  # fmt: skip
+
+
+@functools.cache
+def _first_since(engine: str) -> dict[str, str]:
+    """Setting key -> the first read release of ``engine`` with any of its spellings."""
+    from pathlib import Path
+
+    from planner.catalog.catalog import DATA_DIR
+    from planner.files import load_yaml
+
+    path = Path(DATA_DIR) / "engine_flags.yaml"
+    raw = load_yaml(path.read_text(encoding="utf-8"), path) if path.exists() else None
+    eng = ((raw or {}).get("engines") or {}).get(engine) or {}
+    out: dict[str, str] = {}
+    for key, s in (eng.get("settings") or {}).items():
+        since = [str(sp["since"]) for sp in s.get("spellings") or () if sp.get("since")]
+        since = [x for x in since if parse_release_text(engine, x) is not None]
+        if since:
+            out[key] = min(since, key=lambda r: release_order(engine, r))
+    return out
+
+
+def layout_release_floor(engine: str, layout: Any) -> tuple[str, str] | None:
+    """The first release of ``engine`` whose launch flags express ``layout``'s expert
+    parallelism and attention data-parallel ranks (the first read release with the flag,
+    ``data/engine_flags.yaml``), and why; None when the layout uses neither or the engine
+    has no such flags on file.
+
+    >>> from planner.catalog.layout import Layout
+    >>> layout_release_floor("vllm", Layout(tp=1, ep=8, attention_dp=8))[0]
+    '0.8.5'
+    """
+    feats = [f for f, on in (("expert parallelism", layout.ep > 1),
+                             ("attention data-parallel", layout.attention_dp > 1)) if on]  # fmt: skip
+    since, floor, why = _first_since(engine), None, []
+    for f in feats:
+        have = [since[k] for k in LAYOUT_SETTINGS[f].get(engine, ()) if k in since]
+        if not have:
+            continue
+        first = min(have, key=lambda r: release_order(engine, r))
+        why.append(f"{f} from {engine} {first}")
+        if floor is None or release_order(engine, first) > release_order(engine, floor):
+            floor = first
+    return (floor, ", ".join(why)) if floor else None
+
+
+def _for_layout(gpu, framework, precision, release, profile_path, catalog, profile, family,
+                layout) -> tuple[EfficiencyParams, str, ReleaseChoice | None] | None:  # fmt: skip
+    """:func:`resolve_release_params` for a layout its release cannot launch: a named release
+    older than :func:`layout_release_floor` is refused; without one, when the newest release
+    with a fit is older, the prediction is for the floor release (the nearest fit of its
+    generation, else the fit over every release) and the note says why. None: no floor."""
+    fw = (catalog or load_catalog()).framework(framework).id
+    fl = layout_release_floor(fw, layout)
+    if fl is None:
+        return None
+    floor, why = fl
+    req = release.release if isinstance(release, EngineRelease) else release
+    if req is not None:
+        if release_order(fw, req) < release_order(fw, floor):
+            raise PlannerError(
+                f"{fw} {req} cannot launch {layout.label} ({why}; data/engine_flags.yaml): "
+                f"name {fw}@{floor} or newer, or a layout without it"
+            )
+        return None
+    args = (gpu, framework, precision)
+    kw = dict(profile_path=profile_path, catalog=catalog, profile=profile, family=family)
+    p, prov, ch = resolve_release_params(*args, None, **kw)
+    used = ch.used if ch is not None else None
+    if used is None or release_order(fw, used) >= release_order(fw, floor):
+        return p, prov, ch
+    p, prov, ch = resolve_release_params(*args, floor, **kw)
+    if ch is not None:
+        ch = replace(ch, note=f"{fw} {used}, the newest release with a fit, cannot launch "
+                     f"{layout.label} ({why}): {ch.note}")  # fmt: skip
+    return p, prov, ch
+
+
 def resolve_release_params(
     gpu: str,
     framework: str | None,
@@ -328,9 +419,14 @@ def resolve_release_params(
     catalog: Catalog | None = None,
     profile: Profile | None = None,
     family: str | None = None,
+    layout: Any = None,
 ) -> tuple[EfficiencyParams, str, ReleaseChoice | None]:
     """Parameters for (gpu, framework, precision, release), their provenance label and the
     release choice (:func:`choose_release`; None without a framework or profile).
+
+    With a ``layout`` (expert parallelism, attention data-parallel ranks), a release that
+    cannot launch it is refused when named and skipped when it is only the newest with a fit
+    (:func:`_for_layout`): the prediction is then for the first release that can.
 
     The label has the shape of :func:`~planner.catalog.profile.resolve_params`' labels with
     the release in the node's name (``fit (vllm@0.11.0/nvidia-h100-sxm/fp8, 74 rows)``,
@@ -339,6 +435,11 @@ def resolve_release_params(
     the release distance.
     """
     cat = catalog or load_catalog()
+    if layout is not None and framework:
+        out = _for_layout(gpu, framework, precision, release, profile_path, cat, profile,
+                          family, layout)  # fmt: skip
+        if out is not None:
+            return out
     prof = profile if profile is not None else load_profile(profile_path)
     if prof is None or not framework or not prof.release_nodes:
         p, prov = resolve_params(gpu, framework, precision, profile_path, cat, prof, family)

@@ -81,11 +81,11 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     prec = cat.precision(args.precision)
     fw_id, release = checked_release(args.framework, None, args, cat, "--framework")
     fw = cat.framework(fw_id)
+    lay = _layout(args)
     params, provenance, choice = release_params(
-        args, gpu.id, fw.id, prec.id, release, cat, model_family(m)
+        args, gpu.id, fw.id, prec.id, release, cat, model_family(m), lay
     )
     kv = args.kv_precision or default_kv_precision(prec, fw, m).id
-    lay = _layout(args)
     sk = spec_kwargs(args)
     spec = spec_decode(
         m, sk["spec_method"], sk["spec_tokens"], sk["acceptance_length"], sk["draft_model"],

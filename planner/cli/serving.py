@@ -279,7 +279,7 @@ def _context(args: argparse.Namespace):
     fw_id, release = checked_release(dep.framework, dep.release, args, cat, where)
     params, prov, choice = release_params(
         args, cat.gpu(dep.gpu).id, fw_id, dep.precision, release, cat,
-        model_family(cat.model(sc.model)),
+        model_family(cat.model(sc.model)), dep.layout,
     )  # fmt: skip
     rep = sc.build_replica(
         dep.gpu,

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..catalog import Catalog, model_family
-from ..catalog.release_profile import resolve_release_params
+from ..catalog.release_profile import layout_release_floor, resolve_release_params
 from ..cost import load_ownership, quote_price
 from ..engine.memory import weight_memory
 from ..errors import MissingDataError, PlannerError
@@ -352,12 +352,18 @@ class _Search:
         """Build the replica and bound the option analytically (no simulation)."""
         c, ld = self.c, self.load
         key = (opt.gpu.id, opt.framework.id, opt.precision.id)
-        if key not in self.param_cache:  # the newest release with a fit (issue 31)
+        # the newest release with a fit that can launch the layout (issue 31)
+        floor = layout_release_floor(opt.framework.id, opt.layout)
+        ck = (*key, floor[0] if floor else None)
+        if ck not in self.param_cache:
             params, prov, ch = resolve_release_params(
-                *key, catalog=self.cat, profile=self.profile, family=model_family(self.m)
-            )
-            self.param_cache[key] = (params, prov, ch.used if ch is not None else None)
-        params, prov, release = self.param_cache[key]
+                *key, catalog=self.cat, profile=self.profile, family=model_family(self.m),
+                layout=opt.layout,
+            )  # fmt: skip
+            # the release predicted for: a floor release the layout asked for, else the node's
+            rel = (ch.requested or ch.used) if ch is not None else None
+            self.param_cache[ck] = (params, prov, rel)
+        params, prov, release = self.param_cache[ck]
         if release:
             opt = dataclasses.replace(opt, release=release)
         try:
