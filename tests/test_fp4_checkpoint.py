@@ -97,12 +97,26 @@ def test_other_architectures_keep_the_formats_default(arch):
     assert w.total_bytes == pytest.approx(expected, rel=1e-12)
 
 
-def test_other_models_ignore_the_arch():
+def test_other_models_take_the_arch_layout_unless_their_own_release_is_fp4():
+    # no checkpoint record on blackwell for any of them; gpt-oss lists its own release for
+    # Ampere/Hopper only (test_gptoss_checkpoint.py) and its native MXFP4 keeps 4.25 bits
+    # everywhere; the others are NVIDIA ModelOpt NVFP4 on blackwell (4.5 bits,
+    # tests/test_nvfp4_bits.py) and MXFP4 elsewhere (cdna4: AMD's layout)
     for mid in ("llama-3.1-8b", "gpt-oss-120b", "qwen3-30b-a3b"):
         m = CAT.model(mid)
-        # gpt-oss lists its own release for Ampere/Hopper only (test_gptoss_checkpoint.py)
         assert m.checkpoint_for(FP4.id, "blackwell") is None
-        assert weight_memory(m, FP4, arch="blackwell") is weight_memory(m, FP4)
+        assert weight_memory(m, FP4, arch="cdna4") is weight_memory(m, FP4)
+    gpt_oss = CAT.model("gpt-oss-120b")
+    assert weight_memory(gpt_oss, FP4, arch="blackwell") is weight_memory(gpt_oss, FP4)
+    for mid in ("llama-3.1-8b", "qwen3-30b-a3b"):
+        m = CAT.model(mid)
+        w45, w425 = weight_memory(m, FP4, arch="blackwell"), weight_memory(m, FP4)
+        # the quantized linears grow by 4.5 / 4.25; embeddings, head and norms stay bf16
+        for part in ("attention", "mlp", "experts"):
+            assert w45.by_part_bytes[part] == pytest.approx(
+                w425.by_part_bytes[part] * 4.5 / 4.25, rel=1e-12
+            )
+        assert w45.by_part_bytes["embedding"] == w425.by_part_bytes["embedding"]
 
 
 def test_step_model_reads_bf16_attention_and_runs_its_projections_at_the_bf16_peak():

@@ -461,6 +461,8 @@ class Precision(Sourced):
         "(Framework.kv_follows_checkpoint) use it by default",
     )
     checkpoint_kv_source: str | None = None
+    arch_weight_bits: tuple[tuple[str, float], ...] = ()  # (arch, bits): a vendor's layout
+    arch_weight_bits_source: str | None = None  # required with it (tests/test_nvfp4_bits.py)
 
     @model_validator(mode="after")
     def _checkpoint_kv_sourced(self) -> Precision:

@@ -181,7 +181,9 @@ def _bits(precision: Precision | None, part: str, m: ModelArch, arch: str | None
     non-expert linear group (attention_in, attention_out, dense_mlp, shared_experts; "linear"
     for any of them). With ``arch`` (the GPU architecture), a published checkpoint of the
     model in this format (:meth:`ModelArch.checkpoint_for`) decides the parts and their bits:
-    NVIDIA's NVFP4 DeepSeek-R1 quantizes the MLPs at 4.5 bits and keeps attention bf16."""
+    NVIDIA's NVFP4 DeepSeek-R1 quantizes the MLPs at 4.5 bits and keeps attention bf16.
+    Without one, the format's bits on ``arch`` (:func:`bits_on`: fp4 on blackwell
+    is NVFP4, 4 + 8/16 = 4.5 bits) unless the model's own release is in the format."""
     if precision is None:
         return BITS_16
     if part in ("embedding", "lm_head", "norms", "router"):
@@ -194,7 +196,14 @@ def _bits(precision: Precision | None, part: str, m: ModelArch, arch: str | None
         parts = m.native_quantized_parts  # the model's own release (gpt-oss: experts only)
     if parts == "experts_only" and part != "experts":
         return BITS_16
-    return precision.weight_bits
+    if m.native_precision == precision.id:
+        return precision.weight_bits  # the model's own release (gpt-oss: MXFP4, 4.25 bits)
+    return bits_on(precision, arch)  # a vendor quantizer's layout (NVFP4 on blackwell: 4.5)
+
+
+def bits_on(precision: Precision, arch: str | None) -> float:
+    """Bits per weight of a third-party checkpoint on ``arch`` (see :func:`_bits`) [bits]."""
+    return next((b for a, b in precision.arch_weight_bits if a == arch), precision.weight_bits)
 
 
 def attention_out_params(m: ModelArch) -> int:
@@ -227,7 +236,7 @@ def dense_layer_bytes_per_gpu(
         pc.router * _bits(precision, "router", m) / 8 + pc.norms * _bits(precision, "norms", m) / 8
     )
     if precision is None or m.checkpoint_for(precision.id, arch) is None:
-        b_lin = _bits(precision, "linear", m) / 8  # the format's one bit width for all linears
+        b_lin = _bits(precision, "linear", m, arch) / 8  # the format's one width for all linears
         return attn_per_gpu * b_lin + (pc.mlp_dense + pc.shared_experts) * b_lin / tp + fixed
 
     def by(part: str) -> float:
@@ -283,8 +292,9 @@ def weight_memory(
     (:meth:`ModelArch.checkpoint_for`: its quantized parts and bits replace the format's).
     """
     moe_tp = tp if moe_tp is None else moe_tp
-    if precision is None or m.checkpoint_for(precision.id, arch) is None:
-        arch = None  # the format's default parts: one answer for every architecture
+    own = precision is None or _bits(precision, "linear", m, arch) == _bits(precision, "linear", m)
+    if own and (precision is None or m.checkpoint_for(precision.id, arch) is None):
+        arch = None  # the format's default parts and bits: one answer for every architecture
     if type(tp) is not int or type(pp) is not int:
         return _weight_memory(m, precision, tp, pp, ep, moe_tp, arch)
     key = (tp, pp) if ep == 1 and moe_tp == tp else (tp, pp, ep, moe_tp)
