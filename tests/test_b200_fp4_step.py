@@ -6,7 +6,7 @@ mlp51-0011 / mlp51-0012 notes, quoting each run's mlperf_log_summary.txt). Littl
 gives the sequences a step decodes; the planner's step at that batch (bundled profile,
 node trtllm/nvidia-b200/fp4 dense, fitted on max-throughput rows only) is short by about
 the same ~10 ms at both batches: a fixed per-step cost the fitted rows cannot see, not the
-GEMM rate (changes/s6-b200fp4.md).
+GEMM rate (docs/changes/2026-12-07b/b200fp4.md).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def test_the_gap_is_a_fixed_cost_the_same_at_both_batches():
     reason="B200 fp4 step at MLPerf Interactive's 255 sequences: 23.6 ms simulated vs 34.2 ms "
     "measured (-31%); the trtllm/nvidia-b200/fp4 dense node is fitted on max-throughput rows "
     "(fit.OVERHEAD_BLIND_KINDS) and keeps its parent's fixed costs, ~10 ms a step short here; "
-    "the MLPerf harness runs with use_graphs False (changes/s6-b200fp4.md)",
+    "the MLPerf harness runs with use_graphs False (docs/changes/2026-12-07b/b200fp4.md)",
 )
 def test_interactive_step_is_within_15_percent():
     assert _sim_step(INTERACTIVE) == pytest.approx(INTERACTIVE[2], rel=0.15)
