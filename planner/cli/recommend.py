@@ -169,12 +169,14 @@ def register(subparsers: Any) -> None:
                    help="auto: also search speculative decoding (published method x K the "
                    "engine runs; default off)")  # fmt: skip
     c.add_argument("--spec-workload", choices=WORKLOADS, default=None,
-                   help="the prompts' kind the searched speculative settings read their "
+                   help="with --speculative auto: the prompts' kind the searched speculative "
+                   "settings read their "
                    "published acceptance length for (default: the scenario's "
                    "deployment.spec_workload, else natural text)")  # fmt: skip
-    c.add_argument("--acceptance-length", type=_bounded(_pos_float, None, 65.0, " tokens/step"),
-                   help="your acceptance length [tokens/step]: replaces the published one of "
-                   "every searched speculative setting with K + 1 >= it")  # fmt: skip
+    c.add_argument("--acceptance-length", type=_bounded(_pos_float, 1.0, 65.0, " tokens/step"),
+                   help="your acceptance length [tokens/step, >= 1: the bonus token counts], with "
+                   "--speculative auto: replaces the published one of every searched "
+                   "speculative setting with K + 1 >= it")  # fmt: skip
     c.add_argument("--min-weight-bits", type=_bounded(_pos_float, None, MAX_WEIGHT_BITS, " bits"),
                    help="quality floor [bits per weight], e.g. 8 excludes 4-bit formats")  # fmt: skip
     c.add_argument("--datacenter-only", action="store_true", default=None,
@@ -268,6 +270,9 @@ def _constraints(args: argparse.Namespace, sc, cat):
     if args.headroom is not None and not (math.isfinite(args.headroom) and args.headroom >= 0):
         raise PlannerError(f"--headroom must be a finite number >= 0, got {args.headroom}")
     fields = {k: v for k, v in flags.items() if v is not None}
+    _check_spec_flags(args, fields.get("speculative", c.speculative))
+    if getattr(args, "acceptance_length", None) is not None:
+        _check_acceptance_length(args.acceptance_length, cat.model(sc.model), args.data_dir)
     if getattr(args, "segment", None) is not None:
         from planner.cli.buyer_views import segment_fields
 
@@ -275,6 +280,53 @@ def _constraints(args: argparse.Namespace, sc, cat):
         prices = fields.pop("usd_per_gpu_hour")
     fields["usd_per_gpu_hour"] = prices
     return constraints_of(c, fields)
+
+
+def _check_spec_flags(args: argparse.Namespace, speculative: str) -> None:
+    """Refuse --acceptance-length / --spec-workload where no speculative setting is searched.
+
+    Both only change the settings that ``speculative: auto`` adds; without it they would be
+    ignored without a word (the answer is the plain one).
+    """
+    if speculative == "auto":
+        return
+    for flag, attr in (("--acceptance-length", "acceptance_length"),
+                       ("--spec-workload", "spec_workload")):  # fmt: skip
+        if getattr(args, attr, None) is not None:
+            raise PlannerError(
+                f"{flag} applies to the speculative search, which is off for this run "
+                "(--speculative, or the scenario's constraints.speculative, is off); add "
+                f"--speculative auto or drop {flag}"
+            )
+
+
+def _check_acceptance_length(al: float, model, data_dir: str | None) -> None:
+    """Refuse --acceptance-length where it would replace no setting: the model has no published
+    speculative setting (method x K) to search, or every one's K + 1 is below ``al``."""
+    from pathlib import Path
+
+    from planner.catalog.speculative import acceptance_records
+
+    recs = acceptance_records(Path(data_dir) if data_dir else None)
+    ks = sorted(
+        {(r.method, r.spec_tokens) for r in recs if r.model == model.id and r.method != "draft"}
+    )
+    if not ks:
+        with_rows = sorted({r.model for r in recs if r.method != "draft"})
+        raise PlannerError(
+            f"--acceptance-length {al:g}: {model.id} has no published speculative setting "
+            f"to search (data/speculative.yaml has settings for {', '.join(with_rows)}); "
+            "for a setting of your own, size it with planner capacity --spec-method METHOD "
+            "--spec-tokens K --acceptance-length AL"
+        )
+    top = max(k for _, k in ks)
+    if al > top + 1:
+        shown_ks = ", ".join(f"{m} K={k}" for m, k in ks)
+        raise PlannerError(
+            f"--acceptance-length {al:g}: more than K + 1 = {top + 1} tokens per step of every "
+            f"published setting for {model.id} ({shown_ks}); an acceptance length counts the "
+            "accepted draft tokens plus the bonus token, so it is at most K + 1"
+        )
 
 
 def _per_reason(args: argparse.Namespace) -> int:
@@ -395,7 +447,35 @@ def _print_disagg(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     sys.stdout.write("aggregated vs disaggregated (same GPUs)\n")
     emit(table, "table" if args.format != "csv" else "csv")
     for r in rows:
-        sys.stdout.write(f"  {r['gpu']}: " + "; ".join(r["why"]) + "\n")
+        sys.stdout.write(f"  {r['gpu']}: " + "; ".join(_without_gpu(r["gpu"], r["why"])) + "\n")
+
+
+def _pareto_rows(front: list[dict[str, Any]], recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Pareto rows with the ranked option's layout in place of its ``tp`` / ``pp``.
+
+    ``tp`` alone misreads an expert-parallel replica: DeepSeek-V3 fp4 on DEP4 (attention data
+    parallel 4, experts over 4 GPUs) has ``tp`` 1, which reads as one GPU.
+    """
+    layout = {r.get("rank"): r.get("layout") for r in recs}
+    out = []
+    for row in front:
+        lay = layout.get(row.get("rank"))
+        if lay is None:
+            out.append(row)
+            continue
+        new: dict[str, Any] = {}
+        for k, v in row.items():
+            if k == "tp":
+                new["layout"] = lay
+            elif k != "pp":
+                new[k] = v
+        out.append(new)
+    return out
+
+
+def _without_gpu(gpu: str, why: list[str]) -> list[str]:
+    """The reasons without a leading ``GPU: `` (the line already names the GPU)."""
+    return [w[len(gpu) + 2 :] if w.startswith(f"{gpu}: ") else w for w in why]
 
 
 def _classes(args, sc, kw) -> int:
@@ -569,7 +649,7 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
         )
     if res.pareto:
         out.write("\npareto front ($/M output tokens vs P99 E2E latency, among the shown)\n")
-        emit(res.pareto, "table", out)
+        emit(_pareto_rows(res.pareto, res.recommendations), "table", out)
     if res.rejected:
         by: dict[str, list[dict[str, Any]]] = {}
         for r in res.rejected:
