@@ -17,6 +17,7 @@ from planner.cli._common import _positive_int as _pos_int
 from planner.cli._common import _seed, add_price_args
 from planner.cli._common import _tp_list as _ints
 from planner.cli.question import fill_reproduce, save_scenario, scenario_of
+from planner.cli.speculative import check_acceptance_length, check_spec_flags, with_spec
 from planner.errors import PlannerError, shown
 from planner.recommend.limits import (
     MAX_GPUS,
@@ -270,9 +271,9 @@ def _constraints(args: argparse.Namespace, sc, cat):
     if args.headroom is not None and not (math.isfinite(args.headroom) and args.headroom >= 0):
         raise PlannerError(f"--headroom must be a finite number >= 0, got {args.headroom}")
     fields = {k: v for k, v in flags.items() if v is not None}
-    _check_spec_flags(args, fields.get("speculative", c.speculative))
+    check_spec_flags(args, fields.get("speculative", c.speculative))
     if getattr(args, "acceptance_length", None) is not None:
-        _check_acceptance_length(args.acceptance_length, cat.model(sc.model), args.data_dir)
+        check_acceptance_length(args.acceptance_length, cat.model(sc.model), args.data_dir)
     if getattr(args, "segment", None) is not None:
         from planner.cli.buyer_views import segment_fields
 
@@ -280,53 +281,6 @@ def _constraints(args: argparse.Namespace, sc, cat):
         prices = fields.pop("usd_per_gpu_hour")
     fields["usd_per_gpu_hour"] = prices
     return constraints_of(c, fields)
-
-
-def _check_spec_flags(args: argparse.Namespace, speculative: str) -> None:
-    """Refuse --acceptance-length / --spec-workload where no speculative setting is searched.
-
-    Both only change the settings that ``speculative: auto`` adds; without it they would be
-    ignored without a word (the answer is the plain one).
-    """
-    if speculative == "auto":
-        return
-    for flag, attr in (("--acceptance-length", "acceptance_length"),
-                       ("--spec-workload", "spec_workload")):  # fmt: skip
-        if getattr(args, attr, None) is not None:
-            raise PlannerError(
-                f"{flag} applies to the speculative search, which is off for this run "
-                "(--speculative, or the scenario's constraints.speculative, is off); add "
-                f"--speculative auto or drop {flag}"
-            )
-
-
-def _check_acceptance_length(al: float, model, data_dir: str | None) -> None:
-    """Refuse --acceptance-length where it would replace no setting: the model has no published
-    speculative setting (method x K) to search, or every one's K + 1 is below ``al``."""
-    from pathlib import Path
-
-    from planner.catalog.speculative import acceptance_records
-
-    recs = acceptance_records(Path(data_dir) if data_dir else None)
-    ks = sorted(
-        {(r.method, r.spec_tokens) for r in recs if r.model == model.id and r.method != "draft"}
-    )
-    if not ks:
-        with_rows = sorted({r.model for r in recs if r.method != "draft"})
-        raise PlannerError(
-            f"--acceptance-length {al:g}: {model.id} has no published speculative setting "
-            f"to search (data/speculative.yaml has settings for {', '.join(with_rows)}); "
-            "for a setting of your own, size it with planner capacity --spec-method METHOD "
-            "--spec-tokens K --acceptance-length AL"
-        )
-    top = max(k for _, k in ks)
-    if al > top + 1:
-        shown_ks = ", ".join(f"{m} K={k}" for m, k in ks)
-        raise PlannerError(
-            f"--acceptance-length {al:g}: more than K + 1 = {top + 1} tokens per step of every "
-            f"published setting for {model.id} ({shown_ks}); an acceptance length counts the "
-            "accepted draft tokens plus the bonus token, so it is at most K + 1"
-        )
 
 
 def _per_reason(args: argparse.Namespace) -> int:
@@ -558,6 +512,7 @@ def _rows(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row = {short: r.get(k) for k, short in TABLE_COLS}
         row["precision"] = r.get("precision_label") or r.get("precision")
         row["framework"] = r.get("release") or r.get("framework")  # vllm@0.11.0
+        row["layout"] = with_spec(r)
         row["gpus"] = _range(r["num_gpus"], r.get("num_gpus_low"), r.get("num_gpus_high"), ",d")
         row["usd_per_mtok_out"] = _range(
             r.get("usd_per_mtok_output"),
