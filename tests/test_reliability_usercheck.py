@@ -97,3 +97,19 @@ def test_disagg_note_names_the_gpu_once():
         "scale-out bandwidth per GPU unknown",
         "no saving: both need 6 GPUs",
     ]
+
+
+def test_readme_python_example_gives_the_number_it_prints():
+    # README's "From Python" block said 25 sequences where `planner memory` (the table above
+    # it, and the app paragraph) says 29 for the same question
+    import math
+    import re
+
+    from planner import plan_memory
+
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    said = int(re.search(r"plan\.max_concurrent_sequences  # (\d+)", text).group(1))
+    plan = plan_memory("llama-3.1-70b", "nvidia-h100-sxm", "fp8", tp=2, context_len=8192)
+    # whole sequences in the KV budget: 39.75 GB / 1.342 GB = 29.6 -> 29 (README's table)
+    by_hand = math.floor(plan.kv_budget_bytes_per_gpu / plan.kv_bytes_per_sequence)
+    assert said == plan.max_concurrent_sequences == by_hand == 29
