@@ -113,3 +113,21 @@ def test_readme_python_example_gives_the_number_it_prints():
     # whole sequences in the KV budget: 39.75 GB / 1.342 GB = 29.6 -> 29 (README's table)
     by_hand = math.floor(plan.kv_budget_bytes_per_gpu / plan.kv_bytes_per_sequence)
     assert said == plan.max_concurrent_sequences == by_hand == 29
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["simulate", str(REPO_ROOT / "examples" / "chat-8b.yaml")],
+        [
+            "estimate", "--model", "llama-3.1-8b", "--gpu", "nvidia-h100-sxm", "--precision",
+            "bf16", "--framework", "vllm", "--batch", "8", "--input-len", "1024",
+            "--output-len", "256",
+        ],
+    ],
+)  # fmt: skip
+def test_spec_workload_without_a_method_is_refused(argv, capsys):
+    # before: exit 0, the plain answer, the flag ignored (no method, so no AL to pick)
+    assert main([*argv, "--spec-workload", "chat"]) == 2
+    line = _one_line_error(capsys)
+    assert "--spec-workload" in line and "--spec-method" in line

@@ -81,6 +81,18 @@ def spec_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def check_workload_used(args: argparse.Namespace, spec) -> None:
+    """Refuse --spec-workload when no speculative decoding is on (``spec`` None): the prompts'
+    kind picks an acceptance length, and without a method there is none to pick."""
+    wl = getattr(args, "spec_workload", None)
+    if wl is not None and spec is None:
+        raise PlannerError(
+            f"--spec-workload {wl} is set but speculative decoding is off (--spec-method, or "
+            "the scenario's deployment.spec_method, is none); set --spec-method too or drop "
+            "--spec-workload"
+        )
+
+
 def acceptance_scaled(spec, low, high):
     """A capacity band (``low``, ``high``) [req/s] widened by the acceptance spread: the
     low end at ``AL_low / AL``, the high end at ``AL_high / AL`` (a decode-bound replica's
