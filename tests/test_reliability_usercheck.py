@@ -131,3 +131,12 @@ def test_spec_workload_without_a_method_is_refused(argv, capsys):
     assert main([*argv, "--spec-workload", "chat"]) == 2
     line = _one_line_error(capsys)
     assert "--spec-workload" in line and "--spec-method" in line
+
+
+def test_an_alias_is_named_in_the_answer():
+    # `recommend --model deepseek-r1` answered under the heading "model deepseek-v3" alone
+    from planner.cli.recommend import _asked_as
+
+    assert _asked_as("deepseek-v3", "deepseek-r1").startswith("deepseek-v3 (asked as deepseek-r1")
+    assert _asked_as("deepseek-v3", "deepseek-v3") == "deepseek-v3"
+    assert _asked_as("deepseek-v3", None) == "deepseek-v3"  # a scenario file

@@ -524,6 +524,14 @@ def _rows(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def _asked_as(model_id: str, asked: str | None) -> str:
+    """The model's catalog id, and the name asked when an alias led to it (``deepseek-r1``
+    is ``deepseek-v3``'s architecture: the answer must not look like another model's)."""
+    if not asked or asked.lower() == model_id or asked.endswith(".json"):
+        return model_id
+    return f"{model_id} (asked as {asked}: an alias of it in models.yaml, the same architecture)"
+
+
 def _rejected_summary(rejections: list[Any], per_reason: int) -> list[dict[str, Any]]:
     """The first ``per_reason`` rejected options of each reason, each with its reason's
     count (``stage_count``); in the search's order (closest first)."""
@@ -558,7 +566,7 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
         return
     s = res.summary
     head = {
-        "model": s["model"],
+        "model": _asked_as(s["model"], getattr(args, "model", None)),
         "objective": s["objective_text"],
         "peak_rps": s["peak_rps"],
         "headroom": s["headroom"],
