@@ -124,8 +124,11 @@ def test_recommend_flags_then_constraints_then_deployment_name_the_prompt_kind(t
     # the constraints' own kind wins over the deployment's; the flag over both
     both = dep.replace("constraints:\n", "constraints:\n  spec_workload: code\n", 1)
     assert got(both).spec_workload == "code"
-    assert got(both, "--spec-workload", "chat").spec_workload == "chat"
+    # (both flags act only on the speculative search: without it they are refused,
+    # tests/test_reliability_usercheck.py)
+    on = ("--speculative", "auto")
+    assert got(both, *on, "--spec-workload", "chat").spec_workload == "chat"
     # the user's AL rides along as a constraint
-    assert got(src, "--acceptance-length", "2.2").acceptance_length == 2.2
+    assert got(src, *on, "--acceptance-length", "2.2").acceptance_length == 2.2
     with pytest.raises(SystemExit):  # argparse refuses an unknown kind
         got(src, "--spec-workload", "noise")

@@ -17,7 +17,7 @@ from planner.cli._common import (
     token_count,
     utilization,
 )
-from planner.cli.speculative import add_spec_args, spec_kwargs
+from planner.cli.speculative import add_spec_args, check_workload_used, spec_kwargs
 
 
 # --------------------------------------------------------------------------- memory
@@ -91,6 +91,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         m, sk["spec_method"], sk["spec_tokens"], sk["acceptance_length"], sk["draft_model"],
         framework=fw, workload=sk["spec_workload"],
     )  # fmt: skip
+    check_workload_used(args, spec)
     sm = with_spec(
         step_model(m, gpu, prec, kv, args.tp, args.pp, params, cat, layout=lay), spec, cat
     )

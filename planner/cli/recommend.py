@@ -17,6 +17,7 @@ from planner.cli._common import _positive_int as _pos_int
 from planner.cli._common import _seed, add_price_args
 from planner.cli._common import _tp_list as _ints
 from planner.cli.question import fill_reproduce, save_scenario, scenario_of
+from planner.cli.speculative import check_acceptance_length, check_spec_flags, with_spec
 from planner.errors import PlannerError, shown
 from planner.recommend.limits import (
     MAX_GPUS,
@@ -169,12 +170,14 @@ def register(subparsers: Any) -> None:
                    help="auto: also search speculative decoding (published method x K the "
                    "engine runs; default off)")  # fmt: skip
     c.add_argument("--spec-workload", choices=WORKLOADS, default=None,
-                   help="the prompts' kind the searched speculative settings read their "
+                   help="with --speculative auto: the prompts' kind the searched speculative "
+                   "settings read their "
                    "published acceptance length for (default: the scenario's "
                    "deployment.spec_workload, else natural text)")  # fmt: skip
-    c.add_argument("--acceptance-length", type=_bounded(_pos_float, None, 65.0, " tokens/step"),
-                   help="your acceptance length [tokens/step]: replaces the published one of "
-                   "every searched speculative setting with K + 1 >= it")  # fmt: skip
+    c.add_argument("--acceptance-length", type=_bounded(_pos_float, 1.0, 65.0, " tokens/step"),
+                   help="your acceptance length [tokens/step, >= 1: the bonus token counts], with "
+                   "--speculative auto: replaces the published one of every searched "
+                   "speculative setting with K + 1 >= it")  # fmt: skip
     c.add_argument("--min-weight-bits", type=_bounded(_pos_float, None, MAX_WEIGHT_BITS, " bits"),
                    help="quality floor [bits per weight], e.g. 8 excludes 4-bit formats")  # fmt: skip
     c.add_argument("--datacenter-only", action="store_true", default=None,
@@ -268,6 +271,9 @@ def _constraints(args: argparse.Namespace, sc, cat):
     if args.headroom is not None and not (math.isfinite(args.headroom) and args.headroom >= 0):
         raise PlannerError(f"--headroom must be a finite number >= 0, got {args.headroom}")
     fields = {k: v for k, v in flags.items() if v is not None}
+    check_spec_flags(args, fields.get("speculative", c.speculative))
+    if getattr(args, "acceptance_length", None) is not None:
+        check_acceptance_length(args.acceptance_length, cat.model(sc.model), args.data_dir)
     if getattr(args, "segment", None) is not None:
         from planner.cli.buyer_views import segment_fields
 
@@ -395,7 +401,35 @@ def _print_disagg(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     sys.stdout.write("aggregated vs disaggregated (same GPUs)\n")
     emit(table, "table" if args.format != "csv" else "csv")
     for r in rows:
-        sys.stdout.write(f"  {r['gpu']}: " + "; ".join(r["why"]) + "\n")
+        sys.stdout.write(f"  {r['gpu']}: " + "; ".join(_without_gpu(r["gpu"], r["why"])) + "\n")
+
+
+def _pareto_rows(front: list[dict[str, Any]], recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Pareto rows with the ranked option's layout in place of its ``tp`` / ``pp``.
+
+    ``tp`` alone misreads an expert-parallel replica: DeepSeek-V3 fp4 on DEP4 (attention data
+    parallel 4, experts over 4 GPUs) has ``tp`` 1, which reads as one GPU.
+    """
+    layout = {r.get("rank"): r.get("layout") for r in recs}
+    out = []
+    for row in front:
+        lay = layout.get(row.get("rank"))
+        if lay is None:
+            out.append(row)
+            continue
+        new: dict[str, Any] = {}
+        for k, v in row.items():
+            if k == "tp":
+                new["layout"] = lay
+            elif k != "pp":
+                new[k] = v
+        out.append(new)
+    return out
+
+
+def _without_gpu(gpu: str, why: list[str]) -> list[str]:
+    """The reasons without a leading ``GPU: `` (the line already names the GPU)."""
+    return [w[len(gpu) + 2 :] if w.startswith(f"{gpu}: ") else w for w in why]
 
 
 def _classes(args, sc, kw) -> int:
@@ -478,6 +512,7 @@ def _rows(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row = {short: r.get(k) for k, short in TABLE_COLS}
         row["precision"] = r.get("precision_label") or r.get("precision")
         row["framework"] = r.get("release") or r.get("framework")  # vllm@0.11.0
+        row["layout"] = with_spec(r)
         row["gpus"] = _range(r["num_gpus"], r.get("num_gpus_low"), r.get("num_gpus_high"), ",d")
         row["usd_per_mtok_out"] = _range(
             r.get("usd_per_mtok_output"),
@@ -487,6 +522,14 @@ def _rows(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         )
         rows.append(row)
     return rows
+
+
+def _asked_as(model_id: str, asked: str | None) -> str:
+    """The model's catalog id, and the name asked when an alias led to it (``deepseek-r1``
+    is ``deepseek-v3``'s architecture: the answer must not look like another model's)."""
+    if not asked or asked.lower() == model_id or asked.endswith(".json"):
+        return model_id
+    return f"{model_id} (asked as {asked}: an alias of it in models.yaml, the same architecture)"
 
 
 def _rejected_summary(rejections: list[Any], per_reason: int) -> list[dict[str, Any]]:
@@ -523,7 +566,7 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
         return
     s = res.summary
     head = {
-        "model": s["model"],
+        "model": _asked_as(s["model"], getattr(args, "model", None)),
         "objective": s["objective_text"],
         "peak_rps": s["peak_rps"],
         "headroom": s["headroom"],
@@ -569,7 +612,7 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
         )
     if res.pareto:
         out.write("\npareto front ($/M output tokens vs P99 E2E latency, among the shown)\n")
-        emit(res.pareto, "table", out)
+        emit(_pareto_rows(res.pareto, res.recommendations), "table", out)
     if res.rejected:
         by: dict[str, list[dict[str, Any]]] = {}
         for r in res.rejected:

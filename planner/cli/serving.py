@@ -26,6 +26,7 @@ from planner.cli._common import (
 from planner.cli.speculative import (
     acceptance_scaled,
     add_spec_args,
+    check_workload_used,
     replica_spec_kwargs,
     spec_kwargs,
 )
@@ -300,6 +301,7 @@ def _context(args: argparse.Namespace):
         max_num_batched_tokens=args.max_num_batched_tokens,
         context_len=args.max_model_len,
     )
+    check_workload_used(args, rep.spec)
     return sc, rep, cat, prov, choice
 
 

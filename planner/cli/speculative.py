@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from planner.catalog.speculative import METHODS, WORKLOADS
+from planner.errors import PlannerError
 
 SPEC_EXAMPLES = (
     "  planner estimate --model deepseek-v3 --gpu nvidia-h200-sxm --precision fp8 --tp 8 "
@@ -80,6 +81,18 @@ def spec_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def check_workload_used(args: argparse.Namespace, spec) -> None:
+    """Refuse --spec-workload when no speculative decoding is on (``spec`` None): the prompts'
+    kind picks an acceptance length, and without a method there is none to pick."""
+    wl = getattr(args, "spec_workload", None)
+    if wl is not None and spec is None:
+        raise PlannerError(
+            f"--spec-workload {wl} is set but speculative decoding is off (--spec-method, or "
+            "the scenario's deployment.spec_method, is none); set --spec-method too or drop "
+            "--spec-workload"
+        )
+
+
 def acceptance_scaled(spec, low, high):
     """A capacity band (``low``, ``high``) [req/s] widened by the acceptance spread: the
     low end at ``AL_low / AL``, the high end at ``AL_high / AL`` (a decode-bound replica's
@@ -108,3 +121,66 @@ def replica_spec_kwargs(rep) -> dict[str, Any]:
         "draft_model": s.draft_model,
         "spec_workload": s.workload,
     }
+
+
+def check_spec_flags(args: argparse.Namespace, speculative: str) -> None:
+    """Refuse --acceptance-length / --spec-workload where no speculative setting is searched.
+
+    Both only change the settings that ``speculative: auto`` adds; without it they would be
+    ignored without a word (the answer is the plain one).
+    """
+    if speculative == "auto":
+        return
+    for flag, attr in (("--acceptance-length", "acceptance_length"),
+                       ("--spec-workload", "spec_workload")):  # fmt: skip
+        if getattr(args, attr, None) is not None:
+            raise PlannerError(
+                f"{flag} applies to the speculative search, which is off for this run "
+                "(--speculative, or the scenario's constraints.speculative, is off); add "
+                f"--speculative auto or drop {flag}"
+            )
+
+
+def check_acceptance_length(al: float, model, data_dir: str | None) -> None:
+    """Refuse --acceptance-length where it would replace no setting: the model has no published
+    speculative setting (method x K) to search, or every one's K + 1 is below ``al``."""
+    from pathlib import Path
+
+    from planner.catalog.speculative import acceptance_records
+
+    recs = acceptance_records(Path(data_dir) if data_dir else None)
+    ks = sorted(
+        {(r.method, r.spec_tokens) for r in recs if r.model == model.id and r.method != "draft"}
+    )
+    if not ks:
+        with_rows = sorted({r.model for r in recs if r.method != "draft"})
+        raise PlannerError(
+            f"--acceptance-length {al:g}: {model.id} has no published speculative setting "
+            f"to search (data/speculative.yaml has settings for {', '.join(with_rows)}); "
+            "for a setting of your own, size it with planner capacity --spec-method METHOD "
+            "--spec-tokens K --acceptance-length AL"
+        )
+    top = max(k for _, k in ks)
+    if al > top + 1:
+        shown_ks = ", ".join(f"{m} K={k}" for m, k in ks)
+        raise PlannerError(
+            f"--acceptance-length {al:g}: more than K + 1 = {top + 1} tokens per step of every "
+            f"published setting for {model.id} ({shown_ks}); an acceptance length counts the "
+            "accepted draft tokens plus the bonus token, so it is at most K + 1"
+        )
+
+
+_SPEC_NAMES = {"mtp": "MTP", "eagle3": "EAGLE-3", "draft": "draft", "ngram": "n-gram"}
+
+
+def with_spec(r: dict[str, Any]) -> Any:
+    """The layout, with the speculative setting a row was sized with (``TP2 + MTP k=2, AL
+    2.40``): a speculative option's rate holds only with speculation on, so the row must say
+    so (``--speculative auto`` ranks both kinds side by side)."""
+    lay = r.get("layout")
+    method = r.get("spec_method")
+    if not method:
+        return lay
+    al = r.get("acceptance_length")
+    al_text = f", AL {al:.2f}" if isinstance(al, (int, float)) else ""
+    return f"{lay} + {_SPEC_NAMES.get(method, method)} k={r.get('spec_tokens')}{al_text}"
