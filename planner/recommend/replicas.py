@@ -76,7 +76,7 @@ def _why_tpot(rep: Replica, floor_s: float, target_s: float) -> str:
     bw = rep.sm.gpu.mem_bw_gbs
     return (
         f"SLO unreachable even at zero load: TPOT floor {floor_s * 1e3:.1f} ms > "
-        f"{target_s * 1e3:.0f} ms target ({w / 1e9:.1f} GB of weights per GPU / {bw:g} GB/s "
+        f"{target_s * 1e3:.4g} ms target ({w / 1e9:.1f} GB of weights per GPU / {bw:g} GB/s "
         f"= {w / (bw * 1e9) * 1e3:.1f} ms of reading alone); use more TP, a lower precision or "
         "a faster GPU"
     )
