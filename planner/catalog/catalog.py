@@ -20,8 +20,9 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError, model_validator
 
-from planner.catalog.compat import check_framework_gpu
+from planner.catalog.compat import check_framework_gpu, check_model_format
 from planner.catalog.hf_config import _hf_config_cached, model_from_hf_config
+from planner.catalog.moe_formats import EngineFormats, read_moe_formats
 from planner.catalog.prices import PurchasePrice, RentalPrice
 from planner.catalog.records import (
     Accelerator,
@@ -125,6 +126,8 @@ class Catalog(Frozen):
     frameworks: tuple[Framework, ...]
     rental_prices: tuple[RentalPrice, ...] = ()
     purchase_prices: tuple[PurchasePrice, ...] = ()
+    #: formats each engine serves / refuses per MoE architecture (data/moe_formats.yaml)
+    moe_formats: tuple[EngineFormats, ...] = ()
 
     @model_validator(mode="after")
     def _unique_and_linked(self) -> Catalog:
@@ -169,6 +172,15 @@ class Catalog(Frozen):
             bad = set(f.precisions) - prec_ids
             if bad:
                 raise ValueError(f"framework {f.id}: unknown precisions {sorted(bad)}")
+        fw_ids = {f.id for f in self.frameworks}
+        for r in self.moe_formats:
+            named = {x.precision for x in (*r.serves, *r.refuses) if x.precision}
+            if r.framework not in fw_ids or named - prec_ids:
+                bad = sorted(({r.framework} - fw_ids) | (named - prec_ids))
+                raise ValueError(
+                    f"moe_formats {r.architecture} / {r.framework}: unknown framework or "
+                    f"precision {bad}"
+                )
         for m in self.models:
             pairs = [(c.precision, a) for c in m.checkpoints for a in c.archs]
             for c in m.checkpoints:
@@ -255,7 +267,9 @@ class Catalog(Frozen):
         Objects pass through unchanged; ``kv_precision`` defaults to
         :func:`default_kv_precision` (what the framework does with a checkpoint in this format).
         A framework that does not run on the GPU's vendor is an error
-        (:func:`~planner.catalog.compat.check_framework_gpu`).
+        (:func:`~planner.catalog.compat.check_framework_gpu`), and so is a weight format the
+        framework does not serve for the model's MoE architecture
+        (:func:`~planner.catalog.compat.check_model_format`, ``data/moe_formats.yaml``).
         """
         m = self.model(model)
         g = gpu if isinstance(gpu, Accelerator) else self.gpu(gpu)
@@ -266,6 +280,7 @@ class Catalog(Frozen):
             else self.framework(framework)
         )
         check_framework_gpu(fw, g)
+        check_model_format(self.moe_formats, m, fw, p)
         kv = self.kv_precision(kv_precision or default_kv_precision(p, fw, m).id)
         if kv.id not in p.kv_options and kv.id != p.kv_default:
             raise PlannerError(
@@ -430,6 +445,7 @@ def _load_dir(data_dir: Path) -> Catalog:
             frameworks=tuple(frameworks),
             rental_prices=tuple(rental),
             purchase_prices=tuple(purchase),
+            moe_formats=read_moe_formats(data_dir),
         )
     except ValidationError as e:
         raise PlannerError(f"{data_dir}: {e.errors()[0]['msg']}") from None

@@ -3,12 +3,23 @@
 Every command that puts a serving framework on a GPU (memory, estimate, capacity, simulate,
 recommend, predict, calibrate, the app) asks :func:`check_framework_gpu` (or, to collect the
 reason instead of stopping, :func:`framework_gpu_problem`), so they all agree on what runs.
+The same commands ask :func:`check_model_format` (or :func:`model_format_problem`) whether the
+framework serves the model's MoE architecture in the weight format (``data/moe_formats.yaml``:
+TensorRT-LLM serves DeepSeek-V3 in FP8, NVFP4 and W4AFP8, not in W8A8 INT8).
 """
 
 from __future__ import annotations
 
-from planner.catalog.records import Accelerator, Framework
+from planner.catalog.moe_formats import EngineFormats, model_format_problem
+from planner.catalog.records import Accelerator, Framework, ModelArch, Precision
 from planner.errors import PlannerError
+
+__all__ = [
+    "check_framework_gpu",
+    "check_model_format",
+    "framework_gpu_problem",
+    "model_format_problem",
+]
 
 
 def framework_gpu_problem(framework: Framework, gpu: Accelerator) -> str | None:
@@ -38,3 +49,17 @@ def check_framework_gpu(framework: Framework | None, gpu: Accelerator) -> None:
     why = framework_gpu_problem(framework, gpu)
     if why:
         raise PlannerError(f"framework {framework.id}: {why}")
+
+
+def check_model_format(
+    records: tuple[EngineFormats, ...],
+    model: ModelArch,
+    framework: Framework | None,
+    precision: Precision,
+) -> None:
+    """Raise :class:`~planner.errors.PlannerError` when a record of ``data/moe_formats.yaml``
+    says ``framework`` does not serve ``model``'s architecture in ``precision`` (no record,
+    no framework: nothing to check)."""
+    why = model_format_problem(records, model, framework, precision)
+    if why:
+        raise PlannerError(f"precision {precision.id}: {why}")

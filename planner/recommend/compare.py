@@ -45,6 +45,7 @@ _STAGE_ORDER = (
     "missing_data",
     "price",
     "precision_gpu",
+    "model_format",
     "framework_precision",
     "framework_vendor",
     "tp_node",

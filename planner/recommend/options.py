@@ -13,6 +13,11 @@ Rules (each rejection's ``stage`` is the rule's name):
     NVIDIA-only).
 ``framework_precision``
     the framework does not serve the weight format (``Framework.precisions``).
+``model_format``
+    the framework does not serve the model's mixture-of-experts architecture in the weight
+    format (``data/moe_formats.yaml``, the rule every command applies:
+    :func:`planner.catalog.compat.model_format_problem`; TensorRT-LLM serves DeepSeek-V3 in
+    FP8, NVFP4 and W4AFP8, not W8A8 INT8). Where no record speaks, nothing is removed.
 ``precision_gpu``
     the GPU's architecture has neither a native nor a weight-only fallback path for the
     precision (``Precision.native_archs`` / ``fallback_archs``).
@@ -54,7 +59,7 @@ from ..catalog import (
     compute_dtype_for,
     default_kv_precision,
 )
-from ..catalog.compat import framework_gpu_problem
+from ..catalog.compat import framework_gpu_problem, model_format_problem
 from ..catalog.layout import EP_REDUNDANT_FRAMEWORKS, Layout, layout_of
 from ..catalog.speculative import SpecDecode, published_specs
 from ..errors import PlannerError
@@ -287,6 +292,10 @@ def enumerate_options(
                             **base,
                         )
                     )
+                    continue
+                why_mf = model_format_problem(cat.moe_formats, model, fw, p)
+                if why_mf:
+                    rejected.append(Rejection("model_format", why_mf, **base))
                     continue
                 try:
                     compute_dtype_for(p, g)
