@@ -333,14 +333,38 @@ def pareto_front(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         "e2e_p99_s",
                     )
                 }
+                | {"layout": layout_with_spec(r)}
             )
     return sorted(front, key=lambda x: x["usd_per_mtok_output"])
+
+
+#: speculative methods as the reports name them
+SPEC_NAMES = {"mtp": "MTP", "eagle3": "EAGLE-3", "draft": "draft", "ngram": "n-gram"}
+
+
+def spec_suffix(r: dict[str, Any]) -> str:
+    """The speculative setting a result row was sized with, as the reports append it to
+    the layout (`` + MTP k=2, AL 2.40``; '' without speculation): a speculative option's
+    rate holds only with speculation on, so every line naming it must say so."""
+    method = r.get("spec_method")
+    if not method:
+        return ""
+    al = r.get("acceptance_length")
+    al_text = f", AL {al:.2f}" if isinstance(al, (int, float)) else ""
+    return f" + {SPEC_NAMES.get(method, method)} k={r.get('spec_tokens')}{al_text}"
+
+
+def layout_with_spec(r: dict[str, Any]) -> str:
+    """A result row's layout as the tables show it, with its speculative setting:
+    ``DEP4``, ``TP2 + MTP k=2, AL 2.40`` (``layout`` when the row has one, else the
+    :func:`~planner.recommend.options.layout_text` form)."""
+    return f"{r.get('layout') or layout_text(r)}{spec_suffix(r)}"
 
 
 def why_winner(top: list[Screened], obj: Objective, rejected: list[Rejection]) -> str:
     w = top[0].result
     lead = (
-        f"{w['gpu']} / {w['framework']} / {w['precision']} (kv {w['kv_precision']}) {layout_text(w)}"
+        f"{w['gpu']} / {w['framework']} / {w['precision']} (kv {w['kv_precision']}) {layout_text(w)}{spec_suffix(w)}"
         + f": {count(w['num_gpus'])} GPUs ({count(w['replicas'])} x {w['gpus_per_replica']})"
     )
     if w.get("usd_per_hour") is not None:
@@ -355,7 +379,7 @@ def why_winner(top: list[Screened], obj: Objective, rejected: list[Rejection]) -
         diff = (v2 - v1) / abs(v1) * 100 if v1 else float("nan")
         lead += (
             f". Next best: {r2['gpu']} / {r2['framework']} / {r2['precision']} "
-            f"(kv {r2['kv_precision']}) {layout_text(r2)} with "
+            f"(kv {r2['kv_precision']}) {layout_text(r2)}{spec_suffix(r2)} with "
             f"{obj.show(v2)} ({diff:+.0f}% on {obj.name})"
         )
         lead += tie_break_text(top[0], top[1])
