@@ -56,3 +56,61 @@ def test_json_pareto_rows_carry_the_layout():
         ["rank", "gpu", "framework", "precision", "layout", "usd_per_mtok_output", "e2e_p99_s"]
     ] * 2
     assert rows[0]["layout"] == "TP2 + MTP k=2, AL 2.40"
+
+
+# --------------------------------------------------------------------------- layout flags
+def _moe_r1():
+    from conftest import REPO_ROOT
+
+    from planner.scenario import load_scenario
+
+    return load_scenario(REPO_ROOT / "examples" / "moe-r1.yaml")  # tp 1, ep 8, attention_dp 8
+
+
+def test_tp_flag_on_a_dep_scenario_is_tp_alone():
+    sc = _moe_r1()
+    kw = dict(gpu="amd-mi325x", framework="vllm", precision="fp8", tp=8)
+    # the CLI rule: --tp 8 replaces DEP8: TP8 on 8 GPUs (before: TP8 x DP8 = 64 GPUs)
+    dep = sc.resolve_deployment(**kw, flags_replace_layout=True)
+    assert (dep.tp, dep.ep, dep.attention_dp) == (8, 1, 1)
+    assert dep.layout.tp * dep.layout.attention_dp * dep.layout.pp == 8
+    note = sc.layout_replaced(8, None, None, dep)
+    assert note.startswith("layout from the command line: TP8 (the scenario's DEP8 replaced")
+    assert "--ep / --attention-dp" in note
+    # the library's merge (the What-if page passes its TP on every call) is unchanged:
+    # 8 x 8 attention ranks = 64 GPUs
+    merged = sc.resolve_deployment(**kw)
+    assert (merged.tp, merged.ep, merged.attention_dp) == (8, 8, 8)
+
+
+def test_every_layout_flag_given_keeps_them_and_says_nothing():
+    # recommend's reproduce line passes all of --tp --pp --ep --attention-dp
+    sc = _moe_r1()
+    dep = sc.resolve_deployment(tp=1, pp=1, ep=8, attention_dp=8, flags_replace_layout=True)
+    assert (dep.tp, dep.ep, dep.attention_dp) == (1, 8, 8)
+    assert sc.layout_replaced(1, 8, 8, dep) is None
+    # no layout flag: the file's layout, no line
+    dep = sc.resolve_deployment(flags_replace_layout=True)
+    assert (dep.tp, dep.ep, dep.attention_dp) == (1, 8, 8)
+    assert sc.layout_replaced(None, None, None, dep) is None
+
+
+def test_capacity_tp8_on_the_dep8_scenario(capsys):
+    import json
+
+    from conftest import REPO_ROOT
+
+    from planner.cli.main import main
+
+    argv = ["capacity", str(REPO_ROOT / "examples" / "moe-r1.yaml"), "--gpu", "amd-mi325x",
+            "--framework", "vllm", "--precision", "fp8", "--tp", "8", "--no-curve",
+            "--format", "json"]  # fmt: skip
+    # before: "a replica of 64 GPUs spans 8 scale-up domains of 8 ... bandwidth unknown"
+    assert main(argv) == 0, capsys.readouterr().err
+    out = json.loads(capsys.readouterr().out)
+    assert out["gpus_per_replica"] == 8
+    assert "TP8 (the scenario's DEP8 replaced" in out["layout_note"]
+    # --ep alone: tp = attention_dp = 1 cannot hold ep 4; the line says why
+    assert main([*argv[:2], "--ep", "4", "--no-curve"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "layout flags replace the scenario's DEP8" in err[0]
