@@ -46,6 +46,8 @@ CAPACITY_EXAMPLE = (
     "  planner capacity examples/chat-8b.yaml --format csv > curve.csv\n"
     "  planner capacity examples/disagg/disagg-r1.yaml   # xPyD: pool rates, x:y, groups\n"
     "  planner capacity examples/moe-r1.yaml --attention-dp-balance   # trtllm DEP8, balanced\n"
+    "  planner capacity examples/moe-r1.yaml --gpu amd-mi325x --framework vllm --precision fp8 "
+    "--tp 8   # TP8: the flag replaces the file's DEP8\n"
     "  planner capacity examples/chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm "
     "--precision bf16 --spec-method eagle3 --spec-tokens 7 --acceptance-length 2.8"
 )
@@ -84,7 +86,11 @@ def _warmup_fraction(text: str) -> float:
 def _common(p: argparse.ArgumentParser) -> None:
     add_common_args(p)
     p.add_argument("scenario", metavar="SCENARIO.yaml", help="scenario file (see examples/)")
-    d = p.add_argument_group("deployment (default: the scenario's 'deployment:' section)")
+    d = p.add_argument_group(
+        "deployment (default: the scenario's 'deployment:' section; any of --tp / --ep / "
+        "--attention-dp replaces the file's layout, the ones not given being 1: --tp 8 on a "
+        "DEP8 scenario is TP8)"
+    )
     d.add_argument("--gpu", default=None, help="accelerator id (see 'planner gpus')")
     d.add_argument(
         "--framework", default=None, help="serving framework id (see 'planner frameworks')"
