@@ -114,3 +114,44 @@ def test_capacity_tp8_on_the_dep8_scenario(capsys):
     assert main([*argv[:2], "--ep", "4", "--no-curve"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "layout flags replace the scenario's DEP8" in err[0]
+
+
+# --------------------------------------------------------------------------- --top N short
+def _met(gpu: str, fw: str):
+    return SimpleNamespace(
+        opt=SimpleNamespace(gpu=SimpleNamespace(id=gpu), framework=SimpleNamespace(id=fw))
+    )
+
+
+def test_fewer_rows_than_asked_says_why():
+    from planner.recommend.finish import fewer_rows
+
+    met = [_met("nvidia-h200-sxm", "trtllm")] * 3  # three layouts / formats of one pair
+    rejected = [SimpleNamespace(stage=s) for s in ["pruned"] * 5 + ["memory"] * 2 + ["slo"]]
+    text = fewer_rows(met, 1, 4, rejected)
+    assert (
+        "Top 4 asked, 1 shown: the 3 options that met the SLOs are on 1 GPU x engine pair "
+        "(nvidia-h200-sxm / trtllm)" in text
+    )
+    # 5 pruned; 2 memory + 1 slo = 3 rejected
+    assert "5 could not beat a kept row (pruned) and 3 were rejected" in text
+    assert fewer_rows(met, 4, 4, rejected) == ""  # as many rows as asked: nothing to say
+
+
+def test_top4_on_one_gpu_and_engine_says_why_one_row(capsys):
+    import json
+
+    from planner.cli.main import main
+
+    argv = ["recommend", "--model", "deepseek-v3", "--peak-rps", "10", "--input-tokens", "1000",
+            "--output-tokens", "1000", "--ttft-p99", "5", "--tpot-p99", "0.1", "--gpus", "h200",
+            "--frameworks", "trtllm", "--top", "4", "--format", "json"]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err
+    d = json.loads(capsys.readouterr().out)
+    assert len(d["recommendations"]) == 1  # the premise: one GPU x engine pair, one row
+    s = d["summary"]
+    assert "Top 4 asked, 1 shown" in d["why"] and "nvidia-h200-sxm / trtllm" in d["why"]
+    # the counts are the search's own: options that met the SLOs, options pruned by bound
+    assert s["feasible"] > 1  # several layouts / formats of the pair met the SLOs
+    assert f"the {s['feasible']} options that met the SLOs" in d["why"]
+    assert f"{s['options_pruned']} could not beat a kept row" in d["why"]

@@ -393,6 +393,36 @@ def why_winner(top: list[Screened], obj: Objective, rejected: list[Rejection]) -
     return lead
 
 
+def fewer_rows(met: list[Screened], shown: int, top_n: int, rejected: list[Rejection]) -> str:
+    """Why fewer rows than ``--top N`` are shown ('' when ``shown >= top_n``): every option
+    that met the SLOs (``met``) is on the GPU x engine pairs shown, the table keeps one row
+    per pair (its best; ties of the same bits and layout on the same line), and the rest were
+    pruned (they could not beat a kept row) or rejected (counted by the why line)."""
+    if shown >= top_n:
+        return ""
+    pairs = list(dict.fromkeys(f"{s.opt.gpu.id} / {s.opt.framework.id}" for s in met))
+    counts: dict[str, int] = {}
+    for r in rejected:
+        counts[r.stage] = counts.get(r.stage, 0) + 1
+    pruned = counts.pop("pruned", 0)
+    text = (
+        f". Top {top_n} asked, {shown} shown: the {count(len(met))} option"
+        + ("s" if len(met) != 1 else "")
+        + f" that met the SLOs {'are' if len(met) != 1 else 'is'} on {len(pairs)} GPU x engine "
+        f"pair{'s' if len(pairs) != 1 else ''} ({', '.join(pairs)}), and the table keeps one row "
+        "per pair, its best (the others there: other layouts, precisions or KV formats, not "
+        "better)"
+    )
+    rejected_n = sum(counts.values())
+    if pruned or rejected_n:
+        text += (
+            f"; of the other options {count(pruned)} could not beat a kept row (pruned) and "
+            f"{count(rejected_n)} were rejected (the counts above): add GPUs or engines, or "
+            "relax the SLOs or constraints, for more rows"
+        )
+    return text
+
+
 def tie_break_text(a: Screened, b: Screened) -> str:
     """Why ``a`` ranks above ``b`` when they tie on the objective, cost and GPUs and differ
     in format ('' otherwise): the engine's recommended format, or more bits per weight."""

@@ -45,7 +45,14 @@ from ..serving import (
 from ..workload import SLO, Workload
 from .constraints import Constraints, budget_limits, constraints_of
 from .decide import decide, diverse, variant_label
-from .finish import finish, nothing_meets, pareto_front, spec_suffix, why_winner
+from .finish import (
+    fewer_rows,
+    finish,
+    nothing_meets,
+    pareto_front,
+    spec_suffix,
+    why_winner,
+)
 from .objective import (
     OBJECTIVE_TABLE,
     OBJECTIVES,
@@ -723,6 +730,7 @@ class _Search:
             )
         else:
             why = why_winner(top, self.obj, self.rejected)
+            why += fewer_rows(done, len(top), self.top_n, self.rejected)
         if decision:
             why += f". Decision: {decision}"
         return Recommendation(self.obj.name, recs, self.rejected, front, why, summary, assumptions)
