@@ -155,3 +155,10 @@ def test_top4_on_one_gpu_and_engine_says_why_one_row(capsys):
     assert s["feasible"] > 1  # several layouts / formats of the pair met the SLOs
     assert f"the {s['feasible']} options that met the SLOs" in d["why"]
     assert f"{s['options_pruned']} could not beat a kept row" in d["why"]
+
+
+def test_the_decision_names_a_speculative_option_with_its_setting():
+    from planner.recommend.decide import _label
+
+    assert _label(SPEC) == "amd-mi325x vllm w4a16 tp=2 + MTP k=2, AL 2.40"
+    assert _label(DEP) == "nvidia-b200 trtllm fp4 DEP4"
