@@ -218,18 +218,39 @@ class Scenario(Frozen):
         release: str | None = None,
         spec_workload: str | None = None,
         attention_dp_balance: bool | None = None,
+        *,
+        flags_replace_layout: bool = False,
     ) -> Deployment:
         """The deployment with explicit arguments taking precedence over the file's (the
-        file's ``release`` only goes with the file's framework)."""
+        file's ``release`` only goes with the file's framework).
+
+        ``flags_replace_layout`` (the CLI's rule): when any of ``tp``, ``ep``,
+        ``attention_dp`` is given, the three come from the arguments alone, the ones not
+        given being 1: ``--tp 8`` on a DEP8 scenario is TP8, not TP8 x DEP8 (64 GPUs).
+        :meth:`layout_replaced` says so in the output."""
         d = self.deployment
         if release is None and (framework is None or framework == d.framework):
             release = d.release
-        lay = layout_of(
-            int(tp) if tp else d.tp,
-            int(pp) if pp else d.pp,
-            int(ep) if ep else d.ep,
-            int(attention_dp) if attention_dp else d.attention_dp,
-        )
+        given = flags_replace_layout and any((tp, ep, attention_dp))
+        if given:
+            tp, ep, attention_dp = (int(v) if v else 1 for v in (tp, ep, attention_dp))
+            if attention_dp == 1 and attention_dp_balance is None:
+                attention_dp_balance = None if d.attention_dp_balance is None else False
+        try:
+            lay = layout_of(
+                int(tp) if tp else d.tp,
+                int(pp) if pp else d.pp,
+                int(ep) if ep else d.ep,
+                int(attention_dp) if attention_dp else d.attention_dp,
+            )
+        except PlannerError as e:
+            if not given:
+                raise
+            raise PlannerError(
+                f"{e} (the command line's --tp {tp} --ep {ep} --attention-dp {attention_dp}: "
+                f"layout flags replace the scenario's {self._file_layout()}, the ones not "
+                "given are 1)"
+            ) from None
         out = Deployment(
             gpu=gpu or d.gpu,
             framework=framework or d.framework,
@@ -257,6 +278,34 @@ class Scenario(Frozen):
                 + " or add them under 'deployment:' in the scenario file"
             )
         return out
+
+    def _file_layout(self) -> str:
+        """The scenario file's layout name (``DEP8``, ``TP8``)."""
+        d = self.deployment
+        return layout_of(d.tp, d.pp, d.ep, d.attention_dp).label
+
+    def layout_replaced(
+        self, tp: int | None, ep: int | None, attention_dp: int | None, dep: Deployment
+    ) -> str | None:
+        """A line for the output when the command line's layout flags dropped a value of the
+        file's layout (:meth:`resolve_deployment` with ``flags_replace_layout``): ``layout
+        from the command line: TP8 (the scenario's DEP8 replaced; ...)``; None otherwise."""
+        d = self.deployment
+        if not any((tp, ep, attention_dp)):
+            return None
+        dropped = [
+            flag
+            for flag, v, f in (("--tp", tp, d.tp), ("--ep", ep, d.ep),
+                               ("--attention-dp", attention_dp, d.attention_dp))
+            if not v and f != 1
+        ]  # fmt: skip
+        if not dropped:
+            return None
+        return (
+            f"layout from the command line: {dep.layout.label} (the scenario's "
+            f"{self._file_layout()} replaced; layout flags not given are 1, add "
+            f"{' / '.join(dropped)} to keep the file's)"
+        )
 
     def build_replica(
         self,

@@ -405,15 +405,16 @@ def _print_disagg(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
 
 
 def _pareto_rows(front: list[dict[str, Any]], recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The Pareto rows with the ranked option's layout in place of its ``tp`` / ``pp``.
+    """The Pareto rows with the option's ``layout`` (speculative setting included) in place
+    of its ``tp`` / ``pp``.
 
     ``tp`` alone misreads an expert-parallel replica: DeepSeek-V3 fp4 on DEP4 (attention data
     parallel 4, experts over 4 GPUs) has ``tp`` 1, which reads as one GPU.
     """
-    layout = {r.get("rank"): r.get("layout") for r in recs}
+    layout = {r.get("rank"): with_spec(r) for r in recs}
     out = []
     for row in front:
-        lay = layout.get(row.get("rank"))
+        lay = row.get("layout") or layout.get(row.get("rank"))
         if lay is None:
             out.append(row)
             continue
@@ -421,7 +422,7 @@ def _pareto_rows(front: list[dict[str, Any]], recs: list[dict[str, Any]]) -> lis
         for k, v in row.items():
             if k == "tp":
                 new["layout"] = lay
-            elif k != "pp":
+            elif k not in ("pp", "layout"):
                 new[k] = v
         out.append(new)
     return out

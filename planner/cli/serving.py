@@ -46,6 +46,8 @@ CAPACITY_EXAMPLE = (
     "  planner capacity examples/chat-8b.yaml --format csv > curve.csv\n"
     "  planner capacity examples/disagg/disagg-r1.yaml   # xPyD: pool rates, x:y, groups\n"
     "  planner capacity examples/moe-r1.yaml --attention-dp-balance   # trtllm DEP8, balanced\n"
+    "  planner capacity examples/moe-r1.yaml --gpu amd-mi325x --framework vllm --precision fp8 "
+    "--tp 8   # TP8: the flag replaces the file's DEP8\n"
     "  planner capacity examples/chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm "
     "--precision bf16 --spec-method eagle3 --spec-tokens 7 --acceptance-length 2.8"
 )
@@ -84,7 +86,11 @@ def _warmup_fraction(text: str) -> float:
 def _common(p: argparse.ArgumentParser) -> None:
     add_common_args(p)
     p.add_argument("scenario", metavar="SCENARIO.yaml", help="scenario file (see examples/)")
-    d = p.add_argument_group("deployment (default: the scenario's 'deployment:' section)")
+    d = p.add_argument_group(
+        "deployment (default: the scenario's 'deployment:' section; any of --tp / --ep / "
+        "--attention-dp replaces the file's layout, the ones not given being 1: --tp 8 on a "
+        "DEP8 scenario is TP8)"
+    )
     d.add_argument("--gpu", default=None, help="accelerator id (see 'planner gpus')")
     d.add_argument(
         "--framework", default=None, help="serving framework id (see 'planner frameworks')"
@@ -252,7 +258,9 @@ def register(subparsers: Any) -> None:
 
 # --------------------------------------------------------------------------- helpers
 def _context(args: argparse.Namespace):
-    """(scenario, replica, catalog, params provenance) from the arguments."""
+    """(scenario, replica, catalog, params provenance, release choice, layout note) from the
+    arguments. The layout flags replace the file's layout (``--tp 8`` on a DEP8 scenario is
+    TP8); the note says so where a value of the file's was dropped, else None."""
     import os
 
     from planner.catalog import load_catalog, model_family
@@ -275,7 +283,9 @@ def _context(args: argparse.Namespace):
         attention_dp_balance=args.attention_dp_balance,
         release=rel_arg.release if rel_arg else None,
         **spec_kwargs(args),
+        flags_replace_layout=True,
     )
+    note = sc.layout_replaced(args.tp, args.ep, args.attention_dp, dep)
     where = "--framework" if rel_arg else f"{args.scenario}: deployment.release"
     fw_id, release = checked_release(dep.framework, dep.release, args, cat, where)
     params, prov, choice = release_params(
@@ -302,7 +312,7 @@ def _context(args: argparse.Namespace):
         context_len=args.max_model_len,
     )
     check_workload_used(args, rep.spec)
-    return sc, rep, cat, prov, choice
+    return sc, rep, cat, prov, choice, note
 
 
 def _rel(choice) -> dict[str, Any]:
@@ -412,7 +422,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     if (dsc := disagg.disagg_scenario(args)) is not None:
         return disagg.simulate(args, dsc)
-    sc, rep, _cat, prov, choice = _context(args)
+    sc, rep, _cat, prov, choice, note = _context(args)
     wl = sc.require_workload()
     check_workload_fits(rep, wl, _fit_percentile(sc, args))
     if wl.offline and (args.rate is not None or args.concurrency):
@@ -473,6 +483,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     head = {
         "scenario": sc.name or args.scenario,
         "replica": rep.label(),
+        **({"layout_note": note} if note else {}),  # the file's layout replaced by the flags
         "kv_precision": _kv(rep),
         "params": prov,
         **_rel(choice),
@@ -540,7 +551,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         )
     if (dsc := disagg.disagg_scenario(args)) is not None:
         return disagg.capacity(args, dsc)
-    sc, rep, cat, prov, choice = _context(args)
+    sc, rep, cat, prov, choice, note = _context(args)
     wl = sc.require_workload()
     headroom = args.headroom if args.headroom is not None else sc.constraints.headroom
     fit = _fit_percentile(sc, args)
@@ -573,6 +584,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {
         "scenario": sc.name or args.scenario,
         "replica": rep.label(),
+        **({"layout_note": note} if note else {}),  # the file's layout replaced by the flags
         "kv_precision": _kv(rep),
         "params": prov,
         **rel_out,
@@ -618,8 +630,9 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     tp_rows = None
     if args.compare_tp:
         dep = sc.resolve_deployment(
-            args.gpu, args.framework, args.precision, args.tp, args.pp, args.kv_precision
-        )
+            args.gpu, args.framework, args.precision, args.tp, args.pp, args.kv_precision,
+            ep=args.ep, attention_dp=args.attention_dp, flags_replace_layout=True,
+        )  # fmt: skip
         from planner.scenario import EngineOverrides
 
         eng = {

@@ -170,17 +170,11 @@ def check_acceptance_length(al: float, model, data_dir: str | None) -> None:
         )
 
 
-_SPEC_NAMES = {"mtp": "MTP", "eagle3": "EAGLE-3", "draft": "draft", "ngram": "n-gram"}
-
-
 def with_spec(r: dict[str, Any]) -> Any:
     """The layout, with the speculative setting a row was sized with (``TP2 + MTP k=2, AL
     2.40``): a speculative option's rate holds only with speculation on, so the row must say
     so (``--speculative auto`` ranks both kinds side by side)."""
+    from planner.recommend.finish import spec_suffix
+
     lay = r.get("layout")
-    method = r.get("spec_method")
-    if not method:
-        return lay
-    al = r.get("acceptance_length")
-    al_text = f", AL {al:.2f}" if isinstance(al, (int, float)) else ""
-    return f"{lay} + {_SPEC_NAMES.get(method, method)} k={r.get('spec_tokens')}{al_text}"
+    return f"{lay}{spec_suffix(r)}" if r.get("spec_method") else lay

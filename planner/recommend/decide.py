@@ -34,6 +34,7 @@ import math
 from typing import Any
 
 from .buyer import buyer
+from .finish import spec_suffix
 from .objective import TIE_REL, Screened
 from .options import layout_text
 
@@ -103,7 +104,9 @@ def _repriced(r: dict[str, Any], which: str) -> float | None:
 
 
 def _label(r: dict[str, Any]) -> str:
-    return f"{r['gpu']} {r['framework']} {r['precision']} {layout_text(r)}"
+    """An option as the decision names it, with its speculative setting (``amd-mi325x vllm
+    w4a16 tp=2 + MTP k=2, AL 2.40``)."""
+    return f"{r['gpu']} {r['framework']} {r['precision']} {layout_text(r)}{spec_suffix(r)}"
 
 
 def _overlap(a: dict[str, Any], b: dict[str, Any], key: str = "usd_per_mtok_output") -> bool:

@@ -333,14 +333,38 @@ def pareto_front(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         "e2e_p99_s",
                     )
                 }
+                | {"layout": layout_with_spec(r)}
             )
     return sorted(front, key=lambda x: x["usd_per_mtok_output"])
+
+
+#: speculative methods as the reports name them
+SPEC_NAMES = {"mtp": "MTP", "eagle3": "EAGLE-3", "draft": "draft", "ngram": "n-gram"}
+
+
+def spec_suffix(r: dict[str, Any]) -> str:
+    """The speculative setting a result row was sized with, as the reports append it to
+    the layout (`` + MTP k=2, AL 2.40``; '' without speculation): a speculative option's
+    rate holds only with speculation on, so every line naming it must say so."""
+    method = r.get("spec_method")
+    if not method:
+        return ""
+    al = r.get("acceptance_length")
+    al_text = f", AL {al:.2f}" if isinstance(al, (int, float)) else ""
+    return f" + {SPEC_NAMES.get(method, method)} k={r.get('spec_tokens')}{al_text}"
+
+
+def layout_with_spec(r: dict[str, Any]) -> str:
+    """A result row's layout as the tables show it, with its speculative setting:
+    ``DEP4``, ``TP2 + MTP k=2, AL 2.40`` (``layout`` when the row has one, else the
+    :func:`~planner.recommend.options.layout_text` form)."""
+    return f"{r.get('layout') or layout_text(r)}{spec_suffix(r)}"
 
 
 def why_winner(top: list[Screened], obj: Objective, rejected: list[Rejection]) -> str:
     w = top[0].result
     lead = (
-        f"{w['gpu']} / {w['framework']} / {w['precision']} (kv {w['kv_precision']}) {layout_text(w)}"
+        f"{w['gpu']} / {w['framework']} / {w['precision']} (kv {w['kv_precision']}) {layout_text(w)}{spec_suffix(w)}"
         + f": {count(w['num_gpus'])} GPUs ({count(w['replicas'])} x {w['gpus_per_replica']})"
     )
     if w.get("usd_per_hour") is not None:
@@ -355,7 +379,7 @@ def why_winner(top: list[Screened], obj: Objective, rejected: list[Rejection]) -
         diff = (v2 - v1) / abs(v1) * 100 if v1 else float("nan")
         lead += (
             f". Next best: {r2['gpu']} / {r2['framework']} / {r2['precision']} "
-            f"(kv {r2['kv_precision']}) {layout_text(r2)} with "
+            f"(kv {r2['kv_precision']}) {layout_text(r2)}{spec_suffix(r2)} with "
             f"{obj.show(v2)} ({diff:+.0f}% on {obj.name})"
         )
         lead += tie_break_text(top[0], top[1])
@@ -367,6 +391,36 @@ def why_winner(top: list[Screened], obj: Objective, rejected: list[Rejection]) -
             f"{n} {k.replace('_', ' ')}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])
         )
     return lead
+
+
+def fewer_rows(met: list[Screened], shown: int, top_n: int, rejected: list[Rejection]) -> str:
+    """Why fewer rows than ``--top N`` are shown ('' when ``shown >= top_n``): every option
+    that met the SLOs (``met``) is on the GPU x engine pairs shown, the table keeps one row
+    per pair (its best; ties of the same bits and layout on the same line), and the rest were
+    pruned (they could not beat a kept row) or rejected (counted by the why line)."""
+    if shown >= top_n:
+        return ""
+    pairs = list(dict.fromkeys(f"{s.opt.gpu.id} / {s.opt.framework.id}" for s in met))
+    counts: dict[str, int] = {}
+    for r in rejected:
+        counts[r.stage] = counts.get(r.stage, 0) + 1
+    pruned = counts.pop("pruned", 0)
+    text = (
+        f". Top {top_n} asked, {shown} shown: the {count(len(met))} option"
+        + ("s" if len(met) != 1 else "")
+        + f" that met the SLOs {'are' if len(met) != 1 else 'is'} on {len(pairs)} GPU x engine "
+        f"pair{'s' if len(pairs) != 1 else ''} ({', '.join(pairs)}), and the table keeps one row "
+        "per pair, its best (the others there: other layouts, precisions or KV formats, not "
+        "better)"
+    )
+    rejected_n = sum(counts.values())
+    if pruned or rejected_n:
+        text += (
+            f"; of the other options {count(pruned)} could not beat a kept row (pruned) and "
+            f"{count(rejected_n)} were rejected (the counts above): add GPUs or engines, or "
+            "relax the SLOs or constraints, for more rows"
+        )
+    return text
 
 
 def tie_break_text(a: Screened, b: Screened) -> str:

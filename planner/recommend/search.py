@@ -45,7 +45,14 @@ from ..serving import (
 from ..workload import SLO, Workload
 from .constraints import Constraints, budget_limits, constraints_of
 from .decide import decide, diverse, variant_label
-from .finish import finish, nothing_meets, pareto_front, why_winner
+from .finish import (
+    fewer_rows,
+    finish,
+    nothing_meets,
+    pareto_front,
+    spec_suffix,
+    why_winner,
+)
 from .objective import (
     OBJECTIVE_TABLE,
     OBJECTIVES,
@@ -716,12 +723,14 @@ class _Search:
             for r in recs:
                 firsts.setdefault(r["gpu"], r)
             why = "best option of each GPU that meets the SLOs: " + "; ".join(
-                f"{g} {r['framework']} {r['precision']} {layout_text(r)}: {r['num_gpus']} GPUs"
+                f"{g} {r['framework']} {r['precision']} {layout_text(r)}{spec_suffix(r)}: "
+                f"{r['num_gpus']} GPUs"
                 + (f", ${r['usd_per_hour']:,.2f}/h" if r.get("usd_per_hour") is not None else "")
                 for g, r in firsts.items()
             )
         else:
             why = why_winner(top, self.obj, self.rejected)
+            why += fewer_rows(done, len(top), self.top_n, self.rejected)
         if decision:
             why += f". Decision: {decision}"
         return Recommendation(self.obj.name, recs, self.rejected, front, why, summary, assumptions)
