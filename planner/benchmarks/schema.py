@@ -236,16 +236,17 @@ def memory_fraction_from_notes(notes: str) -> float | None:
     return 0.95 if _KV_FRACTION_NOTE in (notes or "") else None
 
 
-#: MLPerf's "N-sample perf set": the dataset loadgen draws from (OpenOrca 24,576, Mixtral
-#: 15,000), not the run's length: loadgen repeats it until min_duration / min_query_count (the
-#: v5.1 B200 Offline run issued 992,640 samples, its mlperf_log_summary.txt
-#: ``samples_per_query``; docs/changes: s6-mlperfharness)
-_DATASET_SIZE = re.compile(r"\d[\d,]*-sample perf set")
+#: MLPerf's "N-sample perf set" (Krai's rows: "N-sample set"): the dataset loadgen draws from
+#: (OpenOrca 24,576, Mixtral 15,000), not the run's length: loadgen repeats it until
+#: min_duration / min_query_count (the v5.1 B200 Offline run generated 1,007,616 samples, its
+#: mlperf_log_detail.txt ``generated_samples_per_query``; changes/s6-mlperfharness.md)
+_DATASET_SIZE = re.compile(r"\d[\d,]*-sample (?:perf )?set")
 
 
 def request_count(notes: str) -> int | None:
     """Requests per run stated in a row's notes (``"1,000 requests"``, ``"500-sample"``); an
-    MLPerf dataset size (``"24,576-sample perf set"``) is not a run length."""
+    MLPerf dataset size (``"24,576-sample perf set"``, ``"24,576-sample set"``) is not a run
+    length."""
     notes = _DATASET_SIZE.sub("", notes or "")
     m = re.search(r"(\d[\d,]*)\s+requests", notes) or re.search(r"(\d[\d,]*)-sample", notes)
     return int(m.group(1).replace(",", "")) if m else None
