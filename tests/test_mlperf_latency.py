@@ -119,12 +119,23 @@ def test_rounds_table_hand_derived():
 _OFFLINE_TOO_HIGH = (
     "11 of the 12 H100 systems are of v4.1; bounded by 0.95 x the simulated Offline "
     "throughput of the same deployment, which the TensorRT-LLM fp8 Hopper fit (TensorRT-LLM "
-    "perf-overview tables, v0.12-1.0) puts 28% above the v4.1 Offline results of the same "
-    "systems: the v4.1 NVIDIA harness is slower than the fit (H100 Offline v4.1 3,017 -> "
-    "v5.0 3,913 tok/s per GPU); the v5.0 H100 Server row is predicted -5.8%"
+    "perf-overview tables, v0.12-1.0) puts 33% above the v4.1 Offline results of the same "
+    "systems (run as long as MLPerf's, not 3,072 requests a replica): the v4.1 NVIDIA harness "
+    "is slower than the fit (H100 Offline v4.1 3,017 -> v5.0 3,913 tok/s per GPU); pooled "
+    "+42.1%, the v5.0 H100 Server row -2.0% (changes/s6-mlperfharness.md)"
+)
+_H200_OFFLINE_HIGH = (
+    "predicted above the bound of its own Offline throughput: H200 v5.0 Offline is simulated "
+    "5,007 tok/s per GPU (+14.5%; 4,528, +3.6%, while the run was read as the 24,576-sample "
+    "dataset, 3,072 requests a replica, whose fill and drain cost 9.6%); Server = 0.95 x that "
+    "= 4,757 against 4,134 (+15.1%) in v5.0 and 2,889-3,805 (v4.1 software) pooled (+26.6%). "
+    "Neither NVIDIA's stated max_num_tokens 1,536 nor KV fraction 0.9 (v5.1 H200 configs) "
+    "moves it (4,978); CUDA graphs off (eager soft maximum) adds < 0.1% at ~1,000 sequences "
+    "(changes/s6-mlperfharness.md)"
 )
 _MISSES = {
     ("server", "nvidia-h100-sxm"): _OFFLINE_TOO_HIGH,
+    ("server", "nvidia-h200-sxm"): _H200_OFFLINE_HIGH,
     ("interactive", "amd-mi325x"): "predicted 51% low (1,101 vs 2,257 tok/s per GPU, v5.1): "
     "at the measured 6.5 req/s per GPU the simulated TPOT P99 is 53 ms (limit 40) at a mean "
     "batch of 87. Prefill of ~6.5 req/s fills most of each GPU-second at the CDNA3 vLLM fp8 "
@@ -135,15 +146,17 @@ _MISSES = {
     "AMD Interactive configs are different engines (MI325X: VLLM_USE_V1 1, async, chunked "
     "prefill, 1 scheduler step; MI300X: V0 sync, 8 steps, no chunked prefill), which the "
     "planner does not separate (docs/changes/2026-12-07b/mlperf.md)",
-    ("interactive", "nvidia-b200"): "v5.1 +41% with NVIDIA's stated config (TP1, batch 768, "
-    "max_num_tokens 768), v5.0 +54% (layout unstated, TP1 assumed): at the run's target_qps "
+    ("interactive", "nvidia-b200"): "v5.1 +49% with NVIDIA's stated config (TP1, batch 768, "
+    "max_num_tokens 768; CUDA graphs off, which the eager soft maximum makes +1 ms a step), "
+    "pooled +52% (+48% before the run-length fix lifted the Offline bound; "
+    "changes/s6-mlperfharness.md), v5.0 layout unstated, TP1 assumed: at the run's target_qps "
     "220 (27.5 req/s per GPU) the simulated TPOT P99 is 17.4 ms at a mean batch of 118; the "
     "runs' summaries give 38.1 / 39.1 ms (mean 34.2 / 36.1 ms), i.e. ~256 sequences per GPU "
     "by Little's law (27.5 req/s x 272 tokens x 34.2 ms): the fp4 fit (perf-overview "
     "max-throughput rows) steps 2x too fast at this point. The Interactive configs set no "
     "KV dtype (Offline / Server: fp8); bf16 KV would give +24.5% / +31.5%, but the quantized "
     "checkpoint's path does not depend on that flag, so fp8 KV stays (docs/changes/2026-12-07b/mlperf.md)",
-    ("interactive", "nvidia-h200-sxm"): "predicted 23% high (v5.0, one system, layout "
+    ("interactive", "nvidia-h200-sxm"): "predicted 21% high (v5.0, one system, layout "
     "unstated: TP1 assumed). Not the step: at the run's target_qps 67.2 (8.4 req/s per GPU) "
     "the simulated TPOT P99 is 36.7 ms against the run's 35.7 ms and the mean batch 81 against "
     "83 by Little's law; the simulated TTFT P99 is 105 ms against the run's 363 ms (limit 450), "
@@ -233,7 +246,8 @@ def test_server_prediction_is_bounded_by_the_offline_one(records, data):
            "model": "llama-2-70b", "precision": "fp8", "framework": "trtllm",
            "framework_version": "NVIDIA MLPerf harness (TensorRT-LLM)",  # its own loop
            "mode": "server", "metric": "output_tok_s_total",
-           "notes": "dataset OpenOrca (24,576-sample perf set), variable ISL/OSL"}  # fmt: skip
+           "notes": "dataset OpenOrca (24,576-sample perf set), variable ISL/OSL; "
+                    "CUDA graphs off"}  # fmt: skip
     off = offline_per_gpu(row, cat, params)
     assert r["predicted"].median() == pytest.approx(MAX_UTILIZATION * off, rel=1e-6)
 
@@ -307,7 +321,9 @@ def test_newest_table_hand_derived():
 
 
 #: (scenario, GPU) cases that miss 15% in the GPU's newest round, with the reason
-_NEWEST_MISSES = {k: v for k, v in _MISSES.items() if k[0] == "interactive"}
+_NEWEST_MISSES = {
+    k: v for k, v in _MISSES.items() if k[0] == "interactive" or k[1] == "nvidia-h200-sxm"
+}
 
 
 @pytest.mark.parametrize(
@@ -321,9 +337,9 @@ _NEWEST_MISSES = {k: v for k, v in _MISSES.items() if k[0] == "interactive"}
     ids=lambda c: f"{c[0]}-{c[1]}",
 )
 def test_newest_round_within_15_pct(newest, case):
-    """Per GPU in its newest round (:func:`tight_tpot_newest`): Server H100 and H200 v5.0,
-    B200, MI325X and MI300X v5.1 (+14.4% with AMD's and Dell's stated engine configs),
-    MI355X v6.0 are within 15%."""
+    """Per GPU in its newest round (:func:`tight_tpot_newest`): Server H100 v5.0 (-2.0%),
+    B200 v5.1 (+1.1%), MI325X v5.1 (-4.9%), MI300X v5.1 (+9.8%), MI355X v6.0 (-7.3%) are
+    within 15%; H200 v5.0 (+15.1%) is not (its reason)."""
     r = newest.loc[case]
     assert abs(r.predicted_per_gpu / r.measured_per_gpu - 1) <= 0.15, r.to_dict()
 
@@ -335,11 +351,10 @@ def test_newest_round_within_15_pct(newest, case):
             "server",
             marks=pytest.mark.xfail(
                 strict=True,
-                reason="MI325X v5.1 (measured 3,947 tok/s per GPU) predicted 12.7% low "
-                "(3,447), below H100 v5.0 (measured 3,888, predicted 3,660): the CDNA3 vLLM "
-                "dense node came out slower at the fifth pass's refit (compute_eff 0.409 from "
-                "0.472: nodes fitted on offline rows keep their overheads); the two are 1.5% "
-                "apart measured and in different rounds",
+                reason="MI325X v5.1 (measured 3,947 tok/s per GPU) predicted 4.9% low "
+                "(3,754), below H100 v5.0 (measured 3,888, predicted 3,812, -2.0%): the CDNA3 "
+                "vLLM dense node's compute_eff 0.409 (AMD states 0.54-0.58 for its tuned "
+                "harness); the two are 1.5% apart measured and in different rounds",
             ),
         ),
         pytest.param(

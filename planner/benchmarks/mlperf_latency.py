@@ -30,6 +30,7 @@ from planner.benchmarks.layouts import assumed_layout, needs_layout
 from planner.benchmarks.schema import (
     cell,
     engine_settings,
+    graphs_off,
     memory_fraction_from_notes,
     number,
     row_kv_precision,
@@ -138,6 +139,7 @@ def scenario_replica(
         # version cell names TensorRT, not TensorRT-LLM), AMD's vLLM V0 (VLLM_USE_V1=0) or a
         # release not stated; none is read as overlapping host and GPU (changes/schedbound.md)
         host_overlap=False,
+        graphs_off=graphs_off(cell(row, "notes")),  # NVIDIA's harness: no CUDA graphs
     )
     i, o = openorca_lengths()
     wl = Workload(traffic=Traffic(mean_rps=1.0), input_tokens=i, output_tokens=o)
@@ -272,7 +274,7 @@ def tight_tpot_records(df, catalog: Catalog, profile: Profile | None, stated_chu
             continue
         key = tuple(cell(row, c) for c in ("mode", "hardware", "tp", "n_gpus", "precision",
                                             "kv_precision", "framework"))  # fmt: skip
-        key += (str(engine_settings(cell(row, "notes"))),)
+        key += (str(engine_settings(cell(row, "notes"))), graphs_off(cell(row, "notes")))
         if stated_chunked:
             key += (stated_chunked_prefill(cell(row, "notes")),)
         if key not in preds:

@@ -236,8 +236,18 @@ def memory_fraction_from_notes(notes: str) -> float | None:
     return 0.95 if _KV_FRACTION_NOTE in (notes or "") else None
 
 
+#: MLPerf's "N-sample perf set" (Krai's rows: "N-sample set"): the dataset loadgen draws from
+#: (OpenOrca 24,576, Mixtral 15,000), not the run's length: loadgen repeats it until
+#: min_duration / min_query_count (the v5.1 B200 Offline run generated 1,007,616 samples, its
+#: mlperf_log_detail.txt ``generated_samples_per_query``; changes/s6-mlperfharness.md)
+_DATASET_SIZE = re.compile(r"\d[\d,]*-sample (?:perf )?set")
+
+
 def request_count(notes: str) -> int | None:
-    """Requests per run stated in a row's notes (``"1,000 requests"``, ``"500-sample"``)."""
+    """Requests per run stated in a row's notes (``"1,000 requests"``, ``"500-sample"``); an
+    MLPerf dataset size (``"24,576-sample perf set"``, ``"24,576-sample set"``) is not a run
+    length."""
+    notes = _DATASET_SIZE.sub("", notes or "")
     m = re.search(r"(\d[\d,]*)\s+requests", notes) or re.search(r"(\d[\d,]*)-sample", notes)
     return int(m.group(1).replace(",", "")) if m else None
 
@@ -400,6 +410,19 @@ def row_params(row: Mapping[str, Any], catalog, gpu: str, precision: str, family
 
 
 _GRAPH_PADDING = re.compile(r"CUDA graphs for batch sizes \[([\d,\s]+)\] per rank, padding on")
+
+
+#: a row whose engine ran without CUDA graphs: the notes clause ``CUDA graphs off`` (NVIDIA's
+#: MLPerf harness: ``harness_fields.use_graphs: False``, and its TensorRT engine path raises
+#: "CUDA Graphs are not supported in TRT/C++ backend yet", code/llmlib/config.py @ 965182b0)
+_GRAPHS_OFF = re.compile(r"\bCUDA graphs off\b")
+
+
+def graphs_off(notes: str) -> bool:
+    """Whether a row's notes say its engine ran every step without CUDA graphs (``CUDA
+    graphs off``): each decode step then pays the eager dispatch cost
+    (:attr:`~planner.catalog.efficiency.EfficiencyParams.eager_layer_s`)."""
+    return bool(_GRAPHS_OFF.search(notes or ""))
 
 
 def graph_padding_sizes(notes: str) -> tuple[int, ...] | None:

@@ -21,6 +21,7 @@ from planner.benchmarks.schema import (
     cell,
     engine_settings,
     graph_padding_sizes,
+    graphs_off,
     layout,
     memory_fraction_from_notes,
     number,
@@ -432,6 +433,7 @@ def _serving_row_result(
         params,
         tuple(row_spec(row).values()),
         graph_padding_sizes(notes),
+        graphs_off(notes),
     )
     if key in _ROW_CACHE:
         return _ROW_CACHE[key]
@@ -463,6 +465,7 @@ def _serving_row_result(
         prefill_first=v0_btok is not None,
         prefill_scale=scale,
         graph_batch_sizes=graph_padding_sizes(notes),  # decode steps padded (adp.graph_padded)
+        graphs_off=graphs_off(notes),  # NVIDIA's MLPerf harness: every step eager
         first_token_s=0.0,  # the row's first-token path is added below (first_token_wait)
         # its release's rule; an MLPerf harness runs its own loop (NVIDIA's the TensorRT
         # engine flow, whose version cell names TensorRT's release): not overlapped

@@ -164,6 +164,7 @@ def build_replica(
     host_overlap: bool | None = None,
     prefill_first: bool = False,
     engine_prefill_first: bool | None = None,
+    graphs_off: bool = False,
 ) -> Replica:
     """Resolve a (model, GPU, precision, framework, layout) combination into a :class:`Replica`.
 
@@ -195,6 +196,9 @@ def build_replica(
         ``enable_padding``): a decode step runs padded to the smallest one that holds its
         busiest rank (:func:`planner.engine.adp.graph_padded`); sizes above ``max_num_seqs``
         are never run; None or empty: no padding (without speculative decoding only)
+    graphs_off : the engine runs without CUDA graphs (NVIDIA's MLPerf harness): every step,
+        decode included, pays the eager dispatch cost the fit has for eager iterations
+        (``eager_layer_s`` x layers, a soft maximum with the GPU time)
     prefill_scale : multiplies the prompt chunks' share of each iteration's time in the
         simulator (1: the step model's; :func:`planner.catalog.latency.prefill_scale`
         gives the fitted value of an engine and model family)
@@ -293,6 +297,8 @@ def build_replica(
     if seqs > btok:
         assumptions.append(f"max_num_seqs {seqs} limited to the token budget {btok}")
         seqs = btok
+    if graphs_off:  # no captured graphs: a step of any batch is eager (step.py spec_graph_max)
+        sm = replace(sm, spec_graph_max=0.5)
     if graph_batch_sizes and spec is None:  # decode steps padded to a captured graph
         sm = replace(
             sm, graph_sizes=tuple(sorted(float(x) for x in graph_batch_sizes if x <= seqs))
