@@ -1,4 +1,4 @@
-"""MLPerf harness facts read from the submissions (issue 32; changes/s6-mlperfharness.md):
+"""MLPerf harness facts read from the submissions (issue 32; docs/changes/2026-12-07b/mlperfharness.md):
 the run's length is not the dataset's size, and NVIDIA's LLM harness runs without CUDA
 graphs, so every step of such a row is eager."""
 

@@ -122,7 +122,7 @@ _OFFLINE_TOO_HIGH = (
     "perf-overview tables, v0.12-1.0) puts 33% above the v4.1 Offline results of the same "
     "systems (run as long as MLPerf's, not 3,072 requests a replica): the v4.1 NVIDIA harness "
     "is slower than the fit (H100 Offline v4.1 3,017 -> v5.0 3,913 tok/s per GPU); pooled "
-    "+42.1%, the v5.0 H100 Server row -2.0% (changes/s6-mlperfharness.md)"
+    "+42.1%, the v5.0 H100 Server row -2.0% (docs/changes/2026-12-07b/mlperfharness.md)"
 )
 _H200_OFFLINE_HIGH = (
     "predicted above the bound of its own Offline throughput: H200 v5.0 Offline is simulated "
@@ -131,7 +131,7 @@ _H200_OFFLINE_HIGH = (
     "= 4,757 against 4,134 (+15.1%) in v5.0 and 2,889-3,805 (v4.1 software) pooled (+26.6%). "
     "Neither NVIDIA's stated max_num_tokens 1,536 nor KV fraction 0.9 (v5.1 H200 configs) "
     "moves it (4,978); CUDA graphs off (eager soft maximum) adds < 0.1% at ~1,000 sequences "
-    "(changes/s6-mlperfharness.md)"
+    "(docs/changes/2026-12-07b/mlperfharness.md)"
 )
 _MISSES = {
     ("server", "nvidia-h100-sxm"): _OFFLINE_TOO_HIGH,
@@ -149,7 +149,7 @@ _MISSES = {
     ("interactive", "nvidia-b200"): "v5.1 +49% with NVIDIA's stated config (TP1, batch 768, "
     "max_num_tokens 768; CUDA graphs off, which the eager soft maximum makes +1 ms a step), "
     "pooled +52% (+48% before the run-length fix lifted the Offline bound; "
-    "changes/s6-mlperfharness.md), v5.0 layout unstated, TP1 assumed: at the run's target_qps "
+    "docs/changes/2026-12-07b/mlperfharness.md), v5.0 layout unstated, TP1 assumed: at the run's target_qps "
     "220 (27.5 req/s per GPU) the simulated TPOT P99 is 17.4 ms at a mean batch of 118; the "
     "runs' summaries give 38.1 / 39.1 ms (mean 34.2 / 36.1 ms), i.e. ~256 sequences per GPU "
     "by Little's law (27.5 req/s x 272 tokens x 34.2 ms): the fp4 fit (perf-overview "

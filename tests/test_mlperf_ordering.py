@@ -110,7 +110,7 @@ def test_every_round_has_its_gpus(bundled_ordering):
 #: dataset size read as the run length, ~1.5-3 batches of mostly fill and drain. Run as long
 #: as MLPerf's (>= 10 min; v5.1 B200 generated 1,007,616 samples), MI325X is 4,161 (-1.9%),
 #: H100 4,011 (+2.5%), H200 5,008 (+14.5%): measured order 4,374 > 4,241 > 3,913 kept
-#: (changes/s6-mlperfharness.md).
+#: (docs/changes/2026-12-07b/mlperfharness.md).
 KNOWN_WRONG_ROUNDS: dict[str, str] = {}
 
 

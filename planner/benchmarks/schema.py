@@ -239,7 +239,7 @@ def memory_fraction_from_notes(notes: str) -> float | None:
 #: MLPerf's "N-sample perf set" (Krai's rows: "N-sample set"): the dataset loadgen draws from
 #: (OpenOrca 24,576, Mixtral 15,000), not the run's length: loadgen repeats it until
 #: min_duration / min_query_count (the v5.1 B200 Offline run generated 1,007,616 samples, its
-#: mlperf_log_detail.txt ``generated_samples_per_query``; changes/s6-mlperfharness.md)
+#: mlperf_log_detail.txt ``generated_samples_per_query``; docs/changes/2026-12-07b/mlperfharness.md)
 _DATASET_SIZE = re.compile(r"\d[\d,]*-sample (?:perf )?set")
 
 
