@@ -5,7 +5,7 @@ tokens/s per GPU and $/M tokens; "pin as baseline" shows every number's delta.""
 from __future__ import annotations
 
 import html
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -560,7 +560,9 @@ def deployment() -> None:
         st.error(w.md(f"Cannot plan this deployment: {plan['error']}"))
         st.stop()
 
-    res = evaluate(key, form.scenario_json, knobs)
+    # the aggregated deployment's numbers do not depend on the P:D knob (its pools are
+    # evaluate_disagg's): one cache entry for every ratio, no simulation again on a P:D change
+    res = evaluate(key, form.scenario_json, replace(knobs, pd=pools.AGGREGATED))
     base = st.session_state.get(BASELINE)
     head = st.container(horizontal=True, vertical_alignment="center")
     pin = head.button(
