@@ -1,40 +1,24 @@
-"""What-if's cached evaluation (``app_pages/what_if.py: evaluate``) returns the numbers of an
-uncached call: the curve (drawn in a second thread while the script's thread finds the
-deployment's answer) and the answer equal ``planner``'s, called one after the other with the
-same seeds, on the first call and on the cache hit after it."""
+"""What-if's cached evaluation (:func:`app_pages.what_if_eval.evaluate`) returns the numbers
+of uncached calls: its curve and its answer equal ``planner``'s (``throughput_latency_curve``
+and ``answer_for_deployment`` with the same seeds, as ``planner capacity`` calls them), on
+the first call and on the cache hit after it."""
 
 from __future__ import annotations
 
 import json
-import sys
-import types
-from collections.abc import Iterator
-from pathlib import Path
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 pytest.importorskip("streamlit")
 
+from app_pages import pools  # noqa: E402
 from app_pages.runs import default_scenario_json  # noqa: E402
+from app_pages.what_if_eval import Knobs, evaluate  # noqa: E402
 from planner import PlannerError, load_catalog  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
-PAGE_MARK = "# " + "=" * 75 + " page"
 NO_CUSTOM = ((), (), ())  # widgets.custom_key() of a session without custom entries
-
-
-@pytest.fixture(scope="module")
-def what_if() -> Iterator[dict]:
-    """The What-if page's definitions (its text above the page's own script: a page script
-    runs Streamlit calls when imported, so it is read and its definitions executed)."""
-    src = (ROOT / "app_pages" / "what_if.py").read_text()
-    assert PAGE_MARK in src
-    mod = types.ModuleType("what_if_defs")
-    sys.modules[mod.__name__] = mod  # dataclasses look their module up
-    exec(compile(src.split(PAGE_MARK)[0], "app_pages/what_if.py", "exec"), mod.__dict__)
-    yield mod.__dict__
-    del sys.modules[mod.__name__]
 
 
 def _scenario_json(model: str) -> str:
@@ -83,8 +67,7 @@ def _uncached(sj: str, k) -> tuple[list[dict], dict | str]:
         ("llama-3.1-70b", "nvidia-a100-80gb-sxm", 4, 16),
     ],
 )
-def test_cached_evaluate_equals_uncached_planner_calls(what_if, model, gpu, tp, seqs):
-    evaluate, Knobs = what_if["evaluate"], what_if["Knobs"]
+def test_cached_evaluate_equals_uncached_planner_calls(model, gpu, tp, seqs):
     sj = _scenario_json(model)
     k = Knobs(gpu, "vllm", "fp8", "fp8", tp, 8192, seqs)
     first = evaluate(NO_CUSTOM, sj, k)
@@ -101,11 +84,10 @@ def test_cached_evaluate_equals_uncached_planner_calls(what_if, model, gpu, tp, 
             assert res["tok_s_per_gpu"] == ans["output_tok_s_per_gpu"]
 
 
-def test_cached_evaluate_keeps_the_answers_error(what_if):
+def test_cached_evaluate_keeps_the_answers_error():
     """A deployment whose answer fails still has its curve and says why it has no answer, in
     planner's words. TPOT target 1 ms: one decode step of 70B at fp8 on TP 2 reads ~35 GB of
     weights per H100 (70e9 parameters x 1 byte / 2), ~10 ms at 3.35 TB/s, so no rate meets it."""
-    evaluate, Knobs = what_if["evaluate"], what_if["Knobs"]
     d = json.loads(_scenario_json("llama-3.1-70b"))
     d["slo"]["tpot"]["max_s"] = 0.001
     sj = json.dumps(d, sort_keys=True)
@@ -117,13 +99,12 @@ def test_cached_evaluate_keeps_the_answers_error(what_if):
     assert res["curve"] == curve and "answer" not in res
 
 
-def test_the_aggregated_numbers_do_not_depend_on_the_pd_knob(what_if):
+def test_the_aggregated_numbers_do_not_depend_on_the_pd_knob():
     """The page asks ``evaluate`` with the P:D knob set to aggregated whatever its value (the
     pools are ``evaluate_disagg``'s), so a P:D change simulates nothing again: sound only
     because ``evaluate`` reads no ``pd``. Checked by calling it with a ratio set."""
-    evaluate, Knobs = what_if["evaluate"], what_if["Knobs"]
     sj = _scenario_json("llama-3.1-8b")
     agg = Knobs("nvidia-h100-sxm", "vllm", "fp8", "fp8", 1, 8192, 1024)
-    assert agg.pd == what_if["pools"].AGGREGATED
-    with_ratio = what_if["replace"](agg, pd="1:2")
+    assert agg.pd == pools.AGGREGATED
+    with_ratio = replace(agg, pd="1:2")
     assert evaluate(NO_CUSTOM, sj, with_ratio) == evaluate(NO_CUSTOM, sj, agg)
