@@ -174,11 +174,14 @@ if rows:
     )
     st.caption("Same answer from the command line (the scenario: sidebar, Load / save):")
     w.command_line(w.cli_command(form, per_gpu=True))
-    st.download_button(
+    st.download_button(  # the file is made when clicked, not on every run (as Plan's)
         "Comparison (CSV)",
-        pd.DataFrame(rows).drop(columns=["assumptions"], errors="ignore").to_csv(index=False),
+        lambda: (
+            pd.DataFrame(rows).drop(columns=["assumptions"], errors="ignore").to_csv(index=False)
+        ),
         file_name=f"compare-{sc.model}.csv",
         mime="text/csv",
+        on_click="ignore",
     )
     chart = pd.DataFrame(
         {
