@@ -38,7 +38,7 @@ Rules (each rejection's ``stage`` is the rule's name):
     (:func:`planner.catalog.compat.own_release_on`): gpt-oss ships only MXFP4 experts, and
     vLLM, SGLang and TensorRT-LLM serve that checkpoint on Hopper weight-only (bf16
     activations), so it is offered there like any native format. TensorRT-LLM serves it on
-    Hopper with bf16 KV only (:data:`OWN_RELEASE_BF16_KV`).
+    Hopper only (:data:`OWN_RELEASE_ARCHS`), with bf16 KV (:data:`OWN_RELEASE_BF16_KV`).
 ``ep_experts``
     an expert-parallel layout whose ``ep`` does not divide the routed experts.
 
@@ -96,6 +96,12 @@ _GGUF_FOREIGN = frozenset({"vllm", "sglang", "trtllm"})
 #: "bf16 kv cache dtype yes", "fp8 kv cache dtype no" (NVIDIA/TensorRT-LLM
 #: examples/models/core/gpt_oss/README.md, code index id 109909354, read 2026-12-07)
 OWN_RELEASE_BF16_KV = frozenset({("gpt_oss", "trtllm")})
+#: (architecture, framework) -> the GPU architectures without native FP4 on which the engine
+#: documents serving the model's own FP4 release; pairs not listed follow the checkpoint
+#: record's archs. TensorRT-LLM's gpt-oss MoE support matrix lists Hopper and Blackwell rows
+#: only (same README), so gpt-oss MXFP4 on Ampere is vLLM's (its recipe: "GPT-OSS works on
+#: Ampere devices by default ... Marlin MXFP4 MoE") and SGLang's (GPUStack ran it on A100)
+OWN_RELEASE_ARCHS: dict[tuple[str, str], tuple[str, ...]] = {("gpt_oss", "trtllm"): ("hopper",)}
 
 
 @dataclass(frozen=True)
@@ -377,7 +383,13 @@ def format_problem(
         )
     if p.id == "fp4" and g.arch not in p.native_archs:
         if model is not None and own_release_on(model, p, g):
-            return ""  # the model's own release, served weight-only (module docstring)
+            archs = OWN_RELEASE_ARCHS.get((model.architecture, fw.id))
+            if archs is None or g.arch in archs:
+                return ""  # the model's own release, served weight-only (module docstring)
+            return (
+                f"{fw.name} documents {model.id}'s own {p.id} release without FP4 tensor cores "
+                f"on {', '.join(archs)} only, not on {g.id} ({g.arch})"
+            )
         return (
             f"{g.id} ({g.arch}) has no FP4 tensor cores: FP4 runs weight-only there (tried "
             "only when the scenario names the format, or for a model whose own release is "
