@@ -6,6 +6,8 @@ reason instead of stopping, :func:`framework_gpu_problem`), so they all agree on
 The same commands ask :func:`check_model_format` (or :func:`model_format_problem`) whether the
 framework serves the model's MoE architecture in the weight format (``data/moe_formats.yaml``:
 TensorRT-LLM serves DeepSeek-V3 in FP8, NVFP4 and W4AFP8, not in W8A8 INT8).
+:func:`own_release_on` says whether a deployment loads the model's own released checkpoint
+on the GPU's architecture (gpt-oss's MXFP4 experts on Hopper / Ampere, run weight-only).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ __all__ = [
     "check_model_format",
     "framework_gpu_problem",
     "model_format_problem",
+    "own_release_on",
 ]
 
 
@@ -63,3 +66,25 @@ def check_model_format(
     why = model_format_problem(records, model, framework, precision)
     if why:
         raise PlannerError(f"precision {precision.id}: {why}")
+
+
+def own_release_on(model: ModelArch, precision: Precision, gpu: Accelerator) -> bool:
+    """Whether ``precision`` is ``model``'s own released format (``ModelArch.native_precision``)
+    and the catalog lists that release's checkpoint for ``gpu``'s architecture
+    (``Checkpoint.archs``, each with its source in data/models.yaml).
+
+    gpt-oss ships only MXFP4 experts; on Hopper and Ampere the engines load that checkpoint
+    and run the experts weight-only (bf16 activations: ``Precision.fallback_compute_dtype``),
+    so the format is the one a team deploys there even though the GPU has no FP4 tensor cores.
+    A model without its own FP4 release (a third-party NVFP4 quantization) gets False.
+
+    Parameters
+    ----------
+    model : the model (catalog record)
+    precision : the weight format (catalog record)
+    gpu : the accelerator (catalog record)
+    """
+    return (
+        model.native_precision == precision.id
+        and model.checkpoint_for(precision.id, gpu.arch) is not None
+    )

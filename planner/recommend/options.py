@@ -33,7 +33,12 @@ Rules (each rejection's ``stage`` is the rule's name):
     names it (``constraints.precisions``): GGUF through vLLM / SGLang / TensorRT-LLM on a
     datacenter GPU (GGUF is llama.cpp's format; vLLM moves it to an out-of-tree plugin,
     frameworks.yaml), and FP4 on a GPU without FP4 tensor cores (Hopper, Ada, Ampere run it
-    weight-only, slower than FP8: ``Precision.native_archs``).
+    weight-only, slower than FP8: ``Precision.native_archs``), unless FP4 is the model's own
+    release and its checkpoint is listed for the architecture
+    (:func:`planner.catalog.compat.own_release_on`): gpt-oss ships only MXFP4 experts, and
+    vLLM, SGLang and TensorRT-LLM serve that checkpoint on Hopper weight-only (bf16
+    activations), so it is offered there like any native format. TensorRT-LLM serves it on
+    Hopper only (:data:`OWN_RELEASE_ARCHS`), with bf16 KV (:data:`OWN_RELEASE_BF16_KV`).
 ``ep_experts``
     an expert-parallel layout whose ``ep`` does not divide the routed experts.
 
@@ -59,7 +64,7 @@ from ..catalog import (
     compute_dtype_for,
     default_kv_precision,
 )
-from ..catalog.compat import framework_gpu_problem, model_format_problem
+from ..catalog.compat import framework_gpu_problem, model_format_problem, own_release_on
 from ..catalog.layout import EP_REDUNDANT_FRAMEWORKS, Layout, layout_of
 from ..catalog.speculative import SpecDecode, published_specs
 from ..errors import PlannerError
@@ -86,6 +91,17 @@ EP_SIZES: tuple[int, ...] = (4, 8, 16, 32, 64)
 EP_SIZES_REDUNDANT: tuple[int, ...] = (24, 48)
 #: engines for which GGUF is not a native datacenter format (``format_native``)
 _GGUF_FOREIGN = frozenset({"vllm", "sglang", "trtllm"})
+#: (architecture, framework) pairs whose own FP4 release is served on a GPU without FP4 tensor
+#: cores with bf16 KV only: TensorRT-LLM's gpt-oss guide, "KV Cache Support Matrix": Hopper
+#: "bf16 kv cache dtype yes", "fp8 kv cache dtype no" (NVIDIA/TensorRT-LLM
+#: examples/models/core/gpt_oss/README.md, code index id 109909354, read 2026-12-07)
+OWN_RELEASE_BF16_KV = frozenset({("gpt_oss", "trtllm")})
+#: (architecture, framework) -> the GPU architectures without native FP4 on which the engine
+#: documents serving the model's own FP4 release; pairs not listed follow the checkpoint
+#: record's archs. TensorRT-LLM's gpt-oss MoE support matrix lists Hopper and Blackwell rows
+#: only (same README), so gpt-oss MXFP4 on Ampere is vLLM's (its recipe: "GPT-OSS works on
+#: Ampere devices by default ... Marlin MXFP4 MoE") and SGLang's (GPUStack ran it on A100)
+OWN_RELEASE_ARCHS: dict[tuple[str, str], tuple[str, ...]] = {("gpt_oss", "trtllm"): ("hopper",)}
 
 
 @dataclass(frozen=True)
@@ -312,11 +328,16 @@ def enumerate_options(
                         )
                     )
                     continue
-                why_fmt = "" if precisions else format_problem(p, g, fw)
+                why_fmt = "" if precisions else format_problem(p, g, fw, model)
                 if why_fmt:
                     rejected.append(Rejection("format_native", why_fmt, **base))
                     continue
                 kvs = kv_choices(p, kv_precisions, fw, model)
+                if "fp8" in kvs and _bf16_kv_only(model, p, g, fw):
+                    kvs = [k for k in kvs if k != "fp8"]
+                    if not kvs:
+                        rejected.append(Rejection("format_native", _BF16_KV_WHY, **base))
+                        continue
                 for tp in tps:
                     for kv in kvs:
                         opt = Option(g, fw, p, kv, layout_of(tp))
@@ -349,20 +370,48 @@ def is_datacenter(g: Accelerator) -> bool:
     return g.vendor != "apple" and "rtx" not in g.id
 
 
-def format_problem(p: Precision, g: Accelerator, fw: Framework) -> str:
+def format_problem(
+    p: Precision, g: Accelerator, fw: Framework, model: ModelArch | None = None
+) -> str:
     """Why a format is not what ``fw`` serves natively on ``g`` ('' when it is): the
-    ``format_native`` rule of the module docstring."""
+    ``format_native`` rule of the module docstring (``model`` None: no model's own release
+    is considered)."""
     if p.id.startswith("gguf") and fw.id in _GGUF_FOREIGN and is_datacenter(g):
         return (
             f"{p.id} is llama.cpp's format: {fw.name} on a datacenter GPU serves FP8 / INT4 / "
             "FP4 checkpoints natively (tried only when the scenario names the format)"
         )
     if p.id == "fp4" and g.arch not in p.native_archs:
+        if model is not None and own_release_on(model, p, g):
+            archs = OWN_RELEASE_ARCHS.get((model.architecture, fw.id))
+            if archs is None or g.arch in archs:
+                return ""  # the model's own release, served weight-only (module docstring)
+            return (
+                f"{fw.name} documents {model.id}'s own {p.id} release without FP4 tensor cores "
+                f"on {', '.join(archs)} only, not on {g.id} ({g.arch})"
+            )
         return (
             f"{g.id} ({g.arch}) has no FP4 tensor cores: FP4 runs weight-only there (tried "
-            "only when the scenario names the format)"
+            "only when the scenario names the format, or for a model whose own release is "
+            "FP4)"
         )
     return ""
+
+
+_BF16_KV_WHY = (
+    "TensorRT-LLM serves gpt-oss's own MXFP4 release on Hopper with bf16 KV only (its gpt-oss "
+    "guide's KV cache support matrix: fp8 KV on Blackwell only)"
+)
+
+
+def _bf16_kv_only(model: ModelArch, p: Precision, g: Accelerator, fw: Framework) -> bool:
+    """Whether ``fw`` serves ``model``'s own ``p`` release on ``g`` with bf16 KV only
+    (:data:`OWN_RELEASE_BF16_KV`, on a GPU without native ``p``)."""
+    return (
+        (model.architecture, fw.id) in OWN_RELEASE_BF16_KV
+        and g.arch not in p.native_archs
+        and own_release_on(model, p, g)
+    )
 
 
 def ep_layouts(
