@@ -46,14 +46,23 @@ def disagg_html(r: dict, res: dict) -> str:
     )
 
 
-def capacity_command(form: Any, k: Knobs) -> str:
+def capacity_command(form: Any, k: Knobs, sc: Any = None) -> str:
     """The ``planner capacity`` command whose ``curve`` (``--format json``) is the page's
     curve for the knobs ``k`` (every knob, the context as ``--max-model-len``; requests
-    longer than it are cut, as the page does and says, hence ``--allow-truncation``)."""
+    longer than it are cut, as the page does and says, hence ``--allow-truncation``). The
+    scenario's expert parallel and attention data-parallel ranks are written out: layout
+    flags on the command line replace the file's whole layout (``planner capacity --help``)."""
     cmd = w.cli_command(form).split(" --objective")[0].replace("recommend", "capacity", 1)
+    d = sc.deployment if sc is not None else None
+    moe = (
+        f"--ep {d.ep} --attention-dp {d.attention_dp} "
+        if d is not None and (d.ep > 1 or d.attention_dp > 1)
+        else ""
+    )
     return (
         f"{cmd} --gpu {k.gpu} --framework {k.framework} --precision {k.precision} --tp {k.tp} "
-        f"--kv-precision {k.kv_precision} --max-num-seqs {k.max_num_seqs} --max-model-len "
+        + moe
+        + f"--kv-precision {k.kv_precision} --max-num-seqs {k.max_num_seqs} --max-model-len "
         f"{k.context} "
         + (
             f"--spec-method {k.spec_method} --spec-tokens {k.spec_tokens} "
@@ -450,7 +459,7 @@ def deployment() -> None:
         "latencies, the engine settings and the curve (the scenario: sidebar, Load / save), "
         "and the sequences that fit:"
     )
-    w.command_line(capacity_command(form, knobs))
+    w.command_line(capacity_command(form, knobs, sc))
     w.command_line(w.memory_command(setup, cat))
 
 
