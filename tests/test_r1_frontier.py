@@ -130,8 +130,14 @@ def _xfail(reason: str, when: bool = True):
     return pytest.mark.xfail(when, reason=reason, strict=True)
 
 
+#: B200 fp8 MTP points after the sixth pass's refit: the 29 TensorRT-LLM perf-overview
+#: gpt-oss Hopper rows, labelled fp8 as published, are their weights' MXFP4 (weight-only,
+#: bf16 compute; gptossnative.md); as fp8 they held the TensorRT-LLM fp8 prior the B200 fp8
+#: nodes start from down. Without that relabel the same code gives <= 1.25 here (checked).
+_RELABEL = "B200 fp8 + MTP predicted too fast since the gpt-oss Hopper rows' relabel: "
+
 _THR_MARKS = {
-    ("nvidia-b200", "fp8", 60.0): _xfail(_NO_MTP + "0.68", not _K["ixh-0981"]),
+    ("nvidia-b200", "fp8", 60.0): _xfail(_RELABEL + "1.27" if _K["ixh-0981"] else _NO_MTP + "0.68"),
     # GB200 fp8 at 60 tok/s/user (ixh-1567, 1P(DEP8)+3D(TEP8), 27 clients): 1.27 after the
     # fourth pass; 1.15 since its recipe's decode max_batch_size 8 per replica is applied
     # (ctx1_gen3_tep8_batch8_eplb0_mtp0_27.yaml, scripts/annotate_pool_limits.py): 3 x 8 = 24
@@ -250,6 +256,8 @@ def front_predictions_8k(r1, points_8k1k, held_out_path):
 # read, offline nodes keep their overheads): ixh-0786 2.63, ixh-1142 1.23, the rest as
 # printed by ``scripts/r1_frontier.py``.
 _THR_MARKS_8K = {
+    # TP8 + MTP k=3, conc 32: 2,555.4 / 8 / 232.3 = 1.375 (<= 1.25 before the relabel)
+    ("nvidia-b200", "fp8", 60.0): _xfail(_RELABEL + "1.375"),
     # SGLang 2P/1D: the measured run's prefill pool delivers 5,963.6 / 1,024 x 7,373 / 16 =
     # 2,683 prompt tok/s per prefill GPU, the TensorRT-LLM 4P/1D run (ixh-0989, same pool
     # layouts) 5,858: the SGLang prefill, not the decode step. With the recipe's per-rank

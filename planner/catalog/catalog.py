@@ -287,6 +287,8 @@ class Catalog(Frozen):
                 f"kv precision '{kv.id}' is not an option with {p.id} "
                 f"(options: {', '.join(p.kv_options)})"
             )
+        if kv_quantized_problem(fw, kv.id, p, m):
+            raise PlannerError(kv_quantized_problem(fw, kv.id, p, m))
         return Resolved(m, g, p, kv, fw)
 
 
@@ -295,6 +297,20 @@ class KvDefault(NamedTuple):
 
     id: str
     basis: str
+
+
+def kv_quantized_problem(fw: Framework | None, kv: str, p: Precision, m: Any = None) -> str:
+    """Why ``fw`` cannot store KV in ``kv`` ('' when it can): an engine whose quantized KV
+    precisions were read (``Framework.kv_quantized``) stores only those, besides 16-bit KV
+    and the checkpoint's own default (:func:`default_kv_precision`)."""
+    if fw is None or fw.kv_quantized is None or kv in ("bf16", "fp16"):
+        return ""
+    if kv in fw.kv_quantized or kv == default_kv_precision(p, fw, m).id:
+        return ""
+    return (
+        f"{fw.id} stores no {kv} KV cache: its quantized KV precisions are "
+        f"{', '.join(fw.kv_quantized)} ({fw.kv_default_source or 'data/frameworks.yaml'})"
+    )
 
 
 def default_kv_precision(

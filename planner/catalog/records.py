@@ -628,9 +628,9 @@ class Framework(Sourced):
         description="with its default KV dtype setting ('auto') the engine stores KV in the "
         "precision the checkpoint declares (Precision.checkpoint_kv); False: the model dtype",
     )
-    kv_default_source: str | None = Field(
-        None, description="where the engine's default KV dtype behaviour was read"
-    )
+    kv_default_source: str | None = Field(None, description="where that default was read")
+    #: the quantized KV precisions the engine stores (None: not read; fp8 KV is then offered)
+    kv_quantized: tuple[str, ...] | None = Field(None, description="with kv_default_source")
     #: GPU-dependent scheduler defaults (the last tier that applies wins over
     #: default_max_num_seqs / default_max_num_batched_tokens)
     scheduler_tiers: tuple[SchedulerTier, ...] = ()

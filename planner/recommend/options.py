@@ -64,6 +64,7 @@ from ..catalog import (
     compute_dtype_for,
     default_kv_precision,
 )
+from ..catalog.catalog import kv_quantized_problem
 from ..catalog.compat import framework_gpu_problem, model_format_problem, own_release_on
 from ..catalog.layout import EP_REDUNDANT_FRAMEWORKS, Layout, layout_of
 from ..catalog.speculative import SpecDecode, published_specs
@@ -225,9 +226,12 @@ def kv_choices(
     A constraint list narrows it (and may name any KV option of the precision)."""
     default = default_kv_precision(precision, framework, model).id
     opts = list(dict.fromkeys([default, *precision.kv_options]))
+    # an engine whose quantized KV precisions were read offers those, not fp8 (LMDeploy: int8)
+    opts = [k for k in opts if not kv_quantized_problem(framework, k, precision, model)]
+    quantized = framework.kv_quantized if framework and framework.kv_quantized else ("fp8",)
     if allowed:
         return [k for k in opts if k in allowed]
-    return [k for k in opts if k in (default, "fp8")]
+    return [k for k in opts if k in (default, quantized[0])]
 
 
 def enumerate_options(
