@@ -581,6 +581,7 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
     emit(head, "table", out)
     out.write("\nwhy: " + res.why + "\n\n")
     emit(_rows(res.recommendations), "table", out)
+    out.write(_ceiling_lines(res.recommendations))
     from planner.cli.buyer_views import print_buyer
 
     print_buyer(res.recommendations, out)
@@ -601,7 +602,8 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
             "weights_gb_per_gpu", "kv_cache_gb_per_gpu", "memory_headroom", "decode_bound",
             "kwh_per_day", "energy_basis", "quality_detail", "truncated_requests", "numbers",
             "price_notes", "price_flag", "winner_with_trusted_prices", "breakeven_note",
-            "api_crossover_note", "licence_note",
+            "api_crossover_note", "licence_note", "measured_ceiling_tok_s_per_gpu",
+            "ceiling_ratio", "ceiling_row",
         )
     }  # fmt: skip
     detail["assumptions"] = "; ".join(w.get("assumptions") or []) or "-"
@@ -651,6 +653,24 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
     out.write("\nassumptions: " + "; ".join(res.assumptions) + "\n")
 
 
+def _ceiling_lines(recs: list[dict[str, Any]]) -> str:
+    """One line per shown option whose predicted output tok/s per GPU is far above the best
+    published measurement of its GPU and model, or that has none (``ceiling_note``)."""
+    lines = [
+        f"  #{r.get('rank') or i + 1} {r['gpu']} {r.get('release') or r['framework']} "
+        f"{r.get('precision_label') or r['precision']} {with_spec(r)}: "
+        f"{r['ceiling_note']}"
+        for i, r in enumerate(recs)
+        if r.get("ceiling_note")
+    ]
+    if not lines:
+        return ""
+    return (
+        "\nbeyond measurements (data/calibration/measured_ceiling.csv, the best published "
+        "output tok/s per GPU):\n" + "\n".join(lines) + "\n"
+    )
+
+
 def _markdown(res, name: str | None) -> str:
     s = res.summary
     lines = [
@@ -665,6 +685,7 @@ def _markdown(res, name: str | None) -> str:
         "## Conclusion",
         "",
         res.why,
+        *[f"* {ln.strip()}" for ln in _ceiling_lines(res.recommendations).splitlines()[1:]],
         "",
         "## Ranked options",
         "",
