@@ -73,6 +73,12 @@ def _per_gpu(row: Mapping[str, Any]) -> tuple[float, int, str] | None:
     return v / lay.n_gpus, lay.n_gpus, lay.layout.label
 
 
+def _whole(row: Mapping[str, Any], key: str) -> str:
+    """A whole-number cell as ``64`` (pandas reads ``64.0``); empty stays empty."""
+    v = number(row, key)
+    return "" if v is None else (str(int(v)) if v.is_integer() else str(v))
+
+
 def _fmt(v: float | None, nd: int = 2) -> str:
     return "" if v is None else f"{v:.{nd}f}"
 
@@ -149,10 +155,10 @@ def ceiling_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
                 "speculative": spec[0] if spec else "",
                 "mode": mode,
                 "kind": key[4],
-                "concurrency": cell(r, "concurrency"),
-                "batch": cell(r, "batch"),
-                "isl": cell(r, "isl"),
-                "osl": cell(r, "osl"),
+                "concurrency": _whole(r, "concurrency"),
+                "batch": _whole(r, "batch"),
+                "isl": _whole(r, "isl"),
+                "osl": _whole(r, "osl"),
                 "tpot_ms": _fmt(tpot, 3),
                 "tpot_metric": tmetric,
                 "interactivity_tok_s_per_user": _fmt(1000.0 / tpot if tpot else None),
