@@ -11,8 +11,8 @@ from conftest import REPO_ROOT
 
 from planner.benchmarks.ceiling import ceiling_rows
 from planner.catalog.ceiling import CEILING_FACTOR, CEILING_PATH, ceiling_check, measured_ceiling
+from planner.cli.ceiling import ceiling_lines
 from planner.cli.main import main
-from planner.cli.recommend import _ceiling_lines
 
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
 import measured_ceiling as script  # noqa: E402
@@ -111,7 +111,7 @@ def test_recommend_moe_r1_winner_is_flagged(capsys):
     assert w["ceiling_row"] == "ixh-0017"
     assert w["ceiling_ratio"] == pytest.approx(w["output_tok_s_per_gpu"] / 219.775, rel=1e-3)
     assert w["ceiling_ratio"] > 5  # ~1,600 predicted vs 220 measured
-    text = _ceiling_lines(recs)
+    text = ceiling_lines(recs)
     assert "#1 amd-mi325x" in text and "the best measured for deepseek-v3 on amd-mi325x" in text
 
 
@@ -123,7 +123,7 @@ def test_recommend_llama70b_h200_trtllm_is_within_measurements(capsys):
     # serving ceiling 3,788 tok/s/GPU (krai51-0015); the RAG answer is far below it
     assert w["ceiling_row"] == "krai51-0015"
     assert w["ceiling_ratio"] < 1 and w["ceiling_note"] is None
-    assert _ceiling_lines([w]) == ""
+    assert ceiling_lines([w]) == ""
 
 
 def test_capacity_json_has_the_fields(capsys):
@@ -133,3 +133,17 @@ def test_capacity_json_has_the_fields(capsys):
     assert d["ceiling_row"] == "krai51-0015"
     assert d["measured_ceiling_tok_s_per_gpu"] == pytest.approx(3788.0)
     assert d["ceiling_ratio"] == pytest.approx(d["output_tok_s_per_gpu"] / 3788.0, rel=1e-6)
+
+
+def test_unmeasured_options_share_one_line():
+    note = "no published measurement of this model on this GPU (llama-3.1-8b on nvidia-rtx-4090)"
+    recs = [
+        {"rank": k, "gpu": "nvidia-rtx-4090", "framework": f, "precision": "int8", "tp": 1,
+         "ceiling_note": note, "measured_ceiling_tok_s_per_gpu": None}
+        for k, f in ((1, "trtllm"), (2, "sglang"))
+    ]  # fmt: skip
+    text = ceiling_lines(recs).strip().splitlines()
+    assert [t.strip() for t in text[1:]] == [
+        "no published measurement of this model on this GPU: "
+        "llama-3.1-8b on nvidia-rtx-4090 (#1, #2)"
+    ]

@@ -16,6 +16,7 @@ from planner.cli._common import _positive_float as _pos_float
 from planner.cli._common import _positive_int as _pos_int
 from planner.cli._common import _seed, add_price_args
 from planner.cli._common import _tp_list as _ints
+from planner.cli.ceiling import ceiling_lines, md_ceiling
 from planner.cli.question import fill_reproduce, save_scenario, scenario_of
 from planner.cli.speculative import check_acceptance_length, check_spec_flags, with_spec
 from planner.errors import PlannerError, shown
@@ -581,7 +582,7 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
     emit(head, "table", out)
     out.write("\nwhy: " + res.why + "\n\n")
     emit(_rows(res.recommendations), "table", out)
-    out.write(_ceiling_lines(res.recommendations))
+    out.write(ceiling_lines(res.recommendations))
     from planner.cli.buyer_views import print_buyer
 
     print_buyer(res.recommendations, out)
@@ -653,24 +654,6 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
     out.write("\nassumptions: " + "; ".join(res.assumptions) + "\n")
 
 
-def _ceiling_lines(recs: list[dict[str, Any]]) -> str:
-    """One line per shown option whose predicted output tok/s per GPU is far above the best
-    published measurement of its GPU and model, or that has none (``ceiling_note``)."""
-    lines = [
-        f"  #{r.get('rank') or i + 1} {r['gpu']} {r.get('release') or r['framework']} "
-        f"{r.get('precision_label') or r['precision']} {with_spec(r)}: "
-        f"{r['ceiling_note']}"
-        for i, r in enumerate(recs)
-        if r.get("ceiling_note")
-    ]
-    if not lines:
-        return ""
-    return (
-        "\nbeyond measurements (data/calibration/measured_ceiling.csv, the best published "
-        "output tok/s per GPU):\n" + "\n".join(lines) + "\n"
-    )
-
-
 def _markdown(res, name: str | None) -> str:
     s = res.summary
     lines = [
@@ -685,7 +668,7 @@ def _markdown(res, name: str | None) -> str:
         "## Conclusion",
         "",
         res.why,
-        *[f"* {ln.strip()}" for ln in _ceiling_lines(res.recommendations).splitlines()[1:]],
+        *md_ceiling(res.recommendations),
         "",
         "## Ranked options",
         "",

@@ -685,6 +685,8 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         return 0
     zl = out.pop("zero_load")
     ceiling_note = out.pop("ceiling_note")
+    for k in [k for k in out if "ceiling" in k]:  # JSON's; the table prints the line below
+        out.pop(k)
     for k, v in zl.items():
         out[f"zero_load_{k}"] = v
     out["assumptions"] = "; ".join(rep.assumptions) or "-"
