@@ -147,3 +147,14 @@ def test_unmeasured_options_share_one_line():
         "no published measurement of this model on this GPU: "
         "llama-3.1-8b on nvidia-rtx-4090 (#1, #2)"
     ]
+
+
+def test_offline_best_stands_in_where_no_serving_row_is_published():
+    # Llama-3.1-70B on MI300X has no serving row; the offline best is amd-0410 (ROCm vLLM
+    # dev-docker throughput table, TP8 fp8, 128/2048): 16622.2 tok/s / 8 GPUs = 2077.78
+    assert measured_ceiling("amd-mi300x", "llama-3.1-70b") is None
+    d = ceiling_check(3918, "amd-mi300x", "llama-3.1-70b", "sglang")
+    assert d["ceiling_row"] == "amd-0410"
+    assert d["measured_ceiling_tok_s_per_gpu"] == pytest.approx(16622.2 / 8, abs=0.01)
+    assert d["ceiling_ratio"] == pytest.approx(3918 / 2077.775, rel=1e-4)  # 1.89 > 1.5
+    assert "offline, amd-0410; none published with sglang" in d["ceiling_note"]

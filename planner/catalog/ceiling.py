@@ -141,7 +141,8 @@ def ceiling_check(
     -------
     dict
         ``measured_ceiling_tok_s_per_gpu`` [tok/s/GPU] (the best of any engine on this
-        GPU and model), ``ceiling_ratio`` (predicted / that) [-], ``ceiling_row`` (its row
+        GPU and model over serving rows; over offline / static-batch rows where no serving
+        row is published), ``ceiling_ratio`` (predicted / that) [-], ``ceiling_row`` (its row
         id), ``measured_ceiling_engine_tok_s_per_gpu`` / ``ceiling_engine_row`` (the
         option's own engine's best, None when none is published), ``ceiling_threshold``
         [-] and ``ceiling_note`` (one line, or None when within the threshold).
@@ -151,8 +152,13 @@ def ceiling_check(
     threshold = CEILING_FACTOR
     if low_ratio is not None and low_ratio > 0:
         threshold = max(threshold, 1.0 / low_ratio)
-    own = measured_ceiling(gpu_id, model_id, framework_id, path=path)
-    c = measured_ceiling(gpu_id, model_id, None, path=path)
+    # serving rows first (what recommend and capacity answer); offline ones where none
+    own = measured_ceiling(gpu_id, model_id, framework_id, path=path) or measured_ceiling(
+        gpu_id, model_id, framework_id, "offline", path=path
+    )
+    c = measured_ceiling(gpu_id, model_id, None, path=path) or measured_ceiling(
+        gpu_id, model_id, None, "offline", path=path
+    )
     out: dict[str, Any] = {
         "measured_ceiling_tok_s_per_gpu": c.output_tok_s_per_gpu if c else None,
         "ceiling_ratio": None,
