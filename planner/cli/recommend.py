@@ -16,6 +16,7 @@ from planner.cli._common import _positive_float as _pos_float
 from planner.cli._common import _positive_int as _pos_int
 from planner.cli._common import _seed, add_price_args
 from planner.cli._common import _tp_list as _ints
+from planner.cli.ceiling import ceiling_lines, md_ceiling
 from planner.cli.question import fill_reproduce, save_scenario, scenario_of
 from planner.cli.speculative import check_acceptance_length, check_spec_flags, with_spec
 from planner.errors import PlannerError, shown
@@ -581,6 +582,7 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
     emit(head, "table", out)
     out.write("\nwhy: " + res.why + "\n\n")
     emit(_rows(res.recommendations), "table", out)
+    out.write(ceiling_lines(res.recommendations))
     from planner.cli.buyer_views import print_buyer
 
     print_buyer(res.recommendations, out)
@@ -601,7 +603,8 @@ def _print_recommendation(res, fmt: str, per_reason: int, name: str | None, args
             "weights_gb_per_gpu", "kv_cache_gb_per_gpu", "memory_headroom", "decode_bound",
             "kwh_per_day", "energy_basis", "quality_detail", "truncated_requests", "numbers",
             "price_notes", "price_flag", "winner_with_trusted_prices", "breakeven_note",
-            "api_crossover_note", "licence_note",
+            "api_crossover_note", "licence_note", "measured_ceiling_tok_s_per_gpu",
+            "ceiling_ratio", "ceiling_row",
         )
     }  # fmt: skip
     detail["assumptions"] = "; ".join(w.get("assumptions") or []) or "-"
@@ -665,6 +668,7 @@ def _markdown(res, name: str | None) -> str:
         "## Conclusion",
         "",
         res.why,
+        *md_ceiling(res.recommendations),
         "",
         "## Ranked options",
         "",

@@ -615,6 +615,15 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         "truncated_requests": int(s.get("truncated_requests", 0)),
         "zero_load": ans.zero_load,
     }
+    from planner.catalog.ceiling import ceiling_check
+
+    # the prediction against the best published output tok/s per GPU (no ranking changes)
+    out.update(
+        ceiling_check(
+            out["output_tok_s_per_gpu"], rep.sm.gpu.id, rep.sm.model.id,
+            rep.engine.framework, low_ratio=band.low_ratio,
+        )
+    )  # fmt: skip
     curve: list[dict[str, Any]] = []
     if not args.no_curve or args.format == "csv":
         curve = throughput_latency_curve(
@@ -675,6 +684,9 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         _emit(_clean(out), "json")
         return 0
     zl = out.pop("zero_load")
+    ceiling_note = out.pop("ceiling_note")
+    for k in [k for k in out if "ceiling" in k]:  # JSON's; the table prints the line below
+        out.pop(k)
     for k, v in zl.items():
         out[f"zero_load_{k}"] = v
     out["assumptions"] = "; ".join(rep.assumptions) or "-"
@@ -690,4 +702,6 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         blocks.append(("one big-TP replica vs several small ones", [_clean(r) for r in tp_rows]))
     say_release(args, choice)
     _print_blocks(blocks, "table")
+    if ceiling_note:
+        print(f"\nbeyond measurements: {ceiling_note}")
     return 0

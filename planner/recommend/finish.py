@@ -210,6 +210,7 @@ def finish(
         r["per_class"] = planned["classes"]
     r["quality"], r["quality_detail"] = _quality_text(rep.sm.model.id, opt.precision.id)
     _bands(r, s, need, gpr)
+    _ceiling(r, s, rep.sm.model.id)
     r["numbers"] = (
         "simulated: max_rate_per_replica, replicas, P99/P50 latencies, kv util; "
         "analytic: saturation_rps_per_replica; estimate: joules_per_token, kwh_per_day"
@@ -270,6 +271,24 @@ def _bands(r: dict[str, Any], s: Screened, need: float, gpr: int) -> None:
             "group": band.group,
             "note": band.note,
         },
+    )
+
+
+def _ceiling(r: dict[str, Any], s: Screened, model_id: str) -> None:
+    """The predicted output tok/s per GPU against the best published measurement of the
+    option's GPU and model (:func:`planner.catalog.ceiling.ceiling_check`): the JSON fields
+    and, when far above it (or nothing is published), one line. Rankings are unchanged."""
+    from ..catalog.ceiling import ceiling_check
+
+    band = r.get("error_band") or {}
+    r.update(
+        ceiling_check(
+            r.get("output_tok_s_per_gpu"),
+            s.opt.gpu.id,
+            model_id,
+            s.opt.framework.id,
+            low_ratio=band.get("low_ratio"),
+        )
     )
 
 

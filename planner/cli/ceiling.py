@@ -1,0 +1,46 @@
+"""recommend's "beyond measurements" lines: the options whose predicted output tok/s per GPU is
+far above the best published measurement of their GPU and model
+(:func:`planner.catalog.ceiling.ceiling_check`), or whose GPU and model have none."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.cli.speculative import with_spec
+
+__all__ = ["ceiling_lines", "md_ceiling"]
+
+
+def ceiling_lines(recs: list[dict[str, Any]]) -> str:
+    """One line per shown option whose predicted output tok/s per GPU is far above the best
+    published measurement of its GPU and model (``ceiling_note``), and one line naming the
+    options whose GPU and model have no published measurement at all."""
+    lines, unmeasured = [], {}
+    for i, r in enumerate(recs):
+        note, rank = r.get("ceiling_note"), r.get("rank") or i + 1
+        if not note:
+            continue
+        if r.get("measured_ceiling_tok_s_per_gpu") is None:
+            unmeasured.setdefault(note.split("(")[-1].rstrip(")"), []).append(f"#{rank}")
+            continue
+        lines.append(
+            f"  #{rank} {r['gpu']} {r.get('release') or r['framework']} "
+            f"{r.get('precision_label') or r['precision']} {with_spec(r)}: {note}"
+        )
+    if unmeasured:
+        lines.append(
+            "  no published measurement of this model on this GPU: "
+            + "; ".join(f"{k} ({', '.join(v)})" for k, v in unmeasured.items())
+        )
+    if not lines:
+        return ""
+    return (
+        "\nbeyond measurements (data/calibration/measured_ceiling.csv, the best published "
+        "output tok/s per GPU):\n" + "\n".join(lines) + "\n"
+    )
+
+
+def md_ceiling(recs: list[dict[str, Any]]) -> list[str]:
+    """:func:`ceiling_lines` as a Markdown paragraph and list (nothing when empty)."""
+    text = ceiling_lines(recs).strip().splitlines()
+    return ["", text[0], "", *[f"* {ln.strip()}" for ln in text[1:]]] if text else []
