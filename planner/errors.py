@@ -14,6 +14,7 @@ import os
 import stat
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 
 class PlannerError(ValueError):
@@ -85,6 +86,14 @@ def printable(value: object, limit: int = 80) -> str:
         c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
     )
     return out + ("..." if cut else "")
+
+
+def first_validation_error(file_name: str, e: Any, limit: int = 160) -> PlannerError:
+    """The first error of a pydantic ``ValidationError`` ``e`` of a data file as a one-line
+    :class:`PlannerError`: ``file: field.path: message`` (the message cut to ``limit``)."""
+    err = e.errors()[0]
+    where = ".".join(str(x) for x in err["loc"])
+    return PlannerError(f"{file_name}: {where}: {err['msg'][:limit]}")
 
 
 def shown(value: object, limit: int = 80) -> str:

@@ -20,7 +20,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from planner.catalog.catalog import DATA_DIR
 from planner.catalog.records import Frozen, Sourced
-from planner.errors import PlannerError
+from planner.errors import PlannerError, first_validation_error
 from planner.files import load_yaml
 
 __all__ = ["MLA_D_K", "MLA_D_V", "MlaDecodeRate", "mla_decode_rate", "mla_decode_rates"]
@@ -88,9 +88,7 @@ def mla_decode_rates(data_dir: str | None = None) -> tuple[MlaDecodeRate, ...]:
     try:
         recs = _File.model_validate(raw).mla_decode
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])
-        raise PlannerError(f"{path.name}: {where}: {err['msg'][:120]}") from None
+        raise first_validation_error(path.name, e, 120) from None
     seen = set()
     for r in recs:
         if r.default and r.arch in seen:

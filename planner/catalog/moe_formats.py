@@ -20,7 +20,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError, model_validator
 
 from planner.catalog.records import Framework, Frozen, ModelArch, Precision, Sourced
-from planner.errors import PlannerError
+from planner.errors import PlannerError, first_validation_error
 from planner.files import load_yaml
 
 __all__ = [
@@ -98,9 +98,7 @@ def read_moe_formats(data_dir: Path) -> tuple[EngineFormats, ...]:
     try:
         recs = _File.model_validate(raw).moe_formats
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])
-        raise PlannerError(f"{path.name}: {where}: {err['msg'][:160]}") from None
+        raise first_validation_error(path.name, e, 160) from None
     seen: set[tuple[str, str]] = set()
     for r in recs:
         key = (r.architecture, r.framework)
