@@ -335,16 +335,21 @@ LAYOUT_SETTINGS: dict[str, dict[str, tuple[str, ...]]] = {
 
 
 @functools.cache
-def _first_since(engine: str) -> dict[str, str]:
-    """Setting key -> the first read release of ``engine`` with any of its spellings."""
+def _engine_flags_raw() -> dict:
+    """``data/engine_flags.yaml`` as read (once per process: it is ~1,000 lines)."""
     from pathlib import Path
 
     from planner.catalog.catalog import DATA_DIR
     from planner.files import load_yaml
 
     path = Path(DATA_DIR) / "engine_flags.yaml"
-    raw = load_yaml(path.read_text(encoding="utf-8"), path) if path.exists() else None
-    eng = ((raw or {}).get("engines") or {}).get(engine) or {}
+    return (load_yaml(path.read_text(encoding="utf-8"), path) if path.exists() else None) or {}
+
+
+@functools.cache
+def _first_since(engine: str) -> dict[str, str]:
+    """Setting key -> the first read release of ``engine`` with any of its spellings."""
+    eng = (_engine_flags_raw().get("engines") or {}).get(engine) or {}
     out: dict[str, str] = {}
     for key, s in (eng.get("settings") or {}).items():
         since = [str(sp["since"]) for sp in s.get("spellings") or () if sp.get("since")]
@@ -366,6 +371,8 @@ def layout_release_floor(engine: str, layout: Any) -> tuple[str, str] | None:
     """
     feats = [f for f, on in (("expert parallelism", layout.ep > 1),
                              ("attention data-parallel", layout.attention_dp > 1)) if on]  # fmt: skip
+    if not feats or not any(engine in LAYOUT_SETTINGS[f] for f in feats):
+        return None
     since, floor, why = _first_since(engine), None, []
     for f in feats:
         have = [since[k] for k in LAYOUT_SETTINGS[f].get(engine, ()) if k in since]
