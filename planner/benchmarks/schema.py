@@ -414,13 +414,18 @@ _GRAPH_PADDING = re.compile(r"CUDA graphs for batch sizes \[([\d,\s]+)\] per ran
 
 #: a row whose engine ran without CUDA graphs: the notes clause ``CUDA graphs off`` (NVIDIA's
 #: MLPerf harness: ``harness_fields.use_graphs: False``, and its TensorRT engine path raises
-#: "CUDA Graphs are not supported in TRT/C++ backend yet", code/llmlib/config.py @ 965182b0)
-_GRAPHS_OFF = re.compile(r"\bCUDA graphs off\b")
+#: "CUDA Graphs are not supported in TRT/C++ backend yet", code/llmlib/config.py @ 965182b0;
+#: dstack's trtllm-serve rows, ``scripts/annotate_early_graphs.py``), or the key
+#: ``cuda_graph=disabled`` that rows write for a server launched with SGLang's
+#: ``--disable-cuda-graph`` (the SGLang v0.4.1 DeepSeek-V3 H200 benchmark's BF16 and two-node
+#: commands)
+_GRAPHS_OFF = re.compile(r"\bCUDA graphs off\b|\bcuda_graph=disabled\b")
 
 
 def graphs_off(notes: str) -> bool:
     """Whether a row's notes say its engine ran every step without CUDA graphs (``CUDA
-    graphs off``): each decode step then pays the eager dispatch cost
+    graphs off``, or ``cuda_graph=disabled`` for ``--disable-cuda-graph``): each decode step
+    then pays the eager dispatch cost
     (:attr:`~planner.catalog.efficiency.EfficiencyParams.eager_layer_s`)."""
     return bool(_GRAPHS_OFF.search(notes or ""))
 

@@ -1,0 +1,69 @@
+"""Write into the notes of two early-2025 DeepSeek serving sources what their engine release
+did with CUDA graphs, read in the engine's source at the release the rows name (issues 29, 32).
+
+* **dstack, TensorRT-LLM H200** (``public_amd.csv``, the 36 ``trtllm-serve --backend pytorch
+  --tp_size 8 --ep_size 4`` rows; image built from TensorRT-LLM commit 9b931c0f, the dstack
+  task in ``dstackai/benchmarks`` ``Deepseek-R1/README.md`` @ branch deepseek-r1-benchmark):
+  ``tensorrt_llm/_torch/pyexecutor/config.py`` @ 9b931c0f6305 declares
+  ``use_cuda_graph: bool = False`` ("If true, use CUDA graphs for decoding"), and
+  ``trtllm-serve`` (``tensorrt_llm/commands/serve.py`` of that period) builds the PyTorch
+  backend's config as ``PyTorchConfig(enable_overlap_scheduler=True)`` (or none at all in the
+  earlier version, i.e. the defaults); the task passes no ``--extra_llm_api_options``. So every
+  step ran eagerly: the rows get the clause ``CUDA graphs off`` that
+  :func:`planner.benchmarks.schema.graphs_off` reads (measured: TPOT 55.1 / 55.9 / 57.6 ms at
+  concurrency 4 / 8 / 16, flat in the batch, as a launch-bound step is).
+
+The clause is appended to ``notes``; running the script twice changes nothing.
+Usage: ``python scripts/annotate_early_graphs.py [--check]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: (file, text that picks the rows' lines, clause appended to their notes)
+RULES = (
+    (
+        "data/benchmarks/public_amd.csv",
+        "server: trtllm-serve --backend pytorch --tp_size 8 --ep_size 4;",
+        "CUDA graphs off (TensorRT-LLM @ 9b931c0f tensorrt_llm/_torch/pyexecutor/config.py:"
+        " PyTorchConfig use_cuda_graph: bool = False; trtllm-serve passes"
+        " PyTorchConfig(enable_overlap_scheduler=True) and the task no extra_llm_api_options)",
+    ),
+)
+
+
+def annotate(text: str, pick: str, clause: str) -> tuple[str, int]:
+    """Append ``; clause`` to the notes (the last, quoted field) of every line containing
+    ``pick`` that does not carry the clause yet; returns the new text and the count."""
+    out, n = [], 0
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        if pick in body and clause not in body and body.endswith('"'):
+            body = body[:-1] + "; " + clause + '"'
+            n += 1
+        out.append(body + line[len(line.rstrip("\r\n")) :])
+    return "".join(out), n
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="only say how many rows would change")
+    args = ap.parse_args(argv)
+    total = 0
+    for rel, pick, clause in RULES:
+        path = ROOT / rel
+        new, n = annotate(path.read_text(), pick, clause)
+        total += n
+        print(f"{rel}: {n} rows {'would change' if args.check else 'annotated'}")
+        if n and not args.check:
+            path.write_text(new)
+    return 1 if (args.check and total) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
