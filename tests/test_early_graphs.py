@@ -1,5 +1,5 @@
 """CUDA-graph facts of two early-2025 DeepSeek serving sources, read in the engines' source
-(issues 29, 32; changes/s7-dstack.md).
+(issues 29, 32; docs/changes/2026-12-07c/dstack.md).
 
 * dstack's TensorRT-LLM H200 rows (``trtllm-serve --backend pytorch --tp_size 8 --ep_size 4``,
   image built from TensorRT-LLM commit 9b931c0f): ``tensorrt_llm/_torch/pyexecutor/config.py``
