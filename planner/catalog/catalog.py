@@ -22,6 +22,7 @@ from pydantic import ValidationError, model_validator
 
 from planner.catalog.compat import check_framework_gpu, check_model_format
 from planner.catalog.hf_config import _hf_config_cached, model_from_hf_config
+from planner.catalog.model_support import ModelSupport, read_model_support
 from planner.catalog.moe_formats import EngineFormats, read_moe_formats
 from planner.catalog.prices import PurchasePrice, RentalPrice
 from planner.catalog.records import (
@@ -128,6 +129,8 @@ class Catalog(Frozen):
     purchase_prices: tuple[PurchasePrice, ...] = ()
     #: formats each engine serves / refuses per MoE architecture (data/moe_formats.yaml)
     moe_formats: tuple[EngineFormats, ...] = ()
+    #: the first release of each engine serving each architecture (data/model_support.yaml)
+    model_support: tuple[ModelSupport, ...] = ()
 
     @model_validator(mode="after")
     def _unique_and_linked(self) -> Catalog:
@@ -181,6 +184,9 @@ class Catalog(Frozen):
                     f"moe_formats {r.architecture} / {r.framework}: unknown framework or "
                     f"precision {bad}"
                 )
+        for r in self.model_support:
+            if r.framework not in fw_ids:
+                raise ValueError(f"model_support {r.architecture}: unknown framework {r.framework}")
         for m in self.models:
             pairs = [(c.precision, a) for c in m.checkpoints for a in c.archs]
             for c in m.checkpoints:
@@ -462,6 +468,7 @@ def _load_dir(data_dir: Path) -> Catalog:
             rental_prices=tuple(rental),
             purchase_prices=tuple(purchase),
             moe_formats=read_moe_formats(data_dir),
+            model_support=read_model_support(data_dir),
         )
     except ValidationError as e:
         raise PlannerError(f"{data_dir}: {e.errors()[0]['msg']}") from None
