@@ -279,6 +279,7 @@ class _Search:
         )
         self.price_cache: dict[str, Any] = {}
         self.param_cache: dict[tuple[str, str, str], tuple[Any, str, str | None]] = {}
+        self.floor_cache: dict[tuple[str, Any], tuple[str, str] | None] = {}
         self.weight_fit: dict[tuple[str, str, int, int], str | None] = {}
         self.rejected: list[Rejection] = []
         self.done: list[Screened] = []
@@ -360,7 +361,10 @@ class _Search:
         c, ld = self.c, self.load
         key = (opt.gpu.id, opt.framework.id, opt.precision.id)
         # the newest release with a fit that can launch the layout and serves the model
-        floor = release_floor(opt.framework.id, opt.layout, self.m, self.cat)
+        fk = (opt.framework.id, opt.layout)
+        if fk not in self.floor_cache:
+            self.floor_cache[fk] = release_floor(opt.framework.id, opt.layout, self.m, self.cat)
+        floor = self.floor_cache[fk]
         ck = (*key, floor[0] if floor else None)
         if ck not in self.param_cache:
             params, prov, ch = resolve_release_params(
