@@ -17,6 +17,7 @@ from app_pages import pools
 from app_pages import tables as T
 from app_pages import widgets as w
 from planner import PlannerError, fmt
+from planner.cli.ceiling import ceiling_warning
 
 # recommendation field -> column title (units in the titles)
 TABLE = {
@@ -543,6 +544,10 @@ w.cards(
     ]
 )
 
+# the CLI's "beyond measurements" line for the winner (planner.cli.ceiling; JSON ceiling_*)
+ceil = ceiling_warning(win)
+if ceil:
+    (st.warning if ceil[0] == "beyond" else st.caption)(w.md(ceil[1]))
 
 band = win.get("error_band") or {}
 if win.get("num_gpus_low") is not None:

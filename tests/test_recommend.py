@@ -134,6 +134,7 @@ def test_latency_objective_ranks_by_p99_e2e():
     "kw, stage",
     [
         (dict(gpus=("amd-mi300x",), frameworks=("trtllm",)), "framework_vendor"),
+        (dict(gpus=("nvidia-b300",), frameworks=("lmdeploy",)), "framework_gpu"),
         (dict(frameworks=("trtllm",), precisions=("gguf-q4_0",)), "framework_precision"),
         (dict(gpus=("amd-mi300x",), precisions=("int4-awq",)), "precision_gpu"),
         (dict(tps=(3,)), "tp_heads"),

@@ -21,7 +21,9 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError, model_validator
 
 from planner.catalog.compat import check_framework_gpu, check_model_format
+from planner.catalog.framework_gpus import GpuRefused, read_gpu_support
 from planner.catalog.hf_config import _hf_config_cached, model_from_hf_config
+from planner.catalog.model_support import ModelSupport, read_model_support
 from planner.catalog.moe_formats import EngineFormats, read_moe_formats
 from planner.catalog.prices import PurchasePrice, RentalPrice
 from planner.catalog.records import (
@@ -128,6 +130,10 @@ class Catalog(Frozen):
     purchase_prices: tuple[PurchasePrice, ...] = ()
     #: formats each engine serves / refuses per MoE architecture (data/moe_formats.yaml)
     moe_formats: tuple[EngineFormats, ...] = ()
+    #: the first release of each engine serving each architecture (data/model_support.yaml)
+    model_support: tuple[ModelSupport, ...] = ()
+    #: GPUs a framework's builds do not run on (data/frameworks.yaml gpu_support)
+    framework_gpus: tuple[GpuRefused, ...] = ()
 
     @model_validator(mode="after")
     def _unique_and_linked(self) -> Catalog:
@@ -181,6 +187,13 @@ class Catalog(Frozen):
                     f"moe_formats {r.architecture} / {r.framework}: unknown framework or "
                     f"precision {bad}"
                 )
+        for g in self.framework_gpus:
+            bad = sorted(({g.framework} - fw_ids) | (set(g.gpus) - gpu_ids))
+            if bad:
+                raise ValueError(f"gpu_support {g.framework}: unknown framework or gpu {bad}")
+        for r in self.model_support:
+            if r.framework not in fw_ids:
+                raise ValueError(f"model_support {r.architecture}: unknown framework {r.framework}")
         for m in self.models:
             pairs = [(c.precision, a) for c in m.checkpoints for a in c.archs]
             for c in m.checkpoints:
@@ -279,7 +292,7 @@ class Catalog(Frozen):
             if isinstance(framework, Framework) or framework is None
             else self.framework(framework)
         )
-        check_framework_gpu(fw, g)
+        check_framework_gpu(fw, g, self.framework_gpus)
         check_model_format(self.moe_formats, m, fw, p)
         kv = self.kv_precision(kv_precision or default_kv_precision(p, fw, m).id)
         if kv.id not in p.kv_options and kv.id != p.kv_default:
@@ -441,12 +454,8 @@ def _load_dir(data_dir: Path) -> Catalog:
     prec_raw = _read_yaml(data_dir / "precisions.yaml")
     precisions = _validate_list(data_dir / "precisions.yaml", "precisions", Precision, prec_raw)
     kv = _validate_list(data_dir / "precisions.yaml", "kv_precisions", KvPrecision, prec_raw)
-    frameworks = _validate_list(
-        data_dir / "frameworks.yaml",
-        "frameworks",
-        Framework,
-        _read_yaml(data_dir / "frameworks.yaml"),
-    )
+    fw_raw = _read_yaml(data_dir / "frameworks.yaml")
+    frameworks = _validate_list(data_dir / "frameworks.yaml", "frameworks", Framework, fw_raw)
     rental: list[RentalPrice] = []
     purchase: list[PurchasePrice] = []
     prices_path = data_dir / "prices.yaml"
@@ -462,6 +471,8 @@ def _load_dir(data_dir: Path) -> Catalog:
             rental_prices=tuple(rental),
             purchase_prices=tuple(purchase),
             moe_formats=read_moe_formats(data_dir),
+            model_support=read_model_support(data_dir),
+            framework_gpus=read_gpu_support(fw_raw, data_dir / "frameworks.yaml"),
         )
     except ValidationError as e:
         raise PlannerError(f"{data_dir}: {e.errors()[0]['msg']}") from None

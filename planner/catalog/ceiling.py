@@ -23,6 +23,7 @@ __all__ = [
     "CEILING_PATH",
     "Ceiling",
     "ceiling_check",
+    "ceiling_of_row",
     "measured_ceiling",
 ]
 
@@ -117,6 +118,13 @@ def measured_ceiling(
     rows (``kind="serving"``) or offline / static-batch rows (``"offline"``); None when
     nothing of that key is published."""
     return _table(str(path or CEILING_PATH)).get((gpu_id, model_id, framework_id or "", kind))
+
+
+def ceiling_of_row(row_id: str, *, path: Path | None = None) -> Ceiling | None:
+    """The ceiling record whose best point is benchmark row ``row_id`` (its source and date),
+    or None."""
+    return next((c for c in _table(str(path or CEILING_PATH)).values() if c.row_id == row_id),
+                None)  # fmt: skip
 
 
 def ceiling_check(

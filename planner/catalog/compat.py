@@ -2,7 +2,10 @@
 
 Every command that puts a serving framework on a GPU (memory, estimate, capacity, simulate,
 recommend, predict, calibrate, the app) asks :func:`check_framework_gpu` (or, to collect the
-reason instead of stopping, :func:`framework_gpu_problem`), so they all agree on what runs.
+reason instead of stopping, :func:`framework_gpu_problem`), so they all agree on what runs;
+the commands that plan a deployment also pass the ``gpu_support`` records of
+``data/frameworks.yaml`` (GPUs an engine's builds do not target, ``Catalog.resolve`` and
+recommend), while a published benchmark row, measured on its GPU, is checked by vendor only.
 The same commands ask :func:`check_model_format` (or :func:`model_format_problem`) whether the
 framework serves the model's MoE architecture in the weight format (``data/moe_formats.yaml``:
 TensorRT-LLM serves DeepSeek-V3 in FP8, NVFP4 and W4AFP8, not in W8A8 INT8).
@@ -12,6 +15,7 @@ on the GPU's architecture (gpt-oss's MXFP4 experts on Hopper / Ampere, run weigh
 
 from __future__ import annotations
 
+from planner.catalog.framework_gpus import GpuRefused
 from planner.catalog.moe_formats import EngineFormats, model_format_problem
 from planner.catalog.records import Accelerator, Framework, ModelArch, Precision
 from planner.errors import PlannerError
@@ -25,31 +29,42 @@ __all__ = [
 ]
 
 
-def framework_gpu_problem(framework: Framework, gpu: Accelerator) -> str | None:
+def framework_gpu_problem(
+    framework: Framework, gpu: Accelerator, refused: tuple[GpuRefused, ...] = ()
+) -> str | None:
     """Why ``framework`` cannot serve on ``gpu`` (its vendor is not in
-    ``Framework.vendors``), or None when it can.
+    ``Framework.vendors``, or a ``gpu_support`` record of ``data/frameworks.yaml`` says its
+    builds do not run on that GPU), or None when it can.
 
     Parameters
     ----------
     framework : the serving framework (catalog record)
     gpu : the accelerator (catalog record)
+    refused : the catalog's ``gpu_support`` records (``Catalog.framework_gpus``)
 
     Returns
     -------
     str or None
-        one line naming the framework, the vendors it runs on and the GPU's vendor
+        one line naming the framework and the GPU, why, and the source
     """
-    if gpu.vendor in framework.vendors:
-        return None
-    return f"{framework.name} runs on {', '.join(framework.vendors)} GPUs; {gpu.id} is {gpu.vendor}"
+    if gpu.vendor not in framework.vendors:
+        return (f"{framework.name} runs on {', '.join(framework.vendors)} GPUs; "
+                f"{gpu.id} is {gpu.vendor}")  # fmt: skip
+    for r in refused:
+        if r.framework == framework.id and gpu.id in r.gpus:
+            return (f"{framework.name} does not run on {gpu.id}: {r.why} (source: {r.source}, "
+                    f"as of {r.as_of})")  # fmt: skip
+    return None
 
 
-def check_framework_gpu(framework: Framework | None, gpu: Accelerator) -> None:
+def check_framework_gpu(
+    framework: Framework | None, gpu: Accelerator, refused: tuple[GpuRefused, ...] = ()
+) -> None:
     """Raise :class:`~planner.errors.PlannerError` when ``framework`` cannot serve on ``gpu``
     (no framework: nothing to check)."""
     if framework is None:
         return
-    why = framework_gpu_problem(framework, gpu)
+    why = framework_gpu_problem(framework, gpu, refused)
     if why:
         raise PlannerError(f"framework {framework.id}: {why}")
 

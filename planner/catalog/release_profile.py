@@ -385,23 +385,64 @@ def layout_release_floor(engine: str, layout: Any) -> tuple[str, str] | None:
     return (floor, ", ".join(why)) if floor else None
 
 
-def _for_layout(gpu, framework, precision, release, profile_path, catalog, profile, family,
-                layout) -> tuple[EfficiencyParams, str, ReleaseChoice | None] | None:  # fmt: skip
-    """:func:`resolve_release_params` for a layout its release cannot launch: a named release
-    older than :func:`layout_release_floor` is refused; without one, when the newest release
-    with a fit is older, the prediction is for the floor release (the nearest fit of its
-    generation, else the fit over every release) and the note says why. None: no floor."""
-    fw = (catalog or load_catalog()).framework(framework).id
-    fl = layout_release_floor(fw, layout)
-    if fl is None:
+def _floors(engine: str, layout: Any, model: Any, catalog: Catalog | None) -> list[tuple]:
+    """(first release, what it does, why) of the layout's launch flags and the model."""
+    out = []
+    if layout is not None:
+        fl = layout_release_floor(engine, layout)
+        if fl is not None:
+            out.append((fl[0], f"launch {layout.label}", f"{fl[1]}; data/engine_flags.yaml"))
+    if model is not None:
+        from planner.catalog.model_support import model_floor_record
+
+        rec = model_floor_record((catalog or load_catalog()).model_support, engine, model)
+        if rec is not None:
+            out.append((rec.since, f"serve {model.id}", f"{model.id} ({rec.architecture}) "
+                        f"from {engine} {rec.since}; data/model_support.yaml"))  # fmt: skip
+    return out
+
+
+def release_floor(engine: str, layout: Any = None, model: Any = None,
+                  catalog: Catalog | None = None) -> tuple[str, str] | None:  # fmt: skip
+    """The first release of ``engine`` that can launch ``layout``
+    (:func:`layout_release_floor`) and serves ``model`` (``data/model_support.yaml``): the
+    later of the two, and why; None when neither is known.
+
+    >>> release_floor("trtllm", None, load_catalog().model("gpt-oss-120b"))[0]
+    '1.0.0'
+    """
+    floors = _floors(engine, layout, model, catalog)
+    if not floors:
         return None
-    floor, why = fl
+    floor = max((f[0] for f in floors), key=lambda r: release_order(engine, r))
+    return floor, "; ".join(f[2] for f in floors)
+
+
+def _for_floor(gpu, framework, precision, release, profile_path, catalog, profile, family,
+               layout, model, field) -> tuple[EfficiencyParams, str, ReleaseChoice | None] | None:  # fmt: skip
+    """:func:`resolve_release_params` under a release floor (:func:`release_floor`: the
+    layout's launch flags and the model's first release): a named release older than the
+    floor is refused; without one, when the newest release with a fit is older, the
+    prediction is for the floor release (the nearest fit of its generation, else the fit
+    over every release) and the note says why. None: no floor."""
+    fw = (catalog or load_catalog()).framework(framework).id
+    floors = _floors(fw, layout, model, catalog)
+    if not floors:
+        return None
+    floor = max((f[0] for f in floors), key=lambda r: release_order(fw, r))
+
+    def above(rel: str) -> tuple[str, str]:  # what the release cannot do, and why
+        hit = [f for f in floors if release_order(fw, rel) < release_order(fw, f[0])]
+        return " or ".join(f[1] for f in hit), "; ".join(f[2] for f in hit)
+
     req = release.release if isinstance(release, EngineRelease) else release
     if req is not None:
         if release_order(fw, req) < release_order(fw, floor):
+            what, why = above(req)
+            where = f"{field}: " if field else ""
+            tail = ", or a layout without it" if what.startswith("launch") else ""
             raise PlannerError(
-                f"{fw} {req} cannot launch {layout.label} ({why}; data/engine_flags.yaml): "
-                f"name {fw}@{floor} or newer, or a layout without it"
+                f"{where}{fw} {req} cannot {what} ({why}): name {fw}@{floor} or newer{tail}"
             )
         return None
     args = (gpu, framework, precision)
@@ -410,10 +451,11 @@ def _for_layout(gpu, framework, precision, release, profile_path, catalog, profi
     used = ch.used if ch is not None else None
     if used is None or release_order(fw, used) >= release_order(fw, floor):
         return p, prov, ch
+    what, why = above(used)
     p, prov, ch = resolve_release_params(*args, floor, **kw)
     if ch is not None:
-        ch = replace(ch, note=f"{fw} {used}, the newest release with a fit, cannot launch "
-                     f"{layout.label} ({why}): {ch.note}")  # fmt: skip
+        ch = replace(ch, note=f"{fw} {used}, the newest release with a fit, cannot {what} "
+                     f"({why}): {ch.note}")  # fmt: skip
     return p, prov, ch
 
 
@@ -427,13 +469,17 @@ def resolve_release_params(
     profile: Profile | None = None,
     family: str | None = None,
     layout: Any = None,
+    model: Any = None,
+    field: str | None = None,
 ) -> tuple[EfficiencyParams, str, ReleaseChoice | None]:
     """Parameters for (gpu, framework, precision, release), their provenance label and the
     release choice (:func:`choose_release`; None without a framework or profile).
 
-    With a ``layout`` (expert parallelism, attention data-parallel ranks), a release that
-    cannot launch it is refused when named and skipped when it is only the newest with a fit
-    (:func:`_for_layout`): the prediction is then for the first release that can.
+    With a ``layout`` (expert parallelism, attention data-parallel ranks) or a ``model``
+    (a :class:`~planner.catalog.records.ModelArch`), a release that cannot launch the layout
+    or predates the model (:func:`release_floor`) is refused when named (the message starts
+    with ``field``, the input that named it) and skipped when it is only the newest with a
+    fit (:func:`_for_floor`): the prediction is then for the first release that can.
 
     The label has the shape of :func:`~planner.catalog.profile.resolve_params`' labels with
     the release in the node's name (``fit (vllm@0.11.0/nvidia-h100-sxm/fp8, 74 rows)``,
@@ -442,9 +488,9 @@ def resolve_release_params(
     the release distance.
     """
     cat = catalog or load_catalog()
-    if layout is not None and framework:
-        out = _for_layout(gpu, framework, precision, release, profile_path, cat, profile,
-                          family, layout)  # fmt: skip
+    if (layout is not None or model is not None) and framework:
+        out = _for_floor(gpu, framework, precision, release, profile_path, cat, profile,
+                         family, layout, model, field)  # fmt: skip
         if out is not None:
             return out
     prof = profile if profile is not None else load_profile(profile_path)

@@ -279,16 +279,17 @@ def checked_release(
     return parse_framework_spec(f"{fw}@{rel}", ids, known_releases(args.data_dir), field=field)
 
 
-def release_params(args: argparse.Namespace, gpu, fw, prec, release, cat, family, layout=None):
+def release_params(args: argparse.Namespace, gpu, fw, prec, release, cat, family, layout=None,
+                   model=None, field="--framework"):  # fmt: skip
     """(params, provenance, release choice) for a prediction
-    (:func:`planner.catalog.release_profile.resolve_release_params`; with ``layout``, a
-    release that cannot launch it is refused or skipped); :func:`say_release` prints the
-    choice once the command's answer is ready."""
+    (:func:`planner.catalog.release_profile.resolve_release_params`; with ``layout`` or
+    ``model``, a release that cannot launch the layout or predates the model is refused,
+    naming ``field``, or skipped); :func:`say_release` prints the choice once the command's
+    answer is ready."""
     from planner.catalog.release_profile import resolve_release_params
 
-    return resolve_release_params(
-        gpu, fw, prec, release, args.calibration, cat, family=family, layout=layout
-    )
+    return resolve_release_params(gpu, fw, prec, release, args.calibration, cat, family=family,
+                                  layout=layout, model=model, field=field)  # fmt: skip
 
 
 def say_release(args: argparse.Namespace, choice) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from planner.cli.speculative import with_spec
 
-__all__ = ["ceiling_lines", "md_ceiling"]
+__all__ = ["ceiling_lines", "ceiling_warning", "md_ceiling"]
 
 
 def ceiling_lines(recs: list[dict[str, Any]]) -> str:
@@ -44,3 +44,22 @@ def md_ceiling(recs: list[dict[str, Any]]) -> list[str]:
     """:func:`ceiling_lines` as a Markdown paragraph and list (nothing when empty)."""
     text = ceiling_lines(recs).strip().splitlines()
     return ["", text[0], "", *[f"* {ln.strip()}" for ln in text[1:]]] if text else []
+
+
+def ceiling_warning(rec: dict[str, Any]) -> tuple[str, str] | None:
+    """The "beyond measurements" line of one option for a page next to it: ``("beyond",
+    text)`` when its predicted output tok/s per GPU is far above the best published
+    measurement of its GPU and model (the ratio, the measured best, its row, source and
+    date), ``("unmeasured", text)`` when nothing of the GPU and model is published, None
+    when the prediction is within the measurements (:func:`ceiling_lines` for every option).
+    """
+    from planner.catalog.ceiling import ceiling_of_row
+
+    note = rec.get("ceiling_note")
+    if not note:
+        return None
+    if rec.get("measured_ceiling_tok_s_per_gpu") is None:
+        return "unmeasured", f"No published measurement to check this against: {note}."
+    c = ceiling_of_row(str(rec.get("ceiling_row") or ""))
+    src = f" Source of that measurement: {c.source} ({c.as_of})." if c else ""
+    return "beyond", f"Beyond measurements: {note}.{src}"

@@ -83,7 +83,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     fw = cat.framework(fw_id)
     lay = _layout(args)
     params, provenance, choice = release_params(
-        args, gpu.id, fw.id, prec.id, release, cat, model_family(m), lay
+        args, gpu.id, fw.id, prec.id, release, cat, model_family(m), lay, m
     )
     kv = args.kv_precision or default_kv_precision(prec, fw, m).id
     sk = spec_kwargs(args)

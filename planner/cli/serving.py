@@ -288,9 +288,10 @@ def _context(args: argparse.Namespace):
     note = sc.layout_replaced(args.tp, args.ep, args.attention_dp, dep)
     where = "--framework" if rel_arg else f"{args.scenario}: deployment.release"
     fw_id, release = checked_release(dep.framework, dep.release, args, cat, where)
+    m = cat.model(sc.model)
     params, prov, choice = release_params(
-        args, cat.gpu(dep.gpu).id, fw_id, dep.precision, release, cat,
-        model_family(cat.model(sc.model)), dep.layout,
+        args, cat.gpu(dep.gpu).id, fw_id, dep.precision, release, cat, model_family(m),
+        dep.layout, m, where,
     )  # fmt: skip
     rep = sc.build_replica(
         dep.gpu,

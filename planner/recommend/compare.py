@@ -48,6 +48,7 @@ _STAGE_ORDER = (
     "model_format",
     "framework_precision",
     "framework_vendor",
+    "framework_gpu",
     "tp_node",
     "tp_heads",
     "quality_floor",

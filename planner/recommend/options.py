@@ -11,6 +11,10 @@ Rules (each rejection's ``stage`` is the rule's name):
 ``framework_vendor``
     the framework does not run on the GPU's vendor (``Framework.vendors``; TensorRT-LLM is
     NVIDIA-only).
+``framework_gpu``
+    the framework's builds do not run on the GPU although it runs on the vendor
+    (``data/frameworks.yaml`` ``gpu_support``: LMDeploy's TurboMind has no B300 / GB300
+    kernels).
 ``framework_precision``
     the framework does not serve the weight format (``Framework.precisions``).
 ``model_format``
@@ -294,9 +298,10 @@ def enumerate_options(
             rejected.append(Rejection("licence", licence_note(g), gpu=g.id))
             continue
         for fw in f_list:
-            why = framework_gpu_problem(fw, g)
+            why = framework_gpu_problem(fw, g, cat.framework_gpus)
             if why:
-                rejected.append(Rejection("framework_vendor", why, gpu=g.id, framework=fw.id))
+                stage = "framework_vendor" if g.vendor not in fw.vendors else "framework_gpu"
+                rejected.append(Rejection(stage, why, gpu=g.id, framework=fw.id))
                 continue
             ids = {p.id for p in p_list}
             for p in p_list:

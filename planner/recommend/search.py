@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..catalog import Catalog, model_family
-from ..catalog.release_profile import layout_release_floor, resolve_release_params
+from ..catalog.release_profile import release_floor, resolve_release_params
 from ..cost import load_ownership, quote_price
 from ..engine.memory import weight_memory
 from ..errors import MissingDataError, PlannerError
@@ -279,6 +279,7 @@ class _Search:
         )
         self.price_cache: dict[str, Any] = {}
         self.param_cache: dict[tuple[str, str, str], tuple[Any, str, str | None]] = {}
+        self.floor_cache: dict[tuple[str, Any], tuple[str, str] | None] = {}
         self.weight_fit: dict[tuple[str, str, int, int], str | None] = {}
         self.rejected: list[Rejection] = []
         self.done: list[Screened] = []
@@ -359,16 +360,21 @@ class _Search:
         """Build the replica and bound the option analytically (no simulation)."""
         c, ld = self.c, self.load
         key = (opt.gpu.id, opt.framework.id, opt.precision.id)
-        # the newest release with a fit that can launch the layout (issue 31)
-        floor = layout_release_floor(opt.framework.id, opt.layout)
+        # the newest release with a fit that can launch the layout and serves the model
+        fk = (opt.framework.id, opt.layout)
+        if fk not in self.floor_cache:
+            self.floor_cache[fk] = release_floor(opt.framework.id, opt.layout, self.m, self.cat)
+        floor = self.floor_cache[fk]
         ck = (*key, floor[0] if floor else None)
         if ck not in self.param_cache:
             params, prov, ch = resolve_release_params(
                 *key, catalog=self.cat, profile=self.profile, family=model_family(self.m),
-                layout=opt.layout,
+                layout=opt.layout, model=self.m,
             )  # fmt: skip
             # the release predicted for: a floor release the layout asked for, else the node's
             rel = (ch.requested or ch.used) if ch is not None else None
+            if floor and ch is not None and ch.requested == floor[0] != ch.used:
+                prov = f"{prov}; predicted for {opt.framework.id}@{floor[0]}: {floor[1]}"
             self.param_cache[ck] = (params, prov, rel)
         params, prov, release = self.param_cache[ck]
         if release:
