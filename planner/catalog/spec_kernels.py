@@ -39,6 +39,10 @@ class VerifyKernel(Sourced):
     tile_rows : query rows (tokens x heads) per tile [rows] (``packed`` only)
     max_heads_per_gpu : the record says nothing above this many query heads per GPU (0: no
         limit)
+    token_pass_fraction : ``per_token`` only: what each further query token's stream costs
+        in HBM passes, from a published timing of the kernel at q > 1 against q = 1 (the
+        token CTAs of one sequence run side by side and share some of the KV through L2);
+        1: every token a full pass
     """
 
     engine: str = Field(min_length=2)
@@ -48,11 +52,14 @@ class VerifyKernel(Sourced):
     rule: Literal["per_token", "packed"]
     tile_rows: int | None = Field(default=None, ge=1)
     max_heads_per_gpu: int = Field(default=0, ge=0)
+    token_pass_fraction: float = Field(default=1.0, gt=0.0, le=1.0)
 
     @model_validator(mode="after")
     def _tile(self) -> VerifyKernel:
         if (self.rule == "packed") != (self.tile_rows is not None):
             raise ValueError("tile_rows is given for rule packed, and only for it")
+        if self.rule == "packed" and self.token_pass_fraction != 1.0:
+            raise ValueError("token_pass_fraction is for rule per_token only")
         return self
 
 
