@@ -8,8 +8,8 @@ once or once per query token is the engine's kernel's choice, read in its source
 * ``per_token`` (TensorRT-LLM's trtllm-gen MLA generation kernels on SM100, which SGLang runs
   as ``trtllm_mla`` too): one CTA per query token, each streaming the KV, so up to K + 1
   passes; the published timing of the kernel (q = 8 costs 5.56x q = 1 at 1M context:
-  FlashInfer issue #4390) puts each further token at ``token_pass_fraction`` = 0.651 of a
-  pass (L2 shares part of the stream), so ``passes = 1 + 0.651 K``;
+  FlashInfer issue #4390) puts each further token at ``token_pass_fraction`` = 0.652 of a
+  pass (L2 shares part of the stream), so ``passes = 1 + 0.652 K``;
 * ``packed`` (FlashMLA, FlashInfer MLA, aiter's asm MLA decode): the ``(K + 1) x h`` query
   rows of a sequence (h query heads per GPU) fill tiles of ``tile_rows`` rows and each tile
   reads the KV once, so ``passes = ceil((K + 1) h / tile_rows) / ceil(h / tile_rows)``,
@@ -40,7 +40,7 @@ def kernel_passes(rec: VerifyKernel | None, spec_tokens: int, heads_per_gpu: flo
     relative to a plain decode step [-] (1 without a record or drafts).
 
     Examples: ``per_token``, K = 3: ``1 + f x 3`` (f = ``token_pass_fraction``: 4 at f = 1,
-    2.953 at FlashInfer's measured 0.651). ``packed`` in 64-row tiles, K = 3: 16 heads ->
+    2.956 at FlashInfer's measured 0.652). ``packed`` in 64-row tiles, K = 3: 16 heads ->
     ceil(64 / 64) / ceil(16 / 64) = 1; 128 heads -> ceil(512 / 64) / ceil(128 / 64) = 8 / 2 = 4;
     32 heads -> ceil(128 / 64) / ceil(32 / 64) = 2.
     """
