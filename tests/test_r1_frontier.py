@@ -255,9 +255,11 @@ def front_predictions_8k(r1, points_8k1k, held_out_path):
 # 0.75, 0.80, 0.85, 0.93, 0.96, 0.83, 1.253; at the fifth pass's refit (K of the MTP rows
 # read, offline nodes keep their overheads): ixh-0786 2.63, ixh-1142 1.23, the rest as
 # printed by ``scripts/r1_frontier.py``.
+# ixh-1142 (B200 fp8 60: TP8 + MTP k=3, TensorRT-LLM, conc 32) was 2,555.4 / 8 / 232.3 =
+# 1.375 (TPOT 12.1 ms predicted, 16.6 measured) while the verify step read the KV once;
+# TensorRT-LLM's trtllm-gen MLA kernels stream it per verify token (planner/engine/spec_kv.py,
+# data/spec_kernels.yaml: 1 + 0.652 x 3 = 2.956 passes): 1.122, TPOT 14.8 ms.
 _THR_MARKS_8K = {
-    # TP8 + MTP k=3, conc 32: 2,555.4 / 8 / 232.3 = 1.375 (<= 1.25 before the relabel)
-    ("nvidia-b200", "fp8", 60.0): _xfail(_RELABEL + "1.375"),
     # SGLang 2P/1D: the measured run's prefill pool delivers 5,963.6 / 1,024 x 7,373 / 16 =
     # 2,683 prompt tok/s per prefill GPU, the TensorRT-LLM 4P/1D run (ixh-0989, same pool
     # layouts) 5,858: the SGLang prefill, not the decode step. With the recipe's per-rank

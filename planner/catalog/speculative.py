@@ -121,6 +121,8 @@ class SpecDecode(Frozen):
     workload : the workload kind AL was chosen for (:data:`WORKLOADS`); None: natural text
     graph_max_seqs : the engine's CUDA-graph capture limit for verify steps (SGLang
         ``--cuda-graph-max-bs``): a verify step of more sequences runs eager; None: no limit
+    engine : the framework id that verifies (its attention kernel sets how often a verify
+        step reads the KV, :mod:`planner.engine.spec_kv`); None: not given
     """
 
     method: Method
@@ -132,6 +134,7 @@ class SpecDecode(Frozen):
     cite: str = "given"
     workload: Workload | None = None
     graph_max_seqs: int | None = Field(None, ge=1)
+    engine: str | None = None
 
     @property
     def al_band(self) -> tuple[float, float]:
@@ -269,7 +272,11 @@ def spec_decode(
                 f"(K = spec_tokens = {k}), got {shown(al)}"
             )
         return SpecDecode(
-            method=method, spec_tokens=k, acceptance_length=float(al), draft_model=draft_model
+            method=method,
+            spec_tokens=k,
+            acceptance_length=float(al),
+            draft_model=draft_model,
+            engine=framework.id if framework is not None else None,
         )
     hits, derived = _prior_rows(rows, k, workload)
     if not hits:
@@ -307,6 +314,7 @@ def spec_decode(
         basis=basis,
         cite=cite,
         workload=workload,
+        engine=framework.id if framework is not None else None,
     )
 
 

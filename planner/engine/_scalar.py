@@ -97,12 +97,13 @@ def step_time_scalar(
         skew_a,
         skew_b,
         peak_mla,
-    ) = c[:51]
-    n_graph = c[51]  # decode steps padded to a captured CUDA-graph batch (adp.graph_padded)
+        kv_extra,
+    ) = c[:52]
+    n_graph = c[52]  # decode steps padded to a captured CUDA-graph batch (adp.graph_padded)
     if n_graph > 0.0 and T > 0.0 and num_seqs == T and num_logits == T:
         b = math.ceil(num_seqs / dp)  # the busiest rank's sequences (even spread)
         for j in range(int(n_graph)):
-            g = c[52 + j]
+            g = c[53 + j]
             if g >= b:  # the smallest captured size holding it: dummies of one token fill it
                 d = g * dp - num_seqs
                 if d > 0.0:
@@ -176,6 +177,11 @@ def step_time_scalar(
             a_pairs = 0.0
         if a_pairs > cap:
             a_pairs = cap
+        if kv_extra != 0.0:  # the verify kernel re-reads each decoder's context (spec_kv)
+            t_am = (
+                kvb * (lf * kv_full + lsw * kv_sw + lall * Ta)
+                + kvb * lf * kv_extra * (a_pairs / (1.0 + spec_k))
+            ) / bw_kv
         # the absorbed decode FLOPs at their own kernel's rate (planner.engine.mla)
         t_ac = (
             attn_f * (lf * (pairs_full + dX - pairs_prefix - a_pairs) + lsw * pairs_sw) / peak_attn

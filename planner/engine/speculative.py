@@ -32,6 +32,7 @@ from planner.catalog.catalog import Catalog, load_catalog
 from planner.catalog.records import Precision
 from planner.catalog.speculative import SpecDecode
 from planner.engine.memory import _bits, kv_layer_bytes_per_token, param_counts, weight_memory
+from planner.engine.spec_kv import verify_kv_passes
 
 __all__ = [
     "MTP_16BIT_CHECKPOINTS",
@@ -182,15 +183,18 @@ def mtp_expert_scale(sm) -> float:
 
 def with_spec(sm, spec: SpecDecode | None, catalog: Catalog | None = None):
     """``sm`` (a :class:`planner.engine.step.StepModel`) verifying ``spec.spec_tokens`` draft
-    tokens per decoding sequence, with the drafter's passes; ``sm`` itself when ``spec`` is
-    None."""
+    tokens per decoding sequence, with the drafter's passes and the verify kernel's KV passes
+    of ``spec.engine`` (:func:`planner.engine.spec_kv.verify_kv_passes`); ``sm`` itself when
+    ``spec`` is None."""
     if spec is None:
         return sm
+    k = int(spec.spec_tokens)
     return replace(
         sm,
-        spec_tokens=int(spec.spec_tokens),
+        spec_tokens=k,
         draft=draft_cost(sm, spec, catalog),
         spec_graph_max=float(spec.graph_max_seqs or 0),
+        spec_kv_passes=verify_kv_passes(sm.model, sm.gpu, spec.engine, k, sm.tp),
     )
 
 

@@ -9,7 +9,8 @@ sequences (prefill chunks and/or one token per decoding sequence). Its time is
   experts hit by ``new_tokens * top_k`` uniform picks) + GEMM activations in and
   out; FLOPs = 2 x active matmul parameters x tokens (+ lm head on the tokens that
   need logits only).
-* Attention: bytes = KV read (each sequence's context, once per layer) + KV write
+* Attention: bytes = KV read (each sequence's context, once per layer; an MLA verify step
+  as often as the engine's kernel streams it, :mod:`planner.engine.spec_kv`) + KV write
   (new tokens); FLOPs = 4 x heads x head_dim x query-key pairs (QK^T and PV). MLA
   (DeepSeek-V2/V3) decodes in the absorbed form: a decode query's pairs cost
   ``2 x heads x (2 x kv_lora_rank + qk_rope_head_dim)`` FLOPs (scores and values on the
@@ -146,6 +147,7 @@ class StepModel:
     spec_tokens: int = 0
     draft: DraftCost | None = None
     spec_graph_max: float = 0.0  # verify steps of more sequences run eager (0: no limit)
+    spec_kv_passes: float = 1.0  # MLA KV reads of a verify step (planner.engine.spec_kv)
     # MLA decode in the absorbed form: FLOPs per decode query-key pair per layer (0: not MLA)
     attn_flops_per_decode_pair_layer: float = 0.0
     mla_decode_flops_s: float = 0.0  # their achieved rate (planner.engine.mla) [FLOP/s]
@@ -273,6 +275,9 @@ class StepModel:
                 kv_read_tokens_full, attn_pairs_full, attn_pairs_prefix, self.spec_tokens
             )
             a_dec = self.attn_flops_per_decode_pair_layer / dp * self.layers_full * a_pairs
+            if self.spec_kv_passes != 1.0:  # the verify kernel re-reads each decoder's context
+                x = (self.spec_kv_passes - 1.0) * (a_pairs / (1.0 + self.spec_tokens))
+                kv_read = kv_read + kvb * self.layers_full * x
             a_flops = (
                 self.attn_flops_per_pair_layer
                 / dp
@@ -282,12 +287,8 @@ class StepModel:
                 )
                 + a_dec
             )
-        pf_flops = (
-            self.attn_flops_per_pair_layer
-            / dp
-            * self.layers_full
-            * np.asarray(attn_pairs_prefix, float)
-        )
+        afp = self.attn_flops_per_pair_layer / dp
+        pf_flops = afp * self.layers_full * np.asarray(attn_pairs_prefix, float)
         t_am = (kv_read + kv_write) / (self.bw_bytes_s * p.kv_mem_eff)
         if a_dec is None:
             t_ac = (a_flops - pf_flops) / (self.peak_flops * p.attn_eff) + pf_flops / (
@@ -346,16 +347,13 @@ class StepModel:
         )
 
     def draft_time(self, new_tokens, num_decode, kv_read_tokens_full):
-        """Time of the draft passes of one speculative step [s] (0 without them).
-
-        One pass over ``new_tokens``: the prompt chunks' tokens and the verify step's K + 1
-        positions of each decoding sequence (the drafter extends its own KV over every
-        verified token: SGLang's draft-extend graph runs ``speculative_num_steps + 1`` tokens
-        per sequence, eagle_draft_extend_cuda_graph_runner.py @ 212c357a), then ``K - 1``
-        passes over the ``num_decode`` decoding sequences; each pass: ``max(weights + expected experts + activations at memory
-        bandwidth, FLOPs at the GEMM efficiency) + the draft KV of every sequence's context
-        at KV bandwidth + its collectives + layer_overhead_s x draft layers``
-        (:class:`planner.engine.speculative.DraftCost`)."""
+        """Time of the draft passes of one speculative step [s] (0 without them): one pass over
+        ``new_tokens`` (prompt chunks and the K + 1 verified positions per decoder: SGLang's
+        draft-extend graph runs ``speculative_num_steps + 1`` tokens per sequence,
+        eagle_draft_extend_cuda_graph_runner.py @ 212c357a), then K - 1 over the ``num_decode``
+        decoders; each: max(weights + experts + activations at memory bandwidth, FLOPs at the
+        GEMM efficiency) + the draft KV of each context + collectives + layer_overhead_s x
+        draft layers (:class:`planner.engine.speculative.DraftCost`)."""
         d = self.draft
         out = 0.0 * np.asarray(new_tokens, float)
         if not self.spec_tokens or d is None:
@@ -409,7 +407,7 @@ class StepModel:
     # ---- the hot scalar path of :meth:`step` (plain floats, no numpy) ------------------
     @cached_property
     def _coeffs(self) -> tuple[float, ...]:
-        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (68 floats): the
+        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (69 floats): the
         step's constants, with the products that do not depend on its counts done once."""
         p = self.params
         ne = self.num_experts
@@ -476,6 +474,7 @@ class StepModel:
                 prompt_share(self.adp_balanced, p),
                 *routing.skew_coeffs(ne, self.top_k, p.moe_route_cv2),
                 self.mla_decode_flops_s or self.peak_flops * p.attn_eff,
+                self.spec_kv_passes - 1.0,
                 *adp.graph_slots(self.graph_sizes),  # decode-graph padding
             )
         )
