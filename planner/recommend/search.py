@@ -277,6 +277,8 @@ class _Search:
             mean_input_tokens=mean(lambda w: w.mean_input_tokens()),
             mean_output_tokens=mean(lambda w: w.mean_output_tokens()),
         )
+        #: each class's mean prompt [tokens], where its zero-load TPOT floor is read
+        self.mean_input = [x.workload.mean_input_tokens() for x in cls]
         self.price_cache: dict[str, Any] = {}
         self.param_cache: dict[tuple[str, str, str], tuple[Any, str, str | None]] = {}
         self.weight_fit: dict[tuple[str, str, int, int], str | None] = {}
@@ -386,7 +388,7 @@ class _Search:
             except PlannerError as e:
                 return Rejection.of(opt, "memory", (f"{rc.name}: " if rc.name else "") + str(e))
             if rc.slo.tpot is not None:
-                floor = _tpot_floor(rep, rc.workload.mean_input_tokens())
+                floor = _tpot_floor(rep, self.mean_input[i])
                 if floor > rc.slo.tpot.max_s:
                     why = _why_tpot(rep, floor, rc.slo.tpot.max_s)
                     return Rejection.of(opt, "slo_zero_load", why)
