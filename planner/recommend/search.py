@@ -53,6 +53,7 @@ from .finish import (
     spec_suffix,
     why_winner,
 )
+from .forked import Forked, fill
 from .objective import (
     OBJECTIVE_TABLE,
     OBJECTIVES,
@@ -543,6 +544,7 @@ class _Search:
         heapq.heapify(heap)
         learned = RatioBook(own_only=self.per_gpu)
         prefetch: Prefetch | None = None
+        forked = Forked.start(self, heap)  # the back options screened on the second core
         try:
             while heap:
                 key, stage, seq_i, item = heapq.heappop(heap)
@@ -567,13 +569,14 @@ class _Search:
                             self.zero_load,
                             functools.partial(run_ahead, self, heap, learned, tried),
                         )
-                    self.simulate(item, learned)
+                    self.simulate(fill(self, item), learned)
                     continue
-                r = prefetch.take(seq_i) if prefetch is not None else None
+                r = (prefetch or forked).take(seq_i) if prefetch or forked else None
                 self.step_screened(heap, item, self.screen_option(item) if r is None else r, max_tp)
         finally:
-            if prefetch is not None:
-                prefetch.close()
+            for helper in (prefetch, forked):
+                if helper is not None:
+                    helper.close()
         return n_enumerated
 
     def prefetch_ok(self) -> bool:
