@@ -87,8 +87,8 @@ def test_a_forked_screen_gives_the_one_process_answer(monkeypatch, spy, example)
 
 
 def test_the_latency_objective_forked(monkeypatch, spy):
-    """The child bounds each option by a zero-load simulation (the compiled kernels, loaded
-    before the fork)."""
+    """The child bounds each option by a zero-load simulation (the compiled kernels: loaded
+    by the parent for the first search's simulations, by the child itself otherwise)."""
     # two searches: the cheapest fleet (the cost cap), then the latency ranking
     one, two = _both(monkeypatch, spy, "rag-70b.yaml", 2, objective="latency", top_n=3)
     assert two == one

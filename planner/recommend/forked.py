@@ -39,10 +39,10 @@ import numpy as np
 from ..errors import PlannerError
 from .objective import Screened
 from .options import Option, Rejection
-from .processes import _fork_locks, _in_child, prepare, processes
+from .processes import _in_child, processes
 
-#: fewest options worth a fork (the fork, the kernels loaded before it and the answers'
-#: pickles cost ~0.02 s of the search's process)
+#: fewest options worth a fork (the fork and the answers' pickles cost ~0.02 s of the
+#: search's process)
 MIN_OPTIONS = 200
 
 #: options per block: the child screens blocks 1, 3, 5, ... of the search's order and sends
@@ -96,12 +96,14 @@ class Forked:
             [(seq, opt) for _, _, seq, opt in order[i : i + BLOCK]]
             for i in range(BLOCK, len(order), 2 * BLOCK)
         ]
-        prepare()  # kernels, lazy imports, profile: loaded once, before the fork
+        # no kernels loaded nor locks held for the child (processes.prepare, _fork_locks):
+        # with no other thread, no lock is held by a thread the child lacks, and the child
+        # screens at once while this process loads the kernels for its first simulation
         r, w = os.pipe()
         with contextlib.suppress(OSError):
             fcntl.fcntl(w, _F_SETPIPE_SZ, _PIPE_BYTES)
         try:
-            with _fork_locks(), warnings.catch_warnings():
+            with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", category=DeprecationWarning)  # as Child.start
                 pid = os.fork()
         except OSError:
