@@ -33,6 +33,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _recommend(example: str, **kw) -> dict:
+    forked._REPLICAS.clear()  # each call a first search, as in a fresh process
     sc = load_scenario(REPO_ROOT / "examples" / example)
     res = recommend(
         sc.model, sc.workload, sc.slo, catalog=CAT, headroom=sc.constraints.headroom,
@@ -89,8 +90,9 @@ def test_a_forked_screen_gives_the_one_process_answer(monkeypatch, spy, example)
 def test_the_latency_objective_forked(monkeypatch, spy):
     """The child bounds each option by a zero-load simulation (the compiled kernels: loaded
     by the parent for the first search's simulations, by the child itself otherwise)."""
-    # two searches: the cheapest fleet (the cost cap), then the latency ranking
-    one, two = _both(monkeypatch, spy, "rag-70b.yaml", 2, objective="latency", top_n=3)
+    # two searches: the cheapest fleet (the cost cap) forks, the latency ranking after it
+    # screens from the replicas the first remembered
+    one, two = _both(monkeypatch, spy, "rag-70b.yaml", objective="latency", top_n=3)
     assert two == one
     assert spy["answered"] > 0
 
@@ -119,9 +121,12 @@ class _S:
 
 def test_where_it_does_not_fork(monkeypatch):
     monkeypatch.setenv("PLANNER_PROCESSES", "2")
+    forked._REPLICAS.clear()
     assert forked.may_fork(_S(), forked.MIN_OPTIONS)
     assert not forked.may_fork(_S(), forked.MIN_OPTIONS - 1)  # too few options
     assert not forked.may_fork(_S(per_gpu=True), 5000)  # compare_gpus forks per GPU
     assert not forked.may_fork(_S(seed=np.random.default_rng(0)), 5000)  # order of draws
+    monkeypatch.setitem(forked._REPLICAS, ("a search before",), None)
+    assert not forked.may_fork(_S(), 5000)  # screens from remembered replicas
     monkeypatch.setenv("PLANNER_PROCESSES", "1")
     assert not forked.may_fork(_S(), 5000)

@@ -17,7 +17,11 @@ Used only where it cannot change an answer: two CPUs with one free
 other thread in the process (a fork copies locks, not the threads holding them), an
 integer seed (a shared random generator's draws depend on their order), not ``per_gpu``
 (:func:`~planner.recommend.compare_gpus` forks per GPU itself; its helper thread reads
-replicas), and at least :data:`MIN_OPTIONS` options to screen.
+replicas), at least :data:`MIN_OPTIONS` options to screen, and the process's first search
+(no replica remembered yet, :data:`~planner.recommend.replicas._REPLICAS`: a later search,
+e.g. the latency objective's second or a script's next call, screens from remembered
+replicas, cheaper than the fork; measured in process, chat 8B 0.27 s one process against
+0.36-0.40 s forked).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from ..errors import PlannerError
 from .objective import Screened
 from .options import Option, Rejection
 from .processes import _in_child, processes
+from .replicas import _REPLICAS
 
 #: fewest options worth a fork (the fork and the answers' pickles cost ~0.02 s of the
 #: search's process)
@@ -204,6 +209,7 @@ def may_fork(search: Any, n_options: int) -> bool:
     """Whether a child may screen (module docstring)."""
     return (
         n_options >= MIN_OPTIONS
+        and not _REPLICAS  # a first search: later ones screen from remembered replicas
         and not search.per_gpu
         and not isinstance(search.cache.seed, np.random.Generator)
         and threading.active_count() == 1
