@@ -53,6 +53,7 @@ from .finish import (
     spec_suffix,
     why_winner,
 )
+from .forked import Forked, fill
 from .objective import (
     OBJECTIVE_TABLE,
     OBJECTIVES,
@@ -277,6 +278,8 @@ class _Search:
             mean_input_tokens=mean(lambda w: w.mean_input_tokens()),
             mean_output_tokens=mean(lambda w: w.mean_output_tokens()),
         )
+        #: each class's mean prompt [tokens], where its zero-load TPOT floor is read
+        self.mean_input = [x.workload.mean_input_tokens() for x in cls]
         self.price_cache: dict[str, Any] = {}
         self.param_cache: dict[tuple[str, str, str], tuple[Any, str, str | None]] = {}
         self.floor_cache: dict[tuple[str, Any], tuple[str, str] | None] = {}
@@ -392,7 +395,7 @@ class _Search:
             except PlannerError as e:
                 return Rejection.of(opt, "memory", (f"{rc.name}: " if rc.name else "") + str(e))
             if rc.slo.tpot is not None:
-                floor = _tpot_floor(rep, rc.workload.mean_input_tokens())
+                floor = _tpot_floor(rep, self.mean_input[i])
                 if floor > rc.slo.tpot.max_s:
                     why = _why_tpot(rep, floor, rc.slo.tpot.max_s)
                     return Rejection.of(opt, "slo_zero_load", why)
@@ -547,6 +550,7 @@ class _Search:
         heapq.heapify(heap)
         learned = RatioBook(own_only=self.per_gpu)
         prefetch: Prefetch | None = None
+        forked = Forked.start(self, heap)  # the back options screened on the second core
         try:
             while heap:
                 key, stage, seq_i, item = heapq.heappop(heap)
@@ -571,13 +575,14 @@ class _Search:
                             self.zero_load,
                             functools.partial(run_ahead, self, heap, learned, tried),
                         )
-                    self.simulate(item, learned)
+                    self.simulate(fill(self, item), learned)
                     continue
-                r = prefetch.take(seq_i) if prefetch is not None else None
+                r = (prefetch or forked).take(seq_i) if prefetch or forked else None
                 self.step_screened(heap, item, self.screen_option(item) if r is None else r, max_tp)
         finally:
-            if prefetch is not None:
-                prefetch.close()
+            for helper in (prefetch, forked):
+                if helper is not None:
+                    helper.close()
         return n_enumerated
 
     def prefetch_ok(self) -> bool:
