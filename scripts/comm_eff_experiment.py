@@ -3,8 +3,10 @@ all-reduce efficiency bounded below by a measured NCCL value, optionally with a 
 child for MoE models too, with or without the routed-expert GEMM efficiency
 (``moe_compute_scale``), and score held out.
 
-Since s7-moeeff the fit's defaults are ``comm_eff >= 0.68`` and ``moe_compute_scale`` fitted;
-main's fit before it (the "before" of that note) is ``--floor 0.05 --no-moe``.
+``--no-moe`` needs ``scripts/moe_eff_experiment.patch`` applied (``git apply``; measured, not
+shipped: changes note s7-moeeff). With the patch the fit's defaults are ``comm_eff >= 0.68``
+and ``moe_compute_scale`` fitted, and ``--floor 0.05 --no-moe`` is main's fit bit for bit;
+without it ``--no-moe`` changes nothing.
 
 Usage::
 

@@ -66,7 +66,6 @@ TRUE = EfficiencyParams(
     seq_overhead_s=2e-6,
     eager_layer_s=1.5e-4,
     sched_overhead_s=3e-4,
-    moe_compute_scale=0.5,
 )
 #: parameters that move the predictions of single-GPU step rows (see _step_design)
 IDENTIFIABLE = (
@@ -82,10 +81,9 @@ IDENTIFIABLE = (
 )
 #: not identifiable from step rows, by construction of the engine:
 #: comm_eff only enters through all-reduces (tp > 1; every synthetic row is tp=1),
-#: sched_overhead_s only through offline/serving throughput (no step row uses it),
-#: moe_compute_scale only through routed-expert FLOPs (every synthetic model is dense).
+#: sched_overhead_s only through offline/serving throughput (no step row uses it).
 #: The fit must leave them at their start value (the prior holds them there).
-NOT_IDENTIFIABLE = ("comm_eff", "sched_overhead_s", "moe_compute_scale")
+NOT_IDENTIFIABLE = ("comm_eff", "sched_overhead_s")
 START = PRIOR.with_(**calib._START)
 
 BASE_ROW = {

@@ -84,14 +84,6 @@ class EfficiencyParams(Frozen):
         "attention kernel splits each sequence: splits = max(1, this / items); used with "
         "attn_seq_bw_bytes_s",
     )
-    moe_compute_scale: float = Field(
-        1.0,
-        gt=0,
-        le=1,
-        description="routed-expert GEMMs (fused MoE kernels) against dense GEMMs: their "
-        "FLOPs run at compute_eff x this (same ramp); 1, the prior, = dense efficiency "
-        "(docs/changes s7-moeeff)",
-    )
     moe_imbalance: float = Field(
         0.0,
         ge=0,

@@ -97,14 +97,12 @@ def step_time_scalar(
         skew_a,
         skew_b,
         peak_mla,
-        moe_f,
-        moe_s,
-    ) = c[:53]
-    n_graph = c[53]  # decode steps padded to a captured CUDA-graph batch (adp.graph_padded)
+    ) = c[:51]
+    n_graph = c[51]  # decode steps padded to a captured CUDA-graph batch (adp.graph_padded)
     if n_graph > 0.0 and T > 0.0 and num_seqs == T and num_logits == T:
         b = math.ceil(num_seqs / dp)  # the busiest rank's sequences (even spread)
         for j in range(int(n_graph)):
-            g = c[54 + j]
+            g = c[52 + j]
             if g >= b:  # the smallest captured size holding it: dummies of one token fill it
                 d = g * dp - num_seqs
                 if d > 0.0:
@@ -157,17 +155,14 @@ def step_time_scalar(
             eff = ceff
         mm = mm_f * Ta + lm_f * num_logits
         t_gc = mm / (peak * eff)
-        if moe_s != 1.0 and moe_f != 0.0:  # routed experts at their own efficiency (moe_eff)
-            mo = moe_f * Ta
-            t_gc = (mm - mo) / (peak * eff) + mo / (peak * (eff * moe_s))
         if mm_e != 0.0:  # expert parallel: the busiest GPU's routed tokens (skew + multinomial)
             mean = T * k_ep
             hd = (mean * skew1 + z_ep * mean**0.5) * dp
             if hd > 0.0:  # its expert GEMMs fill the tensor cores by their own rows
                 if chalf != 0.0:
-                    eff_e = ceff * moe_s * hd / (hd + chalf)
+                    eff_e = ceff * hd / (hd + chalf)
                 else:
-                    eff_e = ceff * moe_s
+                    eff_e = ceff
                 t_gc += mm_e * (hd / dp) / (peak * eff_e)
     else:
         t_gc = 0.0

@@ -39,9 +39,8 @@ from planner.catalog.catalog import Catalog, check_layout, compute_dtype_for, lo
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.layout import Layout, check_for_model
 from planner.catalog.records import Accelerator, ModelArch, Precision
-from planner.engine import _scalar, adp, mla, moe_eff, routing
+from planner.engine import _scalar, adp, mla, routing
 from planner.engine.adp import busiest_rank_extra, prompt_share
-from planner.engine.links import link_bytes_s as _link_bytes_s
 from planner.engine.memory import (
     _bits,
     dense_layer_bytes_per_gpu,
@@ -50,6 +49,7 @@ from planner.engine.memory import (
 )
 from planner.engine.parts import mla_decode_flops_per_pair, unquantized_attention
 from planner.engine.speculative import DraftCost
+from planner.errors import MissingDataError
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,6 @@ class StepModel:
     layout_label: str = ""
     # unquantized linears (planner.engine.parts): their extra FLOPs at peak_flops per token
     matmul_slow_flops_per_token: float = 0.0
-    moe_flops_per_token: float = 0.0  # routed-expert part of matmul_flops_per_token (plain TP)
     adp_balanced: bool = False  # the engine balances prompt work over the attention-DP ranks
     # speculative decoding: K draft tokens verified per decoding sequence, and the drafter
     spec_tokens: int = 0
@@ -250,13 +249,10 @@ class StepModel:
         with np.errstate(divide="ignore", invalid="ignore"):
             mm_t = mm_flops + self.matmul_slow_flops_per_token * Ta  # as FLOPs at peak_flops
             t_gc = np.where(T > 0, mm_t / (self.peak_flops * np.maximum(eff_c, 1e-12)), 0.0)
-            if p.moe_compute_scale != 1.0 and self.moe_flops_per_token:  # routed experts at
-                mo = self.moe_flops_per_token * Ta  # compute_eff x moe_compute_scale
-                t_gc = np.where(T > 0, moe_eff.split_time(mm_t, mo, self.peak_flops, eff_c, p), 0)
             if self.expert_flops_per_routed_token:  # EP: the busiest GPU's expert GEMMs, whose
                 hd = self.routed_tokens_hot(T) * dp  # rows are its routed tokens (ramp on them)
                 e_flops = self.expert_flops_per_routed_token * (hd / dp)
-                eff_e = _ramp(p.compute_eff * p.moe_compute_scale, hd, p.compute_half_tokens * dp)
+                eff_e = _ramp(p.compute_eff, hd, p.compute_half_tokens * dp)
                 t_gc = t_gc + np.where(hd > 0, e_flops / (self.peak_flops * eff_e), 0.0)
                 mm_flops = mm_flops + e_flops
         t_gemm = np.maximum(t_gm, t_gc)
@@ -480,8 +476,6 @@ class StepModel:
                 prompt_share(self.adp_balanced, p),
                 *routing.skew_coeffs(ne, self.top_k, p.moe_route_cv2),
                 self.mla_decode_flops_s or self.peak_flops * p.attn_eff,
-                self.moe_flops_per_token,
-                p.moe_compute_scale,
                 *adp.graph_slots(self.graph_sizes),  # decode-graph padding
             )
         )
@@ -667,8 +661,34 @@ def step_model(
         link_bytes_s=link if link > 0 else 1.0,
         layout_label=f"TP{tp}" + (f" PP{pp}" if pp > 1 else ""),
         matmul_slow_flops_per_token=slow_mm,
-        moe_flops_per_token=2.0 * pc.num_moe_layers * k * pc.expert_one / tp * frac,
     )
+
+
+def _link_bytes_s(g: Accelerator, num_gpus: int, group: int) -> float:
+    """Bandwidth per GPU [B/s] of a collective over ``group`` GPUs of a replica of
+    ``num_gpus``: the scale-up link (NVLink / Infinity Fabric) while the replica stays in one
+    scale-up domain (``nvlink_domain_gpus``: 8 in an HGX server, 72 in an NVL72 rack), the
+    scale-out network per GPU (``scaleout_gbs_per_gpu``: InfiniBand / RoCE) once it spans
+    several. 0 when no collective runs (group 1)."""
+    if group <= 1:
+        return 0.0
+    link = (g.interconnect_gbs_unidir or 0) * 1e9
+    if link <= 0:
+        raise MissingDataError(
+            f"{g.id}: interconnect bandwidth unknown, so a {group}-GPU collective cannot be "
+            "estimated"
+        )
+    dom = getattr(g, "nvlink_domain_gpus", None)
+    if dom and num_gpus > dom:
+        out = (getattr(g, "scaleout_gbs_per_gpu", None) or 0) * 1e9
+        if out <= 0:
+            raise MissingDataError(
+                f"{g.id}: a replica of {num_gpus} GPUs spans {-(-num_gpus // dom)} scale-up "
+                f"domains of {dom}, and the scale-out bandwidth per GPU is unknown "
+                "(hardware.yaml scaleout_gbs_per_gpu)"
+            )
+        return min(link, out)
+    return link
 
 
 def _as_expert_parallel(plain: StepModel, lay: Layout) -> StepModel:
@@ -716,7 +736,6 @@ def _as_expert_parallel(plain: StepModel, lay: Layout) -> StepModel:
         plain,
         expert_bytes=pc.expert_one / mtp * b_exp * moe_s,
         matmul_flops_per_token=2.0 * dense_mm / (tp * dp) * frac,
-        moe_flops_per_token=0.0,  # expert_flops_per_routed_token instead
         matmul_slow_flops_per_token=plain.matmul_slow_flops_per_token / dp,
         comm_bytes_per_token=comm,
         link_bytes_s=link if link > 0 else 1.0,
