@@ -81,7 +81,8 @@ def lengths_of(notes: str) -> str:
 def sglang_tpot_rows(files=FILES) -> pd.DataFrame:
     """The SGLang TPOT rows of the InferenceX sources without speculative decoding, with the
     columns the tables group by (``release``, ``date``, ``launch``, ``lengths``,
-    ``layout``, ``conc``, ``measured``)."""
+    ``layout``, ``conc``, ``measured``, and ``mismatch``: the row carries the
+    ``workload_mismatch`` tag of ``scripts/annotate_workload_mismatch.py``)."""
     rows = pd.concat([pd.read_csv(f, dtype=str, keep_default_na=False) for f in files])
     rows = rows[(rows["framework"] == "sglang") & rows["metric"].isin(TPOT)]
     rows = rows[~rows["notes"].str.contains(_SPEC)].copy()
@@ -93,6 +94,7 @@ def sglang_tpot_rows(files=FILES) -> pd.DataFrame:
         "tp" + rows["tp"] + " ep" + rows["ep"].replace("", "1")
         + " adp" + rows["attention_dp"].replace("", "1")
     )  # fmt: skip
+    rows["mismatch"] = rows["notes"].str.contains("workload_mismatch:", regex=False)
     rows["conc"] = pd.to_numeric(rows["concurrency"], errors="coerce")
     rows["measured"] = pd.to_numeric(rows["value"], errors="coerce")
     return rows.reset_index(drop=True)
@@ -124,8 +126,10 @@ def same_launch(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def release_summary(pairs: pd.DataFrame) -> pd.DataFrame:
-    """:func:`same_launch` by (GPU, release, ISL / OSL): rows and the median ratio."""
-    g = pairs.groupby(["hardware", "precision", "release", "newest", "lengths"])
+    """:func:`same_launch` by (GPU, release, ISL / OSL, tagged ``workload_mismatch``): rows
+    and the median ratio."""
+    keys = ["hardware", "precision", "release", "newest", "lengths"]
+    g = pairs.groupby(keys + (["mismatch"] if "mismatch" in pairs else []))
     out = g.agg(rows=("ratio", "size"), median_ratio=("ratio", "median"),
                 min_ratio=("ratio", "min"), max_ratio=("ratio", "max"))  # fmt: skip
     return out.round(3).reset_index()
