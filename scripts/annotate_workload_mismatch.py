@@ -21,7 +21,7 @@ deepseek-v3, image ``lmsysorg/sglang:v0.5.10.post1-*`` or ``v0.5.11-*`` (the ima
 between the client's transformers-v5 symptom and its fix; the v0.5.9 runs of 2026-03-25 and
 the v0.5.12 re-runs of 2026-05-17 onwards are not), run date on or before 2026-05-15. Every
 such run in the files started before the fix (GitHub run ids 24555249976-25780567235; the
-re-runs are 2579xxxxxxx and later). The rows themselves agree: against the v0.5.12 re-run of
+untagged runs dated 2026-05-16 or later start at 25980015344). The rows themselves agree: against the v0.5.12 re-run of
 the same launch, their median TTFT at 8k/1k and 4 clients is 5.0-6.9x (the prefill of ~5x
 the tokens), at 1k/1k 1.4-2.7x. Nothing else in the launch changed (the scripts' server
 commands are the same; perf-changelog.yaml names only the image).
