@@ -25,7 +25,7 @@ from planner.benchmarks.random_lengths import (
     inferencex_random_bounds,
     random_dataset_lengths,
 )
-from planner.benchmarks.schema import layout_unsupported
+from planner.benchmarks.schema import layout_unsupported, workload_mismatch
 from planner.catalog import DATA_DIR
 
 CSV = DATA_DIR / "benchmarks" / "public_inferencex.csv"
@@ -194,7 +194,9 @@ def test_every_row_gets_a_prediction_or_a_reason(rows, catalog):
     pred = Predictor(catalog, CSV.parent, None)
     outs = pred.predict_rows([dict(r) for r in rows])
     for r, out in zip(rows, outs, strict=True):
-        if layout_unsupported(r["notes"]) is None:
+        if workload_mismatch(r["notes"]) is not None:  # scripts/annotate_workload_mismatch.py
+            assert "workload_mismatch" in out["reason"] and not out["predicted"], r["id"]
+        elif layout_unsupported(r["notes"]) is None:
             assert out["reason"] == "" and float(out["predicted"]) > 0, r["id"]
         else:
             assert out["reason"].startswith("layout not expressible") or (

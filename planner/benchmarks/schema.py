@@ -269,9 +269,25 @@ def layout_unsupported(notes: str) -> str | None:
     return why or "no reason given"
 
 
+#: the tag of a row whose run did not serve the workload its columns state, with the source
+#: that says so: ``workload_mismatch: <reason>``; kept, never fitted, never predicted
+WORKLOAD_MISMATCH_TAG = "workload_mismatch:"
+
+
+def workload_mismatch(notes: str) -> str | None:
+    """The reason a row's ``notes`` give for a run that did not serve its stated workload (the
+    text after ``workload_mismatch:`` up to the next ``;``), None when untagged."""
+    text = notes or ""
+    i = text.find(WORKLOAD_MISMATCH_TAG)
+    if i < 0:
+        return None
+    return text[i + len(WORKLOAD_MISMATCH_TAG) :].split(";")[0].strip() or "no reason given"
+
+
 def unexpressible_reason(row: Mapping[str, Any], gpu_vendor: str | None, fw_vendors) -> str:
     """Why a row cannot be modelled before any arithmetic ('' when it can): a
-    ``layout_unsupported`` tag, or a framework that does not run on the GPU's vendor."""
+    ``layout_unsupported`` or ``workload_mismatch`` tag, or a framework that does not run
+    on the GPU's vendor."""
     why = layout_unsupported(cell(row, "notes"))
     if why is not None and ("disaggregated" in why or "speculative" in why):
         return (
@@ -281,6 +297,8 @@ def unexpressible_reason(row: Mapping[str, Any], gpu_vendor: str | None, fw_vend
         )
     if why is not None:
         return f"layout not expressible by the planner: {why} (layout_unsupported; never fitted)"
+    if (bad := workload_mismatch(cell(row, "notes"))) is not None:
+        return f"the run did not serve the stated workload: {bad} (workload_mismatch; never fitted)"
     if gpu_vendor is not None and fw_vendors is not None and gpu_vendor not in fw_vendors:
         return (
             f"framework {cell(row, 'framework')} does not run on {gpu_vendor} GPUs "
