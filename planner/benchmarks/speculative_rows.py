@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
-from planner.benchmarks.schema import cell, engine_settings, layout_unsupported, number
+from planner.benchmarks.schema import (
+    cell,
+    engine_settings,
+    layout_unsupported,
+    number,
+    workload_mismatch,
+)
 from planner.benchmarks.serving_rows import predict_serving_row
 from planner.catalog.catalog import Catalog
 from planner.catalog.efficiency import EfficiencyParams
@@ -79,8 +85,11 @@ _GRAPH_MAX = re.compile(r"--cuda-graph-max-bs[ =](\d+)")
 
 
 def spec_of_row(row: Mapping[str, Any]) -> tuple[str, int | None] | None:
-    """(method, K or None) of a row measured with speculative decoding, None otherwise."""
+    """(method, K or None) of a row measured with speculative decoding, None otherwise (and
+    None for a row tagged ``workload_mismatch``: it is never predicted nor paired)."""
     notes = cell(row, "notes") or ""
+    if workload_mismatch(notes) is not None:
+        return None
     why = layout_unsupported(notes) or ""
     if "speculative decoding" not in why and "spec 'mtp'" not in notes:
         return None
@@ -207,7 +216,8 @@ def spec_pairs(rows: Iterable[Mapping[str, Any]]) -> list[SpecPair]:
     spec = [(r, spec_of_row(r)) for r in rows]
     base: dict[tuple, list[dict[str, Any]]] = {}
     for r, s in spec:
-        if s is None and not layout_unsupported(cell(r, "notes") or ""):
+        notes = cell(r, "notes") or ""
+        if s is None and not layout_unsupported(notes) and workload_mismatch(notes) is None:
             base.setdefault(_key(r), []).append(r)
     out = []
     for r, s in spec:
