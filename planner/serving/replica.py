@@ -13,6 +13,7 @@ import numpy as np
 
 from planner.catalog.catalog import Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
+from planner.catalog.engine_policies import kv_reserve_fraction
 from planner.catalog.latency import first_token_path
 from planner.catalog.layout import Layout, check_for_model, check_framework_layout, layout_of
 from planner.catalog.records import Accelerator, Framework, ModelArch, Precision
@@ -67,6 +68,10 @@ class EngineConfig:
     #: default scheduler without chunked prefill, ``_schedule_default``: "Don't schedule
     #: decodes if prefills are scheduled"); prompts then get the whole token budget
     prefill_first: bool = False
+    #: share of a request's max new tokens whose KV blocks the scheduler reserves when it
+    #: admits the request (``data/engine_policies.yaml``): 1 for TensorRT-LLM's
+    #: ``GUARANTEED_NO_EVICT``, 0 for vLLM (blocks for what is computed) [-]
+    kv_reserve_fraction: float = 0.0
 
     @property
     def kv_capacity_tokens(self) -> int:
@@ -370,6 +375,7 @@ def build_replica(
                 else engine_prefill_first
             )
         ),
+        kv_reserve_fraction=kv_reserve_fraction(fw.id if fw else None),
         host_overlap=bool(
             (
                 fw.overlaps_host(release, speculative=spec is not None, pipeline=pp > 1)
