@@ -81,8 +81,14 @@ _MISS = (np.array([0.3, 0.02, 4.0, 0.6, 0.04, 8.0]), np.array([50, 350, 20, 25, 
         dict(preset="code", concurrency=32, chunked_prefill=False),
         # the straggler term, closed loop, an early stop on a certain miss
         dict(preset="chat", concurrency=128, straggler=True, stop=_MISS),
+        # TensorRT-LLM's GUARANTEED_NO_EVICT: prompt + answer reserved, a small KV cache
+        dict(preset="chat", rate=80.0, memory_utilization=0.26, block_size=2, reserve=1.0),
+        # SGLang's decayed ratio: a part of the answer reserved, decoders still preempted
+        dict(preset="chat", rate=80.0, memory_utilization=0.26, max_num_batched_tokens=256,
+             block_size=2, reserve=0.098, preempts=True),
     ],
-    ids=["window", "preemption", "unchunked-closed", "straggler-early-stop"],
+    ids=["window", "preemption", "unchunked-closed", "straggler-early-stop", "no-evict",
+         "partial-reserve"],
 )  # fmt: skip
 def test_compiled_loop_equals_the_interpreted_phases(catalog, monkeypatch, case):
     """The loop's driver and phases run by the interpreter (borrow() is the identity there,
@@ -98,6 +104,8 @@ def test_compiled_loop_equals_the_interpreted_phases(catalog, monkeypatch, case)
             "max_num_batched_tokens", "block_size", "chunked_prefill")}  # fmt: skip
     rep = build_replica(case.pop("model", "llama-3.1-8b"), "nvidia-h100-sxm", "bf16", "vllm",
                         params=params, catalog=catalog, **over)  # fmt: skip
+    if "reserve" in case:
+        rep = rep.with_engine(kv_reserve_fraction=case.pop("reserve"))
     wl = Workload.model_validate({"preset": case.pop("preset")})
     reqs = wl.sample_requests(
         400, np.random.default_rng(3), case.pop("rate", None),

@@ -37,6 +37,7 @@ from planner.benchmarks.schema import (
 )
 from planner.benchmarks.serving_rows import predict_serving_row
 from planner.catalog.catalog import Catalog
+from planner.catalog.engine_policies import kv_reserve_fraction
 from planner.catalog.latency import APPLY_PREFILL_SCALE, latency_family, prefill_scale
 from planner.catalog.profile import Profile, resolve_params
 from planner.errors import PlannerError
@@ -140,6 +141,8 @@ def scenario_replica(
         # release not stated; none is read as overlapping host and GPU (changes/schedbound.md)
         host_overlap=False,
         graphs_off=graphs_off(cell(row, "notes")),  # NVIDIA's harness: no CUDA graphs
+        # NVIDIA's harness: batch_scheduler_policy max_util (data/engine_policies.yaml)
+        kv_reserve_fraction=kv_reserve_fraction(fw, cell(row, "source")),
     )
     i, o = openorca_lengths()
     wl = Workload(traffic=Traffic(mean_rps=1.0), input_tokens=i, output_tokens=o)

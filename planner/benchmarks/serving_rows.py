@@ -29,6 +29,7 @@ from planner.benchmarks.schema import (
 )
 from planner.catalog.catalog import Catalog
 from planner.catalog.efficiency import EfficiencyParams
+from planner.catalog.engine_policies import kv_reserve_fraction
 from planner.catalog.latency import APPLY_PREFILL_SCALE, latency_family, prefill_scale
 from planner.catalog.records import version_tuple
 from planner.errors import PlannerError
@@ -405,8 +406,10 @@ def _serving_row_result(
     if scale is None:
         scale = prefill_scale(fw_id, latency_family(m)) if APPLY_PREFILL_SCALE else 1.0
     ft_s = first_token_wait(fw_id, cell(row, "framework_version"), notes, first_token_s)
+    kv_res = kv_reserve_fraction(fw_id, cell(row, "source"))  # a harness's own policy
     key = (
         ft_s,
+        kv_res,
         scale,
         admission_gate(notes),
         hw,
@@ -466,6 +469,7 @@ def _serving_row_result(
         prefill_scale=scale,
         graph_batch_sizes=graph_padding_sizes(notes),  # decode steps padded (adp.graph_padded)
         graphs_off=graphs_off(notes),  # NVIDIA's MLPerf harness: every step eager
+        kv_reserve_fraction=kv_res,
         first_token_s=0.0,  # the row's first-token path is added below (first_token_wait)
         # its release's rule; an MLPerf harness runs its own loop (NVIDIA's the TensorRT
         # engine flow, whose version cell names TensorRT's release): not overlapped

@@ -110,6 +110,7 @@ def _run_continuous(
                 eng.prefill_scale,
                 1.0 if eng.host_overlap else 0.0,
                 1.0 if eng.prefill_first else 0.0,
+                float(eng.kv_reserve_fraction),
             ],
             np.float64,
         ),

@@ -75,6 +75,7 @@ from planner.serving._phases import (
     NOW,
     PF_TOKENS,
     QP,
+    RSV_PM,
     RUNNING,
     STOP,
     WATERMARK,
@@ -257,7 +258,8 @@ def _loop(
     hold ``S`` tokens, the longest ``mx``, takes ``step_time + srv[0] + srv[1] * nseq +
     straggler_time(B, mx, S)``, its prompt chunks' share scaled by ``srv[4]`` (the engine's
     ``prefill_scale``); ``srv[5]`` overlaps the host time; ``srv[6]`` > 0 runs prompts
-    before decoders (a step with prompts has no decoders). Returns
+    before decoders (a step with prompts has no decoders); ``srv[7]`` is the share of a
+    request's answer whose KV blocks admission reserves (``EngineConfig.kv_reserve_fraction``). Returns
     ``(err, iterations, busy, area, kv_area, kv_max, pf_tokens, ev_int, ev_t, n_events)``
     where ``ev_int[:n_events]`` holds (decoders, sequences, iterations) and
     ``ev_t[:n_events]`` (t_first, t_last) of every iteration record; ``err`` is 0 or an
@@ -315,6 +317,7 @@ def _loop(
     s[WATERMARK] = watermark
     s[WINDOW] = W
     s[CLOSED] = closed
+    s[RSV_PM] = int(srv[7] * 1000.0 + 0.5)
     s[QP] = stop_i[0]
     req = (inp, out, cch, sb, arr, first, fin, npre)  # the requests, in and out
     es = (bad, stop_f, stop_i, stats)  # the early stop

@@ -26,7 +26,11 @@ names are those of ``_loop``'s docstring and of the phases' locals):
     ``s[STOP]`` the early stop's reason; ``s[QP]`` the next scored request the waiting rule
     looks at. Then the configuration, set once: ``s[BS]`` block size, ``s[MAXSEQ]``,
     ``s[BUDGET0]`` token budget, ``s[CHUNKED]``, ``s[NBLOCKS]``, ``s[WATERMARK]``,
-    ``s[WINDOW]`` (0: no sliding window), ``s[CLOSED]``.
+    ``s[WINDOW]`` (0: no sliding window), ``s[CLOSED]``, ``s[RSV_PM]`` the share of a
+    request's answer whose blocks admission reserves [1/1000] (0: none, vLLM's rule; 1000:
+    TensorRT-LLM's ``GUARANTEED_NO_EVICT``; ``data/engine_policies.yaml``); ``s[RESV]`` the
+    blocks the running requests reserved (with ``s[RSV_PM]`` > 0 a request is admitted only
+    while its reservation fits beside theirs in ``s[NBLOCKS]``).
 ``f`` (float64) clock and integrals
     ``f[NOW]`` simulated time [s]; ``f[AREA]`` requests in the system [req*s];
     ``f[KV_AREA]`` used blocks [block*s]; ``f[BUSY]`` time with work [s].
@@ -35,7 +39,8 @@ names are those of ``_loop``'s docstring and of the phases' locals):
     whenever the request leaves the running set (stale heap entries are skipped);
     ``rq[ADM]`` admission counter (matches ``ro[RO_A]``); ``rq[STATUS]`` :data:`WAITING`,
     :data:`PREFILL`, :data:`DECODE`, :data:`FINISHED`; ``rq[DEC_I0]`` / ``rq[DEC_P]``
-    iteration and KV tokens at decode start (KV tokens now = ``dP + cur - dI0``).
+    iteration and KV tokens at decode start (KV tokens now = ``dP + cur - dI0``);
+    ``rq[RSV]`` the blocks it reserved at admission (:func:`reserved_blocks`).
 ``pf`` (int64) running prefills in admission order
     ``pf[PF_R]`` request, ``pf[PF_P]`` prompt tokens to reach, ``pf[PF_POS]`` tokens in KV,
     ``pf[PF_CHUNK]`` this iteration's chunk.
@@ -63,14 +68,14 @@ ceil = math.ceil
 DEC, DEC_KV, DEC_SW, BELOW, FREE, RUNNING, CUR, DONE, NEXT_ARR, ARRIVED = range(10)
 KV_MAX, PF_TOKENS, WQ_HEAD, WQ_LEN, N_PF, N_CH, N_RO, N_FH, N_SWH, N_MH = range(10, 20)
 N_EV, STOP, QP = range(20, 23)
-BS, MAXSEQ, BUDGET0, CHUNKED, NBLOCKS, WATERMARK, WINDOW, CLOSED = range(23, 31)
-N_S = 31
+BS, MAXSEQ, BUDGET0, CHUNKED, NBLOCKS, WATERMARK, WINDOW, CLOSED, RSV_PM, RESV = range(23, 33)
+N_S = 33
 # ``f``: clock and integrals
 NOW, AREA, KV_AREA, BUSY = range(4)
 N_F = 4
 # ``rq`` rows, and the values of ``rq[STATUS]``
-G, EPOCH, ADM, STATUS, DEC_I0, DEC_P = range(6)
-N_RQ = 6
+G, EPOCH, ADM, STATUS, DEC_I0, DEC_P, RSV = range(7)
+N_RQ = 7
 WAITING, PREFILL, DECODE, FINISHED = range(4)
 # ``pf`` rows; ``ro`` rows
 PF_R, PF_P, PF_POS, PF_CHUNK = range(4)
@@ -162,6 +167,8 @@ def retire(r, s, f, req, rq, wq, es):
     now = f[NOW]
     rq[EPOCH, r] += 1
     rq[STATUS, r] = FINISHED
+    s[RESV] -= rq[RSV, r]
+    rq[RSV, r] = 0
     fin[r] = now
     s[RUNNING] -= 1
     s[DONE] += 1
@@ -173,6 +180,26 @@ def retire(r, s, f, req, rq, wq, es):
         enqueue(s, wq, nxt)
         s[NEXT_ARR] = nxt + 1
         s[ARRIVED] += 1
+
+
+def reserved_blocks(s, req, h, nb):
+    """The blocks request ``h`` reserves at admission when its prompt needs ``nb`` now:
+    ``ceil((prompt + s[RSV_PM] / 1000 x answer) / block)`` less its shared-prefix blocks, at
+    least ``nb`` (0 when the engine reserves nothing: ``s[RSV_PM]`` = 0). The answer's length
+    stands for the request's max new tokens (a benchmark client sends max_tokens = it)."""
+    inp, out, cch, sb, arr, first, fin, npre = req
+    pm = s[RSV_PM]
+    if pm == 0:
+        return 0
+    d = 1000 * s[BS]
+    rb = (1000 * inp[h] + pm * out[h] + d - 1) // d - sb[h]
+    return rb if rb > nb else nb
+
+
+def reserve_fits(s, rb):
+    """Whether a reservation of ``rb`` blocks fits beside the running requests' (always when
+    nothing runs: a request larger than the pool runs alone, as far as its blocks go)."""
+    return s[RSV_PM] == 0 or s[RUNNING] == 0 or rb <= s[NBLOCKS] - s[RESV]
 
 
 def decode_only(s, req, rq, wq, cnt):
@@ -189,8 +216,11 @@ def decode_only(s, req, rq, wq, cnt):
     if s[RUNNING] < s[MAXSEQ] and s[BUDGET0] - B > 0:
         P = inp[h] + rq[G, h]
         need_dec = cnt[(-s[CUR]) % bs]
-        if ceil(P / bs) - sb[h] <= s[FREE] - need_dec - s[WATERMARK] and (
-            s[CHUNKED] != 0 or P - cch[h] <= s[BUDGET0] - B
+        nb = ceil(P / bs) - sb[h]
+        if (
+            nb <= s[FREE] - need_dec - s[WATERMARK]
+            and (s[CHUNKED] != 0 or P - cch[h] <= s[BUDGET0] - B)
+            and reserve_fits(s, reserved_blocks(s, req, h, nb))
         ):
             return False
     return True
@@ -398,6 +428,8 @@ def preempt(s, req, rq, pf, ro, cnt, wq):
                         break
             rq[EPOCH, r] += 1
             rq[STATUS, r] = WAITING
+            s[RESV] -= rq[RSV, r]
+            rq[RSV, r] = 0
             s[RUNNING] -= 1
             npre[r] += 1
             s[WQ_HEAD] = (s[WQ_HEAD] - 1) % wq.shape[0]
@@ -434,7 +466,8 @@ def chunk_prefills(s, pf):
 
 def admit(budget, s, req, rq, pf, ro, wq):
     """Admit from the head of the queue (FCFS) while a sequence slot, the token ``budget``
-    and the KV blocks for its prompt (a watermark kept free) allow; each new prompt starts
+    and the KV blocks for its prompt (a watermark kept free) allow, and its reservation fits
+    beside the running requests' (:func:`reserve_fits`); each new prompt starts
     with a chunk of what is left of the budget (without chunked prefill a prompt joins only
     when all of it fits, or alone)."""
     inp, out, cch, sb, arr, first, fin, npre = req
@@ -446,12 +479,17 @@ def admit(budget, s, req, rq, pf, ro, wq):
         nb = ceil(P / bs) - sb[h]
         if nb > s[FREE] - s[WATERMARK] and (s[RUNNING] > 0 or nb > s[FREE]):
             break
+        rb = reserved_blocks(s, req, h, nb)
+        if not reserve_fits(s, rb):
+            break
         todo = P - cch[h]
         if not chunked and todo > budget and (s[DEC] > 0 or s[N_CH] > 0):
             break
         s[WQ_HEAD] = (s[WQ_HEAD] + 1) % wq.shape[0]
         s[WQ_LEN] -= 1
         s[FREE] -= nb
+        rq[RSV, h] = rb
+        s[RESV] += rb
         rq[STATUS, h] = PREFILL
         s[RUNNING] += 1
         rq[ADM, h] += 1
@@ -628,6 +666,8 @@ PHASES = (
     "waiting_rule",
     "arrivals",
     "retire",
+    "reserved_blocks",
+    "reserve_fits",
     "decode_only",
     "stride_length",
     "decode_stride",

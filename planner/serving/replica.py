@@ -13,6 +13,7 @@ import numpy as np
 
 from planner.catalog.catalog import Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
+from planner.catalog.engine_policies import kv_reserve_fraction as policy_fraction
 from planner.catalog.latency import first_token_path
 from planner.catalog.layout import Layout, check_for_model, check_framework_layout, layout_of
 from planner.catalog.records import Accelerator, Framework, ModelArch, Precision
@@ -67,6 +68,10 @@ class EngineConfig:
     #: default scheduler without chunked prefill, ``_schedule_default``: "Don't schedule
     #: decodes if prefills are scheduled"); prompts then get the whole token budget
     prefill_first: bool = False
+    #: share of a request's max new tokens whose KV blocks the scheduler reserves when it
+    #: admits the request (``data/engine_policies.yaml``): 1 for TensorRT-LLM's
+    #: ``GUARANTEED_NO_EVICT``, 0 for vLLM (blocks for what is computed) [-]
+    kv_reserve_fraction: float = 0.0
 
     @property
     def kv_capacity_tokens(self) -> int:
@@ -165,6 +170,7 @@ def build_replica(
     prefill_first: bool = False,
     engine_prefill_first: bool | None = None,
     graphs_off: bool = False,
+    kv_reserve_fraction: float | None = None,
 ) -> Replica:
     """Resolve a (model, GPU, precision, framework, layout) combination into a :class:`Replica`.
 
@@ -199,6 +205,9 @@ def build_replica(
     graphs_off : the engine runs without CUDA graphs (NVIDIA's MLPerf harness): every step,
         decode included, pays the eager dispatch cost the fit has for eager iterations
         (``eager_layer_s`` x layers, a soft maximum with the GPU time)
+    kv_reserve_fraction : share of a request's answer whose KV blocks admission reserves
+        (None: the framework's policy, ``data/engine_policies.yaml``; a harness's own, e.g.
+        NVIDIA's MLPerf harness runs MAX_UTILIZATION: 0)
     prefill_scale : multiplies the prompt chunks' share of each iteration's time in the
         simulator (1: the step model's; :func:`planner.catalog.latency.prefill_scale`
         gives the fitted value of an engine and model family)
@@ -369,6 +378,11 @@ def build_replica(
                 if engine_prefill_first is None
                 else engine_prefill_first
             )
+        ),
+        kv_reserve_fraction=float(
+            policy_fraction(fw.id if fw else None)
+            if kv_reserve_fraction is None
+            else kv_reserve_fraction
         ),
         host_overlap=bool(
             (

@@ -186,7 +186,10 @@ def _constants(replica: Replica, shape: tuple[float, float, float, float]) -> tu
     W = sm.window if sm.layers_sw > 0 else 0.0
     n_pf = max(I_ - c_, 1.0)
     budget = float(eng.max_num_batched_tokens)
-    per_seq_tokens = ctx_run + eng.block_size_tokens / 2
+    # a sequence holds its running context, or what admission reserves for it (its prompt and
+    # the reserved share of its answer, ``EngineConfig.kv_reserve_fraction``) when that is more
+    held = max(ctx_run, I_ + eng.kv_reserve_fraction * O_)
+    per_seq_tokens = held + eng.block_size_tokens / 2
     n_max_kv = eng.kv_capacity_tokens / per_seq_tokens
     n_max = min(float(eng.max_num_seqs), n_max_kv)
     limit = "max_num_seqs" if eng.max_num_seqs <= n_max_kv else "kv_cache"

@@ -1,0 +1,98 @@
+"""How much KV cache an engine reserves for a request at admission
+(``data/engine_policies.yaml``): the capacity policy of its scheduler.
+
+A request of ``P`` prompt tokens and ``M`` max new tokens is admitted only while the running
+requests' reservations and its own, ``ceil((P + f x M) / block)`` blocks each, fit the KV pool:
+``f`` = 1 for TensorRT-LLM's default ``GUARANTEED_NO_EVICT`` (every block to completion),
+SGLang's decayed ``new_token_ratio`` (0.098), 0 for vLLM (blocks for what is computed,
+recompute preemption). A framework without a record reserves nothing (``f`` = 0). A
+benchmark harness that sets its own policy (NVIDIA's MLPerf harness: MAX_UTILIZATION) is an
+override by source name.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, ValidationError
+
+from planner.catalog.catalog import DATA_DIR
+from planner.catalog.records import Frozen, Sourced
+from planner.errors import PlannerError, first_validation_error
+from planner.files import load_yaml
+
+__all__ = [
+    "AdmissionPolicy",
+    "HarnessOverride",
+    "admission_policies",
+    "harness_overrides",
+    "kv_reserve_fraction",
+]
+
+
+class AdmissionPolicy(Sourced):
+    """One framework's KV reservation at admission."""
+
+    framework: str = Field(min_length=2)
+    policy: str = Field(min_length=3)
+    #: share of a request's max new tokens whose KV blocks are reserved at admission [-]
+    kv_reserve_fraction: float = Field(ge=0.0, le=1.0)
+
+
+class HarnessOverride(Sourced):
+    """A benchmark harness's own policy for one framework: rows whose source name starts with
+    ``source_prefix`` take its fraction (NVIDIA's MLPerf harness runs MAX_UTILIZATION)."""
+
+    source_prefix: str = Field(min_length=3)
+    framework: str = Field(min_length=2)
+    policy: str = Field(min_length=3)
+    kv_reserve_fraction: float = Field(ge=0.0, le=1.0)
+
+
+class _File(Frozen):
+    policies: tuple[AdmissionPolicy, ...]
+    overrides: tuple[HarnessOverride, ...] = ()
+
+
+@lru_cache(maxsize=4)
+def _file(data_dir: str | None) -> _File:
+    path = Path(data_dir or DATA_DIR) / "engine_policies.yaml"
+    if not path.exists():
+        return _File(policies=())
+    raw = load_yaml(path.read_text(encoding="utf-8"), path)
+    try:
+        f = _File.model_validate(raw)
+    except ValidationError as e:
+        raise first_validation_error(path.name, e, 120) from None
+    seen: set[str] = set()
+    for r in f.policies:
+        if r.framework in seen:
+            raise PlannerError(f"{path.name}: two admission policies for '{r.framework}'")
+        seen.add(r.framework)
+    return f
+
+
+def admission_policies(data_dir: str | None = None) -> dict[str, AdmissionPolicy]:
+    """Every policy of ``data/engine_policies.yaml`` by framework id (empty when absent)."""
+    return {r.framework: r for r in _file(data_dir).policies}
+
+
+def harness_overrides(data_dir: str | None = None) -> tuple[HarnessOverride, ...]:
+    """The harness overrides of ``data/engine_policies.yaml``."""
+    return _file(data_dir).overrides
+
+
+def kv_reserve_fraction(
+    framework: str | None, source: str | None = None, data_dir: str | None = None
+) -> float:
+    """The share of a request's max new tokens ``framework`` reserves KV for at admission
+    [-] (0 for a framework without a record, or none); ``source``: a benchmark row's source
+    name, whose harness may set its own policy (:func:`harness_overrides`)."""
+    if framework is None:
+        return 0.0
+    for o in harness_overrides(data_dir):
+        if source and o.framework == framework and source.startswith(o.source_prefix):
+            return float(o.kv_reserve_fraction)
+    rec = admission_policies(data_dir).get(framework)
+    return 0.0 if rec is None else float(rec.kv_reserve_fraction)
