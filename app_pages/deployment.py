@@ -219,7 +219,13 @@ def decode_curve(key: tuple, s: Setup, max_batch: int) -> dict[str, Any]:
     try:
         family = model_family(cat.model(s.model))
         params, provenance, _ = resolve_release_params(  # the newest release with a fit, as the CLI
-            s.gpu, s.framework or None, s.precision, None, catalog=cat, family=family
+            s.gpu,
+            s.framework or None,
+            s.precision,
+            None,
+            catalog=cat,
+            family=family,
+            model=cat.model(s.model),  # a release older than the model is not predicted
         )
         sm = step_model(s.model, s.gpu, s.precision, s.kv_precision, s.tp, s.pp, params, cat)
         n = max(int(max_batch), 1)

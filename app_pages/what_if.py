@@ -223,8 +223,10 @@ def latency_note(res: dict, sc: Any) -> str:
         f"{a['tpot_p99_at_max_rate_s'] * 1e3:,.1f} ms there); output tok/s per GPU at that "
         "rate; $/M output tokens at the planned mean traffic with this fleet, and at that full "
         f"load, with ${res['usd_per_gpu_hour'] or float('nan'):.2f}/GPU-h ({res['price_note']}). "
-        f"Engine: {knobs_text(a)}. Performance parameters: {res['provenance']}. The same "
-        "numbers as planner capacity, simulate and recommend for this deployment (one function)."
+        f"Engine: {knobs_text(a)}. Performance parameters: {res['provenance']}"
+        + (f" (release: {res['release_note']})" if res.get("release_note") else "")
+        + ". The same numbers as planner capacity, simulate and recommend for this deployment "
+        "(one function)."
     )
 
 

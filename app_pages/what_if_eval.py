@@ -82,10 +82,15 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
     try:
         # the release the CLI takes: the file's (with its framework), else the newest with a fit
         rel = sc.deployment.release if k.framework == sc.deployment.framework else None
-        params, prov, _ = resolve_release_params(
-            k.gpu, k.framework, k.precision, rel, catalog=cat,
+        params, prov, choice = resolve_release_params(
+            k.gpu,
+            k.framework,
+            k.precision,
+            rel,
+            catalog=cat,
             family=model_family(cat.model(sc.model)),
-        )  # fmt: skip
+            model=cat.model(sc.model),
+        )  # fmt: skip (model: a release older than the model is not predicted, as the CLI)
         rep = sc.build_replica(
             k.gpu,
             k.framework,
@@ -103,6 +108,7 @@ def evaluate(key: tuple, scenario_json: str, k: Knobs) -> dict:
     except PlannerError as e:
         return {"error": str(e)}
     out["provenance"] = prov
+    out["release_note"] = choice.note if choice is not None and choice.note else ""
     from planner.catalog.profile import error_band
 
     try:

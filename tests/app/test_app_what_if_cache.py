@@ -40,7 +40,7 @@ def _uncached(sj: str, k) -> tuple[list[dict], dict | str]:
     sc = scenario_from_dict(json.loads(sj), where="scenario")
     params, prov, _ = resolve_release_params(
         k.gpu, k.framework, k.precision, None, catalog=cat,
-        family=model_family(cat.model(sc.model)),
+        family=model_family(cat.model(sc.model)), model=cat.model(sc.model),
     )  # fmt: skip
     rep = sc.build_replica(
         k.gpu, k.framework, k.precision, k.tp, 1, k.kv_precision, params=params,
@@ -108,3 +108,27 @@ def test_the_aggregated_numbers_do_not_depend_on_the_pd_knob():
     assert agg.pd == pools.AGGREGATED
     with_ratio = replace(agg, pd="1:2")
     assert evaluate(NO_CUSTOM, sj, with_ratio) == evaluate(NO_CUSTOM, sj, agg)
+
+
+def test_what_if_takes_the_model_release_floor_as_the_cli():
+    # gpt-oss on TensorRT-LLM: the newest release with a fit on H100 is older than the first
+    # release serving gpt-oss (data/model_support.yaml: 1.0.0), so What-if, like `planner
+    # capacity` (cli._common passes model=), predicts for the floor release, never for 0.17
+    from planner.catalog.release_profile import release_floor, resolve_release_params
+
+    cat = load_catalog()
+    m = cat.model("gpt-oss-120b")
+    floor = release_floor("trtllm", None, m, cat)[0]
+    sj = _scenario_json("gpt-oss-120b")
+    k = Knobs("nvidia-h100-sxm", "trtllm", "fp8", "fp8", 2, 8192, 256)
+    res = evaluate(NO_CUSTOM, sj, k)
+    _, cli_prov, ch = resolve_release_params(
+        k.gpu, k.framework, k.precision, None, catalog=cat, family="moe", model=m
+    )
+    assert "error" not in res, res
+    assert res["provenance"] == cli_prov
+    # the release note says the floor: "trtllm 0.17, the newest release with a fit, cannot
+    # serve gpt-oss-120b (...from trtllm 1.0.0...): predicted from trtllm 0.17 rows; 1.0.0
+    # requested ..."; without model= it read "trtllm 0.17: the newest release with a fit"
+    assert ch is not None and res["release_note"] == ch.note
+    assert ch.requested == floor and "cannot serve gpt-oss-120b" in res["release_note"]
