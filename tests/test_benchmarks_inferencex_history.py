@@ -22,7 +22,7 @@ import yaml
 
 from planner.benchmarks.disagg_rows import disagg_layout, is_disagg_row
 from planner.benchmarks.io import load_measurements
-from planner.benchmarks.schema import layout_unsupported, row_parallel_layout
+from planner.benchmarks.schema import layout_unsupported, row_parallel_layout, workload_mismatch
 from planner.benchmarks.speculative_rows import spec_of_row
 from planner.catalog import DATA_DIR
 
@@ -229,7 +229,11 @@ def test_parsers_read_the_layouts(rows):
         if k.endswith("+MTP"):
             # K of every single-node MTP run: SGLang steps, TRT-LLM num_nextn_predict_layers
             # (dsr1_fp8_b300_mtp.sh: SPECULATIVE_NUM_STEPS=2; dsr1_fp8_h200_trt_mtp.sh: MTP=1
-            # with DP attention, else 3)
+            # with DP attention, else 3); a run tagged workload_mismatch (its client's prompts
+            # were not the stated ones) is never a speculative row to score or pair
+            if workload_mismatch(r["notes"]) is not None:
+                assert spec_of_row(r) is None, r["id"]
+                continue
             method, spec_k = spec_of_row(r)
             assert method == "mtp" and spec_k in (1, 2, 3), r["id"]
             if (r["hardware"], r["framework"]) == ("nvidia-b300", "sglang"):
