@@ -186,3 +186,53 @@ def test_a_cap_below_the_p99_is_a_one_line_error():
         scenario_from_dict(d, where="x.yaml")
     d["workload"]["max_output_tokens"] = 300  # the P99 itself is allowed
     assert scenario_from_dict(d, where="x.yaml").workload.max_output_tokens == 300
+
+
+# --------------------------------------------------------------------------- the CLI
+CHAT = str(__import__("pathlib").Path(__file__).resolve().parent.parent / "examples/chat-8b.yaml")
+
+
+@pytest.mark.parametrize(
+    "argv,msg",
+    [
+        (["simulate", CHAT, "--max-output-tokens", "0"], "--max-output-tokens"),
+        (["capacity", CHAT, "--max-output-tokens", "-3"], "--max-output-tokens"),
+        (["recommend", CHAT, "--max-output-tokens", "0"], "--max-output-tokens"),
+        # the chat preset's answers reach 1,702 tokens at the P99 (rounded up)
+        (["simulate", CHAT, "--max-output-tokens", "100"], "max_output_tokens 100 is below"),
+        (["recommend", CHAT, "--max-output-tokens", "100"], "max_output_tokens 100 is below"),
+    ],
+)
+def test_bad_flags_are_one_line_errors(capsys, argv, msg):
+    from planner.cli.main import main
+
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert msg in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_simulate_states_the_assumed_cap_and_takes_the_flag(capsys):
+    """TensorRT-LLM reserves: the assumed P99 (1,702 tokens for the chat preset) is listed
+    among the assumptions; with --max-output-tokens it is the user's, not listed. vLLM
+    reserves nothing: no line. The chat preset's answers: lognormal, mean 338, p90 700; with
+    z90 = 1.28155, z99 = 2.32635: s^2 / 2 - z90 s + ln(700 / 338) = 0 gives s = 1.28155 -
+    sqrt(1.28155^2 - 2 x 0.72800) = 0.84984, mu = ln 338 - s^2 / 2 = 5.46194, P99 =
+    exp(mu + z99 s) = exp(7.43897) = 1,701.2, sent as 1,702."""
+    import json
+
+    from planner.cli.main import main
+
+    base = ["simulate", CHAT, "--requests", "200", "--rate", "5", "--format", "json"]
+    runs = {}
+    for name, extra in (
+        ("trt", ["--framework", "trtllm"]),
+        ("trt_cap", ["--framework", "trtllm", "--max-output-tokens", "4096"]),
+        ("vllm", []),
+    ):
+        assert main(base + extra) == 0
+        runs[name] = json.loads(capsys.readouterr().out)["assumptions"]
+    assert any("max_tokens" in a and "1,702" in a for a in runs["trt"])
+    assert not any("max_tokens = the answers' P99" in a for a in runs["trt_cap"])
+    assert not any("max_tokens = the answers' P99" in a for a in runs["vllm"])

@@ -279,7 +279,7 @@ class Workload(Frozen):
             p99 = self.output_tokens.quantile_tokens(0.99)
             if p99 > m:
                 raise ValueError(
-                    f"max_output_tokens {m} is below the answers' P99 ({p99:.0f} tokens): "
+                    f"max_output_tokens {m} is below the answers' P99 ({math.ceil(p99)} tokens): "
                     "an engine stops every answer at max_tokens, so no answer can be longer; "
                     "raise max_output_tokens or shorten output_tokens"
                 )
