@@ -551,14 +551,9 @@ class CapacityProbe:
         base = self.base
         k = int(min(self.n_cap, self.n_scored + math.ceil(rate * (self.warm_s + self.tail_s)) + 1))
         reqs = Requests(
-            base.arrival_s[:k] / rate,
-            base.input_tokens[:k],
-            base.output_tokens[:k],
-            base.cached_tokens[:k],
-            base.shared_prefix_tokens,
-            0,
-            base.max_new_tokens,
-        )
+            base.arrival_s[:k] / rate, base.input_tokens[:k], base.output_tokens[:k],
+            base.cached_tokens[:k], base.shared_prefix_tokens, 0, base.max_new_tokens,
+        )  # fmt: skip
         a = reqs.arrival_s
         lo_t = min(self.warm_s, float(a[int(0.5 * (k - 1))]))
         i0 = int(np.searchsorted(a, lo_t))
