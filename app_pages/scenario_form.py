@@ -271,6 +271,20 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
                     wl["traffic"] = {**traffic, "arrival": "poisson"}
                 else:
                     wl = {"preset": preset, "traffic": traffic}
+                max_out = st.number_input(
+                    "Clients' max_tokens [tokens]",
+                    min_value=0,
+                    max_value=2_000_000,
+                    step=256,
+                    key="max_out",
+                    bind="query-params",
+                    help="what each request sends as max_tokens; TensorRT-LLM reserves it in the "
+                    "KV cache at admission. 0: the answers' P99 (stated among the assumptions)",
+                    **_default("max_out", value=D["max_out"]),
+                )
+                _keep("max_out", max_out)
+                if max_out:
+                    wl["max_output_tokens"] = int(max_out)
                 try:
                     from planner.workload import Workload
 
@@ -280,7 +294,7 @@ def scenario_sidebar(cat: Catalog, *, search: bool = True) -> ScenarioForm:
                     # a loaded file's own lengths are used while these widgets are untouched
                     # (they may show them clamped to their ranges)
                     mine = base is None or form_changed(
-                        base, "preset", "in_mean", "in_p90", "out_mean", "out_p90"
+                        base, "preset", "in_mean", "in_p90", "out_mean", "out_p90", "max_out"
                     )
                     if mine and not any(k == "traffic" for k, _ in errors):
                         st.error(msg)

@@ -58,6 +58,7 @@ SCENARIO_DEFAULTS: dict[str, Any] = {
     "in_p90": 2000,
     "out_mean": 250,
     "out_p90": 500,
+    "max_out": 0,  # the clients' max_tokens; 0: the answers' P99 (stated as an assumption)
     "ttft": 1.0,
     "tpot_ms": 50,
     "e2e": 0.0,
@@ -151,6 +152,7 @@ FORM_LIMITS: dict[str, tuple[float, float]] = {
     "in_p90": (1, 2_000_000),
     "out_mean": (1, 2_000_000),
     "out_p90": (1, 2_000_000),
+    "max_out": (0, 2_000_000),
     "ttft": (0.0, 3600.0),
     "tpot_ms": (0, 100_000),
     "e2e": (0.0, 86_400.0),
@@ -159,7 +161,8 @@ FORM_LIMITS: dict[str, tuple[float, float]] = {
     "max_gpus": (0, 100_000),
     "budget": (0, 10**9),
 }
-_INT_FIELDS = {"in_mean", "in_p90", "out_mean", "out_p90", "tpot_ms", "max_gpus", "budget"}
+_INT_FIELDS = {"in_mean", "in_p90", "out_mean", "out_p90", "max_out", "tpot_ms", "max_gpus"}
+_INT_FIELDS |= {"budget"}
 
 
 def _within_form(vals: dict[str, Any], notes: list[str]) -> None:
@@ -204,6 +207,7 @@ def _form_values(sc: Any, data: dict[str, Any], cat: Catalog) -> tuple[dict[str,
                 and getattr(wl.output_tokens, "kind", "") == "lognormal"
             ):
                 notes.append("lengths: the form shows a lognormal with the file's mean and p90")
+        vals["max_out"] = int(wl.max_output_tokens or 0)
         tr = wl.traffic
         vals["mean_rps"] = float(tr.base_mean_rps())
         vals["peak_rps"] = float(tr.peak_rps or tr.peak())
@@ -448,8 +452,8 @@ def _merged(base: dict[str, Any], form: dict[str, Any], search: bool) -> dict[st
             if "daily_profile" not in fwl["traffic"]:
                 tr.pop("daily_profile", None)
             wl["traffic"] = tr
-        if changed("preset", "in_mean", "in_p90", "out_mean", "out_p90"):
-            for k in ("preset", "input_tokens", "output_tokens"):
+        if changed("preset", "in_mean", "in_p90", "out_mean", "out_p90", "max_out"):
+            for k in ("preset", "input_tokens", "output_tokens", "max_output_tokens"):
                 wl.pop(k, None)
             wl.update({k: v for k, v in fwl.items() if k != "traffic"})
         d["workload"] = wl

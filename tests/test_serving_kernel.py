@@ -86,9 +86,12 @@ _MISS = (np.array([0.3, 0.02, 4.0, 0.6, 0.04, 8.0]), np.array([50, 350, 20, 25, 
         # SGLang's decayed ratio: a part of the answer reserved, decoders still preempted
         dict(preset="chat", rate=80.0, memory_utilization=0.26, max_num_batched_tokens=256,
              block_size=2, reserve=0.098, preempts=True),
+        # the clients' max_tokens (4,096) reserved instead of each answer
+        dict(preset="chat", rate=80.0, memory_utilization=0.26, block_size=2, reserve=1.0,
+             max_out=4096),
     ],
     ids=["window", "preemption", "unchunked-closed", "straggler-early-stop", "no-evict",
-         "partial-reserve"],
+         "partial-reserve", "max-tokens"],
 )  # fmt: skip
 def test_compiled_loop_equals_the_interpreted_phases(catalog, monkeypatch, case):
     """The loop's driver and phases run by the interpreter (borrow() is the identity there,
@@ -106,7 +109,8 @@ def test_compiled_loop_equals_the_interpreted_phases(catalog, monkeypatch, case)
                         params=params, catalog=catalog, **over)  # fmt: skip
     if "reserve" in case:
         rep = rep.with_engine(kv_reserve_fraction=case.pop("reserve"))
-    wl = Workload.model_validate({"preset": case.pop("preset")})
+    cap = {"max_output_tokens": case.pop("max_out")} if "max_out" in case else {}
+    wl = Workload.model_validate({"preset": case.pop("preset"), **cap})
     reqs = wl.sample_requests(
         400, np.random.default_rng(3), case.pop("rate", None),
         context_limit=rep.engine.context_limit_tokens, prefix_caching=rep.engine.prefix_caching,

@@ -13,7 +13,7 @@ from planner.errors import PlannerError
 #: the flags that change the scenario's question (model, workload, SLO)
 QUESTION_FLAGS = (
     "model", "preset", "peak_rps", "mean_rps", "input_tokens", "output_tokens", "ttft_p99",
-    "tpot_p99", "e2e_p99", "attainment",
+    "tpot_p99", "e2e_p99", "attainment", "max_output_tokens",
 )  # fmt: skip
 
 
@@ -83,6 +83,8 @@ def _apply_workload_flags(args: argparse.Namespace, wl: dict[str, Any]) -> None:
         wl["input_tokens"] = parse_length(args.input_tokens, "--input-tokens")
     if args.output_tokens is not None:
         wl["output_tokens"] = parse_length(args.output_tokens, "--output-tokens")
+    if getattr(args, "max_output_tokens", None) is not None:
+        wl["max_output_tokens"] = args.max_output_tokens
 
 
 def _apply_slo_flags(args: argparse.Namespace, slo: dict[str, Any]) -> None:

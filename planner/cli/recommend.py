@@ -44,6 +44,7 @@ RECOMMEND_EXAMPLE = """\
       --save-scenario chat-70b.yaml   # reproduce lines then name chat-70b.yaml
   planner recommend --model llama-3.1-8b --preset chat --peak-rps 20 \\
       --input-tokens lognormal:mean=800,p90=1600 --tpot-p99 0.04 --price-basis spot
+  planner recommend examples/chat-8b.yaml --max-output-tokens 4096   # the clients' max_tokens
 
 length syntax (--input-tokens, --output-tokens, and in scenario files):
   300                          every request has 300 tokens (fixed)
@@ -139,6 +140,11 @@ def register(subparsers: Any) -> None:
     w.add_argument("--mean-rps", type=_rps, help="mean arrival rate [req/s]")
     w.add_argument("--input-tokens", help="prompt length (number or KIND:key=value,...)")
     w.add_argument("--output-tokens", help="answer length (number or KIND:key=value,...)")
+    w.add_argument(
+        "--max-output-tokens", type=_pos_int,
+        help="max_tokens each request sends [tokens] (default: the answers' P99; TensorRT-LLM "
+        "reserves it at admission)",
+    )  # fmt: skip
     w.add_argument("--ttft-p99", type=_seconds, help="TTFT p99 target [s] (queueing included)")
     w.add_argument("--tpot-p99", type=_seconds, help="TPOT p99 target [s]")
     w.add_argument("--e2e-p99", type=_seconds, help="end-to-end p99 target [s]")

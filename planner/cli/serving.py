@@ -49,7 +49,9 @@ CAPACITY_EXAMPLE = (
     "  planner capacity examples/moe-r1.yaml --gpu amd-mi325x --framework vllm --precision fp8 "
     "--tp 8   # TP8: the flag replaces the file's DEP8\n"
     "  planner capacity examples/chat-8b.yaml --gpu nvidia-h100-sxm --framework vllm "
-    "--precision bf16 --spec-method eagle3 --spec-tokens 7 --acceptance-length 2.8"
+    "--precision bf16 --spec-method eagle3 --spec-tokens 7 --acceptance-length 2.8\n"
+    "  planner capacity examples/chat-8b.yaml --gpu nvidia-h100-sxm --framework trtllm "
+    "--max-output-tokens 4096   # clients send max_tokens 4096: TensorRT-LLM reserves it"
 )
 SCENARIOS_NOTE = (
     " Scenario files: see the examples/ folder (chat-8b.yaml, rag-70b.yaml, batch-offline.yaml, "
@@ -150,6 +152,13 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
     w.add_argument(
         "--output-tokens", default=None, help="answer length: N or KIND:key=value,... (see README)"
+    )
+    w.add_argument(
+        "--max-output-tokens",
+        type=_positive_int,
+        default=None,
+        help="max_tokens each request sends [tokens] (default: the scenario's "
+        "workload.max_output_tokens, else the answers' P99; TensorRT-LLM reserves it)",
     )
     w.add_argument(
         "--fit-percentile",
@@ -326,9 +335,21 @@ def _kv(rep) -> str | None:
     return rep.memory.kv_precision_basis if rep.memory is not None else None
 
 
+def _assumptions(rep, wl) -> list[str]:
+    """The replica's assumptions, and the assumed max_tokens where the engine reserves the
+    answer's KV at admission (TensorRT-LLM, SGLang) and the workload does not set it."""
+    note = wl.max_output_assumption() if rep.engine.kv_reserve_fraction > 0 else None
+    return [*rep.assumptions, *([note] if note else [])]
+
+
 def _with_overrides(sc, args: argparse.Namespace):
     """The scenario with the command line's traffic and length flags applied."""
-    if args.peak_rps is None and args.input_tokens is None and args.output_tokens is None:
+    if (
+        args.peak_rps is None
+        and args.input_tokens is None
+        and args.output_tokens is None
+        and args.max_output_tokens is None
+    ):
         return sc
     from planner.cli._common import parse_length
     from planner.scenario import scenario_from_dict
@@ -345,6 +366,8 @@ def _with_overrides(sc, args: argparse.Namespace):
         wl["input_tokens"] = parse_length(args.input_tokens, "--input-tokens")
     if args.output_tokens is not None:
         wl["output_tokens"] = parse_length(args.output_tokens, "--output-tokens")
+    if args.max_output_tokens is not None:
+        wl["max_output_tokens"] = args.max_output_tokens
     return scenario_from_dict(d, where=args.scenario)
 
 
@@ -521,7 +544,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             {
                 **_clean(head),
                 "percentiles": [_clean(r) for r in table],
-                "assumptions": list(rep.assumptions),
+                "assumptions": _assumptions(rep, wl),
             },
             "json",
         )
@@ -529,7 +552,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         trunc = head["truncated_requests"]
         _emit([{**_clean(r), "truncated_requests": trunc} for r in table], "csv")
     else:
-        head["assumptions"] = "; ".join(rep.assumptions) or "-"
+        head["assumptions"] = "; ".join(_assumptions(rep, wl)) or "-"
         say_release(args, choice)
         _print_blocks(
             [("", _clean(head)), ("latency percentiles", [_clean(r) for r in table])], "table"
@@ -681,7 +704,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         out["curve"] = [_clean(r) for r in curve]
         if tp_rows is not None:
             out["compare_tp"] = [_clean(r) for r in tp_rows]
-        out["assumptions"] = list(rep.assumptions)
+        out["assumptions"] = _assumptions(rep, wl)
         _emit(_clean(out), "json")
         return 0
     zl = out.pop("zero_load")
@@ -690,7 +713,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         out.pop(k)
     for k, v in zl.items():
         out[f"zero_load_{k}"] = v
-    out["assumptions"] = "; ".join(rep.assumptions) or "-"
+    out["assumptions"] = "; ".join(_assumptions(rep, wl)) or "-"
     blocks: list[tuple[str, Any]] = [("", _clean(out))]
     if curve:
         blocks.append(

@@ -728,6 +728,8 @@ class _Search:
             "elsewhere)",
             "KV precisions tried: each precision's default and fp8 where offered",
         ]
+        notes = (x.workload.max_output_assumption() for x in self.cache.classes)
+        assumptions += [a for a in notes if a]  # the clients' max_tokens, when assumed
         front = pareto_front(recs)
         if self.per_gpu:
             firsts: dict[str, dict[str, Any]] = {}

@@ -111,6 +111,7 @@ def _run_continuous(
                 1.0 if eng.host_overlap else 0.0,
                 1.0 if eng.prefill_first else 0.0,
                 float(eng.kv_reserve_fraction),
+                float(reqs.max_new_tokens),
             ],
             np.float64,
         ),

@@ -60,6 +60,7 @@ from planner.serving._phases import (
     FREE,
     KV_AREA,
     KV_MAX,
+    MAXNEW,
     MAXSEQ,
     N_CH,
     N_EV,
@@ -259,7 +260,8 @@ def _loop(
     straggler_time(B, mx, S)``, its prompt chunks' share scaled by ``srv[4]`` (the engine's
     ``prefill_scale``); ``srv[5]`` overlaps the host time; ``srv[6]`` > 0 runs prompts
     before decoders (a step with prompts has no decoders); ``srv[7]`` is the share of a
-    request's answer whose KV blocks admission reserves (``EngineConfig.kv_reserve_fraction``). Returns
+    request's answer whose KV blocks admission reserves (``EngineConfig.kv_reserve_fraction``),
+    ``srv[8]`` the ``max_tokens`` every request sends (0: its own answer's length). Returns
     ``(err, iterations, busy, area, kv_area, kv_max, pf_tokens, ev_int, ev_t, n_events)``
     where ``ev_int[:n_events]`` holds (decoders, sequences, iterations) and
     ``ev_t[:n_events]`` (t_first, t_last) of every iteration record; ``err`` is 0 or an
@@ -318,6 +320,7 @@ def _loop(
     s[WINDOW] = W
     s[CLOSED] = closed
     s[RSV_PM] = int(srv[7] * 1000.0 + 0.5)
+    s[MAXNEW] = int(srv[8])
     s[QP] = stop_i[0]
     req = (inp, out, cch, sb, arr, first, fin, npre)  # the requests, in and out
     es = (bad, stop_f, stop_i, stats)  # the early stop

@@ -30,7 +30,8 @@ names are those of ``_loop``'s docstring and of the phases' locals):
     request's answer whose blocks admission reserves [1/1000] (0: none, vLLM's rule; 1000:
     TensorRT-LLM's ``GUARANTEED_NO_EVICT``; ``data/engine_policies.yaml``); ``s[RESV]`` the
     blocks the running requests reserved (with ``s[RSV_PM]`` > 0 a request is admitted only
-    while its reservation fits beside theirs in ``s[NBLOCKS]``).
+    while its reservation fits beside theirs in ``s[NBLOCKS]``); ``s[MAXNEW]`` the
+    ``max_tokens`` every request sends [tokens] (0: each its own answer's length).
 ``f`` (float64) clock and integrals
     ``f[NOW]`` simulated time [s]; ``f[AREA]`` requests in the system [req*s];
     ``f[KV_AREA]`` used blocks [block*s]; ``f[BUSY]`` time with work [s].
@@ -69,7 +70,8 @@ DEC, DEC_KV, DEC_SW, BELOW, FREE, RUNNING, CUR, DONE, NEXT_ARR, ARRIVED = range(
 KV_MAX, PF_TOKENS, WQ_HEAD, WQ_LEN, N_PF, N_CH, N_RO, N_FH, N_SWH, N_MH = range(10, 20)
 N_EV, STOP, QP = range(20, 23)
 BS, MAXSEQ, BUDGET0, CHUNKED, NBLOCKS, WATERMARK, WINDOW, CLOSED, RSV_PM, RESV = range(23, 33)
-N_S = 33
+MAXNEW = 33
+N_S = 34
 # ``f``: clock and integrals
 NOW, AREA, KV_AREA, BUSY = range(4)
 N_F = 4
@@ -184,15 +186,17 @@ def retire(r, s, f, req, rq, wq, es):
 
 def reserved_blocks(s, req, h, nb):
     """The blocks request ``h`` reserves at admission when its prompt needs ``nb`` now:
-    ``ceil((prompt + s[RSV_PM] / 1000 x answer) / block)`` less its shared-prefix blocks, at
-    least ``nb`` (0 when the engine reserves nothing: ``s[RSV_PM]`` = 0). The answer's length
-    stands for the request's max new tokens (a benchmark client sends max_tokens = it)."""
+    ``ceil((prompt + s[RSV_PM] / 1000 x max_new) / block)`` less its shared-prefix blocks, at
+    least ``nb`` (0 when the engine reserves nothing: ``s[RSV_PM]`` = 0). ``max_new`` is the
+    request's ``max_tokens``: ``s[MAXNEW]``, or its own answer's length when that is 0 or
+    longer (a benchmark client sends max_tokens = its answer's length)."""
     inp, out, cch, sb, arr, first, fin, npre = req
     pm = s[RSV_PM]
     if pm == 0:
         return 0
     d = 1000 * s[BS]
-    rb = (1000 * inp[h] + pm * out[h] + d - 1) // d - sb[h]
+    mx = out[h] if out[h] > s[MAXNEW] else s[MAXNEW]
+    rb = (1000 * inp[h] + pm * mx + d - 1) // d - sb[h]
     return rb if rb > nb else nb
 
 

@@ -358,7 +358,9 @@ def _subset(reqs: Requests, sel: np.ndarray, **over: Any) -> Requests:
         "cached_tokens": reqs.cached_tokens[sel],
     }
     cols.update(over)
-    return Requests(**cols, shared_prefix_tokens=reqs.shared_prefix_tokens)
+    return Requests(
+        **cols, shared_prefix_tokens=reqs.shared_prefix_tokens, max_new_tokens=reqs.max_new_tokens
+    )
 
 
 def sample_disagg_requests(

@@ -104,7 +104,9 @@ def _scaled(base: Requests, unit_arrivals: np.ndarray, rate: float, **over: Any)
         cached_tokens=base.cached_tokens,
     )
     cols.update(over)
-    return Requests(**cols, shared_prefix_tokens=base.shared_prefix_tokens)
+    return Requests(
+        **cols, shared_prefix_tokens=base.shared_prefix_tokens, max_new_tokens=base.max_new_tokens
+    )
 
 
 def _tiled(reqs: Requests, unit: np.ndarray, n: int) -> tuple[Requests, np.ndarray]:
@@ -119,6 +121,7 @@ def _tiled(reqs: Requests, unit: np.ndarray, n: int) -> tuple[Requests, np.ndarr
         reqs.output_tokens[idx],
         reqs.cached_tokens[idx],
         reqs.shared_prefix_tokens,
+        max_new_tokens=reqs.max_new_tokens,
     )
     return out, np.cumsum(gaps[idx])
 
@@ -235,6 +238,7 @@ def size_disagg(
         base.output_tokens,
         np.maximum(base.input_tokens - 1, 0),
         base.shared_prefix_tokens,
+        max_new_tokens=base.max_new_tokens,
     )
     t_pct = slo.ttft.percentile if slo.ttft else 99.0
     checks = []

@@ -155,7 +155,7 @@ class WorkloadCache:
                 )
             self.shares = peaks / peaks.sum()
         self.seed = seed
-        self._shapes: dict[tuple[int | None, bool], tuple[float, float, float, float]] = {}
+        self._shapes: dict[tuple[int | None, bool], tuple[float, ...]] = {}
         self._bases: dict[tuple[int | None, bool, int], tuple[Requests, np.ndarray]] = {}
         #: longest prompt + answer of each untruncated sample: a context limit at or above
         #: it cuts nothing, so every such engine shares the sample (and its shape)
@@ -236,7 +236,7 @@ class WorkloadCache:
             self._longest[k] = int(np.max(r.input_tokens + r.output_tokens)) if len(r) else 0
         return limit if limit < self._longest[k] else None
 
-    def shape(self, replica: Replica) -> tuple[float, float, float, float]:
+    def shape(self, replica: Replica) -> tuple[float, ...]:
         eng = replica.engine
         if not self.single:
             return shape_of_requests(self.base_requests(replica, 20_000)[0])
@@ -425,6 +425,7 @@ class WorkloadCache:
                     cat("cached_tokens"),
                     0,
                     int(sum(p[1].truncated for p in parts)),
+                    max(p[1].max_new_tokens for p in parts),
                 )
                 self._bases[key] = (r, np.concatenate([p[2] for p in parts])[order])
         return self._bases[key]
@@ -550,13 +551,9 @@ class CapacityProbe:
         base = self.base
         k = int(min(self.n_cap, self.n_scored + math.ceil(rate * (self.warm_s + self.tail_s)) + 1))
         reqs = Requests(
-            base.arrival_s[:k] / rate,
-            base.input_tokens[:k],
-            base.output_tokens[:k],
-            base.cached_tokens[:k],
-            base.shared_prefix_tokens,
-            0,
-        )
+            base.arrival_s[:k] / rate, base.input_tokens[:k], base.output_tokens[:k],
+            base.cached_tokens[:k], base.shared_prefix_tokens, 0, base.max_new_tokens,
+        )  # fmt: skip
         a = reqs.arrival_s
         lo_t = min(self.warm_s, float(a[int(0.5 * (k - 1))]))
         i0 = int(np.searchsorted(a, lo_t))

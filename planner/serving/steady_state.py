@@ -55,13 +55,13 @@ class SteadyStateResult:
         return d
 
 
-def _shape(
-    workload: Workload | tuple[float, ...], eng: EngineConfig
-) -> tuple[float, float, float, float]:
+def _shape(workload: Workload | tuple[float, ...], eng: EngineConfig) -> tuple[float, ...]:
     """(mean prompt, mean answer, mean cached prompt tokens, mean context of a running
-    decoder) [tokens]. A decoder's context is weighted by how long it stays in the batch
-    (its answer length): ``E[O*I]/E[O] + E[O**2]/(2 E[O])`` -- for heavy-tailed answers this
-    is far above ``I + O/2``."""
+    decoder, mean max new tokens) [tokens]. A decoder's context is weighted by how long it
+    stays in the batch (its answer length): ``E[O*I]/E[O] + E[O**2]/(2 E[O])`` -- for
+    heavy-tailed answers this is far above ``I + O/2``. The max new tokens (what admission
+    reserves, :func:`_constants`) is ``max(answer, Requests.max_new_tokens)`` per request; a
+    tuple of four (a benchmark row's lengths) reserves the answer itself."""
     if isinstance(workload, Workload):
         rng = np.random.default_rng(2024)
         wl = workload.model_copy(update={"offline": False})
@@ -76,10 +76,10 @@ def _shape(
     t = tuple(float(x) for x in workload)
     i, o = t[0], t[1]
     c = t[2] if len(t) > 2 else 0.0
-    return i, o, c, (t[3] if len(t) > 3 else i + (o - 1) / 2)
+    return (i, o, c, (t[3] if len(t) > 3 else i + (o - 1) / 2), *t[4:5])
 
 
-def shape_of_requests(r: Requests) -> tuple[float, float, float, float]:
+def shape_of_requests(r: Requests) -> tuple[float, float, float, float, float]:
     """:func:`_shape` of a concrete request list (e.g. several request classes merged)."""
     i = r.input_tokens.astype(float)
     o = r.output_tokens.astype(float)
@@ -87,7 +87,8 @@ def shape_of_requests(r: Requests) -> tuple[float, float, float, float]:
     dec = np.maximum(o - 1, 0)
     w = dec.sum()
     ctx = float((dec * (i + (o - 1) / 2)).sum() / w) if w > 0 else float(i.mean())
-    return float(i.mean()), float(o.mean()), float(c.mean()), ctx
+    mx = float(np.maximum(o, r.max_new_tokens).mean())
+    return float(i.mean()), float(o.mean()), float(c.mean()), ctx, mx
 
 
 #: (coefficient tuple, host time per iteration [s], per sequence [s], mean prompt I,
@@ -177,18 +178,21 @@ def engine_limits(worst: dict[str, float], replica: Replica) -> dict[str, float]
     }
 
 
-def _constants(replica: Replica, shape: tuple[float, float, float, float]) -> tuple:
+def _constants(replica: Replica, shape: tuple[float, ...]) -> tuple:
     """The constants of :data:`Shape`, the answer's decode iterations and the token budget,
     and the saturation point ``(a_sat, t_sat, lam_sat, limit)`` of ``replica`` for requests
-    of ``shape`` (mean prompt, answer, cached tokens, running context)."""
+    of ``shape`` (mean prompt, answer, cached tokens, running context and, optionally, max
+    new tokens: the answer when absent)."""
     eng, sm = replica.engine, replica.sm
-    I_, O_, c_, ctx_run = shape
+    I_, O_, c_, ctx_run = shape[:4]
+    max_new = shape[4] if len(shape) > 4 else O_
     W = sm.window if sm.layers_sw > 0 else 0.0
     n_pf = max(I_ - c_, 1.0)
     budget = float(eng.max_num_batched_tokens)
     # a sequence holds its running context, or what admission reserves for it (its prompt and
-    # the reserved share of its answer, ``EngineConfig.kv_reserve_fraction``) when that is more
-    held = max(ctx_run, I_ + eng.kv_reserve_fraction * O_)
+    # the reserved share of its max new tokens, ``EngineConfig.kv_reserve_fraction``) when
+    # that is more
+    held = max(ctx_run, I_ + eng.kv_reserve_fraction * max_new)
     per_seq_tokens = held + eng.block_size_tokens / 2
     n_max_kv = eng.kv_capacity_tokens / per_seq_tokens
     n_max = min(float(eng.max_num_seqs), n_max_kv)

@@ -47,7 +47,9 @@ class Requests:
 
     ``shared_prefix_tokens`` of every prompt are one prefix whose KV blocks all requests
     share (prefix caching); ``cached_tokens`` (>= the shared part when caching is on) skip
-    prefill compute.
+    prefill compute. ``max_new_tokens`` is the ``max_tokens`` every request sends [tokens]
+    (what an engine that reserves the answer's KV at admission reserves); 0: each request
+    sends its own answer's length (a benchmark client with ``max_tokens`` = its OSL).
     """
 
     arrival_s: np.ndarray
@@ -56,6 +58,7 @@ class Requests:
     cached_tokens: np.ndarray
     shared_prefix_tokens: int = 0
     truncated: int = 0
+    max_new_tokens: int = 0
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -69,6 +72,7 @@ class Requests:
             self.cached_tokens.copy(),
             self.shared_prefix_tokens,
             self.truncated,
+            self.max_new_tokens,
         )
 
     def all_at_once(self) -> Requests:
@@ -79,6 +83,7 @@ class Requests:
             self.cached_tokens,
             self.shared_prefix_tokens,
             self.truncated,
+            self.max_new_tokens,
         )
 
 
@@ -91,6 +96,7 @@ def make_requests(
     shared_prefix_tokens: int = 0,
     cache_hit_rate: float = 0.0,
     prefix_caching: bool = True,
+    max_new_tokens: int = 0,
 ) -> Requests:
     """Build a :class:`Requests` list, truncating to the model's context.
 
@@ -98,7 +104,8 @@ def make_requests(
     server with ``max_model_len`` does. Cached tokens: the shared prefix (at most the
     prompt minus one token) plus ``cache_hit_rate`` of the rest, never the whole prompt,
     zero without prefix caching. ``Requests.shared_prefix_tokens`` is the longest part of
-    the shared prefix any prompt holds.
+    the shared prefix any prompt holds. ``max_new_tokens``: the ``max_tokens`` every request
+    sends (0: its own answer's length; :attr:`Requests.max_new_tokens`).
     """
     a = np.asarray(arrival_s, float)
     i = np.asarray(input_tokens, dtype=np.int64).copy()
@@ -117,6 +124,8 @@ def make_requests(
         trunc = int(over.sum())
         i = np.minimum(i, context_limit - 1)
         o = np.minimum(o, context_limit - i)
+        if max_new_tokens:  # no request can ask for more than the context holds
+            max_new_tokens = min(int(max_new_tokens), context_limit - 1)
     if len(a) > 1 and not (a[1:] >= a[:-1]).all():
         order = np.argsort(a, kind="stable")
         a, i, o = a[order], i[order], o[order]
@@ -136,7 +145,7 @@ def make_requests(
             cached = sh
     else:
         cached = np.zeros_like(i)
-    return Requests(a, i, o, cached.astype(np.int64), shared, trunc)
+    return Requests(a, i, o, cached.astype(np.int64), shared, trunc, int(max_new_tokens))
 
 
 class _SampleMemo:
@@ -229,6 +238,10 @@ class Workload(Frozen):
     output_tokens: LengthDist
     prefix: PrefixReuse = PrefixReuse()
     offline: bool = Field(False, description="all requests are queued at once (batch job)")
+    max_output_tokens: int | None = Field(
+        None,
+        description="the max_tokens each request sends [tokens] (default: the answers' P99)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -254,6 +267,39 @@ class Workload(Frozen):
         if uses_trace and self.traffic.arrival != "trace":
             raise ValueError("length kind 'trace' needs traffic.arrival: trace")
         return self
+
+    @model_validator(mode="after")
+    def _max_output(self) -> Workload:
+        m = self.max_output_tokens
+        if m is None:
+            return self
+        if isinstance(m, bool) or m < 1:
+            raise ValueError(f"max_output_tokens must be an integer >= 1, got {m}")
+        if not isinstance(self.output_tokens, TraceLength):
+            p99 = self.output_tokens.quantile_tokens(0.99)
+            if p99 > m:
+                raise ValueError(
+                    f"max_output_tokens {m} is below the answers' P99 ({math.ceil(p99)} tokens): "
+                    "an engine stops every answer at max_tokens, so no answer can be longer; "
+                    "raise max_output_tokens or shorten output_tokens"
+                )
+        return self
+
+    def max_new_tokens(self) -> int:
+        """The ``max_tokens`` each request sends [tokens]: ``max_output_tokens``, or the
+        answers' P99 (rounded up) when it is not given (:meth:`max_output_assumption`)."""
+        if self.max_output_tokens is not None:
+            return int(self.max_output_tokens)
+        return max(1, int(math.ceil(self.output_quantile_tokens(0.99))))
+
+    def max_output_assumption(self) -> str | None:
+        """The line that states the assumed ``max_tokens`` (None when the workload sets it)."""
+        if self.max_output_tokens is not None:
+            return None
+        return (
+            f"clients send max_tokens = the answers' P99, {self.max_new_tokens():,} tokens "
+            "(workload.max_output_tokens not set; TensorRT-LLM reserves it at admission)"
+        )
 
     # ---- statistics
     def mean_input_tokens(self) -> float:
@@ -382,6 +428,7 @@ class Workload(Frozen):
             shared_prefix_tokens=self.prefix.shared_prefix_tokens,
             cache_hit_rate=self.prefix.cache_hit_rate,
             prefix_caching=prefix_caching,
+            max_new_tokens=self.max_new_tokens(),
         )
 
     def describe(self) -> str:
