@@ -32,7 +32,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from . import parse_cache
-from .errors import PlannerError, printable
+from .errors import PlannerError, first_validation_error, printable
 from .parse_cache import PARSE_CACHE_MIN_CHARS, parse_cache_dir  # noqa: F401 - re-exported
 
 try:  # the C parser is ~10x faster; fall back where libyaml is absent
@@ -161,6 +161,21 @@ def load_yaml(text: str, where: str | os.PathLike[str], *, keep: bool = False) -
     value = _parse_yaml(text, where)
     parse_cache.put(key, text, value)
     return value
+
+
+def load_data_file(path: Path, model: Any, limit: int = 160) -> Any:
+    """A bundled data file (``data/*.yaml``) validated by the pydantic ``model``; None where the
+    file is absent. A YAML error or the first validation error is one :class:`PlannerError`
+    line naming the file and the field path (the message cut to ``limit`` characters)."""
+    from pydantic import ValidationError
+
+    if not path.exists():
+        return None
+    raw = load_yaml(path.read_text(encoding="utf-8"), path)
+    try:
+        return model.model_validate(raw)
+    except ValidationError as e:
+        raise first_validation_error(path.name, e, limit) from None
 
 
 def _parse_yaml(text: str, where: str | os.PathLike[str]) -> Any:

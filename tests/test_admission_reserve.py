@@ -130,7 +130,11 @@ def test_a_larger_reservation_never_admits_more_nor_lowers_ttft(rep, f_lo, df, i
         rep.with_engine(kv_reserve_fraction=f_hi, **eng), reqs.copy(), None
     )
     assert _peak_decoders(hi) <= _peak_decoders(lo)
-    assert np.mean(hi.first_token_s) >= np.mean(lo.first_token_s) * (1 - 1e-12)
+    # mean TTFT within 1 %: not exact, a batching anomaly (hypothesis found one: 2.3006 s
+    # vs 2.3015 s, 24 requests, 0.1 -> 0.6 reserved): fewer decoders make shorter steps, so a
+    # later prompt can reach its first token a little sooner; a larger reservation never
+    # makes the burst's first tokens come meaningfully earlier
+    assert np.mean(hi.first_token_s) >= np.mean(lo.first_token_s) * 0.99
 
 
 def test_steady_state_counts_the_reserved_tokens(rep):

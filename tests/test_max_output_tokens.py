@@ -98,7 +98,10 @@ def test_a_larger_cap_never_admits_more_nor_lowers_ttft(rep, f, inp, out, cap, m
     lo = _engine._run_continuous(r, _burst(24, inp, out, cap), None)
     hi = _engine._run_continuous(r, _burst(24, inp, out, cap + more), None)
     assert _peak_decoders(hi) <= _peak_decoders(lo)
-    assert np.mean(hi.first_token_s) >= np.mean(lo.first_token_s) * (1 - 1e-12)
+    # mean TTFT within 1 %: not exact, a batching anomaly (test_admission_reserve.py's
+    # property found one for the reserved fraction): fewer decoders make shorter steps, so a
+    # later prompt can reach its first token a little sooner
+    assert np.mean(hi.first_token_s) >= np.mean(lo.first_token_s) * 0.99
     v = rep.with_engine(kv_reserve_fraction=0.0, **eng)
     a = _engine._run_continuous(v, _burst(24, inp, out, cap), None)
     b = _engine._run_continuous(v, _burst(24, inp, out, cap + more), None)

@@ -15,12 +15,12 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from planner.catalog.catalog import DATA_DIR
 from planner.catalog.records import Frozen, Sourced
-from planner.errors import PlannerError, first_validation_error
-from planner.files import load_yaml
+from planner.errors import PlannerError
+from planner.files import load_data_file
 
 __all__ = [
     "AdmissionPolicy",
@@ -58,13 +58,9 @@ class _File(Frozen):
 @lru_cache(maxsize=4)
 def _file(data_dir: str | None) -> _File:
     path = Path(data_dir or DATA_DIR) / "engine_policies.yaml"
-    if not path.exists():
+    f = load_data_file(path, _File, 120)
+    if f is None:
         return _File(policies=())
-    raw = load_yaml(path.read_text(encoding="utf-8"), path)
-    try:
-        f = _File.model_validate(raw)
-    except ValidationError as e:
-        raise first_validation_error(path.name, e, 120) from None
     seen: set[str] = set()
     for r in f.policies:
         if r.framework in seen:

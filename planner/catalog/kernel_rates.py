@@ -16,12 +16,12 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from planner.catalog.catalog import DATA_DIR
 from planner.catalog.records import Frozen, Sourced
-from planner.errors import PlannerError, first_validation_error
-from planner.files import load_yaml
+from planner.errors import PlannerError
+from planner.files import load_data_file
 
 __all__ = ["MLA_D_K", "MLA_D_V", "MlaDecodeRate", "mla_decode_rate", "mla_decode_rates"]
 
@@ -82,13 +82,10 @@ class _File(Frozen):
 def mla_decode_rates(data_dir: str | None = None) -> tuple[MlaDecodeRate, ...]:
     """Every record of ``data/kernel_rates.yaml`` (empty where the file is absent)."""
     path = Path(data_dir or DATA_DIR) / "kernel_rates.yaml"
-    if not path.exists():
+    f = load_data_file(path, _File, 120)
+    if f is None:
         return ()
-    raw = load_yaml(path.read_text(encoding="utf-8"), path)
-    try:
-        recs = _File.model_validate(raw).mla_decode
-    except ValidationError as e:
-        raise first_validation_error(path.name, e, 120) from None
+    recs = f.mla_decode
     seen = set()
     for r in recs:
         if r.default and r.arch in seen:

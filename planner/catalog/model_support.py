@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from planner.catalog.records import Frozen, ModelArch, Sourced
-from planner.errors import PlannerError, first_validation_error
-from planner.files import load_yaml
+from planner.errors import PlannerError
+from planner.files import load_data_file
 
 __all__ = ["ModelSupport", "model_floor_record", "read_model_support"]
 
@@ -56,13 +56,10 @@ def read_model_support(data_dir: Path) -> tuple[ModelSupport, ...]:
     """The records of ``data_dir/model_support.yaml`` (empty where the file is absent); two
     records for one (framework, architecture, models) are an error naming the file."""
     path = Path(data_dir) / FILE_NAME
-    if not path.exists():
+    f = load_data_file(path, _File)
+    if f is None:
         return ()
-    raw = load_yaml(path.read_text(encoding="utf-8"), path)
-    try:
-        recs = _File.model_validate(raw).model_support
-    except ValidationError as e:
-        raise first_validation_error(path.name, e, 160) from None
+    recs = f.model_support
     seen: set[tuple] = set()
     for r in recs:
         key = (r.framework, r.architecture, r.models)

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from planner.catalog.records import Framework, Frozen, ModelArch, Precision, Sourced
-from planner.errors import PlannerError, first_validation_error
-from planner.files import load_yaml
+from planner.errors import PlannerError
+from planner.files import load_data_file
 
 __all__ = [
     "EngineFormats",
@@ -92,13 +92,10 @@ def read_moe_formats(data_dir: Path) -> tuple[EngineFormats, ...]:
     """The records of ``data_dir/moe_formats.yaml`` (empty where the file is absent); a
     repeated (architecture, framework) is an error naming the file."""
     path = Path(data_dir) / FILE_NAME
-    if not path.exists():
+    f = load_data_file(path, _File)
+    if f is None:
         return ()
-    raw = load_yaml(path.read_text(encoding="utf-8"), path)
-    try:
-        recs = _File.model_validate(raw).moe_formats
-    except ValidationError as e:
-        raise first_validation_error(path.name, e, 160) from None
+    recs = f.moe_formats
     seen: set[tuple[str, str]] = set()
     for r in recs:
         key = (r.architecture, r.framework)

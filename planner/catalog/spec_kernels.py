@@ -16,12 +16,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from planner.catalog.catalog import DATA_DIR
 from planner.catalog.records import Frozen, Sourced
-from planner.errors import PlannerError, first_validation_error
-from planner.files import load_yaml
+from planner.errors import PlannerError
+from planner.files import load_data_file
 
 __all__ = ["VerifyKernel", "verify_kernel", "verify_kernels"]
 
@@ -71,13 +71,10 @@ class _File(Frozen):
 def verify_kernels(data_dir: str | None = None) -> tuple[VerifyKernel, ...]:
     """Every record of ``data/spec_kernels.yaml`` (empty where the file is absent)."""
     path = Path(data_dir or DATA_DIR) / "spec_kernels.yaml"
-    if not path.exists():
+    f = load_data_file(path, _File, 120)
+    if f is None:
         return ()
-    raw = load_yaml(path.read_text(encoding="utf-8"), path)
-    try:
-        recs = _File.model_validate(raw).verify_attention
-    except ValidationError as e:
-        raise first_validation_error(path.name, e, 120) from None
+    recs = f.verify_attention
     seen: set[tuple[str, str]] = set()
     for r in recs:
         if (r.engine, r.arch) in seen:
