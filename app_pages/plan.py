@@ -552,13 +552,22 @@ if ceil:
 band = win.get("error_band") or {}
 if win.get("num_gpus_low") is not None:
     lo, hi = win["num_gpus_low"], win["num_gpus_high"]
+    usd_lo, usd_hi = win["usd_per_mtok_output_low"], win["usd_per_mtok_output_high"]
+    # the same fleet at both ends of the band (e.g. one replica carries the load): say so,
+    # not "1 to 1 GPUs"
+    needs = (
+        f"**{fmt.count(lo)} to {fmt.count(hi)} GPUs** and costs {fmt.usd(usd_lo)} to "
+        f"{fmt.usd(usd_hi)}"
+        if lo != hi
+        else f"**{fmt.count(lo)} GPU{'' if lo == 1 else 's'}** at both ends of the band and "
+        f"costs {fmt.usd(usd_lo)}"
+    )
     st.caption(
         w.md(
             f"Uncertainty: with the {band.get('tier', '')} error band of the performance numbers "
             f"(capacity x {band.get('low_ratio', float('nan')):.2f} to "
             f"{band.get('high_ratio', float('nan')):.2f}, ~80 % of held-out measurements), the "
-            f"fleet needs **{fmt.count(lo)} to {fmt.count(hi)} GPUs** and costs "
-            f"{fmt.usd(win['usd_per_mtok_output_low'])} to {fmt.usd(win['usd_per_mtok_output_high'])}"
+            f"fleet needs {needs}"
             " per million output tokens"
             + (
                 f"; the choice is {win['robustness']} ({w.term_link('robustness')})."

@@ -485,6 +485,13 @@ def test_plan_is_the_landing_page_and_matches_recommend():
     assert m["GPUs"] == str(win["num_gpus"])
     assert m["$/M output tokens"] == _money(win["usd_per_mtok_output"])
     assert m["Fleet [$/month]"] == _money(win["usd_per_month"])
+    # the uncertainty line: the winner's fleet band from the CLI's numbers, never "1 to 1"
+    unc = [c.value for c in at.caption if c.value.startswith("Uncertainty")]
+    lo, hi = win["num_gpus_low"], win["num_gpus_high"]
+    if lo != hi:
+        assert f"**{lo:,} to {hi:,} GPUs**" in unc[0]
+    else:
+        assert f"**{lo:,} GPU{'' if lo == 1 else 's'}** at both ends of the band" in unc[0]
     head = [s.value for s in at.subheader if s.value.startswith("Recommended")][0]
     gpu_name = load_catalog().gpu(win["gpu"]).name
     assert f"{win['num_gpus']} x {gpu_name}" in head
