@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_admission_reserve import _peak_decoders  # the same count of running decoders
 
 from planner.errors import PlannerError
 from planner.scenario import scenario_from_dict
@@ -30,16 +31,6 @@ def _burst(n, inp, out, max_new=0):
     return Requests(
         np.zeros(n), np.full(n, inp, np.int64), np.full(n, out, np.int64), z, max_new_tokens=max_new
     )
-
-
-def _peak_decoders(res) -> int:
-    """Most requests between their first and last token at once."""
-    ev = sorted([(t, 1) for t in res.first_token_s] + [(t, -1) for t in res.finish_s])
-    n = best = 0
-    for _, d in ev:
-        n += d
-        best = max(best, n)
-    return best
 
 
 def _wl(**kw) -> Workload:
