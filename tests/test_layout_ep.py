@@ -259,6 +259,12 @@ def test_engine_recommended_format_rank():
     assert trt.format_rank("hopper", "fp8") == 0
     assert trt.recommended_formats_source and "nvidia.github.io" in trt.recommended_formats_source
     assert CAT.framework("vllm").format_rank("hopper", "fp8") == 1  # no list: all equal
+    # the guides are DeepSeek-R1 pages: for DeepSeek (model_type deepseek_v3) the order
+    # holds; for a Llama no source says so, so every format ranks alike (past an empty
+    # list: 0 + 1) and the tie falls to more bits per weight
+    assert trt.format_rank("blackwell", "fp4", "deepseek_v3") == 0
+    assert trt.format_rank("blackwell", "fp4", "llama") == 1
+    assert trt.format_rank("blackwell", "fp8", "llama") == 1
 
 
 def test_format_native_rule():

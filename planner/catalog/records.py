@@ -603,24 +603,24 @@ class Framework(Sourced):
         0.0, ge=0, le=1000, description="added per GPU when tp > 1 (NCCL / all-reduce buffers) [GB]"
     )
     runtime_overhead_source: str | None = Field(None, min_length=3)
-    memory_semantics: str | None = Field(
-        None, description="how the engine sizes its KV pool, in words, with the source"
-    )
+    memory_semantics: str | None = Field(None, description="how it sizes its KV pool, sourced")
     # parallel layouts the engine offers (catalog/layout.py) and the formats its docs recommend
     expert_parallel: bool = False  # EP: --enable-expert-parallel / --ep-size / moe_ep_size
     attention_dp: bool = False  # attention data-parallel for MoE models (DP attention)
     parallel_source: str | None = None
-    #: one replica across several nodes / scale-up domains (multi-node TP, PP or EP):
-    #: True documented, False documented as not offered, None not read in a source
+    #: one replica over several nodes / domains: True documented, False not offered, None unread
     multi_node: bool | None = None
     multi_node_source: str | None = None
     recommended_formats: dict[str, tuple[str, ...]] = {}  # per GPU arch, best first
     recommended_formats_source: str | None = None
+    recommended_formats_models: tuple[str, ...] | None = None  # HF model_types; None: all
 
-    def format_rank(self, arch: str, precision_id: str) -> int:
-        """Position of a format in the engine's recommendation for ``arch`` (0 = first);
-        past the list's end when the documentation does not recommend it there."""
-        rec = self.recommended_formats.get(arch, ())
+    def format_rank(self, arch: str, precision_id: str, model_type: str | None = None) -> int:
+        """Position of a format in the engine's recommendation for ``arch`` and the model's
+        HF ``model_type`` (0 = first); past the list's end where the source does not say."""
+        covered = self.recommended_formats_models
+        on = model_type is None or covered is None or model_type in covered
+        rec = self.recommended_formats.get(arch, ()) if on else ()
         return rec.index(precision_id) if precision_id in rec else len(rec) + 1
 
     kv_follows_checkpoint: bool = Field(
@@ -631,8 +631,7 @@ class Framework(Sourced):
     kv_default_source: str | None = Field(None, description="where that default was read")
     #: the quantized KV precisions the engine stores (None: not read; fp8 KV is then offered)
     kv_quantized: tuple[str, ...] | None = Field(None, description="with kv_default_source")
-    #: GPU-dependent scheduler defaults (the last tier that applies wins over
-    #: default_max_num_seqs / default_max_num_batched_tokens)
+    #: GPU-dependent scheduler defaults (the last that applies wins over default_max_num_*)
     scheduler_tiers: tuple[SchedulerTier, ...] = ()
     #: where it is read that the default scheduler never mixes prompt chunks and decoders in
     #: one step, a prompt step first whenever one can be formed (SGLang); None: mixed steps

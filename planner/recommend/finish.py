@@ -453,13 +453,15 @@ def tie_break_text(a: Screened, b: Screened) -> str:
     )
     if not same:
         return ""
-    fa = a.opt.framework.format_rank(a.opt.gpu.arch, a.opt.precision.id)
-    fb = b.opt.framework.format_rank(b.opt.gpu.arch, b.opt.precision.id)
+    mt = a.replica.sm.model.architecture
+    fa = a.opt.framework.format_rank(a.opt.gpu.arch, a.opt.precision.id, mt)
+    fb = b.opt.framework.format_rank(b.opt.gpu.arch, b.opt.precision.id, mt)
     if fa < fb:
         src = a.opt.framework.recommended_formats_source or "frameworks.yaml"
         return (
             f" (a tie on cost and GPUs: {a.opt.precision.id} first because {a.opt.framework.name}'s"
-            f" documentation recommends it on {a.opt.gpu.arch}: {src.split(' (')[0]})"
+            f" documentation recommends it on {a.opt.gpu.arch} for {mt} models:"
+            f" {src.split(' (')[0]})"
         )
     if a.opt.precision.weight_bits > b.opt.precision.weight_bits:
         return (

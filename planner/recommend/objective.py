@@ -241,7 +241,9 @@ def sort_key(s: Screened, need: float) -> tuple[float, ...]:
         bucket,
         cost if cost is not None else math.inf,
         s.replicas * s.opt.gpus_per_replica,
-        s.opt.framework.format_rank(s.opt.gpu.arch, s.opt.precision.id),
+        s.opt.framework.format_rank(
+            s.opt.gpu.arch, s.opt.precision.id, s.replica.sm.model.architecture
+        ),
         -s.opt.precision.weight_bits,
         _evidence_rank(s.provenance),
         -bracket(s, need)[1],
