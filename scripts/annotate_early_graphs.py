@@ -12,6 +12,18 @@ did with CUDA graphs, read in the engine's source at the release the rows name (
   step ran eagerly: the rows get the clause ``CUDA graphs off`` that
   :func:`planner.benchmarks.schema.graphs_off` reads (measured: TPOT 55.1 / 55.9 / 57.6 ms at
   concurrency 4 / 8 / 16, flat in the batch, as a launch-bound step is).
+* **SGLang v0.4.1, DeepSeek-V3 on 8x H200, the single-node FP8 table** (``public_nvidia.csv``,
+  the 16 ``--tp 8 --quantization fp8 --kv-cache-dtype fp8_e5m2 --enable-dp-attention`` rows of
+  sgl-project/sglang ``benchmark/benchmark_dsv3/README.md`` @ 26db155e, "Benchmark for SGLang
+  v0.4.1"): the command does not pass ``--disable-cuda-graph``, but SGLang 0.4.1 turned the
+  graphs off itself. ``python/sglang/srt/model_executor/model_runner.py`` of the 0.4.1 wheel
+  (PyPI ``sglang==0.4.1``, ``sglang/version.py`` dated 2024-12-25), ``ModelRunner.__init__``,
+  "Model-specific adjustment": with MLA on (``attention_arch == AttentionArch.MLA and not
+  disable_mla``) it sets ``attention_backend = "triton"`` and, under ``# FIXME(HandH1998)``,
+  ``if "DeepseekV3ForCausalLM" in ...architectures and not disable_cuda_graph:
+  disable_cuda_graph = True``. The 0.4.1.post1 wheel (2024-12-27) no longer has those lines,
+  and 0.4.1.post2's release note (PR #2643) headlines "Using CUDA Graph". The source's other
+  three tables already pass ``--disable-cuda-graph`` (``cuda_graph=disabled``).
 
 The clause is appended to ``notes``; running the script twice changes nothing.
 Usage: ``python scripts/annotate_early_graphs.py [--check]``
@@ -33,6 +45,13 @@ RULES = (
         "CUDA graphs off (TensorRT-LLM @ 9b931c0f tensorrt_llm/_torch/pyexecutor/config.py:"
         " PyTorchConfig use_cuda_graph: bool = False; trtllm-serve passes"
         " PyTorchConfig(enable_overlap_scheduler=True) and the task no extra_llm_api_options)",
+    ),
+    (
+        "data/benchmarks/public_nvidia.csv",
+        "table 'DeepSeek V3 on 8xH200 (single-node) / FP8'",
+        "CUDA graphs off (SGLang 0.4.1 sglang/srt/model_executor/model_runner.py, model-specific"
+        " adjustment with MLA on: DeepseekV3ForCausalLM sets server_args.disable_cuda_graph ="
+        " True under FIXME(HandH1998); gone in 0.4.1.post1)",
     ),
 )
 
