@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         epilog="example: PYTHONPATH=$PWD python scripts/mlperf_stream_gap.py "
-        "--predictions /work/keep/ep_after_s7.csv",
+        "--predictions ep_after.csv (from scripts/ep_accuracy.py --save ep_after.csv)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--predictions", required=True, help="held-out predictions CSV (id, predicted)")
