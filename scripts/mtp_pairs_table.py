@@ -22,6 +22,7 @@ Usage (from the repository root; about a minute)::
 
     python scripts/mtp_pairs_table.py
     python scripts/mtp_pairs_table.py --tpot   # same-image TPOT speed-up at every concurrency
+    python scripts/mtp_pairs_table.py --terms  # what the step model charges a verify step, c >= 32
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from moe_rows_accuracy import (  # noqa: E402
     FILES,
     INFERENCEX,
     INFERENCEX_HISTORY,
+    _nominal,
     _params,
     _pct,
     catalog_al,
@@ -48,6 +50,7 @@ from moe_rows_accuracy import (  # noqa: E402
 
 from planner.benchmarks.io import read_rows  # noqa: E402
 from planner.benchmarks.schema import cell  # noqa: E402
+from planner.benchmarks.schema import layout as row_layout  # noqa: E402
 from planner.benchmarks.serving_rows import predict_serving_row  # noqa: E402
 from planner.benchmarks.speculative_rows import (  # noqa: E402
     predict_spec_row,
@@ -58,6 +61,7 @@ from planner.benchmarks.speculative_rows import (  # noqa: E402
 )
 from planner.calibration.accuracy import _md_table  # noqa: E402
 from planner.catalog.catalog import load_catalog  # noqa: E402
+from planner.serving import build_replica  # noqa: E402
 
 _RUN = re.compile(r"actions/runs/(\d+)")
 _ISL = re.compile(r"(?:nominal input |random_input_len=)(\d+)")
@@ -194,7 +198,100 @@ def tpot_pairs() -> pd.DataFrame:
     return pd.DataFrame(list(recs.values())).sort_values(["gpu", "prec", "ISL/OSL", "c"])
 
 
+def _max_base_concurrency(rows) -> dict[tuple, float]:
+    """(hardware, precision, engine, TP, attention DP) -> the largest concurrency of any
+    non-speculative DeepSeek row: the most sequences a plain step was measured at."""
+    out: dict[tuple, float] = {}
+    for r in rows:
+        notes = cell(r, "notes") or ""
+        if cell(r, "model") != "deepseek-v3" or "speculative decoding" in notes:
+            continue
+        key = (cell(r, "hardware"), cell(r, "precision"), cell(r, "framework"), cell(r, "tp"),
+               cell(r, "attention_dp") or "1")  # fmt: skip
+        c = float(cell(r, "concurrency") or cell(r, "batch") or 0)
+        out[key] = max(out.get(key, 0.0), c)
+    return out
+
+
+def terms_table(min_conc: int = 32) -> pd.DataFrame:
+    """What the step model charges the verify step of every pair at concurrency >=
+    ``min_conc``, next to the plain step of the same sequences (bundled profile, the run's
+    mean decode context as ``moe_rows_accuracy.verify_table``):
+
+    * ``B / rank``: decoding sequences per attention rank (concurrency / attention DP);
+    * ``verify tok``: positions the target runs per step, ``B x (K + 1)``; ``draft passes``:
+      one draft-extend pass over those positions plus K - 1 single-token passes;
+    * ``experts plain -> verify``: expected distinct routed experts per MoE layer per GPU
+      (``StepModel.expected_experts``) of B and of B (K + 1) tokens, of the GPU's ``local``;
+    * ``GB weights``, ``TFLOP`` (GEMM), ``KV passes`` (``spec_kv_passes``) plain -> verify;
+    * the time terms (ms) plain -> verify, and verify / plain modelled against the one the
+      measured same-image TPOT ratio implies at the row's AL (``AL / TPOT ratio``);
+    * ``base c max``: the largest concurrency any plain run of that GPU, precision, engine and
+      TP was measured at, i.e. the most tokens per step the fitted profile has seen there."""
+    cat = load_catalog()
+    rows = [r for f in [*FILES, INFERENCEX] for r in read_rows(f)[0]]
+    hist = read_rows(INFERENCEX_HISTORY)[0]
+    cmax = _max_base_concurrency([*rows, *hist])
+    pt = pairs_table().set_index("id")
+    recs = []
+    for p in spec_pairs(rows):
+        sid = cell(p.spec_row, "id")
+        conc = p.concurrency or 1
+        nom = _nominal(p.spec_row)
+        if p.spec_tokens is None or conc < min_conc or nom is None or sid not in pt.index:
+            continue
+        b = p.base_rows[0]
+        k, lay = p.spec_tokens, row_layout(b)
+        al = catalog_al(cat, b, p.method, k, row_workload(p.spec_row))
+        ctx = (1 + nom[2]) / 2 * (nom[0] + nom[1] / 2)
+        sm = {}
+        st = {}
+        for on in (False, True):
+            kw = dict(spec_method=p.method, spec_tokens=k, acceptance_length=al) if on else {}
+            rep = build_replica(cell(b, "model"), cell(b, "hardware"), cell(b, "precision"),
+                                cell(b, "framework"), layout=lay.layout, params=_params(cat, b),
+                                catalog=cat, **kw)  # fmt: skip
+            sm[on], st[on] = rep.sm, rep.sm.step(conc, conc, conc, conc * ctx, conc * ctx)
+        adp = lay.layout.attention_dp
+        t0, t1 = float(st[False].time_s), float(st[True].time_s)
+        tr = pt.loc[sid, "TPOT ratio"]
+        key = (cell(b, "hardware"), cell(b, "precision"), cell(b, "framework"), cell(b, "tp"),
+               cell(b, "attention_dp") or "1")  # fmt: skip
+        rec = {
+            "id": sid, "gpu": cell(b, "hardware"), "engine": cell(b, "framework"),
+            "prec": cell(b, "precision"), "ISL": int(nom[0]), "c": int(conc),
+            "B / rank": conc / adp, "K": k, "AL used": round(al, 3),
+            "draft passes": f"1 x {conc * (k + 1):.0f} tok + {k - 1} x {conc:.0f}",
+            "verify tok": int(conc * (k + 1)),
+            "experts plain -> verify": f"{float(sm[False].expected_experts(conc)):.0f} -> "
+            f"{float(sm[True].expected_experts(conc * (k + 1))):.0f} of "
+            f"{sm[False].local_experts:.0f}",
+            "GB weights": f"{float(st[False].weight_bytes) / 1e9:.1f} -> "
+            f"{float(st[True].weight_bytes) / 1e9:.1f}",
+            "TFLOP": f"{float(st[False].matmul_flops) / 1e12:.2f} -> "
+            f"{float(st[True].matmul_flops) / 1e12:.2f}",
+            "KV passes": round(float(sm[True].spec_kv_passes), 3),
+        }  # fmt: skip
+        for term in ("t_gemm_s", "t_attn_s", "t_comm_s", "t_overhead_s", "t_draft_s"):
+            rec[f"{term[2:-2]} ms"] = (
+                f"{1e3 * float(getattr(st[False], term)):.2f} -> "
+                f"{1e3 * float(getattr(st[True], term)):.2f}"
+            )
+        rec.update({
+            "plain ms": round(1e3 * t0, 2), "verify ms": round(1e3 * t1, 2),
+            "v/p model": round(t1 / t0, 3),
+            "v/p implied": round(al / tr, 3) if tr and tr == tr else None,
+            "base c max": cmax.get(key),
+            "err median %": pt.loc[sid, "err median %"],
+        })  # fmt: skip
+        recs.append(rec)
+    return pd.DataFrame(recs)
+
+
 def main() -> int:
+    if "--terms" in sys.argv:
+        print(_md_table(terms_table()))
+        return 0
     if "--tpot" in sys.argv:
         print(_md_table(tpot_pairs()))
         return 0
