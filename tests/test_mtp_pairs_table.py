@@ -110,3 +110,18 @@ def test_amd_blog_speedup_at_concurrency_64_within_15_percent(blog):
     assert blog.loc[64, "model / model at c1"] == pytest.approx(
         blog.loc[64, "blog / blog at c1"], rel=0.15
     )
+
+
+def test_sglang_docs_h200_gain_falloff_from_batch_1_to_32():
+    # SGLang's DeepSeek docs: MTP speeds decoding "1.8x for batch size 1 and 1.5x for batch
+    # size 32 respectively on H200 TP8": the gain at 32 is 1.5 / 1.8 = 0.833 of batch 1's. K is
+    # not stated next to the numbers (the example beside them is K = 1; later pages call K = 3
+    # the default), and the ratio of the two does not depend on AL; the step model's (bundled
+    # H200 SGLang fp8 profile, 1,000-token contexts) is 0.84-0.86 at K = 1, 2 and 3. Read at
+    # K = 1 with the natural-text AL 1.897 the claim itself is met within 4 % (1.729 / 1.489).
+    t = mpt.sglang_docs_table()
+    for k in (1, 2, 3):
+        r = t[t["K"] == k].set_index("batch")["model"]
+        assert r[32] / r[1] == pytest.approx(1.5 / 1.8, rel=0.05), k
+    k1 = t[t["K"] == 1].set_index("batch")
+    assert (k1["err %"].abs() <= 5).all()
