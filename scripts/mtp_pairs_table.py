@@ -22,6 +22,10 @@ Usage (from the repository root; about a minute)::
 
     python scripts/mtp_pairs_table.py
     python scripts/mtp_pairs_table.py --tpot   # same-image TPOT speed-up at every concurrency
+    python scripts/mtp_pairs_table.py --terms  # what the step model charges a verify step, c >= 32
+    python scripts/mtp_pairs_table.py --amd-blog  # AMD's MI300X SGLang MTP speed-ups by concurrency
+    python scripts/mtp_pairs_table.py --moe-kernel  # aiter's MI355X MoE kernel time vs tokens
+    python scripts/mtp_pairs_table.py --sglang-docs  # SGLang's H200 MTP claim (1.8x / 1.5x)
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from moe_rows_accuracy import (  # noqa: E402
     FILES,
     INFERENCEX,
     INFERENCEX_HISTORY,
+    _nominal,
     _params,
     _pct,
     catalog_al,
@@ -48,6 +53,7 @@ from moe_rows_accuracy import (  # noqa: E402
 
 from planner.benchmarks.io import read_rows  # noqa: E402
 from planner.benchmarks.schema import cell  # noqa: E402
+from planner.benchmarks.schema import layout as row_layout  # noqa: E402
 from planner.benchmarks.serving_rows import predict_serving_row  # noqa: E402
 from planner.benchmarks.speculative_rows import (  # noqa: E402
     predict_spec_row,
@@ -58,6 +64,7 @@ from planner.benchmarks.speculative_rows import (  # noqa: E402
 )
 from planner.calibration.accuracy import _md_table  # noqa: E402
 from planner.catalog.catalog import load_catalog  # noqa: E402
+from planner.serving import build_replica  # noqa: E402
 
 _RUN = re.compile(r"actions/runs/(\d+)")
 _ISL = re.compile(r"(?:nominal input |random_input_len=)(\d+)")
@@ -194,7 +201,227 @@ def tpot_pairs() -> pd.DataFrame:
     return pd.DataFrame(list(recs.values())).sort_values(["gpu", "prec", "ISL/OSL", "c"])
 
 
+def _max_base_concurrency(rows) -> dict[tuple, float]:
+    """(hardware, precision, engine, TP, attention DP) -> the largest concurrency of any
+    non-speculative DeepSeek row: the most sequences a plain step was measured at."""
+    out: dict[tuple, float] = {}
+    for r in rows:
+        notes = cell(r, "notes") or ""
+        if cell(r, "model") != "deepseek-v3" or "speculative decoding" in notes:
+            continue
+        key = (cell(r, "hardware"), cell(r, "precision"), cell(r, "framework"), cell(r, "tp"),
+               cell(r, "attention_dp") or "1")  # fmt: skip
+        c = float(cell(r, "concurrency") or cell(r, "batch") or 0)
+        out[key] = max(out.get(key, 0.0), c)
+    return out
+
+
+def terms_table(min_conc: int = 32) -> pd.DataFrame:
+    """What the step model charges the verify step of every pair at concurrency >=
+    ``min_conc``, next to the plain step of the same sequences (bundled profile, the run's
+    mean decode context as ``moe_rows_accuracy.verify_table``):
+
+    * ``B / rank``: decoding sequences per attention rank (concurrency / attention DP);
+    * ``verify tok``: positions the target runs per step, ``B x (K + 1)``; ``draft passes``:
+      one draft-extend pass over those positions plus K - 1 single-token passes;
+    * ``experts plain -> verify``: expected distinct routed experts per MoE layer per GPU
+      (``StepModel.expected_experts``) of B and of B (K + 1) tokens, of the GPU's ``local``;
+    * ``GB weights``, ``TFLOP`` (GEMM), ``KV passes`` (``spec_kv_passes``) plain -> verify;
+    * the time terms (ms) plain -> verify, and verify / plain modelled against the one the
+      measured same-image TPOT ratio implies at the row's AL (``AL / TPOT ratio``);
+    * ``base c max``: the largest concurrency any plain run of that GPU, precision, engine and
+      TP was measured at, i.e. the most tokens per step the fitted profile has seen there."""
+    cat = load_catalog()
+    rows = [r for f in [*FILES, INFERENCEX] for r in read_rows(f)[0]]
+    hist = read_rows(INFERENCEX_HISTORY)[0]
+    cmax = _max_base_concurrency([*rows, *hist])
+    pt = pairs_table().set_index("id")
+    recs = []
+    for p in spec_pairs(rows):
+        sid = cell(p.spec_row, "id")
+        conc = p.concurrency or 1
+        nom = _nominal(p.spec_row)
+        if p.spec_tokens is None or conc < min_conc or nom is None or sid not in pt.index:
+            continue
+        b = p.base_rows[0]
+        k, lay = p.spec_tokens, row_layout(b)
+        al = catalog_al(cat, b, p.method, k, row_workload(p.spec_row))
+        ctx = (1 + nom[2]) / 2 * (nom[0] + nom[1] / 2)
+        sm = {}
+        st = {}
+        for on in (False, True):
+            kw = dict(spec_method=p.method, spec_tokens=k, acceptance_length=al) if on else {}
+            rep = build_replica(cell(b, "model"), cell(b, "hardware"), cell(b, "precision"),
+                                cell(b, "framework"), layout=lay.layout, params=_params(cat, b),
+                                catalog=cat, **kw)  # fmt: skip
+            sm[on], st[on] = rep.sm, rep.sm.step(conc, conc, conc, conc * ctx, conc * ctx)
+        adp = lay.layout.attention_dp
+        t0, t1 = float(st[False].time_s), float(st[True].time_s)
+        tr = pt.loc[sid, "TPOT ratio"]
+        key = (cell(b, "hardware"), cell(b, "precision"), cell(b, "framework"), cell(b, "tp"),
+               cell(b, "attention_dp") or "1")  # fmt: skip
+        rec = {
+            "id": sid, "gpu": cell(b, "hardware"), "engine": cell(b, "framework"),
+            "prec": cell(b, "precision"), "ISL": int(nom[0]), "c": int(conc),
+            "B / rank": conc / adp, "K": k, "AL used": round(al, 3),
+            "draft passes": f"1 x {conc * (k + 1):.0f} tok + {k - 1} x {conc:.0f}",
+            "verify tok": int(conc * (k + 1)),
+            "experts plain -> verify": f"{float(sm[False].expected_experts(conc)):.0f} -> "
+            f"{float(sm[True].expected_experts(conc * (k + 1))):.0f} of "
+            f"{sm[False].local_experts:.0f}",
+            "GB weights": f"{float(st[False].weight_bytes) / 1e9:.1f} -> "
+            f"{float(st[True].weight_bytes) / 1e9:.1f}",
+            "TFLOP": f"{float(st[False].matmul_flops) / 1e12:.2f} -> "
+            f"{float(st[True].matmul_flops) / 1e12:.2f}",
+            "KV passes": round(float(sm[True].spec_kv_passes), 3),
+        }  # fmt: skip
+        for term in ("t_gemm_s", "t_attn_s", "t_comm_s", "t_overhead_s", "t_draft_s"):
+            rec[f"{term[2:-2]} ms"] = (
+                f"{1e3 * float(getattr(st[False], term)):.2f} -> "
+                f"{1e3 * float(getattr(st[True], term)):.2f}"
+            )
+        rec.update({
+            "plain ms": round(1e3 * t0, 2), "verify ms": round(1e3 * t1, 2),
+            "v/p model": round(t1 / t0, 3),
+            "v/p implied": round(al / tr, 3) if tr and tr == tr else None,
+            "base c max": cmax.get(key),
+            "err median %": pt.loc[sid, "err median %"],
+        })  # fmt: skip
+        recs.append(rec)
+    return pd.DataFrame(recs)
+
+
+# AMD ROCm blog "Efficient LLM Serving with MTP: DeepSeek V3 and SGLang on AMD Instinct GPUs"
+# (2025-09-11; github ROCm/rocm-blogs blogs/software-tools-optimization/mtp/README.md
+# @3ffb1486), Table 1: mean end-to-end latency [ms] without / with MTP, 8x MI300X, SGLang
+# v0.5.0rc0 (lmsysorg/sglang:v0.5.0rc0-rocm630-mi30x), DeepSeek-V3 TP8, aiter attention,
+# --speculative-num-steps 2 --speculative-eagle-topk 1 --speculative-num-draft-tokens 3 (K = 2)
+# --speculative-accept-threshold-single=0.001, sglang.bench_serving --dataset-name random
+# --random-input 3200 --random-output 800, max concurrency 1 .. 64. "We observe that the
+# speedup ratio decreases as the max concurrency increases."
+AMD_BLOG_E2E_MS = {
+    1: (17348.25, 8229.37),
+    2: (17162.29, 8408.02),
+    4: (17948.30, 9736.64),
+    8: (19919.06, 11742.82),
+    16: (23708.94, 15483.11),
+    32: (30868.39, 21399.39),
+    64: (43848.20, 35074.26),
+}
+
+# ROCm/aiter aiter/configs/model_configs/a8w8_blockscale_tuned_fmoe_ds_v3.csv @e4048607
+# (2026-08-22): tuned fused-MoE time [us] of one DeepSeek-V3 layer under TP8 on gfx950
+# (cu_num 256: MI355X), model_dim 7168, inter_dim 256, 257 experts top 9 (the shared expert
+# fused in), fp8 blockscale (QuantType.per_1x128), by tokens in the step.
+AITER_MI355X_FP8_MOE_US = {16: 112.6776, 32: 158.4834, 64: 212.9873, 128: 241.6039,
+                           256: 249.5786, 512: 260.9691}  # fmt: skip
+
+
+def amd_blog_table(context_tokens: float = 3600.0) -> pd.DataFrame:
+    """AMD's MI300X SGLang MTP speed-ups (``AMD_BLOG_E2E_MS``) against the step model's, by
+    concurrency. The relaxed acceptance (threshold 0.001) makes the blog's AL unknown, so both
+    are shown relative to concurrency 1 (AL cancels: the step model's verify cost does not
+    depend on it). The model: bundled MI300X SGLang fp8 profile, TP8, K = 2, B = concurrency
+    decoding sequences at ``context_tokens`` each (3200 in + 800 / 2 out), plain and verify
+    step; E2E's TTFT share is left in the blog's ratio (it lowers it by TTFT / E2E)."""
+    from planner.catalog.profile import model_family, resolve_efficiency
+
+    cat = load_catalog()
+    m = cat.model_ref("deepseek-v3", None)
+    params = resolve_efficiency("amd-mi300x", "sglang", "fp8", None, cat, model_family(m))[0]
+    reps = {
+        on: build_replica(
+            m,
+            "amd-mi300x",
+            "fp8",
+            "sglang",
+            tp=8,
+            params=params,
+            catalog=cat,
+            **(dict(spec_method="mtp", spec_tokens=2, acceptance_length=2.0) if on else {}),
+        )  # fmt: skip
+        for on in (False, True)
+    }
+    recs = []
+    for c, (e0, e1) in AMD_BLOG_E2E_MS.items():
+        t = [float(reps[on].sm.step(c, c, c, c * context_tokens, c * context_tokens).time_s)
+             for on in (False, True)]  # fmt: skip
+        recs.append({"c": c, "blog E2E ratio": round(e0 / e1, 3), "plain ms": round(1e3 * t[0], 2),
+                     "verify ms": round(1e3 * t[1], 2), "model v/p": round(t[1] / t[0], 3)})  # fmt: skip
+    d = pd.DataFrame(recs)
+    d["blog / blog at c1"] = (d["blog E2E ratio"] / d["blog E2E ratio"].iloc[0]).round(3)
+    d["model / model at c1"] = (d["model v/p"].iloc[0] / d["model v/p"]).round(3)
+    return d
+
+
+# SGLang docs, DeepSeek V3 usage, "Multi-token Prediction" (docs/references/deepseek.md and
+# its successors, e.g. code index id 9276946009): "the decoding speed can be improved by 1.8x
+# for batch size 1 and 1.5x for batch size 32 respectively on H200 TP8 setting"; the example
+# command beside it: --speculative-num-steps 1 --speculative-eagle-topk 1
+# --speculative-num-draft-tokens 2 (K = 1). K is not stated next to the numbers; later
+# versions of the page keep the sentence and name 3 / 1 / 4 (K = 3) the default.
+SGLANG_DOCS_H200_SPEEDUP = {1: 1.8, 32: 1.5}
+
+
+def sglang_docs_table(context_tokens: float = 1000.0) -> pd.DataFrame:
+    """The step model's decoding speed-up ``AL x t_plain / t_verify`` for SGLang's H200 TP8
+    claim (``SGLANG_DOCS_H200_SPEEDUP``), bundled H200 SGLang fp8 profile, natural-text AL
+    (data/speculative.yaml) at K = 1, 2, 3: which K reading the claim fits. Decode steps only
+    (the docs measure decoding speed), at ``context_tokens`` per sequence."""
+    from planner.catalog.profile import model_family, resolve_efficiency
+    from planner.catalog.speculative import spec_decode
+
+    cat = load_catalog()
+    m = cat.model_ref("deepseek-v3", None)
+    gpu = "nvidia-h200-sxm"
+    params = resolve_efficiency(gpu, "sglang", "fp8", None, cat, model_family(m))[0]
+    plain = build_replica(m, gpu, "fp8", "sglang", tp=8, params=params, catalog=cat).sm
+    recs = []
+    for k in (1, 2, 3):
+        al = spec_decode(m, "mtp", k).acceptance_length
+        spec = build_replica(m, gpu, "fp8", "sglang", tp=8, params=params, catalog=cat,
+                             spec_method="mtp", spec_tokens=k, acceptance_length=al).sm  # fmt: skip
+        for b, claim in SGLANG_DOCS_H200_SPEEDUP.items():
+            a = (b, b, b, b * context_tokens, b * context_tokens)
+            sp = al * float(plain.step(*a).time_s) / float(spec.step(*a).time_s)
+            recs.append({"K": k, "AL": round(al, 3), "batch": b, "docs": claim,
+                         "model": round(sp, 3), "err %": _pct(sp, claim)})  # fmt: skip
+    return pd.DataFrame(recs)
+
+
+def moe_kernel_table() -> pd.DataFrame:
+    """aiter's tuned MI355X fp8 MoE layer time (``AITER_MI355X_FP8_MOE_US``) relative to 64
+    tokens, against the step model's routed-expert bytes relative to 64 tokens: expected
+    distinct experts of the bundled MI355X SGLang fp8 TP8 profile plus the shared expert
+    (aiter fuses it as the 257th): how much more a verify step's extra tokens cost the MoE."""
+    from planner.catalog.profile import model_family, resolve_efficiency
+
+    cat = load_catalog()
+    m = cat.model_ref("deepseek-v3", None)
+    params = resolve_efficiency("amd-mi355x", "sglang", "fp8", None, cat, model_family(m))[0]
+    sm = build_replica(m, "amd-mi355x", "fp8", "sglang", tp=8, params=params, catalog=cat).sm
+    ex = {t: float(sm.expected_experts(t)) + 1.0 for t in AITER_MI355X_FP8_MOE_US}
+    k0, e0 = AITER_MI355X_FP8_MOE_US[64], ex[64]
+    return pd.DataFrame(
+        [{"tokens": t, "aiter us": us, "aiter / 64 tok": round(us / k0, 3),
+          "experts + shared": round(ex[t], 1), "model / 64 tok": round(ex[t] / e0, 3)}
+         for t, us in AITER_MI355X_FP8_MOE_US.items()]
+    )  # fmt: skip
+
+
 def main() -> int:
+    if "--amd-blog" in sys.argv:
+        print(_md_table(amd_blog_table()))
+        return 0
+    if "--sglang-docs" in sys.argv:
+        print(_md_table(sglang_docs_table()))
+        return 0
+    if "--moe-kernel" in sys.argv:
+        print(_md_table(moe_kernel_table()))
+        return 0
+    if "--terms" in sys.argv:
+        print(_md_table(terms_table()))
+        return 0
     if "--tpot" in sys.argv:
         print(_md_table(tpot_pairs()))
         return 0
