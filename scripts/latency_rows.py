@@ -57,6 +57,12 @@ from planner.calibration.latency_fit import (
     ratio_band,
     scale_for,
 )
+from planner.calibration.release_fit import (
+    AsOfFits,
+    as_of_days,
+    fit_release_nodes,
+    release_params_for_row,
+)
 from planner.catalog.catalog import load_catalog
 from planner.catalog.efficiency import PRIOR
 from planner.catalog.latency import latency_family
@@ -181,14 +187,94 @@ def assign_causes(out: list[dict]) -> None:
         d["cause"] = c
 
 
-def _predict(r, row, profiles, cat, scale, first_token_s=None):
-    prof = profiles[r.source]
+class Folds:
+    """The parameters a held-out row is predicted with, as ``planner validate`` predicts the
+    serving rows (``planner.calibration.accuracy.serving_predictions``): the fold's profile
+    (fitted without the row's source), its release nodes (``fit_release_nodes``: the row's
+    release, else the nearest one, ``resolve_release_params``) and, for a row naming no
+    release, the fold's fit as of the row's date (``AsOfFits``). ``release=False``: the fit
+    over every release (``resolve_params``; this script before 2026-12-07, whose CDNA3 SGLang
+    0.5.x rows took the pooled SGLang-on-AMD node of the 0.4.2 dstack run).
+
+    Parameters
+    ----------
+    profiles : dict
+        source -> the fold's profile (None where the fit failed: the prior)
+    asof : AsOfFits or None
+    release : bool
+    """
+
+    def __init__(self, profiles: dict, asof: Any = None, release: bool = True) -> None:
+        self.profiles, self.asof, self.release = profiles, asof, release
+
+    def __getitem__(self, source: str):
+        return self.profiles[source]
+
+    def params(self, r, cat) -> tuple[Any, str, str]:
+        """(params, provenance, release used) of prepared row ``r``; raises PlannerError."""
+        prof = self.profiles[r.source]
+        if not self.release:
+            if prof is None:
+                return PRIOR, "prior", ""
+            p, prov = resolve_params(r.gpu, r.framework, r.precision or None, catalog=cat,
+                                     profile=prof, family=r.family)  # fmt: skip
+            return p, prov, ""
+        p, prov, used, _ = release_params_for_row(r, prof, cat, self.asof, r.source)
+        return p, prov, used
+
+
+def _release_folds(keep, rows, own_rows, df, cat, profiles, cache_p, release=True) -> Folds:
+    """:class:`Folds` of the held-out sources of ``keep``: each fold's release nodes and
+    as-of fits, kept in the ``--cache`` pickle beside the fold profiles (keys ``("release",
+    source)`` and ``("asof", source, engine, day)``)."""
+    if not release:
+        return Folds(profiles, None, False)
+    asof = AsOfFits(as_of_days(df))
+    out = {}
+    for s in sorted({r.source for r in keep}):
+        train = [r for r in rows if r.source != s and (r.ok or r.steady)] + [
+            r for r in own_rows if r.ok or r.steady
+        ]
+        key = ("release", s)
+        if key not in profiles:
+            print("release nodes without", s, file=sys.stderr, flush=True)
+            prof = profiles[s]
+            if prof is not None:
+                only = {(r.framework, r.arch, r.precision) for r in rows if r.source == s}
+                try:
+                    prof = fit_release_nodes(prof, train, cat, only=only)
+                except PlannerError:
+                    prof = None
+            profiles[key] = prof
+            cache_p.write_bytes(pickle.dumps(profiles))
+        out[s] = profiles[key]
+        asof.fit_fold(s, [r for r in rows if r.source == s], train)
+        for (fold, fw, day), plan in asof.plans.items():
+            k = ("asof", fold, fw, day)
+            if fold == s and k in profiles:
+                plan["fit"] = profiles[k]
+    folds = Folds(out, asof, True)
+    folds.cache = (profiles, cache_p)
+    return folds
+
+
+def _keep_asof(folds: Folds) -> None:
+    """Store the as-of fits made while predicting in the ``--cache`` pickle."""
+    if folds.asof is None or not hasattr(folds, "cache"):
+        return
+    profiles, cache_p = folds.cache
+    new = False
+    for (fold, fw, day), plan in folds.asof.plans.items():
+        k = ("asof", fold, fw, day)
+        if "fit" in plan and k not in profiles:
+            profiles[k], new = plan["fit"], True
+    if new:
+        cache_p.write_bytes(pickle.dumps(profiles))
+
+
+def _predict(r, row, folds, cat, scale, first_token_s=None):
     try:
-        params, prov = (
-            resolve_params(r.gpu, r.framework, r.precision or None, catalog=cat,
-                           profile=prof, family=r.family)
-            if prof is not None else (PRIOR, "prior")
-        )  # fmt: skip
+        params, prov, used = folds.params(r, cat)
     except PlannerError:
         return None
     row = {k: ("" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
@@ -227,6 +313,7 @@ def _predict(r, row, profiles, cat, scale, first_token_s=None):
         "over_capacity": bool(d.get("over_capacity", False)),
         "queue_growth": d.get("queue_growth", float("nan")),
         "provenance": prov,
+        "release_used": used,
         "note": d.get("note", ""),
         "chunked_prefill": "off (vLLM V0, MLA)"
         if "V0 with MLA: chunked prefill off" in d.get("note", "")
@@ -508,6 +595,12 @@ def main(argv=None) -> int:
         "(planner.benchmarks.scheduler_waits.overlap_wait; "
         "planner.benchmarks.serving_rows.OVERLAP_LAG is off)",
     )
+    ap.add_argument(
+        "--no-release",
+        action="store_true",
+        help="every row with its fold's fit over every release (the before of 2026-12-07), "
+        "not its release's node as planner validate predicts it",
+    )
     a = ap.parse_args(argv)
     if a.overlap_lag:
         import planner.benchmarks.serving_rows as _rows
@@ -552,8 +645,10 @@ def main(argv=None) -> int:
         except PlannerError:
             profiles[s] = None
         cache_p.write_bytes(pickle.dumps(profiles))
-    ft, ft_all = ({}, None) if a.no_first_token else _first_token_loso(keep, recs, profiles, cat)
-    base = [_predict(r, recs[r.id], profiles, cat, 1.0, ft.get(r.id)) for r in keep]
+    folds = _release_folds(keep, rows, own_rows, df, cat, profiles, cache_p, not a.no_release)
+    ft, ft_all = ({}, None) if a.no_first_token else _first_token_loso(keep, recs, folds, cat)
+    base = [_predict(r, recs[r.id], folds, cat, 1.0, ft.get(r.id)) for r in keep]
+    _keep_asof(folds)
     base = [b for b in base if b is not None]
     ttft = [b for b in base if b["metric_class"] == "ttft"]
     if a.no_scale:
@@ -569,7 +664,7 @@ def main(argv=None) -> int:
                     continue
                 sc, grp = scale_for(scales, b["engine"], b["family"])
                 r = next(x for x in keep if x.id == b["id"] and x.metric == b["metric"])
-                d = b if sc == 1.0 else _predict(r, recs[r.id], profiles, cat, sc, ft.get(r.id))
+                d = b if sc == 1.0 else _predict(r, recs[r.id], folds, cat, sc, ft.get(r.id))
                 if d is None:
                     continue
                 d["measured_over_unscaled"] = b["measured"] / b["predicted"]
