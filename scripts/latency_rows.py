@@ -12,7 +12,12 @@ Usage::
     PYTHONPATH=$PWD python scripts/latency_rows.py --engine-prefill-first
     # overlap schedulers' extra iteration before a prompt joins (off in planner):
     PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --overlap-lag
+    # every row with its fold's fit over every release (the before of 2026-12-07):
+    PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --no-release
 
+Each row is predicted with the parameters ``planner validate`` predicts it with (its release's
+node, else the nearest release's; a row naming none: its fold's fit as of its date;
+``--no-release``: the fit over every release, this script before 2026-12-07).
 Each held-out source's profile is fitted once (the same fit ``planner validate`` does) and
 kept in ``--cache`` (a pickle; delete it when the fit changes), so a change of the serving
 model alone re-runs only the simulations. Prints MdAPE / bias by metric class, engine and
@@ -443,7 +448,11 @@ def _write_section(base, out, cov0, cov1, cat):
             "Every public serving row with a TTFT or TPOT (`docs/latency_rows.csv`: measured, "
             "predicted, error, source, engine and release, vendor, lengths, concurrency or rate, "
             "client), predicted by the serving simulator with the profile fitted without the "
-            "row's source. *before*: no prefill scale (SGLang's continuous-decode wait, which "
+            "row's source, at the row's engine release as `planner validate` predicts it (the "
+            "release's node, else the nearest release's; a row naming none: the fit as of its "
+            "date; `release_used` in the CSV; until 2026-12-07 this section took the fit over "
+            "every release, and CDNA3 SGLang 0.5.x rows the pooled SGLang-on-AMD node: AMD "
+            "TPOT 43.6%). *before*: no prefill scale (SGLang's continuous-decode wait, which "
             "needs no fit, included; on main before issue 32's latency work TTFT was 44.8% / "
             "-42.0% and TPOT 30.2% / +16.4%); *after*: the prefill scale of the row's "
             "engine and latency family fitted without the row's source "
