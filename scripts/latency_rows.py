@@ -207,13 +207,14 @@ class Folds:
         source -> the fold's profile (None where the fit failed: the prior)
     asof : AsOfFits or None
     release : bool
+    cache : tuple or None
+        (the ``--cache`` dict, its path) where the as-of fits made while predicting are kept
+        (:func:`_keep_asof`)
     """
 
-    def __init__(self, profiles: dict, asof: Any = None, release: bool = True) -> None:
-        self.profiles, self.asof, self.release = profiles, asof, release
-
-    def __getitem__(self, source: str):
-        return self.profiles[source]
+    def __init__(self, profiles: dict, asof: Any = None, release: bool = True,
+                 cache: tuple | None = None) -> None:  # fmt: skip
+        self.profiles, self.asof, self.release, self.cache = profiles, asof, release, cache
 
     def params(self, r, cat) -> tuple[Any, str, str]:
         """(params, provenance, release used) of prepared row ``r``; raises PlannerError."""
@@ -258,14 +259,12 @@ def _release_folds(keep, rows, own_rows, df, cat, profiles, cache_p, release=Tru
             k = ("asof", fold, fw, day)
             if fold == s and k in profiles:
                 plan["fit"] = profiles[k]
-    folds = Folds(out, asof, True)
-    folds.cache = (profiles, cache_p)
-    return folds
+    return Folds(out, asof, True, (profiles, cache_p))
 
 
 def _keep_asof(folds: Folds) -> None:
     """Store the as-of fits made while predicting in the ``--cache`` pickle."""
-    if folds.asof is None or not hasattr(folds, "cache"):
+    if folds.asof is None or folds.cache is None:
         return
     profiles, cache_p = folds.cache
     new = False
