@@ -12,7 +12,12 @@ Usage::
     PYTHONPATH=$PWD python scripts/latency_rows.py --engine-prefill-first
     # overlap schedulers' extra iteration before a prompt joins (off in planner):
     PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --overlap-lag
+    # every row with its fold's fit over every release (the before of 2026-12-07):
+    PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --no-release
 
+Each row is predicted with the parameters ``planner validate`` predicts it with (its release's
+node, else the nearest release's; a row naming none: its fold's fit as of its date;
+``--no-release``: the fit over every release, this script before 2026-12-07).
 Each held-out source's profile is fitted once (the same fit ``planner validate`` does) and
 kept in ``--cache`` (a pickle; delete it when the fit changes), so a change of the serving
 model alone re-runs only the simulations. Prints MdAPE / bias by metric class, engine and
@@ -56,6 +61,12 @@ from planner.calibration.latency_fit import (
     fit_prefill_scales,
     ratio_band,
     scale_for,
+)
+from planner.calibration.release_fit import (
+    AsOfFits,
+    as_of_days,
+    fit_release_nodes,
+    release_params_for_row,
 )
 from planner.catalog.catalog import load_catalog
 from planner.catalog.efficiency import PRIOR
@@ -181,14 +192,93 @@ def assign_causes(out: list[dict]) -> None:
         d["cause"] = c
 
 
-def _predict(r, row, profiles, cat, scale, first_token_s=None):
-    prof = profiles[r.source]
+class Folds:
+    """The parameters a held-out row is predicted with, as ``planner validate`` predicts the
+    serving rows (``planner.calibration.accuracy.serving_predictions``): the fold's profile
+    (fitted without the row's source), its release nodes (``fit_release_nodes``: the row's
+    release, else the nearest one, ``resolve_release_params``) and, for a row naming no
+    release, the fold's fit as of the row's date (``AsOfFits``). ``release=False``: the fit
+    over every release (``resolve_params``; this script before 2026-12-07, whose CDNA3 SGLang
+    0.5.x rows took the pooled SGLang-on-AMD node of the 0.4.2 dstack run).
+
+    Parameters
+    ----------
+    profiles : dict
+        source -> the fold's profile (None where the fit failed: the prior)
+    asof : AsOfFits or None
+    release : bool
+    cache : tuple or None
+        (the ``--cache`` dict, its path) where the as-of fits made while predicting are kept
+        (:func:`_keep_asof`)
+    """
+
+    def __init__(self, profiles: dict, asof: Any = None, release: bool = True,
+                 cache: tuple | None = None) -> None:  # fmt: skip
+        self.profiles, self.asof, self.release, self.cache = profiles, asof, release, cache
+
+    def params(self, r, cat) -> tuple[Any, str, str]:
+        """(params, provenance, release used) of prepared row ``r``; raises PlannerError."""
+        prof = self.profiles[r.source]
+        if not self.release:
+            if prof is None:
+                return PRIOR, "prior", ""
+            p, prov = resolve_params(r.gpu, r.framework, r.precision or None, catalog=cat,
+                                     profile=prof, family=r.family)  # fmt: skip
+            return p, prov, ""
+        p, prov, used, _ = release_params_for_row(r, prof, cat, self.asof, r.source)
+        return p, prov, used
+
+
+def _release_folds(keep, rows, own_rows, df, cat, profiles, cache_p, release=True) -> Folds:
+    """:class:`Folds` of the held-out sources of ``keep``: each fold's release nodes and
+    as-of fits, kept in the ``--cache`` pickle beside the fold profiles (keys ``("release",
+    source)`` and ``("asof", source, engine, day)``)."""
+    if not release:
+        return Folds(profiles, None, False)
+    asof = AsOfFits(as_of_days(df))
+    out = {}
+    for s in sorted({r.source for r in keep}):
+        train = [r for r in rows if r.source != s and (r.ok or r.steady)] + [
+            r for r in own_rows if r.ok or r.steady
+        ]
+        key = ("release", s)
+        if key not in profiles:
+            print("release nodes without", s, file=sys.stderr, flush=True)
+            prof = profiles[s]
+            if prof is not None:
+                only = {(r.framework, r.arch, r.precision) for r in rows if r.source == s}
+                try:
+                    prof = fit_release_nodes(prof, train, cat, only=only)
+                except PlannerError:
+                    prof = None
+            profiles[key] = prof
+            cache_p.write_bytes(pickle.dumps(profiles))
+        out[s] = profiles[key]
+        asof.fit_fold(s, [r for r in rows if r.source == s], train)
+        for (fold, fw, day), plan in asof.plans.items():
+            k = ("asof", fold, fw, day)
+            if fold == s and k in profiles:
+                plan["fit"] = profiles[k]
+    return Folds(out, asof, True, (profiles, cache_p))
+
+
+def _keep_asof(folds: Folds) -> None:
+    """Store the as-of fits made while predicting in the ``--cache`` pickle."""
+    if folds.asof is None or folds.cache is None:
+        return
+    profiles, cache_p = folds.cache
+    new = False
+    for (fold, fw, day), plan in folds.asof.plans.items():
+        k = ("asof", fold, fw, day)
+        if "fit" in plan and k not in profiles:
+            profiles[k], new = plan["fit"], True
+    if new:
+        cache_p.write_bytes(pickle.dumps(profiles))
+
+
+def _predict(r, row, folds, cat, scale, first_token_s=None):
     try:
-        params, prov = (
-            resolve_params(r.gpu, r.framework, r.precision or None, catalog=cat,
-                           profile=prof, family=r.family)
-            if prof is not None else (PRIOR, "prior")
-        )  # fmt: skip
+        params, prov, used = folds.params(r, cat)
     except PlannerError:
         return None
     row = {k: ("" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
@@ -227,6 +317,7 @@ def _predict(r, row, profiles, cat, scale, first_token_s=None):
         "over_capacity": bool(d.get("over_capacity", False)),
         "queue_growth": d.get("queue_growth", float("nan")),
         "provenance": prov,
+        "release_used": used,
         "note": d.get("note", ""),
         "chunked_prefill": "off (vLLM V0, MLA)"
         if "V0 with MLA: chunked prefill off" in d.get("note", "")
@@ -356,7 +447,11 @@ def _write_section(base, out, cov0, cov1, cat):
             "Every public serving row with a TTFT or TPOT (`docs/latency_rows.csv`: measured, "
             "predicted, error, source, engine and release, vendor, lengths, concurrency or rate, "
             "client), predicted by the serving simulator with the profile fitted without the "
-            "row's source. *before*: no prefill scale (SGLang's continuous-decode wait, which "
+            "row's source, at the row's engine release as `planner validate` predicts it (the "
+            "release's node, else the nearest release's; a row naming none: the fit as of its "
+            "date; `release_used` in the CSV; until 2026-12-07 this section took the fit over "
+            "every release, and CDNA3 SGLang 0.5.x rows the pooled SGLang-on-AMD node: AMD "
+            "TPOT 43.6%). *before*: no prefill scale (SGLang's continuous-decode wait, which "
             "needs no fit, included; on main before issue 32's latency work TTFT was 44.8% / "
             "-42.0% and TPOT 30.2% / +16.4%); *after*: the prefill scale of the row's "
             "engine and latency family fitted without the row's source "
@@ -508,6 +603,12 @@ def main(argv=None) -> int:
         "(planner.benchmarks.scheduler_waits.overlap_wait; "
         "planner.benchmarks.serving_rows.OVERLAP_LAG is off)",
     )
+    ap.add_argument(
+        "--no-release",
+        action="store_true",
+        help="every row with its fold's fit over every release (the before of 2026-12-07), "
+        "not its release's node as planner validate predicts it",
+    )
     a = ap.parse_args(argv)
     if a.overlap_lag:
         import planner.benchmarks.serving_rows as _rows
@@ -552,8 +653,10 @@ def main(argv=None) -> int:
         except PlannerError:
             profiles[s] = None
         cache_p.write_bytes(pickle.dumps(profiles))
-    ft, ft_all = ({}, None) if a.no_first_token else _first_token_loso(keep, recs, profiles, cat)
-    base = [_predict(r, recs[r.id], profiles, cat, 1.0, ft.get(r.id)) for r in keep]
+    folds = _release_folds(keep, rows, own_rows, df, cat, profiles, cache_p, not a.no_release)
+    ft, ft_all = ({}, None) if a.no_first_token else _first_token_loso(keep, recs, folds, cat)
+    base = [_predict(r, recs[r.id], folds, cat, 1.0, ft.get(r.id)) for r in keep]
+    _keep_asof(folds)
     base = [b for b in base if b is not None]
     ttft = [b for b in base if b["metric_class"] == "ttft"]
     if a.no_scale:
@@ -569,7 +672,7 @@ def main(argv=None) -> int:
                     continue
                 sc, grp = scale_for(scales, b["engine"], b["family"])
                 r = next(x for x in keep if x.id == b["id"] and x.metric == b["metric"])
-                d = b if sc == 1.0 else _predict(r, recs[r.id], profiles, cat, sc, ft.get(r.id))
+                d = b if sc == 1.0 else _predict(r, recs[r.id], folds, cat, sc, ft.get(r.id))
                 if d is None:
                     continue
                 d["measured_over_unscaled"] = b["measured"] / b["predicted"]

@@ -154,3 +154,41 @@ def test_faster_gpu_never_raises_ttft(catalog, framework):
         assert ga.bf16_dense_tflops >= gb.bf16_dense_tflops
     t = [_ttft(catalog, framework=framework, hardware=g, isl=2048) for g in gpus]
     assert t[0] <= t[1] <= t[2], t
+
+
+def _prepared(release: str, gpu: str = "amd-mi300x"):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(id="x-1", source="held", gpu=gpu, framework="sglang",
+                           precision="fp8", release=release, family="moe")  # fmt: skip
+
+
+def test_rows_take_their_release_node_as_validate_does(lr, catalog):
+    """The per-row table predicts a row as ``planner validate`` does: at its release. The
+    bundled profile has SGLang nodes on the MI300X at fp8 for 0.4.2.post4 (dstack, 2025) and
+    0.5.7 / 0.5.8 / 0.5.9 / 0.5.12 (InferenceX), with different memory efficiencies:
+
+    * a 0.5.7 row takes the 0.5.7 node (``release_used`` 0.5.7, the node's own mem_eff);
+    * a 0.5.10 row has no node: the nearest release (0.5.9 or 0.5.12, one step either way);
+    * ``release=False`` (the script before 2026-12-07) takes the fit over every release,
+      whose label names no release and whose mem_eff is not the 0.5.7 node's;
+    * a fold whose fit failed: the prior, either way."""
+    from planner.catalog.profile import load_profile
+
+    prof = load_profile()
+    node = next(n for n in prof.release_nodes if n.framework == "sglang" and n.release == "0.5.7"
+                and n.gpu == "amd-mi300x" and n.precision == "fp8" and not n.family)  # fmt: skip
+    with_rel = lr.Folds({"held": prof}, None, True)
+    p, prov, used = with_rel.params(_prepared("0.5.7"), catalog)
+    assert used == "0.5.7" and "sglang@0.5.7/amd-mi300x/fp8" in prov
+    assert p.mem_eff == node.params.mem_eff
+    _, prov10, used10 = with_rel.params(_prepared("0.5.10"), catalog)
+    assert used10 in ("0.5.9", "0.5.12") and f"sglang@{used10}" in prov10
+    pooled, prov_all, used_all = lr.Folds({"held": prof}, None, False).params(
+        _prepared("0.5.7"), catalog
+    )
+    assert used_all == "" and "@" not in prov_all
+    assert pooled.mem_eff != node.params.mem_eff
+    for release in (True, False):
+        q, prov_p, _ = lr.Folds({"held": None}, None, release).params(_prepared("0.5.7"), catalog)
+        assert q == PRIOR and prov_p.startswith("prior")
