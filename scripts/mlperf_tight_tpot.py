@@ -4,10 +4,13 @@ its newest round and per GPU within each round, and the pairs of GPUs a round or
 (planner/benchmarks/mlperf_latency.py).
 
 Usage: PYTHONPATH=$PWD python scripts/mlperf_tight_tpot.py [-o table.csv] [--rows rows.csv]
-       [--at-measured] [--stated-chunked-prefill]
+       [--at-measured] [--stated-chunked-prefill] [--harness-gemm]
 
 --stated-chunked-prefill takes each row's stated chunked-prefill switch (AMD's V0 configs:
 off, prompt-first steps); a what-if, not the planner's default (docs/changes/2026-12-07b/mlperf.md).
+--harness-gemm gives the rows whose engine config names a hipBLASLt tuning file (AMD's v5.1
+MI325X configs) the GEMM terms of the file's kernel timings (data/mlperf_harness_gemm.yaml);
+a what-if, not the default (changes/s8-mlperfint.md).
 """
 
 from __future__ import annotations
@@ -46,13 +49,20 @@ def main(argv=None) -> int:
         action="store_true",
         help="take each row's stated chunked-prefill switch (off: V0 prompt-first steps)",
     )
+    ap.add_argument(
+        "--harness-gemm",
+        action="store_true",
+        help="rows whose engine config names a hipBLASLt tuning file take the GEMM terms of "
+        "its kernel timings (data/mlperf_harness_gemm.yaml)",
+    )
     a = ap.parse_args(argv)
     pd.set_option("display.width", 250)
     cat = load_catalog()
     df = load_measurements(public_files_default(), cat)
     prof = load_profile()
     sc = a.stated_chunked_prefill
-    recs = tight_tpot_records(df, cat, prof, stated_chunked=sc)
+    hg = a.harness_gemm
+    recs = tight_tpot_records(df, cat, prof, stated_chunked=sc, harness_gemm=hg)
     recs.to_csv(a.rows, index=False)
     t = tight_tpot_pooled(recs)
     t.to_csv(a.output, index=False)
@@ -69,11 +79,11 @@ def main(argv=None) -> int:
     print(p.to_string() if len(p) else "none")
     if a.at_measured:
         print("\nSimulated at the rate each submission ran (one row per scenario, round, GPU):")
-        print(measured_rate_table(df, recs, cat, prof, stated_chunked=sc).to_string())
+        print(measured_rate_table(df, recs, cat, prof, sc, hg).to_string())
     return 0
 
 
-def measured_rate_table(df, recs, cat, prof, stated_chunked=False):
+def measured_rate_table(df, recs, cat, prof, stated_chunked=False, harness_gemm=False):
     """:func:`at_measured_rate` of the first row of each (scenario, round, GPU)."""
     out = []
     first = recs.drop_duplicates(["mode", "round", "gpu"])
@@ -81,7 +91,9 @@ def measured_rate_table(df, recs, cat, prof, stated_chunked=False):
         src = df[df["id"] == rec["id"]].iloc[0].to_dict()
         row = {k: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
                for k, v in src.items()}  # fmt: skip
-        r = at_measured_rate(row, cat, prof, stated_chunked=stated_chunked)
+        r = at_measured_rate(
+            row, cat, prof, stated_chunked=stated_chunked, harness_gemm=harness_gemm
+        )
         limit_ttft, limit_tpot = CONSTRAINTS_S[rec["mode"]]
         out.append(
             {

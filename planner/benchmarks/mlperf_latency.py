@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from planner.benchmarks.harness_gemm import gemm_params, table_for_row
 from planner.benchmarks.layouts import assumed_layout, needs_layout
 from planner.benchmarks.schema import (
     cell,
@@ -94,6 +95,7 @@ def scenario_replica(
     catalog: Catalog,
     profile: Profile | None,
     stated_chunked: bool = False,
+    harness_gemm: bool = False,
 ):
     """(replica, workload, params, provenance, row with its layout) of an MLPerf Server /
     Interactive row: the row's GPU, engine, precision, KV precision and stated engine tags
@@ -104,10 +106,25 @@ def scenario_replica(
     ``stated_chunked``: also take the row's stated chunked-prefill switch
     (:func:`stated_chunked_prefill`; off = vLLM V0's prompt-first steps). Off by default: on
     the bundled profile it moves AMD's V0 rows 20-40% low (docs/changes/2026-12-07b/mlperf.md), because
-    the CDNA3 fit's compute rate is below the one AMD states for its tuned MLPerf harness."""
+    the CDNA3 fit's compute rate is below the one AMD states for its tuned MLPerf harness.
+
+    ``harness_gemm``: a row whose engine config names a hipBLASLt tuning file
+    (:func:`planner.benchmarks.harness_gemm.table_for_row`) takes the GEMM terms that
+    reproduce the file's kernel timings (``compute_eff``, ``compute_half_tokens``, and
+    ``mem_eff`` where the file times a weight read) in place of the profile's. Off by
+    default: alone it moves MI325X Interactive from -51% to +36% and Server from -6% to +23%
+    (changes/s8-mlperfint.md): the profile's other terms were fitted with its slower GEMMs."""
     gpu = catalog.gpu(cell(row, "hardware")).id
     fw, prec = cell(row, "framework"), cell(row, "precision")
     params, prov = resolve_params(gpu, fw, prec, catalog=catalog, profile=profile, family="dense")
+    table = table_for_row(cell(row, "id")) if harness_gemm else None
+    if table is not None and table.gpu == gpu and table.precision == prec:
+        g = gemm_params(table, catalog.gpu(gpu))
+        params = params.model_copy(update={k: v for k, v in g.items() if k != "rms_log_err"})
+        prov += (
+            f"; GEMM terms of the harness's hipBLASLt table {table.name} (compute_eff "
+            f"{g['compute_eff']:.3f}, compute_half_tokens {g['compute_half_tokens']:.0f})"
+        )
     if needs_layout(row):
         row, note = assumed_layout(row, catalog, params)
         prov += "; " + note.split(" (")[0]
@@ -155,6 +172,7 @@ def at_measured_rate(
     profile: Profile | None,
     n_requests: int = 3000,
     stated_chunked: bool = False,
+    harness_gemm: bool = False,
 ) -> dict[str, Any]:
     """What the simulator says at the rate the submission ran: the row's per-replica
     request rate (its ``request_rate``, loadgen's target_qps for the system, else its
@@ -162,7 +180,7 @@ def at_measured_rate(
     mean batch and KV use of one replica at that Poisson rate (first 30% and last 10% of
     the requests dropped). Which limit is close says what the prediction misses: neither
     close = the saturation throughput; TPOT far below its limit = a step time too short."""
-    rep, wl, _, prov, row = scenario_replica(row, catalog, profile, stated_chunked)
+    rep, wl, _, prov, row = scenario_replica(row, catalog, profile, stated_chunked, harness_gemm)
     n = number(row, "n_gpus") or 1
     replicas = n / rep.num_gpus
     qps = number(row, "request_rate")
@@ -187,13 +205,16 @@ def predict_per_gpu(
     profile: Profile | None,
     n_requests: int = 1200,
     stated_chunked: bool = False,
+    harness_gemm: bool = False,
 ) -> tuple[float, str]:
     """(predicted output tok/s per GPU at the scenario's constraints, provenance): the
     largest Poisson rate whose simulated P99 TTFT and P99 TPOT meet the scenario's limits
     (:func:`planner.serving.capacity.max_rate`), at most ``MAX_UTILIZATION`` x the
     simulated Offline throughput of the same deployment (:func:`offline_per_gpu`)."""
     ttft_s, tpot_s = CONSTRAINTS_S[cell(row, "mode")]
-    rep, wl, params, prov, row = scenario_replica(row, catalog, profile, stated_chunked)
+    rep, wl, params, prov, row = scenario_replica(
+        row, catalog, profile, stated_chunked, harness_gemm
+    )
     o = wl.output_tokens
     slo = SLO(
         ttft=SloTarget(max_s=ttft_s, percentile=99), tpot=SloTarget(max_s=tpot_s, percentile=99)
@@ -243,14 +264,20 @@ def fit_sources(profile: Profile | None) -> set[str]:
     return {src for n in (*profile.nodes, *profile.release_nodes) for src in n.sources}
 
 
-def tight_tpot_records(df, catalog: Catalog, profile: Profile | None, stated_chunked: bool = False):
+def tight_tpot_records(
+    df,
+    catalog: Catalog,
+    profile: Profile | None,
+    stated_chunked: bool = False,
+    harness_gemm: bool = False,
+):
     """One record per MLPerf Server / Interactive row of :data:`GPUS`: mode, gpu, round,
     source, id, n_gpus, measured and predicted output tok/s per GPU, provenance. Rows of one
     configuration (GPU, layout, precision, engine, KV, engine tags) share one prediction.
 
     Out of sample by construction: a row whose source is among the profile's fitted sources
     (:func:`fit_sources`) raises, so a profile fitted on a round cannot predict it.
-    ``stated_chunked``: see :func:`scenario_replica`.
+    ``stated_chunked``, ``harness_gemm``: see :func:`scenario_replica`.
 
     Raises
     ------
@@ -280,9 +307,13 @@ def tight_tpot_records(df, catalog: Catalog, profile: Profile | None, stated_chu
         key += (str(engine_settings(cell(row, "notes"))), graphs_off(cell(row, "notes")))
         if stated_chunked:
             key += (stated_chunked_prefill(cell(row, "notes")),)
+        if harness_gemm:
+            key += (getattr(table_for_row(cell(row, "id")), "name", None),)
         if key not in preds:
             try:
-                preds[key] = predict_per_gpu(row, catalog, profile, stated_chunked=stated_chunked)
+                preds[key] = predict_per_gpu(
+                    row, catalog, profile, stated_chunked=stated_chunked, harness_gemm=harness_gemm
+                )
             except PlannerError as e:
                 preds[key] = None
                 print("no prediction:", key, e)
