@@ -59,7 +59,12 @@ def test_row_is_the_printed_number_with_its_workload(rows):
     (98.8 per GPU)."""
     (r,) = rows
     assert (r["metric"], float(r["value"]), r["unit"]) == ("other", 7114.0, "tok/s")
-    assert (r["mode"], r["isl"], r["osl"], r["concurrency"]) == ("concurrency", "8192", "1024", "1024")
+    assert (r["mode"], r["isl"], r["osl"], r["concurrency"]) == (
+        "concurrency",
+        "8192",
+        "1024",
+        "1024",
+    )
     assert request_count(r["notes"]) == 640
     assert pytest.approx(889.25) == 7114 / 8
     assert pytest.approx(790.4, abs=0.05) == 7114 * 1024 / 9216
