@@ -21,17 +21,6 @@ engine's or harness's source at the release the rows name (issues 29, 32).
   keeps ``DefaultEngineInput.enforce_eager: bool = False`` (the argument's default is None,
   so the dataclass's False stands). The rows get ``CUDA graphs on``, which wins.
 
-* **MLPerf Inference v4.1, MI300X Server, the engine settings** (``public.csv``, AMD's and Dell's
-  vLLM 0.4.3 Server rows): the rows ran with the vLLM defaults (256 sequences, 2,048 batched
-  tokens) where the Server harness sets its own. ``test_VllmFp8_SyncServer_perf.sh`` (AMD's
-  copy in ROCm/rocm-blogs @ 72e7ba4d; Dell's in mlcommons/inference_results_v4.1 @ a2f5d66d)
-  passes none of ``--max-num-seqs``, ``--max-num-batched-tokens``,
-  ``--gpu-memory-utilization``, so ``mainVllmFp8_SyncServer.py``'s argparse defaults stand
-  (AMD @ 11235ac2, Dell @ b06ceefc): 1024, 49152 and 0.97 (they override the dataclass
-  ``DefaultEngineInput``'s 768 / 65536 / 0.99, since ``setup_llm_kwargs`` takes every truthy
-  argument). The rows get the tags ``max_num_seqs=1024 max_num_batched_tokens=49152
-  gpu_memory_utilization=0.97``.
-
 The clause is appended to ``notes``; running the script twice changes nothing.
 Usage: ``python scripts/annotate_early_graphs.py [--check]``
 """
@@ -63,42 +52,6 @@ RULES = (
         " VllmFp8/mainVllmFp8_SyncServer.py @ b06ceefc DefaultEngineInput 'enforce_eager: bool"
         " = False', the --enforce-eager argument defaulting to None)",
     ),
-)
-
-#: the MLPerf v4.1 MI300X vLLM Server systems (AMD's three, Dell's one) and where their
-#: Server harness is read
-_V41_SERVER_SETTINGS = (
-    "max_num_seqs=1024 max_num_batched_tokens=49152 gpu_memory_utilization=0.97 (the Server"
-    " harness's engine settings, added 2026-12-07, issue 32, branch s8-vllmlat:"
-    " test_VllmFp8_SyncServer_perf.sh passes no --max-num-seqs, --max-num-batched-tokens or"
-    " --gpu-memory-utilization, so the argparse defaults of VllmFp8/mainVllmFp8_SyncServer.py"
-    " stand: --max-num-seqs 1024, --max-num-batched-tokens 49152, --gpu-memory-utilization"
-    " 0.97, --max-seq-len-to-capture 512 (decode batches of more than 256 sequences or a"
-    " context over 512 tokens run eager); {where}; not modelled: --enable-batcher, the"
-    " harness's batcher, sends the system's queries to the GPUs in turn in batches of up to"
-    " 96 every batcher_threshold 0.3 s, sync_sut.py batch_samples_loop)"
-)
-_AMD_V41 = (
-    "AMD's copy of the submission code, ROCm/rocm-blogs"
-    " blogs/artificial-intelligence/mlperf-inf-4-1/src/code/llama2-70b-99.9: the script @"
-    " 72e7ba4d, mainVllmFp8_SyncServer.py @ 11235ac2"
-)
-_DELL_V41 = (
-    "mlcommons/inference_results_v4.1 closed/Dell/code/llama2-70b-99: the script @ a2f5d66d,"
-    " VllmFp8/mainVllmFp8_SyncServer.py @ b06ceefc"
-)
-RULES += tuple(
-    (
-        "data/benchmarks/public.csv",
-        f"inference_results_v4.1 @ 198fc46799b3 closed/{system}/llama2-70b-99/Server/",
-        _V41_SERVER_SETTINGS.format(where=where),
-    )
-    for system, where in (
-        ("AMD/results/1xMI300X_2xEPYC-9374F", _AMD_V41),
-        ("AMD/results/8xMI300X_2xEPYC-9374F", _AMD_V41),
-        ("AMD/results/8xMI300X_2xEPYC-TURIN", _AMD_V41),
-        ("Dell/results/XE9680_MI300X_192GBx8", _DELL_V41),
-    )
 )
 
 

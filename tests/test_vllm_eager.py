@@ -151,27 +151,3 @@ def test_without_graphs_never_speeds_a_step(llama70b_mi300x, n, ctx, eager):
         assert t_off == t_on
     else:
         assert t_off >= eager * 80
-
-
-def test_mlperf_v41_mi300x_server_rows_carry_their_harness_settings():
-    """AMD's and Dell's MLPerf v4.1 vLLM Server harness (mainVllmFp8_SyncServer.py) runs with
-    its argparse defaults --max-num-seqs 1024, --max-num-batched-tokens 49152 and
-    --gpu-memory-utilization 0.97 (the perf script passes none of them); the Offline rows keep
-    their own 2048 / 65536 / 0.99 and the NeuralMagic L40S rows no tags."""
-    from planner.benchmarks.schema import engine_settings, memory_fraction_from_notes
-
-    rows = [
-        r for r in _rows() if r["source"] == "MLPerf Inference v4.1" and r["framework"] == "vllm"
-    ]
-    server = [r for r in rows if r["mode"] == "server" and r["hardware"] == "amd-mi300x"]
-    assert len(server) == 10
-    for r in server:
-        s = engine_settings(r["notes"])
-        assert (s.max_num_seqs, s.max_num_batched_tokens) == (1024, 49152), r["id"]
-        assert memory_fraction_from_notes(r["notes"]) == 0.97, r["id"]
-    offline = [r for r in rows if r["mode"] == "offline" and r["hardware"] == "amd-mi300x"]
-    assert len(offline) == 4
-    for r in offline:
-        s = engine_settings(r["notes"])
-        assert (s.max_num_seqs, s.max_num_batched_tokens) == (2048, 65536), r["id"]
-        assert memory_fraction_from_notes(r["notes"]) == 0.99, r["id"]
