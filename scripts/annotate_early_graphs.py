@@ -1,5 +1,5 @@
-"""Write into the notes of two early-2025 DeepSeek serving sources what their engine release
-did with CUDA graphs, read in the engine's source at the release the rows name (issues 29, 32).
+"""Write into the notes of serving rows what their engine did with CUDA graphs, read in the
+engine's or harness's source at the release the rows name (issues 29, 32).
 
 * **dstack, TensorRT-LLM H200** (``public_amd.csv``, the 36 ``trtllm-serve --backend pytorch
   --tp_size 8 --ep_size 4`` rows; image built from TensorRT-LLM commit 9b931c0f, the dstack
@@ -24,6 +24,14 @@ did with CUDA graphs, read in the engine's source at the release the rows name (
   disable_cuda_graph = True``. The 0.4.1.post1 wheel (2024-12-27) no longer has those lines,
   and 0.4.1.post2's release note (PR #2643) headlines "Using CUDA Graph". The source's other
   three tables already pass ``--disable-cuda-graph`` (``cuda_graph=disabled``).
+
+* **MLPerf Inference v4.1, Dell XE9680 MI300X, Server** (``public.csv``, mlp41-0057 / 0058 /
+  0060): the notes quote the *Offline* script's ``--enforce-eager`` (the source of their
+  precision), which :func:`~planner.benchmarks.schema.graphs_off` would read as eager. The
+  Server run is not: ``closed/Dell/code/llama2-70b-99/test_VllmFp8/test_VllmFp8_SyncServer_perf.sh``
+  @ a2f5d66d passes no ``--enforce-eager``, and ``VllmFp8/mainVllmFp8_SyncServer.py`` @ b06ceefc
+  keeps ``DefaultEngineInput.enforce_eager: bool = False`` (the argument's default is None,
+  so the dataclass's False stands). The rows get ``CUDA graphs on``, which wins.
 
 The clause is appended to ``notes``; running the script twice changes nothing.
 Usage: ``python scripts/annotate_early_graphs.py [--check]``
@@ -52,6 +60,16 @@ RULES = (
         "CUDA graphs off (SGLang 0.4.1 sglang/srt/model_executor/model_runner.py, model-specific"
         " adjustment with MLA on: DeepseekV3ForCausalLM sets server_args.disable_cuda_graph ="
         " True under FIXME(HandH1998); gone in 0.4.1.post1)",
+    ),
+    (
+        "data/benchmarks/public.csv",
+        "inference_results_v4.1 @ 198fc46799b3 closed/Dell/results/XE9680_MI300X_192GBx8/"
+        "llama2-70b-99/Server/",
+        "CUDA graphs on (added 2026-12-07, issue 32, branch s8-vllmlat: the Server run, unlike"
+        " the Offline script quoted above, passes no --enforce-eager:"
+        " closed/Dell/code/llama2-70b-99/test_VllmFp8/test_VllmFp8_SyncServer_perf.sh @ a2f5d66d;"
+        " VllmFp8/mainVllmFp8_SyncServer.py @ b06ceefc DefaultEngineInput 'enforce_eager: bool"
+        " = False', the --enforce-eager argument defaulting to None)",
     ),
 )
 

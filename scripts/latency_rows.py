@@ -6,6 +6,8 @@ Usage::
     PYTHONPATH=$PWD python scripts/latency_rows.py [-o docs/latency_rows.csv] [--cache F]
     # planner's serving model (no prefill scale), per-row tables of vLLM and TensorRT-LLM:
     PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --rows-md /tmp/rows.md
+    # one engine's rows only, by source, model family and TP (the vLLM rows: changes/s8-vllmlat.md):
+    PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --engine vllm -o /tmp/vllm.csv
     # the same without trtllm-serve's fitted first-token latency (the before):
     PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --no-first-token
     # SGLang with its own scheduler policy (prompt chunks in steps of their own):
@@ -577,6 +579,7 @@ def main(argv=None) -> int:
     ap.add_argument("-o", "--output", default="docs/latency_rows.csv")
     ap.add_argument("--cache", default="/tmp/latency_loso_profiles.pkl")
     ap.add_argument("--source", default=None, help="only sources containing this text")
+    ap.add_argument("--engine", default=None, help="only rows of this engine (e.g. vllm)")
     ap.add_argument("--no-scale", action="store_true", help="prefill scale 1 (the before)")
     ap.add_argument("--write", action="store_true", help="write data/calibration/latency.yaml")
     ap.add_argument(
@@ -637,6 +640,8 @@ def main(argv=None) -> int:
             keep.append(r)
     if a.source:
         keep = [r for r in keep if a.source.lower() in r.source.lower()]
+    if a.engine:
+        keep = [r for r in keep if r.framework == a.engine]
     cache_p = Path(a.cache)
     profiles = pickle.loads(cache_p.read_bytes()) if cache_p.exists() else {}
     for s in sorted({r.source for r in keep}):
@@ -692,7 +697,10 @@ def main(argv=None) -> int:
     over = o["over_capacity"].astype(bool)
     for label, part in (("all rows", o), ("rows within the predicted capacity", o[~over])):
         print(f"== {label} ({int(over.sum()) if part is o else 0} above capacity included)")
-        for by in (["metric_class"], ["metric_class", "engine"], ["metric_class", "vendor"]):
+        bys = [["metric_class"], ["metric_class", "engine"], ["metric_class", "vendor"]]
+        if a.engine or a.source:  # a few sources: each one, and its model family and TP
+            bys += [["metric_class", "source"], ["metric_class", "source", "family", "tp"]]
+        for by in bys:
             g = part.groupby(by).agg(
                 n=("ape", "size"),
                 mdape=("ape", "median"),

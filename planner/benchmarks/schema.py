@@ -436,16 +436,32 @@ _GRAPH_PADDING = re.compile(r"CUDA graphs for batch sizes \[([\d,\s]+)\] per ran
 #: dstack's trtllm-serve rows, ``scripts/annotate_early_graphs.py``), or the key
 #: ``cuda_graph=disabled`` that rows write for a server launched with SGLang's
 #: ``--disable-cuda-graph`` (the SGLang v0.4.1 DeepSeek-V3 H200 benchmark's BF16 and two-node
-#: commands)
-_GRAPHS_OFF = re.compile(r"\bCUDA graphs off\b|\bcuda_graph=disabled\b")
+#: commands), or vLLM's eager mode: the engine argument ``enforce_eager`` (``--enforce-eager``
+#: on the command line, ``enforce_eager=True``; AMD's MLPerf vLLM harnesses and dstack's
+#: Llama-3.1-405B MI300X runs), or a V1 ``compilation_config`` whose ``cudagraph_mode`` is
+#: NONE. A compilation ``level`` 0 alone is not read: V1 "made full CUDA Graphs support
+#: orthogonal to compilation" (docs.vllm.ai/en/latest/design/cuda_graphs, PR #20059)
+_GRAPHS_OFF = re.compile(
+    r"\bCUDA graphs off\b|\bcuda_graph=disabled\b"
+    r"|(?<![\w-])(?:--)?enforce[_-]eager(?![\w-])(?!\W{0,3}(?:bool\W{0,3})?(?:false|0)\b)"
+    r"|\bcudagraph_mode\W{0,4}none\b",
+    re.I,
+)
+#: a clause that states the row's own run captured graphs, which wins over a flag the notes
+#: quote from another scenario's script (MLPerf v4.1 Dell MI300X Server rows cite the
+#: Offline script's ``--enforce-eager`` for their precision; the Server harness runs with
+#: ``enforce_eager`` False)
+_GRAPHS_ON = re.compile(r"\bCUDA graphs on\b")
 
 
 def graphs_off(notes: str) -> bool:
     """Whether a row's notes say its engine ran every step without CUDA graphs (``CUDA
-    graphs off``, or ``cuda_graph=disabled`` for ``--disable-cuda-graph``): each decode step
-    then pays the eager dispatch cost
-    (:attr:`~planner.catalog.efficiency.EfficiencyParams.eager_layer_s`)."""
-    return bool(_GRAPHS_OFF.search(notes or ""))
+    graphs off``, ``cuda_graph=disabled`` for ``--disable-cuda-graph``, vLLM's
+    ``enforce_eager`` / ``--enforce-eager``, or ``cudagraph_mode`` NONE), unless a clause
+    ``CUDA graphs on`` says the row's own run captured them: each decode step then pays the
+    eager dispatch cost (:attr:`~planner.catalog.efficiency.EfficiencyParams.eager_layer_s`)."""
+    text = notes or ""
+    return bool(_GRAPHS_OFF.search(text)) and not _GRAPHS_ON.search(text)
 
 
 def graph_padding_sizes(notes: str) -> tuple[int, ...] | None:

@@ -11,6 +11,7 @@ from planner.benchmarks.schema import (
     UnknownLayoutError,
     cell,
     engine_settings,
+    graphs_off,
     layout,
     memory_fraction_from_notes,
     number,
@@ -21,6 +22,7 @@ from planner.catalog.catalog import Catalog, default_kv_precision
 from planner.catalog.compat import check_framework_gpu
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.layout import Layout, check_for_model, check_framework_layout
+from planner.engine.graphs import without_graphs
 from planner.engine.memory import plan_memory
 from planner.engine.phases import decode_time, mean_decode_time, prefill_time
 from planner.engine.step import StepModel, step_model
@@ -48,8 +50,8 @@ _SETUPS: dict[tuple, tuple] = {}
 _WITH_PARAMS: dict[tuple[int, int], tuple] = {}
 
 
-def _shared_setup(m, g, p, kv, lay: Layout, cat: Catalog) -> StepModel:
-    key = (id(m), g.id, p.id, kv, lay, id(cat))
+def _shared_setup(m, g, p, kv, lay: Layout, cat: Catalog, eager: bool = False) -> StepModel:
+    key = (id(m), g.id, p.id, kv, lay, id(cat), eager)
     hit = _SETUPS.get(key)
     if hit is None:
         if len(_SETUPS) > 4096:
@@ -57,6 +59,8 @@ def _shared_setup(m, g, p, kv, lay: Layout, cat: Catalog) -> StepModel:
         sm = step_model(
             m, g, p, kv, lay.tp, lay.pp, PRIOR, cat, layout=None if lay.is_plain else lay
         )
+        if eager:  # the row's engine captured no graphs: every step eager, as simulated
+            sm = without_graphs(sm)
         hit = _SETUPS[key] = (m, cat, sm)
     return hit[2]
 
@@ -99,7 +103,7 @@ def _row_setup(row: dict, cat: Catalog) -> tuple | str:
         # the row's KV precision (column or kv_cache_dtype tag), else the framework's default
         kv = cell(row, "kv_precision") or settings.kv_cache_dtype
         kv = cat.kv_precision(kv).id if kv else default_kv_precision(p, fw, m).id
-        sm0 = _shared_setup(m, g, p, kv, lay.layout, cat)
+        sm0 = _shared_setup(m, g, p, kv, lay.layout, cat, graphs_off(cell(row, "notes")))
     except PlannerError as e:
         return str(e)
     return m, g, p, fw, kv, settings, sm0, lay
