@@ -18,6 +18,7 @@ from planner.catalog.latency import first_token_path
 from planner.catalog.layout import Layout, check_for_model, check_framework_layout, layout_of
 from planner.catalog.records import Accelerator, Framework, ModelArch, Precision
 from planner.catalog.speculative import SpecDecode, spec_decode
+from planner.engine.graphs import without_graphs
 from planner.engine.memory import MemoryPlan, plan_memory
 from planner.engine.speculative import with_spec
 from planner.engine.step import StepModel, step_model
@@ -307,7 +308,7 @@ def build_replica(
         assumptions.append(f"max_num_seqs {seqs} limited to the token budget {btok}")
         seqs = btok
     if graphs_off:  # no captured graphs: a step of any batch is eager (step.py spec_graph_max)
-        sm = replace(sm, spec_graph_max=0.5)
+        sm = without_graphs(sm)
     if graph_batch_sizes and spec is None:  # decode steps padded to a captured graph
         sm = replace(
             sm, graph_sizes=tuple(sorted(float(x) for x in graph_batch_sizes if x <= seqs))
