@@ -1,13 +1,13 @@
 """The layout terms of the step model: the collective bandwidth a replica's GPUs get
 (:func:`link_bytes_s`: scale-up link or scale-out network) and the expert-parallel /
 attention data-parallel form of a plain :class:`planner.engine.step.StepModel`
-(:func:`as_expert_parallel`). Moved out of :mod:`planner.engine.step` unchanged (that module
-keeps the readable step formula and its coefficients)."""
+(:func:`as_expert_parallel`, which also attaches a published MoE layer timing of the shape,
+:mod:`planner.engine.moe_floor`). Moved out of :mod:`planner.engine.step`, which keeps the
+readable step formula and its coefficients."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from planner.catalog import moe_kernels
 from planner.catalog.layout import Layout
@@ -15,9 +15,6 @@ from planner.catalog.records import Accelerator
 from planner.engine import adp, moe_floor
 from planner.engine.memory import _bits, param_counts
 from planner.errors import MissingDataError
-
-if TYPE_CHECKING:
-    from planner.engine.step import StepModel
 
 
 def link_bytes_s(g: Accelerator, num_gpus: int, group: int) -> float:
@@ -47,10 +44,11 @@ def link_bytes_s(g: Accelerator, num_gpus: int, group: int) -> float:
     return link
 
 
-def as_expert_parallel(plain: StepModel, lay: Layout) -> StepModel:
+def as_expert_parallel(plain, lay: Layout):
     """:func:`planner.engine.step.step_model` of an expert-parallel / attention data-parallel layout: the plain
     model of the attention split (``tp`` x ``pp``: weights, KV, attention and activations
-    per GPU of one rank) with the expert, FLOP and communication terms of the layout.
+    per GPU of one rank; ``plain``, a :class:`planner.engine.step.StepModel`, returned replaced)
+    with the expert, FLOP and communication terms of the layout.
 
     Per GPU of the busiest pipeline stage, for a step of T tokens of the whole replica:
 

@@ -1,0 +1,159 @@
+"""A published MoE layer timing as the routed experts' floor (data/moe_kernels.yaml,
+planner/catalog/moe_kernels.py, planner/engine/moe_floor.py; issue 29, DeepSeek-R1 8-GPU front).
+
+Hand arithmetic (DeepSeek-V3, data/models.yaml: hidden 7,168, moe_intermediate 2,048, 256
+routed experts, top-8, 58 MoE layers of 61; NVFP4 on Blackwell = 4.5 bits a weight):
+
+* one expert of one layer: 3 x 7,168 x 2,048 = 44,040,192 weights x 4.5 / 8 = 24,772,608 B;
+  an EP8 shard's 32 experts: 792,723,456 B.
+* FlashInfer PR #5301, trtllm-gen NVFP4 MoE on a B300 at 128 tokens (all 32 local experts
+  hit): 143.617 us -> 792,723,456 / 143.617e-6 = 5.5197e12 B/s = 0.68996 of 8 TB/s.
+* 58 MoE layers x 143.617 us = 8.329786 ms: a B200 DEP8 decode step of 128 sequences spends
+  at least that in its routed experts (at the prior mem_eff 0.80 the planner read 31.45
+  expected experts x 58 x 24,772,608 B = 45.2 GB in 7.07 ms).
+* between timed counts, linear: 96 tokens = 140.064 + (143.617 - 140.064) x 32 / 64 =
+  141.8405 us; above the last, proportional: 32,768 tokens = 2 x 622.597 = 1,245.194 us.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pytest
+from conftest import DATA_DIR
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.catalog import PRIOR, load_catalog
+from planner.catalog.layout import Layout
+from planner.catalog.moe_kernels import moe_layer_timing, moe_layer_timings
+from planner.engine import step_model
+from planner.engine.moe_floor import floor_points, layer_time
+from planner.engine.phases import decode_step, decode_time
+from planner.errors import PlannerError
+
+_CAT = load_catalog(DATA_DIR)
+DEP8 = Layout(tp=1, ep=8, attention_dp=8)
+TP8EP8 = Layout(tp=8, ep=8)
+
+
+def _rec():
+    (rec,) = moe_layer_timings(str(DATA_DIR))
+    return rec
+
+
+def _sm(gpu="nvidia-b200", prec="fp4", layout=DEP8, params=PRIOR):
+    return step_model("deepseek-v3", gpu, prec, "fp8", layout=layout, params=params, catalog=_CAT)
+
+
+def test_record_is_sourced_dated_and_the_catalog_shape():
+    r = _rec()
+    assert "5301" in r.source and "B300" in r.source and r.as_of <= dt.date.today()
+    m = _CAT.model("deepseek-v3")
+    assert (
+        (r.hidden_size, r.moe_intermediate_size, r.num_experts, r.top_k)
+        == (
+            m.hidden_size,
+            m.moe_intermediate_size,
+            m.num_experts,
+            m.num_experts_per_tok,
+        )
+        == (7168, 2048, 256, 8)
+    )
+    assert r.reference_mem_bw_gbs == _CAT.gpu(r.reference_gpu).mem_bw_gbs == 8000
+    assert "CUTLASS" in r.notes and "4985" in r.notes  # the slower backend, named
+
+
+def test_achieved_bandwidth_by_hand():
+    r = _rec()
+    sm = _sm()
+    one = 3 * 7168 * 2048 * 4.5 / 8
+    assert one == 24_772_608
+    assert sm.expert_bytes == pytest.approx(one * 58, rel=1e-12)  # per expert, all MoE layers
+    t128 = r.time_us[r.tokens.index(128)] * 1e-6
+    assert 32 * one / t128 == pytest.approx(5.5197e12, rel=1e-4)
+    assert 32 * one / t128 / 8e12 == pytest.approx(0.68996, rel=1e-4)
+
+
+def test_layer_time_by_hand():
+    pts = floor_points(_rec(), 8000)
+    got = layer_time(pts, [0, 0.5, 1, 96, 128, 16384, 32768])
+    assert got == pytest.approx(
+        [0, 25.697e-6, 25.697e-6, 141.8405e-6, 143.617e-6, 622.597e-6, 1245.194e-6], rel=1e-12
+    )
+    # a GPU of half the bandwidth streams the same weights in twice the time
+    assert layer_time(floor_points(_rec(), 4000), 128) == pytest.approx(287.234e-6, rel=1e-12)
+
+
+def test_which_steps_it_floors():
+    m = _CAT.model("deepseek-v3")
+    assert moe_layer_timing(m, "fp4", "blackwell", 8, 1) is not None
+    for args in [("fp8", "blackwell", 8, 1), ("fp4", "hopper", 8, 1), ("fp4", "blackwell", 4, 1),
+                 ("fp4", "blackwell", 8, 2), ("fp4", "blackwell", 1, 8)]:  # fmt: skip
+        assert moe_layer_timing(m, *args) is None, args
+    assert len(_sm().moe_kernel_points) == 15 and _sm().moe_kernel_layers == 58
+    assert len(_sm(layout=TP8EP8).moe_kernel_points) == 15
+    assert len(_sm("nvidia-gb200").moe_kernel_points) == 15
+    for sm in (_sm(prec="fp8"), _sm(layout=Layout(tp=1, ep=4, attention_dp=4)),
+               _sm(layout=Layout(tp=8))):  # fmt: skip
+        assert sm.moe_kernel_points == () and sm._coeffs[69:] == (0.0,) * 34
+
+
+def test_dep8_decode_step_by_hand():
+    """B200 DEP8, 128 decoders at 1,434 tokens, prior parameters: the GEMM term is the dense
+    weights at mem_eff plus 58 x 143.617 us, above the 45.2 GB of experts at 0.80 x 8 TB/s."""
+    sm = _sm()
+    b = decode_step(sm, 128, 1434)
+    bw = 8e12 * PRIOR.mem_eff
+    act = sm.act_bytes_per_token / 8 * 128
+    t_dense = (sm.dense_weight_bytes + sm.lm_head_bytes + act) / bw
+    assert b.t_gemm_s - t_dense == pytest.approx(58 * 143.617e-6, rel=1e-9)  # 8.329786 ms
+    experts = float(b.weight_bytes) - sm.dense_weight_bytes - sm.lm_head_bytes
+    assert experts / 1e9 == pytest.approx(45.2, rel=0.01)
+    assert experts / bw < 58 * 143.617e-6  # 7.07 ms: the floor binds
+    assert decode_time(sm, 128, 1434) == pytest.approx(b.time_s, rel=1e-12)
+
+
+@pytest.mark.parametrize("layout", [DEP8, TP8EP8])
+@pytest.mark.parametrize(
+    "args",
+    [
+        (1, 1, 1, 900, 900),
+        (128, 128, 128, 1.8e5, 1.8e5),
+        (1100, 77, 77, 9e4, 6e5),
+        (4096, 4096, 4096, 5e6, 5e6),
+        (20000, 20000, 20000, 1e7, 1e7),
+    ],  # fmt: skip
+)
+def test_scalar_equals_vector(layout, args):
+    sm = _sm(layout=layout)
+    assert sm.step_time(*args) == pytest.approx(sm.step(*args).time_s, rel=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 4096), st.floats(200, 20000))
+def test_floor_never_shortens_and_grows_with_tokens(n, ctx):
+    """A floored step is never shorter than the same step without the record, and more
+    decoders never shorten it (the timings rise with the tokens)."""
+    from dataclasses import replace
+
+    sm = _sm()
+    bare = replace(sm, moe_kernel_points=(), moe_kernel_layers=0.0)
+    assert decode_time(sm, n, ctx) >= decode_time(bare, n, ctx)
+    assert decode_time(sm, n + 1, ctx) >= decode_time(sm, n, ctx)
+    assert np.all(np.diff(_rec().time_us) > 0)
+
+
+def test_bad_record_is_one_line(tmp_path):
+    text = (DATA_DIR / "moe_kernels.yaml").read_text()
+    bad = text.replace("tokens: [1, 2, 4,", "tokens: [1, 4, 2,")
+    (tmp_path / "moe_kernels.yaml").write_text(bad)
+    with pytest.raises(PlannerError) as e:
+        moe_layer_timings(str(tmp_path))
+    msg = str(e.value)
+    assert "\n" not in msg and "moe_kernels.yaml" in msg and "increasing" in msg
+
+
+def test_no_file_no_floor(tmp_path):
+    assert moe_layer_timings(str(tmp_path)) == ()
