@@ -12,7 +12,8 @@ routed experts, top-8, 58 MoE layers of 61; NVFP4 on Blackwell = 4.5 bits a weig
   at least that in its routed experts (at the prior mem_eff 0.80 the planner read 31.45
   expected experts x 58 x 24,772,608 B = 45.2 GB in 7.07 ms).
 * between timed counts, linear: 96 tokens = 140.064 + (143.617 - 140.064) x 32 / 64 =
-  141.8405 us; above the last, proportional: 32,768 tokens = 2 x 622.597 = 1,245.194 us.
+  141.8405 us; above the memory-bound regime (512 tokens, 165.953 us; 293.810 us at 1,024:
+  the kernel turns compute bound) the floor holds 165.953 us.
 """
 
 from __future__ import annotations
@@ -78,9 +79,11 @@ def test_achieved_bandwidth_by_hand():
 
 def test_layer_time_by_hand():
     pts = floor_points(_rec(), 8000)
-    got = layer_time(pts, [0, 0.5, 1, 96, 128, 16384, 32768])
+    assert [p[0] for p in pts] == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+    got = layer_time(pts, [0, 0.5, 1, 96, 128, 512, 1024, 32768])
     assert got == pytest.approx(
-        [0, 25.697e-6, 25.697e-6, 141.8405e-6, 143.617e-6, 622.597e-6, 1245.194e-6], rel=1e-12
+        [0, 25.697e-6, 25.697e-6, 141.8405e-6, 143.617e-6, 165.953e-6, 165.953e-6, 165.953e-6],
+        rel=1e-12,
     )
     # a GPU of half the bandwidth streams the same weights in twice the time
     assert layer_time(floor_points(_rec(), 4000), 128) == pytest.approx(287.234e-6, rel=1e-12)
@@ -92,9 +95,9 @@ def test_which_steps_it_floors():
     for args in [("fp8", "blackwell", 8, 1), ("fp4", "hopper", 8, 1), ("fp4", "blackwell", 4, 1),
                  ("fp4", "blackwell", 8, 2), ("fp4", "blackwell", 1, 8)]:  # fmt: skip
         assert moe_layer_timing(m, *args) is None, args
-    assert len(_sm().moe_kernel_points) == 15 and _sm().moe_kernel_layers == 58
-    assert len(_sm(layout=TP8EP8).moe_kernel_points) == 15
-    assert len(_sm("nvidia-gb200").moe_kernel_points) == 15
+    assert len(_sm().moe_kernel_points) == 10 and _sm().moe_kernel_layers == 58
+    assert len(_sm(layout=TP8EP8).moe_kernel_points) == 10
+    assert len(_sm("nvidia-gb200").moe_kernel_points) == 10
     for sm in (_sm(prec="fp8"), _sm(layout=Layout(tp=1, ep=4, attention_dp=4)),
                _sm(layout=Layout(tp=8))):  # fmt: skip
         assert sm.moe_kernel_points == () and sm._coeffs[69:] == (0.0,) * 34
@@ -153,6 +156,12 @@ def test_bad_record_is_one_line(tmp_path):
         moe_layer_timings(str(tmp_path))
     msg = str(e.value)
     assert "\n" not in msg and "moe_kernels.yaml" in msg and "increasing" in msg
+    (tmp_path / "moe_kernels.yaml").write_text(
+        text.replace("memory_bound_max_tokens: 512", "memory_bound_max_tokens: 500")
+    )
+    moe_layer_timings.cache_clear()
+    with pytest.raises(PlannerError, match="memory_bound_max_tokens"):
+        moe_layer_timings(str(tmp_path))
 
 
 def test_no_file_no_floor(tmp_path):

@@ -34,6 +34,9 @@ class MoeLayerTiming(Sourced):
     num_experts: int = Field(ge=2)
     top_k: int = Field(ge=1)
     local_experts: int = Field(ge=1, description="routed experts on the timed shard")
+    memory_bound_max_tokens: float = Field(
+        gt=0, description="the last timed count of the memory-bound regime (the floor's range)"
+    )
     reference_gpu: str = Field(min_length=2)
     reference_mem_bw_gbs: float = Field(gt=0)
     tokens: tuple[float, ...] = Field(min_length=2, description="tokens into the layer")
@@ -49,6 +52,8 @@ class MoeLayerTiming(Sourced):
             raise ValueError("tokens must be positive and increasing")
         if any(t <= 0 for t in self.time_us):
             raise ValueError("time_us must be positive")
+        if self.memory_bound_max_tokens not in self.tokens:
+            raise ValueError("memory_bound_max_tokens must be one of the timed tokens")
         if self.local_experts > self.num_experts:
             raise ValueError("local_experts exceeds num_experts")
         return self

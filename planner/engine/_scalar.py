@@ -198,7 +198,7 @@ def step_time_scalar(
         if c[71] >= T:
             lt = c[87]
         elif c[70 + m] <= T:
-            lt = c[86 + m] * T / c[70 + m]
+            lt = c[86 + m]
         else:
             lt = 0.0
             for j in range(1, m):

@@ -10,8 +10,11 @@ replica tokens is at least
 
 ``(dense + lm head + activation bytes) / (bw x mem_eff) + moe layers x t(T)``
 
-with ``t`` the record's time at ``T`` tokens (linear between the timed counts, proportional
-to ``T`` above the last; scaled by the reference GPU's bandwidth over this GPU's).
+with ``t`` the record's time at ``T`` tokens (linear between the timed counts of its
+memory-bound regime, ``memory_bound_max_tokens``, and that count's time above it: a lower
+bound, since the timings rise with the tokens; scaled by the reference GPU's bandwidth over
+this GPU's). Above the memory-bound counts the kernel is compute bound, which the step's
+fitted compute term owns.
 :meth:`planner.engine.step.StepModel.step` applies it in vector form and
 :func:`planner.engine._scalar.step_time_scalar` in scalar form (the tail :func:`slots`; the step model's ``moe_kernel_points`` and ``moe_kernel_layers``).
 
@@ -32,11 +35,14 @@ MOE_SLOTS = 16
 
 
 def floor_points(rec: MoeLayerTiming, mem_bw_gbs: float) -> tuple[tuple[float, float], ...]:
-    """``((tokens, seconds), ...)`` of ``rec`` on a GPU of ``mem_bw_gbs`` [GB/s]: each time
-    x ``rec.reference_mem_bw_gbs / mem_bw_gbs`` (1 for B200 / B300 / GB200 / GB300)."""
+    """``((tokens, seconds), ...)`` of ``rec``'s memory-bound counts (up to
+    ``memory_bound_max_tokens``) on a GPU of ``mem_bw_gbs`` [GB/s]: each time x
+    ``rec.reference_mem_bw_gbs / mem_bw_gbs`` (1 for B200 / B300 / GB200 / GB300)."""
     scale = rec.reference_mem_bw_gbs / mem_bw_gbs
     pts = tuple(
-        (float(n), float(t) * 1e-6 * scale) for n, t in zip(rec.tokens, rec.time_us, strict=True)
+        (float(n), float(t) * 1e-6 * scale)
+        for n, t in zip(rec.tokens, rec.time_us, strict=True)
+        if n <= rec.memory_bound_max_tokens
     )
     return pts[:MOE_SLOTS]
 
@@ -44,7 +50,7 @@ def floor_points(rec: MoeLayerTiming, mem_bw_gbs: float) -> tuple[tuple[float, f
 def layer_time(points, tokens):
     """Time of one MoE layer at ``tokens`` tokens [s] (0 where ``tokens <= 0``): the first
     point's time up to its count, linear between points (``s0 + (s1 - s0) (T - t0) / (t1 -
-    t0)``), proportional to ``T`` above the last (``s_last x T / t_last``)."""
+    t0)``), the last point's time above it."""
     T = np.asarray(tokens, dtype=float)
     if not points:
         return 0.0 * T
@@ -53,7 +59,7 @@ def layer_time(points, tokens):
     j = np.clip(np.searchsorted(tok, T, side="left"), 1, tok.size - 1)
     t0, t1, s0, s1 = tok[j - 1], tok[j], sec[j - 1], sec[j]
     mid = s0 + (s1 - s0) * (T - t0) / (t1 - t0)
-    out = np.where(tok[0] >= T, sec[0], np.where(tok[-1] <= T, sec[-1] * T / tok[-1], mid))
+    out = np.where(tok[0] >= T, sec[0], np.where(tok[-1] <= T, sec[-1], mid))
     return np.where(T > 0, out, 0.0)
 
 
