@@ -11,6 +11,12 @@ routed experts, top-8, 58 MoE layers of 61; NVFP4 on Blackwell = 4.5 bits a weig
 * 58 MoE layers x 143.617 us = 8.329786 ms: a B200 DEP8 decode step of 128 sequences spends
   at least that in its routed experts (at the prior mem_eff 0.80 the planner read 31.45
   expected experts x 58 x 24,772,608 B = 45.2 GB in 7.07 ms).
+* read as a fixed part plus a weight stream (1 token hits 32 x 8 / 256 = 1 local expert,
+  24.77 MB; 128 tokens hit 32 x (1 - (248/256)^128) = 31.45, 779.1 MB): slope (143.617 -
+  25.697) / (779.1 - 24.77) = 0.15633 us/MB = 6.40 TB/s = 0.80 of 8 TB/s, intercept 25.697 -
+  24.77 x 0.15633 = 21.82 us a layer.
+* the record is kept NOT applied (applied: false): the bundled step models have no floor and
+  every prediction is main's; the tests below apply it through a patched reader.
 * between timed counts, linear: 96 tokens = 140.064 + (143.617 - 140.064) x 32 / 64 =
   141.8405 us; above the memory-bound regime (512 tokens, 165.953 us; 293.810 us at 1,024:
   the kernel turns compute bound) the floor holds 165.953 us.
@@ -19,6 +25,7 @@ routed experts, top-8, 58 MoE layers of 61; NVFP4 on Blackwell = 4.5 bits a weig
 from __future__ import annotations
 
 import datetime as dt
+import math
 
 import numpy as np
 import pytest
@@ -26,7 +33,7 @@ from conftest import DATA_DIR
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.catalog import PRIOR, load_catalog
+from planner.catalog import PRIOR, load_catalog, moe_kernels
 from planner.catalog.layout import Layout
 from planner.catalog.moe_kernels import moe_layer_timing, moe_layer_timings
 from planner.engine import step_model
@@ -46,6 +53,36 @@ def _rec():
 
 def _sm(gpu="nvidia-b200", prec="fp4", layout=DEP8, params=PRIOR):
     return step_model("deepseek-v3", gpu, prec, "fp8", layout=layout, params=params, catalog=_CAT)
+
+
+@pytest.fixture
+def applied(monkeypatch):
+    """The record as if marked ``applied: true`` (what flipping the flag does)."""
+    rec = _rec().model_copy(update={"applied": True})
+    monkeypatch.setattr(moe_kernels, "moe_layer_timings", lambda data_dir=None: (rec,))
+    return rec
+
+
+def test_kept_not_applied_so_predictions_are_mains():
+    r = _rec()
+    assert not r.applied and "NOT APPLIED" in r.notes and "33.4%" in r.notes
+    m = _CAT.model("deepseek-v3")
+    assert moe_layer_timing(m, "fp4", "blackwell", 8, 1) is None
+    sm = _sm()
+    assert sm.moe_kernel_points == () and sm._coeffs[69:] == (0.0,) * 34
+
+
+def test_fixed_part_and_weight_stream_by_hand():
+    r = _rec()
+    one = 3 * 7168 * 2048 * 4.5 / 8 / 1e6  # MB
+    hit = [32 * (1 - (1 - 8 / 256) ** n) * one for n in (1, 128)]
+    assert hit == pytest.approx([24.77, 779.1], rel=2e-4)
+    t1, t128 = r.time_us[0], r.time_us[r.tokens.index(128)]
+    slope = (t128 - t1) / (hit[1] - hit[0])  # us / MB
+    assert slope == pytest.approx(0.15633, rel=1e-3)
+    assert 1 / slope / 8 == pytest.approx(0.80, abs=0.005)  # 1 MB/us = 1 TB/s, of 8 TB/s
+    assert t1 - hit[0] * slope == pytest.approx(21.82, abs=0.01)
+    assert math.isclose(32 * (1 - (248 / 256) ** 128), 31.45, rel_tol=1e-3)
 
 
 def test_record_is_sourced_dated_and_the_catalog_shape():
@@ -89,7 +126,7 @@ def test_layer_time_by_hand():
     assert layer_time(floor_points(_rec(), 4000), 128) == pytest.approx(287.234e-6, rel=1e-12)
 
 
-def test_which_steps_it_floors():
+def test_which_steps_it_floors(applied):
     m = _CAT.model("deepseek-v3")
     assert moe_layer_timing(m, "fp4", "blackwell", 8, 1) is not None
     for args in [("fp8", "blackwell", 8, 1), ("fp4", "hopper", 8, 1), ("fp4", "blackwell", 4, 1),
@@ -103,7 +140,7 @@ def test_which_steps_it_floors():
         assert sm.moe_kernel_points == () and sm._coeffs[69:] == (0.0,) * 34
 
 
-def test_dep8_decode_step_by_hand():
+def test_dep8_decode_step_by_hand(applied):
     """B200 DEP8, 128 decoders at 1,434 tokens, prior parameters: the GEMM term is the dense
     weights at mem_eff plus 58 x 143.617 us, above the 45.2 GB of experts at 0.80 x 8 TB/s."""
     sm = _sm()
@@ -129,7 +166,7 @@ def test_dep8_decode_step_by_hand():
         (20000, 20000, 20000, 1e7, 1e7),
     ],  # fmt: skip
 )
-def test_scalar_equals_vector(layout, args):
+def test_scalar_equals_vector(applied, layout, args):
     sm = _sm(layout=layout)
     assert sm.step_time(*args) == pytest.approx(sm.step(*args).time_s, rel=1e-12)
 
@@ -141,7 +178,8 @@ def test_floor_never_shortens_and_grows_with_tokens(n, ctx):
     decoders never shorten it (the timings rise with the tokens)."""
     from dataclasses import replace
 
-    sm = _sm()
+    rec = _rec()
+    sm = replace(_sm(), moe_kernel_points=floor_points(rec, 8000), moe_kernel_layers=58.0)
     bare = replace(sm, moe_kernel_points=(), moe_kernel_layers=0.0)
     assert decode_time(sm, n, ctx) >= decode_time(bare, n, ctx)
     assert decode_time(sm, n + 1, ctx) >= decode_time(sm, n, ctx)

@@ -18,7 +18,11 @@ fitted compute term owns.
 :meth:`planner.engine.step.StepModel.step` applies it in vector form and
 :func:`planner.engine._scalar.step_time_scalar` in scalar form (the tail :func:`slots`; the step model's ``moe_kernel_points`` and ``moe_kernel_layers``).
 
-Example (DeepSeek-R1 NVFP4, B200 DEP8, 128 decoding sequences, the record of flashinfer PR
+The one record (``data/moe_kernels.yaml``) is kept ``applied: false``: held out it fixes the
+B200 DeepSeek-R1 front but moves SGLang's NVFP4 TP8 EP8 rows further off (its notes); with
+no applied record every step model has no floor and its coefficient tail is zeros.
+
+Example (record applied; DeepSeek-R1 NVFP4, B200 DEP8, 128 decoding sequences, the record of flashinfer PR
 #5301): t(128) = 143.617 us, 58 MoE layers: 8.33 ms of routed experts, where 31.45 expected
 local experts x 1.437 GB at 0.772 x 8 TB/s give 7.32 ms.
 """
