@@ -191,7 +191,26 @@ def step_time_scalar(
         t_ac = attn_f * (lf * (pairs_full + dX - pairs_prefix) + lsw * pairs_sw) / peak_attn
     if pairs_prefix > 0.0:
         t_ac += attn_f * lf * pairs_prefix / peak_prefix
-    t = (t_gm if t_gm > t_gc else t_gc) + (t_am if t_am > t_ac else t_ac)
+    t_g = t_gm if t_gm > t_gc else t_gc
+    n_mk = c[70]  # the routed experts no faster than their published kernel (moe_floor)
+    if n_mk > 0.0 and T > 0.0:
+        m = int(n_mk)
+        if c[71] >= T:
+            lt = c[87]
+        elif c[70 + m] <= T:
+            lt = c[86 + m]
+        else:
+            lt = 0.0
+            for j in range(1, m):
+                if c[71 + j] >= T:
+                    t0 = c[70 + j]
+                    s0 = c[86 + j]
+                    lt = s0 + (c[87 + j] - s0) * (T - t0) / (c[71 + j] - t0)
+                    break
+        t_f = (dense_w + lm_b + act_b * Ta) / bw_gemm + c[69] * lt
+        if t_f > t_g:
+            t_g = t_f
+    t = t_g + (t_am if t_am > t_ac else t_ac)
     if tp_gt1 != 0.0:
         t += ring * comm_b * T / link
         t += comm_lat2

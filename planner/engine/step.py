@@ -31,7 +31,7 @@ numpy-vectorized: every count may be an array and the result broadcasts.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from functools import cached_property
 
 import numpy as np
@@ -40,8 +40,10 @@ from planner.catalog.catalog import Catalog, check_layout, compute_dtype_for, lo
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.layout import Layout, check_for_model
 from planner.catalog.records import Accelerator, ModelArch, Precision
-from planner.engine import _scalar, adp, mla, routing
+from planner.engine import _scalar, adp, mla, moe_floor, routing
 from planner.engine.adp import busiest_rank_extra, prompt_share
+from planner.engine.ep_terms import as_expert_parallel as _as_expert_parallel
+from planner.engine.ep_terms import link_bytes_s as _link_bytes_s
 from planner.engine.memory import (
     _bits,
     dense_layer_bytes_per_gpu,
@@ -50,7 +52,6 @@ from planner.engine.memory import (
 )
 from planner.engine.parts import mla_decode_flops_per_pair, unquantized_attention
 from planner.engine.speculative import DraftCost
-from planner.errors import MissingDataError
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,10 @@ class StepModel:
     attn_flops_per_decode_pair_layer: float = 0.0
     mla_decode_flops_s: float = 0.0  # their achieved rate (planner.engine.mla) [FLOP/s]
     graph_sizes: tuple = ()  # CUDA-graph batches a decode step pads to (adp.graph_padded)
+    # published MoE layer timing of this shape: ((tokens, seconds), ...) and the MoE layers
+    # of the stage it applies to (planner.engine.moe_floor; () : no floor)
+    moe_kernel_points: tuple = ()
+    moe_kernel_layers: float = 0.0
 
     @property
     def local_experts(self) -> float:
@@ -258,6 +263,12 @@ class StepModel:
                 t_gc = t_gc + np.where(hd > 0, e_flops / (self.peak_flops * eff_e), 0.0)
                 mm_flops = mm_flops + e_flops
         t_gemm = np.maximum(t_gm, t_gc)
+        if self.moe_kernel_points:  # the routed experts no faster than their published kernel
+            t_dense = (self.dense_weight_bytes + self.lm_head_bytes + act) / (
+                self.bw_bytes_s * p.mem_eff
+            )
+            t_moe = self.moe_kernel_layers * moe_floor.layer_time(self.moe_kernel_points, T)
+            t_gemm = np.maximum(t_gemm, t_dense + t_moe)
         # attention
         kv_tok = self.layers_full * np.asarray(
             kv_read_tokens_full, float
@@ -407,7 +418,7 @@ class StepModel:
     # ---- the hot scalar path of :meth:`step` (plain floats, no numpy) ------------------
     @cached_property
     def _coeffs(self) -> tuple[float, ...]:
-        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (69 floats): the
+        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (103 floats): the
         step's constants, with the products that do not depend on its counts done once."""
         p = self.params
         ne = self.num_experts
@@ -476,6 +487,9 @@ class StepModel:
                 self.mla_decode_flops_s or self.peak_flops * p.attn_eff,
                 self.spec_kv_passes - 1.0,
                 *adp.graph_slots(self.graph_sizes),  # decode-graph padding
+                *moe_floor.slots(
+                    self.moe_kernel_points, self.moe_kernel_layers
+                ),  # MoE kernel floor
             )
         )
 
@@ -660,90 +674,4 @@ def step_model(
         link_bytes_s=link if link > 0 else 1.0,
         layout_label=f"TP{tp}" + (f" PP{pp}" if pp > 1 else ""),
         matmul_slow_flops_per_token=slow_mm,
-    )
-
-
-def _link_bytes_s(g: Accelerator, num_gpus: int, group: int) -> float:
-    """Bandwidth per GPU [B/s] of a collective over ``group`` GPUs of a replica of
-    ``num_gpus``: the scale-up link (NVLink / Infinity Fabric) while the replica stays in one
-    scale-up domain (``nvlink_domain_gpus``: 8 in an HGX server, 72 in an NVL72 rack), the
-    scale-out network per GPU (``scaleout_gbs_per_gpu``: InfiniBand / RoCE) once it spans
-    several. 0 when no collective runs (group 1)."""
-    if group <= 1:
-        return 0.0
-    link = (g.interconnect_gbs_unidir or 0) * 1e9
-    if link <= 0:
-        raise MissingDataError(
-            f"{g.id}: interconnect bandwidth unknown, so a {group}-GPU collective cannot be "
-            "estimated"
-        )
-    dom = getattr(g, "nvlink_domain_gpus", None)
-    if dom and num_gpus > dom:
-        out = (getattr(g, "scaleout_gbs_per_gpu", None) or 0) * 1e9
-        if out <= 0:
-            raise MissingDataError(
-                f"{g.id}: a replica of {num_gpus} GPUs spans {-(-num_gpus // dom)} scale-up "
-                f"domains of {dom}, and the scale-out bandwidth per GPU is unknown "
-                "(hardware.yaml scaleout_gbs_per_gpu)"
-            )
-        return min(link, out)
-    return link
-
-
-def _as_expert_parallel(plain: StepModel, lay: Layout) -> StepModel:
-    """:func:`step_model` of an expert-parallel / attention data-parallel layout: the plain
-    model of the attention split (``tp`` x ``pp``: weights, KV, attention and activations
-    per GPU of one rank) with the expert, FLOP and communication terms of the layout.
-
-    Per GPU of the busiest pipeline stage, for a step of T tokens of the whole replica:
-
-    * attention, dense MLP and shared experts: each of the ``attention_dp`` ranks runs T/dp
-      tokens with its weights split ``tp`` ways (``dense_weight_bytes`` per GPU; FLOPs
-      ``2 x P_dense / (tp x dp)`` per replica token); its KV reads and attention FLOPs are its
-      own sequences' (1/dp of the replica's, applied in :meth:`StepModel.step`);
-    * routed experts: ``num_experts / ep`` experts per GPU, each split ``moe_tp`` ways; the
-      weights read are the expected distinct local experts hit; the FLOPs are those of the
-      busiest GPU's routed tokens (:meth:`StepModel.routed_tokens_hot`);
-    * communication: inside each attention rank one all-reduce per layer over ``tp``
-      (ring ``2 (tp-1)/tp``) on its T/dp tokens (attention output; the dense MLP layers
-      too); around each MoE layer the dispatch and combine over the ``width`` GPUs of the stage
-      (:func:`planner.engine.adp.dispatch_bytes_per_token`: the all-to-all of the routed tokens
-      for attention-DP ranks, else an all-gather and a reduce-scatter of the T hidden vectors,
-      one collective without attention DP: :func:`planner.engine.adp.moe_collectives_per_layer`);
-      scale-out bandwidth once the replica spans several scale-up domains (:func:`_link_bytes_s`).
-    """
-    m, g = plain.model, plain.gpu
-    tp, dp, ep, mtp = lay.tp, lay.attention_dp, lay.ep, lay.moe_split
-    pc = param_counts(m)
-    frac = plain.layers / m.num_hidden_layers
-    b_exp = _bits(plain.precision, "experts", m, g.arch) / 8
-    dense_mm = pc.attention + pc.mlp_dense + pc.shared_experts + pc.router
-    h, b16, w = m.hidden_size, 2.0, lay.width
-    moe_s = pc.num_moe_layers * frac
-    dense_s = plain.layers - moe_s
-    # ring-weighted bytes per replica token on one GPU; collectives per step
-    comm = 0.0
-    coll = 0.0
-    if tp > 1:  # attention (every layer) and dense-MLP layers all-reduce inside the rank
-        comm += 2 * (tp - 1) / tp * h * b16 * (plain.layers + dense_s) / dp
-        coll += plain.layers + dense_s
-    if w > 1:  # dispatch and combine around each MoE layer (:func:`adp.dispatch_bytes_per_token`)
-        comm += adp.dispatch_bytes_per_token(lay, plain.num_experts, plain.top_k, h) * moe_s
-        coll += adp.moe_collectives_per_layer(lay) * moe_s
-    link = _link_bytes_s(g, lay.num_gpus, max(tp, w))
-    return replace(
-        plain,
-        expert_bytes=pc.expert_one / mtp * b_exp * moe_s,
-        matmul_flops_per_token=2.0 * dense_mm / (tp * dp) * frac,
-        matmul_slow_flops_per_token=plain.matmul_slow_flops_per_token / dp,
-        comm_bytes_per_token=comm,
-        link_bytes_s=link if link > 0 else 1.0,
-        ep=ep,
-        attention_dp=dp,
-        moe_tp=mtp,
-        expert_flops_per_routed_token=2.0 * pc.expert_one / mtp * moe_s,
-        comm_ring=1.0 if comm > 0 else 0.0,
-        comm_collectives=coll,
-        layout_label=lay.label,
-        adp_balanced=lay.balanced,
     )
