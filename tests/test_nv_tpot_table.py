@@ -87,3 +87,43 @@ def test_sign_shares_are_shares(nt, errs):
     slow = sum(e > 0 for e in errs) / len(errs) * 100
     assert s["slow_pct"] == pytest.approx(round(slow, 1), abs=0.051)
     assert 0.0 <= s["within15_pct"] <= 100.0
+
+
+@pytest.fixture(scope="module")
+def fw():
+    sys.path.insert(0, str(SCRIPTS))
+    path = SCRIPTS / "fold_without_rows.py"
+    spec = importlib.util.spec_from_file_location("fold_without_rows", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_dropper_by_id_and_by_source_engine(fw):
+    class R:
+        def __init__(self, id_, source, framework):
+            self.id, self.source, self.framework = id_, source, framework
+
+    drop = fw.dropper({"gpustack-0161"}, [("dstack", "sglang")])
+    assert drop(R("gpustack-0161", "GPUStack performance lab", "sglang"))
+    assert drop(R("amd-0078", "dstack benchmark: DeepSeek-R1 on 8xMI300X vs 8xH200", "sglang"))
+    assert not drop(R("amd-0079", "dstack benchmark: DeepSeek-R1", "trtllm"))  # other engine
+    assert not drop(R("ixm-0308", "SemiAnalysis InferenceX", "sglang"))
+
+
+def test_compare_by_hand(fw):
+    """Two TPOT rows: errors +20 / -10 % before, +10 / -10 % after: MdAPE (20 + 10) / 2 = 15
+    -> (10 + 10) / 2 = 10, bias (20 - 10) / 2 = +5 -> 0; a row only in the base is left out."""
+    cols = ["id", "metric", "metric_class", "vendor", "engine", "gpu", "precision", "err_pct"]
+    base = pd.DataFrame(
+        [["a", "tpot_ms_median", "tpot/itl", "nvidia", "sglang", "g", "fp8", 20.0],
+         ["b", "tpot_ms_median", "tpot/itl", "nvidia", "sglang", "g", "fp8", -10.0],
+         ["c", "tpot_ms_median", "tpot/itl", "nvidia", "sglang", "g", "fp8", 99.0]],
+        columns=cols,
+    )  # fmt: skip
+    after = base.iloc[:2].assign(err_pct=[10.0, -10.0])
+    t = fw.compare(base, after)["tpot/itl"]
+    g = t.loc[("nvidia", "sglang", "g", "fp8")]
+    assert g["n"] == 2
+    assert (g["mdape_before"], g["mdape_after"]) == (15.0, 10.0)
+    assert (g["bias_before"], g["bias_after"]) == (5.0, 0.0)
