@@ -127,3 +127,52 @@ def test_compare_by_hand(fw):
     assert g["n"] == 2
     assert (g["mdape_before"], g["mdape_after"]) == (15.0, 10.0)
     assert (g["bias_before"], g["bias_after"]) == (5.0, 0.0)
+
+
+@pytest.fixture(scope="module")
+def bd():
+    sys.path.insert(0, str(SCRIPTS))
+    path = SCRIPTS / "burst_donor_check.py"
+    spec = importlib.util.spec_from_file_location("burst_donor_check", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize(
+    "isl, osl, bound",
+    [
+        ("2000", "100", True),  # GPUStack 2000/100: 100 x 10 = 1,000 <= 2,000
+        ("128", "4", True),  # 40 <= 128
+        ("1000", "100", True),  # the edge: 1,000 <= 1,000
+        ("1000", "101", False),
+        ("128", "2048", False),  # a decode-heavy offline table row
+        ("", "", False),  # ShareGPT: lengths not stated
+    ],
+)
+def test_prefill_bound(bd, isl, osl, bound):
+    assert bd.prefill_bound(isl, osl) is bound
+
+
+def test_burst_only_node(bd):
+    class Row:
+        def __init__(self, id_, mode, gpu="g", source="S", release="0.5.3"):
+            self.id, self.mode, self.gpu, self.source, self.release = (
+                id_,
+                mode,
+                gpu,
+                source,
+                release,
+            )
+            self.framework, self.precision = "sglang", "fp8"
+
+    class Node:
+        framework, release, precision, gpus, sources = "sglang", "0.5.3", "fp8", ("g",), ("S",)
+
+    bursts = [Row("a", "offline"), Row("b", "offline")]
+    lengths = {"a": ("2000", "100"), "b": ("128", "2048")}
+    assert bd.burst_only(Node, bursts)
+    assert not bd.burst_only(Node, bursts, lengths)  # row b is decode-heavy
+    assert bd.burst_only(Node, bursts, {"a": ("2000", "100"), "b": ("4000", "200")})
+    assert not bd.burst_only(Node, bursts + [Row("c", "concurrency")])  # a closed loop too
+    assert not bd.burst_only(Node, [Row("d", "offline", release="0.5.6")])  # no row of it
