@@ -8,22 +8,17 @@ request draw, seed and bisection).
 Cases (comma-separated):
 
 * ``base``: the row as ``predict_disagg_row`` predicts it;
-* ``sumlen``: the prefill pool's MoE dispatch as SGLang runs an extend batch under DP
-  attention without an all-to-all backend (``DpPaddingMode.SUM_LEN``: "Padding tokens to sum
-  length and then gather tokens using all_reduce", and the MoE output all-reduced):
-  ``4 (w-1)/w x hidden x 2`` bytes per replica token and MoE layer instead of the planner's
-  all-to-all (:func:`planner.engine.adp.dispatch_bytes_per_token`);
-* ``gemm<F>``: the dense linears (attention projections, shared experts, dense MLP layers)
-  ``F`` times slower than the node's GEMM rate (SGLang with ``SGLANG_ENABLE_JIT_DEEPGEMM``
-  false runs block-FP8 linears on FlashInfer's TRT-LLM GEMM; sgl-project/sglang#13528 times
-  it 5.7-6.3x slower than DeepGEMM at m = 1,024-2,048, N = 24,576, K = 7,168 on GB200);
-* ``both<F>``: ``sumlen`` and ``gemm<F>`` together;
-* ``dgather``: the decode pool's MoE dispatch as an all-gather + reduce-scatter
-  (``MAX_LEN``), ``2 (w-1)/w x hidden x 2``.
+* ``a2a``: both pools with the all-to-all dispatch whatever the row's ``MoE dispatch``
+  note says (the planner before changes/s8-front8k.md);
+* ``gemm<F>``: ``base`` with the prefill pool's dense linears (attention projections, shared
+  experts, dense MLP layers) ``F`` times slower than the node's GEMM rate (SGLang with
+  ``SGLANG_ENABLE_JIT_DEEPGEMM`` false runs block-FP8 linears on FlashInfer's TRT-LLM GEMM;
+  sgl-project/sglang#13528 times it 5.7-6.3x slower than DeepGEMM at m = 1,024-2,048,
+  N = 24,576, K = 7,168 on GB200).
 
 Example::
 
-    PYTHONPATH=$PWD python scripts/r1_prefill_whatif.py ixh-0786 base,sumlen,both6.1 \\
+    PYTHONPATH=$PWD python scripts/r1_prefill_whatif.py ixh-0786 a2a,base,gemm6.1 \\
         --profile /tmp/held_out.yaml
 """
 
@@ -31,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import sys
 from pathlib import Path
 
@@ -47,30 +43,10 @@ def _rows() -> pd.DataFrame:
     return pd.concat(frames).set_index("id")
 
 
-def _dispatch_a2a(sm) -> float:
-    """The planner's per-layer dispatch bytes of ``sm``'s layout (all-to-all or gather)."""
-    from planner.engine.adp import dispatch_bytes_per_token
-
-    return dispatch_bytes_per_token(sm_layout(sm), sm.num_experts, sm.top_k, sm.model.hidden_size)
-
-
-def sm_layout(sm):
-    from planner.catalog.layout import layout_of
-
-    return layout_of(sm.tp, 1, sm.ep, sm.attention_dp)
-
-
-def with_dispatch(sm, per_layer_bytes: float):
-    """``sm`` with its MoE dispatch bytes per replica token and layer replaced."""
-    moe_layers = sm.model.num_moe_layers
-    new = sm.comm_bytes_per_token + (per_layer_bytes - _dispatch_a2a(sm)) * moe_layers
-    return dataclasses.replace(sm, comm_bytes_per_token=new)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("row", help="a disaggregated concurrency row id, e.g. ixh-0786")
-    ap.add_argument("cases", help="base,sumlen,gemm6.1,both6.1,dgather")
+    ap.add_argument("cases", help="a2a,base,gemm6.1")
     ap.add_argument("--profile", help="efficiency profile (default: the bundled one)")
     a = ap.parse_args(argv)
     import planner.catalog.profile as profile_mod
@@ -103,15 +79,13 @@ def main(argv: list[str] | None = None) -> int:
     if r["metric"] not in scale:
         print(f"{a.row}: metric {r['metric']} is not a throughput")
         return 1
-    pre, dec = d.prefill.sm, d.decode.sm
-    h = pre.model.hidden_size
-
-    def pool(rep, sm):
-        return dataclasses.replace(rep, sm=sm)
-
-    def sumlen(sm):
-        w = sm_layout(sm).width
-        return with_dispatch(sm, 4.0 * (w - 1) / w * h * 2.0)
+    pre = d.prefill.sm
+    plain = dict(
+        r,
+        notes=re.sub(
+            r"; MoE dispatch \([^;]*;[^)]*\): prefill [\w-]+, decode [\w-]+", "", r["notes"]
+        ),
+    )
 
     def slow(sm, f):
         return dataclasses.replace(
@@ -124,17 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     for c in a.cases.split(","):
         if c == "base":
             dd = d
-        elif c == "sumlen":
-            dd = dataclasses.replace(d, prefill=pool(d.prefill, sumlen(pre)))
+        elif c == "a2a":
+            dd = build_spec_row(plain, load_catalog())[0]
         elif c.startswith("gemm"):
-            dd = dataclasses.replace(d, prefill=pool(d.prefill, slow(pre, float(c[4:]))))
-        elif c.startswith("both"):
-            dd = dataclasses.replace(d, prefill=pool(d.prefill, slow(sumlen(pre), float(c[4:]))))
-        elif c == "dgather":
-            w = sm_layout(dec).width
-            dd = dataclasses.replace(
-                d, decode=pool(d.decode, with_dispatch(dec, 2.0 * (w - 1) / w * h * 2.0))
-            )
+            pool = dataclasses.replace(d.prefill, sm=slow(pre, float(c[4:])))
+            dd = dataclasses.replace(d, prefill=pool)
         else:
             print(f"unknown case {c!r}")
             return 2

@@ -57,6 +57,7 @@ __all__ = [
     "build_spec_row",
     "disagg_layout",
     "is_disagg_row",
+    "moe_dispatch",
     "pool_limits",
     "predict_disagg_row",
     "spec_recipe",
@@ -110,6 +111,20 @@ def pool_limits(notes: str) -> dict[str, dict[str, int]] | None:
     }
 
 
+#: the note of scripts/annotate_moe_dispatch.py: each SGLang pool's --moe-a2a-backend
+_MOE_DISPATCH = re.compile(r"MoE dispatch \(.*?\): prefill ([\w-]+), decode ([\w-]+)")
+
+
+def moe_dispatch(notes: str) -> dict[str, bool] | None:
+    """``{prefill, decode}``: whether each pool's attention-DP ranks send the routed tokens
+    all-to-all (a ``--moe-a2a-backend`` other than ``none``) from a row's ``MoE dispatch
+    (...)`` note, None without one (the layout's default, the all-to-all)."""
+    m = _MOE_DISPATCH.search(notes)
+    if m is None:
+        return None
+    return {"prefill": m.group(1) != "none", "decode": m.group(2) != "none"}
+
+
 def is_disagg_row(row: Mapping[str, Any]) -> bool:
     return _TAG in cell(row, "notes")
 
@@ -148,6 +163,9 @@ def disagg_layout(notes: str) -> dict[str, Any] | str:
         for k in _APPLIED[name]:
             if k in lim.get(name, {}):
                 pools[name][k] = lim[name][k]
+    for name, a2a in (moe_dispatch(notes) or {}).items():
+        if not a2a:
+            pools[name]["moe_all_to_all"] = False
     return {"x": x, "y": y, **pools, "mtp": mtp, "spec": spec_recipe(notes) if mtp else None}
 
 
