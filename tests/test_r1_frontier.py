@@ -267,8 +267,14 @@ _THR_MARKS_8K = {
     # min(32768, 32768 // 8) = 4,096 tokens a step per DP rank, so each 8k prompt is two
     # chunks) the predicted prefill pool gives 5,470 prompt tok/s per GPU (6,528 with the
     # engine's default budget): 2.63 -> 2.36 on its branch (docs/changes/2026-12-07b/
-    # front8k.md); 2.66 after the sixth pass's refit and at the seventh pass's
-    ("nvidia-b200", "fp8", 40.0): _xfail("SGLang 2P(DEP8) prefill pool: 2.66"),
+    # front8k.md); 2.66 after the sixth pass's refit and at the seventh pass's.
+    # The recipe sets no --moe-a2a-backend (SGLang's default none): a prompt step of the
+    # DEP8 prefill pool gathers all 8 x 4,096 tokens by an all-reduce and all-reduces the
+    # expert outputs (DpPaddingMode.SUM_LEN), 50,176 B per token and MoE layer instead of
+    # the all-to-all's 16,468 (tests/test_moe_dispatch.py): 2.66 -> 1.87 (changes/
+    # s8-front8k.md). Left: the recipe's SGLANG_ENABLE_JIT_DEEPGEMM false (block-FP8 dense
+    # linears on FlashInfer's TRT-LLM GEMM, not modelled): 1.57 if they ran 6.1x slower
+    ("nvidia-b200", "fp8", 40.0): _xfail("SGLang 2P(DEP8) prefill pool: 1.87"),
     # DEP48 nvfp4 decode without MTP, unchanged by the MLA rate (decode TPOT 0.96): 1.253;
     # 1.255 at the seventh pass's refit
     ("nvidia-gb200", "nvfp4", 40.0): _xfail("6P(TP4)+1D(DEP48): 1.255"),
