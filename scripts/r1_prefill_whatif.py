@@ -3,7 +3,10 @@ the prefill (or decode) pool's step model changed by one sourced term at a time.
 
 Nothing here changes a prediction of the planner; it answers "how far would this term move
 the row" (changes/s8-front8k.md). The closed loop is the one ``disagg_rows`` runs (same
-request draw, seed and bisection).
+request draw, seed and bisection); each case also prints the run's completion rate over the
+kept requests against its arrival rate: where a pool saturates, the open-loop run at the
+Little's-law rate builds a queue to its end and completes fewer requests a second than
+arrive (changes/s8-front8k.md, "closed loop").
 
 Cases (comma-separated):
 
@@ -41,6 +44,14 @@ from scripts.ep_accuracy import public_files_default  # noqa: E402
 def _rows() -> pd.DataFrame:
     frames = (pd.read_csv(f, dtype=str, keep_default_na=False) for f in public_files_default())
     return pd.concat(frames).set_index("id")
+
+
+def completion_rate(finish_s: np.ndarray) -> float:
+    """Requests finished per second over ``finish_s`` (the kept requests of a run) [req/s]:
+    below the arrival rate when a pool is saturated and its queue grows through the run
+    (``closed_loop``'s Little's-law rate is then above what the pools serve)."""
+    f = np.sort(finish_s[np.isfinite(finish_s)])
+    return (len(f) - 1) / (f[-1] - f[0]) if len(f) > 1 and f[-1] > f[0] else float("nan")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,10 +119,13 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         rate, res = closed_loop(dd, reqs, float(conc), iters=14)
         v = rate * scale[r["metric"]]
+        done = completion_rate(res.finish_s[keep])
         print(
             f"  {c}: {v:,.0f} tok/s, predicted / measured {v / measured:.3f}; "
             f"TTFT median {np.median(res.ttft_s[keep]):.1f} s, "
-            f"TPOT median {np.nanmedian(res.tpot_s[keep]) * 1e3:.1f} ms",
+            f"TPOT median {np.nanmedian(res.tpot_s[keep]) * 1e3:.1f} ms; the run's "
+            f"completions {done:.2f} req/s against {rate:.2f} arriving "
+            f"({done * scale[r['metric']] / measured:.3f} of measured at that rate)",
             flush=True,
         )
     return 0
