@@ -13,6 +13,9 @@ Cases (comma-separated):
 * ``base``: the row as ``predict_disagg_row`` predicts it;
 * ``a2a``: both pools with the all-to-all dispatch whatever the row's ``MoE dispatch``
   note says (the planner before changes/s8-front8k.md);
+* ``imb<X>``: ``base`` with the prefill pool's ``moe_imbalance`` (the fitted routing skew,
+  4 at its bound on every framework: the busiest EP GPU's routed tokens 5x the mean) set
+  to ``X``;
 * ``gemm<F>``: ``base`` with the prefill pool's dense linears (attention projections, shared
   experts, dense MLP layers) ``F`` times slower than the node's GEMM rate (SGLang with
   ``SGLANG_ENABLE_JIT_DEEPGEMM`` false runs block-FP8 linears on FlashInfer's TRT-LLM GEMM;
@@ -57,7 +60,7 @@ def completion_rate(finish_s: np.ndarray) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("row", help="a disaggregated concurrency row id, e.g. ixh-0786")
-    ap.add_argument("cases", help="a2a,base,gemm6.1")
+    ap.add_argument("cases", help="a2a,base,imb0,gemm6.1")
     ap.add_argument("--profile", help="efficiency profile (default: the bundled one)")
     a = ap.parse_args(argv)
     import planner.catalog.profile as profile_mod
@@ -111,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
             dd = d
         elif c == "a2a":
             dd = build_spec_row(plain, load_catalog())[0]
+        elif c.startswith("imb"):  # the prefill pool's routing skew set to this value
+            sm = dataclasses.replace(pre, params=pre.params.with_(moe_imbalance=float(c[3:])))
+            dd = dataclasses.replace(d, prefill=dataclasses.replace(d.prefill, sm=sm))
         elif c.startswith("gemm"):
             pool = dataclasses.replace(d.prefill, sm=slow(pre, float(c[4:])))
             dd = dataclasses.replace(d, prefill=pool)
