@@ -423,3 +423,28 @@ def test_fewer_requests_than_replicas(d11):
     # 2 requests on 3P4D: the idle replicas are skipped, both requests complete
     res = simulate_disagg(with_counts(d11, 3, 4), make_requests([0.0, 0.1], [500, 800], [5, 5]))
     assert np.all(np.isfinite(res.finish_s)) and res.num_gpus == 7
+
+
+def test_closed_loop_never_outruns_the_pools(d11):
+    """A closed loop of many clients on a prefill-bound 1P1D (8,000-token prompts, 20-token
+    answers, 256 clients): Little's law on an open-loop run of 800 requests would balance
+    above the rate the prefill pool serves (its queue grows to the run's end). The answer
+    is the served rate (a burst's completion rate, ``served_rate``), and the clients the
+    pools do not hold wait before their first token: rate x mean E2E = 256 again."""
+    from planner.serving.disagg_sizing import closed_loop, served_rate
+
+    reqs = _reqs(n=800, rate=1.0, prompt=8000, out=20)
+    rate, res = closed_loop(d11, reqs, 256.0)
+    unit = reqs.arrival_s / reqs.arrival_s[-1] * len(reqs)
+    cap = served_rate(d11, reqs, unit)
+    assert rate == pytest.approx(cap)
+    assert res.meta["closed_loop"]["little_rate_rps"] > cap
+    keep = slice(200, 800 - 100)
+    assert rate * np.mean(res.e2e_s[keep]) == pytest.approx(256.0, rel=1e-6)
+    # the wait moved every first token and finish alike: TPOT is the run's at that rate
+    assert np.nanmedian(res.tpot_s) < 0.1
+    # 4 clients of 2,000-token prompts: below the served rate nothing is added, Little holds
+    light = _reqs(n=400, rate=1.0, prompt=2000, out=20)
+    r2, res2 = closed_loop(d11, light, 4.0)
+    assert "closed_loop" not in res2.meta
+    assert r2 * np.mean(res2.e2e_s[100:350]) == pytest.approx(4.0, rel=0.02)

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+import planner.catalog.profile as profile_mod
 from planner.benchmarks.random_lengths import inferencex_random_bounds, random_dataset_tags
 from planner.benchmarks.schema import cell, number, row_params
 from planner.catalog.catalog import Catalog
@@ -57,6 +58,7 @@ __all__ = [
     "build_spec_row",
     "disagg_layout",
     "is_disagg_row",
+    "moe_dispatch",
     "pool_limits",
     "predict_disagg_row",
     "spec_recipe",
@@ -110,6 +112,20 @@ def pool_limits(notes: str) -> dict[str, dict[str, int]] | None:
     }
 
 
+#: the note of scripts/annotate_moe_dispatch.py: each SGLang pool's --moe-a2a-backend
+_MOE_DISPATCH = re.compile(r"MoE dispatch \(.*?\): prefill ([\w-]+), decode ([\w-]+)")
+
+
+def moe_dispatch(notes: str) -> dict[str, bool] | None:
+    """``{prefill, decode}``: whether each pool's attention-DP ranks send the routed tokens
+    all-to-all (a ``--moe-a2a-backend`` other than ``none``) from a row's ``MoE dispatch
+    (...)`` note, None without one (the layout's default, the all-to-all)."""
+    m = _MOE_DISPATCH.search(notes)
+    if m is None:
+        return None
+    return {"prefill": m.group(1) != "none", "decode": m.group(2) != "none"}
+
+
 def is_disagg_row(row: Mapping[str, Any]) -> bool:
     return _TAG in cell(row, "notes")
 
@@ -148,6 +164,9 @@ def disagg_layout(notes: str) -> dict[str, Any] | str:
         for k in _APPLIED[name]:
             if k in lim.get(name, {}):
                 pools[name][k] = lim[name][k]
+    for name, a2a in (moe_dispatch(notes) or {}).items():
+        if not a2a:
+            pools[name]["moe_all_to_all"] = False
     return {"x": x, "y": y, **pools, "mtp": mtp, "spec": spec_recipe(notes) if mtp else None}
 
 
@@ -232,8 +251,11 @@ def predict_disagg_row(
     lens = _lengths(row)
     if isinstance(lens, str):
         return lens
+    # a None profile is the default one at call time (scripts swap it for a held-out fit)
+    default = str(profile_mod.DEFAULT_PROFILE) if profile is None else ""
     key = (
-        id(catalog), id(profile), n_min, seed, iters, conc, lens, repr(disagg_layout(cell(row, "notes"))),
+        id(catalog), id(profile), default, n_min, seed, iters, conc, lens,
+        repr(disagg_layout(cell(row, "notes"))),
         *(cell(row, k) for k in ("hardware", "framework", "precision", "model",
                                  "framework_version", "as_of")),
     )  # fmt: skip
@@ -303,9 +325,15 @@ def _run(row, catalog, profile, conc, lens, n_min, seed, iters) -> tuple[dict, s
         "ttft_ms_median": float(np.median(res.ttft_s[keep])) * 1e3,
         "e2e_ms_median": float(np.median(res.e2e_s[keep])) * 1e3,
     }
+    cl = res.meta.get("closed_loop")
+    how = (
+        f"at the pools' served rate {rate:.3g} req/s (Little's law gave {cl['little_rate_rps']:.3g})"
+        if cl
+        else f"by Little's law at {rate:.3g} req/s"
+    )
     note = (
         f"{d.spec.label()} ({d.num_gpus} GPUs, link {d.link_kind}); closed loop of {int(conc)} "
-        f"by Little's law at {rate:.3g} req/s, TPOT mean {np.nanmean(res.tpot_s) * 1e3:.1f} ms, "
+        f"{how}, TPOT mean {np.nanmean(res.tpot_s) * 1e3:.1f} ms, "
         f"TTFT mean {np.mean(res.ttft_s) * 1e3:.0f} ms" + _spec_note(d, lay)
     )
     return values, note

@@ -136,6 +136,33 @@ def dispatch_bytes_per_token(lay: Layout, num_experts: int, top_k: int, hidden: 
     return min(gather, a2a)
 
 
+def gathered_dispatch_bytes_per_token(lay: Layout, hidden: int, extend: bool) -> float:
+    """Bytes one GPU moves per replica token per MoE layer when attention-DP ranks gather
+    every token around the MoE layer instead of an all-to-all [B] (16-bit hidden states,
+    ring factor folded in): SGLang with DP attention and ``--moe-a2a-backend none``, its
+    default (python/sglang/srt/layers/dp_attention.py, ``DpPaddingMode``: "MAX_LEN: Padding
+    tokens to max length and then gather tokens using all_gather_into_tensor"; "SUM_LEN:
+    Padding tokens to sum length and then gather tokens using all_reduce";
+    ``get_dp_padding_mode``: "if is_extend_in_batch and dp_size > 1: return
+    DpPaddingMode.SUM_LEN", sgl-project/sglang#10414; communicator.py
+    ``_scatter_hidden_states``: "When using padding, all_reduce is skipped after MLP and MOE
+    and reduce scatter is used here instead", i.e. only in MAX_LEN mode).
+
+    * a step with a prompt chunk (``extend``): SUM_LEN, the gather is an all-reduce of the
+      zero-padded buffer of all ``T`` tokens and the expert outputs are all-reduced:
+      ``2 x 2 (w-1)/w x hidden x 2``;
+    * a decode step (balanced ranks): MAX_LEN, an all-gather and a reduce-scatter:
+      ``2 (w-1)/w x hidden x 2`` (:func:`dispatch_bytes_per_token`'s all-gather).
+
+    Example (DeepSeek-V3, DEP8, hidden 7168): prompt steps 4 x 7/8 x 7168 x 2 = 50,176 B,
+    decode steps 25,088 B, against the all-to-all's 7 x 0.6564 / 8 x 7168 x 4 = 16,468 B
+    (q = 1 - (1 - 32/256)^8 = 0.6564)."""
+    w = lay.width
+    if w <= 1:
+        return 0.0
+    return (2.0 if extend else 1.0) * 2.0 * (w - 1) / w * hidden * 2.0
+
+
 def moe_collectives_per_layer(lay: Layout) -> int:
     """Collectives around one MoE layer of an expert-parallel layout (each costs
     ``comm_latency_s``): 2 (a dispatch and a combine) where the attention data-parallel ranks

@@ -58,7 +58,7 @@ per-stage times in ``meta["disagg"]``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -68,6 +68,7 @@ from planner.catalog.catalog import Catalog, load_catalog
 from planner.catalog.layout import Layout, layout_of
 from planner.catalog.profile import model_family, resolve_params
 from planner.catalog.records import Accelerator, Frozen, ModelArch
+from planner.engine.adp import dispatch_bytes_per_token, gathered_dispatch_bytes_per_token
 from planner.engine.memory import kv_bytes_per_token
 from planner.errors import MissingDataError, PlannerError
 from planner.serving.probe import run
@@ -82,6 +83,7 @@ __all__ = [
     "Disaggregated",
     "Pool",
     "build_disagg",
+    "gathered_dispatch",
     "kv_link",
     "processor_sharing",
     "sample_disagg_requests",
@@ -111,6 +113,11 @@ class Pool(Frozen):
     attention_dp: int = Field(1, gt=0)
     max_num_seqs: int | None = Field(None, gt=0)
     max_num_batched_tokens: int | None = Field(None, gt=0)
+    moe_all_to_all: bool = Field(
+        True,
+        description="attention-DP ranks send routed tokens all-to-all (SGLang --moe-a2a-backend "
+        "deepep); False: they gather every token around each MoE layer (SGLang's default none)",
+    )
 
     @property
     def layout(self) -> Layout:
@@ -240,6 +247,8 @@ def build_disagg(
             )
         except PlannerError as e:
             raise type(e)(f"{where}.{name}: {e}") from None
+        if not p.moe_all_to_all:
+            reps[name] = gathered_dispatch(reps[name], extend=name == "prefill")
     pre, dec = reps["prefill"], reps["decode"]
     if pre.sm.model.id != dec.sm.model.id:  # pragma: no cover - one model argument
         raise PlannerError(f"{where}: both pools must serve the same model")
@@ -258,6 +267,24 @@ def build_disagg(
         link_kind=kind,
         kv_bytes_per_token=float(kvb),
     )
+
+
+def gathered_dispatch(rep: Replica, extend: bool) -> Replica:
+    """``rep`` with its MoE dispatch as a gather of every token over the attention-DP ranks
+    instead of the all-to-all of the routed ones (:func:`planner.engine.adp.
+    gathered_dispatch_bytes_per_token`; ``extend``: a prefill pool, whose every step carries
+    prompt chunks). A layout without attention DP or without EP is returned as it is (its
+    MoE all-reduce is already the gather form)."""
+    sm, lay = rep.sm, rep.the_layout
+    if lay.attention_dp <= 1 or lay.width <= 1 or not sm.model.is_moe:
+        return rep
+    h = sm.model.hidden_size
+    moe_layers = sm.model.num_moe_layers * sm.layers / sm.model.num_hidden_layers
+    per_layer = gathered_dispatch_bytes_per_token(lay, h, extend) - dispatch_bytes_per_token(
+        lay, sm.num_experts, sm.top_k, h
+    )
+    comm = sm.comm_bytes_per_token + per_layer * moe_layers
+    return replace(rep, sm=replace(sm, comm_bytes_per_token=comm))
 
 
 # =========================================================================== the transfer
