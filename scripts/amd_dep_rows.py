@@ -111,6 +111,51 @@ def print_decode_split(frontier_csv: str | Path) -> None:
         print(f"| {band} | {len(g)} | {g.thr_ratio.median():.2f} | {g.tpot_ratio.median():.2f} |")
 
 
+def step_at_measured_batch(frontier_csv: str | Path, gpu: str = "amd-mi355x") -> pd.DataFrame:
+    """The DEP decode pools (no MTP) at the batch they measurably ran: the sequences decoding
+    at once are the output rate times the time per output token, ``N = thr x TPOT`` (Little's
+    law over the decode pool; ixh-0055: 26,994 tok/s x 0.104717 s = 2,827, 353 per rank of
+    DEP8), against the planner's decode step of that replica at that batch and the mean decode
+    context (``0.9 x input + 0.9 x output / 2`` for InferenceX's range ratio 0.8). A closed
+    loop's TPOT depends on where its queue forms; this isolates the step itself."""
+    from planner.benchmarks.disagg_rows import _lengths, build_spec_row
+    from planner.engine.phases import decode_step
+
+    d = decode_split(frontier_csv, gpu)
+    d = d[(d.decode == "DEP") & ~d.config.str.contains("MTP")].copy()
+    files = [ROOT / "data/benchmarks/public_inferencex.csv",
+             ROOT / "data/benchmarks/public_inferencex_history.csv"]  # fmt: skip
+    rows = {r["id"]: r for f in files for r in read_rows(f)[0]}
+    cat = load_catalog()
+    out = []
+    for rec in d.itertuples():
+        row = rows[rec.id]
+        built, lens = build_spec_row(row, cat), _lengths(row)
+        if isinstance(built, str) or isinstance(lens, str):
+            continue
+        sm = built[0].decode.sm
+        n = rec.measured_thr * rec.measured_tpot_ms / 1e3
+        ctx = (sum(lens[0]) / 2) + (sum(lens[1]) / 2) / 2
+        t = float(decode_step(sm, n, ctx).time_s) * 1e3
+        out.append({"id": rec.id, "lengths": rec.lengths, "precision": rec.precision,
+                    "config": rec.config, "running": n, "per_rank": n / rec.decode_ranks,
+                    "context": ctx, "measured_tpot_ms": rec.measured_tpot_ms, "step_ms": t,
+                    "ratio": t / rec.measured_tpot_ms})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def print_step_at_measured_batch(frontier_csv: str | Path) -> None:
+    s = step_at_measured_batch(frontier_csv)
+    print(
+        "\n| id | lengths | precision | decode pool | running per rank (thr x TPOT) | measured TPOT ms | planner step ms at that batch | ratio |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for r in s.sort_values("per_rank").itertuples():
+        print(f"| {r.id} | {r.lengths} | {r.precision} | {r.config} | {r.per_rank:.0f} | "
+              f"{r.measured_tpot_ms:.1f} | {r.step_ms:.1f} | {r.ratio:.2f} |")  # fmt: skip
+    print(f"\nmedian step ratio {s.ratio.median():.2f} over {len(s)} points")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--calibration", help="profile YAML (default: the bundled profile)")
@@ -136,6 +181,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"TP8+EP / DP8+EP at c64:   predicted {lo:.2f}, measured 1.52")
     if args.frontier:
         print_decode_split(args.frontier)
+        print_step_at_measured_batch(args.frontier)
 
 
 if __name__ == "__main__":
