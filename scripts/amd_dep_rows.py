@@ -34,6 +34,7 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,6 +112,31 @@ def print_decode_split(frontier_csv: str | Path) -> None:
         print(f"| {band} | {len(g)} | {g.thr_ratio.median():.2f} | {g.tpot_ratio.median():.2f} |")
 
 
+def queue_side(frontier_csv: str | Path, gpu: str = "amd-mi355x") -> pd.DataFrame:
+    """:func:`decode_split` with where each measured closed loop kept its queue: ``running``,
+    the sequences decoding at once (``thr x TPOT``: each emits one token per TPOT), its share
+    of the concurrency, and ``side``: ``prefill`` where under half the clients were decoding
+    (the rest wait for or in the prefill pool, so the prefill pool set the rate), else
+    ``decode``. ixh-0196 (1P(DEP8)+2D(DEP8), 1,024 clients): 4,767.27 tok/s x 0.020992 s =
+    100.1 decoding, a share of 0.098: its rate is the prefill pool's."""
+    d = decode_split(frontier_csv, gpu)
+    d["running"] = d.measured_thr * d.measured_tpot_ms / 1e3
+    d["share"] = d.running / d.concurrency
+    d["side"] = np.where(d.share < 0.5, "prefill", "decode")
+    return d
+
+
+def print_queue_side(frontier_csv: str | Path) -> None:
+    d = queue_side(frontier_csv)
+    print(
+        "\n| decode pool | queue side (measured) | points | thr ratio | TPOT ratio | decoding / clients |"
+    )
+    print("|---|---|---|---|---|---|")
+    for (kind, side), g in d.groupby(["decode", "side"]):
+        print(f"| {kind} | {side} | {len(g)} | {g.thr_ratio.median():.2f} | "
+              f"{g.tpot_ratio.median():.2f} | {g.share.median():.2f} |")  # fmt: skip
+
+
 def step_at_measured_batch(frontier_csv: str | Path, gpu: str = "amd-mi355x") -> pd.DataFrame:
     """The DEP decode pools (no MTP) at the batch they measurably ran: the sequences decoding
     at once are the output rate times the time per output token, ``N = thr x TPOT`` (Little's
@@ -160,6 +186,11 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--calibration", help="profile YAML (default: the bundled profile)")
     ap.add_argument("--frontier", help="per-point CSV of scripts/r1_frontier.py --save (AMD GPUs)")
+    ap.add_argument(
+        "--step-profile",
+        help="profile YAML for the decode step at the measured batch (r1_frontier.py --profile "
+        "writes the held-out one; default: the bundled profile, fitted WITH InferenceX)",
+    )
     args = ap.parse_args(argv)
     p = predictions(args.calibration)
     print(
@@ -181,6 +212,11 @@ def main(argv: list[str] | None = None) -> None:
     print(f"TP8+EP / DP8+EP at c64:   predicted {lo:.2f}, measured 1.52")
     if args.frontier:
         print_decode_split(args.frontier)
+        print_queue_side(args.frontier)
+        if args.step_profile:
+            import planner.catalog.profile as profile_mod
+
+            profile_mod.DEFAULT_PROFILE = Path(args.step_profile)
         print_step_at_measured_batch(args.frontier)
 
 
