@@ -16,7 +16,11 @@ numbers are held out for it), and prints the ratios:
 With ``--frontier CSV`` (a per-point file saved by ``scripts/r1_frontier.py --save``) it also
 splits InferenceX's MI355X disaggregated DeepSeek-R1 points, predicted held out (profile fitted
 without any InferenceX row), by the decode pool's layout: DEP (attention-DP + EP) against TP,
-with the sequences each decode attention rank carries (concurrency / decode ranks).
+with the sequences each decode attention rank carries (concurrency / decode ranks). Two more
+tables read the measured points themselves: where each closed loop kept its queue
+(:func:`queue_side`: ``thr x TPOT`` sequences decoding at once against the clients), and the
+planner's decode step at that measured batch (:func:`step_at_measured_batch`; its profile is
+``--step-profile``, e.g. the held-out one ``r1_frontier.py --profile F.yaml`` writes).
 
 Usage (from the repository root; ~10 s on two shared cores, the r1_frontier run ~3 min)::
 
@@ -25,6 +29,9 @@ Usage (from the repository root; ~10 s on two shared cores, the r1_frontier run 
     python scripts/r1_frontier.py --gpus amd-mi355x,amd-mi300x,amd-mi325x \
         --lengths 8192/1024,1024/1024 --save /tmp/amd_r1.csv
     python scripts/amd_dep_rows.py --frontier /tmp/amd_r1.csv
+    python scripts/r1_frontier.py --gpus amd-mi355x,amd-mi300x,amd-mi325x \
+        --lengths 8192/1024,1024/1024 --profile /tmp/ho.yaml --save /tmp/amd_r1.csv
+    python scripts/amd_dep_rows.py --frontier /tmp/amd_r1.csv --step-profile /tmp/ho.yaml
 """
 
 from __future__ import annotations
