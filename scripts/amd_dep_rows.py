@@ -16,7 +16,11 @@ numbers are held out for it), and prints the ratios:
 With ``--frontier CSV`` (a per-point file saved by ``scripts/r1_frontier.py --save``) it also
 splits InferenceX's MI355X disaggregated DeepSeek-R1 points, predicted held out (profile fitted
 without any InferenceX row), by the decode pool's layout: DEP (attention-DP + EP) against TP,
-with the sequences each decode attention rank carries (concurrency / decode ranks).
+with the sequences each decode attention rank carries (concurrency / decode ranks). Two more
+tables read the measured points themselves: where each closed loop kept its queue
+(:func:`queue_side`: ``thr x TPOT`` sequences decoding at once against the clients), and the
+planner's decode step at that measured batch (:func:`step_at_measured_batch`; its profile is
+``--step-profile``, e.g. the held-out one ``r1_frontier.py --profile F.yaml`` writes).
 
 Usage (from the repository root; ~10 s on two shared cores, the r1_frontier run ~3 min)::
 
@@ -25,6 +29,9 @@ Usage (from the repository root; ~10 s on two shared cores, the r1_frontier run 
     python scripts/r1_frontier.py --gpus amd-mi355x,amd-mi300x,amd-mi325x \
         --lengths 8192/1024,1024/1024 --save /tmp/amd_r1.csv
     python scripts/amd_dep_rows.py --frontier /tmp/amd_r1.csv
+    python scripts/r1_frontier.py --gpus amd-mi355x,amd-mi300x,amd-mi325x \
+        --lengths 8192/1024,1024/1024 --profile /tmp/ho.yaml --save /tmp/amd_r1.csv
+    python scripts/amd_dep_rows.py --frontier /tmp/amd_r1.csv --step-profile /tmp/ho.yaml
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,10 +119,85 @@ def print_decode_split(frontier_csv: str | Path) -> None:
         print(f"| {band} | {len(g)} | {g.thr_ratio.median():.2f} | {g.tpot_ratio.median():.2f} |")
 
 
+def queue_side(frontier_csv: str | Path, gpu: str = "amd-mi355x") -> pd.DataFrame:
+    """:func:`decode_split` with where each measured closed loop kept its queue: ``running``,
+    the sequences decoding at once (``thr x TPOT``: each emits one token per TPOT), its share
+    of the concurrency, and ``side``: ``prefill`` where under half the clients were decoding
+    (the rest wait for or in the prefill pool, so the prefill pool set the rate), else
+    ``decode``. ixh-0196 (1P(DEP8)+2D(DEP8), 1,024 clients): 4,767.27 tok/s x 0.020992 s =
+    100.1 decoding, a share of 0.098: its rate is the prefill pool's."""
+    d = decode_split(frontier_csv, gpu)
+    d["running"] = d.measured_thr * d.measured_tpot_ms / 1e3
+    d["share"] = d.running / d.concurrency
+    d["side"] = np.where(d.share < 0.5, "prefill", "decode")
+    return d
+
+
+def print_queue_side(frontier_csv: str | Path) -> None:
+    d = queue_side(frontier_csv)
+    print(
+        "\n| decode pool | queue side (measured) | points | thr ratio | TPOT ratio | decoding / clients |"
+    )
+    print("|---|---|---|---|---|---|")
+    for (kind, side), g in d.groupby(["decode", "side"]):
+        print(f"| {kind} | {side} | {len(g)} | {g.thr_ratio.median():.2f} | "
+              f"{g.tpot_ratio.median():.2f} | {g.share.median():.2f} |")  # fmt: skip
+
+
+def step_at_measured_batch(frontier_csv: str | Path, gpu: str = "amd-mi355x") -> pd.DataFrame:
+    """The DEP decode pools (no MTP) at the batch they measurably ran: the sequences decoding
+    at once are the output rate times the time per output token, ``N = thr x TPOT`` (Little's
+    law over the decode pool; ixh-0055: 26,994 tok/s x 0.104717 s = 2,827, 353 per rank of
+    DEP8), against the planner's decode step of that replica at that batch and the mean decode
+    context (``0.9 x input + 0.9 x output / 2`` for InferenceX's range ratio 0.8). A closed
+    loop's TPOT depends on where its queue forms; this isolates the step itself."""
+    from planner.benchmarks.disagg_rows import _lengths, build_spec_row
+    from planner.engine.phases import decode_step
+
+    d = decode_split(frontier_csv, gpu)
+    d = d[(d.decode == "DEP") & ~d.config.str.contains("MTP")].copy()
+    files = [ROOT / "data/benchmarks/public_inferencex.csv",
+             ROOT / "data/benchmarks/public_inferencex_history.csv"]  # fmt: skip
+    rows = {r["id"]: r for f in files for r in read_rows(f)[0]}
+    cat = load_catalog()
+    out = []
+    for rec in d.itertuples():
+        row = rows[rec.id]
+        built, lens = build_spec_row(row, cat), _lengths(row)
+        if isinstance(built, str) or isinstance(lens, str):
+            continue
+        sm = built[0].decode.sm
+        n = rec.measured_thr * rec.measured_tpot_ms / 1e3
+        ctx = (sum(lens[0]) / 2) + (sum(lens[1]) / 2) / 2
+        t = float(decode_step(sm, n, ctx).time_s) * 1e3
+        out.append({"id": rec.id, "lengths": rec.lengths, "precision": rec.precision,
+                    "config": rec.config, "running": n, "per_rank": n / rec.decode_ranks,
+                    "context": ctx, "measured_tpot_ms": rec.measured_tpot_ms, "step_ms": t,
+                    "ratio": t / rec.measured_tpot_ms})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def print_step_at_measured_batch(frontier_csv: str | Path) -> None:
+    s = step_at_measured_batch(frontier_csv)
+    print(
+        "\n| id | lengths | precision | decode pool | running per rank (thr x TPOT) | measured TPOT ms | planner step ms at that batch | ratio |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for r in s.sort_values("per_rank").itertuples():
+        print(f"| {r.id} | {r.lengths} | {r.precision} | {r.config} | {r.per_rank:.0f} | "
+              f"{r.measured_tpot_ms:.1f} | {r.step_ms:.1f} | {r.ratio:.2f} |")  # fmt: skip
+    print(f"\nmedian step ratio {s.ratio.median():.2f} over {len(s)} points")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--calibration", help="profile YAML (default: the bundled profile)")
     ap.add_argument("--frontier", help="per-point CSV of scripts/r1_frontier.py --save (AMD GPUs)")
+    ap.add_argument(
+        "--step-profile",
+        help="profile YAML for the decode step at the measured batch (r1_frontier.py --profile "
+        "writes the held-out one; default: the bundled profile, fitted WITH InferenceX)",
+    )
     args = ap.parse_args(argv)
     p = predictions(args.calibration)
     print(
@@ -136,6 +219,12 @@ def main(argv: list[str] | None = None) -> None:
     print(f"TP8+EP / DP8+EP at c64:   predicted {lo:.2f}, measured 1.52")
     if args.frontier:
         print_decode_split(args.frontier)
+        print_queue_side(args.frontier)
+        if args.step_profile:
+            import planner.catalog.profile as profile_mod
+
+            profile_mod.DEFAULT_PROFILE = Path(args.step_profile)
+        print_step_at_measured_batch(args.frontier)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,11 @@ qk_rope_head_dim 64, so d_k = 576 and d_v = 512):
   Recorded, not applied (default: false): the 16-head low-latency kernel, streaming the KV
   once per query token (4 x 11.8 GB in 4,855 us = 9.7 TB/s), not the 128-head one.
 * Hopper, FlashMLA: 660 / 990 = 0.66667 of the bf16 dense peak (H200: 989 x 2/3 = 659.33).
-* Blackwell and CDNA4 (no applied record): the rule, B200 2,250 x 2/3 = 1,500 TFLOPS,
-  MI355X 2,500 x 2/3 = 1,666.67.
+* Blackwell (no applied record): the rule, B200 2,250 x 2/3 = 1,500 TFLOPS.
+* CDNA4, AITER's ASM MLA decode kernel (ROCm/aiter PR #3072, MI355X, nhead 128, qlen 1,
+  batch 256, ctx 23,333, 1,422 us): 2 x 256 x 128 x 1 x 23,333 x 1,088 = 1,663,716,818,944
+  FLOP -> 1.66372e12 / 1.422e-3 s = 1.16998e15 FLOP/s = 1,169.98 TFLOPS = 0.46799 of 2,500
+  (the rule gave 1,666.67: 1.4245x as fast). CDNA3 keeps the rule: MI300X 1,307 x 2/3.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ def _blackwell():
 
 def test_every_record_is_sourced_and_dated():
     recs = mla_decode_rates(str(DATA_DIR))
-    assert {r.arch for r in recs if r.default} == {"hopper"}
+    assert {r.arch for r in recs if r.default} == {"hopper", "cdna4"}
     for r in recs:
         assert len(r.source) > 20 and r.as_of <= dt.date.today()
 
@@ -62,11 +65,28 @@ def test_blackwell_trtllm_gen_timing_by_hand_is_recorded_not_applied():
 def test_hopper_flashmla_and_the_fallback_rule():
     r = mla_decode_rate("hopper", str(DATA_DIR))
     assert r.flops is None and r.tflops == 660 and r.fraction == pytest.approx(RULE)
-    assert mla_decode_rate("cdna4", str(DATA_DIR)) is None
-    h200, mi355x = _CAT.gpu("nvidia-h200-sxm"), _CAT.gpu("amd-mi355x")
+    assert mla_decode_rate("cdna3", str(DATA_DIR)) is None
+    h200, mi300x = _CAT.gpu("nvidia-h200-sxm"), _CAT.gpu("amd-mi300x")
     assert mla_decode_flops_s(h200) == pytest.approx(989e12 * 2 / 3, rel=1e-12)
-    assert mla_decode_eff(mi355x) == MLA_DECODE_EFF
-    assert mla_decode_flops_s(mi355x) == pytest.approx(2500e12 * 2 / 3, rel=1e-12)
+    assert mla_decode_eff(mi300x) == MLA_DECODE_EFF
+    assert mla_decode_flops_s(mi300x) == pytest.approx(
+        mi300x.peak_tflops("bf16") * 1e12 * 2 / 3, rel=1e-12
+    )
+
+
+def test_cdna4_aiter_asm_timing_by_hand_is_applied():
+    """MI355X: AITER's ASM kernel, 1,663,716,818,944 FLOP in 1,422 us (module docstring)."""
+    r = mla_decode_rate("cdna4", str(DATA_DIR))
+    assert "3072" in r.source and "ASM" in r.kernel and r.q_heads == 128 and r.q_len == 1
+    assert r.flops == 1_663_716_818_944  # 2 x 256 x 128 x 1 x 23,333 x 1,088
+    assert r.tflops == pytest.approx(1169.98, rel=1e-5)
+    assert r.fraction == pytest.approx(0.46799, rel=1e-4)
+    mi355x = _CAT.gpu("amd-mi355x")
+    assert r.reference_bf16_tflops == mi355x.peak_tflops("bf16") == 2500
+    assert mla_decode_flops_s(mi355x) == pytest.approx(1.16998e15, rel=1e-5)
+    # compute bound as timed: the FP8 KV read, 256 x 23,333 x 576 B, streams at 2.42 TB/s < 8
+    kv_stream = r.batch * r.kv_len * 576 / (r.time_us * 1e-6)
+    assert kv_stream == pytest.approx(2.419e12, rel=1e-3) and kv_stream < mi355x.mem_bw_bytes_s
 
 
 def test_blackwell_keeps_the_rule():

@@ -13,8 +13,9 @@ The step model therefore runs the absorbed decode FLOPs (:func:`planner.engine.p
 mla_decode_flops_per_pair`) at ``bf16 peak x`` :func:`mla_decode_eff` instead of at the
 format's peak x the fitted ``attn_eff``: the published compute-bound rate of the kernel the
 engines of the GPU's architecture run with 128 heads (``data/kernel_rates.yaml``, the record
-marked ``default``), else :data:`MLA_DECODE_EFF`. Only Hopper has one (FlashMLA, the same
-660 / 990); the one published Blackwell timing of TensorRT-LLM's trtllm-gen MLA kernel is of
+marked ``default``), else :data:`MLA_DECODE_EFF`. Hopper has one (FlashMLA, the same
+660 / 990) and CDNA4 one (AITER's ASM kernel on MI355X, 1,170 TFLOPS = 0.468 of its bf16
+peak, ROCm/aiter PR #3072: the decode step of MI355X DEP ranks at large batch); the one published Blackwell timing of TensorRT-LLM's trtllm-gen MLA kernel is of
 its 16-head low-latency variant and is kept there unapplied (its notes say why). Before this module they ran at fp8 / fp4 peak x
 ``attn_eff``; the held-out fits put ``attn_eff`` at 0.06-0.18 on the Blackwell nodes (a
 fit of the prompt's attention), i.e. 300-800 TFLOPS for a kernel that reaches 660 TFLOPS on
@@ -46,8 +47,8 @@ def mla_decode_eff(g: Accelerator) -> float:
 def mla_decode_flops_s(g: Accelerator) -> float:
     """Achieved rate of absorbed MLA decode attention on ``g`` [FLOP/s]: its bf16 dense peak
     x :func:`mla_decode_eff`. H200 (FlashMLA record, 989 TFLOPS): 9.89e14 x 660 / 990 =
-    6.593e14; B200 and MI355X (no applied record): 2.25e15 / 2.5e15 x 660 / 990 = 1.5e15 /
-    1.667e15."""
+    6.593e14; MI355X (AITER ASM record): 2.5e15 x 0.46799 = 1.170e15; B200 and MI300X (no
+    applied record): 2.25e15 / 1.307e15 x 660 / 990 = 1.5e15 / 8.713e14."""
     return g.peak_tflops("bf16") * 1e12 * mla_decode_eff(g)
 
 
