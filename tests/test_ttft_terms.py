@@ -1,0 +1,100 @@
+"""Issue 32, "Latency model": first-token terms outside the engine loop, fitted leave-one-
+source-out on public TTFT rows (``planner.calibration.latency_fit.ttft_term`` /
+``fit_ttft_term`` / ``ttft_term_loso``), and the prefill scale restricted to chosen engines
+(``scale_for``). Every expected value is derived by hand in the test's docstring."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from planner.calibration.latency_fit import (
+    TTFT_TERM_GRIDS,
+    fit_ttft_term,
+    scale_for,
+    ttft_term,
+    ttft_term_loso,
+)
+from planner.catalog.latency import PrefillScale
+
+
+def _r(src, m, p, i, engine="sglang", **kw):
+    return {"source": src, "measured": m, "predicted": p, "as_of": "2026-01-01",
+            "id": f"{src}-{i}", "metric": "ttft_ms_median", "engine": engine, **kw}  # fmt: skip
+
+
+def test_ttft_term_forms_by_hand():
+    """constant 20 on 100 ms -> 120; per_prompt_token 10 ms per 1k with 8,000 prompt tokens
+    -> 100 + 10 x 8 = 180 (no prompt length: + 0); iterations 2 x ITL 15 ms with busy 1 ->
+    130, busy 0 -> 100; ttft_factor 1.2 -> 120."""
+    r = {"predicted": 100.0, "prompt_tokens": 8000.0, "itl_ms": 15.0, "busy": 1.0}
+    assert ttft_term("constant", 20.0, r) == pytest.approx(120.0)
+    assert ttft_term("per_prompt_token", 10.0, r) == pytest.approx(180.0)
+    assert ttft_term("per_prompt_token", 10.0, {"predicted": 100.0}) == pytest.approx(100.0)
+    assert ttft_term("iterations", 2.0, r) == pytest.approx(130.0)
+    assert ttft_term("iterations", 2.0, {**r, "busy": 0.0}) == pytest.approx(100.0)
+    assert ttft_term("ttft_factor", 1.2, r) == pytest.approx(120.0)
+    with pytest.raises(ValueError, match="unknown TTFT term form"):
+        ttft_term("quadratic", 1.0, r)
+
+
+def test_every_grid_holds_the_no_term_value():
+    """Each form's grid contains the value that leaves the prediction unchanged (0 added, or
+    a factor of 1), so a fit can always say 'no term'."""
+    r = {"predicted": 100.0, "prompt_tokens": 1000.0, "itl_ms": 10.0, "busy": 1.0}
+    for form, grid in TTFT_TERM_GRIDS.items():
+        assert any(ttft_term(form, v, r) == pytest.approx(100.0) for v in grid), form
+
+
+def test_fit_ttft_term_constant_hand_derived():
+    """Sources A and B, 6 rows each, measured = predicted + 40 ms: with 40 every error is 0,
+    so the constant is 40. Without B, A's 6 rows (< 10 rows, one source) fit nothing. Rows
+    dated before 2025-07 do not count: the same 12 rows dated 2025-03 fit nothing."""
+    recs = [_r("A", 140.0, 100.0, i) for i in range(6)]
+    recs += [_r("B", 240.0, 200.0, i) for i in range(6)]
+    assert fit_ttft_term(recs, "constant") == 40.0
+    assert fit_ttft_term(recs, "constant", exclude_source="B") is None
+    old = [{**r, "as_of": "2025-03-01"} for r in recs]
+    assert fit_ttft_term(old, "constant") is None
+
+
+def test_fit_ttft_term_factor_picks_the_median_ratio():
+    """Ratios measured / predicted 1.2 (7 rows) and 1.4 (5 rows) over 2 sources: |log error|
+    at factor 1.2 is 0 for 7 of 12 rows, so its median is 0 and 1.2 wins over 1.25 / 1.3
+    (whose medians are log(1.25/1.2) = 0.041 and more)."""
+    recs = [_r("A", 120.0, 100.0, i) for i in range(7)]
+    recs += [_r("B", 140.0, 100.0, i) for i in range(5)]
+    assert fit_ttft_term(recs, "ttft_factor") == pytest.approx(1.2)
+
+
+def test_ttft_term_loso_holds_each_source_out():
+    """sglang rows: A and B 7 each, 40 ms above the prediction (240 vs 200), C 5 rows 100 ms
+    above (300). Held out A: B's 7 rows and C's 5; at 40, 7 of the 12 errors are 0, so the
+    6th and 7th sorted are 0 and the median is 0, while at 60 the 7 B errors are
+    log(260/240) = 0.080: 40 wins (B alike). Held out C: A and B's 14 rows are all exact at
+    40. So every sglang row gets 40: A and B are predicted exactly, C's stay 60 ms short
+    (240 / 300 = 0.8), since no fold saw them. A trtllm row with no other trtllm rows keeps
+    its prediction (too few rows: no fit)."""
+    n = {"A": 7, "B": 7, "C": 5}
+    recs = [_r(s, 300.0 if s == "C" else 240.0, 200.0, i) for s in "ABC" for i in range(n[s])]
+    recs.append(_r("A", 500.0, 400.0, 99, engine="trtllm"))
+    out = ttft_term_loso(recs, "constant")
+    assert [v for _, v in out[:19]] == [40.0] * 19
+    assert out[0][0] == pytest.approx(240.0) and out[7][0] == pytest.approx(240.0)
+    assert math.isclose(out[14][0] / recs[14]["measured"], 0.8)
+    assert out[19] == (pytest.approx(400.0), None)
+
+
+def test_scale_for_only_chosen_engines_and_own_group():
+    """sglang/mla 1.2 and mla over all engines 1.19: trtllm takes 1.19 by the family fallback,
+    none without it; an engine outside ``engines`` takes none."""
+    sc = (
+        PrefillScale(framework="sglang", family="mla", scale=1.2, n_rows=10, n_sources=2),
+        PrefillScale(framework=None, family="mla", scale=1.19, n_rows=20, n_sources=3),
+    )
+    assert scale_for(sc, "trtllm", "mla") == (1.19, "all engines/mla")
+    assert scale_for(sc, "trtllm", "mla", fallback=False) == (1.0, "none")
+    assert scale_for(sc, "sglang", "mla", fallback=False) == (1.2, "sglang/mla")
+    assert scale_for(sc, "sglang", "mla", engines={"vllm"}) == (1.0, "none")
+    assert scale_for(sc, "sglang", "mla", engines={"sglang"}) == (1.2, "sglang/mla")
