@@ -98,3 +98,59 @@ def test_scale_for_only_chosen_engines_and_own_group():
     assert scale_for(sc, "sglang", "mla", fallback=False) == (1.2, "sglang/mla")
     assert scale_for(sc, "sglang", "mla", engines={"vllm"}) == (1.0, "none")
     assert scale_for(sc, "sglang", "mla", engines={"sglang"}) == (1.2, "sglang/mla")
+
+
+@pytest.fixture(scope="module")
+def lr():
+    import importlib.util
+    import sys
+
+    from conftest import REPO_ROOT
+
+    spec = importlib.util.spec_from_file_location(
+        "latency_rows_terms", REPO_ROOT / "scripts" / "latency_rows.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["latency_rows_terms"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_prompt_tokens_from_the_row(lr):
+    """The row's isl (1,024); else InferenceX's random dataset, uniform between 0.8 x 8,192
+    and 8,192: mean 8,192 x 1.8 / 2 = 7,372.8; range ratio unstated: 0, mean 1,000 x 1 / 2 =
+    500; nothing stated: NaN."""
+    assert lr._prompt_tokens({"isl": "1024", "notes": ""}) == 1024.0
+    notes = "random_input_len=8192; random_output_len=1024; random_range_ratio=0.8; 80 requests"
+    assert lr._prompt_tokens({"isl": "", "notes": notes}) == pytest.approx(7372.8)
+    assert lr._prompt_tokens({"isl": "", "notes": "--random-input-len 1000"}) == 500.0
+    assert math.isnan(lr._prompt_tokens({"isl": "", "notes": "sharegpt"}))
+
+
+def _row(src, i, m, p, engine="sglang", vendor="nvidia", **kw):
+    return {**_r(src, m, p, i, engine=engine), "vendor": vendor, "metric_class": "ttft",
+            "err_pct": 100 * (p / m - 1), "family": "mla", "mode": "concurrency",
+            "concurrency": 4, "prompt_tokens": 1000.0, "itl_ms": 10.0, "busy": 1.0,
+            "tpot_ratio_same_run": 0.8, **kw}  # fmt: skip
+
+
+def test_ttft_terms_table_and_where_table(lr):
+    """sglang rows measured 120 vs predicted 100 (error -16.7%). Two sources A and B, 6 rows
+    each: a fold keeps one source (fewer than 2), so no term is fitted and every form stays
+    at MdAPE 16.7%. Three sources, 6 rows each: a fold keeps 12 rows of 2 sources, and the
+    constant 20 ms, the factor 1.2, 20 ms per 1k prompt tokens x 1,000 tokens and 2
+    iterations of 10 ms each make every row exact (MdAPE 0). The where table puts the 18
+    rows (dated 2026) in one cell: 1k prompts, 1-4 clients, ratio 1.2, TPOT ratio 0.8."""
+    few = [_row(s, i, 120.0, 100.0) for s in "AB" for i in range(6)]
+    t = lr.ttft_terms_table(few)
+    assert t.loc["constant", "mdape_pct"] == pytest.approx(100 / 6)
+    many = [_row(s, i, 120.0, 100.0) for s in "ABC" for i in range(6)]
+    t = lr.ttft_terms_table(many)
+    assert t.loc["none", "bias_pct"] == pytest.approx(-100 / 6)
+    for form in ("constant", "per_prompt_token", "iterations", "ttft_factor"):
+        assert t.loc[form, "mdape_pct"] == pytest.approx(0.0, abs=1e-9), form
+    w = lr.where_table(many).reset_index()
+    assert len(w) == 1
+    assert (w.loc[0, "isl_band"], w.loc[0, "conc_band"], w.loc[0, "n"]) == ("<1.5k", "1-4", 18)
+    assert w.loc[0, "ttft_ratio"] == pytest.approx(1.2)
+    assert w.loc[0, "tpot_ratio_same_run"] == pytest.approx(0.8)
