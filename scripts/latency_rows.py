@@ -390,10 +390,11 @@ def _write_section(base, out, cov0, cov1, cat):
             "TTFT MdAPE <= 20% with |bias| <= 10%, TPOT <= 15%, TTFT band coverage >= 75%.",
             "",
             "**What planner uses: *before*.** The prefill scale is not applied "
-            "(`planner.catalog.latency.APPLY_PREFILL_SCALE = False`): it slowed disaggregated "
-            "DeepSeek-R1 prefill pools 31% below InferenceX points they matched, and on the "
-            "merged rows it makes TTFT and TPOT worse, not better. *after* is kept as the "
-            "record of that test.",
+            "(`planner.catalog.latency.APPLY_PREFILL_SCALE = False`): it lowers TTFT but "
+            "raises TPOT, because the same runs' decode steps are already predicted too slow "
+            "above 16 clients (at 1-4 clients it costs TPOT nothing); the product's replicas "
+            "and disaggregated pools never take it. *after* is kept as the record of that "
+            "test.",
             "",
             f"TTFT band coverage (each source against the p10-p90 band of the other sources' "
             f"held-out TTFT ratios, all engines pooled): before {cov0:.1f}%, after "
