@@ -595,6 +595,12 @@ def main(argv=None) -> int:
         "planner.benchmarks.serving_rows.OVERLAP_LAG is off)",
     )
     ap.add_argument(
+        "--gate-burst",
+        action="store_true",
+        help="rows with an admission gate also wait behind the prompts it releases together "
+        "(planner.benchmarks.scheduler_waits.burst_wait; serving_rows.GATE_BURST is off)",
+    )
+    ap.add_argument(
         "--ttft-terms",
         action="store_true",
         help="print TTFT held out with each first-token term form added after the simulation, "
@@ -613,6 +619,10 @@ def main(argv=None) -> int:
     )
     a = ap.parse_args(argv)
     scale_engines = set(a.scale_engines.split(",")) if a.scale_engines else None
+    if a.gate_burst:
+        import planner.benchmarks.serving_rows as _rows
+
+        _rows.GATE_BURST = True
     if a.overlap_lag:
         import planner.benchmarks.serving_rows as _rows
 

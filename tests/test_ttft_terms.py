@@ -154,3 +154,29 @@ def test_ttft_terms_table_and_where_table(lr):
     assert (w.loc[0, "isl_band"], w.loc[0, "conc_band"], w.loc[0, "n"]) == ("<1.5k", "1-4", 18)
     assert w.loc[0, "ttft_ratio"] == pytest.approx(1.2)
     assert w.loc[0, "tpot_ratio_same_run"] == pytest.approx(0.8)
+
+
+def test_burst_wait_hand_derived():
+    """Window 1.0 s, 2.4 requests/s, prefill 0.2 s: 2.4 x (1.0 - 0.2) = 1.92 arrivals in the
+    window beyond one prefill, half of them ahead on average: 0.96 x 0.2 s = 192 ms mean;
+    the P99 takes all 1.92: 384 ms. Half busy: 96 ms mean. A window no longer than one
+    prefill, no arrivals or an idle engine (busy 0, P99 0) add nothing."""
+    from planner.benchmarks.scheduler_waits import burst_wait
+
+    mean, p99 = burst_wait(1.0, 2.4, 0.2)
+    assert mean == pytest.approx(192.0) and p99 == pytest.approx(384.0)
+    assert burst_wait(1.0, 2.4, 0.2, busy=0.5)[0] == pytest.approx(96.0)
+    assert burst_wait(0.2, 2.4, 0.2) == (0.0, 0.0)
+    assert burst_wait(1.0, 0.0, 0.2) == (0.0, 0.0)
+    assert burst_wait(1.0, 2.4, 0.2, busy=0.0) == (0.0, 0.0)
+
+
+def test_gate_describe():
+    """The words a prediction's note uses for each gate; no gate: empty."""
+    from planner.benchmarks.scheduler_waits import admission_gate
+
+    g = admission_gate("--scheduler-recv-interval 10 --num-continuous-decode-steps 4")
+    assert g.describe() == "4 decode steps per schedule, receives every 10 iterations"
+    assert admission_gate("").describe() == ""
+    g = admission_gate("batch_wait_timeout_iters: 20, batch_wait_max_tokens_ratio: 0.75")
+    assert g.describe() == "batch wait 20 iterations / 0.75 of the token budget"
