@@ -59,10 +59,12 @@ from planner.calibration.fit import (
 )
 from planner.calibration.latency_fit import (
     CURRENT_SINCE,
+    TTFT_TERM_GRIDS,
     fit_first_token,
     fit_prefill_scales,
     ratio_band,
     scale_for,
+    ttft_term_loso,
 )
 from planner.calibration.release_fit import (
     AsOfFits,
@@ -99,6 +101,24 @@ _CHUNK_ON = re.compile(
 _WARM = re.compile(r"warm-?up of (\d+)|--num-warmups[ =](\d+)|--warmup-requests[ =](\d+)", re.I)
 _RANGE = re.compile(r"range[_ -]ratio[ =]*([0-9.]+)", re.I)
 _SETTING = re.compile(r"(max_num_seqs|max_num_batched_tokens)=(\d+) \(([^)]*)\)")
+_RIN = re.compile(r"random[_-]input[_-]len[ =](\d+)")
+_RRATIO = re.compile(r"random[_-]range[_-]ratio[ =]([0-9.]+)")
+
+
+def _prompt_tokens(row: dict) -> float:
+    """Mean prompt length of a row [tokens]: its ``isl``, else the random dataset's
+    ``random_input_len`` x (1 + range ratio) / 2 its notes state (a uniform draw between
+    ratio x len and len), else NaN."""
+    isl = cell(row, "isl")
+    if isl:
+        return float(isl)
+    notes = cell(row, "notes")
+    m = _RIN.search(notes)
+    if m is None:
+        return float("nan")
+    r = _RRATIO.search(notes)
+    ratio = float(r.group(1).rstrip(".")) if r else 0.0
+    return float(m.group(1)) * (1.0 + ratio) / 2.0
 
 
 def _chunked(notes: str) -> str:
@@ -326,6 +346,12 @@ def _predict(r, row, folds, cat, scale, first_token_s=None):
         else _chunked(cell(row, "notes")),
         **_engine_cells(d.get("note", "")),
         "client_detail": _client_detail(row),
+        "prompt_tokens": _prompt_tokens(row),
+        "itl_ms": d.get("itl_ms_median"),
+        "busy": 0.0
+        if r.mode in ("static_batch", "single_stream")
+        or (r.mode == "concurrency" and float(cell(row, "concurrency") or 0) < 2)
+        else 1.0,
         "notes_text": cell(row, "notes"),
         "first_token_ms": 1e3
         * first_token_wait(
@@ -461,10 +487,11 @@ def _write_section(base, out, cov0, cov1, cat):
             "TTFT MdAPE <= 20% with |bias| <= 10%, TPOT <= 15%, TTFT band coverage >= 75%.",
             "",
             "**What planner uses: *before*.** The prefill scale is not applied "
-            "(`planner.catalog.latency.APPLY_PREFILL_SCALE = False`): it slowed disaggregated "
-            "DeepSeek-R1 prefill pools 31% below InferenceX points they matched, and on the "
-            "merged rows it makes TTFT and TPOT worse, not better. *after* is kept as the "
-            "record of that test.",
+            "(`planner.catalog.latency.APPLY_PREFILL_SCALE = False`): it lowers TTFT but "
+            "raises TPOT, because the same runs' decode steps are already predicted too slow "
+            "above 16 clients (at 1-4 clients it costs TPOT nothing); the product's replicas "
+            "and disaggregated pools never take it. *after* is kept as the record of that "
+            "test.",
             "",
             f"TTFT band coverage (each source against the p10-p90 band of the other sources' "
             f"held-out TTFT ratios, all engines pooled): before {cov0:.1f}%, after "
@@ -554,6 +581,58 @@ _ROW_COLS = ["id", "source", "gpu", "model", "precision", "tp", "isl", "osl", "c
              "measured", "predicted", "err_pct", "first_token_ms", "tpot_ratio_same_run", "cause"]  # fmt: skip
 
 
+def ttft_terms_table(out: list[dict]) -> pd.DataFrame:
+    """TTFT held out by source with each term of
+    :data:`planner.calibration.latency_fit.TTFT_TERM_GRIDS` added after the simulation,
+    fitted per engine on the other sources' rows (``ttft_term_loso``; exact: the terms sit
+    outside the engine loop, so no row is simulated again): n, MdAPE and median error [%]
+    over every TTFT row, per engine and per vendor."""
+    t = [d for d in out if d["metric_class"] == "ttft"]
+    rows = []
+    for form in ("none", *TTFT_TERM_GRIDS):
+        pred = (
+            [d["predicted"] for d in t]
+            if form == "none"
+            else [p for p, _ in ttft_term_loso(t, form, group="engine")]
+        )
+        err = pd.Series([100 * (p / d["measured"] - 1) for p, d in zip(pred, t, strict=True)])
+        o = pd.DataFrame({"err": err, "ape": err.abs(), "engine": [d["engine"] for d in t],
+                          "vendor": [d["vendor"] for d in t]})  # fmt: skip
+        row = {"term": form, "n": len(o), "mdape_pct": o.ape.median(), "bias_pct": o.err.median()}
+        for by in ("engine", "vendor"):
+            for k, g in o.groupby(by):
+                row[f"{k}"] = f"{g.ape.median():.1f} / {g.err.median():+.1f}"
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("term")
+
+
+_ISL_BANDS = (0, 1500, 4000, 1e9)
+_CONC_BANDS = (0, 4, 16, 64, 1e9)
+
+
+def where_table(out: list[dict]) -> pd.DataFrame:
+    """Where the TTFT error sits: TTFT rows dated from ``CURRENT_SINCE`` by engine, latency
+    family, vendor, prompt length band and concurrency band (closed-loop rows; other modes
+    under ``-``): n, MdAPE, median error [%], the median measured / predicted TTFT and the
+    median measured / predicted TPOT of the same runs (``tpot_ratio_same_run``)."""
+    o = pd.DataFrame([d for d in out if d["metric_class"] == "ttft"])
+    o = o[o["as_of"].astype(str).str.slice(0, 10) >= CURRENT_SINCE.isoformat()].copy()
+    o["isl_band"] = pd.cut(o["prompt_tokens"], _ISL_BANDS, labels=["<1.5k", "1.5-4k", ">4k"])
+    conc = pd.to_numeric(o["concurrency"], errors="coerce").where(o["mode"] == "concurrency")
+    o["conc_band"] = pd.cut(conc, _CONC_BANDS, labels=["1-4", "5-16", "17-64", ">64"])
+    o["conc_band"] = o["conc_band"].cat.add_categories("-").fillna("-")
+    o["isl_band"] = o["isl_band"].cat.add_categories("?").fillna("?")
+    o["ratio"] = o["measured"] / o["predicted"]
+    o["ape"] = o["err_pct"].abs()
+    return o.groupby(["engine", "family", "vendor", "isl_band", "conc_band"], observed=True).agg(
+        n=("ape", "size"),
+        mdape_pct=("ape", "median"),
+        bias_pct=("err_pct", "median"),
+        ttft_ratio=("ratio", "median"),
+        tpot_ratio_same_run=("tpot_ratio_same_run", "median"),
+    )
+
+
 def _rows_md(out: list[dict], engines: list[str]) -> str:
     """Per-row TTFT tables of ``engines`` and the TTFT misses by cause (every engine)."""
     o = pd.DataFrame([d for d in out if d["metric_class"] == "ttft"])
@@ -567,6 +646,13 @@ def _rows_md(out: list[dict], engines: list[str]) -> str:
         n=("ape", "size"), mdape_pct=("ape", "median"), bias_pct=("err_pct", "median")
     )
     parts += ["## TTFT by engine and source", "", _md(by_src), ""]
+    parts += [
+        "## Where the TTFT error sits (runs from 2025-07; measured / predicted TTFT and the "
+        "same runs' TPOT ratio)",
+        "",
+        _md(where_table(out)),
+        "",
+    ]
     for e in engines:
         t = o[o["engine"] == e].sort_values(["cause", "source", "id"])
         cols = [c for c in _ROW_COLS if c in t.columns]
@@ -612,7 +698,35 @@ def main(argv=None) -> int:
         help="every row with its fold's fit over every release (the before of 2026-12-07), "
         "not its release's node as planner validate predicts it",
     )
+    ap.add_argument(
+        "--gate-burst",
+        action="store_true",
+        help="rows with an admission gate also wait behind the prompts it releases together "
+        "(planner.benchmarks.scheduler_waits.burst_wait; on by default: serving_rows.GATE_BURST)",
+    )
+    ap.add_argument(
+        "--ttft-terms",
+        action="store_true",
+        help="print TTFT held out with each first-token term form added after the simulation, "
+        "fitted per engine leave-one-source-out (planner.calibration.latency_fit.TTFT_TERM_GRIDS)",
+    )
+    ap.add_argument(
+        "--scale-engines",
+        default=None,
+        help="only these engines (comma-separated ids) take a prefill scale (default: every one)",
+    )
+    ap.add_argument(
+        "--scale-own-group",
+        action="store_true",
+        help="an engine takes only its own group's prefill scale, never the family's over "
+        "all engines",
+    )
     a = ap.parse_args(argv)
+    scale_engines = set(a.scale_engines.split(",")) if a.scale_engines else None
+    if a.gate_burst:
+        import planner.benchmarks.serving_rows as _rows
+
+        _rows.GATE_BURST = True
     if a.overlap_lag:
         import planner.benchmarks.serving_rows as _rows
 
@@ -675,7 +789,8 @@ def main(argv=None) -> int:
             for b in base:
                 if b["source"] != src:
                     continue
-                sc, grp = scale_for(scales, b["engine"], b["family"])
+                sc, grp = scale_for(scales, b["engine"], b["family"], engines=scale_engines,
+                                    fallback=not a.scale_own_group)  # fmt: skip
                 r = next(x for x in keep if x.id == b["id"] and x.metric == b["metric"])
                 d = b if sc == 1.0 else _predict(r, recs[r.id], folds, cat, sc, ft.get(r.id))
                 if d is None:
@@ -688,6 +803,9 @@ def main(argv=None) -> int:
             _write(ttft, out, ft_all)
             _write_section(base, out, cov0, cov1, cat)
     assign_causes(out)
+    if a.ttft_terms:
+        print("TTFT with a term after the simulation, fitted per engine held out by source:")
+        print(ttft_terms_table(out).round(1).to_string(), "\n")
     if a.rows_md:
         Path(a.rows_md).write_text(_rows_md(out, a.engines.split(",")))
         print("wrote", a.rows_md)

@@ -15,11 +15,14 @@ from planner.benchmarks.scheduler_waits import (
     admission_wait,
     adp_balance,
     batch_wait,
+    burst_wait,
     recv_interval,
     window_iterations,
 )
 from planner.benchmarks.serving_rows import continuous_decode_steps, serving_row_details
 from planner.catalog import PRIOR
+from planner.engine.phases import prefill_time
+from planner.serving.replica import build_replica
 
 
 def _row(**kw) -> dict[str, str]:
@@ -112,19 +115,33 @@ def test_batch_wait_never_grows_with_more_arrivals(tokens):
     assert 0 <= w2 <= w1 <= 40
 
 
-def test_recv_interval_adds_its_wait_to_a_serving_row(catalog):
+def test_recv_interval_adds_its_wait_to_a_serving_row(catalog, monkeypatch):
     """The same closed-loop row with --scheduler-recv-interval 10: TTFT median and mean
-    rise by 9 / 2 x the row's predicted ITL median, the P99 by 9 x; TPOT is unchanged."""
+    rise by 9 / 2 x the row's predicted ITL median, the P99 by 9 x; TPOT is unchanged.
+    With the prompts the gate releases together (``GATE_BURST``, on): + the burst wait of
+    a window of 9 ITLs at the row's request rate and one prompt's prefill
+    (:func:`burst_wait`, hand-derived in tests/test_ttft_terms.py)."""
+    import planner.benchmarks.serving_rows as sr
+
     row = _row()
+    gated_row = {**row, "notes": "80 requests; --scheduler-recv-interval 10"}
     base = serving_row_details(row, catalog, PRIOR)
-    gated = serving_row_details({**row, "notes": "80 requests; --scheduler-recv-interval 10"},
-                                catalog, PRIOR)  # fmt: skip
+    gated = serving_row_details(gated_row, catalog, PRIOR)
     itl = base["itl_ms_median"]
-    assert gated["ttft_ms_median"] == pytest.approx(base["ttft_ms_median"] + 4.5 * itl)
-    assert gated["ttft_ms_mean"] == pytest.approx(base["ttft_ms_mean"] + 4.5 * itl)
-    assert gated["ttft_ms_p99"] == pytest.approx(base["ttft_ms_p99"] + 9 * itl)
+    rep = build_replica("llama-3.2-1b", "nvidia-h200-sxm", "bf16", "sglang", params=PRIOR,
+                        catalog=catalog)  # fmt: skip
+    b_mean, b_p99 = burst_wait(9 * itl / 1e3, base["req_s"], prefill_time(rep.sm, 1, 256))
+    assert b_mean > 0
+    assert gated["ttft_ms_median"] == pytest.approx(base["ttft_ms_median"] + 4.5 * itl + b_mean)
+    assert gated["ttft_ms_mean"] == pytest.approx(base["ttft_ms_mean"] + 4.5 * itl + b_mean)
+    assert gated["ttft_ms_p99"] == pytest.approx(base["ttft_ms_p99"] + 9 * itl + b_p99)
     assert gated["tpot_ms_median"] == pytest.approx(base["tpot_ms_median"])
     assert "receives every 10 iterations" in gated["note"]
+    monkeypatch.setattr(sr, "GATE_BURST", False)
+    alone_gate = serving_row_details(gated_row, catalog, PRIOR)
+    assert alone_gate["ttft_ms_median"] == pytest.approx(base["ttft_ms_median"] + 4.5 * itl)
+    assert alone_gate["ttft_ms_p99"] == pytest.approx(base["ttft_ms_p99"] + 9 * itl)
+    monkeypatch.setattr(sr, "GATE_BURST", True)
     # one client: the engine is idle when its next request comes, and an idle engine
     # receives at once (the recv counter and the batch wait run only while decoding)
     one = {**row, "concurrency": "1", "notes": "10 requests"}

@@ -170,6 +170,25 @@ class AdmissionGate(Frozen):
             and self.adp_batching_wait_iters == 0
         )
 
+    def describe(self) -> str:
+        """The gate in words (a prediction's note), e.g. 'receives every 10 iterations'."""
+        parts = []
+        if self.continuous_decode_steps > 1:
+            parts.append(f"{self.continuous_decode_steps} decode steps per schedule")
+        if self.recv_interval > 1:
+            parts.append(f"receives every {self.recv_interval} iterations")
+        if self.batch_wait_iters or self.batch_wait_ratio:
+            parts.append(
+                f"batch wait {self.batch_wait_iters} iterations / {self.batch_wait_ratio:g} of "
+                "the token budget"
+            )
+        if self.adp_timeout_iters or self.adp_batching_wait_iters:
+            parts.append(
+                f"attention-DP balance, timeout {self.adp_timeout_iters} / batching wait "
+                f"{self.adp_batching_wait_iters} iterations"
+            )
+        return ", ".join(parts)
+
 
 def admission_gate(notes: str) -> AdmissionGate:
     """The gate of a run, from its notes (flags of the engine it names)."""
@@ -267,6 +286,39 @@ def admission_wait(
     )
     busy = min(max(busy, 0.0), 1.0)
     return busy * w / 2 * itl_ms, (w * itl_ms if busy >= 0.02 else 0.0)
+
+
+def burst_wait(
+    window_s: float, arrivals_per_s: float, prefill_s: float, busy: float = 1.0
+) -> tuple[float, float]:
+    """``(mean wait, P99 wait)`` [ms] behind the other prompts an admission gate releases
+    with a request.
+
+    A gate (:func:`admission_wait`) does not only delay each request by part of its window:
+    the requests that arrived during one window are received together, so their prompts
+    queue behind each other, where arrivals spread over the window would mostly have found
+    the prompts before them done. With arrivals at ``arrivals_per_s`` (Poisson) and a window
+    of ``window_s`` seconds, a request arriving uniformly in the window finds on average
+    ``arrivals_per_s x window_s / 2`` requests released before it, and their prompts run
+    first (each ``prefill_s``: a prompt's prefill alone). Those that arrived more than one
+    prefill before it would have been served without the gate as well, so the window counts
+    less one prefill: mean ``busy x lambda x (window - prefill) / 2 x prefill``; the P99
+    takes the whole window's arrivals ahead. The total prefill work is the same, only
+    bunched, so the decoders' time (TPOT) does not change. ``prefill_s`` and
+    ``arrivals_per_s`` are the replica's: under attention data parallelism the ranks share
+    the prompts ahead, but each prompt's attention runs on its own rank (the replica's step
+    model spreads it over all ranks), so the work ahead, divided by the replica's prefill
+    rate, is the same. The gate holds requests only
+    while others run: weighted by ``busy`` as :func:`admission_wait`. Example: a window of
+    1.0 s, 2.4 requests/s, prefill 0.2 s: 2.4 x 0.8 / 2 = 0.96 prompts ahead, + 192 ms mean,
+    P99 2.4 x 0.8 x 0.2 = 384 ms.
+    """
+    vals = (window_s, arrivals_per_s, prefill_s)
+    if not all(math.isfinite(v) and v > 0 for v in vals) or window_s <= prefill_s:
+        return 0.0, 0.0
+    busy = min(max(busy, 0.0), 1.0)
+    ahead = arrivals_per_s * (window_s - prefill_s)
+    return busy * ahead / 2 * prefill_s * 1e3, (ahead * prefill_s * 1e3 if busy >= 0.02 else 0.0)
 
 
 def overlap_wait(itl_ms: float, busy: float = 1.0) -> tuple[float, float]:

@@ -14,8 +14,10 @@ from planner.benchmarks.random_lengths import random_dataset_lengths
 from planner.benchmarks.scheduler_waits import (
     admission_gate,
     admission_wait,
+    burst_wait,
     first_token_wait,
     overlap_wait,
+    window_iterations,
 )
 from planner.benchmarks.schema import (
     cell,
@@ -32,6 +34,7 @@ from planner.catalog.efficiency import EfficiencyParams
 from planner.catalog.engine_policies import kv_reserve_fraction
 from planner.catalog.latency import APPLY_PREFILL_SCALE, latency_family, prefill_scale
 from planner.catalog.records import version_tuple
+from planner.engine.phases import prefill_time
 from planner.errors import PlannerError
 from planner.serving import run
 from planner.serving.replica import build_replica
@@ -91,6 +94,10 @@ RATE_SEEDS = 3
 #: latency section's band coverage falls 77.9% -> 72.4% (docs/changes/2026-12-07b/ttft.md);
 #: ``scripts/latency_rows.py --overlap-lag`` measures it
 OVERLAP_LAG = False
+#: whether a row whose run sets an admission gate also waits behind the prompts the gate
+#: releases with it (:func:`planner.benchmarks.scheduler_waits.burst_wait`);
+#: ``scripts/latency_rows.py --gate-burst`` measures it
+GATE_BURST = True
 
 _ROW_CACHE: dict[tuple, dict[str, Any] | str] = {}
 #: most requests one row simulates per replica (~0.4 KB each); a row that needs more (a
@@ -408,6 +415,7 @@ def _serving_row_result(
     ft_s = first_token_wait(fw_id, cell(row, "framework_version"), notes, first_token_s)
     kv_res = kv_reserve_fraction(fw_id, cell(row, "source"))  # a harness's own policy
     key = (
+        GATE_BURST,
         ft_s,
         kv_res,
         scale,
@@ -660,8 +668,22 @@ def _serving_row_result(
             arrivals_per_iteration=lam * itl / 1000.0,
         )
         lag_mean, lag_p99 = overlap_wait(itl, busy) if lagged else (0.0, 0.0)
+        burst = (0.0, 0.0)
+        if GATE_BURST and not gate.off:  # the window's arrivals queue behind each other
+            w_s = window_iterations(
+                gate,
+                decoders=running,
+                arrivals_per_iteration_tokens=lam * itl / 1000.0 * i_mean,
+                max_num_tokens=rep.engine.max_num_batched_tokens,
+                dp_ranks=lay.layout.attention_dp,
+                arrivals_per_iteration=lam * itl / 1000.0,
+            )
+            # the replica's prefill of one prompt: the work of the prompts ahead, replica-wide
+            # (attention-DP spreads them over ranks, each rank's prompt on its own attention)
+            burst = burst_wait(w_s * itl / 1e3, lam, prefill_time(rep.sm, 1, i_mean), busy)
         for w_mean, w_p99, text in (
-            (mean_w, p99_w, f"admission gate ({_gate_text(gate)})"),
+            (mean_w, p99_w, f"admission gate ({gate.describe()})"),
+            (*burst, "prompts the gate releases together"),
             (lag_mean, lag_p99, "overlap scheduler"),
         ):
             if w_mean > 0:
@@ -692,25 +714,6 @@ def _serving_row_result(
         _ROW_CACHE.clear()
     _ROW_CACHE[key] = out
     return out
-
-
-def _gate_text(gate: Any) -> str:
-    parts = []
-    if gate.continuous_decode_steps > 1:
-        parts.append(f"{gate.continuous_decode_steps} decode steps per schedule")
-    if gate.recv_interval > 1:
-        parts.append(f"receives every {gate.recv_interval} iterations")
-    if gate.batch_wait_iters or gate.batch_wait_ratio:
-        parts.append(
-            f"batch wait {gate.batch_wait_iters} iterations / {gate.batch_wait_ratio:g} of the"
-            " token budget"
-        )
-    if gate.adp_timeout_iters or gate.adp_batching_wait_iters:
-        parts.append(
-            f"attention-DP balance, timeout {gate.adp_timeout_iters} / batching wait "
-            f"{gate.adp_batching_wait_iters} iterations"
-        )
-    return ", ".join(parts)
 
 
 def _row_metrics(s: dict[str, Any], replicas: int, gpus_per_replica: int) -> dict[str, Any]:

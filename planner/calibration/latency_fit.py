@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -113,12 +113,19 @@ def fit_prefill_scales(
 
 
 def scale_for(
-    scales: Iterable[PrefillScale], framework: str | None, family: str
+    scales: Iterable[PrefillScale],
+    framework: str | None,
+    family: str,
+    engines: Collection[str] | None = None,
+    fallback: bool = True,
 ) -> tuple[float, str]:
     """(scale, group) of an engine and family among ``scales``: the engine's own group,
-    else the family's over all engines, else (1.0, 'none')."""
+    else (``fallback``) the family's over all engines, else (1.0, 'none'). ``engines``:
+    only these engines take a scale (None: every engine); the others get (1.0, 'none')."""
+    if engines is not None and framework not in engines:
+        return 1.0, "none"
     sc = tuple(scales)
-    for fw in (framework, None):
+    for fw in (framework, None) if fallback else (framework,):
         for p in sc:
             if p.framework == fw and p.family == family:
                 return p.scale, f"{p.framework or 'all engines'}/{p.family}"
@@ -301,3 +308,98 @@ def first_token_folds(
         if fit is not None and fit[0] > 0:
             out[fold] = fit[0]
     return on_path, out
+
+
+#: forms a TTFT term can take after the simulation (outside the engine loop, so TPOT and
+#: throughput do not move): ``constant`` adds ``v`` [ms]; ``per_prompt_token`` adds ``v`` [ms]
+#: per 1,000 prompt tokens (tokenisation, HTTP and IPC of the prompt); ``iterations`` adds ``v``
+#: of the row's predicted ITL when other requests run (a scheduler that forms its next
+#: iteration before it receives: :func:`planner.benchmarks.scheduler_waits.overlap_wait`);
+#: ``ttft_factor`` multiplies the predicted TTFT by ``v`` (no mechanism: the reference that
+#: says whether the missing time is proportional to the prompts' time)
+TTFT_TERM_GRIDS: dict[str, tuple[float, ...]] = {
+    "constant": (0.0, 10.0, 20.0, 30.0, 40.0, 60.0, 80.0, 100.0),
+    "per_prompt_token": (0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 15.0, 20.0, 30.0),
+    "iterations": (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0),
+    "ttft_factor": (1.0, 1.05, 1.1, 1.15, 1.2, 1.25, 1.3, 1.4),
+}
+
+
+def ttft_term(form: str, value: float, record: Mapping[str, Any]) -> float:
+    """The predicted TTFT [ms] of ``record`` after a term of ``form`` (:data:`TTFT_TERM_GRIDS`)
+    with ``value``.
+
+    ``record`` holds ``predicted`` [ms]; ``prompt_tokens`` (mean prompt length; NaN or absent:
+    the per-token term adds 0), ``itl_ms`` (predicted ITL median [ms]) and ``busy`` (share of
+    arrivals that find others running, 0-1) where the form reads them. Example: ``constant``
+    20 on 100 ms -> 120; ``per_prompt_token`` 10 with 8,000 tokens -> 100 + 80 = 180;
+    ``iterations`` 2 with ITL 15 ms, busy 1 -> 130; ``ttft_factor`` 1.2 -> 120.
+    """
+    p = float(record["predicted"])
+    if form == "constant":
+        return p + value
+    if form == "per_prompt_token":
+        n = float(record.get("prompt_tokens") or float("nan"))
+        return p + (value * n / 1000.0 if math.isfinite(n) else 0.0)
+    if form == "iterations":
+        itl = float(record.get("itl_ms") or 0.0)
+        busy = float(record.get("busy") or 0.0)
+        return p + value * (itl if math.isfinite(itl) else 0.0) * busy
+    if form == "ttft_factor":
+        return p * value
+    raise ValueError(f"unknown TTFT term form {form!r}; expected one of {sorted(TTFT_TERM_GRIDS)}")
+
+
+def fit_ttft_term(
+    records: Iterable[Mapping[str, Any]],
+    form: str,
+    exclude_source: str | None = None,
+    grid: Iterable[float] | None = None,
+    since: _dt.date | None = CURRENT_SINCE,
+) -> float | None:
+    """The grid value of a TTFT term whose predictions fit best (:func:`fit_grid_value`:
+    smallest median |log error| over the rows left, runs from ``since``, at least
+    ``MIN_ROWS`` rows from ``MIN_SOURCES`` sources; else None).
+
+    Parameters
+    ----------
+    records : TTFT rows predicted without the term: mappings with ``source``, ``measured``
+        and ``predicted`` [ms], ``as_of``, ``id`` / ``metric`` and what :func:`ttft_term`
+        reads for ``form``
+    form : a key of :data:`TTFT_TERM_GRIDS`
+    exclude_source : a source left out (the held-out fold of leave-one-source-out)
+    grid : candidate values (default the form's grid)
+    """
+    recs = list(records)
+    cand = {
+        float(v): [{**r, "predicted": ttft_term(form, float(v), r)} for r in recs]
+        for v in (TTFT_TERM_GRIDS[form] if grid is None else grid)
+    }
+    return fit_grid_value(cand, exclude_source=exclude_source, since=since)
+
+
+def ttft_term_loso(
+    records: Iterable[Mapping[str, Any]],
+    form: str,
+    group: str = "engine",
+    grid: Iterable[float] | None = None,
+) -> list[tuple[float, float | None]]:
+    """Leave-one-source-out predictions of a TTFT term fitted per ``group`` (a record key,
+    e.g. the engine): each row gets the value fitted on its group's rows of the other
+    sources (:func:`fit_ttft_term`); a fold with too few rows gets no term.
+
+    Returns
+    -------
+    ``(predicted TTFT [ms], value or None)`` per record, in order
+    """
+    recs = list(records)
+    fitted: dict[tuple[Any, Any], float | None] = {}
+    out = []
+    for r in recs:
+        key = (r.get(group), r["source"])
+        if key not in fitted:
+            mine = [x for x in recs if x.get(group) == r.get(group)]
+            fitted[key] = fit_ttft_term(mine, form, exclude_source=r["source"], grid=grid)
+        v = fitted[key]
+        out.append((float(r["predicted"]) if v is None else ttft_term(form, v, r), v))
+    return out

@@ -32,14 +32,17 @@ from planner.files import load_yaml
 
 LATENCY_FILE = DATA_DIR / "calibration" / "latency.yaml"
 
-#: whether predictions apply the fitted prefill scale. Off (2026-12-06): the scale fitted on
-#: public TTFT (SGLang / MLA 1.28, vLLM / MoE 1.47) lowers the TTFT bias (-26.8% -> -4.4%,
-#: leave-one-source-out) but makes closed-loop serving throughput worse (18.3% -> 19.9%) and
-#: disaggregated DeepSeek-R1 throughput 31% low on InferenceX points it predicted within 25%:
-#: a slower prefill contradicts the measured prefill-pool throughput, so the gap is taken to
-#: be queueing / scheduling before the first token, not prefill compute. The product (recommend,
-#: capacity, simulate) and the accuracy report both predict with scale 1 until a model of that
-#: gap exists; scripts/latency_rows.py reports what the scale would do.
+#: whether predictions of public serving rows (``planner.benchmarks.serving_rows``,
+#: ``mlperf_latency``) apply the fitted prefill scale; the product's replicas (recommend,
+#: capacity, simulate, the disaggregated pools) never read it (``build_replica`` takes
+#: ``prefill_scale=1``). Off. Measured 2026-12-07 held out by source
+#: (``scripts/latency_rows.py``; docs/changes s8-ttft): on SGLang / vLLM's own groups TTFT
+#: 24.9% / -18.0% -> 21.4% / -11.1% but TPOT 26.2% -> 28.4%: at 1-4 clients the scale costs
+#: TPOT nothing (SGLang AMD 16.9% -> 17.2%) and fixes TTFT (22.5% -> 9.8%); above 16 clients
+#: it adds to decode steps the step model already makes too slow (SGLang AMD 17-64 clients
+#: TPOT +60.8% -> +65.6%). Prefill is slower than the step model and decode faster, on the
+#: same runs: the split belongs to the step fit. (The earlier reason, disaggregated prefill
+#: pools 31% slow, no longer holds: those pools never take the scale.)
 APPLY_PREFILL_SCALE = False
 
 
