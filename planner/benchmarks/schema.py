@@ -474,3 +474,17 @@ def graph_padding_sizes(notes: str) -> tuple[int, ...] | None:
     if m is None:
         return None
     return tuple(sorted(int(x) for x in m.group(1).split(",") if x.strip()))
+
+
+def allreduce_latency_s(row: Mapping[str, Any]) -> float | None:
+    """The fixed cost of one tensor-parallel all-reduce [s] that a row's launch states: its
+    framework, precision, hardware and notes matched against the launches of
+    ``data/allreduce.yaml`` (:func:`planner.catalog.allreduce.launch_latency_s`: e.g.
+    InferenceX's SGLang Blackwell scripts pass ``--enable-flashinfer-allreduce-fusion``, whose
+    fused all-reduce + RMSNorm is published at 8.7 us on 8 B200); None when no applied launch
+    matches (the step model keeps ``comm_latency_s``, NCCL's 20 us prior)."""
+    from planner.catalog.allreduce import launch_latency_s
+
+    return launch_latency_s(
+        cell(row, "framework"), cell(row, "precision"), cell(row, "hardware"), cell(row, "notes")
+    )

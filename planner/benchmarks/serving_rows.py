@@ -20,6 +20,7 @@ from planner.benchmarks.scheduler_waits import (
     window_iterations,
 )
 from planner.benchmarks.schema import (
+    allreduce_latency_s,
     cell,
     engine_settings,
     graph_padding_sizes,
@@ -414,6 +415,9 @@ def _serving_row_result(
         scale = prefill_scale(fw_id, latency_family(m)) if APPLY_PREFILL_SCALE else 1.0
     ft_s = first_token_wait(fw_id, cell(row, "framework_version"), notes, first_token_s)
     kv_res = kv_reserve_fraction(fw_id, cell(row, "source"))  # a harness's own policy
+    lat = allreduce_latency_s(row)  # the launch's all-reduce path (data/allreduce.yaml)
+    if lat is not None:
+        params = params.with_(comm_latency_s=lat)
     key = (
         GATE_BURST,
         ft_s,

@@ -9,6 +9,7 @@ from typing import Any
 from planner.benchmarks.schema import (
     SERVING_MODES,
     UnknownLayoutError,
+    allreduce_latency_s,
     cell,
     engine_settings,
     graphs_off,
@@ -48,19 +49,27 @@ def _static_parts(sm, batch, isl, osl):
 # the objects their ids name, so an id is never reused while its entry exists.
 _SETUPS: dict[tuple, tuple] = {}
 _WITH_PARAMS: dict[tuple[int, int], tuple] = {}
+#: id of a shared step model -> the per-all-reduce latency its launch states [s]
+#: (:func:`planner.benchmarks.schema.allreduce_latency_s`); its step model lives in _SETUPS
+_AR_LATENCY: dict[int, float] = {}
 
 
-def _shared_setup(m, g, p, kv, lay: Layout, cat: Catalog, eager: bool = False) -> StepModel:
-    key = (id(m), g.id, p.id, kv, lay, id(cat), eager)
+def _shared_setup(
+    m, g, p, kv, lay: Layout, cat: Catalog, eager: bool = False, ar_latency_s=None
+) -> StepModel:
+    key = (id(m), g.id, p.id, kv, lay, id(cat), eager, ar_latency_s)
     hit = _SETUPS.get(key)
     if hit is None:
         if len(_SETUPS) > 4096:
             _SETUPS.clear()
+            _AR_LATENCY.clear()
         sm = step_model(
             m, g, p, kv, lay.tp, lay.pp, PRIOR, cat, layout=None if lay.is_plain else lay
         )
         if eager:  # the row's engine captured no graphs: every step eager, as simulated
             sm = without_graphs(sm)
+        if ar_latency_s is not None:  # the launch's all-reduce path, as simulated
+            _AR_LATENCY[id(sm)] = ar_latency_s
         hit = _SETUPS[key] = (m, cat, sm)
     return hit[2]
 
@@ -71,7 +80,9 @@ def _with_params(sm0: StepModel, params: EfficiencyParams) -> StepModel:
     if hit is None:
         if len(_WITH_PARAMS) > 8192:
             _WITH_PARAMS.clear()
-        hit = _WITH_PARAMS[key] = (sm0, params, replace(sm0, params=params))
+        lat = _AR_LATENCY.get(id(sm0))
+        q = params if lat is None else params.with_(comm_latency_s=lat)
+        hit = _WITH_PARAMS[key] = (sm0, params, replace(sm0, params=q))
     return hit[2]
 
 
@@ -103,7 +114,9 @@ def _row_setup(row: dict, cat: Catalog) -> tuple | str:
         # the row's KV precision (column or kv_cache_dtype tag), else the framework's default
         kv = cell(row, "kv_precision") or settings.kv_cache_dtype
         kv = cat.kv_precision(kv).id if kv else default_kv_precision(p, fw, m).id
-        sm0 = _shared_setup(m, g, p, kv, lay.layout, cat, graphs_off(cell(row, "notes")))
+        sm0 = _shared_setup(
+            m, g, p, kv, lay.layout, cat, graphs_off(cell(row, "notes")), allreduce_latency_s(row)
+        )
     except PlannerError as e:
         return str(e)
     return m, g, p, fw, kv, settings, sm0, lay
