@@ -368,8 +368,12 @@ def test_simulate_follows_the_deployments_release(tmp_path):
     # the current release also overlaps its host time with the GPU (the PyTorch backend's
     # overlap scheduler, 1.0 on; changes/schedbound.md): each iteration is at most the
     # node's host time (< 1 ms, sched_overhead_s of the bundled trtllm nodes) shorter, so
-    # TTFT rises by the 0.14 s path less a few iterations' host time, TPOT does not rise
-    assert 0 <= old["ttft_p99" + k] + OFFSET_S - new["ttft_p99" + k] < 0.01
+    # TTFT rises by the 0.14 s path less a few iterations' host time, TPOT does not rise;
+    # shorter iterations also move where arrivals fall against iteration boundaries, which
+    # can lengthen one request's wait by part of an iteration (after the 2026-12-07 refit:
+    # 0.0551 + 0.14 - 0.1954 = -0.3 ms), so the lower end allows 2 ms, under a third of one
+    # Llama-3.1-8B bf16 decode iteration on the H100 (16 GB of weights / 3.35 TB/s ~ 4.8 ms)
+    assert -0.002 <= old["ttft_p99" + k] + OFFSET_S - new["ttft_p99" + k] < 0.01
     assert new["e2e_p99" + k] <= old["e2e_p99" + k] + OFFSET_S + 1e-9
     assert new["tpot_p99" + k] <= old["tpot_p99" + k]
     assert "first-token path +140 ms" in "; ".join(new["assumptions"])

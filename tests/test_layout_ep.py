@@ -395,3 +395,27 @@ def test_a_gb200_host_is_a_compute_tray_of_four_gpus():
     assert hosts_spanned(layout_of(4), gb200) == 1
     h100 = load_catalog().gpu("nvidia-h100-sxm")
     assert hosts_spanned(layout_of(8), h100) == 1 and hosts_spanned(layout_of(16), h100) == 2
+
+
+def test_native_precision_wins_a_tie():
+    """gpt-oss-20b is released in MXFP4 (``native_precision: fp4``): on one H100 its fp4 and
+    an upcast bf16 deployment both need 1 GPU at the same $/h (the 20B's bf16 weights,
+    ~42 GB, fit 80 GiB), a tie on cost and GPUs. TensorRT-LLM's format advice is read for
+    DeepSeek only, so it does not decide; the released precision comes before 'more bits'
+    (an upcast adds no quality to a checkpoint whose reference is MXFP4). Under the old
+    rule (more bits first) bf16 won this tie."""
+    import json
+    import subprocess
+    import sys
+
+    r = subprocess.run(
+        [sys.executable, "-m", "planner.cli.main", "recommend", "--model", "gpt-oss-20b",
+         "--peak-rps", "10", "--input-tokens", "1000", "--output-tokens", "1000",
+         "--ttft-p99", "2", "--tpot-p99", "0.05", "--gpus", "nvidia-h100-sxm",
+         "--frameworks", "trtllm", "--precisions", "fp4,bf16", "--tp", "1", "--format", "json"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    top = json.loads(r.stdout)["recommendations"][0]
+    assert (top["precision"], top["num_gpus"]) == ("fp4", 1)
+    assert CAT.model("gpt-oss-20b").native_precision == "fp4"

@@ -463,6 +463,12 @@ def tie_break_text(a: Screened, b: Screened) -> str:
             f" documentation recommends it on {a.opt.gpu.arch} for {mt} models:"
             f" {src.split(' (')[0]})"
         )
+    nat = a.replica.sm.model.native_precision
+    if fa == fb and a.opt.precision.id == nat != b.opt.precision.id:
+        return (
+            f" (a tie on cost and GPUs: {nat} first, the precision {a.replica.sm.model.id}"
+            " was released in: its own reference, nothing gained by another format)"
+        )
     if a.opt.precision.weight_bits > b.opt.precision.weight_bits:
         return (
             f" (a tie on cost and GPUs: {a.opt.precision.id} first, more bits per weight than "

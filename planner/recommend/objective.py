@@ -229,9 +229,11 @@ def _evidence_rank(provenance: str) -> int:
 
 def sort_key(s: Screened, need: float) -> tuple[float, ...]:
     """Rank: the objective value to :data:`TIE_REL` (log buckets), then $/h, then GPUs, then
-    the format the engine's documentation recommends on that GPU
-    (``Framework.recommended_formats``), then more bits per weight (at equal cost, no
-    quantization loss is better), then the nearer
+    the format the engine's documentation recommends on that GPU for that model
+    (``Framework.recommended_formats``), then the model's released precision
+    (``ModelArch.native_precision``: gpt-oss's MXFP4 checkpoint is its reference, an upcast
+    gains nothing), then more bits per weight (at equal cost, no quantization loss is
+    better), then the nearer
     evidence (at equal cost, an option fitted on its own measurements beats one whose
     efficiencies are transferred from relatives), then capacity."""
     v = s.value
@@ -244,6 +246,7 @@ def sort_key(s: Screened, need: float) -> tuple[float, ...]:
         s.opt.framework.format_rank(
             s.opt.gpu.arch, s.opt.precision.id, s.replica.sm.model.architecture
         ),
+        0 if s.opt.precision.id == s.replica.sm.model.native_precision else 1,
         -s.opt.precision.weight_bits,
         _evidence_rank(s.provenance),
         -bracket(s, need)[1],

@@ -375,8 +375,8 @@ class _Search:
                 layout=opt.layout, model=self.m,
             )  # fmt: skip
             # the release predicted for: a floor release the layout asked for, else the node's
-            rel = (ch.requested or ch.used) if ch is not None else None
-            if floor and ch is not None and ch.requested == floor[0] != ch.used:
+            rel = ((ch.requested or ch.used) if ch is not None else None) or (floor or [None])[0]
+            if floor and (ch is None or not ch.used or ch.requested == floor[0] != ch.used):
                 prov = f"{prov}; predicted for {opt.framework.id}@{floor[0]}: {floor[1]}"
             self.param_cache[ck] = (params, prov, rel)
         params, prov, release = self.param_cache[ck]
