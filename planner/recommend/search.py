@@ -363,8 +363,7 @@ class _Search:
         """Build the replica and bound the option analytically (no simulation)."""
         c, ld = self.c, self.load
         key = (opt.gpu.id, opt.framework.id, opt.precision.id)
-        # the newest release with a fit that can launch the layout and serves the model
-        fk = (opt.framework.id, opt.layout)
+        fk = (opt.framework.id, opt.layout)  # the first release launching it serving the model
         if fk not in self.floor_cache:
             self.floor_cache[fk] = release_floor(opt.framework.id, opt.layout, self.m, self.cat)
         floor = self.floor_cache[fk]
@@ -374,10 +373,12 @@ class _Search:
                 *key, catalog=self.cat, profile=self.profile, family=model_family(self.m),
                 layout=opt.layout, model=self.m,
             )  # fmt: skip
-            # the release predicted for: a floor release the layout asked for, else the node's
-            rel = ((ch.requested or ch.used) if ch is not None else None) or (floor or [None])[0]
-            if floor and (ch is None or not ch.used or ch.requested == floor[0] != ch.used):
+            # predicted for: the floor release asked for, else the node's (none: over every release)
+            rel = (ch.requested or ch.used) if ch is not None else None
+            if floor and ch is not None and ch.requested == floor[0] != ch.used:
                 prov = f"{prov}; predicted for {opt.framework.id}@{floor[0]}: {floor[1]}"
+            elif floor and not rel:
+                prov = f"{prov}; needs {opt.framework.id} >= {floor[0]}: {floor[1]}"
             self.param_cache[ck] = (params, prov, rel)
         params, prov, release = self.param_cache[ck]
         if release:
