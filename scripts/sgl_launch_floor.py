@@ -21,7 +21,7 @@ per-step term those rows lack, not the score of any built term.
 Usage::
 
     python scripts/sgl_launch_floor.py [--max-conc 4] [--profile data/calibration/profile.yaml]
-    python scripts/sgl_launch_floor.py --item1 /tmp/ep.csv --delta-ms 0.5,1.0,1.5
+    python scripts/sgl_launch_floor.py --item1 ep.csv --delta-ms 0.5,1.0,1.5
 """
 
 from __future__ import annotations
