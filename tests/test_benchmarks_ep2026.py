@@ -155,3 +155,15 @@ def test_every_row_is_kept_and_never_predicted(rows, catalog):
         assert out["reason"] and not out["predicted"], r["id"]
         if r["id"].startswith(("sgb1", "sgb2")):
             assert r["notes"].startswith("layout_unsupported: disaggregated prefill/decode")
+
+
+def test_no_row_enters_the_fit(catalog):
+    """The calibration's row preparation gives none of these rows a predictor, so the fitted
+    profile (and every held-out number of issue 29 / 30) is the same with or without the file."""
+    from planner.benchmarks.io import load_measurements
+    from planner.calibration.fit import prepare_rows
+
+    prepared = prepare_rows(load_measurements(CSV, catalog), catalog)
+    assert len(prepared) == 20
+    for p in prepared:
+        assert p.predict is None and p.reason, p.id
