@@ -5,7 +5,8 @@ A Server / Interactive result is the largest Poisson rate (``target_qps``) at wh
 system met the scenario's P99 TTFT and P99 TPOT limits, times the mean answer length. The
 planner's answer to the same question is :func:`planner.serving.capacity.max_rate` of one
 replica under the same two limits, with the OpenOrca lengths, times the replicas of the
-system. Constraints (MLPerf Inference rules for llama2-70b, as transcribed in the rows'
+system; the replica's arrivals are its share of the system's one Poisson stream, dealt over
+the engines as the harnesses do (:func:`engine_traffic`). Constraints (MLPerf Inference rules for llama2-70b, as transcribed in the rows'
 notes): Server TTFT P99 <= 2 s and TPOT P99 <= 200 ms; Interactive TTFT P99 <= 450 ms and
 TPOT P99 <= 40 ms. TPOT is each request's (E2E - TTFT) / (tokens - 1) and TTFT runs from the
 query's arrival, as loadgen reports them (``SimResult.tpot_s``, ``ttft_s``). The answer is
@@ -208,7 +209,8 @@ def at_measured_rate(
     """What the simulator says at the rate the submission ran: the row's per-replica
     request rate (its ``request_rate``, loadgen's target_qps for the system, else its
     tokens/s over the OpenOrca mean answer), and the simulated P99 TTFT [s], P99 TPOT [s],
-    mean batch and KV use of one replica at that Poisson rate (first 30% and last 10% of
+    mean batch and KV use of one replica at that rate (its share of the system's stream,
+    :func:`engine_traffic`; first 30% and last 10% of
     the requests dropped). Which limit is close says what the prediction misses: neither
     close = the saturation throughput; TPOT far below its limit = a step time too short."""
     rep, wl, _, prov, row = scenario_replica(
