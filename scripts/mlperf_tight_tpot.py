@@ -4,13 +4,16 @@ its newest round and per GPU within each round, and the pairs of GPUs a round or
 (planner/benchmarks/mlperf_latency.py).
 
 Usage: PYTHONPATH=$PWD python scripts/mlperf_tight_tpot.py [-o table.csv] [--rows rows.csv]
-       [--at-measured] [--stated-chunked-prefill] [--harness-gemm]
+       [--at-measured] [--stated-chunked-prefill] [--harness-gemm] [--poisson-per-engine]
 
 --stated-chunked-prefill takes each row's stated chunked-prefill switch (AMD's V0 configs:
 off, prompt-first steps); a what-if, not the planner's default (docs/changes/2026-12-07b/mlperf.md).
 --harness-gemm gives the rows whose engine config names a hipBLASLt tuning file (AMD's v5.1
 MI325X configs) the GEMM terms of the file's kernel timings (data/mlperf_harness_gemm.yaml);
 a what-if, not the default (changes/s8-mlperfint.md).
+--poisson-per-engine gives each engine its own Poisson stream instead of its share of the
+system's stream dealt round robin (mlperf_latency.engine_traffic); the planner's reading
+before changes/s9-mlpint.md, for comparison.
 """
 
 from __future__ import annotations
@@ -55,6 +58,11 @@ def main(argv=None) -> int:
         help="rows whose engine config names a hipBLASLt tuning file take the GEMM terms of "
         "its kernel timings (data/mlperf_harness_gemm.yaml)",
     )
+    ap.add_argument(
+        "--poisson-per-engine",
+        action="store_true",
+        help="each engine its own Poisson stream (not its round-robin share of the system's)",
+    )
     a = ap.parse_args(argv)
     pd.set_option("display.width", 250)
     cat = load_catalog()
@@ -62,7 +70,10 @@ def main(argv=None) -> int:
     prof = load_profile()
     sc = a.stated_chunked_prefill
     hg = a.harness_gemm
-    recs = tight_tpot_records(df, cat, prof, stated_chunked=sc, harness_gemm=hg)
+    pe = a.poisson_per_engine
+    recs = tight_tpot_records(
+        df, cat, prof, stated_chunked=sc, harness_gemm=hg, poisson_per_engine=pe
+    )
     recs.to_csv(a.rows, index=False)
     t = tight_tpot_pooled(recs)
     t.to_csv(a.output, index=False)
@@ -79,11 +90,13 @@ def main(argv=None) -> int:
     print(p.to_string() if len(p) else "none")
     if a.at_measured:
         print("\nSimulated at the rate each submission ran (one row per scenario, round, GPU):")
-        print(measured_rate_table(df, recs, cat, prof, sc, hg).to_string())
+        print(measured_rate_table(df, recs, cat, prof, sc, hg, pe).to_string())
     return 0
 
 
-def measured_rate_table(df, recs, cat, prof, stated_chunked=False, harness_gemm=False):
+def measured_rate_table(
+    df, recs, cat, prof, stated_chunked=False, harness_gemm=False, poisson_per_engine=False
+):
     """:func:`at_measured_rate` of the first row of each (scenario, round, GPU)."""
     out = []
     first = recs.drop_duplicates(["mode", "round", "gpu"])
@@ -92,7 +105,12 @@ def measured_rate_table(df, recs, cat, prof, stated_chunked=False, harness_gemm=
         row = {k: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
                for k, v in src.items()}  # fmt: skip
         r = at_measured_rate(
-            row, cat, prof, stated_chunked=stated_chunked, harness_gemm=harness_gemm
+            row,
+            cat,
+            prof,
+            stated_chunked=stated_chunked,
+            harness_gemm=harness_gemm,
+            poisson_per_engine=poisson_per_engine,
         )
         limit_ttft, limit_tpot = CONSTRAINTS_S[rec["mode"]]
         out.append(

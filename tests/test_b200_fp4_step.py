@@ -4,9 +4,11 @@ Two runs of the same engine (NVIDIA's v5.1 B200 Llama-2-70B fp4, TP1, 8 replicas
 their rate, mean latency and mean time per output token (data/benchmarks/public_amd.csv
 mlp51-0011 / mlp51-0012 notes, quoting each run's mlperf_log_summary.txt). Little's law
 gives the sequences a step decodes; the planner's step at that batch (bundled profile,
-node trtllm/nvidia-b200/fp4 dense, fitted on max-throughput rows only) is short by about
-the same ~10 ms at both batches: a fixed per-step cost the fitted rows cannot see, not the
-GEMM rate (docs/changes/2026-12-07b/b200fp4.md).
+node trtllm/nvidia-b200/fp4 dense, fitted on max-throughput rows only), with the prompt
+tokens the run's rate brings in a step at the OpenOrca set's mean prompt (222.6 tokens, all
+24,576 samples), is 22% short at 255 sequences and 24% long at 1,532: not a fixed cost (with
+the first 2,162 samples' 120-token prompts it looked like one, ~10 ms short at both;
+docs/changes/2026-12-07b/b200fp4.md, changes/s9-mlpint.md).
 """
 
 from __future__ import annotations
@@ -56,24 +58,35 @@ def _sim_step(run) -> float:
     return t
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="B200 fp4 step at MLPerf Server's 1,532 sequences (+1,600 prompt tokens a step at "
+    "the OpenOrca mean prompt of 222.6 tokens): 153 ms simulated vs 123.3 ms measured (+24%); "
+    "the max-throughput rows the node is fitted on do not separate its per-token terms (GEMM, "
+    "KV read at kv_mem_eff 0.48) from the MLPerf harness's (changes/s9-mlpint.md)",
+)
 def test_high_batch_step_is_within_15_percent():
     assert _sim_step(SERVER) == pytest.approx(SERVER[2], rel=0.15)
 
 
-def test_the_gap_is_a_fixed_cost_the_same_at_both_batches():
+def test_the_gap_is_not_a_fixed_cost():
+    """Short at the small batch, long at the large one: a slope and intercept that differ from
+    the runs' line (0.0698 ms a sequence + 16.4 ms), not one missing fixed cost."""
     gap_i = INTERACTIVE[2] - _sim_step(INTERACTIVE)
     gap_s = SERVER[2] - _sim_step(SERVER)
-    # bundled profile: 10.6 ms at 255 sequences, 9.5 ms at 1,532 (a 6x larger batch)
-    assert 0.005 < gap_i < 0.016 and 0.005 < gap_s < 0.016
-    assert abs(gap_i - gap_s) < 0.003
+    # bundled profile, OpenOrca prompts of all 24,576 samples: +7.5 ms at 255 sequences
+    # (26.7 vs 34.2 ms), -29.7 ms at 1,532 (153.0 vs 123.3 ms)
+    assert 0.004 < gap_i < 0.012
+    assert -0.040 < gap_s < -0.020
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="B200 fp4 step at MLPerf Interactive's 255 sequences: 23.6 ms simulated vs 34.2 ms "
-    "measured (-31%); the trtllm/nvidia-b200/fp4 dense node is fitted on max-throughput rows "
-    "(fit.OVERHEAD_BLIND_KINDS) and keeps its parent's fixed costs, ~10 ms a step short here; "
-    "the MLPerf harness runs with use_graphs False (docs/changes/2026-12-07b/b200fp4.md)",
+    reason="B200 fp4 step at MLPerf Interactive's 255 sequences (+160 prompt tokens a step): "
+    "26.7 ms simulated vs 34.2 ms measured (-22%); the trtllm/nvidia-b200/fp4 dense node is "
+    "fitted on max-throughput rows (fit.OVERHEAD_BLIND_KINDS) and keeps its parent's fixed "
+    "costs; the MLPerf harness runs with use_graphs False (docs/changes/2026-12-07b/b200fp4.md, "
+    "changes/s9-mlpint.md)",
 )
 def test_interactive_step_is_within_15_percent():
     assert _sim_step(INTERACTIVE) == pytest.approx(INTERACTIVE[2], rel=0.15)

@@ -5,7 +5,8 @@ A Server / Interactive result is the largest Poisson rate (``target_qps``) at wh
 system met the scenario's P99 TTFT and P99 TPOT limits, times the mean answer length. The
 planner's answer to the same question is :func:`planner.serving.capacity.max_rate` of one
 replica under the same two limits, with the OpenOrca lengths, times the replicas of the
-system. Constraints (MLPerf Inference rules for llama2-70b, as transcribed in the rows'
+system; the replica's arrivals are its share of the system's one Poisson stream, dealt over
+the engines as the harnesses do (:func:`engine_traffic`). Constraints (MLPerf Inference rules for llama2-70b, as transcribed in the rows'
 notes): Server TTFT P99 <= 2 s and TPOT P99 <= 200 ms; Interactive TTFT P99 <= 450 ms and
 TPOT P99 <= 40 ms. TPOT is each request's (E2E - TTFT) / (tokens - 1) and TTFT runs from the
 query's arrival, as loadgen reports them (``SimResult.tpot_s``, ``ttft_s``). The answer is
@@ -79,6 +80,24 @@ def stated_chunked_prefill(notes: str) -> bool | None:
     return None if m is None else m.group(1).lower().endswith(" on")
 
 
+def engine_traffic(engines: float, poisson_per_engine: bool = False) -> Traffic:
+    """The arrivals one engine of an MLPerf system sees, at a unit rate: loadgen issues one
+    Poisson stream for the whole system and the harness deals it over the engines.
+    NVIDIA's llmlib harness deals Interactive queries round robin and Server queries to the
+    engine with the fewest pending samples (closed/NVIDIA/code/llmlib/config.py
+    ``traffic_distribution_policy``, factory.py ``_create_scheduler``, MLPerf v5.1); AMD's
+    harness to the shortest queue weighted by tokens (``schedule_algo:
+    shortest_queue_with_tokens`` of its harness YAMLs). Round robin of a Poisson stream over
+    k engines gives each a renewal stream of Erlang-k gaps (gamma, CV 1/sqrt(k)); a
+    least-loaded dispatch is smoother still, so round robin is the cautious reading of both.
+
+    ``poisson_per_engine``: each engine its own Poisson stream (the planner's reading before
+    2026-12-07), a what-if for comparison."""
+    if poisson_per_engine or engines < 2:
+        return Traffic(mean_rps=1.0)
+    return Traffic(mean_rps=1.0, arrival="gamma", cv=1.0 / math.sqrt(engines))
+
+
 def mlperf_latency_rows(df, gpus=GPUS):
     """The MLPerf Llama-2-70B Server / Interactive output-throughput rows of ``gpus``."""
     return df[
@@ -96,6 +115,7 @@ def scenario_replica(
     profile: Profile | None,
     stated_chunked: bool = False,
     harness_gemm: bool = False,
+    poisson_per_engine: bool = False,
 ):
     """(replica, workload, params, provenance, row with its layout) of an MLPerf Server /
     Interactive row: the row's GPU, engine, precision, KV precision and stated engine tags
@@ -113,7 +133,11 @@ def scenario_replica(
     reproduce the file's kernel timings (``compute_eff``, ``compute_half_tokens``, and
     ``mem_eff`` where the file times a weight read) in place of the profile's. Off by
     default: alone it moves MI325X Interactive from -51% to +36% and Server from -6% to +23%
-    (changes/s8-mlperfint.md): the profile's other terms were fitted with its slower GEMMs."""
+    (changes/s8-mlperfint.md): the profile's other terms were fitted with its slower GEMMs.
+
+    The workload's arrivals are those one engine sees when the harness deals the system's
+    Poisson stream over its engines (:func:`engine_traffic`; ``poisson_per_engine``: each
+    engine its own Poisson stream, a what-if)."""
     gpu = catalog.gpu(cell(row, "hardware")).id
     fw, prec = cell(row, "framework"), cell(row, "precision")
     params, prov = resolve_params(gpu, fw, prec, catalog=catalog, profile=profile, family="dense")
@@ -162,8 +186,15 @@ def scenario_replica(
         kv_reserve_fraction=kv_reserve_fraction(fw, cell(row, "source")),
     )
     i, o = openorca_lengths()
-    wl = Workload(traffic=Traffic(mean_rps=1.0), input_tokens=i, output_tokens=o)
-    return rep, wl, params, f"{prov}; tp={tp}", row
+    engines = (number(row, "n_gpus") or rep.num_gpus) / rep.num_gpus
+    traffic = engine_traffic(engines, poisson_per_engine)
+    wl = Workload(traffic=traffic, input_tokens=i, output_tokens=o)
+    arrivals = (
+        "Poisson arrivals per engine"
+        if traffic.arrival == "poisson"
+        else f"the system's Poisson stream dealt round robin over {engines:g} engines"
+    )
+    return rep, wl, params, f"{prov}; tp={tp}; {arrivals}", row
 
 
 def at_measured_rate(
@@ -173,14 +204,18 @@ def at_measured_rate(
     n_requests: int = 3000,
     stated_chunked: bool = False,
     harness_gemm: bool = False,
+    poisson_per_engine: bool = False,
 ) -> dict[str, Any]:
     """What the simulator says at the rate the submission ran: the row's per-replica
     request rate (its ``request_rate``, loadgen's target_qps for the system, else its
     tokens/s over the OpenOrca mean answer), and the simulated P99 TTFT [s], P99 TPOT [s],
-    mean batch and KV use of one replica at that Poisson rate (first 30% and last 10% of
+    mean batch and KV use of one replica at that rate (its share of the system's stream,
+    :func:`engine_traffic`; first 30% and last 10% of
     the requests dropped). Which limit is close says what the prediction misses: neither
     close = the saturation throughput; TPOT far below its limit = a step time too short."""
-    rep, wl, _, prov, row = scenario_replica(row, catalog, profile, stated_chunked, harness_gemm)
+    rep, wl, _, prov, row = scenario_replica(
+        row, catalog, profile, stated_chunked, harness_gemm, poisson_per_engine
+    )
     n = number(row, "n_gpus") or 1
     replicas = n / rep.num_gpus
     qps = number(row, "request_rate")
@@ -206,6 +241,7 @@ def predict_per_gpu(
     n_requests: int = 1200,
     stated_chunked: bool = False,
     harness_gemm: bool = False,
+    poisson_per_engine: bool = False,
 ) -> tuple[float, str]:
     """(predicted output tok/s per GPU at the scenario's constraints, provenance): the
     largest Poisson rate whose simulated P99 TTFT and P99 TPOT meet the scenario's limits
@@ -213,7 +249,7 @@ def predict_per_gpu(
     simulated Offline throughput of the same deployment (:func:`offline_per_gpu`)."""
     ttft_s, tpot_s = CONSTRAINTS_S[cell(row, "mode")]
     rep, wl, params, prov, row = scenario_replica(
-        row, catalog, profile, stated_chunked, harness_gemm
+        row, catalog, profile, stated_chunked, harness_gemm, poisson_per_engine
     )
     o = wl.output_tokens
     slo = SLO(
@@ -270,6 +306,7 @@ def tight_tpot_records(
     profile: Profile | None,
     stated_chunked: bool = False,
     harness_gemm: bool = False,
+    poisson_per_engine: bool = False,
 ):
     """One record per MLPerf Server / Interactive row of :data:`GPUS`: mode, gpu, round,
     source, id, n_gpus, measured and predicted output tok/s per GPU, provenance. Rows of one
@@ -277,7 +314,7 @@ def tight_tpot_records(
 
     Out of sample by construction: a row whose source is among the profile's fitted sources
     (:func:`fit_sources`) raises, so a profile fitted on a round cannot predict it.
-    ``stated_chunked``, ``harness_gemm``: see :func:`scenario_replica`.
+    ``stated_chunked``, ``harness_gemm``, ``poisson_per_engine``: see :func:`scenario_replica`.
 
     Raises
     ------
@@ -312,7 +349,12 @@ def tight_tpot_records(
         if key not in preds:
             try:
                 preds[key] = predict_per_gpu(
-                    row, catalog, profile, stated_chunked=stated_chunked, harness_gemm=harness_gemm
+                    row,
+                    catalog,
+                    profile,
+                    stated_chunked=stated_chunked,
+                    harness_gemm=harness_gemm,
+                    poisson_per_engine=poisson_per_engine,
                 )
             except PlannerError as e:
                 preds[key] = None

@@ -229,7 +229,7 @@ def _dataset_lengths(row: dict[str, Any], model_id: str) -> tuple[Any, Any, str]
         return (
             i,
             o,
-            "MLPerf OpenOrca length distribution (2,162-sample quantiles; answers ~290 tokens)",
+            "MLPerf OpenOrca length distribution (all 24,576 prompts; answers as generated, ~290 tokens)",
         )
     if "mix" in notes or "mixtral" in model_id:
         return (
