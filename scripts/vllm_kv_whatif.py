@@ -25,7 +25,8 @@ window's own blocks (128 tokens a request).
 vllm-project/vllm issue #10517). A row whose server ran therefore had at least that many KV
 tokens: its ``max_model_len=`` tag, else the model's context (a launch without
 ``--max-model-len``). The what-if raises the replica's KV blocks to that floor for vLLM rows of
-full-attention models.
+full-attention models. (Later vLLM releases can auto-fit ``max_model_len`` to the memory
+instead; whether a row's release did is not read, so this stays a what-if.)
 """
 
 from __future__ import annotations
