@@ -464,6 +464,37 @@ def graphs_off(notes: str) -> bool:
     return bool(_GRAPHS_OFF.search(text)) and not _GRAPHS_ON.search(text)
 
 
+#: vLLM's async scheduling as a row's launch states it: ``--async-scheduling`` (opt-in before
+#: vLLM 0.14, "Overlaps engine core scheduling with GPU execution", PR #27614; the default from
+#: 0.14: ``data/frameworks.yaml`` ``host_overlap_since``), ``--no-async-scheduling``, or the
+#: engine argument ``async_scheduling`` = True / False (GPUStack's gpt-oss serving commands)
+_ASYNC = re.compile(
+    r"(?<![\w-])(--no-async-scheduling|--async-scheduling|async_scheduling\W{0,3}(true|false|1|0)\b)"
+    r"(?![\w-])",
+    re.I,
+)
+
+
+#: whether the serving rows read that flag (``planner.benchmarks.serving_rows``: the replica
+#: overlaps host and GPU as the launch says, not as its release's default does)
+READ_ASYNC_SCHEDULING = True
+
+
+def async_scheduling(notes: str, framework: str = "vllm") -> bool | None:
+    """Whether a vLLM row's launch turns async scheduling on (True: ``--async-scheduling``,
+    ``async_scheduling=True``) or off (False: ``--no-async-scheduling``, ``async_scheduling=
+    False``); None when the notes do not say, for another ``framework``, or while
+    :data:`READ_ASYNC_SCHEDULING` is off (the release's default holds:
+    :meth:`planner.catalog.records.Framework.overlaps_host`). The last statement wins."""
+    found = _ASYNC.findall(notes or "") if framework == "vllm" and READ_ASYNC_SCHEDULING else []
+    if not found:
+        return None
+    flag, value = found[-1]
+    if value:
+        return value.lower() in ("true", "1")
+    return not flag.lower().startswith("--no-")
+
+
 def graph_padding_sizes(notes: str) -> tuple[int, ...] | None:
     """The decode batches per rank an engine captured as CUDA graphs with padding on, from a
     row's notes clause ``CUDA graphs for batch sizes [1, 2, ..., 512] per rank, padding on``

@@ -21,6 +21,7 @@ from planner.benchmarks.scheduler_waits import (
 )
 from planner.benchmarks.schema import (
     allreduce_latency_s,
+    async_scheduling,
     cell,
     engine_settings,
     graph_padding_sizes,
@@ -449,6 +450,7 @@ def _serving_row_result(
         tuple(row_spec(row).values()),
         graph_padding_sizes(notes),
         graphs_off(notes),
+        async_scheduling(notes, fw_id),
     )
     if key in _ROW_CACHE:
         return _ROW_CACHE[key]
@@ -488,7 +490,9 @@ def _serving_row_result(
         host_overlap="mlperf" not in version.lower()
         and fw_rec.overlaps_host(
             version, cell(row, "as_of"), speculative=bool(row_spec(row)), pipeline=int(pp) > 1
-        ),
+        )
+        if async_scheduling(notes, fw_id) is None  # a vLLM launch's flag (< 0.14: opt-in)
+        else bool(async_scheduling(notes, fw_id)) and int(pp) == 1,
         **row_spec(row),
     )
     if (isl is not None and osl is not None) or mode in ("static_batch", "single_stream"):
