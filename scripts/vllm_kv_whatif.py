@@ -7,7 +7,7 @@ Usage::
     # gpt-oss under vLLM V1's hybrid KV cache manager (sliding-window layers hold only
     # their window): the KV holds L / n_full as many tokens at long context
     PYTHONPATH=$PWD python scripts/vllm_kv_whatif.py --hybrid -- --no-scale --engine vllm \\
-        --cache /tmp/latency_loso_profiles.pkl -o /tmp/vllm_hybrid.csv
+        --cache latency_loso_profiles.pkl -o vllm_hybrid.csv
     # a vLLM launch that started held max_model_len tokens of KV (its startup check)
     PYTHONPATH=$PWD python scripts/vllm_kv_whatif.py --launch-floor -- --no-scale --engine vllm
 
