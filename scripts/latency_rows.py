@@ -16,6 +16,8 @@ Usage::
     PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --overlap-lag
     # every row with its fold's fit over every release (the before of 2026-12-07):
     PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --no-release
+    # TTFT's fixed part and per-prompt-token slope at 1-4 clients, measured vs predicted:
+    PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --prompt-slope -o /tmp/lr.csv
 
 Each row is predicted with the parameters ``planner validate`` predicts it with (its release's
 node, else the nearest release's; a row naming none: its fold's fit as of its date;
@@ -633,6 +635,35 @@ def where_table(out: list[dict]) -> pd.DataFrame:
     )
 
 
+def prompt_slope_table(out: list[dict], max_clients: float = 4.0) -> pd.DataFrame:
+    """TTFT against the prompt's length at 1-``max_clients`` clients (closed loops, where TTFT
+    is about one prefill): per engine, GPU, precision and TP, the least-squares line
+    ``TTFT = a + b x prompt k-tokens`` of the measured and of the predicted TTFT (groups with
+    at least two prompt lengths): ``a`` [ms] is the fixed part (host, first token,
+    eager launches), ``b`` [ms per 1,000 prompt tokens] the prompt's per-token cost
+    (matmuls, attention, all-reduces). A slope ratio far from 1 is a per-token term
+    mis-sized for that GPU; an intercept gap a fixed cost (s9-mlaprompt)."""
+    o = pd.DataFrame([d for d in out if d["metric_class"] == "ttft"])
+    if o.empty:
+        return pd.DataFrame()
+    conc = pd.to_numeric(o["concurrency"], errors="coerce")
+    o = o[(o["mode"] == "concurrency") & (conc <= max_clients)].dropna(subset=["prompt_tokens"])
+    rows = []
+    for key, g in o.groupby(["engine", "family", "gpu", "precision", "tp"]):
+        if g["prompt_tokens"].nunique() < 2:
+            continue
+        x = np.c_[np.ones(len(g)), g["prompt_tokens"].to_numpy(float) / 1000.0]
+        (am, bm), (ap, bp) = (np.linalg.lstsq(x, g[c].to_numpy(float), rcond=None)[0]
+                              for c in ("measured", "predicted"))  # fmt: skip
+        rows.append(dict(zip(("engine", "family", "gpu", "precision", "tp"), key, strict=True))
+                    | {"n": len(g), "measured_a_ms": am, "predicted_a_ms": ap,
+                       "measured_b_ms_per_k": bm, "predicted_b_ms_per_k": bp,
+                       "slope_ratio": bm / bp if bp else float("nan")})  # fmt: skip
+    if not rows:
+        return pd.DataFrame()
+    return pd.DataFrame(rows).set_index(["engine", "family", "gpu", "precision", "tp"])
+
+
 def _rows_md(out: list[dict], engines: list[str]) -> str:
     """Per-row TTFT tables of ``engines`` and the TTFT misses by cause (every engine)."""
     o = pd.DataFrame([d for d in out if d["metric_class"] == "ttft"])
@@ -651,6 +682,11 @@ def _rows_md(out: list[dict], engines: list[str]) -> str:
         "same runs' TPOT ratio)",
         "",
         _md(where_table(out)),
+        "",
+        "## TTFT against the prompt's length at 1-4 clients (a + b x prompt k-tokens, "
+        "measured and predicted)",
+        "",
+        _md(prompt_slope_table(out).round(1)),
         "",
     ]
     for e in engines:
@@ -720,6 +756,12 @@ def main(argv=None) -> int:
         action="store_true",
         help="an engine takes only its own group's prefill scale, never the family's over "
         "all engines",
+    )
+    ap.add_argument(
+        "--prompt-slope",
+        action="store_true",
+        help="print TTFT's fixed part and per-prompt-token slope at 1-4 clients, measured "
+        "and predicted, per engine, GPU, precision and TP (prompt_slope_table)",
     )
     a = ap.parse_args(argv)
     scale_engines = set(a.scale_engines.split(",")) if a.scale_engines else None
@@ -806,6 +848,9 @@ def main(argv=None) -> int:
     if a.ttft_terms:
         print("TTFT with a term after the simulation, fitted per engine held out by source:")
         print(ttft_terms_table(out).round(1).to_string(), "\n")
+    if a.prompt_slope:
+        print("TTFT = a + b x prompt k-tokens at 1-4 clients, measured and predicted:")
+        print(prompt_slope_table(out).round(1).to_string(), "\n")
     if a.rows_md:
         Path(a.rows_md).write_text(_rows_md(out, a.engines.split(",")))
         print("wrote", a.rows_md)
