@@ -18,6 +18,8 @@ Usage::
     PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --no-release
     # TTFT's fixed part and per-prompt-token slope at 1-4 clients, measured vs predicted:
     PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --prompt-slope -o /tmp/lr.csv
+    # what-if: NVIDIA SGLang MLA rows with the all-reduce at the planner's measured NCCL rate:
+    PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --mla-comm-eff 0.68 --ttft-terms
 
 Each row is predicted with the parameters ``planner validate`` predicts it with (its release's
 node, else the nearest release's; a row naming none: its fold's fit as of its date;
@@ -300,11 +302,32 @@ def _keep_asof(folds: Folds) -> None:
         cache_p.write_bytes(pickle.dumps(profiles))
 
 
+#: what-if (``--mla-comm-eff``): (comm_eff, engines, vendor) replacing the fitted comm_eff of
+#: MLA rows of those engines on that vendor's GPUs (``"all"``: every vendor); None: off
+COMM_WHATIF: tuple[float, frozenset, str] | None = None
+
+
+def comm_override(params, engine: str, vendor: str, is_mla: bool, spec=None):
+    """``params`` with ``comm_eff`` replaced by the what-if's value where ``spec`` =
+    (comm_eff, engines, vendor) covers the row (an MLA model, its engine, its GPU's vendor),
+    else ``params`` itself. The fold's other fitted values stay as they are: a diagnosis of
+    what the fitted comm_eff carries, not a refit (s9-mlaprompt)."""
+    if spec is None or not is_mla:
+        return params
+    eff, engines, ven = spec
+    if engine in engines and (ven == "all" or vendor == ven):
+        return params.with_(comm_eff=eff)
+    return params
+
+
 def _predict(r, row, folds, cat, scale, first_token_s=None):
     try:
         params, prov, used = folds.params(r, cat)
     except PlannerError:
         return None
+    if COMM_WHATIF is not None:
+        mla = cat.model_ref(r.model).is_mla
+        params = comm_override(params, r.framework, r.vendor, mla, COMM_WHATIF)
     row = {k: ("" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
            for k, v in row.items()}  # fmt: skip
     d = serving_row_details(row, cat, params, prefill_scale=scale, first_token_s=first_token_s)
@@ -763,7 +786,20 @@ def main(argv=None) -> int:
         help="print TTFT's fixed part and per-prompt-token slope at 1-4 clients, measured "
         "and predicted, per engine, GPU, precision and TP (prompt_slope_table)",
     )
+    ap.add_argument(
+        "--mla-comm-eff",
+        type=float,
+        default=None,
+        help="what-if: this comm_eff instead of the fitted one on MLA rows of "
+        "--mla-comm-engines on --mla-comm-vendor GPUs (0.68: the planner's own NCCL "
+        "all-reduce on H200, data/benchmarks/nccl_h200_x2_micro.csv)",
+    )
+    ap.add_argument("--mla-comm-engines", default="sglang", help="engines of --mla-comm-eff")
+    ap.add_argument("--mla-comm-vendor", default="nvidia", help="vendor of --mla-comm-eff (or all)")
     a = ap.parse_args(argv)
+    global COMM_WHATIF
+    if a.mla_comm_eff is not None:
+        COMM_WHATIF = (a.mla_comm_eff, frozenset(a.mla_comm_engines.split(",")), a.mla_comm_vendor)
     scale_engines = set(a.scale_engines.split(",")) if a.scale_engines else None
     if a.gate_burst:
         import planner.benchmarks.serving_rows as _rows

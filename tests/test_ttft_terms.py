@@ -202,3 +202,19 @@ def test_prompt_slope_table_hand_derived(lr):
     assert r["measured_b_ms_per_k"] == pytest.approx(30.0)
     assert r["predicted_b_ms_per_k"] == pytest.approx(40.0)
     assert r["slope_ratio"] == pytest.approx(0.75)
+
+
+def test_comm_override_touches_only_the_rows_it_names(lr):
+    """The --mla-comm-eff what-if: an MLA row of SGLang on NVIDIA takes comm_eff 0.68; the
+    same row on AMD, a TensorRT-LLM row and a dense row keep the fitted 0.21; vendor "all"
+    reaches AMD; no spec changes nothing."""
+    from planner.catalog import PRIOR
+
+    p = PRIOR.with_(comm_eff=0.21)
+    spec = (0.68, frozenset({"sglang"}), "nvidia")
+    assert lr.comm_override(p, "sglang", "nvidia", True, spec).comm_eff == 0.68
+    assert lr.comm_override(p, "sglang", "amd", True, spec).comm_eff == 0.21
+    assert lr.comm_override(p, "trtllm", "nvidia", True, spec).comm_eff == 0.21
+    assert lr.comm_override(p, "sglang", "nvidia", False, spec).comm_eff == 0.21
+    assert lr.comm_override(p, "sglang", "amd", True, (0.68, spec[1], "all")).comm_eff == 0.68
+    assert lr.comm_override(p, "sglang", "nvidia", True, None) is p
