@@ -16,6 +16,10 @@ Usage::
     PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --overlap-lag
     # every row with its fold's fit over every release (the before of 2026-12-07):
     PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --no-release
+    # TTFT's fixed part and per-prompt-token slope at 1-4 clients, measured vs predicted:
+    PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --prompt-slope -o /tmp/lr.csv
+    # what-if: NVIDIA SGLang MLA rows with the all-reduce at the planner's measured NCCL rate:
+    PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --mla-comm-eff 0.68 --ttft-terms
 
 Each row is predicted with the parameters ``planner validate`` predicts it with (its release's
 node, else the nearest release's; a row naming none: its fold's fit as of its date;
@@ -298,11 +302,32 @@ def _keep_asof(folds: Folds) -> None:
         cache_p.write_bytes(pickle.dumps(profiles))
 
 
+#: what-if (``--mla-comm-eff``): (comm_eff, engines, vendor) replacing the fitted comm_eff of
+#: MLA rows of those engines on that vendor's GPUs (``"all"``: every vendor); None: off
+COMM_WHATIF: tuple[float, frozenset, str] | None = None
+
+
+def comm_override(params, engine: str, vendor: str, is_mla: bool, spec=None):
+    """``params`` with ``comm_eff`` replaced by the what-if's value where ``spec`` =
+    (comm_eff, engines, vendor) covers the row (an MLA model, its engine, its GPU's vendor),
+    else ``params`` itself. The fold's other fitted values stay as they are: a diagnosis of
+    what the fitted comm_eff carries, not a refit (s9-mlaprompt)."""
+    if spec is None or not is_mla:
+        return params
+    eff, engines, ven = spec
+    if engine in engines and (ven == "all" or vendor == ven):
+        return params.with_(comm_eff=eff)
+    return params
+
+
 def _predict(r, row, folds, cat, scale, first_token_s=None):
     try:
         params, prov, used = folds.params(r, cat)
     except PlannerError:
         return None
+    if COMM_WHATIF is not None:
+        mla = cat.model_ref(r.model).is_mla
+        params = comm_override(params, r.framework, r.vendor, mla, COMM_WHATIF)
     row = {k: ("" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
            for k, v in row.items()}  # fmt: skip
     d = serving_row_details(row, cat, params, prefill_scale=scale, first_token_s=first_token_s)
@@ -633,6 +658,35 @@ def where_table(out: list[dict]) -> pd.DataFrame:
     )
 
 
+def prompt_slope_table(out: list[dict], max_clients: float = 4.0) -> pd.DataFrame:
+    """TTFT against the prompt's length at 1-``max_clients`` clients (closed loops, where TTFT
+    is about one prefill): per engine, GPU, precision and TP, the least-squares line
+    ``TTFT = a + b x prompt k-tokens`` of the measured and of the predicted TTFT (groups with
+    at least two prompt lengths): ``a`` [ms] is the fixed part (host, first token,
+    eager launches), ``b`` [ms per 1,000 prompt tokens] the prompt's per-token cost
+    (matmuls, attention, all-reduces). A slope ratio far from 1 is a per-token term
+    mis-sized for that GPU; an intercept gap a fixed cost (s9-mlaprompt)."""
+    o = pd.DataFrame([d for d in out if d["metric_class"] == "ttft"])
+    if o.empty:
+        return pd.DataFrame()
+    conc = pd.to_numeric(o["concurrency"], errors="coerce")
+    o = o[(o["mode"] == "concurrency") & (conc <= max_clients)].dropna(subset=["prompt_tokens"])
+    rows = []
+    for key, g in o.groupby(["engine", "family", "gpu", "precision", "tp"]):
+        if g["prompt_tokens"].nunique() < 2:
+            continue
+        x = np.c_[np.ones(len(g)), g["prompt_tokens"].to_numpy(float) / 1000.0]
+        (am, bm), (ap, bp) = (np.linalg.lstsq(x, g[c].to_numpy(float), rcond=None)[0]
+                              for c in ("measured", "predicted"))  # fmt: skip
+        rows.append(dict(zip(("engine", "family", "gpu", "precision", "tp"), key, strict=True))
+                    | {"n": len(g), "measured_a_ms": am, "predicted_a_ms": ap,
+                       "measured_b_ms_per_k": bm, "predicted_b_ms_per_k": bp,
+                       "slope_ratio": bm / bp if bp else float("nan")})  # fmt: skip
+    if not rows:
+        return pd.DataFrame()
+    return pd.DataFrame(rows).set_index(["engine", "family", "gpu", "precision", "tp"])
+
+
 def _rows_md(out: list[dict], engines: list[str]) -> str:
     """Per-row TTFT tables of ``engines`` and the TTFT misses by cause (every engine)."""
     o = pd.DataFrame([d for d in out if d["metric_class"] == "ttft"])
@@ -651,6 +705,11 @@ def _rows_md(out: list[dict], engines: list[str]) -> str:
         "same runs' TPOT ratio)",
         "",
         _md(where_table(out)),
+        "",
+        "## TTFT against the prompt's length at 1-4 clients (a + b x prompt k-tokens, "
+        "measured and predicted)",
+        "",
+        _md(prompt_slope_table(out).round(1)),
         "",
     ]
     for e in engines:
@@ -721,7 +780,26 @@ def main(argv=None) -> int:
         help="an engine takes only its own group's prefill scale, never the family's over "
         "all engines",
     )
+    ap.add_argument(
+        "--prompt-slope",
+        action="store_true",
+        help="print TTFT's fixed part and per-prompt-token slope at 1-4 clients, measured "
+        "and predicted, per engine, GPU, precision and TP (prompt_slope_table)",
+    )
+    ap.add_argument(
+        "--mla-comm-eff",
+        type=float,
+        default=None,
+        help="what-if: this comm_eff instead of the fitted one on MLA rows of "
+        "--mla-comm-engines on --mla-comm-vendor GPUs (0.68: the planner's own NCCL "
+        "all-reduce on H200, data/benchmarks/nccl_h200_x2_micro.csv)",
+    )
+    ap.add_argument("--mla-comm-engines", default="sglang", help="engines of --mla-comm-eff")
+    ap.add_argument("--mla-comm-vendor", default="nvidia", help="vendor of --mla-comm-eff (or all)")
     a = ap.parse_args(argv)
+    global COMM_WHATIF
+    if a.mla_comm_eff is not None:
+        COMM_WHATIF = (a.mla_comm_eff, frozenset(a.mla_comm_engines.split(",")), a.mla_comm_vendor)
     scale_engines = set(a.scale_engines.split(",")) if a.scale_engines else None
     if a.gate_burst:
         import planner.benchmarks.serving_rows as _rows
@@ -806,6 +884,9 @@ def main(argv=None) -> int:
     if a.ttft_terms:
         print("TTFT with a term after the simulation, fitted per engine held out by source:")
         print(ttft_terms_table(out).round(1).to_string(), "\n")
+    if a.prompt_slope:
+        print("TTFT = a + b x prompt k-tokens at 1-4 clients, measured and predicted:")
+        print(prompt_slope_table(out).round(1).to_string(), "\n")
     if a.rows_md:
         Path(a.rows_md).write_text(_rows_md(out, a.engines.split(",")))
         print("wrote", a.rows_md)

@@ -180,3 +180,41 @@ def test_gate_describe():
     assert admission_gate("").describe() == ""
     g = admission_gate("batch_wait_timeout_iters: 20, batch_wait_max_tokens_ratio: 0.75")
     assert g.describe() == "batch wait 20 iterations / 0.75 of the token budget"
+
+
+def test_prompt_slope_table_hand_derived(lr):
+    """Four closed-loop rows at 4 clients, prompts of 1,000 and 8,000 tokens: measured TTFT
+    100 + 30 ms per 1k tokens (130, 340 ms), predicted 50 + 40 ms per 1k (90, 370 ms). The
+    line through them gives a = 100 / 50 ms, b = 30 / 40 ms per 1k, slope ratio 0.75. A row
+    at 16 clients and a group with one prompt length are left out."""
+    pts = [(1000.0, 130.0, 90.0), (8000.0, 340.0, 370.0)] * 2
+    rows = [_row("A", i, m, p, prompt_tokens=n, gpu="nvidia-h200-sxm", precision="fp8", tp=8)
+            for i, (n, m, p) in enumerate(pts)]  # fmt: skip
+    rows.append(_row("A", 9, 999.0, 1.0, prompt_tokens=4000.0, concurrency=16,
+                     gpu="nvidia-h200-sxm", precision="fp8", tp=8))  # fmt: skip
+    rows.append(_row("A", 10, 100.0, 90.0, gpu="amd-mi300x", precision="fp8", tp=8))
+    t = lr.prompt_slope_table(rows)
+    assert len(t) == 1
+    r = t.iloc[0]
+    assert r["n"] == 4
+    assert r["measured_a_ms"] == pytest.approx(100.0)
+    assert r["predicted_a_ms"] == pytest.approx(50.0)
+    assert r["measured_b_ms_per_k"] == pytest.approx(30.0)
+    assert r["predicted_b_ms_per_k"] == pytest.approx(40.0)
+    assert r["slope_ratio"] == pytest.approx(0.75)
+
+
+def test_comm_override_touches_only_the_rows_it_names(lr):
+    """The --mla-comm-eff what-if: an MLA row of SGLang on NVIDIA takes comm_eff 0.68; the
+    same row on AMD, a TensorRT-LLM row and a dense row keep the fitted 0.21; vendor "all"
+    reaches AMD; no spec changes nothing."""
+    from planner.catalog import PRIOR
+
+    p = PRIOR.with_(comm_eff=0.21)
+    spec = (0.68, frozenset({"sglang"}), "nvidia")
+    assert lr.comm_override(p, "sglang", "nvidia", True, spec).comm_eff == 0.68
+    assert lr.comm_override(p, "sglang", "amd", True, spec).comm_eff == 0.21
+    assert lr.comm_override(p, "trtllm", "nvidia", True, spec).comm_eff == 0.21
+    assert lr.comm_override(p, "sglang", "nvidia", False, spec).comm_eff == 0.21
+    assert lr.comm_override(p, "sglang", "amd", True, (0.68, spec[1], "all")).comm_eff == 0.68
+    assert lr.comm_override(p, "sglang", "nvidia", True, None) is p
