@@ -13,7 +13,7 @@ import pytest
 
 from planner.catalog.ceiling import measured_ceiling
 from planner.catalog.profile import error_band
-from planner.recommend.beyond import edge_text, edge_value
+from planner.recommend.beyond import edge_sentence, edge_text, edge_value
 from planner.recommend.objective import Load
 
 # examples/moe-r1.yaml: 10 req/s peak x (1 + headroom 0.2) = 12 req/s, answers of 1,000 tokens
@@ -109,3 +109,13 @@ def test_no_published_measurement_keeps_its_value():
 @pytest.mark.parametrize("value", [0.0, math.inf])
 def test_degenerate_values_pass_through(value):
     assert edge_value(_mi325x_dep8(), "cost", value, LOAD) == value
+
+
+def test_the_decision_names_the_options_ranked_at_the_edge():
+    s = _mi325x_dep8()
+    edge_value(s, "cost", 15.60, LOAD)
+    r = {"rank": 6, "gpu": "amd-mi325x", "framework": "sglang", **s.result}
+    text = edge_sentence([{"rank": 1, "gpu": "nvidia-gb200", "framework": "trtllm"}, r])
+    assert text.startswith("ranked at their error band's pessimistic edge")
+    assert "#6 amd-mi325x sglang ($15.60/h as predicted, $31.20/h at the edge)" in text
+    assert edge_sentence([{"rank": 1, "gpu": "nvidia-gb200", "framework": "trtllm"}]) == ""

@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import PlannerError
 from .objective import Load, Screened, _max_rate, bracket
 
-__all__ = ["EDGE_OBJECTIVES", "edge_text", "edge_value"]
+__all__ = ["EDGE_OBJECTIVES", "edge_sentence", "edge_text", "edge_value"]
 
 #: objectives re-ranked at the band's pessimistic edge, and how: ``replicas`` (the fleet at
 #: that edge) or ``rate`` (a full-load value that scales with 1 / rate)
@@ -130,4 +130,25 @@ def edge_text(r: dict[str, Any]) -> str:
     return (
         f"; ranked at its error band's pessimistic edge (capacity x{e['low_ratio']:.2f}{at}), "
         "not at this prediction"
+    )
+
+
+def edge_sentence(recs: list[dict[str, Any]]) -> str:
+    """One sentence naming the options of ``recs`` ranked at their band's pessimistic edge
+    (at most three), or "" when none was."""
+    ranked = [r for r in recs if r.get("ranked_at_band_edge")]
+    if not ranked:
+        return ""
+
+    def one(r: dict[str, Any]) -> str:
+        e, name = r["ranked_at_band_edge"], f"#{r.get('rank')} {r['gpu']} {r['framework']}"
+        if e["objective"] == "cost":
+            return f"{name} (${e['point_value']:,.2f}/h as predicted, ${e['value']:,.2f}/h at the edge)"
+        if e["objective"] == "gpus":
+            return f"{name} ({e['point_value']:g} GPUs as predicted, {e['value']:g} at the edge)"
+        return f"{name} (x{1 / e['low_ratio']:.2f} its full-load value)"
+
+    return (
+        "ranked at their error band's pessimistic edge, their predictions lying far beyond "
+        "every serving measurement of their GPU and model: " + ", ".join(one(r) for r in ranked[:3])
     )
