@@ -22,8 +22,8 @@ MI325X_FIT = "fit (sglang@0.5.12/amd-mi325x/fp8, 8 rows)"
 
 
 def _option(gpu, framework, model, provenance, gpr, replicas, max_rate_rps, cap_rps, vendor):
-    """A simulated option as edge_value reads it: ``max_rate_rps`` is the refined max rate
-    the search would bisect (stored where :func:`objective._max_rate` keeps it)."""
+    """A simulated option as edge_value reads it: ``max_rate_rps`` is the max rate the
+    search's simulations would find (stored where :func:`objective._max_rate` keeps it)."""
     return SimpleNamespace(
         opt=SimpleNamespace(
             gpu=SimpleNamespace(id=gpu, vendor=vendor),
@@ -35,7 +35,20 @@ def _option(gpu, framework, model, provenance, gpr, replicas, max_rate_rps, cap_
         replicas=replicas,
         cap_rps=cap_rps,
         result={"max_rate_rps": max_rate_rps},
+        probe=_Probe(max_rate_rps),
     )
+
+
+class _Probe:
+    """A capacity probe whose SLO verdict is ``rate <= max_rate`` (what the simulation
+    answers, by the max rate's definition)."""
+
+    def __init__(self, max_rate_rps):
+        self.max_rate_rps = max_rate_rps
+
+    def min_replicas(self, need_rps, k_lb, k_max, k_start=None):
+        k = next((k for k in range(k_lb, k_max + 1) if need_rps / k <= self.max_rate_rps), None)
+        return k
 
 
 def _mi325x_dep8(max_rate_rps=14.84, cap_rps=18.05):
@@ -60,7 +73,10 @@ def test_mi325x_dep8_is_ranked_at_two_replicas():
     assert edge_value(s, "cost", 15.60, LOAD) == pytest.approx(31.20)  # 2 x 8 x $1.95
     e = s.result["ranked_at_band_edge"]
     assert (e["replicas"], e["num_gpus"], e["point_value"]) == (2, 16, 15.60)
-    assert e["ceiling_ratio"] == pytest.approx(1855.0 / 219.775, rel=1e-3)
+    # flagged at the tested rate already (need / 1 replica = 12 req/s: 1,500 tok/s/GPU, 6.8x),
+    # so no bisection of the max rate is needed
+    assert e["rate_rps"] == 12.0
+    assert e["ceiling_ratio"] == pytest.approx(1500.0 / 219.775, rel=1e-4)
     assert e["ceiling_row"] == "ixh-0017"
     assert "pessimistic edge (capacity x0.55: 16 GPUs)" in edge_text(s.result)
     # gpus: the same fleet, 8 -> 16 GPUs
@@ -119,3 +135,21 @@ def test_the_decision_names_the_options_ranked_at_the_edge():
     assert text.startswith("ranked at their error band's pessimistic edge")
     assert "#6 amd-mi325x sglang ($15.60/h as predicted, $31.20/h at the edge)" in text
     assert edge_sentence([{"rank": 1, "gpu": "nvidia-gb200", "framework": "trtllm"}]) == ""
+
+
+@pytest.mark.parametrize(("max_rate_rps", "ranked"), [(3.5, True), (3.1, False)])
+def test_where_the_bracket_ends_disagree_the_max_rate_decides(max_rate_rps, ranked):
+    low = error_band(MI325X_FIT, None, "amd", "sglang").low_ratio
+    threshold = max(1.5, 1 / low)  # 1.82 at the bundled band
+    # 4 replicas: tested 12 / 4 = 3 req/s -> 375 tok/s/GPU = 1.71x 219.775 (within);
+    # upper 12 / 3 = 4 req/s -> 500 = 2.28x (beyond): the max rate decides
+    assert 375 / 219.775 < threshold < 500 / 219.775
+    s = _mi325x_dep8(max_rate_rps=max_rate_rps, cap_rps=18.05)
+    s.replicas = 4
+    got = edge_value(s, "cost", 62.40, LOAD)  # 4 x 8 x $1.95
+    if ranked:  # 3.5 x 125 = 437.5 tok/s/GPU = 1.99x; edge: ceil(12 / (3.5 x low)) replicas
+        k = math.ceil(12 / (3.5 * low))
+        assert threshold < 437.5 / 219.775 and k == 7  # 12 / (3.5 x 0.548) = 6.26
+        assert got == pytest.approx(62.40 * k / 4)
+    else:  # 3.1 x 125 = 387.5 tok/s/GPU = 1.76x: within
+        assert threshold > 387.5 / 219.775 and got == 62.40

@@ -91,19 +91,25 @@ def edge_value(s: Screened, objective: str, value: float, load: Load) -> float:
     if low is None:
         return value
     need, mean_out = load.need_rps, load.mean_output_tokens
-    # the reported max rate lies in [tested, upper] (bracket) and the flag grows with the
-    # rate: the refined rate (a few more simulations) is needed only where the upper end
-    # is flagged
-    upper = _beyond(s, bracket(s, need)[1], mean_out, low)
-    if upper["ceiling_note"] is None or upper["ceiling_ratio"] is None:
-        return value
-    rate = _max_rate(s, load, True)
-    chk = _beyond(s, rate, mean_out, low)
-    if chk["ceiling_note"] is None:
+    # the max rate lies in [tested, upper] (bracket) and the flag grows with the rate: the
+    # refined rate (a bisection) is needed only where the two ends disagree; the full-load
+    # objectives have it already
+    tested, upper = bracket(s, need)
+    if how == "rate" or _beyond(s, tested, mean_out, low)["ceiling_note"] is None:
+        if _beyond(s, upper, mean_out, low)["ceiling_note"] is None:
+            return value
+        tested = _max_rate(s, load, True)
+    chk = _beyond(s, tested, mean_out, low)
+    if chk["ceiling_note"] is None or chk["ceiling_ratio"] is None:
         return value
     gpr = s.opt.gpus_per_replica
     if how == "replicas":
-        k_edge = max(s.replicas, math.ceil(need / (rate * low) * (1 - 1e-12)))
+        # the fewest replicas whose rate need / k is within the SLO at capacity x low:
+        # need / (k x low) passes in the simulation, i.e. k >= need / (max rate x low)
+        k0 = max(s.replicas, math.ceil(need / (upper * low) - 1e-9))
+        k_edge = s.probe.min_replicas(need / low, s.replicas, max(k0, 4 * k0), k0)
+        if k_edge is None:  # not within 4x: the analytic cap bounds it
+            k_edge = math.ceil(need / (tested * low) - 1e-9)
         edge = value * k_edge / s.replicas
     else:
         k_edge, edge = None, value / low
@@ -114,6 +120,7 @@ def edge_value(s: Screened, objective: str, value: float, load: Load) -> float:
         "low_ratio": low,
         "replicas": k_edge,
         "num_gpus": k_edge * gpr if k_edge is not None else None,
+        "rate_rps": tested,
         "ceiling_ratio": chk["ceiling_ratio"],
         "ceiling_row": chk["ceiling_row"],
     }
