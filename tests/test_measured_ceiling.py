@@ -101,18 +101,27 @@ def test_check_flags_far_above_and_says_when_nothing_is_published():
 
 
 # =========================================================================== end to end
-def test_recommend_moe_r1_winner_is_flagged(capsys):
-    assert main(["recommend", MOE_R1, "--top", "2", "--format", "json"]) == 0
+def test_recommend_moe_r1_amd_dep8_is_flagged_and_ranked_at_its_band_edge(capsys):
+    # the flagged case of docs/changes/2026-12-07b/usercheck.md: MI325X SGLang DEP8 won on a
+    # prediction ~8x the best MI325X measurement; it is now ranked at its band's pessimistic
+    # edge (planner/recommend/beyond.py; tests/test_recommend_beyond.py has the arithmetic)
+    argv = ["recommend", MOE_R1, "--gpus", "amd-mi325x,nvidia-b200", "--top", "4"]
+    assert main([*argv, "--format", "json"]) == 0
     recs = json.loads(capsys.readouterr().out)["recommendations"]
-    w = recs[0]
-    assert w["gpu"] == "amd-mi325x"  # the flagged case of docs/changes/2026-12-07b/usercheck.md
+    w = next(r for r in recs if (r["gpu"], r["framework"]) == ("amd-mi325x", "sglang"))
     for k in ("measured_ceiling_tok_s_per_gpu", "ceiling_ratio", "ceiling_row"):
         assert k in w
     assert w["ceiling_row"] == "ixh-0017"
     assert w["ceiling_ratio"] == pytest.approx(w["output_tok_s_per_gpu"] / 219.775, rel=1e-3)
-    assert w["ceiling_ratio"] > 5  # ~1,600 predicted vs 220 measured
+    assert w["ceiling_ratio"] > 5  # ~1,800 predicted vs 220 measured
+    edge = w["ranked_at_band_edge"]
+    assert edge["num_gpus"] > w["num_gpus"] and edge["value"] > w["usd_per_hour"]
+    # B200 TensorRT-LLM fp4 DEP4 (4 x $7.15 = $28.60/h) is within measurements and now ranks
+    # above MI325X's edge (2 x 8 x $1.95 = $31.20/h), though its point answer costs more
+    assert recs[0]["gpu"] == "nvidia-b200" and recs[0]["usd_per_hour"] > w["usd_per_hour"]
     text = ceiling_lines(recs)
-    assert "#1 amd-mi325x" in text and "the best measured for deepseek-v3 on amd-mi325x" in text
+    assert "amd-mi325x" in text and "the best measured for deepseek-v3 on amd-mi325x" in text
+    assert "ranked at its error band's pessimistic edge" in text
 
 
 def test_recommend_llama70b_h200_trtllm_is_within_measurements(capsys):

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .beyond import edge_sentence
 from .buyer import buyer
 from .finish import spec_suffix
 from .objective import TIE_REL, Screened
@@ -260,4 +261,5 @@ def decide(recs: list[dict[str, Any]], objective: str, search: Any = None) -> st
                 "robust: the winner stays the winner at its GPUs' min, median and max price "
                 "rows and within the performance error band"
             )
-    return "; ".join(sentences + extra)
+    edge = edge_sentence(recs)  # options ranked at their band's pessimistic edge
+    return "; ".join(sentences + ([edge] if edge else []) + extra)

@@ -277,8 +277,10 @@ def _bands(r: dict[str, Any], s: Screened, need: float, gpr: int) -> None:
 def _ceiling(r: dict[str, Any], s: Screened, model_id: str) -> None:
     """The predicted output tok/s per GPU against the best published measurement of the
     option's GPU and model (:func:`planner.catalog.ceiling.ceiling_check`): the JSON fields
-    and, when far above it (or nothing is published), one line. Rankings are unchanged."""
+    and, when far above it (or nothing is published), one line; an option ranked at its
+    band's pessimistic edge for it (:mod:`planner.recommend.beyond`) says so there."""
     from ..catalog.ceiling import ceiling_check
+    from .beyond import edge_text
 
     band = r.get("error_band") or {}
     r.update(
@@ -290,6 +292,8 @@ def _ceiling(r: dict[str, Any], s: Screened, model_id: str) -> None:
             low_ratio=band.get("low_ratio"),
         )
     )
+    if r.get("ceiling_note"):
+        r["ceiling_note"] += edge_text(s.result)
 
 
 def gpu_band(

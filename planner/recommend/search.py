@@ -38,11 +38,9 @@ from ..cost import load_ownership, quote_price
 from ..engine.memory import weight_memory
 from ..errors import MissingDataError, PlannerError
 from ..files import rare_gc
-from ..serving import (
-    WorkloadCache,
-    check_workload_fits,
-)
+from ..serving import WorkloadCache, check_workload_fits
 from ..workload import SLO, Workload
+from .beyond import edge_value
 from .constraints import Constraints, budget_limits, constraints_of
 from .decide import decide, diverse, variant_label
 from .finish import (
@@ -500,6 +498,7 @@ class _Search:
                 Rejection.of(s.opt, "energy", "no TDP in the catalog for this GPU")
             )
             return
+        s.value = edge_value(s, self.obj.name, s.value, ld)  # beyond measurements: band edge
         over = over_budget(s, s.replicas, self.c.max_total_gpus, self.limits)
         if over:
             self.rejected.append(over)
