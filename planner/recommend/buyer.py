@@ -37,7 +37,8 @@ _PRICED = ("cost", "tokens-per-dollar")
 
 
 def _label(r: dict[str, Any]) -> str:
-    return f"{r['gpu']} {r['framework']} {r['precision']} tp={r['tp']}"
+    layout = r.get("layout") or f"tp={r['tp']}"
+    return f"{r['gpu']} {r['framework']} {r['precision']} {layout}"
 
 
 def _quotes(search: Any, gpu: str, used: float) -> dict[str, Any]:
