@@ -16,7 +16,7 @@ Pipeline (pvlib style: every model has its ``fit_*``):
    parent by a Gaussian prior in log space, so sparse nodes shrink toward the family
    value (partial pooling); a node with exactly its parent's rows is the parent. A node
    whose rows hold dense and MoE models also gets a child fitted on its dense rows only,
-   with the node as its prior (:func:`_fit_tree`; the families split:
+   with the node as its prior (:func:`~planner.calibration.fit_tree._fit_tree`; the families split:
    :data:`~planner.catalog.profile.SPLIT_FAMILIES`): MoE and MLA models run far from the
    dense physics on some engines, and a dense prediction must not take efficiencies
    dragged by them.
@@ -35,28 +35,32 @@ import datetime as _dt
 import math
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from planner.benchmarks.io import _hash_files, load_measurements
-from planner.benchmarks.schema import row_release, unexpressible_reason
-from planner.benchmarks.step_rows import (
-    _canonical_precision,
-    closed_loop_predictor,
-    row_predictor,
+from planner.calibration.data_files import (  # noqa: F401 - re-exported
+    HELD_OUT_FILES,
+    OWN_FILES,
+    _rel,
+    data_files_default,
+    own_files_default,
+    public_files_default,
+    split_public_own,
 )
 from planner.calibration.ep_fit import fit_ep_fields
+from planner.calibration.fit_tree import _fit_tree, _level, _needed_keys, _parent_key
 from planner.calibration.iterations import (
     check_enough_iterations,
     fit_iterations,
     iteration_logs_default,
     read_iteration_log,
 )
-from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
+from planner.calibration.prepared_rows import PreparedRow, prepare_rows
+from planner.catalog.catalog import Catalog, load_catalog
 from planner.catalog.compat import check_framework_gpu
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.profile import (
@@ -64,10 +68,6 @@ from planner.catalog.profile import (
     SPLIT_FAMILIES,
     Profile,
     ProfileNode,
-    _framework_key,
-    _lookup_keys,
-    _node_keys,
-    model_family,
     resolve_params,
 )
 from planner.errors import PlannerError
@@ -116,116 +116,6 @@ OVERHEAD_BLIND_KINDS = ("offline",)
 #: (:func:`planner.benchmarks.step_rows.closed_loop_predictor`) and, like every serving row,
 #: validated by simulation; other serving rows are validated, not fitted
 FITTED_KINDS = ("step", "static", "single", "offline", "closed_loop")
-
-
-# =========================================================================== predictors
-@dataclass(frozen=True)
-class PreparedRow:
-    """A measurement row ready for fitting: a predictor of ``value`` given params."""
-
-    id: str
-    source: str
-    framework: str
-    gpu: str
-    arch: str
-    precision: str
-    metric: str
-    mode: str
-    value: float
-    predict: Callable[[EfficiencyParams], float] | None
-    reason: str = ""
-    fit_kind: str = ""  # step, static, single, offline, serving
-    model: str = ""
-    vendor: str = ""
-    family: str = ""  # dense or moe
-    #: a closed-loop serving row's steady-state throughput predictor (the fit's; the row
-    #: itself is predicted by the simulator)
-    steady: Callable[[EfficiencyParams], float] | None = None
-    #: the row's layout is expert parallel or attention data-parallel (``ep > 1`` or
-    #: ``attention_dp > 1``): fitted in the second stage only (:mod:`planner.calibration.ep_fit`)
-    expert_parallel: bool = False
-    release: str = ""  # the engine release the row names (``0.11.0``; "" when none)
-
-    @property
-    def ok(self) -> bool:
-        return self.predict is not None
-
-    def fit_predictor(self, kinds: Iterable[str]) -> Callable[[EfficiencyParams], float] | None:
-        """The predictor the fit uses when it fits ``kinds`` of rows, or None."""
-        if self.predict is not None and self.fit_kind in kinds:
-            return self.predict
-        if self.steady is not None and "closed_loop" in kinds:
-            return self.steady
-        return None
-
-
-def prepare_rows(df, catalog: Catalog | None = None) -> list[PreparedRow]:
-    """One :class:`PreparedRow` per measurement (unpredictable rows carry a reason)."""
-    cat = catalog or load_catalog()
-    out = []
-    for row in df.to_dict("records"):
-        fn, reason, kind = row_predictor(row, cat)
-        try:
-            g = cat.gpu(str(row["hardware"]))
-            gid, arch, vendor = g.id, g.arch, g.vendor
-        except PlannerError:
-            gid, arch, vendor = str(row["hardware"]), "?", "?"
-        try:
-            fw = cat.framework(str(row["framework"]))
-            fwid, fw_vendors = fw.id, fw.vendors
-        except PlannerError:
-            fwid, fw_vendors = str(row["framework"]), None
-        why = unexpressible_reason(row, None if vendor == "?" else vendor, fw_vendors)
-        steady = None
-        if why:  # kept in the data, never fitted nor simulated
-            fn, reason, kind = None, why, ""
-        elif kind == "serving":
-            steady = closed_loop_predictor(row, cat)
-        out.append(
-            PreparedRow(
-                id=str(row.get("id")),
-                source=str(row.get("source")),
-                framework=fwid,
-                gpu=gid,
-                arch=arch,
-                precision=_canonical_precision(cat, row.get("precision")),
-                metric=str(row.get("metric")),
-                mode=str(row.get("mode")),
-                value=float(row["value"]),
-                predict=fn,
-                reason=reason,
-                fit_kind=kind,
-                model=Path(str(row.get("model"))).parent.name
-                if str(row.get("model", "")).endswith(".json")
-                else str(row.get("model")),
-                vendor=vendor,
-                family=_family(cat, row),
-                steady=steady,
-                expert_parallel=_expert_parallel(row),
-                release=getattr(row_release(row), "release", ""),
-            )
-        )
-    return out
-
-
-def _expert_parallel(row: dict) -> bool:
-    """True when a row's ``ep`` or ``attention_dp`` cell is a number above 1."""
-    for c in ("ep", "attention_dp"):
-        try:
-            if float(str(row.get(c) or 1)) > 1:
-                return True
-        except ValueError:
-            continue
-    return False
-
-
-def _family(cat: Catalog, row: dict) -> str:
-    """``moe`` or ``dense`` for a row's model; ``?`` when the model cannot be read."""
-    try:
-        m = cat.model_ref(str(row.get("model")), str(row.get("_dir", ".")))
-    except PlannerError:
-        return "?"
-    return model_family(m)
 
 
 # =========================================================================== fitting
@@ -437,94 +327,6 @@ def fit_profile(
     return fit_ep_fields(prof, ep_use, kinds, max_nfev) if ep_use else prof
 
 
-_ROOT = _node_keys(None, None, None, None, None)[0]
-
-
-def _fit_tree(
-    rows: Sequence[PreparedRow], min_rows: int, split: Sequence[str]
-) -> dict[tuple, list[PreparedRow]]:
-    """The nodes to fit and their rows, keyed ``(key, family)``: ``key`` a fit-tree key
-    (vendor, framework, arch, gpu, precision) of :func:`_node_keys` (or the framework-wide
-    :func:`_framework_key`) with ``family`` "" for the rows of every model family, and one
-    child per family of ``split`` under a node whose rows are not all of that family.
-    Nodes with fewer than ``min_rows`` rows are left out."""
-    groups: dict[tuple, list[PreparedRow]] = {_ROOT: list(rows)}
-    for r in rows:
-        chain = _node_keys(r.vendor or None, r.framework, r.arch, r.gpu, r.precision)
-        for k in (*chain[1:], _framework_key(r.framework)):
-            groups.setdefault(k, []).append(r)
-    tree = {(k, ""): g for k, g in groups.items() if len(g) >= min_rows}
-    for (k, _), g in list(tree.items()):
-        for fam in split:
-            sub = [r for r in g if r.family == fam]
-            if len(sub) >= min_rows and len(sub) < len(g):
-                tree[(k, fam)] = sub
-    return tree
-
-
-def _parent_key(key: tuple, tree: dict[tuple, list[PreparedRow]]) -> tuple | None:
-    """The node of ``tree`` (:func:`_fit_tree`) whose parameters are the prior of ``key``.
-
-    A family child's parent is its node of every family; any other node's parent is the
-    closest ancestor in the tree of every family (global for the framework-wide node). A
-    family child is a leaf: nothing is shrunk toward it. How far a model family runs from
-    the dense physics depends on the engine and GPU (MoE rows of one engine are not evidence
-    about another's), so the family split is made where a node's rows are, not above it.
-    None for the root."""
-    k, fam = key
-    if fam:
-        return (k, "")
-    if k == _ROOT:
-        return None
-    if k == _framework_key(k[1]):
-        pk = _ROOT
-    else:
-        pk = next((a for a in reversed(_node_keys(*k)[: _level(k)]) if (a, "") in tree), _ROOT)
-    return (pk, "") if (pk, "") in tree else None
-
-
-def _needed_keys(
-    tree: dict[tuple, list[PreparedRow]], targets: Iterable[tuple], split: Sequence[str]
-) -> set[tuple]:
-    """Keys of ``tree`` that the lookup of each target lands on (as
-    :meth:`planner.catalog.profile.Profile.find_for_family` walks it), and their parents."""
-    need: set[tuple] = {(_ROOT, "")} if (_ROOT, "") in tree else set()
-    for t in set(targets):
-        fam = t[5] if len(t) > 5 and t[5] in split else ""
-        hit, nearest = None, None
-        for k in _lookup_keys(*t[:5]):
-            if (k, "") not in tree:
-                continue
-            if not fam or any(r.family == fam for r in tree[(k, "")]):
-                hit = (k, fam) if (k, fam) in tree else (k, "")
-                break
-            nearest = nearest or (k, "")
-        key = hit or nearest
-        exact = hit is not None and hit[0][3] == t[3] and hit[0][4] == t[4]
-        starts = [key]
-        if not exact and t[1] is not None and t[4] is not None:
-            # the same framework and precision on another GPU of the architecture: the
-            # donor resolve_params takes before any pooled level (nearest_sibling)
-            starts += sorted(
-                (k, f) for k, f in tree
-                if k[0] == t[0] and k[1] == t[1] and k[2] == t[2] and k[4] == t[4]
-                and k[3] is not None and k[3] != t[3] and f in ("", fam)
-            )  # fmt: skip
-        for key in starts:
-            while key is not None and key not in need:
-                need.add(key)
-                key = _parent_key(key, tree)
-    return need
-
-
-def _level(k: tuple) -> int:
-    """Depth of a fit-tree key (vendor, framework, arch, gpu, precision): the index of its
-    last set field + 1 (0 = global); the framework-across-vendors node is depth 1."""
-    if k == _framework_key(k[1]) and k[1] is not None:
-        return 1
-    return max((i + 1 for i, x in enumerate(k) if x is not None), default=0)
-
-
 def _rounded(p: EfficiencyParams) -> EfficiencyParams:
     return p.model_copy(update={f: float(f"{getattr(p, f):.5g}") for f in type(p).model_fields})
 
@@ -551,23 +353,6 @@ def predict_rows(
         except (ValueError, ZeroDivisionError, OverflowError) as e:
             out.append((r, None, f"prediction failed: {e}"))
     return out
-
-
-def data_files_default() -> list[Path]:
-    """Measurement files the bundled profile is fitted on (``data/benchmarks/*.csv``)."""
-    d = DATA_DIR / "benchmarks"
-    return sorted(
-        p
-        for p in d.glob("*.csv")
-        if not p.name.endswith("_micro.csv") and p.name not in HELD_OUT_FILES
-    )
-
-
-def _rel(p: Path) -> str:
-    try:
-        return p.resolve().relative_to(DATA_DIR.parent.resolve()).as_posix()
-    except ValueError:
-        return p.as_posix()
 
 
 def poor_fits(
@@ -621,41 +406,6 @@ def poor_fits(
 # fit grows linearly with the rows, so 10,000 rows is ~50 s CPU (about two minutes of wall
 # time here). A few hundred rows per node already pin its parameters.
 MAX_CALIBRATE_ROWS = 10_000
-
-
-#: measurement files of the project's own harnesses (one source each): always in training
-#: in leave-one-source-out, never held out (their accuracy is checked by k-fold)
-OWN_FILES = ("reference_h200.csv", "reference_h200_tp2.csv", "pytorch_h200.csv")
-#: bundled measurement files kept out of every fit and every leave-one-source-out: the
-#: reference engine's serving runs on the H100 (and their repeats on another machine start),
-#: held out to test the transfer from its nearest sibling (docs/accuracy.md, "Transfer ...")
-HELD_OUT_FILES = ("reference_h100_serving.csv", "reference_h100_repeat_serving.csv")
-
-
-def public_files_default() -> list[Path]:
-    """Published measurements (``data/benchmarks/public*.csv``): held out source by source."""
-    return sorted((DATA_DIR / "benchmarks").glob("public*.csv"))
-
-
-def own_files_default() -> list[Path]:
-    """The project's own step measurements (:data:`OWN_FILES` that exist)."""
-    return [p for p in (DATA_DIR / "benchmarks" / f for f in OWN_FILES) if p.exists()]
-
-
-def split_public_own(files: Sequence[Path]) -> tuple[list[Path], list[Path]]:
-    """(held out by source, always trained on): the bundled own files are the second; a
-    bundled file that is neither (serving runs) is left out; a user's files are public."""
-    bundled = (DATA_DIR / "benchmarks").resolve()
-    public, own = [], []
-    for f in files:
-        if f.resolve().parent == bundled:
-            if f.name in OWN_FILES:
-                own.append(f)
-            elif f.name.startswith("public"):
-                public.append(f)
-        else:
-            public.append(f)
-    return public, own
 
 
 def calibrate(

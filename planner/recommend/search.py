@@ -22,35 +22,23 @@ classes (:func:`search` with a multi-class :class:`planner.serving.WorkloadCache
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import heapq
 import math
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..catalog import Catalog, model_family
-from ..catalog.release_profile import release_floor, resolve_release_params
-from ..cost import load_ownership, quote_price
-from ..engine.memory import weight_memory
-from ..errors import MissingDataError, PlannerError
+from ..catalog import Catalog, model_family  # noqa: F401 - model_family: re-exported
+from ..cost import load_ownership
+from ..errors import PlannerError
 from ..files import rare_gc
-from ..serving import WorkloadCache, check_workload_fits
+from ..serving import WorkloadCache
 from ..workload import SLO, Workload
 from .beyond import edge_value
 from .constraints import Constraints, budget_limits, constraints_of
-from .decide import decide, diverse, variant_label
-from .finish import (
-    fewer_rows,
-    finish,
-    nothing_meets,
-    pareto_front,
-    spec_suffix,
-    why_winner,
-)
+from .decide import diverse
 from .forked import Forked, fill
 from .objective import (
     OBJECTIVE_TABLE,
@@ -70,12 +58,11 @@ from .options import (
     Option,
     Rejection,
     enumerate_options,
-    layout_text,
     pp_options,
-    spec_flags,
 )
-from .replicas import _replica, _tpot_floor, _why_tpot
-from .threads import Prefetch, each, run_ahead, threads
+from .recommendation import Recommendation, _Reporting
+from .screen import _Screening
+from .threads import Prefetch, run_ahead, threads
 
 __all__ = [
     "OBJECTIVES",
@@ -88,44 +75,6 @@ __all__ = [
 
 #: what each objective minimises, for the output
 OBJECTIVE_TEXT = {name: o.text for name, o in OBJECTIVE_TABLE.items()}
-
-
-@dataclass
-class Recommendation:
-    """The ranked options, the rejected ones with reasons, and how the search went.
-
-    ``rejected`` holds one dict per rejected option (``stage``, ``reason`` and the option's
-    ids); they are made on first access (a whole-catalog search rejects ~10,000)."""
-
-    objective: str
-    recommendations: list[dict[str, Any]]
-    rejections: list[Rejection]
-    pareto: list[dict[str, Any]]
-    why: str
-    summary: dict[str, Any]
-    assumptions: list[str]
-    _rejected: list[dict[str, Any]] | None = None
-
-    @property
-    def rejected(self) -> list[dict[str, Any]]:
-        if self._rejected is None:
-            self._rejected = [r.as_dict() for r in self.rejections]
-        return self._rejected
-
-    @rejected.setter
-    def rejected(self, rows: list[dict[str, Any]]) -> None:
-        self._rejected = rows
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "objective": self.objective,
-            "summary": self.summary,
-            "why": self.why,
-            "recommendations": self.recommendations,
-            "pareto": self.pareto,
-            "rejected": self.rejected,
-            "assumptions": self.assumptions,
-        }
 
 
 def recommend(
@@ -242,8 +191,10 @@ def search(
     return res
 
 
-class _Search:
-    """One branch-and-bound run (state shared by its steps).
+class _Search(_Screening, _Reporting):
+    """One branch-and-bound run (state shared by its steps: the screen of an option in
+    :class:`~planner.recommend.screen._Screening`, the report in
+    :class:`~planner.recommend.recommendation._Reporting`).
 
     ``n_threads``: threads it uses (None: :func:`~planner.recommend.threads.threads`)."""
 
@@ -288,146 +239,6 @@ class _Search:
         #: best value of each (group, GPU x framework) pair simulated so far
         self.best: dict[tuple[str | None, tuple[str, str]], float] = {}
         self.pruned = 0
-
-    # ------------------------------------------------------------------ screening
-    def price_of(self, gpu_id: str) -> Any:
-        """The price quote of a GPU under the constraints, or the PlannerError why none."""
-        if gpu_id not in self.price_cache:
-            c = self.c
-            try:
-                if gpu_id in self.overrides:
-                    basis = c.price_basis if c.price_basis != "own" else "on_demand"
-                    pq = quote_price(
-                        self.cat, gpu_id, basis, usd_per_gpu_hour=self.overrides[gpu_id]
-                    )
-                elif c.price_basis == "own":
-                    pq = quote_price(self.cat, gpu_id, "own", ownership=self.ownership)
-                else:
-                    pq, err = None, None
-                    for prov in c.providers or (None,):
-                        try:
-                            pq = quote_price(self.cat, gpu_id, c.price_basis, provider=prov)
-                            break
-                        except PlannerError as e:
-                            err = e
-                    if pq is None:
-                        raise err  # type: ignore[misc]
-                self.price_cache[gpu_id] = pq
-            except PlannerError as e:
-                self.price_cache[gpu_id] = e
-        return self.price_cache[gpu_id]
-
-    def weights_problem(self, opt: Option) -> str | None:
-        """Cheap check before building a replica: do the weights alone fit one GPU?"""
-        key = (opt.gpu.id, opt.precision.id, opt.layout)
-        if key not in self.weight_fit:
-            g, m = opt.gpu, self.m
-            if g.memory_gb is None:
-                self.weight_fit[key] = (
-                    f"{g.id}: memory size not in the catalog (no source gives it)"
-                )
-            else:
-                lay = opt.layout
-                w = weight_memory(m, opt.precision, lay.tp, lay.pp, lay.ep, lay.moe_split, g.arch)
-                w = w.per_gpu_bytes
-                self.weight_fit[key] = (
-                    f"does not fit: {m.id} in {opt.precision.id} needs {w / 1e9:.1f} GB of weights "
-                    f"per GPU at "
-                    + (
-                        f"tp={lay.tp}" + (f" pp={lay.pp}" if lay.pp > 1 else "")
-                        if opt.is_plain
-                        else lay.label
-                    )
-                    + f"; {g.id} has {g.memory_bytes / 1e9:.1f} GB"
-                    if w >= g.memory_bytes
-                    else None
-                )
-        return self.weight_fit[key]
-
-    def lb0(self, opt: Option) -> float:
-        """A bound that needs no replica: at least one replica of tp x pp GPUs."""
-        if self.obj.name == "cost":
-            pq = self.price_of(opt.gpu.id)
-            return (
-                math.inf
-                if isinstance(pq, PlannerError)
-                else opt.gpus_per_replica * pq.usd_per_gpu_hour
-            )
-        if self.obj.name == "gpus":
-            return float(opt.gpus_per_replica)
-        return -math.inf
-
-    def screen(self, opt: Option) -> Screened | Rejection:
-        """Build the replica and bound the option analytically (no simulation)."""
-        c, ld = self.c, self.load
-        key = (opt.gpu.id, opt.framework.id, opt.precision.id)
-        fk = (opt.framework.id, opt.layout)  # the first release launching it serving the model
-        if fk not in self.floor_cache:
-            self.floor_cache[fk] = release_floor(opt.framework.id, opt.layout, self.m, self.cat)
-        floor = self.floor_cache[fk]
-        ck = (*key, floor[0] if floor else None)
-        if ck not in self.param_cache:
-            params, prov, ch = resolve_release_params(
-                *key, catalog=self.cat, profile=self.profile, family=model_family(self.m),
-                layout=opt.layout, model=self.m,
-            )  # fmt: skip
-            # predicted for: the floor release asked for, else the node's (none: over every release)
-            rel = (ch.requested or ch.used) if ch is not None else None
-            if floor and ch is not None and ch.requested == floor[0] != ch.used:
-                prov = f"{prov}; predicted for {opt.framework.id}@{floor[0]}: {floor[1]}"
-            elif floor and not rel:
-                prov = f"{prov}; needs {opt.framework.id} >= {floor[0]}: {floor[1]}"
-            self.param_cache[ck] = (params, prov, rel)
-        params, prov, release = self.param_cache[ck]
-        if release:
-            opt = dataclasses.replace(opt, release=release)
-        try:
-            rep = _replica(self.m, opt, params, prov, self.cat, self.eng_kw)
-        except MissingDataError as e:
-            return Rejection.of(opt, "missing_data", str(e))
-        except PlannerError as e:
-            return Rejection.of(opt, "memory", str(e))
-        for i, rc in enumerate(self.cache.classes):
-            try:
-                q = functools.partial(self.cache.quantile_tokens, i)
-                check_workload_fits(rep, rc.workload, c.fit_percentile, q)
-            except PlannerError as e:
-                return Rejection.of(opt, "memory", (f"{rc.name}: " if rc.name else "") + str(e))
-            if rc.slo.tpot is not None:
-                floor = _tpot_floor(rep, self.mean_input[i])
-                if floor > rc.slo.tpot.max_s:
-                    why = _why_tpot(rep, floor, rc.slo.tpot.max_s)
-                    return Rejection.of(opt, "slo_zero_load", why)
-        pq = self.price_of(opt.gpu.id)
-        fp = self.cache.saturation(rep)
-        cap = 0.95 * fp.saturation_rps
-        if not cap > 0:
-            return Rejection.of(opt, "throughput", "the replica saturates at 0 req/s")
-        k_lb = max(1, math.ceil(ld.need_rps / cap - 1e-9))
-        gpr = opt.gpus_per_replica
-        if c.max_total_gpus is not None and k_lb * gpr > c.max_total_gpus:
-            return Rejection.of(
-                opt,
-                "constraint",
-                f"needs at least {k_lb * gpr} GPUs ({k_lb} replicas of {gpr}; one saturates at "
-                f"{fp.saturation_rps:.3g} req/s) > max_total_gpus={c.max_total_gpus}",
-            )
-        price = None if isinstance(pq, PlannerError) else pq
-        s = Screened(opt, rep, prov, price, fp.saturation_rps, cap, k_lb, 0.0)
-        s.bound = self.obj.bound(s, ld, self.cache)
-        return over_budget(s, k_lb, None, self.limits) or s
-
-    def k_max(self, s: Screened) -> tuple[int, str, str]:
-        """Most replicas the constraints allow, which constraint sets it and its stage."""
-        gpr, p = s.opt.gpus_per_replica, s.usd_per_gpu_hour
-        k, why, stage = max(4 * s.k_lb, s.k_lb + 64), "", "slo"
-        if self.c.max_total_gpus is not None:
-            k, why = self.c.max_total_gpus // gpr, f"max_total_gpus={self.c.max_total_gpus}"
-            stage = "constraint"
-        for lim, name in self.limits:
-            if p is not None and int(lim / (gpr * p) + 1e-9) < k:
-                k, why, stage = int(lim / (gpr * p) + 1e-9), name, "budget"
-        return k, why, stage
 
     # ------------------------------------------------------------------ search
     def group(self, opt: Option) -> str | None:
@@ -626,124 +437,3 @@ class _Search:
             for o in pp_options(self.m, opt, self.c.max_gpus_per_replica):  # PP only where needed
                 heapq.heappush(heap, (self.lb0(o), 0, self.seq, o))
                 self.seq += 1
-
-    def reproduce(self, s: Screened) -> str:
-        """The ``planner capacity`` command giving this option's GPU count: every setting
-        explicit (KV precision, engine limits, headroom, fit percentile, requests, seed), so
-        it does not depend on any command's defaults. ``SCENARIO.yaml``: the scenario file
-        (the CLI fills in its path)."""
-        o, e, c = s.opt, s.replica.engine, self.c
-        lay = o.layout
-        seed = self.cache.seed if isinstance(self.cache.seed, int) else 0
-        return (
-            f"planner capacity SCENARIO.yaml --gpu {o.gpu.id} --framework {o.framework.id} "
-            f"--precision {o.precision.id} --kv-precision {o.kv_precision} --tp {lay.tp} "
-            f"--pp {lay.pp} --ep {lay.ep} --attention-dp {lay.attention_dp} "
-            + spec_flags(o.spec)
-            + f"--max-num-seqs {e.max_num_seqs // lay.attention_dp} --max-num-batched-tokens "
-            f"{e.max_num_batched_tokens // lay.attention_dp} --headroom {c.headroom!r} --fit-percentile "
-            f"{c.fit_percentile!r} --requests {self.n_requests} --seed {seed} --no-curve"
-        )
-
-    # ------------------------------------------------------------------ report
-    def finished(self) -> tuple[list[tuple[Screened, list[Screened]]], list[Screened]]:
-        """The picked options with their variants, and their leads finished (no rank yet)."""
-        c, ld, done = self.c, self.load, self.done
-        done.sort(key=lambda s: sort_key(s, ld.need_rps))
-        if self.per_gpu:  # the best top_n of every GPU, GPUs in order of their best
-            by_gpu: dict[str, list[Screened]] = {}
-            for s in done:
-                by_gpu.setdefault(s.opt.gpu.id, []).append(s)
-            picked = [x for g in by_gpu.values() for x in diverse(g, self.top_n)]
-            order = {g: i for i, g in enumerate(by_gpu)}
-            picked.sort(key=lambda x: order[x[0].opt.gpu.id])
-        else:
-            picked = diverse(done, self.top_n)
-        top = [s for s, _ in picked]
-        if not top:
-            return picked, top
-
-        def done_one(s: Screened, variants: list[Screened]) -> None:
-            finish(s, self.cache, ld, c.headroom, self.ownership, self.refine, self.reproduce(s))
-            s.result["precision_label"] = variant_label(s, variants)
-            s.result["variants"] = [v.opt.ids() for v in variants]
-
-        # each recommendation's own simulations and numbers: two at a time (they hold no
-        # GIL while simulating), unless the request sample comes from a shared generator
-        each(
-            [functools.partial(done_one, s, vs) for s, vs in picked],
-            threads=1 if isinstance(self.cache.seed, np.random.Generator) else self.threads(),
-        )
-        return picked, top
-
-    def counts(self, n_enumerated: int) -> dict[str, int]:
-        """The search's counts of options and simulations (its summary's)."""
-        probes = [s.probe for s in self.screened if s.probe is not None]
-        return {
-            "options_enumerated": n_enumerated, "options_screened": len(self.screened),
-            "options_simulated": len(probes), "options_pruned": self.pruned,
-            "simulations": sum(p.simulations for p in probes),
-        }  # fmt: skip
-
-    def summary(self, t0: float, counts: dict[str, int], feasible: int) -> dict[str, Any]:
-        """The summary of a search that began at ``t0`` (:func:`time.perf_counter`)."""
-        slo = "; ".join(
-            (f"{x.name}: " if x.name else "") + x.slo.describe() for x in self.cache.classes
-        )
-        return {
-            "model": self.m.id, "objective": self.obj.name, "objective_text": self.obj.text,
-            "peak_rps": self.load.peak_rps, "headroom": self.c.headroom, "slo": slo, **counts,
-            "elapsed_s": time.perf_counter() - t0, "feasible": feasible,
-        }  # fmt: skip
-
-    def report(self, t0: float, n_enumerated: int) -> Recommendation:
-        c, ld, done = self.c, self.load, self.done
-        picked, top = self.finished()
-        if not top:
-            raise PlannerError(nothing_meets(self.rejected))
-        recs = [s.result for s in top]
-        for i, r in enumerate(recs, 1):
-            r["rank"] = i
-        decision = decide(recs, self.obj.name, self)
-        q = c.fit_percentile / 100.0
-        need_tokens = max(
-            int(
-                math.ceil(
-                    x.workload.input_quantile_tokens(q) + x.workload.output_quantile_tokens(q)
-                )
-            )
-            for x in self.cache.classes
-        )
-        summary = self.summary(t0, self.counts(n_enumerated), len(done))
-        assumptions = [
-            f"planning peak {ld.peak_rps:g} req/s x (1 + headroom {c.headroom:g}) = "
-            f"{ld.need_rps:g} req/s",
-            f"the p{c.fit_percentile:g} request (prompt + answer {need_tokens:,} tokens) must fit "
-            "in one replica's KV cache and context",
-            f"prices: {c.price_basis.replace('_', '-')} basis, median-priced row unless a provider "
-            "or an override is given; a month is 730 h",
-            "TP within one node of 8 GPUs; PP across nodes only when no single-node layout holds "
-            "the model",
-            "fp16 is evaluated only where it differs from bf16 (same bits and tensor rate "
-            "elsewhere)",
-            "KV precisions tried: each precision's default and fp8 where offered",
-        ]
-        notes = (x.workload.max_output_assumption() for x in self.cache.classes)
-        assumptions += [a for a in notes if a]  # the clients' max_tokens, when assumed
-        front = pareto_front(recs)
-        if self.per_gpu:
-            firsts: dict[str, dict[str, Any]] = {}
-            for r in recs:
-                firsts.setdefault(r["gpu"], r)
-            why = "best option of each GPU that meets the SLOs: " + "; ".join(
-                f"{g} {r['framework']} {r['precision']} {layout_text(r)}{spec_suffix(r)}: "
-                f"{r['num_gpus']} GPUs"
-                + (f", ${r['usd_per_hour']:,.2f}/h" if r.get("usd_per_hour") is not None else "")
-                for g, r in firsts.items()
-            )
-        else:
-            why = why_winner(top, self.obj, self.rejected)
-            why += fewer_rows(done, len(top), self.top_n, self.rejected)
-        if decision:
-            why += f". Decision: {decision}"
-        return Recommendation(self.obj.name, recs, self.rejected, front, why, summary, assumptions)
