@@ -5,6 +5,7 @@ its newest round and per GPU within each round, and the pairs of GPUs a round or
 
 Usage: PYTHONPATH=$PWD python scripts/mlperf_tight_tpot.py [-o table.csv] [--rows rows.csv]
        [--at-measured] [--stated-chunked-prefill] [--harness-gemm] [--poisson-per-engine]
+       [--prior-round-speed]
 
 --stated-chunked-prefill takes each row's stated chunked-prefill switch (AMD's V0 configs:
 off, prompt-first steps); a what-if, not the planner's default (docs/changes/2026-12-07b/mlperf.md).
@@ -14,6 +15,10 @@ a what-if, not the default (changes/s8-mlperfint.md).
 --poisson-per-engine gives each engine its own Poisson stream instead of its share of the
 system's stream dealt round robin (mlperf_latency.engine_traffic); the planner's reading
 before changes/s9-mlpint.md, for comparison.
+--prior-round-speed scales each row's GEMM rate by the factor at which the planner reproduces
+the same GPU's, engine's and precision's Offline runs of the newest earlier MLPerf round
+(mlperf_latency.prior_round_gemm_speed, held out by round); a what-if, not the default
+(changes/s9-mlpstep.md).
 """
 
 from __future__ import annotations
@@ -63,6 +68,11 @@ def main(argv=None) -> int:
         action="store_true",
         help="each engine its own Poisson stream (not its round-robin share of the system's)",
     )
+    ap.add_argument(
+        "--prior-round-speed",
+        action="store_true",
+        help="scale each row's GEMM rate to the harness's Offline runs of the earlier round",
+    )
     a = ap.parse_args(argv)
     pd.set_option("display.width", 250)
     cat = load_catalog()
@@ -72,7 +82,13 @@ def main(argv=None) -> int:
     hg = a.harness_gemm
     pe = a.poisson_per_engine
     recs = tight_tpot_records(
-        df, cat, prof, stated_chunked=sc, harness_gemm=hg, poisson_per_engine=pe
+        df,
+        cat,
+        prof,
+        stated_chunked=sc,
+        harness_gemm=hg,
+        poisson_per_engine=pe,
+        prior_round=a.prior_round_speed,
     )
     recs.to_csv(a.rows, index=False)
     t = tight_tpot_pooled(recs)
