@@ -32,6 +32,7 @@ from planner.benchmarks.io import load_measurements
 from planner.benchmarks.mlperf_latency import (
     CONSTRAINTS_S,
     at_measured_rate,
+    prior_round_gemm_speed,
     tight_tpot_newest,
     tight_tpot_pooled,
     tight_tpot_records,
@@ -106,14 +107,26 @@ def main(argv=None) -> int:
     print(p.to_string() if len(p) else "none")
     if a.at_measured:
         print("\nSimulated at the rate each submission ran (one row per scenario, round, GPU):")
-        print(measured_rate_table(df, recs, cat, prof, sc, hg, pe).to_string())
+        print(
+            measured_rate_table(
+                df, recs, cat, prof, sc, hg, pe, prior_round=a.prior_round_speed
+            ).to_string()
+        )
     return 0
 
 
 def measured_rate_table(
-    df, recs, cat, prof, stated_chunked=False, harness_gemm=False, poisson_per_engine=False
+    df,
+    recs,
+    cat,
+    prof,
+    stated_chunked=False,
+    harness_gemm=False,
+    poisson_per_engine=False,
+    prior_round=False,
 ):
-    """:func:`at_measured_rate` of the first row of each (scenario, round, GPU)."""
+    """:func:`at_measured_rate` of the first row of each (scenario, round, GPU) (with
+    ``prior_round``, at the GEMM rate of :func:`prior_round_gemm_speed`)."""
     out = []
     first = recs.drop_duplicates(["mode", "round", "gpu"])
     for rec in first.to_dict("records"):
@@ -127,6 +140,7 @@ def measured_rate_table(
             stated_chunked=stated_chunked,
             harness_gemm=harness_gemm,
             poisson_per_engine=poisson_per_engine,
+            gemm_speed=prior_round_gemm_speed(row, df, cat, prof)[0] if prior_round else 1.0,
         )
         limit_ttft, limit_tpot = CONSTRAINTS_S[rec["mode"]]
         out.append(

@@ -212,6 +212,7 @@ def at_measured_rate(
     stated_chunked: bool = False,
     harness_gemm: bool = False,
     poisson_per_engine: bool = False,
+    gemm_speed: float = 1.0,
 ) -> dict[str, Any]:
     """What the simulator says at the rate the submission ran: the row's per-replica
     request rate (its ``request_rate``, loadgen's target_qps for the system, else its
@@ -221,7 +222,7 @@ def at_measured_rate(
     the requests dropped). Which limit is close says what the prediction misses: neither
     close = the saturation throughput; TPOT far below its limit = a step time too short."""
     rep, wl, _, prov, row = scenario_replica(
-        row, catalog, profile, stated_chunked, harness_gemm, poisson_per_engine
+        row, catalog, profile, stated_chunked, harness_gemm, poisson_per_engine, gemm_speed
     )
     n = number(row, "n_gpus") or 1
     replicas = n / rep.num_gpus
