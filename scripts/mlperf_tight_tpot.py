@@ -5,6 +5,7 @@ its newest round and per GPU within each round, and the pairs of GPUs a round or
 
 Usage: PYTHONPATH=$PWD python scripts/mlperf_tight_tpot.py [-o table.csv] [--rows rows.csv]
        [--at-measured] [--stated-chunked-prefill] [--harness-gemm] [--poisson-per-engine]
+       [--prior-round-speed]
 
 --stated-chunked-prefill takes each row's stated chunked-prefill switch (AMD's V0 configs:
 off, prompt-first steps); a what-if, not the planner's default (docs/changes/2026-12-07b/mlperf.md).
@@ -14,6 +15,10 @@ a what-if, not the default (changes/s8-mlperfint.md).
 --poisson-per-engine gives each engine its own Poisson stream instead of its share of the
 system's stream dealt round robin (mlperf_latency.engine_traffic); the planner's reading
 before changes/s9-mlpint.md, for comparison.
+--prior-round-speed scales each row's GEMM rate by the factor at which the planner reproduces
+the same GPU's, engine's and precision's Offline runs of the newest earlier MLPerf round
+(mlperf_latency.prior_round_gemm_speed, held out by round); a what-if, not the default
+(changes/s9-mlpstep.md).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from planner.benchmarks.io import load_measurements
 from planner.benchmarks.mlperf_latency import (
     CONSTRAINTS_S,
     at_measured_rate,
+    prior_round_gemm_speed,
     tight_tpot_newest,
     tight_tpot_pooled,
     tight_tpot_records,
@@ -63,6 +69,11 @@ def main(argv=None) -> int:
         action="store_true",
         help="each engine its own Poisson stream (not its round-robin share of the system's)",
     )
+    ap.add_argument(
+        "--prior-round-speed",
+        action="store_true",
+        help="scale each row's GEMM rate to the harness's Offline runs of the earlier round",
+    )
     a = ap.parse_args(argv)
     pd.set_option("display.width", 250)
     cat = load_catalog()
@@ -72,7 +83,13 @@ def main(argv=None) -> int:
     hg = a.harness_gemm
     pe = a.poisson_per_engine
     recs = tight_tpot_records(
-        df, cat, prof, stated_chunked=sc, harness_gemm=hg, poisson_per_engine=pe
+        df,
+        cat,
+        prof,
+        stated_chunked=sc,
+        harness_gemm=hg,
+        poisson_per_engine=pe,
+        prior_round=a.prior_round_speed,
     )
     recs.to_csv(a.rows, index=False)
     t = tight_tpot_pooled(recs)
@@ -90,14 +107,26 @@ def main(argv=None) -> int:
     print(p.to_string() if len(p) else "none")
     if a.at_measured:
         print("\nSimulated at the rate each submission ran (one row per scenario, round, GPU):")
-        print(measured_rate_table(df, recs, cat, prof, sc, hg, pe).to_string())
+        print(
+            measured_rate_table(
+                df, recs, cat, prof, sc, hg, pe, prior_round=a.prior_round_speed
+            ).to_string()
+        )
     return 0
 
 
 def measured_rate_table(
-    df, recs, cat, prof, stated_chunked=False, harness_gemm=False, poisson_per_engine=False
+    df,
+    recs,
+    cat,
+    prof,
+    stated_chunked=False,
+    harness_gemm=False,
+    poisson_per_engine=False,
+    prior_round=False,
 ):
-    """:func:`at_measured_rate` of the first row of each (scenario, round, GPU)."""
+    """:func:`at_measured_rate` of the first row of each (scenario, round, GPU) (with
+    ``prior_round``, at the GEMM rate of :func:`prior_round_gemm_speed`)."""
     out = []
     first = recs.drop_duplicates(["mode", "round", "gpu"])
     for rec in first.to_dict("records"):
@@ -111,6 +140,7 @@ def measured_rate_table(
             stated_chunked=stated_chunked,
             harness_gemm=harness_gemm,
             poisson_per_engine=poisson_per_engine,
+            gemm_speed=prior_round_gemm_speed(row, df, cat, prof)[0] if prior_round else 1.0,
         )
         limit_ttft, limit_tpot = CONSTRAINTS_S[rec["mode"]]
         out.append(

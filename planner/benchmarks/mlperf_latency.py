@@ -116,6 +116,7 @@ def scenario_replica(
     stated_chunked: bool = False,
     harness_gemm: bool = False,
     poisson_per_engine: bool = False,
+    gemm_speed: float = 1.0,
 ):
     """(replica, workload, params, provenance, row with its layout) of an MLPerf Server /
     Interactive row: the row's GPU, engine, precision, KV precision and stated engine tags
@@ -137,10 +138,16 @@ def scenario_replica(
 
     The workload's arrivals are those one engine sees when the harness deals the system's
     Poisson stream over its engines (:func:`engine_traffic`; ``poisson_per_engine``: each
-    engine its own Poisson stream, a what-if)."""
+    engine its own Poisson stream, a what-if).
+
+    ``gemm_speed``: the GEMM rate (``compute_eff``) times this factor, the harness's speed
+    read off an earlier round's Offline runs (:func:`prior_round_gemm_speed`; 1: none)."""
     gpu = catalog.gpu(cell(row, "hardware")).id
     fw, prec = cell(row, "framework"), cell(row, "precision")
     params, prov = resolve_params(gpu, fw, prec, catalog=catalog, profile=profile, family="dense")
+    if gemm_speed != 1.0:
+        params = params.model_copy(update={"compute_eff": params.compute_eff * gemm_speed})
+        prov += f"; GEMM rate x {gemm_speed:.3f} (the harness's earlier-round Offline runs)"
     table = table_for_row(cell(row, "id")) if harness_gemm else None
     if table is not None and table.gpu == gpu and table.precision == prec:
         g = gemm_params(table, catalog.gpu(gpu))
@@ -205,6 +212,7 @@ def at_measured_rate(
     stated_chunked: bool = False,
     harness_gemm: bool = False,
     poisson_per_engine: bool = False,
+    gemm_speed: float = 1.0,
 ) -> dict[str, Any]:
     """What the simulator says at the rate the submission ran: the row's per-replica
     request rate (its ``request_rate``, loadgen's target_qps for the system, else its
@@ -214,7 +222,7 @@ def at_measured_rate(
     the requests dropped). Which limit is close says what the prediction misses: neither
     close = the saturation throughput; TPOT far below its limit = a step time too short."""
     rep, wl, _, prov, row = scenario_replica(
-        row, catalog, profile, stated_chunked, harness_gemm, poisson_per_engine
+        row, catalog, profile, stated_chunked, harness_gemm, poisson_per_engine, gemm_speed
     )
     n = number(row, "n_gpus") or 1
     replicas = n / rep.num_gpus
@@ -242,6 +250,7 @@ def predict_per_gpu(
     stated_chunked: bool = False,
     harness_gemm: bool = False,
     poisson_per_engine: bool = False,
+    gemm_speed: float = 1.0,
 ) -> tuple[float, str]:
     """(predicted output tok/s per GPU at the scenario's constraints, provenance): the
     largest Poisson rate whose simulated P99 TTFT and P99 TPOT meet the scenario's limits
@@ -249,7 +258,7 @@ def predict_per_gpu(
     simulated Offline throughput of the same deployment (:func:`offline_per_gpu`)."""
     ttft_s, tpot_s = CONSTRAINTS_S[cell(row, "mode")]
     rep, wl, params, prov, row = scenario_replica(
-        row, catalog, profile, stated_chunked, harness_gemm, poisson_per_engine
+        row, catalog, profile, stated_chunked, harness_gemm, poisson_per_engine, gemm_speed
     )
     o = wl.output_tokens
     slo = SLO(
@@ -293,6 +302,94 @@ def offline_per_gpu(row: dict[str, Any], catalog: Catalog, params) -> float | No
     return value / n if value and n else None
 
 
+#: the range :func:`prior_round_gemm_speed` searches for the GEMM-rate factor
+GEMM_SPEED_RANGE = (0.5, 2.0)
+
+
+def _offline_row_for(rec: dict[str, Any], catalog: Catalog, params) -> dict[str, str]:
+    row = {k: ("" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
+           for k, v in rec.items()}  # fmt: skip
+    if needs_layout(row):
+        row, _ = assumed_layout(row, catalog, params)
+    return row
+
+
+def gemm_speed_for_offline(row: dict[str, str], catalog: Catalog, params) -> float | None:
+    """The factor on ``params.compute_eff`` at which the simulated Offline throughput of an
+    MLPerf Offline ``row`` (:func:`offline_per_gpu`) equals its measured output tok/s per
+    GPU (bisection in :data:`GEMM_SPEED_RANGE`, to 0.1%), or None when it cannot be
+    simulated or the range does not hold it."""
+    n = number(row, "n_gpus")
+    measured = float(cell(row, "value")) / n if n else None
+    if not measured:
+        return None
+
+    def f(k: float) -> float | None:
+        q = params.model_copy(update={"compute_eff": params.compute_eff * k})
+        v = offline_per_gpu(row, catalog, q)
+        return None if v is None else v - measured
+
+    lo, hi = GEMM_SPEED_RANGE
+    f_lo, f_hi = f(lo), f(hi)
+    if f_lo is None or f_hi is None or f_lo > 0 or f_hi < 0:
+        return None
+    while hi / lo > 1.001:
+        mid = math.sqrt(lo * hi)
+        if f(mid) < 0:  # type: ignore[operator]
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(lo * hi)
+
+
+def prior_round_gemm_speed(
+    row: dict[str, Any], df, catalog: Catalog, profile: Profile | None
+) -> tuple[float, str]:
+    """(GEMM-rate factor, provenance) of an MLPerf Server / Interactive ``row`` read off the
+    harness's Offline runs of the newest earlier round: the median over that round's
+    Llama-2-70B Offline rows of the same GPU, engine and precision of
+    :func:`gemm_speed_for_offline` (1 and a note where no earlier round has one).
+
+    Why: the planner's TensorRT-LLM nodes reproduce trtllm-bench's GEMM-bound runs and
+    MLPerf v4.1's Offline runs, but NVIDIA's harness got faster from round to round on the
+    same GPU (H200 Offline 32,124 -> 34,988 tok/s per 8 GPUs from v4.1 to v5.0; its v5.x
+    configs add ``gemm_swiglu_plugin`` fp8 and fp8 context FMHA). Each round is its own
+    source, so a factor read off an earlier round's Offline rows is held out for this
+    row's round; it says how fast the harness's GEMMs ran one round earlier, not in this
+    round (changes/s9-mlpstep.md). A what-if, off by default."""
+    rnd = _round_key(cell(row, "source").replace("MLPerf Inference ", ""))
+    src = df["source"].astype(str)
+    off = df[
+        src.str.startswith("MLPerf Inference")
+        & (df["model"] == "llama-2-70b")
+        & (df["mode"] == "offline")
+        & (df["metric"] == "output_tok_s_total")
+        & (df["hardware"] == cell(row, "hardware"))
+        & (df["framework"] == cell(row, "framework"))
+        & (df["precision"].astype(str) == cell(row, "precision"))
+    ]
+    rounds = {s: _round_key(s.replace("MLPerf Inference ", "")) for s in set(off["source"])}
+    earlier = [s for s, k in rounds.items() if k < rnd]
+    if not earlier:
+        return 1.0, "no earlier round's Offline run of this GPU, engine and precision"
+    prev = max(earlier, key=lambda s: rounds[s])
+    gpu = catalog.gpu(cell(row, "hardware")).id
+    params, _ = resolve_params(
+        gpu, cell(row, "framework"), cell(row, "precision"), catalog=catalog, profile=profile,
+        family="dense",
+    )  # fmt: skip
+    ks, ids = [], []
+    for rec in off[off["source"] == prev].to_dict("records"):
+        k = gemm_speed_for_offline(_offline_row_for(rec, catalog, params), catalog, params)
+        if k is not None:
+            ks.append(k)
+            ids.append(str(rec["id"]))
+    if not ks:
+        return 1.0, f"{prev}'s Offline runs could not be simulated"
+    k = float(np.median(ks))
+    return k, f"GEMM rate x {k:.3f} from {prev} Offline ({', '.join(ids)})"
+
+
 def fit_sources(profile: Profile | None) -> set[str]:
     """The sources of the rows ``profile`` was fitted on (every node, release nodes too)."""
     if profile is None:
@@ -307,6 +404,7 @@ def tight_tpot_records(
     stated_chunked: bool = False,
     harness_gemm: bool = False,
     poisson_per_engine: bool = False,
+    prior_round: bool = False,
 ):
     """One record per MLPerf Server / Interactive row of :data:`GPUS`: mode, gpu, round,
     source, id, n_gpus, measured and predicted output tok/s per GPU, provenance. Rows of one
@@ -315,6 +413,7 @@ def tight_tpot_records(
     Out of sample by construction: a row whose source is among the profile's fitted sources
     (:func:`fit_sources`) raises, so a profile fitted on a round cannot predict it.
     ``stated_chunked``, ``harness_gemm``, ``poisson_per_engine``: see :func:`scenario_replica`.
+    ``prior_round``: each row's GEMM rate scaled by :func:`prior_round_gemm_speed` (a what-if).
 
     Raises
     ------
@@ -332,6 +431,7 @@ def tight_tpot_records(
             "validate --holdout SOURCE fits one)"
         )
     preds: dict[tuple, tuple[float, str] | None] = {}
+    speeds: dict[tuple, tuple[float, str]] = {}
     recs = []
     for rec in rows.to_dict("records"):
         row = {k: ("" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
@@ -346,6 +446,14 @@ def tight_tpot_records(
             key += (stated_chunked_prefill(cell(row, "notes")),)
         if harness_gemm:
             key += (getattr(table_for_row(cell(row, "id")), "name", None),)
+        speed = 1.0
+        if prior_round:
+            sk = (cell(row, "source"), cell(row, "hardware"), cell(row, "framework"),
+                  cell(row, "precision"))  # fmt: skip
+            if sk not in speeds:
+                speeds[sk] = prior_round_gemm_speed(row, df, catalog, profile)
+            speed = speeds[sk][0]
+            key += (speed,)
         if key not in preds:
             try:
                 preds[key] = predict_per_gpu(
@@ -355,6 +463,7 @@ def tight_tpot_records(
                     stated_chunked=stated_chunked,
                     harness_gemm=harness_gemm,
                     poisson_per_engine=poisson_per_engine,
+                    gemm_speed=speed,
                 )
             except PlannerError as e:
                 preds[key] = None
