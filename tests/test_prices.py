@@ -131,8 +131,32 @@ def test_major_gpus_have_three_trusted_on_demand_rows():
                 "nvidia-a100-80gb-sxm", "nvidia-l40s", "nvidia-l4"):  # fmt: skip
         q = quote_price(CAT, gpu, today=TODAY)
         assert q.price_rows >= 3 and not q.warnings, (gpu, q.rule)
-    # MI325X: one sourced row (TensorWave); the quote says so instead of hiding it
-    assert "1 price row" in quote_price(CAT, "amd-mi325x", today=TODAY).warnings
+    # MI325X: TensorWave $1.95, Vultr $2.00 (8-GPU VM), DigitalOcean $3.80 -> median $2.00
+    q = quote_price(CAT, "amd-mi325x", today=TODAY)
+    assert (q.price_rows, q.usd_per_gpu_hour, q.warnings) == (3, 2.0, ())
+    # GB300: one sourced row (OCI $18.00); the quote says so instead of hiding it
+    assert "1 price row" in quote_price(CAT, "nvidia-gb300", today=TODAY).warnings
+
+
+def test_blackwell_and_mi355x_quotes_are_the_median_of_their_rows():
+    # B300 on-demand, sorted: Hyperstack 7.40, Nebius 7.85, RunPod Secure 7.89, OCI 15.00,
+    # AWS p6-b300.48xlarge 142.416 / 8 = 17.802 -> the middle of 5 rows is $7.89
+    b300 = quote_price(CAT, "nvidia-b300", today=TODAY)
+    assert (b300.price_rows, b300.usd_per_gpu_hour, b300.max_usd_per_gpu_hour) == (5, 7.89, 17.802)
+    # GB200: Spheron 9.08 / 2 = 4.54, CoreWeave 42.00 / 4 = 10.50, OCI 16.00 -> $10.50;
+    # Azure's $27.04 is low confidence (not re-pulled by its source) and set aside
+    gb200 = quote_price(CAT, "nvidia-gb200", today=TODAY)
+    assert (gb200.price_rows, gb200.usd_per_gpu_hour, gb200.rows_set_aside) == (3, 10.5, 1)
+    # MI355X: Vultr 20.72 / 8 = 2.59 and OCI 8.60 -> mean of the two = (2.59 + 8.60) / 2 = 5.595;
+    # TensorWave's 'starting at' $2.95 (tier not stated) is set aside
+    mi355x = quote_price(CAT, "amd-mi355x", today=TODAY)
+    assert (mi355x.price_rows, mi355x.rows_set_aside) == (2, 1)
+    assert mi355x.usd_per_gpu_hour == pytest.approx(5.595)
+    # TPU v6e: Google's $2.70 per chip-hour (one chip = one catalog device) dates from 2024-12-12,
+    # so on 2026-12-01 it is the only row and the quote carries both warnings
+    tpu = quote_price(CAT, "google-tpu-v6e", today=TODAY)
+    assert tpu.usd_per_gpu_hour == 2.70
+    assert tpu.warnings == ("1 price row", "older than 12 months")
 
 
 def test_aws_h100_is_the_post_june_2025_rate():

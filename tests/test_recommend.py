@@ -148,7 +148,7 @@ def test_latency_objective_ranks_by_p99_e2e():
         (dict(model="llama-3.1-70b", gpus=("nvidia-l4",)), "memory"),
         (dict(gpus=("nvidia-rtx-3090",)), "missing_data"),
         (dict(slo=SLO.model_validate({"tpot": {"max_s": 0.003}})), "slo_zero_load"),
-        (dict(gpus=("nvidia-a10g",)), "price"),
+        (dict(gpus=("nvidia-h20",)), "price"),  # no public on-demand price for the H20
         (dict(max_usd_per_hour=0.5), "budget"),
         (
             dict(max_total_gpus=1, workload=_chat(200.0)),
@@ -278,7 +278,7 @@ def test_compare_gpus_gives_the_best_of_each_gpu_and_why_others_fail():
         CHAT,
         SLO_CHAT,
         catalog=CAT,
-        gpus=("nvidia-h100-sxm", "nvidia-a100-80gb-sxm", "nvidia-a10g"),
+        gpus=("nvidia-h100-sxm", "nvidia-a100-80gb-sxm", "nvidia-h20"),
         frameworks=("vllm",),
         precisions=("bf16",),
         tps=(1,),
@@ -293,7 +293,7 @@ def test_compare_gpus_gives_the_best_of_each_gpu_and_why_others_fail():
         lo, hi = r["max_rate_bracket_rps"]
         assert lo <= r["max_rate_per_replica"] <= hi
     (u,) = out["unanswered"]
-    assert u["gpu"] == "nvidia-a10g" and u["stage"] == "price"
+    assert u["gpu"] == "nvidia-h20" and u["stage"] == "price"
 
 
 # --------------------------------------------------------------------------- request classes
