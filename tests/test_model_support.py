@@ -114,3 +114,17 @@ def test_a_not_served_record_names_the_release_read_and_no_since(tmp_path):
     assert model_support_problem(recs, "vllm", CAT.model("gpt-oss-120b")) is None
     assert model_support_problem(recs, None, CAT.model("gpt-oss-120b")) is None
     assert model_support_problem(recs, "tgi", CAT.model("llama-3.1-8b")) is None
+
+
+def test_lmdeploy_gpt_oss_w8a8_refused_bf16_kept():
+    # LMDeploy's W8A8 checkpoints come from `lmdeploy lite smooth_quant` (docs
+    # quantization/w8a8.md), which raises for a model outside LAYER_TYPE_MAP
+    # (lmdeploy/lite/apis/calibrate.py: no GptOssForCausalLM); TurboMind, the only engine
+    # the page lists gpt-oss for, has no W8A8 path. Before: rank 9 of the gpt-oss-20b
+    # H100/H200 recommendation was "nvidia-h100-sxm lmdeploy int8".
+    with pytest.raises(PlannerError, match="int8 is not among them: W8A8 runs in LMDeploy"):
+        CAT.resolve("gpt-oss-20b", H100, "int8", "lmdeploy")
+    assert CAT.resolve("gpt-oss-20b", H100, "bf16", "lmdeploy").precision.id == "bf16"
+    # LMDeploy serves gpt-oss from 0.10.0 on: its fitted 0.1.0a1 is below that floor
+    rec = model_floor_record(CAT.model_support, "lmdeploy", CAT.model("gpt-oss-20b"))
+    assert rec.since == "0.10.0"
