@@ -128,3 +128,19 @@ def test_lmdeploy_gpt_oss_w8a8_refused_bf16_kept():
     # LMDeploy serves gpt-oss from 0.10.0 on: its fitted 0.1.0a1 is below that floor
     rec = model_floor_record(CAT.model_support, "lmdeploy", CAT.model("gpt-oss-20b"))
     assert rec.since == "0.10.0"
+
+
+@pytest.mark.parametrize("model", ["qwen3-32b", "qwen3-235b-a22b"])
+def test_trtllm_qwen3_integer_formats_refused(model):
+    # TensorRT-LLM examples/models/core/qwen/README.md, Support Matrix (FP16/BF16 | FP8 |
+    # nvfp4 | WO | AWQ | GPTQ | SQ): "Qwen3-32B | Y | Y | Y | - | - | - | -" and the same for
+    # the MoE row. Before: rank 1 of the Qwen3-235B H100/H200 recommendation was
+    # "nvidia-h100-sxm trtllm int4-awq TP2", a format its guide does not list.
+    for p in ("int4-awq", "int4-gptq", "int8"):
+        with pytest.raises(PlannerError, match=f"{p} is not among them: its Qwen guide"):
+            CAT.resolve(model, H100, p, "trtllm")
+    for p in ("bf16", "fp8"):
+        assert CAT.resolve(model, H100, p, "trtllm").precision.id == p
+    opts, _ = enumerate_options(CAT, CAT.model(model), gpus=(H100,), frameworks=("trtllm",))
+    assert {o.precision.id for o in opts} <= {"bf16", "fp8"}
+    assert {o.precision.id for o in opts} >= {"bf16", "fp8"}
