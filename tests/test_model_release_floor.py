@@ -46,7 +46,19 @@ FLOORS = {
     ("trtllm", "llama", ("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "llama-3.3-70b")):
         "0.12.0",  # 0.12.0 "Supported LLaMA 3.1 model"
     ("trtllm", "llama", ("llama-3.2-1b", "llama-3.2-3b")): "0.15.0",  # 0.15.0 "Llama 3.2"
+    # LMDeploy / TGI: the first final tag whose source registers the model class or whose
+    # supported-models page lists it (the engines' git history)
+    ("lmdeploy", "gpt_oss", ()): "0.10.0",  # #3820 / #3839 / #3927, first tagged v0.10.0
+    ("lmdeploy", "deepseek_v3", ()): "0.7.0",  # "Support DeepseekV3 fp8 (#2967)", tag v0.7.0
+    ("lmdeploy", "qwen3", ()): "0.8.0",  # supported_models.md @ v0.8.0 lists "Qwen3"
+    ("lmdeploy", "qwen3_moe", ()): "0.8.0",  # the same row, "0.6B-235B"
+    ("tgi", "deepseek_v3", ()): "3.1.0",  # "Add deepseekv3 (#2968)", first tagged v3.1.0
 }  # fmt: skip
+
+#: (framework, architecture) -> the newest release read, where no release serves it
+NOT_SERVED = {
+    ("tgi", "gpt_oss"): "3.3.7",  # no gpt_oss model type; v3.3.7 locks transformers 4.51.0
+}
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +67,12 @@ def cat():
 
 
 def test_every_floor_is_on_file_with_its_source(cat):
-    got = {(r.framework, r.architecture, r.models): r for r in cat.model_support}
+    got = {(r.framework, r.architecture, r.models): r for r in cat.model_support if r.served}
     assert set(got) == set(FLOORS)
+    gone = {(r.framework, r.architecture): r for r in cat.model_support if not r.served}
+    assert {k: r.checked_release for k, r in gone.items()} == NOT_SERVED
+    for r in gone.values():
+        assert r.since is None and len(r.source) > 10 and r.as_of.year >= 2025
     for key, since in FLOORS.items():
         r = got[key]
         assert r.since == since, key
@@ -75,8 +91,12 @@ def test_floor_of_a_model(cat):
     assert release_floor("trtllm", None, cat.model("llama-3.2-1b"), cat)[0] == "0.15.0"
     assert release_floor("trtllm", None, cat.model("llama-2-70b"), cat) is None
     assert release_floor("trtllm", None, cat.model("llama-3-70b"), cat) is None
-    # no record: no floor (nothing changes)
+    # a served: false record is no floor (the pair is refused instead:
+    # tests/test_model_support.py), and no record is no floor (nothing changes)
     assert release_floor("tgi", None, oss, cat) is None
+    assert release_floor("llama.cpp", None, oss, cat) is None
+    # LMDeploy serves gpt-oss from 0.10.0 (its 0.1.0a1 fit predates it)
+    assert release_floor("lmdeploy", None, oss, cat)[0] == "0.10.0"
     # the later of the layout's and the model's: vLLM DEP8 needs 0.8.5 (flags), gpt-oss 0.10.1
     assert release_floor("vllm", Layout(tp=1, ep=8, attention_dp=8), oss, cat)[0] == "0.10.1"
     # DeepSeek on vLLM: 0.6.6 for the model, 0.8.5 for DEP8 -> 0.8.5

@@ -66,15 +66,20 @@ def test_served_and_unrecorded_formats_are_unchanged():
     assert CAT.resolve("deepseek-v3", "nvidia-h200-sxm", "int8", "sglang").precision.id == "int8"
     # no record for dense Llama: TensorRT-LLM int8 (SmoothQuant) stays allowed
     assert CAT.resolve("llama-3.1-70b", "nvidia-h200-sxm", "int8", "trtllm").precision.id == "int8"
-    # no record for Qwen3-MoE on TensorRT-LLM: nothing refused
+    # Qwen3-MoE on TensorRT-LLM: its Qwen guide's support matrix (BF16 / FP8 / NVFP4) refuses
+    # the three integer formats (tests/test_model_support.py); nothing else is refused, and
+    # no record speaks of Qwen3-MoE on vLLM: nothing refused there
     qwen = CAT.model("qwen3-235b-a22b")
+    refused = {p.id for p in CAT.precisions
+               if model_format_problem(CAT.moe_formats, qwen, CAT.framework("trtllm"), p)}  # fmt: skip
+    assert refused == {"int8", "int4-awq", "int4-gptq"}
     for p in CAT.precisions:
-        assert model_format_problem(CAT.moe_formats, qwen, CAT.framework("trtllm"), p) is None
+        assert model_format_problem(CAT.moe_formats, qwen, CAT.framework("vllm"), p) is None
 
 
 def test_dense_model_options_do_not_change():
-    """The rule speaks only of MoE architectures: a dense model's option list has no
-    model_format rejection."""
+    """No record speaks of Llama: a dense Llama model's option list has no model_format
+    rejection (the dense qwen3 records are the only dense ones)."""
     _, rej = enumerate_options(CAT, CAT.model("llama-3.1-70b"), gpus=("nvidia-h200-sxm",))
     assert not [r for r in rej if r.stage == "model_format"]
 

@@ -23,7 +23,7 @@ from pydantic import ValidationError, model_validator
 from planner.catalog.compat import check_framework_gpu, check_model_format
 from planner.catalog.framework_gpus import GpuRefused, read_gpu_support
 from planner.catalog.hf_config import _hf_config_cached, model_from_hf_config
-from planner.catalog.model_support import ModelSupport, read_model_support
+from planner.catalog.model_support import ModelSupport, check_model_served, read_model_support
 from planner.catalog.moe_formats import EngineFormats, read_moe_formats
 from planner.catalog.prices import PurchasePrice, RentalPrice
 from planner.catalog.records import (
@@ -282,7 +282,9 @@ class Catalog(Frozen):
         A framework that does not run on the GPU's vendor is an error
         (:func:`~planner.catalog.compat.check_framework_gpu`), and so is a weight format the
         framework does not serve for the model's MoE architecture
-        (:func:`~planner.catalog.compat.check_model_format`, ``data/moe_formats.yaml``).
+        (:func:`~planner.catalog.compat.check_model_format`, ``data/moe_formats.yaml``), and so
+        is an engine no release of which serves the model
+        (:func:`~planner.catalog.model_support.check_model_served`).
         """
         m = self.model(model)
         g = gpu if isinstance(gpu, Accelerator) else self.gpu(gpu)
@@ -294,6 +296,7 @@ class Catalog(Frozen):
         )
         check_framework_gpu(fw, g, self.framework_gpus)
         check_model_format(self.moe_formats, m, fw, p)
+        check_model_served(self.model_support, fw.id if fw else None, m)
         kv = self.kv_precision(kv_precision or default_kv_precision(p, fw, m).id)
         if kv.id not in p.kv_options and kv.id != p.kv_default:
             raise PlannerError(

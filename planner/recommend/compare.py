@@ -46,6 +46,7 @@ _STAGE_ORDER = (
     "price",
     "precision_gpu",
     "model_format",
+    "model_support",
     "framework_precision",
     "framework_vendor",
     "framework_gpu",

@@ -15,6 +15,10 @@ Rules (each rejection's ``stage`` is the rule's name):
     the framework's builds do not run on the GPU although it runs on the vendor
     (``data/frameworks.yaml`` ``gpu_support``: LMDeploy's TurboMind has no B300 / GB300
     kernels).
+``model_support``
+    no release of the framework serves the model's architecture (a ``served: false`` record
+    of ``data/model_support.yaml``: Text Generation Inference has no gpt-oss code path), the
+    rule every command applies (:func:`planner.catalog.model_support.model_support_problem`).
 ``framework_precision``
     the framework does not serve the weight format (``Framework.precisions``).
 ``model_format``
@@ -71,6 +75,7 @@ from ..catalog import (
 from ..catalog.catalog import kv_quantized_problem
 from ..catalog.compat import framework_gpu_problem, model_format_problem, own_release_on
 from ..catalog.layout import EP_REDUNDANT_FRAMEWORKS, Layout, layout_of
+from ..catalog.model_support import model_support_problem
 from ..catalog.speculative import SpecDecode, published_specs
 from ..errors import PlannerError
 
@@ -312,6 +317,10 @@ def enumerate_options(
             if why:
                 stage = "framework_vendor" if g.vendor not in fw.vendors else "framework_gpu"
                 rejected.append(Rejection(stage, why, gpu=g.id, framework=fw.id))
+                continue
+            why = model_support_problem(cat.model_support, fw.id, model)
+            if why:
+                rejected.append(Rejection("model_support", why, gpu=g.id, framework=fw.id))
                 continue
             ids = {p.id for p in p_list}
             for p in p_list:
