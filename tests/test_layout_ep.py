@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.catalog import load_catalog
+from planner.catalog.efficiency import PRIOR
 from planner.catalog.layout import Layout, check_for_model, layout_of
 from planner.engine.memory import plan_memory, weight_memory
 from planner.engine.step import step_model
@@ -153,11 +154,48 @@ def test_routed_tokens_of_the_busiest_gpu_hand_derived():
     assert skew.routed_tokens_hot(256) == pytest.approx(256 * 1.25 + 2.0393 * 16, rel=1e-4)
 
 
+def test_routing_skew_fades_with_routed_tokens_hand_derived():
+    """moe_imbalance 2 fading at moe_imbalance_decay 1/256 per routed token: at 256 tokens x
+    top-8 over ep 8 (mean m = 256 a GPU) the skew is 2 / (1 + 256/256) = 1, so the busiest GPU
+    runs 256 x 2 + 2.0393 x 16 = 544.6 tokens; at 32,768 tokens (a DEP8 prompt step of 4,096 a
+    rank, m = 32,768) it is 2 / (1 + 128) = 0.0155: 32,768 x 1.0155 + 2.0393 x 181.02 =
+    33,645 (the undecayed skew gave 3 x 32,768 + 369 = 98,673)."""
+    lay = layout_of(1, 1, 8, 8)
+    prm = PRIOR.with_(moe_imbalance=2.0, moe_imbalance_decay=1 / 256)
+    sm = step_model("deepseek-v3", "nvidia-h200-sxm", "fp8", layout=lay, params=prm)
+    z = math.sqrt(2 * math.log(8))
+    assert sm.routed_tokens_hot(256) == pytest.approx(256 * 2 + z * 16)
+    assert sm.routed_tokens_hot(32_768) == pytest.approx(33_645, rel=1e-4)
+    flat = step_model("deepseek-v3", "nvidia-h200-sxm", "fp8", layout=lay,
+                      params=prm.with_(moe_imbalance_decay=0.0))  # fmt: skip
+    assert flat.routed_tokens_hot(32_768) == pytest.approx(98_673, rel=1e-4)
+
+
+@settings(max_examples=40, deadline=None)
+@given(T=st.floats(1.0, 2e5), imb=st.floats(0.0, 4.0), d=st.floats(0.0, 1.0), more=st.floats(0, 1))
+def test_fading_skew_properties(T, imb, d, more):
+    """The busiest GPU's excess over uniform routing stays below moe_imbalance / decay tokens
+    and shrinks as the decay grows; never below uniform routing."""
+    lay = layout_of(1, 1, 8, 8)
+    sm = step_model("deepseek-v3", "nvidia-h200-sxm", "fp8", layout=lay,
+                    params=PRIOR.with_(moe_imbalance=imb, moe_imbalance_decay=d))  # fmt: skip
+    more_d = step_model("deepseek-v3", "nvidia-h200-sxm", "fp8", layout=lay,
+                        params=sm.params.with_(moe_imbalance_decay=min(1.0, d + more)))  # fmt: skip
+    uniform = T + math.sqrt(2 * math.log(8)) * math.sqrt(T)  # m = T x 8 / 8
+    excess = sm.routed_tokens_hot(T) - uniform
+    assert -1e-9 * T <= excess <= imb * T + 1e-9 * T
+    if d > 0:
+        assert excess <= imb / d * (1 + 1e-9)
+    assert more_d.routed_tokens_hot(T) <= sm.routed_tokens_hot(T) * (1 + 1e-12)
+
+
 @pytest.mark.parametrize(
     "lay", [layout_of(1, 1, 8, 8), layout_of(8, 1, 8), layout_of(2, 1, 8, 4), layout_of(4, 2, 4)]
 )
-def test_scalar_path_equals_vector_path_for_ep_layouts(lay):
-    sm = step_model("deepseek-v3", "nvidia-h200-sxm", "fp8", layout=lay)
+@pytest.mark.parametrize("skew", [(0.0, 0.0), (3.0, 2e-3)])
+def test_scalar_path_equals_vector_path_for_ep_layouts(lay, skew):
+    sm = step_model("deepseek-v3", "nvidia-h200-sxm", "fp8", layout=lay,
+                    params=PRIOR.with_(moe_imbalance=skew[0], moe_imbalance_decay=skew[1]))  # fmt: skip
     for B in (1, 7, 64, 600):
         for new in (B, B + 3000):
             args = (new, B, B, B * 1500, B * 1500 + 10_000, 0.0, 0.0, 500.0)

@@ -33,13 +33,25 @@ from planner.errors import PlannerError
 #: perf-overview page are then over-predicted as much (+47..+56%) as its unbalanced Qwen3 rows
 #: (+33..+69%); the share fixed at its physical 1 on the unbalanced rows is worse (24.9% ->
 #: 29.3%: InferenceX's SGLang DEP rows 10.9% -> 30.7%).
+#: ``moe_imbalance_decay`` lets that skew fade with the routed tokens per EP GPU ``m``
+#: (``moe_imbalance / (1 + decay x m)``): a prompt step of thousands of tokens per rank near
+#: balanced, a decode step of a few hundred not (LMSYS's large-scale EP blog: "Larger batches
+#: reduce random fluctuations in expert usage"). Its floor, 1e-7 per token, is no fade at any
+#: step the planner runs (under 1% at 1e5 routed tokens a GPU). Off (``EP_DECAY = False``)
+#: the fit is the one of before.
 EP_BOUNDS: dict[str, tuple[float, float, float]] = {
     "moe_imbalance": (1e-3, 4.0, 5.0),
     "adp_prompt_imbalance": (1e-3, 1.0, 5.0),
+    "moe_imbalance_decay": (1e-7, 1.0, 5.0),
 }
+#: fit the skew's fade (``moe_imbalance_decay``); False: fixed at its prior 0
+EP_DECAY = True
 #: where the search for an EP field starts: in log space the slope vanishes at the floor
 #: (d value / d log x = x), so a search started there stays there
-_EP_START = {"moe_imbalance": 0.3, "adp_prompt_imbalance": 0.3}
+_EP_START = {"moe_imbalance": 0.3, "adp_prompt_imbalance": 0.3, "moe_imbalance_decay": 1e-3}
+#: the bound of each field that moves a prediction most (a row that does not move between
+#: these and the floors tells nothing): the fade at its floor, the others at their ceiling
+_EP_STRONG = {"moe_imbalance_decay": 0}
 EP_FIELDS = tuple(EP_BOUNDS)
 
 
@@ -58,7 +70,7 @@ def fit_ep_fields(
     from scipy.optimize import least_squares
 
     kinds = set(kinds)
-    fields = EP_FIELDS
+    fields = EP_FIELDS if EP_DECAY else tuple(f for f in EP_FIELDS if f != "moe_imbalance_decay")
     lo = np.array([math.log(EP_BOUNDS[f][0]) for f in fields])
     hi = np.array([math.log(EP_BOUNDS[f][1]) for f in fields])
     sig = np.array([EP_BOUNDS[f][2] for f in fields])
@@ -75,7 +87,7 @@ def fit_ep_fields(
         fn = r.fit_predictor(kinds)
         try:  # a row whose prediction the EP fields do not move (no prompt work, no attention DP)
             lo_v = fn(p0.with_(**{f: EP_BOUNDS[f][0] for f in fields}))
-            hi_v = fn(p0.with_(**{f: EP_BOUNDS[f][1] for f in fields}))
+            hi_v = fn(p0.with_(**{f: EP_BOUNDS[f][_EP_STRONG.get(f, 1)] for f in fields}))
         except (ValueError, ZeroDivisionError, OverflowError):
             continue
         if lo_v == hi_v:  # tells nothing about them

@@ -89,9 +89,21 @@ class EfficiencyParams(Frozen):
         ge=0,
         le=4,
         description="expert-parallel routing skew: the busiest EP GPU's routed tokens are the "
-        "mean x (1 + this) plus the multinomial excess sqrt(2 ln ep x mean) (which alone is "
-        "uniform routing, the prior 0); not fitted (a free skew went to its bound, 4, standing "
-        "in for other costs: docs/formulas.md 5b); a what-if knob",
+        "mean m x (1 + this / (1 + moe_imbalance_decay x m)) plus the multinomial excess "
+        "sqrt(2 ln ep x m) (which alone is uniform routing, the prior 0); fitted per framework "
+        "on the expert-parallel rows (calibration.ep_fit; free, it goes to its bound 4, a "
+        "stand-in for costs the step lacks: docs/formulas.md 5b)",
+    )
+    moe_imbalance_decay: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="how the routing skew moe_imbalance fades with the mean routed tokens per "
+        "EP GPU m: the skew is moe_imbalance / (1 + this x m), so the busiest GPU's excess "
+        "stays below moe_imbalance / this tokens (large batches average the experts' "
+        "popularity out: a prompt step of thousands of tokens is near balanced, a decode step "
+        "of a few hundred is not); 0, the prior: the same skew at every step size; fitted with "
+        "moe_imbalance (calibration.ep_fit) [1/token]",
     )
 
     moe_route_cv2: float = Field(

@@ -176,14 +176,17 @@ class StepModel:
 
     def routed_tokens_hot(self, tokens):
         """Routed tokens of the busiest expert-parallel GPU per MoE layer [tokens]: the mean
-        ``tokens x top_k / ep`` times ``1 + moe_imbalance`` (skewed routing, fitted) plus the
-        multinomial excess of the largest of ``ep`` shares, ``sqrt(2 ln ep x mean)`` (the
-        expected maximum of ``ep`` near-Poisson counts); the rows of its expert GEMMs, whose
-        compute ramp they set (:func:`_ramp`). Only for EP layouts (``ep > 1``)."""
+        ``m = tokens x top_k / ep`` times ``1 + moe_imbalance / (1 + moe_imbalance_decay x m)``
+        (skewed routing, fitted; the skew fades in steps of many tokens) plus the multinomial
+        excess of the largest of ``ep`` shares, ``sqrt(2 ln ep x m)`` (the expected maximum of
+        ``ep`` near-Poisson counts); the rows of its expert GEMMs, whose compute ramp they set
+        (:func:`_ramp`). Only for EP layouts (``ep > 1``)."""
         t = np.asarray(tokens, dtype=float)
         mean = t * self.top_k / self.ep
         z = math.sqrt(2.0 * math.log(self.ep)) if self.ep > 1 else 0.0
-        return mean * (1.0 + self.params.moe_imbalance) + z * np.sqrt(mean)
+        p = self.params
+        skew = p.moe_imbalance / (1.0 + p.moe_imbalance_decay * mean)
+        return mean * (1.0 + skew) + z * np.sqrt(mean)
 
     @staticmethod
     def decode_pairs(kv_read_tokens_full, attn_pairs_full, attn_pairs_prefix=0.0, spec_tokens=0):
@@ -418,7 +421,7 @@ class StepModel:
     # ---- the hot scalar path of :meth:`step` (plain floats, no numpy) ------------------
     @cached_property
     def _coeffs(self) -> tuple[float, ...]:
-        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (103 floats): the
+        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (104 floats): the
         step's constants, with the products that do not depend on its counts done once."""
         p = self.params
         ne = self.num_experts
@@ -461,7 +464,7 @@ class StepModel:
                 self.pp,
                 self.expert_flops_per_routed_token,
                 self.top_k / self.ep,
-                1.0 + p.moe_imbalance,
+                p.moe_imbalance,
                 z,
                 # speculative decoding (0: off): K, then the draft pass terms
                 self.spec_tokens,
@@ -490,6 +493,7 @@ class StepModel:
                 *moe_floor.slots(
                     self.moe_kernel_points, self.moe_kernel_layers
                 ),  # MoE kernel floor
+                p.moe_imbalance_decay,  # the routing skew's fade with routed tokens
             )
         )
 
