@@ -33,26 +33,26 @@ from planner.errors import PlannerError
 #: perf-overview page are then over-predicted as much (+47..+56%) as its unbalanced Qwen3 rows
 #: (+33..+69%); the share fixed at its physical 1 on the unbalanced rows is worse (24.9% ->
 #: 29.3%: InferenceX's SGLang DEP rows 10.9% -> 30.7%).
-#: ``moe_imbalance_decay`` lets that skew fade with the routed tokens per EP GPU ``m``
-#: (``moe_imbalance / (1 + decay x m)``): a prompt step of thousands of tokens per rank near
-#: balanced, a decode step of a few hundred not (LMSYS's large-scale EP blog: "Larger batches
-#: reduce random fluctuations in expert usage"). Its floor, 1e-7 per token, is no fade at any
-#: step the planner runs (under 1% at 1e5 routed tokens a GPU). Off (``EP_DECAY = False``)
-#: the fit is the one of before.
+#: ``moe_imbalance_prompt`` is that skew for a step's prompt tokens (``moe_imbalance`` then
+#: for its decode tokens; weighted by their counts): the engines route prompt steps of
+#: thousands of tokens a GPU, whose experts' popularity averages out (LMSYS's large-scale EP
+#: blog: "Larger batches reduce random fluctuations in expert usage"). Off
+#: (``EP_PROMPT_SPLIT = False``) the prompt skew is the decode one, the fit of before. A skew
+#: that fades with the routed tokens per GPU instead (``skew / (1 + d x m)``, ``d`` fitted in
+#: [1e-7, 1]) went to its floor (no fade): the TensorRT-LLM offline rows' decode steps of
+#: thousands of tokens a GPU want the full skew (docs/changes: msplit).
 EP_BOUNDS: dict[str, tuple[float, float, float]] = {
     "moe_imbalance": (1e-3, 4.0, 5.0),
     "adp_prompt_imbalance": (1e-3, 1.0, 5.0),
-    "moe_imbalance_decay": (1e-7, 1.0, 5.0),
+    "moe_imbalance_prompt": (1e-3, 4.0, 5.0),
 }
-#: fit the skew's fade (``moe_imbalance_decay``); False: fixed at its prior 0
-EP_DECAY = True
+#: fit the prompt tokens' skew apart (False: ``moe_imbalance_prompt`` = ``moe_imbalance``)
+EP_PROMPT_SPLIT = True
 #: where the search for an EP field starts: in log space the slope vanishes at the floor
 #: (d value / d log x = x), so a search started there stays there
-_EP_START = {"moe_imbalance": 0.3, "adp_prompt_imbalance": 0.3, "moe_imbalance_decay": 1e-3}
-#: the bound of each field that moves a prediction most (a row that does not move between
-#: these and the floors tells nothing): the fade at its floor, the others at their ceiling
-_EP_STRONG = {"moe_imbalance_decay": 0}
+_EP_START = {"moe_imbalance": 0.3, "adp_prompt_imbalance": 0.3, "moe_imbalance_prompt": 0.3}
 EP_FIELDS = tuple(EP_BOUNDS)
+_PROMPT = "moe_imbalance_prompt"
 
 
 def fit_ep_fields(
@@ -70,7 +70,11 @@ def fit_ep_fields(
     from scipy.optimize import least_squares
 
     kinds = set(kinds)
-    fields = EP_FIELDS if EP_DECAY else tuple(f for f in EP_FIELDS if f != "moe_imbalance_decay")
+    fields = EP_FIELDS if EP_PROMPT_SPLIT else tuple(f for f in EP_FIELDS if f != _PROMPT)
+
+    def tied(upd: dict[str, float]) -> dict[str, float]:  # the prompt skew is the decode one
+        return upd if EP_PROMPT_SPLIT else {**upd, _PROMPT: upd["moe_imbalance"]}
+
     lo = np.array([math.log(EP_BOUNDS[f][0]) for f in fields])
     hi = np.array([math.log(EP_BOUNDS[f][1]) for f in fields])
     sig = np.array([EP_BOUNDS[f][2] for f in fields])
@@ -86,8 +90,8 @@ def fit_ep_fields(
             continue
         fn = r.fit_predictor(kinds)
         try:  # a row whose prediction the EP fields do not move (no prompt work, no attention DP)
-            lo_v = fn(p0.with_(**{f: EP_BOUNDS[f][0] for f in fields}))
-            hi_v = fn(p0.with_(**{f: EP_BOUNDS[f][_EP_STRONG.get(f, 1)] for f in fields}))
+            lo_v = fn(p0.with_(**tied({f: EP_BOUNDS[f][0] for f in fields})))
+            hi_v = fn(p0.with_(**tied({f: EP_BOUNDS[f][1] for f in fields})))
         except (ValueError, ZeroDivisionError, OverflowError):
             continue
         if lo_v == hi_v:  # tells nothing about them
@@ -100,7 +104,7 @@ def fit_ep_fields(
             out = np.empty(len(subset))
             for i, (_, p0, fn, meas) in enumerate(subset):
                 try:
-                    v = fn(p0.with_(**upd))
+                    v = fn(p0.with_(**tied(upd)))
                     out[i] = math.log(v) - meas if v > 0 and math.isfinite(v) else 10.0
                 except (ValueError, ZeroDivisionError, OverflowError):
                     out[i] = 10.0
@@ -127,7 +131,7 @@ def fit_ep_fields(
         by_fw[fw] = fit([t for t in prepared if t[0].framework == fw], x_glob)
 
     def values(x):
-        return {f: float(f"{math.exp(v):.5g}") for f, v in zip(fields, x, strict=True)}
+        return tied({f: float(f"{math.exp(v):.5g}") for f, v in zip(fields, x, strict=True)})
 
     nodes = tuple(
         n.model_copy(

@@ -88,22 +88,22 @@ class EfficiencyParams(Frozen):
         0.0,
         ge=0,
         le=4,
-        description="expert-parallel routing skew: the busiest EP GPU's routed tokens are the "
-        "mean m x (1 + this / (1 + moe_imbalance_decay x m)) plus the multinomial excess "
-        "sqrt(2 ln ep x m) (which alone is uniform routing, the prior 0); fitted per framework "
-        "on the expert-parallel rows (calibration.ep_fit; free, it goes to its bound 4, a "
-        "stand-in for costs the step lacks: docs/formulas.md 5b)",
+        description="expert-parallel routing skew of decode tokens: the busiest EP GPU's routed "
+        "tokens are the mean m x (1 + skew) plus the multinomial excess sqrt(2 ln ep x m) "
+        "(which alone is uniform routing, the prior 0); skew = this for a step's decode tokens, "
+        "moe_imbalance_prompt for its prompt tokens (weighted by their counts); fitted per "
+        "framework on the expert-parallel rows (calibration.ep_fit; free, it goes to its bound "
+        "4, a stand-in for costs the step lacks: docs/formulas.md 5b)",
     )
-    moe_imbalance_decay: float = Field(
+    moe_imbalance_prompt: float = Field(
         0.0,
         ge=0,
-        le=1,
-        description="how the routing skew moe_imbalance fades with the mean routed tokens per "
-        "EP GPU m: the skew is moe_imbalance / (1 + this x m), so the busiest GPU's excess "
-        "stays below moe_imbalance / this tokens (large batches average the experts' "
-        "popularity out: a prompt step of thousands of tokens is near balanced, a decode step "
-        "of a few hundred is not); 0, the prior: the same skew at every step size; fitted with "
-        "moe_imbalance (calibration.ep_fit) [1/token]",
+        le=4,
+        description="the routing skew of a step's prompt tokens (moe_imbalance: its decode "
+        "tokens): a prompt step routes thousands of tokens a GPU, whose experts' popularity "
+        "averages out (LMSYS large-scale EP blog, 2025-05-05: default vs perfectly balanced "
+        "experts 50,302 vs 59,337 prefill tok/s a node, 16,384 tokens a GPU, EP32); fitted "
+        "beside moe_imbalance (calibration.ep_fit); the prior 0",
     )
 
     moe_route_cv2: float = Field(

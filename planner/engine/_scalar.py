@@ -158,7 +158,10 @@ def step_time_scalar(
         t_gc = mm / (peak * eff)
         if mm_e != 0.0:  # expert parallel: the busiest GPU's routed tokens (skew + multinomial)
             mean = T * k_ep
-            sk = skew / (1.0 + c[103] * mean)  # the skew fades with the routed tokens
+            sk = skew
+            P = T0 - num_seqs  # prompt tokens: their own skew (c[103]), weighted by count
+            if P > 0.0:
+                sk = skew + (c[103] - skew) * (P / T)
             hd = (mean * (1.0 + sk) + z_ep * mean**0.5) * dp
             if hd > 0.0:  # its expert GEMMs fill the tensor cores by their own rows
                 if chalf != 0.0:
