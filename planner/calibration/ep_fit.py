@@ -41,10 +41,19 @@ from planner.errors import PlannerError
 #: that fades with the routed tokens per GPU instead (``skew / (1 + d x m)``, ``d`` fitted in
 #: [1e-7, 1]) went to its floor (no fade): the TensorRT-LLM offline rows' decode steps of
 #: thousands of tokens a GPU want the full skew (docs/changes: msplit).
+#: the prompt skew's ceiling: 4, free like the decode skew (the default). A what-if, not
+#: taken: 1.564, the published skew of DeepSeek-R1 on 32 GB200 without EPLB (the hottest
+#: EP32 rank's routed tokens over the mean, minus 1, averaged over layers and iterations;
+#: TensorRT-LLM tech blog 4, Table 1), an upper bound for EP <= 32. Held out it brings the
+#: InferenceX 8k/1k front from 7/12 to 11/12 within 25% and the 1k/1k from 9/9 to 8/9, but
+#: takes the EP + DEP throughput rows 16.1% -> 17.4% and TPOT 28.8% -> 29.6% (the
+#: TensorRT-LLM perf-overview's aggregated 8k/1k and 32k/1k offline rows want the full skew;
+#: changes: msplit).
+PROMPT_SKEW_MAX = 4.0
 EP_BOUNDS: dict[str, tuple[float, float, float]] = {
     "moe_imbalance": (1e-3, 4.0, 5.0),
     "adp_prompt_imbalance": (1e-3, 1.0, 5.0),
-    "moe_imbalance_prompt": (1e-3, 4.0, 5.0),
+    "moe_imbalance_prompt": (1e-3, PROMPT_SKEW_MAX, 5.0),
 }
 #: fit the prompt tokens' skew apart (False: ``moe_imbalance_prompt`` = ``moe_imbalance``)
 EP_PROMPT_SPLIT = True
