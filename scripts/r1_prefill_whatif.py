@@ -115,7 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         elif c == "a2a":
             dd = build_spec_row(plain, load_catalog())[0]
         elif c.startswith("imb"):  # the prefill pool's routing skew set to this value
-            sm = dataclasses.replace(pre, params=pre.params.with_(moe_imbalance=float(c[3:])))
+            x = float(c[3:])  # both the decode and the prompt tokens' skew
+            sm = dataclasses.replace(
+                pre, params=pre.params.with_(moe_imbalance=x, moe_imbalance_prompt=x)
+            )
             dd = dataclasses.replace(d, prefill=dataclasses.replace(d.prefill, sm=sm))
         elif c.startswith("gemm"):
             pool = dataclasses.replace(d.prefill, sm=slow(pre, float(c[4:])))

@@ -198,8 +198,9 @@ def test_attention_dp_multiplies_the_engine_limits(catalog):
 def test_ep_rows_leave_the_plain_fit_alone_and_fit_the_ep_fields(catalog):
     """Two-stage fit (planner.calibration.ep_fit): adding the DEP rows of the TensorRT-LLM
     release/1.2 table changes no parameter of any node except the EP fields: the routing
-    skew ``moe_imbalance`` (prior 0, moves up) and ``adp_prompt_imbalance`` (the share of
-    prompt work left on its attention rank, in [0, 1])."""
+    skew of decode tokens ``moe_imbalance`` (prior 0, moves up), of prompt tokens
+    ``moe_imbalance_prompt`` (in [0, 4]) and ``adp_prompt_imbalance`` (the share of prompt
+    work left on its attention rank, in [0, 1])."""
     from planner.benchmarks.io import load_measurements
     from planner.calibration.fit import fit_profile, prepare_rows
 
@@ -214,8 +215,10 @@ def test_ep_rows_leave_the_plain_fit_alone_and_fit_the_ep_fields(catalog):
     for na, nb in zip(a.nodes, b.nodes, strict=True):
         da, db = na.params.model_dump(), nb.params.model_dump()
         assert da.pop("adp_prompt_imbalance") == 0.0 and da.pop("moe_imbalance") == 0.0
+        assert da.pop("moe_imbalance_prompt") == 0.0
         assert 0.0 <= db.pop("adp_prompt_imbalance") <= 1.0
         assert db.pop("moe_imbalance") > 0.01
+        assert 0.0 < db.pop("moe_imbalance_prompt") <= 4.0
         assert da == db, (na.gpu, na.precision)
     assert "fitted on the" in b.method
     assert "expert-parallel rows" in b.method

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.catalog import load_catalog
+from planner.catalog.efficiency import PRIOR
 from planner.catalog.layout import Layout, check_for_model, layout_of
 from planner.engine.memory import plan_memory, weight_memory
 from planner.engine.step import step_model
@@ -153,11 +154,51 @@ def test_routed_tokens_of_the_busiest_gpu_hand_derived():
     assert skew.routed_tokens_hot(256) == pytest.approx(256 * 1.25 + 2.0393 * 16, rel=1e-4)
 
 
+def test_prompt_and_decode_skew_hand_derived():
+    """moe_imbalance 2 (decode tokens) and moe_imbalance_prompt 0.5 (prompt tokens) over ep 8,
+    top-8: a decode step of 256 tokens (m = 256 a GPU) runs 256 x 3 + sqrt(2 ln 8) x 16 =
+    768 + 2.0393 x 16 = 800.6 on the busiest GPU; a step of 32,768 tokens of which 32,512
+    prompt tokens and 256 decoders has skew 2 + (0.5 - 2) x 32,512 / 32,768 = 0.51172:
+    32,768 x 1.51172 + 2.0393 x 181.02 = 49,905 (one skew for both: 3 x 32,768 + 369 =
+    98,673)."""
+    lay = layout_of(1, 1, 8, 8)
+    prm = PRIOR.with_(moe_imbalance=2.0, moe_imbalance_prompt=0.5)
+    sm = step_model("deepseek-v3", "nvidia-h200-sxm", "fp8", layout=lay, params=prm)
+    z = math.sqrt(2 * math.log(8))
+    assert sm.routed_tokens_hot(256) == pytest.approx(256 * 3 + z * 16)
+    assert sm.routed_tokens_hot(32_768, 32_512) == pytest.approx(49_905, rel=1e-4)
+    one = step_model("deepseek-v3", "nvidia-h200-sxm", "fp8", layout=lay,
+                     params=prm.with_(moe_imbalance_prompt=2.0))  # fmt: skip
+    assert one.routed_tokens_hot(32_768, 32_512) == pytest.approx(98_673, rel=1e-4)
+    # the step passes its prompt tokens (new tokens beyond one per sequence): a prompt step
+    # with the lower prompt skew is faster than the same step under the decode skew
+    args = (32_768, 256 + 4, 256 + 4, 256 * 2000 + 32_512, 256 * 2000 + 32_512 * 4_064)
+    assert sm.step_time(*args) < one.step_time(*args)
+    assert sm.step_time(*args) == pytest.approx(sm.step(*args).time_s, rel=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(T=st.floats(1.0, 2e5), share=st.floats(0.0, 1.0), a=st.floats(0.0, 4.0),
+       b=st.floats(0.0, 4.0))  # fmt: skip
+def test_step_skew_between_its_decode_and_prompt_skews(T, share, a, b):
+    """The busiest GPU's routed tokens lie between those of an all-decode step (skew a) and
+    an all-prompt one (skew b) of the same size, and never below uniform routing."""
+    lay = layout_of(1, 1, 8, 8)
+    sm = step_model("deepseek-v3", "nvidia-h200-sxm", "fp8", layout=lay,
+                    params=PRIOR.with_(moe_imbalance=a, moe_imbalance_prompt=b))  # fmt: skip
+    h = sm.routed_tokens_hot(T, share * T)
+    lo, hi = sorted((sm.routed_tokens_hot(T, 0.0), sm.routed_tokens_hot(T, T)))
+    assert lo * (1 - 1e-12) <= h <= hi * (1 + 1e-12)
+    assert h >= (T + math.sqrt(2 * math.log(8)) * math.sqrt(T)) * (1 - 1e-12)
+
+
 @pytest.mark.parametrize(
     "lay", [layout_of(1, 1, 8, 8), layout_of(8, 1, 8), layout_of(2, 1, 8, 4), layout_of(4, 2, 4)]
 )
-def test_scalar_path_equals_vector_path_for_ep_layouts(lay):
-    sm = step_model("deepseek-v3", "nvidia-h200-sxm", "fp8", layout=lay)
+@pytest.mark.parametrize("skew", [(0.0, 0.0), (3.0, 0.4)])
+def test_scalar_path_equals_vector_path_for_ep_layouts(lay, skew):
+    sm = step_model("deepseek-v3", "nvidia-h200-sxm", "fp8", layout=lay,
+                    params=PRIOR.with_(moe_imbalance=skew[0], moe_imbalance_prompt=skew[1]))  # fmt: skip
     for B in (1, 7, 64, 600):
         for new in (B, B + 3000):
             args = (new, B, B, B * 1500, B * 1500 + 10_000, 0.0, 0.0, 500.0)

@@ -69,7 +69,7 @@ def test_kept_not_applied_so_predictions_are_mains():
     m = _CAT.model("deepseek-v3")
     assert moe_layer_timing(m, "fp4", "blackwell", 8, 1) is None
     sm = _sm()
-    assert sm.moe_kernel_points == () and sm._coeffs[69:] == (0.0,) * 34
+    assert sm.moe_kernel_points == () and sm._coeffs[69:103] == (0.0,) * 34
 
 
 def test_fixed_part_and_weight_stream_by_hand():
@@ -137,7 +137,7 @@ def test_which_steps_it_floors(applied):
     assert len(_sm("nvidia-gb200").moe_kernel_points) == 10
     for sm in (_sm(prec="fp8"), _sm(layout=Layout(tp=1, ep=4, attention_dp=4)),
                _sm(layout=Layout(tp=8))):  # fmt: skip
-        assert sm.moe_kernel_points == () and sm._coeffs[69:] == (0.0,) * 34
+        assert sm.moe_kernel_points == () and sm._coeffs[69:103] == (0.0,) * 34
 
 
 def test_dep8_decode_step_by_hand(applied):

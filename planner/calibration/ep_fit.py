@@ -33,14 +33,35 @@ from planner.errors import PlannerError
 #: perf-overview page are then over-predicted as much (+47..+56%) as its unbalanced Qwen3 rows
 #: (+33..+69%); the share fixed at its physical 1 on the unbalanced rows is worse (24.9% ->
 #: 29.3%: InferenceX's SGLang DEP rows 10.9% -> 30.7%).
+#: ``moe_imbalance_prompt`` is that skew for a step's prompt tokens (``moe_imbalance`` then
+#: for its decode tokens; weighted by their counts): the engines route prompt steps of
+#: thousands of tokens a GPU, whose experts' popularity averages out (LMSYS's large-scale EP
+#: blog: "Larger batches reduce random fluctuations in expert usage"). Off
+#: (``EP_PROMPT_SPLIT = False``) the prompt skew is the decode one, the fit of before. A skew
+#: that fades with the routed tokens per GPU instead (``skew / (1 + d x m)``, ``d`` fitted in
+#: [1e-7, 1]) went to its floor (no fade): the TensorRT-LLM offline rows' decode steps of
+#: thousands of tokens a GPU want the full skew (docs/changes: msplit).
+#: the prompt skew's ceiling: 4, free like the decode skew (the default). A what-if, not
+#: taken: 1.564, the published skew of DeepSeek-R1 on 32 GB200 without EPLB (the hottest
+#: EP32 rank's routed tokens over the mean, minus 1, averaged over layers and iterations;
+#: TensorRT-LLM tech blog 4, Table 1), an upper bound for EP <= 32. Held out it brings the
+#: InferenceX 8k/1k front from 7/12 to 11/12 within 25% and the 1k/1k from 9/9 to 8/9, but
+#: takes the EP + DEP throughput rows 16.1% -> 17.4% and TPOT 28.8% -> 29.6% (the
+#: TensorRT-LLM perf-overview's aggregated 8k/1k and 32k/1k offline rows want the full skew;
+#: changes: msplit).
+PROMPT_SKEW_MAX = 4.0
 EP_BOUNDS: dict[str, tuple[float, float, float]] = {
     "moe_imbalance": (1e-3, 4.0, 5.0),
     "adp_prompt_imbalance": (1e-3, 1.0, 5.0),
+    "moe_imbalance_prompt": (1e-3, PROMPT_SKEW_MAX, 5.0),
 }
+#: fit the prompt tokens' skew apart (False: ``moe_imbalance_prompt`` = ``moe_imbalance``)
+EP_PROMPT_SPLIT = True
 #: where the search for an EP field starts: in log space the slope vanishes at the floor
 #: (d value / d log x = x), so a search started there stays there
-_EP_START = {"moe_imbalance": 0.3, "adp_prompt_imbalance": 0.3}
+_EP_START = {"moe_imbalance": 0.3, "adp_prompt_imbalance": 0.3, "moe_imbalance_prompt": 0.3}
 EP_FIELDS = tuple(EP_BOUNDS)
+_PROMPT = "moe_imbalance_prompt"
 
 
 def fit_ep_fields(
@@ -58,7 +79,11 @@ def fit_ep_fields(
     from scipy.optimize import least_squares
 
     kinds = set(kinds)
-    fields = EP_FIELDS
+    fields = EP_FIELDS if EP_PROMPT_SPLIT else tuple(f for f in EP_FIELDS if f != _PROMPT)
+
+    def tied(upd: dict[str, float]) -> dict[str, float]:  # the prompt skew is the decode one
+        return upd if EP_PROMPT_SPLIT else {**upd, _PROMPT: upd["moe_imbalance"]}
+
     lo = np.array([math.log(EP_BOUNDS[f][0]) for f in fields])
     hi = np.array([math.log(EP_BOUNDS[f][1]) for f in fields])
     sig = np.array([EP_BOUNDS[f][2] for f in fields])
@@ -74,8 +99,8 @@ def fit_ep_fields(
             continue
         fn = r.fit_predictor(kinds)
         try:  # a row whose prediction the EP fields do not move (no prompt work, no attention DP)
-            lo_v = fn(p0.with_(**{f: EP_BOUNDS[f][0] for f in fields}))
-            hi_v = fn(p0.with_(**{f: EP_BOUNDS[f][1] for f in fields}))
+            lo_v = fn(p0.with_(**tied({f: EP_BOUNDS[f][0] for f in fields})))
+            hi_v = fn(p0.with_(**tied({f: EP_BOUNDS[f][1] for f in fields})))
         except (ValueError, ZeroDivisionError, OverflowError):
             continue
         if lo_v == hi_v:  # tells nothing about them
@@ -88,7 +113,7 @@ def fit_ep_fields(
             out = np.empty(len(subset))
             for i, (_, p0, fn, meas) in enumerate(subset):
                 try:
-                    v = fn(p0.with_(**upd))
+                    v = fn(p0.with_(**tied(upd)))
                     out[i] = math.log(v) - meas if v > 0 and math.isfinite(v) else 10.0
                 except (ValueError, ZeroDivisionError, OverflowError):
                     out[i] = 10.0
@@ -115,7 +140,7 @@ def fit_ep_fields(
         by_fw[fw] = fit([t for t in prepared if t[0].framework == fw], x_glob)
 
     def values(x):
-        return {f: float(f"{math.exp(v):.5g}") for f, v in zip(fields, x, strict=True)}
+        return tied({f: float(f"{math.exp(v):.5g}") for f, v in zip(fields, x, strict=True)})
 
     nodes = tuple(
         n.model_copy(

@@ -88,10 +88,22 @@ class EfficiencyParams(Frozen):
         0.0,
         ge=0,
         le=4,
-        description="expert-parallel routing skew: the busiest EP GPU's routed tokens are the "
-        "mean x (1 + this) plus the multinomial excess sqrt(2 ln ep x mean) (which alone is "
-        "uniform routing, the prior 0); not fitted (a free skew went to its bound, 4, standing "
-        "in for other costs: docs/formulas.md 5b); a what-if knob",
+        description="expert-parallel routing skew of decode tokens: the busiest EP GPU's routed "
+        "tokens are the mean m x (1 + skew) plus the multinomial excess sqrt(2 ln ep x m) "
+        "(which alone is uniform routing, the prior 0); skew = this for a step's decode tokens, "
+        "moe_imbalance_prompt for its prompt tokens (weighted by their counts); fitted per "
+        "framework on the expert-parallel rows (calibration.ep_fit; free, it goes to its bound "
+        "4, a stand-in for costs the step lacks: docs/formulas.md 5b)",
+    )
+    moe_imbalance_prompt: float = Field(
+        0.0,
+        ge=0,
+        le=4,
+        description="the routing skew of a step's prompt tokens (moe_imbalance: its decode "
+        "tokens): a prompt step routes thousands of tokens a GPU, whose experts' popularity "
+        "averages out (LMSYS large-scale EP blog, 2025-05-05: default vs perfectly balanced "
+        "experts 50,302 vs 59,337 prefill tok/s a node, 16,384 tokens a GPU, EP32); fitted "
+        "beside moe_imbalance (calibration.ep_fit); the prior 0",
     )
 
     moe_route_cv2: float = Field(

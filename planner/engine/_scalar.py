@@ -79,7 +79,7 @@ def step_time_scalar(
         pp,
         mm_e,
         k_ep,
-        skew1,
+        skew,
         z_ep,
         spec_k,
         d_w,
@@ -158,7 +158,11 @@ def step_time_scalar(
         t_gc = mm / (peak * eff)
         if mm_e != 0.0:  # expert parallel: the busiest GPU's routed tokens (skew + multinomial)
             mean = T * k_ep
-            hd = (mean * skew1 + z_ep * mean**0.5) * dp
+            sk = skew
+            P = T0 - num_seqs  # prompt tokens: their own skew (c[103]), weighted by count
+            if P > 0.0:
+                sk = skew + (c[103] - skew) * (P / T)
+            hd = (mean * (1.0 + sk) + z_ep * mean**0.5) * dp
             if hd > 0.0:  # its expert GEMMs fill the tensor cores by their own rows
                 if chalf != 0.0:
                     eff_e = ceff * hd / (hd + chalf)

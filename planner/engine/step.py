@@ -174,16 +174,22 @@ class StepModel:
             tokens, self.local_experts, self.num_experts, self.top_k, self.params.moe_route_cv2
         )
 
-    def routed_tokens_hot(self, tokens):
+    def routed_tokens_hot(self, tokens, prompt_tokens=0.0):
         """Routed tokens of the busiest expert-parallel GPU per MoE layer [tokens]: the mean
-        ``tokens x top_k / ep`` times ``1 + moe_imbalance`` (skewed routing, fitted) plus the
-        multinomial excess of the largest of ``ep`` shares, ``sqrt(2 ln ep x mean)`` (the
-        expected maximum of ``ep`` near-Poisson counts); the rows of its expert GEMMs, whose
-        compute ramp they set (:func:`_ramp`). Only for EP layouts (``ep > 1``)."""
+        ``m = tokens x top_k / ep`` times ``1 + skew`` plus the multinomial excess of the
+        largest of ``ep`` shares, ``sqrt(2 ln ep x m)`` (the expected maximum of ``ep``
+        near-Poisson counts); the rows of its expert GEMMs, whose compute ramp they set
+        (:func:`_ramp`). The skew (fitted) is ``moe_imbalance`` for decode tokens and
+        ``moe_imbalance_prompt`` for the ``prompt_tokens`` among ``tokens``, weighted by
+        their counts. Only for EP layouts (``ep > 1``)."""
         t = np.asarray(tokens, dtype=float)
         mean = t * self.top_k / self.ep
         z = math.sqrt(2.0 * math.log(self.ep)) if self.ep > 1 else 0.0
-        return mean * (1.0 + self.params.moe_imbalance) + z * np.sqrt(mean)
+        p = self.params
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(t > 0, np.asarray(prompt_tokens, float) / t, 0.0)
+        skew = p.moe_imbalance + (p.moe_imbalance_prompt - p.moe_imbalance) * share
+        return mean * (1.0 + skew) + z * np.sqrt(mean)
 
     @staticmethod
     def decode_pairs(kv_read_tokens_full, attn_pairs_full, attn_pairs_prefix=0.0, spec_tokens=0):
@@ -257,7 +263,8 @@ class StepModel:
             mm_t = mm_flops + self.matmul_slow_flops_per_token * Ta  # as FLOPs at peak_flops
             t_gc = np.where(T > 0, mm_t / (self.peak_flops * np.maximum(eff_c, 1e-12)), 0.0)
             if self.expert_flops_per_routed_token:  # EP: the busiest GPU's expert GEMMs, whose
-                hd = self.routed_tokens_hot(T) * dp  # rows are its routed tokens (ramp on them)
+                P = np.maximum(T0 - np.asarray(num_seqs, float), 0.0)  # prompt tokens
+                hd = self.routed_tokens_hot(T, P) * dp  # rows: its routed tokens (ramp)
                 e_flops = self.expert_flops_per_routed_token * (hd / dp)
                 eff_e = _ramp(p.compute_eff, hd, p.compute_half_tokens * dp)
                 t_gc = t_gc + np.where(hd > 0, e_flops / (self.peak_flops * eff_e), 0.0)
@@ -418,7 +425,7 @@ class StepModel:
     # ---- the hot scalar path of :meth:`step` (plain floats, no numpy) ------------------
     @cached_property
     def _coeffs(self) -> tuple[float, ...]:
-        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (103 floats): the
+        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (104 floats): the
         step's constants, with the products that do not depend on its counts done once."""
         p = self.params
         ne = self.num_experts
@@ -461,7 +468,7 @@ class StepModel:
                 self.pp,
                 self.expert_flops_per_routed_token,
                 self.top_k / self.ep,
-                1.0 + p.moe_imbalance,
+                p.moe_imbalance,
                 z,
                 # speculative decoding (0: off): K, then the draft pass terms
                 self.spec_tokens,
@@ -490,6 +497,7 @@ class StepModel:
                 *moe_floor.slots(
                     self.moe_kernel_points, self.moe_kernel_layers
                 ),  # MoE kernel floor
+                p.moe_imbalance_prompt,  # the routing skew of prompt tokens
             )
         )
 
