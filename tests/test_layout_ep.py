@@ -460,3 +460,15 @@ def test_native_precision_wins_a_tie():
     top = json.loads(r.stdout)["recommendations"][0]
     assert (top["precision"], top["num_gpus"]) == ("fp4", 1)
     assert CAT.model("gpt-oss-20b").native_precision == "fp4"
+
+
+def test_old_profile_without_prompt_skew_keeps_one_skew():
+    # a node saved before the split (2026-12-07) names only moe_imbalance: its prompt tokens
+    # keep that skew (2.5), not the field's prior 0
+    from planner.catalog.efficiency import EfficiencyParams
+
+    old = EfficiencyParams.model_validate({"moe_imbalance": 2.5})
+    assert old.moe_imbalance_prompt == 2.5
+    new = EfficiencyParams.model_validate({"moe_imbalance": 2.5, "moe_imbalance_prompt": 1.0})
+    assert new.moe_imbalance_prompt == 1.0
+    assert EfficiencyParams().moe_imbalance_prompt == 0.0

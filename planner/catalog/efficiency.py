@@ -6,7 +6,9 @@ The defaults are priors; :mod:`planner.calibration` fits them and
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any
+
+from pydantic import Field, model_validator
 
 from planner.catalog.records import Frozen
 
@@ -16,6 +18,19 @@ class EfficiencyParams(Frozen):
 
     Defaults are priors used before calibration (provenance ``prior``).
     """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _prompt_skew_follows_decode_skew(cls, data: Any) -> Any:
+        """A record that gives ``moe_imbalance`` and no ``moe_imbalance_prompt`` (a profile
+        saved before the two were split, 2026-12-07) keeps one skew for every token."""
+        if (
+            isinstance(data, dict)
+            and "moe_imbalance" in data
+            and "moe_imbalance_prompt" not in data
+        ):
+            data = {**data, "moe_imbalance_prompt": data["moe_imbalance"]}
+        return data
 
     mem_eff: float = Field(0.80, gt=0, le=1, description="achieved / peak HBM bandwidth, GEMMs")
     kv_mem_eff: float = Field(
