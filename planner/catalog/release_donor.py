@@ -1,0 +1,84 @@
+"""Which release node lends its fit to a GPU whose architecture has none (the donor rule).
+
+A prediction for an engine release on a GPU whose architecture has no fit of the engine at
+all borrows the node of the nearest release of the same series on another architecture
+(:func:`~planner.catalog.release_profile.choose_release_elsewhere`, step 4 of
+``planner.catalog.release_profile``). The fit, ``planner validate``, ``planner estimate`` and
+the recommender all reach it through
+:func:`~planner.catalog.release_profile.resolve_release_params`, so the ranking below is the
+one rule they share.
+
+The ranking of the candidate nodes is :func:`elsewhere_rank`: release distance first, then
+the same vendor, then the nearest GPU by datasheet, the newer release, more rows. With
+:func:`vendor_first` the vendor comes before the release distance: a node of the GPU's own
+vendor (its compiler, kernels and collective library: ROCm / aiter / RCCL against CUDA /
+FlashInfer / NCCL) at any release of the series is preferred, and another vendor's node
+lends only when the vendor has none.
+
+**Measured held out and left off** (``PLANNER_DONOR_VENDOR_FIRST=1`` turns it on;
+``changes/s9-donor.md`` has the numbers): no held-out row of the bundled benchmarks has a
+same-vendor node of its series on another architecture except GPUStack's vLLM rows on the
+A100 (Ampere, vLLM 0.11: before from MI300X 0.11.1, after from an NVIDIA 0.11.x node), so
+the rule cannot move the InferenceX MI355X SGLang rows that the cookbook's release label
+moves (their series, SGLang 0.5, has no AMD node outside InferenceX itself).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+from planner.errors import PlannerError
+
+__all__ = ["VENDOR_FIRST_ENV", "elsewhere_rank", "vendor_first"]
+
+#: the environment variable that turns the vendor-first donor order on ("1") or off ("0")
+VENDOR_FIRST_ENV = "PLANNER_DONOR_VENDOR_FIRST"
+
+#: the default of :func:`vendor_first` (measured held out, see the module docstring)
+VENDOR_FIRST_DEFAULT = False
+
+
+def vendor_first() -> bool:
+    """Whether a same-vendor release node of the series lends before a nearer release of
+    another vendor (``PLANNER_DONOR_VENDOR_FIRST``: "1" / "0"; unset: the default)."""
+    env = os.environ.get(VENDOR_FIRST_ENV, "").strip()
+    if env in ("", None):
+        return VENDOR_FIRST_DEFAULT
+    if env not in ("0", "1"):
+        raise PlannerError(f"{VENDOR_FIRST_ENV}: {env!r} is not 0 or 1")
+    return env == "1"
+
+
+def elsewhere_rank(distance: int, same_vendor: bool, datasheet_distance: float,
+                   release_key: tuple, n_rows: int, gpu: str) -> tuple:  # fmt: skip
+    """The sort key of a candidate donor node (lowest lends).
+
+    Parameters
+    ----------
+    distance : int
+        releases between the requested release and the node's
+        (:func:`~planner.catalog.release_profile.release_distance`)
+    same_vendor : bool
+        the node's GPU is of the predicted GPU's vendor
+    datasheet_distance : float
+        :func:`~planner.catalog.profile.sibling_distance` of the two GPUs (inf: unknown)
+    release_key : tuple
+        the node release's numbers (:func:`~planner.catalog.release_profile.release_order`
+        ``[0]``): newer lends before older at a tie
+    n_rows : int
+        the node's fitted rows: more lends before fewer at a tie
+    gpu : str
+        the node's GPU id (a stable last tie-break)
+
+    Returns
+    -------
+    tuple
+        ``(distance, other vendor, datasheet distance, -release, -rows, gpu)``; with
+        :func:`vendor_first`, ``(other vendor, distance, ...)``
+    """
+    d = datasheet_distance if math.isfinite(datasheet_distance) else math.inf
+    newer = tuple(-x for x in release_key)
+    if vendor_first():
+        return (not same_vendor, distance, d, newer, -n_rows, gpu)
+    return (distance, not same_vendor, d, newer, -n_rows, gpu)
