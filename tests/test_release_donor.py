@@ -17,7 +17,14 @@ import pytest
 from planner.catalog import load_catalog
 from planner.catalog.efficiency import PRIOR
 from planner.catalog.profile import Profile, ProfileNode
-from planner.catalog.release_donor import VENDOR_FIRST_ENV, elsewhere_rank, vendor_first
+from planner.catalog.release_donor import (
+    NO_OFFLINE_NODES_ENV,
+    VENDOR_FIRST_ENV,
+    elsewhere_rank,
+    no_offline_nodes,
+    offline_only,
+    vendor_first,
+)
 from planner.catalog.release_profile import release_distance, resolve_release_params
 from planner.errors import PlannerError
 
@@ -127,3 +134,49 @@ def test_rank_orders_by_distance_then_vendor_or_vendor_first(monkeypatch):
     for v in (True, False):
         ds = [c[0] for c in on if c[1] is v]
         assert ds == sorted(ds)
+
+
+class _Row:
+    """The fields fit_release_nodes reads of a prepared row (H100, vLLM, fp8, MoE)."""
+
+    def __init__(self, rel, mode):
+        self.release, self.mode, self.family, self.vendor = rel, mode, "moe", "nvidia"
+        self.framework, self.arch, self.gpu, self.precision = (
+            "vllm",
+            "hopper",
+            "nvidia-h100-sxm",
+            "fp8",
+        )
+        self.expert_parallel, self.source = False, "s"
+
+    def fit_predictor(self, kinds):
+        return object()
+
+
+@pytest.mark.parametrize("flag, kept", [("0", ["0.10.0", "0.9.2"]), ("1", ["0.10.0"])])
+def test_the_offline_node_switch_of_the_fit(monkeypatch, flag, kept):
+    """Two releases of 5 rows each: 0.9.2 all offline (a max-throughput table), 0.10.0 four
+    offline and one at a fixed concurrency. With the switch on, the fit leaves out 0.9.2's
+    node only: one serving row is enough to keep a node."""
+    from planner.calibration import release_fit
+
+    rows = [_Row("0.9.2", "offline")] * 5 + [_Row("0.10.0", "offline")] * 4
+    rows += [_Row("0.10.0", "concurrency")]
+    monkeypatch.setattr(release_fit, "resolve_params", lambda *a, **k: (PRIOR, "prior"))
+    monkeypatch.setattr(release_fit, "_fit_node", lambda rs, *a: (PRIOR, 0.0))
+    monkeypatch.setenv(NO_OFFLINE_NODES_ENV, flag)
+    out = release_fit.fit_release_nodes(_profile(), rows, CAT, min_rows=5)
+    assert sorted(n.release for n in out.release_nodes) == kept
+
+
+def test_offline_only():
+    assert offline_only(["offline"] * 3)
+    assert not offline_only(["offline", "offline", "concurrency"])
+    assert not offline_only([])  # no rows: nothing says the node saw only offline runs
+
+
+def test_both_rules_are_off_by_default(monkeypatch):
+    """Measured held out and not taken (changes/s9-donor.md)."""
+    monkeypatch.delenv(VENDOR_FIRST_ENV, raising=False)
+    monkeypatch.delenv(NO_OFFLINE_NODES_ENV, raising=False)
+    assert not vendor_first() and not no_offline_nodes()

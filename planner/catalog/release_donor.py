@@ -27,10 +27,18 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable
 
 from planner.errors import PlannerError
 
-__all__ = ["VENDOR_FIRST_ENV", "elsewhere_rank", "vendor_first"]
+__all__ = [
+    "NO_OFFLINE_NODES_ENV",
+    "VENDOR_FIRST_ENV",
+    "elsewhere_rank",
+    "no_offline_nodes",
+    "offline_only",
+    "vendor_first",
+]
 
 #: the environment variable that turns the vendor-first donor order on ("1") or off ("0")
 VENDOR_FIRST_ENV = "PLANNER_DONOR_VENDOR_FIRST"
@@ -39,15 +47,53 @@ VENDOR_FIRST_ENV = "PLANNER_DONOR_VENDOR_FIRST"
 VENDOR_FIRST_DEFAULT = False
 
 
+#: the environment variable that keeps release nodes taught only by offline runs out of a
+#: fit ("1") or in ("0"): :func:`no_offline_nodes`
+NO_OFFLINE_NODES_ENV = "PLANNER_DONOR_NO_OFFLINE_NODES"
+
+#: the default of :func:`no_offline_nodes` (measured held out, see the module docstring)
+NO_OFFLINE_NODES_DEFAULT = False
+
+
+def _switch(env: str, default: bool) -> bool:
+    """An on / off environment switch: "1" on, "0" off, unset or empty the default."""
+    value = os.environ.get(env, "").strip()
+    if not value:
+        return default
+    if value not in ("0", "1"):
+        raise PlannerError(f"{env}: {value!r} is not 0 or 1")
+    return value == "1"
+
+
 def vendor_first() -> bool:
     """Whether a same-vendor release node of the series lends before a nearer release of
     another vendor (``PLANNER_DONOR_VENDOR_FIRST``: "1" / "0"; unset: the default)."""
-    env = os.environ.get(VENDOR_FIRST_ENV, "").strip()
-    if env in ("", None):
-        return VENDOR_FIRST_DEFAULT
-    if env not in ("0", "1"):
-        raise PlannerError(f"{VENDOR_FIRST_ENV}: {env!r} is not 0 or 1")
-    return env == "1"
+    return _switch(VENDOR_FIRST_ENV, VENDOR_FIRST_DEFAULT)
+
+
+def no_offline_nodes() -> bool:
+    """Whether ``planner.calibration.release_fit`` leaves out a release node whose rows are
+    all offline runs (``PLANNER_DONOR_NO_OFFLINE_NODES``: "1" / "0"; unset: the default).
+    A switch of the fit: a profile fitted with it on holds no such node, so its rows'
+    releases (and the releases that would borrow it) take the next release node or the fit
+    over every release."""
+    return _switch(NO_OFFLINE_NODES_ENV, NO_OFFLINE_NODES_DEFAULT)
+
+
+def offline_only(modes: Iterable[str]) -> bool:
+    """Whether every row of a release node is an offline run (``mode`` "offline": every
+    request sent at once, the engine at its batch limit; a max-throughput table): such a
+    node has seen no serving run's decode at a client's pace. False without rows.
+
+    >>> offline_only(["offline", "offline"]), offline_only(["offline", "concurrency"])
+    (True, False)
+    """
+    seen = False
+    for m in modes:
+        if m != "offline":
+            return False
+        seen = True
+    return seen
 
 
 def elsewhere_rank(distance: int, same_vendor: bool, datasheet_distance: float,
