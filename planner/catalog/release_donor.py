@@ -15,12 +15,17 @@ vendor (its compiler, kernels and collective library: ROCm / aiter / RCCL agains
 FlashInfer / NCCL) at any release of the series is preferred, and another vendor's node
 lends only when the vendor has none.
 
-**Measured held out and left off** (``PLANNER_DONOR_VENDOR_FIRST=1`` turns it on;
-``changes/s9-donor.md`` has the numbers): no held-out row of the bundled benchmarks has a
-same-vendor node of its series on another architecture except GPUStack's vLLM rows on the
-A100 (Ampere, vLLM 0.11: before from MI300X 0.11.1, after from an NVIDIA 0.11.x node), so
-the rule cannot move the InferenceX MI355X SGLang rows that the cookbook's release label
-moves (their series, SGLang 0.5, has no AMD node outside InferenceX itself).
+**Measured held out and left off** (``changes/s9-donor.md``):
+
+* vendor first (``PLANNER_DONOR_VENDOR_FIRST=1``) moves no held-out row of the bundled
+  benchmarks: no row that reaches this step has a node of its own vendor in its series on
+  another architecture (InferenceX's MI355X SGLang 0.5.x rows see only NVIDIA 0.5 nodes;
+  GPUStack's A100 vLLM 0.11.0 rows only AMD's MI300X 0.11.1). It cannot undo what the SGLang
+  cookbook's 0.5.6.post1 label moves: the MI355X then takes the B200 node of that label
+  because it is the nearest release, and there is no AMD node of the series to prefer.
+* the offline-node rule of the fit (``PLANNER_DONOR_NO_OFFLINE_NODES=1``,
+  :func:`no_offline_nodes`): a release node whose rows are all offline runs is not fitted,
+  so its release borrows the next node or the fit over every release.
 """
 
 from __future__ import annotations
