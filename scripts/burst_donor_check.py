@@ -81,6 +81,9 @@ def main(argv=None) -> int:
         action="store_true",
         help="only nodes whose bursts all generate <= a tenth of their prompt tokens",
     )
+    ap.add_argument(
+        "--scale", action="store_true", help="latency_rows.py's default prefill scale, not 1"
+    )
     a = ap.parse_args(argv)
     if Path(a.out_cache).resolve() == Path(a.cache).resolve():
         raise SystemExit("--out-cache must differ from --cache")
@@ -102,7 +105,9 @@ def main(argv=None) -> int:
                       f"{n.precision} ({n.n_rows} rows, {', '.join(n.sources)[:50]})")  # fmt: skip
         profiles[key] = prof.model_copy(update={"release_nodes": keep})
     Path(a.out_cache).write_bytes(pickle.dumps(profiles))
-    latency_rows.main(["--no-scale", "--cache", a.out_cache, "-o", a.output])
+    latency_rows.main(
+        [*([] if a.scale else ["--no-scale"]), "--cache", a.out_cache, "-o", a.output]
+    )
     with pd.option_context("display.width", 250, "display.max_rows", 300):
         for mc, t in fold_without_rows.compare(pd.read_csv(a.base), pd.read_csv(a.output)).items():
             print(f"== {mc}: before (base) / after (burst-only release nodes removed)")

@@ -31,6 +31,7 @@ import numpy as np
 from planner.calibration.fit import FITTED_KINDS, PreparedRow, _fit_node, _rounded, fit_profile
 from planner.catalog.catalog import Catalog, load_catalog
 from planner.catalog.profile import ErrorBand, Profile, ProfileNode, resolve_params
+from planner.catalog.release_donor import no_offline_nodes, offline_only
 from planner.catalog.release_profile import (
     RELEASE_STEP_KEY,
     release_order,
@@ -112,6 +113,8 @@ def fit_release_nodes(
     for key, rs in sorted(groups.items()):
         vendor, fw, arch, gpu, prec, rel, fam = key
         if only is not None and (fw, arch, prec) not in only:
+            continue
+        if no_offline_nodes() and offline_only(r.mode for r in rs):  # off: release_donor
             continue
         # a release whose rows are all of one split family starts from that family's child,
         # not from the mixed node (docs/changes/2026-12-07/mlperf70b.md)

@@ -42,6 +42,7 @@ from planner.catalog.profile import (
     resolve_params,
     sibling_distance,
 )
+from planner.catalog.release_donor import elsewhere_rank
 from planner.catalog.releases import (
     EngineRelease,
     generation,
@@ -223,7 +224,8 @@ def choose_release_elsewhere(
     another architecture (either vendor; of any precision when the series has no release
     node at ``precision``); ties go to the same vendor, then the nearest GPU by datasheet
     (:func:`~planner.catalog.profile.sibling_distance`), then the newer release, then more
-    rows. None when the series has no release node at all (the fit over every release).
+    rows (:func:`~planner.catalog.release_donor.elsewhere_rank`; vendor first when
+    :func:`~planner.catalog.release_donor.vendor_first`). None when the series has no release node at all (the fit over every release).
 
     Only the same series: a series is one generation of the engine's scheduler and kernels
     (vLLM's V1 engine, SGLang 0.5); across series the vendor's pooled node stays. Held out,
@@ -254,14 +256,14 @@ def choose_release_elsewhere(
     if not cands:
         return None
 
-    def rank(n):
-        d = release_distance(profile, framework, release, n.release)
+    def rank(n):  # the donor order: planner.catalog.release_donor
         try:
             near = sibling_distance(g, catalog.gpu(n.gpu))
         except PlannerError:
             near = math.inf
-        newer = tuple(-x for x in release_order(framework, n.release)[0])
-        return (d, n.vendor != g.vendor, near, newer, -n.n_rows, n.gpu or "")
+        return elsewhere_rank(release_distance(profile, framework, release, n.release),
+                              n.vendor == g.vendor, near, release_order(framework, n.release)[0],
+                              n.n_rows, n.gpu or "")  # fmt: skip
 
     best = min(cands, key=rank)
     d = release_distance(profile, framework, release, best.release)
