@@ -7,7 +7,8 @@ scores every one of them: the latency, TTFT and TPOT statistics are over all sam
 time the last *issued* query completed, from the run's start (mlcommons/inference
 ``loadgen/results.cc``). A row whose notes state the run's query count
 (``loadgen generated_query_count N``) is simulated for that many arrivals and scored that
-way (``serving_rows``); without it the planner's own steady run is used.
+way (``serving_rows``, while :data:`APPLY_STATED_RUN` is on); otherwise the planner's
+own steady run is used.
 
 Why it matters (changes/s9-mlprun.md): MLPerf v6.0 DeepSeek-R1 Server runs last 30,716 to
 105,312 queries (46 min to 3 h of arrivals), answers up to 20,000 tokens long take up to
@@ -25,6 +26,13 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     from planner.serving.result import SimResult
 
+#: whether a row's stated run length is simulated (off, 2026-12-07: held out, the long runs
+#: move the bistable MLPerf v6.0 DeepSeek-R1 B200 rows to their measured upper operating
+#: point, but the model's step at 400-600 sequences a rank is 1.1-1.2x too slow, so the
+#: high-rate rows fall behind their offered rate over 2-hour runs and their TTFT grows
+#: 100-1,000x; v6.0 TTFT MdAPE 10.2% -> 33.4%, and through the fitted prefill scale
+#: InferenceX's TTFT 10.2% -> 27.3%; changes/s9-mlprun.md, ``scripts/mlperf_run_length.py``)
+APPLY_STATED_RUN = False
 _STATED = re.compile(r"loadgen generated_query_count (\d[\d,]*)")
 
 
@@ -33,6 +41,12 @@ def stated_queries(notes: str) -> int | None:
     None when the notes do not say."""
     m = _STATED.search(notes or "")
     return int(m.group(1).replace(",", "")) if m else None
+
+
+def stated_run(notes: str) -> int | None:
+    """Queries to simulate for the row's run: :func:`stated_queries` while
+    :data:`APPLY_STATED_RUN` is on, else None (the planner's steady run)."""
+    return stated_queries(notes) if APPLY_STATED_RUN else None
 
 
 def loadgen_summary(res: SimResult) -> tuple[dict[str, Any], float, float]:

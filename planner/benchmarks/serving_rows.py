@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from planner.benchmarks import run_length
 from planner.benchmarks.random_lengths import random_dataset_lengths
-from planner.benchmarks.run_length import loadgen_summary, stated_queries, steady_token_rate
+from planner.benchmarks.run_length import loadgen_summary, stated_run, steady_token_rate
 from planner.benchmarks.scheduler_waits import (
     admission_gate,
     admission_wait,
@@ -407,6 +408,7 @@ def _serving_row_result(
         params = params.with_(comm_latency_s=lat)
     key = (
         GATE_BURST,
+        run_length.APPLY_STATED_RUN,
         ft_s,
         kv_res,
         scale,
@@ -570,7 +572,7 @@ def _serving_row_result(
             seeds = RATE_SEEDS
             mask_fn = None
         else:  # the run's stated length, scored as loadgen does (run_length), else steady
-            stated = stated_queries(notes)
+            stated = stated_run(notes)
             n = min(MAX_ROW_REQUESTS, math.ceil(stated / replicas)) if stated else SERVER_REQUESTS
             seeds = 1
             mask_fn = "loadgen" if stated else "steady"
