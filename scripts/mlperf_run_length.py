@@ -13,8 +13,11 @@ decoding sequences a rank over time:
 
 * ``planner``: as the planner simulates it now (``serving_rows``: 3,000 requests, lengthened
   until the arrivals span 5 mean / 2.5 p99 lifetimes; scored after the longest one);
-* ``real n, window``: the run's real query count, the planner's steady window;
-* ``real n, all``: the run's real query count, every query scored (loadgen's way).
+* ``real n, window``: the run's real query count (the row's notes: ``loadgen
+  generated_query_count``), the planner's steady window;
+* ``real n, all``: the planner's rule ``run_length.APPLY_STATED_RUN`` on: the run's real
+  query count, every query scored, throughput to the last-issued query's completion
+  (loadgen's way).
 
 Usage (repository root, ~10 min on two shared cores)::
 
@@ -36,25 +39,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from dep_prefilled_start import held_out_inputs  # noqa: E402
 
-from planner.benchmarks import serving_rows  # noqa: E402
+from planner.benchmarks import run_length, serving_rows  # noqa: E402
+from planner.benchmarks.run_length import stated_queries  # noqa: E402
 from planner.catalog.catalog import load_catalog  # noqa: E402
 
-#: generated_query_count of each run (loadgen mlperf_log_detail.txt, Server, run_1, MLPerf
-#: Inference v6.0 results @ 232fbf90fceb); target_qps is the row's request_rate
-GENERATED_QUERIES = {
-    "mlds60-0005": 105_312,  # Cisco C880A B300, 16 qps, 6,567 s of arrivals
-    "mlds60-0017": 105_312,  # CoreWeave GB300 x8, 12 qps, 8,756 s
-    "mlds60-0023": 105_312,  # Dell XE9780L B300, 12.5 qps, 8,406 s
-    "mlds60-0029": 30_716,  # Dell XE9780 B200, 11 qps, 2,766 s
-    "mlds60-0035": 105_312,  # Dell XE9780 B300, 12.5 qps, 8,406 s
-    "mlds60-0046": 105_312,  # GigaComputing G894 B300, 9.5 qps, 11,061 s
-    "mlds60-0052": 30_716,  # Google B200, 11 qps, 2,766 s
-    "mlds60-0064": 105_312,  # NVIDIA B300, 11.5 qps, 9,137 s
-    "mlds60-0104": 105_312,  # Nebius GB300 x8, 17.37 qps, 6,049 s
-    "mlds60-0110": 105_312,  # Nebius B200, 14 qps, 7,505 s
-    "mlds60-0116": 57_044,  # Nebius B300, 16.2 qps, 3,503 s
-    "mlds60-0122": 105_312,  # Quanta D75H B300, 9.5 qps, 11,061 s
-}
 IDS = "mlds60-0029,mlds60-0052,mlds60-0023,mlds60-0064"
 
 
@@ -67,14 +55,15 @@ def decoding_per_rank(res, ranks: int = 8, points: int = 12) -> list[float]:
 
 
 def simulate(record, catalog, params, scale, n: int | None, score_all: bool):
-    """(details, last SimResult) of one row; ``n`` None is the planner's own run."""
+    """(details, last SimResult) of one row: ``n`` queries in the planner's steady window, or
+    (``n`` None) the planner's own run, with its stated-run rule on when ``score_all``."""
     kept = {}
-    orig_run, orig_steady, orig_window, orig_n = (
+    orig_run, orig_steady, orig_n = (
         serving_rows.run,
         serving_rows.steady_requests,
-        serving_rows.steady_window,
         serving_rows.SERVER_REQUESTS,
     )
+    orig_apply = run_length.APPLY_STATED_RUN
 
     def run(*a, **k):
         kept["res"] = orig_run(*a, **k)
@@ -84,24 +73,16 @@ def simulate(record, catalog, params, scale, n: int | None, score_all: bool):
     if n is not None:
         serving_rows.SERVER_REQUESTS = n
         serving_rows.steady_requests = lambda res, m: m
-    if score_all:
-
-        def window(res):
-            return (
-                float(res.arrival_s.min()),
-                float(res.finish_s.max()),
-                np.ones(len(res.arrival_s), bool),
-            )
-
-        serving_rows.steady_window = window
+    if score_all:  # the planner's own rule (run_length), switched on for this run
+        run_length.APPLY_STATED_RUN = True
     serving_rows._ROW_CACHE.clear()
     try:
         d = serving_rows.serving_row_details(record, catalog, params, prefill_scale=scale)
     finally:
         serving_rows.run = orig_run
         serving_rows.steady_requests = orig_steady
-        serving_rows.steady_window = orig_window
         serving_rows.SERVER_REQUESTS = orig_n
+        run_length.APPLY_STATED_RUN = orig_apply
         serving_rows._ROW_CACHE.clear()
     return d, kept["res"]
 
@@ -116,8 +97,8 @@ def main(argv=None) -> int:
         print(f"{rid} measured TPOT {float(rec['value']):.2f} ms", flush=True)
         for tag, n, all_ in (
             ("planner", None, False),
-            ("real n, window", GENERATED_QUERIES[rid], False),
-            ("real n, all", GENERATED_QUERIES[rid], True),
+            ("real n, window", stated_queries(rec["notes"]), False),
+            ("real n, all", None, True),
         ):
             t0 = time.perf_counter()
             d, res = simulate(rec, cat, params, scale, n, all_)
