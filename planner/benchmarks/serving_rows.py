@@ -10,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from planner.benchmarks import run_length
 from planner.benchmarks.random_lengths import random_dataset_lengths
+from planner.benchmarks.run_length import loadgen_summary, stated_run, steady_token_rate
 from planner.benchmarks.scheduler_waits import (
     admission_gate,
     admission_wait,
@@ -87,6 +89,7 @@ SERVER_REQUESTS = 3000
 STEADY_LIFETIMES = 5.0
 STEADY_TAIL = 2.5
 RATE_SEEDS = 3
+SCORED = {"steady": "after warm-up", "loadgen": "all (the run's stated length, as loadgen)"}
 
 #: whether a row on an engine that overlaps the host (``Framework.overlaps_host``) waits one
 #: more iteration before its prompt joins (:func:`planner.benchmarks.scheduler_waits.overlap_wait`).
@@ -183,22 +186,6 @@ def queue_growth(res: SimResult, t_lo: float, t_hi: float) -> float:
     arrived = int(((a >= t_lo) & (a <= t_hi)).sum())
     started = int(((f >= t_lo) & (f <= t_hi)).sum())
     return (arrived - started) / max(arrived, 1)
-
-
-def steady_token_rate(res: SimResult, t_lo: float, t_hi: float) -> float:
-    """Output tokens generated between ``t_lo`` and ``t_hi`` per second [tok/s].
-
-    Each request's tokens after the first are spread evenly over its decode span
-    (first token to finish); the window takes the part of every span inside it. Unlike
-    counting completions, this is unbiased while answers of minutes (long reasoning
-    traces) are still in flight at the window's edges.
-    """
-    first, fin = res.first_token_s, res.finish_s
-    n_dec = np.maximum(res.output_tokens - 1, 0).astype(float)
-    dur = np.maximum(fin - first, 1e-12)
-    overlap = np.clip(np.minimum(fin, t_hi) - np.maximum(first, t_lo), 0.0, None)
-    firsts = ((first >= t_lo) & (first <= t_hi)).sum()
-    return float((n_dec * overlap / dur).sum() + firsts) / max(t_hi - t_lo, 1e-12)
 
 
 def _dataset_lengths(row: dict[str, Any], model_id: str) -> tuple[Any, Any, str] | str:
@@ -421,6 +408,7 @@ def _serving_row_result(
         params = params.with_(comm_latency_s=lat)
     key = (
         GATE_BURST,
+        run_length.APPLY_STATED_RUN,
         ft_s,
         kv_res,
         scale,
@@ -583,15 +571,18 @@ def _serving_row_result(
                 return _too_many(n, f"{count:,.0f} requests over {replicas} replica(s)")
             seeds = RATE_SEEDS
             mask_fn = None
-        else:
-            n = SERVER_REQUESTS
+        else:  # the run's stated length, scored as loadgen does (run_length), else steady
+            stated = stated_run(notes)
+            n = min(MAX_ROW_REQUESTS, math.ceil(stated / replicas)) if stated else SERVER_REQUESTS
             seeds = 1
-            mask_fn = "steady"
+            mask_fn = "loadgen" if stated else "steady"
         acc: list[dict[str, Any]] = []
         for _ in range(seeds):
             reqs = requests(n, r)
             res = run(rep, reqs)
-            if mask_fn:
+            if mask_fn == "loadgen":
+                s, lo_t, hi_t = loadgen_summary(res)
+            elif mask_fn:
                 # long answers (MLPerf DeepSeek-R1: ~3,900 tokens, minutes per request) fill
                 # the replica only after a request lifetime: simulate until the arrivals
                 # span enough of them (steady_requests), score after the longest one
@@ -623,7 +614,7 @@ def _serving_row_result(
         out["_over_capacity"] = s["queue_growth"] > OVER_CAPACITY_GROWTH
         out["_note"] = (
             f"Poisson at {r:.4g} req/s per replica x {replicas}, {n} requests"
-            + (f" x {seeds} seeds" if seeds > 1 else ", scored after warm-up")
+            + (f" x {seeds} seeds" if seeds > 1 else f", scored {SCORED[mask_fn]}")
             + f"; {note_len}"
             + (
                 f"; above the predicted capacity (queue grows by {s['queue_growth']:.0%} of"
