@@ -406,7 +406,8 @@ def closed_loop_predictor(row: dict, cat: Catalog) -> Callable | None:
     if (rate is not None and rate > 0) or conc is None or conc < 1:
         return None
     isl, osl = number(row, "isl"), number(row, "osl")
-    if isl is None or osl is None:
+    drawn = isl is None or osl is None  # lengths drawn per request by the client's rule
+    if drawn:
         from planner.benchmarks.random_lengths import random_dataset_lengths
 
         ds = random_dataset_lengths(row)
@@ -420,7 +421,7 @@ def closed_loop_predictor(row: dict, cat: Catalog) -> Callable | None:
         return None
     lay = setup[7]
     caps = (max(1.0, round(conc / lay.replicas)),)
-    if latency and not _latency_row_fits(row, metric, caps[0]):
+    if latency and not _latency_row_fits(row, metric, caps[0], drawn):
         return None
     fn, _, _ = _steady_predictor(row, cat, setup[:7], isl, osl, caps, closed_loop=True)
     return fn
@@ -480,15 +481,18 @@ CLOSED_LOOP_LATENCY = True
 CLOSED_LOOP_TTFT_MAX_CLIENTS = 4.0
 
 
-def _latency_row_fits(row: dict, metric: str, clients: float) -> bool:
+def _latency_row_fits(row: dict, metric: str, clients: float, drawn: bool) -> bool:
     """Whether a closed-loop latency row is fitted: a TTFT row at most
-    :data:`CLOSED_LOOP_TTFT_MAX_CLIENTS` clients per replica, and none whose first token
+    :data:`CLOSED_LOOP_TTFT_MAX_CLIENTS` clients per replica (above one only when the
+    client draws each request's lengths: clients with fixed lengths that start together end
+    together and send their prompts into one iteration, in lock step, as the simulator
+    runs them too, not staggered), and none whose first token
     waits on trtllm-serve's PyTorch-backend first-token path (a latency fitted after the
     step fit, :func:`planner.benchmarks.scheduler_waits.first_token_wait`). An admission
     gate's wait is added as validation adds it (:func:`gate_wait_ms`)."""
     if not metric.startswith("ttft"):
         return True
-    if clients > CLOSED_LOOP_TTFT_MAX_CLIENTS:
+    if clients > CLOSED_LOOP_TTFT_MAX_CLIENTS or (clients > 1 and not drawn):
         return False
     notes = cell(row, "notes")
     return not (
