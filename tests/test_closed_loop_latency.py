@@ -25,6 +25,13 @@ from planner.workload.workload import make_requests
 CAT = load_catalog()
 
 
+@pytest.fixture(autouse=True)
+def _latency_rows_on(monkeypatch):
+    """The switch is off in the product (changes/s9-latfit.md); these tests check the rows
+    it fits when on."""
+    monkeypatch.setattr(step_rows, "CLOSED_LOOP_LATENCY", True)
+
+
 def _sm(model="llama-3.1-8b", gpu="nvidia-h100-sxm", prec="bf16", tp=1):
     return step_model(CAT.model(model), CAT.gpu(gpu), CAT.precision(prec), prec, tp, 1, PRIOR, CAT)
 
@@ -181,6 +188,8 @@ def test_a_gate_adds_its_window_to_the_fitted_ttft():
 
 
 def test_the_switch_turns_latency_rows_off(monkeypatch):
+    """Off (the product's default): a closed-loop TPOT row has no steady predictor, the
+    same run's throughput row keeps its own."""
     monkeypatch.setattr(step_rows, "CLOSED_LOOP_LATENCY", False)
     assert closed_loop_predictor(_row(), CAT) is None
     assert closed_loop_predictor(_row(metric="output_tok_s_total", value="500"), CAT) is not None

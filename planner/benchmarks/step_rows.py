@@ -468,9 +468,12 @@ CLOSED_LOOP_LATENCY_METRICS = {
     "itl_ms_median": 2,
 }
 #: whether closed-loop TTFT / TPOT / ITL rows enter the fit (through
-#: :func:`closed_loop_predictor`); off: only their throughput does (the fit of before
-#: 2026-12-07, changes/s9-latfit.md)
-CLOSED_LOOP_LATENCY = True
+#: :func:`closed_loop_predictor`); off: only their throughput does. Off: scored
+#: leave-one-source-out on the bundled data (2026-12-07, changes/s9-latfit.md) serving TTFT
+#: goes 21.9% / -10.3% -> 22.5% / -10.5% and TPOT 20.5% -> 20.1%, and in sample the SGLang
+#: NVIDIA MoE nodes take the prompt time into an even lower ``comm_eff`` (0.22 -> 0.105)
+#: with ``mem_eff`` at its 1.0 bound: not a better split of prompt and decode.
+CLOSED_LOOP_LATENCY = False
 #: the most clients per replica at which a closed-loop TTFT row is fitted as the prompt's
 #: own iterations (no queue). A client sends its next request when its last one ends, so at
 #: most ``clients - 1`` other prompts can be ahead of it; at 1-4 clients per replica and an
