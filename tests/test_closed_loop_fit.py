@@ -122,7 +122,7 @@ def test_closed_loop_rows_use_the_mean_lengths_of_the_client_rule():
     "change",
     [
         {"request_rate": "4"},  # open loop: not a closed loop
-        {"metric": "ttft_ms_mean"},  # not a throughput
+        {"metric": "ttft_ms_mean"},  # a TTFT at 16 clients per replica (fitted only <= 4)
         {"concurrency": ""},
         {"notes": "closed loop, lengths not stated"},  # no length rule
     ],

@@ -425,11 +425,39 @@ def closed_loop_throughput(
     1) > osl - 1``: they overlap, as in an offline run), :func:`offline_throughput` is used.
     Pipeline parallelism is not modelled here (one micro-batch).
     """
+    isl, osl = float(input_tokens), float(output_tokens)
+    cyc = closed_loop_cycle(sm, isl, osl, clients, token_budget, host_overlap)
+    if cyc is None:
+        return offline_throughput(
+            sm, isl, osl, max(1.0, float(clients)), token_budget, host_overlap
+        )[0]
+    B, k, n_dec, t_mix, t_dec = cyc
+    return B * osl / (B * k * t_mix + n_dec * t_dec)
+
+
+def closed_loop_cycle(
+    sm: StepModel,
+    input_tokens: float,
+    output_tokens: float,
+    clients: float,
+    token_budget: float,
+    host_overlap: bool = False,
+) -> tuple[float, float, float, float, float] | None:
+    """One request lifetime of :func:`closed_loop_throughput`'s steady state.
+
+    Returns
+    -------
+    (B, k, n_dec, t_mix, t_dec) or None
+        ``B`` sequences in flight, ``k`` prompt chunks per request, ``n_dec`` decode-only
+        iterations per lifetime, the wall time of a mixed iteration (one prompt chunk beside
+        ``B - 1`` decodes) and of a decode-only one [s]; None when the prompts cannot be
+        staggered (``k (B - 1) > osl - 1``) or with pipeline parallelism.
+    """
     isl, osl, B = float(input_tokens), float(output_tokens), max(1.0, float(clients))
     k = float(math.ceil(isl / max(float(token_budget), 1.0)))
     n_dec = osl - 1.0 - k * (B - 1.0)
     if n_dec < 0.0 or sm.pp > 1:
-        return offline_throughput(sm, isl, osl, B, token_budget, host_overlap)[0]
+        return None
     ctx = isl + osl / 2
     chunk = isl / k
     sched = sm.params.sched_overhead_s + sm.params.sched_seq_overhead_s * B
@@ -453,7 +481,39 @@ def closed_loop_throughput(
         sched,
         host_overlap,
     )
-    return B * osl / (B * k * t_mix + n_dec * t_dec)
+    return B, k, n_dec, t_mix, t_dec
+
+
+def closed_loop_latencies(
+    sm: StepModel,
+    input_tokens: float,
+    output_tokens: float,
+    clients: float,
+    token_budget: float,
+    host_overlap: bool = False,
+) -> tuple[float, float, float] | None:
+    """``(TTFT, TPOT, median ITL)`` [s] a request sees in :func:`closed_loop_throughput`'s
+    steady state; None where that has none (:func:`closed_loop_cycle`).
+
+    A request's ``k`` prompt chunks each run in a mixed iteration, the last one giving the
+    first token: ``TTFT = k t_mix`` (no queue: its client sent it when the last request
+    ended, and the replica holds ``B`` sequences; the wait for the running iteration is
+    the simulator's, none: a request that arrives at an iteration's end joins the next).
+    Its ``osl - 1`` later tokens each take one iteration: ``(B - 1) k`` of them mixed (the
+    other clients' prompt chunks), ``n_dec`` decode-only, so
+    ``TPOT = ((B - 1) k t_mix + n_dec t_dec) / (osl - 1)``: every request alike, so its
+    mean and median are one number, and the mean ITL (a mean over the same gaps) too. The
+    median ITL is the median gap: ``t_dec`` while fewer than half the gaps are mixed.
+    """
+    cyc = closed_loop_cycle(sm, input_tokens, output_tokens, clients, token_budget, host_overlap)
+    osl = float(output_tokens)
+    if cyc is None or osl <= 1.0:
+        return None
+    B, k, n_dec, t_mix, t_dec = cyc
+    mixed = (B - 1.0) * k
+    tpot = (mixed * t_mix + n_dec * t_dec) / (osl - 1.0)
+    itl_median = t_dec if mixed < (osl - 1.0) / 2.0 else t_mix
+    return k * t_mix, tpot, itl_median
 
 
 def _wall(gpu_s: float, host_s: float, overlap: bool) -> float:
