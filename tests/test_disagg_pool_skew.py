@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.catalog.catalog import load_catalog
+from planner.catalog.catalog import DATA_DIR, load_catalog
 from planner.catalog.routing_skew import measured_skew, routing_skews
 from planner.serving.disagg import Disaggregated, Pool, build_disagg
 
@@ -22,7 +22,7 @@ BLOG4_NO_EPLB = 1.564272  # TensorRT-LLM tech blog 4, Step 1 output, "average ..
 
 
 def test_records_are_sourced_and_read_as_published():
-    recs = {r.id: r for r in routing_skews()}
+    recs = {r.id: r for r in routing_skews(applied_only=False)}
     assert recs["deepseek-r1-ep32"].value == BLOG4_NO_EPLB
     assert recs["deepseek-r1-ep32"].tokens_per_rank == 1024  # "average 1024.0 ..."
     assert recs["deepseek-r1-ep36-eplb"].value == 0.115378  # Step 3, 288 slots
@@ -62,6 +62,17 @@ def test_contiguous_merge_never_raises_the_busiest_rank_excess(loads, g):
     rg = x.reshape(32 // g, 8 * g).sum(axis=1)
     excess = lambda r: r.max() / r.mean() - 1.0  # noqa: E731
     assert excess(rg) <= excess(r32) + 1e-12
+
+
+def test_switched_off_file_reads_no_record(tmp_path):
+    src = (DATA_DIR / "moe_routing_skew.yaml").read_text(encoding="utf-8")
+    assert "\napplied: true\n" in src
+    (tmp_path / "moe_routing_skew.yaml").write_text(
+        src.replace("\napplied: true\n", "\napplied: false\n"), encoding="utf-8"
+    )
+    assert routing_skews(str(tmp_path)) == ()
+    assert len(routing_skews(str(tmp_path), applied_only=False)) == 2
+    assert measured_skew(256, 8, 8, data_dir=str(tmp_path)) is None
 
 
 def _r1(prefill: Pool, decode: Pool):

@@ -45,14 +45,20 @@ class RoutingSkew(Sourced):
 
 
 class _File(Frozen):
+    applied: bool = True
     skew: tuple[RoutingSkew, ...]
 
 
 @lru_cache(maxsize=4)
-def routing_skews(data_dir: str | None = None) -> tuple[RoutingSkew, ...]:
-    """Every record of ``data/moe_routing_skew.yaml`` (empty where the file is absent)."""
+def routing_skews(
+    data_dir: str | None = None, applied_only: bool = True
+) -> tuple[RoutingSkew, ...]:
+    """The records of ``data/moe_routing_skew.yaml``: empty where the file is absent or, with
+    ``applied_only``, where the file's ``applied`` is false (the switch)."""
     f = load_data_file(Path(data_dir or DATA_DIR) / "moe_routing_skew.yaml", _File, 120)
-    return () if f is None else f.skew
+    if f is None or (applied_only and not f.applied):
+        return ()
+    return f.skew
 
 
 def measured_skew(
