@@ -298,13 +298,13 @@ def prefill_routing_skew(rep: Replica, eplb: bool = False) -> Replica:
     ``moe_imbalance``) in place of the fitted ones; returned as it is where no record applies
     (not an expert-parallel MoE layout, another routing shape, an EP above the measured one).
 
-    Why a pool differs from an aggregated replica: the fitted prompt skew (3.96 TensorRT-LLM,
-    2.52 SGLang, at or near its bound 4) is identified only on aggregated rows, whose prompt
-    tokens share steps with decode tokens, and stands in for what those mixed steps cost the
-    step model misses (a busiest rank with 5x the mean routed tokens is no routing skew: the
-    one measurement, DeepSeek-R1 at EP32 without a load balancer, is 1.564). A prefill pool's
-    steps are prompt chunks on every rank with no decode tokens; its MoE pays the router's
-    own skew (changes/s9-poolskew.md).
+    Why a pool differs from an aggregated replica: the fitted prompt skew (bundled profile:
+    3.96 TensorRT-LLM, 2.52 SGLang; its bound is 4) is identified only on aggregated rows,
+    whose prompt tokens share steps with decode tokens, and stands in for a cost of those
+    runs that the step model lacks (a busiest rank with 5x the mean routed tokens is no
+    routing skew: the one measurement, DeepSeek-R1 at EP32 without a load balancer, is
+    1.564). A prefill pool's steps are prompt chunks on every rank with no decode tokens;
+    its MoE pays the router's own skew (changes/s9-poolskew.md).
 
     Example: DeepSeek-R1 SGLang DEP8 prefill pool, fitted skews 4 / 2.5211 -> 1.564 / 1.564:
     a 16,384-token step a rank routes m = 16,384 x 8 x 8 / 8 = 131,072 tokens to each rank on
