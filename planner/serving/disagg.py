@@ -68,6 +68,7 @@ from planner.catalog.catalog import Catalog, load_catalog
 from planner.catalog.layout import Layout, layout_of
 from planner.catalog.profile import model_family, resolve_params
 from planner.catalog.records import Accelerator, Frozen, ModelArch
+from planner.catalog.routing_skew import measured_skew
 from planner.engine.adp import dispatch_bytes_per_token, gathered_dispatch_bytes_per_token
 from planner.engine.memory import kv_bytes_per_token
 from planner.errors import MissingDataError, PlannerError
@@ -85,6 +86,7 @@ __all__ = [
     "build_disagg",
     "gathered_dispatch",
     "kv_link",
+    "prefill_routing_skew",
     "processor_sharing",
     "sample_disagg_requests",
     "simulate_disagg",
@@ -249,6 +251,8 @@ def build_disagg(
             raise type(e)(f"{where}.{name}: {e}") from None
         if not p.moe_all_to_all:
             reps[name] = gathered_dispatch(reps[name], extend=name == "prefill")
+        if name == "prefill":
+            reps[name] = prefill_routing_skew(reps[name])
     pre, dec = reps["prefill"], reps["decode"]
     if pre.sm.model.id != dec.sm.model.id:  # pragma: no cover - one model argument
         raise PlannerError(f"{where}: both pools must serve the same model")
@@ -285,6 +289,36 @@ def gathered_dispatch(rep: Replica, extend: bool) -> Replica:
     )
     comm = sm.comm_bytes_per_token + per_layer * moe_layers
     return replace(rep, sm=replace(sm, comm_bytes_per_token=comm))
+
+
+def prefill_routing_skew(rep: Replica, eplb: bool = False) -> Replica:
+    """``rep`` (a prefill pool's replica) with the measured routing skew of its model
+    (:func:`planner.catalog.routing_skew.measured_skew`, ``data/moe_routing_skew.yaml``) as
+    the skew of both its prompt and its decode tokens (``moe_imbalance_prompt``,
+    ``moe_imbalance``) in place of the fitted ones; returned as it is where no record applies
+    (not an expert-parallel MoE layout, another routing shape, an EP above the measured one).
+
+    Why a pool differs from an aggregated replica: the fitted prompt skew (bundled profile:
+    3.96 TensorRT-LLM, 2.52 SGLang; its bound is 4) is identified only on aggregated rows,
+    whose prompt tokens share steps with decode tokens, and stands in for a cost of those
+    runs that the step model lacks (a busiest rank with 5x the mean routed tokens is no
+    routing skew: the one measurement, DeepSeek-R1 at EP32 without a load balancer, is
+    1.564). A prefill pool's steps are prompt chunks on every rank with no decode tokens;
+    its MoE pays the router's own skew (changes/s9-poolskew.md).
+
+    Example: DeepSeek-R1 SGLang DEP8 prefill pool, fitted skews 4 / 2.5211 -> 1.564 / 1.564:
+    a 16,384-token step a rank routes m = 16,384 x 8 x 8 / 8 = 131,072 tokens to each rank on
+    average and the busiest gets m x 2.564272 + sqrt(2 ln 8 x m) = 336,843 instead of
+    m x 3.5211 + 738 = 462,256 (:meth:`planner.engine.step.StepModel.routed_tokens_hot`).
+    """
+    sm, lay = rep.sm, rep.the_layout
+    if not sm.model.is_moe or lay.ep <= 1:
+        return rep
+    rec = measured_skew(sm.num_experts, sm.top_k, lay.ep, eplb)
+    if rec is None:
+        return rep
+    params = sm.params.with_(moe_imbalance=rec.value, moe_imbalance_prompt=rec.value)
+    return replace(rep, sm=replace(sm, params=params))
 
 
 # =========================================================================== the transfer
