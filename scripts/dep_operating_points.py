@@ -1,6 +1,6 @@
 """MLPerf v6.0 DeepSeek-R1 Server rows on one 8-GPU DEP8 server: the decode step at the
 measured batch, and the operating points the step model allows at the run's rate (issue 29,
-changes/s9-b200dep.md).
+docs/changes/2026-12-07e/b200dep.md).
 
 Held out by source (``run_validation(holdout=["MLPerf Inference v6.0 DeepSeek-R1"])``, the
 parameters each row is predicted with, read as ``scripts/r1_decode_parts.py`` reads them), one

@@ -1,5 +1,5 @@
 """What-if, a diagnosis only: MLPerf v6.0 DeepSeek-R1 DEP8 Server rows simulated from a
-pre-filled replica (changes/s9-b200dep.md).
+pre-filled replica (docs/changes/2026-12-07e/b200dep.md).
 
 ``scripts/dep_operating_points.py`` finds two stable operating points of the step model at
 some of these rows' rates, on either side of the CUDA-graph jump from 256 to 384 sequences a
@@ -16,7 +16,7 @@ changes: the rows' predictions are the ``N0 = 0`` lines.
 Server row of the MLPerf DeepSeek-R1 sources is simulated from a replica pre-filled with ``F``
 times the decoding sequences of its empty-start run (its upper operating point where the step
 model has one), against the empty start of the same run; MdAPE and median predicted /
-measured by source and metric (changes/s9-b200dep.md: F = 1.5 makes v6.0 TPOT worse).
+measured by source and metric (docs/changes/2026-12-07e/b200dep.md: F = 1.5 makes v6.0 TPOT worse).
 
 Usage (repository root, about 3 min on two shared cores; ``--score`` about 6 min)::
 

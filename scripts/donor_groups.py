@@ -1,5 +1,5 @@
 """Before / after of a release-donor change on two ``planner validate --details`` CSVs
-(changes/s9-donor.md): docs/accuracy.md's first tables (metric class x kind; throughput by
+(docs/changes/2026-12-07e/donor.md): docs/accuracy.md's first tables (metric class x kind; throughput by
 vendor, framework, family and the issue targets), serving TTFT / TPOT by engine and vendor,
 and the groups of rows whose prediction moved.
 

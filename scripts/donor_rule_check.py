@@ -1,4 +1,4 @@
-"""Which held-out rows change donor under a release-donor rule (changes/s9-donor.md).
+"""Which held-out rows change donor under a release-donor rule (docs/changes/2026-12-07e/donor.md).
 
 Reads the fold profiles of a ``scripts/latency_rows.py --cache`` pickle (keys ``("release",
 SOURCE)``: each fold's profile with its release nodes, fitted without SOURCE) and resolves

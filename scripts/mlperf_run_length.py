@@ -1,5 +1,5 @@
 """Diagnosis: do the MLPerf v6.0 DeepSeek-R1 Server rows reach their measured operating point
-when the simulation runs as long as the real run (changes/s9-mlprun.md)?
+when the simulation runs as long as the real run (docs/changes/2026-12-07e/mlprun.md)?
 
 ``scripts/dep_operating_points.py`` found that at some of these rows' rates the step model has
 two stable operating points (either side of the CUDA-graph jump from 256 to 384 sequences a

@@ -1,5 +1,5 @@
 """In-sample diagnosis of MLPerf v5.1 NVIDIA Llama-2-70B runs: the planner's step at each
-run's own batch against the run's mean time per output token (changes/s9-mlpint.md).
+run's own batch against the run's mean time per output token (docs/changes/2026-12-07e/mlpint.md).
 
 Each row of data/benchmarks/public_mlperf51_nvidia.csv quotes its log's completed samples/s,
 mean latency and mean TPOT. Little's law gives the sequences in flight a GPU; the step

@@ -1,6 +1,6 @@
 """Where the planner's large mixed step of an MLPerf v5.1 NVIDIA Llama-2-70B run goes, term by
 term, and the GEMM rate each run implies, against the TensorRT-LLM perf-overview rows the
-same profile node is fitted on (changes/s9-mlpstep.md). In-sample diagnosis, nothing fitted.
+same profile node is fitted on (docs/changes/2026-12-07e/mlpstep.md). In-sample diagnosis, nothing fitted.
 
 For each MLPerf run (data/benchmarks/public_mlperf51_nvidia.csv; one per GPU and scenario,
 the first system of each): the planner's step at the run's own batch

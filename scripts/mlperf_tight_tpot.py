@@ -14,11 +14,11 @@ MI325X configs) the GEMM terms of the file's kernel timings (data/mlperf_harness
 a what-if, not the default (changes/s8-mlperfint.md).
 --poisson-per-engine gives each engine its own Poisson stream instead of its share of the
 system's stream dealt round robin (mlperf_latency.engine_traffic); the planner's reading
-before changes/s9-mlpint.md, for comparison.
+before docs/changes/2026-12-07e/mlpint.md, for comparison.
 --prior-round-speed scales each row's GEMM rate by the factor at which the planner reproduces
 the same GPU's, engine's and precision's Offline runs of the newest earlier MLPerf round
 (mlperf_latency.prior_round_gemm_speed, held out by round); a what-if, not the default
-(changes/s9-mlpstep.md).
+(docs/changes/2026-12-07e/mlpstep.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """SGLang DeepSeek-R1 on B200 / B300, launch by launch: the measured TPOT at low concurrency
 against the decode step's parts, to show where a launch's per-step floor sits (issue 29 item 1,
-changes/s9-fp4step.md).
+docs/changes/2026-12-07e/fp4step.md).
 
 For every InferenceX (open results and history) and SGLang cookbook DeepSeek-R1 TPOT row of
 SGLang on one B200 / B300 server (single node, no MTP), grouped by (GPU, image, precision,

@@ -1,4 +1,4 @@
-"""What-ifs on vLLM's KV capacity in the serving rows (issue 32; changes/s9-vllmsrc.md). Not
+"""What-ifs on vLLM's KV capacity in the serving rows (issue 32; docs/changes/2026-12-07e/vllmsrc.md). Not
 applied in planner: each one patches the replica a serving row is simulated with, then runs
 ``scripts/latency_rows.py`` with the remaining arguments.
 

@@ -8,7 +8,7 @@ node trtllm/nvidia-b200/fp4 dense, fitted on max-throughput rows only), with the
 tokens the run's rate brings in a step at the OpenOrca set's mean prompt (222.6 tokens, all
 24,576 samples), is 22% short at 255 sequences and 24% long at 1,532: not a fixed cost (with
 the first 2,162 samples' 120-token prompts it looked like one, ~10 ms short at both;
-docs/changes/2026-12-07b/b200fp4.md, changes/s9-mlpint.md).
+docs/changes/2026-12-07b/b200fp4.md, docs/changes/2026-12-07e/mlpint.md).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def _sim_step(run) -> float:
     reason="B200 fp4 step at MLPerf Server's 1,532 sequences (+1,600 prompt tokens a step at "
     "the OpenOrca mean prompt of 222.6 tokens): 153 ms simulated vs 123.3 ms measured (+24%); "
     "the max-throughput rows the node is fitted on do not separate its per-token terms (GEMM, "
-    "KV read at kv_mem_eff 0.48) from the MLPerf harness's (changes/s9-mlpint.md)",
+    "KV read at kv_mem_eff 0.48) from the MLPerf harness's (docs/changes/2026-12-07e/mlpint.md)",
 )
 def test_high_batch_step_is_within_15_percent():
     assert _sim_step(SERVER) == pytest.approx(SERVER[2], rel=0.15)
@@ -86,7 +86,7 @@ def test_the_gap_is_not_a_fixed_cost():
     "26.7 ms simulated vs 34.2 ms measured (-22%); the trtllm/nvidia-b200/fp4 dense node is "
     "fitted on max-throughput rows (fit.OVERHEAD_BLIND_KINDS) and keeps its parent's fixed "
     "costs; the MLPerf harness runs with use_graphs False (docs/changes/2026-12-07b/b200fp4.md, "
-    "changes/s9-mlpint.md)",
+    "docs/changes/2026-12-07e/mlpint.md)",
 )
 def test_interactive_step_is_within_15_percent():
     assert _sim_step(INTERACTIVE) == pytest.approx(INTERACTIVE[2], rel=0.15)

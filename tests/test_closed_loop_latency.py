@@ -27,7 +27,7 @@ CAT = load_catalog()
 
 @pytest.fixture(autouse=True)
 def _latency_rows_on(monkeypatch):
-    """The switch is off in the product (changes/s9-latfit.md); these tests check the rows
+    """The switch is off in the product (docs/changes/2026-12-07e/latfit.md); these tests check the rows
     it fits when on."""
     monkeypatch.setattr(step_rows, "CLOSED_LOOP_LATENCY", True)
 

@@ -1,5 +1,5 @@
 """scripts/dep_operating_points.py: where Little's line of a run meets a padded decode-step curve,
-by hand, and the time-weighted decode context of the MLPerf DeepSeek-R1 set (changes/s9-b200dep.md)."""
+by hand, and the time-weighted decode context of the MLPerf DeepSeek-R1 set (docs/changes/2026-12-07e/b200dep.md)."""
 
 from __future__ import annotations
 

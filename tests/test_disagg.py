@@ -355,7 +355,7 @@ def test_inferencex_disagg_notes_are_read():
         # right for the wrong reason: the pool saturated, TTFT 12.0 s predicted against
         # 2.07 s measured (ixh-0954, the same run), capping a decode pool whose TPOT is too
         # fast (26.9 ms vs 33.9 ms, ixh-0953). With the measured skew (1.564,
-        # changes/s9-poolskew.md) the pool keeps up (TTFT 1.3 s) and the decode TPOT (28.5
+        # docs/changes/2026-12-07e/poolskew.md) the pool keeps up (TTFT 1.3 s) and the decode TPOT (28.5
         # ms) sets the rate: 1.321
         pytest.param(
             "ixm-1365",

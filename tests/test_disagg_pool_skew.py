@@ -1,7 +1,7 @@
 """A disaggregated prefill pool's routing skew: the measured one of its model
 (``data/moe_routing_skew.yaml``, :mod:`planner.catalog.routing_skew`) instead of the skew
 fitted on aggregated rows (:func:`planner.serving.disagg.prefill_routing_skew`;
-changes/s9-poolskew.md)."""
+docs/changes/2026-12-07e/poolskew.md)."""
 
 from __future__ import annotations
 

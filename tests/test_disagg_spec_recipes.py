@@ -187,6 +187,6 @@ def test_disagg_mtp_row_predicted_within_the_issue_bar(rows):
     what the prefill pool serves; 0.744 with the closed loop capped at the served rate
     (changes/s8-front8k.md: the 1P(DEP4) prefill pool, with its K=2 draft, served 57.4 req/s
     against the 77.2 measured); 1.082 since the prefill pool takes the measured routing skew
-    (changes/s9-poolskew.md: served rate 83.4 req/s, TPOT mean 10.3 ms)."""
+    (docs/changes/2026-12-07e/poolskew.md: served rate 83.4 req/s, TPOT mean 10.3 ms)."""
     got = predict_disagg_row(rows["ixm-1351"], CAT)
     assert got[0] == pytest.approx(142227.82, rel=0.25)

@@ -1,5 +1,5 @@
 """scripts/donor_groups.py: the before / after tables of a release-donor change
-(changes/s9-donor.md), checked on hand-made details rows."""
+(docs/changes/2026-12-07e/donor.md), checked on hand-made details rows."""
 
 from __future__ import annotations
 

@@ -123,28 +123,28 @@ _SERVER_LOW = (
     "and the answer is 0.95 x the simulated Offline throughput of the same deployment, "
     "which the fits put below the results: at the runs' own batches (Little's law) the "
     "planner's step is 12-17% long on H200 v5.1 Server (700-790 sequences) and 23-29% long "
-    "on B200 (1,430-1,860); nothing of the MLPerf rows is fitted (changes/s9-mlpint.md)"
+    "on B200 (1,430-1,860); nothing of the MLPerf rows is fitted (docs/changes/2026-12-07e/mlpint.md)"
 )
 _MISSES = {
     ("server", "nvidia-b200"): "pooled -15.3% (10,498 vs 12,396 tok/s per GPU): " + _SERVER_LOW,
     ("server", "amd-mi300x"): "pooled -15.8% (v4.1 -11.8%, v5.1 -10.3%): " + _SERVER_LOW,
     ("server", "amd-mi325x"): "-24.2% pooled, -24.6% v5.1: " + _SERVER_LOW + "; the CDNA3 "
     "vLLM fp8 GEMM term is 1.3-2.1x slower than the harness's published hipBLASLt timings: "
-    "with them (--harness-gemm, a what-if) v5.1 is +3.4% (changes/s9-mlpint.md)",
+    "with them (--harness-gemm, a what-if) v5.1 is +3.4% (docs/changes/2026-12-07e/mlpint.md)",
     ("server", "amd-mi355x"): "-26.7% (v6.0, 8,996 vs 12,270 tok/s per GPU): " + _SERVER_LOW,
     ("interactive", "amd-mi325x"): "predicted 60% low (893 vs 2,257 tok/s per GPU, v5.1): at "
     "the measured 6.5 req/s per GPU the simulated TPOT P99 is 64 ms (limit 40) at a mean batch "
     "of 97, where the runs hold ~83; the CDNA3 vLLM fp8 GEMM term is 1.3-2.1x slower than "
     "the harness's own hipBLASLt tuning file (data/mlperf_harness_gemm.yaml); with those "
     "timings (--harness-gemm, a what-if: the profile's other terms were fitted with the slower "
-    "GEMMs) the prediction is +13.5% (changes/s9-mlpint.md)",
+    "GEMMs) the prediction is +13.5% (docs/changes/2026-12-07e/mlpint.md)",
     ("interactive", "amd-mi300x"): "predicted 21% low (859 vs 1,081 tok/s per GPU, v5.1): "
     "V0 sync, 8 scheduler steps, no chunked prefill (interactive_mi300x.yaml); at the "
     "measured 3.7 req/s per GPU the simulated TPOT P99 is 43 ms (limit 40) with the OpenOrca "
-    "prompts of all 24,576 samples (changes/s9-mlpint.md)",
+    "prompts of all 24,576 samples (docs/changes/2026-12-07e/mlpint.md)",
     ("interactive", "amd-mi355x"): "predicted 18% low (7,366 vs 9,015 tok/s per GPU, v6.0): "
     "at the measured 32.9 req/s per GPU the simulated TPOT P99 is 82 ms (limit 40) at a "
-    "mean batch of 325 with the OpenOrca prompts of all 24,576 samples (changes/s9-mlpint.md)",
+    "mean batch of 325 with the OpenOrca prompts of all 24,576 samples (docs/changes/2026-12-07e/mlpint.md)",
     ("interactive", "nvidia-b200"): "v5.1 +24.6% over six systems (NVIDIA, Dell, "
     "GigaComputing, Google, Nebius, Supermicro; +52.7% with the first 2,162 samples' "
     "120-token prompts), each with its stated config (TP1, batch 768, max_num_tokens 768 or "
@@ -152,7 +152,7 @@ _MISSES = {
     "31.5-35.5 ms, where the fp4 fit steps in 24-27 ms (16-31% short) with ~160 prompt tokens "
     "a step, while at Server's 1,430-1,860 sequences it is 23-29% long: the node's slope and "
     "intercept differ from the harness's, not one fixed cost (tests/test_b200_fp4_step.py, "
-    "changes/s9-mlpint.md)",
+    "docs/changes/2026-12-07e/mlpint.md)",
 }
 CASES = [
     ("server", g)

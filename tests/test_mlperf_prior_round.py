@@ -1,6 +1,6 @@
 """The prior-round harness speed what-if of MLPerf Llama-2-70B Server / Interactive
 (planner/benchmarks/mlperf_latency.py: gemm_speed_for_offline, prior_round_gemm_speed;
-changes/s9-mlpstep.md): the factor on the GEMM rate is read off the newest earlier round's
+docs/changes/2026-12-07e/mlpstep.md): the factor on the GEMM rate is read off the newest earlier round's
 Offline rows of the same GPU, engine and precision (another source: held out by round), and
 it stays off by default."""
 

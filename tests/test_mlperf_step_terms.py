@@ -1,5 +1,5 @@
 """scripts/mlperf_step_terms.py: the implied GEMM rate by hand, and the in-sample finding of
-changes/s9-mlpstep.md on the H200 fp8 TensorRT-LLM node: the MLPerf v5.1 Server step at its
+docs/changes/2026-12-07e/mlpstep.md on the H200 fp8 TensorRT-LLM node: the MLPerf v5.1 Server step at its
 own batch is long because the harness runs its GEMMs faster than the trtllm-bench rows the
 node is fitted on, not because of the per-sequence term."""
 

@@ -297,7 +297,7 @@ _THR_MARKS_8K = {
     # disaggregated prefill pool now takes the measured skew of DeepSeek-R1's routing,
     # TensorRT-LLM tech blog 4's 1.564 at EP32 without a load balancer (data/
     # moe_routing_skew.yaml; planner/serving/disagg.py: prefill_routing_skew;
-    # changes/s9-poolskew.md): 0.966 / 0.873 / 0.838 / 0.777, all within.
+    # docs/changes/2026-12-07e/poolskew.md): 0.966 / 0.873 / 0.838 / 0.777, all within.
 }
 
 

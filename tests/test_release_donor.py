@@ -3,7 +3,7 @@ that the fit, ``planner validate`` and the recommender reach through
 ``resolve_release_params``.
 
 The profiles are hand-made, in the shape of the InferenceX open-results fold once the SGLang
-cookbook's DeepSeek-R1 B200 rows name their release (0.5.6.post1, changes/s9-donor.md):
+cookbook's DeepSeek-R1 B200 rows name their release (0.5.6.post1, docs/changes/2026-12-07e/donor.md):
 SGLang at fp8 with 0.4.2.post4 on the MI300X (CDNA3), 0.5.3 on the H200 (Hopper) and
 0.5.6.post1 on the B200 (Blackwell); the MI355X (CDNA4) has no SGLang node."""
 
@@ -176,7 +176,7 @@ def test_offline_only():
 
 
 def test_both_rules_are_off_by_default(monkeypatch):
-    """Measured held out and not taken (changes/s9-donor.md)."""
+    """Measured held out and not taken (docs/changes/2026-12-07e/donor.md)."""
     monkeypatch.delenv(VENDOR_FIRST_ENV, raising=False)
     monkeypatch.delenv(NO_OFFLINE_NODES_ENV, raising=False)
     assert not vendor_first() and not no_offline_nodes()

@@ -1,5 +1,5 @@
 """MLPerf Server rows simulated for their stated run length, scored as loadgen scores them
-(planner/benchmarks/run_length.py; changes/s9-mlprun.md)."""
+(planner/benchmarks/run_length.py; docs/changes/2026-12-07e/mlprun.md)."""
 
 from __future__ import annotations
 

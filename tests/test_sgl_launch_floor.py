@@ -1,5 +1,5 @@
 """scripts/sgl_launch_floor.py: the per-step floor of SGLang's DeepSeek-R1 launches on B200 /
-B300 (issue 29 item 1, changes/s9-fp4step.md)."""
+B300 (issue 29 item 1, docs/changes/2026-12-07e/fp4step.md)."""
 
 from __future__ import annotations
 

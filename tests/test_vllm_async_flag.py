@@ -1,4 +1,4 @@
-"""vLLM's ``--async-scheduling`` read from a row's launch (issue 32; changes/s9-vllmsrc.md).
+"""vLLM's ``--async-scheduling`` read from a row's launch (issue 32; docs/changes/2026-12-07e/vllmsrc.md).
 
 Before vLLM 0.14 async scheduling (the engine core schedules step n + 1 while the GPU runs
 step n) was opt-in: ``--async-scheduling``. GPUStack's performance lab launches gpt-oss with

@@ -356,7 +356,7 @@ def prior_round_gemm_speed(
     configs add ``gemm_swiglu_plugin`` fp8 and fp8 context FMHA). Each round is its own
     source, so a factor read off an earlier round's Offline rows is held out for this
     row's round; it says how fast the harness's GEMMs ran one round earlier, not in this
-    round (changes/s9-mlpstep.md). A what-if, off by default."""
+    round (docs/changes/2026-12-07e/mlpstep.md). A what-if, off by default."""
     rnd = _round_key(cell(row, "source").replace("MLPerf Inference ", ""))
     src = df["source"].astype(str)
     off = df[

@@ -10,7 +10,7 @@ time the last *issued* query completed, from the run's start (mlcommons/inferenc
 way (``serving_rows``, while :data:`APPLY_STATED_RUN` is on); otherwise the planner's
 own steady run is used.
 
-Why it matters (changes/s9-mlprun.md): MLPerf v6.0 DeepSeek-R1 Server runs last 30,716 to
+Why it matters (docs/changes/2026-12-07e/mlprun.md): MLPerf v6.0 DeepSeek-R1 Server runs last 30,716 to
 105,312 queries (46 min to 3 h of arrivals), answers up to 20,000 tokens long take up to
 22 min each, and at some rates the decode step curve has two stable operating points; a
 run of ~12,000 arrivals (the planner's steady run) ends while the replica is still filling.
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: point, but the model's step at 400-600 sequences a rank is 1.1-1.2x too slow, so the
 #: high-rate rows fall behind their offered rate over 2-hour runs and their TTFT grows
 #: 100-1,000x; v6.0 TTFT MdAPE 10.2% -> 33.4%, and through the fitted prefill scale
-#: InferenceX's TTFT 10.2% -> 27.3%; changes/s9-mlprun.md, ``scripts/mlperf_run_length.py``)
+#: InferenceX's TTFT 10.2% -> 27.3%; docs/changes/2026-12-07e/mlprun.md, ``scripts/mlperf_run_length.py``)
 APPLY_STATED_RUN = False
 _STATED = re.compile(r"loadgen generated_query_count (\d[\d,]*)")
 

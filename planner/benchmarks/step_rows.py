@@ -469,7 +469,7 @@ CLOSED_LOOP_LATENCY_METRICS = {
 }
 #: whether closed-loop TTFT / TPOT / ITL rows enter the fit (through
 #: :func:`closed_loop_predictor`); off: only their throughput does. Off: scored
-#: leave-one-source-out on the bundled data (2026-12-07, changes/s9-latfit.md) serving TTFT
+#: leave-one-source-out on the bundled data (2026-12-07, docs/changes/2026-12-07e/latfit.md) serving TTFT
 #: goes 21.9% / -10.3% -> 22.5% / -10.5% and TPOT 20.5% -> 20.1%, vLLM + SGLang throughput
 #: 14.0% -> 16.9% (target 15%), and in sample the SGLang
 #: NVIDIA MoE nodes take the prompt time into an even lower ``comm_eff`` (0.22 -> 0.105)

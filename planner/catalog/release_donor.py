@@ -15,7 +15,7 @@ vendor (its compiler, kernels and collective library: ROCm / aiter / RCCL agains
 FlashInfer / NCCL) at any release of the series is preferred, and another vendor's node
 lends only when the vendor has none.
 
-**Measured held out and left off** (``changes/s9-donor.md``):
+**Measured held out and left off** (``docs/changes/2026-12-07e/donor.md``):
 
 * vendor first (``PLANNER_DONOR_VENDOR_FIRST=1``) moves no held-out row of the bundled
   benchmarks: no row that reaches this step has a node of its own vendor in its series on

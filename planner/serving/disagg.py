@@ -304,7 +304,7 @@ def prefill_routing_skew(rep: Replica, eplb: bool = False) -> Replica:
     runs that the step model lacks (a busiest rank with 5x the mean routed tokens is no
     routing skew: the one measurement, DeepSeek-R1 at EP32 without a load balancer, is
     1.564). A prefill pool's steps are prompt chunks on every rank with no decode tokens;
-    its MoE pays the router's own skew (changes/s9-poolskew.md).
+    its MoE pays the router's own skew (docs/changes/2026-12-07e/poolskew.md).
 
     Example: DeepSeek-R1 SGLang DEP8 prefill pool, fitted skews 4 / 2.5211 -> 1.564 / 1.564:
     a 16,384-token step a rank routes m = 16,384 x 8 x 8 / 8 = 131,072 tokens to each rank on
