@@ -424,3 +424,28 @@ def test_an_old_fit_whose_release_lacks_the_layout_flag_launches_the_first_relea
     assert ("--data-parallel-size", "8") in la.args
     assert not any(f == "--quantization" for f, _ in la.args)
     assert any("own release" in c for c in la.comments)
+
+
+def test_a_precision_with_a_named_checkpoint_launches_that_checkpoint():
+    """DeepSeek-V3 ships fp8 weights; its fp4 option on Blackwell loads NVIDIA's NVFP4
+    checkpoint (data/models.yaml checkpoints: nvidia/DeepSeek-R1-0528-FP4-v2, archs
+    [blackwell], the one InferenceX's B200 TensorRT-LLM fp4 runs serve): MODEL defaults to it,
+    not to the fp8 release. On Hopper no fp4 checkpoint is named: MODEL stays the release and
+    the script says to set it."""
+    from planner.catalog import load_catalog
+    from planner.deploy.emit import knobs_of
+    from planner.deploy.serve import serve_script
+
+    cat = load_catalog()
+    rel = F.resolve("trtllm", "1.2.0rc1", "the option's release", ("1.2.0rc1",))
+    r = {"gpu": "nvidia-b300", "framework": "trtllm", "precision": "fp4", "kv_precision": "fp8",
+         "tp": 2, "pp": 1, "ep": 1, "attention_dp": 1, "engine_settings": {}}  # fmt: skip
+    k = knobs_of(r, cat, "deepseek-v3")
+    assert k.checkpoint_repo == "nvidia/DeepSeek-R1-0528-FP4-v2"
+    la = launch(k, rel)
+    script = serve_script(la, k, [])
+    assert 'MODEL="${MODEL:-nvidia/DeepSeek-R1-0528-FP4-v2}"' in script
+    assert not any("names none" in c for c in la.comments)
+    hopper = knobs_of({**r, "gpu": "nvidia-h200-sxm"}, cat, "deepseek-v3")
+    assert hopper.checkpoint_repo is None
+    assert any("names none" in c for c in launch(hopper, rel).comments)

@@ -193,7 +193,14 @@ def knobs_of(r: dict[str, Any], catalog: Any, model: str) -> Knobs:
         spec_tokens=r.get("spec_tokens"),
         nodes=hosts_spanned(lay, catalog.gpu(r["gpu"])),
         native_precision=m.native_precision,
+        checkpoint_repo=_checkpoint_repo(m, r["precision"], catalog.gpu(r["gpu"])),
     )
+
+
+def _checkpoint_repo(m: Any, precision: str, gpu: Any) -> str | None:
+    """The checkpoint ``data/models.yaml`` names for ``precision`` on ``gpu``, or None."""
+    ck = m.checkpoint_for(precision, gpu.arch)
+    return ck.repo if ck is not None else None
 
 
 def _band(v: Any, eb: dict[str, Any]) -> Band:
@@ -364,7 +371,7 @@ def _readme(r, k: Knobs, plan, release, notes: list[str]) -> str:
         f"* replicas: {r['replicas']} x {r['gpus_per_replica']} GPU(s) ({r['num_gpus']} GPUs), "
         f"{k.nodes} node(s) per replica",
         f"* engine release: {release.note() if release else 'none (no launch command)'}",
-        f"* model: {k.hf_repo or k.model_id} ({'data/models.yaml hf_repo' if k.hf_repo else 'no Hugging Face id in data/models.yaml: set MODEL'})",
+        f"* model: {k.model_repo or k.model_id} ({'data/models.yaml checkpoints' if k.checkpoint_repo else 'data/models.yaml hf_repo' if k.hf_repo else 'no Hugging Face id in data/models.yaml: set MODEL'})",
         f"* weights {k.precision}, KV cache {k.kv_precision}; layout tp={k.layout.tp} pp={k.layout.pp} "
         f"ep={k.layout.ep} attention_dp={k.layout.attention_dp}",
         f"* engine settings assumed: {', '.join(f'{a}={b}' for a, b in es.items()) or '-'}",
@@ -473,6 +480,7 @@ def _pool_knobs(
         spec_method=row.get("spec_method"), spec_tokens=row.get("spec_tokens"),
         nodes=hosts_spanned(lay, catalog.gpu(pool["gpu"])), role=role,
         native_precision=m.native_precision,
+        checkpoint_repo=_checkpoint_repo(m, pool["precision"], catalog.gpu(pool["gpu"])),
     )  # fmt: skip
 
 

@@ -65,6 +65,16 @@ class Knobs:
     #: the precision the model's own release ships (DeepSeek-V3: fp8): MODEL is then that
     #: checkpoint, and the engine reads its quantization config (no online quantization)
     native_precision: str | None = None
+    #: the published checkpoint ``data/models.yaml`` names for this precision on this GPU's
+    #: architecture (``ModelArch.checkpoint_for``: DeepSeek-V3 fp4 on Blackwell is
+    #: nvidia/DeepSeek-R1-0528-FP4-v2); MODEL is then that checkpoint
+    checkpoint_repo: str | None = None
+
+    @property
+    def model_repo(self) -> str | None:
+        """The Hugging Face id MODEL defaults to: the precision's checkpoint, else the
+        model's own release."""
+        return self.checkpoint_repo or self.hf_repo
 
 
 @dataclass
@@ -127,6 +137,12 @@ def _precision(la: Launch, res: F.Resolved, k: Knobs) -> None:
         la.comments.append(
             f"weights: {k.precision}, the format of {k.model_id}'s own release (MODEL is that "
             "checkpoint); the engine reads the quantization from its config"
+        )
+        return
+    if k.checkpoint_repo:
+        la.comments.append(
+            f"weights: {k.precision}, the checkpoint {k.checkpoint_repo} (data/models.yaml "
+            "checkpoints); the engine reads the quantization from its config"
         )
         return
     online = _ONLINE.get((k.framework, k.precision))
@@ -404,8 +420,8 @@ def serve_script(la: Launch, k: Knobs, header: list[str]) -> str:
     lines = ["#!/usr/bin/env bash"]
     lines += [f"# {h}" for h in header]
     lines += [f"# {c}" for c in la.comments]
-    model = k.hf_repo or k.model_id
-    if not k.hf_repo:
+    model = k.model_repo or k.model_id
+    if not k.model_repo:
         lines.append(
             f"# model: data/models.yaml has no Hugging Face id for {k.model_id}; set MODEL"
         )
