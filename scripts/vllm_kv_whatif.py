@@ -17,9 +17,11 @@ Usage::
 hybrid_kv_cache_manager, which names gpt-oss) reserves "slots for all tokens" on full-attention
 layers and "only for the most recent sliding_window_size tokens" on sliding-window layers; the
 planner's replica counts every layer for every token (``planner.engine.memory.kv_bytes_per_token``,
-"sliding windows ignored"). The what-if multiplies the replica's KV blocks of a vLLM row of a
-model with sliding-window layers by ``L / (L - n_sliding)`` (2 for gpt-oss), ignoring the
-window's own blocks (128 tokens a request).
+"sliding windows ignored"). The what-if turns on the record of ``data/engine_policies.yaml``
+``sliding_window_kv`` (``planner.serving.replica.SLIDING_WINDOW_KV``; off in planner): the
+replica's KV blocks of a vLLM row (release 0.8.3 on) of a model with sliding-window layers
+times ``L / (L - n_sliding)`` (2 for gpt-oss), ignoring the window's own blocks (128 tokens
+a request).
 
 ``--launch-floor``: vLLM refuses to start when the KV cache cannot hold one request of
 ``max_model_len`` tokens (V1 ``check_enough_kv_cache_memory``; V0's "The model's max seq len
@@ -66,9 +68,6 @@ def _patch(hybrid: bool, floor: bool) -> list[tuple[str, int, int]]:
         if fw != "vllm":
             return rep
         eng = rep.engine
-        if hybrid and m.num_sliding_layers:
-            f = m.num_hidden_layers / (m.num_hidden_layers - m.num_sliding_layers)
-            rep = rep.with_engine(num_blocks=int(eng.num_blocks * f))
         if floor and not m.num_sliding_layers:
             mm = _MML.search(current.get("row", {}).get("notes", "") or "")
             need = int(mm.group(1)) if mm else int(m.max_position_embeddings or 0)
@@ -77,6 +76,10 @@ def _patch(hybrid: bool, floor: bool) -> list[tuple[str, int, int]]:
                 rep = rep.with_engine(num_blocks=math.ceil(need / eng.block_size_tokens))
         return rep
 
+    if hybrid:  # the product's switch (data/engine_policies.yaml sliding_window_kv, off)
+        import planner.serving.replica as replica
+
+        replica.SLIDING_WINDOW_KV = True
     serving_rows._serving_row_result = row_result
     serving_rows.build_replica = patched
     return changed
