@@ -302,19 +302,20 @@ def _keep_asof(folds: Folds) -> None:
         cache_p.write_bytes(pickle.dumps(profiles))
 
 
-#: what-if (``--mla-comm-eff``): (comm_eff, engines, vendor) replacing the fitted comm_eff of
-#: MLA rows of those engines on that vendor's GPUs (``"all"``: every vendor); None: off
+#: what-if (``--mla-comm-eff``): (comm_eff, engines, vendor[, any_model]) replacing the fitted
+#: comm_eff of MLA rows (``any_model`` true, ``--comm-any-model``: of every model's rows) of
+#: those engines on that vendor's GPUs (``"all"``: every vendor); None: off
 COMM_WHATIF: tuple[float, frozenset, str] | None = None
 
 
 def comm_override(params, engine: str, vendor: str, is_mla: bool, spec=None):
     """``params`` with ``comm_eff`` replaced by the what-if's value where ``spec`` =
-    (comm_eff, engines, vendor) covers the row (an MLA model, its engine, its GPU's vendor),
-    else ``params`` itself. The fold's other fitted values stay as they are: a diagnosis of
+    (comm_eff, engines, vendor[, any_model]) covers the row (an MLA model, or any model when
+    ``any_model``; its engine, its GPU's vendor), else ``params`` itself. The fold's other fitted values stay as they are: a diagnosis of
     what the fitted comm_eff carries, not a refit (s9-mlaprompt)."""
-    if spec is None or not is_mla:
+    if spec is None or not (is_mla or (len(spec) > 3 and spec[3])):
         return params
-    eff, engines, ven = spec
+    eff, engines, ven = spec[:3]
     if engine in engines and (ven == "all" or vendor == ven):
         return params.with_(comm_eff=eff)
     return params
@@ -365,6 +366,11 @@ def _predict(r, row, folds, cat, scale, first_token_s=None):
         "queue_growth": d.get("queue_growth", float("nan")),
         "provenance": prov,
         "release_used": used,
+        # the fitted node's values the row was simulated with (docs/changes s10-vllmlat)
+        "comm_eff": params.comm_eff,
+        "mem_eff": params.mem_eff,
+        "compute_eff": params.compute_eff,
+        "attn_eff": params.attn_eff,
         "note": d.get("note", ""),
         "chunked_prefill": "off (vLLM V0, MLA)"
         if "V0 with MLA: chunked prefill off" in d.get("note", "")
@@ -796,10 +802,17 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--mla-comm-engines", default="sglang", help="engines of --mla-comm-eff")
     ap.add_argument("--mla-comm-vendor", default="nvidia", help="vendor of --mla-comm-eff (or all)")
+    ap.add_argument(
+        "--comm-any-model",
+        action="store_true",
+        help="--mla-comm-eff on every model's rows of those engines, not only MLA (the vLLM "
+        "Qwen3-235B TP4 / TP8 rows: docs/changes/2026-12-07e/vllmsrc.md cause 3)",
+    )
     a = ap.parse_args(argv)
     global COMM_WHATIF
     if a.mla_comm_eff is not None:
-        COMM_WHATIF = (a.mla_comm_eff, frozenset(a.mla_comm_engines.split(",")), a.mla_comm_vendor)
+        COMM_WHATIF = (a.mla_comm_eff, frozenset(a.mla_comm_engines.split(",")),
+                       a.mla_comm_vendor, a.comm_any_model)  # fmt: skip
     scale_engines = set(a.scale_engines.split(",")) if a.scale_engines else None
     if a.gate_burst:
         import planner.benchmarks.serving_rows as _rows

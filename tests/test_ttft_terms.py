@@ -207,7 +207,8 @@ def test_prompt_slope_table_hand_derived(lr):
 def test_comm_override_touches_only_the_rows_it_names(lr):
     """The --mla-comm-eff what-if: an MLA row of SGLang on NVIDIA takes comm_eff 0.68; the
     same row on AMD, a TensorRT-LLM row and a dense row keep the fitted 0.21; vendor "all"
-    reaches AMD; no spec changes nothing."""
+    reaches AMD; ``any_model`` (``--comm-any-model``) reaches the dense row, not another
+    engine's; no spec changes nothing."""
     from planner.catalog import PRIOR
 
     p = PRIOR.with_(comm_eff=0.21)
@@ -218,3 +219,7 @@ def test_comm_override_touches_only_the_rows_it_names(lr):
     assert lr.comm_override(p, "sglang", "nvidia", False, spec).comm_eff == 0.21
     assert lr.comm_override(p, "sglang", "amd", True, (0.68, spec[1], "all")).comm_eff == 0.68
     assert lr.comm_override(p, "sglang", "nvidia", True, None) is p
+    every = (0.68, frozenset({"vllm"}), "all", True)
+    assert lr.comm_override(p, "vllm", "nvidia", False, every).comm_eff == 0.68
+    assert lr.comm_override(p, "sglang", "nvidia", False, every).comm_eff == 0.21
+    assert lr.comm_override(p, "vllm", "nvidia", False, (*every[:3], False)).comm_eff == 0.21

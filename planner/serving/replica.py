@@ -14,6 +14,7 @@ import numpy as np
 from planner.catalog.catalog import Catalog, load_catalog
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.engine_policies import kv_reserve_fraction as policy_fraction
+from planner.catalog.engine_policies import sliding_window_kv_factor
 from planner.catalog.latency import first_token_path
 from planner.catalog.layout import Layout, check_for_model, check_framework_layout, layout_of
 from planner.catalog.records import Accelerator, Framework, ModelArch, Precision
@@ -33,6 +34,10 @@ from planner.workload.workload import Requests, Workload
 #: TPOT from 30.3% to 33.2%; the TPOT over-prediction it adds to sits in the decode step,
 #: not the policy. ``build_replica(engine_prefill_first=True)`` runs it.
 ENGINE_PREFILL_FIRST_DEFAULT = False
+#: the engine's sliding-window KV manager (``data/engine_policies.yaml`` ``sliding_window_kv``):
+#: None takes each record's ``applied``; True / False turn every record on / off (a what-if:
+#: ``scripts/vllm_kv_whatif.py --hybrid``)
+SLIDING_WINDOW_KV: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -346,6 +351,14 @@ def build_replica(
         hint = f" Try: {'; '.join(full.suggestions)}." if full.suggestions else ""
         raise PlannerError(f"{m.id} on {layout.num_gpus}x {g.id} ({p.id}): {full.reason}.{hint}")
     num_blocks = int(plan.max_kv_tokens // bs)
+    swa = sliding_window_kv_factor(fw.id if fw else None, release, m.num_hidden_layers,
+                                   m.num_sliding_layers, applied=SLIDING_WINDOW_KV)  # fmt: skip
+    if swa > 1.0:  # sliding-window layers stored for their window only: more tokens a block
+        assumptions.append(
+            f"KV pool x{swa:.2f}: {fw.id if fw else ''} stores the {m.num_sliding_layers} "
+            f"sliding-window layers only for their window (data/engine_policies.yaml)"
+        )
+        num_blocks = int(num_blocks * swa)
     rank_blocks = num_blocks // dp  # one sequence lives on one attention rank
     if rank_blocks * bs < ctx:
         assumptions.append(
