@@ -54,7 +54,13 @@ def node_rows(df, node: ProfileNode, catalog: Catalog, family: str | None = "den
     if node.framework:
         d = d[d["framework"] == node.framework]
     if node.precision:
-        d = d[d["precision"].astype(str) == node.precision]
+        ids = {}
+        for x in set(d["precision"].astype(str)):
+            try:  # rows name formats by alias (nvfp4); the node by catalog id (fp4)
+                ids[x] = catalog.precision(x).id == node.precision
+            except Exception:
+                ids[x] = False
+        d = d[d["precision"].astype(str).map(ids).astype(bool)]
     fam = node.family or family
     if fam:
         keep = {}
@@ -63,7 +69,7 @@ def node_rows(df, node: ProfileNode, catalog: Catalog, family: str | None = "den
                 keep[m] = model_family(catalog.model_ref(m)) == fam
             except Exception:  # a model the catalog cannot read stays out
                 keep[m] = False
-        d = d[d["model"].astype(str).map(keep)]
+        d = d[d["model"].astype(str).map(keep).astype(bool)]
     return d
 
 
@@ -85,7 +91,7 @@ def fit_domain_note(df, profile: Profile | None, row: dict[str, Any], catalog: C
         return ""
     d = node_rows(df, node, catalog)
     if not len(d):
-        return f"{node.label}: none of its rows found"
+        return ""
     tps = sorted({int(t) for t in pd.to_numeric(d["tp"], errors="coerce").dropna()})
     tp = int(number(row, "tp") or 1)
     models = ", ".join(sorted(set(d["model"].astype(str))))

@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from planner.benchmarks.harness_gemm import gemm_params, table_for_row
-from planner.benchmarks.mlperf_fit_domain import fit_domain_note
 from planner.benchmarks.layouts import assumed_layout, needs_layout
+from planner.benchmarks.mlperf_fit_domain import fit_domain_note
 from planner.benchmarks.schema import (
     cell,
     engine_settings,
