@@ -29,6 +29,7 @@ import numpy as np
 
 from planner.benchmarks.harness_gemm import gemm_params, table_for_row
 from planner.benchmarks.layouts import assumed_layout, needs_layout
+from planner.benchmarks.mlperf_fit_domain import fit_domain_note
 from planner.benchmarks.schema import (
     cell,
     engine_settings,
@@ -468,6 +469,10 @@ def tight_tpot_records(
             except PlannerError as e:
                 preds[key] = None
                 print("no prediction:", key, e)
+            else:
+                dom = fit_domain_note(df, profile, row, catalog)
+                if dom:  # the rows behind the node: a TP1 row predicted from TP8 fits says so
+                    preds[key] = (preds[key][0], f"{preds[key][1]}; {dom}")
         if preds[key] is None:
             continue
         recs.append(
