@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from planner.benchmarks.client_metrics import definition_check
 from planner.benchmarks.io import load_measurements
 from planner.benchmarks.scheduler_waits import first_token_wait, trtllm_pytorch_backend
 from planner.benchmarks.schema import cell
@@ -361,6 +362,11 @@ def _predict(r, row, folds, cat, scale, first_token_s=None):
         "err_pct": 100 * (float(v) / r.value - 1),
         "ttft_ms_median_pred": d.get("ttft_ms_median"),
         "tpot_ms_median_pred": d.get("tpot_ms_median"),
+        "tpot_ms_mean_pred": d.get("tpot_ms_mean"),
+        # the source's client definition of this metric and whether the simulator's
+        # statistic is it (planner.benchmarks.client_metrics; sources.yaml client_metrics)
+        "client_definition": definition_check(r.source, r.metric)[0],
+        "definition_agrees": definition_check(r.source, r.metric)[1],
         "prefill_scale": scale,
         "over_capacity": bool(d.get("over_capacity", False)),
         "queue_growth": d.get("queue_growth", float("nan")),
@@ -904,6 +910,9 @@ def main(argv=None) -> int:
         Path(a.rows_md).write_text(_rows_md(out, a.engines.split(",")))
         print("wrote", a.rows_md)
     o = pd.DataFrame(out).drop(columns=["framework", "notes_text"])
+    lat = o[o["metric_class"] == "tpot/itl"]
+    print("TPOT / ITL rows by the source client's definition (sources.yaml client_metrics):")
+    print(lat.groupby(["client_definition", "definition_agrees"], dropna=False).size().to_string())
     o.to_csv(a.output, index=False, float_format="%.4g")
     o["ape"] = o["err_pct"].abs()
     over = o["over_capacity"].astype(bool)
