@@ -89,3 +89,24 @@ def test_per_gpu_ordering_matches(front, level):
     planner = list(f["planner tok/s/GPU"].sort_values(ascending=False).index)
     assert measured == ["nvidia-b200", "amd-mi355x", "nvidia-h200-sxm"]
     assert planner == measured
+
+
+def test_sweep_asks_a_row_at_another_concurrency():
+    """scripts/r1_front_sweep.py: the template row at c clients runs 10 x c requests, as
+    InferenceX's script does (``--num-prompts $(( $CONC * 10 ))``); the rest of the row is
+    kept (ixm-0492: SGLang 0.5.12 TP8, 16 clients, 160 requests)."""
+    import pandas as pd
+
+    sweep = _load("r1_front_sweep")
+    rows = pd.read_csv(REPO_ROOT / "data/benchmarks/public_inferencex.csv", dtype=str,
+                       keep_default_na=False).set_index("id")  # fmt: skip
+    row = rows.loc["ixm-0492"].to_dict()
+    assert "160 requests" in row["notes"] and "--max-concurrency 16 " in row["notes"]
+    r = sweep.at_concurrency(row, 12)
+    assert r["concurrency"] == "12"
+    assert "120 requests" in r["notes"] and "160 requests" not in r["notes"]
+    assert "--num-prompts 120 " in r["notes"] and "--max-concurrency 12 " in r["notes"]
+    assert (
+        r["notes"].replace("120", "160").replace("concurrency 12", "concurrency 16")
+        == (row["notes"])
+    )
