@@ -22,6 +22,7 @@ Usage (from the repository root; a few minutes on two cores)::
     python scripts/ep_accuracy.py --save /tmp/ep.csv # keep the per-row predictions
     # InferenceX only, with the DeepSeek-R1 8-GPU frontier (issue 29; about 2 min):
     python scripts/ep_accuracy.py --sources "SemiAnalysis InferenceX" --frontier
+    python scripts/ep_accuracy.py --load /tmp/ep.csv --frontier   # from saved predictions
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 from planner.calibration.accuracy import _md_table, run_validation  # noqa: E402
 from planner.calibration.fit import own_files_default, public_files_default  # noqa: E402
@@ -295,26 +297,33 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--frontier", action="store_true", help="also print the DeepSeek-R1 8-GPU frontier"
     )
+    ap.add_argument("--load", help="read per-row predictions saved by --save (no refit)")
     a = ap.parse_args(argv)
     if a.write:
         before, as_tp_, after = (pd.read_csv(p) for p in a.write)
         write_section(section(before, as_tp_, after, a.note, a.before_label or BEFORE_LABEL))
         return 0
-    loso = evaluate(a.as_tp, tuple(a.sources) if a.sources else EP_SOURCES)
+    if a.load:
+        loso = pd.read_csv(a.load)
+    else:
+        loso = evaluate(a.as_tp, tuple(a.sources) if a.sources else EP_SOURCES)
     if a.save:
         loso.to_csv(a.save, index=False)
     print(_md_table(kind_table(loso)))
     if a.frontier:
         print(_md_table(deepseek_frontier(loso)))
+        print(_md_table(deepseek_front_ix(loso)))
+        print(_md_table(deepseek_front_ix(loso, by=("gpu", "lengths"))))
     return 0
 
 
-def deepseek_frontier(loso: pd.DataFrame, levels=(20.0, 40.0, 60.0)) -> pd.DataFrame:
-    """DeepSeek-R1 on one 8-GPU server (InferenceX, single node, no MTP, no disaggregation):
-    the best output tok/s per GPU among the measured points whose interactivity (1000 /
-    median TPOT [tok/s/user]) reaches each level, measured and as the planner predicts it
-    (the planner's own TPOT decides which points qualify). Only points that publish TPOT
-    enter (InferenceX's EP / DEP points publish total_tok_s only)."""
+def deepseek_points(loso: pd.DataFrame) -> pd.DataFrame:
+    """InferenceX's DeepSeek-R1 points on one 8-GPU server (single node, no MTP, no
+    disaggregation) that publish both output tok/s and median TPOT, one row each: ``gpu``,
+    ``framework``, ``precision``, ``lengths`` (ISL/OSL), ``concurrency``, ``layout``,
+    ``thr_m`` / ``thr_p`` (measured / held-out predicted output tok/s per GPU) and ``int_m``
+    / ``int_p`` (1000 / median TPOT [tok/s/user]). InferenceX's EP / DEP points publish
+    total_tok_s only, so they do not enter."""
     rows = pd.concat(
         [pd.read_csv(f, dtype=str, keep_default_na=False) for f in public_files_default()],
         ignore_index=True,
@@ -331,24 +340,95 @@ def deepseek_frontier(loso: pd.DataFrame, levels=(20.0, 40.0, 60.0)) -> pd.DataF
             strict=True,
         )
     ]  # fmt: skip
+    ix["concurrency"] = pd.to_numeric(meta["concurrency"].to_numpy(), errors="coerce")
+    ix["layout"] = [
+        f"TP{_int(t)}" + (f" EP{_int(e)}" if _int(e) > 1 else "")
+        + (f" DP-attn{_int(a)}" if _int(a) > 1 else "")
+        for t, e, a in zip(meta["tp"], meta["ep"], meta["attention_dp"], strict=True)
+    ]  # fmt: skip
+    ix["lengths"] = [_lengths(n) for n in meta["notes"]]
     ix = ix[ix["n_gpus"] == 8]
     wide = ix.pivot_table(
-        index=["point", "gpu", "framework", "precision"],
+        index=["point", "gpu", "framework", "precision", "lengths", "concurrency", "layout"],
         columns="metric",
         values=["measured", "predicted"],
+        aggfunc="first",
     ).dropna()
-    d = pd.DataFrame(
+    idx = wide.index
+    return pd.DataFrame(
         {
-            "gpu": wide.index.get_level_values("gpu"),
+            **{k: idx.get_level_values(k) for k in ("gpu", "framework", "precision",
+                                                    "lengths", "concurrency", "layout")},
             "thr_m": (wide[("measured", "output_tok_s_total")] / 8).to_numpy(),
             "thr_p": (wide[("predicted", "output_tok_s_total")] / 8).to_numpy(),
             "int_m": (1000 / wide[("measured", "tpot_ms_median")]).to_numpy(),
             "int_p": (1000 / wide[("predicted", "tpot_ms_median")]).to_numpy(),
         }
-    )
+    )  # fmt: skip
+
+
+_ISL = re.compile(r"(?:random_input_len=|nominal input )(\d+)")
+_OSL = re.compile(r"(?:random_output_len=|nominal input \d+ / output )(\d+)")
+
+
+def _lengths(notes: str) -> str:
+    i, o = _ISL.search(notes), _OSL.search(notes)
+    return f"{i.group(1)}/{o.group(1)}" if i and o else "?"
+
+
+def deepseek_frontier(loso: pd.DataFrame, levels=(20.0, 40.0, 60.0)) -> pd.DataFrame:
+    """DeepSeek-R1 on one 8-GPU server (InferenceX, single node, no MTP, no disaggregation):
+    the best output tok/s per GPU among the measured points whose interactivity (1000 /
+    median TPOT [tok/s/user]) reaches each level, measured and as the planner predicts it
+    (the planner's own TPOT decides which points qualify), every sequence length together.
+    Only points that publish TPOT enter (InferenceX's EP / DEP points publish total_tok_s
+    only). :func:`deepseek_front_ix` reads the same points as InferenceX does."""
+    d = deepseek_points(loso)
     out = best_at_levels(d, ["gpu"], levels)
     return out[["gpu", "interactivity >= tok/s/user", "points", "measured best tok/s/GPU",
                 "planner best tok/s/GPU", "ratio"]]  # fmt: skip
+
+
+def deepseek_front_ix(
+    loso_or_points: pd.DataFrame, levels=(20.0, 40.0, 60.0), by=("gpu",)
+) -> pd.DataFrame:
+    """The DeepSeek-R1 8-GPU front read as InferenceX's throughput calculator reads it
+    (``scripts/ix_pareto.py``): per (GPU, ISL/OSL, engine, precision) the Pareto front of
+    (interactivity, output tok/s per GPU) and a monotone cubic through it at each level, no
+    extrapolation above the front; the best of these over the engines and precisions (and
+    the lengths unless ``by`` holds ``lengths``). The planner's front is built the same way
+    from its held-out predictions of the same points (its own TPOT placing each point).
+
+    ``loso_or_points``: held-out predictions (``evaluate`` / ``--save``) or
+    :func:`deepseek_points`' table."""
+    from ix_pareto import value_at
+
+    d = loso_or_points if "thr_m" in loso_or_points else deepseek_points(loso_or_points)
+    keys = ["gpu", "lengths", "framework", "precision"]
+    recs = []
+    for key, g in d.groupby(list(by)):
+        key = key if isinstance(key, tuple) else (key,)
+        for lv in levels:
+            best = {"m": (None, None), "p": (None, None)}
+            for sub_key, s in g.groupby([k for k in keys if k not in by]):
+                for side in ("m", "p"):
+                    pts = list(zip(s[f"int_{side}"], s[f"thr_{side}"], strict=True))
+                    v = value_at(pts, lv)
+                    if v is not None and (best[side][0] is None or v > best[side][0]):
+                        best[side] = (v, " ".join(map(str, sub_key)))
+            (vm, wm), (vp, wp) = best["m"], best["p"]
+            recs.append(
+                {
+                    **dict(zip(by, key, strict=True)),
+                    "interactivity >= tok/s/user": lv,
+                    "measured tok/s/GPU": None if vm is None else round(vm, 1),
+                    "measured from": wm,
+                    "planner tok/s/GPU": None if vp is None else round(vp, 1),
+                    "planner from": wp,
+                    "ratio": None if vm is None or vp is None else round(vp / vm, 2),
+                }
+            )
+    return pd.DataFrame(recs)
 
 
 if __name__ == "__main__":
