@@ -282,8 +282,13 @@ _THR_MARKS_8K = {
     # linears on FlashInfer's TRT-LLM GEMM, not modelled): 1.57 if they ran 6.1x slower
     # 1.376 with the closed loop capped at the rate the pools serve (below)
     # 1.376 -> 1.621 with the prefill pool's measured routing skew (below): its prefill pool,
-    # already too fast, gets faster
-    ("nvidia-b200", "fp8", 40.0): _xfail("SGLang 2P(DEP8) prefill pool too fast: 1.621"),
+    # already too fast, gets faster. 1.621 -> 1.224 (within; TTFT median 31.5 -> 48.8 s,
+    # measured 58.2; TPOT 18.9 -> 17.4 ms, measured 19.9) with both pools' dense block-FP8
+    # linears at FlashInfer's TRT-LLM groupwise GEMM rate, which SGLang runs on Blackwell with
+    # DeepGEMM off (sglang PR #13528, GB200: 2 x 2,048 x 24,576 x 7,168 FLOP in 1,632.5 us =
+    # 442.0 TFLOPS, 0.0884 of the fp8 peak: 397.8 on B200, against the held-out node's
+    # 4,500 x 0.60231 = 2,710; data/kernel_rates.yaml block_fp8_gemm, planner/engine/
+    # dense_rate.py; docs/changes/2026-12-07f/front2.md)
     # The closed loop (planner/serving/disagg_sizing.py) balanced Little's law on open-loop
     # runs of 3 x concurrency requests; where a pool saturates such a run builds a queue to
     # its end and the equation balanced above the rate the pools serve (ixh-1472: 52.3 req/s
