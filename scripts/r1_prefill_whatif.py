@@ -8,7 +8,7 @@ kept requests against its arrival rate: where a pool saturates, the open-loop ru
 Little's-law rate builds a queue to its end and completes fewer requests a second than
 arrive (changes/s8-front8k.md, "closed loop").
 
-Cases (comma-separated):
+Cases (comma-separated; one case may combine changes with ``+``):
 
 * ``base``: the row as ``predict_disagg_row`` predicts it;
 * ``a2a``: both pools with the all-to-all dispatch whatever the row's ``MoE dispatch``
@@ -21,6 +21,13 @@ Cases (comma-separated):
   ``SGLANG_ENABLE_JIT_DEEPGEMM`` false runs block-FP8 linears on FlashInfer's TRT-LLM GEMM;
   sgl-project/sglang#13528 times it 5.7-6.3x slower than DeepGEMM at m = 1,024-2,048,
   N = 24,576, K = 7,168 on GB200).
+* ``dgemm<F>``: ``gemm<F>`` in both pools (the recipe's ``SGLANG_ENABLE_JIT_DEEPGEMM`` sits in
+  both pools' environment, so the decode pool's verify steps run the same linears;
+  docs/changes/2026-12-07f/front2.md);
+* ``al<X>``: ``base`` with the decode pool's acceptance length set to ``X`` (the prior for
+  InferenceX's prompts is InferenceX PR #649's 2.50 at K = 3, chained to lower K);
+* ``dslow<F>``: ``base`` with the decode pool's step ``F`` times as long (every term: a
+  what-if for an unexplained decode-step error, no source).
 
 Example::
 
@@ -60,7 +67,7 @@ def completion_rate(finish_s: np.ndarray) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("row", help="a disaggregated concurrency row id, e.g. ixh-0786")
-    ap.add_argument("cases", help="a2a,base,imb0,gemm6.1")
+    ap.add_argument("cases", help="a2a,base,imb0,gemm6.1,al2.2,dslow1.28+al2.2")
     ap.add_argument("--profile", help="efficiency profile (default: the bundled one)")
     a = ap.parse_args(argv)
     import planner.catalog.profile as profile_mod
@@ -93,7 +100,6 @@ def main(argv: list[str] | None = None) -> int:
     if r["metric"] not in scale:
         print(f"{a.row}: metric {r['metric']} is not a throughput")
         return 1
-    pre = d.prefill.sm
     plain = dict(
         r,
         notes=re.sub(
@@ -108,23 +114,66 @@ def main(argv: list[str] | None = None) -> int:
             + (f - 1.0) * sm.matmul_flops_per_token,
         )
 
+    def scaled(sm, f):
+        """``sm`` with its bandwidths, peak and link divided and its fixed times multiplied by
+        ``f``: every term of a step ``f`` times as long."""
+        p = sm.params.with_(
+            step_overhead_s=sm.params.step_overhead_s * f,
+            layer_overhead_s=sm.params.layer_overhead_s * f,
+            seq_overhead_s=sm.params.seq_overhead_s * f,
+            comm_latency_s=sm.params.comm_latency_s * f,
+            eager_layer_s=sm.params.eager_layer_s * f,
+        )
+        return dataclasses.replace(
+            sm,
+            params=p,
+            bw_bytes_s=sm.bw_bytes_s / f,
+            peak_flops=sm.peak_flops / f,
+            link_bytes_s=sm.link_bytes_s / f,
+        )
+
+    def pool(dd, name, sm=None, spec=None):
+        rep = getattr(dd, name)
+        rep = dataclasses.replace(rep, sm=sm if sm is not None else rep.sm)
+        if spec is not None:
+            rep = dataclasses.replace(rep, spec=spec)
+        return dataclasses.replace(dd, **{name: rep})
+
+    def apply(dd, c):
+        """``dd`` with one change ``c`` (None: unknown or not applicable)."""
+        if c == "base":
+            return dd
+        if c == "a2a":
+            return build_spec_row(plain, load_catalog())[0]
+        if c.startswith("imb"):  # the prefill pool's routing skew set to this value
+            x = float(c[3:])  # both the decode and the prompt tokens' skew
+            sm = dd.prefill.sm
+            params = sm.params.with_(moe_imbalance=x, moe_imbalance_prompt=x)
+            return pool(dd, "prefill", dataclasses.replace(sm, params=params))
+        if c.startswith("gemm"):
+            return pool(dd, "prefill", slow(dd.prefill.sm, float(c[4:])))
+        if c.startswith("dgemm"):  # the dense linears slower in both pools
+            f = float(c[5:])
+            dd = pool(dd, "prefill", slow(dd.prefill.sm, f))
+            return pool(dd, "decode", slow(dd.decode.sm, f))
+        if c.startswith("al"):  # the decode pool's acceptance length
+            sp = dd.decode.spec
+            if sp is None:
+                return None
+            return pool(
+                dd, "decode", spec=sp.model_copy(update={"acceptance_length": float(c[2:])})
+            )
+        if c.startswith("dslow"):  # every term of the decode step F times as long
+            return pool(dd, "decode", scaled(dd.decode.sm, float(c[5:])))
+        return None
+
     print(f"{d.label()}: measured {r['metric']} {measured:,.0f} tok/s")
     for c in a.cases.split(","):
-        if c == "base":
-            dd = d
-        elif c == "a2a":
-            dd = build_spec_row(plain, load_catalog())[0]
-        elif c.startswith("imb"):  # the prefill pool's routing skew set to this value
-            x = float(c[3:])  # both the decode and the prompt tokens' skew
-            sm = dataclasses.replace(
-                pre, params=pre.params.with_(moe_imbalance=x, moe_imbalance_prompt=x)
-            )
-            dd = dataclasses.replace(d, prefill=dataclasses.replace(d.prefill, sm=sm))
-        elif c.startswith("gemm"):
-            pool = dataclasses.replace(d.prefill, sm=slow(pre, float(c[4:])))
-            dd = dataclasses.replace(d, prefill=pool)
-        else:
-            print(f"unknown case {c!r}")
+        dd = d
+        for part in c.split("+"):  # changes combined with '+': dslow1.28+al2.2
+            dd = apply(dd, part) if dd is not None else None
+        if dd is None:
+            print(f"unknown or inapplicable case {c!r}")
             return 2
         rate, res = closed_loop(dd, reqs, float(conc), iters=14)
         v = rate * scale[r["metric"]]

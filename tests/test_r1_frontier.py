@@ -144,9 +144,16 @@ _THR_MARKS = {
     # s9-poolskew.md): with the fitted skew (4) its one DEP8 prefill pool saturated (TTFT 4.1
     # s predicted, 1.0 s measured) and capped the rate; at 1.564 it keeps up (TTFT 0.2 s) and
     # the decode pools set the rate: their MTP TPOT is 10.4 ms predicted against 15.07 ms
-    # measured (10.2 ms with the fitted skew too), the decode step's error, not the prefill's
+    # measured (10.2 ms with the fitted skew too), the decode step's error, not the prefill's.
+    # Decomposed (docs/changes/2026-12-07f/front2.md): the step at 16 a rank is 26.7 ms
+    # (GEMM 16.2, weight-bound, + attention 1.4 + communication 3.3 + fixed 3.8 + draft 2.1);
+    # at the AL prior 2.50 the measured TPOT means 37.7 ms. The same engine's B200 fp8 DEP8
+    # decode without MTP is too fast alike (TPOT measured / predicted: ixh-0949 1.28, ixh-0953
+    # 1.25, ixh-0986 1.32); the whole decode step 1.28x gives 1.285, with AL 2.2 as well 1.132
+    # (what-ifs, no source): most of the gap is the DEP8 step, the rest MTP's increment or AL
     ("nvidia-b200", "fp8", 60.0): _xfail(
-        "decode pools' MTP TPOT too fast (10.4 vs 15.1 ms): 1.632"
+        "decode pools' MTP TPOT too fast (10.4 vs 15.1 ms; the TensorRT-LLM B200 DEP8 decode "
+        "step 1.25-1.32x too fast without MTP too): 1.632"
     ),
 }
 
@@ -282,8 +289,13 @@ _THR_MARKS_8K = {
     # linears on FlashInfer's TRT-LLM GEMM, not modelled): 1.57 if they ran 6.1x slower
     # 1.376 with the closed loop capped at the rate the pools serve (below)
     # 1.376 -> 1.621 with the prefill pool's measured routing skew (below): its prefill pool,
-    # already too fast, gets faster
-    ("nvidia-b200", "fp8", 40.0): _xfail("SGLang 2P(DEP8) prefill pool too fast: 1.621"),
+    # already too fast, gets faster. 1.621 -> 1.224 (within; TTFT median 31.5 -> 48.8 s,
+    # measured 58.2; TPOT 18.9 -> 17.4 ms, measured 19.9) with both pools' dense block-FP8
+    # linears at FlashInfer's TRT-LLM groupwise GEMM rate, which SGLang runs on Blackwell with
+    # DeepGEMM off (sglang PR #13528, GB200: 2 x 2,048 x 24,576 x 7,168 FLOP in 1,632.5 us =
+    # 442.0 TFLOPS, 0.0884 of the fp8 peak: 397.8 on B200, against the held-out node's
+    # 4,500 x 0.60231 = 2,710; data/kernel_rates.yaml block_fp8_gemm, planner/engine/
+    # dense_rate.py; docs/changes/2026-12-07f/front2.md)
     # The closed loop (planner/serving/disagg_sizing.py) balanced Little's law on open-loop
     # runs of 3 x concurrency requests; where a pool saturates such a run builds a queue to
     # its end and the equation balanced above the rate the pools serve (ixh-1472: 52.3 req/s

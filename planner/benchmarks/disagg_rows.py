@@ -59,6 +59,7 @@ __all__ = [
     "disagg_layout",
     "is_disagg_row",
     "moe_dispatch",
+    "deepgemm",
     "pool_limits",
     "predict_disagg_row",
     "spec_recipe",
@@ -126,6 +127,20 @@ def moe_dispatch(notes: str) -> dict[str, bool] | None:
     return {"prefill": m.group(1) != "none", "decode": m.group(2) != "none"}
 
 
+#: the note of scripts/annotate_deepgemm.py: each SGLang pool's SGLANG_ENABLE_JIT_DEEPGEMM
+_DEEPGEMM = re.compile(r"DeepGEMM \(.*?\): prefill (on|off), decode (on|off)")
+
+
+def deepgemm(notes: str) -> dict[str, bool] | None:
+    """``{prefill, decode}``: whether each pool runs its block-FP8 dense linears on DeepGEMM
+    from a row's ``DeepGEMM (...)`` note (``off``: the recipe's environment sets
+    ``SGLANG_ENABLE_JIT_DEEPGEMM`` false), None without one (the engine's default, on)."""
+    m = _DEEPGEMM.search(notes)
+    if m is None:
+        return None
+    return {"prefill": m.group(1) == "on", "decode": m.group(2) == "on"}
+
+
 def is_disagg_row(row: Mapping[str, Any]) -> bool:
     return _TAG in cell(row, "notes")
 
@@ -167,6 +182,9 @@ def disagg_layout(notes: str) -> dict[str, Any] | str:
     for name, a2a in (moe_dispatch(notes) or {}).items():
         if not a2a:
             pools[name]["moe_all_to_all"] = False
+    for name, on in (deepgemm(notes) or {}).items():
+        if not on:
+            pools[name]["deepgemm"] = False
     return {"x": x, "y": y, **pools, "mtp": mtp, "spec": spec_recipe(notes) if mtp else None}
 
 

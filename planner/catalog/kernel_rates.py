@@ -23,7 +23,15 @@ from planner.catalog.records import Frozen, Sourced
 from planner.errors import PlannerError
 from planner.files import load_data_file
 
-__all__ = ["MLA_D_K", "MLA_D_V", "MlaDecodeRate", "mla_decode_rate", "mla_decode_rates"]
+__all__ = [
+    "MLA_D_K",
+    "MLA_D_V",
+    "BlockFp8GemmRate",
+    "MlaDecodeRate",
+    "block_fp8_gemm_rate",
+    "mla_decode_rate",
+    "mla_decode_rates",
+]
 
 #: DeepSeek-V3's absorbed MLA head dims: the 512-wide latent + 64 rope (keys), the latent (values)
 MLA_D_K, MLA_D_V = 576, 512
@@ -74,15 +82,59 @@ class MlaDecodeRate(Sourced):
         return self.tflops / self.reference_bf16_tflops
 
 
+class BlockFp8GemmRate(Sourced):
+    """One published timing of a block-FP8 dense GEMM that an engine runs without DeepGEMM
+    (``data/kernel_rates.yaml``, ``block_fp8_gemm``)."""
+
+    arch: str = Field(min_length=2)
+    kernel: str = Field(min_length=3)
+    applied: bool = False
+    engines: tuple[str, ...] = ()
+    reference_gpu: str = Field(min_length=2)
+    reference_fp8_tflops: float = Field(gt=0)
+    m: int = Field(ge=1)
+    n: int = Field(ge=1)
+    k: int = Field(ge=1)
+    time_us: float = Field(gt=0)
+
+    @property
+    def tflops(self) -> float:
+        """Achieved rate ``2 m n k / time`` [TFLOPS]."""
+        return 2.0 * self.m * self.n * self.k / (self.time_us * 1e-6) / 1e12
+
+    @property
+    def fraction(self) -> float:
+        """Achieved rate / the reference GPU's fp8 dense peak [-]."""
+        return self.tflops / self.reference_fp8_tflops
+
+
 class _File(Frozen):
     mla_decode: tuple[MlaDecodeRate, ...]
+    block_fp8_gemm: tuple[BlockFp8GemmRate, ...] = ()
+
+
+@lru_cache(maxsize=4)
+def _file(data_dir: str | None) -> _File | None:
+    return load_data_file(Path(data_dir or DATA_DIR) / "kernel_rates.yaml", _File, 120)
+
+
+def block_fp8_gemm_rate(
+    arch: str, engine: str | None, data_dir: str | None = None
+) -> BlockFp8GemmRate | None:
+    """The applied block-FP8 GEMM record of architecture ``arch`` for ``engine`` (the kernel
+    it runs with DeepGEMM off), or ``None``."""
+    f = _file(data_dir)
+    for r in f.block_fp8_gemm if f is not None else ():
+        if r.applied and r.arch == arch and engine in r.engines:
+            return r
+    return None
 
 
 @lru_cache(maxsize=4)
 def mla_decode_rates(data_dir: str | None = None) -> tuple[MlaDecodeRate, ...]:
     """Every record of ``data/kernel_rates.yaml`` (empty where the file is absent)."""
     path = Path(data_dir or DATA_DIR) / "kernel_rates.yaml"
-    f = load_data_file(path, _File, 120)
+    f = _file(data_dir)
     if f is None:
         return ()
     recs = f.mla_decode

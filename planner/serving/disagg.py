@@ -70,6 +70,7 @@ from planner.catalog.profile import model_family, resolve_params
 from planner.catalog.records import Accelerator, Frozen, ModelArch
 from planner.catalog.routing_skew import measured_skew
 from planner.engine.adp import dispatch_bytes_per_token, gathered_dispatch_bytes_per_token
+from planner.engine.dense_rate import no_deepgemm
 from planner.engine.memory import kv_bytes_per_token
 from planner.errors import MissingDataError, PlannerError
 from planner.serving.probe import run
@@ -119,6 +120,12 @@ class Pool(Frozen):
         True,
         description="attention-DP ranks send routed tokens all-to-all (SGLang --moe-a2a-backend "
         "deepep); False: they gather every token around each MoE layer (SGLang's default none)",
+    )
+    deepgemm: bool = Field(
+        True,
+        description="the engine runs its block-FP8 dense linears on DeepGEMM; False (SGLang "
+        "SGLANG_ENABLE_JIT_DEEPGEMM false): at the fallback kernel's published rate "
+        "(data/kernel_rates.yaml block_fp8_gemm, planner.engine.dense_rate)",
     )
 
     @property
@@ -251,6 +258,9 @@ def build_disagg(
             raise type(e)(f"{where}.{name}: {e}") from None
         if not p.moe_all_to_all:
             reps[name] = gathered_dispatch(reps[name], extend=name == "prefill")
+        if not p.deepgemm:
+            rep = reps[name]
+            reps[name] = replace(rep, sm=no_deepgemm(rep.sm, rep.engine.framework))
         if name == "prefill":
             reps[name] = prefill_routing_skew(reps[name])
     pre, dec = reps["prefill"], reps["decode"]
