@@ -69,7 +69,12 @@ def test_each_row_is_scored_with_its_clients_definition():
         else:
             disagree.append((r["id"], r["metric"], own))
     assert disagree == []
-    assert unstated == {"TensorRT-LLM perf-overview online serving table (v0.14.0 data)"}
+    # the vLLM MoRI-EP pull request prints TPOT without its command (lengths unknown: its
+    # rows are kept, never predicted, docs/changes/2026-12-07f/amdsrc.md)
+    assert unstated == {
+        "TensorRT-LLM perf-overview online serving table (v0.14.0 data)",
+        "vLLM PR #28664: MoRI-EP all-to-all backend (DeepSeek DP + EP on MI300X)",
+    }
     assert agree > 1000
 
 
