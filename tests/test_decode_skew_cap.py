@@ -23,6 +23,12 @@ BLOG4_EP32 = 1.564272  # data/moe_routing_skew.yaml: TensorRT-LLM tech blog 4, E
 Z8 = math.sqrt(2 * math.log(8))  # 2.0393340: the multinomial excess factor of 8 shares
 
 
+@pytest.fixture(autouse=True)
+def _cap_on(monkeypatch):
+    """The mechanics with the switch on (it ships off: planner/engine/skew_cap.py says why)."""
+    monkeypatch.setattr(skew_cap, "APPLY", True)
+
+
 def _dep8(imb=4.0, imb_prompt=3.0, gpu="nvidia-b200", prec="fp4"):
     p = PRIOR.with_(moe_imbalance=imb, moe_imbalance_prompt=imb_prompt)
     return step_model("deepseek-v3", gpu, prec, "fp8", catalog=CAT, params=p,
@@ -41,9 +47,11 @@ def test_cap_of_a_layout():
 
 
 def test_switch_off_keeps_the_fitted_skew(monkeypatch):
+    """Off (as shipped): no ceiling, every prediction as before the module."""
     monkeypatch.setattr(skew_cap, "APPLY", False)
     assert skew_cap.decode_skew_cap(256, 8, 8) == math.inf
     assert _dep8().decode_skew_cap == math.inf
+    assert float(_dep8().routed_tokens_hot(4000.0)) == pytest.approx(20_128.98, abs=0.01)
 
 
 def test_busiest_gpu_decode_tokens_by_hand():

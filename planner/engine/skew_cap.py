@@ -28,8 +28,13 @@ import math
 
 from planner.catalog.routing_skew import measured_skew
 
-#: apply the published skew as the decode tokens' ceiling (False: the fitted skew as it is)
-APPLY = True
+#: apply the published skew as the decode tokens' ceiling (False: the fitted skew as it is).
+#: OFF: scored held out by source (scripts/ep_accuracy.py, docs/changes s10-dep8 note) it makes
+#: issue 29's EP + DEP TPOT worse, 28.8% -> 33.2% (49 -> 40 rows within 25%), and with the
+#: MLPerf run-length rule on as well (planner.benchmarks.run_length) 31.4% (50 within), EP + DEP
+#: TTFT 22.0% -> 30.8%: a faster DEP8 step moves the MLPerf v6.0 Server runs further down their
+#: lower operating branch (0.70-0.78 -> 0.58-0.65 of the measured TPOT).
+APPLY = False
 
 
 def decode_skew_cap(num_experts: int, top_k: int, ep: int) -> float:
