@@ -47,3 +47,18 @@ def test_parts_add_up(parts):
     assert t.attrs["skew_pub"] == pytest.approx(1.564272, abs=1e-6)
     if t.attrs["skew_fit"] > t.attrs["skew_pub"]:
         assert (t["experts_pub"] <= t["experts_fit"]).all()
+
+
+def test_hot_rows_whatif_inverse_by_hand():
+    """scripts/moe_kernel_hot_whatif.py: the replica tokens whose busiest EP8 shard gets
+    4,096 routed rows at skew 1.564272: sqrt(T) = (-2.039334 + sqrt(4.158883 + 4 x 2.564272 x
+    4,096)) / 5.128544 = 39.5710, T = 1,565.86; and the inverse maps back
+    (T x 2.564272 + 2.039334 sqrt(T) = 4,096)."""
+    spec = importlib.util.spec_from_file_location(
+        "moe_kernel_hot_whatif", REPO_ROOT / "scripts" / "moe_kernel_hot_whatif.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    t = mod.replica_tokens(4096.0)
+    assert t == pytest.approx(1565.86, abs=0.01)
+    assert t * (1 + mod.SKEW) + mod.Z8 * t**0.5 == pytest.approx(4096.0, rel=1e-12)
