@@ -12,7 +12,7 @@ from dataclasses import replace
 from planner.catalog import moe_kernels
 from planner.catalog.layout import Layout
 from planner.catalog.records import Accelerator
-from planner.engine import adp, moe_floor
+from planner.engine import adp, moe_floor, skew_cap
 from planner.engine.memory import _bits, param_counts
 from planner.errors import MissingDataError
 
@@ -105,4 +105,5 @@ def as_expert_parallel(plain, lay: Layout):
         comm_collectives=coll,
         layout_label=lay.label,
         adp_balanced=lay.balanced,
+        decode_skew_cap=skew_cap.decode_skew_cap(plain.num_experts, plain.top_k, ep),
     )

@@ -157,6 +157,9 @@ class StepModel:
     # of the stage it applies to (planner.engine.moe_floor; () : no floor)
     moe_kernel_points: tuple = ()
     moe_kernel_layers: float = 0.0
+    # the decode tokens' routing skew is at most this published value (planner.engine.skew_cap;
+    # inf: the fitted ``moe_imbalance`` as it is)
+    decode_skew_cap: float = math.inf
 
     @property
     def local_experts(self) -> float:
@@ -188,7 +191,8 @@ class StepModel:
         p = self.params
         with np.errstate(divide="ignore", invalid="ignore"):
             share = np.where(t > 0, np.asarray(prompt_tokens, float) / t, 0.0)
-        skew = p.moe_imbalance + (p.moe_imbalance_prompt - p.moe_imbalance) * share
+        dec = min(p.moe_imbalance, self.decode_skew_cap)
+        skew = dec + (p.moe_imbalance_prompt - dec) * share
         return mean * (1.0 + skew) + z * np.sqrt(mean)
 
     @staticmethod
@@ -468,7 +472,7 @@ class StepModel:
                 self.pp,
                 self.expert_flops_per_routed_token,
                 self.top_k / self.ep,
-                p.moe_imbalance,
+                min(p.moe_imbalance, self.decode_skew_cap),
                 z,
                 # speculative decoding (0: off): K, then the draft pass terms
                 self.spec_tokens,
