@@ -179,6 +179,22 @@ def test_sglang_dep_layout():
     assert "--enable-dp-attention" in args
 
 
+def test_sglang_dep_chunk_and_dispatch():
+    """With DP attention SGLang divides --chunked-prefill-size by dp-size (0.5.12
+    server_args.py _handle_data_parallelism), so the launch passes the planner's chunk per
+    rank x dp: 8,192 x 8 = 65,536; no --moe-a2a-backend (SGLang's gather)."""
+    k = _knobs("sglang", tp=1, attention_dp=8, ep=8)
+    la = launch(k, F.resolve("sglang", "0.5.12", "t"))
+    args = dict(la.args)
+    assert k.max_num_batched_tokens == 8_192
+    assert args["--chunked-prefill-size"] == "65536"
+    assert "--moe-a2a-backend" not in args
+    assert any("moe_dispatch.yaml" in c for c in la.comments)
+    # TP: the chunk as it is
+    plain = dict(launch(_knobs("sglang"), F.resolve("sglang", "0.5.12", "t")).args)
+    assert plain["--chunked-prefill-size"] == "8192"
+
+
 def test_disaggregated_pools_launch_the_rows_speculative_decoding():
     """An xPyD answer sized with MTP (planner/recommend/disagg.py runs the option's MTP in
     both pools) launches both pools with it: SGLang --speculative-algorithm EAGLE with K."""

@@ -259,8 +259,21 @@ def _sglang(la: Launch, res: F.Resolved, k: Knobs) -> None:
             "model_runner_kv_cache_mixin.py _resolve_max_num_reqs)"
         )
     if k.max_num_batched_tokens:
-        size = k.max_num_batched_tokens if k.chunked_prefill is not False else -1
+        dp = k.layout.attention_dp
+        size = k.max_num_batched_tokens * dp if k.chunked_prefill is not False else -1
         _add(la, res, "max_num_batched_tokens", size)
+        if dp > 1 and size > 0:
+            la.comments.append(
+                "--chunked-prefill-size: the planner's chunk per attention rank x dp-size (with "
+                "DP attention SGLang gives each rank chunked_prefill_size // dp_size: 0.5.7 and "
+                "0.5.12 server_args.py _handle_data_parallelism)"
+            )
+    if k.layout.attention_dp > 1 and k.layout.ep > 1:
+        la.comments.append(
+            "MoE tokens: no --moe-a2a-backend (SGLang's default 'none': every token is gathered "
+            "over the DP ranks around each MoE layer; data/moe_dispatch.yaml says where the "
+            "planner charges that gather)"
+        )
     _add_set(la, res, ("memory_fraction", _mem(k)), ("max_model_len", k.max_model_len))
     if k.prefix_caching is False:
         _add(la, res, "no_prefix_caching")

@@ -252,6 +252,7 @@ def build_disagg(
                 layout=p.layout,
                 kv_precision=p.kv_precision,
                 catalog=cat,
+                moe_dispatch="all_to_all",  # gathered below where the pool's engine gathers
                 **kw,
             )
         except PlannerError as e:

@@ -17,8 +17,10 @@ from planner.catalog.engine_policies import kv_reserve_fraction as policy_fracti
 from planner.catalog.engine_policies import sliding_window_kv_factor
 from planner.catalog.latency import first_token_path
 from planner.catalog.layout import Layout, check_for_model, check_framework_layout, layout_of
+from planner.catalog.moe_dispatch import gathers
 from planner.catalog.records import Accelerator, Framework, ModelArch, Precision
 from planner.catalog.speculative import SpecDecode, spec_decode
+from planner.engine.adp import with_gathered_dispatch
 from planner.engine.graphs import without_graphs
 from planner.engine.memory import MemoryPlan, plan_memory
 from planner.engine.speculative import with_spec
@@ -177,6 +179,7 @@ def build_replica(
     engine_prefill_first: bool | None = None,
     graphs_off: bool = False,
     kv_reserve_fraction: float | None = None,
+    moe_dispatch: str | None = None,
 ) -> Replica:
     """Resolve a (model, GPU, precision, framework, layout) combination into a :class:`Replica`.
 
@@ -214,6 +217,10 @@ def build_replica(
     kv_reserve_fraction : share of a request's answer whose KV blocks admission reserves
         (None: the framework's policy, ``data/engine_policies.yaml``; a harness's own, e.g.
         NVIDIA's MLPerf harness runs MAX_UTILIZATION: 0)
+    moe_dispatch : how a DEP layout moves its MoE tokens: "gathered" (every token gathered
+        over the attention-DP ranks), "all_to_all" (the routed tokens), None: what
+        ``data/moe_dispatch.yaml`` says the framework does on the GPU's vendor (else
+        all-to-all)
     prefill_scale : multiplies the prompt chunks' share of each iteration's time in the
         simulator (1: the step model's; :func:`planner.catalog.latency.prefill_scale`
         gives the fitted value of an engine and model family)
@@ -267,6 +274,10 @@ def build_replica(
         # a serving loop dispatches its eager iterations at its own host's pace
         params = params.with_(eager_layer_s=params.serving_eager_layer_s)
     sm = step_model(m, g, p, kv.id, tp, pp, params, cat, layout=None if layout.is_plain else layout)
+    if moe_dispatch == "gathered" or (
+        moe_dispatch is None and gathers(fw.id if fw else None, g.vendor, release)
+    ):  # the engine gathers the MoE tokens of a DEP layout (data/moe_dispatch.yaml)
+        sm = with_gathered_dispatch(sm, layout)
     spec = spec_decode(
         m, spec_method, spec_tokens, acceptance_length, draft_model, fw, workload=spec_workload
     )
