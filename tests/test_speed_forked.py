@@ -1,6 +1,6 @@
 """``recommend`` with a forked child screening ahead gives the one-process answer (issue 29).
 
-:mod:`planner.recommend.forked`: the child screens every other block of options and sends
+:mod:`planner.recommend.forked`: the child screens the blocks of options it takes from a shared queue and sends
 each option's rejection or screen numbers; the search takes them in its order and rebuilds
 the replica of what it simulates. Pinned here: the whole answer (every recommendation, the
 Pareto front, every rejection with its reason, the summary's counts) equals the
