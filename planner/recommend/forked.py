@@ -195,11 +195,13 @@ class Forked:
         if opt is None:
             return None
         j = self.block_of[seq]
+        if j in self.mine:
+            return None  # this process's block: it screens the option itself
         while seq not in self.answers and not self.ended and self._ready(0.0):
             self._read_block()
         if seq not in self.answers:
-            if j in self.mine or not self._theirs(j):
-                return None  # this process's block: it screens the option itself
+            if not self._theirs(j):
+                return None  # taken now by this process: it screens the option itself
             # the child is screening it now: its answer comes within a block's time
             while seq not in self.answers and not self.ended and self._ready(WAIT_S):
                 self._read_block()
