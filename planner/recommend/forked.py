@@ -118,6 +118,9 @@ class Forked:
         self.answers: dict[int, Any] = {}
         self.mine: set[int] = set()  # blocks this process took from the queue
         self.theirs: set[int] = set()  # blocks whose answers came from the child
+        #: the child's blocks this process screens itself: their answers did not come
+        #: within WAIT_S (a starved or dead child)
+        self.given_up: set[int] = set()
         self.queue_empty = False
         self.ended = False  # the pipe reached its end (or failed): no more answers
 
@@ -195,7 +198,7 @@ class Forked:
         if opt is None:
             return None
         j = self.block_of[seq]
-        if j in self.mine:
+        if j in self.mine or j in self.given_up:
             return None  # this process's block: it screens the option itself
         while seq not in self.answers and not self.ended and self._ready(0.0):
             self._read_block()
@@ -206,7 +209,7 @@ class Forked:
             while seq not in self.answers and not self.ended and self._ready(WAIT_S):
                 self._read_block()
             if seq not in self.answers:  # a starved or dead child: the block is screened here
-                self.mine.add(j)
+                self.given_up.add(j)
                 return None
         r = self.answers.pop(seq, None)
         if r is None:
