@@ -69,7 +69,7 @@ BLOCK = 16
 
 #: most seconds the search waits for a block the child is screening now (a block takes a
 #: few ms); past it the search screens the option itself
-WAIT_S = 0.05
+WAIT_S = 0.02
 
 #: a block's length prefix in the pipe
 _LEN = struct.Struct("<I")
@@ -198,11 +198,13 @@ class Forked:
         if opt is None:
             return None
         j = self.block_of[seq]
-        if j in self.mine or j in self.given_up:
+        if j in self.mine:
             return None  # this process's block: it screens the option itself
         while seq not in self.answers and not self.ended and self._ready(0.0):
             self._read_block()
         if seq not in self.answers:
+            if j in self.given_up:
+                return None  # waited for once already: not again
             if not self._theirs(j):
                 return None  # taken now by this process: it screens the option itself
             # the child is screening it now: its answer comes within a block's time
