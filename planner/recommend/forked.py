@@ -122,6 +122,11 @@ class Forked:
         #: within WAIT_S (a starved or dead child)
         self.given_up: set[int] = set()
         self.queue_empty = False
+        self.from_child = 0  # the child's answers taken
+        self.blocks: list[list[tuple[int, Option]]] = []
+        #: this process's screens made ahead (while it waited for the child), by option
+        self.early: dict[int, Screened | Rejection] = {}
+        self.ahead_at: dict[int, int] = {}  # per block of this process: options screened ahead
         self.ended = False  # the pipe reached its end (or failed): no more answers
 
     @classmethod
@@ -187,6 +192,7 @@ class Forked:
             search, {seq: o for b in blocks for seq, o in b},
             {seq: j for j, b in enumerate(blocks) for seq, _ in b}, pid, r, q_read,
         )  # fmt: skip
+        out.blocks = blocks
         with contextlib.suppress(Exception):  # the first simulation loads them otherwise
             load_kernels()
         return out
@@ -199,7 +205,8 @@ class Forked:
             return None
         j = self.block_of[seq]
         if j in self.mine:
-            return None  # this process's block: it screens the option itself
+            # this process's block: screened ahead while it waited for the child, or now
+            return self.early.pop(seq, None)
         while seq not in self.answers and not self.ended and self._ready(0.0):
             self._read_block()
         if seq not in self.answers:
@@ -207,7 +214,11 @@ class Forked:
                 return None  # waited for once already: not again
             if not self._theirs(j):
                 return None  # taken now by this process: it screens the option itself
-            # the child is screening it now: its answer comes within a block's time
+            # the child is screening it now: its answer comes within a block's time;
+            # meanwhile this process screens ahead the next block it took
+            while seq not in self.answers and not self.ended and self._screen_ahead(j):
+                while seq not in self.answers and not self.ended and self._ready(0.0):
+                    self._read_block()
             while seq not in self.answers and not self.ended and self._ready(WAIT_S):
                 self._read_block()
             if seq not in self.answers:  # a starved or dead child: the block is screened here
@@ -216,6 +227,7 @@ class Forked:
         r = self.answers.pop(seq, None)
         if r is None:
             return None
+        self.from_child += 1
         if isinstance(r, Rejection):  # its layout: the option's own object, as screened here
             return dataclasses.replace(r, layout=opt.layout) if r.layout == opt.layout else r
         if r.release:
@@ -225,6 +237,28 @@ class Forked:
         # the replica: fill(), when the search simulates the option
         return Screened(opt, None, r.provenance, price, r.saturation_rps, r.cap_rps, r.k_lb,
                         r.bound)  # type: ignore[arg-type]  # fmt: skip
+
+    def _screen_ahead(self, j: int) -> bool:
+        """Screen one option of the first block after ``j`` this process took (taking the
+        next block from the queue where it has none left), kept for :meth:`take`; False
+        when there is nothing left to screen. A screen is a pure function of the option:
+        done early, it is the screen the search would make when it reaches the option (or
+        never uses, where it prunes the option first)."""
+        while True:
+            own = [k for k in self.mine if k > j and self.ahead_at.get(k, 0) < len(self.blocks[k])]
+            if not own:
+                if self.queue_empty or (k := _take(self.queue)) is None:
+                    self.queue_empty = True
+                    return False
+                self.mine.add(k)
+                continue
+            k = min(own)
+            i = self.ahead_at.get(k, 0)
+            self.ahead_at[k] = i + 1
+            seq, opt = self.blocks[k][i]
+            with contextlib.suppress(Exception):  # the search screens it again, raising
+                self.early[seq] = self.search.screen_option(opt)
+            return True
 
     def _theirs(self, j: int) -> bool:
         """Whether the child took block ``j`` (else this process takes it now). The queue
