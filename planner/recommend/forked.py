@@ -38,6 +38,7 @@ replicas, cheaper than the fork; measured in process, chat 8B 0.27 s one process
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import fcntl
@@ -127,6 +128,8 @@ class Forked:
         #: this process's screens made ahead (while it waited for the child), by option
         self.early: dict[int, Screened | Rejection] = {}
         self.ahead_at: dict[int, int] = {}  # per block of this process: options screened ahead
+        #: this process's blocks past the one it is at, in order (to screen ahead)
+        self.own_order: collections.deque[int] = collections.deque()
         self.ended = False  # the pipe reached its end (or failed): no more answers
 
     @classmethod
@@ -215,8 +218,13 @@ class Forked:
             if not self._theirs(j):
                 return None  # taken now by this process: it screens the option itself
             # the child is screening it now: its answer comes within a block's time;
-            # meanwhile this process screens ahead the next block it took
-            while seq not in self.answers and not self.ended and self._screen_ahead(j):
+            # meanwhile this process screens ahead (a block's worth at most) the next
+            # block it took
+            budget = len(self.blocks[j])
+            while seq not in self.answers and not self.ended and budget > 0:
+                if not self._screen_ahead(j):
+                    break
+                budget -= 1
                 while seq not in self.answers and not self.ended and self._ready(0.0):
                     self._read_block()
             while seq not in self.answers and not self.ended and self._ready(WAIT_S):
@@ -244,21 +252,23 @@ class Forked:
         when there is nothing left to screen. A screen is a pure function of the option:
         done early, it is the screen the search would make when it reaches the option (or
         never uses, where it prunes the option first)."""
-        while True:
-            own = [k for k in self.mine if k > j and self.ahead_at.get(k, 0) < len(self.blocks[k])]
-            if not own:
-                if self.queue_empty or (k := _take(self.queue)) is None:
-                    self.queue_empty = True
-                    return False
-                self.mine.add(k)
-                continue
-            k = min(own)
-            i = self.ahead_at.get(k, 0)
-            self.ahead_at[k] = i + 1
-            seq, opt = self.blocks[k][i]
-            with contextlib.suppress(Exception):  # the search screens it again, raising
-                self.early[seq] = self.search.screen_option(opt)
-            return True
+        own = self.own_order
+        while own and (own[0] <= j or self.ahead_at.get(own[0], 0) >= len(self.blocks[own[0]])):
+            own.popleft()  # passed, or screened ahead whole
+        if not own:
+            k = None if self.queue_empty else _take(self.queue)
+            if k is None:
+                self.queue_empty = True
+                return False
+            self.mine.add(k)
+            own.append(k)
+        k = own[0]
+        i = self.ahead_at.get(k, 0)
+        self.ahead_at[k] = i + 1
+        seq, opt = self.blocks[k][i]
+        with contextlib.suppress(Exception):  # the search screens it again, raising
+            self.early[seq] = self.search.screen_option(opt)
+        return True
 
     def _theirs(self, j: int) -> bool:
         """Whether the child took block ``j`` (else this process takes it now). The queue
@@ -272,6 +282,8 @@ class Forked:
                 self.queue_empty = True
                 break
             self.mine.add(k)  # numbers before j: blocks already passed (nothing to do)
+            if k > j:
+                self.own_order.append(k)  # ahead: screened ahead while waiting for j
             if k >= j:
                 return k != j
         return True  # every block taken, j not by this process
