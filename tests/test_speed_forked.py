@@ -1,13 +1,15 @@
 """``recommend`` with a forked child screening ahead gives the one-process answer (issue 29).
 
-:mod:`planner.recommend.forked`: the child screens every other block of options and sends
-each option's rejection or screen numbers; the search takes them in its order and rebuilds
-the replica of what it simulates. Pinned here: the whole answer (every recommendation, the
-Pareto front, every rejection with its reason, the summary's counts) equals the
-one-process search's (``PLANNER_PROCESSES=1``) on the chat 8B and RAG 70B examples and
-under the latency objective (whose bound the child computes from a zero-load simulation);
-the child did answer options; a child that dies at once, or answers nothing, leaves the
-same answer; no child is left unreaped; and where it must not fork, it does not.
+:mod:`planner.recommend.forked`: the child screens the blocks of options it takes from a
+queue it shares with the search and sends each option's rejection or screen numbers; the
+search takes the blocks the child has not taken, and the child's answers in its own order,
+and rebuilds the replica of what it simulates. Pinned here: the whole answer (every
+recommendation, the Pareto front, every rejection with its reason, the summary's counts)
+equals the one-process search's (``PLANNER_PROCESSES=1``) on the chat 8B and RAG 70B
+examples and under the latency objective (whose bound the child computes from a zero-load
+simulation); the child did answer options; each block went to one process only; a child
+that dies at once, answers nothing, or is too slow to wait for, leaves the same answer; no
+child is left unreaped; and where it must not fork, it does not.
 """
 
 from __future__ import annotations
@@ -47,17 +49,20 @@ def _recommend(example: str, **kw) -> dict:
 @pytest.fixture
 def spy(monkeypatch):
     """Counts the children started and the options they answered."""
-    seen = {"forks": 0, "answered": 0}
+    seen = {"forks": 0, "answered": 0, "children": []}
     start, take = forked.Forked.start.__func__, forked.Forked.take
 
     def start_spy(cls, search, heap):
         f = start(cls, search, heap)
         seen["forks"] += f is not None
+        if f is not None:
+            seen["children"].append(f)
         return f
 
     def take_spy(self, seq):
+        n = self.from_child
         r = take(self, seq)
-        seen["answered"] += r is not None
+        seen["answered"] += self.from_child - n  # the child's answers (not its own early ones)
         return r
 
     monkeypatch.setattr(forked.Forked, "start", classmethod(start_spy))
@@ -82,9 +87,11 @@ def test_a_forked_screen_gives_the_one_process_answer(monkeypatch, spy, example)
     one, two = _both(monkeypatch, spy, example)
     assert one["recommendations"] and one["rejected"]
     assert two == one  # every field of every row, rejection and count
-    # the child answered options the search took (not all: it screens its own blocks too);
-    # chat 8B screens 1,427 options, RAG 70B 2,782 (this pass's counts)
+    # the child answered options the search took (not all: the search takes blocks from
+    # the queue too); chat 8B screens 2,055 options, RAG 70B 5,390 (this pass's counts)
     assert spy["answered"] > 100
+    (f,) = spy["children"]
+    assert f.theirs and f.mine.isdisjoint(f.theirs)  # the queue gave each block to one
 
 
 def test_the_latency_objective_forked(monkeypatch, spy):
@@ -130,3 +137,44 @@ def test_where_it_does_not_fork(monkeypatch):
     assert not forked.may_fork(_S(), 5000)  # screens from remembered replicas
     monkeypatch.setenv("PLANNER_PROCESSES", "1")
     assert not forked.may_fork(_S(), 5000)
+
+
+def test_the_queue_hands_each_block_to_one_process():
+    """The search takes block j itself unless the child took it: the queue hands out block
+    numbers in order, so a number past j coming out of it means the child had taken j."""
+    r, w = os.pipe()
+    os.write(w, b"".join(forked._JOB.pack(i) for i in range(6)))
+    os.close(w)
+    f = forked.Forked(None, {}, {}, 0, -1, r)
+    try:
+        assert forked._take(r) == 0 and forked._take(r) == 1  # the child takes 0 and 1
+        assert f._theirs(1)  # the search, at block 1, takes 2 from the queue: 1 is theirs
+        assert f.mine == {2}
+        assert not f._theirs(3)  # 3 was still in the queue: the search took it
+        assert f.mine == {2, 3}
+        assert forked._take(r) == 4  # the child takes 4
+        assert not f._theirs(5) and f.mine == {2, 3, 5}
+        assert f._theirs(4)  # the queue is empty and 4 is not the search's: the child's
+        assert f.queue_empty
+    finally:
+        os.close(r)
+
+
+def test_a_starved_child_is_not_waited_for(monkeypatch, spy):
+    """A child that takes a block and then does not answer in time: the search screens
+    those options itself (after :data:`~planner.recommend.forked.WAIT_S` once per block)
+    and gives the one-process answer."""
+    import time
+
+    monkeypatch.setenv("PLANNER_PROCESSES", "1")
+    one = _recommend("chat-8b.yaml", gpus=SUBSET)
+    monkeypatch.setenv("PLANNER_PROCESSES", "2")
+    monkeypatch.setattr(forked, "MIN_OPTIONS", 10)
+    lite = forked._lite
+    monkeypatch.setattr(forked, "_lite", lambda r: (time.sleep(0.05), lite(r))[1])
+    monkeypatch.setattr(forked, "WAIT_S", 0.001)
+    assert _recommend("chat-8b.yaml", gpus=SUBSET) == one
+    (f,) = spy["children"]
+    assert f.given_up  # the search stopped waiting for a block the child had taken
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
