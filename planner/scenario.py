@@ -93,6 +93,18 @@ class Deployment(Frozen):
 
     @model_validator(mode="after")
     def _width_rule(self) -> Deployment:
+        if self.disaggregated is not None:
+            # the pools name their own GPU, engine and layout: a field of one aggregated
+            # replica beside them would be dropped without a word
+            fields = type(self).model_fields
+            beside = [k for k in _AGGREGATED_ONLY if getattr(self, k) != fields[k].default]
+            if beside:
+                raise ValueError(
+                    f"{beside[0]} is given beside disaggregated: a disaggregated deployment "
+                    "names the GPU, framework, precision and layout per pool (deployment."
+                    f"disaggregated.prefill / decode); move {beside[0]} there or drop it "
+                    "(speculative decoding fields stay here: they apply to both pools)"
+                )
         try:
             self.layout  # noqa: B018 (the width rule and the balance rule)
         except PlannerError as e:
@@ -128,6 +140,13 @@ class Deployment(Frozen):
             self.tp, self.pp, self.ep, self.attention_dp,
             attention_dp_balance=self.attention_dp_balance,
         )  # fmt: skip
+
+
+#: Deployment fields of one aggregated replica (not taken beside ``disaggregated``)
+_AGGREGATED_ONLY = (
+    "gpu", "framework", "release", "precision", "kv_precision", "tp", "pp", "ep",
+    "attention_dp", "attention_dp_balance",
+)  # fmt: skip
 
 
 class EngineOverrides(Frozen):
@@ -401,6 +420,8 @@ def _format_error(e: ValidationError, where: str) -> PlannerError:
         field = str(err["loc"][-1])
         close = difflib.get_close_matches(field, sorted(_known_fields()), n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]}?" if close else ""
+        if close and close[0] == field:  # a field of another section, not a typo
+            hint = _misplaced_hint(field, loc)
         return PlannerError(f"{where}: {loc}: unknown field{hint}")
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "missing":
@@ -418,6 +439,13 @@ def _format_error(e: ValidationError, where: str) -> PlannerError:
     got = err.get("input")
     got_text = f" (got {shown(got)})" if got is not None and not isinstance(got, dict) else ""
     return PlannerError(f"{where}: {loc or '<scenario>'}: {msg}{got_text}")
+
+
+def _misplaced_hint(field: str, loc: str) -> str:
+    """The hint for a known field written in a section that does not take it."""
+    if ".disaggregated." in f".{loc}" and field in Deployment.model_fields:
+        return f"; {field} is a field of deployment (it applies to both pools), not of one pool"
+    return f"; {field} is a field of another section of a scenario, not of this one"
 
 
 def _resolve_paths(d: dict[str, Any], base_dir: str | None) -> dict[str, Any]:
