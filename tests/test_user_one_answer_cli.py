@@ -1,0 +1,67 @@
+"""Issue 32's "one answer per deployment" tried from the shell: for a dense deployment and a
+DeepSeek DEP one, ``planner estimate`` prints the engine knobs ``capacity`` (and recommend,
+simulate) run the deployment with: max_num_seqs, max_num_batched_tokens, memory
+utilisation, KV dtype, prefill chunk and max_model_len. Found by hand (s10 usertest):
+estimate printed none of them, so a user could not tell which engine settings its static
+batch assumes beside the capacity answer.
+
+estimate is a static batch (no arrival rate); the rate and P99 latencies are the serving
+commands' (tests/test_one_answer.py runs those against each other).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.test_reliability_hostile import run_cli
+
+KNOBS = (
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "gpu_memory_utilization",
+    "kv_cache_dtype",
+    "prefill_chunk_tokens",
+    "max_model_len",
+)
+
+
+def _json(argv):
+    rc, out, err = run_cli([*argv, "--format", "json"], seconds=240)
+    assert rc == 0, err
+    return json.loads(out)
+
+
+@pytest.mark.parametrize(
+    "scenario, deployment, est",
+    [
+        (
+            "examples/chat-8b.yaml",
+            ["--gpu", "nvidia-h100-sxm", "--framework", "vllm", "--precision", "bf16"],
+            ["--model", "llama-3.1-8b"],
+        ),
+        (
+            "examples/moe-r1.yaml",
+            ["--gpu", "nvidia-b200", "--framework", "trtllm", "--precision", "fp4",
+             "--ep", "8", "--attention-dp", "8"],
+            ["--model", "deepseek-v3"],
+        ),
+    ],
+)  # fmt: skip
+def test_estimate_prints_the_capacity_knobs(scenario, deployment, est):
+    cap = _json(["capacity", scenario, *deployment, "--requests", "300", "--no-curve"])
+    e = _json(["estimate", *est, *deployment, "--batch", "8", "--input-len", "1000",
+               "--output-len", "100"])  # fmt: skip
+    for k in KNOBS:
+        assert e[k] == cap[k], k
+    # the values the engine's record gives (data/frameworks.yaml), not read off the output:
+    # `vllm serve` on a GPU of >= 70 GiB other than an A100 defaults to max_num_seqs 1024 and
+    # max_num_batched_tokens 8192 (vllm/engine/arg_utils.py get_batch_defaults), chunked
+    # prefill on (the chunk is the token budget); KV in the weights' bf16; Llama-3.1's
+    # context is 131,072 tokens
+    if "vllm" in deployment:
+        assert (e["max_num_seqs"], e["max_num_batched_tokens"]) == (1024, 8192)
+        assert e["prefill_chunk_tokens"] == 8192
+        assert e["kv_cache_dtype"] == "bf16"
+        assert e["max_model_len"] == 131_072
