@@ -55,9 +55,8 @@ _POOL_FLAGS = (
 def disagg_scenario(args: argparse.Namespace):
     """The scenario when its deployment is disaggregated and no ``--gpu`` / ``--framework``
     / ``--precision`` / layout flag replaces it with one aggregated replica; else None (the
-    usual path). The command line's traffic and length flags apply to it (as to an
-    aggregated scenario); a flag the pools do not take is refused in one line."""
-    from planner.cli.serving import _with_overrides
+    usual path). The caller applies the command line's traffic and length flags to it (as
+    to an aggregated scenario); a flag the pools do not take is refused in one line."""
     from planner.scenario import load_scenario
 
     sc = load_scenario(args.scenario)
@@ -75,7 +74,7 @@ def disagg_scenario(args: argparse.Namespace):
                 f"{flag} does not apply to its pools; set the pools' fields in the file, or "
                 "give --gpu/--framework/--precision for one aggregated replica"
             )
-    return _with_overrides(sc, args)
+    return sc
 
 
 def _spec(args: argparse.Namespace, sc) -> dict[str, Any]:

@@ -445,7 +445,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from planner.cli import disagg
 
     if (dsc := disagg.disagg_scenario(args)) is not None:
-        return disagg.simulate(args, dsc)
+        return disagg.simulate(args, _with_overrides(dsc, args))
     sc, rep, _cat, prov, choice, note = _context(args)
     wl = sc.require_workload()
     check_workload_fits(rep, wl, _fit_percentile(sc, args))
@@ -574,7 +574,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
             "--format table or json"
         )
     if (dsc := disagg.disagg_scenario(args)) is not None:
-        return disagg.capacity(args, dsc)
+        return disagg.capacity(args, _with_overrides(dsc, args))
     sc, rep, cat, prov, choice, note = _context(args)
     wl = sc.require_workload()
     headroom = args.headroom if args.headroom is not None else sc.constraints.headroom

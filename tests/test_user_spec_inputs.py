@@ -1,0 +1,52 @@
+"""Issue 30's bad input tried as a user: a draft model that cannot draft for the target must
+be refused in one line naming ``draft_model`` (found by hand, s10 usertest):
+
+* ``--draft-model nosuch`` answered "no published acceptance length for llama-3.1-70b with
+  draft K=3" (the unknown id was named only once an acceptance length was given);
+* ``--draft-model deepseek-v3`` for ``llama-3.1-70b`` (vocabularies of 129,280 and 128,256
+  tokens) and ``--draft-model llama-3.1-70b`` for itself were estimated (rc 0).
+
+A draft model proposes token ids that the target verifies, so both must share one
+vocabulary; llama.cpp, the most lenient engine check found, refuses a draft whose vocabulary
+size differs by more than 128 tokens (common/speculative.cpp SPEC_VOCAB_MAX_SIZE_DIFFERENCE).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.catalog.catalog import load_catalog
+from planner.catalog.speculative import spec_decode
+from planner.errors import PlannerError
+from tests.test_reliability_hostile import run_cli
+
+CAT = load_catalog()
+EST = ["estimate", "--model", "llama-3.1-70b", "--gpu", "nvidia-h200-sxm", "--precision", "fp8",
+       "--framework", "vllm", "--tp", "2", "--spec-method", "draft", "--spec-tokens", "3",
+       "--batch", "1", "--input-len", "100", "--output-len", "100"]  # fmt: skip
+
+
+@pytest.mark.parametrize("al", [[], ["--acceptance-length", "2"]])
+def test_unknown_draft_model_is_named(al):
+    rc, _, err = run_cli([*EST, "--draft-model", "nosuch", *al])
+    assert rc == 2
+    assert "draft_model" in err and "nosuch" in err
+
+
+@pytest.mark.parametrize(
+    "draft, rule",
+    [("deepseek-v3", "vocabular"), ("llama-3.1-70b", "the target model itself")],
+)
+def test_a_draft_that_cannot_draft_is_refused(draft, rule):
+    rc, _, err = run_cli([*EST, "--draft-model", draft, "--acceptance-length", "2"])
+    assert rc == 2
+    assert "draft_model" in err and rule in err
+
+
+def test_a_same_vocabulary_draft_is_taken():
+    # Llama-3.1-8B drafts for Llama-3.1-70B (both 128,256 tokens): taken, at the given AL
+    s = spec_decode(CAT.model("llama-3.1-70b"), "draft", 3, 2.0, "llama-3.1-8b",
+                    framework=CAT.framework("vllm"))  # fmt: skip
+    assert s is not None and s.draft_model == "llama-3.1-8b" and s.acceptance_length == 2.0
+    with pytest.raises(PlannerError, match="draft_model"):
+        spec_decode(CAT.model("llama-3.1-70b"), "draft", 3, 2.0, "mistral-7b-v0.1")
