@@ -65,3 +65,31 @@ def test_estimate_prints_the_capacity_knobs(scenario, deployment, est):
         assert e["prefill_chunk_tokens"] == 8192
         assert e["kv_cache_dtype"] == "bf16"
         assert e["max_model_len"] == 131_072
+
+
+def test_recommend_json_options_carry_the_deployment():
+    # issue 29/30's JSON: every option names its layout (tp, pp, ep, attention_dp), counts
+    # its GPUs over all of them, says whether it is disaggregated and carries its
+    # speculative setting; the xPyD comparison's options carry both pools with their counts
+    d = _json(["recommend", "examples/moe-r1.yaml", "--gpus", "nvidia-b200", "--frameworks",
+               "trtllm", "--precisions", "fp4", "--top", "2"])  # fmt: skip
+    assert d["recommendations"]
+    for o in d["recommendations"]:
+        per_replica = o["tp"] * o["pp"] * o["attention_dp"]
+        assert per_replica == o["ep"] * (per_replica // o["ep"])  # the width rule holds
+        assert o["num_gpus"] == o["replicas"] * per_replica
+        assert o["disaggregated"] is False
+        for k in ("spec_method", "spec_tokens", "acceptance_length"):
+            assert k in o
+        # $/h = GPUs x the price per GPU-hour
+        assert o["usd_per_hour"] == pytest.approx(o["num_gpus"] * o["usd_per_gpu_hour"])
+    for r in d["summary"].get("disaggregated") or []:
+        if "option" not in r:
+            continue
+        assert r["disaggregated"] is True
+        pre, dec = r["prefill"], r["decode"]
+        assert pre["count"] >= 1 and dec["count"] >= 1
+        width = {p: r[p]["tp"] * r[p]["pp"] * r[p]["attention_dp"] for p in ("prefill", "decode")}
+        assert r["num_gpus"] == r["groups"] * (
+            pre["count"] * width["prefill"] + dec["count"] * width["decode"]
+        )

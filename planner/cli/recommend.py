@@ -170,7 +170,10 @@ def register(subparsers: Any) -> None:
     c.add_argument("--frameworks", type=_ids, help="allowed frameworks, e.g. vllm,sglang")
     c.add_argument("--precisions", type=_ids, help="allowed weight precisions, e.g. bf16,fp8")
     c.add_argument("--kv-precisions", type=_ids, help="allowed KV-cache precisions")
-    c.add_argument("--tp", type=_ints, help="TP sizes to try (default 1,2,4,8)")
+    c.add_argument("--tp", type=_ints,
+                   help="TP sizes to try (default 1,2,4,8); a MoE model's TPn EPn layouts "
+                   "take these sizes, and its DEP widths (attention-DP = EP) up to the "
+                   "scale-up domain are tried beside them")  # fmt: skip
     c.add_argument("--max-gpus", type=_gpus, help="most GPUs in the fleet")
     c.add_argument("--max-gpus-per-replica", type=_gpus, help="most GPUs in one replica")
     c.add_argument("--speculative", choices=("off", "auto"), default=None,
@@ -362,6 +365,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         **kw,
     )
     fill_reproduce(res.recommendations, args)
+    for r in res.recommendations:  # aggregated; the xPyD comparison carries the pools
+        r.setdefault("disaggregated", False)
     from planner.cli.buyer_views import label_segment
 
     label_segment(res, args)
