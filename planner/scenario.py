@@ -133,6 +133,31 @@ class Deployment(Frozen):
             )
         return data
 
+    def spec_over(
+        self,
+        spec_method: str | None = None,
+        spec_tokens: int | None = None,
+        acceptance_length: float | None = None,
+        draft_model: str | None = None,
+        spec_workload: str | None = None,
+    ) -> dict[str, Any]:
+        """The speculative decoding fields with the given ones (the command line's) over
+        this deployment's. A method other than this one's replaces its whole setting (its K,
+        AL and draft were chosen for its own method: ``--spec-method none`` turns it off);
+        another K drops its AL (measured or chosen at its own K)."""
+        k, al, draft = self.spec_tokens, self.acceptance_length, self.draft_model
+        if spec_method is not None and spec_method != (self.spec_method or "none"):
+            k = al = draft = None
+        elif spec_tokens is not None and spec_tokens != self.spec_tokens:
+            al = None
+        return {
+            "spec_method": spec_method or self.spec_method,
+            "spec_tokens": spec_tokens or k,
+            "acceptance_length": acceptance_length or al,
+            "draft_model": draft_model or draft,
+            "spec_workload": spec_workload or self.spec_workload,
+        }
+
     @property
     def layout(self) -> Layout:
         """The deployment's :class:`~planner.catalog.layout.Layout`."""
@@ -270,6 +295,8 @@ class Scenario(Frozen):
                 f"layout flags replace the scenario's {self._file_layout()}, the ones not "
                 "given are 1)"
             ) from None
+        spec = d.spec_over(spec_method, spec_tokens, acceptance_length, draft_model,
+                           spec_workload)  # fmt: skip
         out = Deployment(
             gpu=gpu or d.gpu,
             framework=framework or d.framework,
@@ -283,11 +310,7 @@ class Scenario(Frozen):
             attention_dp_balance=(
                 d.attention_dp_balance if attention_dp_balance is None else attention_dp_balance
             ),
-            spec_method=spec_method or d.spec_method,
-            spec_tokens=spec_tokens or d.spec_tokens,
-            acceptance_length=acceptance_length or d.acceptance_length,
-            draft_model=draft_model or d.draft_model,
-            spec_workload=spec_workload or d.spec_workload,
+            **spec,
         )
         missing = [k for k in ("gpu", "framework", "precision") if getattr(out, k) is None]
         if missing:

@@ -50,3 +50,53 @@ def test_a_same_vocabulary_draft_is_taken():
     assert s is not None and s.draft_model == "llama-3.1-8b" and s.acceptance_length == 2.0
     with pytest.raises(PlannerError, match="draft_model"):
         spec_decode(CAT.model("llama-3.1-70b"), "draft", 3, 2.0, "mistral-7b-v0.1")
+
+
+MTP3 = """
+model: deepseek-v3
+workload:
+  input_tokens: {kind: fixed, tokens: 1000}
+  output_tokens: {kind: fixed, tokens: 1000}
+  traffic: {peak_rps: 2}
+slo:
+  tpot: {max_s: 0.1, percentile: p99}
+deployment: {gpu: nvidia-h200-sxm, framework: sglang, precision: fp8, tp: 8,
+             spec_method: mtp, spec_tokens: 3, acceptance_length: 2.5}
+"""
+
+
+def _scenario():
+    import yaml
+
+    from planner.scenario import scenario_from_dict
+
+    return scenario_from_dict(yaml.safe_load(MTP3))
+
+
+def test_spec_method_flag_replaces_the_files_setting():
+    # found by hand: `--spec-method none` on this file ended in "spec_tokens is set but
+    # spec_method is none", and `--spec-method ngram` ran n-gram at the file's MTP K = 3 and
+    # AL 2.5 (an acceptance length measured for another method)
+    sc = _scenario()
+    off = sc.resolve_deployment(spec_method="none")
+    assert (off.spec_method, off.spec_tokens, off.acceptance_length) == ("none", None, None)
+    ng = sc.resolve_deployment(spec_method="ngram")
+    assert (ng.spec_method, ng.spec_tokens, ng.acceptance_length) == ("ngram", None, None)
+    # another K: the file's AL (for K = 3) is not carried to K = 1
+    k1 = sc.resolve_deployment(spec_tokens=1)
+    assert (k1.spec_method, k1.spec_tokens, k1.acceptance_length) == ("mtp", 1, None)
+    # the same method and K again, or an AL alone: the file's other fields stay
+    same = sc.resolve_deployment(spec_method="mtp", acceptance_length=2.0)
+    assert (same.spec_tokens, same.acceptance_length) == (3, 2.0)
+    assert sc.resolve_deployment().acceptance_length == 2.5
+
+
+def test_spec_method_none_turns_the_files_setting_off(tmp_path):
+    p = tmp_path / "mtp3.yaml"
+    p.write_text(MTP3)
+    rc, out, err = run_cli(["simulate", p, "--requests", "30", "--spec-method", "none",
+                            "--format", "json"])  # fmt: skip
+    assert rc == 0, err
+    import json
+
+    assert json.loads(out).get("spec_method") in (None, "none")

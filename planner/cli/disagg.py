@@ -82,9 +82,7 @@ def _spec(args: argparse.Namespace, sc) -> dict[str, Any]:
     ``deployment`` fields (as for an aggregated replica); empty when neither sets any."""
     from planner.cli.speculative import spec_kwargs
 
-    d = sc.deployment
-    flags = spec_kwargs(args)
-    out = {k: flags[k] if flags[k] is not None else getattr(d, k) for k in flags}
+    out = sc.deployment.spec_over(**spec_kwargs(args))
     return {k: v for k, v in out.items() if v is not None}
 
 
