@@ -100,3 +100,33 @@ def test_spec_method_none_turns_the_files_setting_off(tmp_path):
     import json
 
     assert json.loads(out).get("spec_method") in (None, "none")
+
+
+R1_REC = """
+model: deepseek-v3
+workload:
+  input_tokens: {kind: fixed, tokens: 1000}
+  output_tokens: {kind: fixed, tokens: 1000}
+  traffic: {peak_rps: 2}
+slo:
+  tpot: {max_s: 0.1, percentile: p99}
+"""
+
+
+@pytest.mark.parametrize(
+    "constraints, field",
+    [
+        ("{acceptance_length: 2}", "constraints.acceptance_length"),
+        ("{spec_workload: chat}", "constraints.spec_workload"),
+        ("{speculative: auto, acceptance_length: 50}", "constraints.acceptance_length"),
+    ],
+)
+def test_recommend_refuses_speculative_constraints_it_would_ignore(tmp_path, constraints, field):
+    # found by hand: these scenario constraints answered rc 0 with the plain search (the same
+    # values as flags, --acceptance-length / --spec-workload, are refused); AL 50 exceeds
+    # K + 1 = 8 of DeepSeek-V3's largest published setting (MTP K = 7)
+    p = tmp_path / "r.yaml"
+    p.write_text(R1_REC + f"constraints: {constraints}\n")
+    rc, _, err = run_cli(["recommend", p, "--gpus", "nvidia-h200-sxm", "--disagg", "off"])
+    assert rc == 2
+    assert field in err
