@@ -93,3 +93,13 @@ def test_recommend_json_options_carry_the_deployment():
         assert r["num_gpus"] == r["groups"] * (
             pre["count"] * width["prefill"] + dec["count"] * width["decode"]
         )
+
+
+def test_compare_tp_refuses_an_ep_deployment():
+    # found by hand: `capacity examples/moe-r1.yaml --compare-tp 4,8` (a DEP8 deployment,
+    # 39.6 req/s a replica) printed a table of plain TP4 / TP8 replicas, marked TP4 "best"
+    # (4.2 req/s per GPU, below DEP8's 4.95), without the deployment's own layout in it
+    rc, _, err = run_cli(["capacity", "examples/moe-r1.yaml", "--compare-tp", "4,8",
+                          "--no-curve", "--requests", "100"])  # fmt: skip
+    assert rc == 2
+    assert "--compare-tp" in err and "DEP8" in err

@@ -576,6 +576,13 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     if (dsc := disagg.disagg_scenario(args)) is not None:
         return disagg.capacity(args, _with_overrides(dsc, args))
     sc, rep, cat, prov, choice, note = _context(args)
+    lay = rep.the_layout
+    if args.compare_tp and (lay.ep > 1 or lay.attention_dp > 1):
+        raise PlannerError(
+            f"--compare-tp compares plain TP replicas, and this deployment is {lay.label} "
+            "(expert / attention data-parallel): size each layout with planner capacity "
+            "--tp N [--ep N --attention-dp N], or rank them with planner recommend"
+        )
     wl = sc.require_workload()
     headroom = args.headroom if args.headroom is not None else sc.constraints.headroom
     fit = _fit_percentile(sc, args)
