@@ -103,3 +103,19 @@ def test_compare_tp_refuses_an_ep_deployment():
                           "--no-curve", "--requests", "100"])  # fmt: skip
     assert rc == 2
     assert "--compare-tp" in err and "DEP8" in err
+
+
+@pytest.mark.parametrize("cmd", ["capacity", "simulate"])
+def test_serving_json_names_the_deployment(cmd):
+    # found by hand: capacity / simulate JSON named the deployment only inside the
+    # `replica` sentence; a script could not read its layout or speculative setting
+    argv = [cmd, "examples/moe-r1.yaml", "--spec-method", "mtp", "--requests", "100"]
+    d = _json([*argv, "--no-curve"] if cmd == "capacity" else argv)
+    dep = d["deployment"]
+    assert (dep["gpu"], dep["framework"], dep["precision"]) == ("nvidia-b200", "trtllm", "fp4")
+    assert (dep["tp"], dep["pp"], dep["ep"], dep["attention_dp"]) == (1, 1, 8, 8)
+    assert dep["layout"] == "DEP8" and dep["gpus_per_replica"] == 8
+    assert dep["disaggregated"] is False
+    # DeepSeek-V3 ships one MTP module: K = 1 by default (data/speculative.yaml)
+    assert (dep["spec_method"], dep["spec_tokens"]) == ("mtp", 1)
+    assert 1.0 <= dep["acceptance_length"] <= 2.0

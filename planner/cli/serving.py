@@ -27,6 +27,7 @@ from planner.cli.speculative import (
     acceptance_scaled,
     add_spec_args,
     check_workload_used,
+    deployment_fields,
     replica_spec_kwargs,
     spec_kwargs,
 )
@@ -543,6 +544,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         _emit(
             {
                 **_clean(head),
+                "deployment": deployment_fields(rep),
                 "percentiles": [_clean(r) for r in table],
                 "assumptions": _assumptions(rep, wl),
             },
@@ -712,6 +714,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         if tp_rows is not None:
             out["compare_tp"] = [_clean(r) for r in tp_rows]
         out["assumptions"] = _assumptions(rep, wl)
+        out["deployment"] = deployment_fields(rep)
         _emit(_clean(out), "json")
         return 0
     zl = out.pop("zero_load")
