@@ -119,3 +119,17 @@ def test_serving_json_names_the_deployment(cmd):
     # DeepSeek-V3 ships one MTP module: K = 1 by default (data/speculative.yaml)
     assert (dep["spec_method"], dep["spec_tokens"]) == ("mtp", 1)
     assert 1.0 <= dep["acceptance_length"] <= 2.0
+
+
+def test_a_per_replica_limit_does_not_claim_its_example_meets_the_slos():
+    # found by hand: with --max-gpus-per-replica 4 every DeepSeek-V3 layout on H100 is
+    # removed when the options are listed, before memory or the SLO is checked; the error
+    # said "the fleet limit removed every option that meets the SLOs, e.g. nvidia-h100-sxm
+    # vllm bf16 TP8" (1.34 TB of bf16 weights: 168 GB per GPU, it fits no H100)
+    rc, _, err = run_cli(["recommend", "--model", "deepseek-v3", "--peak-rps", "10",
+                          "--input-tokens", "1000", "--output-tokens", "1000", "--tpot-p99",
+                          "0.1", "--gpus", "nvidia-h100-sxm", "--max-gpus-per-replica", "4",
+                          "--disagg", "off"])  # fmt: skip
+    assert rc == 2
+    assert "max_gpus_per_replica=4" in err
+    assert "meets the SLOs" not in err
