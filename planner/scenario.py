@@ -93,6 +93,18 @@ class Deployment(Frozen):
 
     @model_validator(mode="after")
     def _width_rule(self) -> Deployment:
+        if self.disaggregated is not None:
+            # the pools name their own GPU, engine and layout: a field of one aggregated
+            # replica beside them would be dropped without a word
+            fields = type(self).model_fields
+            beside = [k for k in _AGGREGATED_ONLY if getattr(self, k) != fields[k].default]
+            if beside:
+                raise ValueError(
+                    f"{beside[0]} is given beside disaggregated: a disaggregated deployment "
+                    "names the GPU, framework, precision and layout per pool (deployment."
+                    f"disaggregated.prefill / decode); move {beside[0]} there or drop it "
+                    "(speculative decoding fields stay here: they apply to both pools)"
+                )
         try:
             self.layout  # noqa: B018 (the width rule and the balance rule)
         except PlannerError as e:
@@ -121,6 +133,31 @@ class Deployment(Frozen):
             )
         return data
 
+    def spec_over(
+        self,
+        spec_method: str | None = None,
+        spec_tokens: int | None = None,
+        acceptance_length: float | None = None,
+        draft_model: str | None = None,
+        spec_workload: str | None = None,
+    ) -> dict[str, Any]:
+        """The speculative decoding fields with the given ones (the command line's) over
+        this deployment's. A method other than this one's replaces its whole setting (its K,
+        AL and draft were chosen for its own method: ``--spec-method none`` turns it off);
+        another K drops its AL (measured or chosen at its own K)."""
+        k, al, draft = self.spec_tokens, self.acceptance_length, self.draft_model
+        if spec_method is not None and spec_method != (self.spec_method or "none"):
+            k = al = draft = None
+        elif spec_tokens is not None and spec_tokens != self.spec_tokens:
+            al = None
+        return {
+            "spec_method": spec_method or self.spec_method,
+            "spec_tokens": spec_tokens or k,
+            "acceptance_length": acceptance_length or al,
+            "draft_model": draft_model or draft,
+            "spec_workload": spec_workload or self.spec_workload,
+        }
+
     @property
     def layout(self) -> Layout:
         """The deployment's :class:`~planner.catalog.layout.Layout`."""
@@ -128,6 +165,13 @@ class Deployment(Frozen):
             self.tp, self.pp, self.ep, self.attention_dp,
             attention_dp_balance=self.attention_dp_balance,
         )  # fmt: skip
+
+
+#: Deployment fields of one aggregated replica (not taken beside ``disaggregated``)
+_AGGREGATED_ONLY = (
+    "gpu", "framework", "release", "precision", "kv_precision", "tp", "pp", "ep",
+    "attention_dp", "attention_dp_balance",
+)  # fmt: skip
 
 
 class EngineOverrides(Frozen):
@@ -251,6 +295,8 @@ class Scenario(Frozen):
                 f"layout flags replace the scenario's {self._file_layout()}, the ones not "
                 "given are 1)"
             ) from None
+        spec = d.spec_over(spec_method, spec_tokens, acceptance_length, draft_model,
+                           spec_workload)  # fmt: skip
         out = Deployment(
             gpu=gpu or d.gpu,
             framework=framework or d.framework,
@@ -264,11 +310,7 @@ class Scenario(Frozen):
             attention_dp_balance=(
                 d.attention_dp_balance if attention_dp_balance is None else attention_dp_balance
             ),
-            spec_method=spec_method or d.spec_method,
-            spec_tokens=spec_tokens or d.spec_tokens,
-            acceptance_length=acceptance_length or d.acceptance_length,
-            draft_model=draft_model or d.draft_model,
-            spec_workload=spec_workload or d.spec_workload,
+            **spec,
         )
         missing = [k for k in ("gpu", "framework", "precision") if getattr(out, k) is None]
         if missing:
@@ -401,6 +443,8 @@ def _format_error(e: ValidationError, where: str) -> PlannerError:
         field = str(err["loc"][-1])
         close = difflib.get_close_matches(field, sorted(_known_fields()), n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]}?" if close else ""
+        if close and close[0] == field:  # a field of another section, not a typo
+            hint = _misplaced_hint(field, loc)
         return PlannerError(f"{where}: {loc}: unknown field{hint}")
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "missing":
@@ -418,6 +462,13 @@ def _format_error(e: ValidationError, where: str) -> PlannerError:
     got = err.get("input")
     got_text = f" (got {shown(got)})" if got is not None and not isinstance(got, dict) else ""
     return PlannerError(f"{where}: {loc or '<scenario>'}: {msg}{got_text}")
+
+
+def _misplaced_hint(field: str, loc: str) -> str:
+    """The hint for a known field written in a section that does not take it."""
+    if ".disaggregated." in f".{loc}" and field in Deployment.model_fields:
+        return f"; {field} is a field of deployment (it applies to both pools), not of one pool"
+    return f"; {field} is a field of another section of a scenario, not of this one"
 
 
 def _resolve_paths(d: dict[str, Any], base_dir: str | None) -> dict[str, Any]:

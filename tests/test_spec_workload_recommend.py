@@ -123,10 +123,13 @@ def test_recommend_flags_then_constraints_then_deployment_name_the_prompt_kind(t
     assert got(dep).spec_workload == "random"
     # the constraints' own kind wins over the deployment's; the flag over both
     both = dep.replace("constraints:\n", "constraints:\n  spec_workload: code\n", 1)
-    assert got(both).spec_workload == "code"
-    # (both flags act only on the speculative search: without it they are refused,
-    # tests/test_reliability_usercheck.py)
     on = ("--speculative", "auto")
+    assert got(both, *on).spec_workload == "code"
+    # (both flags, and the constraints' own field, act only on the speculative search:
+    # without it they are refused, tests/test_reliability_usercheck.py and
+    # tests/test_user_spec_inputs.py)
+    with pytest.raises(PlannerError, match="constraints.spec_workload"):
+        got(both)
     assert got(both, *on, "--spec-workload", "chat").spec_workload == "chat"
     # the user's AL rides along as a constraint
     assert got(src, *on, "--acceptance-length", "2.2").acceptance_length == 2.2

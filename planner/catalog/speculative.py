@@ -192,6 +192,36 @@ def _whole(name: str, v) -> int:
     return int(v)
 
 
+#: the largest vocabulary-size difference between a draft model and its target that an
+#: engine accepts: llama.cpp common/speculative.cpp SPEC_VOCAB_MAX_SIZE_DIFFERENCE (the most
+#: lenient check found; a draft proposes token ids the target verifies, so both share one
+#: tokenizer)
+DRAFT_VOCAB_MAX_DIFFERENCE = 128
+
+
+def _check_draft(model: ModelArch, draft_model: str | None, data_dir: Path | None) -> None:
+    """One line naming ``draft_model`` for an id the catalog does not have, the target itself,
+    or a model whose vocabulary is not the target's (:data:`DRAFT_VOCAB_MAX_DIFFERENCE`)."""
+    from planner.catalog.catalog import load_catalog
+
+    try:
+        dm = load_catalog(data_dir).model(str(draft_model))
+    except PlannerError as e:
+        raise PlannerError(f"draft_model: {e}") from None
+    if dm.id == model.id:
+        raise PlannerError(
+            f"draft_model: {dm.id} is the target model itself; a draft model is a smaller model "
+            "that shares its tokenizer (e.g. llama-3.1-8b for llama-3.1-70b)"
+        )
+    if abs(dm.vocab_size - model.vocab_size) > DRAFT_VOCAB_MAX_DIFFERENCE:
+        raise PlannerError(
+            f"draft_model: {dm.id}'s vocabulary ({dm.vocab_size:,} tokens) is not {model.id}'s "
+            f"({model.vocab_size:,}): the target verifies the draft's token ids, so both must "
+            f"share one tokenizer (llama.cpp refuses a difference above "
+            f"{DRAFT_VOCAB_MAX_DIFFERENCE} tokens)"
+        )
+
+
 def spec_decode(
     model: ModelArch,
     method: str | None,
@@ -244,6 +274,8 @@ def spec_decode(
         raise PlannerError("draft_model: spec_method draft needs a draft model (a catalog id)")
     if method != "draft" and draft_model:
         raise PlannerError(f"draft_model is only for spec_method draft, not {method}")
+    if method == "draft":
+        _check_draft(model, draft_model, data_dir)
     if framework is not None:
         runs = engine_support(data_dir)
         if method not in runs.get(framework.id, ()):

@@ -39,10 +39,24 @@ def _print_blocks(blocks: list[tuple[str, Any]], fmt: str) -> None:
         _emit(obj, fmt, sys.stdout)
 
 
+#: flags of simulate / capacity that shape one aggregated replica; the pools of a
+#: disaggregated scenario name their own (deployment.disaggregated.prefill / decode), so a
+#: flag would be dropped without a word: refused instead (flag, attribute, unset value)
+_POOL_FLAGS = (
+    ("--kv-precision", "kv_precision", None),
+    ("--max-model-len", "max_model_len", None),
+    ("--attention-dp-balance", "attention_dp_balance", None),
+    ("--compare-tp", "compare_tp", None),
+    ("--fit-percentile", "fit_percentile", None),
+    ("--allow-truncation", "allow_truncation", False),
+)
+
+
 def disagg_scenario(args: argparse.Namespace):
     """The scenario when its deployment is disaggregated and no ``--gpu`` / ``--framework``
     / ``--precision`` / layout flag replaces it with one aggregated replica; else None (the
-    usual path)."""
+    usual path). The caller applies the command line's traffic and length flags to it (as
+    to an aggregated scenario); a flag the pools do not take is refused in one line."""
     from planner.scenario import load_scenario
 
     sc = load_scenario(args.scenario)
@@ -52,19 +66,53 @@ def disagg_scenario(args: argparse.Namespace):
              if getattr(args, k, None)]  # fmt: skip
     if given:  # the flags name one aggregated replica: they replace the pools (the
         return None  # recommender's reproduce lines rely on it)
+    for flag, attr, unset in _POOL_FLAGS:
+        v = getattr(args, attr, unset)
+        if v is not unset and v != unset:
+            raise PlannerError(
+                f"{flag}: {args.scenario} is disaggregated (deployment.disaggregated), and "
+                f"{flag} does not apply to its pools; set the pools' fields in the file, or "
+                "give --gpu/--framework/--precision for one aggregated replica"
+            )
     return sc
+
+
+def _spec(args: argparse.Namespace, sc) -> dict[str, Any]:
+    """Speculative decoding for both pools: the command line's flags over the scenario's
+    ``deployment`` fields (as for an aggregated replica); empty when neither sets any."""
+    from planner.cli.speculative import spec_kwargs
+
+    out = sc.deployment.spec_over(**spec_kwargs(args))
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def _build(args: argparse.Namespace, sc):
     from planner.catalog import load_catalog
+    from planner.cli.speculative import check_workload_used
 
     cat = load_catalog(args.data_dir)
-    return sc.build_disagg(
+    d = sc.build_disagg(
         catalog=cat,
         profile_path=args.calibration,
         max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens,
+        **_spec(args, sc),
     )
+    check_workload_used(args, d.decode.spec)
+    return d
+
+
+def _spec_fields(d) -> dict[str, Any]:
+    """The speculative setting both pools run (decode's: the one that advances requests)."""
+    s = d.decode.spec
+    if s is None:
+        return {"spec_method": None, "spec_tokens": None, "acceptance_length": None}
+    return {
+        "spec_method": s.method,
+        "spec_tokens": s.spec_tokens,
+        "acceptance_length": s.acceptance_length,
+        "speculative": s.label(),
+    }
 
 
 def _stages(res) -> dict[str, Any]:
@@ -109,6 +157,7 @@ def simulate(args: argparse.Namespace, sc) -> int:
     head = {
         "scenario": sc.name or args.scenario,
         "deployment": d.label(),
+        **_spec_fields(d),
         "num_gpus": d.num_gpus,
         "mode": (
             f"closed loop of {args.concurrency} clients (Little's law), "
@@ -169,6 +218,7 @@ def capacity(args: argparse.Namespace, sc) -> int:
     out = {
         "scenario": sc.name or args.scenario,
         "deployment": spec.label(),
+        **_spec_fields(d),
         "need_rps": need,
         "prefill_rps_per_replica": sz.prefill_rps,
         "decode_rps_per_replica": sz.decode_rps,

@@ -123,6 +123,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         )
     n_gpus = lay.num_gpus
     decode = est.decode_mid.as_dict()
+    knobs = _serving_knobs(m, gpu, prec, fw, lay, args, params, provenance, release, cat, sk)
     prof = load_profile(args.calibration)
     rel_out, band = release_fields(choice, error_band(provenance, prof, gpu.vendor, fw.id), prof)
     out = {
@@ -155,6 +156,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         "tpot_s_high": band.time_interval(est.tpot_s)[1],
         **_spec_fields(est0, spec, band, args),
         "error_band": band.describe(),
+        **knobs,
         "fits_in_memory": bool(plan.fits and args.batch <= plan.max_concurrent_sequences),
         "max_concurrent_sequences": plan.max_concurrent_sequences,
         "params_provenance": provenance,
@@ -166,6 +168,26 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     say_release(args, choice)
     _emit(out, args)
     return 0
+
+
+def _serving_knobs(m, gpu, prec, fw, lay, args, params, provenance, release, cat, sk) -> dict:
+    """The engine knobs a served replica of this deployment runs with (the ones capacity,
+    simulate and recommend print: :func:`planner.serving.answer.engine_knobs`), so a static
+    batch states the engine it stands for; each None when the model does not fit."""
+    from planner.errors import PlannerError
+    from planner.serving import build_replica
+    from planner.serving.answer import engine_knobs
+
+    try:
+        rep = build_replica(
+            m, gpu, prec, fw, layout=lay, kv_precision=args.kv_precision, params=params,
+            params_source=provenance, catalog=cat, release=release,
+            **{k: v for k, v in sk.items() if v is not None},
+        )  # fmt: skip
+    except PlannerError:  # does not fit: the plan's reason is in warnings
+        return dict.fromkeys(("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
+                              "kv_cache_dtype", "prefill_chunk_tokens", "max_model_len"))  # fmt: skip
+    return engine_knobs(rep).as_dict()
 
 
 def _spec_fields(est0, spec, band, args) -> dict:

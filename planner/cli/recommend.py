@@ -170,7 +170,10 @@ def register(subparsers: Any) -> None:
     c.add_argument("--frameworks", type=_ids, help="allowed frameworks, e.g. vllm,sglang")
     c.add_argument("--precisions", type=_ids, help="allowed weight precisions, e.g. bf16,fp8")
     c.add_argument("--kv-precisions", type=_ids, help="allowed KV-cache precisions")
-    c.add_argument("--tp", type=_ints, help="TP sizes to try (default 1,2,4,8)")
+    c.add_argument("--tp", type=_ints,
+                   help="TP sizes to try (default 1,2,4,8); a MoE model's TPn EPn layouts "
+                   "take these sizes, and its DEP widths (attention-DP = EP) up to the "
+                   "scale-up domain are tried beside them")  # fmt: skip
     c.add_argument("--max-gpus", type=_gpus, help="most GPUs in the fleet")
     c.add_argument("--max-gpus-per-replica", type=_gpus, help="most GPUs in one replica")
     c.add_argument("--speculative", choices=("off", "auto"), default=None,
@@ -281,6 +284,7 @@ def _constraints(args: argparse.Namespace, sc, cat):
     check_spec_flags(args, fields.get("speculative", c.speculative))
     if getattr(args, "acceptance_length", None) is not None:
         check_acceptance_length(args.acceptance_length, cat.model(sc.model), args.data_dir)
+    _check_spec_constraints(c, fields.get("speculative", c.speculative), args, cat, sc.model)
     if getattr(args, "segment", None) is not None:
         from planner.cli.buyer_views import segment_fields
 
@@ -288,6 +292,29 @@ def _constraints(args: argparse.Namespace, sc, cat):
         prices = fields.pop("usd_per_gpu_hour")
     fields["usd_per_gpu_hour"] = prices
     return constraints_of(c, fields)
+
+
+def _check_spec_constraints(c, speculative: str, args, cat, model_id: str) -> None:
+    """The scenario's ``constraints.acceptance_length`` / ``spec_workload`` as their flags are
+    checked (:func:`check_spec_flags`, :func:`check_acceptance_length`): refused while the
+    speculative search is off (they would change nothing), an AL above every K + 1 refused."""
+    where = f"{args.scenario}: " if getattr(args, "scenario", None) else ""
+    if speculative != "auto":
+        for name in ("acceptance_length", "spec_workload"):
+            if getattr(c, name) is not None and getattr(args, name, None) is None:
+                raise PlannerError(
+                    f"{where}constraints.{name} applies to the speculative search, which is off "
+                    "for this run (constraints.speculative, or --speculative, is off); set "
+                    f"speculative: auto or drop {name}"
+                )
+        return
+    if c.acceptance_length is not None and getattr(args, "acceptance_length", None) is None:
+        try:
+            check_acceptance_length(c.acceptance_length, cat.model(model_id), args.data_dir)
+        except PlannerError as e:
+            raise PlannerError(
+                where + str(e).replace("--acceptance-length", "constraints.acceptance_length", 1)
+            ) from None
 
 
 def _per_reason(args: argparse.Namespace) -> int:
@@ -362,6 +389,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         **kw,
     )
     fill_reproduce(res.recommendations, args)
+    for r in res.recommendations:  # aggregated; the xPyD comparison carries the pools
+        r.setdefault("disaggregated", False)
     from planner.cli.buyer_views import label_segment
 
     label_segment(res, args)

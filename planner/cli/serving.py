@@ -27,6 +27,7 @@ from planner.cli.speculative import (
     acceptance_scaled,
     add_spec_args,
     check_workload_used,
+    deployment_fields,
     replica_spec_kwargs,
     spec_kwargs,
 )
@@ -445,7 +446,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from planner.cli import disagg
 
     if (dsc := disagg.disagg_scenario(args)) is not None:
-        return disagg.simulate(args, dsc)
+        return disagg.simulate(args, _with_overrides(dsc, args))
     sc, rep, _cat, prov, choice, note = _context(args)
     wl = sc.require_workload()
     check_workload_fits(rep, wl, _fit_percentile(sc, args))
@@ -543,6 +544,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         _emit(
             {
                 **_clean(head),
+                "deployment": deployment_fields(rep),
                 "percentiles": [_clean(r) for r in table],
                 "assumptions": _assumptions(rep, wl),
             },
@@ -574,8 +576,15 @@ def cmd_capacity(args: argparse.Namespace) -> int:
             "--format table or json"
         )
     if (dsc := disagg.disagg_scenario(args)) is not None:
-        return disagg.capacity(args, dsc)
+        return disagg.capacity(args, _with_overrides(dsc, args))
     sc, rep, cat, prov, choice, note = _context(args)
+    lay = rep.the_layout
+    if args.compare_tp and (lay.ep > 1 or lay.attention_dp > 1):
+        raise PlannerError(
+            f"--compare-tp compares plain TP replicas, and this deployment is {lay.label} "
+            "(expert / attention data-parallel): size each layout with planner capacity "
+            "--tp N [--ep N --attention-dp N], or rank them with planner recommend"
+        )
     wl = sc.require_workload()
     headroom = args.headroom if args.headroom is not None else sc.constraints.headroom
     fit = _fit_percentile(sc, args)
@@ -705,6 +714,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         if tp_rows is not None:
             out["compare_tp"] = [_clean(r) for r in tp_rows]
         out["assumptions"] = _assumptions(rep, wl)
+        out["deployment"] = deployment_fields(rep)
         _emit(_clean(out), "json")
         return 0
     zl = out.pop("zero_load")

@@ -108,6 +108,30 @@ def acceptance_scaled(spec, low, high):
     )
 
 
+def deployment_fields(rep) -> dict[str, Any]:
+    """The deployment of a replica as JSON fields (capacity / simulate): GPU, engine,
+    formats, layout (tp, pp, ep, attention_dp), GPUs a replica and the speculative setting,
+    the keys recommend's options carry."""
+    lay = rep.the_layout
+    s = rep.spec
+    return {
+        "gpu": rep.sm.gpu.id,
+        "framework": rep.engine.framework or None,
+        "precision": rep.sm.precision.id,
+        "kv_precision": rep.memory.kv_precision if rep.memory is not None else None,
+        "tp": lay.tp,
+        "pp": lay.pp,
+        "ep": lay.ep,
+        "attention_dp": lay.attention_dp,
+        "layout": lay.label,
+        "gpus_per_replica": rep.num_gpus,
+        "disaggregated": False,
+        "spec_method": s.method if s is not None else None,
+        "spec_tokens": s.spec_tokens if s is not None else None,
+        "acceptance_length": s.acceptance_length if s is not None else None,
+    }
+
+
 def replica_spec_kwargs(rep) -> dict[str, Any]:
     """build_replica's speculative decoding arguments that rebuild ``rep``'s setting (empty
     when off), e.g. for the other TP sizes of ``capacity --compare-tp``."""

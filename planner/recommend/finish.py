@@ -496,7 +496,9 @@ def nothing_meets(rejected: list[Rejection]) -> str:
     # (the search meets options best first, so the first of a stage is its closest)
     for stage, what in (
         ("budget", "the budget removed every option that meets the SLOs"),
-        ("constraint", "the fleet limit removed every option that meets the SLOs"),
+        # a GPU limit acts on the layouts listed (per replica, before memory or the SLO is
+        # checked) or on a sized fleet: its example is not known to meet the SLOs
+        ("constraint", "a GPU limit removed every option not rejected otherwise"),
         ("slo", "no option meets the SLOs"),
         ("slo_zero_load", "no option meets the SLOs even at zero load"),
         ("price", "no option could be priced"),
