@@ -126,9 +126,13 @@ def trtllm_pytorch_backend(framework_version: str, notes: str) -> bool | None:
 #: tree; the 0.5.x scheduler the code index holds, id 60488061167, has no decode-steps loop).
 #: InferenceX's AMD DeepSeek-R1 scripts (SGLang 0.5.7-0.5.12) pass ``=4``: no gate.
 CONTINUOUS_DECODE_STEPS_UNREAD_SINCE = (0, 4, 0)
-#: whether a run's release decides if the flag gates (False: every stated value gates, the
-#: before of docs/changes s10-sglttft)
-CONTINUOUS_DECODE_STEPS_BY_RELEASE = True
+#: whether a run's release decides if the flag gates (False: every stated value gates, as
+#: before). OFF: held out alone it makes SGLang AMD TTFT too fast (latency_rows.py --no-scale,
+#: 566 TTFT rows: 22.9% / -10.5% -> 28.1% / -24.0%): the dead 4-step gate's wait (1.5
+#: iterations) stands in for the overlap scheduler's one-iteration lag
+#: (``serving_rows.OVERLAP_LAG``, off). The two together: 20.3% / -11.7%, 268 -> 279 rows
+#: within 20% (docs/changes s10-sglttft); ``scripts/latency_rows.py --sglang-release-gates``
+CONTINUOUS_DECODE_STEPS_BY_RELEASE = False
 _LEAD_RELEASE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 
