@@ -122,8 +122,10 @@ def trtllm_pytorch_backend(framework_version: str, notes: str) -> bool | None:
 #: the loop it set (``for _ in range(self.server_args.num_continuous_decode_steps - 1)``, PR
 #: #1652) left the event loop with "Make constrained decoding work for overlap scheduler"
 #: (sgl-project/sglang PR #2095, November 2024, before v0.4.0); the argument is still parsed
-#: and has no reader (public code index id 60259430089, an argument reference of the current
-#: tree; the 0.5.x scheduler the code index holds, id 60488061167, has no decode-steps loop).
+#: and has no reader: in the sglang 0.5.7 wheel from PyPI (sglang-0.5.7-py3-none-any.whl,
+#: sha256 b77f9e5ca5a2ab19...) the name occurs only in srt/server_args.py (the field, line 560,
+#: and its argparse entry), and ``Scheduler.event_loop_overlap`` has no decode-steps loop; read
+#: 2026-12-07 (also public code index id 60259430089, an argument reference of the current tree).
 #: InferenceX's AMD DeepSeek-R1 scripts (SGLang 0.5.7-0.5.12) pass ``=4``: no gate.
 CONTINUOUS_DECODE_STEPS_UNREAD_SINCE = (0, 4, 0)
 #: whether a run's release decides if the flag gates (False: every stated value gates, as
