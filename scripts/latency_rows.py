@@ -14,6 +14,9 @@ Usage::
     PYTHONPATH=$PWD python scripts/latency_rows.py --engine-prefill-first
     # overlap schedulers' extra iteration before a prompt joins (off in planner):
     PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --overlap-lag
+    # SGLang's gates as its releases read them (no dead --num-continuous-decode-steps gate)
+    # together with the overlap scheduler's iteration (both off in planner):
+    PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --sglang-release-gates --overlap-lag
     # every row with its fold's fit over every release (the before of 2026-12-07):
     PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --no-release
     # TTFT's fixed part and per-prompt-token slope at 1-4 clients, measured vs predicted:
@@ -764,6 +767,13 @@ def main(argv=None) -> int:
         "planner.benchmarks.serving_rows.OVERLAP_LAG is off)",
     )
     ap.add_argument(
+        "--sglang-release-gates",
+        action="store_true",
+        help="SGLang >= 0.4.0 runs without the admission gate of --num-continuous-decode-steps, "
+        "a flag those releases no longer read "
+        "(planner.benchmarks.scheduler_waits.CONTINUOUS_DECODE_STEPS_BY_RELEASE is off)",
+    )
+    ap.add_argument(
         "--no-release",
         action="store_true",
         help="every row with its fold's fit over every release (the before of 2026-12-07), "
@@ -828,6 +838,10 @@ def main(argv=None) -> int:
         import planner.benchmarks.serving_rows as _rows
 
         _rows.OVERLAP_LAG = True
+    if a.sglang_release_gates:
+        import planner.benchmarks.scheduler_waits as _waits
+
+        _waits.CONTINUOUS_DECODE_STEPS_BY_RELEASE = True
     if a.engine_prefill_first:
         import planner.serving.replica as _replica
 

@@ -118,10 +118,39 @@ def trtllm_pytorch_backend(framework_version: str, notes: str) -> bool | None:
     return None
 
 
-def continuous_decode_steps(notes: str) -> int:
-    """SGLang's ``--num-continuous-decode-steps`` of a run (its notes; 1 when unstated)."""
+#: the first SGLang release whose scheduler no longer reads ``--num-continuous-decode-steps``:
+#: the loop it set (``for _ in range(self.server_args.num_continuous_decode_steps - 1)``, PR
+#: #1652) left the event loop with "Make constrained decoding work for overlap scheduler"
+#: (sgl-project/sglang PR #2095, November 2024, before v0.4.0); the argument is still parsed
+#: and has no reader: in the sglang 0.5.7 wheel from PyPI (sglang-0.5.7-py3-none-any.whl,
+#: sha256 b77f9e5ca5a2ab19...) the name occurs only in srt/server_args.py (the field, line 560,
+#: and its argparse entry), and ``Scheduler.event_loop_overlap`` has no decode-steps loop; read
+#: 2026-12-07 (also public code index id 60259430089, an argument reference of the current tree).
+#: InferenceX's AMD DeepSeek-R1 scripts (SGLang 0.5.7-0.5.12) pass ``=4``: no gate.
+CONTINUOUS_DECODE_STEPS_UNREAD_SINCE = (0, 4, 0)
+#: whether a run's release decides if the flag gates (False: every stated value gates, as
+#: before). OFF: held out alone it makes SGLang AMD TTFT too fast (latency_rows.py --no-scale,
+#: 566 TTFT rows: 22.9% / -10.5% -> 28.1% / -24.0%): the dead 4-step gate's wait (1.5
+#: iterations) stands in for the overlap scheduler's one-iteration lag
+#: (``serving_rows.OVERLAP_LAG``, off). The two together: 20.3% / -11.7%, 268 -> 279 rows
+#: within 20% (docs/changes s10-sglttft); ``scripts/latency_rows.py --sglang-release-gates``
+CONTINUOUS_DECODE_STEPS_BY_RELEASE = False
+_LEAD_RELEASE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def continuous_decode_steps(notes: str, framework_version: str = "") -> int:
+    """SGLang's ``--num-continuous-decode-steps`` of a run (its notes; 1 when unstated, and
+    1 when ``framework_version`` names a release that no longer reads it:
+    :data:`CONTINUOUS_DECODE_STEPS_UNREAD_SINCE`)."""
     m = _CDS.search(notes)
-    return max(1, int(m.group(1))) if m else 1
+    if m is None:
+        return 1
+    r = _LEAD_RELEASE.search(framework_version or "")
+    if CONTINUOUS_DECODE_STEPS_BY_RELEASE and r is not None:
+        rel = tuple(int(x or 0) for x in r.groups())
+        if rel >= CONTINUOUS_DECODE_STEPS_UNREAD_SINCE:
+            return 1
+    return max(1, int(m.group(1)))
 
 
 def recv_interval(notes: str) -> int:
@@ -190,12 +219,13 @@ class AdmissionGate(Frozen):
         return ", ".join(parts)
 
 
-def admission_gate(notes: str) -> AdmissionGate:
-    """The gate of a run, from its notes (flags of the engine it names)."""
+def admission_gate(notes: str, framework_version: str = "") -> AdmissionGate:
+    """The gate of a run, from its notes (flags of the engine it names) and its release
+    (``framework_version``: a flag the release no longer reads does not gate)."""
     n, r = batch_wait(notes)
     t, b = adp_balance(notes)
     return AdmissionGate(
-        continuous_decode_steps=continuous_decode_steps(notes),
+        continuous_decode_steps=continuous_decode_steps(notes, framework_version),
         recv_interval=recv_interval(notes),
         batch_wait_iters=n,
         batch_wait_ratio=r,

@@ -412,7 +412,7 @@ def _serving_row_result(
         ft_s,
         kv_res,
         scale,
-        admission_gate(notes),
+        admission_gate(notes, cell(row, "framework_version")),
         hw,
         model_key,
         prec,
@@ -638,7 +638,7 @@ def _serving_row_result(
         )
     else:  # pragma: no cover
         return f"mode {mode} not supported"
-    gate = admission_gate(notes)
+    gate = admission_gate(notes, cell(row, "framework_version"))
     # an overlap scheduler (overlap_wait), where no fitted first-token path holds it already
     lagged = (
         rep.engine.host_overlap

@@ -305,7 +305,7 @@ def _steady_predictor(
         if closed_loop_latencies(sm0, isl, osl, B, budget, ov) is None:
             return None, "no staggered steady state (prompts overlap, or pipeline)", ""
         pick = CLOSED_LOOP_LATENCY_METRICS[metric]
-        gate = admission_gate(cell(row, "notes"))
+        gate = admission_gate(cell(row, "notes"), cell(row, "framework_version"))
         waits = pick == 0 and not gate.off
 
         def predict(q: EfficiencyParams) -> float:
