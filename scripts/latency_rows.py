@@ -764,14 +764,25 @@ def main(argv=None) -> int:
         action="store_true",
         help="one more iteration before a prompt joins on engines that overlap the host "
         "(planner.benchmarks.scheduler_waits.overlap_wait; "
-        "planner.benchmarks.serving_rows.OVERLAP_LAG is off)",
+        "planner.benchmarks.serving_rows.OVERLAP_LAG, on by default since the tenth pass)",
+    )
+    ap.add_argument(
+        "--no-overlap-lag",
+        action="store_true",
+        help="the before of the tenth pass: no overlap-scheduler lag",
     )
     ap.add_argument(
         "--sglang-release-gates",
         action="store_true",
         help="SGLang >= 0.4.0 runs without the admission gate of --num-continuous-decode-steps, "
         "a flag those releases no longer read "
-        "(planner.benchmarks.scheduler_waits.CONTINUOUS_DECODE_STEPS_BY_RELEASE is off)",
+        "(planner.benchmarks.scheduler_waits.CONTINUOUS_DECODE_STEPS_BY_RELEASE, on by default "
+        "since the tenth pass)",
+    )
+    ap.add_argument(
+        "--no-sglang-release-gates",
+        action="store_true",
+        help="the before of the tenth pass: every stated --num-continuous-decode-steps gates",
     )
     ap.add_argument(
         "--no-release",
@@ -842,6 +853,14 @@ def main(argv=None) -> int:
         import planner.benchmarks.scheduler_waits as _waits
 
         _waits.CONTINUOUS_DECODE_STEPS_BY_RELEASE = True
+    if a.no_overlap_lag:
+        import planner.benchmarks.serving_rows as _rows
+
+        _rows.OVERLAP_LAG = False
+    if a.no_sglang_release_gates:
+        import planner.benchmarks.scheduler_waits as _waits
+
+        _waits.CONTINUOUS_DECODE_STEPS_BY_RELEASE = False
     if a.engine_prefill_first:
         import planner.serving.replica as _replica
 

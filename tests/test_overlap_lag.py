@@ -6,7 +6,7 @@ was formed, so its prompt joins ``n + 2``, one iteration later than the simulato
 (which admits at the next iteration boundary). The public rows add that iteration to TTFT
 and E2E (:func:`planner.benchmarks.scheduler_waits.overlap_wait`) on engines that overlap the
 host (``Framework.overlaps_host``), only where no fitted first-token path holds it already,
-when ``serving_rows.OVERLAP_LAG`` is on (off by default: docs/changes/2026-12-07b/ttft.md has why). The
+when ``serving_rows.OVERLAP_LAG`` is on (on by default since the tenth pass, together with SGLang's release rule for its dead decode-steps gate: docs/changes/2026-12-07f/sglttft.md; off before: docs/changes/2026-12-07b/ttft.md). The
 tests set it both ways.
 """
 

@@ -1,5 +1,5 @@
 """SGLang >= 0.4.0 no longer reads --num-continuous-decode-steps (sgl-project/sglang PR #2095
-removed the loop it set): behind ``CONTINUOUS_DECODE_STEPS_BY_RELEASE`` (off), a run of such a
+removed the loop it set): behind ``CONTINUOUS_DECODE_STEPS_BY_RELEASE`` (on since the tenth pass), a run of such a
 release has no admission gate from the flag (docs/changes s10-sglttft)."""
 
 import pytest
@@ -14,8 +14,10 @@ def release_rule(monkeypatch):
     monkeypatch.setattr(sw, "CONTINUOUS_DECODE_STEPS_BY_RELEASE", True)
 
 
-def test_off_by_default_every_stated_value_gates():
-    assert sw.CONTINUOUS_DECODE_STEPS_BY_RELEASE is False
+def test_off_every_stated_value_gates(monkeypatch):
+    # on by default since the tenth pass; off, the stated value gates whatever the release
+    assert sw.CONTINUOUS_DECODE_STEPS_BY_RELEASE is True
+    monkeypatch.setattr(sw, "CONTINUOUS_DECODE_STEPS_BY_RELEASE", False)
     g = sw.admission_gate(AMD_NOTES, "0.5.7 (image lmsysorg/sglang:v0.5.7-rocm700-mi30x)")
     assert g.continuous_decode_steps == 4
     # the gate's longest wait: 4 x 1 - 1 = 3 decode iterations

@@ -129,12 +129,14 @@ def trtllm_pytorch_backend(framework_version: str, notes: str) -> bool | None:
 #: InferenceX's AMD DeepSeek-R1 scripts (SGLang 0.5.7-0.5.12) pass ``=4``: no gate.
 CONTINUOUS_DECODE_STEPS_UNREAD_SINCE = (0, 4, 0)
 #: whether a run's release decides if the flag gates (False: every stated value gates, as
-#: before). OFF: held out alone it makes SGLang AMD TTFT too fast (latency_rows.py --no-scale,
-#: 566 TTFT rows: 22.9% / -10.5% -> 28.1% / -24.0%): the dead 4-step gate's wait (1.5
-#: iterations) stands in for the overlap scheduler's one-iteration lag
-#: (``serving_rows.OVERLAP_LAG``, off). The two together: 20.3% / -11.7%, 268 -> 279 rows
-#: within 20% (docs/changes s10-sglttft); ``scripts/latency_rows.py --sglang-release-gates``
-CONTINUOUS_DECODE_STEPS_BY_RELEASE = False
+#: before). ON since 2026-12-07 (tenth pass), always together with the overlap scheduler's
+#: one-iteration lag (``serving_rows.OVERLAP_LAG``): both are what SGLang's source runs. Held
+#: out (latency_rows.py --no-scale, 566 TTFT rows): both off 22.9% / -10.5%, 268 rows within
+#: 20%; both on 20.3% / -11.7%, 279 rows, band coverage 80.0%, TPOT unchanged. Alone it makes
+#: SGLang AMD TTFT too fast (28.1% / -24.0%): the dead 4-step gate's wait (1.5 iterations)
+#: stood in for the lag (docs/changes/2026-12-07f/sglttft.md);
+#: ``scripts/latency_rows.py --sglang-release-gates`` measures it
+CONTINUOUS_DECODE_STEPS_BY_RELEASE = True
 _LEAD_RELEASE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 

@@ -93,12 +93,13 @@ SCORED = {"steady": "after warm-up", "loadgen": "all (the run's stated length, a
 
 #: whether a row on an engine that overlaps the host (``Framework.overlaps_host``) waits one
 #: more iteration before its prompt joins (:func:`planner.benchmarks.scheduler_waits.overlap_wait`).
-#: Off (2026-12-07): held out it moves the TTFT bias toward 0 (latency section -21.1% ->
-#: -14.0%, MdAPE 28.0% -> 27.2%) but InferenceX's AMD SGLang rows, unbiased before in
-#: ``planner validate``, go +12% (held-out InferenceX + GPUStack TTFT 21.2% -> 23.3%) and the
-#: latency section's band coverage falls 77.9% -> 72.4% (docs/changes/2026-12-07b/ttft.md);
-#: ``scripts/latency_rows.py --overlap-lag`` measures it
-OVERLAP_LAG = False
+#: ON since 2026-12-07 (tenth pass), together with the release rule of SGLang's dead
+#: ``--num-continuous-decode-steps`` gate (``scheduler_waits.CONTINUOUS_DECODE_STEPS_BY_RELEASE``):
+#: alone the lag had pushed InferenceX's AMD SGLang rows +12% because that dead gate already
+#: charged 1.5 iterations (docs/changes/2026-12-07b/ttft.md); the two together: held-out TTFT
+#: 22.9% / -10.5% -> 20.3% / -11.7% (566 rows), band coverage 80.0%
+#: (docs/changes/2026-12-07f/sglttft.md); ``scripts/latency_rows.py --overlap-lag`` measures it
+OVERLAP_LAG = True
 #: whether a row whose run sets an admission gate also waits behind the prompts the gate
 #: releases with it (:func:`planner.benchmarks.scheduler_waits.burst_wait`);
 #: ``scripts/latency_rows.py --gate-burst`` measures it
