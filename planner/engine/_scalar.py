@@ -196,6 +196,22 @@ def step_time_scalar(
     if pairs_prefix > 0.0:
         t_ac += attn_f * lf * pairs_prefix / peak_prefix
     t_g = t_gm if t_gm > t_gc else t_gc
+    n_w = c[104]  # a narrow shard's GEMM-time factor, linear in log tokens (gemm_width)
+    if n_w > 0.0:
+        nw = int(n_w)
+        x = math.log(Ta if Ta > 1e-9 else 1e-9)
+        if x <= c[105]:
+            fw = c[117]
+        elif x >= c[104 + nw]:
+            fw = c[116 + nw]
+        else:
+            fw = 1.0
+            for j in range(1, nw):
+                if x <= c[105 + j]:
+                    f0 = c[116 + j]
+                    fw = f0 + (c[117 + j] - f0) * ((x - c[104 + j]) / (c[105 + j] - c[104 + j]))
+                    break
+        t_g = t_g * fw
     n_mk = c[70]  # the routed experts no faster than their published kernel (moe_floor)
     if n_mk > 0.0 and T > 0.0:
         m = int(n_mk)
