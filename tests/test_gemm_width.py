@@ -79,20 +79,43 @@ def test_step_model_takes_the_factor_on_cdna_dense_only(catalog):
 
 
 def test_the_gemm_time_scales_by_the_factor(catalog, monkeypatch):
-    """TP8 on MI300X at 128 tokens: the GEMM term is the factor-free one x 2.17088."""
+    """TP8 on MI300X at 2,048 tokens (compute bound): the GEMM term is the factor-free one x
+    1453.8 / 1179.0 = 1.23308 (the factor scales the compute term, COMPUTE_ONLY)."""
     sm = step_model("llama-3.1-70b", "amd-mi300x", "fp8", tp=8, params=PRIOR, catalog=catalog)
     monkeypatch.setattr(gw, "ENABLED", False)
     off = step_model("llama-3.1-70b", "amd-mi300x", "fp8", tp=8, params=PRIOR, catalog=catalog)
     assert off.gemm_width_points == ()
-    args = (128, 128, 128, 128 * 2000, 128 * 2000)
-    assert sm.step(*args).t_gemm_s == pytest.approx(off.step(*args).t_gemm_s * 593.3 / 273.3)
+    args = (2048, 16, 16, 16 * 2000, 16 * 2000)
+    assert not off.step(*args).gemm_memory_bound
+    assert sm.step(*args).t_gemm_s == pytest.approx(off.step(*args).t_gemm_s * 1453.8 / 1179.0)
     assert sm.step(*args).t_attn_s == off.step(*args).t_attn_s
 
 
 @pytest.mark.parametrize("tp", [1, 2, 8])
 def test_scalar_path_equals_vector_path_with_the_factor(catalog, tp):
     sm = step_model("llama-3.1-70b", "amd-mi300x", "fp8", tp=tp, catalog=catalog)
-    assert len(sm._coeffs) == 129
+    assert len(sm._coeffs) == 130
     for n in (1, 16, 100, 128, 181, 3000, 16384, 40000):
         args = (n, 8, 8, 8 * 1500 + n, 8 * 1500 + n * (n + 1) / 2)
         assert sm.step_time(*args) == pytest.approx(sm.step(*args).time_s, rel=1e-12)
+
+
+def test_a_memory_bound_step_keeps_its_time(catalog):
+    """Decode of 16 sequences on MI300X TP8: the weights' read bounds the GEMM time, and the
+    factor (on the compute term, COMPUTE_ONLY) leaves it as it was."""
+    sm = step_model("llama-3.1-70b", "amd-mi300x", "fp8", tp=8, params=PRIOR, catalog=catalog)
+    b = sm.step(16, 16, 16, 16 * 2000, 16 * 2000)
+    assert b.gemm_memory_bound
+    assert b.t_gemm_s == pytest.approx((sm.dense_weight_bytes + sm.lm_head_bytes + 16 * sm.act_bytes_per_token) / (sm.bw_bytes_s * PRIOR.mem_eff))  # fmt: skip
+
+
+@pytest.mark.parametrize("compute_only", [True, False])
+def test_both_modes_agree_between_the_two_paths(catalog, monkeypatch, compute_only):
+    monkeypatch.setattr(gw, "COMPUTE_ONLY", compute_only)
+    sm = step_model("llama-2-70b", "amd-mi325x", "fp8", tp=1, catalog=catalog)
+    assert sm.gemm_width_points[2] is compute_only
+    sm8 = step_model("llama-2-70b", "amd-mi325x", "fp8", tp=8, catalog=catalog)
+    for s in (sm, sm8):
+        for n in (1, 64, 200, 5000):
+            args = (n, 4, 4, 4 * 900 + n, 4 * 900 + n * (n + 1) / 2)
+            assert s.step_time(*args) == pytest.approx(s.step(*args).time_s, rel=1e-12)

@@ -11,8 +11,9 @@ TP4 / TP8 rows only, is 1.86x the MLPerf harness's own TP1 hipBLASLt timings).
 :func:`slowdown` is the measured time per FLOP of a layer of per-GPU width ``w`` at ``M``
 tokens over that of the table's widest layer at the same ``M`` (>= 1 inside the table;
 bilinear in ``log w`` and ``log M``, held constant outside the measured widths and token
-counts). :meth:`planner.engine.step.StepModel.step` multiplies the GEMM time
-``max(t_gemm_mem, t_gemm_comp)`` by it; the fitted efficiencies then describe the widest
+counts). :meth:`planner.engine.step.StepModel.step` multiplies the GEMM compute time
+``t_gemm_comp`` by it (:data:`COMPUTE_ONLY`; else the whole ``max(t_gemm_mem,
+t_gemm_comp)``); the fitted efficiencies then describe the widest
 layer, and a node fitted on narrow shards predicts wide ones through the measured curve (and
 back). Only dense models take it (the table is of dense layers; MoE steps keep 1), only GPUs
 of an architecture a table names.
@@ -33,10 +34,22 @@ from planner.catalog.catalog import DATA_DIR
 from planner.catalog.records import Accelerator, Frozen, ModelArch, Sourced
 from planner.files import load_data_file
 
-__all__ = ["ENABLED", "NPTS", "GemmWidthTable", "coeffs", "factor", "layer_width", "slowdown"]
+__all__ = [
+    "COMPUTE_ONLY",
+    "ENABLED",
+    "NPTS",
+    "GemmWidthTable",
+    "coeffs",
+    "factor",
+    "layer_width",
+    "slowdown",
+]
 
 #: module switch: False gives every step a factor of 1
 ENABLED = True
+#: True: the factor scales the compute term of the GEMM time only (``t_gemm_comp``, whose
+#: ramp in tokens the fit sets), False: the whole GEMM time ``max(t_gemm_mem, t_gemm_comp)``
+COMPUTE_ONLY = True
 #: slots of the scalar coefficient tail (planner.engine._scalar: count, log tokens, factors)
 NPTS = 12
 
@@ -131,6 +144,7 @@ def coeffs(m: ModelArch, g: Accelerator, tp: int, matmul_params: float) -> tuple
     return (
         tuple(math.log(x) for x in t.tokens),
         tuple(slowdown(t, w, x) for x in t.tokens),
+        COMPUTE_ONLY,
     )
 
 
@@ -139,15 +153,16 @@ def factor(points: tuple, tokens):
     between the step model's ``points`` (:func:`coeffs`), constant outside; 1 for ``()``."""
     if not points:
         return 1.0
-    lx, gv = points
+    lx, gv = points[:2]
     t = np.maximum(np.asarray(tokens, dtype=float), 1e-9)
     return np.interp(np.log(t), lx, gv)
 
 
 def slots(points: tuple) -> tuple[float, ...]:
-    """The scalar path's fixed-length tail: count, NPTS log tokens, NPTS factors (zeros pad)."""
+    """The scalar path's fixed-length tail: count, NPTS log tokens, NPTS factors (zeros pad),
+    1 where the factor scales the compute term only."""
     if not points:
-        return (0.0,) * (1 + 2 * NPTS)
-    lx, gv = points
+        return (0.0,) * (2 + 2 * NPTS)
+    lx, gv, comp = points
     pad = (0.0,) * (NPTS - len(lx))
-    return (float(len(lx)), *lx, *pad, *gv, *pad)
+    return (float(len(lx)), *lx, *pad, *gv, *pad, float(comp))

@@ -272,9 +272,12 @@ class StepModel:
                 eff_e = _ramp(p.compute_eff, hd, p.compute_half_tokens * dp)
                 t_gc = t_gc + np.where(hd > 0, e_flops / (self.peak_flops * eff_e), 0.0)
                 mm_flops = mm_flops + e_flops
-        t_gemm = np.maximum(t_gm, t_gc)
-        if self.gemm_width_points:  # a narrow shard's lower GEMM rate (planner.engine.gemm_width)
-            t_gemm = t_gemm * gemm_width.factor(self.gemm_width_points, Ta)
+        fw = 1.0  # a narrow shard's lower GEMM rate (planner.engine.gemm_width)
+        if self.gemm_width_points:
+            fw = gemm_width.factor(self.gemm_width_points, Ta)
+            if self.gemm_width_points[2]:  # on the compute term only
+                t_gc, fw = t_gc * fw, 1.0
+        t_gemm = np.maximum(t_gm, t_gc) * fw
         if self.moe_kernel_points:  # the routed experts no faster than their published kernel
             t_dense = (self.dense_weight_bytes + self.lm_head_bytes + act) / (
                 self.bw_bytes_s * p.mem_eff
@@ -430,7 +433,7 @@ class StepModel:
     # ---- the hot scalar path of :meth:`step` (plain floats, no numpy) ------------------
     @cached_property
     def _coeffs(self) -> tuple[float, ...]:
-        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (129 floats): the
+        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (130 floats): the
         step's constants, with the products that do not depend on its counts done once."""
         p = self.params
         ne = self.num_experts
@@ -503,7 +506,7 @@ class StepModel:
                     self.moe_kernel_points, self.moe_kernel_layers
                 ),  # MoE kernel floor
                 p.moe_imbalance_prompt,  # the routing skew of prompt tokens
-                *gemm_width.slots(self.gemm_width_points),  # c[104:129]: GEMM width factor
+                *gemm_width.slots(self.gemm_width_points),  # c[104:130]: GEMM width factor
             )
         )
 
