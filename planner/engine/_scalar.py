@@ -195,7 +195,26 @@ def step_time_scalar(
         t_ac = attn_f * (lf * (pairs_full + dX - pairs_prefix) + lsw * pairs_sw) / peak_attn
     if pairs_prefix > 0.0:
         t_ac += attn_f * lf * pairs_prefix / peak_prefix
-    t_g = t_gm if t_gm > t_gc else t_gc
+    n_w = c[104]  # a narrow shard's GEMM-time factor, linear in log tokens (gemm_width)
+    fw = 1.0
+    if n_w > 0.0:
+        nw = int(n_w)
+        x = math.log(Ta if Ta > 1e-9 else 1e-9)
+        if x <= c[105]:
+            fw = c[117]
+        elif x >= c[104 + nw]:
+            fw = c[116 + nw]
+        else:
+            fw = 1.0
+            for j in range(1, nw):
+                if x <= c[105 + j]:
+                    f0 = c[116 + j]
+                    fw = f0 + (c[117 + j] - f0) * ((x - c[104 + j]) / (c[105 + j] - c[104 + j]))
+                    break
+        if c[129] != 0.0:  # on the compute term only
+            t_gc = t_gc * fw
+            fw = 1.0
+    t_g = (t_gm if t_gm > t_gc else t_gc) * fw
     n_mk = c[70]  # the routed experts no faster than their published kernel (moe_floor)
     if n_mk > 0.0 and T > 0.0:
         m = int(n_mk)

@@ -40,7 +40,7 @@ from planner.catalog.catalog import Catalog, check_layout, compute_dtype_for, lo
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.layout import Layout, check_for_model
 from planner.catalog.records import Accelerator, ModelArch, Precision
-from planner.engine import _scalar, adp, mla, moe_floor, routing
+from planner.engine import _scalar, adp, gemm_width, mla, moe_floor, routing
 from planner.engine.adp import busiest_rank_extra, prompt_share
 from planner.engine.ep_terms import as_expert_parallel as _as_expert_parallel
 from planner.engine.ep_terms import link_bytes_s as _link_bytes_s
@@ -160,6 +160,9 @@ class StepModel:
     # the decode tokens' routing skew is at most this published value (planner.engine.skew_cap;
     # inf: the fitted ``moe_imbalance`` as it is)
     decode_skew_cap: float = math.inf
+    # the GEMM time's factor for this per-GPU shard width: ((log tokens), (factors)) of
+    # planner.engine.gemm_width (() : none)
+    gemm_width_points: tuple = ()
 
     @property
     def local_experts(self) -> float:
@@ -273,7 +276,12 @@ class StepModel:
                 eff_e = _ramp(p.compute_eff, hd, p.compute_half_tokens * dp)
                 t_gc = t_gc + np.where(hd > 0, e_flops / (self.peak_flops * eff_e), 0.0)
                 mm_flops = mm_flops + e_flops
-        t_gemm = np.maximum(t_gm, t_gc)
+        fw = 1.0  # a narrow shard's lower GEMM rate (planner.engine.gemm_width)
+        if self.gemm_width_points:
+            fw = gemm_width.factor(self.gemm_width_points, Ta)
+            if self.gemm_width_points[2]:  # on the compute term only
+                t_gc, fw = t_gc * fw, 1.0
+        t_gemm = np.maximum(t_gm, t_gc) * fw
         if self.moe_kernel_points:  # the routed experts no faster than their published kernel
             t_dense = (self.dense_weight_bytes + self.lm_head_bytes + act) / (
                 self.bw_bytes_s * p.mem_eff
@@ -429,7 +437,7 @@ class StepModel:
     # ---- the hot scalar path of :meth:`step` (plain floats, no numpy) ------------------
     @cached_property
     def _coeffs(self) -> tuple[float, ...]:
-        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (104 floats): the
+        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (130 floats): the
         step's constants, with the products that do not depend on its counts done once."""
         p = self.params
         ne = self.num_experts
@@ -502,6 +510,7 @@ class StepModel:
                     self.moe_kernel_points, self.moe_kernel_layers
                 ),  # MoE kernel floor
                 p.moe_imbalance_prompt,  # the routing skew of prompt tokens
+                *gemm_width.slots(self.gemm_width_points),  # c[104:130]: GEMM width factor
             )
         )
 
@@ -686,4 +695,5 @@ def step_model(
         link_bytes_s=link if link > 0 else 1.0,
         layout_label=f"TP{tp}" + (f" PP{pp}" if pp > 1 else ""),
         matmul_slow_flops_per_token=slow_mm,
+        gemm_width_points=gemm_width.coeffs(m, g, tp, pc.attention + pc.mlp_dense),
     )
