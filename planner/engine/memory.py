@@ -16,6 +16,7 @@ All sizes are bytes (decimal GB = 1e9 bytes in reports). Formulas are in
 from __future__ import annotations
 
 import math
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -33,6 +34,8 @@ from planner.errors import PlannerError, check_physical, require_positive
 from planner.files import IdentityMemo
 
 BITS_16 = 16.0
+#: True: plan_memory skips the suggestions (a search rebuilds a rejection's reason when shown)
+DEFER_SUGGESTIONS: ContextVar[bool] = ContextVar("defer_suggestions", default=False)
 
 
 # --------------------------------------------------------------------------- parameters
@@ -653,7 +656,7 @@ def plan_memory(
             f"{kv_seq / gb:.2f} GB of KV cache"
         )
     suggestions: tuple[str, ...] = ()
-    if not fits and suggest:
+    if not fits and suggest and not DEFER_SUGGESTIONS.get():
         suggestions = _suggest(
             cat, m, g, p, kvp.id, tp, pp, context_len, util, fw, seqs, btok, layout
         )
@@ -696,19 +699,10 @@ def _suggest(cat, m, g, p, kv_id, tp, pp, ctx, util, fw, seqs, btok, layout) -> 
     def ok(prec=p, kv=kv_id, lay=layout, c=ctx) -> bool:
         try:
             return plan_memory(
-                m,
-                g,
-                prec,
-                kv if kv in prec.kv_options else prec.kv_default,
-                context_len=c,
-                memory_utilization=util,
-                framework=fw,
-                max_num_seqs=seqs,
-                max_batched_tokens=btok,
-                catalog=cat,
-                suggest=False,
-                layout=lay,
-            ).fits
+                m, g, prec, kv if kv in prec.kv_options else prec.kv_default, context_len=c,
+                memory_utilization=util, framework=fw, max_num_seqs=seqs, max_batched_tokens=btok,
+                catalog=cat, suggest=False, layout=lay,
+            ).fits  # fmt: skip
         except PlannerError:
             return False
 

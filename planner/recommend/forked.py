@@ -101,8 +101,8 @@ class _Lite:
 
 
 def _lite(r: Screened | Rejection) -> _Lite | Rejection:
-    if isinstance(r, Rejection):
-        return r
+    if isinstance(r, Rejection):  # a reason made where read: made here by the search
+        return r if isinstance(r.why, str) else dataclasses.replace(r, why=None)  # type: ignore[arg-type]
     return _Lite(r.opt.release, r.provenance, r.saturation_rps, r.cap_rps, r.k_lb, r.bound)
 
 
@@ -237,6 +237,8 @@ class Forked:
             return None
         self.from_child += 1
         if isinstance(r, Rejection):  # its layout: the option's own object, as screened here
+            if r.why is None:  # a memory rejection: the reason made where it is read
+                r = dataclasses.replace(r, why=self.search.memory_why(opt))
             return dataclasses.replace(r, layout=opt.layout) if r.layout == opt.layout else r
         if r.release:
             opt = dataclasses.replace(opt, release=r.release)

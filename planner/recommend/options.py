@@ -60,6 +60,7 @@ same n GPUs) for n in ``EP_SIZES`` up to the GPU's scale-up domain
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -174,10 +175,13 @@ class Option:
 
 @dataclass(frozen=True)
 class Rejection:
-    """An option (or a group of options) that cannot be recommended, and why."""
+    """An option (or a group of options) that cannot be recommended, and why.
+
+    ``why``: the reason, or a function of no argument that makes it (a memory rejection's
+    suggestions, ~1 ms each, are made only where the reason is read: :attr:`reason`)."""
 
     stage: str
-    reason: str
+    why: str | Callable[[], str]
     gpu: str | None = None
     framework: str | None = None
     precision: str | None = None
@@ -185,8 +189,15 @@ class Rejection:
     #: the rejected option's layout (None: a whole group of options was rejected)
     layout: Layout | None = None
 
+    @property
+    def reason(self) -> str:
+        """The reason (made now, once, where ``why`` is a function)."""
+        if not isinstance(self.why, str):
+            object.__setattr__(self, "why", self.why())
+        return self.why  # type: ignore[return-value]
+
     @classmethod
-    def of(cls, opt: Option, stage: str, reason: str) -> Rejection:
+    def of(cls, opt: Option, stage: str, reason: str | Callable[[], str]) -> Rejection:
         # positional, in field order (a search makes ~10,000 of them)
         return cls(
             stage, reason, opt.gpu.id, opt.framework.id, opt.precision.id, opt.kv_precision,

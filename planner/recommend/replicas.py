@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..catalog import Catalog
+from ..engine.memory import DEFER_SUGGESTIONS
 from ..errors import PlannerError
 from ..serving import Replica, build_replica
 from .options import Option
@@ -14,7 +15,8 @@ from .options import Option
 #: replicas (or the error building one raised) by everything :func:`build_replica` reads,
 #: catalog records compared by identity: a Replica is immutable and does not depend on the
 #: workload, so the app's next question on the same model (another peak, SLO or GPU set)
-#: screens without building them again; emptied past :data:`_REPLICAS_MAX` entries
+#: screens without building them again; emptied past :data:`_REPLICAS_MAX` entries. An
+#: error built with the suggestions deferred is remembered apart (its text lacks them)
 _REPLICAS: dict[tuple, tuple[tuple, Replica | PlannerError]] = {}
 _REPLICAS_MAX = 20_000
 
@@ -24,7 +26,7 @@ def _replica(m, opt: Option, params, prov: str, cat: Catalog, eng_kw: dict[str, 
     objs = (m, opt.gpu, opt.precision, opt.framework, params, cat)
     key = (
         *map(id, objs), opt.layout, opt.kv_precision, prov,
-        tuple(sorted(eng_kw.items())), opt.spec,
+        tuple(sorted(eng_kw.items())), opt.spec, DEFER_SUGGESTIONS.get(),
     )  # fmt: skip
     try:
         hit = _REPLICAS.get(key)

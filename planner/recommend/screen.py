@@ -9,12 +9,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 from ..catalog import model_family
 from ..catalog.release_profile import release_floor, resolve_release_params
 from ..cost import quote_price
-from ..engine.memory import weight_memory
+from ..engine.memory import DEFER_SUGGESTIONS, weight_memory
 from ..errors import MissingDataError, PlannerError
 from ..serving import check_workload_fits
 from .objective import Screened, over_budget
@@ -93,9 +94,9 @@ class _Screening:
             return float(opt.gpus_per_replica)
         return -math.inf
 
-    def screen(self, opt: Option) -> Screened | Rejection:
-        """Build the replica and bound the option analytically (no simulation)."""
-        c, ld = self.c, self.load
+    def params_of(self, opt: Option) -> tuple[Option, Any, str]:
+        """``opt`` with the release it is predicted for, its fitted parameters and their
+        provenance (remembered by GPU x framework x precision and floor release)."""
         key = (opt.gpu.id, opt.framework.id, opt.precision.id)
         fk = (opt.framework.id, opt.layout)  # the first release launching it serving the model
         if fk not in self.floor_cache:
@@ -117,12 +118,33 @@ class _Screening:
         params, prov, release = self.param_cache[ck]
         if release:
             opt = dataclasses.replace(opt, release=release)
+        return opt, params, prov
+
+    def memory_why(self, opt: Option) -> Callable[[], str]:
+        """The reason building ``opt``'s replica fails, with its suggestions: a function that
+        builds the replica again, suggestions on (called where the reason is read)."""
+        opt, params, prov = self.params_of(opt)
+        return functools.partial(_build_error, self.m, opt, params, prov, self.cat, self.eng_kw)
+
+    def screen(self, opt: Option) -> Screened | Rejection:
+        """Build the replica and bound the option analytically (no simulation).
+
+        A replica that does not fit is rejected without the suggestions of its reason
+        (~1 ms each; :data:`planner.engine.memory.DEFER_SUGGESTIONS`): the rejection's reason
+        is made where it is read, by :meth:`memory_why` building the replica again with them.
+        The build is a pure function of the option and the suggestions change only the
+        error's text, so the reason read is the one an eager build gives."""
+        c, ld = self.c, self.load
+        opt, params, prov = self.params_of(opt)
+        token = DEFER_SUGGESTIONS.set(True)
         try:
             rep = _replica(self.m, opt, params, prov, self.cat, self.eng_kw)
         except MissingDataError as e:
             return Rejection.of(opt, "missing_data", str(e))
-        except PlannerError as e:
-            return Rejection.of(opt, "memory", str(e))
+        except PlannerError:
+            return Rejection.of(opt, "memory", self.memory_why(opt))
+        finally:
+            DEFER_SUGGESTIONS.reset(token)
         for i, rc in enumerate(self.cache.classes):
             try:
                 q = functools.partial(self.cache.quantile_tokens, i)
@@ -164,3 +186,13 @@ class _Screening:
             if p is not None and int(lim / (gpr * p) + 1e-9) < k:
                 k, why, stage = int(lim / (gpr * p) + 1e-9), name, "budget"
         return k, why, stage
+
+
+def _build_error(m, opt: Option, params, prov: str, cat, eng_kw: dict[str, Any]) -> str:
+    """The error building the replica of ``opt`` raises, suggestions made (the reason of a
+    memory rejection, :meth:`_Screening.screen`)."""
+    try:
+        _replica(m, opt, params, prov, cat, eng_kw)
+    except PlannerError as e:
+        return str(e)
+    raise AssertionError(f"{opt.label()}: its replica failed to build once, not twice")
