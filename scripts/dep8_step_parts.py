@@ -1,5 +1,5 @@
 """The TensorRT-LLM DeepSeek-R1 NVFP4 DEP8 decode step on B200, part by part, against the
-published per-component timings (issue 29 item 1; the s10-dep8 note).
+published per-component timings (issue 29 item 1; docs/changes/2026-12-07f/dep8.md).
 
 In sample (the bundled profile's ``trtllm / nvidia-b200 / fp4`` node): a diagnosis, not a
 held-out score. One line per sequences a rank (16 .. 1,024; no CUDA-graph padding), at the

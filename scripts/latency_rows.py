@@ -375,7 +375,7 @@ def _predict(r, row, folds, cat, scale, first_token_s=None):
         "queue_growth": d.get("queue_growth", float("nan")),
         "provenance": prov,
         "release_used": used,
-        # the fitted node's values the row was simulated with (docs/changes s10-vllmlat)
+        # the fitted node's values the row was simulated with (docs/changes/2026-12-07f/vllmlat.md)
         "comm_eff": params.comm_eff,
         "mem_eff": params.mem_eff,
         "compute_eff": params.compute_eff,

@@ -1,7 +1,7 @@
 """Why the AMD MLPerf Llama-2-70B Server / Interactive rows sit 16-60% low: the planner's step
 at each AMD run's own batch, term by term, with the profile's node and with the GEMM terms of
 the harness's own hipBLASLt tuning file, and the rows that node was fitted on
-(changes/s10-mlpamd.md). In-sample diagnosis, nothing fitted.
+(docs/changes/2026-12-07f/mlpamd.md). In-sample diagnosis, nothing fitted.
 
 Each run (first AMD system of each GPU and scenario) is read from its own
 ``mlperf_log_summary.txt`` (:data:`RUNS`): completed samples per second, mean latency and mean

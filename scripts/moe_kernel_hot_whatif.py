@@ -1,4 +1,4 @@
-"""What-if (issue 29 item 1; the s10-dep8 note): the published NVFP4 MoE layer as the routed
+"""What-if (issue 29 item 1; docs/changes/2026-12-07f/dep8.md): the published NVFP4 MoE layer as the routed
 experts' floor, read over its whole table at the busiest EP shard's rows under the published
 routing skew, scored held out by source with ``scripts/ep_accuracy.py``.
 

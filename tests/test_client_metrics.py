@@ -1,6 +1,6 @@
 """Each public source's TPOT / ITL is the quantity the planner predicts for it
 (:mod:`planner.benchmarks.client_metrics`; ``client_metrics`` in data/benchmarks/sources.yaml;
-changes/s10-tpotdef.md)."""
+docs/changes/2026-12-07f/tpotdef.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """scripts/dep8_step_parts.py: the DEP8 decode step's parts against published per-component
-timings (issue 29; the s10-dep8 note). Hand-derived published sums; identities of the parts."""
+timings (issue 29; docs/changes/2026-12-07f/dep8.md). Hand-derived published sums; identities of the parts."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The node behind the AMD MLPerf Llama-2-70B rows and the rows it was fitted on
-(planner/benchmarks/mlperf_fit_domain.py, changes/s10-mlpamd.md, issue 32 item 3).
+(planner/benchmarks/mlperf_fit_domain.py, docs/changes/2026-12-07f/mlpamd.md, issue 32 item 3).
 
 Every AMD MLPerf Server / Interactive row runs one engine per GPU (``tensor_parallel_size:
 1``, ``device_count: 8`` of AMD's harness YAMLs, mlcommons/inference_results_v5.1 @ 965182b0
@@ -48,7 +48,7 @@ def test_every_amd_mlperf_row_is_tp1_and_its_node_has_no_tp1_row(data):
     """All AMD MLPerf Server / Interactive rows (MI300X, MI325X, MI355X) run TP1; the node
     each resolves to was fitted on TP4 and TP8 rows (Llama-3.1-70B / 405B on MI300X), and the
     note says the row lies outside them. When TP1 rows enter that node's fit this fails and
-    changes/s10-mlpamd.md's diagnosis must be redone."""
+    docs/changes/2026-12-07f/mlpamd.md's diagnosis must be redone."""
     cat, df, prof = data
     rows = mlperf_latency_rows(df)
     amd = rows[rows["hardware"].str.startswith("amd-")]
@@ -77,7 +77,7 @@ def test_a_tp1_row_inside_its_nodes_domain_says_so(data):
     reason="the CDNA3 vLLM fp8 node's GEMM term for one whole (TP1) Llama-2-70B layer at 128 "
     "tokens is 511 us, 1.86x the 274 us of the harness's own hipBLASLt timings: its rate was "
     "fitted on TP4 / TP8 rows, whose GEMMs are a quarter or an eighth as wide "
-    "(changes/s10-mlpamd.md); a fit with TP1 CDNA3 rows is fit.py scope",
+    "(docs/changes/2026-12-07f/mlpamd.md); a fit with TP1 CDNA3 rows is fit.py scope",
 )
 def test_node_gemm_term_at_tp1_matches_the_harness_kernels(data):
     """One Llama-2-70B decoder layer at TP1, fp8, 128 tokens on MI325X.

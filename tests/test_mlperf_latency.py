@@ -132,7 +132,7 @@ _AMD_DOMAIN = (
     "TP8 Llama-3.1-70B / 405B rows and no TP1 row (MI325X and MI355X by transfer); at the "
     "runs' own batches (Little's law from their logs, scripts/mlperf_amd_step.py) its step is "
     "%s; its GEMM term for a whole Llama-2-70B layer at 128 tokens is 1.86x the harness's "
-    "hipBLASLt timings (changes/s10-mlpamd.md)"
+    "hipBLASLt timings (docs/changes/2026-12-07f/mlpamd.md)"
 )
 _MISSES = {
     ("server", "nvidia-b200"): "pooled -15.3% (10,498 vs 12,396 tok/s per GPU): " + _SERVER_LOW,

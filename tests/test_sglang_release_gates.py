@@ -1,6 +1,6 @@
 """SGLang >= 0.4.0 no longer reads --num-continuous-decode-steps (sgl-project/sglang PR #2095
 removed the loop it set): behind ``CONTINUOUS_DECODE_STEPS_BY_RELEASE`` (on since the tenth pass), a run of such a
-release has no admission gate from the flag (docs/changes s10-sglttft)."""
+release has no admission gate from the flag (docs/changes/2026-12-07f/sglttft.md)."""
 
 import pytest
 

@@ -1,5 +1,5 @@
 """vLLM's hybrid KV cache manager (data/engine_policies.yaml ``sliding_window_kv``; issue 32,
-docs/changes s10-vllmlat): sliding-window layers stored for their window only. The record is
+docs/changes/2026-12-07f/vllmlat.md): sliding-window layers stored for their window only. The record is
 sourced and off; switched on, a gpt-oss replica holds L / (L - n_sliding) = 36 / 18 = 2x the
 KV blocks from vLLM 0.8.3 on, and nothing else changes."""
 

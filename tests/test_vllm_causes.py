@@ -1,5 +1,5 @@
 """The vLLM serving-row miss causes of scripts/vllm_kv_whatif.py (``vllm_cause``; issue 32,
-docs/changes s10-vllmlat): each rule reached by a hand-built row, first match wins."""
+docs/changes/2026-12-07f/vllmlat.md): each rule reached by a hand-built row, first match wins."""
 
 from __future__ import annotations
 

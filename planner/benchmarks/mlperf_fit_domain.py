@@ -1,6 +1,6 @@
 """The rows a profile node was fitted on, set against an MLPerf row it predicts: which
 tensor-parallel sizes, models and GPUs the node's step rate comes from
-(changes/s10-mlpamd.md).
+(docs/changes/2026-12-07f/mlpamd.md).
 
 Why: every AMD MLPerf Llama-2-70B row (MI300X, MI325X and MI355X; fp8 and MXFP4) runs one
 engine per GPU (``tensor_parallel_size: 1``, ``device_count: 8`` of AMD's harness YAMLs),

@@ -29,7 +29,7 @@ import math
 from planner.catalog.routing_skew import measured_skew
 
 #: apply the published skew as the decode tokens' ceiling (False: the fitted skew as it is).
-#: OFF: scored held out by source (scripts/ep_accuracy.py, docs/changes s10-dep8 note) it makes
+#: OFF: scored held out by source (scripts/ep_accuracy.py, docs/changes/2026-12-07f/dep8.md note) it makes
 #: issue 29's EP + DEP TPOT worse, 28.8% -> 33.2% (49 -> 40 rows within 25%), and with the
 #: MLPerf run-length rule on as well (planner.benchmarks.run_length) 31.4% (50 within), EP + DEP
 #: TTFT 22.0% -> 30.8%: a faster DEP8 step moves the MLPerf v6.0 Server runs further down their
