@@ -88,10 +88,12 @@ def test_gemm_params_reproduce_the_table(cat, tables):
 
 def test_the_profiles_cdna3_gemm_term_is_slower_than_the_harness_kernels(cat, tables):
     """The finding (a diagnosis of the bundled profile): the vLLM fp8 node MI325X takes
-    (transferred from MI300X) times a Llama-2-70B layer's GEMMs 1.3-2.1x slower than AMD's
+    (transferred from MI300X) times a Llama-2-70B layer's GEMMs 1.2-1.8x slower than AMD's
     tuned hipBLASLt kernels at 64-2,048 tokens, the token counts of Interactive and Server
-    steps (e.g. n = 256: max(W / (6e12 x 0.525), F (256 + 185) / (2.61e15 x 0.402)) = 720
-    us against 420 us timed)."""
+    steps (e.g. n = 256: max(W / (6e12 x 0.476), F (256 + 225) / (2.61e15 x 0.479)) = 658
+    us against 420 us timed). 1.3-2.1x before the tenth pass: the shard-width factor
+    (planner/engine/gemm_width.py) lets the node's TP4 / TP8 rows be slow for their narrow
+    shards, so the refit raised its GEMM rate (this TP1 term carries no factor)."""
     g = cat.gpu("amd-mi325x")
     p, _ = resolve_params("amd-mi325x", "vllm", "fp8", catalog=cat, family="dense")
     t = tables["mi325x-interactive"]
@@ -102,7 +104,7 @@ def test_the_profiles_cdna3_gemm_term_is_slower_than_the_harness_kernels(cat, ta
         2 * w * (n + p.compute_half_tokens) / (2610e12 * p.compute_eff),
     )
     ratio = (node / t.layer_time_s())[n >= COMPUTE_FROM_TOKENS]
-    assert np.all((ratio > 1.3) & (ratio < 2.1)), ratio
+    assert np.all((ratio > 1.15) & (ratio < 1.9)), ratio
 
 
 def test_the_tables_serve_the_rows_whose_config_names_them(cat, tables):
