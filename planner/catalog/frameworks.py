@@ -153,6 +153,10 @@ class Framework(Sourced):
     recommended_formats: dict[str, tuple[str, ...]] = {}  # per GPU arch, best first
     recommended_formats_source: str | None = None
     recommended_formats_models: tuple[str, ...] | None = None  # HF model_types; None: all
+    #: weight formats of ``precisions`` the engine has no kernels for on a GPU vendor
+    #: (vendor -> formats), from the engine's own hardware-support table
+    vendor_precision_gaps: dict[str, tuple[str, ...]] = {}
+    vendor_precision_gaps_source: str | None = None
 
     def format_rank(self, arch: str, precision_id: str, model_type: str | None = None) -> int:
         """Position of a format in the engine's recommendation for ``arch`` and the model's

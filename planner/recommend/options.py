@@ -357,6 +357,17 @@ def enumerate_options(
                 except PlannerError as e:
                     rejected.append(Rejection("precision_gpu", str(e), **base))
                     continue
+                if p.id in fw.vendor_precision_gaps.get(g.vendor, ()):
+                    rejected.append(
+                        Rejection(
+                            "framework_precision",
+                            f"{fw.name} has no {p.id} kernels on {g.vendor.upper()} GPUs (its "
+                            "hardware-support table; data/frameworks.yaml "
+                            "vendor_precision_gaps)",
+                            **base,
+                        )
+                    )
+                    continue
                 if min_weight_bits is not None and p.weight_bits < min_weight_bits - 1e-9:
                     rejected.append(
                         Rejection(
