@@ -13,6 +13,7 @@ import pytest
 
 from planner.catalog.ceiling import measured_ceiling
 from planner.catalog.profile import error_band
+from planner.recommend import beyond
 from planner.recommend.beyond import edge_sentence, edge_text, edge_value
 from planner.recommend.objective import Load
 
@@ -58,7 +59,7 @@ def _mi325x_dep8(max_rate_rps=14.84, cap_rps=18.05):
                    cap_rps, "amd")  # fmt: skip
 
 
-def test_mi325x_dep8_is_ranked_at_two_replicas():
+def test_mi325x_dep8_is_ranked_at_the_rate_its_measurements_vouch_for(monkeypatch):
     low = error_band(MI325X_FIT, None, "amd", "sglang").low_ratio
     # 14.84 req/s x 1,000 tokens / 8 GPUs = 1,855 tok/s/GPU; the best serving measurement of
     # DeepSeek on MI325X is 219.775 (InferenceX SGLang TP8 MTP, ixh-0017): 8.44x, above the
@@ -67,30 +68,44 @@ def test_mi325x_dep8_is_ranked_at_two_replicas():
     assert measured_ceiling("amd-mi325x", "deepseek-v3").output_tok_s_per_gpu == pytest.approx(
         219.775, abs=0.01
     )
-    # at the band's low end one replica carries 14.84 x low req/s: any low in
-    # (12 / 29.68, 12 / 14.84) = (0.404, 0.809) needs ceil(12 / (14.84 x low)) = 2 replicas
-    assert 12 / 29.68 < low < 12 / 14.84
+    threshold = max(1.5, 1 / low)
+    # vouched: 219.775 x 1.519 x 8 GPUs / 1,000 tokens = 2.670 req/s a replica, so the 12 req/s
+    # need ceil(12 / 2.670) = 5 replicas (40 GPUs, 5 x 8 x $1.95 = $78.00/h)
+    vouched = 219.775 * threshold * 8 / 1000
+    assert math.ceil(12 / vouched) == 5
     s = _mi325x_dep8()
-    assert edge_value(s, "cost", 15.60, LOAD) == pytest.approx(31.20)  # 2 x 8 x $1.95
+    assert edge_value(s, "cost", 15.60, LOAD) == pytest.approx(78.0)
     e = s.result["ranked_at_band_edge"]
-    assert (e["replicas"], e["num_gpus"], e["point_value"]) == (2, 16, 15.60)
+    assert (e["replicas"], e["num_gpus"], e["point_value"]) == (5, 40, 15.60)
+    assert e["vouched_rps"] == pytest.approx(vouched, rel=1e-4)  # 219.775 to 0.01
     # flagged at the tested rate already (need / 1 replica = 12 req/s: 1,500 tok/s/GPU, 6.8x),
     # so no bisection of the max rate is needed
     assert e["rate_rps"] == 12.0
     assert e["ceiling_ratio"] == pytest.approx(1500.0 / 219.775, rel=1e-4)
     assert e["ceiling_row"] == "ixh-0017"
-    assert f"pessimistic edge (capacity x{low:.2f}: 16 GPUs)" in edge_text(s.result)
-    # gpus: the same fleet, 8 -> 16 GPUs
-    assert edge_value(_mi325x_dep8(), "gpus", 8.0, LOAD) == pytest.approx(16.0)
+    assert f"pessimistic edge (capacity x{low:.2f}: 40 GPUs)" in edge_text(s.result)
+    # gpus: the same fleet, 8 -> 40 GPUs
+    assert edge_value(_mi325x_dep8(), "gpus", 8.0, LOAD) == pytest.approx(40.0)
+    # the band alone (the ninth pass's rule): at the band's low end one replica carries
+    # 14.84 x low req/s, and any low in (12 / 29.68, 12 / 14.84) = (0.404, 0.809) needs
+    # ceil(12 / (14.84 x low)) = 2 replicas
+    monkeypatch.setattr(beyond, "APPLY_VOUCHED", False)
+    assert 12 / 29.68 < low < 12 / 14.84
+    assert edge_value(_mi325x_dep8(), "cost", 15.60, LOAD) == pytest.approx(31.20)
 
 
 def test_full_load_objectives_divide_by_the_band_low_end():
     low = error_band(MI325X_FIT, None, "amd", "sglang").low_ratio
     # $/M at full load = 8 x $1.95 / (14.84 x 1,000 x 3,600) x 1e6 = $0.292/M; at the edge
-    # the rate is x low, so the value is / low
+    # the rate is min(14.84 x low, vouched 2.670 req/s), so the value is x 14.84 / 2.670
     v = 8 * 1.95 / (14.84 * 1000 * 3600) * 1e6
-    assert edge_value(_mi325x_dep8(), "tokens-per-dollar", v, LOAD) == pytest.approx(v / low)
-    assert edge_value(_mi325x_dep8(), "energy", 1.0, LOAD) == pytest.approx(1 / low)
+    vouched = 219.775 * max(1.5, 1 / low) * 8 / 1000
+    f = 14.84 / min(14.84 * low, vouched)
+    assert f == pytest.approx(14.84 / vouched)  # the vouched rate binds here (5.56x)
+    assert edge_value(_mi325x_dep8(), "tokens-per-dollar", v, LOAD) == pytest.approx(
+        v * f, rel=1e-4
+    )
+    assert edge_value(_mi325x_dep8(), "energy", 1.0, LOAD) == pytest.approx(f, rel=1e-4)
 
 
 def test_latency_objective_is_not_changed():
@@ -134,7 +149,7 @@ def test_the_decision_names_the_options_ranked_at_the_edge():
     r = {"rank": 6, "gpu": "amd-mi325x", "framework": "sglang", **s.result}
     text = edge_sentence([{"rank": 1, "gpu": "nvidia-gb200", "framework": "trtllm"}, r])
     assert text.startswith("ranked at their error band's pessimistic edge")
-    assert "#6 amd-mi325x sglang ($15.60/h as predicted, $31.20/h at the edge)" in text
+    assert "#6 amd-mi325x sglang ($15.60/h as predicted, $78.00/h at the edge)" in text
     assert edge_sentence([{"rank": 1, "gpu": "nvidia-gb200", "framework": "trtllm"}]) == ""
 
 

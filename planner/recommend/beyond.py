@@ -6,9 +6,12 @@ that prediction is far above the best published output rate of its GPU and model
 (:func:`planner.catalog.ceiling.ceiling_check`: more than ``max(1.5, 1 / low_ratio)`` x the
 best serving measurement, the "beyond measurements" line of ``recommend``), nothing measured
 supports the point answer, and the option's own error band says the true capacity may be as
-low as ``max rate x low_ratio``. Such an option is ranked by the fleet it needs at that edge:
-``ceil(need / (max rate x low_ratio))`` replicas (objectives ``cost`` and ``gpus``), or its
-full-load value divided by ``low_ratio`` (``tokens-per-dollar``, ``energy``). The
+low as ``max rate x low_ratio``, and no measurement vouches for more than the best one times
+the flag's threshold. Such an option is ranked by the fleet it needs at the lower of the two:
+``max(ceil(need / (max rate x low_ratio)), ceil(need / vouched))`` replicas, ``vouched =
+best measured tok/s/GPU x threshold x GPUs per replica / mean answer`` [req/s] (objectives
+``cost`` and ``gpus``), or its full-load value times ``max rate / min(max rate x low_ratio,
+vouched)`` (``tokens-per-dollar``, ``energy``). The
 ``latency`` objective is not changed (a band on speed says little about a P99 at a fixed
 load). The reported numbers stay the point answer; the option's ``ranked_at_band_edge``
 says what it was ranked at, and its ``ceiling_note`` says so.
@@ -30,6 +33,12 @@ from ..errors import PlannerError
 from .objective import Load, Screened, _max_rate, bracket
 
 __all__ = ["EDGE_OBJECTIVES", "edge_sentence", "edge_text", "edge_value"]
+
+#: whether the edge is also capped at the rate the measurements vouch for: a replica carries at
+#: most ``best measured tok/s/GPU x threshold x GPUs / mean answer`` req/s (tenth pass: with
+#: the band alone, an SGLang-on-AMD DEP option 6.8x beyond its GPU's best measurement ranked
+#: first once the refit narrowed the band to 0.659, against InferenceX's B200 ~4.5x cheaper)
+APPLY_VOUCHED = True
 
 #: objectives re-ranked at the band's pessimistic edge, and how: ``replicas`` (the fleet at
 #: that edge) or ``rate`` (a full-load value that scales with 1 / rate)
@@ -103,6 +112,13 @@ def edge_value(s: Screened, objective: str, value: float, load: Load) -> float:
     if chk["ceiling_note"] is None or chk["ceiling_ratio"] is None:
         return value
     gpr = s.opt.gpus_per_replica
+    # the most a replica is vouched for: the best measurement of its GPU and model times the
+    # flag's own threshold (beyond it the option is "beyond measurements")
+    vouched = (
+        chk["measured_ceiling_tok_s_per_gpu"] * chk["ceiling_threshold"] * gpr / mean_out
+        if APPLY_VOUCHED and chk.get("measured_ceiling_tok_s_per_gpu") and mean_out > 0
+        else math.inf
+    )
     if how == "replicas":
         # the fewest replicas whose rate need / k is within the SLO at capacity x low:
         # need / (k x low) passes in the simulation, i.e. k >= need / (max rate x low)
@@ -110,9 +126,11 @@ def edge_value(s: Screened, objective: str, value: float, load: Load) -> float:
         k_edge = s.probe.min_replicas(need / low, s.replicas, max(k0, 4 * k0), k0)
         if k_edge is None:  # not within 4x: the analytic cap bounds it
             k_edge = math.ceil(need / (tested * low) - 1e-9)
+        if math.isfinite(vouched):
+            k_edge = max(k_edge, math.ceil(need / vouched - 1e-9))
         edge = value * k_edge / s.replicas
     else:
-        k_edge, edge = None, value / low
+        k_edge, edge = None, value * tested / min(tested * low, vouched)
     s.result["ranked_at_band_edge"] = {
         "objective": objective,
         "value": edge,
@@ -123,6 +141,7 @@ def edge_value(s: Screened, objective: str, value: float, load: Load) -> float:
         "rate_rps": tested,
         "ceiling_ratio": chk["ceiling_ratio"],
         "ceiling_row": chk["ceiling_row"],
+        "vouched_rps": vouched if math.isfinite(vouched) else None,
     }
     return edge
 
