@@ -120,14 +120,19 @@ def edge_value(s: Screened, objective: str, value: float, load: Load) -> float:
         else math.inf
     )
     if how == "replicas":
-        # the fewest replicas whose rate need / k is within the SLO at capacity x low:
-        # need / (k x low) passes in the simulation, i.e. k >= need / (max rate x low)
-        k0 = max(s.replicas, math.ceil(need / (upper * low) - 1e-9))
-        k_edge = s.probe.min_replicas(need / low, s.replicas, max(k0, 4 * k0), k0)
-        if k_edge is None:  # not within 4x: the analytic cap bounds it
-            k_edge = math.ceil(need / (tested * low) - 1e-9)
-        if math.isfinite(vouched):
-            k_edge = max(k_edge, math.ceil(need / vouched - 1e-9))
+        k_v = math.ceil(need / vouched - 1e-9) if math.isfinite(vouched) else 0
+        if k_v >= math.ceil(need / (tested * low) - 1e-9):
+            # the band's fleet is at most ceil(need / (tested x low)) (tested <= max rate):
+            # the vouched rate decides, no simulation needed
+            k_edge = max(s.replicas, k_v)
+        else:
+            # the fewest replicas whose rate need / k is within the SLO at capacity x low:
+            # need / (k x low) passes in the simulation, i.e. k >= need / (max rate x low)
+            k0 = max(s.replicas, math.ceil(need / (upper * low) - 1e-9))
+            k_edge = s.probe.min_replicas(need / low, s.replicas, max(k0, 4 * k0), k0)
+            if k_edge is None:  # not within 4x: the analytic cap bounds it
+                k_edge = math.ceil(need / (tested * low) - 1e-9)
+            k_edge = max(k_edge, k_v)
         edge = value * k_edge / s.replicas
     else:
         k_edge, edge = None, value * tested / min(tested * low, vouched)
