@@ -20,7 +20,11 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError, model_validator
 
-from planner.catalog.compat import check_framework_gpu, check_model_format
+from planner.catalog.compat import (
+    check_framework_gpu,
+    check_framework_precision,
+    check_model_format,
+)
 from planner.catalog.framework_gpus import GpuRefused, read_gpu_support
 from planner.catalog.hf_config import _hf_config_cached, model_from_hf_config
 from planner.catalog.model_support import ModelSupport, check_model_served, read_model_support
@@ -283,6 +287,8 @@ class Catalog(Frozen):
         (:func:`~planner.catalog.compat.check_framework_gpu`), and so is a weight format the
         framework does not serve for the model's MoE architecture
         (:func:`~planner.catalog.compat.check_model_format`, ``data/moe_formats.yaml``), and so
+        is a weight format the engine has no kernels for on the GPU's vendor
+        (:func:`~planner.catalog.compat.check_framework_precision`), and so
         is an engine no release of which serves the model
         (:func:`~planner.catalog.model_support.check_model_served`).
         """
@@ -295,6 +301,7 @@ class Catalog(Frozen):
             else self.framework(framework)
         )
         check_framework_gpu(fw, g, self.framework_gpus)
+        check_framework_precision(fw, p, g)
         check_model_format(self.moe_formats, m, fw, p)
         check_model_served(self.model_support, fw.id if fw else None, m)
         kv = self.kv_precision(kv_precision or default_kv_precision(p, fw, m).id)

@@ -11,6 +11,10 @@ framework serves the model's MoE architecture in the weight format (``data/moe_f
 TensorRT-LLM serves DeepSeek-V3 in FP8, NVFP4 and W4AFP8, not in W8A8 INT8).
 :func:`own_release_on` says whether a deployment loads the model's own released checkpoint
 on the GPU's architecture (gpt-oss's MXFP4 experts on Hopper / Ampere, run weight-only).
+:func:`framework_precision_problem` says whether the engine has kernels for the weight format on
+the GPU's vendor (``vendor_precision_gaps`` of ``data/frameworks.yaml``: vLLM documents no INT8
+W8A8, AWQ or GPTQ kernels on AMD GPUs); ``Catalog.resolve`` and recommend both ask it, so every
+command that plans a deployment refuses the same formats.
 """
 
 from __future__ import annotations
@@ -22,8 +26,11 @@ from planner.errors import PlannerError
 
 __all__ = [
     "check_framework_gpu",
+    "check_framework_precision",
     "check_model_format",
+    "disaggregation_problem",
     "framework_gpu_problem",
+    "framework_precision_problem",
     "model_format_problem",
     "own_release_on",
 ]
@@ -67,6 +74,67 @@ def check_framework_gpu(
     why = framework_gpu_problem(framework, gpu, refused)
     if why:
         raise PlannerError(f"framework {framework.id}: {why}")
+
+
+def framework_precision_problem(
+    framework: Framework | None, precision: Precision, gpu: Accelerator
+) -> str | None:
+    """Why ``framework`` has no kernels for ``precision`` weights on ``gpu``'s vendor (a
+    ``vendor_precision_gaps`` entry of ``data/frameworks.yaml``, read from the engine's own
+    hardware-support table), or None when nothing says so (no framework: None).
+
+    Parameters
+    ----------
+    framework : the serving framework (catalog record), or None
+    precision : the weight format (catalog record)
+    gpu : the accelerator (catalog record)
+
+    Returns
+    -------
+    str or None
+        one line naming the engine, the format, the vendor and where it is recorded
+    """
+    if framework is None or precision.id not in framework.vendor_precision_gaps.get(gpu.vendor, ()):
+        return None
+    return (f"{framework.name} has no {precision.id} kernels on {gpu.vendor.upper()} GPUs (its "
+            "hardware-support table; data/frameworks.yaml vendor_precision_gaps)")  # fmt: skip
+
+
+def check_framework_precision(
+    framework: Framework | None, precision: Precision, gpu: Accelerator
+) -> None:
+    """Raise :class:`~planner.errors.PlannerError` when :func:`framework_precision_problem`
+    finds a reason."""
+    why = framework_precision_problem(framework, precision, gpu)
+    if why:
+        raise PlannerError(f"precision {precision.id}: {why}")
+
+
+def disaggregation_problem(framework: Framework, offered_by: tuple[str, ...] = ()) -> str | None:
+    """Why ``framework`` cannot run one pool of a prefill/decode disaggregated deployment
+    (``Framework.disaggregation`` of ``data/frameworks.yaml``: False when the engine does not
+    offer it, None when no source was read), or None when its documentation describes it.
+
+    Parameters
+    ----------
+    framework : the serving framework (catalog record)
+    offered_by : names of the engines that document it (for the message)
+
+    Returns
+    -------
+    str or None
+        one line naming the engine, why, and the engines that do
+    """
+    if framework.disaggregation:
+        return None
+    why = (
+        f"{framework.name} does not offer prefill/decode disaggregation "
+        f"(source: {framework.disaggregation_source})"
+        if framework.disaggregation is False
+        else f"no source read says {framework.name} runs prefill/decode disaggregation "
+        "(data/frameworks.yaml disaggregation)"
+    )
+    return why + (f"; engines that do: {', '.join(offered_by)}" if offered_by else "")
 
 
 def check_model_format(

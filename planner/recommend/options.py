@@ -74,7 +74,12 @@ from ..catalog import (
     default_kv_precision,
 )
 from ..catalog.catalog import kv_quantized_problem
-from ..catalog.compat import framework_gpu_problem, model_format_problem, own_release_on
+from ..catalog.compat import (
+    framework_gpu_problem,
+    framework_precision_problem,
+    model_format_problem,
+    own_release_on,
+)
 from ..catalog.layout import EP_REDUNDANT_FRAMEWORKS, Layout, layout_of
 from ..catalog.model_support import model_support_problem
 from ..catalog.speculative import SpecDecode, published_specs
@@ -357,16 +362,9 @@ def enumerate_options(
                 except PlannerError as e:
                     rejected.append(Rejection("precision_gpu", str(e), **base))
                     continue
-                if p.id in fw.vendor_precision_gaps.get(g.vendor, ()):
-                    rejected.append(
-                        Rejection(
-                            "framework_precision",
-                            f"{fw.name} has no {p.id} kernels on {g.vendor.upper()} GPUs (its "
-                            "hardware-support table; data/frameworks.yaml "
-                            "vendor_precision_gaps)",
-                            **base,
-                        )
-                    )
+                why_gap = framework_precision_problem(fw, p, g)
+                if why_gap:
+                    rejected.append(Rejection("framework_precision", why_gap, **base))
                     continue
                 if min_weight_bits is not None and p.weight_bits < min_weight_bits - 1e-9:
                     rejected.append(
