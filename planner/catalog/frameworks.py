@@ -153,6 +153,10 @@ class Framework(Sourced):
     recommended_formats: dict[str, tuple[str, ...]] = {}  # per GPU arch, best first
     recommended_formats_source: str | None = None
     recommended_formats_models: tuple[str, ...] | None = None  # HF model_types; None: all
+    #: prefill/decode disaggregation (separate prefill and decode instances with a KV
+    #: transfer between them): True documented, False not offered, None unread
+    disaggregation: bool | None = None
+    disaggregation_source: str | None = None
     #: weight formats of ``precisions`` the engine has no kernels for on a GPU vendor
     #: (vendor -> formats), from the engine's own hardware-support table
     vendor_precision_gaps: dict[str, tuple[str, ...]] = {}

@@ -29,6 +29,7 @@ import re
 from typing import Any
 
 from planner.catalog.catalog import Catalog
+from planner.catalog.compat import disaggregation_problem
 from planner.catalog.layout import EP_REDUNDANT_FRAMEWORKS
 from planner.errors import PlannerError
 from planner.serving.disagg import Disaggregated, Pool, build_disagg
@@ -170,7 +171,32 @@ def compare_disagg(
     engine = dict(engine or {})
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for r in recommendations:
+    # an option on an engine without prefill/decode disaggregation has no xPyD twin: compare
+    # the best option whose engine offers it; say why only when no option's engine does
+    offered = tuple(f.name for f in catalog.frameworks if f.disaggregation)
+    refused = {
+        r.get("framework"): disaggregation_problem(catalog.framework(r["framework"]), offered)
+        for r in recommendations
+        if r.get("framework")
+    }
+    capable = [r for r in recommendations if not refused.get(r.get("framework"))]
+    if not capable:
+        for r in recommendations:
+            if len(rows) >= top:
+                break
+            if r.get("gpu") in seen or not r.get("replicas"):
+                continue
+            seen.add(r["gpu"])
+            rows.append({
+                "gpu": r["gpu"],
+                "aggregated": f"{r['replicas']}x {r.get('layout') or ''}".strip(),
+                "aggregated_gpus": r.get("num_gpus"),
+                "disaggregated": True,
+                "pays": False,
+                "why": [f"disaggregated.framework: {refused[r['framework']]}"],
+            })  # fmt: skip
+        return rows
+    for r in capable:
         if len(rows) >= top:
             break
         if r.get("gpu") in seen or not r.get("replicas"):

@@ -65,6 +65,7 @@ import numpy as np
 from pydantic import Field
 
 from planner.catalog.catalog import Catalog, load_catalog
+from planner.catalog.compat import disaggregation_problem
 from planner.catalog.layout import Layout, layout_of
 from planner.catalog.profile import model_family, resolve_params
 from planner.catalog.records import Accelerator, Frozen, ModelArch
@@ -220,9 +221,16 @@ def build_disagg(
     ------
     PlannerError
         one line naming the pool and field (``deployment.disaggregated.decode: ...``) when
-        a pool cannot hold the model or its layout does not fit it.
+        a pool cannot hold the model or its layout does not fit it, or its engine does not
+        offer prefill/decode disaggregation (:func:`planner.catalog.compat.disaggregation_problem`).
     """
     cat = catalog or load_catalog()
+    offered = tuple(f.name for f in cat.frameworks if f.disaggregation)
+    for name in ("prefill", "decode"):
+        fw_id = getattr(spec, name).framework
+        why = disaggregation_problem(cat.framework(fw_id), offered) if fw_id else None
+        if why:
+            raise PlannerError(f"{where}.{name}.framework: {why}")
     reps = {}
     for name in ("prefill", "decode"):
         p: Pool = getattr(spec, name)
