@@ -24,17 +24,13 @@ Usage: ``python scripts/annotate_deepgemm.py [--check]``
 
 from __future__ import annotations
 
-import argparse
-import subprocess
 import sys
 from pathlib import Path
 
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from annotate_harness_flags import annotate  # noqa: E402
-from annotate_moe_dispatch import _REPOS, _TEXT  # noqa: E402
-from annotate_spec_recipes import FILES, IX_REPO, SRT_REPO  # noqa: E402
+from sglang_recipe_notes import pool_note, run  # noqa: E402
 
 TAG = "DeepGEMM ("
 _OFF = {"false", "0", "no", "off"}
@@ -61,43 +57,11 @@ def recipe_deepgemm(text: str) -> dict[str, str] | str:
 
 def note_for(row: dict) -> str | None:
     """The note to append to one row, None (not an SGLang disaggregated row) or ``-reason``."""
-    notes = row["notes"]
-    if "disaggregated prefill/decode" not in notes or row["framework"] != "sglang":
-        return None
-    if TAG in notes:
-        return "-already annotated"
-    i = notes.find("pool limits (")
-    m = _TEXT.search(notes, i) if i >= 0 else None
-    if not m:
-        return "-no recipe text named in a pool limits note"
-    repo, path, commit = m.groups()
-    git = _REPOS[repo]
-    try:
-        text = subprocess.run(
-            ["git", "--git-dir", f"{git}/.git" if Path(f"{git}/.git").exists() else git,
-             "show", f"{commit}:{path}"],
-            capture_output=True, text=True, check=True,
-        ).stdout  # fmt: skip
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        return f"-{repo} {path} @ {commit} not readable"
-    got = recipe_deepgemm(text)
-    if isinstance(got, str):
-        return f"-{path}: {got}"
-    return (
-        f"{TAG}recipe text: {repo} {path} @ {commit}; sglang SGLANG_ENABLE_JIT_DEEPGEMM, "
-        f"default on): prefill {got['prefill']}, decode {got['decode']}"
-    )
+    return pool_note(row, TAG, recipe_deepgemm, "sglang SGLANG_ENABLE_JIT_DEEPGEMM, default on")
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--check", action="store_true", help="only count the rows to annotate")
-    a = ap.parse_args(argv)
-    if not Path(SRT_REPO).exists() and not Path(IX_REPO).exists():
-        print("no recipe mirror: nothing annotated")
-        return 0
-    annotate(FILES, note_for, a.check)
-    return 0
+    return run(note_for, __doc__, argv)
 
 
 if __name__ == "__main__":
