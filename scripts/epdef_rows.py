@@ -1,4 +1,4 @@
-"""The EP / DEP TPOT rows with no row within 25 % (issue 29, item 1; changes/s11-epdef.md), row
+"""The EP / DEP TPOT rows with no row within 25 % (issue 29, item 1; docs/changes/2026-12-08/epdef.md), row
 by row: how each is read, the decoding sequences per rank its own numbers imply, and how far its
 held-out prediction is from the 25 % band.
 

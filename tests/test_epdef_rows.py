@@ -1,5 +1,5 @@
 """scripts/epdef_rows.py: the rows of the three EP / DEP TPOT groups with no row within 25 %
-(issue 29 item 1; changes/s11-epdef.md), by hand on published rows."""
+(issue 29 item 1; docs/changes/2026-12-08/epdef.md), by hand on published rows."""
 
 from __future__ import annotations
 
