@@ -794,6 +794,14 @@ def main(argv=None) -> int:
         "planner.benchmarks.serving_rows.CLOSED_LOOP_REARRIVAL, on by default)",
     )
     ap.add_argument(
+        "--rearrival-phase",
+        type=float,
+        default=None,
+        help="what-if: the closed-loop re-arrival wait in iterations (default "
+        "planner.benchmarks.scheduler_waits.REARRIVAL_PHASE, 0.5; 1 = the request lands just "
+        "after the iteration was formed)",
+    )
+    ap.add_argument(
         "--no-release",
         action="store_true",
         help="every row with its fold's fit over every release (the before of 2026-12-07), "
@@ -874,6 +882,10 @@ def main(argv=None) -> int:
         import planner.benchmarks.serving_rows as _rows
 
         _rows.CLOSED_LOOP_REARRIVAL = False
+    if a.rearrival_phase is not None:
+        import planner.benchmarks.scheduler_waits as _waits
+
+        _waits.REARRIVAL_PHASE = a.rearrival_phase
     if a.engine_prefill_first:
         import planner.serving.replica as _replica
 

@@ -35,6 +35,16 @@ def test_rearrival_wait_hand_derived():
     assert rearrival_wait(-1.0, 1.0) == (0.0, 0.0)
 
 
+def test_rearrival_phase_is_read_at_call_time(monkeypatch):
+    # scripts/latency_rows.py --rearrival-phase sets it for a what-if: 1.0 x 20 ms = 20 ms
+    import planner.benchmarks.scheduler_waits as waits
+
+    monkeypatch.setattr(waits, "REARRIVAL_PHASE", 1.0)
+    assert waits.rearrival_wait(20.0, 1.0) == (20.0, 20.0)
+    monkeypatch.setattr(waits, "REARRIVAL_PHASE", 0.25)
+    assert waits.rearrival_wait(20.0, 1.0) == (5.0, 20.0)
+
+
 def _row(framework: str, version: str, **kw) -> dict[str, str]:
     return schema_row(**{
         "hardware": "nvidia-h100-sxm", "model": "llama-3.1-8b", "precision": "bf16",
