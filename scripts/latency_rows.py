@@ -17,6 +17,8 @@ Usage::
     # SGLang's gates as its releases read them (no dead --num-continuous-decode-steps gate)
     # together with the overlap scheduler's iteration (both off in planner):
     PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --sglang-release-gates --overlap-lag
+    # a closed loop's next request joins the next iteration at once (the before of s11-ttft):
+    PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --no-rearrival
     # every row with its fold's fit over every release (the before of 2026-12-07):
     PYTHONPATH=$PWD python scripts/latency_rows.py --no-scale --no-release
     # TTFT's fixed part and per-prompt-token slope at 1-4 clients, measured vs predicted:
@@ -785,6 +787,21 @@ def main(argv=None) -> int:
         help="the before of the tenth pass: every stated --num-continuous-decode-steps gates",
     )
     ap.add_argument(
+        "--no-rearrival",
+        action="store_true",
+        help="the before of the eleventh pass: a closed loop's next request joins the next "
+        "iteration with no wait (planner.benchmarks.scheduler_waits.rearrival_wait; "
+        "planner.benchmarks.serving_rows.CLOSED_LOOP_REARRIVAL, on by default)",
+    )
+    ap.add_argument(
+        "--rearrival-phase",
+        type=float,
+        default=None,
+        help="what-if: the closed-loop re-arrival wait in iterations (default "
+        "planner.benchmarks.scheduler_waits.REARRIVAL_PHASE, 0.5; 1 = the request lands just "
+        "after the iteration was formed)",
+    )
+    ap.add_argument(
         "--no-release",
         action="store_true",
         help="every row with its fold's fit over every release (the before of 2026-12-07), "
@@ -861,6 +878,14 @@ def main(argv=None) -> int:
         import planner.benchmarks.scheduler_waits as _waits
 
         _waits.CONTINUOUS_DECODE_STEPS_BY_RELEASE = False
+    if a.no_rearrival:
+        import planner.benchmarks.serving_rows as _rows
+
+        _rows.CLOSED_LOOP_REARRIVAL = False
+    if a.rearrival_phase is not None:
+        import planner.benchmarks.scheduler_waits as _waits
+
+        _waits.REARRIVAL_PHASE = a.rearrival_phase
     if a.engine_prefill_first:
         import planner.serving.replica as _replica
 

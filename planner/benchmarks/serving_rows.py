@@ -19,6 +19,7 @@ from planner.benchmarks.scheduler_waits import (
     burst_wait,
     first_token_wait,
     overlap_wait,
+    rearrival_wait,
     window_iterations,
 )
 from planner.benchmarks.schema import (
@@ -100,6 +101,9 @@ SCORED = {"steady": "after warm-up", "loadgen": "all (the run's stated length, a
 #: 22.9% / -10.5% -> 20.3% / -11.7% (566 rows), band coverage 80.0%
 #: (docs/changes/2026-12-07f/sglttft.md); ``scripts/latency_rows.py --overlap-lag`` measures it
 OVERLAP_LAG = True
+#: whether a closed loop's next request waits for the iteration it lands in
+#: (:func:`planner.benchmarks.scheduler_waits.rearrival_wait`; changes/s11-ttft.md)
+CLOSED_LOOP_REARRIVAL = True
 #: whether a row whose run sets an admission gate also waits behind the prompts the gate
 #: releases with it (:func:`planner.benchmarks.scheduler_waits.burst_wait`);
 #: ``scripts/latency_rows.py --gate-burst`` measures it
@@ -640,13 +644,13 @@ def _serving_row_result(
     else:  # pragma: no cover
         return f"mode {mode} not supported"
     gate = admission_gate(notes, cell(row, "framework_version"))
-    # an overlap scheduler (overlap_wait), where no fitted first-token path holds it already
-    lagged = (
-        rep.engine.host_overlap
-        and OVERLAP_LAG
-        and not first_token_wait(fw_id, cell(row, "framework_version"), notes, 1.0)
-    )
-    if (not gate.off or lagged) and mode not in ("static_batch", "single_stream", "offline"):
+    # an overlap scheduler (overlap_wait), a closed loop's re-arrival (rearrival_wait), where
+    # no fitted first-token path holds them already
+    no_path = not first_token_wait(fw_id, cell(row, "framework_version"), notes, 1.0)
+    lagged = rep.engine.host_overlap and OVERLAP_LAG and no_path
+    rearr = mode == "concurrency" and CLOSED_LOOP_REARRIVAL and no_path
+    waits = not gate.off or lagged or rearr
+    if waits and mode not in ("static_batch", "single_stream", "offline"):
         # requests per second and running decoders of one replica (Little's law), the
         # prompt tokens arriving per iteration: what TensorRT-LLM's batch wait counts
         lam = out["req_s"] / replicas
@@ -668,6 +672,7 @@ def _serving_row_result(
             arrivals_per_iteration=lam * itl / 1000.0,
         )
         lag_mean, lag_p99 = overlap_wait(itl, busy) if lagged else (0.0, 0.0)
+        re_mean, re_p99 = rearrival_wait(itl, busy) if rearr else (0.0, 0.0)
         burst = (0.0, 0.0)
         if GATE_BURST and not gate.off:  # the window's arrivals queue behind each other
             w_s = window_iterations(
@@ -685,6 +690,7 @@ def _serving_row_result(
             (mean_w, p99_w, f"admission gate ({gate.describe()})"),
             (*burst, "prompts the gate releases together"),
             (lag_mean, lag_p99, "overlap scheduler"),
+            (re_mean, re_p99, "closed-loop re-arrival"),
         ):
             if w_mean > 0:
                 for m_ in ("ttft_ms_mean", "ttft_ms_median", "e2e_ms_mean", "e2e_ms_median"):
