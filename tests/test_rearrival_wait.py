@@ -6,7 +6,7 @@ client's request arrives after the response path and the new prompt's tokenisati
 an iteration the engine has already formed, and waits for it to end: half an iteration on
 average for a uniformly spread landing phase
 (:func:`planner.benchmarks.scheduler_waits.rearrival_wait`, switch
-``serving_rows.CLOSED_LOOP_REARRIVAL``, on since changes/s11-ttft.md). The tests
+``serving_rows.CLOSED_LOOP_REARRIVAL``, on since docs/changes/2026-12-08/ttft.md). The tests
 set the switch both ways.
 """
 

@@ -102,7 +102,7 @@ SCORED = {"steady": "after warm-up", "loadgen": "all (the run's stated length, a
 #: (docs/changes/2026-12-07f/sglttft.md); ``scripts/latency_rows.py --overlap-lag`` measures it
 OVERLAP_LAG = True
 #: whether a closed loop's next request waits for the iteration it lands in
-#: (:func:`planner.benchmarks.scheduler_waits.rearrival_wait`; changes/s11-ttft.md)
+#: (:func:`planner.benchmarks.scheduler_waits.rearrival_wait`; docs/changes/2026-12-08/ttft.md)
 CLOSED_LOOP_REARRIVAL = True
 #: whether a row whose run sets an admission gate also waits behind the prompts the gate
 #: releases with it (:func:`planner.benchmarks.scheduler_waits.burst_wait`);
