@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from planner.benchmarks.chunk_flags import CHUNK_OFF, CHUNK_ON
 from planner.benchmarks.client_metrics import definition_check
 from planner.benchmarks.io import load_measurements
 from planner.benchmarks.scheduler_waits import first_token_wait, trtllm_pytorch_backend
@@ -98,16 +99,6 @@ def _client(row: dict) -> str:
     return c + (" (random-range-ratio)" if rr else "")
 
 
-_CHUNK_OFF = re.compile(
-    r"chunked[- _]prefill[^;,]{0,6}(?:off|false|disabled)|no-enable-chunked-prefill"
-    r"|enable_chunked_prefill\W{0,3}false",
-    re.I,
-)
-_CHUNK_ON = re.compile(
-    r"chunked[- _]prefill[^;,]{0,4}(?:on|true)\b|--enable[-_]chunked[-_]prefill(?![-_ =]*false)"
-    r"|chunked-prefill-size[ =](\d+)|chunked context",
-    re.I,
-)
 _WARM = re.compile(r"warm-?up of (\d+)|--num-warmups[ =](\d+)|--warmup-requests[ =](\d+)", re.I)
 _RANGE = re.compile(r"range[_ -]ratio[ =]*([0-9.]+)", re.I)
 _SETTING = re.compile(r"(max_num_seqs|max_num_batched_tokens)=(\d+) \(([^)]*)\)")
@@ -133,9 +124,9 @@ def _prompt_tokens(row: dict) -> float:
 
 def _chunked(notes: str) -> str:
     """Chunked prefill as the row's notes state it: 'off', 'on', 'on (size N)' or ''."""
-    if _CHUNK_OFF.search(notes):
+    if CHUNK_OFF.search(notes):
         return "off"
-    m = _CHUNK_ON.search(notes)
+    m = CHUNK_ON.search(notes)
     if m is None:
         return ""
     return f"on (size {m.group(1)})" if m.group(1) else "on"

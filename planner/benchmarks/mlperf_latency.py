@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from planner.benchmarks.chunk_flags import stated_chunking
 from planner.benchmarks.harness_gemm import gemm_params, table_for_row
 from planner.benchmarks.layouts import assumed_layout, needs_layout
 from planner.benchmarks.mlperf_fit_domain import fit_domain_note
@@ -166,6 +167,8 @@ def scenario_replica(
     seqs0, btok0 = fw_rec.scheduler_defaults(catalog.gpu(gpu), cell(row, "framework_version"))
     util = memory_fraction_from_notes(cell(row, "notes"))
     chunked = stated_chunked_prefill(cell(row, "notes")) if stated_chunked else None
+    if chunked is None and stated_chunking(cell(row, "notes")) is True:
+        chunked = True  # stated on ("chunked context"): kept where the engine's default is off
     m = catalog.model_ref("llama-2-70b")
     rep = build_replica(
         m,
@@ -443,6 +446,7 @@ def tight_tpot_records(
         key = tuple(cell(row, c) for c in ("mode", "hardware", "tp", "n_gpus", "precision",
                                             "kv_precision", "framework"))  # fmt: skip
         key += (str(engine_settings(cell(row, "notes"))), graphs_off(cell(row, "notes")))
+        key += (stated_chunking(cell(row, "notes")),)
         if stated_chunked:
             key += (stated_chunked_prefill(cell(row, "notes")),)
         if harness_gemm:

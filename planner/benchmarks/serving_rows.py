@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from planner.benchmarks import run_length
+from planner.benchmarks.chunk_flags import stated_chunking
 from planner.benchmarks.random_lengths import random_dataset_lengths
 from planner.benchmarks.run_length import loadgen_summary, stated_run, steady_token_rate
 from planner.benchmarks.scheduler_waits import (
@@ -41,6 +42,7 @@ from planner.catalog.latency import APPLY_PREFILL_SCALE, latency_family, prefill
 from planner.catalog.records import version_tuple
 from planner.engine.phases import prefill_time
 from planner.errors import PlannerError
+from planner.serving import replica as replica_mod
 from planner.serving import run
 from planner.serving.replica import build_replica
 from planner.serving.result import SimResult
@@ -411,8 +413,14 @@ def _serving_row_result(
     lat = allreduce_latency_s(row)  # the launch's all-reduce path (data/allreduce.yaml)
     if lat is not None:
         params = params.with_(comm_latency_s=lat)
+    # chunked prefill stated on (or trtllm-bench's default): kept where the engine's own
+    # default is off (TensorRT-LLM); a stated off is not applied here (mlperf_latency's
+    # stated_chunked what-if)
+    chunk_on = stated_chunking(f"{notes}; {cell(row, 'framework_version')}") is True
     key = (
         GATE_BURST,
+        chunk_on,
+        replica_mod.CHUNKED_PREFILL_ENGINE_DEFAULT,
         run_length.APPLY_STATED_RUN,
         ft_s,
         kv_res,
@@ -471,7 +479,7 @@ def _serving_row_result(
         memory_utilization=util if util is not None else fw_rec.memory_utilization_default(version),
         max_num_seqs=settings.max_num_seqs or seqs0,
         max_num_batched_tokens=settings.max_num_batched_tokens or btok0,
-        chunked_prefill=False if v0_btok is not None else None,
+        chunked_prefill=False if v0_btok is not None else (True if chunk_on else None),
         prefill_first=v0_btok is not None,
         prefill_scale=scale,
         graph_batch_sizes=graph_padding_sizes(notes),  # decode steps padded (adp.graph_padded)

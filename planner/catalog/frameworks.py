@@ -199,6 +199,17 @@ class Framework(Sourced):
     #: features with which the engine turns its overlap off (SGLang: EAGLE / MTP speculative
     #: decoding and pipeline parallelism; vLLM: pipeline parallelism)
     host_overlap_not_with: tuple[Literal["speculative", "pipeline"], ...] = ()
+    #: whether chunked prefill runs when a deployment does not say (``chunked_prefill`` says
+    #: whether the engine supports it; TensorRT-LLM supports it but leaves it off); None: on
+    #: wherever supported (not read)
+    chunked_prefill_default: bool | None = None
+    chunked_prefill_default_source: str | None = Field(None, min_length=3)
+
+    def chunked_prefill_on(self) -> bool:
+        """Whether the engine chunks prompts when a deployment leaves it unset: supported
+        (:attr:`chunked_prefill`) and on by default (:attr:`chunked_prefill_default`, None
+        counts as on)."""
+        return self.chunked_prefill and self.chunked_prefill_default is not False
 
     def overlaps_host(
         self,
@@ -243,6 +254,10 @@ class Framework(Sourced):
     def _overhead_sourced(self) -> Framework:
         if self.runtime_overhead_gb is not None and self.runtime_overhead_source is None:
             raise ValueError("runtime_overhead_gb needs runtime_overhead_source")
+        if self.chunked_prefill_default is not None and self.chunked_prefill_default_source is None:
+            raise ValueError("chunked_prefill_default needs chunked_prefill_default_source")
+        if self.chunked_prefill_default and not self.chunked_prefill:
+            raise ValueError("chunked_prefill_default true where chunked_prefill is false")
         return self
 
     def runtime_overhead_bytes(self, tp: int = 1) -> float:

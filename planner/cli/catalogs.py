@@ -170,6 +170,7 @@ def cmd_frameworks(args: argparse.Namespace) -> int:
             "name": f.name,
             "continuous_batching": f.continuous_batching,
             "chunked_prefill": f.chunked_prefill,
+            "chunked_prefill_default": f.chunked_prefill_on(),
             "prefix_caching": f.prefix_caching,
             "cuda_graphs": f.cuda_graphs,
             "kv_block_size": f.kv_block_size,

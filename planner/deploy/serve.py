@@ -326,6 +326,16 @@ def _trtllm(la: Launch, res: F.Resolved, k: Knobs) -> None:
             _add(la, res, "chunked_prefill")  # the one-line error where neither exists
         else:  # before trtllm-serve had the flag: the LLM-API key, in the YAML file
             extra[F.flag(res, "yaml_chunked_prefill")] = True
+    elif (
+        k.chunked_prefill is False
+        and k.max_num_batched_tokens
+        and (k.max_model_len or 0) > (k.max_num_batched_tokens)
+    ):  # planned without it, as trtllm-serve runs by default (data/frameworks.yaml)
+        la.comments.append(
+            f"chunked prefill: off (the engine's default, as planned); a prompt longer than "
+            f"max_num_tokens {k.max_num_batched_tokens} is refused (set chunked_prefill in the "
+            "scenario to plan and launch with it)"
+        )
     if k.spec_method == "mtp":  # DeepSeek-class MTP: speculative_config in the LLM-API YAML
         extra[F.flag(res, "yaml_speculative_config")] = {
             "decoding_type": "MTP",

@@ -40,6 +40,14 @@ ENGINE_PREFILL_FIRST_DEFAULT = False
 #: None takes each record's ``applied``; True / False turn every record on / off (a what-if:
 #: ``scripts/vllm_kv_whatif.py --hybrid``)
 SLIDING_WINDOW_KV: bool | None = None
+#: a deployment that does not say runs chunked prefill as its engine does by default
+#: (``Framework.chunked_prefill_default``: TensorRT-LLM's LLM API and trtllm-serve leave it
+#: off). Off: every engine that supports it is planned with it, and a TensorRT-LLM launch
+#: sets it (``recommend --emit`` writes ``--enable_chunked_prefill``). Held out
+#: (scripts/latency_rows.py, changes/s11-trtchunk.md) on, TensorRT-LLM's TTFT
+#: MdAPE moved 14.25% -> 14.30% (36 rows moved <= 1.8%, 18 better, 17 worse), TPOT 18.2%
+#: unchanged: no gain, and unchunked plans refuse prompts above max_num_tokens
+CHUNKED_PREFILL_ENGINE_DEFAULT = False
 
 
 @dataclass(frozen=True)
@@ -289,9 +297,12 @@ def build_replica(
         if continuous_batching is not None
         else (fw.continuous_batching if fw else True)
     )
-    chunked = (
-        chunked_prefill if chunked_prefill is not None else (fw.chunked_prefill if fw else True)
-    )
+    if chunked_prefill is not None:
+        chunked = chunked_prefill
+    elif fw is None:
+        chunked = True
+    else:
+        chunked = fw.chunked_prefill_on() if CHUNKED_PREFILL_ENGINE_DEFAULT else fw.chunked_prefill
     pcache = prefix_caching if prefix_caching is not None else (fw.prefix_caching if fw else False)
     bs = int(block_size or (fw.kv_block_size if fw else 16))
     # the engine's own defaults on this GPU (vLLM picks larger ones on >= 70 GiB GPUs)
@@ -318,6 +329,17 @@ def build_replica(
         btok = int(btok0)
     else:
         btok = 8192 if chunked else max(ctx, 8192)
+    if chunked_prefill is None and fw is not None and chunked and not fw.chunked_prefill_on():
+        assumptions.append(
+            f"chunked prefill on although {fw.name} leaves it off by default: the launch "
+            "must enable it (recommend --emit sets it)"
+        )
+    if chunked_prefill is None and fw is not None and fw.chunked_prefill and not chunked:
+        assumptions.append(
+            f"chunked prefill off ({fw.name}'s default): a prompt runs whole in one step, and "
+            f"one longer than the token budget ({btok}) is refused by the engine; set "
+            "chunked_prefill (scenario serving.chunked_prefill) to plan with it"
+        )
     for name, v in (("max_num_seqs", seqs), ("max_num_batched_tokens", btok), ("block_size", bs)):
         require_positive(name, v)
     if seqs > btok:
