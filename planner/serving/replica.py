@@ -44,7 +44,7 @@ SLIDING_WINDOW_KV: bool | None = None
 #: (``Framework.chunked_prefill_default``: TensorRT-LLM's LLM API and trtllm-serve leave it
 #: off). Off: every engine that supports it is planned with it, and a TensorRT-LLM launch
 #: sets it (``recommend --emit`` writes ``--enable_chunked_prefill``). Held out
-#: (scripts/latency_rows.py, changes/s11-trtchunk.md) on, TensorRT-LLM's TTFT
+#: (scripts/latency_rows.py, docs/changes/2026-12-08/trtchunk.md) on, TensorRT-LLM's TTFT
 #: MdAPE moved 14.25% -> 14.30% (36 rows moved <= 1.8%, 18 better, 17 worse), TPOT 18.2%
 #: unchanged: no gain, and unchunked plans refuse prompts above max_num_tokens
 CHUNKED_PREFILL_ENGINE_DEFAULT = False
