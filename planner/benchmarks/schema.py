@@ -185,6 +185,21 @@ def adp_balance_setting(notes: str) -> bool | None:
     return None if m is None else m.group(1).lower() == "true"
 
 
+#: the MoE backend a TensorRT-LLM run names (``moe_config: {backend: X}`` in an extra LLM-API
+#: YAML or JSON, ``MOE_BACKEND=X`` in a harness script, or a ``moe backend X`` note)
+_MOE_BACKEND = re.compile(
+    r"(?:\"moe_config\":\s*\{\s*\"backend\":\s*\"|moe_config:\s*backend:\s*|MOE_BACKEND=|moe backend )"
+    r"([A-Za-z_]+)"
+)
+
+
+def moe_backend_setting(notes: str) -> str | None:
+    """The MoE backend a run states in its notes, upper case (``CUTLASS``, ``TRTLLM``,
+    ``DEEPGEMM``...), None when it does not say."""
+    m = _MOE_BACKEND.search(notes or "")
+    return None if m is None else m.group(1).upper()
+
+
 def layout(row: Mapping[str, Any]) -> RowLayout:
     """THE layout / n_gpus / replicas rule of a row: :func:`row_parallel_layout`, then
     ``n_gpus`` (empty: one replica) must be a multiple of the replica's GPUs ``tp x

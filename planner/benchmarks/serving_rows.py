@@ -32,6 +32,7 @@ from planner.benchmarks.schema import (
     graphs_off,
     layout,
     memory_fraction_from_notes,
+    moe_backend_setting,
     number,
     request_count,
 )
@@ -382,6 +383,7 @@ def _serving_row_result(
         graph_padding_sizes(notes),
         graphs_off(notes),
         async_scheduling(notes, fw_id),
+        moe_backend_setting(notes),
     )
     if key in _ROW_CACHE:
         return _ROW_CACHE[key]
@@ -414,6 +416,7 @@ def _serving_row_result(
         prefill_scale=scale,
         graph_batch_sizes=graph_padding_sizes(notes),  # decode steps padded (adp.graph_padded)
         graphs_off=graphs_off(notes),  # NVIDIA's MLPerf harness: every step eager
+        moe_backend=moe_backend_setting(notes),  # a named backend's surplus (moe_backend)
         kv_reserve_fraction=kv_res,
         first_token_s=0.0,  # the row's first-token path is added below (first_token_wait)
         # its release's rule; an MLPerf harness runs its own loop (NVIDIA's the TensorRT

@@ -163,6 +163,8 @@ class StepModel:
     # the GEMM time's factor for this per-GPU shard width: ((log tokens), (factors)) of
     # planner.engine.gemm_width (() : none)
     gemm_width_points: tuple = ()
+    # an engine MoE backend's published surplus, all MoE layers of the stage (moe_backend) [s]
+    moe_backend_s: float = 0.0
 
     @property
     def local_experts(self) -> float:
@@ -340,6 +342,7 @@ class StepModel:
         t_over = (
             p.step_overhead_s
             + p.layer_overhead_s * self.layers
+            + self.moe_backend_s
             + p.seq_overhead_s / dp * np.asarray(num_seqs, float)
         )
         t_over = t_over + 0.0 * T
@@ -475,7 +478,7 @@ class StepModel:
                 p.eager_layer_s,
                 _scalar.EAGER_K,
                 (p.eager_layer_s * self.layers) ** _scalar.EAGER_K,
-                p.step_overhead_s + p.layer_overhead_s * self.layers,
+                p.step_overhead_s + p.layer_overhead_s * self.layers + self.moe_backend_s,
                 p.seq_overhead_s / dp,
                 self.pp,
                 self.expert_flops_per_routed_token,

@@ -23,6 +23,7 @@ from planner.catalog.speculative import SpecDecode, spec_decode
 from planner.engine.adp import with_gathered_dispatch
 from planner.engine.graphs import without_graphs
 from planner.engine.memory import MemoryPlan, plan_memory
+from planner.engine.moe_backend import with_moe_backend
 from planner.engine.speculative import with_spec
 from planner.engine.step import StepModel, step_model
 from planner.errors import PlannerError, require_positive
@@ -188,6 +189,7 @@ def build_replica(
     graphs_off: bool = False,
     kv_reserve_fraction: float | None = None,
     moe_dispatch: str | None = None,
+    moe_backend: str | None = None,
 ) -> Replica:
     """Resolve a (model, GPU, precision, framework, layout) combination into a :class:`Replica`.
 
@@ -225,6 +227,9 @@ def build_replica(
     kv_reserve_fraction : share of a request's answer whose KV blocks admission reserves
         (None: the framework's policy, ``data/engine_policies.yaml``; a harness's own, e.g.
         NVIDIA's MLPerf harness runs MAX_UTILIZATION: 0)
+    moe_backend : the engine's MoE backend as the run names it (TensorRT-LLM ``moe_config:
+        backend``): a published surplus of that backend a MoE layer is added to every step
+        (:func:`planner.engine.moe_backend.with_moe_backend`; None: none)
     moe_dispatch : how a DEP layout moves its MoE tokens: "gathered" (every token gathered
         over the attention-DP ranks), "all_to_all" (the routed tokens), None: what
         ``data/moe_dispatch.yaml`` says the framework does on the GPU's vendor (else
@@ -347,6 +352,7 @@ def build_replica(
         seqs = btok
     if graphs_off:  # no captured graphs: a step of any batch is eager (step.py spec_graph_max)
         sm = without_graphs(sm)
+    sm = with_moe_backend(sm, fw.id, moe_backend)  # 0 unless a record applies
     if graph_batch_sizes and spec is None:  # decode steps padded to a captured graph
         sm = replace(
             sm, graph_sizes=tuple(sorted(float(x) for x in graph_batch_sizes if x <= seqs))
