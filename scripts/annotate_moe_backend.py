@@ -1,5 +1,5 @@
 """The MoE backend of InferenceX's single-node TensorRT-LLM B200 NVFP4 attention-DP rows, read
-from the harness scripts that launched them (s11-trtdep, docs/changes/s11-trtdep.md).
+from the harness scripts that launched them (s11-trtdep, docs/docs/changes/2026-12-08/trtdep.md).
 
 SemiAnalysisAI/InferenceX ``benchmarks/dsr1_fp4_b200_trt.sh`` (from 6eecc0e66, 2026-02-03,
 "[NV] dsr1 fp4 b200 trt agg update", PR #620; later ``benchmarks/single_node/fixed_seq_len/``)
