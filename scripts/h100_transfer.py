@@ -10,8 +10,9 @@ only, plus public rows of other engines):
 * before: the pooled rule (``resolve_params(..., siblings=False)``): the ``pytorch`` node of
   every Hopper GPU and precision (the H200's bf16 and fp8 fits pooled);
 * after: the nearest sibling (``siblings=True``): ``pytorch``/H200/bf16, with the H100's
-  own datasheet peaks and bandwidth; the weight and KV reads keep the H200's per-kernel
-  latency in seconds and scale only their streaming part (``planner.catalog.bandwidth``).
+  own datasheet peaks and bandwidth; the weight reads at the rate ratio of the two GPUs'
+  batch-1 decode steps (``step_weight_ratio``), the KV reads keeping the H200's per-kernel
+  latency in seconds and scaling only their streaming part (``planner.catalog.bandwidth``).
 
 Usage::
 
@@ -174,8 +175,9 @@ def host_lines(reps=None) -> list[str]:
         "The GPU time of a graph decode iteration grows on the H100 by 1.10-1.25x (less than "
         "the 1.43x of the datasheet bandwidths: not all of it is bandwidth-bound: on the H200's "
         "GEMV micro-benchmarks each kernel spends about 5 us in ramp and tail whatever its size, "
-        "so a 34 MB weight read reaches 2.6 TB/s and a 1 GB one 4.35 TB/s; the transfer keeps "
-        "that latency and scales only the streaming part, `planner.catalog.bandwidth`), while the "
+        "so a 34 MB weight read reaches 2.6 TB/s and a 1 GB one 4.35 TB/s; the reference "
+        "engine's batch-1 decode steps take 1.36x longer for their weights, and the transfer "
+        "moves the weight reads by that, subsection above), while the "
         "host time shrinks to 0.27-0.59x: a small model, whose iterations are mostly host "
         "time, decodes as fast or faster on the H100 machine than on the H200 machine "
         "(Llama-3.2-1B, chat at 50 req/s: TPOT p50 2.6 ms against 3.4 ms). A transfer between "
@@ -587,6 +589,63 @@ def serving_host_lines(res: list[dict], meas_by: dict) -> list[str]:
     return out
 
 
+def weight_rule_lines(cat, models, runs, after) -> list[str]:
+    """The weight reads moved by the two GPUs' decode steps (``step_weight_ratio``) against the
+    GEMV rule it replaced (``STEP_WEIGHT_RULE`` off) and the ratio's smallest / largest pair:
+    median absolute error of the runs below 80 % of saturation."""
+    import planner.catalog.bandwidth as bw
+
+    donor = nearest_sibling(load_profile(), cat, GPU, FW, PREC, "dense")
+    sw = bw.step_weight_ratio(donor.params, cat.gpu(donor.gpu), cat.gpu(GPU))
+    bw.STEP_WEIGHT_RULE = False
+    try:
+        gemv = resolve_params(GPU, FW, PREC, catalog=cat, siblings=True, family="dense")[0]
+    finally:
+        bw.STEP_WEIGHT_RULE = True
+    scale = cat.gpu(donor.gpu).mem_bw_gbs / cat.gpu(GPU).mem_bw_gbs
+    variants = {
+        "GEMV rule (before)": gemv,
+        f"ratio {sw.low:.3f} (lowest pair)": after.with_(mem_eff=donor.params.mem_eff * sw.low * scale),
+        f"ratio {sw.ratio:.3f} (as transferred)": after,
+        f"ratio {sw.high:.3f} (highest pair)": after.with_(mem_eff=min(1.0, donor.params.mem_eff * sw.high * scale)),
+    }  # fmt: skip
+    err: dict[str, dict[str, list[float]]] = {}
+    for label, p in variants.items():
+        for m in models:
+            rep = build_replica(m, GPU, PREC, FW, params=p, catalog=cat, **ENGINE)
+            for (model, scen, rate), meas in runs.items():
+                if model != m:
+                    continue
+                sim, load = simulate_run(rep, scen, rate)
+                if load < 0.8:
+                    for key, name, skey, sc in METRICS:
+                        e = abs(sim[skey] * sc / meas[key] - 1) * 100
+                        err.setdefault(label, {}).setdefault(name, []).append(e)
+    out = [
+        "### Weight reads from the two GPUs' decode steps",
+        "",
+        "The reference engine's batch-1 decode steps of the same model and context (256-4,096 "
+        f"tokens) on both GPUs (`{sw.source}`; the H100 file is a device micro-benchmark, no "
+        "serving run): each step's time less the H200 fit's fixed per-step and per-layer terms "
+        "and its KV read at the GPU's marginal KV rate is its weight time; the H100 reads a "
+        f"step's weights at {sw.ratio:.3f}x the H200's rate (median of {sw.n_pairs} pairs, "
+        f"{sw.low:.3f}-{sw.high:.3f}; the datasheets say {1 / scale:.3f}), so the transferred "
+        f"`mem_eff` is {donor.params.mem_eff:.3f} x {sw.ratio:.3f} x {scale:.3f} = "
+        f"{after.mem_eff:.3f} (`planner.catalog.bandwidth.step_weight_ratio`). The GEMV rule "
+        f"before it (the GEMV micro-benchmarks' streaming rates, latency kept in seconds) gave "
+        f"{gemv.mem_eff:.3f}: 1.43x the H200's weight time where the decode steps take "
+        f"{1 / sw.ratio:.2f}x. Median absolute error of the runs below 80 % of saturation:",
+        "",
+        "| metric | " + " | ".join(variants) + " | target |",
+        "|---|" + "---|" * (len(variants) + 1),
+    ]
+    for _, name, _, _ in METRICS:
+        t = TARGET.get(name)
+        cells = [f"{median(err[k][name]):.1f}%" for k in variants]
+        out.append(f"| {name} | " + " | ".join(cells) + f" | {f'{t:g}%' if t else '-'} |")
+    return out
+
+
 def median(v: list[float]) -> float:
     v = sorted(v)
     return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
@@ -644,8 +703,10 @@ def main() -> int:
         "2026-12-06; kept out of every fit: `planner.calibration.fit.HELD_OUT_FILES`). The "
         "planner has no fit for `pytorch` on the H100; it transfers one. **after** = the "
         f"nearest-sibling rule ({provs['after']}): the H200's bf16 efficiencies and serving terms "
-        "with the H100's own peaks and bandwidth, the weight and KV reads with the H200's "
-        "per-kernel latency kept (`planner.catalog.bandwidth`); **before** = the pooled rule it replaced "
+        "with the H100's own peaks and bandwidth, the weight reads at the rate ratio of the two "
+        "GPUs' decode steps, the KV reads with the H200's per-kernel latency kept "
+        "(`planner.catalog.bandwidth`; subsection \"Weight reads from the two GPUs' decode "
+        'steps" below); **before** = the pooled rule it replaced '
         f"({provs['before']}). Each cell: measured / simulated after (error after; error before). "
         "TTFT, TPOT, E2E in ms; throughput in output tok/s; load = rate / the analytic saturation "
         "rate (after). Regenerate with `python scripts/h100_transfer.py --write`.",
@@ -697,6 +758,7 @@ def main() -> int:
     for m in models:  # the sibling rule before the latency was kept: datasheet fractions
         diag["datasheet", m] = build_replica(m, GPU, PREC, FW, params=donor.params, catalog=cat,
                                              **ENGINE)  # fmt: skip
+    lines += ["", *weight_rule_lines(cat, models, runs, par["after"])]
     lines += ["", *host_lines(diag)]
     lines += ["", *serving_host_lines(*host_res)]
     lines += ["", *host_ratio_lines(cat, models, runs, par["after"], donor.gpu)]

@@ -14,11 +14,13 @@ from planner.catalog.bandwidth import (
     fit_stream,
     kv_stream_eff,
     kv_stream_fits,
+    step_weight_ratio,
     stream_eff,
     stream_fits,
     transfer_mem_eff,
     transfer_params,
 )
+from planner.catalog.efficiency import EfficiencyParams
 from planner.catalog.profile import load_profile, nearest_sibling
 from planner.engine.step import step_model
 from planner.errors import PlannerError
@@ -142,13 +144,15 @@ def test_resolve_params_moves_the_h200_fit_to_the_h100_keeping_its_latency():
     assert prov.startswith("transferred from pytorch/nvidia-h200-sxm/bf16, nearest hopper")
     d = DATA_DIR / "benchmarks"
     s200, s100 = stream_eff(CAT.gpu(H200), d), stream_eff(CAT.gpu(H100), d)
-    # the per-kernel latency is kept in seconds (latency_ratio 1): the two t0 were timed on
-    # different hosts, so their ratio is not a property of the GPUs
-    want = transfer_mem_eff(donor.params.mem_eff, 4800, 3350, s200, s100, 1.0)
+    # both GPUs ran the reference engine's batch-1 decode steps: the weight reads move by
+    # their measured rate ratio (test_step_weight_ratio_from_the_two_step_sweeps)
+    sw = step_weight_ratio(donor.params, CAT.gpu(H200), CAT.gpu(H100), d)
+    want = donor.params.mem_eff * sw.ratio * 4800 / 3350
     assert p.mem_eff == pytest.approx(want, abs=1e-5)
-    # the H100 reads weights faster than the datasheet fraction of the H200's fit, slower
-    # than its streaming rate
-    assert donor.params.mem_eff < p.mem_eff < s100
+    # the H100 reads weights faster than the datasheet fraction of the H200's fit and faster
+    # than the GEMV rule said (latency kept in seconds, H200's t0 on the H100)
+    gemv = transfer_mem_eff(donor.params.mem_eff, 4800, 3350, s200, s100, 1.0)
+    assert donor.params.mem_eff < gemv < p.mem_eff < 1
     # the other terms transfer unchanged; the H200's own fit is untouched
     assert p.layer_overhead_s == donor.params.layer_overhead_s
     assert p.sched_overhead_s == donor.params.sched_overhead_s
@@ -259,3 +263,87 @@ def test_more_measured_kv_bandwidth_on_the_target_never_slows_decode(eff, sd, lo
         for e in (e_lo, e_hi)
     ]
     assert t[1] <= t[0] * (1 + 1e-12)
+
+
+# ---- weight reads from the same engine's decode steps on both GPUs --------------------------
+
+_STEP_HEAD = (
+    "source,metric,hardware,framework,model,precision,kv_precision,tp,batch,context_len,value,"
+    "notes\n"
+)
+
+
+def _step_row(gpu, model, ctx, t, w_gb, kv_gb, batch=1):
+    notes = f"bytes moved x GB (weights {w_gb} + KV read {kv_gb}); random weights"
+    return (
+        f"planner own measurement (bench/ref_engine.py),decode_step_s,{gpu},pytorch,{model},"
+        "bf16,bf16,"
+        f"1,{batch},{ctx},{t},{notes}\n"
+    )
+
+
+def test_step_weight_ratio_by_hand(tmp_path):
+    # Llama-3.1-8B (32 layers); fixed terms 10 us + 32 x 30 us + 2 us = 0.972 ms per step.
+    # KV series at batch 16 give each GPU's marginal KV rate: 1 GB more KV, 0.25 ms more on
+    # "a" (4 TB/s), 0.5 ms more on "b" (2 TB/s).
+    rows = [
+        _step_row(g, "llama-3.1-8b", ctx, t, 1.0, kv, batch=16)
+        for g, base, per in (("gpu-a", 2e-3, 0.25e-3), ("gpu-b", 3e-3, 0.5e-3))
+        for ctx, kv, t in ((256, 1.0, base + per), (1024, 2.0, base + 2 * per),
+                           (2048, 3.0, base + 3 * per))
+    ]  # fmt: skip
+    # batch 1, context 1024: 15 GB of weights and 0.1 GB of KV
+    #   a: 4.722 ms - 0.972 - 0.1 GB / 4 TB/s (0.025) = 3.725 ms -> 15 / 3.725 = 4.0268 TB/s
+    #   b: 6.472 ms - 0.972 - 0.1 GB / 2 TB/s (0.050) = 5.450 ms -> 15 / 5.450 = 2.7523 TB/s
+    # ratio b / a = 3.725 / 5.450 = 0.68349; context 8192 is too long (left out)
+    rows += [
+        _step_row("gpu-a", "llama-3.1-8b", 1024, 4.722e-3, 15.0, 0.1),
+        _step_row("gpu-b", "llama-3.1-8b", 1024, 6.472e-3, 15.0, 0.1),
+        _step_row("gpu-a", "llama-3.1-8b", 8192, 5e-3, 15.0, 1.0),
+        _step_row("gpu-b", "llama-3.1-8b", 8192, 9e-3, 15.0, 1.0),
+    ]
+    (tmp_path / "reference_x.csv").write_text(_STEP_HEAD + "".join(rows), encoding="utf-8")
+    a = CAT.gpu(H200).model_copy(update={"id": "gpu-a"})
+    b = CAT.gpu(H100).model_copy(update={"id": "gpu-b"})
+    params = EfficiencyParams().with_(
+        step_overhead_s=10e-6, layer_overhead_s=30e-6, seq_overhead_s=2e-6
+    )
+    sw = step_weight_ratio(params, a, b, tmp_path)
+    assert sw.ratio == pytest.approx(3.725 / 5.450, rel=1e-9)
+    assert (sw.n_pairs, sw.low, sw.high) == (1, sw.ratio, sw.ratio)
+    assert step_weight_ratio(params, b, a, tmp_path).ratio == pytest.approx(5.450 / 3.725)
+    # a GPU without such steps, or another engine or precision: no ratio (the GEMV rule)
+    assert step_weight_ratio(params, a, CAT.gpu(H100), tmp_path) is None
+    assert step_weight_ratio(params, a, b, tmp_path, "vllm") is None
+    assert step_weight_ratio(params, a, b, tmp_path, "pytorch", "fp8") is None
+
+
+def test_step_weight_ratio_from_the_two_step_sweeps():
+    d = DATA_DIR / "benchmarks"
+    donor = nearest_sibling(load_profile(), CAT, H100, "pytorch", "bf16")
+    sw = step_weight_ratio(donor.params, CAT.gpu(H200), CAT.gpu(H100), d)
+    # 3 models x 4 contexts (256-4096) at batch 1 on both; e.g. Llama-3.1-8B at 256 tokens:
+    # H200 4.691 ms, H100 5.999 ms, less 1.079 ms of fixed terms and 0.034 GB of KV (0.008 /
+    # 0.011 ms): 15.010 GB in 3.605 vs 4.909 ms -> 0.734 (the datasheets say 0.698)
+    assert sw.n_pairs == 12
+    assert 0.71 < sw.low <= sw.ratio <= sw.high < 0.79
+    assert sw.ratio > 3350 / 4800
+    assert sw.source == "reference_h100_steps_micro.csv, reference_h200.csv"
+
+
+def test_step_weight_rule_off_keeps_the_gemv_rule(monkeypatch):
+    import planner.catalog.bandwidth as bw
+
+    d = DATA_DIR / "benchmarks"
+    donor = nearest_sibling(load_profile(), CAT, H100, "pytorch", "bf16")
+    s200, s100 = stream_eff(CAT.gpu(H200), d), stream_eff(CAT.gpu(H100), d)
+    gemv = transfer_mem_eff(donor.params.mem_eff, 4800, 3350, s200, s100, 1.0)
+    on = transfer_params(donor.params, CAT.gpu(H200), CAT.gpu(H100), d, node=donor)
+    assert on.mem_eff > gemv + 0.03  # 0.891 against 0.847
+    # no node (the engine and precision unknown) or the switch off: the GEMV rule
+    p = transfer_params(donor.params, CAT.gpu(H200), CAT.gpu(H100), d)
+    assert p.mem_eff == pytest.approx(gemv, abs=1e-5)
+    monkeypatch.setattr(bw, "STEP_WEIGHT_RULE", False)
+    p = transfer_params(donor.params, CAT.gpu(H200), CAT.gpu(H100), d, node=donor)
+    assert p.mem_eff == pytest.approx(gemv, abs=1e-5)
+    assert p.kv_mem_eff == on.kv_mem_eff

@@ -148,8 +148,17 @@ def test_fitted_triple_keeps_its_fit_and_a_missing_precision_pools():
     assert (p.mem_eff, provenance_tier(prov)) == (0.32, "vendor_framework")
 
 
-def test_sibling_without_rows_of_the_family_is_skipped():
+def test_sibling_without_rows_of_the_family_is_skipped(monkeypatch):
+    import planner.catalog.bandwidth as bw
+
     prof = _hopper(gh200_families=("moe",))
+    p, prov = resolve_params(H100, "pytorch", "bf16", catalog=CAT, profile=prof, family="dense")
+    # both GPUs ran the reference engine's batch-1 decode steps: the H200's 0.80 moves by
+    # their measured weight-read rate ratio (tests/test_bandwidth_transfer.py)
+    sw = bw.step_weight_ratio(EfficiencyParams(mem_eff=0.80), CAT.gpu(H200), CAT.gpu(H100))
+    assert p.mem_eff == pytest.approx(0.80 * sw.ratio * 4800 / 3350, abs=1e-5)
+    # with that rule off (the GEMV rule):
+    monkeypatch.setattr(bw, "STEP_WEIGHT_RULE", False)
     p, prov = resolve_params(H100, "pytorch", "bf16", catalog=CAT, profile=prof, family="dense")
     # the H200's 0.80 moves with its per-kernel latency kept in seconds
     # (planner.catalog.bandwidth; GEMV micro fits: H200 stream 4.4666 TB/s = 0.93055 of 4.8;

@@ -18,6 +18,16 @@ an 8B model's four GEMVs per layer take 1.32x longer, and the reference engine's
 iterations 1.10-1.25x (issue 32; the H100 serving logs are held out, ``docs/accuracy.md``
 "h100-transfer").
 
+Where both GPUs ran the reference engine's decode steps (``bench/ref_engine.py``), those
+steps measure the weight reads of a whole decode step directly, and they move less than the
+GEMV rule says: :func:`step_weight_ratio` takes each batch-1 step of the same model and
+context (256-4,096 tokens) on both GPUs, less the donor fit's fixed per-step and per-layer
+terms and its KV read, as weight time; the H100 reads a step's weights at 0.735x the H200's
+rate (12 pairs, 0.712-0.780; datasheets 0.698), where the GEMV rule gave 0.698 (``mem_eff``
+0.845 -> 0.847 against 0.891 by the steps). ``transfer_params`` then moves ``mem_eff`` by that
+ratio (``STEP_WEIGHT_RULE``; the H100 serving runs are held out, ``docs/accuracy.md``
+"h100-transfer").
+
 KV reads (``kv_mem_eff``) are other kernels (the paged-attention kernel), moved by the same
 rule with their own streaming rate: the slope of the reference engine's decode step time over
 the context at a fixed batch (``bench/ref_engine.py`` step rows, ``decode_step_s``, bf16 KV,
@@ -153,7 +163,9 @@ class KvStreamFit:
     source: str  # the files
 
 
-def _kv_rows(path: Path):
+def _decode_rows(path: Path, min_batch: int):
+    """(GPU, (model, precision, batch), KV bytes, time [s], row) of the reference engine's
+    one-GPU bf16-KV decode-step rows of ``path`` with ``batch >= min_batch``."""
     try:
         with path.open(encoding="utf-8", newline="") as f:
             for r in csv.DictReader(f):
@@ -169,15 +181,21 @@ def _kv_rows(path: Path):
                     b, t = int(r["batch"]), float(r["value"])
                 except (KeyError, TypeError, ValueError):
                     continue
-                if m and b >= KV_MIN_BATCH and t > 0:
+                if m and b >= min_batch and t > 0:
                     yield (
                         (r.get("hardware") or "").strip(),
                         (r.get("model"), r.get("precision"), b),
                         float(m.group(1)) * 1e9,
                         t,
+                        r,
                     )
     except OSError as e:
         raise PlannerError(f"{path}: cannot read the decode-step rows ({e})") from None
+
+
+def _kv_rows(path: Path):
+    for gpu, key, kv, t, _ in _decode_rows(path, KV_MIN_BATCH):
+        yield gpu, key, kv, t
 
 
 @lru_cache(maxsize=4)
@@ -215,6 +233,97 @@ def kv_stream_eff(gpu, directory: Path = MICRO_DIR) -> float | None:
     if f is None or not gpu.mem_bw_gbs:
         return None
     return min(1.0, f.stream_bytes_s / (gpu.mem_bw_gbs * 1e9))
+
+
+#: weight-read fraction of the decode step: batch-1 rows (the weights dominate; the split-KV
+#: kernel's few programs make its KV read slow, so short contexts only) ...
+WEIGHT_STEP_BATCH = 1
+#: ... of at most this context [tokens] (the KV read is under 4 % of the step's bytes)
+WEIGHT_STEP_MAX_CTX = 4096
+_WEIGHTS = re.compile(r"weights ([\d.]+)")
+#: the H100 transfer's weight reads from the matched decode steps of the two GPUs
+#: (:func:`step_weight_ratio`); False: from the GEMV micro-benchmarks alone (the rule before)
+STEP_WEIGHT_RULE = True
+
+
+def _weight_rows(path: Path):
+    """(GPU, (framework, precision, model, context), weight bytes, KV bytes, time [s]) of the
+    reference engine's one-GPU batch-1 decode-step rows in ``path``."""
+    for gpu, (model, prec, b), kv, t, r in _decode_rows(path, WEIGHT_STEP_BATCH):
+        m = _WEIGHTS.search(r.get("notes") or "")
+        try:
+            ctx = int(r["context_len"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if m and b == WEIGHT_STEP_BATCH and ctx <= WEIGHT_STEP_MAX_CTX:
+            key = (r.get("framework"), prec, model, ctx)
+            yield gpu, key, float(m.group(1)) * 1e9, kv, t
+
+
+@lru_cache(maxsize=4)
+def _weight_steps(directory: Path = MICRO_DIR) -> dict[str, dict[tuple, tuple]]:
+    """GPU id -> (framework, precision, model, context) -> (weight bytes, KV bytes, time [s],
+    file name)."""
+    out: dict[str, dict[tuple, tuple]] = {}
+    for p in sorted(Path(directory).glob("reference_*.csv")):
+        for gpu, key, w, kv, t in _weight_rows(p):
+            out.setdefault(gpu, {}).setdefault(key, (w, kv, t, p.name))
+    return out
+
+
+@dataclass(frozen=True)
+class StepWeightRatio:
+    """Achieved weight-read rate of the reference engine's decode step, target over donor:
+    the median over the (model, context) pairs both GPUs ran (:func:`step_weight_ratio`)."""
+
+    ratio: float  # target's achieved weight-read rate / the donor's [1]
+    low: float  # the smallest and largest pair [1]
+    high: float
+    n_pairs: int
+    source: str  # the files
+
+
+def step_weight_ratio(
+    params, donor, target, directory: Path = MICRO_DIR, framework="pytorch", precision="bf16"
+):
+    """How much faster the ``target`` GPU reads a decode step's weights than the ``donor``
+    (catalog records), from the reference engine's batch-1 decode steps of the same model and
+    context on both (``bench/ref_engine.py`` rows of ``framework`` and ``precision``, short
+    contexts), or None when they share no such step.
+
+    Each step's weight time is its measured time less the fixed per-step and per-layer terms
+    of ``params`` (the donor's fit: ``step_overhead_s + layer_overhead_s x layers +
+    seq_overhead_s``, kept in seconds on the target as the transfer keeps them) and its KV
+    read at the GPU's marginal KV rate (:func:`kv_stream_fits`); the rate is the step's
+    weight bytes over that time. The ratio of the two rates per pair, median over pairs.
+    """
+    from planner.catalog.catalog import load_catalog
+
+    steps = _weight_steps(directory)
+    sd, st = steps.get(donor.id), steps.get(target.id)
+    kv = kv_stream_fits(directory)
+    if not sd or not st or donor.id not in kv or target.id not in kv:
+        return None
+    cat = load_catalog()
+    ratios, files = [], set()
+    for key in sorted(k for k in set(sd) & set(st) if k[:2] == (framework, precision)):
+        try:
+            layers = cat.model(key[2]).num_hidden_layers
+        except (PlannerError, OSError, ValueError):
+            continue
+        fixed = params.step_overhead_s + params.layer_overhead_s * layers + params.seq_overhead_s
+        rate = []
+        for gpu, (w, kvb, t, name) in ((donor.id, sd[key]), (target.id, st[key])):
+            tw = t - fixed - kvb / kv[gpu].stream_bytes_s
+            rate.append(w / tw if tw > 0 else 0.0)
+            files.add(name)
+        if min(rate) > 0:
+            ratios.append(rate[1] / rate[0])
+    if not ratios:
+        return None
+    return StepWeightRatio(
+        statistics.median(ratios), min(ratios), max(ratios), len(ratios), ", ".join(sorted(files))
+    )
 
 
 def transfer_mem_eff(
@@ -261,13 +370,17 @@ def transfer_mem_eff(
     return float(min(1.0, 1.0 / (streaming + latency_ratio * target_bw / donor_bw * latency)))
 
 
-def transfer_params(params, donor, target, directory: Path = MICRO_DIR):
+def transfer_params(params, donor, target, directory: Path = MICRO_DIR, node=None):
     """``params`` fitted on the ``donor`` GPU (a catalog record), for the ``target``: the
-    weight-read efficiency (``mem_eff``) through :func:`transfer_mem_eff`, with each GPU's
+    weight-read efficiency (``mem_eff``) times the two GPUs' measured decode-step weight-read
+    rate ratio (:func:`step_weight_ratio`, over the datasheet ratio) where both ran the
+    reference engine's decode steps, else through :func:`transfer_mem_eff`, with each GPU's
     streaming rate from its GEMV micro-benchmarks, and the KV-read efficiency (``kv_mem_eff``)
     by the same rule with each GPU's marginal KV read rate (:func:`kv_stream_fits`). A target
     without measurements takes the donor's fraction (one architecture, the same SMs issue the
-    reads); the per-kernel latency is kept in seconds (see the comment below). Each
+    reads); the per-kernel latency is kept in seconds (see the comment below). The decode
+    steps' ratio is used only for the framework and precision they measure (``node``, the
+    donor's profile node: its ``framework`` and ``precision``; None: never). Each
     efficiency is unchanged when the donor has no measurement of its kernels (then it
     transfers as a fraction of the datasheet), and both when the target's bandwidth is unknown
     or the two GPUs are one."""
@@ -280,7 +393,19 @@ def transfer_params(params, donor, target, directory: Path = MICRO_DIR):
     # shapes of the same H100), so their ratio carries the host's launch timing, not the
     # GPU's; scaling by it moved TensorRT-LLM fp16 H100 -> H200 from 0.762 to 0.634 with no
     # held-out row to check it, for 9.0% against 9.2% on the H100 item (h100xfer note)
+    sw = None
+    if STEP_WEIGHT_RULE and node is not None:  # the steps measure one engine and precision
+        sw = step_weight_ratio(params, donor, target, directory, node.framework, node.precision)
+    if sw is not None:
+        # the same engine's decode steps measured on both GPUs: the weight reads move by
+        # their measured rate ratio (the GEMV rule below gave the H100 1.43x the H200's
+        # weight time; its batch-1 decode steps say 1.36x: docs/accuracy.md "h100-transfer")
+        moved["mem_eff"] = round(
+            min(1.0, params.mem_eff * sw.ratio * donor.mem_bw_gbs / target.mem_bw_gbs), 5
+        )
     for field, frac in (("mem_eff", stream_eff), ("kv_mem_eff", kv_stream_eff)):
+        if field in moved:
+            continue
         sd = frac(donor, directory)
         if sd is None:
             continue

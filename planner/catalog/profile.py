@@ -319,7 +319,7 @@ def resolve_params(
         sib = nearest_sibling(prof, cat, g.id, fw, prec, family)
         if sib is not None:
             rows = _rows(sib) + ("; serving terms fit on iteration logs" if sib.serving_fit else "")
-            return transfer_params(sib.params, cat.gpu(sib.gpu), g), (
+            return transfer_params(sib.params, cat.gpu(sib.gpu), g, node=sib), (
                 f"transferred from {sib.framework}/{sib.gpu}/{sib.precision}, nearest "
                 f"{g.arch} sibling ({rows})"
             )
