@@ -23,6 +23,7 @@ Usage (from the repository root; about a minute)::
     python scripts/mtp_pairs_table.py
     python scripts/mtp_pairs_table.py --tpot   # same-image TPOT speed-up at every concurrency
     python scripts/mtp_pairs_table.py --terms  # what the step model charges a verify step, c >= 32
+    python scripts/mtp_pairs_table.py --sides  # c >= 32: the baseline's and the MTP run's own errors
     python scripts/mtp_pairs_table.py --amd-blog  # AMD's MI300X SGLang MTP speed-ups by concurrency
     python scripts/mtp_pairs_table.py --moe-kernel  # aiter's MI355X MoE kernel time vs tokens
     python scripts/mtp_pairs_table.py --sglang-docs  # SGLang's H200 MTP claim (1.8x / 1.5x)
@@ -56,6 +57,8 @@ from planner.benchmarks.schema import cell  # noqa: E402
 from planner.benchmarks.schema import layout as row_layout  # noqa: E402
 from planner.benchmarks.serving_rows import predict_serving_row  # noqa: E402
 from planner.benchmarks.speculative_rows import (  # noqa: E402
+    _capped,
+    graph_max_of_row,
     predict_spec_row,
     predicted_ratio,
     row_workload,
@@ -199,6 +202,65 @@ def tpot_pairs() -> pd.DataFrame:
             "MTP id": cell(r, "id"), "base id": cell(b, "id"),
         }  # fmt: skip
     return pd.DataFrame(list(recs.values())).sort_values(["gpu", "prec", "ISL/OSL", "c"])
+
+
+def sides_table(min_conc: int = 32) -> pd.DataFrame:
+    """Which side of each pair at concurrency >= ``min_conc`` the ratio's error sits on.
+
+    ``predicted_ratio`` simulates both runs from the pair's first baseline row (its client
+    lengths and launch flags) and the MTP one with K, the row's workload AL and the MTP run's
+    running-request cap, so ``pred ratio / (MTP value / that baseline's value) = (1 + MTP
+    err) / (1 + base err)`` exactly, with:
+
+    * ``base err %``: the simulated baseline against that baseline row's own value;
+    * ``MTP err %``: the simulated MTP run (the same simulation ``predicted_ratio`` divides)
+      against the MTP row's own value;
+    * ``MTP err, own row %``: ``predict_spec_row`` of the MTP row from its own cells, for
+      comparison: the MTP rows carry no ``kv_precision`` (``kv in rows``, base / MTP), so where
+      the run used an fp8 KV cache that simulation reads a 16-bit one;
+    * the two runs' engine releases (``framework_version``) and dates."""
+    cat = load_catalog()
+    rows = [r for f in [*FILES, INFERENCEX] for r in read_rows(f)[0]]
+    recs = []
+    for p in spec_pairs(rows):
+        conc = p.concurrency or 1
+        if p.spec_tokens is None or conc < min_conc:
+            continue
+        b = p.base_rows[0]
+        params = _params(cat, b)
+        al = catalog_al(cat, b, p.method, p.spec_tokens, row_workload(p.spec_row))
+        srow = {**b, "_spec_method": p.method, "_spec_tokens": p.spec_tokens,
+                "_acceptance_length": float(al),
+                "_spec_graph_max_seqs": graph_max_of_row(p.spec_row)}  # fmt: skip
+        v1 = predict_serving_row(_capped(srow, p.spec_row), cat, params)[0]
+        v0 = predict_serving_row(b, cat, params)[0]
+        own = predict_spec_row(p.spec_row, al, cat, params)[0]
+        m1, m0 = float(cell(p.spec_row, "value")), float(cell(b, "value"))
+        rel = lambda r: (_IMAGE.search(cell(r, "framework_version") or "") or [""])[0]  # noqa: E731
+        recs.append(
+            {
+                "id": cell(p.spec_row, "id"),
+                "base id": cell(b, "id"),
+                "gpu": cell(b, "hardware"),
+                "prec": cell(b, "precision"),
+                "ISL": _ISL.search(cell(p.spec_row, "notes")).group(1),
+                "c": int(conc),
+                "K": p.spec_tokens,
+                "AL used": round(al, 3),
+                "release base / MTP": f"{rel(b).split(':')[-1]} ({cell(b, 'as_of')}) / "
+                f"{rel(p.spec_row).split(':')[-1]} ({cell(p.spec_row, 'as_of')})",
+                "kv in rows": f"{cell(b, 'kv_precision') or '-'} / {cell(p.spec_row, 'kv_precision') or '-'}",
+                "base tok/s meas / pred": f"{m0:,.0f} / {v0:,.0f}",
+                "base err %": _pct(v0, m0),
+                "MTP tok/s meas / pred": f"{m1:,.0f} / {v1:,.0f}",
+                "MTP err %": _pct(v1, m1),
+                "MTP err, own row %": _pct(own, m1),
+                "ratio meas (this base)": round(m1 / m0, 3),
+                "pred ratio": round(v1 / v0, 3),
+                "ratio err %": _pct(v1 / v0, m1 / m0),
+            }
+        )
+    return pd.DataFrame(recs)
 
 
 def _max_base_concurrency(rows) -> dict[tuple, float]:
@@ -418,6 +480,9 @@ def main() -> int:
         return 0
     if "--moe-kernel" in sys.argv:
         print(_md_table(moe_kernel_table()))
+        return 0
+    if "--sides" in sys.argv:
+        print(_md_table(sides_table()))
         return 0
     if "--terms" in sys.argv:
         print(_md_table(terms_table()))

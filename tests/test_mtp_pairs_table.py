@@ -125,3 +125,26 @@ def test_sglang_docs_h200_gain_falloff_from_batch_1_to_32():
         assert r[32] / r[1] == pytest.approx(1.5 / 1.8, rel=0.05), k
     k1 = t[t["K"] == 1].set_index("batch")
     assert (k1["err %"].abs() <= 5).all()
+
+
+def test_pair_errors_sit_on_the_mtp_side():
+    # sides_table: predicted_ratio's two simulations, each against its own row. Identity:
+    # pred ratio / measured ratio (against the same baseline row) = (1 + MTP err) / (1 + base
+    # err). ixm-1606 (MI355X SGLang fp8 TP8, 1k/1k, c64, K = 3, AL 2.50) against ixm-1076:
+    # 9,407 / 6,054 = 1.554 (MTP +55.4 %), 4,870 / 4,973 = 0.979 (base -2.1 %),
+    # 1.554 / 0.979 = 1.587 = 1.932 / 1.217 (ratio +58.7 %).
+    t = mpt.sides_table().set_index("id")
+    r = t.loc["ixm-1606"]
+    assert r["base id"] == "ixm-1076"
+    assert r["base err %"] == pytest.approx(-2.1, abs=0.3)
+    assert r["MTP err %"] == pytest.approx(55.4, abs=1.0)
+    for _, x in t.iterrows():
+        lhs = (1 + x["MTP err %"] / 100) / (1 + x["base err %"] / 100)
+        assert lhs == pytest.approx(1 + x["ratio err %"] / 100, abs=2e-3)
+    # every SGLang baseline is simulated within 10 % of its own value, and every SGLang pair
+    # more than 15 % off in the ratio has its MTP run more than 15 % too fast: the error is
+    # the MTP side's (acceptance or the verify / draft cost), not the baseline's
+    sg = t[t["gpu"] != "nvidia-b200"]
+    assert (sg["base err %"].abs() <= 10).all()
+    miss = sg[sg["ratio err %"] > 15]
+    assert len(miss) == 7 and (miss["MTP err %"] > 15).all()

@@ -80,6 +80,31 @@ INFERENCEX_SPEC_MAX_RUNNING = {
     ("amd-mi325x", "fp8", "sglang"): 48,
     ("amd-mi355x", "mxfp4", "sglang"): 48,
 }
+#: the KV-cache precision of InferenceX's single-node DeepSeek-R1 MTP runs, whose rows carry
+#: none (``kv_precision`` empty): every version of each launch script in
+#: SemiAnalysisAI/InferenceX benchmarks/single_node/[fixed_seq_len/]dsr1_*_mtp.sh up to
+#: @ 843c6254f that predates or equals the rows' run dates passes it (SGLang
+#: ``--kv-cache-dtype fp8_e4m3``; TensorRT-LLM ``kv_cache_config: dtype: fp8``):
+#: dsr1_fp8_mi325x_mtp.sh @ 8283444dd; dsr1_fp8_mi355x_mtp.sh @ c178e2822;
+#: dsr1_fp4_mi355x_mtp.sh @ 8a16828e6; dsr1_fp8_b200_mtp.sh @ e62c6acdf .. 1b234994f;
+#: dsr1_fp4_b200_mtp.sh @ 292726bb8; dsr1_fp{8,4}_b200_trt_mtp.sh @ b0c4ed21b .. 1b234994f;
+#: dsr1_fp8_b300_mtp.sh @ f8543f9d1 .. 1b234994f; dsr1_fp8_h200_trt_mtp.sh @ b0c4ed21b ..
+#: 1b234994f. dsr1_fp8_h200_mtp.sh (cd5f6dd26, 1b234994f) passes none: SGLang's default, the
+#: model's 16-bit dtype, so no entry: (hardware, precision, framework) -> KV precision
+INFERENCEX_SPEC_KV_PRECISION = {
+    ("amd-mi325x", "fp8", "sglang"): "fp8",
+    ("amd-mi355x", "fp8", "sglang"): "fp8",
+    ("amd-mi355x", "mxfp4", "sglang"): "fp8",
+    ("nvidia-b200", "fp8", "sglang"): "fp8",
+    ("nvidia-b200", "nvfp4", "sglang"): "fp8",
+    ("nvidia-b200", "fp8", "trtllm"): "fp8",
+    ("nvidia-b200", "nvfp4", "trtllm"): "fp8",
+    ("nvidia-b300", "fp8", "sglang"): "fp8",
+    ("nvidia-h200-sxm", "fp8", "trtllm"): "fp8",
+}
+#: whether :func:`predict_spec_row` fills a single-node InferenceX MTP row's empty
+#: ``kv_precision`` from :data:`INFERENCEX_SPEC_KV_PRECISION` (the run's launch script)
+SPEC_ROW_KV_FROM_SCRIPT = False
 _STEPS = re.compile(r"(\d+) steps")
 _GRAPH_MAX = re.compile(r"--cuda-graph-max-bs[ =](\d+)")
 
@@ -172,6 +197,20 @@ def spec_max_running(row: Mapping[str, Any]) -> int | None:
         return None
     key = (cell(row, "hardware"), cell(row, "precision"), cell(row, "framework"))
     return INFERENCEX_SPEC_MAX_RUNNING.get(key)
+
+
+def spec_row_kv_precision(row: Mapping[str, Any]) -> Any:
+    """The KV-cache precision to simulate a speculative row with: its own ``kv_precision``
+    where given; else, with :data:`SPEC_ROW_KV_FROM_SCRIPT` on, its InferenceX single-node
+    launch script's (:data:`INFERENCEX_SPEC_KV_PRECISION`); else the empty cell."""
+    own = cell(row, "kv_precision")
+    if own or not SPEC_ROW_KV_FROM_SCRIPT:
+        return row.get("kv_precision")
+    notes = cell(row, "notes") or ""
+    if "InferenceX" not in (cell(row, "source") or "") or "multi-node" in notes:
+        return row.get("kv_precision")
+    key = (cell(row, "hardware"), cell(row, "precision"), cell(row, "framework"))
+    return INFERENCEX_SPEC_KV_PRECISION.get(key, row.get("kv_precision"))
 
 
 def _capped(sim_row: dict[str, Any], spec_row: Mapping[str, Any]) -> dict[str, Any]:
@@ -360,6 +399,7 @@ def predict_spec_row(
         )
     r = {
         **row,
+        "kv_precision": spec_row_kv_precision(row),
         "notes": notes,
         "_spec_method": spec[0],
         "_spec_tokens": spec[1],
