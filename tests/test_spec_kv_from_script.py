@@ -1,6 +1,6 @@
 """The KV-cache precision of InferenceX's single-node MTP rows, which carry none: their launch
 scripts' (``INFERENCEX_SPEC_KV_PRECISION``), behind ``SPEC_ROW_KV_FROM_SCRIPT`` (OFF: it makes
-the issue-30 held-out numbers worse; changes/s11-mtp32.md)."""
+the issue-30 held-out numbers worse; docs/changes/2026-12-08/mtp32.md)."""
 
 from __future__ import annotations
 
