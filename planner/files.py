@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
+from operator import is_
 from pathlib import Path
 from typing import IO, Any
 
@@ -424,7 +425,7 @@ class IdentityMemo:
     def get(self, objs: tuple, extra: tuple = ()) -> Any:
         """The answer stored for ``objs`` and ``extra``, or None."""
         hit = self._d.get((*map(id, objs), *extra))
-        if hit is not None and all(a is b for a, b in zip(hit[0], objs, strict=True)):
+        if hit is not None and len(hit[0]) == len(objs) and all(map(is_, hit[0], objs)):
             return hit[1]
         return None
 

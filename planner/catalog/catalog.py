@@ -122,6 +122,14 @@ def _lookup_index(items: tuple[Any, ...]) -> dict[str, Any]:
     return index
 
 
+#: :meth:`Catalog.resolve`'s answers by (catalog, model, GPU, precision, framework: the
+#: objects' ids, ids given as strings; KV precision), with the arguments they were made for
+#: (held, so that no other object takes one of their ids; an error is not remembered);
+#: emptied past :data:`_RESOLVED_MAX` entries. Records are frozen: an answer never goes stale
+_RESOLVED: dict[tuple, tuple[tuple, Resolved]] = {}
+_RESOLVED_MAX = 50_000
+
+
 class Catalog(Frozen):
     """All catalogs together, with lookups that accept ids and aliases."""
 
@@ -291,7 +299,32 @@ class Catalog(Frozen):
         (:func:`~planner.catalog.compat.check_framework_precision`), and so
         is an engine no release of which serves the model
         (:func:`~planner.catalog.model_support.check_model_served`).
+
+        Where the model is a record, the answer is remembered (:data:`_RESOLVED`, records
+        compared by identity): a search resolves each option's records ~3 times.
         """
+        if not isinstance(model, ModelArch):
+            return self._resolve(model, gpu, precision, framework, kv_precision)
+        args = (self, model, gpu, precision, framework)
+        key = (*(a if a is None or type(a) is str else id(a) for a in args), kv_precision)
+        hit = _RESOLVED.get(key)
+        if hit is not None:  # the entry holds its objects alive: their ids are not reused
+            return hit[1]
+        out = self._resolve(model, gpu, precision, framework, kv_precision)
+        if len(_RESOLVED) >= _RESOLVED_MAX:
+            _RESOLVED.clear()
+        _RESOLVED[key] = (args, out)
+        return out
+
+    def _resolve(
+        self,
+        model: str | os.PathLike[str] | ModelArch,
+        gpu: str | Accelerator,
+        precision: str | Precision,
+        framework: str | Framework | None = None,
+        kv_precision: str | None = None,
+    ) -> Resolved:
+        """:meth:`resolve`, not remembered."""
         m = self.model(model)
         g = gpu if isinstance(gpu, Accelerator) else self.gpu(gpu)
         p = precision if isinstance(precision, Precision) else self.precision(precision)

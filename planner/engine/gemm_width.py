@@ -141,11 +141,25 @@ def coeffs(m: ModelArch, g: Accelerator, tp: int, matmul_params: float) -> tuple
     if t is None:
         return ()
     w = layer_width(m, tp, matmul_params)
-    return (
+    key = (id(t), w, COMPUTE_ONLY)
+    hit = _COEFFS.get(key)
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    out = (
         tuple(math.log(x) for x in t.tokens),
         tuple(slowdown(t, w, x) for x in t.tokens),
         COMPUTE_ONLY,
     )
+    if len(_COEFFS) >= 4096:
+        _COEFFS.clear()
+    _COEFFS[key] = (t, out)
+    return out
+
+
+#: :func:`coeffs`' answers by (table id, per-GPU width, COMPUTE_ONLY), with the table they
+#: were made from (compared by identity): a search builds thousands of step models over a few
+#: tens of (architecture, width) pairs
+_COEFFS: dict[tuple, tuple[GemmWidthTable, tuple]] = {}
 
 
 def factor(points: tuple, tokens):

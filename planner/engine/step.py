@@ -448,72 +448,74 @@ class StepModel:
         d = self.draft
         z = math.sqrt(2.0 * math.log(self.ep)) if self.ep > 1 else 0.0
         return tuple(
-            float(x)
-            for x in (
-                self.local_experts,
-                (1.0 - self.top_k / ne) if ne else 0.0,
-                self.dense_weight_bytes,
-                self.expert_bytes,
-                self.lm_head_bytes,
-                self.bw_bytes_s * p.mem_eff,
-                self.act_bytes_per_token / dp,
-                p.compute_eff,
-                p.compute_half_tokens * dp,
-                self.matmul_flops_per_token + self.matmul_slow_flops_per_token,
-                self.lm_head_flops_per_logit / dp,
-                self.peak_flops,
-                self.kv_bytes_per_token_layer / dp,
-                self.layers_full,
-                self.layers_sw,
-                self.layers_full + self.layers_sw,
-                self.bw_bytes_s * p.kv_mem_eff,
-                self.attn_flops_per_pair_layer / dp,
-                self.peak_flops * p.attn_eff,
-                self.peak_flops * (p.prefix_attn_eff or p.attn_eff),
-                self.has_comm,
-                self.ring_factor,
-                self.comm_bytes_per_token,
-                self.link_bytes_s * p.comm_eff,
-                self.collectives * p.comm_latency_s,
-                p.eager_layer_s,
-                _scalar.EAGER_K,
-                (p.eager_layer_s * self.layers) ** _scalar.EAGER_K,
-                p.step_overhead_s + p.layer_overhead_s * self.layers + self.moe_backend_s,
-                p.seq_overhead_s / dp,
-                self.pp,
-                self.expert_flops_per_routed_token,
-                self.top_k / self.ep,
-                min(p.moe_imbalance, self.decode_skew_cap),
-                z,
-                # speculative decoding (0: off): K, then the draft pass terms
-                self.spec_tokens,
-                *(
-                    (
-                        d.weight_bytes,
-                        d.expert_bytes,
-                        d.act_bytes_per_token,
-                        d.matmul_flops_per_token,
-                        d.kv_bytes_per_token,
-                        d.comm_bytes_per_token,
-                        d.collectives * p.comm_latency_s,
-                        p.layer_overhead_s * d.layers,
-                    )
-                    if d is not None
-                    else (0.0,) * 8
+            map(
+                float,
+                (
+                    self.local_experts,
+                    (1.0 - self.top_k / ne) if ne else 0.0,
+                    self.dense_weight_bytes,
+                    self.expert_bytes,
+                    self.lm_head_bytes,
+                    self.bw_bytes_s * p.mem_eff,
+                    self.act_bytes_per_token / dp,
+                    p.compute_eff,
+                    p.compute_half_tokens * dp,
+                    self.matmul_flops_per_token + self.matmul_slow_flops_per_token,
+                    self.lm_head_flops_per_logit / dp,
+                    self.peak_flops,
+                    self.kv_bytes_per_token_layer / dp,
+                    self.layers_full,
+                    self.layers_sw,
+                    self.layers_full + self.layers_sw,
+                    self.bw_bytes_s * p.kv_mem_eff,
+                    self.attn_flops_per_pair_layer / dp,
+                    self.peak_flops * p.attn_eff,
+                    self.peak_flops * (p.prefix_attn_eff or p.attn_eff),
+                    self.has_comm,
+                    self.ring_factor,
+                    self.comm_bytes_per_token,
+                    self.link_bytes_s * p.comm_eff,
+                    self.collectives * p.comm_latency_s,
+                    p.eager_layer_s,
+                    _scalar.EAGER_K,
+                    (p.eager_layer_s * self.layers) ** _scalar.EAGER_K,
+                    p.step_overhead_s + p.layer_overhead_s * self.layers + self.moe_backend_s,
+                    p.seq_overhead_s / dp,
+                    self.pp,
+                    self.expert_flops_per_routed_token,
+                    self.top_k / self.ep,
+                    min(p.moe_imbalance, self.decode_skew_cap),
+                    z,
+                    # speculative decoding (0: off): K, then the draft pass terms
+                    self.spec_tokens,
+                    *(
+                        (
+                            d.weight_bytes,
+                            d.expert_bytes,
+                            d.act_bytes_per_token,
+                            d.matmul_flops_per_token,
+                            d.kv_bytes_per_token,
+                            d.comm_bytes_per_token,
+                            d.collectives * p.comm_latency_s,
+                            p.layer_overhead_s * d.layers,
+                        )
+                        if d is not None
+                        else (0.0,) * 8
+                    ),
+                    self.spec_graph_max,
+                    self.attn_flops_per_decode_pair_layer / dp,
+                    dp,
+                    prompt_share(self.adp_balanced, p),
+                    *routing.skew_coeffs(ne, self.top_k, p.moe_route_cv2),
+                    self.mla_decode_flops_s or self.peak_flops * p.attn_eff,
+                    self.spec_kv_passes - 1.0,
+                    *adp.graph_slots(self.graph_sizes),  # decode-graph padding
+                    *moe_floor.slots(
+                        self.moe_kernel_points, self.moe_kernel_layers
+                    ),  # MoE kernel floor
+                    p.moe_imbalance_prompt,  # the routing skew of prompt tokens
+                    *gemm_width.slots(self.gemm_width_points),  # c[104:130]: GEMM width factor
                 ),
-                self.spec_graph_max,
-                self.attn_flops_per_decode_pair_layer / dp,
-                dp,
-                prompt_share(self.adp_balanced, p),
-                *routing.skew_coeffs(ne, self.top_k, p.moe_route_cv2),
-                self.mla_decode_flops_s or self.peak_flops * p.attn_eff,
-                self.spec_kv_passes - 1.0,
-                *adp.graph_slots(self.graph_sizes),  # decode-graph padding
-                *moe_floor.slots(
-                    self.moe_kernel_points, self.moe_kernel_layers
-                ),  # MoE kernel floor
-                p.moe_imbalance_prompt,  # the routing skew of prompt tokens
-                *gemm_width.slots(self.gemm_width_points),  # c[104:130]: GEMM width factor
             )
         )
 
