@@ -8,10 +8,13 @@ A layer's rate is the sum of its four GEMMs' FLOPs over the sum of their times,
 * ``--aiter CSV``: ROCm/aiter ``aiter/configs/model_configs/llama70B_bf16_tuned_gemm.csv``
   (the tuner's best kernel per shape on gfx950 = MI355X, 256 CUs, column ``us``). It has the
   TP1, TP4 and TP8 shapes (no TP2) at M = 1 .. 32,768; M = 64 lacks the TP8 QKV shape.
-* ``--h100 CSV``: ``data/benchmarks/gemm_width_h100_micro.csv`` (bench/gemm_width.py), if
-  measured.
+* ``--h100 CSV``: ``data/benchmarks/gemm_width_h100_micro.csv`` (bench/gemm_width.py, one
+  H100 SXM, 2026-12-07): every GEMM of Llama-70B and Llama-3.1-8B at TP1/2/4/8 in bf16 and
+  fp8, M = 16 .. 8,192. The table's widths are Llama-70B at TP1, 2, 4, 8 and Llama-3.1-8B at
+  TP4, 8 (a layer of 218,103,808 / TP); ``--dtype`` picks bf16 or fp8.
 
 Usage: PYTHONPATH=$PWD python scripts/gemm_width_table.py --aiter /tmp/llama70B_bf16_tuned_gemm.csv
+       PYTHONPATH=$PWD python scripts/gemm_width_table.py --h100 data/benchmarks/gemm_width_h100_micro.csv --dtype fp8
 """
 
 from __future__ import annotations
@@ -58,10 +61,47 @@ def aiter_table(path, gfx="gfx950"):
     return out
 
 
+#: token counts of the H100 tables (12 = gemm_width.NPTS, the most a table may hold)
+H100_TOKENS = (16, 32, 64, 128, 256, 384, 512, 768, 1024, 2048, 4096, 8192)
+#: (model, TP) of each width of the H100 tables, widest first
+H100_WIDTHS = (("70b", 1), ("70b", 2), ("70b", 4), ("70b", 8), ("8b", 4), ("8b", 8))
+
+
+def h100_table(path, dtype):
+    """[(width, [TFLOP/s at each of H100_TOKENS])] of a layer from the bench/gemm_width.py CSV:
+    ``2 M sum(N K) / sum(t)`` over the four GEMMs of (model, TP), widest first."""
+    d = pd.read_csv(path)
+    d = d[(d.dtype == dtype) & (d.layer != "check")]
+    out = []
+    for mdl, tp in H100_WIDTHS:
+        s = d[(d.model == mdl) & (d.tp == tp)]
+        if set(s.layer) != {"qkv", "o", "gate_up", "down"}:
+            raise SystemExit(f"{path}: {dtype} {mdl} TP{tp} lacks a layer")
+        w = int((s[s.m == s.m.min()].k * s[s.m == s.m.min()].n).sum())
+        row = []
+        for m in H100_TOKENS:
+            x = s[s.m == m]
+            if len(x) != 4:
+                raise SystemExit(f"{path}: {dtype} {mdl} TP{tp} M={m}: {len(x)} of 4 GEMMs")
+            row.append(round(2.0 * m * w / float(x.s_per_gemm.sum()) / 1e12, 1))
+        out.append((w, row))
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--aiter", required=True)
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--aiter")
+    src.add_argument("--h100")
+    ap.add_argument("--dtype", default="fp8", choices=("bf16", "fp8"))
     a = ap.parse_args(argv)
+    if a.h100:
+        t = h100_table(a.h100, a.dtype)
+        print("tokens:", list(H100_TOKENS))
+        print("widths:", [w for w, _ in t])
+        for w, row in t:
+            print(f"  - {row}  # width {w}")
+        return 0
     w1 = sum(n * k for n, k in shard(1))
     t = aiter_table(a.aiter)
     print("tokens:", list(TOKENS))

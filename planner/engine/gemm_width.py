@@ -66,6 +66,8 @@ class GemmWidthTable(Sourced):
     tokens: tuple[float, ...] = Field(min_length=2, max_length=NPTS)
     widths: tuple[float, ...] = Field(min_length=1)
     tflops: tuple[tuple[float, ...], ...]
+    #: False: the table is data only (scored and left off); :func:`table_for` skips it
+    enabled: bool = True
 
     @model_validator(mode="after")
     def _grid(self) -> GemmWidthTable:
@@ -91,12 +93,14 @@ def tables(data_dir: str | None = None) -> tuple[GemmWidthTable, ...]:
     return () if f is None else f.tables
 
 
-def table_for(arch: str) -> GemmWidthTable | None:
-    """The first table naming architecture ``arch``, or None."""
-    for t in tables():
-        if arch in t.archs:
+def table_for(arch: str, dtype: str | None = None) -> GemmWidthTable | None:
+    """The enabled table naming architecture ``arch`` measured in ``dtype`` (the step's
+    compute dtype), else the first enabled one naming ``arch``, else None."""
+    ts = [t for t in tables() if t.enabled and arch in t.archs]
+    for t in ts:
+        if t.dtype == dtype:
             return t
-    return None
+    return ts[0] if ts else None
 
 
 def layer_width(m: ModelArch, tp: int, matmul_params: float) -> float:
@@ -130,14 +134,19 @@ def slowdown(t: GemmWidthTable, width: float, tokens: float) -> float:
     col = [
         _interp(lm, [a / b for a, b in zip(t.tflops[0], row, strict=True)], x) for row in t.tflops
     ]
-    return _interp(lw, col, -math.log(width))
+    # a narrower shard is never faster per FLOP: measured ratios under 1 (the H100 table at
+    # M >= 2,048, up to 8%) are run-to-run and kernel-choice scatter, read as 1
+    return max(1.0, _interp(lw, col, -math.log(width)))
 
 
-def coeffs(m: ModelArch, g: Accelerator, tp: int, matmul_params: float) -> tuple:
+def coeffs(
+    m: ModelArch, g: Accelerator, tp: int, matmul_params: float, dtype: str | None = None
+) -> tuple:
     """(log tokens, factors) of a step model: :func:`slowdown` at the table's token counts for
-    this model's per-GPU width, or ``()`` (factor 1: switched off, an MoE model, or no table
-    for ``g``'s architecture)."""
-    t = table_for(g.arch) if ENABLED and not m.is_moe else None
+    this model's per-GPU width, or ``()`` (factor 1: switched off, an MoE model, or no enabled
+    table for ``g``'s architecture). ``dtype``: the GEMM compute dtype, which picks among an
+    architecture's tables (:func:`table_for`)."""
+    t = table_for(g.arch, dtype) if ENABLED and not m.is_moe else None
     if t is None:
         return ()
     w = layer_width(m, tp, matmul_params)

@@ -700,5 +700,5 @@ def step_model(
         link_bytes_s=link if link > 0 else 1.0,
         layout_label=f"TP{tp}" + (f" PP{pp}" if pp > 1 else ""),
         matmul_slow_flops_per_token=slow_mm,
-        gemm_width_points=gemm_width.coeffs(m, g, tp, pc.attention + pc.mlp_dense),
+        gemm_width_points=gemm_width.coeffs(m, g, tp, pc.attention + pc.mlp_dense, dtype),
     )
