@@ -1,6 +1,6 @@
 """The H100 GEMM shard-width tables (data/gemm_width.yaml, measured by bench/gemm_width.py):
 their derivation from the committed CSV, their selection by compute dtype, and the switch
-that leaves them off (changes/s11-mlperf.md)."""
+that leaves them off (docs/changes/2026-12-08/mlperf.md)."""
 
 from __future__ import annotations
 
