@@ -180,13 +180,13 @@ def compare_disagg(
         if r.get("framework")
     }
     capable = [r for r in recommendations if not refused.get(r.get("framework"))]
-    if not capable:
-        for r in recommendations:
-            if len(rows) >= top:
-                break
-            if r.get("gpu") in seen or not r.get("replicas"):
-                continue
-            seen.add(r["gpu"])
+    for r in capable or recommendations:
+        if len(rows) >= top:
+            break
+        if r.get("gpu") in seen or not r.get("replicas"):
+            continue
+        seen.add(r["gpu"])
+        if not capable:  # no option's engine offers it: say why, once per GPU
             rows.append({
                 "gpu": r["gpu"],
                 "aggregated": f"{r['replicas']}x {r.get('layout') or ''}".strip(),
@@ -195,13 +195,7 @@ def compare_disagg(
                 "pays": False,
                 "why": [f"disaggregated.framework: {refused[r['framework']]}"],
             })  # fmt: skip
-        return rows
-    for r in capable:
-        if len(rows) >= top:
-            break
-        if r.get("gpu") in seen or not r.get("replicas"):
             continue
-        seen.add(r["gpu"])
         pool = _pool(r, engine)
         # the option's speculative decoding runs in both pools, as in the aggregated replica
         # (compared without it, an xPyD answer loses the MTP gain the option has)
