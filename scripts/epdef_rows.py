@@ -34,6 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
+from mlperf_stream_gap import markdown  # noqa: E402  (the same pipe table)
+
 BENCH = ROOT / "data" / "benchmarks"
 #: group -> (data file, source name, extra row filter on the raw rows)
 GROUPS = {
@@ -145,15 +148,6 @@ def all_rows(pred: pd.Series) -> pd.DataFrame:
     df = pd.concat(frames, ignore_index=True)
     keys = ["group", "engine", "precision", "seqs_per_rank", "metric"]
     return df.sort_values(keys).reset_index(drop=True)
-
-
-def markdown(df: pd.DataFrame) -> str:
-    """A pipe table of ``df`` (empty cells for missing values)."""
-    cols = [str(c) for c in df.columns]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for rec in df.itertuples(index=False):
-        lines.append("| " + " | ".join("" if pd.isna(x) else str(x) for x in rec) + " |")
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
