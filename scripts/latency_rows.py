@@ -78,6 +78,7 @@ from planner.calibration.latency_fit import (
     ttft_term_loso,
 )
 from planner.calibration.release_fit import (
+    RELEASE_MIN_ROWS,
     AsOfFits,
     as_of_days,
     fit_release_nodes,
@@ -252,6 +253,11 @@ class Folds:
         return p, prov, used
 
 
+#: what-if (``--release-min-rows``): the fittable rows a release node needs in each fold
+#: (planner.calibration.release_fit.RELEASE_MIN_ROWS; the cache key carries a changed value)
+RELEASE_MIN_ROWS_WHATIF = RELEASE_MIN_ROWS
+
+
 def _release_folds(keep, rows, own_rows, df, cat, profiles, cache_p, release=True) -> Folds:
     """:class:`Folds` of the held-out sources of ``keep``: each fold's release nodes and
     as-of fits, kept in the ``--cache`` pickle beside the fold profiles (keys ``("release",
@@ -264,14 +270,20 @@ def _release_folds(keep, rows, own_rows, df, cat, profiles, cache_p, release=Tru
         train = [r for r in rows if r.source != s and (r.ok or r.steady)] + [
             r for r in own_rows if r.ok or r.steady
         ]
-        key = ("release", s)
+        key = (
+            ("release", s)
+            if RELEASE_MIN_ROWS_WHATIF == RELEASE_MIN_ROWS
+            else ("release", s, RELEASE_MIN_ROWS_WHATIF)
+        )
         if key not in profiles:
             print("release nodes without", s, file=sys.stderr, flush=True)
             prof = profiles[s]
             if prof is not None:
                 only = {(r.framework, r.arch, r.precision) for r in rows if r.source == s}
                 try:
-                    prof = fit_release_nodes(prof, train, cat, only=only)
+                    prof = fit_release_nodes(
+                        prof, train, cat, only=only, min_rows=RELEASE_MIN_ROWS_WHATIF
+                    )
                 except PlannerError:
                     prof = None
             profiles[key] = prof
@@ -843,7 +855,28 @@ def main(argv=None) -> int:
         help="--mla-comm-eff on every model's rows of those engines, not only MLA (the vLLM "
         "Qwen3-235B TP4 / TP8 rows: docs/changes/2026-12-07e/vllmsrc.md cause 3)",
     )
+    ap.add_argument(
+        "--series-first",
+        action="store_true",
+        help="what-if: a release whose architecture's nearest release node is of another "
+        "series takes its own series' node on another architecture "
+        "(planner.catalog.release_profile.SERIES_FIRST, off)",
+    )
+    ap.add_argument(
+        "--release-min-rows",
+        type=int,
+        default=None,
+        help="what-if: the fittable rows a release node needs in each fold (default "
+        "planner.calibration.release_fit.RELEASE_MIN_ROWS, 8)",
+    )
     a = ap.parse_args(argv)
+    if a.release_min_rows is not None:
+        global RELEASE_MIN_ROWS_WHATIF
+        RELEASE_MIN_ROWS_WHATIF = a.release_min_rows
+    if a.series_first:
+        import planner.catalog.release_profile as _rp
+
+        _rp.SERIES_FIRST = True
     global COMM_WHATIF
     if a.mla_comm_eff is not None:
         COMM_WHATIF = (a.mla_comm_eff, frozenset(a.mla_comm_engines.split(",")),

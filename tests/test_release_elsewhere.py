@@ -143,3 +143,24 @@ def test_only_the_same_release_series_gives():
     assert ch.used is None and prov == "prior" and p == PRIOR
     _, _, ch = _resolve(MI355X, "0.4.9")
     assert (ch.used, ch.node.gpu) == ("0.4.2.post4", MI300X)
+
+
+def test_series_first_switch(monkeypatch):
+    """``SERIES_FIRST`` (what-if, shipped off): MI300X at SGLang 0.5.8. Its architecture's
+    nearest release node is 0.4.2.post4, series (0, 4), not 0.5.8's (0, 5). Off: that node
+    (the test above). On: the 0.5 series' node elsewhere, 0.5.3 on the H200 at fp8 (distance
+    2), its efficiencies moved by the two datasheets. A 0.4.x request keeps its series'
+    MI300X node either way."""
+    import planner.catalog.release_profile as rp
+
+    assert _series("sglang", "0.4.2.post4") == (0, 4) and _series("sglang", "0.5.8") == (0, 5)
+    monkeypatch.setattr(rp, "SERIES_FIRST", True)
+    p, prov, ch = _resolve(MI300X, "0.5.8")
+    assert (ch.used, ch.distance, ch.node.gpu) == ("0.5.3", 2, H200)
+    assert p == transfer_params(H200_053.params, CAT.gpu(H200), CAT.gpu(MI300X))
+    assert prov.startswith("transferred from sglang@0.5.3/nvidia-h200-sxm/fp8 on all GPUs")
+    p, prov, ch = _resolve(MI300X, "0.4.3")
+    assert (ch.used, p.mem_eff) == ("0.4.2.post4", 0.22)
+    monkeypatch.setattr(rp, "SERIES_FIRST", False)
+    p, _, ch = _resolve(MI300X, "0.5.8")
+    assert (ch.used, p.mem_eff) == ("0.4.2.post4", 0.22)

@@ -461,6 +461,22 @@ def _for_floor(gpu, framework, precision, release, profile_path, catalog, profil
     return p, prov, ch
 
 
+#: what-if, OFF (changes/s12-tpot.md; ``scripts/latency_rows.py --series-first``):
+#: a named release whose architecture's nearest release node is of another release series
+#: (major.minor, :func:`_series`) takes its own series' node on another architecture
+#: (:func:`choose_release_elsewhere`, step 4) before that node of step 3
+SERIES_FIRST = False
+
+
+def _elsewhere(o: ProfileNode, g, cat: Catalog) -> tuple[EfficiencyParams, str]:
+    """Params of release node ``o`` transferred to GPU ``g`` by the two datasheets, and the
+    label of step 4 (:func:`choose_release_elsewhere`)."""
+    rows = f"{o.n_rows} {o.family} rows" if o.family else f"{o.n_rows} rows"
+    label = (f"transferred from {o.framework}@{o.release}/{o.gpu}/{o.precision} on "
+             f"all GPUs ({rows}; nearest release on another architecture)")  # fmt: skip
+    return transfer_params(o.params, cat.gpu(o.gpu), g), label
+
+
 def resolve_release_params(
     gpu: str,
     framework: str | None,
@@ -502,16 +518,24 @@ def resolve_release_params(
     choice = choose_release(prof, cat, gpu, framework, precision, release, family)
     n = choice.node
     g = cat.gpu(gpu)
+    if (
+        SERIES_FIRST
+        and n is not None
+        and choice.requested
+        and n.release
+        and (_series(choice.engine, n.release) != _series(choice.engine, choice.requested))
+    ):  # the architecture's nearest release is of another series: that series' node elsewhere
+        prec = cat.precision(precision).id if precision else None
+        other = choose_release_elsewhere(prof, cat, gpu, choice.engine, prec, choice.requested,
+                                         family)  # fmt: skip
+        if other is not None and other.node is not None:
+            return (*_elsewhere(other.node, g, cat), other)
     if n is None and choice.requested:
         fw, prec = choice.engine, cat.precision(precision).id if precision else None
         if not _arch_has_engine(prof, cat, g, fw, prec, family):
             other = choose_release_elsewhere(prof, cat, gpu, fw, prec, choice.requested, family)
             if other is not None and other.node is not None:
-                o = other.node
-                rows = f"{o.n_rows} {o.family} rows" if o.family else f"{o.n_rows} rows"
-                label = (f"transferred from {o.framework}@{o.release}/{o.gpu}/{o.precision} on "
-                         f"all GPUs ({rows}; nearest release on another architecture)")  # fmt: skip
-                return transfer_params(o.params, cat.gpu(o.gpu), g), label, other
+                return (*_elsewhere(other.node, g, cat), other)
     if n is None:
         p, prov = resolve_params(gpu, framework, precision, profile_path, cat, prof, family)
         return p, prov, choice
