@@ -461,7 +461,7 @@ def _for_floor(gpu, framework, precision, release, profile_path, catalog, profil
     return p, prov, ch
 
 
-#: what-if, OFF (changes/s12-tpot.md; ``scripts/latency_rows.py --series-first``):
+#: what-if, OFF (docs/changes/2026-12-09/tpot.md; ``scripts/latency_rows.py --series-first``):
 #: a named release whose architecture's nearest release node is of another release series
 #: (major.minor, :func:`_series`) takes its own series' node on another architecture
 #: (:func:`choose_release_elsewhere`, step 4) before that node of step 3
