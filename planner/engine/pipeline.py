@@ -43,6 +43,7 @@ import dataclasses
 
 import numpy as np
 
+from planner.catalog.layout import Layout
 from planner.catalog.records import Accelerator
 from planner.engine.ep_terms import link_bytes_s
 from planner.errors import MissingDataError
@@ -53,13 +54,14 @@ PIPELINED = True
 
 
 def coefficients(
-    g: Accelerator, tp: int, pp: int, hidden: int, pipelined: bool | None
+    g: Accelerator, layout: Layout, hidden: int, pipelined: bool | None
 ) -> dict[str, float | int]:
-    """``StepModel`` fields of a ``tp x pp`` replica: ``pp_micro_batches`` (``pp`` when
-    pipelined, else 1) and ``pp_send_s_per_token``, ``hidden x 2 / tp`` bytes over the link
-    of a replica of ``tp x pp`` GPUs [s / token] (0 for ``pp == 1``, or when the GPU's link
-    bandwidth is unknown)."""
+    """``StepModel`` fields of a replica of ``layout`` (its ``tp`` x ``pp``):
+    ``pp_micro_batches`` (``pp`` when pipelined, else 1) and ``pp_send_s_per_token``,
+    ``hidden x 2 / tp`` bytes over the link of a replica of ``tp x pp`` GPUs [s / token] (0 for
+    ``pp == 1``, or when the GPU's link bandwidth is unknown)."""
     on = PIPELINED if pipelined is None else bool(pipelined)
+    tp, pp = layout.tp, layout.pp
     if pp <= 1:
         return {"pp_micro_batches": 1, "pp_send_s_per_token": 0.0}
     try:

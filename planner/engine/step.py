@@ -38,7 +38,7 @@ import numpy as np
 
 from planner.catalog.catalog import Catalog, check_layout, compute_dtype_for, load_catalog
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
-from planner.catalog.layout import Layout, check_for_model
+from planner.catalog.layout import Layout, check_for_model, layout_of
 from planner.catalog.records import Accelerator, ModelArch, Precision
 from planner.engine import _scalar, adp, gemm_width, mla, moe_floor, pipeline, routing
 from planner.engine.adp import busiest_rank_extra, prompt_share
@@ -726,5 +726,5 @@ def step_model(
         layout_label=f"TP{tp}" + (f" PP{pp}" if pp > 1 else ""),
         matmul_slow_flops_per_token=slow_mm,
         gemm_width_points=gemm_width.coeffs(m, g, tp, pc.attention + pc.mlp_dense, dtype),
-        **pipeline.coefficients(g, tp, pp, h, pipelined),
+        **pipeline.coefficients(g, layout_of(tp, pp), h, pipelined),
     )
