@@ -162,6 +162,7 @@ def scenario_replica(
         row, note = assumed_layout(row, catalog, params)
         prov += "; " + note.split(" (")[0]
     tp = int(number(row, "tp") or 1)
+    pp = int(number(row, "pp") or 1)  # pipelined stages (planner.engine.pipeline)
     settings = engine_settings(cell(row, "notes"))
     fw_rec = catalog.framework(fw)
     seqs0, btok0 = fw_rec.scheduler_defaults(catalog.gpu(gpu), cell(row, "framework_version"))
@@ -176,6 +177,7 @@ def scenario_replica(
         prec,
         fw,
         tp=tp,
+        pp=pp,
         kv_precision=row_kv_precision(row),
         params=params,
         catalog=catalog,
@@ -205,7 +207,8 @@ def scenario_replica(
         if traffic.arrival == "poisson"
         else f"the system's Poisson stream dealt round robin over {engines:g} engines"
     )
-    return rep, wl, params, f"{prov}; tp={tp}; {arrivals}", row
+    layout = f"tp={tp}" + (f" pp={pp}" if pp > 1 else "")
+    return rep, wl, params, f"{prov}; {layout}; {arrivals}", row
 
 
 def at_measured_rate(

@@ -99,6 +99,21 @@ def step_time_scalar(
         peak_mla,
         kv_extra,
     ) = c[:52]
+    send = 0.0  # pipelined PP (planner.engine.pipeline): the stages work on c[130] micro-batches
+    if c[130] > 1.0:
+        mb = num_seqs if num_seqs > 1.0 else 1.0
+        if mb > c[130]:
+            mb = c[130]
+        T = T / mb
+        num_seqs = num_seqs / mb
+        num_logits = num_logits / mb
+        kv_full = kv_full / mb
+        pairs_full = pairs_full / mb
+        kv_sw = kv_sw / mb
+        pairs_sw = pairs_sw / mb
+        pairs_prefix = pairs_prefix / mb
+        if T > 0.0:
+            send = (pp - 1.0) * (c[131] * (T + spec_k * num_logits) + c[132])
     n_graph = c[52]  # decode steps padded to a captured CUDA-graph batch (adp.graph_padded)
     if n_graph > 0.0 and T > 0.0 and num_seqs == T and num_logits == T:
         b = math.ceil(num_seqs / dp)  # the busiest rank's sequences (even spread)
@@ -267,7 +282,7 @@ def step_time_scalar(
                 td += d_lat
             td += d_over
             t += reps * td
-    return t
+    return t + send
 
 
 def straggler_time_scalar(c, n_decode, max_ctx, sum_ctx):

@@ -38,9 +38,9 @@ import numpy as np
 
 from planner.catalog.catalog import Catalog, check_layout, compute_dtype_for, load_catalog
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
-from planner.catalog.layout import Layout, check_for_model
+from planner.catalog.layout import Layout, check_for_model, layout_of
 from planner.catalog.records import Accelerator, ModelArch, Precision
-from planner.engine import _scalar, adp, gemm_width, mla, moe_floor, routing
+from planner.engine import _scalar, adp, gemm_width, mla, moe_floor, pipeline, routing
 from planner.engine.adp import busiest_rank_extra, prompt_share
 from planner.engine.ep_terms import as_expert_parallel as _as_expert_parallel
 from planner.engine.ep_terms import link_bytes_s as _link_bytes_s
@@ -165,6 +165,11 @@ class StepModel:
     gemm_width_points: tuple = ()
     # an engine MoE backend's published surplus, all MoE layers of the stage (moe_backend) [s]
     moe_backend_s: float = 0.0
+    # pipelined pipeline parallelism (planner.engine.pipeline): micro-batches the engine keeps
+    # in flight over the ``pp`` stages (1: one, the stages run one after the other), and the
+    # stage-to-stage send of one token's activations [s / token]
+    pp_micro_batches: int = 1
+    pp_send_s_per_token: float = 0.0
 
     @property
     def local_experts(self) -> float:
@@ -238,6 +243,18 @@ class StepModel:
         attn_pairs_prefix : the part of ``attn_pairs_full`` between prompt chunks and the
             context cached before them (at ``prefix_attn_eff``)
         """
+        if self.pp > 1 and self.pp_micro_batches > 1:  # stages at work at once: pipeline.py
+            return pipeline.pipelined_step(
+                self,
+                new_tokens,
+                num_seqs,
+                num_logits,
+                kv_read_tokens_full,
+                attn_pairs_full,
+                kv_read_tokens_sw,
+                attn_pairs_sw,
+                attn_pairs_prefix,
+            )
         p = self.params
         dp = self.attention_dp  # each attention rank runs 1/dp of the tokens and sequences
         a = (new_tokens, num_seqs, num_logits, kv_read_tokens_full, attn_pairs_full)
@@ -440,7 +457,7 @@ class StepModel:
     # ---- the hot scalar path of :meth:`step` (plain floats, no numpy) ------------------
     @cached_property
     def _coeffs(self) -> tuple[float, ...]:
-        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (130 floats): the
+        """Coefficients of :func:`planner.engine._scalar.step_time_scalar` (133 floats): the
         step's constants, with the products that do not depend on its counts done once."""
         p = self.params
         ne = self.num_experts
@@ -515,6 +532,10 @@ class StepModel:
                     ),  # MoE kernel floor
                     p.moe_imbalance_prompt,  # the routing skew of prompt tokens
                     *gemm_width.slots(self.gemm_width_points),  # c[104:130]: GEMM width factor
+                    # c[130:133]: pipelined PP (planner.engine.pipeline; 1: stage after stage)
+                    self.pp_micro_batches if self.pp > 1 else 1,
+                    self.pp_send_s_per_token,
+                    p.comm_latency_s,
                 ),
             )
         )
@@ -611,8 +632,12 @@ def step_model(
     params: EfficiencyParams | None = None,
     catalog: Catalog | None = None,
     layout: Layout | None = None,
+    pipelined: bool | None = None,
 ) -> StepModel:
     """Precompute the per-step coefficients of a replica (see module docstring).
+
+    ``pipelined``: with ``pp > 1``, the engine keeps ``pp`` micro-batches in flight, one per
+    stage (:mod:`planner.engine.pipeline`); None: :data:`planner.engine.pipeline.PIPELINED`.
 
     ``layout`` (:class:`planner.catalog.layout.Layout`) replaces ``tp`` / ``pp`` for expert
     parallel and attention data-parallel layouts; its terms are in docs/formulas.md
@@ -621,7 +646,7 @@ def step_model(
     m, g, prec, kv, _ = cat.resolve(model, gpu, precision, None, kv_precision)
     if layout is not None and not layout.is_plain:
         check_for_model(m, layout)
-        plain = step_model(m, g, prec, kv.id, layout.tp, layout.pp, params, cat)
+        plain = step_model(m, g, prec, kv.id, layout.tp, layout.pp, params, cat, None, pipelined)
         return _as_expert_parallel(plain, layout)
     if layout is not None:
         tp, pp = layout.tp, layout.pp
@@ -701,4 +726,5 @@ def step_model(
         layout_label=f"TP{tp}" + (f" PP{pp}" if pp > 1 else ""),
         matmul_slow_flops_per_token=slow_mm,
         gemm_width_points=gemm_width.coeffs(m, g, tp, pc.attention + pc.mlp_dense, dtype),
+        **pipeline.coefficients(g, layout_of(tp, pp), h, pipelined),
     )

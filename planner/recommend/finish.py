@@ -52,8 +52,8 @@ def engine_settings(e: Any, attention_dp: int = 1) -> dict[str, Any]:
     fraction in the engine's own sense (``data/frameworks.yaml``), the context limit
     [tokens], chunked prefill and prefix caching."""
     return {
-        "max_num_seqs": e.max_num_seqs // attention_dp,
-        "max_num_batched_tokens": e.max_num_batched_tokens // attention_dp,
+        "max_num_seqs": e.flag_limits(attention_dp)[0],
+        "max_num_batched_tokens": e.flag_limits(attention_dp)[1],
         "memory_utilization": e.memory_utilization,
         "max_model_len": e.context_limit_tokens,
         "chunked_prefill": e.chunked_prefill,

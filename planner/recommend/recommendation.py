@@ -84,8 +84,10 @@ class _Reporting:
             f"--precision {o.precision.id} --kv-precision {o.kv_precision} --tp {lay.tp} "
             f"--pp {lay.pp} --ep {lay.ep} --attention-dp {lay.attention_dp} "
             + spec_flags(o.spec)
-            + f"--max-num-seqs {e.max_num_seqs // lay.attention_dp} --max-num-batched-tokens "
-            f"{e.max_num_batched_tokens // lay.attention_dp} --headroom {c.headroom!r} --fit-percentile "
+            + "--max-num-seqs {} --max-num-batched-tokens {} ".format(
+                *e.flag_limits(lay.attention_dp)
+            )
+            + f"--headroom {c.headroom!r} --fit-percentile "
             f"{c.fit_percentile!r} --requests {self.n_requests} --seed {seed} --no-curve"
         )
 

@@ -92,11 +92,11 @@ def engine_knobs(replica: Replica) -> EngineKnobs:
     e = replica.engine
     dp = max(1, replica.the_layout.attention_dp)
     return EngineKnobs(
-        max_num_seqs=int(e.max_num_seqs // dp),
-        max_num_batched_tokens=int(e.max_num_batched_tokens // dp),
+        max_num_seqs=int(e.flag_limits(dp)[0]),
+        max_num_batched_tokens=int(e.flag_limits(dp)[1]),
         gpu_memory_utilization=float(e.memory_utilization),
         kv_precision=replica.memory.kv_precision if replica.memory is not None else None,
-        prefill_chunk_tokens=int(e.max_num_batched_tokens // dp) if e.chunked_prefill else None,
+        prefill_chunk_tokens=int(e.flag_limits(dp)[1]) if e.chunked_prefill else None,
         max_model_len=int(e.context_limit_tokens),
     )
 

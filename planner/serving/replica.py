@@ -81,6 +81,11 @@ class EngineConfig:
     #: :meth:`planner.catalog.records.Framework.overlaps_host`): an iteration takes
     #: ``max(gpu, host)``, not ``gpu + host`` (:meth:`iteration_s`)
     host_overlap: bool = False
+    #: pipelined stages (planner.engine.pipeline): the engine's token budget holds per
+    #: micro-batch, and ``max_num_seqs`` too where ``seqs_per_micro_batch`` (TensorRT-LLM);
+    #: ``max_num_seqs`` / ``max_num_batched_tokens`` above are the replica's (x micro_batches)
+    micro_batches: int = 1
+    seqs_per_micro_batch: bool = False
     #: a step that schedules prompts runs no decoders: they wait for the next step (vLLM V0's
     #: default scheduler without chunked prefill, ``_schedule_default``: "Don't schedule
     #: decodes if prefills are scheduled"); prompts then get the whole token budget
@@ -98,6 +103,13 @@ class EngineConfig:
         """Scheduler time of one iteration of ``num_seqs`` sequences [s]: ``sched_overhead_s +
         sched_seq_overhead_s x num_seqs`` (the GPU waits for it)."""
         return self.sched_overhead_s + self.sched_seq_overhead_s * num_seqs
+
+    def flag_limits(self, attention_dp: int = 1) -> tuple[int, int]:
+        """(``--max-num-seqs``, ``--max-num-batched-tokens``) as the engine's flags take them:
+        per attention-DP rank and, with pipelined stages, per micro-batch."""
+        mb = max(1, self.micro_batches)
+        seqs = self.max_num_seqs // attention_dp // (mb if self.seqs_per_micro_batch else 1)
+        return seqs, self.max_num_batched_tokens // attention_dp // mb
 
     def iteration_s(self, gpu_s: float, num_seqs: float) -> float:
         """Wall time of one iteration [s] whose GPU work takes ``gpu_s`` [s]: ``gpu_s +
@@ -350,6 +362,19 @@ def build_replica(
     if seqs > btok:
         assumptions.append(f"max_num_seqs {seqs} limited to the token budget {btok}")
         seqs = btok
+    # pipelined stages (planner.engine.pipeline): one iteration of the simulator is mb
+    # micro-batches, each within the engine's token budget; TensorRT-LLM's max_num_seqs
+    # holds per micro-batch too (CapacityScheduler(max_batch_size x mNumMicroBatches),
+    # trtGptModelInflightBatching.cpp). The memory plan keeps the per-micro-batch values.
+    mb = sm.pp_micro_batches
+    btok_mb = mb
+    seqs_mb = mb if fw is not None and fw.id == "trtllm" else 1
+    if mb > 1:
+        assumptions.append(
+            f"pipeline parallel: {mb} micro-batches in flight, one per stage; the token "
+            f"budget ({btok}) holds per micro-batch"
+            + (f", and max_num_seqs ({seqs}) too" if seqs_mb > 1 else "")
+        )
     if graphs_off:  # no captured graphs: a step of any batch is eager (step.py spec_graph_max)
         sm = without_graphs(sm)
     sm = with_moe_backend(sm, fw.id, moe_backend)  # 0 unless a record applies
@@ -414,8 +439,10 @@ def build_replica(
         prefix_caching=bool(pcache),
         block_size_tokens=bs,
         num_blocks=num_blocks,
-        max_num_seqs=seqs * dp,
-        max_num_batched_tokens=btok * dp,
+        max_num_seqs=seqs * dp * seqs_mb,
+        max_num_batched_tokens=btok * dp * btok_mb,
+        micro_batches=mb,
+        seqs_per_micro_batch=seqs_mb > 1,
         context_limit_tokens=ctx,
         memory_utilization=float(plan.memory_utilization),
         sched_overhead_s=float(params.sched_overhead_s),

@@ -332,14 +332,14 @@ def offline_throughput(
     Throughput = ``B osl / (cycle time)``. Lengths are the means of a fixed-length row,
     ``isl = input_tokens``, ``osl = output_tokens``.
 
-    Pipeline parallelism (``sm.pp > 1``): the engine keeps ``pp`` micro-batches of ``B / pp``
-    sequences in flight, one on each stage (TensorRT-LLM's in-flight batching sets its number
-    of micro-batches to the pipeline-parallel size: ``mNumMicroBatches =
-    getPipelineParallelism()`` in ``trtGptModelInflightBatching.cpp``). A micro-batch advances
-    one token per pass through every stage (``sm.step_time`` counts every stage), and ``pp``
-    micro-batches advance in that time, so the replica delivers ``pp`` x the throughput of
-    one micro-batch; the token budget holds per micro-batch. Fewer sequences than stages fill
-    only that many micro-batches.
+    Pipeline parallelism (``sm.pp > 1``): the engine keeps ``pp`` micro-batches in flight,
+    one on each stage, and the token budget holds per micro-batch (TensorRT-LLM:
+    ``mNumMicroBatches = getPipelineParallelism()`` in ``trtGptModelInflightBatching.cpp``).
+    The step model splits each iteration into its micro-batches
+    (:mod:`planner.engine.pipeline`); here the replica's budget is ``pp x token_budget``
+    (``pp_micro_batches`` of the step model). With :data:`planner.engine.pipeline.PIPELINED`
+    off the step runs its stages one after the other and this function splits the batch
+    into ``k = min(pp, B)`` micro-batches itself (the planner's reading until 2026-12-07).
 
     ``host_overlap``: the engine prepares the next iteration on the CPU while the GPU runs
     this one (:attr:`~planner.serving.replica.EngineConfig.host_overlap`): an iteration takes
@@ -350,20 +350,22 @@ def offline_throughput(
     ``chunked`` ignored): the predictor before 2026-12-07.
     """
     B = max(1.0, float(max_batch))
-    k = min(float(sm.pp), B)  # micro-batches in flight (1 without pipeline parallelism)
+    # the budget holds per micro-batch; the step model splits the iteration into them
+    budget = token_budget * min(float(sm.pp_micro_batches), B)
+    # pipeline.PIPELINED off: main's reading before 2026-12-07, k micro-batches of B / k
+    # here and a stage-after-stage step (the serving simulator ran them one at a time)
+    k = min(float(sm.pp), B) if sm.pp_micro_batches == 1 else 1.0
     policy = OFFLINE_ENGINE_POLICY if engine_policy is None else bool(engine_policy)
     if not policy:
         cyc = _offline_cycle(
-            sm, input_tokens, output_tokens, B / k, token_budget, host_overlap, even=True
+            sm, input_tokens, output_tokens, B / k, budget, host_overlap, even=True
         )
     elif prefill_first:
         cyc = prefill_first_cycle(
-            sm, input_tokens, output_tokens, B / k, token_budget, host_overlap, chunked
+            sm, input_tokens, output_tokens, B / k, budget, host_overlap, chunked
         )
     else:
-        cyc = _offline_cycle(
-            sm, input_tokens, output_tokens, B / k, token_budget, host_overlap, chunked
-        )
+        cyc = _offline_cycle(sm, input_tokens, output_tokens, B / k, budget, host_overlap, chunked)
     return k * cyc, B
 
 
