@@ -239,3 +239,29 @@ def test_save_scenario_writes_the_question_and_the_reproduce_line_names_it(tmp_p
     assert "SCENARIO.yaml" not in line and line[2] == str(path)
     assert main(line[1:] + ["--format", "json"]) == 0, capsys.readouterr().err
     assert json.loads(capsys.readouterr().out)["num_gpus"] == r["num_gpus"]
+
+
+def test_equal_cost_ties_go_to_fewer_pipeline_stages():
+    # 405B bf16 on H100 at TPOT p99 100 ms (docs/changes/2026-12-09/pp.md): TP8 PP2 x 10 and
+    # TP8 PP4 x 5 both need 160 GPUs at the same $/h; PP4's replica has more headroom
+    # (5.33 vs 2 x 2.50 req/s) but a team runs PP2 (half the nodes a replica spans), so the
+    # stage count ranks before capacity
+    from types import SimpleNamespace as NS
+
+    from planner.catalog.layout import Layout
+    from planner.recommend.objective import sort_key
+
+    def screened(pp, replicas, cap_rps):
+        fw = NS(format_rank=lambda arch, prec, model_arch: 0)
+        opt = NS(gpus_per_replica=8 * pp, framework=fw, layout=Layout(tp=8, pp=pp),
+                 gpu=NS(arch="hopper"), precision=NS(id="bf16", weight_bits=16))  # fmt: skip
+        model = NS(architecture="dense", native_precision="bf16")
+        return NS(value=638.4, usd_per_hour=lambda: 638.4, replicas=replicas, opt=opt,
+                  replica=NS(sm=NS(model=model)), provenance="fit (trtllm/h100/bf16, 9 rows)",
+                  cap_rps=cap_rps)  # fmt: skip
+
+    pp2, pp4 = screened(2, 10, 2.78), screened(4, 5, 5.9)
+    k2, k4 = sort_key(pp2, 20 * 1.2), sort_key(pp4, 20 * 1.2)
+    assert k2[:-2] == k4[:-2]  # the same objective bucket, $/h, GPUs (10 x 16 = 5 x 32), format
+    assert k4[-1] < k2[-1]  # capacity alone would rank PP4 first
+    assert sorted([pp4, pp2], key=lambda s: sort_key(s, 24.0))[0] is pp2

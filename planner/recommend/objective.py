@@ -235,7 +235,9 @@ def sort_key(s: Screened, need: float) -> tuple[float, ...]:
     gains nothing), then more bits per weight (at equal cost, no quantization loss is
     better), then the nearer
     evidence (at equal cost, an option fitted on its own measurements beats one whose
-    efficiencies are transferred from relatives), then capacity."""
+    efficiencies are transferred from relatives), then fewer pipeline stages (at equal cost
+    and GPUs, TP8 PP2 x 10 beats TP8 PP4 x 5: half the nodes a replica spans, a token crosses
+    half the stages; vLLM's distributed-serving guide runs 405B as TP8 PP2), then capacity."""
     v = s.value
     bucket = round(math.log(v) / math.log1p(TIE_REL)) if v and v > 0 and math.isfinite(v) else v
     cost = s.usd_per_hour()
@@ -249,6 +251,7 @@ def sort_key(s: Screened, need: float) -> tuple[float, ...]:
         0 if s.opt.precision.id == s.replica.sm.model.native_precision else 1,
         -s.opt.precision.weight_bits,
         _evidence_rank(s.provenance),
+        s.opt.layout.pp,
         -bracket(s, need)[1],
     )
 
