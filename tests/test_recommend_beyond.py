@@ -5,6 +5,7 @@ provenance, replicas, rates), so each case is arithmetic on published numbers.""
 
 from __future__ import annotations
 
+import json
 import math
 from types import SimpleNamespace
 
@@ -169,3 +170,95 @@ def test_where_the_bracket_ends_disagree_the_max_rate_decides(max_rate_rps, rank
         assert got == pytest.approx(78.0 * k / 5)
     else:  # 2.6 x 125 = 325 tok/s/GPU = 1.48x: within
         assert threshold > 325 / 219.775 and got == 78.0
+
+
+# ---- efficiencies transferred from another GPU architecture (the README question, s12)
+# LMDeploy has no row on Hopper: its H100 / H200 options take the vendor + framework node
+# fitted on its A100 rows, tier vendor_framework, whose held-out band (rows of that tier,
+# leave-one-source-out, spanned with every framework on NVIDIA) is 0.5599-1.3415
+LMD_H100 = "transferred from lmdeploy on nvidia (nvidia-a100-80gb-sxm, 126 rows)"
+TRT_H100 = "fit (trtllm/nvidia-h100-sxm/fp8, 204 rows)"
+# the README question: 50 req/s x (1 + 0.2) = 60 req/s, answers of 300 tokens
+LOAD_70B = Load(60.0, 50.0, np.full(24, 50.0), 1500.0, 300.0)
+
+
+def test_transfer_tiers_are_those_from_another_architecture():
+    assert beyond.transfer_tier(LMD_H100) == "vendor_framework"
+    assert beyond.transfer_tier(TRT_H100) is None
+    sib = "transferred from trtllm/nvidia-h200-sxm/fp8, nearest hopper sibling (198 rows)"
+    assert beyond.transfer_tier(sib) is None  # the engine was measured on Hopper
+    assert beyond.transfer_tier("no such label") is None
+
+
+def test_a_transferred_point_that_beats_a_fitted_option_loses_at_its_band_edge():
+    low = error_band(LMD_H100, None, "nvidia", "lmdeploy").low_ratio
+    # 0.5599 in the bundled profile; the rule below holds for any low < 60 / (4.0 x 17) = 0.882
+    # (then the edge needs >= 18 replicas = 36 GPUs > TensorRT-LLM's 34)
+    assert 0.3 < low < 60 / (4.0 * 17)
+    # hand-built: LMDeploy int8 TP2 at 4.0 req/s a replica (point): ceil(60 / 4.0) = 15
+    # replicas = 30 GPUs x $3.99 = $119.70/h; TensorRT-LLM fp8 TP2 fitted at 3.7 req/s:
+    # ceil(60 / 3.7) = 17 replicas = 34 GPUs = $135.66/h. The point answer ranks LMDeploy
+    # first ($119.70 < $135.66). At its band's low edge a replica carries 4.0 x 0.5599 = 2.24
+    # req/s: ceil(60 / 2.2396) = 27 replicas = 54 GPUs = $215.46/h > $135.66
+    lmd = _option("nvidia-h100-sxm", "lmdeploy", "llama-3.1-70b", LMD_H100, 2, 15, 4.0, 4.5,
+                  "nvidia")  # fmt: skip
+    trt = _option("nvidia-h100-sxm", "trtllm", "llama-3.1-70b", TRT_H100, 2, 17, 3.7, 4.0,
+                  "nvidia")  # fmt: skip
+    point_lmd, point_trt = 15 * 2 * 3.99, 17 * 2 * 3.99
+    assert point_lmd == pytest.approx(119.70) and point_lmd < point_trt
+    k = math.ceil(60 / (4.0 * low))  # 27 at 0.5599
+    got = edge_value(lmd, "cost", point_lmd, LOAD_70B)
+    assert got == pytest.approx(k * 2 * 3.99)  # $215.46/h at 0.5599
+    assert got > point_trt
+    # the fitted option is within its GPU's serving measurements (3.7 x 300 / 2 = 555
+    # tok/s/GPU): its value is its point answer
+    assert edge_value(trt, "cost", point_trt, LOAD_70B) == point_trt
+    e = lmd.result["ranked_at_band_edge"]
+    assert (e["reason"], e["provenance_tier"], e["replicas"], e["num_gpus"]) == (
+        "transferred", "vendor_framework", k, 2 * k)  # fmt: skip
+    assert e["ceiling_ratio"] is None and e["vouched_rps"] is None
+    r = {"rank": 2, "gpu": "nvidia-h100-sxm", "framework": "lmdeploy", "provenance": LMD_H100,
+         **lmd.result}  # fmt: skip
+    assert "their engine having no fit on their GPU's architecture" in edge_sentence([r])
+    assert f"#2 nvidia-h100-sxm lmdeploy ($119.70/h as predicted, ${got:,.2f}/h at the edge)" in (
+        edge_sentence([r])
+    )
+    assert beyond.transfer_text(r).startswith(
+        "lmdeploy has no fit on nvidia-h100-sxm's architecture for this model (transferred from"
+    )
+    # full-load objectives: x 1 / low (1.786 at 0.5599)
+    assert edge_value(_option("nvidia-h100-sxm", "lmdeploy", "llama-3.1-70b", LMD_H100, 2, 15,
+                              4.0, 4.5, "nvidia"), "energy", 1.0, LOAD_70B) == pytest.approx(
+        1 / low)  # fmt: skip
+
+
+def test_the_rule_off_keeps_the_point_answer(monkeypatch):
+    monkeypatch.setattr(beyond, "TRANSFER_EDGE_TIERS", ())
+    lmd = _option("nvidia-h100-sxm", "lmdeploy", "llama-3.1-70b", LMD_H100, 2, 15, 4.0, 4.5,
+                  "nvidia")  # fmt: skip
+    assert edge_value(lmd, "cost", 119.70, LOAD_70B) == 119.70
+
+
+def test_readme_question_on_h200_ranks_the_fitted_fp8_option_first(capsys):
+    # the README question with --gpus h200: before this rule LMDeploy int8 TP2 ranked first
+    # (28 GPUs x $4.795 = $134.26/h, transferred from LMDeploy's A100 rows, quality not
+    # measured) over TensorRT-LLM fp8 TP2 fitted on H200 (30 GPUs = $143.85/h). At its band's
+    # low edge (capacity x 0.5599) LMDeploy needs 25 replicas = 50 GPUs = $239.75/h
+    from planner.cli.main import main
+
+    argv = ["recommend", "--model", "llama-3.1-70b", "--peak-rps", "50", "--input-tokens",
+            "1500", "--output-tokens", "300", "--ttft-p99", "2", "--tpot-p99", "0.05",
+            "--gpus", "h200", "--format", "json"]  # fmt: skip
+    assert main(argv) == 0
+    d = json.loads(capsys.readouterr().out)
+    recs = d["recommendations"]
+    win = recs[0]
+    assert (win["framework"], win["precision"], win["layout"]) == ("trtllm", "fp8", "TP2")
+    assert win["provenance"].startswith("fit (trtllm") and "ranked_at_band_edge" not in win
+    lmd = next(r for r in recs if r["framework"] == "lmdeploy")
+    e = lmd["ranked_at_band_edge"]
+    assert e["reason"] == "transferred" and e["provenance_tier"] == "vendor_framework"
+    # its point answer is cheaper than the winner; its edge is not
+    assert lmd["usd_per_hour"] < win["usd_per_hour"] < e["value"]
+    assert e["value"] == pytest.approx(e["num_gpus"] * lmd["usd_per_gpu_hour"])
+    assert "their engine having no fit on their GPU's architecture" in d["why"]

@@ -1,12 +1,15 @@
 """recommend's "beyond measurements" lines: the options whose predicted output tok/s per GPU is
 far above the best published measurement of their GPU and model
-(:func:`planner.catalog.ceiling.ceiling_check`), or whose GPU and model have none."""
+(:func:`planner.catalog.ceiling.ceiling_check`), or whose GPU and model have none; and the
+options ranked at their band's pessimistic edge because their engine has no fit on their
+GPU's architecture (:func:`planner.recommend.beyond.transfer_text`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from planner.cli.speculative import with_spec
+from planner.recommend.beyond import transfer_text
 
 __all__ = ["ceiling_lines", "ceiling_warning", "md_ceiling"]
 
@@ -32,18 +35,35 @@ def ceiling_lines(recs: list[dict[str, Any]]) -> str:
             "  no published measurement of this model on this GPU: "
             + "; ".join(f"{k} ({', '.join(v)})" for k, v in unmeasured.items())
         )
-    if not lines:
-        return ""
-    return (
+    moved = [
+        f"  #{r.get('rank') or i + 1} {r['gpu']} {r.get('release') or r['framework']} "
+        f"{r.get('precision_label') or r['precision']}: {transfer_text(r)}"
+        for i, r in enumerate(recs)
+        if transfer_text(r)
+    ]
+    head = (
         "\nbeyond measurements (data/calibration/measured_ceiling.csv, the best published "
         "output tok/s per GPU):\n" + "\n".join(lines) + "\n"
+        if lines
+        else ""
     )
+    if moved:
+        head += (
+            "\nno fit of the engine on the GPU's architecture (ranked at the low edge of the band "
+            "of held-out predictions transferred that way):\n" + "\n".join(moved) + "\n"
+        )
+    return head
 
 
 def md_ceiling(recs: list[dict[str, Any]]) -> list[str]:
     """:func:`ceiling_lines` as a Markdown paragraph and list (nothing when empty)."""
-    text = ceiling_lines(recs).strip().splitlines()
-    return ["", text[0], "", *[f"* {ln.strip()}" for ln in text[1:]]] if text else []
+    out: list[str] = []
+    for ln in ceiling_lines(recs).strip().splitlines():
+        if ln.startswith("  "):
+            out.append(f"* {ln.strip()}")
+        elif ln.strip():  # a block's heading
+            out += ["", ln, ""]
+    return out
 
 
 def ceiling_warning(rec: dict[str, Any]) -> tuple[str, str] | None:

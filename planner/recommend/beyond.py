@@ -22,6 +22,21 @@ TP8); no AMD DP-attention + EP measurement of an MI300X / MI325X exists, and hel
 InferenceX MI355X disaggregated points with a DEP decode pool are predicted 1.84x too fast
 (docs/changes/2026-12-07d/amddep.md). No factor is fitted here: the band is the one every
 command prints (:func:`planner.catalog.profile.error_band`), the ceiling the published one.
+
+The same rule ranks an option whose engine has no fit on its GPU's architecture
+(:data:`TRANSFER_EDGE_TIERS`: its efficiencies come from the same engine on another
+architecture, from every engine of the vendor, from the engine on another vendor or from the
+global fit, e.g. ``transferred from lmdeploy on nvidia (nvidia-a100-80gb-sxm, ...)`` for
+LMDeploy on an H100) at its band's pessimistic edge, ``ceil(need / (max rate x low_ratio))``
+replicas, whether or not it lies beyond the measurements: its band is the one of held-out
+predictions of that tier (rows whose parameters came from that kind of transfer,
+leave-one-source-out), and the point answer
+is a number no measurement of that engine on that architecture vouches for. Fitted options
+and transfers within the architecture (``sibling``, ``same_gpu``, ``same_arch``: the engine was
+measured on that architecture) keep their point answer. Why: for Llama-3.1-70B at 50 req/s
+(the README question) the best H100 and H200 options were LMDeploy int8 TP2 transferred from
+LMDeploy's A100 static-batch rows (no LMDeploy row on Hopper), ranked over vLLM / SGLang /
+TensorRT-LLM fp8 options fitted on Hopper serving rows (changes/s12-rank.md).
 """
 
 from __future__ import annotations
@@ -32,7 +47,16 @@ from typing import Any
 from ..errors import PlannerError
 from .objective import Load, Screened, _max_rate, bracket
 
-__all__ = ["EDGE_OBJECTIVES", "edge_sentence", "edge_text", "edge_value"]
+__all__ = [
+    "EDGE_OBJECTIVES",
+    "TRANSFER_EDGE_TIERS",
+    "edge_bound",
+    "edge_sentence",
+    "edge_text",
+    "edge_value",
+    "transfer_text",
+    "transfer_tier",
+]
 
 #: whether the edge is also capped at the rate the measurements vouch for: a replica carries at
 #: most ``best measured tok/s/GPU x threshold x GPUs / mean answer`` req/s (tenth pass: with
@@ -45,17 +69,64 @@ APPLY_VOUCHED = True
 EDGE_OBJECTIVES = {"cost": "replicas", "gpus": "replicas", "tokens-per-dollar": "rate",
                    "energy": "rate"}  # fmt: skip
 
+#: provenance tiers (:data:`planner.catalog.profile.TIERS`) whose options are ranked at their
+#: band's pessimistic edge even within the measurements: the engine has no fit on the GPU's
+#: architecture (same vendor and framework on other architectures, every engine of the
+#: vendor, the engine on other vendors, the global fit). ``sibling``, ``same_gpu`` and
+#: ``same_arch`` are not in it: the engine was fitted on that architecture or GPU. Empty:
+#: the rule is off (point answers rank).
+TRANSFER_EDGE_TIERS = ("vendor_framework", "vendor", "framework", "global")
+
+
+def transfer_tier(provenance: str) -> str | None:
+    """The tier of ``provenance`` when it is one of :data:`TRANSFER_EDGE_TIERS` (an option
+    whose engine has no fit on its GPU's architecture), else None."""
+    from ..catalog.profile import provenance_tier
+
+    try:
+        tier = provenance_tier(provenance)
+    except PlannerError:
+        return None
+    return tier if tier in TRANSFER_EDGE_TIERS else None
+
 
 def _low_ratio(s: Screened) -> float | None:
     """The low end of the option's error band (measured / predicted speed), or None."""
+    return _low_of(s.provenance, s.opt.gpu.vendor, s.opt.framework.id)
+
+
+def _low_of(provenance: str, vendor: str, framework: str) -> float | None:
     from ..catalog.profile import error_band
 
     try:
-        band = error_band(s.provenance, None, s.opt.gpu.vendor, s.opt.framework.id)
+        band = error_band(provenance, None, vendor, framework)
     except PlannerError:
         return None
     lo = band.low_ratio
     return lo if lo is not None and 0 < lo < 1 else None
+
+
+def edge_bound(s: Screened, objective: str, bound: float, need_rps: float) -> float:
+    """An optimistic bound on the value :func:`edge_value` will rank ``s`` by, from the
+    analytic screen: ``bound`` (the objective's bound at the point answer), or, for an option
+    whose engine has no fit on its GPU's architecture (:func:`transfer_tier`), the bound at
+    its band's edge: ``max(k_lb, ceil(need / (cap x low_ratio)))`` replicas instead of
+    ``k_lb`` (``cap`` [req/s], 95 % of the analytic saturation rate, bounds the max rate from
+    above, so the edge fleet ``ceil(need / (max rate x low_ratio))`` is at least that), or
+    ``bound / low_ratio`` for the full-load objectives. Lets the branch and bound prune such
+    options by what they will be ranked at."""
+    how = EDGE_OBJECTIVES.get(objective)
+    if how is None or not bound > 0 or not math.isfinite(bound):
+        return bound
+    if transfer_tier(s.provenance) is None:
+        return bound
+    low = _low_ratio(s)
+    if low is None:
+        return bound
+    if how == "rate":
+        return bound / low
+    k = max(s.k_lb, math.ceil(need_rps / (s.cap_rps * low) - 1e-9))
+    return bound * k / s.k_lb
 
 
 def _beyond(s: Screened, rate_rps: float, mean_out: float, low: float) -> dict[str, Any]:
@@ -71,7 +142,8 @@ def _beyond(s: Screened, rate_rps: float, mean_out: float, low: float) -> dict[s
 
 def edge_value(s: Screened, objective: str, value: float, load: Load) -> float:
     """The value ``s`` is ranked by: ``value`` (its objective's value at the point answer), or,
-    where its predicted output rate is beyond every measurement of its GPU and model, the
+    where its predicted output rate is beyond every measurement of its GPU and model or its
+    engine has no fit on its GPU's architecture (:func:`transfer_tier`), the
     value at its error band's pessimistic edge (module docstring). Sets
     ``s.result["ranked_at_band_edge"]`` in the second case.
 
@@ -92,9 +164,11 @@ def edge_value(s: Screened, objective: str, value: float, load: Load) -> float:
     how = EDGE_OBJECTIVES.get(objective)
     if how is None or not value > 0 or not math.isfinite(value):
         return value
+    tier = transfer_tier(s.provenance)
     # a serving measurement of this GPU and model only: an offline / static-batch table
     # (other lengths, batch and layout, no latency target) does not bound a serving rate
-    if measured_ceiling(s.opt.gpu.id, s.replica.sm.model.id) is None:
+    measured = measured_ceiling(s.opt.gpu.id, s.replica.sm.model.id) is not None
+    if not measured and tier is None:
         return value
     low = _low_ratio(s)
     if low is None:
@@ -104,19 +178,27 @@ def edge_value(s: Screened, objective: str, value: float, load: Load) -> float:
     # refined rate (a bisection) is needed only where the two ends disagree; the full-load
     # objectives have it already
     tested, upper = bracket(s, need)
-    if how == "rate" or _beyond(s, tested, mean_out, low)["ceiling_note"] is None:
-        if _beyond(s, upper, mean_out, low)["ceiling_note"] is None:
-            return value
-        tested = _max_rate(s, load, True)
-    chk = _beyond(s, tested, mean_out, low)
-    if chk["ceiling_note"] is None or chk["ceiling_ratio"] is None:
+    chk = None
+    if measured:
+        if how == "rate" or _beyond(s, tested, mean_out, low)["ceiling_note"] is None:
+            if _beyond(s, upper, mean_out, low)["ceiling_note"] is not None:
+                tested = _max_rate(s, load, True)
+                chk = _beyond(s, tested, mean_out, low)
+        else:
+            chk = _beyond(s, tested, mean_out, low)
+        if chk is not None and (chk["ceiling_note"] is None or chk["ceiling_ratio"] is None):
+            chk = None
+    if chk is None and tier is None:
         return value
     gpr = s.opt.gpus_per_replica
     # the most a replica is vouched for: the best measurement of its GPU and model times the
     # flag's own threshold (beyond it the option is "beyond measurements")
     vouched = (
         chk["measured_ceiling_tok_s_per_gpu"] * chk["ceiling_threshold"] * gpr / mean_out
-        if APPLY_VOUCHED and chk.get("measured_ceiling_tok_s_per_gpu") and mean_out > 0
+        if chk is not None
+        and APPLY_VOUCHED
+        and chk.get("measured_ceiling_tok_s_per_gpu")
+        and mean_out > 0
         else math.inf
     )
     if how == "replicas":
@@ -138,14 +220,16 @@ def edge_value(s: Screened, objective: str, value: float, load: Load) -> float:
         k_edge, edge = None, value * tested / min(tested * low, vouched)
     s.result["ranked_at_band_edge"] = {
         "objective": objective,
+        "reason": "beyond" if chk is not None else "transferred",
+        "provenance_tier": tier,
         "value": edge,
         "point_value": value,
         "low_ratio": low,
         "replicas": k_edge,
         "num_gpus": k_edge * gpr if k_edge is not None else None,
         "rate_rps": tested,
-        "ceiling_ratio": chk["ceiling_ratio"],
-        "ceiling_row": chk["ceiling_row"],
+        "ceiling_ratio": chk["ceiling_ratio"] if chk is not None else None,
+        "ceiling_row": chk["ceiling_row"] if chk is not None else None,
         "vouched_rps": vouched if math.isfinite(vouched) else None,
     }
     return edge
@@ -164,12 +248,22 @@ def edge_text(r: dict[str, Any]) -> str:
     )
 
 
-def edge_sentence(recs: list[dict[str, Any]]) -> str:
-    """One sentence naming the options of ``recs`` ranked at their band's pessimistic edge
-    (at most three), or "" when none was."""
-    ranked = [r for r in recs if r.get("ranked_at_band_edge")]
-    if not ranked:
+def transfer_text(r: dict[str, Any]) -> str:
+    """The line of an option ranked at its band's edge because its engine has no fit on its
+    GPU's architecture (``reason`` "transferred"), or ""."""
+    e = r.get("ranked_at_band_edge")
+    if not e or e.get("reason") != "transferred":
         return ""
+    prov = str(r.get("provenance") or "").split(";")[0]
+    edge = edge_text(r).removeprefix("; ")
+    return (
+        f"{r['framework']} has no fit on {r['gpu']}'s architecture for this model ({prov}): {edge}"
+    )
+
+
+def edge_sentence(recs: list[dict[str, Any]]) -> str:
+    """One sentence per reason naming the options of ``recs`` ranked at their band's
+    pessimistic edge (at most three each), or "" when none was."""
 
     def one(r: dict[str, Any]) -> str:
         e, name = r["ranked_at_band_edge"], f"#{r.get('rank')} {r['gpu']} {r['framework']}"
@@ -179,7 +273,20 @@ def edge_sentence(recs: list[dict[str, Any]]) -> str:
             return f"{name} ({e['point_value']:g} GPUs as predicted, {e['value']:g} at the edge)"
         return f"{name} (x{1 / e['low_ratio']:.2f} its full-load value)"
 
-    return (
-        "ranked at their error band's pessimistic edge, their predictions lying far beyond "
-        "every serving measurement of their GPU and model: " + ", ".join(one(r) for r in ranked[:3])
-    )
+    ranked = [r for r in recs if r.get("ranked_at_band_edge")]
+    moved = [r for r in ranked if r["ranked_at_band_edge"].get("reason") == "transferred"]
+    beyond = [r for r in ranked if r not in moved]
+    out = []
+    if beyond:
+        out.append(
+            "ranked at their error band's pessimistic edge, their predictions lying far beyond "
+            "every serving measurement of their GPU and model: "
+            + ", ".join(one(r) for r in beyond[:3])
+        )
+    if moved:
+        out.append(
+            "ranked at their error band's pessimistic edge, their engine having no fit on their "
+            "GPU's architecture for this model (efficiencies transferred from elsewhere): "
+            + ", ".join(one(r) for r in moved[:3])
+        )
+    return "; ".join(out)

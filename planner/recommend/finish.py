@@ -403,7 +403,13 @@ def why_winner(top: list[Screened], obj: Objective, rejected: list[Rejection]) -
         lead += (
             f". Next best: {r2['gpu']} / {r2['framework']} / {r2['precision']} "
             f"(kv {r2['kv_precision']}) {layout_text(r2)}{spec_suffix(r2)} with "
-            f"{obj.show(v2)} ({diff:+.0f}% on {obj.name})"
+            f"{obj.show(v2)} ({diff:+.0f}% on {obj.name}"
+            + (
+                ", ranked at its error band's pessimistic edge: "
+                f"{obj.show(r2['ranked_at_band_edge']['point_value'])} as predicted)"
+                if r2.get("ranked_at_band_edge")
+                else ")"
+            )
         )
         lead += tie_break_text(top[0], top[1])
     counts: dict[str, int] = {}

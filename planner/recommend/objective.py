@@ -256,14 +256,23 @@ def sort_key(s: Screened, need: float) -> tuple[float, ...]:
     )
 
 
-def prune_reason(s: Screened, obj: Objective, best: float, top_n: int) -> str:
+def prune_reason(
+    s: Screened, obj: Objective, best: float, top_n: int, at_edge: bool = False
+) -> str:
+    """Why ``s`` was pruned by its bound; ``at_edge``: the bound is at its error band's edge
+    (:func:`planner.recommend.beyond.edge_bound`)."""
+    point = obj.bound(s, None, None) if obj.name in ("cost", "gpus") else None
+    # an engine with no fit on this architecture is bounded at its band's edge (beyond.py)
+    k = s.k_lb * (s.bound / point if point and s.bound > point else 1.0)
     what = (
         f"a zero-load P99 E2E of {obj.show(s.bound)}"
         if obj.name == "latency"
-        else f"at least {s.k_lb * s.opt.gpus_per_replica} GPUs = {obj.show(s.bound)}"
+        else f"at least {round(k) * s.opt.gpus_per_replica} GPUs = {obj.show(s.bound)}"
         if obj.name in ("cost", "gpus")
         else f"at best {obj.show(s.bound)}"
     )
+    if obj.name != "latency" and at_edge:
+        what += " at its error band's pessimistic edge (no fit of its engine on this architecture)"
     at = f"95% of its analytic saturation rate ({s.saturation_rps:.3g} req/s per replica)"
     return (
         f"cannot beat the top {top_n} (not simulated): even at {at} it needs {what}; "

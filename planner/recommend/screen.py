@@ -18,6 +18,7 @@ from ..cost import quote_price
 from ..engine.memory import DEFER_SUGGESTIONS, weight_memory
 from ..errors import MissingDataError, PlannerError
 from ..serving import check_workload_fits
+from .beyond import edge_bound
 from .objective import Screened, over_budget
 from .options import Option, Rejection
 from .replicas import _replica, _tpot_floor, _why_tpot
@@ -172,7 +173,8 @@ class _Screening:
             )
         price = None if isinstance(pq, PlannerError) else pq
         s = Screened(opt, rep, prov, price, fp.saturation_rps, cap, k_lb, 0.0)
-        s.bound = self.obj.bound(s, ld, self.cache)
+        # an engine with no fit on this architecture is ranked at its band's edge: bound it there
+        s.bound = edge_bound(s, self.obj.name, self.obj.bound(s, ld, self.cache), ld.need_rps)
         return over_budget(s, k_lb, None, self.limits) or s
 
     def k_max(self, s: Screened) -> tuple[int, str, str]:

@@ -36,7 +36,7 @@ from ..errors import PlannerError
 from ..files import rare_gc
 from ..serving import WorkloadCache
 from ..workload import SLO, Workload
-from .beyond import edge_value
+from .beyond import edge_value, transfer_tier
 from .constraints import Constraints, budget_limits, constraints_of
 from .decide import diverse
 from .forked import Forked, fill
@@ -264,7 +264,9 @@ class _Search(_Screening, _Reporting):
     def prune(self, key: float, stage: int, item: Any, best: float) -> None:
         opt = item if stage == 0 else item.opt
         why = (
-            prune_reason(item, self.obj, best, self.top_n)
+            prune_reason(
+                item, self.obj, best, self.top_n, transfer_tier(item.provenance) is not None
+            )
             if stage >= 1
             else f"cannot beat the top {self.top_n} (not simulated): one replica alone "
             f"({opt.gpus_per_replica} GPUs) already has {self.obj.show(key)}; "
