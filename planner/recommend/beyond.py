@@ -36,7 +36,7 @@ and transfers within the architecture (``sibling``, ``same_gpu``, ``same_arch``:
 measured on that architecture) keep their point answer. Why: for Llama-3.1-70B at 50 req/s
 (the README question) the best H100 and H200 options were LMDeploy int8 TP2 transferred from
 LMDeploy's A100 static-batch rows (no LMDeploy row on Hopper), ranked over vLLM / SGLang /
-TensorRT-LLM fp8 options fitted on Hopper serving rows (changes/s12-rank.md).
+TensorRT-LLM fp8 options fitted on Hopper serving rows (docs/changes/2026-12-09/rank.md).
 """
 
 from __future__ import annotations
