@@ -413,6 +413,15 @@ def amd_blog_table(context_tokens: float = 3600.0) -> pd.DataFrame:
     d = pd.DataFrame(recs)
     d["blog / blog at c1"] = (d["blog E2E ratio"] / d["blog E2E ratio"].iloc[0]).round(3)
     d["model / model at c1"] = (d["model v/p"].iloc[0] / d["model v/p"]).round(3)
+    # the held-out check of planner.engine.speculative.SPEC_HOST_SEQ_S (chosen on InferenceX):
+    # the verify iteration waits for the host, the plain one overlaps it (SGLang's overlap
+    # scheduler is off with speculative decoding)
+    from planner.engine.speculative import SPEC_HOST_SEQ_S
+
+    host = 1e3 * SPEC_HOST_SEQ_S["sglang"] * d["c"]
+    vp = (d["verify ms"] + host) / d["plain ms"]
+    d["host ms (SPEC_HOST_SEQ_S x c)"] = host.round(2)
+    d["model with host / at c1"] = (vp.iloc[0] / vp).round(3)
     return d
 
 
