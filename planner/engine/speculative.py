@@ -54,8 +54,12 @@ __all__ = [
 #: ``verify_done.synchronize()`` from ``filter_batch``: "The batch has been launched but we
 #: need it verified to get correct next batch info", public copy, code index id 4532643;
 #: roadmap sgl-project/sglang#11762 "Remove or make verify_done.synchronize() an option").
-#: PR #25465 (merged after 2026-05-19) waits on the stream instead, and the ``.cpu()`` reads
-#: that follow still sync; whether the pairs' v0.5.12 image has it is not verified. Size: not
+#: Read in the sglang 0.5.12 wheel (PyPI, sha256 4ed786a38655851f...), the release of the
+#: InferenceX pairs: ``schedule_batch.py`` still calls ``verify_done.synchronize()``, and
+#: ``EagleDraftInput.prepare_for_decode`` (``speculative/eagle_info_v2.py``) waits on it, runs
+#: a Python loop over the requests (KV allocation) and syncs again (``batch.seq_lens.cpu()``,
+#: "FIXME(lsyin): make this sync optional"); ``SGLANG_ENABLE_SPEC_V2`` defaults to True there.
+#: (PR #25465, merged after 2026-05-19, later waits on the stream instead.) Size: not
 #: published. The value is CHOSEN, about the median of InferenceX's same-image SGLang v0.5.12
 #: MTP / no-MTP TPOT pairs at c16-c64 (``scripts/mtp_pairs_table.py --host``, baseline error
 #: removed: 0.27 ms, range 0.06-0.71 over 9 pairs on H200, MI355X and B200), so it is not held
