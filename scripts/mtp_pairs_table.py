@@ -413,6 +413,15 @@ def amd_blog_table(context_tokens: float = 3600.0) -> pd.DataFrame:
     d = pd.DataFrame(recs)
     d["blog / blog at c1"] = (d["blog E2E ratio"] / d["blog E2E ratio"].iloc[0]).round(3)
     d["model / model at c1"] = (d["model v/p"].iloc[0] / d["model v/p"]).round(3)
+    # the held-out check of planner.engine.speculative.SPEC_HOST_SEQ_S (chosen on InferenceX):
+    # the verify iteration waits for the host, the plain one overlaps it (SGLang's overlap
+    # scheduler is off with speculative decoding)
+    from planner.engine.speculative import SPEC_HOST_SEQ_S
+
+    host = 1e3 * SPEC_HOST_SEQ_S["sglang"] * d["c"]
+    vp = (d["verify ms"] + host) / d["plain ms"]
+    d["host ms (SPEC_HOST_SEQ_S x c)"] = host.round(2)
+    d["model with host / at c1"] = (vp.iloc[0] / vp).round(3)
     return d
 
 
@@ -471,6 +480,33 @@ def moe_kernel_table() -> pd.DataFrame:
     )  # fmt: skip
 
 
+def host_table() -> pd.DataFrame:
+    """What each same-image TPOT pair (:func:`tpot_pairs`) leaves unexplained on the MTP side,
+    per verify iteration and per sequence: the diagnosis behind
+    ``planner.engine.speculative.SPEC_HOST_SEQ_S`` (run it with that switch off).
+
+    The MTP run's predicted TPOT is first scaled by the baseline's measured / predicted TPOT
+    (the plain step's own error, which both runs share), then ``missing ms per iteration =
+    AL x (measured MTP TPOT - scaled predicted MTP TPOT)``, and ``per sequence`` divides it
+    by the concurrency (every pair runs TP8 without attention DP: one scheduler)."""
+    t = tpot_pairs()
+    out = []
+    for _, r in t.iterrows():
+        if not r["pred TPOT base / MTP ms"] or not r["AL used"]:
+            continue
+        p0, p1 = (float(x) for x in r["pred TPOT base / MTP ms"].split(" / "))
+        scaled = p1 * r["TPOT base ms"] / p0
+        miss = r["AL used"] * (r["TPOT MTP ms"] - scaled)
+        out.append({
+            "gpu": r["gpu"], "prec": r["prec"], "engine": r["engine"], "ISL/OSL": r["ISL/OSL"],
+            "c": r["c"], "K": r["K"], "AL used": r["AL used"], "base meas / pred": round(r["TPOT base ms"] / p0, 3),
+            "MTP TPOT meas / pred scaled ms": f"{r['TPOT MTP ms']:.2f} / {scaled:.2f}",
+            "missing ms per iteration": round(miss, 2), "per sequence ms": round(miss / r["c"], 3),
+            "per verify position ms": round(miss / (r["c"] * r["K"]), 3),
+        })  # fmt: skip
+    return pd.DataFrame(out)
+
+
 def main() -> int:
     if "--amd-blog" in sys.argv:
         print(_md_table(amd_blog_table()))
@@ -486,6 +522,16 @@ def main() -> int:
         return 0
     if "--terms" in sys.argv:
         print(_md_table(terms_table()))
+        return 0
+    if "--host" in sys.argv:
+        h = host_table()
+        print(_md_table(h))
+        sg = h[h["engine"].str.startswith("sglang") & (h["c"] >= 16)]
+        print(
+            f"\nSGLang, c >= 16: per sequence median {sg['per sequence ms'].median():.3f} ms "
+            f"(range {sg['per sequence ms'].min():.3f} to {sg['per sequence ms'].max():.3f}, "
+            f"{len(sg)} pairs); per verify position median {sg['per verify position ms'].median():.3f} ms"
+        )
         return 0
     if "--tpot" in sys.argv:
         print(_md_table(tpot_pairs()))

@@ -148,3 +148,23 @@ def test_pair_errors_sit_on_the_mtp_side():
     assert (sg["base err %"].abs() <= 10).all()
     miss = sg[sg["ratio err %"] > 15]
     assert len(miss) == 7 and (miss["MTP err %"] > 15).all()
+
+
+def test_host_diagnosis_of_the_h200_1k_c64_pair_by_hand(tpot):
+    """``--host`` (switch OFF): ixh-1962 (H200 SGLang 0.5.12, 1k/1k, c64, K = 2, AL 2.169).
+    The MTP run's predicted TPOT p1 is scaled by the baseline's measured / predicted TPOT
+    (30.52 / p0), and ``missing = AL x (31.479 - p1 x 30.52 / p0)`` ms per iteration; divided
+    by the 64 sequences and by 64 x 2 verify positions. On the bundled profile that is about
+    27 ms (0.42 ms a sequence), far above the ~0.1 ms of host time the model exposes."""
+    h = mpt.host_table()
+    row = h[(h["gpu"] == "nvidia-h200-sxm") & (h["ISL/OSL"] == "1024/1024") & (h["c"] == 64)]
+    assert len(row) == 1
+    row = row.iloc[0]
+    t = tpot.loc["ixh-1962"]
+    p0, p1 = (float(x) for x in t["pred TPOT base / MTP ms"].split(" / "))
+    assert t["TPOT base ms"] == pytest.approx(30.52) and t["TPOT MTP ms"] == pytest.approx(31.479)
+    miss = 2.169 * (31.479 - p1 * 30.52 / p0)
+    assert row["missing ms per iteration"] == pytest.approx(miss, abs=0.01)
+    assert row["per sequence ms"] == pytest.approx(miss / 64, abs=0.001)
+    assert row["per verify position ms"] == pytest.approx(miss / 128, abs=0.001)
+    assert 0.3 < row["per sequence ms"] < 0.55

@@ -40,8 +40,33 @@ __all__ = [
     "draft_cost",
     "mtp_expert_scale",
     "per_token",
+    "spec_host_seq_s",
     "with_spec",
 ]
+
+#: host time per decoding sequence that a speculative iteration of these engines spends on
+#: the CPU while the GPU waits [s / sequence / verify iteration], added to the scheduler's
+#: host time of speculative runs only (:func:`spec_host_seq_s`; with attention DP each rank's
+#: scheduler handles its own sequences, so the replica's term is divided by the ranks).
+#: Why the GPU waits, sourced: SGLang turns its overlap scheduler off for EAGLE / MTP without
+#: spec v2 (``Framework.overlaps_host``, data/frameworks.yaml), and its spec-v2 loop blocks
+#: the CPU on the verify every step (``ScheduleBatch.maybe_wait_verify_done`` ->
+#: ``verify_done.synchronize()`` from ``filter_batch``: "The batch has been launched but we
+#: need it verified to get correct next batch info", public copy, code index id 4532643;
+#: roadmap sgl-project/sglang#11762 "Remove or make verify_done.synchronize() an option").
+#: Read in the sglang 0.5.12 wheel (PyPI, sha256 4ed786a38655851f...), the release of the
+#: InferenceX pairs: ``schedule_batch.py`` still calls ``verify_done.synchronize()``, and
+#: ``EagleDraftInput.prepare_for_decode`` (``speculative/eagle_info_v2.py``) waits on it, runs
+#: a Python loop over the requests (KV allocation) and syncs again (``batch.seq_lens.cpu()``,
+#: "FIXME(lsyin): make this sync optional"); ``SGLANG_ENABLE_SPEC_V2`` defaults to True there.
+#: (PR #25465, merged after 2026-05-19, later waits on the stream instead.) Size: not
+#: published. The value is CHOSEN, about the median of InferenceX's same-image SGLang v0.5.12
+#: MTP / no-MTP TPOT pairs at c16-c64 (``scripts/mtp_pairs_table.py --host``, baseline error
+#: removed: 0.27 ms, range 0.06-0.71 over 9 pairs on H200, MI355X and B200), so it is not held
+#: out by source; left OFF (changes/s12-mtp.md has the scores)
+SPEC_HOST_SEQ_S = {"sglang": 2.5e-4}
+#: switch for :data:`SPEC_HOST_SEQ_S` (OFF: no speculative run pays it)
+SPEC_HOST_SEQ_ON = False
 
 #: published checkpoints whose MTP (NextN) module is stored and served unquantized (bf16)
 #: while the target's experts are quantized. NVIDIA's DeepSeek FP4 checkpoints: "The NVIDIA
@@ -179,6 +204,15 @@ def mtp_expert_scale(sm) -> float:
     if ckpt is None or ckpt.repo not in MTP_16BIT_CHECKPOINTS or "experts" not in ckpt.quantized:
         return 1.0
     return 16.0 / ckpt.weight_bits
+
+
+def spec_host_seq_s(framework: str | None, spec: SpecDecode | None) -> float:
+    """Host time per decoding sequence a speculative iteration adds on ``framework`` [s]
+    (:data:`SPEC_HOST_SEQ_S`; 0 with the switch off, without a draft model (n-gram), or for
+    another engine)."""
+    if not SPEC_HOST_SEQ_ON or spec is None or spec.method == "ngram":
+        return 0.0
+    return float(SPEC_HOST_SEQ_S.get(framework or "", 0.0))
 
 
 def with_spec(sm, spec: SpecDecode | None, catalog: Catalog | None = None):

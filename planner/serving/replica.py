@@ -24,7 +24,7 @@ from planner.engine.adp import with_gathered_dispatch
 from planner.engine.graphs import without_graphs
 from planner.engine.memory import MemoryPlan, plan_memory
 from planner.engine.moe_backend import with_moe_backend
-from planner.engine.speculative import with_spec
+from planner.engine.speculative import spec_host_seq_s, with_spec
 from planner.engine.step import StepModel, step_model
 from planner.errors import PlannerError, require_positive
 from planner.workload.workload import Requests, Workload
@@ -446,7 +446,8 @@ def build_replica(
         context_limit_tokens=ctx,
         memory_utilization=float(plan.memory_utilization),
         sched_overhead_s=float(params.sched_overhead_s),
-        sched_seq_overhead_s=float(params.sched_seq_overhead_s),
+        sched_seq_overhead_s=float(params.sched_seq_overhead_s)
+        + spec_host_seq_s(fw.id if fw else None, spec) / dp,  # each attention rank's own
         prefill_scale=float(prefill_scale),
         first_token_s=float(first_token_s),
         prefill_first=(bool(prefill_first) and not bool(chunked))
