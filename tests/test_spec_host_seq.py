@@ -1,5 +1,5 @@
 """The host time per sequence of SGLang's speculative loop (``SPEC_HOST_SEQ_S``), a switch
-left OFF (changes/s12-mtp.md): what it adds to an iteration, where, and that
+left OFF (docs/changes/2026-12-09/mtp.md): what it adds to an iteration, where, and that
 it is off."""
 
 from __future__ import annotations

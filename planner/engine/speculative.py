@@ -63,7 +63,7 @@ __all__ = [
 #: published. The value is CHOSEN, about the median of InferenceX's same-image SGLang v0.5.12
 #: MTP / no-MTP TPOT pairs at c16-c64 (``scripts/mtp_pairs_table.py --host``, baseline error
 #: removed: 0.27 ms, range 0.06-0.71 over 9 pairs on H200, MI355X and B200), so it is not held
-#: out by source; left OFF (changes/s12-mtp.md has the scores)
+#: out by source; left OFF (docs/changes/2026-12-09/mtp.md has the scores)
 SPEC_HOST_SEQ_S = {"sglang": 2.5e-4}
 #: switch for :data:`SPEC_HOST_SEQ_S` (OFF: no speculative run pays it)
 SPEC_HOST_SEQ_ON = False
