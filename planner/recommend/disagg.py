@@ -32,13 +32,13 @@ from planner.catalog.catalog import Catalog
 from planner.catalog.compat import disaggregation_problem
 from planner.catalog.layout import EP_REDUNDANT_FRAMEWORKS
 from planner.errors import PlannerError
-from planner.serving.disagg import Disaggregated, Pool, build_disagg
-from planner.serving.disagg_sizing import size_disagg
+from planner.serving.disagg import Disaggregated, DisaggReplicas, Pool, build_disagg
+from planner.serving.disagg_sizing import DisaggSizing, size_disagg, verify_sizing
 from planner.serving.probe import run
 from planner.workload.slo import SLO
 from planner.workload.workload import Workload, make_requests
 
-__all__ = ["DISAGG_MODES", "compare_disagg", "why_not"]
+__all__ = ["DISAGG_MODES", "cannot_beat", "compare_disagg", "why_not"]
 
 DISAGG_MODES = ("auto", "off", "only")
 
@@ -149,6 +149,17 @@ def _wider_decode(pool: Pool, model: str, catalog: Catalog) -> tuple[int, ...]:
     )
 
 
+def cannot_beat(d: DisaggReplicas, best: DisaggSizing) -> bool:
+    """Whether the pools ``d`` (built, :class:`~planner.serving.disagg.DisaggReplicas`)
+    surely size to more GPUs than the sizing ``best``: a sizing has ``groups x (x x prefill
+    GPUs + y x decode GPUs)`` GPUs with ``groups``, ``x``, ``y`` >= 1
+    (:func:`~planner.serving.disagg_sizing.size_disagg`), so at least one replica of each
+    pool; more GPUs than ``best`` loses on the first term of the pair's key. Example: an
+    aggregated TP2 B300 option whose 1P(TP2)+1D(DEP2) needs 4 GPUs; a DEP4 decode pool
+    behind a TP2 prefill needs at least 2 + 4 = 6."""
+    return d.prefill.num_gpus + d.decode.num_gpus > best.num_gpus
+
+
 def compare_disagg(
     model: str,
     workload: Workload,
@@ -162,12 +173,21 @@ def compare_disagg(
     n_requests: int = 600,
     seed: int = 0,
     profile: Any = None,
+    exhaustive: bool = False,
 ) -> list[dict[str, Any]]:
     """One row per compared option: the aggregated GPUs, the xPyD sizing with the same
     GPUs, ``disaggregated`` / ``prefill`` / ``decode`` (sub-deployments with counts),
     ``pays`` and ``why``. An option whose pools cannot be built or sized says so in
     ``why``. ``profile``: the calibration profile the search used (default: the bundled
-    one), so both answers use the same efficiency parameters."""
+    one), so both answers use the same efficiency parameters.
+
+    Work saved, with the same rows (``exhaustive=True`` does it all, the reference the
+    tests compare against): a pair that :func:`cannot_beat` the best so far is not sized;
+    the pools' runs are remembered across the pairs of one option (``memo`` of
+    :func:`~planner.serving.disagg_sizing.pool_rate`); and only a pair that becomes the
+    best so far has its group simulated (``check``, read from the chosen pair only). An
+    error is read only when no pair is sized, and then every pair was tried in full, as
+    before."""
     engine = dict(engine or {})
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -210,6 +230,7 @@ def compare_disagg(
         best = None
         err = ""
         wider = _wider_decode(pool, model, catalog)
+        memo: dict = {}  # pool_rate's runs: the pairs repeat each pool (same requests)
         for pre, dec in _pool_pairs(pool, catalog.model(model).is_moe, wider):
             try:
                 dd = build_disagg(
@@ -221,13 +242,23 @@ def compare_disagg(
                     first_token_s=None,  # the bundled first-token path (trtllm-serve)
                     **{**engine, **spec_kw},
                 )
-                s = size_disagg(dd, workload, slo, need_rps, n_requests=n_requests, seed=seed)
+                if not exhaustive and best is not None and cannot_beat(dd, best[2]):
+                    continue
+                s = size_disagg(
+                    dd, workload, slo, need_rps, n_requests=n_requests, seed=seed,
+                    verify=exhaustive, memo=None if exhaustive else memo,
+                )  # fmt: skip
+                key = (s.num_gpus, -s.group_rps / max(s.num_gpus, 1), pre != pool or dec != pool)
+                if best is not None and not key < best[0]:
+                    continue  # not chosen: its group's check would never be read
+                if not exhaustive:
+                    s = verify_sizing(
+                        dd, workload, slo, need_rps, s, n_requests=n_requests, seed=seed
+                    )
             except (PlannerError, ValueError) as e:  # a pool that cannot be built: say why
                 err = err or str(e)
                 continue
-            key = (s.num_gpus, -s.group_rps / max(s.num_gpus, 1), pre != pool or dec != pool)
-            if best is None or key < best[0]:
-                best = (key, dd, s)
+            best = (key, dd, s)
         if best is None:
             rows.append({**row, "pays": False, "why": [err]})
             continue

@@ -58,7 +58,9 @@ __all__ = [
     "closed_loop",
     "pool_rate",
     "served_rate",
+    "run_memo_key",
     "size_disagg",
+    "verify_sizing",
     "with_counts",
 ]
 
@@ -127,6 +129,27 @@ def _tiled(reqs: Requests, unit: np.ndarray, n: int) -> tuple[Requests, np.ndarr
     return out, np.cumsum(gaps[idx])
 
 
+def run_memo_key(replica: Replica, reqs: Requests) -> tuple | None:
+    """What makes two :func:`pool_rate` calls' runs the same runs, as a hashable key (None:
+    never remembered): everything of ``replica`` the compiled loop reads
+    (:func:`planner.serving._engine.loop_key`, None for a static-batching engine), its
+    speculative decoding (read by :func:`~planner.serving.probe.run` around the loop) and
+    the requests' every value (the arrays' bytes, not a hash: equal keys are equal inputs).
+    A run at rate ``r`` of ``n`` requests is a deterministic function of these, ``r`` and
+    ``n`` (``_tiled`` and ``_scaled`` of the same arrays)."""
+    from planner.serving._engine import loop_key
+
+    lk = loop_key(replica)
+    if lk is None:
+        return None
+    cols = tuple(
+        (a.dtype.str, a.shape, a.tobytes())
+        for a in map(np.asarray, (reqs.arrival_s, reqs.input_tokens, reqs.output_tokens,
+                                  reqs.cached_tokens))
+    )  # fmt: skip
+    return (lk, replica.spec, cols, reqs.shared_prefix_tokens, reqs.max_new_tokens)
+
+
 def pool_rate(
     replica: Replica,
     reqs: Requests,
@@ -136,6 +159,7 @@ def pool_rate(
     rel_tol: float = 0.03,
     max_evals: int = 24,
     max_requests: int = 40_000,
+    memo: dict | None = None,
 ) -> tuple[float, float]:
     """Largest rate [req/s] at which ``replica`` serving ``reqs`` (their arrival gaps
     rescaled) keeps every ``(metric, percentile, limit_s)`` of ``checks`` (metric ``ttft``
@@ -145,28 +169,57 @@ def pool_rate(
     A finite run hides an overload while it holds fewer requests than the batch would grow
     to, so each rate runs at least ``4 x rate x mean E2E`` requests (the sample cycled, at
     most ``max_requests``) and scores those after the first quarter. The bracket starts at
-    the all-at-once throughput of the sample and doubles while the checks pass."""
+    the all-at-once throughput of the sample and doubles while the checks pass.
+
+    ``memo``: a dict the caller keeps across calls (e.g. one per
+    :func:`planner.recommend.disagg.compare_disagg` option, whose pool pairs repeat a
+    pool): each run's measured values (mean E2E, the checks' percentiles, the reported
+    TTFT; the saturation run's busy time) are remembered under :func:`run_memo_key`, the
+    rate, the request count and the checks' (metric, percentile) pairs, and read back in
+    place of the run. The values are the ones the run gives, so the answer is the same;
+    only the limits may differ between calls (a prefill pool's TTFT budget)."""
     if any(lim <= 0 for _, _, lim in checks):
         return 0.0, float("nan")
     check_fits(replica, reqs)
     unit0 = reqs.arrival_s / max(reqs.arrival_s[-1], 1e-12) * len(reqs)  # mean gap 1 s
     e2e_est = [0.0]
+    key0 = None if memo is None else run_memo_key(replica, reqs)
+    shape = (tuple((m, p) for m, p, _ in checks), report_pct)
 
-    def score(rate: float) -> tuple[bool, float]:
-        n = int(min(max(len(reqs), 4 * rate * e2e_est[0]), max_requests))
+    def measure(rate: float, n: int) -> tuple[float, tuple[float, ...], float]:
+        """The run's mean E2E, the checks' percentiles and the reported TTFT [s]."""
         rq, unit = _tiled(reqs, unit0, n)
         r = run(replica, _scaled(rq, unit, rate))
         lo_n = len(rq) // 4
-        e2e_est[0] = max(e2e_est[0], float(np.mean(r.e2e_s[lo_n:])))
-        ok = True
-        for metric, pct, lim in checks:
+        vals = []
+        for metric, pct, _ in checks:
             x = getattr(r, f"{metric}_s")[lo_n:]
             x = x[~np.isnan(x)]
-            ok = ok and (float(np.percentile(x, pct)) if len(x) else 0.0) <= lim
-        return ok, float(np.percentile(r.ttft_s[lo_n:], report_pct))
+            vals.append(float(np.percentile(x, pct)) if len(x) else 0.0)
+        report = float(np.percentile(r.ttft_s[lo_n:], report_pct))
+        return float(np.mean(r.e2e_s[lo_n:])), tuple(vals), report
 
-    sat = run(replica, _scaled(reqs, np.zeros(len(reqs)), 1.0))
-    hi = len(reqs) / max(sat.busy_s, 1e-12)
+    def score(rate: float) -> tuple[bool, float]:
+        n = int(min(max(len(reqs), 4 * rate * e2e_est[0]), max_requests))
+        if key0 is None:
+            e2e, vals, report = measure(rate, n)
+        else:
+            k = (key0, shape, rate, n)
+            if k not in memo:
+                memo[k] = measure(rate, n)
+            e2e, vals, report = memo[k]
+        e2e_est[0] = max(e2e_est[0], e2e)
+        ok = all(v <= lim for v, (_, _, lim) in zip(vals, checks, strict=True))
+        return ok, report
+
+    k_sat = None if key0 is None else (key0, "busy_s")
+    if k_sat is not None and k_sat in memo:
+        busy = memo[k_sat]
+    else:
+        busy = run(replica, _scaled(reqs, np.zeros(len(reqs)), 1.0)).busy_s
+        if k_sat is not None:
+            memo[k_sat] = busy
+    hi = len(reqs) / max(busy, 1e-12)
     lo = hi * 0.02
     ok_lo, best_ttft = score(lo)
     if not ok_lo:
@@ -218,8 +271,13 @@ def size_disagg(
     seed: int = 0,
     max_group: int = 8,
     verify: bool = True,
+    memo: dict | None = None,
 ) -> DisaggSizing:
     """Size ``d``'s pools for ``need_rps`` under ``slo`` (see the module docstring).
+
+    ``verify``: simulate the whole group at the group's rate (``check``; else ``check`` is
+    empty, and :func:`verify_sizing` adds it later, the same). ``memo``: the runs of
+    :func:`pool_rate` remembered across calls (its docstring).
 
     Raises
     ------
@@ -247,7 +305,7 @@ def size_disagg(
         checks.append(("tpot", slo.tpot.percentile, slo.tpot.max_s))
     if slo.ttft is not None:  # decode queueing + first step: its share of the TTFT target
         checks.append(("ttft", t_pct, DECODE_TTFT_SHARE * slo.ttft.max_s))
-    d_rps, d_ttft = pool_rate(d.decode, dec_req, checks, report_pct=t_pct)
+    d_rps, d_ttft = pool_rate(d.decode, dec_req, checks, report_pct=t_pct, memo=memo)
     if d_rps <= 0:
         raise PlannerError(
             f"decode pool ({d.decode.label()}) misses the TPOT target (or its "
@@ -268,7 +326,9 @@ def size_disagg(
     )
     if slo.ttft is not None:
         budget = slo.ttft.max_s - xfer - d_ttft
-        p_rps, _ = pool_rate(d.prefill, pre_req, [("ttft", t_pct, budget)], report_pct=t_pct)
+        p_rps, _ = pool_rate(
+            d.prefill, pre_req, [("ttft", t_pct, budget)], report_pct=t_pct, memo=memo
+        )
         if p_rps <= 0:
             raise PlannerError(
                 f"prefill pool ({d.prefill.label()}) misses its TTFT budget of {budget:.3f} s "
@@ -291,18 +351,7 @@ def size_disagg(
     gp, gd = d.prefill.num_gpus, d.decode.num_gpus
     x, y, groups = _ratio(p_rps, d_rps, gp, gd, max_group, need_rps)
     group = min(x * p_rps, y * d_rps)
-    check: dict[str, Any] = {}
-    if verify:
-        spec = d.spec.model_copy(update={"x": x, "y": y})
-        dd = DisaggReplicas(
-            spec, d.prefill, d.decode, d.link_bytes_s, d.link_kind, d.kv_bytes_per_token
-        )
-        rate = need_rps / groups
-        r = simulate_disagg(dd, _scaled(base, base.arrival_s, rate))
-        s = r.summary(slo, warmup_frac=0.25)
-        check = {k: s.get(k) for k in ("slo_ok", "slo_attainment", "ttft_p99_s", "tpot_p99_s")}
-        check["rate_rps"] = rate
-    return DisaggSizing(
+    sz = DisaggSizing(
         prefill_rps=p_rps,
         decode_rps=d_rps,
         x=x,
@@ -313,8 +362,42 @@ def size_disagg(
         transfer_s=xfer,
         decode_ttft_s=d_ttft,
         prefill_budget_s=budget,
-        check=check,
     )
+    return replace(sz, check=_check(d, base, slo, need_rps, sz)) if verify else sz
+
+
+def _check(
+    d: DisaggReplicas, base: Requests, slo: SLO, need_rps: float, sz: DisaggSizing
+) -> dict[str, Any]:
+    """One ``sz.x``P``sz.y``D group of ``d`` simulated at ``need_rps / sz.groups`` on the
+    sizing's requests ``base``: the SLO verdict, attainment, TTFT / TPOT p99 and the rate."""
+    spec = d.spec.model_copy(update={"x": sz.x, "y": sz.y})
+    dd = DisaggReplicas(
+        spec, d.prefill, d.decode, d.link_bytes_s, d.link_kind, d.kv_bytes_per_token
+    )
+    rate = need_rps / sz.groups
+    r = simulate_disagg(dd, _scaled(base, base.arrival_s, rate))
+    s = r.summary(slo, warmup_frac=0.25)
+    check = {k: s.get(k) for k in ("slo_ok", "slo_attainment", "ttft_p99_s", "tpot_p99_s")}
+    check["rate_rps"] = rate
+    return check
+
+
+def verify_sizing(
+    d: DisaggReplicas,
+    workload: Workload,
+    slo: SLO,
+    need_rps: float,
+    sz: DisaggSizing,
+    *,
+    n_requests: int = 1200,
+    seed: int = 0,
+) -> DisaggSizing:
+    """``sz`` (from ``size_disagg(d, workload, slo, need_rps, n_requests=n_requests,
+    seed=seed, verify=False)``) with the ``check`` that ``verify=True`` gives: the same
+    request sample drawn again from ``seed``, the same group simulated."""
+    base = sample_disagg_requests(d, workload, n_requests, np.random.default_rng(seed), 1.0)
+    return replace(sz, check=_check(d, base, slo, need_rps, sz))
 
 
 def with_counts(d: DisaggReplicas, x: int, y: int) -> DisaggReplicas:
