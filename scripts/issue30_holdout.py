@@ -9,8 +9,9 @@ per source and reused by every row of that source.
 
 A publisher whose files carry two source names is held out as one: InferenceX's open results
 (``public_inferencex.csv``) and its dashboard history (``public_inferencex_history.csv``)
-record the same runs, so both are renamed to one source in temporary copies of the public
-files before the fits (:data:`PUBLISHERS`); the ``sources`` columns count publishers.
+record the same runs, and dstack published three benchmarks, so each publisher's sources are
+renamed to one source in temporary copies of the public files before the fits
+(:data:`PUBLISHERS`); the ``sources`` columns count publishers.
 
 Not held out: the acceptance priors (``data/speculative.yaml``: sourced, never fitted) and the
 serving latency terms (``data/calibration/latency.yaml``: the prefill scale, a TTFT term).
@@ -46,10 +47,15 @@ from planner.benchmarks.speculative_rows import spec_of_row  # noqa: E402
 from planner.calibration.accuracy import _md_table, run_validation  # noqa: E402
 from planner.calibration.fit import own_files_default, public_files_default  # noqa: E402
 
-#: source names of one publisher's files (held out together) -> the one name of the fits
+#: source names of one publisher's files (held out together) -> the one name of the fits;
+#: dstack's three benchmarks (its disaggregated gpt-oss-120b rows and the fitted DeepSeek-R1
+#: and Llama 405B rows of public_amd.csv) are one publisher as well
 PUBLISHERS = {
     "SemiAnalysis InferenceX (InferenceMAX) open results": "SemiAnalysis InferenceX",
     "SemiAnalysis InferenceX benchmarks history (InferenceX-app fixtures)": "SemiAnalysis InferenceX",
+    "dstack benchmark: PD disaggregation ratios, gpt-oss-120b on 8xH200 (SGLang)": "dstack",
+    "dstack benchmark: DeepSeek-R1 on 8xMI300X vs 8xH200": "dstack",
+    "dstack benchmark: Llama 3.1 405B FP8 on 8xMI300X vs 8xH100": "dstack",
 }
 #: the layout kinds of the issue (``issue30_rows``' ``kind``) -> the label of the tables
 KINDS = {

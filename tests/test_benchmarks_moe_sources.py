@@ -1,11 +1,12 @@
 """Published MoE rows with expert-parallel, attention-DP, disaggregated and speculative layouts.
 
-Two files, five sources (each registered in ``data/benchmarks/sources.yaml``):
+Two files, six sources (each registered in ``data/benchmarks/sources.yaml``):
 
 * ``public_mlperf_moe.csv``: MLPerf Inference v5.1 and v6.0 DeepSeek-R1 results with the
   submitters' TensorRT-LLM layouts, written by ``scripts/import_mlperf_moe.py``;
 * ``public_blogs_moe.csv``: tables printed by the TensorRT-LLM DeepSeek-R1 best-performance
-  guide, TensorRT-LLM tech blog 1 (MTP) and the SGLang large-scale EP blog.
+  guide, TensorRT-LLM tech blog 1 (MTP) and the SGLang large-scale EP blog, and dstack's
+  prefill/decode ratio benchmark (``scripts/dstack_pd_rows.py``).
 
 The tests pin rows to the numbers the sources print (the line of the source quoted in each
 test), check provenance, uniqueness and that the planner's parsers read the layouts.
@@ -32,6 +33,7 @@ ML51, ML60 = "MLPerf Inference v5.1 DeepSeek-R1", "MLPerf Inference v6.0 DeepSee
 BP = "TensorRT-LLM DeepSeek-R1 best-performance guide"
 BL1 = "TensorRT-LLM tech blog 1: DeepSeek-R1 min-latency on B200"
 SG = "SGLang blog: PD disaggregation + large-scale EP on 96 H100"
+DS = "dstack benchmark: PD disaggregation ratios, gpt-oss-120b on 8xH200 (SGLang)"
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +58,7 @@ def _one(rows, detail: str, metric: str) -> dict[str, str]:
 
 def test_files_load_with_the_planners_loader(mlperf, blogs, catalog):
     assert check_loads(MLPERF, mlperf, catalog) == 173
-    assert check_loads(BLOGS, blogs, catalog) == 15
+    assert check_loads(BLOGS, blogs, catalog) == 15 + 168
 
 
 def test_every_row_has_provenance_and_a_date(mlperf, blogs):
@@ -69,7 +71,7 @@ def test_every_row_has_provenance_and_a_date(mlperf, blogs):
     )
     check_provenance(
         blogs,
-        {BP: "trtbp", BL1: "trtb1", SG: "sgep"},
+        {BP: "trtbp", BL1: "trtb1", SG: "sgep", DS: "dspd"},
         (dt.date(2025, 5, 5), dt.date(2026, 12, 6)),
         ("nvidia-b200", "nvidia-h200-sxm", "nvidia-h100-sxm"),
         ("trtllm", "sglang"),
@@ -212,6 +214,45 @@ def test_sglang_pool_rows_are_node_totals(by_id):
     assert float(by_id["sgep-0004"]["value"]) == 9 * 22282
     assert by_id["sgep-0004"]["batch"] == str(256 * 72)
     assert all(is_disagg_row(by_id[f"sgep-000{i}"]) for i in range(1, 5))
+
+
+def test_sglang_pool_rows_say_why_they_are_not_predicted(by_id):
+    """A pool measured alone in a static batch is no xPyD run: the reason says so (it once
+    read 'only concurrency rows ... are predicted', as if the metric were the obstacle)."""
+    from planner.benchmarks.disagg_rows import predict_disagg_row
+    from planner.catalog.catalog import load_catalog
+
+    cat = load_catalog()
+    for i in range(1, 5):
+        why = predict_disagg_row(by_id[f"sgep-000{i}"], cat)
+        assert isinstance(why, str) and why.startswith("one pool measured alone"), why
+
+
+def test_dstack_rows_are_the_printed_results(blogs):
+    """results.csv row of 1p1d_conc32_in128_out2048_20250915_055823.json: median_tpot_ms
+    7.525691449995975, output_throughput 4308.553538193353, total_input_tokens 63996,
+    total_output_tokens 347501 over 500 completed: mean input 63996 / 500 = 128.0 tokens,
+    mean generated 347501 / 500 = 695.0 tokens. The layout is one TP2 prefill and one TP2
+    decode worker (4 GPUs); the simulation replays fixed lengths at the means (128, 695)."""
+    from planner.benchmarks.disagg_rows import _lengths
+
+    ds = [r for r in blogs if r["source"] == DS]
+    assert len(ds) == 56 * 3
+    run = [r for r in ds if "1p1d_conc32_in128_out2048_20250915_055823" in r["source_detail"]]
+    got = {r["metric"]: float(r["value"]) for r in run}
+    assert got["tpot_ms_median"] == pytest.approx(7.525691449995975, rel=1e-5)
+    assert got["output_tok_s_total"] == pytest.approx(4308.553538193353, rel=1e-5)
+    lay = disagg_layout(run[0]["notes"])
+    assert (lay["x"], lay["y"]) == (1, 1)
+    assert lay["prefill"] == {"tp": 2, "attention_dp": 1, "ep": 1}
+    assert lay["decode"] == {"tp": 2, "attention_dp": 1, "ep": 1}
+    assert run[0]["n_gpus"] == "4" and run[0]["isl"] == "128" and run[0]["osl"] == ""
+    assert _lengths(run[0]) == ((128, 128), (695, 695))
+    # 2,048-token prompts re-tokenize to 2,046.2 on average: isl is left empty
+    long = [r for r in ds if "_in2048_" in r["source_detail"]]
+    assert long and all(r["isl"] == "" and "mean input 2046.2 tokens" in r["notes"] for r in long)
+    # the run that completed 380 of 500 requests is not transcribed
+    assert not [r for r in ds if "1p1d_conc128_in2048_out32784" in r["source_detail"]]
 
 
 def test_mlperf_mtp_runs_pair_with_no_other_scenario(mlperf):

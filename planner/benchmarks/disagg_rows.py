@@ -193,9 +193,20 @@ _NOMINAL = re.compile(
 )
 
 
+#: a client that sends fixed-length prompts without ``--ignore-eos`` (outputs end at the
+#: model's EOS): the row states the measured means (``scripts/dstack_pd_rows.py``)
+_MEANS = re.compile(r"mean input ([\d.]+) tokens; mean generated ([\d.]+) of \d+ requested tokens")
+
+
 def _lengths(row: Mapping[str, Any]) -> tuple[tuple[int, int], tuple[int, int]] | str:
-    """Inclusive (input, output) bounds the InferenceX client draws uniformly from."""
+    """Inclusive (input, output) bounds the client draws uniformly from: InferenceX's random
+    dataset, or one fixed length each where the notes state measured means (``mean input I
+    tokens; mean generated O of N requested tokens``: outputs that ended at EOS are simulated
+    at their mean length, a chosen approximation, not their spread)."""
     notes = cell(row, "notes")
+    if m := _MEANS.search(notes):
+        i, o = (max(round(float(v)), 1) for v in m.groups())
+        return (i, i), (o, o)
     tags = random_dataset_tags(notes)
     if not isinstance(tags, dict) or "ratio" not in tags:
         m = _NOMINAL.search(notes)
@@ -261,6 +272,11 @@ def predict_disagg_row(
     if cell(row, "mode") in ("server", "interactive"):
         return predict_disagg_rate_row(row, catalog, profile=profile, seed=seed)
     metric = cell(row, "metric")
+    if cell(row, "mode") == "static_batch" and "pool measured alone" in cell(row, "notes"):
+        return (
+            "one pool measured alone in a static batch (the other assumed unlimited), not an "
+            "xPyD run: no composition to simulate"
+        )
     if cell(row, "mode") != "concurrency" or metric not in METRICS:
         return f"only concurrency rows of {', '.join(METRICS)} are predicted"
     conc = number(row, "concurrency")
