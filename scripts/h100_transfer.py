@@ -11,8 +11,12 @@ only, plus public rows of other engines):
   every Hopper GPU and precision (the H200's bf16 and fp8 fits pooled);
 * after: the nearest sibling (``siblings=True``): ``pytorch``/H200/bf16, with the H100's
   own datasheet peaks and bandwidth; the weight reads at the rate ratio of the two GPUs'
-  batch-1 decode steps (``step_weight_ratio``), the KV reads keeping the H200's per-kernel
-  latency in seconds and scaling only their streaming part (``planner.catalog.bandwidth``).
+  batch-1 decode steps (``step_weight_ratio``), the GEMMs at the rate ratio of their prefill
+  steps (``step_compute_ratio``), the KV reads keeping the H200's per-kernel latency in
+  seconds and scaling only their streaming part (``planner.catalog.bandwidth``).
+
+The runs scored are those below 80 % of the analytic saturation rate of one fixed transfer
+(the nearest sibling without the prefill-step ratio), whatever rule is scored.
 
 Usage::
 
@@ -802,12 +806,14 @@ def main() -> int:
         "planner has no fit for `pytorch` on the H100; it transfers one. **after** = the "
         f"nearest-sibling rule ({provs['after']}): the H200's bf16 efficiencies and serving terms "
         "with the H100's own peaks and bandwidth, the weight reads at the rate ratio of the two "
-        "GPUs' decode steps, the KV reads with the H200's per-kernel latency kept "
-        "(`planner.catalog.bandwidth`; subsection \"Weight reads from the two GPUs' decode "
-        'steps" below); **before** = the pooled rule it replaced '
+        "GPUs' decode steps, the GEMMs at the rate ratio of their prefill steps, the KV reads "
+        "with the H200's per-kernel latency kept "
+        "(`planner.catalog.bandwidth`; subsections \"Weight reads from the two GPUs' decode "
+        'steps" and "GEMMs from the two GPUs\' prefill steps" below); **before** = the pooled rule it replaced '
         f"({provs['before']}). Each cell: measured / simulated after (error after; error before). "
         "TTFT, TPOT, E2E in ms; throughput in output tok/s; load = rate / the analytic saturation "
-        "rate (after). Regenerate with `python scripts/h100_transfer.py --write`.",
+        "rate of one fixed transfer (after, without the prefill-step ratio: every rule below is "
+        "scored on the same runs). Regenerate with `python scripts/h100_transfer.py --write`.",
         "",
         "| " + " | ".join(cols) + " |",
         "|" + "---|" * len(cols),

@@ -37,6 +37,13 @@ TB/s but two series (Llama-3.2-1B at 16: 3.39; the 20-layer 70B at 512: 5.74), m
 0.927 of the datasheet; on the H100 (``reference_h100_steps_micro.csv``, a ``*_micro.csv``:
 never fitted; 10 series) at 3.04-3.17 TB/s but Llama-3.2-1B at 16 (2.75), median 3.13 =
 0.935: per (model, batch) 0.69-0.71x the H200's (1B at 16: 0.81x), the datasheet ratio 0.698.
+
+GEMMs (``compute_eff``) keep their fraction of the peak unless both GPUs ran the reference
+engine's prefill steps: :func:`step_compute_ratio` takes each one-sequence prefill of the
+same model and prompt (2,048-8,192 tokens) on both, less its attention and the fixed terms, as
+GEMM time (with the memory-bound element-wise kernels between the GEMMs, which the step model
+counts there); the H100 runs it at 0.976x the H200's rate (9 pairs, 0.954-1.001) at equal bf16
+peaks, so ``compute_eff`` 0.691 -> 0.674 (``STEP_COMPUTE_RULE``).
 """
 
 from __future__ import annotations
