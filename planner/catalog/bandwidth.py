@@ -37,6 +37,13 @@ TB/s but two series (Llama-3.2-1B at 16: 3.39; the 20-layer 70B at 512: 5.74), m
 0.927 of the datasheet; on the H100 (``reference_h100_steps_micro.csv``, a ``*_micro.csv``:
 never fitted; 10 series) at 3.04-3.17 TB/s but Llama-3.2-1B at 16 (2.75), median 3.13 =
 0.935: per (model, batch) 0.69-0.71x the H200's (1B at 16: 0.81x), the datasheet ratio 0.698.
+
+GEMMs (``compute_eff``) keep their fraction of the peak unless both GPUs ran the reference
+engine's prefill steps: :func:`step_compute_ratio` takes each one-sequence prefill of the
+same model and prompt (2,048-8,192 tokens) on both, less its attention and the fixed terms, as
+GEMM time (with the memory-bound element-wise kernels between the GEMMs, which the step model
+counts there); the H100 runs it at 0.976x the H200's rate (9 pairs, 0.954-1.001) at equal bf16
+peaks, so ``compute_eff`` 0.691 -> 0.674 (``STEP_COMPUTE_RULE``).
 """
 
 from __future__ import annotations
@@ -326,6 +333,98 @@ def step_weight_ratio(
     )
 
 
+#: the GEMM rate of the reference engine's prefill steps, target over donor
+#: (:func:`step_compute_ratio`): prompts of at least this many tokens (below, the eager step's
+#: host dispatch shows: the 128- and 512-token steps of one GPU over the other's 0.44-2.1x) ...
+PREFILL_STEP_MIN_TOKENS = 2048
+#: ... and at most this many (at 16,384 attention is half of the step)
+PREFILL_STEP_MAX_TOKENS = 8192
+#: the transfer's GEMM efficiency (``compute_eff``) from the matched prefill steps of the two
+#: GPUs (:func:`step_compute_ratio`); False: kept as a fraction of the peak (the rule before)
+STEP_COMPUTE_RULE = True
+
+
+@lru_cache(maxsize=4)
+def _prefill_steps(directory: Path = MICRO_DIR) -> dict[str, dict[tuple, tuple]]:
+    """GPU id -> (framework, precision, model, prompt tokens) -> (time [s], file name) of the
+    reference engine's one-GPU, one-sequence prefill-step rows (``prefill_s``, fresh prompt)."""
+    out: dict[str, dict[tuple, tuple]] = {}
+    for p in sorted(Path(directory).glob("reference_*.csv")):
+        try:
+            with p.open(encoding="utf-8", newline="") as f:
+                for r in csv.DictReader(f):
+                    if (
+                        r.get("metric") != "prefill_s"
+                        or "bench/ref_engine.py" not in (r.get("source") or "")
+                        or str(r.get("tp")) != "1"
+                        or str(r.get("batch")) != "1"
+                    ):
+                        continue
+                    try:
+                        isl, t = int(float(r["isl"])), float(r["value"])
+                    except (KeyError, TypeError, ValueError):
+                        continue
+                    if PREFILL_STEP_MIN_TOKENS <= isl <= PREFILL_STEP_MAX_TOKENS and t > 0:
+                        key = (r.get("framework"), r.get("precision"), r.get("model"), isl)
+                        gpu = (r.get("hardware") or "").strip()
+                        out.setdefault(gpu, {}).setdefault(key, (t, p.name))
+        except OSError as e:
+            raise PlannerError(f"{p}: cannot read the prefill-step rows ({e})") from None
+    return out
+
+
+def _peak_flops(gpu, precision: str) -> float | None:
+    """Dense peak of ``gpu`` (a catalog record) in ``precision`` [FLOP/s], None if unknown."""
+    v = getattr(gpu, f"{precision}_dense_tflops", None)
+    return float(v) * 1e12 if v else None
+
+
+def step_compute_ratio(
+    params, donor, target, directory: Path = MICRO_DIR, framework="pytorch", precision="bf16"
+):
+    """How much faster the ``target`` GPU runs a prefill step's GEMMs than the ``donor``
+    (catalog records), from the reference engine's one-sequence prefill steps of the same model
+    and prompt on both (``bench/ref_engine.py`` rows of ``framework`` and ``precision``,
+    ``PREFILL_STEP_MIN_TOKENS``-``PREFILL_STEP_MAX_TOKENS`` tokens), or None when they share
+    no such step or a peak is unknown.
+
+    Each step's GEMM time is its measured time less its causal attention (``2 x layers x heads
+    x head_dim x tokens^2`` FLOPs, the harness's count, at the donor's ``attn_eff`` of the
+    donor's peak, kept in seconds on both: one architecture, the same SMs) and the fixed
+    per-step and per-layer terms of ``params``. Per pair, the GEMM rate ratio is the donor's
+    GEMM time over the target's (the same FLOPs); the median over pairs. The GEMM time also holds the step's memory-bound element-wise
+    kernels (norms, RoPE, SiLU, KV writes), which the step model counts in ``compute_eff``.
+    """
+    from planner.catalog.catalog import load_catalog
+
+    steps = _prefill_steps(directory)
+    sd, st = steps.get(donor.id), steps.get(target.id)
+    peak_d = _peak_flops(donor, precision)
+    if not sd or not st or not peak_d or not _peak_flops(target, precision):
+        return None
+    cat = load_catalog()
+    ratios, files = [], set()
+    for key in sorted(k for k in set(sd) & set(st) if k[:2] == (framework, precision)):
+        try:
+            m = cat.model(key[2])
+        except (PlannerError, OSError, ValueError):
+            continue
+        layers, tok = m.num_hidden_layers, key[3]
+        attn = (
+            2.0 * layers * m.num_attention_heads * m.head_dim * tok**2 / (peak_d * params.attn_eff)
+        )
+        fixed = params.step_overhead_s + params.layer_overhead_s * layers + params.seq_overhead_s
+        gd, gt = sd[key][0] - attn - fixed, st[key][0] - attn - fixed
+        files |= {sd[key][1], st[key][1]}
+        if gd > 0 and gt > 0:
+            ratios.append(gd / gt)
+    if not ratios:
+        return None
+    return StepWeightRatio(
+        statistics.median(ratios), min(ratios), max(ratios), len(ratios), ", ".join(sorted(files))
+    )
+
+
 def transfer_mem_eff(
     eff: float,
     donor_bw: float,
@@ -403,6 +502,16 @@ def transfer_params(params, donor, target, directory: Path = MICRO_DIR, node=Non
         moved["mem_eff"] = round(
             min(1.0, params.mem_eff * sw.ratio * donor.mem_bw_gbs / target.mem_bw_gbs), 5
         )
+    sc = None
+    if STEP_COMPUTE_RULE and node is not None:  # the prefill steps: GEMMs of one engine
+        sc = step_compute_ratio(params, donor, target, directory, node.framework, node.precision)
+    if sc is not None:
+        # the same engine's prefill steps measured on both GPUs: the GEMMs (and the
+        # memory-bound element-wise kernels around them) move by their measured rate ratio;
+        # the H100 runs them at 0.976x the H200's rate at the same peak (docs/accuracy.md
+        # "h100-transfer")
+        peaks = _peak_flops(donor, node.precision) / _peak_flops(target, node.precision)
+        moved["compute_eff"] = round(min(1.0, params.compute_eff * sc.ratio * peaks), 5)
     for field, frac in (("mem_eff", stream_eff), ("kv_mem_eff", kv_stream_eff)):
         if field in moved:
             continue
