@@ -6,15 +6,18 @@ two backends on the same MoE shape (``data/moe_backends.yaml``: TensorRT-LLM's C
 backend vs its trtllm-gen one, NVFP4 on Blackwell, FlashInfer PR #4985) gives the slower
 one's surplus a layer; :func:`with_moe_backend` adds it, times the stage's MoE layers, to the
 step's fixed time (``StepModel.moe_backend_s``) of a deployment that names that backend.
+:func:`with_adp_step` adds to the same fixed time an engine's per-step attention-DP cost
+(``data/adp_step.yaml``; chosen, not published, and off).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from planner.catalog.adp_step import adp_step_s
 from planner.catalog.moe_backends import backend_surplus_s
 
-__all__ = ["moe_layers_on_stage", "with_moe_backend"]
+__all__ = ["moe_layers_on_stage", "with_adp_step", "with_moe_backend"]
 
 
 def moe_layers_on_stage(sm) -> float:
@@ -34,3 +37,16 @@ def with_moe_backend(sm, framework: str | None, backend: str | None, data_dir=No
     if s <= 0.0:
         return sm
     return replace(sm, moe_backend_s=s * moe_layers_on_stage(sm))
+
+
+def with_adp_step(sm, framework: str | None, data_dir=None):
+    """``sm`` with ``framework``'s attention-DP step cost added to its fixed time
+    (``StepModel.moe_backend_s``) where ``sm.attention_dp > 1`` and a record applies; ``sm``
+    itself otherwise (no record, the switch off, or no attention DP).
+
+    Example: TensorRT-LLM DeepSeek-R1 DEP8 with the bundled record on: + 1.0 ms a step, on
+    top of a CUTLASS surplus of 1.2296 ms: 2.2296 ms."""
+    c = adp_step_s(framework, int(sm.attention_dp), data_dir)
+    if c <= 0.0:
+        return sm
+    return replace(sm, moe_backend_s=sm.moe_backend_s + c)

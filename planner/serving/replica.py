@@ -23,7 +23,7 @@ from planner.catalog.speculative import SpecDecode, spec_decode
 from planner.engine.adp import with_gathered_dispatch
 from planner.engine.graphs import without_graphs
 from planner.engine.memory import MemoryPlan, plan_memory
-from planner.engine.moe_backend import with_moe_backend
+from planner.engine.moe_backend import with_adp_step, with_moe_backend
 from planner.engine.speculative import spec_host_seq_s, with_spec
 from planner.engine.step import StepModel, step_model
 from planner.errors import PlannerError, require_positive
@@ -378,6 +378,7 @@ def build_replica(
     if graphs_off:  # no captured graphs: a step of any batch is eager (step.py spec_graph_max)
         sm = without_graphs(sm)
     sm = with_moe_backend(sm, fw.id, moe_backend)  # 0 unless a record applies
+    sm = with_adp_step(sm, fw.id)  # attention-DP step cost: 0 unless its record is on
     if graph_batch_sizes and spec is None:  # decode steps padded to a captured graph
         sm = replace(
             sm, graph_sizes=tuple(sorted(float(x) for x in graph_batch_sizes if x <= seqs))
