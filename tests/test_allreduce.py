@@ -20,11 +20,18 @@ from pathlib import Path
 
 import pytest
 from conftest import DATA_DIR
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planner.benchmarks import step_rows
 from planner.benchmarks.schema import allreduce_latency_s
 from planner.catalog import PRIOR, load_catalog
-from planner.catalog.allreduce import allreduce_file, launch_latency_s
+from planner.catalog.allreduce import (
+    AllReduceImpl,
+    allreduce_file,
+    launch_latency_s,
+    saving_latency_s,
+)
 from planner.catalog.layout import Layout
 from planner.engine import step_model
 from planner.engine.phases import decode_step
@@ -56,9 +63,25 @@ def _row(fw="sglang", prec="nvfp4", hw="nvidia-b200", notes=FP4_NOTES):
 
 @pytest.fixture
 def on_dir(tmp_path: Path) -> str:
-    """A data folder whose allreduce.yaml is the bundled one switched on (file level)."""
+    """A data folder whose allreduce.yaml is the bundled one switched on (file level) as
+    s8-symmem scored it: the fusion charged at its absolute latency, the cookbook's launch
+    off."""
     text = (DATA_DIR / "allreduce.yaml").read_text(encoding="utf-8")
     assert "\napplied: false\n" in text
+    cook = "0.5.6.post1's defaults)\"\n    applied: true"
+    assert "\ncharge: saving\n" in text and cook in text
+    on = text.replace("\napplied: false\n", "\napplied: true\n")
+    on = on.replace("\ncharge: saving\n", "\ncharge: absolute\n")
+    on = on.replace(cook, cook.replace("applied: true", "applied: false"))
+    (tmp_path / "allreduce.yaml").write_text(on)
+    return str(tmp_path)
+
+
+@pytest.fixture
+def saving_dir(tmp_path: Path) -> str:
+    """The bundled allreduce.yaml switched on as s12-sglep scored it: the fusion charged as a
+    saving, all three launches on."""
+    text = (DATA_DIR / "allreduce.yaml").read_text(encoding="utf-8")
     (tmp_path / "allreduce.yaml").write_text(
         text.replace("\napplied: false\n", "\napplied: true\n")
     )
@@ -154,3 +177,42 @@ def test_fit_path_carries_the_launch_latency():
     assert step_rows._with_params(sm_ar, q).params.comm_latency_s == pytest.approx(8.7e-6)
     assert step_rows._with_params(sm_ar, q).params.layer_overhead_s == pytest.approx(70e-6)
     assert step_rows._with_params(sm_no, q).params.comm_latency_s == pytest.approx(20e-6)
+
+
+def test_saving_reading_by_hand(saving_dir):
+    """s12-sglep: PR #7621 timed the separate custom all-reduce + RMSNorm at 13.5 us and the
+    fused kernel at 8.7 us on the same B200 step, a saving of 4.8 us a collective; read as a
+    saving off the 20 us prior: 20 - (13.5 - 8.7) = 15.2 us. TP8 EP8 DeepSeek-V3: 122 x 4.8 us
+    = 0.5856 ms a step (the absolute reading: 122 x 11.3 us = 1.3786 ms)."""
+    f = allreduce_file(saving_dir)
+    assert f.charge == "saving"
+    fused = f.impl("flashinfer_fused_rmsnorm")
+    assert fused.replaces_s == pytest.approx(13.5e-6)
+    assert saving_latency_s(fused) == pytest.approx(15.2e-6, rel=1e-9)
+    assert saving_latency_s(f.impl("nccl")) is None  # no fusion, no saving
+    got = launch_latency_s("sglang", "nvfp4", "nvidia-b200", FP4_NOTES, saving_dir)
+    assert got == pytest.approx(15.2e-6, rel=1e-9)
+    assert launch_latency_s("trtllm", "nvfp4", "nvidia-b200", FP4_NOTES, saving_dir) is None
+    cook = launch_latency_s("sglang", "fp8", "nvidia-b200", COOKBOOK_NOTES, saving_dir)
+    assert cook == pytest.approx(15.2e-6, rel=1e-9)  # the release's default fusion
+    assert 122 * (PRIOR.comm_latency_s - got) == pytest.approx(0.5856e-3, rel=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    lat=st.floats(1e-6, 19e-6),
+    extra=st.floats(0.0, 30e-6),
+)
+def test_saving_never_exceeds_the_prior_nor_goes_negative(lat, extra):
+    """Property: the saving reading charges between 0 and the prior, and exactly the prior
+    less (replaces - latency) wherever that is positive."""
+    impl = AllReduceImpl(
+        id="x1", name="fused x", latency_s=lat, replaces_s=lat + extra if extra > 0 else None,
+        topology="any", source="s" * 41, as_of="2026-01-01",
+    )  # fmt: skip
+    got = saving_latency_s(impl)
+    if extra <= 0 or impl.replaces_s is None or impl.replaces_s <= lat:
+        assert got is None
+    else:
+        assert 0.0 <= got <= PRIOR.comm_latency_s
+        assert got == pytest.approx(max(0.0, PRIOR.comm_latency_s - extra), abs=1e-12)

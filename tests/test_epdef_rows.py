@@ -65,8 +65,9 @@ def test_factor_lands_on_the_band(ratio):
 
 def test_the_groups_rows():
     """The committed rows: 18 dstack H200 TPOT rows (9 SGLang DP8, 9 TensorRT-LLM TP8 EP4,
-    the latter graphs-off), 16 MLPerf v5.1 (8 runs x mean / p99), 8 SGLang v0.4.1 DP8 (4 FP8
-    scored, 4 with no precision); Little's law on amd-0170 by hand."""
+    the latter graphs-off), 16 MLPerf v5.1 (8 runs x mean / p99), 8 SGLang v0.4.1 DP8 (4 of the
+    FP8 table, 4 of the table labelled BF16: FP8 weights with a bf16 KV cache since s12-sglep);
+    Little's law on amd-0170 by hand."""
     mod = _script()
     pred = pd.Series({"amd-0170": 56.2012902, "mlds51-0011": 21.9})
     df = mod.all_rows(pred)

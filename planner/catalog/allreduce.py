@@ -5,13 +5,17 @@ all-reduce fused with the residual RMSNorm, NCCL's symmetric-memory kernels), ea
 published latency of one all-reduce at decode sizes where someone published it, and the
 launches whose scripts state which implementation their decode steps run.
 :func:`launch_latency_s` gives the latency a row's launch states, or ``None`` (the step model
-then keeps :attr:`~planner.catalog.efficiency.EfficiencyParams.comm_latency_s`).
+then keeps :attr:`~planner.catalog.efficiency.EfficiencyParams.comm_latency_s`): the
+implementation's own latency (file ``charge: absolute``), or the prior less the saving the
+source measured against the kernels a fusion replaces (``charge: saving``,
+:func:`saving_latency_s`).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -19,7 +23,13 @@ from planner.catalog.catalog import DATA_DIR
 from planner.catalog.records import Frozen, Sourced
 from planner.files import load_data_file
 
-__all__ = ["AllReduceImpl", "AllReduceLaunch", "allreduce_file", "launch_latency_s"]
+__all__ = [
+    "AllReduceImpl",
+    "AllReduceLaunch",
+    "allreduce_file",
+    "launch_latency_s",
+    "saving_latency_s",
+]
 
 
 class AllReduceImpl(Sourced):
@@ -31,6 +41,13 @@ class AllReduceImpl(Sourced):
         default=None, gt=0, lt=1e-3, description="one decode-size all-reduce [s]; None: unknown"
     )
     topology: str = Field(min_length=3, description="the GPUs and message sizes it was timed on")
+    replaces_s: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1e-3,
+        description="the separate kernels a fused implementation replaces, timed by the same "
+        "source on the same step [s]; None: not a fusion, or not timed",
+    )
 
 
 class AllReduceLaunch(Sourced):
@@ -61,6 +78,11 @@ class AllReduceLaunch(Sourced):
 
 class AllReduceFile(Frozen):
     applied: bool = False
+    #: how a matched launch is charged: ``absolute`` (s8-symmem) replaces the step model's
+    #: ``comm_latency_s`` by the implementation's published latency; ``saving`` (s12-sglep)
+    #: subtracts only what the source measured the fusion to save against the separate kernels
+    #: it replaces (``replaces_s - latency_s``), the rest of the step model left as fitted
+    charge: Literal["absolute", "saving"] = "absolute"
     implementations: tuple[AllReduceImpl, ...] = Field(min_length=1)
     launches: tuple[AllReduceLaunch, ...] = ()
 
@@ -98,5 +120,24 @@ def launch_latency_s(
         return None
     for la in f.launches:
         if la.applied and la.matches(framework, precision, hardware, notes):
-            return f.impl(la.implementation).latency_s
+            impl = f.impl(la.implementation)
+            if f.charge == "saving":
+                return saving_latency_s(impl)
+            return impl.latency_s
     return None
+
+
+def saving_latency_s(impl: AllReduceImpl) -> float | None:
+    """The per-all-reduce latency [s] of a fused implementation read as a saving: the step
+    model's prior ``comm_latency_s`` (never fitted) less what the source measured the fusion
+    to save against the separate kernels it replaces; ``None`` where the implementation is no
+    timed fusion or the saving is not positive.
+
+    Example (SGLang PR #7621, B200, DeepSeek-R1-FP4 TP8): separate all-reduce + RMSNorm 13.5
+    us, fused 8.7 us: 20 - (13.5 - 8.7) = 15.2 us a collective."""
+    from planner.catalog.efficiency import EfficiencyParams
+
+    if impl.latency_s is None or impl.replaces_s is None or impl.replaces_s <= impl.latency_s:
+        return None
+    prior = EfficiencyParams.model_fields["comm_latency_s"].default
+    return max(0.0, prior - (impl.replaces_s - impl.latency_s))
