@@ -288,9 +288,14 @@ def test_provenance_same_arch_other_gpu(synth_profile):
     )
     sib = synth_profile.find("pytorch", "hopper", H200, "bf16", vendor="nvidia")
     # the sibling's parameters; the weight- and KV-read efficiencies moved with their
-    # per-kernel latency (planner.catalog.bandwidth, tests/test_bandwidth_transfer.py)
-    assert params == sib.params.with_(mem_eff=params.mem_eff, kv_mem_eff=params.kv_mem_eff)
+    # per-kernel latency (planner.catalog.bandwidth, tests/test_bandwidth_transfer.py) and the
+    # GEMM efficiency with the two GPUs' own prefill steps (STEP_COMPUTE_RULE: the H100 runs
+    # them at 0.976x the H200's rate at equal bf16 peaks; tests/test_compute_transfer.py)
+    assert params == sib.params.with_(
+        mem_eff=params.mem_eff, kv_mem_eff=params.kv_mem_eff, compute_eff=params.compute_eff
+    )
     assert params.mem_eff > sib.params.mem_eff
+    assert params.compute_eff == pytest.approx(sib.params.compute_eff * 0.976, rel=0.01)
     assert (
         prov == f"transferred from pytorch/{H200}/bf16, nearest hopper sibling ({sib.n_rows} rows)"
     )
