@@ -5,7 +5,7 @@ its newest round and per GPU within each round, and the pairs of GPUs a round or
 
 Usage: PYTHONPATH=$PWD python scripts/mlperf_tight_tpot.py [-o table.csv] [--rows rows.csv]
        [--at-measured] [--stated-chunked-prefill] [--harness-gemm] [--poisson-per-engine]
-       [--prior-round-speed]
+       [--prior-round-speed] [--kv-as-assumed]
 
 --stated-chunked-prefill takes each row's stated chunked-prefill switch (AMD's V0 configs:
 off, prompt-first steps); a what-if, not the planner's default (docs/changes/2026-12-07b/mlperf.md).
@@ -19,6 +19,9 @@ before docs/changes/2026-12-07e/mlpint.md, for comparison.
 the same GPU's, engine's and precision's Offline runs of the newest earlier MLPerf round
 (mlperf_latency.prior_round_gemm_speed, held out by round); a what-if, not the default
 (docs/changes/2026-12-07e/mlpstep.md).
+--kv-as-assumed simulates the TensorRT-LLM rows whose engine config sets no KV dtype with the
+rows' kv_precision cell (fp8, an assumption) instead of the fp16 KV cache their checkpoint
+step leaves (mlperf_latency.UNSTATED_KV_CHECKPOINT_DTYPE off; changes/s12-mlpint.md).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import math
 
 import pandas as pd
 
+from planner.benchmarks import mlperf_latency
 from planner.benchmarks.io import load_measurements
 from planner.benchmarks.mlperf_latency import (
     CONSTRAINTS_S,
@@ -74,7 +78,14 @@ def main(argv=None) -> int:
         action="store_true",
         help="scale each row's GEMM rate to the harness's Offline runs of the earlier round",
     )
+    ap.add_argument(
+        "--kv-as-assumed",
+        action="store_true",
+        help="rows whose config sets no KV dtype keep their kv_precision cell (fp8, assumed)",
+    )
     a = ap.parse_args(argv)
+    if a.kv_as_assumed:
+        mlperf_latency.UNSTATED_KV_CHECKPOINT_DTYPE = False
     pd.set_option("display.width", 250)
     cat = load_catalog()
     df = load_measurements(public_files_default(), cat)

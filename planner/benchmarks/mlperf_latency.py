@@ -82,6 +82,33 @@ def stated_chunked_prefill(notes: str) -> bool | None:
     return None if m is None else m.group(1).lower().endswith(" on")
 
 
+#: NVIDIA's harness builds the KV cache in the dtype its quantized checkpoint has: the
+#: quantizer passes the config's ``trtllm_checkpoint_flags`` to TensorRT-LLM's
+#: ``examples/quantization/quantize.py`` (``closed/NVIDIA/code/llmlib/builder.py``
+#: ``TRTLLMQuantizerOp.get_cli_flags``, MLPerf v5.1), whose ``--kv_cache_dtype`` defaults to
+#: None (no KV quantization; NVIDIA/TensorRT-LLM @ c8c6df08), over ``--dtype float16``
+#: (``QuantizerConfig.dtype_in`` FP16). A config that sets no ``kv_cache_dtype`` (B200 v5.1
+#: Interactive; its Server file and the H200 Interactive files set fp8) therefore runs an
+#: fp16 KV cache. True: such a row (notes "sets no KV dtype") is simulated with a 16-bit KV
+#: cache (bf16, the 16-bit KV option data/precisions.yaml gives fp4; 2 bytes an element as
+#: fp16); False: the rows' kv_precision cell (fp8, an assumption). changes/s12-mlpint.md.
+UNSTATED_KV_CHECKPOINT_DTYPE = True
+_NO_KV_DTYPE = re.compile(r"\bsets no KV dtype\b")
+
+
+def harness_kv_precision(row: dict[str, Any]) -> str | None:
+    """The KV precision an MLPerf Server / Interactive row runs: 16-bit for a TensorRT-LLM
+    row whose engine config sets no KV dtype (:data:`UNSTATED_KV_CHECKPOINT_DTYPE`), else
+    the row's own (:func:`planner.benchmarks.schema.row_kv_precision`)."""
+    if (
+        UNSTATED_KV_CHECKPOINT_DTYPE
+        and cell(row, "framework") == "trtllm"
+        and _NO_KV_DTYPE.search(cell(row, "notes") or "")
+    ):
+        return "bf16"  # fp16 in the checkpoint; the same bytes
+    return row_kv_precision(row)
+
+
 def engine_traffic(engines: float, poisson_per_engine: bool = False) -> Traffic:
     """The arrivals one engine of an MLPerf system sees, at a unit rate: loadgen issues one
     Poisson stream for the whole system and the harness deals it over the engines.
@@ -178,7 +205,7 @@ def scenario_replica(
         fw,
         tp=tp,
         pp=pp,
-        kv_precision=row_kv_precision(row),
+        kv_precision=harness_kv_precision(row),
         params=params,
         catalog=catalog,
         memory_utilization=util if util is not None else fw_rec.memory_utilization_default(None),
