@@ -21,7 +21,7 @@ the same GPU's, engine's and precision's Offline runs of the newest earlier MLPe
 (docs/changes/2026-12-07e/mlpstep.md).
 --kv-as-assumed simulates the TensorRT-LLM rows whose engine config sets no KV dtype with the
 rows' kv_precision cell (fp8, an assumption) instead of the fp16 KV cache their checkpoint
-step leaves (mlperf_latency.UNSTATED_KV_CHECKPOINT_DTYPE off; changes/s12-mlpint.md).
+step leaves (mlperf_latency.UNSTATED_KV_CHECKPOINT_DTYPE off; docs/changes/2026-12-09/mlpint.md).
 """
 
 from __future__ import annotations

@@ -200,7 +200,7 @@ def test_per_gpu_throughput_within_15_pct(table, case):
                 reason="B200 (8,140 tok/s per GPU, +9.2% pooled over v5.0 and v5.1) predicted "
                 "above MI355X (8,089, -10.3%), 0.6% apart, where MI355X measures 21% above "
                 "B200: the MI355X step at its run's batch is 23% long (attention 16.9 ms at "
-                "the MI300X TP8 node's kv_mem_eff; changes/s12-mlpint.md)",
+                "the MI300X TP8 node's kv_mem_eff; docs/changes/2026-12-09/mlpint.md)",
             ),
         ),
     ],
@@ -363,7 +363,7 @@ def test_newest_round_within_15_pct(newest, case):
                 strict=True,
                 reason="B200 v5.1 (8,140 tok/s per GPU, +8.8%) predicted above MI355X v6.0 "
                 "(8,089, -10.3%), 0.6% apart, where MI355X measures 20% above B200 (9,015 vs "
-                "7,485): the MI355X step at its run's batch is 23% long (changes/s12-mlpint.md)",
+                "7,485): the MI355X step at its run's batch is 23% long (docs/changes/2026-12-09/mlpint.md)",
             ),
         ),
     ],

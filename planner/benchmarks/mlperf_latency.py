@@ -91,7 +91,7 @@ def stated_chunked_prefill(notes: str) -> bool | None:
 #: Interactive; its Server file and the H200 Interactive files set fp8) therefore runs an
 #: fp16 KV cache. True: such a row (notes "sets no KV dtype") is simulated with a 16-bit KV
 #: cache (bf16, the 16-bit KV option data/precisions.yaml gives fp4; 2 bytes an element as
-#: fp16); False: the rows' kv_precision cell (fp8, an assumption). changes/s12-mlpint.md.
+#: fp16); False: the rows' kv_precision cell (fp8, an assumption). docs/changes/2026-12-09/mlpint.md.
 UNSTATED_KV_CHECKPOINT_DTYPE = True
 _NO_KV_DTYPE = re.compile(r"\bsets no KV dtype\b")
 
