@@ -590,6 +590,24 @@ FIRST_TOKEN_NOTE = (
 )
 
 
+def _first_token_extra(keep, every, recs) -> list:
+    """The rows of ``every`` outside ``keep`` (``--source`` / ``--engine``) that
+    :func:`_first_token_loso` fits a kept fold's first-token latency on: the other sources'
+    TensorRT-LLM PyTorch-backend TTFT rows dated from ``CURRENT_SINCE``, predicted by their own
+    folds and not reported. Without them a fold's latency depended on which sources the run
+    kept (``--source InferenceX``: none, 120-140 ms missing; docs/changes s12-epsub)."""
+    if not any(r.framework == "trtllm" for r in keep):
+        return []
+    srcs, since = {r.source for r in keep}, CURRENT_SINCE.isoformat()
+    return [
+        r for r in every
+        if r.source not in srcs and r.framework == "trtllm" and metric_class(r.metric) == "ttft"
+        and trtllm_pytorch_backend(cell(recs[r.id], "framework_version"),
+                                   cell(recs[r.id], "notes"))
+        and str(recs[r.id].get("as_of") or "")[:10] >= since
+    ]  # fmt: skip
+
+
 def _first_token_loso(keep, recs, profiles, cat) -> tuple[dict, Any]:
     """(row id -> trtllm-serve's first-token latency [s] fitted without the row's source,
     the fit over every source ``(latency [s], rows, sources)`` or None), on TensorRT-LLM rows
@@ -931,13 +949,18 @@ def main(argv=None) -> int:
         )
         if mc in ("ttft", "tpot/itl") or mlperf:
             keep.append(r)
+    every = keep
     if a.source:
         keep = [r for r in keep if a.source.lower() in r.source.lower()]
     if a.engine:
         keep = [r for r in keep if r.framework == a.engine]
+    ft_keep = keep + _first_token_extra(keep, every, recs)
+    if (a.source or a.engine) and not a.no_scale:  # the first-token fit reads every source
+        print("note: with --source / --engine the prefill scale is fitted on the kept rows "
+              "only, not the full run's (use --no-scale to compare)", file=sys.stderr)  # fmt: skip
     cache_p = Path(a.cache)
     profiles = pickle.loads(cache_p.read_bytes()) if cache_p.exists() else {}
-    for s in sorted({r.source for r in keep}):
+    for s in sorted({r.source for r in ft_keep}):
         if s in profiles:
             continue
         print("fit without", s, file=sys.stderr, flush=True)
@@ -951,8 +974,8 @@ def main(argv=None) -> int:
         except PlannerError:
             profiles[s] = None
         cache_p.write_bytes(pickle.dumps(profiles))
-    folds = _release_folds(keep, rows, own_rows, df, cat, profiles, cache_p, not a.no_release)
-    ft, ft_all = ({}, None) if a.no_first_token else _first_token_loso(keep, recs, folds, cat)
+    folds = _release_folds(ft_keep, rows, own_rows, df, cat, profiles, cache_p, not a.no_release)
+    ft, ft_all = ({}, None) if a.no_first_token else _first_token_loso(ft_keep, recs, folds, cat)
     base = [_predict(r, recs[r.id], folds, cat, 1.0, ft.get(r.id)) for r in keep]
     _keep_asof(folds)
     base = [b for b in base if b is not None]

@@ -56,7 +56,7 @@ from planner.calibration.release_fit import (
     release_params_for_row,
     signed,
 )
-from planner.calibration.sections import kept_sections
+from planner.calibration.sections import _md_table, kept_sections
 from planner.calibration.transfer import sibling_band, transfer_validation
 from planner.catalog.catalog import DATA_DIR, Catalog, load_catalog
 from planner.catalog.latency import APPLY_PREFILL_SCALE, latency_family
@@ -316,8 +316,12 @@ def run_validation(
     (``kfold=False``: LOSO only, own rows still in every training set).
 
     ``holdout``: hold out only the sources whose name contains one of these texts
-    (case-insensitive); the other sources are never predicted (a quick partial run)."""
+    (case-insensitive); the other sources are never scored (a quick partial run); those the
+    first-token latency is fitted on are predicted unscored, so a held-out row gets the full
+    run's prediction (:func:`planner.calibration.latency_fit.first_token_train_rows`)."""
     import pandas as pd
+
+    from planner.calibration.latency_fit import first_token_train_rows
 
     cat = catalog or load_catalog()
     result: dict[str, Any] = {}
@@ -340,8 +344,9 @@ def run_validation(
                 )
         recs, asof = [], AsOfFits(as_of_days(df), **fit_kw)  # release-free rows: as of their date
         profiles: dict[str, Profile | None] = {}
-        bar = Progress("validate: leave-one-source-out", total=len(sources))
-        for i, s in enumerate(sources):
+        aux = first_token_train_rows(df.to_dict("records"), sources) if holdout and serving else {}
+        bar = Progress("validate: leave-one-source-out", total=len(sources) + len(aux))
+        for i, s in enumerate([*sources, *aux]):
             bar.update(i, s)
             train = [r for r in rows if r.source != s and (r.ok or r.steady)] + [
                 r for r in own_rows if r.ok or r.steady
@@ -358,16 +363,18 @@ def run_validation(
                 prof = None
             profiles[s] = prof
             asof.fit_fold(s, [r for r in rows if r.source == s], train)
-            test = [r for r in rows if r.source == s and r.ok]
+            test = [r for r in rows if r.source == s and r.ok and s not in aux]
             for r, v, prov, used, dist in predict_rows_by_release(test, prof, cat, asof, s):
                 recs.append({**oos_record(r, v, prov, s), **release_cols(r, used, dist)})
         bar.close()
         if serving:
             held = set(sources)  # with ``holdout`` the other sources are not predicted
-            sdf = df[df["source"].astype(str).isin(held)]
-            srows = [r for r in rows if r.source in held]
-            recs += serving_predictions(sdf, srows, profiles.get, cat, lambda r: r.source, asof)
+            sdf, adf = (df[df["source"].astype(str).isin(h)] for h in (held, held | set(aux)))
+            srows = [r for r in rows if r.source in held or r.id in aux.get(r.source, ())]
+            recs += [x for x in serving_predictions(adf, srows, profiles.get, cat,
+                     lambda r: r.source, asof) if x["fold"] in held]  # fmt: skip
             recs += assumed_layout_predictions(sdf, profiles.get, cat, asof)
+        profiles = {s: p for s, p in profiles.items() if s not in aux}
         loso = pd.DataFrame(recs)
         if len(loso):
             n_gpus = dict(zip(df["id"].astype(str), df["n_gpus"], strict=True))
@@ -404,20 +411,6 @@ def run_validation(
             kf["metric_class"] = [metric_class(m) for m in kf["metric"]]
         result["kfold_own"] = kf
     return result
-
-
-def _md_table(df) -> str:
-    if df is None or not len(df):
-        return "_no rows_\n"
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for rec in df.itertuples(index=False):
-        lines.append(
-            "| "
-            + " | ".join("" if (isinstance(v, float) and math.isnan(v)) else str(v) for v in rec)
-            + " |"
-        )
-    return "\n".join(lines) + "\n"
 
 
 def _coverage_section(result: dict[str, Any]) -> list[str]:

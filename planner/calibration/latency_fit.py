@@ -403,3 +403,40 @@ def ttft_term_loso(
         v = fitted[key]
         out.append((float(r["predicted"]) if v is None else ttft_term(form, v, r), v))
     return out
+
+
+def first_token_train_rows(
+    records: Iterable[Mapping[str, Any]],
+    exclude: Collection[str] = (),
+    since: _dt.date | None = CURRENT_SINCE,
+) -> dict[str, set[str]]:
+    """The rows :func:`first_token_folds` fits the first-token latency on, by source.
+
+    A fold's latency is fitted on the held-out TTFT of every other source on the path. A
+    partial leave-one-source-out run (``holdout``) predicts only some sources, so it must
+    also predict these rows (each by its own source's fold, unscored) to give a held-out
+    row the prediction of the full run; without them a fold's latency depended on which
+    other sources the same run held out (InferenceX's TensorRT-LLM TTFT: 120-140 ms
+    missing in an InferenceX-only run).
+
+    Parameters
+    ----------
+    records : data-file records (``source``, ``id``, ``metric``, ``as_of`` and the cells
+        :func:`first_token_applies` reads)
+    exclude : sources left out (those the run already predicts)
+    since : only rows dated on or after it (as :func:`fit_first_token`; None: every row)
+
+    Returns
+    -------
+    source -> ids of its TTFT rows on the first-token path
+    """
+    out: dict[str, set[str]] = {}
+    for r in records:
+        src, metric = str(r["source"]), str(r["metric"])
+        if src in exclude or not metric.startswith("ttft_ms_"):
+            continue
+        if since is not None and ((d := _date(r.get("as_of"))) is None or d < since):
+            continue
+        if first_token_applies(r, metric):
+            out.setdefault(src, set()).add(str(r["id"]))
+    return out

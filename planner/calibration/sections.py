@@ -4,6 +4,7 @@ written in place by their owner (:func:`put_section`)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 #: a section of the report another generator owns (scripts/serving_comparison.py --write):
@@ -62,3 +63,18 @@ def kept_sections(path: str | Path) -> str:
         if i >= 0 and j > i:
             kept.append("\n" + old[i : j + len(end)] + "\n")
     return "".join(kept)
+
+
+def _md_table(df) -> str:
+    """A markdown table of a DataFrame (NaN cells empty); ``_no rows_`` when empty."""
+    if df is None or not len(df):
+        return "_no rows_\n"
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for rec in df.itertuples(index=False):
+        lines.append(
+            "| "
+            + " | ".join("" if (isinstance(v, float) and math.isnan(v)) else str(v) for v in rec)
+            + " |"
+        )
+    return "\n".join(lines) + "\n"
