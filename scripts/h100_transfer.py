@@ -614,6 +614,28 @@ def serving_host_lines(res: list[dict], meas_by: dict) -> list[str]:
     return out
 
 
+def score_variants(cat, models, runs, variants: dict) -> tuple[dict, dict]:
+    """Each parameter variant's absolute errors [%] per metric over the runs below 80 % load,
+    and its signed TPOT p50 error [%] per run ``(model, scenario, rate)``."""
+    err: dict[str, dict[str, list[float]]] = {}
+    tpot: dict[str, dict[tuple, float]] = {}
+    for label, p in variants.items():
+        for m in models:
+            rep = build_replica(m, GPU, PREC, FW, params=p, catalog=cat, **ENGINE)
+            for (model, scen, rate), meas in runs.items():
+                if model != m:
+                    continue
+                sim, load = simulate_run(rep, scen, rate)
+                if load < 0.8:
+                    tpot.setdefault(label, {})[model, scen, rate] = (
+                        sim["tpot_p50_s"] * 1e3 / meas["tpot_ms_median"] - 1
+                    ) * 100
+                    for key, name, skey, f in METRICS:
+                        e = abs(sim[skey] * f / meas[key] - 1) * 100
+                        err.setdefault(label, {}).setdefault(name, []).append(e)
+    return err, tpot
+
+
 def weight_rule_lines(cat, models, runs, after) -> list[str]:
     """The weight reads moved by the two GPUs' decode steps (``step_weight_ratio``) against the
     GEMV rule it replaced (``STEP_WEIGHT_RULE`` off) and the ratio's smallest / largest pair:
@@ -634,18 +656,7 @@ def weight_rule_lines(cat, models, runs, after) -> list[str]:
         f"ratio {sw.ratio:.3f} (as transferred)": after,
         f"ratio {sw.high:.3f} (highest pair)": after.with_(mem_eff=min(1.0, donor.params.mem_eff * sw.high * scale)),
     }  # fmt: skip
-    err: dict[str, dict[str, list[float]]] = {}
-    for label, p in variants.items():
-        for m in models:
-            rep = build_replica(m, GPU, PREC, FW, params=p, catalog=cat, **ENGINE)
-            for (model, scen, rate), meas in runs.items():
-                if model != m:
-                    continue
-                sim, load = simulate_run(rep, scen, rate)
-                if load < 0.8:
-                    for key, name, skey, sc in METRICS:
-                        e = abs(sim[skey] * sc / meas[key] - 1) * 100
-                        err.setdefault(label, {}).setdefault(name, []).append(e)
+    err, _ = score_variants(cat, models, runs, variants)
     out = [
         "### Weight reads from the two GPUs' decode steps",
         "",
@@ -692,22 +703,7 @@ def compute_rule_lines(cat, models, runs, after) -> list[str]:
         f"ratio {sc.ratio:.3f} (as transferred)": after,
         f"ratio {sc.high:.3f} (highest pair)": after.with_(compute_eff=round(ce * sc.high, 5)),
     }
-    err: dict[str, dict[str, list[float]]] = {}
-    tpot: dict[str, dict[tuple, float]] = {}
-    for label, p in variants.items():
-        for m in models:
-            rep = build_replica(m, GPU, PREC, FW, params=p, catalog=cat, **ENGINE)
-            for (model, scen, rate), meas in runs.items():
-                if model != m:
-                    continue
-                sim, load = simulate_run(rep, scen, rate)
-                if load < 0.8:
-                    tpot.setdefault(label, {})[model, scen, rate] = (
-                        sim["tpot_p50_s"] * 1e3 / meas["tpot_ms_median"] - 1
-                    ) * 100
-                    for key, name, skey, f in METRICS:
-                        e = abs(sim[skey] * f / meas[key] - 1) * 100
-                        err.setdefault(label, {}).setdefault(name, []).append(e)
+    err, tpot = score_variants(cat, models, runs, variants)
     out = [
         "### GEMMs from the two GPUs' prefill steps",
         "",
