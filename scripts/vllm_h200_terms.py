@@ -1,6 +1,6 @@
 """Which fitted term makes vLLM fp8 TP2 on H200 need ~4x TensorRT-LLM's GPUs (a diagnosis).
 
-The buyer's case (changes/s12-vllmh200.md): llama-3.1-70b, 1,500 / 300 tokens, TTFT p99 2 s,
+The buyer's case (docs/changes/2026-12-09/vllmh200.md): llama-3.1-70b, 1,500 / 300 tokens, TTFT p99 2 s,
 TPOT p99 50 ms, H200, fp8, TP2. The script copies the calibration profile and replaces, one
 group at a time, the parameters of the release node vLLM takes when no release is named
 (``vllm@0.6.3.post2.dev308`` on nvidia-h100-sxm, fp8) with TensorRT-LLM's H200 fp8 values,
