@@ -636,6 +636,20 @@ def score_variants(cat, models, runs, variants: dict) -> tuple[dict, dict]:
     return err, tpot
 
 
+def variant_table(err: dict, variants: dict) -> list[str]:
+    """The markdown table of :func:`score_variants`' median absolute errors [%]: a row per
+    metric, a column per variant, and the item's target."""
+    out = [
+        "| metric | " + " | ".join(variants) + " | target |",
+        "|---|" + "---|" * (len(variants) + 1),
+    ]
+    for _, name, _, _ in METRICS:
+        t = TARGET.get(name)
+        cells = [f"{median(err[k][name]):.1f}%" for k in variants]
+        out.append(f"| {name} | " + " | ".join(cells) + f" | {f'{t:g}%' if t else '-'} |")
+    return out
+
+
 def weight_rule_lines(cat, models, runs, after) -> list[str]:
     """The weight reads moved by the two GPUs' decode steps (``step_weight_ratio``) against the
     GEMV rule it replaced (``STEP_WEIGHT_RULE`` off) and the ratio's smallest / largest pair:
@@ -672,13 +686,8 @@ def weight_rule_lines(cat, models, runs, after) -> list[str]:
         f"{gemv.mem_eff:.3f}: 1.43x the H200's weight time where the decode steps take "
         f"{1 / sw.ratio:.2f}x. Median absolute error of the runs below 80 % of saturation:",
         "",
-        "| metric | " + " | ".join(variants) + " | target |",
-        "|---|" + "---|" * (len(variants) + 1),
+        *variant_table(err, variants),
     ]
-    for _, name, _, _ in METRICS:
-        t = TARGET.get(name)
-        cells = [f"{median(err[k][name]):.1f}%" for k in variants]
-        out.append(f"| {name} | " + " | ".join(cells) + f" | {f'{t:g}%' if t else '-'} |")
     return out
 
 
@@ -722,13 +731,8 @@ def compute_rule_lines(cat, models, runs, after) -> list[str]:
         "1-5 % longer. Median absolute error of the runs below 80 % of saturation (the same "
         "runs for every column):",
         "",
-        "| metric | " + " | ".join(variants) + " | target |",
-        "|---|" + "---|" * (len(variants) + 1),
+        *variant_table(err, variants),
     ]
-    for _, name, _, _ in METRICS:
-        t = TARGET.get(name)
-        cells = [f"{median(err[k][name]):.1f}%" for k in variants]
-        out.append(f"| {name} | " + " | ".join(cells) + f" | {f'{t:g}%' if t else '-'} |")
     keys = sorted(tpot["without (before)"], key=lambda k: abs(tpot["without (before)"][k]))
     out += [
         "",
