@@ -232,6 +232,9 @@ def test_405b_bf16_does_not_fit_one_80gb_gpu(catalog):
     # 811 GB / 16 = 51 GB per GPU is the first power-of-two TP that fits in 72 GB
     # (an H100 HGX server's NVLink domain holds 8 GPUs: 16 span two nodes)
     assert plan.suggestions[0] == "tp=16 (16 GPUs, 2 nodes)"
+    # and the layout teams run across nodes: TP8 inside each node, 2 pipeline stages (811 GB
+    # / 8 GPUs / 2 stages = 51 GB per GPU, as TP16)
+    assert plan.suggestions[1] == "tp=8 pp=2 (16 GPUs, 2 nodes: PP across nodes)"
 
 
 def test_fits_false_when_only_kv_is_short(catalog):

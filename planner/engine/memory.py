@@ -712,6 +712,10 @@ def _suggest(cat, m, g, p, kv_id, tp, pp, ctx, util, fw, seqs, btok, layout) -> 
         if t > tp and layout.is_plain and ok(lay=layout_of(t, pp)):
             nodes = f", {-(-t * pp // dom)} nodes" if dom and t * pp > dom else ""
             out.append(f"tp={t} ({t * pp} GPUs{nodes})")
+            # across nodes, TP in a node x PP across (vLLM's guide; planner.engine.pipeline)
+            k = t // dom if nodes and t % dom == 0 and heads % dom == 0 else 0
+            if k and ok(lay=layout_of(dom, pp * k)):
+                out.append(f"tp={dom} pp={pp * k} ({t * pp} GPUs{nodes}: PP across nodes)")
             break
     if m.is_moe and fw is not None and fw.expert_parallel and fw.attention_dp:
         # attention data-parallel with expert parallel over the same GPUs (DEPn)
