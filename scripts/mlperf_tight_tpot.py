@@ -11,7 +11,8 @@ Usage: PYTHONPATH=$PWD python scripts/mlperf_tight_tpot.py [-o table.csv] [--row
 off, prompt-first steps); a what-if, not the planner's default (docs/changes/2026-12-07b/mlperf.md).
 --harness-gemm gives the rows whose engine config names a hipBLASLt tuning file (AMD's v5.1
 MI325X configs) the GEMM terms of the file's kernel timings (data/mlperf_harness_gemm.yaml);
-a what-if, not the default (changes/s8-mlperfint.md).
+a what-if, not the default (changes/s8-mlperfint.md). AMD's v6.0 MI355X rows take the AITER
+FP4 GEMM tuning lines their harness image patches in (changes/s13-mlpint.md).
 --poisson-per-engine gives each engine its own Poisson stream instead of its share of the
 system's stream dealt round robin (mlperf_latency.engine_traffic); the planner's reading
 before docs/changes/2026-12-07e/mlpint.md, for comparison.

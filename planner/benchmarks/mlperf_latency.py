@@ -164,7 +164,8 @@ def scenario_replica(
     the bundled profile it moves AMD's V0 rows 20-40% low (docs/changes/2026-12-07b/mlperf.md), because
     the CDNA3 fit's compute rate is below the one AMD states for its tuned MLPerf harness.
 
-    ``harness_gemm``: a row whose engine config names a hipBLASLt tuning file
+    ``harness_gemm``: a row whose engine config names a hipBLASLt tuning file, or whose
+    harness image patches in AITER GEMM tuning lines (AMD's v6.0 MI355X rows)
     (:func:`planner.benchmarks.harness_gemm.table_for_row`) takes the GEMM terms that
     reproduce the file's kernel timings (``compute_eff``, ``compute_half_tokens``, and
     ``mem_eff`` where the file times a weight read) in place of the profile's. Off by
