@@ -10,7 +10,8 @@ step the rate x the step x the OpenOrca mean prompt
 (:func:`mlperf_step_at_batch.step_at_run_batch`). The step is the one
 :func:`planner.benchmarks.mlperf_latency.scenario_replica` builds for the row (its GPU, engine,
 precision, layout and stated engine tags); ``harness GEMM`` takes the kernel timings of
-``data/mlperf_harness_gemm.yaml`` where the row's engine config names a tuning file (MI325X).
+``data/mlperf_harness_gemm.yaml`` where the row's engine config names a tuning file (MI325X)
+or its harness image patches in AITER's tuning lines (MI355X v6.0).
 
 Then the fit domain of the node every AMD MLPerf row resolves to: the tensor-parallel sizes,
 models and GPUs of the benchmark rows of its sources, GPU, engine and precision

@@ -5,13 +5,14 @@ its newest round and per GPU within each round, and the pairs of GPUs a round or
 
 Usage: PYTHONPATH=$PWD python scripts/mlperf_tight_tpot.py [-o table.csv] [--rows rows.csv]
        [--at-measured] [--stated-chunked-prefill] [--harness-gemm] [--poisson-per-engine]
-       [--prior-round-speed] [--kv-as-assumed]
+       [--prior-round-speed] [--kv-as-assumed] [--harness-attention]
 
 --stated-chunked-prefill takes each row's stated chunked-prefill switch (AMD's V0 configs:
 off, prompt-first steps); a what-if, not the planner's default (docs/changes/2026-12-07b/mlperf.md).
 --harness-gemm gives the rows whose engine config names a hipBLASLt tuning file (AMD's v5.1
 MI325X configs) the GEMM terms of the file's kernel timings (data/mlperf_harness_gemm.yaml);
-a what-if, not the default (changes/s8-mlperfint.md).
+a what-if, not the default (changes/s8-mlperfint.md). AMD's v6.0 MI355X rows take the AITER
+FP4 GEMM tuning lines their harness image patches in (changes/s13-mlpint.md).
 --poisson-per-engine gives each engine its own Poisson stream instead of its share of the
 system's stream dealt round robin (mlperf_latency.engine_traffic); the planner's reading
 before docs/changes/2026-12-07e/mlpint.md, for comparison.
@@ -22,6 +23,10 @@ the same GPU's, engine's and precision's Offline runs of the newest earlier MLPe
 --kv-as-assumed simulates the TensorRT-LLM rows whose engine config sets no KV dtype with the
 rows' kv_precision cell (fp8, an assumption) instead of the fp16 KV cache their checkpoint
 step leaves (mlperf_latency.UNSTATED_KV_CHECKPOINT_DTYPE off; docs/changes/2026-12-09/mlpint.md).
+--harness-attention gives the rows whose harness states its decode-attention kernel (AMD's v6.0
+MI355X runs: AITER pa_fwd_asm) the KV streaming rate of a published timing of that kernel
+(data/mlperf_harness_attention.yaml; mlperf_latency.HARNESS_ATTENTION on); a what-if, not
+the default (changes/s13-mlpint.md).
 """
 
 from __future__ import annotations
@@ -83,9 +88,17 @@ def main(argv=None) -> int:
         action="store_true",
         help="rows whose config sets no KV dtype keep their kv_precision cell (fp8, assumed)",
     )
+    ap.add_argument(
+        "--harness-attention",
+        action="store_true",
+        help="rows whose harness states its decode kernel take the KV rate of a published "
+        "timing of it (data/mlperf_harness_attention.yaml)",
+    )
     a = ap.parse_args(argv)
     if a.kv_as_assumed:
         mlperf_latency.UNSTATED_KV_CHECKPOINT_DTYPE = False
+    if a.harness_attention:
+        mlperf_latency.HARNESS_ATTENTION = True
     pd.set_option("display.width", 250)
     cat = load_catalog()
     df = load_measurements(public_files_default(), cat)

@@ -73,6 +73,8 @@ def test_gemm_params_reproduce_the_table(cat, tables):
     compute-bound point of both tables (token counts >= 64)."""
     g = cat.gpu("amd-mi325x")
     for name, t in tables.items():
+        if t.gpu != "amd-mi325x":
+            continue
         p = gemm_params(t, g)
         n = np.asarray(t.tokens, float)
         sel = n >= COMPUTE_FROM_TOKENS
@@ -112,6 +114,8 @@ def test_the_tables_serve_the_rows_whose_config_names_them(cat, tables):
     Server, mlp51b-0018 Interactive) ran configs that name no tuning file, so no table."""
     df = load_measurements(public_files_default(), cat)
     for name, t in tables.items():
+        if t.gpu != "amd-mi325x":
+            continue
         mode = name.split("-")[1]
         for rid in t.rows:
             r = df[(df["id"] == rid) & (df["metric"] == "output_tok_s_total")].iloc[0]
@@ -139,3 +143,37 @@ def test_harness_gemm_is_a_what_if(cat, tables):
     assert on.kv_mem_eff == base.kv_mem_eff and base.compute_eff != on.compute_eff
     vultr = _row(df, "mlp51b-0018")
     assert scenario_replica(vultr, cat, prof, harness_gemm=True)[2] == base
+
+
+def test_mi355x_table_by_hand(cat, tables):
+    """AMD's v6.0 AITER tuning lines (cu_num 256): at M = 128 the layer's four FP4 GEMMs take
+    18.8448 + 15.7396 + 51.6511 + 48.3096 = 134.5451 us; the 8192 x 8192 line's own tflops
+    column agrees with its us (2 x 128 x 8192 x 8192 / 15.7396e-6 = 1.0915e15). The weight
+    read at M = 16 (15.7701 + 15.0951 + 45.8961 + 47.3667 = 124.128 us) of 855,638,016 MXFP4
+    weights at 4.25 bits (454,557,696 B) over 8 TB/s: mem_eff = 0.45775. The compute form
+    with MI355X's 10,100 TFLOPS fp4 peak is within 8% of every point from 64 tokens up."""
+    t = tables["mi355x-v6.0"]
+    times = dict(zip(t.tokens, t.layer_time_s(), strict=True))
+    assert times[128] == pytest.approx(134.5451e-6, rel=1e-9)
+    assert times[16] == pytest.approx(124.128e-6, rel=1e-9)
+    assert pytest.approx(1091.51e12, rel=1e-5) == 2 * 128 * 8192 * 8192 / 15.7396e-6
+    assert t.weights_read_bytes() == 454_557_696
+    g = cat.gpu("amd-mi355x")
+    p = gemm_params(t, g)
+    assert p["mem_eff"] == pytest.approx(454_557_696 / (8.0e12 * 124.128e-6), rel=1e-6)
+    n = np.asarray(t.tokens, float)
+    sel = n >= COMPUTE_FROM_TOKENS
+    model = 2 * 855_638_016 * (n + p["compute_half_tokens"]) / (10100e12 * p["compute_eff"])
+    assert np.all(np.abs(model[sel] / t.layer_time_s()[sel] - 1) < 0.08)
+
+
+def test_mi355x_table_serves_amds_v60_rows(cat, tables):
+    """The v6.0 harness image carries the patched AITER for every scenario
+    (vllm_gfx950.config): the table serves the MI355X v6.0 Server and Interactive rows."""
+    df = load_measurements(public_files_default(), cat)
+    t = tables["mi355x-v6.0"]
+    for rid in t.rows:
+        r = df[(df["id"] == rid) & (df["metric"] == "output_tok_s_total")].iloc[0]
+        assert r["hardware"] == "amd-mi355x" and r["source"] == "MLPerf Inference v6.0"
+        assert r["mode"] in ("server", "interactive") and r["precision"] == t.precision
+        assert table_for_row(rid) is t

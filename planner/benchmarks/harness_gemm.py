@@ -1,6 +1,7 @@
 """The GEMM rate an MLPerf harness publishes for its own kernels (``data/mlperf_harness_gemm.yaml``):
 AMD's MLPerf v5.1 Llama-2-70B MI325X configs load a hipBLASLt tuning file whose lines time
-every linear layer of the model at every token count.
+every linear layer of the model at every token count; AMD's v6.0 MI355X harness image
+patches the same kind of lines (AITER's FP4 ASM GEMMs, MXFP4) into AITER.
 
 :func:`gemm_params` reads one table as the step model's GEMM term,
 ``t(n) = max(W / (BW x mem_eff), F x (n + compute_half_tokens) / (peak x compute_eff))`` per
@@ -42,6 +43,12 @@ class GemmTable(Frozen):
     file: str = Field(min_length=10)
     named_by: str = Field(min_length=10)
     clock_note: str = ""
+    #: the repository the table was read from, where it is not the file's ``source``
+    source: str = ""
+    #: the compute dtype whose dense peak ``compute_eff`` is a fraction of ("": precision)
+    compute_dtype: str = ""
+    #: bits a weight moves in a weight read [bit] (fp8: 8; MXFP4: 4.25)
+    weight_bits: float = Field(default=8.0, gt=0)
     rows: tuple[str, ...]
     #: (m, k) of each GEMM of one layer: weight rows x columns
     shapes: tuple[tuple[int, int], ...] = Field(min_length=1)
@@ -56,6 +63,11 @@ class GemmTable(Frozen):
     def weight_bytes_per_layer(self, bytes_per_weight: float = 1.0) -> float:
         """The layer's weight bytes, ``sum(m x k) x bytes_per_weight`` [B] (fp8: 1)."""
         return float(sum(m * k for m, k in self.shapes)) * bytes_per_weight
+
+    def weights_read_bytes(self) -> float:
+        """The bytes one weight read of the layer moves, ``sum(m x k) x weight_bits / 8``
+        [B]."""
+        return self.weight_bytes_per_layer(self.weight_bits / 8.0)
 
 
 class _File(Sourced):
@@ -92,16 +104,16 @@ def gemm_params(table: GemmTable, gpu: Accelerator) -> dict[str, float]:
     """The step model's GEMM terms that reproduce ``table`` on ``gpu``: ``compute_eff`` and
     ``compute_half_tokens`` (least squares of log time over the token counts from
     :data:`COMPUTE_FROM_TOKENS` up, with F = 2 x the layer's weights FLOPs a token and the
-    GPU's dense peak of the table's precision), and ``mem_eff`` (the weight read at the
-    smallest token count, ``W / (BW x t)``) only where that count is below
-    :data:`COMPUTE_FROM_TOKENS`; ``rms_log_err``: how well the form fits the table [-]."""
+    GPU's dense peak of the table's compute dtype), and ``mem_eff`` (the weight read at the
+    smallest token count, ``W / (BW x t)``, W the layer's weights at ``weight_bits``) only
+    where that count is below :data:`COMPUTE_FROM_TOKENS`; ``rms_log_err``: how well the form fits the table [-]."""
     from scipy.optimize import least_squares
 
     n = np.asarray(table.tokens, float)
     t = table.layer_time_s()
-    w = table.weight_bytes_per_layer()
-    flops = 2.0 * w
-    peak = gpu.peak_tflops(table.precision) * 1e12
+    flops = 2.0 * table.weight_bytes_per_layer()  # 2 FLOPs a weight a token
+    w = table.weights_read_bytes()
+    peak = gpu.peak_tflops(table.compute_dtype or table.precision) * 1e12
     sel = n >= COMPUTE_FROM_TOKENS
 
     def resid(x):

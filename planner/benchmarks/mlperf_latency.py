@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from planner.benchmarks.chunk_flags import stated_chunking
+from planner.benchmarks.harness_attention import kv_mem_eff, record_for_row
 from planner.benchmarks.harness_gemm import gemm_params, table_for_row
 from planner.benchmarks.layouts import assumed_layout, needs_layout
 from planner.benchmarks.mlperf_fit_domain import fit_domain_note
@@ -93,6 +94,11 @@ def stated_chunked_prefill(notes: str) -> bool | None:
 #: cache (bf16, the 16-bit KV option data/precisions.yaml gives fp4; 2 bytes an element as
 #: fp16); False: the rows' kv_precision cell (fp8, an assumption). docs/changes/2026-12-09/mlpint.md.
 UNSTATED_KV_CHECKPOINT_DTYPE = True
+#: a row whose harness states its decode-attention kernel, and whose record
+#: (``data/mlperf_harness_attention.yaml``) times that kernel on the row's GPU, takes the
+#: record's KV streaming rate as ``kv_mem_eff`` (:mod:`planner.benchmarks.harness_attention`).
+#: Off: the MI355X v6.0 rows' scores with it are in changes/s13-mlpint.md
+HARNESS_ATTENTION = False
 _NO_KV_DTYPE = re.compile(r"\bsets no KV dtype\b")
 
 
@@ -158,7 +164,8 @@ def scenario_replica(
     the bundled profile it moves AMD's V0 rows 20-40% low (docs/changes/2026-12-07b/mlperf.md), because
     the CDNA3 fit's compute rate is below the one AMD states for its tuned MLPerf harness.
 
-    ``harness_gemm``: a row whose engine config names a hipBLASLt tuning file
+    ``harness_gemm``: a row whose engine config names a hipBLASLt tuning file, or whose
+    harness image patches in AITER GEMM tuning lines (AMD's v6.0 MI355X rows)
     (:func:`planner.benchmarks.harness_gemm.table_for_row`) takes the GEMM terms that
     reproduce the file's kernel timings (``compute_eff``, ``compute_half_tokens``, and
     ``mem_eff`` where the file times a weight read) in place of the profile's. Off by
@@ -185,6 +192,11 @@ def scenario_replica(
             f"; GEMM terms of the harness's hipBLASLt table {table.name} (compute_eff "
             f"{g['compute_eff']:.3f}, compute_half_tokens {g['compute_half_tokens']:.0f})"
         )
+    rec = record_for_row(cell(row, "id")) if HARNESS_ATTENTION else None
+    if rec is not None and rec.gpu == gpu:
+        eff = kv_mem_eff(rec, catalog.gpu(gpu))
+        params = params.model_copy(update={"kv_mem_eff": eff})
+        prov += f"; decode attention at {rec.name}'s published rate (kv_mem_eff {eff:.3f})"
     if needs_layout(row):
         row, note = assumed_layout(row, catalog, params)
         prov += "; " + note.split(" (")[0]
