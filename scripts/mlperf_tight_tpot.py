@@ -12,7 +12,7 @@ off, prompt-first steps); a what-if, not the planner's default (docs/changes/202
 --harness-gemm gives the rows whose engine config names a hipBLASLt tuning file (AMD's v5.1
 MI325X configs) the GEMM terms of the file's kernel timings (data/mlperf_harness_gemm.yaml);
 a what-if, not the default (changes/s8-mlperfint.md). AMD's v6.0 MI355X rows take the AITER
-FP4 GEMM tuning lines their harness image patches in (changes/s13-mlpint.md).
+FP4 GEMM tuning lines their harness image patches in (docs/changes/2026-12-10/mlpint.md).
 --poisson-per-engine gives each engine its own Poisson stream instead of its share of the
 system's stream dealt round robin (mlperf_latency.engine_traffic); the planner's reading
 before docs/changes/2026-12-07e/mlpint.md, for comparison.
@@ -26,7 +26,7 @@ step leaves (mlperf_latency.UNSTATED_KV_CHECKPOINT_DTYPE off; docs/changes/2026-
 --harness-attention gives the rows whose harness states its decode-attention kernel (AMD's v6.0
 MI355X runs: AITER pa_fwd_asm) the KV streaming rate of a published timing of that kernel
 (data/mlperf_harness_attention.yaml; mlperf_latency.HARNESS_ATTENTION on); a what-if, not
-the default (changes/s13-mlpint.md).
+the default (docs/changes/2026-12-10/mlpint.md).
 """
 
 from __future__ import annotations

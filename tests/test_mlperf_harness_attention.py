@@ -1,6 +1,6 @@
 """The published decode-attention timing that AMD's MLPerf v6.0 MI355X rows may take
 (``data/mlperf_harness_attention.yaml``, :mod:`planner.benchmarks.harness_attention`), and the
-switch that applies it (``mlperf_latency.HARNESS_ATTENTION``, off: changes/s13-mlpint.md)."""
+switch that applies it (``mlperf_latency.HARNESS_ATTENTION``, off: docs/changes/2026-12-10/mlpint.md)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def test_records_list_rows_of_their_gpu_and_harness(data):
 
 def test_switch_is_off_and_moves_only_the_listed_rows(data, monkeypatch):
     """Off by default (on, MI355X Interactive goes from -10.3% to +33.2% and the newest-round
-    Server order breaks: changes/s13-mlpint.md). On,
+    Server order breaks: docs/changes/2026-12-10/mlpint.md). On,
     the MI355X v6.0 row takes kv_mem_eff 0.638 and keeps every other parameter; an MI325X
     row (no record) is untouched."""
     cat, df, prof = data

@@ -97,7 +97,7 @@ UNSTATED_KV_CHECKPOINT_DTYPE = True
 #: a row whose harness states its decode-attention kernel, and whose record
 #: (``data/mlperf_harness_attention.yaml``) times that kernel on the row's GPU, takes the
 #: record's KV streaming rate as ``kv_mem_eff`` (:mod:`planner.benchmarks.harness_attention`).
-#: Off: the MI355X v6.0 rows' scores with it are in changes/s13-mlpint.md
+#: Off: the MI355X v6.0 rows' scores with it are in docs/changes/2026-12-10/mlpint.md
 HARNESS_ATTENTION = False
 _NO_KV_DTYPE = re.compile(r"\bsets no KV dtype\b")
 
