@@ -5,8 +5,10 @@ and one precision id. ``quality_delta(model, precision)`` returns every row whos
 ``models`` contains the model id and whose ``precision`` equals the precision id —
 exact ids, never a guess from a neighbouring size or generation. With a catalog,
 aliases are resolved to ids first (``llama-3.1-70b-instruct`` → ``llama-3.1-70b``,
-``awq`` → ``int4-awq``). Unquantized precisions (bf16, fp16) are the baseline;
-any other combination without a row is "quality not measured".
+``awq`` → ``int4-awq``). Unquantized precisions (bf16, fp16) are the baseline, and so
+is the model's own released format (``native_precision``: deepseek-v3's fp8, gpt-oss's
+fp4), against which the rows of its quantized checkpoints are stated; any other
+combination without a row is "quality not measured".
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ class QualityResult(BaseModel):
     """Outcome of a quality lookup.
 
     ``status``: ``measured`` (``rows`` holds one row per checkpoint × benchmark),
-    ``baseline`` (an unquantized precision: no quantization loss to report) or
+    ``baseline`` (an unquantized precision, or the model's released one: no quantization
+    loss to report) or
     ``not_measured`` (no published number in ``data/quality.yaml``).
     """
 
@@ -57,6 +60,7 @@ def quality_delta(
     *,
     quality: QualityData | None = None,
     cat: Catalog | None = None,
+    native_precision: str | None = None,
 ) -> QualityResult:
     """Published accuracy delta of ``model`` quantized to ``precision``.
 
@@ -65,7 +69,10 @@ def quality_delta(
     model : model id (or alias when ``cat`` is given)
     precision : precision id (or alias when ``cat`` is given)
     quality : rows (``load_quality()`` when None)
-    cat : resolve aliases and reject unknown ids (UnknownIdError lists the valid ones)
+    cat : resolve aliases and reject unknown ids (UnknownIdError lists the valid ones);
+        with it, the model's ``native_precision`` is read from the catalog
+    native_precision : the model's released precision id (``ModelArch.native_precision``);
+        that precision is the baseline (None: only bf16/fp16 are)
 
     Returns
     -------
@@ -77,8 +84,10 @@ def quality_delta(
     if not isinstance(precision, str) or not precision.strip():
         raise PlannerError(f"precision must be a precision id, got {precision!r}")
     if cat is not None:
-        model_id = cat.model(model).id
+        arch = cat.model(model)
+        model_id = arch.id
         precision_id = cat.precision(precision).id
+        native_precision = native_precision or arch.native_precision
     else:
         model_id, precision_id = model.strip().lower(), precision.strip().lower()
     if precision_id in BASELINE_PRECISIONS:
@@ -87,6 +96,16 @@ def quality_delta(
             precision=precision_id,
             status="baseline",
             message=f"{precision_id} is unquantized: the baseline, no quantization loss",
+        )
+    if native_precision is not None and precision_id == native_precision.strip().lower():
+        return QualityResult(
+            model=model_id,
+            precision=precision_id,
+            status="baseline",
+            message=(
+                f"{precision_id} is {model_id}'s released precision: the baseline, "
+                "no quantization loss"
+            ),
         )
     data = quality if quality is not None else load_quality()
     rows = tuple(
