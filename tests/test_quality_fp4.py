@@ -71,6 +71,14 @@ def test_released_precision_is_the_baseline(catalog):
     assert short.startswith("MMLU-Pro -0.80 pts")
 
 
+def test_llama_3_1_8b_fp8_row(catalog):
+    (row,) = quality_delta("llama-3.1-8b", "fp8", cat=catalog).rows
+    # 73.44 - 73.79 = -0.35 points; 73.44 / 73.79 = 99.526% (card: 99.52%)
+    assert row.delta_points == pytest.approx(-0.35)
+    assert row.recovery == pytest.approx(99.52)
+    assert row.checkpoint == "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8"
+
+
 def test_new_rows_have_provenance():
     for r in load_quality().rows:
         if r.as_of.isoformat() == "2026-12-07" or "NVFP4A16" in (r.checkpoint or ""):
