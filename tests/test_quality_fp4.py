@@ -3,6 +3,8 @@ baseline (data/quality.yaml, planner.cost.quality_delta)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from planner.cost import load_quality, quality_delta
@@ -82,5 +84,34 @@ def test_llama_3_1_8b_fp8_row(catalog):
 def test_new_rows_have_provenance():
     for r in load_quality().rows:
         if r.as_of.isoformat() == "2026-12-07" or "NVFP4A16" in (r.checkpoint or ""):
-            assert r.source.startswith("huggingface.co/") and "code index (id " in r.source
+            assert r.source.startswith("huggingface.co/")
+            assert re.search(r"code index \(?id \d{6,}", r.source), r.source
             assert r.notes
+
+
+def test_fp4_rows_follow_the_format_the_gpu_computes(catalog):
+    # CDNA4 (MI355X) runs MXFP4: AMD's card, MMLU 83.29 -> 80.99 = -2.30 points, 97.24%
+    amd = quality_delta("llama-3.3-70b", "fp4", cat=catalog, gpu_arch="cdna4")
+    assert {r.fp4_format for r in amd.rows} == {"mxfp4"}
+    mmlu = _row(amd, "MMLU")
+    assert mmlu.delta_points == pytest.approx(-2.30)
+    assert mmlu.recovery == pytest.approx(97.24)
+    # Blackwell runs NVFP4: NVIDIA's card, MMLU 83.3 -> 81.1 = -2.2 points
+    nv = quality_delta("llama-3.3-70b", "fp4", cat=catalog, gpu_arch="blackwell")
+    assert {r.fp4_format for r in nv.rows} == {"nvfp4"}
+    assert _row(nv, "MMLU").delta_points == pytest.approx(-2.2)
+    # elsewhere fp4 is weight-only: rows of both formats are shown
+    anywhere = quality_delta("llama-3.3-70b", "fp4", cat=catalog, gpu_arch="hopper")
+    assert len(anywhere.rows) == len(amd.rows) + len(nv.rows)
+    # an NVFP4 row is never shown as an MXFP4 GPU's quality
+    miss = quality_delta("llama-3.1-70b", "fp4", cat=catalog, gpu_arch="cdna4")
+    assert miss.status == "not_measured" and "mxfp4" in miss.message
+    assert "NVFP4A16" in miss.message
+    short, _ = _quality_text("deepseek-v3", "fp4", "fp8", "cdna4")
+    assert short == "not measured"
+
+
+def test_every_fp4_row_names_its_format():
+    rows = load_quality().rows
+    assert all((r.precision == "fp4") == (r.fp4_format is not None) for r in rows)
+    assert {r.fp4_format for r in rows if r.precision == "fp4"} == {"nvfp4", "mxfp4"}

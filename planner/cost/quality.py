@@ -21,10 +21,20 @@ from ..catalog import Catalog
 from ..errors import PlannerError
 from .data import QualityData, QualityRow, load_quality
 
-__all__ = ["BASELINE_PRECISIONS", "NOT_MEASURED", "QualityResult", "quality_delta"]
+__all__ = [
+    "BASELINE_PRECISIONS",
+    "FP4_FORMAT_BY_ARCH",
+    "NOT_MEASURED",
+    "QualityResult",
+    "quality_delta",
+]
 
 BASELINE_PRECISIONS: tuple[str, ...] = ("bf16", "fp16")
 NOT_MEASURED = "quality not measured"
+#: the fp4 block format a GPU architecture computes natively (data/precisions.yaml, fp4:
+#: Blackwell deployments load NVIDIA's NVFP4 checkpoints, CDNA4 AMD's MXFP4 ones); elsewhere
+#: fp4 weights are dequantized (weight-only) and rows of either format are shown
+FP4_FORMAT_BY_ARCH: dict[str, str] = {"blackwell": "nvfp4", "cdna4": "mxfp4"}
 
 
 class QualityResult(BaseModel):
@@ -61,6 +71,7 @@ def quality_delta(
     quality: QualityData | None = None,
     cat: Catalog | None = None,
     native_precision: str | None = None,
+    gpu_arch: str | None = None,
 ) -> QualityResult:
     """Published accuracy delta of ``model`` quantized to ``precision``.
 
@@ -73,6 +84,9 @@ def quality_delta(
         with it, the model's ``native_precision`` is read from the catalog
     native_precision : the model's released precision id (``ModelArch.native_precision``);
         that precision is the baseline (None: only bf16/fp16 are)
+    gpu_arch : the GPU architecture that serves it; for fp4 on an architecture of
+        :data:`FP4_FORMAT_BY_ARCH` only rows of the format it computes count (an nvfp4
+        row is not the quality of an MXFP4 checkpoint on CDNA4)
 
     Returns
     -------
@@ -113,6 +127,20 @@ def quality_delta(
         for r in data.rows
         if r.precision.lower() == precision_id and model_id in (m.lower() for m in r.models)
     )
+    fmt = FP4_FORMAT_BY_ARCH.get(gpu_arch or "") if precision_id == "fp4" else None
+    other = tuple(r for r in rows if fmt is not None and r.fp4_format != fmt)
+    rows = tuple(r for r in rows if r not in other)
+    if not rows and other:
+        return QualityResult(
+            model=model_id,
+            precision=precision_id,
+            status="not_measured",
+            message=(
+                f"{NOT_MEASURED} for {model_id} at fp4 as {fmt} ({gpu_arch}); published "
+                f"{', '.join(sorted({r.fp4_format or '' for r in other}))} rows: "
+                + "; ".join(sorted({r.checkpoint or r.source for r in other}))
+            ),
+        )
     if not rows:
         return QualityResult(
             model=model_id,

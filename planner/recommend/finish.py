@@ -209,7 +209,7 @@ def finish(
     if "classes" in planned:  # a pool shared by request classes: each class's verdict
         r["per_class"] = planned["classes"]
     r["quality"], r["quality_detail"] = _quality_text(
-        rep.sm.model.id, opt.precision.id, rep.sm.model.native_precision
+        rep.sm.model.id, opt.precision.id, rep.sm.model.native_precision, opt.gpu.arch
     )
     _bands(r, s, need, gpr)
     _ceiling(r, s, rep.sm.model.id)
@@ -224,12 +224,18 @@ def finish(
 
 
 def _quality_text(
-    model_id: str, precision_id: str, native_precision: str | None = None
+    model_id: str,
+    precision_id: str,
+    native_precision: str | None = None,
+    gpu_arch: str | None = None,
 ) -> tuple[str, str]:
-    """(short, full) quality of the weights: the published delta, "baseline" for an
-    unquantized format or the model's released one, or "not measured"."""
+    """(short, full) quality of the weights: the published delta (of the fp4 format the
+    GPU's architecture computes), "baseline" for an unquantized format or the model's
+    released one, or "not measured"."""
     try:
-        q = quality_delta(model_id, precision_id, native_precision=native_precision)
+        q = quality_delta(
+            model_id, precision_id, native_precision=native_precision, gpu_arch=gpu_arch
+        )
     except PlannerError as e:
         return "not measured", str(e)
     if q.status == "baseline":
