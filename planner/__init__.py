@@ -47,10 +47,10 @@ _EXPORTS: dict[str, str] = {
     "model_from_hf_config": "catalog",
     "default_kv_precision": "catalog",
     # memory
-    "ParamCounts": "engine.memory",
+    "ParamCounts": "engine.params",
     "WeightMemory": "engine.memory",
     "MemoryPlan": "engine.memory",
-    "param_counts": "engine.memory",
+    "param_counts": "engine.params",
     "weight_memory": "engine.memory",
     "kv_bytes_per_token": "engine.memory",
     "kv_bytes_per_sequence": "engine.memory",

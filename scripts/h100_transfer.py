@@ -46,7 +46,8 @@ from planner.catalog.host import (  # noqa: E402
     serving_log_host,
     step_sweep_host,
 )
-from planner.catalog.profile import load_profile, nearest_sibling  # noqa: E402
+from planner.catalog.profile import load_profile  # noqa: E402
+from planner.catalog.siblings import nearest_sibling  # noqa: E402
 from planner.serving import build_replica, simulate, steady_state  # noqa: E402
 from planner.workload import Workload  # noqa: E402
 

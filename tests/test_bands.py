@@ -22,7 +22,6 @@ from planner.catalog.profile import (
     ErrorBand,
     Profile,
     ProfileNode,
-    _describe,
     band_for,
     band_for_tier,
     error_band,
@@ -30,6 +29,7 @@ from planner.catalog.profile import (
     load_profile,
     provenance_tier,
 )
+from planner.catalog.siblings import _describe
 from planner.errors import PlannerError
 
 CAT = load_catalog()

@@ -21,7 +21,8 @@ from planner.catalog.bandwidth import (
     transfer_params,
 )
 from planner.catalog.efficiency import EfficiencyParams
-from planner.catalog.profile import load_profile, nearest_sibling
+from planner.catalog.profile import load_profile
+from planner.catalog.siblings import nearest_sibling
 from planner.engine.step import step_model
 from planner.errors import PlannerError
 

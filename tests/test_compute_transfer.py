@@ -10,7 +10,8 @@ from conftest import DATA_DIR
 from planner.catalog import load_catalog, resolve_params
 from planner.catalog.bandwidth import step_compute_ratio, transfer_params
 from planner.catalog.efficiency import EfficiencyParams
-from planner.catalog.profile import load_profile, nearest_sibling
+from planner.catalog.profile import load_profile
+from planner.catalog.siblings import nearest_sibling
 
 CAT = load_catalog(DATA_DIR)
 H100, H200 = "nvidia-h100-sxm", "nvidia-h200-sxm"

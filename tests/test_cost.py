@@ -439,8 +439,9 @@ def test_quality_miss_and_baseline(catalog):
     assert r.precision == "int4-awq"
     b = quality_delta("llama-3.1-70b", "bf16", cat=catalog)
     assert b.status == "baseline"
-    # a row never spreads to another size: 405B fp8 is measured, 8B fp8 is not
-    assert quality_delta("llama-3.1-8b", "fp8").status == "not_measured"
+    # a row never spreads to another size: 70B int4-gptq is measured, 8B int4-gptq is not
+    assert quality_delta("llama-3.1-70b", "int4-gptq").status == "measured"
+    assert quality_delta("llama-3.1-8b", "int4-gptq").status == "not_measured"
     with pytest.raises(PlannerError, match="unknown model"):
         quality_delta("llama-9-1t", "fp8", cat=catalog)
 

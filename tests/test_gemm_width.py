@@ -8,7 +8,7 @@ import pytest
 
 from planner.catalog.efficiency import PRIOR
 from planner.engine import gemm_width as gw
-from planner.engine.memory import param_counts
+from planner.engine.params import param_counts
 from planner.engine.step import step_model
 
 #: Llama-70B layer, one GPU: QKV 10240 x 8192 + O 8192 x 8192 + gate+up 57344 x 8192 +

@@ -17,7 +17,8 @@ from planner.benchmarks.io import load_measurements, read_rows
 from planner.benchmarks.predict import Predictor
 from planner.catalog import ModelArch, load_catalog, model_from_hf_config
 from planner.catalog.catalog import _validate_list
-from planner.engine.memory import kv_bytes_per_token, param_counts, weight_memory
+from planner.engine.memory import kv_bytes_per_token, weight_memory
+from planner.engine.params import param_counts
 from planner.errors import PlannerError
 from planner.files import load_json, load_yaml
 from planner.scenario import scenario_from_dict

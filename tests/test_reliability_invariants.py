@@ -13,9 +13,9 @@ from planner.catalog import ModelArch, load_catalog
 from planner.engine.memory import (
     kv_bytes_per_sequence,
     kv_bytes_per_token,
-    param_counts,
     weight_memory,
 )
+from planner.engine.params import param_counts
 from planner.errors import PlannerError, check_physical
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,7 +10,7 @@ import pytest
 from planner.catalog import catalog as catalog_mod
 from planner.catalog.efficiency import PRIOR
 from planner.engine import gemm_width as gw
-from planner.engine.memory import param_counts
+from planner.engine.params import param_counts
 from planner.engine.step import step_model
 from planner.errors import PlannerError
 

@@ -25,10 +25,9 @@ from planner.catalog.profile import (
     ErrorBand,
     ProfileNode,
     band_for_tier,
-    nearest_sibling,
     provenance_tier,
-    sibling_distance,
 )
+from planner.catalog.siblings import nearest_sibling, sibling_distance
 
 CAT = load_catalog(DATA_DIR)
 H100, H200, GH200 = "nvidia-h100-sxm", "nvidia-h200-sxm", "nvidia-gh200-96gb"

@@ -25,8 +25,8 @@ from planner.catalog.profile import (
     Profile,
     ProfileNode,
     model_family,
-    nearest_sibling,
 )
+from planner.catalog.siblings import nearest_sibling
 
 __all__ = ["fit_domain_note", "node_for", "node_rows"]
 

@@ -113,7 +113,7 @@ def elsewhere_rank(distance: int, same_vendor: bool, datasheet_distance: float,
     same_vendor : bool
         the node's GPU is of the predicted GPU's vendor
     datasheet_distance : float
-        :func:`~planner.catalog.profile.sibling_distance` of the two GPUs (inf: unknown)
+        :func:`~planner.catalog.siblings.sibling_distance` of the two GPUs (inf: unknown)
     release_key : tuple
         the node release's numbers (:func:`~planner.catalog.release_profile.release_order`
         ``[0]``): newer lends before older at a tie

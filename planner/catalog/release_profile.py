@@ -7,7 +7,7 @@ prior). A prediction for a release takes, in this order:
 
 1. the node of that release on the same GPU and precision (``fit (vllm@0.11.0/...)``);
 2. the node of that release on the nearest GPU of the same architecture (the sibling rule of
-   :func:`~planner.catalog.profile.nearest_sibling`);
+   :func:`~planner.catalog.siblings.nearest_sibling`);
 3. the node of the nearest release of the same engine on the same GPU family and precision
    (release distance: :func:`release_distance`); the output says so ("predicted from vllm
    0.6.3 rows; 0.11.0 requested") and the error band widens with the distance
@@ -40,7 +40,6 @@ from planner.catalog.profile import (
     ProfileNode,
     load_profile,
     resolve_params,
-    sibling_distance,
 )
 from planner.catalog.release_donor import elsewhere_rank
 from planner.catalog.releases import (
@@ -49,6 +48,7 @@ from planner.catalog.releases import (
     parse_release_text,
     split_generation,
 )
+from planner.catalog.siblings import sibling_distance
 from planner.errors import PlannerError
 
 #: the key of ``Profile.error_bands`` holding the widening of a band per release step:
@@ -163,7 +163,7 @@ def choose_release(
 ) -> ReleaseChoice:
     """The release node for a prediction (module docstring order); ties between nodes at the
     same release distance go to the same GPU, then the nearest sibling by datasheet
-    (:func:`~planner.catalog.profile.sibling_distance`), then the newer release, then more
+    (:func:`~planner.catalog.siblings.sibling_distance`), then the newer release, then more
     rows."""
     g = catalog.gpu(gpu)
     fw = catalog.framework(framework).id
@@ -223,7 +223,7 @@ def choose_release_elsewhere(
     the same engine, release series (major.minor: :func:`_series`) and precision on a GPU of
     another architecture (either vendor; of any precision when the series has no release
     node at ``precision``); ties go to the same vendor, then the nearest GPU by datasheet
-    (:func:`~planner.catalog.profile.sibling_distance`), then the newer release, then more
+    (:func:`~planner.catalog.siblings.sibling_distance`), then the newer release, then more
     rows (:func:`~planner.catalog.release_donor.elsewhere_rank`; vendor first when
     :func:`~planner.catalog.release_donor.vendor_first`). None when the series has no release node at all (the fit over every release).
 
@@ -288,8 +288,8 @@ def _arch_has_engine(profile: Profile, catalog: Catalog, g, framework: str,
     """Whether the profile has evidence of ``framework`` on ``g``'s architecture: a release
     node of the engine there (any precision or family), a node of the engine on ``g`` or its
     architecture, or a sibling of the architecture
-    (:func:`~planner.catalog.profile.nearest_sibling`)."""
-    from planner.catalog.profile import nearest_sibling
+    (:func:`~planner.catalog.siblings.nearest_sibling`)."""
+    from planner.catalog.siblings import nearest_sibling
 
     if any(n.framework == framework and n.arch == g.arch and n.vendor in (None, g.vendor)
            for n in profile.release_nodes):  # fmt: skip

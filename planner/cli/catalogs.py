@@ -57,7 +57,8 @@ def cmd_gpus(args: argparse.Namespace) -> int:
 
 def model_row(m) -> dict[str, Any]:
     """One catalog model as a flat record, with computed next to published parameter counts."""
-    from planner.engine.memory import kv_bytes_per_token, param_counts
+    from planner.engine.memory import kv_bytes_per_token
+    from planner.engine.params import param_counts
 
     pc = param_counts(m)
     total_b, active_b = pc.total / 1e9, pc.active / 1e9

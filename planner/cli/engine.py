@@ -22,7 +22,8 @@ from planner.cli.speculative import add_spec_args, check_workload_used, spec_kwa
 
 # --------------------------------------------------------------------------- memory
 def cmd_memory(args: argparse.Namespace) -> int:
-    from planner.engine.memory import param_counts, plan_memory
+    from planner.engine.memory import plan_memory
+    from planner.engine.params import param_counts
 
     cat = _catalog(args)
     plan = plan_memory(

@@ -114,6 +114,11 @@ class QualityRow(Frozen):
     variant: Literal["instruct", "base", "reasoning"] | None = None
     checkpoint: str | None = None
     method: str | None = None
+    fp4_format: Literal["nvfp4", "mxfp4"] | None = Field(
+        None,
+        description="fp4 rows: the checkpoint's block format (NVFP4: 16-element blocks, "
+        "E4M3 scales; MXFP4: 32-element blocks, E8M0 scales)",
+    )
     benchmark: str = Field(min_length=1)
     baseline_score: float | None = Field(None, gt=0)
     quantized_score: float | None = Field(None, ge=0)
@@ -124,6 +129,8 @@ class QualityRow(Frozen):
 
     @model_validator(mode="after")
     def _scores(self) -> QualityRow:
+        if (self.precision == "fp4") != (self.fp4_format is not None):
+            raise ValueError("fp4_format is given for fp4 rows, and only for them")
         both = self.baseline_score is not None and self.quantized_score is not None
         if not both and self.recovery_pct is None:
             raise ValueError(

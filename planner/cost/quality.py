@@ -5,8 +5,10 @@ and one precision id. ``quality_delta(model, precision)`` returns every row whos
 ``models`` contains the model id and whose ``precision`` equals the precision id —
 exact ids, never a guess from a neighbouring size or generation. With a catalog,
 aliases are resolved to ids first (``llama-3.1-70b-instruct`` → ``llama-3.1-70b``,
-``awq`` → ``int4-awq``). Unquantized precisions (bf16, fp16) are the baseline;
-any other combination without a row is "quality not measured".
+``awq`` → ``int4-awq``). Unquantized precisions (bf16, fp16) are the baseline, and so
+is the model's own released format (``native_precision``: deepseek-v3's fp8, gpt-oss's
+fp4), against which the rows of its quantized checkpoints are stated; any other
+combination without a row is "quality not measured".
 """
 
 from __future__ import annotations
@@ -19,17 +21,28 @@ from ..catalog import Catalog
 from ..errors import PlannerError
 from .data import QualityData, QualityRow, load_quality
 
-__all__ = ["BASELINE_PRECISIONS", "NOT_MEASURED", "QualityResult", "quality_delta"]
+__all__ = [
+    "BASELINE_PRECISIONS",
+    "FP4_FORMAT_BY_ARCH",
+    "NOT_MEASURED",
+    "QualityResult",
+    "quality_delta",
+]
 
 BASELINE_PRECISIONS: tuple[str, ...] = ("bf16", "fp16")
 NOT_MEASURED = "quality not measured"
+#: the fp4 block format a GPU architecture computes natively (data/precisions.yaml, fp4:
+#: Blackwell deployments load NVIDIA's NVFP4 checkpoints, CDNA4 AMD's MXFP4 ones); elsewhere
+#: fp4 weights are dequantized (weight-only) and rows of either format are shown
+FP4_FORMAT_BY_ARCH: dict[str, str] = {"blackwell": "nvfp4", "cdna4": "mxfp4"}
 
 
 class QualityResult(BaseModel):
     """Outcome of a quality lookup.
 
     ``status``: ``measured`` (``rows`` holds one row per checkpoint × benchmark),
-    ``baseline`` (an unquantized precision: no quantization loss to report) or
+    ``baseline`` (an unquantized precision, or the model's released one: no quantization
+    loss to report) or
     ``not_measured`` (no published number in ``data/quality.yaml``).
     """
 
@@ -57,6 +70,8 @@ def quality_delta(
     *,
     quality: QualityData | None = None,
     cat: Catalog | None = None,
+    native_precision: str | None = None,
+    gpu_arch: str | None = None,
 ) -> QualityResult:
     """Published accuracy delta of ``model`` quantized to ``precision``.
 
@@ -65,7 +80,13 @@ def quality_delta(
     model : model id (or alias when ``cat`` is given)
     precision : precision id (or alias when ``cat`` is given)
     quality : rows (``load_quality()`` when None)
-    cat : resolve aliases and reject unknown ids (UnknownIdError lists the valid ones)
+    cat : resolve aliases and reject unknown ids (UnknownIdError lists the valid ones);
+        with it, the model's ``native_precision`` is read from the catalog
+    native_precision : the model's released precision id (``ModelArch.native_precision``);
+        that precision is the baseline (None: only bf16/fp16 are)
+    gpu_arch : the GPU architecture that serves it; for fp4 on an architecture of
+        :data:`FP4_FORMAT_BY_ARCH` only rows of the format it computes count (an nvfp4
+        row is not the quality of an MXFP4 checkpoint on CDNA4)
 
     Returns
     -------
@@ -77,8 +98,10 @@ def quality_delta(
     if not isinstance(precision, str) or not precision.strip():
         raise PlannerError(f"precision must be a precision id, got {precision!r}")
     if cat is not None:
-        model_id = cat.model(model).id
+        arch = cat.model(model)
+        model_id = arch.id
         precision_id = cat.precision(precision).id
+        native_precision = native_precision or arch.native_precision
     else:
         model_id, precision_id = model.strip().lower(), precision.strip().lower()
     if precision_id in BASELINE_PRECISIONS:
@@ -88,12 +111,36 @@ def quality_delta(
             status="baseline",
             message=f"{precision_id} is unquantized: the baseline, no quantization loss",
         )
+    if native_precision is not None and precision_id == native_precision.strip().lower():
+        return QualityResult(
+            model=model_id,
+            precision=precision_id,
+            status="baseline",
+            message=(
+                f"{precision_id} is {model_id}'s released precision: the baseline, "
+                "no quantization loss"
+            ),
+        )
     data = quality if quality is not None else load_quality()
     rows = tuple(
         r
         for r in data.rows
         if r.precision.lower() == precision_id and model_id in (m.lower() for m in r.models)
     )
+    fmt = FP4_FORMAT_BY_ARCH.get(gpu_arch or "") if precision_id == "fp4" else None
+    other = tuple(r for r in rows if fmt is not None and r.fp4_format != fmt)
+    rows = tuple(r for r in rows if r not in other)
+    if not rows and other:
+        return QualityResult(
+            model=model_id,
+            precision=precision_id,
+            status="not_measured",
+            message=(
+                f"{NOT_MEASURED} for {model_id} at fp4 as {fmt} ({gpu_arch}); published "
+                f"{', '.join(sorted({r.fp4_format or '' for r in other}))} rows: "
+                + "; ".join(sorted({r.checkpoint or r.source for r in other}))
+            ),
+        )
     if not rows:
         return QualityResult(
             model=model_id,

@@ -3,15 +3,14 @@
 
 from planner.engine.memory import (
     MemoryPlan,
-    ParamCounts,
     WeightMemory,
     activation_workspace_bytes,
     kv_bytes_per_sequence,
     kv_bytes_per_token,
-    param_counts,
     plan_memory,
     weight_memory,
 )
+from planner.engine.params import ParamCounts, param_counts
 from planner.engine.phases import (
     Estimate,
     decode_step,

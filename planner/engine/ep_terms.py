@@ -13,7 +13,8 @@ from planner.catalog import moe_kernels
 from planner.catalog.layout import Layout
 from planner.catalog.records import Accelerator
 from planner.engine import adp, moe_floor, skew_cap
-from planner.engine.memory import _bits, param_counts
+from planner.engine.memory import _bits
+from planner.engine.params import param_counts
 from planner.errors import MissingDataError
 
 

@@ -6,7 +6,8 @@ bf16, :class:`planner.catalog.records.Checkpoint`), whose GEMMs run at that dtyp
 from __future__ import annotations
 
 from planner.catalog.records import Accelerator, ModelArch, Precision
-from planner.engine.memory import attention_out_params, param_counts
+from planner.engine.memory import attention_out_params
+from planner.engine.params import param_counts
 
 
 def mla_decode_flops_per_pair(m: ModelArch) -> float:

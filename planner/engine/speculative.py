@@ -31,7 +31,8 @@ from dataclasses import dataclass, replace
 from planner.catalog.catalog import Catalog, load_catalog
 from planner.catalog.records import Precision
 from planner.catalog.speculative import SpecDecode
-from planner.engine.memory import _bits, kv_layer_bytes_per_token, param_counts, weight_memory
+from planner.engine.memory import _bits, kv_layer_bytes_per_token, weight_memory
+from planner.engine.params import param_counts
 from planner.engine.spec_kv import verify_kv_passes
 
 __all__ = [

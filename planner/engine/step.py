@@ -48,8 +48,8 @@ from planner.engine.memory import (
     _bits,
     dense_layer_bytes_per_gpu,
     kv_layer_bytes_per_token,
-    param_counts,
 )
+from planner.engine.params import param_counts
 from planner.engine.parts import mla_decode_flops_per_pair, unquantized_attention
 from planner.engine.speculative import DraftCost
 

@@ -208,7 +208,9 @@ def finish(
         r.update(joules_per_token=None, kwh_per_day=None, energy_basis=str(e))
     if "classes" in planned:  # a pool shared by request classes: each class's verdict
         r["per_class"] = planned["classes"]
-    r["quality"], r["quality_detail"] = _quality_text(rep.sm.model.id, opt.precision.id)
+    r["quality"], r["quality_detail"] = _quality_text(
+        rep.sm.model.id, opt.precision.id, rep.sm.model.native_precision, opt.gpu.arch
+    )
     _bands(r, s, need, gpr)
     _ceiling(r, s, rep.sm.model.id)
     r["numbers"] = (
@@ -221,11 +223,19 @@ def finish(
     s.result.pop("max_rate_rps", None)
 
 
-def _quality_text(model_id: str, precision_id: str) -> tuple[str, str]:
-    """(short, full) quality of the weights: the published delta, "baseline" for an
-    unquantized format, or "not measured"."""
+def _quality_text(
+    model_id: str,
+    precision_id: str,
+    native_precision: str | None = None,
+    gpu_arch: str | None = None,
+) -> tuple[str, str]:
+    """(short, full) quality of the weights: the published delta (of the fp4 format the
+    GPU's architecture computes), "baseline" for an unquantized format or the model's
+    released one, or "not measured"."""
     try:
-        q = quality_delta(model_id, precision_id)
+        q = quality_delta(
+            model_id, precision_id, native_precision=native_precision, gpu_arch=gpu_arch
+        )
     except PlannerError as e:
         return "not measured", str(e)
     if q.status == "baseline":
