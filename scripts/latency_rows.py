@@ -371,6 +371,9 @@ def _predict(r, row, folds, cat, scale, first_token_s=None):
         "ttft_ms_median_pred": d.get("ttft_ms_median"),
         "tpot_ms_median_pred": d.get("tpot_ms_median"),
         "tpot_ms_mean_pred": d.get("tpot_ms_mean"),
+        # the run's predicted total token rate (offline bursts: the run's length, which
+        # their mean TTFT follows; scripts/ttft_groups.py burst_table)
+        "total_tok_s_pred": d.get("total_tok_s"),
         # the source's client definition of this metric and whether the simulator's
         # statistic is it (planner.benchmarks.client_metrics; sources.yaml client_metrics)
         "client_definition": definition_check(r.source, r.metric)[0],
