@@ -16,6 +16,13 @@ release: the same prediction path is within 11% of vLLM 0.6.4 / 0.7.3 (default b
 about half of vLLM 0.9.2 (docs/changes/2026-12-07/mlperf70b.md).
 
     PYTHONPATH=$PWD python scripts/release_mlperf51.py [--calibration PROFILE.yaml]
+
+``--write-gaps`` writes ``data/release_gaps.yaml`` instead (s13-vllmdense): per GPU, measured /
+predicted of the vLLM 0.9.2 (V1) rows when predicted with the release node a plan takes for
+vLLM when no release is named (the newest release with a fit on the GPU family: a V0 node on
+Hopper today). ``recommend`` prints it beside a vLLM option predicted from that V0 node
+(:mod:`planner.catalog.release_gap`); tests/test_release_gap.py checks the stored numbers
+against the bundled profile, so a refit that moves them fails there until this is rerun.
 """
 
 from __future__ import annotations
@@ -50,14 +57,18 @@ _orig = serving_rows._dataset_lengths
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calibration", default=None)
+    ap.add_argument("--write-gaps", action="store_true",
+                    help="write data/release_gaps.yaml (module docstring)")  # fmt: skip
     args = ap.parse_args()
-    serving_rows._dataset_lengths = _openorca_any_llama
     cat = load_catalog()
     prof = load_profile(args.calibration)
-    with open(ROOT / "data/benchmarks/public_hopper.csv", newline="", encoding="utf-8") as fh:
-        every = [r for r in csv.DictReader(fh) if r["framework"] == "vllm"]
-    rows = [r for r in every if r["id"].startswith("krai51")]
-    controls = [r for r in every if r["id"].startswith("krai50")]
+    rows, controls = krai_rows()
+    if args.write_gaps:
+        path = ROOT / "data/release_gaps.yaml"
+        path.write_text(gaps_yaml(rows, cat, prof), encoding="utf-8")
+        print(f"wrote {path}")
+        return
+    serving_rows._dataset_lengths = _openorca_any_llama
     print("| row | gpu | n_gpus | mode | release | measured tok/s/GPU | all releases | "
           "predicted/measured | release level | predicted/measured | provenance |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -65,6 +76,78 @@ def main() -> None:
     _summary(ratios)
     print("\nControls (Krai v5.0, Llama-2-70B, vLLM 0.6.4 / 0.7.3; not scored):")
     _per_release(controls, _table(controls, cat, prof))
+
+
+def krai_rows() -> tuple[list[dict], list[dict]]:
+    """Krai's vLLM rows of ``public_hopper.csv``: (MLPerf v5.1 rows, v5.0 controls)."""
+    with open(ROOT / "data/benchmarks/public_hopper.csv", newline="", encoding="utf-8") as fh:
+        every = [r for r in csv.DictReader(fh) if r["framework"] == "vllm"]
+    return ([r for r in every if r["id"].startswith("krai51")],
+            [r for r in every if r["id"].startswith("krai50")])  # fmt: skip
+
+
+def default_release_gaps(rows, cat, prof) -> list[dict]:
+    """Per GPU of ``rows`` (one precision each): measured / predicted tok/s per GPU of each row
+    when predicted with the release node a plan takes for vLLM with no release named, the
+    dense family (:func:`resolve_release_params` with release None), OpenOrca in Llama-2 token
+    counts (module docstring). Only GPUs whose node is of an older engine generation than
+    the rows' release. Returns records of ``data/release_gaps.yaml``."""
+    from planner.catalog.releases import generation
+
+    orig = serving_rows._dataset_lengths
+    serving_rows._dataset_lengths = _openorca_any_llama
+    try:
+        by: dict[tuple[str, str], list[tuple[dict, float, str, str]]] = {}
+        for r in rows:
+            rel = row_release(r)
+            p, _, ch = resolve_release_params(r["hardware"], "vllm", r["precision"], None,
+                                              catalog=cat, profile=prof, family="dense")  # fmt: skip
+            used = ch.used if ch is not None else None
+            if rel is None or used is None:
+                continue
+            if generation("vllm", used, cat) == generation("vllm", rel.release, cat):
+                continue
+            row = dict(r)
+            if needs_layout(row):
+                row, _ = assumed_layout(row, cat, p)
+            v, _why = serving_rows.predict_serving_row(row, cat, p)
+            if not v:
+                continue
+            by.setdefault((r["hardware"], r["precision"]), []).append(
+                (r, float(r["value"]) / v, used, rel.release)
+            )
+    finally:
+        serving_rows._dataset_lengths = orig
+    out = []
+    for (gpu, prec), hits in sorted(by.items()):
+        xs = [x for _, x, _, _ in hits]
+        out.append({
+            "engine": "vllm", "gpu": gpu, "precision": prec, "family": "dense",
+            "predicted_from": hits[0][2], "measured_release": hits[0][3],
+            "rows": [r["id"] for r, _, _, _ in hits],
+            "ratio_low": round(min(xs), 2), "ratio_high": round(max(xs), 2),
+            "as_of": min(r["as_of"] for r, _, _, _ in hits),
+            "source": (hits[0][0]["source"] + ": measured tok/s of the rows over the planner's "
+                       "prediction with the release node a plan takes (OpenOrca in Llama-2 "
+                       "token counts), scripts/release_mlperf51.py --write-gaps"),
+        })  # fmt: skip
+    return out
+
+
+def gaps_yaml(rows, cat, prof) -> str:
+    """The text of ``data/release_gaps.yaml`` (:func:`default_release_gaps`)."""
+    import yaml
+
+    head = (
+        "# Measured / predicted of published rows of an engine's newer generation when predicted\n"
+        "# with the older-generation release node a plan takes by default (no release named).\n"
+        "# Read by planner/catalog/release_gap.py: recommend prints it beside an option predicted\n"
+        "# from that node. Generated, do not edit: rerun after a refit\n"
+        "#   PYTHONPATH=$PWD python scripts/release_mlperf51.py --write-gaps\n"
+        f"# profile data_hash {prof.data_hash if prof else '-'}\n"
+    )
+    body = {"gaps": default_release_gaps(rows, cat, prof)}
+    return head + yaml.safe_dump(body, sort_keys=False, width=100)
 
 
 def _table(rows, cat, prof) -> list[tuple[float, float]]:

@@ -53,6 +53,7 @@ from planner.calibration.data_files import (  # noqa: F401 - re-exported
 )
 from planner.calibration.ep_fit import fit_ep_fields
 from planner.calibration.fit_tree import _fit_tree, _level, _needed_keys, _parent_key
+from planner.calibration.identifiable import identifiable
 from planner.calibration.iterations import (
     check_enough_iterations,
     fit_iterations,
@@ -136,12 +137,14 @@ def _from_x(
 def _free_fields(rows: Sequence[PreparedRow]) -> tuple[str, ...]:
     """The parameters ``rows`` can pin down: all of :data:`FIT_FIELDS`, or only
     :data:`ONE_SOURCE_FIELDS` when none is a step row and they come from one publication
-    or are all of :data:`OVERHEAD_BLIND_KINDS`."""
+    or are all of :data:`OVERHEAD_BLIND_KINDS`; without step rows, also without ``comm_eff``
+    where its TP > 1 rows cannot identify it
+    (:func:`planner.calibration.identifiable.identifiable`)."""
     if any(r.fit_kind == "step" for r in rows):
         return FIT_FIELDS
     if len({r.source for r in rows}) < 2 or all(r.fit_kind in OVERHEAD_BLIND_KINDS for r in rows):
         return ONE_SOURCE_FIELDS
-    return FIT_FIELDS
+    return identifiable(FIT_FIELDS, rows)
 
 
 def _fit_node(

@@ -49,6 +49,7 @@ class PreparedRow:
     #: ``attention_dp > 1``): fitted in the second stage only (:mod:`planner.calibration.ep_fit`)
     expert_parallel: bool = False
     release: str = ""  # the engine release the row names (``0.11.0``; "" when none)
+    tp: int = 1  # the row's tensor-parallel size [GPUs] (1 when the cell is empty)
 
     @property
     def ok(self) -> bool:
@@ -107,6 +108,7 @@ def prepare_rows(df, catalog: Catalog | None = None) -> list[PreparedRow]:
                 steady=steady,
                 expert_parallel=_expert_parallel(row),
                 release=getattr(row_release(row), "release", ""),
+                tp=_tp(row),
             )
         )
     return out
@@ -121,6 +123,14 @@ def _expert_parallel(row: dict) -> bool:
         except ValueError:
             continue
     return False
+
+
+def _tp(row: dict) -> int:
+    """A row's ``tp`` cell as an integer [GPUs]; 1 when empty or not a number."""
+    try:
+        return max(1, int(float(str(row.get("tp") or 1))))
+    except ValueError:
+        return 1
 
 
 def _family(cat: Catalog, row: dict) -> str:

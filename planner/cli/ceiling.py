@@ -2,7 +2,9 @@
 far above the best published measurement of their GPU and model
 (:func:`planner.catalog.ceiling.ceiling_check`), or whose GPU and model have none; and the
 options ranked at their band's pessimistic edge because their engine has no fit on their
-GPU's architecture (:func:`planner.recommend.beyond.transfer_text`)."""
+GPU's architecture (:func:`planner.recommend.beyond.transfer_text`); and the options
+predicted from an older generation of their engine than its newest release
+(``generation_note``, :func:`planner.catalog.release_gap.generation_fields`)."""
 
 from __future__ import annotations
 
@@ -47,6 +49,18 @@ def ceiling_lines(recs: list[dict[str, Any]]) -> str:
         if lines
         else ""
     )
+    older = [
+        f"  #{r.get('rank') or i + 1} {r['gpu']} {r.get('release') or r['framework']} "
+        f"{r.get('precision_label') or r['precision']}: {r['generation_note']}"
+        for i, r in enumerate(recs)
+        if r.get("generation_note")
+    ]
+    if older:
+        head += (
+            "\npredicted from an older engine generation (data/release_gaps.yaml):\n"
+            + "\n".join(older)
+            + "\n"
+        )
     if moved:
         head += (
             "\nno fit of the engine on the GPU's architecture (ranked at the low edge of the band "

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from ..catalog.profile import model_family
+from ..catalog.release_gap import generation_fields
 from ..cost import (
     ENERGY_LABEL,
     energy_per_token,
@@ -213,6 +215,8 @@ def finish(
     )
     _bands(r, s, need, gpr)
     _ceiling(r, s, rep.sm.model.id)
+    r.update(generation_fields(opt.framework.id, opt.release, opt.gpu.id, opt.precision.id,
+                               model_family(rep.sm.model)))  # fmt: skip
     r["numbers"] = (
         "simulated: max_rate_per_replica, replicas, P99/P50 latencies, kv util; "
         "analytic: saturation_rps_per_replica; estimate: joules_per_token, kwh_per_day"
