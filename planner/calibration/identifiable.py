@@ -8,7 +8,7 @@ node is the case that showed it: its only TP > 1 rows are dstack's Llama-3.1-405
 which set comm_eff 0.113 against 0.18 for the node above it, and every dense vLLM fp8 answer
 on Hopper took it (docs/changes/2026-12-09/vllmh200.md).
 
-:data:`COMM_NEEDS_TWO_SOURCES` (a switch, default off; ``changes/s13-vllmdense.md`` has the
+:data:`COMM_NEEDS_TWO_SOURCES` (a switch, default off; ``docs/changes/2026-12-10/vllmdense.md`` has the
 held-out scores): with it on, such a node keeps its parent's ``comm_eff`` (the prior), as a
 node of one publication already keeps its parent's overheads
 (:data:`planner.calibration.fit.ONE_SOURCE_FIELDS`).
