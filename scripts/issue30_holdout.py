@@ -21,11 +21,13 @@ Usage (from the repository root; about 10 minutes on two shared cores)::
     python scripts/issue30_holdout.py                   # held out, with the history file
     python scripts/issue30_holdout.py --bundled         # + the bundled (in-sample) columns
     python scripts/issue30_holdout.py --csv /tmp/i30.csv    # + the per-row predictions
+    python scripts/issue30_holdout.py --cache /tmp/i30.pkl  # reuse the held-out fits
 """
 
 from __future__ import annotations
 
 import argparse
+import pickle
 import re
 import sys
 import tempfile
@@ -162,9 +164,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-history", action="store_true",
                     help="leave out the history file's disaggregated rows")  # fmt: skip
     ap.add_argument("--csv", help="write the per-row predictions here")
+    ap.add_argument("--cache", help="pickle of the held-out profiles: read if it exists, else "
+                    "written (only for a change that does not alter what is fitted)")  # fmt: skip
     a = ap.parse_args(argv)
     hist = not a.no_history
-    profiles = holdout_profiles(issue30_sources())
+    if a.cache and Path(a.cache).exists():
+        with open(a.cache, "rb") as fh:
+            profiles = pickle.load(fh)
+    else:
+        profiles = holdout_profiles(issue30_sources())
+        if a.cache:
+            with open(a.cache, "wb") as fh:
+                pickle.dump(profiles, fh)
     held = issue30_rows(disagg_history=hist, profile_for=profiles.get)
     held = held.rename(columns={"predicted": "held out"})
     cols = ["held out"]

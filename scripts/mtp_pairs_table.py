@@ -24,6 +24,8 @@ Usage (from the repository root; about a minute)::
     python scripts/mtp_pairs_table.py --tpot   # same-image TPOT speed-up at every concurrency
     python scripts/mtp_pairs_table.py --terms  # what the step model charges a verify step, c >= 32
     python scripts/mtp_pairs_table.py --sides  # c >= 32: the baseline's and the MTP run's own errors
+    python scripts/mtp_pairs_table.py [--sides] --holdout /tmp/i30.pkl  # with the profile fitted
+        # without each pair's publisher (the pickle of ``issue30_holdout.py --cache``)
     python scripts/mtp_pairs_table.py --amd-blog  # AMD's MI300X SGLang MTP speed-ups by concurrency
     python scripts/mtp_pairs_table.py --moe-kernel  # aiter's MI355X MoE kernel time vs tokens
     python scripts/mtp_pairs_table.py --sglang-docs  # SGLang's H200 MTP claim (1.8x / 1.5x)
@@ -31,6 +33,7 @@ Usage (from the repository root; about a minute)::
 
 from __future__ import annotations
 
+import pickle
 import re
 import sys
 from pathlib import Path
@@ -101,7 +104,19 @@ def _image(row) -> str:
     return m.group(1) if m else ""
 
 
-def pairs_table() -> pd.DataFrame:
+def held_out_profiles(path: str | None):
+    """``source`` -> the profile fitted without its publisher (the pickle
+    ``scripts/issue30_holdout.py --cache`` writes); None without ``path`` (bundled profile)."""
+    if not path:
+        return None
+    with open(path, "rb") as fh:
+        profiles = pickle.load(fh)
+    return profiles.get
+
+
+def pairs_table(profile_for=None) -> pd.DataFrame:
+    """The pairs at c >= 16 (module docstring); ``profile_for``: source -> the profile to
+    predict with (``held_out_profiles``), None: the bundled one."""
     cat = load_catalog()
     rows = [r for f in [*FILES, INFERENCEX] for r in read_rows(f)[0]]
     hist = read_rows(INFERENCEX_HISTORY)[0]
@@ -118,7 +133,7 @@ def pairs_table() -> pd.DataFrame:
         base = min(same, key=lambda b: abs(pd.Timestamp(cell(b, "as_of")) - pd.Timestamp(s_date)))
         ms, mb = met.get(_run_key(p.spec_row), {}), met.get(_run_key(base), {})
         b0 = p.base_rows[0]
-        params = _params(cat, b0)
+        params = _params(cat, b0, profile_for(cell(b0, "source")) if profile_for else None)
         al = catalog_al(cat, b0, p.method, p.spec_tokens, row_workload(p.spec_row))
         pred = predicted_ratio(p, al, cat, params)[0]
         same_ratio = float(cell(p.spec_row, "value")) / float(cell(base, "value"))
@@ -160,7 +175,7 @@ def pairs_table() -> pd.DataFrame:
     return pd.DataFrame(recs)
 
 
-def tpot_pairs() -> pd.DataFrame:
+def tpot_pairs(profile_for=None) -> pd.DataFrame:
     """Every InferenceX MTP run's median TPOT (history file) next to the baseline run's of the
     same hardware, precision, engine, TP, concurrency and lengths, on the same engine image
     (nearest date), at every concurrency both swept: the speed-up by concurrency."""
@@ -186,7 +201,7 @@ def tpot_pairs() -> pd.DataFrame:
             key=lambda b: abs(pd.Timestamp(cell(b, "as_of")) - pd.Timestamp(cell(r, "as_of"))),
         )
         t0, t1 = float(cell(b, "value")), float(cell(r, "value"))
-        params = _params(cat, b)
+        params = _params(cat, b, profile_for(cell(b, "source")) if profile_for else None)
         sp = spec_of_row(r)
         al = catalog_al(cat, b, sp[0], sp[1], row_workload(r)) if sp and sp[1] else None
         p0 = predict_serving_row(b, cat, params)[0]
@@ -204,7 +219,7 @@ def tpot_pairs() -> pd.DataFrame:
     return pd.DataFrame(list(recs.values())).sort_values(["gpu", "prec", "ISL/OSL", "c"])
 
 
-def sides_table(min_conc: int = 32) -> pd.DataFrame:
+def sides_table(min_conc: int = 32, profile_for=None) -> pd.DataFrame:
     """Which side of each pair at concurrency >= ``min_conc`` the ratio's error sits on.
 
     ``predicted_ratio`` simulates both runs from the pair's first baseline row (its client
@@ -227,7 +242,7 @@ def sides_table(min_conc: int = 32) -> pd.DataFrame:
         if p.spec_tokens is None or conc < min_conc:
             continue
         b = p.base_rows[0]
-        params = _params(cat, b)
+        params = _params(cat, b, profile_for(cell(b, "source")) if profile_for else None)
         al = catalog_al(cat, b, p.method, p.spec_tokens, row_workload(p.spec_row))
         srow = {**b, "_spec_method": p.method, "_spec_tokens": p.spec_tokens,
                 "_acceptance_length": float(al),
@@ -517,8 +532,11 @@ def main() -> int:
     if "--moe-kernel" in sys.argv:
         print(_md_table(moe_kernel_table()))
         return 0
+    held = None
+    if "--holdout" in sys.argv:
+        held = held_out_profiles(sys.argv[sys.argv.index("--holdout") + 1])
     if "--sides" in sys.argv:
-        print(_md_table(sides_table()))
+        print(_md_table(sides_table(profile_for=held)))
         return 0
     if "--terms" in sys.argv:
         print(_md_table(terms_table()))
@@ -534,9 +552,9 @@ def main() -> int:
         )
         return 0
     if "--tpot" in sys.argv:
-        print(_md_table(tpot_pairs()))
+        print(_md_table(tpot_pairs(held)))
         return 0
-    t = pairs_table()
+    t = pairs_table(held)
     print(_md_table(t))
     hi = t[t["c"] >= 32]
     for col in ("err median %", "err same %"):

@@ -127,3 +127,28 @@ def test_per_user_speed_read_as_tpot():
     assert t.loc["trtb1-0002", "held out"] == pytest.approx(5.0)
     assert t.loc["trtbp-0001", "measured"] == pytest.approx(3.640084, rel=1e-6)
     assert set(t["metric"]) == {"TPOT (1000 / tok/s/user)"}
+
+
+def test_cache_writes_the_held_out_profiles_once_and_reads_them_back(tmp_path, monkeypatch):
+    """``--cache``: the first run fits (``holdout_profiles``) and pickles the profiles; the
+    second reads the pickle and fits nothing; the rows are predicted with the same profiles."""
+    prof = load_profile()
+    fits, seen = [], []
+    monkeypatch.setattr(h, "issue30_sources", lambda: ["S"])
+    monkeypatch.setattr(h, "holdout_profiles", lambda s: fits.append(s) or {"S": prof})
+
+    def rows(disagg_history, profile_for):
+        seen.append(profile_for("S"))
+        return pd.DataFrame(
+            [{"id": "x", "source": "S", "kind": "speculative", "metric": "TPOT",
+              "measured": 10.0, "predicted": 11.0}]
+        )  # fmt: skip
+
+    monkeypatch.setattr(h, "issue30_rows", rows)
+    monkeypatch.setattr(h, "per_user_tpot", lambda df, cols: df.iloc[0:0])
+    cache = tmp_path / "p.pkl"
+    assert h.main(["--cache", str(cache)]) == 0
+    assert fits == [["S"]] and cache.exists()
+    assert h.main(["--cache", str(cache)]) == 0
+    assert fits == [["S"]]  # not fitted again
+    assert seen[1].model_dump() == seen[0].model_dump() == prof.model_dump()

@@ -168,3 +168,16 @@ def test_host_diagnosis_of_the_h200_1k_c64_pair_by_hand(tpot):
     assert row["per sequence ms"] == pytest.approx(miss / 64, abs=0.001)
     assert row["per verify position ms"] == pytest.approx(miss / 128, abs=0.001)
     assert 0.3 < row["per sequence ms"] < 0.55
+
+
+def test_held_out_profiles_read_the_issue30_cache(tmp_path):
+    """``--holdout PKL``: source -> the pickled profile (None for a source not in it); no
+    path -> None (the bundled profile)."""
+    import pickle
+
+    p = tmp_path / "p.pkl"
+    p.write_bytes(pickle.dumps({"SemiAnalysis InferenceX (InferenceMAX) open results": "prof"}))
+    get = mpt.held_out_profiles(str(p))
+    assert get("SemiAnalysis InferenceX (InferenceMAX) open results") == "prof"
+    assert get("another source") is None
+    assert mpt.held_out_profiles(None) is None
