@@ -30,6 +30,20 @@ class RoutingSkew(Sourced):
     eplb: bool = Field(description="experts placed by a load balancer from measured popularity")
     tokens_per_rank: float = Field(gt=0, description="mean routed tokens per rank [tokens]")
     value: float = Field(ge=0, description="(busiest rank - mean) / mean, layer mean [1]")
+    route_cv2: float | None = Field(
+        None,
+        ge=0,
+        le=8,
+        description="squared coefficient of variation of the experts' per-token hit rates "
+        "that reproduces ``value`` (Gamma popularity, contiguous placement; derived by "
+        "scripts/route_cv2.py, read by planner.engine.route_cv2) [1]",
+    )
+    route_lognormal_s2: float | None = Field(
+        None,
+        ge=0,
+        le=8,
+        description="the same for log-normal hit rates: sigma^2 of their logarithm [1]",
+    )
 
     def applies(self, num_experts: int, top_k: int, ep: int, eplb: bool) -> bool:
         """Whether the record bounds the skew of a pool of ``ep`` ranks: same routed experts,

@@ -18,6 +18,10 @@ from __future__ import annotations
 
 import math
 
+from planner.engine.routing import GH_W, GH_X
+
+GH_N = len(GH_X)  # Gauss-Hermite points of the log-normal expert popularity
+
 #: exponent of the smooth maximum between GPU time and eager CPU dispatch time: kernels
 #: overlap with dispatch, but not perfectly near the crossover (a coefficient of
 #: :func:`step_time_scalar`, so that compiled code calls pow() exactly as the interpreter)
@@ -155,8 +159,14 @@ def step_time_scalar(
         pairs_full = pairs_full + spec_k * kv_full
         pairs_sw = pairs_sw + spec_k * kv_sw
     if n_exp > 0.0:  # expected distinct experts (planner.engine.routing)
-        if skew_a != 0.0:
+        if skew_a > 0.0:
             ex = n_exp * (1.0 - math.exp(skew_b * math.log1p(skew_a * T)))
+        elif skew_a < 0.0:  # log-normal popularity (routing.lognormal_distinct_experts)
+            sig = math.sqrt(-2.0 * skew_a)  # s2 = -skew_a, lambda = skew_b
+            miss = 0.0
+            for i in range(GH_N):
+                miss += GH_W[i] * math.exp(-skew_b * T * math.exp(sig * GH_X[i] + 0.5 * skew_a))
+            ex = n_exp * (1.0 - miss)
         else:
             ex = n_exp * (1.0 - q_exp**T)
     else:
@@ -264,8 +274,16 @@ def step_time_scalar(
             if reps <= 0.0 or n <= 0.0:
                 continue
             if n_exp > 0.0:
-                if skew_a != 0.0:
+                if skew_a > 0.0:
                     ex = n_exp * (1.0 - math.exp(skew_b * math.log1p(skew_a * n)))
+                elif skew_a < 0.0:
+                    sig = math.sqrt(-2.0 * skew_a)
+                    miss = 0.0
+                    for i in range(GH_N):
+                        miss += GH_W[i] * math.exp(
+                            -skew_b * n * math.exp(sig * GH_X[i] + 0.5 * skew_a)
+                        )
+                    ex = n_exp * (1.0 - miss)
                 else:
                     ex = n_exp * (1.0 - q_exp**n)
             else:

@@ -40,7 +40,7 @@ from planner.catalog.catalog import Catalog, check_layout, compute_dtype_for, lo
 from planner.catalog.efficiency import PRIOR, EfficiencyParams
 from planner.catalog.layout import Layout, check_for_model, layout_of
 from planner.catalog.records import Accelerator, ModelArch, Precision
-from planner.engine import _scalar, adp, gemm_width, mla, moe_floor, pipeline, routing
+from planner.engine import _scalar, adp, gemm_width, mla, moe_floor, pipeline, route_cv2, routing
 from planner.engine.adp import busiest_rank_extra, prompt_share
 from planner.engine.ep_terms import as_expert_parallel as _as_expert_parallel
 from planner.engine.ep_terms import link_bytes_s as _link_bytes_s
@@ -160,6 +160,9 @@ class StepModel:
     # the decode tokens' routing skew is at most this published value (planner.engine.skew_cap;
     # inf: the fitted ``moe_imbalance`` as it is)
     decode_skew_cap: float = math.inf
+    # published expert-popularity skew (planner.engine.route_cv2): Gamma cv2 floor, log-normal
+    route_cv2_min: float = 0.0
+    route_ln_s2: float = 0.0
     # the GEMM time's factor for this per-GPU shard width: ((log tokens), (factors)) of
     # planner.engine.gemm_width (() : none)
     gemm_width_points: tuple = ()
@@ -183,9 +186,18 @@ class StepModel:
         routing skew ``moe_route_cv2`` (:func:`routing.expected_distinct_experts`)."""
         if self.num_experts == 0:
             return 0.0
+        if self.route_ln_s2 > 0:
+            return routing.lognormal_distinct_experts(
+                tokens, self.local_experts, self.num_experts, self.top_k, self.route_ln_s2
+            )
         return routing.expected_distinct_experts(
-            tokens, self.local_experts, self.num_experts, self.top_k, self.params.moe_route_cv2
+            tokens, self.local_experts, self.num_experts, self.top_k, self.route_cv2
         )
+
+    @property
+    def route_cv2(self) -> float:
+        """The expert-popularity skew of the step: ``max(moe_route_cv2, route_cv2_min)``."""
+        return max(self.params.moe_route_cv2, self.route_cv2_min)
 
     def routed_tokens_hot(self, tokens, prompt_tokens=0.0):
         """Routed tokens of the busiest expert-parallel GPU per MoE layer [tokens]: the mean
@@ -523,7 +535,7 @@ class StepModel:
                     self.attn_flops_per_decode_pair_layer / dp,
                     dp,
                     prompt_share(self.adp_balanced, p),
-                    *routing.skew_coeffs(ne, self.top_k, p.moe_route_cv2),
+                    *routing.skew_coeffs(ne, self.top_k, self.route_cv2, self.route_ln_s2),
                     self.mla_decode_flops_s or self.peak_flops * p.attn_eff,
                     self.spec_kv_passes - 1.0,
                     *adp.graph_slots(self.graph_sizes),  # decode-graph padding
@@ -622,6 +634,11 @@ def _s(x):
     return a.item() if a.ndim == 0 else a
 
 
+def _route_skew(m, k) -> dict:
+    a, b = route_cv2.published_skew(m.num_experts, k) if m.is_moe else (0.0, 0.0)
+    return {"route_cv2_min": a, "route_ln_s2": b}
+
+
 def step_model(
     model: ModelArch | str,
     gpu: Accelerator | str,
@@ -713,6 +730,7 @@ def step_model(
         expert_bytes=expert_bytes,
         num_experts=m.num_experts if m.is_moe else 0,
         top_k=k,
+        **_route_skew(m, k),
         lm_head_bytes=lm_bytes,
         matmul_flops_per_token=mm_per_token,
         lm_head_flops_per_logit=lm_flops,
