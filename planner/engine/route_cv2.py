@@ -22,7 +22,7 @@ experts and top-k, and :func:`planner.engine.step.step_model` stores it on the s
 route_cv2_min)``) or ``StepModel.route_ln_s2`` (log-normal, in place of the fitted Gamma).
 
 OFF (:data:`APPLY`): scored held out by source both families make issue 29's EP + DEP TPOT
-worse (changes/s13-epdep.md).
+worse (docs/changes/2026-12-10/epdep.md).
 """
 
 from __future__ import annotations
