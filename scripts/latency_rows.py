@@ -884,6 +884,13 @@ def main(argv=None) -> int:
         "(planner.catalog.release_profile.SERIES_FIRST, off)",
     )
     ap.add_argument(
+        "--frontend-queue-ms",
+        type=float,
+        default=None,
+        help="what-if: vLLM's API server as a FIFO queue of this service time per request "
+        "[ms] ahead of admission, offline bursts (planner.benchmarks.frontend_queue, off)",
+    )
+    ap.add_argument(
         "--release-min-rows",
         type=int,
         default=None,
@@ -891,6 +898,11 @@ def main(argv=None) -> int:
         "planner.calibration.release_fit.RELEASE_MIN_ROWS, 8)",
     )
     a = ap.parse_args(argv)
+    if a.frontend_queue_ms is not None:
+        import planner.benchmarks.frontend_queue as _fe
+
+        _fe.FRONTEND_QUEUE = a.frontend_queue_ms > 0
+        _fe.SERVICE_S_PER_REQUEST = a.frontend_queue_ms / 1e3
     if a.release_min_rows is not None:
         global RELEASE_MIN_ROWS_WHATIF
         RELEASE_MIN_ROWS_WHATIF = a.release_min_rows

@@ -4,6 +4,7 @@ static_batch, single_stream) predicted with the simulator; see ``planner/benchma
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from typing import Any
@@ -12,6 +13,7 @@ import numpy as np
 
 from planner.benchmarks import run_length
 from planner.benchmarks.chunk_flags import stated_chunking
+from planner.benchmarks.frontend_queue import frontend_service_s, ingest_departures
 from planner.benchmarks.random_lengths import random_dataset_lengths
 from planner.benchmarks.run_length import loadgen_summary, stated_run, steady_token_rate
 from planner.benchmarks.scheduler_waits import (
@@ -341,6 +343,7 @@ def _serving_row_result(
         scale = prefill_scale(fw_id, latency_family(m)) if APPLY_PREFILL_SCALE else 1.0
     ft_s = first_token_wait(fw_id, cell(row, "framework_version"), notes, first_token_s)
     kv_res = kv_reserve_fraction(fw_id, cell(row, "source"))  # a harness's own policy
+    fe_s = frontend_service_s(fw_id, f"{cell(row, 'framework_version')} {notes}")  # OFF: None
     lat = allreduce_latency_s(row)  # the launch's all-reduce path (data/allreduce.yaml)
     if lat is not None:
         params = params.with_(comm_latency_s=lat)
@@ -357,6 +360,7 @@ def _serving_row_result(
         kv_res,
         scale,
         admission_gate(notes, cell(row, "framework_version")),
+        fe_s,
         hw,
         model_key,
         prec,
@@ -485,7 +489,13 @@ def _serving_row_result(
             # the drain of the longest answers is a small part of it; steady rate extrapolated
             per_rep = max(per_rep, int(OFFLINE_LONG_RUN_WAVES * OFFLINE_WAVES * b_max))
         n = int(min(per_rep, max(OFFLINE_MIN_REQUESTS, OFFLINE_WAVES * b_max)))
-        res = run(rep, requests(n, None))
+        reqs = requests(n, None)
+        if fe_s:  # the API server serves each request before the engine sees it (OFF)
+            sent = reqs.arrival_s
+            reqs = dataclasses.replace(reqs, arrival_s=ingest_departures(sent, fe_s))
+        res = run(rep, reqs)
+        if fe_s:  # TTFT and the run's length count from the client's send
+            res = dataclasses.replace(res, arrival_s=sent.copy())
         s = res.summary()
         span = res.duration_s
         if per_rep > n:  # extrapolate the steady middle of the run to the row's request count
