@@ -1,5 +1,5 @@
 """vLLM's API server as a FIFO queue ahead of admission (planner.benchmarks.frontend_queue, OFF;
-changes/s13-apiserver.md)."""
+docs/changes/2026-12-10/apiserver.md)."""
 
 from __future__ import annotations
 

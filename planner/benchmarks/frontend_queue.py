@@ -11,7 +11,7 @@ from the moment the client sent it.
 service time per request; the published figures are whole-run request rates on ShareGPT
 (70.8-80 req/s in PR #12287, 76.5 req/s achieved at 120 req/s offered in PR #17546), which
 mix the per-request cost with per-token streaming. :data:`SERVICE_S_PER_REQUEST` is a value
-chosen for the experiment of changes/s13-apiserver.md (scored there held out: it does not
+chosen for the experiment of docs/changes/2026-12-10/apiserver.md (scored there held out: it does not
 improve TTFT and cannot, since an ingest queue keeps a burst's mean TTFT at half the run's
 length). Nothing is fitted from it.
 """
@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 
-#: the switch (changes/s13-apiserver.md: scored held out, not better: OFF)
+#: the switch (docs/changes/2026-12-10/apiserver.md: scored held out, not better: OFF)
 FRONTEND_QUEUE = False
 #: per-request service time of one API-server process [s]: CHOSEN, not published. 4 ms is
 #: the most GPUStack's fastest vLLM burst allows (1000 requests in 4.05 s); the experiment
-#: of changes/s13-apiserver.md also tried 1, 2, 8.3 (PR #17546's 120 req/s) and 13 ms
+#: of docs/changes/2026-12-10/apiserver.md also tried 1, 2, 8.3 (PR #17546's 120 req/s) and 13 ms
 #: (PR #12287's ShareGPT request rate)
 SERVICE_S_PER_REQUEST = 0.004
 #: engines whose OpenAI server is modelled (vLLM's ``vllm serve`` / api_server)
