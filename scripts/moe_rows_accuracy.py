@@ -49,7 +49,7 @@ from ep_accuracy import evaluate, kind_table  # noqa: E402
 from planner.benchmarks.disagg_rows import disagg_accuracy, is_disagg_row  # noqa: E402
 from planner.benchmarks.io import read_rows  # noqa: E402
 from planner.benchmarks.predict import Predictor  # noqa: E402
-from planner.benchmarks.schema import cell, row_params  # noqa: E402
+from planner.benchmarks.schema import TIME_UNITS_S, cell, row_params  # noqa: E402
 from planner.benchmarks.schema import layout as row_layout  # noqa: E402
 from planner.benchmarks.serving_rows import predict_serving_row  # noqa: E402
 from planner.benchmarks.speculative_rows import (  # noqa: E402
@@ -155,7 +155,19 @@ def _pct(pred, meas):
     return round(100 * (pred / meas - 1), 1) if pred else None
 
 
+def as_speedup(ratio: float | None, row) -> float | None:
+    """A pair's value ratio (MTP / baseline) as a speed-up (> 1: MTP faster): inverted for a
+    row whose metric is a time (unit ``ms`` / ``s``: an E2E or TPOT latency), as is for a
+    rate (tok/s). Item 2 of issue 30 compares speed-ups, so a latency pair's error is taken
+    on ``baseline / MTP``."""
+    if ratio is None or not ratio:
+        return ratio
+    return 1.0 / ratio if cell(row, "unit") in TIME_UNITS_S else ratio
+
+
 def spec_table() -> pd.DataFrame:
+    """Every MTP / no-MTP pair of ``FILES`` and InferenceX: the measured and predicted speed-up
+    (:func:`as_speedup`) with each acceptance-length basis."""
     cat = load_catalog()
     rows = [r for f in [*FILES, INFERENCEX] for r in read_rows(f)[0]]
     recs = []
@@ -169,34 +181,37 @@ def spec_table() -> pd.DataFrame:
         al_cat = catalog_al(cat, b, p.method, p.spec_tokens)
         wl = row_workload(p.spec_row)
         al_wl = catalog_al(cat, b, p.method, p.spec_tokens, wl)
-        r_wl = predicted_ratio(p, al_wl, cat, params)[0] if al_wl else None
-        r_src = predicted_ratio(p, float(al_src.group(1)), cat, params)[0] if al_src else None
+
+        def sp(r, row=p.spec_row):
+            return as_speedup(r, row)
+
+        r_wl = sp(predicted_ratio(p, al_wl, cat, params)[0]) if al_wl else None
+        r_src = sp(predicted_ratio(p, float(al_src.group(1)), cat, params)[0]) if al_src else None
         r_prior, why = predicted_ratio(p, al_prior, cat, params)
-        r_cat = predicted_ratio(p, al_cat, cat, params)[0] if al_cat else None
+        r_prior = sp(r_prior)
+        r_cat = sp(predicted_ratio(p, al_cat, cat, params)[0]) if al_cat else None
+        measured = sp(p.measured_ratio)
         recs.append(
             {
                 "id": cell(p.spec_row, "id"),
                 "gpu": cell(p.spec_row, "hardware"),
                 "concurrency": p.concurrency,
                 "K": p.spec_tokens,
-                "measured ratio": round(p.measured_ratio, 3),
+                "metric": cell(p.spec_row, "metric"),
+                "measured ratio": round(measured, 3),
                 "AL (source)": float(al_src.group(1)) if al_src else None,
                 "predicted (source AL)": round(r_src, 3) if r_src else None,
-                "error (source AL) %": round(100 * (r_src / p.measured_ratio - 1), 1)
-                if r_src
-                else None,
+                "error (source AL) %": round(100 * (r_src / measured - 1), 1) if r_src else None,
                 "AL (prior)": round(al_prior, 2),
                 "predicted (prior AL)": round(r_prior, 3) if r_prior else why,
-                "error (prior AL) %": round(100 * (r_prior / p.measured_ratio - 1), 1)
-                if r_prior
-                else None,
+                "error (prior AL) %": round(100 * (r_prior / measured - 1), 1) if r_prior else None,
                 "AL (catalog)": round(al_cat, 4) if al_cat else None,
                 "predicted (catalog AL)": round(r_cat, 3) if r_cat else None,
-                "error (catalog AL) %": _pct(r_cat, p.measured_ratio),
+                "error (catalog AL) %": _pct(r_cat, measured),
                 "workload": wl,
                 "AL (workload prior)": round(al_wl, 4) if al_wl else None,
                 "predicted (workload AL)": round(r_wl, 3) if r_wl else None,
-                "error (workload AL) %": _pct(r_wl, p.measured_ratio),
+                "error (workload AL) %": _pct(r_wl, measured),
             }
         )
     return pd.DataFrame(recs)

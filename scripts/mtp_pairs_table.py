@@ -26,6 +26,8 @@ Usage (from the repository root; about a minute)::
     python scripts/mtp_pairs_table.py --sides  # c >= 32: the baseline's and the MTP run's own errors
     python scripts/mtp_pairs_table.py [--sides] --holdout /tmp/i30.pkl  # with the profile fitted
         # without each pair's publisher (the pickle of ``issue30_holdout.py --cache``)
+    python scripts/mtp_pairs_table.py --others  # the pairs of the other publishers, every c
+    python scripts/mtp_pairs_table.py --all  # InferenceX's c >= 16 table + all publishers' tallies
     python scripts/mtp_pairs_table.py --amd-blog  # AMD's MI300X SGLang MTP speed-ups by concurrency
     python scripts/mtp_pairs_table.py --moe-kernel  # aiter's MI355X MoE kernel time vs tokens
     python scripts/mtp_pairs_table.py --sglang-docs  # SGLang's H200 MTP claim (1.8x / 1.5x)
@@ -51,6 +53,7 @@ from moe_rows_accuracy import (  # noqa: E402
     _nominal,
     _params,
     _pct,
+    as_speedup,
     catalog_al,
     verify_table,
 )
@@ -239,8 +242,8 @@ def sides_table(min_conc: int = 32, profile_for=None) -> pd.DataFrame:
     recs = []
     for p in spec_pairs(rows):
         conc = p.concurrency or 1
-        if p.spec_tokens is None or conc < min_conc:
-            continue
+        if p.spec_tokens is None or conc < min_conc or _nominal(p.spec_row) is None:
+            continue  # InferenceX's pairs only (``other_pairs_table``: the other publishers)
         b = p.base_rows[0]
         params = _params(cat, b, profile_for(cell(b, "source")) if profile_for else None)
         al = catalog_al(cat, b, p.method, p.spec_tokens, row_workload(p.spec_row))
@@ -522,6 +525,37 @@ def host_table() -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def other_pairs_table(profile_for=None) -> pd.DataFrame:
+    """The MTP / no-MTP pairs of the publishers outside InferenceX (``FILES``), at every
+    concurrency: measured and predicted speed-up (``as_speedup``: a latency pair's ratio is
+    inverted) with the row's workload AL, and ``err %`` = predicted / measured - 1.
+    ``profile_for``: source -> profile (``held_out_profiles``; a source it does not know, or
+    None, takes the bundled profile)."""
+    cat = load_catalog()
+    rows = [r for f in FILES for r in read_rows(f)[0]]
+    recs = []
+    for p in spec_pairs(rows):
+        b0 = p.base_rows[0]
+        prof = profile_for(cell(b0, "source")) if profile_for else None
+        al = catalog_al(cat, b0, p.method, p.spec_tokens, row_workload(p.spec_row))
+        pred, why = predicted_ratio(p, al, cat, _params(cat, b0, prof)) if al else (None, "no AL")
+        meas = as_speedup(p.measured_ratio, p.spec_row)
+        pred = as_speedup(pred, p.spec_row)
+        recs.append({
+            "id": cell(p.spec_row, "id"), "source": cell(p.spec_row, "source")[:48],
+            "gpu": cell(p.spec_row, "hardware"), "metric": cell(p.spec_row, "metric"),
+            "c": int(p.concurrency or 1), "K": p.spec_tokens, "AL used": round(al, 3) if al else None,
+            "measured": round(meas, 3), "predicted": round(pred, 3) if pred else why[:60],
+            "err %": _pct(pred, meas) if pred else None,
+        })  # fmt: skip
+    return pd.DataFrame(recs)
+
+
+def _tally(e: pd.Series, label: str) -> str:
+    e = e.dropna().abs()
+    return f"{label}: {int((e <= 15).sum())} of {len(e)} within 15 %, median {e.median():.1f} %"
+
+
 def main() -> int:
     if "--amd-blog" in sys.argv:
         print(_md_table(amd_blog_table()))
@@ -554,6 +588,12 @@ def main() -> int:
     if "--tpot" in sys.argv:
         print(_md_table(tpot_pairs(held)))
         return 0
+    if "--others" in sys.argv:
+        o = other_pairs_table(held)
+        print(_md_table(o))
+        print("\n" + _tally(o[o["c"] <= 1]["err %"], "batch 1"))
+        print(_tally(o[o["c"] >= 32]["err %"], "c >= 32"))
+        return 0
     t = pairs_table(held)
     print(_md_table(t))
     hi = t[t["c"] >= 32]
@@ -562,6 +602,11 @@ def main() -> int:
         print(
             f"\nc >= 32, {col}: {int((e <= 15).sum())} of {len(e)} within 15 %, median {e.median():.1f} %"
         )
+    if "--all" in sys.argv:  # + the pairs of the other publishers (``--others``)
+        o = other_pairs_table(held)
+        both = pd.concat([hi["err median %"], o[o["c"] >= 32]["err %"]])
+        print("\nall publishers, " + _tally(o[o["c"] <= 1]["err %"], "batch 1"))
+        print("all publishers, " + _tally(both, "c >= 32 (InferenceX: err median %)"))
     return 0
 
 

@@ -181,3 +181,17 @@ def test_held_out_profiles_read_the_issue30_cache(tmp_path):
     assert get("SemiAnalysis InferenceX (InferenceMAX) open results") == "prof"
     assert get("another source") is None
     assert mpt.held_out_profiles(None) is None
+
+
+def test_other_publishers_pairs_read_latency_as_speedup():
+    # AMD ROCm MTP blog, Table 1, c1: E2E 17,348.25 ms without MTP, 8,229.37 ms with it, so
+    # the speed-up is 17,348.25 / 8,229.37 = 2.108 (the value ratio 0.474 inverted); the
+    # TensorRT-LLM blog 1 MTP 1 row is a throughput: 198 / 111 = 1.784 as is. The ShareGPT
+    # pairs have no prediction (no length distribution) and say why.
+    o = mpt.other_pairs_table().set_index("id")
+    assert o.loc["rocmtp-0002", "measured"] == pytest.approx(17348.25 / 8229.37, abs=5e-4)
+    assert o.loc["trtb1-0002", "measured"] == pytest.approx(198 / 111, abs=5e-4)
+    assert str(o.loc["rocmtp-0016", "predicted"]).startswith("ShareGPT")
+    assert o.loc["rocmtp-0016", "err %"] != o.loc["rocmtp-0016", "err %"]  # NaN: no error
+    amd = o[o["source"].str.startswith("AMD ROCm") & o["err %"].notna()]
+    assert sorted(amd["c"]) == [1, 2, 4, 8, 16, 32, 64]
