@@ -336,7 +336,7 @@ def test_rocm_mtp_blog_pairs_up_to_8_in_the_measured_speedup():
     reason="issue 30 item 2, a second publisher: AMD's MI300X SGLang 0.5.0rc0 pairs lose gain "
     "from c16 on (1.53x at c16, 1.44x at c32, 1.25x at c64) while the model's speed-up rises "
     "again (1.80x, 1.95x, 2.09x: +17, +35, +67 %), the same shape as the InferenceX SGLang "
-    "pairs (changes/s13-mtpdata.md)",
+    "pairs (docs/changes/2026-12-10/mtpdata.md)",
 )
 def test_rocm_mtp_blog_pairs_at_32_and_64_in_the_measured_speedup():
     from test_speculative import _pair_ratios
