@@ -138,3 +138,37 @@ def test_remembered_lookups_follow_the_profile_and_the_switch(monkeypatch, tmp_p
     # the rule switched off after the tier was remembered
     monkeypatch.setattr(beyond, "TRANSFER_EDGE_TIERS", ())
     assert beyond.transfer_tier(label) is None
+
+
+def test_unit_draws_are_the_fresh_draws_and_copies():
+    """``Workload.unit_draws(n, seed)``: the lengths and unit arrivals a fresh
+    ``default_rng(seed)`` draws (sample_lengths, then unit_arrivals), on the first call and
+    from the memo; a caller changing its arrays changes no later answer."""
+    from planner.workload import workload as wmod
+
+    wl = preset("chat")
+    wmod._DRAWS._items.clear()
+    rng = np.random.default_rng(7)
+    i, o = wl.sample_lengths(500, rng)
+    unit = wl.traffic.unit_arrivals(500, rng)
+    first = wl.unit_draws(500, 7)
+    again = wl.unit_draws(500, 7)
+    assert len(again[0]) == 500 and len(wmod._DRAWS._items) == 1  # one draw kept
+    for got in (first, again):
+        for a, b in zip(got, (i, o, unit), strict=True):
+            assert np.array_equal(a, b) and a.dtype == b.dtype
+    again[0][:] = 0  # the caller's copy
+    assert np.array_equal(wl.unit_draws(500, 7)[0], i)
+    assert not np.array_equal(wl.unit_draws(500, 8)[0], i)  # another seed: other draws
+
+
+def test_draw_memo_keeps_to_its_bytes():
+    from planner.workload.workload import _DrawMemo
+
+    memo = _DrawMemo(max_bytes=3 * 8 * 100)  # room for one entry of 3 x 100 float64
+    a = tuple(np.zeros(100) for _ in range(3))
+    memo.put(("a",), a)
+    memo.put(("b",), a)
+    assert memo.get(("a",)) is None and memo.get(("b",)) is not None
+    memo.put(("big",), tuple(np.zeros(200) for _ in range(3)))  # larger than the memo
+    assert memo.get(("big",)) is None and memo._bytes == 3 * 8 * 100
