@@ -78,15 +78,38 @@ EDGE_OBJECTIVES = {"cost": "replicas", "gpus": "replicas", "tokens-per-dollar": 
 TRANSFER_EDGE_TIERS = ("vendor_framework", "vendor", "framework", "global")
 
 
-def transfer_tier(provenance: str) -> str | None:
-    """The tier of ``provenance`` when it is one of :data:`TRANSFER_EDGE_TIERS` (an option
-    whose engine has no fit on its GPU's architecture), else None."""
+#: remembered lookups of a search's screen (each option asks; a search has few distinct
+#: labels): provenance label -> its tier (None: unknown label), and (label, vendor,
+#: framework) -> (the bundled profile read, the band's low ratio). Pure functions of their
+#: keys (the tier patterns are constants; the band is keyed on the profile object it was read
+#: from, so a new or swapped profile reads it again); cleared when large.
+_TIERS: dict[str, str | None] = {}
+_LOWS: dict[tuple[str, str, str], tuple[Any, float | None]] = {}
+_MEMO_MAX = 4096
+
+
+def _tier(provenance: str) -> str | None:
+    """:func:`planner.catalog.profile.provenance_tier`, remembered; None for an unknown
+    label."""
+    hit = _TIERS.get(provenance, _TIERS)
+    if hit is not _TIERS:
+        return hit  # type: ignore[return-value]
     from ..catalog.profile import provenance_tier
 
     try:
-        tier = provenance_tier(provenance)
+        tier: str | None = provenance_tier(provenance)
     except PlannerError:
-        return None
+        tier = None
+    if len(_TIERS) >= _MEMO_MAX:
+        _TIERS.clear()
+    _TIERS[provenance] = tier
+    return tier
+
+
+def transfer_tier(provenance: str) -> str | None:
+    """The tier of ``provenance`` when it is one of :data:`TRANSFER_EDGE_TIERS` (an option
+    whose engine has no fit on its GPU's architecture), else None."""
+    tier = _tier(provenance)
     return tier if tier in TRANSFER_EDGE_TIERS else None
 
 
@@ -96,6 +119,25 @@ def _low_ratio(s: Screened) -> float | None:
 
 
 def _low_of(provenance: str, vendor: str, framework: str) -> float | None:
+    """The low end of :func:`planner.catalog.profile.error_band` (bundled profile) of a label
+    on a vendor's GPU with a framework, when in (0, 1), else None; remembered per bundled
+    profile object (:data:`_LOWS`)."""
+    from ..catalog.profile import load_profile
+
+    prof = load_profile()  # the object error_band reads (cached per path and mtime)
+    key = (provenance, vendor, framework)
+    hit = _LOWS.get(key)
+    if hit is not None and hit[0] is prof:
+        return hit[1]
+    lo = _low_band(provenance, vendor, framework)
+    if len(_LOWS) >= _MEMO_MAX:
+        _LOWS.clear()
+    _LOWS[key] = (prof, lo)
+    return lo
+
+
+def _low_band(provenance: str, vendor: str, framework: str) -> float | None:
+    """:func:`_low_of` computed (not remembered)."""
     from ..catalog.profile import error_band
 
     try:

@@ -191,9 +191,15 @@ def answer_for_deployment(
     n_requests: int = 1200,
     seed: int = 0,
     fit_percentile: float | None = 99.0,
+    find_limit: bool = True,
 ) -> DeploymentAnswer:
     """The answer for one deployment: replicas for ``peak_rps`` (default the workload's
     peak) x (1 + ``headroom``), the max rate per replica, the latencies there, the knobs.
+
+    ``find_limit=False``: ``limited_by`` is left empty ("") instead of found
+    (:func:`limited_by` may simulate the lowest failing rate again to its last scored
+    request, for a caller that never shows it: the What-if page); every other field is the
+    same, but ``simulations`` counts that run no more.
 
     The probe is the recommender's (:func:`planner.recommend` builds the same one per
     option: ``WorkloadCache.of(workload, slo, seed)``, ``n_requests`` scored requests per
@@ -242,7 +248,7 @@ def answer_for_deployment(
         at_planned=at_planned,
         saturation_rps=probe.saturation_rps,
         cap_rps=probe.cap_rps,
-        limited_by=limited_by(probe, mr),
+        limited_by=limited_by(probe, mr) if find_limit else "",
         zero_load=dict(probe.check()),
         simulations=probe.simulations,
         mean_output_tokens=float(workload.mean_output_tokens()),

@@ -201,10 +201,8 @@ class WorkloadCache:
         context_limit=..., prefix_caching=...)``, the random draws made once."""
         w = self.classes[index].workload
         key = (index, int(n), int(seed))
-        if key not in self._draws:
-            rng = np.random.default_rng(seed)
-            i, o = w.sample_lengths(n, rng)
-            self._draws[key] = (i, o, w.traffic.unit_arrivals(n, rng))
+        if key not in self._draws:  # the same draws as sample_lengths, unit_arrivals
+            self._draws[key] = w.unit_draws(n, seed)
         return w.requests_of(
             *self._draws[key], 1.0, context_limit=context_limit, prefix_caching=prefix_caching
         )

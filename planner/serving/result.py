@@ -167,6 +167,7 @@ class SimResult:
         cooldown_frac: float = 0.0,
         warmup_s: float = 0.0,
         mask: np.ndarray | None = None,
+        per_iteration: bool = True,
     ) -> dict[str, Any]:
         """Latency percentiles, throughput, goodput and engine statistics.
 
@@ -174,6 +175,9 @@ class SimResult:
         last one's completion (what benchmark clients report); per GPU divides by the
         replica's GPUs. Goodput counts only requests that met every SLO threshold.
         ``mask`` (a boolean array) selects the scored requests directly.
+        ``per_iteration=False`` leaves out the fields of the per-iteration statistics
+        (``itl_*``, ``batch_size_*``), so they are never computed; every other field is the
+        same value.
         """
         m = (
             self.window(warmup_frac, cooldown_frac, warmup_s)
@@ -193,10 +197,11 @@ class SimResult:
             ps = sorted_percentiles(xs, (50, 90, 99)) if len(xs) else [float("nan")] * 3
             for q, v in zip((50, 90, 99), ps, strict=True):
                 s[f"{name}_p{q}_s"] = float(v)
-        w = self.itl_weights
-        s["itl_mean_s"] = _weighted_mean(self.itl_values_s, w, float("nan"))
-        for q, v in zip((50, 90, 99), _wpcts(self.itl_values_s, w, (50, 90, 99)), strict=True):
-            s[f"itl_p{q}_s"] = v
+        if per_iteration:
+            w = self.itl_weights
+            s["itl_mean_s"] = _weighted_mean(self.itl_values_s, w, float("nan"))
+            for q, v in zip((50, 90, 99), _wpcts(self.itl_values_s, w, (50, 90, 99)), strict=True):
+                s[f"itl_p{q}_s"] = v
         s["throughput_rps"] = float(m.sum()) / dur
         s["output_tok_s"] = float(out_t.sum()) / dur
         s["total_tok_s"] = float(out_t.sum() + in_t.sum()) / dur
@@ -205,10 +210,11 @@ class SimResult:
         s["mean_input_tokens"] = float(in_t.mean()) if len(in_t) else 0.0
         s["mean_output_tokens"] = float(out_t.mean()) if len(out_t) else 0.0
         s["concurrency_mean"] = self.in_system_area_s / max(self.duration_s, 1e-12)
-        bw = self.batch_weights
-        s["batch_size_mean"] = _weighted_mean(self.batch_values, bw, 0.0)
-        s["batch_size_p50"], s["batch_size_p99"] = _wpcts(self.batch_values, bw, (50, 99))
-        s["batch_size_max"] = float(self.batch_values.max()) if len(self.batch_values) else 0.0
+        if per_iteration:
+            bw = self.batch_weights
+            s["batch_size_mean"] = _weighted_mean(self.batch_values, bw, 0.0)
+            s["batch_size_p50"], s["batch_size_p99"] = _wpcts(self.batch_values, bw, (50, 99))
+            s["batch_size_max"] = float(self.batch_values.max()) if len(self.batch_values) else 0.0
         s["kv_util_mean"] = self.kv_util_mean
         s["kv_util_max"] = self.kv_util_max
         s["preemptions"] = int(self.preemptions.sum())

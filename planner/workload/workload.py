@@ -205,11 +205,47 @@ class _SampleMemo:
 _SAMPLES = _SampleMemo()
 
 
+class _DrawMemo:
+    """Unit draws (:meth:`Workload.unit_draws`) by key, least recently used first, at most
+    ``max_bytes`` of arrays."""
+
+    def __init__(self, max_bytes: int = 32 << 20) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[tuple[Any, ...], tuple[np.ndarray, ...]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> tuple[np.ndarray, ...] | None:
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+            return hit
+
+    def put(self, key: tuple[Any, ...], arrays: tuple[np.ndarray, ...]) -> None:
+        size = sum(a.nbytes for a in arrays)
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= sum(a.nbytes for a in old)
+            self._items[key] = arrays
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, gone = self._items.popitem(last=False)
+                self._bytes -= sum(a.nbytes for a in gone)
+
+
+_DRAWS = _DrawMemo()
+
+
 @contextlib.contextmanager
 def sample_memo_held() -> Iterator[None]:
-    """Hold the request-sample memo's lock for the block: across a fork
-    (:mod:`planner.recommend.processes`), no other thread of the parent holds it then."""
-    with _SAMPLES._lock:
+    """Hold the request-sample memos' locks for the block (:data:`_SAMPLES`, :data:`_DRAWS`):
+    across a fork (:mod:`planner.recommend.processes`), no other thread of the parent holds
+    them then."""
+    with _SAMPLES._lock, _DRAWS._lock:
         yield
 
 
@@ -374,6 +410,29 @@ class Workload(Frozen):
         if key is not None:
             _SAMPLES.put(key, reqs, rng.bit_generator.state)
         return reqs
+
+    def unit_draws(self, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Prompt lengths, answer lengths [tokens] and unit-rate arrival times [s] of ``n``
+        requests drawn from ``np.random.default_rng(seed)`` in that order (the draws that
+        :meth:`requests_of` cuts to any context limit). Remembered per (workload, ``n``,
+        ``seed``) across callers (:data:`_DRAWS`: every What-if change and every search of
+        one workload draws the same); each call returns its own copies. Traces and
+        workloads that cannot be hashed are drawn every time."""
+        key: tuple[Any, ...] | None = (self, int(n), int(seed))
+        try:
+            hash(key)
+        except TypeError:  # a field that cannot be hashed (never with the bundled kinds)
+            key = None
+        if key is not None and self.traffic.arrival != "trace":
+            hit = _DRAWS.get(key)
+            if hit is not None:
+                return hit[0].copy(), hit[1].copy(), hit[2].copy()
+        rng = np.random.default_rng(seed)
+        i, o = self.sample_lengths(n, rng)
+        out = (i, o, self.traffic.unit_arrivals(n, rng))
+        if key is not None and self.traffic.arrival != "trace":
+            _DRAWS.put(key, tuple(a.copy() for a in out))
+        return out
 
     def _memo_key(
         self,
