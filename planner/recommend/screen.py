@@ -103,7 +103,9 @@ class _Screening:
         if fk not in self.floor_cache:
             self.floor_cache[fk] = release_floor(opt.framework.id, opt.layout, self.m, self.cat)
         floor = self.floor_cache[fk]
-        ck = (*key, floor[0] if floor else None)
+        # the floor's reason enters the provenance text, so it is part of the key (a layout
+        # with the same floor release but another reason must not read the first one's text)
+        ck = (*key, tuple(floor) if floor else None)
         if ck not in self.param_cache:
             params, prov, ch = resolve_release_params(
                 *key, catalog=self.cat, profile=self.profile, family=model_family(self.m),
