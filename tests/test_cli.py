@@ -187,6 +187,17 @@ def test_estimate_warns_when_batch_does_not_fit(capsys):
     assert code == 0 and d["fits_in_memory"] is False and d["warnings"]
 
 
+def test_estimate_warns_when_the_prompt_is_beyond_the_models_window(capsys):
+    # 200,000 + 10 tokens fit in an H100's KV (8B bf16: 131,072 B/token x 200,010 = 26 GB of
+    # ~60 GB) but Llama-3.1-8B reads 131,072 at most: the estimate said nothing of it
+    code, out, _ = run(capsys, "estimate", "--model", "llama-3.1-8b", "--gpu", "nvidia-h100-sxm",
+                       "--precision", "bf16", "--framework", "vllm", "--batch", "1",
+                       "--input-len", "200000", "--output-len", "10", "--format", "json")  # fmt: skip
+    d = json.loads(out)
+    assert code == 0 and d["fits_in_memory"] is True
+    assert any("exceeds the model's max_position_embeddings 131072" in w for w in d["warnings"])
+
+
 # --------------------------------------------------------------------------- predict
 def _bench_csv(tmp_path):
     path = tmp_path / "rows.csv"
@@ -399,3 +410,30 @@ def test_peak_rps_flag_on_a_scenario_with_a_daily_curve_is_the_rate_planned():
     # both given: the mean is the user's, so the curve's busiest hour 20 x 1.8 x 24/25 = 34.56
     # is above the peak and is planned (the larger of the two, as the traffic model says)
     assert peak("--peak-rps", "30", "--mean-rps", "20") == pytest.approx((34.56, 20.0))
+
+
+def test_peak_rps_flag_plans_the_same_traffic_in_capacity_simulate_and_recommend():
+    # capacity and simulate kept the file's mean 25 and its curve under --peak-rps 30, so the
+    # curve's busiest hour, 25 x 1.8 / (25/24) = 43.2 req/s, was planned (peak_rps 43.2, 4
+    # H100s where recommend --peak-rps 30 planned 30 and 3): the three share one rule now
+    from planner.cli.main import build_parser
+    from planner.cli.question import scenario_of
+    from planner.cli.serving import _with_overrides
+    from planner.scenario import load_scenario
+
+    def traffic(cmd: str, *flags: str) -> tuple[float, float]:
+        args = build_parser().parse_args([cmd, "examples/chat-8b.yaml", *flags])
+        sc = (
+            scenario_of(args)
+            if cmd == "recommend"
+            else _with_overrides(load_scenario(args.scenario), args)
+        )
+        return sc.workload.traffic.peak(), sc.workload.traffic.base_mean_rps()
+
+    for flags in (("--peak-rps", "30"), ("--peak-rps", "100"), ("--peak-rps", "10")):
+        want = traffic("recommend", *flags)
+        assert traffic("capacity", *flags) == pytest.approx(want)
+        assert traffic("simulate", *flags) == pytest.approx(want)
+    assert traffic("capacity", "--peak-rps", "30") == pytest.approx((30.0, 30 * (25 / 24) / 1.8))
+    # mean above the peak asked for: the day is flat at the peak, as recommend plans it
+    assert traffic("capacity", "--peak-rps", "10") == pytest.approx((10.0, 10.0))

@@ -465,3 +465,26 @@ def test_a_precision_with_a_named_checkpoint_launches_that_checkpoint():
     hopper = knobs_of({**r, "gpu": "nvidia-h200-sxm"}, cat, "deepseek-v3")
     assert hopper.checkpoint_repo is None
     assert any("names none" in c for c in launch(hopper, rel).comments)
+
+
+def test_a_model_asked_by_an_alias_launches_the_weights_asked_for():
+    """models.yaml lists DeepSeek-R1 as an alias of deepseek-v3 (the same architecture, other
+    weights); a question about deepseek-r1 emitted MODEL=deepseek-ai/DeepSeek-V3. MODEL is the
+    alias that is a Hugging Face id named as asked; the catalog id keeps its hf_repo, and an
+    alias that names no Hugging Face id (llama3.1-70b) keeps it too."""
+    from planner.catalog import load_catalog
+    from planner.deploy.emit import asked_repo, knobs_of
+
+    cat = load_catalog()
+    r = {"gpu": "nvidia-h200-sxm", "framework": "vllm", "precision": "fp8", "kv_precision": "fp8",
+         "tp": 8, "pp": 1, "ep": 1, "attention_dp": 1, "engine_settings": {}}  # fmt: skip
+    assert knobs_of(r, cat, "deepseek-r1").model_repo == "deepseek-ai/DeepSeek-R1"
+    assert knobs_of(r, cat, "deepseek-ai/DeepSeek-R1-0528").model_repo == (
+        "deepseek-ai/DeepSeek-R1-0528"
+    )
+    assert knobs_of(r, cat, "deepseek-v3").model_repo == "deepseek-ai/DeepSeek-V3"
+    m70 = cat.model("llama-3.1-70b")
+    assert asked_repo(m70, "llama3.1-70b") is None
+    assert asked_repo(m70, "meta-llama/Llama-3.1-70B-Instruct") == (
+        "meta-llama/Llama-3.1-70B-Instruct"
+    )

@@ -246,6 +246,9 @@ def test_fits_false_when_only_kv_is_short(catalog):
     assert "KV cache" in plan.reason
     assert any(s.startswith("context <=") for s in plan.suggestions)
     assert any("max_position_embeddings" in a for a in plan.assumptions)
+    # 55 GB / 131,072 B per token holds ~458,000 tokens, but Llama-3.1-8B reads 131,072 at
+    # most: the suggestion stops at the model's window (it said "context <= 458304 tokens")
+    assert "context <= 131072 tokens (the model's window)" in plan.suggestions
 
 
 @pytest.mark.parametrize(

@@ -169,6 +169,26 @@ def test_unmeasured_options_share_one_line():
     ]
 
 
+def test_unmeasured_option_ranked_at_its_edge_keeps_the_model_and_gpu_in_the_shared_line():
+    # the note of an unmeasured option ranked at its band's edge goes on with "; ranked at
+    # ... (capacity x0.56: 160 GPUs), ...": the shared line names the model and GPU from the
+    # first sentence (it printed "capacity x0.56: 160 GPUs), not at this prediction (#2)"),
+    # and the edge sentence gets a line of its own
+    note = "no published measurement of this model on this GPU (llama-3.1-405b on nvidia-l4)"
+    edge = "ranked at its error band's pessimistic edge (capacity x0.56: 160 GPUs), not at this"
+    recs = [
+        {"rank": 1, "gpu": "nvidia-l4", "framework": "trtllm", "precision": "fp8", "tp": 8,
+         "ceiling_note": note, "measured_ceiling_tok_s_per_gpu": None},
+        {"rank": 2, "gpu": "nvidia-l4", "framework": "tgi", "precision": "fp8", "tp": 8,
+         "ceiling_note": f"{note}; {edge} prediction", "measured_ceiling_tok_s_per_gpu": None},
+    ]  # fmt: skip
+    text = [t.strip() for t in ceiling_lines(recs).strip().splitlines()[1:]]
+    assert text == [
+        "no published measurement of this model on this GPU: llama-3.1-405b on nvidia-l4 (#1, #2)",
+        f"#2 nvidia-l4 tgi fp8: {edge} prediction",
+    ]
+
+
 def test_offline_best_stands_in_where_no_serving_row_is_published():
     # Llama-3.1-70B on MI300X has no serving row; the offline best is amd-0410 (ROCm vLLM
     # dev-docker throughput table, TP8 fp8, 128/2048): 16622.2 tok/s / 8 GPUs = 2077.78

@@ -226,6 +226,24 @@ def test_slo_no_option_meets_names_the_closest():
     assert "no option meets" in str(e.value) and "TPOT floor" in str(e.value)
 
 
+def test_nothing_fits_in_memory_names_the_widest_replica_and_why():
+    # Llama-3.1-405B in bf16 is 811.7 GB of weights: not on one H100 (85.5 GB) nor two. The
+    # error gave only counts ("no option meets the scenario (2 memory)"); it names the widest
+    # replica tried, the closest to fitting, with its reason
+    with pytest.raises(PlannerError) as e:
+        _rec(model="llama-3.1-405b", tps=(1, 2))
+    msg = str(e.value)
+    assert "no option holds the model and the request in memory" in msg
+    assert "nvidia-h100-sxm vllm bf16 TP2: does not fit" in msg
+    # a card without a price is set aside before memory: memory, not price, is the example
+    # when the priced cards all failed memory (a 5M-token prompt said "could not be priced")
+    with pytest.raises(PlannerError) as e:
+        _rec(workload=preset("chat", traffic={"peak_rps": 1.0, "mean_rps": 1.0},
+                             input_tokens={"kind": "fixed", "tokens": 5_000_000}),
+             gpus=("nvidia-h100-sxm", "nvidia-h200-nvl"))  # fmt: skip
+    assert "in memory, e.g." in str(e.value) and "context window" in str(e.value)
+
+
 # --------------------------------------------------------------------------- CLI
 def test_cli_recommend_without_a_scenario_file(capsys):
     rc = main(

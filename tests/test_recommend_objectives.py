@@ -265,3 +265,21 @@ def test_equal_cost_ties_go_to_fewer_pipeline_stages():
     assert k2[:-2] == k4[:-2]  # the same objective bucket, $/h, GPUs (10 x 16 = 5 x 32), format
     assert k4[-1] < k2[-1]  # capacity alone would rank PP4 first
     assert sorted([pp4, pp2], key=lambda s: sort_key(s, 24.0))[0] is pp2
+
+
+def test_price_robustness_states_a_price_per_gpu_hour():
+    # the break-even is a price per GPU-hour (the winner at $2/GPU-h and $1/M; the other at
+    # $3/M: the winner ties it at 2 x 3 / 1 = $6/GPU-h, under its dearest row, $10): the
+    # sentence says "/GPU-h", not "/h" (that read as the fleet's $/h beside the table's)
+    from planner.recommend.decide import decide
+
+    def rec(gpu: str, mtok: float) -> dict:
+        return {"gpu": gpu, "framework": "vllm", "precision": "fp8", "tp": 1, "pp": 1,
+                "usd_per_mtok_output": mtok, "usd_per_gpu_hour": 2.0,
+                "price_spread": {"min": 1.9, "median": 2.0, "max": 10.0}}  # fmt: skip
+
+    w, r = rec("nvidia-h100-sxm", 1.0), rec("amd-mi300x", 3.0)
+    decide([w, r], "cost")
+    assert r["robustness"] == (
+        "depends on price: amd-mi300x wins if nvidia-h100-sxm costs above $6.00/GPU-h"
+    )

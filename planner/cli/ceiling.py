@@ -20,13 +20,22 @@ def ceiling_lines(recs: list[dict[str, Any]]) -> str:
     """One line per shown option whose predicted output tok/s per GPU is far above the best
     published measurement of its GPU and model (``ceiling_note``), and one line naming the
     options whose GPU and model have no published measurement at all."""
-    lines, unmeasured = [], {}
+    lines, unmeasured, edge = [], {}, []
     for i, r in enumerate(recs):
         note, rank = r.get("ceiling_note"), r.get("rank") or i + 1
         if not note:
             continue
         if r.get("measured_ceiling_tok_s_per_gpu") is None:
-            unmeasured.setdefault(note.split("(")[-1].rstrip(")"), []).append(f"#{rank}")
+            # "no published measurement ... (MODEL on GPU)", and where the option is ranked
+            # at its band's edge for that, "; ranked at ... (capacity x0.56: 160 GPUs), ...":
+            # the key is the first sentence's "MODEL on GPU", the rest its own line
+            first, _, rest = note.partition("; ")
+            unmeasured.setdefault(first.split("(")[-1].rstrip(")"), []).append(f"#{rank}")
+            if rest and not transfer_text(r):
+                edge.append(
+                    f"  #{rank} {r['gpu']} {r.get('release') or r['framework']} "
+                    f"{r.get('precision_label') or r['precision']}: {rest}"
+                )
             continue
         lines.append(
             f"  #{rank} {r['gpu']} {r.get('release') or r['framework']} "
@@ -37,6 +46,7 @@ def ceiling_lines(recs: list[dict[str, Any]]) -> str:
             "  no published measurement of this model on this GPU: "
             + "; ".join(f"{k} ({', '.join(v)})" for k, v in unmeasured.items())
         )
+        lines += edge
     moved = [
         f"  #{r.get('rank') or i + 1} {r['gpu']} {r.get('release') or r['framework']} "
         f"{r.get('precision_label') or r['precision']}: {transfer_text(r)}"

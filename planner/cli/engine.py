@@ -115,6 +115,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     ft_s = path.latency_s if path is not None else 0.0
     if path is not None:
         warnings.append(f"TTFT and E2E include the {path.describe()}")
+    # the plan's assumptions (a context beyond the model's window) are the estimate's too
+    warnings += [a for a in plan.assumptions if "max_position_embeddings" in a]
     if not plan.fits:
         warnings.append(plan.reason)
     elif args.batch > plan.max_concurrent_sequences:

@@ -58,25 +58,42 @@ def scenario_of(args: argparse.Namespace):
     )
 
 
+def apply_peak(tr: dict[str, Any], peak_rps: float, mean_given: bool) -> None:
+    """Set a scenario's traffic mapping ``tr`` to the peak asked for on the command line
+    (``--peak-rps``), in place; ``mean_given``: ``--mean-rps`` is given too (it then sets the
+    mean itself). ``recommend``, ``capacity`` and ``simulate`` share this rule, so that one
+    ``--peak-rps`` over one file plans the same traffic in each.
+
+    Without ``--mean-rps``: a mean above the peak makes the day flat at the peak; a file's
+    daily curve whose busiest hour is above the peak keeps its shape with its mean scaled so
+    that the busiest hour is the peak; a peak above the curve keeps the file's mean and curve
+    (the peak is a burst above the day: the fleet is sized for it, the autoscaled GPU-hours
+    follow the curve).
+    """
+    tr["peak_rps"] = peak_rps
+    if mean_given:
+        return
+    if not (tr.get("mean_rps") or 0) <= peak_rps:
+        # only a peak given: the day is planned flat at the peak (stated in the output)
+        tr["mean_rps"] = peak_rps
+        tr.pop("daily_profile", None)
+    if "mean_rps" not in tr:
+        tr["mean_rps"] = peak_rps
+    prof = tr.get("daily_profile")
+    if prof and tr.get("mean_rps") and sum(prof) > 0:
+        # the file's daily curve peaks above the peak asked for: keep its shape, scale its
+        # mean so that the busiest hour is the given peak (--peak-rps is the rate planned)
+        busiest = tr["mean_rps"] * max(prof) / (sum(prof) / 24)
+        if busiest > peak_rps:
+            tr["mean_rps"] = peak_rps * (sum(prof) / 24) / max(prof)
+
+
 def _apply_workload_flags(args: argparse.Namespace, wl: dict[str, Any]) -> None:
     if args.preset:
         wl["preset"] = args.preset
     tr = wl.setdefault("traffic", {})
     if args.peak_rps is not None:
-        tr["peak_rps"] = args.peak_rps
-        if args.mean_rps is None and not (tr.get("mean_rps") or 0) <= args.peak_rps:
-            # only a peak given: the day is planned flat at the peak (stated in the output)
-            tr["mean_rps"] = args.peak_rps
-            tr.pop("daily_profile", None)
-        if "mean_rps" not in tr and args.mean_rps is None:
-            tr["mean_rps"] = args.peak_rps
-        prof = tr.get("daily_profile")
-        if args.mean_rps is None and prof and tr.get("mean_rps") and sum(prof) > 0:
-            # the file's daily curve peaks above the peak asked for: keep its shape, scale its
-            # mean so that the busiest hour is the given peak (--peak-rps is the rate planned)
-            busiest = tr["mean_rps"] * max(prof) / (sum(prof) / 24)
-            if busiest > args.peak_rps:
-                tr["mean_rps"] = args.peak_rps * (sum(prof) / 24) / max(prof)
+        apply_peak(tr, args.peak_rps, args.mean_rps is not None)
     if args.mean_rps is not None:
         tr["mean_rps"] = args.mean_rps
     if args.input_tokens is not None:

@@ -358,11 +358,10 @@ def _with_overrides(sc, args: argparse.Namespace):
     d = sc.model_dump(exclude_none=True)
     wl = d["workload"]
     if args.peak_rps is not None:
-        tr = wl.setdefault("traffic", {})
-        tr["peak_rps"] = args.peak_rps
-        if (tr.get("mean_rps") or 0) > args.peak_rps:
-            tr["mean_rps"] = args.peak_rps
-            tr.pop("daily_profile", None)
+        from planner.cli.question import apply_peak
+
+        # the rule recommend applies: one --peak-rps over one file, one planned traffic
+        apply_peak(wl.setdefault("traffic", {}), args.peak_rps, mean_given=False)
     if args.input_tokens is not None:
         wl["input_tokens"] = parse_length(args.input_tokens, "--input-tokens")
     if args.output_tokens is not None:

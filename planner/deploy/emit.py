@@ -178,7 +178,7 @@ def knobs_of(r: dict[str, Any], catalog: Any, model: str) -> Knobs:
     )  # fmt: skip
     return Knobs(
         model_id=m.id,
-        hf_repo=m.hf_repo,
+        hf_repo=asked_repo(m, model) or m.hf_repo,
         framework=r["framework"],
         precision=r["precision"],
         kv_precision=r["kv_precision"],
@@ -195,6 +195,23 @@ def knobs_of(r: dict[str, Any], catalog: Any, model: str) -> Knobs:
         native_precision=m.native_precision,
         checkpoint_repo=_checkpoint_repo(m, r["precision"], catalog.gpu(r["gpu"])),
     )
+
+
+def asked_repo(m: Any, asked: str) -> str | None:
+    """The Hugging Face id the question named where it named the model by an alias of
+    ``data/models.yaml``, else None (MODEL then defaults to the entry's ``hf_repo``).
+
+    An alias is the same architecture, not the same weights: DeepSeek-R1 is an alias of
+    ``deepseek-v3``, whose ``hf_repo`` is deepseek-ai/DeepSeek-V3; a question about
+    ``deepseek-r1`` serves deepseek-ai/DeepSeek-R1 (the alias that is a Hugging Face id whose
+    name is the one asked, or the Hugging Face id asked itself)."""
+    a = (asked or "").strip().lower()
+    if not a or a == m.id.lower():
+        return None
+    for repo in (x for x in getattr(m, "aliases", ()) if "/" in x):
+        if a in (repo.lower(), repo.split("/", 1)[1].lower()):
+            return repo
+    return None
 
 
 def _checkpoint_repo(m: Any, precision: str, gpu: Any) -> str | None:
@@ -371,7 +388,7 @@ def _readme(r, k: Knobs, plan, release, notes: list[str]) -> str:
         f"* replicas: {r['replicas']} x {r['gpus_per_replica']} GPU(s) ({r['num_gpus']} GPUs), "
         f"{k.nodes} node(s) per replica",
         f"* engine release: {release.note() if release else 'none (no launch command)'}",
-        f"* model: {k.model_repo or k.model_id} ({'data/models.yaml checkpoints' if k.checkpoint_repo else 'data/models.yaml hf_repo' if k.hf_repo else 'no Hugging Face id in data/models.yaml: set MODEL'})",
+        f"* model: {k.model_repo or k.model_id} ({'data/models.yaml checkpoints' if k.checkpoint_repo else 'data/models.yaml hf_repo, or the alias asked' if k.hf_repo else 'no Hugging Face id in data/models.yaml: set MODEL'})",
         f"* weights {k.precision}, KV cache {k.kv_precision}; layout tp={k.layout.tp} pp={k.layout.pp} "
         f"ep={k.layout.ep} attention_dp={k.layout.attention_dp}",
         f"* engine settings assumed: {', '.join(f'{a}={b}' for a, b in es.items()) or '-'}",
@@ -472,7 +489,7 @@ def _pool_knobs(
     lay = layout_of(pool["tp"], pool.get("pp") or 1, pool.get("ep") or 1,
                     pool.get("attention_dp") or 1)  # fmt: skip
     return Knobs(
-        model_id=m.id, hf_repo=m.hf_repo, framework=pool["framework"],
+        model_id=m.id, hf_repo=asked_repo(m, model) or m.hf_repo, framework=pool["framework"],
         precision=pool["precision"], kv_precision=pool.get("kv_precision") or "bf16",
         layout=lay,
         max_num_seqs=pool.get("max_num_seqs"),

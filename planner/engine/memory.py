@@ -601,12 +601,14 @@ def _suggest(cat, m, g, p, kv_id, tp, pp, ctx, util, fw, seqs, btok, layout) -> 
         if kv in p.kv_options and kv != kv_id and ok(kv=kv):
             out.append(f"kv precision {kv}")
             break
-    lo, hi = 0, ctx
+    # no longer than the model's window: a context it cannot read is no suggestion
+    window = m.max_position_embeddings or 0
+    lo, hi = 0, min(ctx, window + 1) if window else ctx
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if ok(c=mid) else (lo, mid)
     if lo >= 1:
-        out.append(f"context <= {lo} tokens")
+        out.append(f"context <= {lo} tokens" + (" (the model's window)" if lo == window else ""))
     if not out:
         out.append("no single change fits: combine more GPUs with a lower precision")
     return tuple(out)

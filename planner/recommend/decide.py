@@ -24,7 +24,7 @@ Every number here is arithmetic on finished recommendations (no simulation):
   option whose parameters come from a far relative widens it (its own error beyond the fit
   tier's, in quadrature).
 * ``robustness``: one sentence per option: ``robust``, ``depends on price: H200 wins below
-  $3.10/h``, or ``within model uncertainty`` (the ratio band includes 1; where no paired
+  $3.10/GPU-h``, or ``within model uncertainty`` (the ratio band includes 1; where no paired
   band is known, the two options' own bands overlap).
 """
 
@@ -219,14 +219,14 @@ def decide(recs: list[dict[str, Any]], objective: str, search: Any = None) -> st
             continue  # the same GPU's price moves both alike
         be, sp = r.get("break_even_usd_per_gpu_hour"), r.get("price_spread") or {}
         if be is not None and sp.get("min") is not None and sp["min"] < be:
-            r["robustness"] = f"depends on price: {r['gpu']} wins below ${be:.2f}/h"
+            r["robustness"] = f"depends on price: {r['gpu']} wins below ${be:.2f}/GPU-h"
             continue
         mtok, w_sp, w_p = _usd(r), w.get("price_spread") or {}, w.get("usd_per_gpu_hour")
         if mtok and w_mtok and w_p and w_sp.get("max") is not None:
             w_be = w_p * mtok / w_mtok  # the winner's price at which it ties this option
             if w_sp["max"] > w_be:
                 r["robustness"] = (
-                    f"depends on price: {r['gpu']} wins if {w['gpu']} costs above ${w_be:.2f}/h"
+                    f"depends on price: {r['gpu']} wins if {w['gpu']} costs above ${w_be:.2f}/GPU-h"
                 )
     if len(recs) > 1 and objective in PRICED + ("gpus",):
         name = "runner_up_gpus_ratio" if objective == "gpus" else "runner_up_cost_ratio"

@@ -521,9 +521,15 @@ def nothing_meets(rejected: list[Rejection]) -> str:
         ("constraint", "a GPU limit removed every option not rejected otherwise"),
         ("slo", "no option meets the SLOs"),
         ("slo_zero_load", "no option meets the SLOs even at zero load"),
+        # before price: a card without a price is set aside before its memory is checked, so
+        # where every priced option failed memory, memory is what removed what was left
+        ("memory", "no option holds the model and the request in memory"),
         ("price", "no option could be priced"),
     ):
         near = [r for r in rejected if r.stage == stage]
+        if stage == "memory" and near:
+            # the widest replica is the closest to fitting (its reason names what would fit)
+            near = sorted(near, key=lambda r: -(r.layout.num_gpus if r.layout else 0))
         if near:
             r = near[0]
             shape = f" {r.layout.label}" if r.layout else ""
