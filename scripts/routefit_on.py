@@ -5,7 +5,7 @@ Usage (from the repository root)::
 
     python scripts/routefit_on.py [--route] [--bound] SCRIPT [ARGS...]
     python scripts/routefit_on.py --route --bound scripts/ep_accuracy.py --save /tmp/ep.csv
-    python scripts/routefit_on.py --route --bound -m planner validate --holdout SRC
+    python scripts/routefit_on.py --route --bound -m planner.cli validate --holdout SRC
 
 ``--route`` sets ``planner.engine.route_cv2.APPLY`` (log-normal family), ``--bound`` sets
 ``planner.calibration.seq_bound.APPLY``; ``-m MODULE`` runs a module as ``python -m`` does.
@@ -30,7 +30,7 @@ while args and args[0] in ("--route", "--bound"):
         seq_bound.APPLY = True
 print(f"route_cv2.APPLY={route_cv2.APPLY} ({route_cv2.FAMILY}) seq_bound.APPLY={seq_bound.APPLY}")
 if args[0] == "-m":
-    sys.argv = args[1:]
+    sys.argv = [args[1], *args[2:]]
     runpy.run_module(args[1], run_name="__main__", alter_sys=True)
 else:
     sys.argv = args

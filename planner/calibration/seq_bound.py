@@ -17,8 +17,10 @@ is 4x that (:data:`SEQ_OVERHEAD_MAX_S`), the same margin as the fit's bound on
 ``sched_overhead_s`` (4x the slowest host time per iteration measured on those logs). The
 factor 4 is chosen, not published; none of the scored public rows set it.
 
-OFF (:data:`APPLY`): scored held out with the routing skew on it does not keep issue 29 and
-issue 30 from getting worse (changes/s13-routefit.md).
+OFF (:data:`APPLY`): scored held out alone it changes nothing (issues 29 and 30); with the
+routing skew on it brings issue 29's EP + DEP TPOT back to 29.5 % (skew alone 32.9 %, main
+29.7 %) and the serving TPOT to 19.8 % (main 22.4 %), but issue 30's throughput stays worse
+(16.5 -> 18.5 %), so both stay off (changes/s13-routefit.md).
 """
 
 from __future__ import annotations
