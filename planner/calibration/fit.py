@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from planner.benchmarks.io import _hash_files, load_measurements
+from planner.calibration import seq_bound
 from planner.calibration.data_files import (  # noqa: F401 - re-exported
     HELD_OUT_FILES,
     OWN_FILES,
@@ -101,6 +102,14 @@ _START = {
     "sched_overhead_s": 1e-4,
 }
 FIT_FIELDS = tuple(FIT_BOUNDS)
+
+
+def _bounds(f: str) -> tuple[float, float, float]:
+    """``FIT_BOUNDS[f]`` with the switched per-sequence bound
+    (:mod:`planner.calibration.seq_bound`, off: as it is)."""
+    return seq_bound.bound(f, *FIT_BOUNDS[f])
+
+
 #: what a node whose rows all come from one publication and hold no step rows may move: the
 #: efficiencies. Throughput rows of one setup cannot tell a per-layer or per-step overhead
 #: from a slower kernel (two fits of the 12 dstack H200 SGLang rows, one with 1.5 ms of eager
@@ -129,7 +138,7 @@ def _from_x(
 ) -> EfficiencyParams:
     upd = {}
     for f, v in zip(fields, x, strict=True):
-        lo, hi, _ = FIT_BOUNDS[f]
+        lo, hi, _ = _bounds(f)
         upd[f] = float(min(max(math.exp(v), lo), hi))
     return base.model_copy(update=upd)
 
@@ -158,8 +167,8 @@ def _fit_node(
 
     fields = _free_fields(rows)
     x0 = _to_x(parent, fields)
-    lo = np.array([math.log(FIT_BOUNDS[f][0]) for f in fields])
-    hi = np.array([math.log(FIT_BOUNDS[f][1]) for f in fields])
+    lo = np.array([math.log(_bounds(f)[0]) for f in fields])
+    hi = np.array([math.log(_bounds(f)[1]) for f in fields])
     x0 = np.clip(x0, lo + 1e-9, hi - 1e-9)
     sig = np.array([FIT_BOUNDS[f][2] for f in fields]) * prior_scale
     meas = np.log(np.array([r.value for r in rows]))
