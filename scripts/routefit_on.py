@@ -1,5 +1,5 @@
 """Run a script with the published routing skew and/or the per-sequence bound switched on
-(changes/s13-routefit.md).
+(docs/changes/2026-12-10/routefit.md).
 
 Usage (from the repository root)::
 

@@ -20,7 +20,7 @@ factor 4 is chosen, not published; none of the scored public rows set it.
 OFF (:data:`APPLY`): scored held out alone it changes nothing (issues 29 and 30); with the
 routing skew on it brings issue 29's EP + DEP TPOT back to 29.5 % (skew alone 32.9 %, main
 29.7 %) and the serving TPOT to 19.8 % (main 22.4 %), but issue 30's throughput stays worse
-(16.5 -> 18.5 %), so both stay off (changes/s13-routefit.md).
+(16.5 -> 18.5 %), so both stay off (docs/changes/2026-12-10/routefit.md).
 """
 
 from __future__ import annotations
