@@ -336,23 +336,40 @@ def gpu_band(
     return min(lo_k * gpus_per_replica, num_gpus), max(hi_k * gpus_per_replica, num_gpus)
 
 
+def ranked_usd_per_mtok(r: dict[str, Any]) -> float:
+    """The $/M output tokens an option is ranked at [$/M]: its point value, or, for an option
+    ranked at its error band's pessimistic edge (:func:`planner.recommend.beyond.edge_value`),
+    the point value times the edge's factor (edge value / point value: the edge fleet over
+    the point fleet, or the full-load rate factor)."""
+    usd = float(r["usd_per_mtok_output"])
+    e = r.get("ranked_at_band_edge")
+    if e and e.get("point_value") and e.get("value") is not None:
+        return usd * max(1.0, float(e["value"]) / float(e["point_value"]))
+    return usd
+
+
 def pareto_front(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Options no other option beats on both $/M output tokens and P99 E2E latency."""
+    """Options no other option beats on both $/M output tokens and P99 E2E latency.
+
+    The cost compared is the one each option is ranked at (:func:`ranked_usd_per_mtok`): an
+    option ranked at its band's pessimistic edge does not dominate the winner on a point
+    value the ranking did not trust (it did: TGI fp8 on H200, transferred, $143.85/h
+    predicted and ranked at $249.34/h, pushed the winner off the front). Its row keeps the
+    point value and adds ``usd_per_mtok_output_ranked``."""
     pts = [
         r
         for r in results
         if r.get("usd_per_mtok_output") is not None and r.get("e2e_p99_s") is not None
     ]
+    cost = {id(r): ranked_usd_per_mtok(r) for r in pts}
     front = []
     for r in pts:
+        c = cost[id(r)]
         dominated = any(
             o is not r
-            and o["usd_per_mtok_output"] <= r["usd_per_mtok_output"]
+            and cost[id(o)] <= c
             and o["e2e_p99_s"] <= r["e2e_p99_s"]
-            and (
-                o["usd_per_mtok_output"] < r["usd_per_mtok_output"]
-                or o["e2e_p99_s"] < r["e2e_p99_s"]
-            )
+            and (cost[id(o)] < c or o["e2e_p99_s"] < r["e2e_p99_s"])
             for o in pts
         )
         if not dominated:
@@ -371,8 +388,11 @@ def pareto_front(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     )
                 }
                 | {"layout": layout_with_spec(r)}
+                | ({"usd_per_mtok_output_ranked": c} if c != r["usd_per_mtok_output"] else {})
             )
-    return sorted(front, key=lambda x: x["usd_per_mtok_output"])
+    return sorted(
+        front, key=lambda x: x.get("usd_per_mtok_output_ranked", x["usd_per_mtok_output"])
+    )
 
 
 #: speculative methods as the reports name them
