@@ -437,7 +437,11 @@ def _loc(loc: tuple[Any, ...]) -> str:
 
 
 def _format_error(e: ValidationError, where: str) -> PlannerError:
-    err = field_error(e.errors()[0])
+    errs = e.errors()
+    # a misspelt key gives two errors, "unknown field" for the typo and "required field
+    # missing" for the field it meant: the typo is the one to name (slo.ttft.max_secs ->
+    # "unknown field; did you mean max_s?")
+    err = field_error(next((x for x in errs if x["type"] == "extra_forbidden"), errs[0]))
     loc = _loc(tuple(err["loc"]))
     if err["type"] == "extra_forbidden":
         field = str(err["loc"][-1])

@@ -293,6 +293,9 @@ def _with(path: str, value):
         ),
         ("slo.tfft", {"max_s": 1}, r"slo\.tfft: unknown field; did you mean ttft\?"),
         ("bogus", 1, r"bogus: unknown field"),
+        # a misspelt required key: the typo is named, not the field it meant ("required field
+        # missing" for slo.ttft.max_s, which pydantic lists first)
+        ("slo.ttft", {"max_secs": 1}, r"slo\.ttft\.max_secs: unknown field; did you mean max_s\?"),
         (
             "workload.input_tokens",
             {"kind": "lognormal", "mean": 100, "p91": 3},
