@@ -235,6 +235,13 @@ def test_save_scenario_writes_the_question_and_the_reproduce_line_names_it(tmp_p
     assert (wl.output_tokens.kind, wl.output_tokens.tokens) == ("fixed", 300)
     assert wl.traffic.peak_rps == wl.traffic.mean_rps == 5
     assert (sc.slo.ttft.max_s, sc.slo.tpot.max_s) == (2, 0.05)
+    # the constraint flags are part of the question (s13 user test: they were dropped, so
+    # `recommend FILE` asked about every GPU and engine)
+    c = sc.constraints
+    assert (c.gpus, c.frameworks, c.precisions) == (("nvidia-h100-sxm",), ("vllm",), ("fp8",))
+    assert main(["recommend", str(path), "--top", "1", "--format", "json"]) == 0
+    again = json.loads(capsys.readouterr().out)["recommendations"][0]
+    assert (again["gpu"], again["num_gpus"]) == (r["gpu"], r["num_gpus"])
     line = shlex.split(r["reproduce"])
     assert "SCENARIO.yaml" not in line and line[2] == str(path)
     assert main(line[1:] + ["--format", "json"]) == 0, capsys.readouterr().err

@@ -150,8 +150,8 @@ def register(subparsers: Any) -> None:
     w.add_argument("--e2e-p99", type=_seconds, help="end-to-end p99 target [s]")
     w.add_argument(
         "--save-scenario", metavar="FILE",
-        help="write the question asked (model, workload, SLO, the file's constraints and "
-        "deployment) as a scenario file; every reproduce line then names it",
+        help="write the question asked (model, workload, SLO, constraints with the constraint "
+        "flags given, deployment) as a scenario file; every reproduce line then names it",
     )  # fmt: skip
     w.add_argument(
         "--attainment", type=_pos_float, help="fraction of requests that must meet every target"
@@ -360,9 +360,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
     cat = _catalog(args)  # with --prices applied
     sc = scenario_of(args)
-    if args.save_scenario:
-        save_scenario(sc, args.save_scenario)
     c = _constraints(args, sc, cat)
+    if args.save_scenario:  # the question asked: the constraint flags given included
+        save_scenario(sc.model_copy(update={"constraints": c}), args.save_scenario)
     profile = load_profile(args.calibration) if args.calibration else None
     kw = dict(
         catalog=cat,
