@@ -495,3 +495,17 @@ def test_shared_prefix_longer_than_the_prompts_is_clipped():
     r = make_requests([0, 0], [100, 50], [10, 10], shared_prefix_tokens=5000)
     assert r.cached_tokens.tolist() == [99, 49]
     assert r.shared_prefix_tokens == 99  # the longest part of the prefix any prompt holds
+
+
+def test_a_peak_above_the_daily_curve_is_said():
+    """--peak-rps above a file's curve keeps its mean (the peak is a burst); the answer says
+    so (s13 user test: chat-8b at --peak-rps 1e6 sized the fleet for 1e6 while the
+    autoscaled GPU-hours followed the file's mean of 25, silently)."""
+    from planner.workload.traffic import Traffic
+
+    prof = (1.0,) * 12 + (3.0,) * 12  # multipliers' mean 2: the busiest hour is 10 x 3 / 2 = 15
+    above = Traffic(mean_rps=10, peak_rps=20, daily_profile=prof)
+    assert "busiest hour (15 req/s)" in above.peak_above_curve_note()
+    assert "mean 10 req/s" in above.peak_above_curve_note()
+    assert Traffic(mean_rps=10, peak_rps=15, daily_profile=prof).peak_above_curve_note() == ""
+    assert Traffic(mean_rps=10, peak_rps=20).peak_above_curve_note() == ""  # no curve

@@ -175,6 +175,8 @@ class _Reporting:
         ]
         notes = (x.workload.max_output_assumption() for x in self.cache.classes)
         assumptions += [a for a in notes if a]  # the clients' max_tokens, when assumed
+        peaks = {x.workload.traffic.peak_above_curve_note() for x in self.cache.classes}
+        assumptions += sorted(a for a in peaks if a)  # a peak above the file's daily curve
         front = pareto_front(recs)
         if self.per_gpu:
             firsts: dict[str, dict[str, Any]] = {}

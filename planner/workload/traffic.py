@@ -165,6 +165,21 @@ class Traffic(Frozen):
             cands.append(float(self.peak_rps))
         return max(cands)
 
+    def peak_above_curve_note(self) -> str:
+        """A sentence when ``peak_rps`` is above the daily curve's busiest hour (the fleet is
+        sized for the peak, the autoscaled GPU-hours follow the curve), else ""."""
+        if self.daily_profile is None or self.peak_rps is None:
+            return ""
+        busiest = float(self.hourly_rps().max())
+        if not self.peak_rps > busiest * (1 + 1e-9):
+            return ""
+        return (
+            f"peak {self.peak_rps:g} req/s is above the daily curve's busiest hour "
+            f"({busiest:.4g} req/s): the fleet is sized for the peak (a burst above the day); "
+            f"autoscaled GPU-hours follow the curve (mean {self.base_mean_rps():.4g} req/s); "
+            "give --mean-rps to move the day"
+        )
+
     def burstiness(self) -> float:
         """Squared coefficient of variation of the inter-arrival gaps (1 for Poisson).
 
