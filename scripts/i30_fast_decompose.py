@@ -1,4 +1,4 @@
-"""Where issue 30's held-out disaggregated throughput is too fast (changes/s13-i30fast.md).
+"""Where issue 30's held-out disaggregated throughput is too fast (docs/changes/2026-12-10/i30fast.md).
 
 Groups the InferenceX rows of an ``issue30_holdout.py --csv`` file into runs (one published
 point: its output tok/s, median TPOT / TTFT / E2E) and splits each run's log error of output

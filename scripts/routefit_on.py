@@ -9,7 +9,7 @@ Usage (from the repository root)::
 
 ``--route`` sets ``planner.engine.route_cv2.APPLY`` (log-normal family), ``--bound`` sets
 ``planner.calibration.seq_bound.APPLY``, ``--drain`` / ``--no-drain`` set / clear ``planner.benchmarks.finite_run.APPLY``
-(changes/s13-i30fast.md); ``-m MODULE`` runs a module as ``python -m`` does.
+(docs/changes/2026-12-10/i30fast.md); ``-m MODULE`` runs a module as ``python -m`` does.
 """
 
 from __future__ import annotations

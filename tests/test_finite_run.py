@@ -16,7 +16,7 @@ HISTORY = "data/benchmarks/public_inferencex_history.csv"
 
 
 def test_switch_is_on_and_reads_only_inferencex_multi_node_rows(monkeypatch):
-    """On (held out, issue 30 throughput 16.5 -> 16.1 %; changes/s13-i30fast.md)."""
+    """On (held out, issue 30 throughput 16.5 -> 16.1 %; docs/changes/2026-12-10/i30fast.md)."""
     assert finite_run.APPLY is True
     note = "InferenceX multi-node fixed-seq-len sweep, framework 'dynamo-trt'"
     assert applies(note)
@@ -74,7 +74,7 @@ def _runs():
 def test_measured_runs_lose_what_the_drain_predicts():
     """Published: InferenceX's disaggregated runs deliver less than Little's law at their
     median E2E (output tok/s x median E2E / (C x mean output) = 0.951 median over the history
-    file's 303 runs; changes/s13-i30fast.md). The finite run at each run's measured TTFT and TPOT
+    file's 303 runs; docs/changes/2026-12-10/i30fast.md). The finite run at each run's measured TTFT and TPOT
     gives 0.962: the medians agree within 2.5 %, and both lie below 1."""
     runs = _runs()
     assert len(runs) >= 100

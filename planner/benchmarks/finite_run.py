@@ -19,7 +19,7 @@ TPOT; the run's tokens over its makespan, divided by ``C x mean L / mean duratio
 Nothing here is fitted: the prompt count is SA-Bench's default, the lengths are the row's
 stated rule, the durations the prediction's own.
 
-Measured (changes/s13-i30fast.md): on 302 InferenceX disaggregated runs that publish
+Measured (docs/changes/2026-12-10/i30fast.md): on 302 InferenceX disaggregated runs that publish
 output throughput and the median E2E, throughput x median E2E / (C x mean output) is
 0.94-0.96 (median per GPU and framework), while the planner's is 0.997; a constant-step
 finite run of ``10 C`` requests with U[0.8, 1.0] x 1024 outputs gives 0.97 (C = 8) to
@@ -39,7 +39,7 @@ import numpy as np
 __all__ = ["APPLY", "PROMPTS_PER_CLIENT", "applies", "drain_factor"]
 
 #: whether InferenceX multi-node throughput rows are scored over the finite run (on: held
-#: out, issue 30 throughput 16.5 -> 16.1 %, changes/s13-i30fast.md)
+#: out, issue 30 throughput 16.5 -> 16.1 %, docs/changes/2026-12-10/i30fast.md)
 APPLY = True
 #: SA-Bench's ``num_prompts_mult`` default (srt-slurm ``sa_bench.py``): prompts per client
 PROMPTS_PER_CLIENT = 10
