@@ -11,7 +11,8 @@ throughput (predicted over measured, positive = too fast) into three parts:
 
 Usage::
 
-    python scripts/i30_fast_decompose.py /work/keep/s13-routefit/i30_b.csv
+    python scripts/issue30_holdout.py --csv i30.csv   # held-out predictions, one per row
+    python scripts/i30_fast_decompose.py i30.csv
 """
 
 from __future__ import annotations
