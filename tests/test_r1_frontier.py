@@ -273,6 +273,14 @@ def front_predictions_8k(r1, points_8k1k, held_out_path):
 # TensorRT-LLM's trtllm-gen MLA kernels stream it per verify token (planner/engine/spec_kv.py,
 # data/spec_kernels.yaml: 1 + 0.652 x 3 = 2.956 passes): 1.122, TPOT 14.8 ms.
 _THR_MARKS_8K = {
+    # GB200 nvfp4 TensorRT-LLM 11P(DEP4)+1D(DEP16), ixh-1514: 0.777 -> 0.747 (a miss by 0.3%)
+    # once the run is scored over its finite length (planner/benchmarks/finite_run.py: 10 x C
+    # prompts, the drain at the end counted, as InferenceX counts it; issue 30 held out
+    # 16.5 -> 16.1%; docs/changes/2026-12-10/i30fast.md): the steady state it was scored at
+    # hid a prediction already slow (its 11 prefill pools at the published routing skew)
+    ("nvidia-gb200", "nvfp4", 20.0): _xfail(
+        "scored over the finite run, ixh-1514 is 0.747 of measured (limit 0.75)"
+    ),
     # SGLang 2P/1D: the measured run's prefill pool delivers 5,963.6 / 1,024 x 7,373 / 16 =
     # 2,683 prompt tok/s per prefill GPU, the TensorRT-LLM 4P/1D run (ixh-0989, same pool
     # layouts) 5,858: the SGLang prefill, not the decode step. With the recipe's per-rank
