@@ -148,7 +148,46 @@ def make_requests(
     return Requests(a, i, o, cached.astype(np.int64), shared, trunc, int(max_new_tokens))
 
 
-class _SampleMemo:
+class _BytesLRU:
+    """Values by key, least recently used first, at most ``max_bytes`` of arrays in at most
+    ``max_entries`` values; thread-safe (its lock is also held across a fork,
+    :func:`sample_memo_held`). The memos below add what they store and copy."""
+
+    def __init__(self, max_bytes: int, max_entries: int = 1 << 30) -> None:
+        self.max_bytes = max_bytes
+        self.max_entries = max_entries
+        self._items: OrderedDict[tuple[Any, ...], tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def _get(self, key: tuple[Any, ...]) -> Any:
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is None:
+                return None
+            self._items.move_to_end(key)
+            return hit[0]
+
+    def _put(self, key: tuple[Any, ...], value: Any, size: int) -> None:
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._items[key] = (value, size)
+            self._bytes += size
+            while self._bytes > self.max_bytes or len(self._items) > self.max_entries:
+                _, (_, gone) = self._items.popitem(last=False)
+                self._bytes -= gone
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+
+
+class _SampleMemo(_BytesLRU):
     """Request lists :meth:`Workload.sample_requests` drew before, with the state their
     generator was left in, least recently used first, at most ``max_bytes`` of arrays in
     at most ``max_entries`` lists.
@@ -162,79 +201,33 @@ class _SampleMemo:
     """
 
     def __init__(self, max_bytes: int = 48 << 20, max_entries: int = 256) -> None:
-        self.max_bytes = max_bytes
-        self.max_entries = max_entries
-        self._items: OrderedDict[tuple[Any, ...], tuple[Requests, dict[str, Any], int]] = (
-            OrderedDict()
-        )
-        self._bytes = 0
-        self._lock = threading.Lock()
+        super().__init__(max_bytes, max_entries)
 
     def get(self, key: tuple[Any, ...]) -> tuple[Requests, dict[str, Any]] | None:
-        with self._lock:
-            hit = self._items.get(key)
-            if hit is None:
-                return None
-            self._items.move_to_end(key)
-        return hit[0].copy(), hit[1]
+        hit = self._get(key)
+        return None if hit is None else (hit[0].copy(), hit[1])
 
     def put(self, key: tuple[Any, ...], reqs: Requests, state: dict[str, Any]) -> None:
         reqs = reqs.copy()
-        size = sum(
-            a.nbytes
-            for a in (reqs.arrival_s, reqs.input_tokens, reqs.output_tokens, reqs.cached_tokens)
-        )
-        if size > self.max_bytes:
-            return
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self._bytes -= old[2]
-            self._items[key] = (reqs, state, size)
-            self._bytes += size
-            while self._bytes > self.max_bytes or len(self._items) > self.max_entries:
-                _, (_, _, s) = self._items.popitem(last=False)
-                self._bytes -= s
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._bytes = 0
+        arrays = (reqs.arrival_s, reqs.input_tokens, reqs.output_tokens, reqs.cached_tokens)
+        self._put(key, (reqs, state), sum(a.nbytes for a in arrays))
 
 
 _SAMPLES = _SampleMemo()
 
 
-class _DrawMemo:
+class _DrawMemo(_BytesLRU):
     """Unit draws (:meth:`Workload.unit_draws`) by key, least recently used first, at most
     ``max_bytes`` of arrays."""
 
     def __init__(self, max_bytes: int = 32 << 20) -> None:
-        self.max_bytes = max_bytes
-        self._items: OrderedDict[tuple[Any, ...], tuple[np.ndarray, ...]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
+        super().__init__(max_bytes)
 
     def get(self, key: tuple[Any, ...]) -> tuple[np.ndarray, ...] | None:
-        with self._lock:
-            hit = self._items.get(key)
-            if hit is not None:
-                self._items.move_to_end(key)
-            return hit
+        return self._get(key)
 
     def put(self, key: tuple[Any, ...], arrays: tuple[np.ndarray, ...]) -> None:
-        size = sum(a.nbytes for a in arrays)
-        if size > self.max_bytes:
-            return
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self._bytes -= sum(a.nbytes for a in old)
-            self._items[key] = arrays
-            self._bytes += size
-            while self._bytes > self.max_bytes:
-                _, gone = self._items.popitem(last=False)
-                self._bytes -= sum(a.nbytes for a in gone)
+        self._put(key, arrays, sum(a.nbytes for a in arrays))
 
 
 _DRAWS = _DrawMemo()
