@@ -35,6 +35,8 @@ from planner.catalog.speculative import chain_acceptance_length
 __all__ = [
     "INFERENCEX_SPEC_MAX_RUNNING",
     "INFERENCEX_SPEC_TOKENS",
+    "SGLANG_PRINTED_CAP_ON",
+    "SGLANG_SPEC_DEFAULT_MAX_RUNNING",
     "SpecPair",
     "chain_acceptance_length",
     "held_out_ratios",
@@ -80,6 +82,18 @@ INFERENCEX_SPEC_MAX_RUNNING = {
     ("amd-mi325x", "fp8", "sglang"): 48,
     ("amd-mi355x", "mxfp4", "sglang"): 48,
 }
+#: SGLang's running-request cap when EAGLE / NEXTN (DeepSeek MTP) is on and
+#: ``--max-running-requests`` is not passed: "if self.max_running_requests is None:
+#: self.max_running_requests = 48" (sglang 0.5.0rc0 wheel from PyPI,
+#: sglang/srt/server_args.py ServerArgs.__post_init__, lines 620-627, "NEXTN shares the same
+#: implementation of EAGLE"; the same default, with its "Max running requests is reset to 48
+#: for speculative decoding" warning, in 0.5.12: :data:`INFERENCEX_SPEC_MAX_RUNNING`)
+SGLANG_SPEC_DEFAULT_MAX_RUNNING = 48
+#: whether :func:`spec_max_running` caps a SGLang speculative row of any source whose notes
+#: print the server command (``sglang.launch_server``) without ``--max-running-requests``
+#: (today the AMD ROCm blog's MI300X MTP rows, SGLang 0.5.0rc0) at
+#: :data:`SGLANG_SPEC_DEFAULT_MAX_RUNNING`
+SGLANG_PRINTED_CAP_ON = True
 #: the KV-cache precision of InferenceX's single-node DeepSeek-R1 MTP runs, whose rows carry
 #: none (``kv_precision`` empty): every version of each launch script in
 #: SemiAnalysisAI/InferenceX benchmarks/single_node/[fixed_seq_len/]dsr1_*_mtp.sh up to
@@ -188,12 +202,24 @@ def _key(row: Mapping[str, Any]) -> tuple:
 
 
 def spec_max_running(row: Mapping[str, Any]) -> int | None:
-    """The engine's running-request cap of a speculative row whose notes state none
-    (:data:`INFERENCEX_SPEC_MAX_RUNNING`: InferenceX single-node runs), None otherwise."""
+    """The engine's running-request cap of a speculative row whose notes state none: an
+    InferenceX single-node run (:data:`INFERENCEX_SPEC_MAX_RUNNING`), or a SGLang run whose
+    notes print its ``sglang.launch_server`` command without ``--max-running-requests``
+    (:data:`SGLANG_SPEC_DEFAULT_MAX_RUNNING`; :data:`SGLANG_PRINTED_CAP_ON`); None
+    otherwise."""
     notes = cell(row, "notes") or ""
-    if "InferenceX" not in (cell(row, "source") or "") or "multi-node" in notes:
-        return None
     if engine_settings(notes).max_num_seqs is not None:
+        return None
+    if (
+        SGLANG_PRINTED_CAP_ON
+        and cell(row, "framework") == "sglang"
+        and "sglang.launch_server" in notes
+        and "--max-running-requests" not in notes
+        and "multi-node" not in notes
+        and spec_of_row(row) is not None
+    ):
+        return SGLANG_SPEC_DEFAULT_MAX_RUNNING
+    if "InferenceX" not in (cell(row, "source") or "") or "multi-node" in notes:
         return None
     key = (cell(row, "hardware"), cell(row, "precision"), cell(row, "framework"))
     return INFERENCEX_SPEC_MAX_RUNNING.get(key)
