@@ -41,11 +41,17 @@ from planner.benchmarks.io import load_measurements
 from planner.benchmarks.mlperf_latency import (
     CONSTRAINTS_S,
     at_measured_rate,
+    offline_per_gpu,
     prior_round_gemm_speed,
+    scenario_replica,
     tight_tpot_newest,
     tight_tpot_pooled,
     tight_tpot_records,
     tight_tpot_rounds,
+)
+from planner.benchmarks.mlperf_server_offline import (
+    measured_offline_per_gpu,
+    server_offline_table,
 )
 from planner.calibration.accuracy import ordering_pairs
 from planner.calibration.fit import public_files_default
@@ -94,7 +100,22 @@ def main(argv=None) -> int:
         help="rows whose harness states its decode kernel take the KV rate of a published "
         "timing of it (data/mlperf_harness_attention.yaml)",
     )
+    ap.add_argument(
+        "--server-offline",
+        action="store_true",
+        help="also split each (scenario, round, GPU) error into the Offline error and the "
+        "Server / Offline ratio error (planner/benchmarks/mlperf_server_offline.py)",
+    )
+    ap.add_argument(
+        "--max-utilization",
+        type=float,
+        default=None,
+        help="what-if: the search bound and the Offline cap as this fraction "
+        "(mlperf_latency.MAX_UTILIZATION, default 0.95)",
+    )
     a = ap.parse_args(argv)
+    if a.max_utilization is not None:
+        mlperf_latency.MAX_UTILIZATION = a.max_utilization
     if a.kv_as_assumed:
         mlperf_latency.UNSTATED_KV_CHECKPOINT_DTYPE = False
     if a.harness_attention:
@@ -129,6 +150,9 @@ def main(argv=None) -> int:
     print("\nPairs predicted in the wrong order (ranges_overlap: the round's systems do not "
           "separate them):")  # fmt: skip
     print(p.to_string() if len(p) else "none")
+    if a.server_offline:
+        print("\nServer / Interactive against Offline (same round and GPU; error split):")
+        print(offline_split_table(df, recs, cat, prof, sc, hg, pe).round(3).to_string())
     if a.at_measured:
         print("\nSimulated at the rate each submission ran (one row per scenario, round, GPU):")
         print(
@@ -137,6 +161,22 @@ def main(argv=None) -> int:
             ).to_string()
         )
     return 0
+
+
+def offline_split_table(df, recs, cat, prof, stated_chunked=False, harness_gemm=False,
+                        poisson_per_engine=False):  # fmt: skip
+    """:func:`server_offline_table` of ``recs``, the Offline throughput of each (scenario,
+    round, GPU) simulated for the deployment of its first row (:func:`offline_per_gpu`)."""
+    pred = {}
+    for rec in recs.drop_duplicates(["mode", "round", "gpu"]).to_dict("records"):
+        src = df[df["id"] == rec["id"]].iloc[0].to_dict()
+        row = {k: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+               for k, v in src.items()}  # fmt: skip
+        _, _, params, _, row = scenario_replica(
+            row, cat, prof, stated_chunked, harness_gemm, poisson_per_engine
+        )
+        pred[(rec["mode"], rec["round"], rec["gpu"])] = offline_per_gpu(row, cat, params)
+    return server_offline_table(recs, measured_offline_per_gpu(df), pred)
 
 
 def measured_rate_table(
