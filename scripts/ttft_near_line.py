@@ -187,16 +187,19 @@ def prompt_slopes(t: pd.DataFrame) -> pd.DataFrame:
 
 
 def cell_sources(t: pd.DataFrame) -> pd.DataFrame:
-    """Which sources hold SGLang MLA rows of 8k-class prompts per (GPU, precision, layout):
-    a cell held by one source has no other source to fit a term on held out."""
+    """Which sources hold SGLang MLA rows of 8k-class prompts per (GPU, precision, layout),
+    with each cell's :func:`best_level` (in sample): a cell held by one source has no other
+    source to fit a term on held out, so its held-out gain is nil whatever its in-sample one."""
     d = t[(t["engine"] == "sglang") & t["model"].map(is_mla) & (t["pt"] > LONG_PROMPT)]
     if d.empty:
         return pd.DataFrame()
     d = d.assign(layout=[f"TP{int(a)} EP{int(b)}" for a, b in zip(d["tp"], d["ep"], strict=True)])
+    lv = d.groupby(["gpu", "precision", "layout"])["err"].apply(best_level)
     return d.groupby(["gpu", "precision", "layout"]).agg(
         n=("id", "size"), sources=("source", lambda s: "; ".join(sorted(set(s)))),
         n_sources=("source", "nunique"), bias_pct=("err", "median"),
-        within=("ape", lambda a: int((a <= MISS_PCT).sum())))  # fmt: skip
+        within=("ape", lambda a: int((a <= MISS_PCT).sum()))).assign(
+        best_factor=lv.map(lambda b: b[0]), gain_in_sample=lv.map(lambda b: b[2] - b[1]))  # fmt: skip
 
 
 def near_rows(t: pd.DataFrame, lo: float, hi: float) -> pd.DataFrame:
