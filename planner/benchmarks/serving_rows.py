@@ -352,7 +352,7 @@ def _serving_row_result(
     # stated_chunked what-if)
     chunk_on = stated_chunking(f"{notes}; {cell(row, 'framework_version')}") is True
     key = (
-        (GATE_BURST, prompt_gemm.PROMPT_GEMM_RATE),
+        (GATE_BURST, prompt_gemm.PROMPT_GEMM_RATE and prompt_gemm.deepgemm_off(notes)),
         chunk_on,
         replica_mod.CHUNKED_PREFILL_ENGINE_DEFAULT,
         run_length.APPLY_STATED_RUN,
