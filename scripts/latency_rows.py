@@ -818,6 +818,13 @@ def main(argv=None) -> int:
         "planner.benchmarks.serving_rows.CLOSED_LOOP_REARRIVAL, on by default)",
     )
     ap.add_argument(
+        "--no-prompt-gemm",
+        action="store_true",
+        help="the before of s14-ttft: no excess for a prompt's dense FP8 linears where the "
+        "launch script turns DeepGEMM off (planner.benchmarks.prompt_gemm.PROMPT_GEMM_RATE, "
+        "on by default)",
+    )
+    ap.add_argument(
         "--rearrival-phase",
         type=float,
         default=None,
@@ -939,6 +946,10 @@ def main(argv=None) -> int:
         import planner.benchmarks.serving_rows as _rows
 
         _rows.CLOSED_LOOP_REARRIVAL = False
+    if a.no_prompt_gemm:
+        import planner.benchmarks.prompt_gemm as _pg
+
+        _pg.PROMPT_GEMM_RATE = False
     if a.rearrival_phase is not None:
         import planner.benchmarks.scheduler_waits as _waits
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.benchmarks import run_length
+from planner.benchmarks import prompt_gemm, run_length
 from planner.benchmarks.chunk_flags import stated_chunking
 from planner.benchmarks.frontend_queue import frontend_service_s, ingest_departures
 from planner.benchmarks.random_lengths import random_dataset_lengths
@@ -352,7 +352,7 @@ def _serving_row_result(
     # stated_chunked what-if)
     chunk_on = stated_chunking(f"{notes}; {cell(row, 'framework_version')}") is True
     key = (
-        GATE_BURST,
+        (GATE_BURST, prompt_gemm.PROMPT_GEMM_RATE and prompt_gemm.deepgemm_off(notes)),
         chunk_on,
         replica_mod.CHUNKED_PREFILL_ENGINE_DEFAULT,
         run_length.APPLY_STATED_RUN,
@@ -665,6 +665,7 @@ def _serving_row_result(
         for m_ in ("e2e_ms_mean", "e2e_ms_median", "e2e_ms_p99"):
             out[m_] += ft_s * 1000.0
         out["_note"] += f"; first-token path + {ft_s * 1e3:.3g} ms (trtllm-serve, PyTorch backend)"
+    out = prompt_gemm.with_prompt_gemm(out, rep.sm, fw_id, notes, mode, isl, ilen)  # OFF: out
     if rep.params_source != "prior":
         out["_note"] += f"; params {rep.params_source}"
     if len(_ROW_CACHE) >= _ROW_CACHE_MAX:  # a file of a million distinct rows: memory stays flat
