@@ -467,6 +467,28 @@ def test_a_precision_with_a_named_checkpoint_launches_that_checkpoint():
     assert any("names none" in c for c in launch(hopper, rel).comments)
 
 
+def test_a_precision_without_a_checkpoint_needs_model_set():
+    """gpt-oss-120b ships MXFP4 (fp4) weights; its fp8 option on an H200 with TensorRT-LLM
+    has no checkpoint in data/models.yaml and TensorRT-LLM quantizes nothing on load. serve.sh
+    defaulted MODEL to openai/gpt-oss-120b: run as emitted (or from k8s/, which sets no MODEL)
+    it served the MXFP4 weights where the plan predicted fp8. Now it stops, naming what to set;
+    the fp4 option (the release's own format) keeps the release as its default."""
+    from planner.catalog import load_catalog
+    from planner.deploy.emit import knobs_of
+    from planner.deploy.serve import serve_script
+
+    cat = load_catalog()
+    rel = F.resolve("trtllm", "1.0.0", "the option's release", ("1.0.0",))
+    r = {"gpu": "nvidia-h200-sxm", "framework": "trtllm", "precision": "fp8",
+         "kv_precision": "fp8", "tp": 4, "pp": 1, "ep": 1, "attention_dp": 1,
+         "engine_settings": {}}  # fmt: skip
+    k = knobs_of(r, cat, "gpt-oss-120b")
+    script = serve_script(launch(k, rel), k, [])
+    assert 'MODEL="${MODEL:?set MODEL to a fp8 checkpoint of gpt-oss-120b}"' in script
+    native = knobs_of({**r, "precision": "fp4"}, cat, "gpt-oss-120b")
+    assert 'MODEL="${MODEL:-openai/gpt-oss-120b}"' in serve_script(launch(native, rel), native, [])
+
+
 def test_a_model_asked_by_an_alias_launches_the_weights_asked_for():
     """models.yaml lists DeepSeek-R1 as an alias of deepseek-v3 (the same architecture, other
     weights); a question about deepseek-r1 emitted MODEL=deepseek-ai/DeepSeek-V3. MODEL is the
