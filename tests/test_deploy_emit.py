@@ -13,7 +13,7 @@ import yaml
 
 from planner.catalog.layout import hosts_spanned, layout_of
 from planner.deploy import flags as F
-from planner.deploy.bench import bench_plan
+from planner.deploy.bench import bench_plan, bench_source
 from planner.deploy.emit import check_target, emit_all, parse_emit_release
 from planner.deploy.expected import read_expected, write_expected
 from planner.deploy.serve import ENGINES, Knobs, launch
@@ -111,6 +111,21 @@ def test_bench_fixed_lengths_and_poisson():
     p = bench_plan(sc.workload, 12.0)
     assert (p.input_tokens, p.output_tokens, p.range_ratio, p.burstiness) == (1000, 1000, 0, 1)
     assert p.num_prompts == 3600
+
+
+def test_bench_cites_where_the_client_flags_are_defined():
+    """bench.sh's flags (--random-input-len, --request-rate, --burstiness, ...) are
+    ``vllm bench serve``'s, defined in vllm/benchmarks/serve.py and datasets.py; the header
+    cited vllm/engine/arg_utils.py, the server's flags."""
+    from planner.deploy.bench import bench_script
+    from planner.workload import preset
+
+    script = bench_script(bench_plan(preset("chat"), 2.0), "vllm", [])
+    head = [x for x in script.splitlines() if x.startswith("# client:")][0]
+    assert "/vllm/benchmarks/serve.py" in head and "arg_utils" not in head
+    assert bench_source("x/blob/v0.13.0/vllm/engine/arg_utils.py") == (
+        "x/blob/v0.13.0/vllm/benchmarks/serve.py (random dataset: vllm/benchmarks/datasets.py)"
+    )
 
 
 def test_bench_gamma_arrivals():
