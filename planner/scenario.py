@@ -468,11 +468,30 @@ def _format_error(e: ValidationError, where: str) -> PlannerError:
     return PlannerError(f"{where}: {loc or '<scenario>'}: {msg}{got_text}")
 
 
+def _sections() -> tuple[tuple[str, Any], ...]:
+    """The sections of a scenario file, each with the model that reads it."""
+    import planner.workload as wl
+
+    return (
+        ("the top level", Scenario), ("deployment", Deployment),
+        ("deployment.disaggregated", Disaggregated),
+        ("deployment.disaggregated.prefill / decode", Pool), ("serving", EngineOverrides),
+        ("constraints", Constraints), ("slo", SLO), ("slo.ttft / tpot / e2e", wl.SloTarget),
+        ("workload", Workload), ("workload.traffic", wl.Traffic),
+        ("workload.prefix", wl.PrefixReuse),
+    )  # fmt: skip
+
+
 def _misplaced_hint(field: str, loc: str) -> str:
-    """The hint for a known field written in a section that does not take it."""
+    """The hint for a known field written in a section that does not take it: the sections
+    that do (``deployment.speculative`` -> "speculative is a field of constraints")."""
     if ".disaggregated." in f".{loc}" and field in Deployment.model_fields:
         return f"; {field} is a field of deployment (it applies to both pools), not of one pool"
-    return f"; {field} is a field of another section of a scenario, not of this one"
+    here = loc.rsplit(".", 1)[0] if "." in loc else ""
+    where = [name for name, cls in _sections() if field in cls.model_fields and name != here]
+    if not where:
+        return f"; {field} is a field of another section of a scenario, not of this one"
+    return f"; {field} is a field of {' and of '.join(where)}, not of {here or 'the top level'}"
 
 
 def _resolve_paths(d: dict[str, Any], base_dir: str | None) -> dict[str, Any]:

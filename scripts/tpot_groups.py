@@ -119,11 +119,12 @@ def assign_group(r) -> str:
     return GROUPS[6]
 
 
-def table(t: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """n, rows beyond :data:`MISS_PCT`, MdAPE [%] and median error [%] by ``by``."""
-    return t.groupby(by, dropna=False).agg(
+def table(t: pd.DataFrame, by: list[str], miss_pct: float = MISS_PCT) -> pd.DataFrame:
+    """n, rows beyond ``miss_pct`` [%], MdAPE [%] and median error [%] by ``by`` (groups of
+    the values present: a categorical's empty bins are left out)."""
+    return t.groupby(by, dropna=False, observed=True).agg(
         n=("ape", "size"),
-        misses=("ape", lambda a: int((a > MISS_PCT).sum())),
+        misses=("ape", lambda a: int((a > miss_pct).sum())),
         mdape_pct=("ape", "median"),
         bias_pct=("err", "median"),
     )
@@ -170,29 +171,53 @@ def md(df: pd.DataFrame) -> str:
     return "\n".join(rows)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+class Report:
+    """The tables a groups script prints, kept as Markdown for ``--md`` (this script's and
+    ``scripts/ttft_groups.py``'s)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def show(self, title: str, df: pd.DataFrame) -> None:
+        print(f"== {title}\n{df.round(2).to_string()}\n")
+        self.parts.append(f"### {title}\n\n{md(df)}\n")
+
+    def head(self, t: pd.DataFrame, what: str, miss_pct: float) -> None:
+        """All ``what`` rows, how many are within ``miss_pct`` [%] against how many a median
+        within it needs (more than half: a median of an even count averages the two middle
+        rows), then by engine and by vendor."""
+        n_in = int((t["ape"] <= miss_pct).sum())
+        self.show(f"all {what} rows", table(t.assign(all="all"), ["all"], miss_pct))
+        print(f"within {miss_pct:g}%: {n_in} of {len(t)} (a median <= {miss_pct:g}% needs "
+              f"{len(t) // 2 + 1})\n")  # fmt: skip
+        self.show("by engine", table(t, ["engine"], miss_pct))
+        self.show("by vendor", table(t, ["vendor"], miss_pct))
+
+    def write(self, path: str | None) -> None:
+        if path:
+            Path(path).write_text("\n".join(self.parts))
+            print("wrote", path)
+
+
+def parser(doc: str) -> argparse.ArgumentParser:
+    """The command line both groups scripts share: a latency_rows CSV and ``--md``."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("csv", nargs="?", default="docs/latency_rows.csv")
     ap.add_argument("--md", default=None, help="also write the tables as Markdown here")
-    a = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> int:
+    a = parser(__doc__).parse_args(argv)
     try:
         t = load(a.csv)
     except (OSError, KeyError, ValueError) as e:
         print(f"error: cannot read {a.csv}: {e}", file=sys.stderr)
         return 1
     t["group"] = [assign_group(r) for r in t.to_dict("records")]
-    parts = []
-
-    def show(title, df):
-        print(f"== {title}\n{df.round(2).to_string()}\n")
-        parts.append(f"### {title}\n\n{md(df)}\n")
-
-    n_in = int((t["ape"] <= MISS_PCT).sum())
-    show("all TPOT / ITL rows", table(t.assign(all="all"), ["all"]))
-    print(f"within {MISS_PCT:g}%: {n_in} of {len(t)} (a median <= {MISS_PCT:g}% needs "
-          f"{(len(t) + 1) // 2})\n")  # fmt: skip
-    show("by engine", table(t, ["engine"]))
-    show("by vendor", table(t, ["vendor"]))
+    rep = Report()
+    show = rep.show
+    rep.head(t, "TPOT / ITL", MISS_PCT)
     show("by engine and vendor", table(t, ["engine", "vendor"]))
     g = table(t, ["group"]).join(if_exact(t))
     show(
@@ -227,9 +252,7 @@ def main(argv=None) -> int:
         show("InferenceX SGLang 1k prompts: predicted / measured TPOT by clients (median)",
              ix.pivot_table(index="run", columns="concurrency", values="ratio",
                             aggfunc="median"))  # fmt: skip
-    if a.md:
-        Path(a.md).write_text("\n".join(parts))
-        print("wrote", a.md)
+    rep.write(a.md)
     return 0
 
 

@@ -23,7 +23,6 @@ Usage: ``python scripts/ttft_groups.py [CSV] [--md OUT.md]``
 
 from __future__ import annotations
 
-import argparse
 import glob
 import importlib.util
 import re
@@ -125,12 +124,7 @@ def assign_group(r) -> str:
 
 def table(t: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """n, rows beyond :data:`MISS_PCT`, MdAPE [%] and median error [%] by ``by``."""
-    return t.groupby(by, dropna=False, observed=True).agg(
-        n=("ape", "size"),
-        misses=("ape", lambda a: int((a > MISS_PCT).sum())),
-        mdape_pct=("ape", "median"),
-        bias_pct=("err", "median"),
-    )
+    return tg.table(t, by, MISS_PCT)
 
 
 def near_line(t: pd.DataFrame, lo: float = 15.0, hi: float = 30.0) -> pd.DataFrame:
@@ -200,9 +194,7 @@ def at_measured_length(t: pd.DataFrame, bt: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("csv", nargs="?", default="docs/latency_rows.csv")
-    ap.add_argument("--md", default=None, help="also write the tables as Markdown here")
+    ap = tg.parser(__doc__)
     ap.add_argument(
         "--bursts",
         default=None,
@@ -217,18 +209,9 @@ def main(argv=None) -> int:
         print(f"error: cannot read {a.csv}: {e}", file=sys.stderr)
         return 1
     t["group"] = [assign_group(r) for r in t.to_dict("records")]
-    parts = []
-
-    def show(title, df):
-        print(f"== {title}\n{df.round(2).to_string()}\n")
-        parts.append(f"### {title}\n\n{tg.md(df)}\n")
-
-    n_in = int((t["ape"] <= MISS_PCT).sum())
-    show("all TTFT rows", table(t.assign(all="all"), ["all"]))
-    print(f"within {MISS_PCT:g}%: {n_in} of {len(t)} (a median <= {MISS_PCT:g}% needs "
-          f"{len(t) // 2 + 1})\n")  # fmt: skip
-    show("by engine", table(t, ["engine"]))
-    show("by vendor", table(t, ["vendor"]))
+    rep = tg.Report()
+    show = rep.show
+    rep.head(t, "TTFT", MISS_PCT)
     g = table(t, ["group"]).join(tg.if_exact(t, "group"))
     show("by cause group (scripts/ttft_groups.py assign_group)",
          g.loc[[x for x in GROUPS if x in g.index]])  # fmt: skip
@@ -247,9 +230,7 @@ def main(argv=None) -> int:
                         table(m.rename(columns={"engine": "part"}), ["part"]),
                         table(m.rename(columns={"vendor": "part"}), ["part"])])  # fmt: skip
         show("every TTFT row, the offline bursts at their measured run length (in sample)", by)
-    if a.md:
-        Path(a.md).write_text("\n".join(parts))
-        print("wrote", a.md)
+    rep.write(a.md)
     return 0
 
 

@@ -13,7 +13,7 @@ import yaml
 
 from planner.catalog.layout import hosts_spanned, layout_of
 from planner.deploy import flags as F
-from planner.deploy.bench import bench_plan
+from planner.deploy.bench import bench_plan, bench_source
 from planner.deploy.emit import check_target, emit_all, parse_emit_release
 from planner.deploy.expected import read_expected, write_expected
 from planner.deploy.serve import ENGINES, Knobs, launch
@@ -111,6 +111,21 @@ def test_bench_fixed_lengths_and_poisson():
     p = bench_plan(sc.workload, 12.0)
     assert (p.input_tokens, p.output_tokens, p.range_ratio, p.burstiness) == (1000, 1000, 0, 1)
     assert p.num_prompts == 3600
+
+
+def test_bench_cites_where_the_client_flags_are_defined():
+    """bench.sh's flags (--random-input-len, --request-rate, --burstiness, ...) are
+    ``vllm bench serve``'s, defined in vllm/benchmarks/serve.py and datasets.py; the header
+    cited vllm/engine/arg_utils.py, the server's flags."""
+    from planner.deploy.bench import bench_script
+    from planner.workload import preset
+
+    script = bench_script(bench_plan(preset("chat"), 2.0), "vllm", [])
+    head = [x for x in script.splitlines() if x.startswith("# client:")][0]
+    assert "/vllm/benchmarks/serve.py" in head and "arg_utils" not in head
+    assert bench_source("x/blob/v0.13.0/vllm/engine/arg_utils.py") == (
+        "x/blob/v0.13.0/vllm/benchmarks/serve.py (random dataset: vllm/benchmarks/datasets.py)"
+    )
 
 
 def test_bench_gamma_arrivals():
@@ -465,6 +480,28 @@ def test_a_precision_with_a_named_checkpoint_launches_that_checkpoint():
     hopper = knobs_of({**r, "gpu": "nvidia-h200-sxm"}, cat, "deepseek-v3")
     assert hopper.checkpoint_repo is None
     assert any("names none" in c for c in launch(hopper, rel).comments)
+
+
+def test_a_precision_without_a_checkpoint_needs_model_set():
+    """gpt-oss-120b ships MXFP4 (fp4) weights; its fp8 option on an H200 with TensorRT-LLM
+    has no checkpoint in data/models.yaml and TensorRT-LLM quantizes nothing on load. serve.sh
+    defaulted MODEL to openai/gpt-oss-120b: run as emitted (or from k8s/, which sets no MODEL)
+    it served the MXFP4 weights where the plan predicted fp8. Now it stops, naming what to set;
+    the fp4 option (the release's own format) keeps the release as its default."""
+    from planner.catalog import load_catalog
+    from planner.deploy.emit import knobs_of
+    from planner.deploy.serve import serve_script
+
+    cat = load_catalog()
+    rel = F.resolve("trtllm", "1.0.0", "the option's release", ("1.0.0",))
+    r = {"gpu": "nvidia-h200-sxm", "framework": "trtllm", "precision": "fp8",
+         "kv_precision": "fp8", "tp": 4, "pp": 1, "ep": 1, "attention_dp": 1,
+         "engine_settings": {}}  # fmt: skip
+    k = knobs_of(r, cat, "gpt-oss-120b")
+    script = serve_script(launch(k, rel), k, [])
+    assert 'MODEL="${MODEL:?set MODEL to a fp8 checkpoint of gpt-oss-120b}"' in script
+    native = knobs_of({**r, "precision": "fp4"}, cat, "gpt-oss-120b")
+    assert 'MODEL="${MODEL:-openai/gpt-oss-120b}"' in serve_script(launch(native, rel), native, [])
 
 
 def test_a_model_asked_by_an_alias_launches_the_weights_asked_for():

@@ -112,3 +112,20 @@ def test_bad_file_is_one_line(tg, tmp_path, capsys):
     assert tg.main([str(tmp_path / "missing.csv")]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: cannot read") and "\n" not in err
+
+
+def test_report_head_counts_what_a_median_needs(tg, capsys):
+    # 4 rows, 2 within 15%: the median averages rows 2 and 3 (10% and 40% -> 25%), so a
+    # median within 15% needs 3 rows within it (4 // 2 + 1), as ttft_groups.py counted; this
+    # script said (4 + 1) // 2 = 2 before both shared Report.head
+    t = pd.DataFrame({"ape": [5.0, 10.0, 40.0, 50.0], "err": [5.0, -10.0, 40.0, 50.0],
+                      "engine": "sglang", "vendor": "nvidia"})  # fmt: skip
+    rep = tg.Report()
+    rep.head(t, "TPOT / ITL", 15.0)
+    out = capsys.readouterr().out
+    assert "within 15%: 2 of 4 (a median <= 15% needs 3)" in out
+    assert [p.split("\n")[0] for p in rep.parts] == [
+        "### all TPOT / ITL rows",
+        "### by engine",
+        "### by vendor",
+    ]

@@ -308,6 +308,19 @@ def _with(path: str, value):
             r"workload\.output_tokens.*greater than 0",
         ),
         ("constraints.headroom", -0.5, r"constraints\.headroom"),
+        # a known field in a section that does not take it: the section that does is named
+        (
+            "deployment.speculative",
+            "auto",
+            r"deployment\.speculative: unknown field; speculative is a field of constraints, "
+            r"not of deployment$",
+        ),
+        (
+            "workload.headroom",
+            0.3,
+            r"workload\.headroom: unknown field; headroom is a field of constraints, not of "
+            r"workload$",
+        ),
     ],
 )
 def test_scenario_errors_name_the_field_path(path, value, msg):

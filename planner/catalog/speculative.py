@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
@@ -39,6 +39,7 @@ __all__ = [
     "cite_of",
     "engine_support",
     "published_specs",
+    "replica_kwargs",
     "spec_decode",
 ]
 
@@ -470,3 +471,19 @@ def published_specs(
         except PlannerError:
             continue
     return out
+
+
+def replica_kwargs(spec: SpecDecode | None) -> dict[str, Any]:
+    """:func:`planner.serving.build_replica`'s speculative decoding arguments that rebuild
+    ``spec`` (empty when off): the recommender's options and ``capacity --compare-tp``'s
+    other TP sizes. ``spec_workload`` goes with a published AL; with the AL given, as here,
+    :func:`spec_decode` keeps the AL and reads no workload."""
+    if spec is None:
+        return {}
+    return {
+        "spec_method": spec.method,
+        "spec_tokens": spec.spec_tokens,
+        "acceptance_length": spec.acceptance_length,
+        "draft_model": spec.draft_model,
+        "spec_workload": spec.workload,
+    }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from planner.catalog.speculative import METHODS, WORKLOADS
+from planner.catalog.speculative import METHODS, WORKLOADS, replica_kwargs
 from planner.errors import PlannerError
 
 SPEC_EXAMPLES = (
@@ -135,16 +135,7 @@ def deployment_fields(rep) -> dict[str, Any]:
 def replica_spec_kwargs(rep) -> dict[str, Any]:
     """build_replica's speculative decoding arguments that rebuild ``rep``'s setting (empty
     when off), e.g. for the other TP sizes of ``capacity --compare-tp``."""
-    s = rep.spec
-    if s is None:
-        return {}
-    return {
-        "spec_method": s.method,
-        "spec_tokens": s.spec_tokens,
-        "acceptance_length": s.acceptance_length,
-        "draft_model": s.draft_model,
-        "spec_workload": s.workload,
-    }
+    return replica_kwargs(rep.spec)
 
 
 def check_spec_flags(args: argparse.Namespace, speculative: str) -> None:

@@ -79,6 +79,17 @@ def bench_plan(workload: Any, rate_rps: float) -> BenchPlan:
     return BenchPlan(li, lo, ri, burst, float(rate_rps), n, tr.arrival, tuple(notes))
 
 
+def bench_source(source: str) -> str:
+    """Where ``vllm bench serve`` defines its flags, from a read release's ``source`` (its
+    ``vllm/engine/arg_utils.py``, the server's flags): ``vllm/benchmarks/serve.py`` of the
+    same tag, the random dataset's in ``vllm/benchmarks/datasets.py`` (both read:
+    ``data/engine_flags.yaml`` files)."""
+    base, sep, _ = source.partition("/vllm/engine/arg_utils.py")
+    if not sep:
+        return source
+    return f"{base}/vllm/benchmarks/serve.py (random dataset: vllm/benchmarks/datasets.py)"
+
+
 def bench_script(plan: BenchPlan, framework: str, header: list[str]) -> str:
     """``bench.sh``: ``vllm bench serve`` against ``$BASE_URL`` (default the local server).
 
@@ -111,7 +122,7 @@ def bench_script(plan: BenchPlan, framework: str, header: list[str]) -> str:
     lines = ["#!/usr/bin/env bash"] + [f"# {h}" for h in header]
     lines += [
         f"# client: vllm bench serve of vllm {res.read} (pip install vllm=={res.read}); flags "
-        f"checked against {res.source}",
+        f"checked against {bench_source(res.source)}",
         "# servers older than vLLM 0.8.5 shipped the same client as benchmarks/"
         "benchmark_serving.py of their tag (flags not checked here)",
     ]

@@ -27,7 +27,16 @@ from planner.deploy.expected import (
     write_expected,
 )
 from planner.deploy.k8s import manifests, validate
-from planner.deploy.serve import ENGINES, HEALTH, PORT, RAY_PORT, Knobs, launch, serve_script
+from planner.deploy.serve import (
+    ENGINES,
+    HEALTH,
+    PORT,
+    RAY_PORT,
+    Knobs,
+    launch,
+    names_no_checkpoint,
+    serve_script,
+)
 from planner.errors import PlannerError
 
 #: container images whose tag is the engine's release (as benchmark rows name them,
@@ -388,7 +397,9 @@ def _readme(r, k: Knobs, plan, release, notes: list[str]) -> str:
         f"* replicas: {r['replicas']} x {r['gpus_per_replica']} GPU(s) ({r['num_gpus']} GPUs), "
         f"{k.nodes} node(s) per replica",
         f"* engine release: {release.note() if release else 'none (no launch command)'}",
-        f"* model: {k.model_repo or k.model_id} ({'data/models.yaml checkpoints' if k.checkpoint_repo else 'data/models.yaml hf_repo, or the alias asked' if k.hf_repo else 'no Hugging Face id in data/models.yaml: set MODEL'})",
+        f"* model: set MODEL to a {k.precision} checkpoint of {k.model_id} (the planner names none)"
+        if names_no_checkpoint(k)
+        else f"* model: {k.model_repo or k.model_id} ({'data/models.yaml checkpoints' if k.checkpoint_repo else 'data/models.yaml hf_repo, or the alias asked' if k.hf_repo else 'no Hugging Face id in data/models.yaml: set MODEL'})",
         f"* weights {k.precision}, KV cache {k.kv_precision}; layout tp={k.layout.tp} pp={k.layout.pp} "
         f"ep={k.layout.ep} attention_dp={k.layout.attention_dp}",
         f"* engine settings assumed: {', '.join(f'{a}={b}' for a, b in es.items()) or '-'}",

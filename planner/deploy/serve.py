@@ -126,6 +126,18 @@ def _kv_value(k: Knobs) -> str | None:
     return v
 
 
+def names_no_checkpoint(k: Knobs) -> bool:
+    """Whether the weights need a checkpoint of ``k.precision`` the planner cannot name: not
+    bf16/fp16, not the model's own release format, no checkpoint in ``data/models.yaml`` and
+    no online quantization by the engine (gpt-oss-120b fp8 on TensorRT-LLM)."""
+    return not (
+        k.precision in _DTYPE
+        or k.precision == k.native_precision
+        or k.checkpoint_repo
+        or (k.framework, k.precision) in _ONLINE
+    )
+
+
 def _precision(la: Launch, res: F.Resolved, k: Knobs) -> None:
     """dtype / quantization: a bf16/fp16 checkpoint, an online-quantized one, or a note that
     MODEL must be a checkpoint of the precision (the engine reads its quantization config)."""
@@ -448,9 +460,17 @@ def serve_script(la: Launch, k: Knobs, header: list[str]) -> str:
         lines.append(
             f"# model: data/models.yaml has no Hugging Face id for {k.model_id}; set MODEL"
         )
+    # no default where the planner names no checkpoint of the precision: the release's
+    # weights (gpt-oss-120b's MXFP4 for an fp8 plan) would start silently, in another format
+    # than the one predicted (a k8s pod has no MODEL unless one is added)
+    default = (
+        f":?set MODEL to a {k.precision} checkpoint of {k.model_id}"
+        if names_no_checkpoint(k)
+        else f":-{model}"
+    )
     lines += [
         "set -euo pipefail",
-        f'MODEL="${{MODEL:-{model}}}"',
+        f'MODEL="${{MODEL{default}}}"',
         f'PORT="${{PORT:-{PORT}}}"',
     ]
     lines += la.before

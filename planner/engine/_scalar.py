@@ -38,6 +38,27 @@ def window_pairs(pos: int, n: int, w: float) -> float:
     return i_cap * pos + i_cap * (i_cap + 1) / 2 + (n - i_cap) * w
 
 
+def distinct_experts(n_exp, q_exp, skew_a, skew_b, T):
+    """Expected distinct routed experts [-] that ``T`` tokens read in one layer
+    (:mod:`planner.engine.routing`), of ``n_exp`` experts: ``skew_a > 0`` Gamma popularity,
+    ``n_exp (1 - (1 + skew_a T) ** skew_b)``; ``skew_a < 0`` log-normal popularity
+    (``routing.lognormal_distinct_experts``: s2 = -skew_a, lambda = skew_b, Gauss-Hermite
+    over :data:`GH_N` points); else uniform routing, ``n_exp (1 - q_exp ** T)``. Zero for a
+    dense model (``n_exp`` 0). The step and its draft passes call it (compiled into the
+    loop by :func:`planner.serving._kernel.kernel` too)."""
+    if n_exp > 0.0:
+        if skew_a > 0.0:
+            return n_exp * (1.0 - math.exp(skew_b * math.log1p(skew_a * T)))
+        if skew_a < 0.0:
+            sig = math.sqrt(-2.0 * skew_a)
+            miss = 0.0
+            for i in range(GH_N):
+                miss += GH_W[i] * math.exp(-skew_b * T * math.exp(sig * GH_X[i] + 0.5 * skew_a))
+            return n_exp * (1.0 - miss)
+        return n_exp * (1.0 - q_exp**T)
+    return 0.0
+
+
 def step_time_scalar(
     c, T, num_seqs, num_logits, kv_full, pairs_full, kv_sw, pairs_sw, pairs_prefix
 ):
@@ -158,19 +179,7 @@ def step_time_scalar(
         num_logits = n_dec + spec_k * n_dec
         pairs_full = pairs_full + spec_k * kv_full
         pairs_sw = pairs_sw + spec_k * kv_sw
-    if n_exp > 0.0:  # expected distinct experts (planner.engine.routing)
-        if skew_a > 0.0:
-            ex = n_exp * (1.0 - math.exp(skew_b * math.log1p(skew_a * T)))
-        elif skew_a < 0.0:  # log-normal popularity (routing.lognormal_distinct_experts)
-            sig = math.sqrt(-2.0 * skew_a)  # s2 = -skew_a, lambda = skew_b
-            miss = 0.0
-            for i in range(GH_N):
-                miss += GH_W[i] * math.exp(-skew_b * T * math.exp(sig * GH_X[i] + 0.5 * skew_a))
-            ex = n_exp * (1.0 - miss)
-        else:
-            ex = n_exp * (1.0 - q_exp**T)
-    else:
-        ex = 0.0
+    ex = distinct_experts(n_exp, q_exp, skew_a, skew_b, T)
     w = dense_w + ex * exp_b + lm_b
     Ta = T + dT
     t_gm = (w + act_b * Ta) / bw_gemm
@@ -273,21 +282,7 @@ def step_time_scalar(
             reps = 1.0 if j == 0 else spec_k - 1.0
             if reps <= 0.0 or n <= 0.0:
                 continue
-            if n_exp > 0.0:
-                if skew_a > 0.0:
-                    ex = n_exp * (1.0 - math.exp(skew_b * math.log1p(skew_a * n)))
-                elif skew_a < 0.0:
-                    sig = math.sqrt(-2.0 * skew_a)
-                    miss = 0.0
-                    for i in range(GH_N):
-                        miss += GH_W[i] * math.exp(
-                            -skew_b * n * math.exp(sig * GH_X[i] + 0.5 * skew_a)
-                        )
-                    ex = n_exp * (1.0 - miss)
-                else:
-                    ex = n_exp * (1.0 - q_exp**n)
-            else:
-                ex = 0.0
+            ex = distinct_experts(n_exp, q_exp, skew_a, skew_b, n)
             tg = (d_w + ex * d_exp + d_act * n) / bw_gemm
             if chalf != 0.0:
                 eff = ceff * n / (n + chalf)

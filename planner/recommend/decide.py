@@ -6,7 +6,8 @@ Every number here is arithmetic on finished recommendations (no simulation):
 
 * ``break_even_usd_per_gpu_hour``: the GPU price at which the option's $/M output tokens
   equal the winner's. $/M scales with the price at a fixed fleet, so it is
-  ``price x winner's $/M / option's $/M``.
+  ``price x winner's $/M / option's $/M``, each $/M as ranked (at the band's edge for an
+  option ranked there: :func:`_ranked_usd`).
 * **price robustness** of the winner: every option re-priced at its GPU's min, median and
   max row (of the price basis used); ``winner_at_price_rows`` names the cheapest per $/M at
   each.
@@ -90,9 +91,24 @@ def _usd(r: dict[str, Any], key: str = "usd_per_mtok_output") -> float | None:
     return float(v) if v is not None and math.isfinite(v) else None
 
 
+def _ranked_usd(r: dict[str, Any]) -> float | None:
+    """The option's $/M output tokens at the value it is ranked by: its point answer's, or,
+    where it is ranked at its error band's pessimistic edge (``ranked_at_band_edge``,
+    :func:`planner.recommend.beyond.edge_value`: a fleet or a rate that many times the
+    point's), that $/M times edge / point. Compared at the point, an MI355X option ranked
+    third at its edge (28 GPUs where the point says 8) was named the winner at every price
+    row, the median it was ranked at included."""
+    mtok, edge = _usd(r), r.get("ranked_at_band_edge") or {}
+    v, v0 = edge.get("value"), edge.get("point_value")
+    if mtok is None or not v or not v0 or not math.isfinite(v / v0):
+        return mtok
+    return mtok * v / v0
+
+
 def _repriced(r: dict[str, Any], which: str) -> float | None:
-    """The option's $/M output tokens with its GPU at the ``which`` (min/median/max) row."""
-    mtok, p, sp = _usd(r), r.get("usd_per_gpu_hour"), r.get("price_spread")
+    """The option's $/M output tokens (as ranked: :func:`_ranked_usd`) with its GPU at the
+    ``which`` (min/median/max) row."""
+    mtok, p, sp = _ranked_usd(r), r.get("usd_per_gpu_hour"), r.get("price_spread")
     if (
         mtok is None
         or not p
@@ -191,9 +207,9 @@ def decide(recs: list[dict[str, Any]], objective: str, search: Any = None) -> st
         return ""
     extra = buyer(recs, objective, search) if search is not None else []
     w = recs[0]
-    w_mtok = _usd(w)
+    w_mtok = _ranked_usd(w)
     for r in recs:
-        mtok, p = _usd(r), r.get("usd_per_gpu_hour")
+        mtok, p = _ranked_usd(r), r.get("usd_per_gpu_hour")
         r["break_even_usd_per_gpu_hour"] = (
             p * w_mtok / mtok if mtok and p and w_mtok is not None else None
         )
@@ -221,7 +237,7 @@ def decide(recs: list[dict[str, Any]], objective: str, search: Any = None) -> st
         if be is not None and sp.get("min") is not None and sp["min"] < be:
             r["robustness"] = f"depends on price: {r['gpu']} wins below ${be:.2f}/GPU-h"
             continue
-        mtok, w_sp, w_p = _usd(r), w.get("price_spread") or {}, w.get("usd_per_gpu_hour")
+        mtok, w_sp, w_p = _ranked_usd(r), w.get("price_spread") or {}, w.get("usd_per_gpu_hour")
         if mtok and w_mtok and w_p and w_sp.get("max") is not None:
             w_be = w_p * mtok / w_mtok  # the winner's price at which it ties this option
             if w_sp["max"] > w_be:

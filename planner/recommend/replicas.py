@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..catalog import Catalog
+from ..catalog.speculative import replica_kwargs
 from ..engine.memory import DEFER_SUGGESTIONS
 from ..errors import PlannerError
 from ..serving import Replica, build_replica
@@ -37,7 +38,7 @@ def _replica(m, opt: Option, params, prov: str, cat: Catalog, eng_kw: dict[str, 
             out: Replica | PlannerError = build_replica(
                 m, opt.gpu, opt.precision, opt.framework, layout=opt.layout,
                 kv_precision=opt.kv_precision, params=params, params_source=prov,
-                catalog=cat, **eng_kw, **_spec_kw(opt),
+                catalog=cat, **eng_kw, **replica_kwargs(opt.spec),
             )  # fmt: skip
         except PlannerError as e:
             out = e.with_traceback(None)
@@ -49,18 +50,6 @@ def _replica(m, opt: Option, params, prov: str, cat: Catalog, eng_kw: dict[str, 
     if isinstance(hit[1], PlannerError):
         raise hit[1].copy()  # the same error, without the frames of earlier raises
     return hit[1]
-
-
-def _spec_kw(opt: Option) -> dict[str, Any]:
-    """build_replica's speculative decoding arguments of ``opt`` (none when off)."""
-    s = opt.spec
-    if s is None:
-        return {}
-    return {
-        "spec_method": s.method,
-        "spec_tokens": s.spec_tokens,
-        "acceptance_length": s.acceptance_length,
-    }
 
 
 def _tpot_floor(rep: Replica, ctx_tokens: float) -> float:

@@ -253,13 +253,16 @@ class _Search(_Screening, _Reporting):
 
     def threshold(self, opt: Option, best: dict | None = None) -> float:
         """The value an option must beat to matter: the N-th best distinct pair's, or, when
-        its own GPU x framework pair is already in the top N, that pair's best (a tie within
-        :data:`TIE_REL` still joins its line)."""
+        its own GPU x framework pair is already in the top N, that pair's best; either one
+        widened by :data:`TIE_REL`: a value in the same tie bucket can still outrank it on
+        :func:`sort_key`'s tie-breaks (at equal $/h, TensorRT-LLM DEP8 fitted on its own B200
+        rows beats SGLang DEP4 transferred; pruned at the bare N-th best, ``--top 1`` named
+        SGLang where ``--top 3`` ranked TensorRT-LLM first)."""
         best = self.best if best is None else best
         g = self.group(opt)
         nth = self.nth_best(g, best)
         b = best.get((g, (opt.gpu.id, opt.framework.id)))
-        return b * (1 + TIE_REL) if b is not None and b <= nth else nth
+        return (b if b is not None and b <= nth else nth) * (1 + TIE_REL)
 
     def prune(self, key: float, stage: int, item: Any, best: float) -> None:
         opt = item if stage == 0 else item.opt

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from planner.engine import _scalar
-from planner.engine._scalar import step_time_scalar, straggler_time_scalar
+from planner.engine._scalar import distinct_experts, step_time_scalar, straggler_time_scalar
 from planner.files import precompile_bytecode
 from planner.serving import _loop_parts, _phases
 from planner.serving._jit import light_cache_load
@@ -206,8 +206,9 @@ def kernel():
     if _compiled is None:
 
         def build(jit):
+            experts = jit(distinct_experts, inline="always")
             names = {
-                "step_time_scalar": jit(step_time_scalar),
+                "step_time_scalar": jit(_bound(step_time_scalar, distinct_experts=experts)),
                 "straggler_time_scalar": jit(straggler_time_scalar),
                 "heap_push": jit(heap_push),
                 "heap_pop": jit(heap_pop),
