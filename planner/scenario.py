@@ -235,6 +235,26 @@ class Scenario(Frozen):
         kw.setdefault("first_token_s", None)  # the product: the bundled first-token path
         return build_disagg(self.model, spec, catalog=catalog, **kw)
 
+    def check_spec(self, catalog, data_dir: str | os.PathLike[str] | None = None) -> None:
+        """Check the file's ``deployment:`` speculative fields as ``simulate`` checks them, for
+        a command that does not build the file's deployment (``recommend`` searches every
+        one), so a file that ``simulate`` refuses is refused there too; one line naming
+        ``deployment.<field>``."""
+        from planner.catalog.speculative import spec_decode
+
+        d = self.deployment
+        if d.spec_method is None and d.spec_tokens is None and d.acceptance_length is None:
+            return
+        fw = catalog.framework(d.framework) if d.framework else None
+        try:
+            spec_decode(
+                catalog.model(self.model), d.spec_method, d.spec_tokens, d.acceptance_length,
+                d.draft_model, framework=fw, data_dir=Path(data_dir) if data_dir else None,
+                workload=d.spec_workload,
+            )  # fmt: skip
+        except PlannerError as e:
+            raise PlannerError(f"deployment.{e}") from None
+
     def require_workload(self) -> Workload:
         """The single workload; a clear error for a multi-class scenario."""
         if self.workload is None:

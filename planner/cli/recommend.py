@@ -360,6 +360,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         raise PlannerError(f"--data-dir {args.data_dir}: not a folder")
     cat = _catalog(args)  # with --prices applied
     sc = scenario_of(args)
+    sc.check_spec(cat, args.data_dir)  # the file's deployment: is not searched from
     c = _constraints(args, sc, cat)
     if args.save_scenario:  # the question asked: the constraint flags given included
         save_scenario(sc.model_copy(update={"constraints": c}), args.save_scenario)
