@@ -31,7 +31,9 @@ names are those of ``_loop``'s docstring and of the phases' locals):
     TensorRT-LLM's ``GUARANTEED_NO_EVICT``; ``data/engine_policies.yaml``); ``s[RESV]`` the
     blocks the running requests reserved (with ``s[RSV_PM]`` > 0 a request is admitted only
     while its reservation fits beside theirs in ``s[NBLOCKS]``); ``s[MAXNEW]`` the
-    ``max_tokens`` every request sends [tokens] (0: each its own answer's length).
+    ``max_tokens`` every request sends [tokens] (0: each its own answer's length);
+    ``s[GATE_T]``, ``s[GATE_B]``, ``s[GATE_R]`` the attention-DP balance gate (timeout,
+    batching wait, ranks; 0 ranks: none) and its counts ``s[GATE_HELD]``, ``s[GATE_BW]``.
 ``f`` (float64) clock and integrals
     ``f[NOW]`` simulated time [s]; ``f[AREA]`` requests in the system [req*s];
     ``f[KV_AREA]`` used blocks [block*s]; ``f[BUSY]`` time with work [s].
