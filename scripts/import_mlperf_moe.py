@@ -218,7 +218,7 @@ def _harness_file(mirror: str, div_sub: str, rel: str) -> tuple[str, str] | None
     return None
 
 
-def front_end(mirror: str, div_sub: str, cfg_text: str, cfg: dict) -> str:
+def front_end(mirror: str, div_sub: str, cfg_text: str, cfg: dict, scenario: str = "Server") -> str:
     """What serves the run, from the harness source: the loadgen harness' core for
     DeepSeek-R1 (``DEFAULT_CORE_TYPE`` of ``code/deepseek-r1/tensorrt/__init__.py``, unless
     the config sets ``core_type``), the TensorRT-LLM backend (the config's
@@ -227,7 +227,10 @@ def front_end(mirror: str, div_sub: str, cfg_text: str, cfg: dict) -> str:
     ``TRTLLM_ENDPOINT`` is ``trtllm-serve`` (``code/llmlib/launch_server.py`` starts
     ``trtllm-serve ... --backend pytorch`` and loadgen's client streams from it); the text
     then names the PyTorch backend, which
-    :func:`planner.benchmarks.scheduler_waits.trtllm_pytorch_backend` reads."""
+    :func:`planner.benchmarks.scheduler_waits.trtllm_pytorch_backend` reads.
+
+    An Offline run does not stream (:func:`offline_front_end`): the harness turns streaming
+    off for that scenario, so its text says so and its ``stream_interval`` is not applied."""
     init = _harness_file(mirror, div_sub, "code/deepseek-r1/tensorrt/__init__.py")
     conf = _harness_file(mirror, div_sub, "code/llmlib/config.py")
     if init is None or conf is None:
@@ -261,7 +264,41 @@ def front_end(mirror: str, div_sub: str, cfg_text: str, cfg: dict) -> str:
     if cfg.get("graph_sizes"):
         pad = ", padding on" if cfg.get("graph_padding") else ""
         out.append(f"CUDA graphs for batch sizes [{cfg['graph_sizes']}] per rank{pad}")
-    return "; ".join(out)
+    text = "; ".join(out)
+    return offline_front_end(text, conf[0]) if scenario == "Offline" else text
+
+
+#: what a Server / Interactive row's front-end clause says about streaming
+_STREAMS = ", loadgen's client streams the tokens from it)"
+_SI_CLAUSE = re.compile(
+    r"stream_interval (\d+) \(a streamed response per request [^;()]*; ([^()]*)\)"
+)
+
+
+def offline_front_end(text: str, config_path: str = "code/llmlib/config.py") -> str:
+    """The front-end clause of an Offline row: the same engine and front end, with no streaming.
+
+    The NVIDIA LLM harness of both rounds (``code/llmlib/config.py``, ``__post_init__``:
+    ``self.gen_config.streaming &= (self.workload.scenario != C.Scenario.Offline)``) turns
+    streaming off in Offline, and its HTTP client sends ``"stream":
+    self.config.gen_config.streaming`` (``code/llmlib/cores/http_async_client.py``). A
+    non-streaming request gets one result when it finishes (TensorRT-LLM
+    ``LlmRequest::createResult``: ``if (!(isFinished() || (mIsStreaming && ...))) return
+    std::nullopt``), so ``stream_interval`` is not applied. Example: ``"...launch_server.py
+    starts trtllm-serve --backend pytorch, loadgen's client streams the tokens from it);
+    stream_interval 1 (a streamed response per request every iteration; X)"`` becomes
+    ``"...launch_server.py starts trtllm-serve --backend pytorch; Offline: no streaming ...);
+    stream_interval 1 not applied (no streamed responses; X)"``."""
+    no_stream = (
+        "; Offline: no streaming, the harness sets gen_config.streaming &= (scenario != "
+        f"Offline) in {config_path} and its client sends stream false)"
+    )
+    text = text.replace(_STREAMS, no_stream)
+
+    def _si(m: re.Match) -> str:
+        return f"stream_interval {m.group(1)} not applied (no streamed responses; {m.group(2)})"
+
+    return _SI_CLAUSE.sub(_si, text)
 
 
 #: the TensorRT-LLM branch a v6.0 system description names in its ``framework`` field
@@ -401,7 +438,9 @@ def rows_of_round(rnd: str) -> list[dict[str, str]]:
         base_notes.append(rel_why)
         # a disaggregated run is served by its own front end (its worker .yml files say
         # the rest): the endpoint core's facts are written for aggregated runs only
-        served = "" if cfg["prefill_workers"] else front_end(mirror, div_sub, cfg_text, cfg)
+        served = (
+            "" if cfg["prefill_workers"] else front_end(mirror, div_sub, cfg_text, cfg, scenario)
+        )
         if served:
             base_notes.append(served)
         tok_s = s.get("Tokens per second") or s.get("Completed tokens per second")

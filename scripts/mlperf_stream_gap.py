@@ -10,7 +10,8 @@ Reads the MLPerf rows (``data/benchmarks/public_mlperf_moe.csv``, notes written 
   notes name, the decoding sequences per rank by Little's law (output tok/s x mean TPOT / GPUs;
   these layouts are DEP8, one attention-DP rank per GPU), measured and predicted mean TPOT and
   their gap [ms].
-* **Offline**: output tok/s and the step a full batch implies (``max_num_seqs`` per rank x GPUs
+* **Offline**: output tok/s (these runs do not stream: the harness turns streaming off in
+  Offline) and the step a full batch implies (``max_num_seqs`` per rank x GPUs
   / output tok/s; an upper bound on the step when the batch is not full).
 
 Usage (repository root; seconds)::
@@ -32,6 +33,8 @@ import pandas as pd  # noqa: E402
 
 DATA = ROOT / "data" / "benchmarks" / "public_mlperf_moe.csv"
 _SI = re.compile(r"stream_interval (\d+) \(")
+#: an Offline row: the harness does not stream (scripts/import_mlperf_moe.offline_front_end)
+_NO_STREAM = "Offline: no streaming"
 _MOE = re.compile(r"moe_backend (\w+)\)")
 _SEQS = re.compile(r"max_num_seqs=(\d+)")
 _SYSTEM = re.compile(r"system (\S+)")
@@ -64,7 +67,9 @@ def tables(rows: pd.DataFrame, pred: pd.Series) -> tuple[pd.DataFrame, pd.DataFr
     rows = rows.assign(
         round=rows["source"].str.extract(r"(v\d+\.\d+)")[0],
         system=rows["notes"].map(lambda n: _field(_SYSTEM, n)),
-        stream_interval=rows["notes"].map(lambda n: _field(_SI, n)),
+        stream_interval=rows["notes"].map(
+            lambda n: "off (no streaming)" if _NO_STREAM in n else _field(_SI, n)
+        ),
         moe_backend=rows["notes"].map(lambda n: _field(_MOE, n)),
         max_seqs=rows["notes"].map(lambda n: _field(_SEQS, n)),
     )

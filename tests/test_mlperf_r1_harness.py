@@ -174,3 +174,48 @@ def test_a_rate_tuned_outside_the_config_is_said(rows):
         "tpot_ms_mean",
     )
     assert float(n["request_rate"]) == 110.0 and "differs from the run's" not in n["notes"]
+
+
+def test_offline_rows_do_not_stream(rows):
+    """The NVIDIA LLM harness of both rounds turns streaming off in Offline (v5.1 and v6.0
+    closed/NVIDIA/code/llmlib/config.py ``__post_init__``: "self.gen_config.streaming &=
+    (self.workload.scenario != C.Scenario.Offline)"; the client sends ``"stream":
+    self.config.gen_config.streaming``). So the 28 aggregated Offline rows say no streaming
+    and that their ``stream_interval`` is not applied; every Server / Interactive row of an
+    aggregated run keeps the streamed clause, and the front-end clause
+    (:func:`trtllm_pytorch_backend`) is read the same on all of them."""
+    agg = [r for r in rows if not is_disagg_row(r)]
+    off = [r for r in agg if r["mode"] == "offline"]
+    on = [r for r in agg if r["mode"] != "offline"]
+    assert (len(off), len(on)) == (28, 135)
+    for r in off:
+        assert "Offline: no streaming" in r["notes"], r["id"]
+        assert "loadgen's client streams the tokens" not in r["notes"], r["id"]
+        assert re.search(r"stream_interval \d+ not applied \(no streamed responses; ", r["notes"])
+        assert not re.search(r"stream_interval \d+ \(a streamed response", r["notes"])
+    for r in on:
+        assert "loadgen's client streams the tokens from it" in r["notes"], r["id"]
+        assert re.search(r"stream_interval \d+ \(a streamed response per request", r["notes"])
+    assert all(trtllm_pytorch_backend(r["framework_version"], r["notes"]) for r in off)
+
+
+def test_offline_front_end_text_by_hand():
+    """The importer's rewrite of one clause pair, character by character."""
+    imp = _importer()
+    server = (
+        "front end trtllm-serve on the PyTorch backend (harness core TRTLLM_ENDPOINT: X; "
+        "code/llmlib/launch_server.py starts trtllm-serve --backend pytorch, loadgen's client "
+        "streams the tokens from it); stream_interval 1 (a streamed response per request every "
+        "iteration; the harness default in closed/Dell/code/llmlib/config.py); CUDA graphs"
+    )
+    assert imp.offline_front_end(server, "closed/Dell/code/llmlib/config.py") == (
+        "front end trtllm-serve on the PyTorch backend (harness core TRTLLM_ENDPOINT: X; "
+        "code/llmlib/launch_server.py starts trtllm-serve --backend pytorch; Offline: no "
+        "streaming, the harness sets gen_config.streaming &= (scenario != Offline) in "
+        "closed/Dell/code/llmlib/config.py and its client sends stream false); "
+        "stream_interval 1 not applied (no streamed responses; the harness default in "
+        "closed/Dell/code/llmlib/config.py); CUDA graphs"
+    )
+    # idempotent: an Offline text is left as it is
+    once = imp.offline_front_end(server, "closed/Dell/code/llmlib/config.py")
+    assert imp.offline_front_end(once, "closed/Dell/code/llmlib/config.py") == once

@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
 from planner.catalog.records import Frozen
 
@@ -227,11 +228,33 @@ class AdmissionGate(Frozen):
         return ", ".join(parts)
 
 
+#: run TensorRT-LLM's attention-DP balance gate inside the simulated loop
+#: (``planner.serving._phases.gate_closed``: prompts held, then run whole on their ranks) in
+#: place of the wait added after it (:func:`admission_wait`). OFF: a what-if
+#: (changes/s14-mlperfr1.md; ``scripts/mlperf_adp_gate.py`` at the measured batch).
+ADP_GATE_IN_LOOP = False
+
+
+def loop_gated(rep, notes: str, fw_id: str):
+    """``rep`` with the run's attention-DP balance gate in its loop (``EngineConfig.adp_gate``
+    = (timeout, batching wait, ranks)) and each prompt whole on its rank (prompt share 1:
+    ``_balance_requests_across_ranks`` gives a request to one rank), while
+    :data:`ADP_GATE_IN_LOOP` is on, for a TensorRT-LLM attention-DP replica whose notes
+    enable the balance; else ``rep`` itself."""
+    t, b = adp_balance(notes)
+    dp = rep.sm.attention_dp
+    if not ADP_GATE_IN_LOOP or fw_id != "trtllm" or dp <= 1 or (t, b) == (0, 0):
+        return rep
+    sm = replace(rep.sm, adp_balanced=False, params=rep.sm.params.with_(adp_prompt_imbalance=1.0))
+    return replace(rep, sm=sm, engine=replace(rep.engine, adp_gate=(t, b, dp)))
+
+
 def admission_gate(notes: str, framework_version: str = "") -> AdmissionGate:
     """The gate of a run, from its notes (flags of the engine it names) and its release
-    (``framework_version``: a flag the release no longer reads does not gate)."""
+    (``framework_version``: a flag the release no longer reads does not gate). With
+    :data:`ADP_GATE_IN_LOOP` the attention-DP balance runs in the loop, not here."""
     n, r = batch_wait(notes)
-    t, b = adp_balance(notes)
+    t, b = (0, 0) if ADP_GATE_IN_LOOP else adp_balance(notes)
     return AdmissionGate(
         continuous_decode_steps=continuous_decode_steps(notes, framework_version),
         recv_interval=recv_interval(notes),

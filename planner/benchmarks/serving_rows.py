@@ -21,6 +21,7 @@ from planner.benchmarks.scheduler_waits import (
     admission_wait,
     burst_wait,
     first_token_wait,
+    loop_gated,
     overlap_wait,
     rearrival_wait,
     window_iterations,
@@ -433,6 +434,7 @@ def _serving_row_result(
         else bool(async_scheduling(notes, fw_id)) and int(pp) == 1,
         **row_spec(row),
     )
+    rep = loop_gated(rep, notes, fw_id)  # the attention-DP balance gate in the loop (off)
     if (isl is not None and osl is not None) or mode in ("static_batch", "single_stream"):
         ilen: Any = None
         note_len = (

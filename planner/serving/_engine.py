@@ -112,6 +112,7 @@ def _run_continuous(
                 1.0 if eng.prefill_first else 0.0,
                 float(eng.kv_reserve_fraction),
                 float(reqs.max_new_tokens),
+                *(float(x) for x in eng.adp_gate),
             ],
             np.float64,
         ),

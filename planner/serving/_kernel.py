@@ -58,6 +58,9 @@ from planner.serving._phases import (
     DEC_SW,
     DONE,
     FREE,
+    GATE_B,
+    GATE_R,
+    GATE_T,
     KV_AREA,
     KV_MAX,
     MAXNEW,
@@ -92,6 +95,8 @@ from planner.serving._phases import (
     decode_stride,
     enqueue,
     finish_decoders,
+    gate_closed,
+    gate_count,
     grown,
     preempt,
     step_cost,
@@ -262,7 +267,9 @@ def _loop(
     ``prefill_scale``); ``srv[5]`` overlaps the host time; ``srv[6]`` > 0 runs prompts
     before decoders (a step with prompts has no decoders); ``srv[7]`` is the share of a
     request's answer whose KV blocks admission reserves (``EngineConfig.kv_reserve_fraction``),
-    ``srv[8]`` the ``max_tokens`` every request sends (0: its own answer's length). Returns
+    ``srv[8]`` the ``max_tokens`` every request sends (0: its own answer's length),
+    ``srv[9:12]`` the attention-DP balance gate's timeout, batching wait [iterations] and
+    ranks (0 ranks: no gate; ``EngineConfig.adp_gate``, :func:`_phases.gate_closed`). Returns
     ``(err, iterations, busy, area, kv_area, kv_max, pf_tokens, ev_int, ev_t, n_events)``
     where ``ev_int[:n_events]`` holds (decoders, sequences, iterations) and
     ``ev_t[:n_events]`` (t_first, t_last) of every iteration record; ``err`` is 0 or an
@@ -322,6 +329,9 @@ def _loop(
     s[CLOSED] = closed
     s[RSV_PM] = int(srv[7] * 1000.0 + 0.5)
     s[MAXNEW] = int(srv[8])
+    s[GATE_T] = int(srv[9])  # the attention-DP balance gate (0 ranks: none)
+    s[GATE_B] = int(srv[10])
+    s[GATE_R] = int(srv[11])
     s[QP] = stop_i[0]
     req = (inp, out, cch, sb, arr, first, fin, npre)  # the requests, in and out
     es = (bad, stop_f, stop_i, stats)  # the early stop
@@ -385,6 +395,7 @@ def _loop(
             k = stride_length(s, rq, fh, swh, cnt)
             if k >= 1:
                 k = decode_stride(k, s, f, coef, srv, req, rq, mh, cnt, ev_i, ev_t)
+                gate_count(s, k, False)
                 advance_decoders(k, s, rq, swh)
                 s[CUR] += k
                 i_last = s[CUR] - 1
@@ -395,8 +406,10 @@ def _loop(
             err = ERR_KV_RUNNING
             break
         budget = chunk_prefills(s, pf)
-        if srv[6] == 0.0 or s[DEC] == 0:  # prefill first: no prompt joins the decoders
-            admit(budget, s, req, rq, pf, ro, wq)
+        waiting = s[WQ_LEN]
+        if (srv[6] == 0.0 or s[DEC] == 0) and not gate_closed(s):  # prefill first: no
+            admit(budget, s, req, rq, pf, ro, wq)  # prompt joins the decoders
+        gate_count(s, 1, s[WQ_LEN] < waiting)
         T, nseq, dt = step_cost(s, coef, srv, pf, rq, mh)
         if T == 0:
             err = ERR_NOTHING_SCHEDULABLE

@@ -31,7 +31,9 @@ names are those of ``_loop``'s docstring and of the phases' locals):
     TensorRT-LLM's ``GUARANTEED_NO_EVICT``; ``data/engine_policies.yaml``); ``s[RESV]`` the
     blocks the running requests reserved (with ``s[RSV_PM]`` > 0 a request is admitted only
     while its reservation fits beside theirs in ``s[NBLOCKS]``); ``s[MAXNEW]`` the
-    ``max_tokens`` every request sends [tokens] (0: each its own answer's length).
+    ``max_tokens`` every request sends [tokens] (0: each its own answer's length);
+    ``s[GATE_T]``, ``s[GATE_B]``, ``s[GATE_R]`` the attention-DP balance gate (timeout,
+    batching wait, ranks; 0 ranks: none) and its counts ``s[GATE_HELD]``, ``s[GATE_BW]``.
 ``f`` (float64) clock and integrals
     ``f[NOW]`` simulated time [s]; ``f[AREA]`` requests in the system [req*s];
     ``f[KV_AREA]`` used blocks [block*s]; ``f[BUSY]`` time with work [s].
@@ -71,7 +73,9 @@ KV_MAX, PF_TOKENS, WQ_HEAD, WQ_LEN, N_PF, N_CH, N_RO, N_FH, N_SWH, N_MH = range(
 N_EV, STOP, QP = range(20, 23)
 BS, MAXSEQ, BUDGET0, CHUNKED, NBLOCKS, WATERMARK, WINDOW, CLOSED, RSV_PM, RESV = range(23, 33)
 MAXNEW = 33
-N_S = 34
+# the attention-DP balance gate (:func:`gate_closed`; ``GATE_R`` 0: no gate)
+GATE_T, GATE_B, GATE_R, GATE_HELD, GATE_BW = range(34, 39)
+N_S = 39
 # ``f``: clock and integrals
 NOW, AREA, KV_AREA, BUSY = range(4)
 N_F = 4
@@ -213,7 +217,7 @@ def decode_only(s, req, rq, wq, cnt):
     B = s[DEC]
     if s[N_PF] != 0 or B == 0:
         return False
-    if s[WQ_LEN] == 0:
+    if s[WQ_LEN] == 0 or gate_closed(s):
         return True
     h = wq[s[WQ_HEAD]]
     bs = s[BS]
@@ -268,6 +272,10 @@ def stride_length(s, rq, fh, swh, cnt):
             ksw = swh[0, 0] - cur + 1
             if ksw < k:
                 k = ksw
+    if s[WQ_LEN] > 0 and gate_closed(s):
+        kg = gate_left(s)
+        if kg < k:
+            k = kg
     return k
 
 
@@ -305,7 +313,7 @@ def decode_stride(k, s, f, coef, srv, req, rq, mh, cnt, ev_i, ev_t):
     else:
         t1, d = t0, 0.0
     nxt = s[NEXT_ARR]
-    if s[WQ_LEN] == 0 and s[CLOSED] == 0 and nxt < rq.shape[1]:
+    if (s[WQ_LEN] == 0 or s[GATE_R] > 0) and s[CLOSED] == 0 and nxt < rq.shape[1]:
         gap = arr[nxt] - f[NOW]
         # smallest j >= 1 with j*t0 + d*j*(j-1)/2 >= gap
         if d > 1e-18:
@@ -661,7 +669,49 @@ def advance_prefills(s, f, srv, req, rq, pf, cnt, fh, swh, mh, wq, es):
 
 #: the phases, each after the ones it calls (:func:`planner.serving._kernel.kernel` compiles
 #: them in this order, each bound to the compiled ones before it)
+def gate_closed(s):
+    """True while TensorRT-LLM's attention-DP balance gate holds the waiting prompts
+    (``_balance_adp_requests``, ``tensorrt_llm/_torch/pyexecutor/py_executor.py``): every
+    rank decodes (``s[DEC] >= R``) and either fewer than ``R`` prompts wait (one a rank, as
+    ``_balance_requests_across_ranks`` assigns them) and the timeout ``s[GATE_T]`` has not
+    passed, or ``R`` wait and the batching wait ``s[GATE_B]`` has not."""
+    R = s[GATE_R]
+    if R == 0 or s[DEC] < R:
+        return False
+    if s[WQ_LEN] >= R:
+        return s[GATE_BW] < s[GATE_B]
+    return s[GATE_HELD] < s[GATE_T]
+
+
+def gate_left(s):
+    """Iterations until the gate opens by its counters (>= 1)."""
+    if s[WQ_LEN] >= s[GATE_R]:
+        return max(1, s[GATE_B] - s[GATE_BW])
+    return max(1, s[GATE_T] - s[GATE_HELD])
+
+
+def gate_count(s, k, released):
+    """The gate's counters after ``k`` iterations: reset by a release; the batching wait
+    counts while every rank has a prompt (the timeout count resets then), the timeout count
+    otherwise (modulo the timeout while no prompt waits: a release of none)."""
+    if s[GATE_R] == 0:
+        return
+    if released:
+        s[GATE_HELD] = 0
+        s[GATE_BW] = 0
+    elif s[WQ_LEN] >= s[GATE_R]:
+        s[GATE_BW] += k
+        s[GATE_HELD] = 0
+    else:
+        s[GATE_HELD] += k
+        if s[WQ_LEN] == 0 and s[GATE_T] > 0:
+            s[GATE_HELD] %= s[GATE_T]
+
+
 PHASES = (
+    "gate_closed",
+    "gate_left",
+    "gate_count",
     "enqueue",
     "grown",
     "record",

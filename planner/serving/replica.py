@@ -94,6 +94,10 @@ class EngineConfig:
     #: admits the request (``data/engine_policies.yaml``): 1 for TensorRT-LLM's
     #: ``GUARANTEED_NO_EVICT``, 0 for vLLM (blocks for what is computed) [-]
     kv_reserve_fraction: float = 0.0
+    #: TensorRT-LLM's attention-DP balance gate run inside the simulated loop: (timeout_iters,
+    #: batching_wait_iters, ranks); ranks 0: none, prompts join at every iteration
+    #: (``planner.serving._phases.gate_closed``; set by ``planner.benchmarks.adp_gate``)
+    adp_gate: tuple[int, int, int] = (0, 0, 0)
 
     @property
     def kv_capacity_tokens(self) -> int:
