@@ -15,6 +15,7 @@ child is left unreaped; and where it must not fork, it does not.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,17 @@ SUBSET = ("nvidia-h100-sxm", "amd-mi300x", "nvidia-l40s", "nvidia-a100-80gb-sxm"
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "fork") or len(os.sched_getaffinity(0)) < 2, reason="needs fork, 2 CPUs"
 )
+
+
+@pytest.fixture(autouse=True)
+def _no_app_warm_up_thread():
+    """An app test earlier in the process may leave its warm-up timer
+    (``app_pages/runs.py``, thread ``planner-warm-up``) pending or running, and
+    :func:`forked.may_fork` declines beside a live thread: cancel it, or wait for it."""
+    for t in threading.enumerate():
+        if t.name == "planner-warm-up":
+            t.cancel()
+            t.join(timeout=300)
 
 
 def _recommend(example: str, **kw) -> dict:
