@@ -289,14 +289,19 @@ def fit_profile(
         parent = fitted.get(parent_key) if parent_key is not None else None
         ids = frozenset(id(r) for r in subset)
         prior = parent or base
-        same = (ids, tuple(prior.model_dump().values()))
-        if parent is not None and ids == members[parent_key]:
+        ff = gemm_floor.floor_fraction(k[2], k[4], fam)  # 0: off, or not Hopper dense
+        same = (ids, tuple(prior.model_dump().values()), ff)
+        floor_ok = (
+            parent is None
+            or gemm_floor.project(parent.compute_eff, parent.compute_half_tokens, ff)
+            == parent.compute_eff
+        )  # the parent's GEMM rate already meets this node's floor
+        if parent is not None and ids == members[parent_key] and floor_ok:
             # the same rows as the parent: a refit would count them twice
             params, mdape = parent, mdapes[parent_key]
         elif same in done:  # the same rows and prior as a node fitted already (the family
             params, mdape = done[same]  # child of a node with its parent's rows)
         else:
-            ff = gemm_floor.floor_fraction(k[2], k[4], fam)  # 0: off, or not Hopper dense
             params, mdape = done[same] = _fit_node(
                 subset, prior, prior_scale, max_nfev, kinds, gemm_floor_frac=ff
             )
