@@ -25,7 +25,8 @@ their own measured rate.
 The fit enforces it by projection (:func:`project`): a ``compute_eff`` under the bound is
 raised to it, at the ``compute_half_tokens`` the optimiser proposes.
 
-OFF (:data:`APPLY`): scored held out in docs/changes/2026-12-11/gemm.md.
+OFF (:data:`APPLY`): scored held out in the s14-gemm hand-back note (changes/s14-gemm.md):
+the MLPerf Server rows improve, the held-out serving TPOT / TTFT rows get worse.
 """
 
 from __future__ import annotations
