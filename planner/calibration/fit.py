@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from planner.benchmarks.io import _hash_files, load_measurements
-from planner.calibration import seq_bound
+from planner.calibration import gemm_floor, seq_bound
 from planner.calibration.data_files import (  # noqa: F401 - re-exported
     HELD_OUT_FILES,
     OWN_FILES,
@@ -134,12 +134,22 @@ def _to_x(p: EfficiencyParams, fields: Sequence[str] = FIT_FIELDS) -> np.ndarray
 
 
 def _from_x(
-    x: np.ndarray, base: EfficiencyParams, fields: Sequence[str] = FIT_FIELDS
+    x: np.ndarray,
+    base: EfficiencyParams,
+    fields: Sequence[str] = FIT_FIELDS,
+    gemm_floor_frac: float = 0.0,
 ) -> EfficiencyParams:
+    """Parameters from log values ``x``, clipped to their bounds; ``gemm_floor_frac`` > 0
+    raises ``compute_eff`` to the measured large-M GEMM floor (:mod:`gemm_floor`)."""
     upd = {}
     for f, v in zip(fields, x, strict=True):
         lo, hi, _ = _bounds(f)
         upd[f] = float(min(max(math.exp(v), lo), hi))
+    if gemm_floor_frac > 0.0 and "compute_eff" in upd:
+        half = upd.get("compute_half_tokens", base.compute_half_tokens)
+        upd["compute_eff"] = gemm_floor.project(
+            upd["compute_eff"], half, gemm_floor_frac, _bounds("compute_eff")[1]
+        )
     return base.model_copy(update=upd)
 
 
@@ -162,6 +172,7 @@ def _fit_node(
     prior_scale: float,
     max_nfev: int,
     kinds: Iterable[str] = FITTED_KINDS,
+    gemm_floor_frac: float = 0.0,
 ) -> tuple[EfficiencyParams, float]:
     from scipy.optimize import least_squares
 
@@ -175,7 +186,7 @@ def _fit_node(
     preds = [r.fit_predictor(kinds) for r in rows]
 
     def resid(x):
-        q = _from_x(x, parent, fields)
+        q = _from_x(x, parent, fields, gemm_floor_frac)
         out = np.empty(len(preds))
         for i, fn in enumerate(preds):
             try:
@@ -196,7 +207,7 @@ def _fit_node(
         x_scale=1.0,
         diff_step=1e-3,
     )
-    fitted = _from_x(res.x, parent, fields)
+    fitted = _from_x(res.x, parent, fields, gemm_floor_frac)
     err = resid(res.x)[: len(rows)]
     mdape = float(np.median(np.abs(np.expm1(err)))) if len(rows) else float("nan")
     return fitted, mdape
@@ -278,14 +289,22 @@ def fit_profile(
         parent = fitted.get(parent_key) if parent_key is not None else None
         ids = frozenset(id(r) for r in subset)
         prior = parent or base
-        same = (ids, tuple(prior.model_dump().values()))
-        if parent is not None and ids == members[parent_key]:
+        ff = gemm_floor.floor_fraction(k[2], k[4], fam)  # 0: off, or not Hopper dense
+        same = (ids, tuple(prior.model_dump().values()), ff)
+        floor_ok = (
+            parent is None
+            or gemm_floor.project(parent.compute_eff, parent.compute_half_tokens, ff)
+            == parent.compute_eff
+        )  # the parent's GEMM rate already meets this node's floor
+        if parent is not None and ids == members[parent_key] and floor_ok:
             # the same rows as the parent: a refit would count them twice
             params, mdape = parent, mdapes[parent_key]
         elif same in done:  # the same rows and prior as a node fitted already (the family
             params, mdape = done[same]  # child of a node with its parent's rows)
         else:
-            params, mdape = done[same] = _fit_node(subset, prior, prior_scale, max_nfev, kinds)
+            params, mdape = done[same] = _fit_node(
+                subset, prior, prior_scale, max_nfev, kinds, gemm_floor_frac=ff
+            )
         fitted[key], mdapes[key], members[key] = params, mdape, ids
         nodes.append(
             ProfileNode(
