@@ -25,6 +25,13 @@ output throughput and the median E2E, throughput x median E2E / (C x mean output
 finite run of ``10 C`` requests with U[0.8, 1.0] x 1024 outputs gives 0.97 (C = 8) to
 0.945 (C = 4096).
 
+The same finite run serves the fit's aggregated closed-loop rows
+(:func:`closed_loop_factor`, :data:`CLOSED_LOOP_FIT`): each source states its client's
+prompt count in the row (``"N requests"``), e.g. InferenceX single-node ``benchmarks/*.sh``
+(SemiAnalysisAI/InferenceX, ``dsr1_fp8_mi325x.sh``): ``--num-prompts $(( $CONC * 10 ))``;
+the SGLang cookbook's printed ``--num-prompts``; dstack's "500 requests completed of 500";
+the TensorRT-LLM guide's ``num_requests``. Rows that state none keep the steady state.
+
 Not modelled: the decode step getting faster as the batch drains (shortens the drain), and
 the burst of ``C`` prompts at the start (lengthens it).
 """

@@ -408,7 +408,10 @@ def closed_loop_predictor(row: dict, cat: Catalog) -> Callable | None:
     once. That is the steady state of :func:`~planner.serving.steady_state.offline_throughput`
     with at most ``c`` sequences, at the mean input and output lengths (fixed ``isl``/``osl``,
     or the means of the client's random-length rule). The fit uses it; validation still
-    simulates the row (ramp-up, the drain and the length spread included).
+    simulates the row (ramp-up, the drain and the length spread included). With
+    :data:`~planner.benchmarks.finite_run.CLOSED_LOOP_FIT` a throughput row that states its
+    prompt count is scaled by its finite run (:func:`_finite_run`), so that the fit reads the
+    run's drain as validation does instead of explaining it with lower efficiencies.
 
     With :data:`CLOSED_LOOP_LATENCY` a TPOT / ITL row of such a run gets the same steady
     state's time per output token, and a TTFT row at most
