@@ -6,6 +6,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
+from planner.benchmarks import finite_run
 from planner.benchmarks.scheduler_waits import (
     admission_gate,
     admission_wait,
@@ -37,6 +40,7 @@ from planner.engine.step import StepModel, step_model
 from planner.errors import PlannerError
 from planner.serving.replica import ENGINE_PREFILL_FIRST_DEFAULT
 from planner.serving.steady_state import (
+    closed_loop_cycle,
     closed_loop_latencies,
     closed_loop_throughput,
     offline_engine_policy,
@@ -230,10 +234,13 @@ def _steady_predictor(
     osl: float,
     caps: tuple,
     closed_loop: bool = False,
+    finite: Callable[[float, float], float] | None = None,
 ) -> tuple[Callable | None, str, str]:
     """Steady-state throughput predictor of an offline row (or, ``closed_loop``, of a closed
     loop of clients: :func:`~planner.serving.steady_state.closed_loop_throughput`) with its
-    own settings, else its engine release's defaults on the GPU; at most ``caps`` sequences."""
+    own settings, else its engine release's defaults on the GPU; at most ``caps`` sequences.
+    ``finite``: a closed loop's finite-run factor of its steady TTFT and TPOT [s]
+    (:func:`~planner.benchmarks.finite_run.closed_loop_factor`) that scales its throughput."""
     m, g, p, fw, kv, settings, sm0 = setup
     metric = str(row.get("metric", ""))
     lay = layout(row)
@@ -314,6 +321,18 @@ def _steady_predictor(
             ms = 1000.0 * got[pick]  # type: ignore[index]
             return ms + gate_wait_ms(gate, sm, got, isl, osl, B, budget, dp) if waits else ms
 
+    elif closed_loop and finite is not None:
+
+        def predict(q: EfficiencyParams) -> float:
+            sm = _with_params(sm0, q)
+            cyc = closed_loop_cycle(sm, isl, osl, B, budget, ov)
+            if cyc is None:  # prompts overlap: the offline steady state, no finite run
+                return mult * closed_loop_throughput(sm, isl, osl, B, budget, ov)
+            b, k, n_dec, t_mix, t_dec = cyc
+            life_s = b * k * t_mix + n_dec * t_dec  # one request's time in the steady state
+            tpot_s = ((b - 1.0) * k * t_mix + n_dec * t_dec) / max(osl - 1.0, 1.0)
+            return mult * b * osl / life_s * finite(k * t_mix, tpot_s)
+
     elif closed_loop:
 
         def predict(q: EfficiencyParams) -> float:
@@ -389,7 +408,10 @@ def closed_loop_predictor(row: dict, cat: Catalog) -> Callable | None:
     once. That is the steady state of :func:`~planner.serving.steady_state.offline_throughput`
     with at most ``c`` sequences, at the mean input and output lengths (fixed ``isl``/``osl``,
     or the means of the client's random-length rule). The fit uses it; validation still
-    simulates the row (ramp-up, the drain and the length spread included).
+    simulates the row (ramp-up, the drain and the length spread included). With
+    :data:`~planner.benchmarks.finite_run.CLOSED_LOOP_FIT` a throughput row that states its
+    prompt count is scaled by its finite run (:func:`_finite_run`), so that the fit reads the
+    run's drain as validation does instead of explaining it with lower efficiencies.
 
     With :data:`CLOSED_LOOP_LATENCY` a TPOT / ITL row of such a run gets the same steady
     state's time per output token, and a TTFT row at most
@@ -407,6 +429,7 @@ def closed_loop_predictor(row: dict, cat: Catalog) -> Callable | None:
         return None
     isl, osl = number(row, "isl"), number(row, "osl")
     drawn = isl is None or osl is None  # lengths drawn per request by the client's rule
+    ds = None
     if drawn:
         from planner.benchmarks.random_lengths import random_dataset_lengths
 
@@ -423,8 +446,41 @@ def closed_loop_predictor(row: dict, cat: Catalog) -> Callable | None:
     caps = (max(1.0, round(conc / lay.replicas)),)
     if latency and not _latency_row_fits(row, metric, caps[0], drawn):
         return None
-    fn, _, _ = _steady_predictor(row, cat, setup[:7], isl, osl, caps, closed_loop=True)
+    finite = None if latency else _finite_run(row, lay.replicas, caps[0], isl, osl, ds)
+    fn, _, _ = _steady_predictor(
+        row, cat, setup[:7], isl, osl, caps, closed_loop=True, finite=finite
+    )
     return fn
+
+
+def _finite_run(
+    row: dict, replicas: int, clients: float, isl: float, osl: float, ds: tuple | None
+) -> Callable[[float, float], float] | None:
+    """A closed-loop throughput row's finite-run factor (TTFT, TPOT [s] -> [-]), or None
+    (:data:`~planner.benchmarks.finite_run.CLOSED_LOOP_FIT` off, or no prompt count stated).
+
+    The prompt count is the row's ``"N requests"`` (its client's ``--num-prompts``, e.g.
+    InferenceX's ``benchmarks/*.sh``: ``--num-prompts $((CONC * 10))``), split over the
+    replicas as validation splits it (:func:`planner.benchmarks.serving_rows.simulate_row`:
+    ``int(N / replicas)`` requests per replica), with the output lengths validation draws:
+    fixed, or the client's rule sampled with validation's seed (``20240601``, the input
+    lengths drawn first), or the very lengths the client drew where they are replayed.
+    """
+    if not finite_run.CLOSED_LOOP_FIT:
+        return None
+    count = request_count(cell(row, "notes"))
+    if not count:
+        return None
+    n = int(count / replicas)
+    if n < 1:
+        return None
+    if ds is None:
+        out = np.full(n, int(osl))
+    else:
+        rng = np.random.default_rng(20240601)
+        ds[0].sample(n, rng)
+        out = np.maximum(np.asarray(ds[1].sample(n, rng)), 1)
+    return finite_run.closed_loop_factor(max(1, int(round(clients))), out)
 
 
 def gate_wait_ms(
