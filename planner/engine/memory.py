@@ -468,6 +468,15 @@ def plan_memory(
     seqs = max_num_seqs or seqs0
     btok = max_batched_tokens or btok0 or 8192
     w = weight_memory(m, p, tp, pp, layout.ep, layout.moe_split, g.arch)
+    n_exp = int(m.num_experts or 0)
+    if n_exp and layout.ep > 1 and n_exp % layout.ep:  # planner.catalog.layout
+        per_rank = -(-n_exp // layout.ep)
+        assumptions.append(
+            f"ep={layout.ep} does not divide {n_exp} experts: {per_rank} expert slots a rank, "
+            f"{per_rank * layout.ep - n_exp} redundant copies; the launch must ask for them "
+            "(TensorRT-LLM moe num_slots, SGLang --ep-num-redundant-experts, vLLM --enable-eplb "
+            "--num-redundant-experts)"
+        )
     pad = expert_pad_bytes(m, p, g.arch, fw.id if fw else None, layout.ep, layout.moe_split, pp)
     if pad:  # the engine's kernel loads the experts padded (vLLM Marlin MXFP4 on Hopper)
         w = replace(w, per_gpu_bytes=w.per_gpu_bytes + pad)
