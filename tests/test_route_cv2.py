@@ -154,7 +154,13 @@ def test_compiled_scalar_step_is_bit_identical(on):
     log-normal branch (its Gauss-Hermite tuples are compile-time constants)."""
     numba = pytest.importorskip("numba")
     sm = _sm(tp=1, ep=8, dp=8)
-    f = numba.njit(step_time_scalar)
+    from planner.engine._scalar import distinct_experts
+    from planner.serving._kernel import _bound
+
+    # compiled as the simulator's kernel compiles it (planner.serving._kernel.kernel): the
+    # distinct-experts helper inlined and bound into the step
+    experts = numba.njit(distinct_experts, inline="always")
+    f = numba.njit(_bound(step_time_scalar, distinct_experts=experts))
     for B in (1.0, 16.0, 128.0, 512.0):
         args = (sm._coeffs, B, B, B, B * 1400.0, B * 1400.0, 0.0, 0.0, 0.0)
         assert f(*args) == step_time_scalar(*args)
