@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 
-from planner.catalog.kernel_rates import block_fp8_gemm_rate
+from planner.engine.dense_rate import dense_gemm_factor, published_dense_rate
 from planner.engine.params import param_counts
 
 __all__ = [
@@ -93,16 +93,19 @@ def prompt_gemm_excess_s(sm, framework: str | None, prompt_tokens: float) -> flo
     Example: DeepSeek-V3 fp8, B200 TP8 (15.263e9 dense parameters: 3.8158 GFLOP per token and
     GPU), compute_eff 0.6024: 3.8158e9 x (1 / 3.978e14 - 1 / (4.5e15 x 0.6024)) = 8.185 us per
     token, 60.3 ms for a 7,373-token prompt."""
-    if sm.precision.id != "fp8" or not prompt_tokens or prompt_tokens <= 0:
+    if not prompt_tokens or prompt_tokens <= 0:
         return 0.0
-    rec = block_fp8_gemm_rate(sm.gpu.arch, framework)
-    if rec is None:
+    rate = published_dense_rate(sm, framework)
+    if rate is None:
         return 0.0
-    rate = rec.fraction * sm.gpu.peak_tflops("fp8") * 1e12
+    # (node / rate - 1) / node = 1 / rate - 1 / node, 0 where the rate is not slower
     node = sm.peak_flops * sm.params.compute_eff
-    if rate >= node:
-        return 0.0
-    return float(prompt_tokens) * dense_flops_per_token(sm) * (1.0 / rate - 1.0 / node)
+    return (
+        float(prompt_tokens)
+        * dense_flops_per_token(sm)
+        * (dense_gemm_factor(sm, rate) - 1.0)
+        / node
+    )
 
 
 def with_prompt_gemm(out: dict, sm, framework, notes: str, mode, isl, ilen) -> dict:

@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from planner.catalog.kernel_rates import block_fp8_gemm_rate
 
-__all__ = ["dense_gemm_factor", "dense_linears_at", "no_deepgemm"]
+__all__ = ["dense_gemm_factor", "dense_linears_at", "no_deepgemm", "published_dense_rate"]
 
 
 def dense_gemm_factor(sm, rate_flops_s: float) -> float:
@@ -50,14 +50,19 @@ def dense_linears_at(sm, rate_flops_s: float):
     return replace(sm, matmul_slow_flops_per_token=slow)
 
 
-def no_deepgemm(sm, framework: str | None):
-    """``sm`` with its dense linears at the applied ``block_fp8_gemm`` rate of its GPU's
-    architecture and ``framework`` (fraction x the GPU's fp8 dense peak), for a block-FP8
-    (``fp8``) deployment; ``sm`` itself where no record applies (another format,
-    architecture or engine, or the record's switch off)."""
+def published_dense_rate(sm, framework: str | None) -> float | None:
+    """The applied ``block_fp8_gemm`` rate [FLOP/s] of ``sm``'s GPU architecture and
+    ``framework`` (fraction x the GPU's fp8 dense peak) for a block-FP8 (``fp8``) deployment;
+    None where no record applies (another format, architecture or engine, or the record's
+    switch off)."""
     if sm.precision.id != "fp8":
-        return sm
+        return None
     rec = block_fp8_gemm_rate(sm.gpu.arch, framework)
-    if rec is None:
-        return sm
-    return dense_linears_at(sm, rec.fraction * sm.gpu.peak_tflops("fp8") * 1e12)
+    return None if rec is None else rec.fraction * sm.gpu.peak_tflops("fp8") * 1e12
+
+
+def no_deepgemm(sm, framework: str | None):
+    """``sm`` with its dense linears at :func:`published_dense_rate`; ``sm`` itself where no
+    record applies."""
+    rate = published_dense_rate(sm, framework)
+    return sm if rate is None else dense_linears_at(sm, rate)
