@@ -667,8 +667,6 @@ def advance_prefills(s, f, srv, req, rq, pf, cnt, fh, swh, mh, wq, es):
     s[N_PF] = m
 
 
-#: the phases, each after the ones it calls (:func:`planner.serving._kernel.kernel` compiles
-#: them in this order, each bound to the compiled ones before it)
 def gate_closed(s):
     """True while TensorRT-LLM's attention-DP balance gate holds the waiting prompts
     (``_balance_adp_requests``, ``tensorrt_llm/_torch/pyexecutor/py_executor.py``): every
@@ -708,6 +706,8 @@ def gate_count(s, k, released):
             s[GATE_HELD] %= s[GATE_T]
 
 
+#: the phases, each after the ones it calls (:func:`planner.serving._kernel.kernel` compiles
+#: them in this order, each bound to the compiled ones before it)
 PHASES = (
     "gate_closed",
     "gate_left",
