@@ -417,29 +417,16 @@ class Scenario(Frozen):
 
 # --------------------------------------------------------------------------- loading
 def _known_fields() -> set[str]:
+    """Every field name a scenario file may hold: its sections' (:func:`_sections`) and the
+    length distributions'."""
     import planner.workload as wl
 
     names: set[str] = set()
-    for cls in (
-        Scenario,
-        Deployment,
-        Disaggregated,
-        Pool,
-        EngineOverrides,
-        Constraints,
-        SLO,
-        wl.SloTarget,
-        Workload,
-        wl.Traffic,
-        wl.PrefixReuse,
-        wl.FixedLength,
-        wl.NormalLength,
-        wl.LognormalLength,
-        wl.UniformLength,
-        wl.HistogramLength,
-        wl.QuantileLength,
-        wl.TraceLength,
-    ):
+    lengths = (
+        wl.FixedLength, wl.NormalLength, wl.LognormalLength, wl.UniformLength,
+        wl.HistogramLength, wl.QuantileLength, wl.TraceLength,
+    )  # fmt: skip
+    for cls in (*(c for _, c in _sections()), *lengths):
         names.update(cls.model_fields)
     return names
 
